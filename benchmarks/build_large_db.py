@@ -1,0 +1,131 @@
+"""Build a large Mastra memory.db for benchmarks from the rows of a real fixture.
+
+    python benchmarks/build_large_db.py OUT.db [--threads 5000] [--messages-per-thread 40]
+                                             [--big-thread 20000] [--source ../shared/fixtures/mastra/support.db]
+
+Every row is a copy of a row Mastra wrote (support.db): threads, messages (content verbatim, ids
+suffixed), and each thread's OM generations (lookup keys and thread ids rewritten), so the OM
+engine sees real data. One extra thread, `bench-big`, holds BIG_THREAD messages whose times are
+spread one second apart. The source is copied first; it is never opened in place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_SOURCE = REPO.parent / "shared" / "fixtures" / "mastra" / "support.db"
+
+
+def build(out: Path, source: Path, threads: int, per_thread: int, big: int) -> dict:
+    """Write the benchmark database to OUT; return counts {threads, messages, om_records, bytes}."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for ext in ("", "-wal", "-shm"):
+        Path(str(out) + ext).unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "source.db"
+        shutil.copyfile(source, src)
+        for ext in ("-wal", "-shm"):
+            if Path(str(source) + ext).exists():
+                shutil.copyfile(str(source) + ext, str(src) + ext)
+        # Fold any WAL into the private copy, then copy it as the base of the output.
+        conn = sqlite3.connect(src)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.close()
+        shutil.copyfile(src, out)
+    db = sqlite3.connect(out)
+    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA synchronous=OFF")
+    tmpl = db.execute("SELECT id FROM mastra_threads WHERE id LIKE 'support-%' AND id != 'support-meta' "
+                      "ORDER BY id").fetchall()
+    templates = [t[0] for t in tmpl]
+    numbers = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "
+    for k, template in enumerate(templates):
+        # thread i uses template i % len(templates)
+        args = (threads - 1, len(templates), k, template)
+        db.execute(numbers + """
+            INSERT INTO mastra_threads (id, "resourceId", title, metadata, "createdAt", "updatedAt")
+            SELECT 'bench-' || i, 'bench-user-' || (i % 100), t.title || ' #' || i, t.metadata,
+                   strftime('%Y-%m-%dT%H:%M:%fZ', t."createdAt", '+' || i || ' seconds'),
+                   strftime('%Y-%m-%dT%H:%M:%fZ', t."updatedAt", '+' || i || ' seconds')
+            FROM n, mastra_threads t WHERE i % ? = ? AND t.id = ?""", args)
+        count = db.execute("SELECT COUNT(*) FROM mastra_messages WHERE thread_id = ?", (template,)).fetchone()[0]
+        reps = max(1, -(-per_thread // count))
+        # Copy j = 0 keeps Mastra's times (observed as in the fixture); later copies come j hours later.
+        db.execute(numbers + """, r(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM r WHERE j < ?)
+            INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+            SELECT m.id || '-' || i || '-' || j, 'bench-' || i, m.content, m.role, m.type,
+                   CASE WHEN j = 0 THEN m."createdAt"
+                        ELSE strftime('%Y-%m-%dT%H:%M:%fZ', m."createdAt", '+' || (j * 3600) || ' seconds') END,
+                   'bench-user-' || (i % 100)
+            FROM n, r, (SELECT *, ROW_NUMBER() OVER (ORDER BY "createdAt") - 1 AS rn FROM mastra_messages
+                        WHERE thread_id = ?) m
+            WHERE i % ? = ? AND j * ? + m.rn < ?""",
+                   (threads - 1, reps - 1, template, len(templates), k, count, per_thread))
+        cols = [r[1] for r in db.execute("PRAGMA table_info(mastra_observational_memory)")]
+        select = []
+        for c in cols:
+            q = f'o."{c}"'
+            if c == "id":
+                q = "o.id || '-' || i"
+            elif c == "lookupKey":
+                q = "'thread:bench-' || i"
+            elif c == "threadId":
+                q = "'bench-' || i"
+            elif c == "resourceId":
+                q = "'bench-user-' || (i % 100)"
+            select.append(q)
+        collist = ", ".join(f'"{c}"' for c in cols)
+        db.execute(numbers + f"""
+            INSERT INTO mastra_observational_memory ({collist})
+            SELECT {', '.join(select)} FROM n, mastra_observational_memory o
+            WHERE o."lookupKey" = 'thread:' || ? AND i % ? = ?""", (threads - 1, template, len(templates), k))
+    # One very long thread.
+    db.execute("""INSERT INTO mastra_threads (id, "resourceId", title, metadata, "createdAt", "updatedAt")
+                  SELECT 'bench-big', 'bench-user-big', 'A very long conversation', metadata, "createdAt", "updatedAt"
+                  FROM mastra_threads WHERE id = 'support-1'""")
+    source_msgs = db.execute("SELECT COUNT(*) FROM mastra_messages WHERE thread_id = 'support-1'").fetchone()[0]
+    db.execute(numbers + """
+        INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+        SELECT 'big-' || i || '-' || m.id, 'bench-big', m.content, m.role, m.type,
+               strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01T00:00:00.000Z', '+' || (i * ? + m.rn) || ' seconds'),
+               'bench-user-big'
+        FROM n, (SELECT *, ROW_NUMBER() OVER (ORDER BY "createdAt") - 1 AS rn FROM mastra_messages
+                 WHERE thread_id = 'support-1') m""", ((big + source_msgs - 1) // source_msgs - 1, source_msgs))
+    db.commit()
+    db.execute("PRAGMA journal_mode=WAL")  # as Mastra leaves it
+    counts = {
+        "threads": db.execute("SELECT COUNT(*) FROM mastra_threads").fetchone()[0],
+        "messages": db.execute("SELECT COUNT(*) FROM mastra_messages").fetchone()[0],
+        "big_thread_messages": db.execute("SELECT COUNT(*) FROM mastra_messages WHERE thread_id='bench-big'").fetchone()[0],
+        "om_records": db.execute("SELECT COUNT(*) FROM mastra_observational_memory").fetchone()[0],
+    }
+    db.close()
+    counts["bytes"] = out.stat().st_size
+    return counts
+
+
+def main(argv=None) -> int:
+    """Parse arguments, build the database, print what was built."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", type=Path)
+    p.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
+    p.add_argument("--threads", type=int, default=5000)
+    p.add_argument("--messages-per-thread", type=int, default=40)
+    p.add_argument("--big-thread", type=int, default=20000)
+    a = p.parse_args(argv)
+    t0 = time.perf_counter()
+    counts = build(a.out, a.source, a.threads, a.messages_per_thread, a.big_thread)
+    print(f"built {a.out} in {time.perf_counter() - t0:.1f} s: {counts}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

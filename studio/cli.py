@@ -1,0 +1,176 @@
+"""Command line of Memory Studio: `memory-studio [PATH]` starts the studio; subcommands print JSON.
+
+Subcommands (each added by an `add_<name>_command(subparsers)` function):
+  inspect PATH --json            threads, OM records with Mastra's status figures and history
+  tokens PATH THREAD_ID --json   Mastra's per-message token estimates and exact o200k counts
+
+Exit codes: 0 success, 2 bad input (missing/not SQLite/not Mastra/unknown thread), 1 other failure.
+The core (store, engine) is imported here; Qt only when the studio itself starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Sequence
+
+from studio import __version__
+from studio.errors import StoreError, StudioError
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class BadInput(StudioError):
+    """The command's arguments name something that does not exist (exit 2)."""
+
+
+def _dump(data: object) -> None:
+    json.dump(data, sys.stdout, ensure_ascii=False, indent=2, sort_keys=False)
+    sys.stdout.write("\n")
+
+
+# -- inspect ----------------------------------------------------------------------------------
+
+def inspect_database(path: str) -> dict:
+    """Return the `inspect --json` document for the database at PATH (see module docstring)."""
+    from studio.engine.settings import max_threshold, resolve_settings
+    from studio.engine.status import compute_status
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        threads = store.list_threads(with_counts=True)
+        by_id = {t.id: t for t in threads}
+        out_threads = [{
+            "id": t.id, "resource_id": t.resource_id, "title": t.title, "metadata": t.metadata,
+            "created_at": t.created_at, "updated_at": t.updated_at, "message_count": t.message_count,
+        } for t in sorted(threads, key=lambda t: str(t.resource_id))]  # stable: createdAt DESC within a resource
+        om = []
+        for key in store.om_lookup_keys():
+            history = store.om_history(key["lookupKey"])
+            current = history[0]
+            settings = resolve_settings(current.config, current.scope)
+            if current.scope == "resource":
+                governed = [t for t in threads if t.resource_id == current.resource_id]
+            else:
+                governed = [by_id[current.thread_id]] if current.thread_id in by_id else []
+            status = {}
+            for t in governed:
+                st = compute_status(store, t, current)
+                if st is not None:
+                    status[t.id] = st.to_json()
+            om.append({
+                "lookup_key": current.lookup_key, "scope": current.scope, "resource_id": current.resource_id,
+                "thread_id": current.thread_id, "record_id": current.id,
+                "generation_count": current.generation_count, "origin_type": current.origin_type,
+                "observation_token_count": current.observation_token_count,
+                "message_tokens": max_threshold(settings.message_tokens),
+                "observation_tokens": max_threshold(settings.reflection_tokens),
+                "thread_missing": current.scope == "thread" and current.thread_id not in by_id,
+                "status": status,
+                "history": [{
+                    "record_id": h.id, "generation_count": h.generation_count, "origin_type": h.origin_type,
+                    "observation_token_count": h.observation_token_count, "created_at": h.created_at,
+                } for h in history],
+            })
+        return {"path": store.location.display, "threads": out_threads, "observational_memory": om}
+
+
+def add_inspect_command(subparsers) -> None:
+    """Register `inspect PATH --json`."""
+    p = subparsers.add_parser("inspect", help="threads and OM status of a memory.db, as JSON")
+    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.set_defaults(run=_run_inspect)
+
+
+def _run_inspect(args) -> int:
+    _dump(inspect_database(args.path))
+    return EXIT_OK
+
+
+# -- tokens -----------------------------------------------------------------------------------
+
+def thread_tokens(path: str, thread_id: str) -> dict:
+    """Return the `tokens --json` document: Mastra estimates and exact o200k counts per message."""
+    from studio.engine import tokens
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        if store.get_thread(thread_id) is None:
+            raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
+        messages = [m.as_mastra() for m in store.list_messages(thread_id)]
+    return {
+        "thread_id": thread_id,
+        "per_message": {m["id"]: tokens.count_messages([m]) for m in messages},
+        "all_messages": tokens.count_messages(messages),
+        "exact": {"encoding": "o200k_base",
+                  "per_message": {m["id"]: tokens.exact_message_tokens(m) for m in messages}},
+    }
+
+
+def add_tokens_command(subparsers) -> None:
+    """Register `tokens PATH THREAD_ID --json`."""
+    p = subparsers.add_parser("tokens", help="token counts of a thread's messages, as JSON")
+    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("thread_id", help="the thread's id")
+    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.set_defaults(run=lambda a: (_dump(thread_tokens(a.path, a.thread_id)), EXIT_OK)[1])
+
+
+COMMANDS: dict[str, Callable] = {"inspect": add_inspect_command, "tokens": add_tokens_command}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of the subcommands."""
+    parser = argparse.ArgumentParser(prog="memory-studio", description="Look inside a Mastra memory.db.")
+    parser.add_argument("--version", action="version", version=f"memory-studio {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS.values():
+        add(sub)
+    return parser
+
+
+def build_gui_parser() -> argparse.ArgumentParser:
+    """Return the parser of `memory-studio [PATH] [--screenshot OUT.png ...]` (the studio)."""
+    p = argparse.ArgumentParser(
+        prog="memory-studio",
+        description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given). "
+                    f"Subcommands: {', '.join(COMMANDS)} (memory-studio SUBCOMMAND --help).")
+    p.add_argument("--version", action="version", version=f"memory-studio {__version__}")
+    p.add_argument("path", nargs="?", help="memory.db path or file: URL")
+    p.add_argument("--screenshot", metavar="OUT.png", help="render the window to a PNG and exit")
+    p.add_argument("--thread", metavar="ID", help="select this thread")
+    p.add_argument("--tab", choices=["observations", "history", "messages"], help="show this tab")
+    p.add_argument("--size", default="1400x900", help="window size for --screenshot, WIDTHxHEIGHT")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code (0 ok, 1 failure, 2 bad input)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in COMMANDS:
+            args = build_parser().parse_args(argv)
+            return args.run(args)
+        args = build_gui_parser().parse_args(argv)
+        from studio.ui.app import run_studio  # Qt is imported only here
+
+        return run_studio(args)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help 0
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    except (StoreError, BadInput) as exc:
+        print(f"memory-studio: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except StudioError as exc:
+        print(f"memory-studio: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # last resort: a message, not a traceback
+        print(f"memory-studio: unexpected error: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

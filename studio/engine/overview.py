@@ -1,0 +1,37 @@
+"""Compute the OM status of every thread of a database, with progress and cancellation.
+
+Used by the studio's thread list (bars filled in the background) and by benchmarks. Each status
+is exactly `status.compute_status` (Mastra's getStatus); this module only batches the work.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterator
+
+from studio.engine.status import ThreadStatus, compute_status
+from studio.store.memory_store import MemoryStore
+from studio.store.records import Thread
+
+
+def iter_statuses(store: MemoryStore, threads: list[Thread] | None = None, *,
+                  progress: Callable[[int, int], None] | None = None,
+                  cancel: threading.Event | None = None) -> Iterator[ThreadStatus]:
+    """Yield the status of each thread governed by an OM record (threads without one are skipped).
+
+    THREADS defaults to every thread. PROGRESS(done, total) is called after each thread; setting
+    CANCEL stops the iteration before the next thread. Raises StoreError on a failed read.
+    """
+    threads = store.list_threads() if threads is None else threads
+    current = store.om_current_all()
+    total = len(threads)
+    for done, thread in enumerate(threads, start=1):
+        if cancel is not None and cancel.is_set():
+            return
+        record = current.get(f"thread:{thread.id}") or current.get(f"resource:{thread.resource_id}")
+        if record is not None:
+            status = compute_status(store, thread, record)
+            if status is not None:
+                yield status
+        if progress is not None:
+            progress(done, total)

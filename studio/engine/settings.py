@@ -1,0 +1,203 @@
+"""Resolve an OM record's stored `config` into the thresholds Mastra's engine would use.
+
+Mirrors the constructor of Mastra's `ObservationalMemory` (@mastra/memory 1.31.0) and its
+`getEffectiveMessageTokens` / `getEffectiveReflectionTokens`: the record's config snapshot gives
+the instance settings; explicit per-record `_overrides` win; with `shareTokenBudget` the message
+threshold is a range {min: messageTokens, max: messageTokens + observationTokens}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_MESSAGE_TOKENS = 30_000
+DEFAULT_OBSERVATION_TOKENS = 40_000
+
+
+@dataclass(frozen=True)
+class ThresholdRange:
+    """A shared-budget message threshold: at least `min` tokens, up to `max` (tokens)."""
+
+    min: int
+    max: int
+
+
+Threshold = int | ThresholdRange
+
+
+def max_threshold(threshold: Threshold) -> int:
+    """Return the upper bound of THRESHOLD (Mastra's getMaxThreshold), in tokens."""
+    return threshold.max if isinstance(threshold, ThresholdRange) else threshold
+
+
+def js_round(x: float) -> int:
+    """Round like JavaScript's Math.round (halves go up, also for negatives)."""
+    import math
+
+    return int(math.floor(x + 0.5))
+
+
+def dynamic_threshold(threshold: Threshold, observation_tokens: int) -> int:
+    """Return the message-window threshold in force (Mastra's calculateDynamicThreshold), in tokens.
+
+    A plain number is returned as is; a shared-budget range gives
+    max(range.max - observation_tokens, range.min), rounded.
+    """
+    if not isinstance(threshold, ThresholdRange):
+        return threshold
+    return js_round(max(threshold.max - observation_tokens, threshold.min))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value
+
+
+def _threshold_value(value: Any) -> Threshold | None:
+    if isinstance(value, dict) and _number(value.get("min")) is not None and _number(value.get("max")) is not None:
+        return ThresholdRange(int(value["min"]), int(value["max"]))
+    number = _number(value)
+    return int(number) if number else None
+
+
+@dataclass(frozen=True)
+class OMSettings:
+    """The OM settings in force for one record (all token figures in tokens)."""
+
+    scope: str
+    message_tokens_base: int
+    observation_tokens_base: int
+    share_token_budget: bool
+    message_tokens: Threshold
+    reflection_tokens: Threshold
+    buffer_tokens: int | None
+    buffer_activation: float | None
+    block_after: float | None
+    reflection_buffer_activation: float | None
+    observation_model: str | None
+    reflection_model: str | None
+
+    @property
+    def async_observation_enabled(self) -> bool:
+        """Return True when async buffering of observations is on (bufferTokens > 0)."""
+        return self.buffer_tokens is not None and self.buffer_tokens > 0
+
+    @property
+    def async_reflection_enabled(self) -> bool:
+        """Return True when reflections are buffered ahead (reflection.bufferActivation > 0)."""
+        return self.async_observation_enabled and bool(self.reflection_buffer_activation)
+
+
+def model_name(model: Any) -> str | None:
+    """Return a model as Mastra's `provider/model` string, from either stored form."""
+    if isinstance(model, str):
+        return model
+    if isinstance(model, dict) and isinstance(model.get("modelId"), str):
+        provider = model.get("provider")
+        return f"{str(provider).split('.')[0]}/{model['modelId']}" if provider else model["modelId"]
+    return None
+
+
+def resolve_settings(config: dict | None, scope: str | None = None) -> OMSettings:
+    """Resolve a record's stored `config` (parsed JSON) into OMSettings.
+
+    Missing values fall back to Mastra's defaults (30,000 message tokens, 40,000 observation
+    tokens). Never raises: a malformed config gives the defaults.
+    """
+    config = config if isinstance(config, dict) else {}
+    obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
+    ref = config.get("reflection") if isinstance(config.get("reflection"), dict) else {}
+    base_msg = _number(obs.get("messageTokens"))
+    base_obs = _number(ref.get("observationTokens"))
+    # A stored range (older snapshots) carries the base as its min.
+    msg_stored = _threshold_value(obs.get("messageTokens"))
+    if isinstance(msg_stored, ThresholdRange):
+        base_msg = msg_stored.min
+    message_tokens_base = int(base_msg) if base_msg else DEFAULT_MESSAGE_TOKENS
+    obs_stored = _threshold_value(ref.get("observationTokens"))
+    observation_tokens_base = (max_threshold(obs_stored) if obs_stored else DEFAULT_OBSERVATION_TOKENS)
+    shared = bool(config.get("shareTokenBudget", obs.get("shareTokenBudget", False)))
+    message_tokens: Threshold = (
+        ThresholdRange(message_tokens_base, message_tokens_base + observation_tokens_base) if shared
+        else message_tokens_base
+    )
+    buffer_raw = _number(obs.get("bufferTokens"))
+    buffer_tokens = None
+    if buffer_raw is not None and buffer_raw > 0:
+        buffer_tokens = (js_round(max_threshold(message_tokens) * buffer_raw) if buffer_raw < 1 else int(buffer_raw))
+    buffer_activation = _number(obs.get("bufferActivation")) if buffer_tokens else None
+    block_after = _number(obs.get("blockAfter")) if buffer_tokens else None
+    reflection_activation = _number(ref.get("bufferActivation")) if buffer_tokens else None
+
+    reflection_tokens: Threshold = observation_tokens_base
+    overrides = config.get("_overrides") if isinstance(config.get("_overrides"), dict) else {}
+    o_obs = overrides.get("observation") if isinstance(overrides.get("observation"), dict) else {}
+    o_ref = overrides.get("reflection") if isinstance(overrides.get("reflection"), dict) else {}
+    override_msg = _threshold_value(o_obs.get("messageTokens"))
+    if override_msg:
+        top = max_threshold(override_msg)
+        clamped = (buffer_tokens and top <= buffer_tokens) or (
+            buffer_activation and buffer_activation >= 1000 and top <= buffer_activation)
+        if not clamped:
+            message_tokens = override_msg
+    override_ref = _threshold_value(o_ref.get("observationTokens"))
+    if override_ref:
+        reflection_tokens = override_ref
+
+    return OMSettings(
+        scope=scope or config.get("scope") or "thread",
+        message_tokens_base=message_tokens_base,
+        observation_tokens_base=observation_tokens_base,
+        share_token_budget=shared,
+        message_tokens=message_tokens,
+        reflection_tokens=reflection_tokens,
+        buffer_tokens=buffer_tokens,
+        buffer_activation=buffer_activation,
+        block_after=block_after,
+        reflection_buffer_activation=reflection_activation,
+        observation_model=model_name(obs.get("model") or config.get("model")),
+        reflection_model=model_name(ref.get("model") or config.get("model")),
+    )
+
+
+def retention_floor(buffer_activation: float, threshold: int) -> float:
+    """Return tokens kept after activation (Mastra's resolveRetentionFloor)."""
+    if buffer_activation >= 1000:
+        return buffer_activation
+    ratio = max(0.0, min(1.0, buffer_activation))
+    return threshold * (1 - ratio)
+
+
+def projected_message_removal(chunks: list[dict], buffer_activation: float, threshold: int, pending: int) -> int:
+    """Return message tokens an activation would remove now (Mastra's calculateProjectedMessageRemoval).
+
+    Picks the chunk boundary closest to (pending - retention floor), preferring to overshoot unless
+    that eats over 95% of the floor or leaves fewer than min(1000, floor) tokens. Tokens.
+    """
+    if not chunks:
+        return 0
+    floor = retention_floor(buffer_activation, threshold)
+    target = max(0, pending - floor)
+    if target == 0:
+        return 0
+    cumulative = 0
+    over_boundary = over_tokens = under_boundary = under_tokens = 0
+    for i, chunk in enumerate(chunks):
+        cumulative += chunk.get("messageTokens") or 0
+        boundary = i + 1
+        if cumulative >= target:
+            if over_boundary == 0 or cumulative < over_tokens:
+                over_boundary, over_tokens = boundary, cumulative
+        elif cumulative > under_tokens:
+            under_boundary, under_tokens = boundary, cumulative
+    overshoot = over_tokens - target
+    min_remaining = min(1000, floor)
+    if over_boundary > 0 and overshoot <= floor * 0.95 and pending - over_tokens >= min_remaining:
+        return over_tokens
+    if under_boundary > 0 and pending - under_tokens >= min_remaining:
+        return under_tokens
+    if over_boundary > 0:
+        return over_tokens
+    return chunks[0].get("messageTokens") or 0

@@ -1,0 +1,208 @@
+"""Compute a thread's Observational Memory status: the two progress bars and what surrounds them.
+
+Mirrors `ObservationalMemory.getStatus` of @mastra/memory 1.31.0, the function Mastra's own studio
+draws its "Messages before observation" and "Observations before reflection" bars from:
+
+* pending tokens = Mastra's estimate of the thread's unobserved messages (see `unobserved`); in
+  resource scope, the whole resource's unobserved messages plus the formatted unobserved context
+  of the resource's other threads (`countString` of the `<other-conversation>` blocks);
+* threshold = messageTokens, or with a shared token budget max(total - observationTokens, messageTokens);
+* reflection threshold = observationTokens (shared budget: max(total - threshold, 1000));
+* buffered chunks, unbuffered pending tokens, can-activate and projected removal on activation.
+
+Unlike Mastra, a record is never created here: a thread with no OM record has no status.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from studio.engine import tokens
+from studio.engine.observer_format import format_other_threads_context
+from studio.engine.settings import (
+    OMSettings,
+    ThresholdRange,
+    dynamic_threshold,
+    max_threshold,
+    projected_message_removal,
+    resolve_settings,
+)
+from studio.engine.unobserved import is_working_memory_state_signal, storage_cursor, unobserved_messages
+from studio.store.memory_store import MemoryStore
+from studio.store.records import OMRecord, Thread, iso_to_ms
+
+#: A busy flag whose record has not been updated for this long is taken as left by a dead process (ms).
+STALE_FLAG_AFTER_MS = 10 * 60 * 1000
+FLAG_COLUMNS = ("isObserving", "isReflecting", "isBufferingObservation", "isBufferingReflection")
+
+
+@dataclass
+class FlagState:
+    """A busy flag of an OM record: set or not, and if set whether it looks live or stale."""
+
+    name: str
+    set: bool
+    stale: bool = False
+    age_ms: int | None = None
+
+
+@dataclass
+class ThreadStatus:
+    """OM status of one thread, with Mastra's getStatus figures (all token figures in tokens)."""
+
+    thread_id: str
+    lookup_key: str
+    scope: str
+    record_id: str
+    generation_count: int
+    observation_token_count: int
+    pending_tokens: int
+    threshold: int
+    reflection_threshold: int
+    unbuffered_pending_tokens: int
+    should_observe: bool
+    should_reflect: bool
+    buffered_chunk_count: int
+    buffered_chunk_tokens: int
+    buffered_observation_tokens: int
+    can_activate: bool
+    projected_removal_tokens: int
+    async_observation_enabled: bool
+    async_reflection_enabled: bool
+    unobserved_message_count: int
+    other_threads_tokens: int
+    settings: OMSettings
+    flags: list[FlagState] = field(default_factory=list)
+
+    @property
+    def message_ratio(self) -> float:
+        """Return pending / threshold (1.0 = at the observation threshold)."""
+        return self.pending_tokens / self.threshold if self.threshold else 0.0
+
+    @property
+    def observation_ratio(self) -> float:
+        """Return observation tokens / reflection threshold (1.0 = at the reflection threshold)."""
+        return self.observation_token_count / self.reflection_threshold if self.reflection_threshold else 0.0
+
+    def to_json(self) -> dict:
+        """Return the stable JSON shape of `memory-studio inspect` for this status."""
+        return {
+            "pending_tokens": self.pending_tokens,
+            "threshold": self.threshold,
+            "reflection_threshold": self.reflection_threshold,
+            "unbuffered_pending_tokens": self.unbuffered_pending_tokens,
+            "should_observe": self.should_observe,
+            "should_reflect": self.should_reflect,
+            "buffered_chunk_count": self.buffered_chunk_count,
+            "buffered_chunk_tokens": self.buffered_chunk_tokens,
+            "can_activate": self.can_activate,
+            "projected_removal_tokens": self.projected_removal_tokens,
+            "async_observation_enabled": self.async_observation_enabled,
+            "async_reflection_enabled": self.async_reflection_enabled,
+            "flags": {f.name: ("stale" if f.stale else "live") for f in self.flags if f.set},
+        }
+
+
+def flag_states(record: OMRecord, now_ms: int | None = None) -> list[FlagState]:
+    """Return the record's busy flags; a set flag is stale when the record is older than STALE_FLAG_AFTER_MS.
+
+    Mastra itself checks an in-process registry; from another process the age of the record's
+    last update (`updatedAt`, or `lastBufferedAtTime` for buffering) is the best evidence we have.
+    """
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    out = []
+    for name in FLAG_COLUMNS:
+        if name not in record.columns:
+            continue
+        is_set = record.flag(name)
+        stamp = iso_to_ms(record.get("lastBufferedAtTime")) if name == "isBufferingObservation" else None
+        stamp = max(filter(None, [stamp, iso_to_ms(record.updated_at)]), default=None)
+        age = None if stamp is None else max(0, now_ms - stamp)
+        stale = is_set and (age is None or age > STALE_FLAG_AFTER_MS)
+        out.append(FlagState(name=name, set=is_set, stale=stale, age_ms=age if is_set else None))
+    return out
+
+
+def _other_threads_tokens(store: MemoryStore, record: OMRecord, resource_id: str, thread_id: str) -> int:
+    """Return countString of the other threads' unobserved context (Mastra's getOtherThreadsContext)."""
+    by_thread: dict[str, list[dict]] = {}
+    for other in store.list_threads(resource_id):
+        if other.id == thread_id:
+            continue
+        cursor_at = other.om_metadata.get("lastObservedAt") or record.last_observed_at
+        msgs = [m.as_mastra() for m in store.list_messages(other.id, since=storage_cursor(cursor_at))]
+        msgs = [m for m in msgs if not is_working_memory_state_signal(m)]
+        if msgs:
+            by_thread[other.id] = msgs
+    context = format_other_threads_context(by_thread, thread_id) if by_thread else None
+    return tokens.count_string(context) if context else 0
+
+
+def compute_status(store: MemoryStore, thread: Thread | str, record: OMRecord | None = None,
+                   *, now_ms: int | None = None) -> ThreadStatus | None:
+    """Return THREAD's OM status as Mastra's getStatus computes it, or None when no OM record governs it.
+
+    RECORD defaults to the current generation of the thread's lookup key (thread scope first,
+    then resource scope). Raises StoreError if the database cannot be read.
+    """
+    if isinstance(thread, str):
+        found = store.get_thread(thread)
+        if found is None:
+            return None
+        thread = found
+    if record is None:
+        key = store.lookup_key_for_thread(thread)
+        record = store.om_current(key) if key else None
+        if record is None:
+            return None
+    settings = resolve_settings(record.config, record.scope)
+    resource_scope = record.scope == "resource"
+    cursor = storage_cursor(record.last_observed_at)
+    if resource_scope and thread.resource_id:
+        raw = store.list_resource_messages(thread.resource_id, since=cursor)
+    else:
+        raw = store.list_messages(thread.id, since=cursor)
+    loaded = [m.as_mastra() for m in raw]
+    loaded = [m for m in loaded if m["role"] != "system" and not is_working_memory_state_signal(m)]
+    window = unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
+    context_tokens = tokens.count_messages_for_status(window)
+    other = _other_threads_tokens(store, record, thread.resource_id, thread.id) if resource_scope and thread.resource_id else 0
+    pending = max(0, context_tokens + other)
+
+    observation_tokens = record.observation_token_count
+    threshold = dynamic_threshold(settings.message_tokens, observation_tokens)
+    chunks = record.buffered_chunks
+    chunk_tokens = sum(int(c.get("messageTokens") or 0) for c in chunks)
+    reflect_threshold = max_threshold(settings.reflection_tokens)
+    if isinstance(settings.message_tokens, ThresholdRange):
+        effective_reflection = max(settings.message_tokens.max - threshold, 1000)
+    else:
+        effective_reflection = reflect_threshold
+    return ThreadStatus(
+        thread_id=thread.id,
+        lookup_key=record.lookup_key,
+        scope=record.scope,
+        record_id=record.id,
+        generation_count=record.generation_count,
+        observation_token_count=observation_tokens,
+        pending_tokens=pending,
+        threshold=threshold,
+        reflection_threshold=effective_reflection,
+        unbuffered_pending_tokens=max(0, pending - chunk_tokens),
+        should_observe=pending >= threshold,
+        should_reflect=observation_tokens >= reflect_threshold,
+        buffered_chunk_count=len(chunks),
+        buffered_chunk_tokens=chunk_tokens,
+        buffered_observation_tokens=sum(int(c.get("tokenCount") or 0) for c in chunks),
+        can_activate=len(chunks) > 0,
+        projected_removal_tokens=projected_message_removal(
+            chunks, settings.buffer_activation if settings.buffer_activation is not None else 1,
+            max_threshold(settings.message_tokens), pending),
+        async_observation_enabled=settings.async_observation_enabled,
+        async_reflection_enabled=settings.async_reflection_enabled,
+        unobserved_message_count=len(window),
+        other_threads_tokens=other,
+        settings=settings,
+        flags=flag_states(record, now_ms),
+    )

@@ -1,0 +1,296 @@
+"""Read a Mastra memory.db: resources, threads, messages and Observational Memory generations.
+
+`MemoryStore` owns one libSQL connection (a connection belongs to the thread that made it: in
+the studio, the TaskRunner's single database worker). It is read-only unless opened with
+`writable=True`, which only an explicit user write does.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Iterator
+
+from studio.errors import SchemaError, StoreError
+from studio.store import schema as sc
+from studio.store.connection import Location, connect, describe_sqlite_error, parse_location
+from studio.store.records import (
+    OM_BOOL_COLUMNS,
+    OM_JSON_COLUMNS,
+    Message,
+    OMRecord,
+    Resource,
+    Thread,
+    parse_json,
+)
+
+THREAD_COLUMNS = ["id", "resourceId", "title", "metadata", "createdAt", "updatedAt"]
+MESSAGE_COLUMNS = ["id", "thread_id", "content", "role", "type", "createdAt", "resourceId"]
+RESOURCE_COLUMNS = ["id", "workingMemory", "metadata", "createdAt", "updatedAt"]
+JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
+                 "bufferedMessageIds"}
+
+
+class MemoryStore:
+    """A Mastra memory database opened for reading (default) or for one user-requested write.
+
+    Raises StoreError (missing, not SQLite, locked, unreadable) or SchemaError (no Mastra
+    tables) from `open`. Query methods raise StoreError when SQLite fails mid-read.
+    """
+
+    def __init__(self, location: Location, conn, schema: sc.Schema, writable: bool):
+        self.location = location
+        self.conn = conn
+        self.schema = schema
+        self.writable = writable
+
+    @classmethod
+    def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "MemoryStore":
+        """Open TARGET (a path or `file:` URL); read-only unless WRITABLE."""
+        location = parse_location(target)
+        conn = connect(location, writable=writable)
+        try:
+            schema = sc.discover(conn)
+        except SchemaError:
+            conn.close()
+            raise
+        except Exception as exc:
+            conn.close()
+            raise StoreError(f"Cannot read {location.display}: {describe_sqlite_error(exc)}") from exc
+        return cls(location, conn, schema, writable)
+
+    def close(self) -> None:
+        """Close the connection (read-only: the main file and -wal are left as they were)."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def __enter__(self) -> "MemoryStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- low level -------------------------------------------------------------------------
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        if self.conn is None:
+            raise StoreError("The database is closed")
+        try:
+            return self.conn.execute(sql, tuple(params)).fetchall()
+        except Exception as exc:
+            raise StoreError(f"Reading {self.location.display} failed: {describe_sqlite_error(exc)}") from exc
+
+    def _select_list(self, table: str, wanted: list[str]) -> tuple[list[str], str]:
+        """Return (present columns, SELECT list) decoding JSONB blobs with json() where needed."""
+        present = [c for c in (wanted or self.schema.columns(table)) if self.schema.has_column(table, c)]
+        exprs = []
+        for col in present:
+            q = sc.quote_ident(col)
+            if col in JSONB_COLUMNS:
+                exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN json({q}) ELSE {q} END")
+            else:
+                exprs.append(q)
+        return present, ", ".join(exprs)
+
+    def _select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = ()) -> list[dict]:
+        """SELECT WANTED columns (those present) from TABLE with a WHERE/ORDER TAIL; rows as dicts.
+
+        A JSONB blob SQLite cannot decode does not fail the read: the rows are re-read raw and
+        that value is decoded one by one (undecodable -> left as bytes, reported as malformed).
+        """
+        present, select = self._select_list(table, wanted)
+        sql = f"SELECT {select} FROM {sc.quote_ident(table)} {tail}"
+        try:
+            rows = self.conn.execute(sql, tuple(params)).fetchall()
+        except Exception as exc:
+            if "json" not in str(exc).lower():
+                raise StoreError(f"Reading {self.location.display} failed: {describe_sqlite_error(exc)}") from exc
+            raw_select = ", ".join(sc.quote_ident(c) for c in present)
+            rows = self._rows(f"SELECT {raw_select} FROM {sc.quote_ident(table)} {tail}", params)
+            rows = [tuple(self._decode_blob(v) if c in JSONB_COLUMNS else v for c, v in zip(present, r)) for r in rows]
+        return [dict(zip(present, r)) for r in rows]
+
+    def _decode_blob(self, value: Any) -> Any:
+        if not isinstance(value, (bytes, bytearray)):
+            return value
+        try:
+            return self.conn.execute("SELECT json(?)", (bytes(value),)).fetchall()[0][0]
+        except Exception:
+            return bytes(value)
+
+    # -- resources and threads -------------------------------------------------------------
+
+    def resource_ids(self) -> list[str]:
+        """Return every resource id that owns a thread, has a resources row or an OM record, sorted."""
+        ids = {r[0] for r in self._rows('SELECT DISTINCT "resourceId" FROM mastra_threads') if r[0] is not None}
+        if self.schema.has_table(sc.RESOURCES):
+            ids |= {r[0] for r in self._rows("SELECT id FROM mastra_resources") if r[0] is not None}
+        if self.schema.has_column(sc.OBSERVATIONAL_MEMORY, "resourceId"):
+            ids |= {r[0] for r in self._rows('SELECT DISTINCT "resourceId" FROM mastra_observational_memory')
+                    if r[0] is not None}
+        return sorted(ids)
+
+    def get_resource(self, resource_id: str) -> Resource | None:
+        """Return the `mastra_resources` row for RESOURCE_ID, or None."""
+        if not self.schema.has_table(sc.RESOURCES):
+            return None
+        rows = self._select(sc.RESOURCES, RESOURCE_COLUMNS, "WHERE id = ?", (resource_id,))
+        if not rows:
+            return None
+        row = rows[0]
+        meta, err = parse_json(row.get("metadata"))
+        return Resource(id=row["id"], working_memory=row.get("workingMemory"), metadata=meta,
+                        created_at=row.get("createdAt"), updated_at=row.get("updatedAt"), metadata_error=err)
+
+    def _thread(self, row: dict) -> Thread:
+        meta, err = parse_json(row.get("metadata"))
+        return Thread(id=row["id"], resource_id=row.get("resourceId"), title=row.get("title"), metadata=meta,
+                      created_at=row.get("createdAt"), updated_at=row.get("updatedAt"), metadata_error=err)
+
+    def list_threads(self, resource_id: str | None = None, *, with_counts: bool = False) -> list[Thread]:
+        """Return threads (all, or RESOURCE_ID's), newest `createdAt` first like Mastra's listThreads."""
+        where, params = ("WHERE \"resourceId\" = ?", (resource_id,)) if resource_id is not None else ("", ())
+        rows = self._select(sc.THREADS, THREAD_COLUMNS, f'{where} ORDER BY "createdAt" DESC, rowid DESC', params)
+        threads = [self._thread(r) for r in rows]
+        if with_counts:
+            counts = self.message_counts()
+            for t in threads:
+                t.message_count = counts.get(t.id, 0)
+        return threads
+
+    def get_thread(self, thread_id: str) -> Thread | None:
+        """Return the thread THREAD_ID, or None if it does not exist."""
+        rows = self._select(sc.THREADS, THREAD_COLUMNS, "WHERE id = ?", (thread_id,))
+        return self._thread(rows[0]) if rows else None
+
+    def message_counts(self) -> dict[str, int]:
+        """Return {thread id: number of stored messages}."""
+        return {r[0]: int(r[1]) for r in self._rows("SELECT thread_id, COUNT(*) FROM mastra_messages GROUP BY thread_id")}
+
+    # -- messages --------------------------------------------------------------------------
+
+    def _message(self, row: dict) -> Message:
+        raw = row.get("content")
+        parsed, err = parse_json(raw)
+        content = parsed if err is None and parsed is not None else raw
+        if isinstance(content, (bytes, bytearray)):
+            content = bytes(content).decode("utf-8", "replace")
+        return Message(id=row["id"], thread_id=row.get("thread_id"), role=row.get("role") or "", content=content,
+                       created_at=row.get("createdAt"), resource_id=row.get("resourceId"), type=row.get("type"),
+                       content_error=err)
+
+    def list_messages(self, thread_id: str, *, since: str | None = None, limit: int | None = None,
+                      offset: int = 0) -> list[Message]:
+        """Return THREAD_ID's messages in Mastra's storage order (`createdAt` ASC, then insertion).
+
+        SINCE (ISO string) keeps messages with `createdAt >= since`, compared as strings exactly as
+        Mastra's libSQL store compares its dateRange.start. LIMIT/OFFSET page the result.
+        """
+        tail, params = "WHERE thread_id = ?", [thread_id]
+        if since is not None:
+            tail += ' AND "createdAt" >= ?'
+            params.append(since)
+        tail += ' ORDER BY "createdAt" ASC'
+        if limit is not None:
+            tail += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)]
+
+    def list_resource_messages(self, resource_id: str, *, since: str | None = None) -> list[Message]:
+        """Return every message of RESOURCE_ID across its threads, `createdAt` ASC (listMessagesByResourceId)."""
+        tail, params = 'WHERE "resourceId" = ?', [resource_id]
+        if since is not None:
+            tail += ' AND "createdAt" >= ?'
+            params.append(since)
+        tail += ' ORDER BY "createdAt" ASC'
+        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)]
+
+    def iter_all_messages(self, batch: int = 2000) -> Iterator[Message]:
+        """Yield every message of the database ordered by thread then `createdAt`, BATCH rows at a time."""
+        offset = 0
+        while True:
+            rows = self._select(sc.MESSAGES, MESSAGE_COLUMNS,
+                                'ORDER BY thread_id, "createdAt" ASC LIMIT ? OFFSET ?', (batch, offset))
+            for r in rows:
+                yield self._message(r)
+            if len(rows) < batch:
+                return
+            offset += batch
+
+    # -- observational memory --------------------------------------------------------------
+
+    def _om(self, row: dict) -> OMRecord:
+        rec = OMRecord()
+        for col, value in row.items():
+            if col in OM_JSON_COLUMNS:
+                parsed, err = parse_json(value)
+                if err:
+                    rec.json_errors[col] = err
+                    parsed = None
+                value = parsed
+            elif col in OM_BOOL_COLUMNS and value is not None:
+                value = bool(value)
+            rec.columns[col] = value
+        return rec
+
+    def om_lookup_keys(self) -> list[dict]:
+        """Return one dict {lookupKey, scope, resourceId, threadId} per OM lookup key, sorted by key."""
+        if not self.schema.has_observational_memory:
+            return []
+        cols = [c for c in ("lookupKey", "scope", "resourceId", "threadId")
+                if self.schema.has_column(sc.OBSERVATIONAL_MEMORY, c)]
+        sel = ", ".join(sc.quote_ident(c) for c in cols)
+        rows = self._rows(f'SELECT DISTINCT {sel} FROM mastra_observational_memory ORDER BY "lookupKey"')
+        out, seen = [], set()
+        for r in rows:
+            d = dict(zip(cols, r))
+            if d["lookupKey"] in seen:
+                continue
+            seen.add(d["lookupKey"])
+            d.setdefault("scope", "resource" if str(d["lookupKey"]).startswith("resource:") else "thread")
+            out.append(d)
+        return out
+
+    def om_history(self, lookup_key: str, limit: int | None = None) -> list[OMRecord]:
+        """Return LOOKUP_KEY's generations, newest (highest generationCount) first."""
+        if not self.schema.has_observational_memory:
+            return []
+        tail, params = 'WHERE "lookupKey" = ? ORDER BY "generationCount" DESC', [lookup_key]
+        if limit is not None:
+            tail += " LIMIT ?"
+            params.append(limit)
+        return [self._om(r) for r in self._select(sc.OBSERVATIONAL_MEMORY, [], tail, params)]
+
+    def om_current(self, lookup_key: str) -> OMRecord | None:
+        """Return LOOKUP_KEY's current record (highest generationCount), or None."""
+        rows = self.om_history(lookup_key, limit=1)
+        return rows[0] if rows else None
+
+    def om_record(self, record_id: str) -> OMRecord | None:
+        """Return the OM generation with id RECORD_ID, or None."""
+        if not self.schema.has_observational_memory:
+            return None
+        rows = self._select(sc.OBSERVATIONAL_MEMORY, [], "WHERE id = ?", (record_id,))
+        return self._om(rows[0]) if rows else None
+
+    def om_current_all(self) -> dict[str, OMRecord]:
+        """Return {lookupKey: current record} for every OM lookup key, in one query."""
+        if not self.schema.has_observational_memory:
+            return {}
+        rows = self._select(
+            sc.OBSERVATIONAL_MEMORY, [],
+            'AS o WHERE "generationCount" = (SELECT MAX(i."generationCount") FROM mastra_observational_memory AS i '
+            'WHERE i."lookupKey" = o."lookupKey") ORDER BY "lookupKey"')
+        return {r["lookupKey"]: self._om(r) for r in rows}
+
+    def lookup_key_for_thread(self, thread: Thread) -> str | None:
+        """Return the OM lookup key that governs THREAD (thread scope first, then its resource), or None."""
+        keys = {k["lookupKey"] for k in self.om_lookup_keys()}
+        for key in (f"thread:{thread.id}", f"resource:{thread.resource_id}"):
+            if key in keys:
+                return key
+        return None
+
+    def data_version(self) -> int:
+        """Return SQLite's `PRAGMA data_version` (changes when another connection commits)."""
+        return int(self._rows("PRAGMA data_version")[0][0])

@@ -1,0 +1,254 @@
+"""Typed records for what a Mastra memory.db holds: resources, threads, messages, OM generations.
+
+Each record keeps the stored values as they are (ISO-8601 strings for times, parsed JSON for JSON
+columns) and says when a JSON value could not be parsed instead of failing the whole read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+
+def parse_json(value: Any) -> tuple[Any, str | None]:
+    """Parse a JSON column value; return (parsed, None) or (None, error message).
+
+    Accepts NULL (-> None), text, and bytes (JSON text stored as a blob). JSONB blobs must be
+    decoded in SQL with `json(col)` before they reach here.
+    """
+    if value is None:
+        return None, None
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return None, "binary value that is neither JSON text nor SQLite JSONB"
+    if not isinstance(value, str):
+        return value, None
+    if value == "":
+        return None, None
+    try:
+        return json.loads(value), None
+    except ValueError as exc:
+        return None, f"malformed JSON: {exc}"
+
+
+def iso_to_ms(value: Any) -> int | None:
+    """Convert a stored timestamp (ISO-8601 string, epoch ms, or None) to epoch milliseconds.
+
+    Mirrors JavaScript's `new Date(value).getTime()` for the forms Mastra writes; returns None when
+    the value is missing or unparseable (JS would give NaN).
+    """
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    text = str(value).strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(round(dt.timestamp() * 1000))
+
+
+def ms_to_iso(ms: int) -> str:
+    """Format epoch milliseconds as Mastra does (`Date.toISOString()`: `2026-11-29T20:40:53.819Z`)."""
+    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+@dataclass
+class Resource:
+    """A row of `mastra_resources`: resource-scoped working memory (markdown) and metadata."""
+
+    id: str
+    working_memory: str | None = None
+    metadata: Any = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    metadata_error: str | None = None
+
+
+@dataclass
+class Thread:
+    """A row of `mastra_threads`; `metadata` is the parsed JSON object (JSONB or text), or None."""
+
+    id: str
+    resource_id: str
+    title: str | None = None
+    metadata: Any = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    metadata_error: str | None = None
+    message_count: int | None = None
+
+    @property
+    def om_metadata(self) -> dict:
+        """Return `metadata.mastra.om` (currentTask, suggestedResponse, …) or {} (Mastra's getThreadOMMetadata)."""
+        meta = self.metadata if isinstance(self.metadata, dict) else {}
+        mastra = meta.get("mastra")
+        om = mastra.get("om") if isinstance(mastra, dict) else None
+        return om if isinstance(om, dict) else {}
+
+    @property
+    def working_memory(self) -> str | None:
+        """Return thread-scoped working memory (`metadata.workingMemory`), if any."""
+        meta = self.metadata if isinstance(self.metadata, dict) else {}
+        wm = meta.get("workingMemory")
+        return wm if isinstance(wm, str) else None
+
+
+@dataclass
+class Message:
+    """A row of `mastra_messages`. `content` is the parsed v2 object {format, parts, content, metadata}.
+
+    When the stored content is not valid JSON, `content` holds the raw string (as Mastra's
+    storage does) and `content_error` says why.
+    """
+
+    id: str
+    thread_id: str
+    role: str
+    content: Any
+    created_at: str | None
+    resource_id: str | None = None
+    type: str | None = None
+    content_error: str | None = None
+
+    @property
+    def parts(self) -> list:
+        """Return the message's parts ([] when there are none or content is not an object)."""
+        if isinstance(self.content, dict) and isinstance(self.content.get("parts"), list):
+            return self.content["parts"]
+        return []
+
+    @property
+    def text(self) -> str:
+        """Return the message's visible text: text parts joined, else `content.content`, else raw."""
+        if isinstance(self.content, str):
+            return self.content
+        texts = [p.get("text", "") for p in self.parts if isinstance(p, dict) and p.get("type") == "text"]
+        if texts:
+            return "\n".join(t for t in texts if isinstance(t, str))
+        if isinstance(self.content, dict) and isinstance(self.content.get("content"), str):
+            return self.content["content"]
+        return ""
+
+    @property
+    def created_ms(self) -> int | None:
+        """Return createdAt as epoch milliseconds."""
+        return iso_to_ms(self.created_at)
+
+    def as_mastra(self) -> dict:
+        """Return the message shaped like Mastra's MastraDBMessage (as its libSQL store's parseRow builds it)."""
+        out = {
+            "id": self.id,
+            "role": self.role,
+            "content": self.content,
+            "createdAt": self.created_at,
+            "threadId": self.thread_id,
+            "resourceId": self.resource_id,
+        }
+        if self.type and self.type != "v2":
+            out["type"] = self.type
+        return out
+
+
+OM_JSON_COLUMNS = {
+    "config", "observedMessageIds", "bufferedObservationChunks", "bufferedMessageIds", "metadata",
+}
+OM_BOOL_COLUMNS = {"isObserving", "isReflecting", "isBufferingObservation", "isBufferingReflection"}
+
+
+@dataclass
+class OMRecord:
+    """One row of `mastra_observational_memory`: one generation of a thread's or resource's OM.
+
+    `columns` holds every stored column by its Mastra name, JSON columns parsed (`json_errors`
+    names those that were not valid JSON). Typed accessors cover what the studio uses.
+    """
+
+    columns: dict[str, Any] = field(default_factory=dict)
+    json_errors: dict[str, str] = field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """Return column NAME (None-valued or missing -> DEFAULT)."""
+        value = self.columns.get(name)
+        return default if value is None else value
+
+    @property
+    def id(self) -> str:
+        return self.columns["id"]
+
+    @property
+    def lookup_key(self) -> str:
+        return self.columns.get("lookupKey") or ""
+
+    @property
+    def scope(self) -> str:
+        return self.columns.get("scope") or ("resource" if self.lookup_key.startswith("resource:") else "thread")
+
+    @property
+    def resource_id(self) -> str | None:
+        return self.columns.get("resourceId")
+
+    @property
+    def thread_id(self) -> str | None:
+        return self.columns.get("threadId")
+
+    @property
+    def generation_count(self) -> int:
+        return int(self.get("generationCount", 0))
+
+    @property
+    def origin_type(self) -> str:
+        return self.get("originType", "initial")
+
+    @property
+    def active_observations(self) -> str:
+        value = self.get("activeObservations", "")
+        return value if isinstance(value, str) else str(value)
+
+    @property
+    def observation_token_count(self) -> int:
+        return int(self.get("observationTokenCount", 0))
+
+    @property
+    def config(self) -> dict:
+        cfg = self.columns.get("config")
+        return cfg if isinstance(cfg, dict) else {}
+
+    @property
+    def last_observed_at(self) -> str | None:
+        return self.columns.get("lastObservedAt")
+
+    @property
+    def observed_message_ids(self) -> list:
+        ids = self.columns.get("observedMessageIds")
+        return ids if isinstance(ids, list) else []
+
+    @property
+    def buffered_chunks(self) -> list[dict]:
+        """Return `bufferedObservationChunks` as a list (Mastra's getBufferedChunks: bad JSON -> [])."""
+        chunks = self.columns.get("bufferedObservationChunks")
+        return [c for c in chunks if isinstance(c, dict)] if isinstance(chunks, list) else []
+
+    @property
+    def created_at(self) -> str | None:
+        return self.columns.get("createdAt")
+
+    @property
+    def updated_at(self) -> str | None:
+        return self.columns.get("updatedAt")
+
+    def flag(self, name: str) -> bool:
+        """Return boolean column NAME (stored as 0/1)."""
+        return bool(self.get(name, 0))

@@ -1,0 +1,143 @@
+"""The command line: `inspect` and `tokens` JSON equal Mastra's oracle on every fixture; errors exit 2."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from studio.cli import main
+from tests.conftest import FIXTURE_NAMES, load_oracle
+
+
+def run_json(capsys, argv) -> dict:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def files_digest(path: Path) -> tuple:
+    return tuple(hashlib.sha256(Path(str(path) + ext).read_bytes()).hexdigest()
+                 if Path(str(path) + ext).exists() else None for ext in ("", "-wal"))
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_inspect_equals_oracle(fixture_db, capsys, name):
+    path = fixture_db(name)
+    before = files_digest(path)
+    data = run_json(capsys, ["inspect", str(path), "--json"])
+    assert files_digest(path) == before
+    oracle = load_oracle(name)
+
+    # Thread list: per resource, the same threads in Mastra's listThreads order, same fields.
+    for resource_id, res in oracle["resources"].items():
+        ours = [t for t in data["threads"] if t["resource_id"] == resource_id]
+        assert [t["id"] for t in ours] == [t["id"] for t in res["threads"]]
+        for o, m in zip(ours, res["threads"]):
+            assert (o["title"], o["metadata"], o["created_at"], o["updated_at"]) == (
+                m["title"], m["metadata"], m["createdAt"], m["updatedAt"])
+    for t in data["threads"]:
+        assert t["message_count"] == len(oracle["threads"][t["id"]]["messages"])
+
+    # OM: every lookup key, its status per thread and its history, value by value.
+    om = {r["lookup_key"]: r for r in data["observational_memory"]}
+    assert set(om) == set(oracle["om"])
+    for key, expected in oracle["om"].items():
+        got = om[key]
+        assert (got["scope"], got["resource_id"], got["thread_id"]) == (
+            expected["scope"], expected["resourceId"], expected["threadId"])
+        assert set(got["status"]) == set(expected["status"])
+        for thread_id, st in expected["status"].items():
+            g = got["status"][thread_id]
+            assert g["pending_tokens"] == st["pendingTokens"]
+            assert g["threshold"] == st["threshold"]
+            assert g["reflection_threshold"] == st["effectiveObservationTokensThreshold"]
+            assert g["unbuffered_pending_tokens"] == st["unbufferedPendingTokens"]
+            assert g["should_observe"] == st["shouldObserve"]
+            assert g["should_reflect"] == st["shouldReflect"]
+            assert g["buffered_chunk_count"] == st["bufferedChunkCount"]
+            assert g["buffered_chunk_tokens"] == st["bufferedChunkTokens"]
+            assert g["can_activate"] == st["canActivate"]
+            assert got["record_id"] == st["recordId"]
+            assert got["generation_count"] == st["generationCount"]
+            assert got["observation_token_count"] == st["observationTokenCount"]
+        assert [(h["record_id"], h["generation_count"], h["origin_type"], h["observation_token_count"])
+                for h in got["history"]] == [
+            (h["id"], h["generationCount"], h["originType"], h["observationTokenCount"]) for h in expected["history"]]
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_tokens_equal_oracle_for_every_thread(fixture_db, capsys, name):
+    path = fixture_db(name)
+    oracle = load_oracle(name)
+    for thread_id, expected in oracle["tokens"].items():
+        data = run_json(capsys, ["tokens", str(path), thread_id, "--json"])
+        assert data["thread_id"] == thread_id
+        assert data["per_message"] == expected["perMessage"]
+        assert data["all_messages"] == expected["allMessages"]
+        assert data["exact"]["encoding"] == "o200k_base"
+        assert set(data["exact"]["per_message"]) == set(expected["perMessage"])
+        assert all(isinstance(v, int) and v >= 0 for v in data["exact"]["per_message"].values())
+
+
+def test_tokens_unknown_thread_exits_2(fixture_db, capsys):
+    assert main(["tokens", str(fixture_db("support")), "no-such-thread", "--json"]) == 2
+    assert "No thread 'no-such-thread'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content,message", [
+    (None, "No such file"),
+    (b"", "empty"),
+    (b"definitely not sqlite" * 50, "not a SQLite database"),
+])
+def test_inspect_bad_input_exits_2_with_a_message(tmp_path, capsys, content, message):
+    path = tmp_path / "bad.db"
+    if content is not None:
+        path.write_bytes(content)
+    assert main(["inspect", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""
+    if content is not None:
+        assert path.read_bytes() == content
+
+
+def test_inspect_directory_exits_2(tmp_path, capsys):
+    assert main(["inspect", str(tmp_path), "--json"]) == 2
+    assert "directory" in capsys.readouterr().err
+
+
+def test_usage_error_exits_2(capsys):
+    assert main(["inspect"]) == 2
+
+
+def test_stale_is_reflecting_flag_is_reported(fixture_db, capsys):
+    import libsql
+
+    path = fixture_db("support")
+    conn = libsql.connect(str(path))
+    conn.execute("""UPDATE mastra_observational_memory SET "isReflecting" = 1, "updatedAt" = '2020-01-01T00:00:00.000Z'
+                    WHERE "lookupKey" = 'thread:support-1'""")
+    conn.commit()
+    conn.close()
+    data = run_json(capsys, ["inspect", str(path), "--json"])
+    om = {r["lookup_key"]: r for r in data["observational_memory"]}
+    assert om["thread:support-1"]["status"]["support-1"]["flags"] == {"isReflecting": "stale"}
+    assert om["thread:support-2"]["status"]["support-2"]["flags"] == {}
+
+
+def test_om_record_of_a_deleted_thread_is_listed_without_status(fixture_db, capsys):
+    import libsql
+
+    path = fixture_db("support")
+    conn = libsql.connect(str(path))
+    conn.execute("DELETE FROM mastra_threads WHERE id = 'support-3'")
+    conn.commit()
+    conn.close()
+    data = run_json(capsys, ["inspect", str(path), "--json"])
+    om = {r["lookup_key"]: r for r in data["observational_memory"]}
+    assert om["thread:support-3"]["thread_missing"] is True
+    assert om["thread:support-3"]["status"] == {}
+    assert om["thread:support-1"]["thread_missing"] is False

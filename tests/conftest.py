@@ -1,0 +1,48 @@
+"""Shared test fixtures: private copies of the real Mastra fixture databases and their oracles."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("MEMORY_STUDIO_SHARED", REPO.parent / "shared"))
+FIXTURES = SHARED / "fixtures" / "mastra"
+FIXTURE_NAMES = ["support", "buffered", "resource", "collab", "tools", "history", "live/support"]
+
+
+def copy_fixture(name: str, dest_dir: Path) -> Path:
+    """Copy fixture NAME (db, -wal, -shm) into DEST_DIR, writable; return the copy's db path."""
+    src = FIXTURES / f"{name}.db"
+    if not src.exists():
+        raise FileNotFoundError(f"fixture {src} is missing: is ../shared beside the repository?")
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dst = dest_dir / f"{name.replace('/', '_')}.db"
+    for ext in ("", "-wal", "-shm"):
+        s = Path(str(src) + ext)
+        if s.exists():
+            d = Path(str(dst) + ext)
+            shutil.copyfile(s, d)
+            d.chmod(0o644)
+    return dst
+
+
+def load_oracle(name: str) -> dict:
+    """Return the parsed `<name>.oracle.json` Mastra wrote for fixture NAME."""
+    return json.loads((FIXTURES / f"{name}.oracle.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def fixture_db(tmp_path):
+    """Factory: fixture_db("support") -> Path of a private copy of that fixture."""
+
+    def make(name: str) -> Path:
+        return copy_fixture(name, tmp_path / "fx")
+
+    return make

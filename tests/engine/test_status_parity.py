@@ -1,0 +1,54 @@
+"""OM status (the two bars) equals what Mastra's getStatus reported for every fixture thread."""
+
+from __future__ import annotations
+
+import pytest
+
+from studio.engine.status import compute_status
+from studio.store.memory_store import MemoryStore
+from tests.conftest import FIXTURE_NAMES, load_oracle
+
+CASES = [
+    (name, key, thread_id)
+    for name in FIXTURE_NAMES
+    for key, om in load_oracle(name)["om"].items()
+    for thread_id in om["status"]
+]
+
+
+def test_every_fixture_with_om_is_covered():
+    assert {c[0] for c in CASES} == {"support", "buffered", "resource", "collab", "tools", "live/support"}
+    assert len(CASES) >= 15
+
+
+@pytest.mark.parametrize("name,key,thread_id", CASES, ids=[f"{n}:{t}" for n, _, t in CASES])
+def test_status_matches_mastra(fixture_db, name, key, thread_id):
+    expected = load_oracle(name)["om"][key]["status"][thread_id]
+    with MemoryStore.open(fixture_db(name)) as store:
+        status = compute_status(store, thread_id)
+    assert status is not None
+    assert status.lookup_key == key
+    got = {
+        "pendingTokens": status.pending_tokens,
+        "threshold": status.threshold,
+        "effectiveObservationTokensThreshold": status.reflection_threshold,
+        "unbufferedPendingTokens": status.unbuffered_pending_tokens,
+        "shouldObserve": status.should_observe,
+        "shouldReflect": status.should_reflect,
+        "bufferedChunkCount": status.buffered_chunk_count,
+        "bufferedChunkTokens": status.buffered_chunk_tokens,
+        "canActivate": status.can_activate,
+        "asyncObservationEnabled": status.async_observation_enabled,
+        "asyncReflectionEnabled": status.async_reflection_enabled,
+        "scope": status.scope,
+        "recordId": status.record_id,
+        "generationCount": status.generation_count,
+        "observationTokenCount": status.observation_token_count,
+    }
+    assert got == expected
+
+
+def test_thread_without_om_has_no_status(fixture_db):
+    with MemoryStore.open(fixture_db("history")) as store:
+        for thread in store.list_threads():
+            assert compute_status(store, thread) is None
