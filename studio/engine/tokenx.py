@@ -1,19 +1,27 @@
-"""A faithful Python port of the `tokenx` 1.3.0 heuristic that Mastra uses to estimate tokens.
+"""Python port of the `tokenx` 1.3.0 heuristic that Mastra uses to estimate tokens.
 
-Mastra's TokenCounter calls tokenx's ``estimateTokenCount`` for every piece of text it counts.
-The heuristic splits the text into runs of whitespace, runs of ASCII punctuation and the words in
-between, then prices each run: whitespace is free, CJK costs one token per character, a plain
-number one token, any run of at most three characters one token, a punctuation run half its
-length, and everything else its length divided by an average chars-per-token figure (6 by
-default, 3 or 3.5 when German, French/Spanish or Central-European letters appear).
+Mastra's TokenCounter and its observer helpers price text with tokenx's ``estimateTokenCount``.
+The heuristic cuts the text into runs of whitespace, runs of ASCII punctuation and the words in
+between, then prices each run: whitespace is free, a run holding CJK costs one token per
+character, a plain number one token, any run of at most three characters one token, a
+punctuation run half its length (rounded up), and everything else its length divided by an
+average chars-per-token figure (6 by default, 3 or 3.5 when German, French/Spanish or
+Central-European letters appear).
 
 JavaScript semantics are reproduced on purpose:
 
-* lengths are UTF-16 code-unit counts (an emoji such as U+1F600 is 2), except for CJK runs,
-  which tokenx measures in code points (``Array.from``);
-* ``\\s`` is JavaScript's whitespace set, ``\\d`` is ASCII only, ``$`` is the end of input;
+* lengths are UTF-16 code units (an emoji such as U+1F600 is 2), except for CJK runs, which
+  tokenx measures in code points (``Array.from``: a surrogate pair is one);
+* ``\\s`` is JavaScript's whitespace set, ``\\d`` is ASCII only;
 * the case-insensitive language classes are expanded to the exact characters JavaScript's
   non-unicode ``/i`` matching accepts (computed once with node over the whole BMP).
+
+Text may be in Python or UTF-16 form (see :mod:`studio.engine.jscompat`); both give the same count.
+
+Speed: whitespace runs cost nothing, so only the other runs are found (one ``findall``), and
+since a run's cost depends only on its text and runs repeat heavily in natural language and JSON,
+costs are memoised in a bounded dict read straight from C (``sum(map(cache.__getitem__, runs))``);
+only unseen runs go through the classification in :func:`_run_tokens`.
 """
 
 from __future__ import annotations
@@ -21,36 +29,33 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["estimate_token_count", "utf16_len"]
+from studio.engine.jscompat import JS_WHITESPACE, JS_WHITESPACE_CHARS, utf16_len
 
-# JavaScript's `\s` (WhiteSpace + LineTerminator), which differs from Python's `\s`
-# (Python adds U+001C..U+001F and U+0085, JavaScript adds U+FEFF).
-JS_WHITESPACE = (
-    "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-_JS_WS_CLASS = f"[{JS_WHITESPACE}]"
+__all__ = ["estimate_token_count", "utf16_len", "JS_WHITESPACE"]
 
-# Only ASCII punctuation; note that quotes (' and ") are *not* in tokenx's class.
-_PUNCT_CLASS = r"[.,!?;(){}\[\]<>:/\\|@#$%^&*+=`~_\-]"
+# tokenx's punctuation class: ASCII only, and without the quote characters ' and ".
+_PUNCT_CHARS = ".,!?;(){}[]<>:/\\|@#$%^&*+=`~_-"
+_PUNCT_CLASS = "[" + re.escape(_PUNCT_CHARS) + "]"
 
-_CJK_CLASS = (
+# tokenx splits on (whitespace+|punctuation+) and keeps the separators; whitespace runs cost 0,
+# so finding only the other runs (words and punctuation runs) gives the same total, faster.
+_PRICED_RUNS = re.compile(f"[^{JS_WHITESPACE}{re.escape(_PUNCT_CHARS)}]+|{_PUNCT_CLASS}+")
+_CJK = re.compile(
     "[\u4e00-\u9fff\u3400-\u4dbf\u3000-\u303f\uff00-\uffef\u30a0-\u30ff\u2e80-\u2eff"
     "\u31c0-\u31ef\u3200-\u32ff\u3300-\u33ff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
     "\ua960-\ua97f\ud7b0-\ud7ff]"
 )
-
-_SPLIT = re.compile(f"({_JS_WS_CLASS}+|{_PUNCT_CLASS}+)")
-_WHITESPACE_ONLY = re.compile(f"{_JS_WS_CLASS}+")
-_CJK = re.compile(_CJK_CLASS)
 _NUMERIC = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
 _PUNCT = re.compile(_PUNCT_CLASS)
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_DIGITS = frozenset("0123456789")
 
 DEFAULT_CHARS_PER_TOKEN = 6
 SHORT_TOKEN_THRESHOLD = 3
 
-# (characters that select the rule, average chars per token). The character sets are what
-# JavaScript's non-unicode case-insensitive classes /[äöüßẞ]/i, /[éèêëàâîïôûùüÿçœæáíóúñ]/i and
-# /[ąćęłńóśźżěščřžýůúďťň]/i accept; the first matching rule wins, in this order.
+# (letters that select the rule, average chars per token); the first rule with a letter in the
+# run wins. The sets are what JavaScript's non-unicode case-insensitive classes /[äöüßẞ]/i,
+# /[éèêëàâîïôûùüÿçœæáíóúñ]/i and /[ąćęłńóśźżěščřžýůúďťň]/i accept.
 _LANGUAGE_RULES: tuple[tuple[frozenset[str], float], ...] = (
     (frozenset("\u00c4\u00d6\u00dc\u00df\u00e4\u00f6\u00fc\u1e9e"), 3),
     (
@@ -70,47 +75,62 @@ _LANGUAGE_RULES: tuple[tuple[frozenset[str], float], ...] = (
         3.5,
     ),
 )
+_ANY_LANGUAGE_LETTER = re.compile(
+    "[" + "".join(sorted(frozenset().union(*(letters for letters, _ in _LANGUAGE_RULES)))) + "]"
+)
 
 
-def utf16_len(text: str) -> int:
-    """Return the JavaScript `.length` of TEXT: its UTF-16 code units (astral characters count 2)."""
-    if text.isascii():
-        return len(text)
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
-
-
-def _chars_per_token(segment: str) -> float:
-    chars = set(segment)
-    for letters, per_token in _LANGUAGE_RULES:
-        if not chars.isdisjoint(letters):
+def _chars_per_token(run: str) -> float:
+    if not _ANY_LANGUAGE_LETTER.search(run):
+        return DEFAULT_CHARS_PER_TOKEN
+    letters = set(run)
+    for rule_letters, per_token in _LANGUAGE_RULES:
+        if not letters.isdisjoint(rule_letters):
             return per_token
-    return DEFAULT_CHARS_PER_TOKEN
+    return DEFAULT_CHARS_PER_TOKEN  # unreachable: some rule holds the letter found above
 
 
-def _segment_tokens(segment: str) -> int:
-    if _WHITESPACE_ONLY.fullmatch(segment):
-        return 0
-    if _CJK.search(segment):
-        # tokenx counts code points here (Array.from), not UTF-16 units.
-        return len(segment)
-    if _NUMERIC.fullmatch(segment):
+def _run_tokens(run: str) -> int:
+    """Price one run exactly as tokenx's estimateSegmentTokens does (any string, not only split runs)."""
+    if not run.strip(JS_WHITESPACE_CHARS):
+        return 0  # empty, or only whitespace (tokenx never sees an empty run)
+    if _CJK.search(run):
+        # Array.from(run).length: code points, where a surrogate pair (UTF-16 form) is one.
+        return len(run) - len(_SURROGATE_PAIR.findall(run))
+    if run[0] in _DIGITS and _NUMERIC.fullmatch(run):
         return 1
-    length = utf16_len(segment)
+    length = utf16_len(run)
     if length <= SHORT_TOKEN_THRESHOLD:
         return 1
-    if _PUNCT.search(segment):
-        return math.ceil(length / 2) if length > 1 else 1
+    if _PUNCT.search(run):
+        return (length + 1) >> 1  # ceil(length / 2); length > 3 here
     # tokenx has separate branches for "alphanumeric" and other words, but both divide the
     # UTF-16 length by the same language-dependent figure.
-    return math.ceil(length / _chars_per_token(segment))
+    return math.ceil(length / _chars_per_token(run))
+
+
+_CACHE_MAX_ENTRIES = 100_000
+_CACHE_MAX_RUN_CHARS = 64
+
+
+class _RunCache(dict):
+    """run text -> tokens; a miss is priced, and kept when short (the dict is emptied when full)."""
+
+    def __missing__(self, run: str) -> int:
+        tokens = _run_tokens(run)
+        if len(run) <= _CACHE_MAX_RUN_CHARS:
+            if len(self) >= _CACHE_MAX_ENTRIES:
+                self.clear()
+            self[run] = tokens
+        return tokens
+
+
+_RUN_TOKENS = _RunCache()
+_lookup = _RUN_TOKENS.__getitem__
 
 
 def estimate_token_count(text: str) -> int:
     """Estimate tokens (int) in TEXT exactly like tokenx 1.3.0 `estimateTokenCount` with defaults."""
     if not text:
         return 0
-    total = 0
-    for segment in _SPLIT.split(text):
-        if segment:
-            total += _segment_tokens(segment)
-    return total
+    return sum(map(_lookup, _PRICED_RUNS.findall(text)))

@@ -52,3 +52,27 @@ def test_thread_without_om_has_no_status(fixture_db):
     with MemoryStore.open(fixture_db("history")) as store:
         for thread in store.list_threads():
             assert compute_status(store, thread) is None
+
+
+def test_busy_flags_live_or_stale_by_age(fixture_db):
+    """A set flag is live while its record was updated recently, stale once older than the limit."""
+    import libsql
+
+    from studio.engine.status import STALE_FLAG_AFTER_MS
+    from studio.store.records import iso_to_ms
+
+    path = fixture_db("support")
+    conn = libsql.connect(str(path))
+    conn.execute("""UPDATE mastra_observational_memory SET "isReflecting" = 1, "isObserving" = 0
+                    WHERE "lookupKey" = 'thread:support-1' AND "generationCount" = 2""")
+    conn.commit()
+    conn.close()
+    with MemoryStore.open(path) as store:
+        record = store.om_current("thread:support-1")
+        updated = iso_to_ms(record.updated_at)
+        live = compute_status(store, "support-1", now_ms=updated + 1000)
+        stale = compute_status(store, "support-1", now_ms=updated + STALE_FLAG_AFTER_MS + 1)
+    flags_live = {f.name: f for f in live.flags}
+    assert flags_live["isReflecting"].set and not flags_live["isReflecting"].stale
+    assert not flags_live["isObserving"].set
+    assert {f.name: f.stale for f in stale.flags}["isReflecting"] is True
