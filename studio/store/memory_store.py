@@ -167,6 +167,10 @@ class MemoryStore:
         """Return {thread id: number of stored messages}."""
         return {r[0]: int(r[1]) for r in self._rows("SELECT thread_id, COUNT(*) FROM mastra_messages GROUP BY thread_id")}
 
+    def message_count(self, thread_id: str) -> int:
+        """Return the number of stored messages of THREAD_ID (uses the thread_id index)."""
+        return int(self._rows("SELECT COUNT(*) FROM mastra_messages WHERE thread_id = ?", (thread_id,))[0][0])
+
     # -- messages --------------------------------------------------------------------------
 
     def _message(self, row: dict) -> Message:

@@ -1,0 +1,1 @@
+"""The PySide6 studio: the only package that imports Qt."""

@@ -1,0 +1,160 @@
+"""Start Memory Studio: the QApplication, an explicit AppContext, the main window, and screenshot mode."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QtMsgType, qInstallMessageHandler
+from PySide6.QtWidgets import QApplication
+
+from studio.paths import SAMPLE_DATABASE
+from studio.ui.tasks import TaskRunner
+
+ORGANIZATION = "Memory Studio"
+APPLICATION = "Memory Studio"
+MAX_RECENT_FILES = 10
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+@dataclass
+class AppContext:
+    """What the studio's windows share, passed explicitly: settings (recent files) and the TaskRunner.
+
+    INTERACTIVE False (screenshots): errors go to stderr instead of message boxes, recent files are left alone.
+    """
+
+    settings: QSettings
+    runner: TaskRunner = field(default_factory=TaskRunner)
+    interactive: bool = True
+
+    def recent_files(self) -> list[str]:
+        """Return the recently opened databases, most recent first."""
+        value = self.settings.value("recentFiles", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or []) if v]
+
+    def add_recent_file(self, path: str) -> None:
+        """Put PATH first in the recent files (at most MAX_RECENT_FILES)."""
+        files = [path] + [p for p in self.recent_files() if p != path]
+        self.settings.setValue("recentFiles", files[:MAX_RECENT_FILES])
+        self.settings.sync()
+
+    def clear_recent_files(self) -> None:
+        """Forget the recent files."""
+        self.settings.setValue("recentFiles", [])
+        self.settings.sync()
+
+
+#: Qt warnings that say nothing to a user (the offscreen platform cannot size native windows).
+_QUIET_QT_MESSAGES = ("This plugin does not support propagateSizeHints()",)
+
+
+def _qt_message(kind: QtMsgType, _context, message: str) -> None:
+    """Print Qt's messages to stderr, except the known-harmless ones."""
+    if kind == QtMsgType.QtWarningMsg and message in _QUIET_QT_MESSAGES:
+        return
+    print(message, file=sys.stderr)
+
+
+def application() -> QApplication:
+    """Return the QApplication, creating it (Fusion style, studio names) if needed."""
+    app = QApplication.instance()
+    if app is None:
+        qInstallMessageHandler(_qt_message)
+        app = QApplication([sys.argv[0] if sys.argv else "memory-studio"])
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    if app.style().name().lower() != "fusion":
+        app.setStyle("Fusion")
+    return app
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """Parse "1400x900" into (1400, 900); raise ValueError otherwise."""
+    w, sep, h = (text or "").lower().partition("x")
+    if not sep or not w.strip().isdigit() or not h.strip().isdigit() or int(w) < 200 or int(h) < 150:
+        raise ValueError(f"--size must be WIDTHxHEIGHT (at least 200x150), not {text!r}")
+    return int(w), int(h)
+
+
+def display_problem(screenshot: bool) -> str | None:
+    """Return why no window can be shown (Linux without a display), or None; screenshots go offscreen.
+
+    Qt itself aborts the process when it finds no platform; a clear sentence is kinder. An
+    explicit QT_QPA_PLATFORM is always respected.
+    """
+    if os.environ.get("QT_QPA_PLATFORM") or not sys.platform.startswith("linux"):
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    if screenshot:
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        return None
+    return ("no display found (DISPLAY and WAYLAND_DISPLAY are unset). Run Memory Studio in a desktop "
+            "session, or render a picture with --screenshot OUT.png, or use the JSON subcommands "
+            "(memory-studio inspect PATH --json).")
+
+
+def run_studio(args) -> int:
+    """Run the studio for the parsed command line ARGS (path, screenshot, thread, tab, size); return an exit code."""
+    from studio.ui.widgets.main_window import MainWindow
+
+    problem = display_problem(bool(getattr(args, "screenshot", None)))
+    if problem:
+        print(f"memory-studio: {problem}", file=sys.stderr)
+        return EXIT_FAILURE
+    app = application()
+    path = str(args.path) if getattr(args, "path", None) else str(SAMPLE_DATABASE)
+    screenshot = getattr(args, "screenshot", None)
+    ctx = AppContext(settings=QSettings(ORGANIZATION, APPLICATION), interactive=not screenshot)
+    window = MainWindow(ctx)
+    if screenshot:
+        return _screenshot(window, ctx, path, args)
+    window.show()
+    window.open_database(path, thread_id=getattr(args, "thread", None), tab=getattr(args, "tab", None))
+    code = app.exec()
+    ctx.runner.shutdown()
+    return code
+
+
+def _screenshot(window, ctx: AppContext, path: str, args) -> int:
+    """Open PATH, select the thread and tab, wait for every task, save the window as a PNG."""
+    try:
+        size = parse_size(getattr(args, "size", None) or "1400x900")
+    except ValueError as exc:
+        print(f"memory-studio: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    failures: list[str] = []
+    window.database_failed.connect(failures.append)
+    window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    window.resize(*size)
+    window.show()
+    try:
+        window.open_database(path)
+        ctx.runner.wait_idle()
+        if failures or window.database_path is None:
+            print(f"memory-studio: {failures[0] if failures else 'cannot open ' + path}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        thread_id = getattr(args, "thread", None) or window.first_thread_with_om()
+        if thread_id and not window.select_thread(thread_id):
+            print(f"memory-studio: no thread {thread_id!r} in {window.database_path}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if getattr(args, "tab", None):
+            window.thread_view.set_tab(args.tab)
+        ctx.runner.wait_idle()
+        window.settle()
+        out = Path(args.screenshot)
+        if out.parent and not out.parent.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+        if not window.grab().save(str(out), "PNG"):
+            print(f"memory-studio: cannot write {out}", file=sys.stderr)
+            return EXIT_FAILURE
+        return EXIT_OK
+    finally:
+        ctx.runner.shutdown()
+        window.close()
+        window.deleteLater()

@@ -1,0 +1,90 @@
+"""Format figures for display: token counts, threshold ratios, timestamps and ages (no Qt)."""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+
+from studio.store.records import iso_to_ms
+
+ELLIPSIS = "…"
+NONE = "—"
+
+
+def tokens(n: int | None) -> str:
+    """Format a token count with thousands separators ("2,488"), or an em dash for None."""
+    return NONE if n is None else f"{n:,}"
+
+
+def percent(value: int, threshold: int) -> int:
+    """Return VALUE / THRESHOLD as a whole percentage, rounded down (99.5% shows 99%, not 100%)."""
+    if not threshold:
+        return 0
+    return int(value * 100 // threshold)
+
+
+def ratio_text(value: int, threshold: int) -> str:
+    """Return "2,488 / 2,500 · 99%" for a bar."""
+    return f"{value:,} / {threshold:,} · {percent(value, threshold)}%"
+
+
+def local_time(iso: str | None, *, seconds: bool = False) -> str:
+    """Format a stored ISO-8601 UTC time in local time ("2026-11-29 20:42"), or an em dash."""
+    ms = iso_to_ms(iso)
+    if ms is None:
+        return NONE if iso is None else str(iso)
+    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone()
+    return dt.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+def short_time(iso: str | None, now: datetime | None = None, *, seconds: bool = False) -> str:
+    """Format a stored time compactly in local time: "20:42" today, "Nov 29 20:42" this year, else "2025-11-29"."""
+    ms = iso_to_ms(iso)
+    if ms is None:
+        return NONE if iso is None else str(iso)
+    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone()
+    now = (now or datetime.now(timezone.utc)).astimezone()
+    clock = dt.strftime("%H:%M:%S" if seconds else "%H:%M")
+    if dt.date() == now.date():
+        return clock
+    if dt.year == now.year:
+        return f"{dt.strftime('%b')} {dt.day} {clock}"
+    return dt.strftime("%Y-%m-%d")
+
+
+def age(ms: int | None) -> str:
+    """Format a duration in ms as a short age ("42 s", "3 min", "5 h", "2 d")."""
+    if ms is None:
+        return NONE
+    s = ms // 1000
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h"
+    return f"{s // 86400} d"
+
+
+def ratio(x: float | None) -> str:
+    """Format a compression ratio ("1.66×"), or an em dash."""
+    return NONE if x is None else f"{x:.2f}×"
+
+
+def signed(n: int) -> str:
+    """Format a signed token delta with a real minus sign ("−297", "+12")."""
+    return f"+{n:,}" if n > 0 else (f"−{-n:,}" if n < 0 else "0")
+
+
+def preview(text: str | None, limit: int = 160) -> str:
+    """Return TEXT on one line, shortened to LIMIT characters."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + ELLIPSIS
+
+
+def plain_tooltip(text: str | None, limit: int = 2000) -> str:
+    """Return stored TEXT as a tooltip Qt shows literally (tooltips would otherwise guess rich text)."""
+    body = (text or "")[:limit]
+    if text and len(text) > limit:
+        body += ELLIPSIS
+    return f"<p style='white-space:pre-wrap'>{html.escape(body)}</p>"

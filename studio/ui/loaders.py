@@ -1,0 +1,184 @@
+"""Database work the studio runs on the TaskRunner's worker: plain functions over a MemoryStore (no Qt).
+
+Each function has the task shape `(store, progress, cancel)` once its own arguments are bound
+(see `studio.ui.tasks`), returns plain data for the GUI thread, and raises StoreError on failed reads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from studio.engine import tokens
+from studio.engine.diff import GenerationDiff, diff_logs
+from studio.engine.observations import ObservationLog, parse_log
+from studio.engine.overview import iter_statuses
+from studio.engine.status import ThreadStatus, compute_status
+from studio.errors import StudioError
+from studio.store.memory_store import MemoryStore
+from studio.store.records import Message, OMRecord, Thread
+from studio.ui.tasks import require_store
+
+#: Time one background status batch may take before it hands the database worker back (s).
+STATUS_BATCH_SECONDS = 0.2
+
+
+@dataclass
+class ThreadRow:
+    """A thread as the thread list shows it: the record, its OM lookup key and (once known) its status."""
+
+    thread: Thread
+    lookup_key: str | None
+    status: ThreadStatus | None = None
+
+    @property
+    def has_om(self) -> bool:
+        """Return True when an OM record governs the thread."""
+        return self.lookup_key is not None
+
+
+@dataclass
+class Listing:
+    """Every resource (with its thread count) and every thread of the database."""
+
+    resources: list[tuple[str, int]]
+    rows: list[ThreadRow]
+    data_version: int
+
+
+@dataclass
+class ThreadDetail:
+    """What the thread view shows: the thread, its OM status, generations and parsed active log."""
+
+    thread: Thread
+    lookup_key: str | None
+    status: ThreadStatus | None
+    status_error: str | None
+    history: list[OMRecord] = field(default_factory=list)  # newest generation first
+    log: ObservationLog | None = None
+    message_count: int = 0
+
+    @property
+    def record(self) -> OMRecord | None:
+        """Return the current generation, or None when the thread has no OM record."""
+        return self.history[0] if self.history else None
+
+
+@dataclass
+class MessageRow:
+    """One message with its token counts: Mastra's estimate and the exact o200k count (tokens)."""
+
+    message: Message
+    estimate: int | None
+    exact: int | None
+
+
+@dataclass
+class MessagePage:
+    """Messages OFFSET.. of a thread, and the thread's message count."""
+
+    thread_id: str
+    offset: int
+    rows: list[MessageRow]
+    total: int
+
+
+def _lookup_key(thread: Thread, keys: set[str]) -> str | None:
+    for key in (f"thread:{thread.id}", f"resource:{thread.resource_id}"):
+        if key in keys:
+            return key
+    return None
+
+
+def load_listing(store: MemoryStore | None) -> Listing:
+    """Return every resource and thread (with message counts and OM lookup keys)."""
+    store = require_store(store)
+    threads = store.list_threads(with_counts=True)
+    keys = {k["lookupKey"] for k in store.om_lookup_keys()}
+    per_resource: dict[str, int] = {}
+    for t in threads:
+        per_resource[t.resource_id] = per_resource.get(t.resource_id, 0) + 1
+    resources = [(rid, per_resource.get(rid, 0)) for rid in store.resource_ids()]
+    rows = [ThreadRow(t, _lookup_key(t, keys)) for t in threads]
+    return Listing(resources=resources, rows=rows, data_version=store.data_version())
+
+
+def compute_status_batch(store: MemoryStore | None, threads: list[Thread], cancel: threading.Event,
+                         budget: float | None = None) -> tuple[list[ThreadStatus], int]:
+    """Compute statuses of THREADS in order until BUDGET s (STATUS_BATCH_SECONDS) pass; return (statuses, handled).
+
+    Short batches keep the single database worker free for what the user clicks in between.
+    """
+    store = require_store(store)
+    budget = STATUS_BATCH_SECONDS if budget is None else budget
+    stop = threading.Event()
+    handled = 0
+    started = time.monotonic()
+
+    def on_progress(done: int, _total: int) -> None:
+        nonlocal handled
+        handled = done
+        if cancel.is_set() or time.monotonic() - started >= budget:
+            stop.set()
+
+    statuses = list(iter_statuses(store, threads, progress=on_progress, cancel=stop))
+    return statuses, handled
+
+
+def load_thread_detail(store: MemoryStore | None, thread_id: str) -> ThreadDetail | None:
+    """Return THREAD_ID's detail (None when the thread no longer exists)."""
+    store = require_store(store)
+    thread = store.get_thread(thread_id)
+    if thread is None:
+        return None
+    thread.message_count = store.message_count(thread.id)
+    key = store.lookup_key_for_thread(thread)
+    history = store.om_history(key) if key else []
+    status, error = None, None
+    if history:
+        try:
+            status = compute_status(store, thread, history[0])
+        except StudioError as exc:
+            error = str(exc)
+    log = parse_log(history[0].active_observations) if history else None
+    return ThreadDetail(thread=thread, lookup_key=key, status=status, status_error=error, history=history,
+                        log=log, message_count=thread.message_count)
+
+
+def message_row(message: Message) -> MessageRow:
+    """Return MESSAGE with its Mastra estimate and exact o200k token counts (None if uncountable)."""
+    shaped = message.as_mastra()
+    try:
+        estimate = tokens.count_messages([shaped])
+    except StudioError:
+        estimate = None
+    try:
+        exact = tokens.exact_message_tokens(shaped)
+    except StudioError:
+        exact = None
+    return MessageRow(message, estimate, exact)
+
+
+def load_message_page(store: MemoryStore | None, thread_id: str, offset: int, limit: int,
+                      cancel: threading.Event | None = None) -> MessagePage:
+    """Return messages OFFSET..OFFSET+LIMIT of THREAD_ID (storage order) with their token counts."""
+    store = require_store(store)
+    total = store.message_count(thread_id)
+    rows = []
+    for message in store.list_messages(thread_id, limit=limit, offset=offset):
+        if cancel is not None and cancel.is_set():
+            break
+        rows.append(message_row(message))
+    return MessagePage(thread_id=thread_id, offset=offset, rows=rows, total=total)
+
+
+def diff_generations(old: OMRecord | None, new: OMRecord) -> GenerationDiff:
+    """Diff OLD's log (None: an empty log) against NEW's, with their stored token counts."""
+    return diff_logs(old.active_observations if old else "", new.active_observations,
+                     old.observation_token_count if old else 0, new.observation_token_count)
+
+
+def check_changed(store: MemoryStore | None) -> int:
+    """Return SQLite's data_version (it changes when another connection commits)."""
+    return require_store(store).data_version()

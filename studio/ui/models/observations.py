@@ -1,0 +1,192 @@
+"""The active observation log as a tree: dates, then observations, then their indented sub-lines.
+
+Message boundaries and unrecognised lines stay in place as rows of their own, so every stored
+line is shown (as plain text).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QFont
+
+from studio.engine.observations import LogLine, ObservationLog
+from studio.ui import format as fmt
+from studio.ui.models.roles import RAW_ROLE, RECORD_ROLE
+from studio.ui.style import MUTED, priority_colour, priority_icon
+
+UNDATED = "(before the first date)"
+
+
+class LogColumn(IntEnum):
+    """Columns of the log tree."""
+
+    OBSERVATION = 0
+    PRIORITY = 1
+    TIME = 2
+    LINE = 3
+
+
+HEADERS = {LogColumn.OBSERVATION: "Observation", LogColumn.PRIORITY: "Priority",
+           LogColumn.TIME: "Time", LogColumn.LINE: "Line"}
+
+
+@dataclass(eq=False)
+class _Node:
+    kind: str                          # "date" | "observation" | "boundary" | "text"
+    line: LogLine | None
+    title: str = ""
+    parent: "_Node | None" = None
+    children: list["_Node"] = field(default_factory=list)
+
+    def add(self, child: "_Node") -> "_Node":
+        child.parent = self
+        self.children.append(child)
+        return child
+
+    def row(self) -> int:
+        return self.parent.children.index(self) if self.parent is not None else 0
+
+
+def _build(log: ObservationLog) -> _Node:
+    root = _Node("root", None)
+    for group in log.groups:
+        date = root.add(_Node("date", None, title=group.date or UNDATED))
+        last_top: _Node | None = None
+        for line in group.lines:
+            if line.kind == "observation" and line.depth > 0 and last_top is not None:
+                parent = last_top
+                while parent.children and parent.children[-1].kind == "observation" \
+                        and parent.children[-1].line.depth < line.depth:
+                    parent = parent.children[-1]
+                parent.add(_Node("observation", line))
+                continue
+            node = date.add(_Node(line.kind, line))
+            last_top = node if line.kind == "observation" else None
+    return root
+
+
+class ObservationLogModel(QAbstractItemModel):
+    """A parsed ObservationLog: date rows at the top level, observations under them, sub-lines below."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._root = _Node("root", None)
+        self._log: ObservationLog | None = None
+
+    def set_log(self, log: ObservationLog | None) -> None:
+        """Show LOG (None: empty)."""
+        self.beginResetModel()
+        self._log = log
+        self._root = _build(log) if log is not None else _Node("root", None)
+        self.endResetModel()
+
+    @property
+    def log(self) -> ObservationLog | None:
+        """Return the log shown."""
+        return self._log
+
+    # -- Qt model API ----------------------------------------------------------------------
+
+    def _node(self, index: QModelIndex | QPersistentModelIndex) -> _Node:
+        return index.internalPointer() if index.isValid() else self._root
+
+    def index(self, row: int, column: int, parent=QModelIndex()) -> QModelIndex:
+        if column < 0 or column >= len(LogColumn) or row < 0:
+            return QModelIndex()
+        if parent.isValid() and parent.column() != 0:
+            return QModelIndex()
+        node = self._node(parent)
+        if row >= len(node.children):
+            return QModelIndex()
+        return self.createIndex(row, column, node.children[row])
+
+    def parent(self, index=QModelIndex()) -> QModelIndex:  # type: ignore[override]
+        if not index.isValid():
+            return QModelIndex()
+        node: _Node = index.internalPointer()
+        up = node.parent
+        if up is None or up is self._root:
+            return QModelIndex()
+        return self.createIndex(up.row(), 0, up)
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        if parent.isValid() and parent.column() != 0:
+            return 0
+        return len(self._node(parent).children)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return len(LogColumn)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole \
+                and 0 <= section < len(LogColumn):
+            return HEADERS[LogColumn(section)]
+        return None
+
+    def flags(self, index):
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        node: _Node = index.internalPointer()
+        col = LogColumn(index.column())
+        line = node.line
+        if node.kind == "date":
+            return self._date_data(node, col, role)
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == LogColumn.OBSERVATION:
+                if node.kind == "boundary":
+                    return f"message boundary · {fmt.local_time(line.boundary_at, seconds=True)}"
+                return line.text
+            if col == LogColumn.PRIORITY:
+                return line.priority.label if line.priority else ""
+            if col == LogColumn.TIME:
+                return line.time or ""
+            return str(line.number)
+        if role == Qt.ItemDataRole.DecorationRole and col == LogColumn.OBSERVATION:
+            return priority_icon(line.priority)
+        if role == Qt.ItemDataRole.ForegroundRole:
+            if node.kind == "boundary" or col == LogColumn.LINE:
+                return QBrush(MUTED)
+            if col == LogColumn.PRIORITY and line.priority:
+                return QBrush(priority_colour(line.priority))
+        if role == Qt.ItemDataRole.FontRole:
+            if node.kind == "boundary":
+                font = QFont()
+                font.setItalic(True)
+                return font
+            if col == LogColumn.PRIORITY and line.priority:
+                font = QFont()
+                font.setBold(True)
+                return font
+        if role == Qt.ItemDataRole.TextAlignmentRole and col == LogColumn.LINE:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and col == LogColumn.OBSERVATION:
+            return fmt.plain_tooltip(line.raw)
+        if role == RAW_ROLE:
+            return line.raw
+        if role == RECORD_ROLE:
+            return line
+        return None
+
+    def _date_data(self, node: _Node, col: LogColumn, role: int):
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == LogColumn.OBSERVATION:
+                n = sum(1 for c in node.children if c.kind == "observation")
+                return f"{node.title}  ·  {n} observation{'s' if n != 1 else ''}" if n else node.title
+            return ""
+        if role == Qt.ItemDataRole.FontRole and col == LogColumn.OBSERVATION:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.ForegroundRole and col != LogColumn.OBSERVATION:
+            return QBrush(MUTED)
+        if role == RAW_ROLE:
+            return node.title
+        return None

@@ -1,0 +1,75 @@
+"""The resource list on the left: "All resources" first, then every resource with its thread count."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QFont
+
+from studio.ui.format import plain_tooltip
+from studio.ui.models.roles import ID_ROLE
+
+ALL_RESOURCES = "All resources"
+HEADERS = ["Resource", "Threads"]
+
+
+class ResourceListModel(QAbstractTableModel):
+    """Rows: (None, every thread) for "All resources", then (resource id, its thread count)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._rows: list[tuple[str | None, int]] = []
+
+    def set_resources(self, resources: list[tuple[str, int]]) -> None:
+        """Replace the rows with RESOURCES [(resource id, thread count)]."""
+        self.beginResetModel()
+        total = sum(n for _, n in resources)
+        self._rows = [(None, total)] + list(resources) if resources or total else []
+        self.endResetModel()
+
+    def clear(self) -> None:
+        """Remove every row."""
+        self.set_resources([])
+
+    def row_of(self, resource_id: str | None) -> int:
+        """Return the row of RESOURCE_ID (None: "All resources"), or -1."""
+        for i, (rid, _) in enumerate(self._rows):
+            if rid == resource_id:
+                return i
+        return -1
+
+    def resource_id(self, row: int) -> str | None:
+        """Return the resource id of ROW (None for "All resources")."""
+        return self._rows[row][0] if 0 <= row < len(self._rows) else None
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(HEADERS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return HEADERS[section] if 0 <= section < len(HEADERS) else None
+        return None
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not (0 <= index.row() < len(self._rows)):
+            return None
+        rid, count = self._rows[index.row()]
+        col = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == 0:
+                return ALL_RESOURCES if rid is None else rid
+            return f"{count:,}"
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return plain_tooltip(f"{ALL_RESOURCES} ({count:,} threads)" if rid is None
+                                 else f"Resource {rid}: {count:,} threads")
+        if role == Qt.ItemDataRole.FontRole and rid is None:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.TextAlignmentRole and col == 1:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == ID_ROLE:
+            return rid
+        return None

@@ -1,0 +1,304 @@
+"""The thread list: a lazy table (rows exposed a page at a time) with two threshold-bar columns.
+
+Rows come from one background read (`loaders.load_listing`); they are handed to the view in
+pages through `canFetchMore`/`fetchMore`, filtered by resource and sorted in memory. Statuses
+arrive later from a background `iter_statuses` task; until then a bar shows "…".
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QFont
+
+from studio.engine.status import ThreadStatus
+from studio.store.records import iso_to_ms
+from studio.ui import format as fmt
+from studio.ui.loaders import ThreadRow
+from studio.ui.models.roles import BAR_ROLE, ID_ROLE, RECORD_ROLE, SORT_ROLE
+from studio.ui.style import MUTED, BarValue
+
+PAGE_SIZE = 200
+
+
+class ThreadColumn(IntEnum):
+    """Columns of the thread list."""
+
+    TITLE = 0
+    RESOURCE = 1
+    MESSAGES = 2
+    LAST_ACTIVITY = 3
+    OBSERVATION = 4
+    REFLECTION = 5
+
+
+HEADERS = {
+    ThreadColumn.TITLE: "Title",
+    ThreadColumn.RESOURCE: "Resource",
+    ThreadColumn.MESSAGES: "Messages",
+    ThreadColumn.LAST_ACTIVITY: "Last activity",
+    ThreadColumn.OBSERVATION: "Messages before observation",
+    ThreadColumn.REFLECTION: "Observations before reflection",
+}
+HEADER_TIPS = {
+    ThreadColumn.OBSERVATION: "Unobserved message tokens / observation threshold (messageTokens)",
+    ThreadColumn.REFLECTION: "Observation log tokens / reflection threshold (observationTokens)",
+}
+BAR_COLUMNS = (ThreadColumn.OBSERVATION, ThreadColumn.REFLECTION)
+NO_OM = "no OM"
+
+
+class ThreadTableModel(QAbstractTableModel):
+    """Threads of the open database (optionally one resource's), PAGE_SIZE rows fetched at a time."""
+
+    def __init__(self, parent=None, *, page_size: int = PAGE_SIZE):
+        super().__init__(parent)
+        self._page_size = page_size
+        self._all: list[ThreadRow] = []
+        self._rows: list[ThreadRow] = []     # filtered and sorted
+        self._loaded = 0
+        self._resource: str | None = None
+        self._sort_column = ThreadColumn.LAST_ACTIVITY
+        self._sort_order = Qt.SortOrder.DescendingOrder
+        self._status_state = "pending"   # "pending" | "done" | "failed"
+
+    # -- feeding ---------------------------------------------------------------------------
+
+    def set_rows(self, rows: list[ThreadRow], *, keep_statuses: bool = False) -> None:
+        """Replace every row; KEEP_STATUSES carries known statuses over (a refresh) until recomputed."""
+        if keep_statuses:
+            known = {r.thread.id: r.status for r in self._all if r.status is not None}
+            for r in rows:
+                if r.status is None and r.has_om:
+                    r.status = known.get(r.thread.id)
+        self._all = rows
+        self._status_state = "pending"
+        new_rows = self._filtered_sorted()
+        if [r.thread.id for r in new_rows] == [r.thread.id for r in self._rows]:
+            self._rows = new_rows
+            self._emit_all_changed()
+            return
+        self.beginResetModel()
+        self._rows = new_rows
+        self._loaded = min(len(self._rows), max(self._page_size, self._loaded if keep_statuses else 0))
+        self.endResetModel()
+
+    def set_resource_filter(self, resource_id: str | None) -> None:
+        """Show only RESOURCE_ID's threads (None: every thread)."""
+        if resource_id == self._resource:
+            return
+        self._resource = resource_id
+        self.beginResetModel()
+        self._rows = self._filtered_sorted()
+        self._loaded = min(len(self._rows), self._page_size)
+        self.endResetModel()
+
+    def apply_statuses(self, statuses: list[ThreadStatus], *, final: bool = False) -> None:
+        """Fill in STATUSES; FINAL marks the end of the computation (rows still unknown show an em dash)."""
+        by_id = {s.thread_id: s for s in statuses}
+        for r in self._all:
+            st = by_id.get(r.thread.id)
+            if st is not None:
+                r.status = st
+        if final:
+            self._status_state = "done"
+            if self._sort_column in BAR_COLUMNS:
+                self.sort(self._sort_column, self._sort_order)
+        self._emit_all_changed(BAR_COLUMNS)
+
+    def mark_statuses_failed(self) -> None:
+        """Show "?" in bars whose status could not be computed."""
+        self._status_state = "failed"
+        self._emit_all_changed(BAR_COLUMNS)
+
+    def clear(self) -> None:
+        """Remove every row."""
+        self.beginResetModel()
+        self._all, self._rows, self._loaded = [], [], 0
+        self.endResetModel()
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    @property
+    def total_rows(self) -> int:
+        """Return how many rows the filter keeps (loaded or not)."""
+        return len(self._rows)
+
+    @property
+    def resource_filter(self) -> str | None:
+        """Return the resource the list is filtered to (None: all)."""
+        return self._resource
+
+    def all_threads(self) -> list[ThreadRow]:
+        """Return every row, unfiltered."""
+        return list(self._all)
+
+    def visible_rows(self) -> list[ThreadRow]:
+        """Return the filtered, sorted rows (loaded or not)."""
+        return list(self._rows)
+
+    def row_of(self, thread_id: str, *, fetch: bool = True) -> int:
+        """Return the row of THREAD_ID, fetching pages up to it when FETCH; -1 if absent."""
+        for i, r in enumerate(self._rows):
+            if r.thread.id == thread_id:
+                if i >= self._loaded:
+                    if not fetch:
+                        return -1
+                    while self._loaded <= i:
+                        self.fetchMore(QModelIndex())
+                return i
+        return -1
+
+    def thread_row(self, row: int) -> ThreadRow | None:
+        """Return the ThreadRow at ROW (a loaded row), or None."""
+        return self._rows[row] if 0 <= row < self._loaded else None
+
+    # -- lazy loading ----------------------------------------------------------------------
+
+    def canFetchMore(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> bool:
+        return not parent.isValid() and self._loaded < len(self._rows)
+
+    def fetchMore(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> None:
+        if parent.isValid():
+            return
+        n = min(self._page_size, len(self._rows) - self._loaded)
+        if n <= 0:
+            return
+        start = self._loaded
+        self.beginInsertRows(QModelIndex(), start, start + n - 1)  # the last index is inclusive
+        self._loaded += n
+        self.endInsertRows()
+
+    # -- Qt model API ----------------------------------------------------------------------
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else self._loaded
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(ThreadColumn)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if orientation != Qt.Orientation.Horizontal or not (0 <= section < len(ThreadColumn)):
+            return None
+        col = ThreadColumn(section)
+        if role == Qt.ItemDataRole.DisplayRole:
+            # The bar columns' names are long: they are shown on two lines to keep the columns narrow.
+            return HEADERS[col].replace(" before ", " before\n") if col in BAR_COLUMNS else HEADERS[col]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            tip = HEADER_TIPS.get(col)
+            return f"{HEADERS[col]}: {tip}" if tip else HEADERS[col]
+        return None
+
+    def flags(self, index):
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not (0 <= index.row() < self._loaded):
+            return None
+        row = self._rows[index.row()]
+        col = ThreadColumn(index.column())
+        t = row.thread
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == ThreadColumn.TITLE:
+                return t.title if t.title else t.id
+            if col == ThreadColumn.RESOURCE:
+                return t.resource_id
+            if col == ThreadColumn.MESSAGES:
+                return fmt.tokens(t.message_count)
+            if col == ThreadColumn.LAST_ACTIVITY:
+                return fmt.short_time(t.updated_at)
+            return self._bar(row, col).text
+        if role == BAR_ROLE and col in BAR_COLUMNS:
+            return self._bar(row, col)
+        if role == SORT_ROLE:
+            return self._sort_key(row, col)
+        if role == ID_ROLE:
+            return t.id
+        if role == RECORD_ROLE:
+            return row
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._tooltip(row, col)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col == ThreadColumn.MESSAGES:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and col == ThreadColumn.TITLE and not t.title:
+            return QBrush(MUTED)
+        if role == Qt.ItemDataRole.FontRole and col == ThreadColumn.TITLE and not t.title:
+            font = QFont()
+            font.setItalic(True)
+            return font
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sort every row (loaded or not) by COLUMN; persistent indexes (the selection) follow their thread."""
+        if not (0 <= column < len(ThreadColumn)):
+            return
+        self._sort_column, self._sort_order = ThreadColumn(column), order
+        self.layoutAboutToBeChanged.emit()
+        persistent = self.persistentIndexList()
+        ids = [self._rows[p.row()].thread.id if 0 <= p.row() < len(self._rows) else None for p in persistent]
+        self._rows = self._filtered_sorted()
+        where = {r.thread.id: i for i, r in enumerate(self._rows)}
+        moved = []
+        for p, tid in zip(persistent, ids):
+            i = where.get(tid, -1)
+            moved.append(self.index(i, p.column()) if 0 <= i < self._loaded else QModelIndex())
+        self.changePersistentIndexList(persistent, moved)
+        self.layoutChanged.emit()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _filtered_sorted(self) -> list[ThreadRow]:
+        rows = [r for r in self._all if self._resource is None or r.thread.resource_id == self._resource]
+        col = self._sort_column
+        reverse = self._sort_order == Qt.SortOrder.DescendingOrder
+        rows.sort(key=lambda r: self._sort_key(r, col), reverse=reverse)
+        return rows
+
+    def _sort_key(self, row: ThreadRow, col: ThreadColumn):
+        t = row.thread
+        if col == ThreadColumn.TITLE:
+            return (t.title or t.id).casefold()
+        if col == ThreadColumn.RESOURCE:
+            return (t.resource_id or "").casefold()
+        if col == ThreadColumn.MESSAGES:
+            return t.message_count or 0
+        if col == ThreadColumn.LAST_ACTIVITY:
+            return iso_to_ms(t.updated_at) or 0
+        st = row.status
+        if st is None:
+            return -1.0
+        return st.message_ratio if col == ThreadColumn.OBSERVATION else st.observation_ratio
+
+    def _bar(self, row: ThreadRow, col: ThreadColumn) -> BarValue:
+        st = row.status
+        if st is None:
+            if not row.has_om:
+                return BarValue(placeholder=NO_OM)
+            return BarValue(placeholder={"pending": fmt.ELLIPSIS, "done": fmt.NONE}.get(self._status_state, "?"))
+        if col == ThreadColumn.OBSERVATION:
+            return BarValue(st.pending_tokens, st.threshold)
+        return BarValue(st.observation_token_count, st.reflection_threshold)
+
+    def _tooltip(self, row: ThreadRow, col: ThreadColumn) -> str:
+        t = row.thread
+        if col in BAR_COLUMNS:
+            bar = self._bar(row, col)
+            if not row.has_om:
+                return "No Observational Memory record governs this thread"
+            if not bar.known:
+                return "Computing…" if self._status_state == "pending" else "The status could not be computed"
+            what = "unobserved message tokens" if col == ThreadColumn.OBSERVATION else "observation tokens"
+            return f"{bar.text} ({what}; {'over' if bar.state == 'over' else 'under'} the threshold)"
+        if col == ThreadColumn.LAST_ACTIVITY:
+            return fmt.plain_tooltip(f"Last activity {fmt.local_time(t.updated_at, seconds=True)}\n"
+                                     f"updatedAt {t.updated_at}\ncreatedAt {t.created_at}")
+        return fmt.plain_tooltip(f"{t.title or '(no title)'}\nthread {t.id}\nresource {t.resource_id}")
+
+    def _emit_all_changed(self, columns=None) -> None:
+        if not self._loaded:
+            return
+        cols = list(columns) if columns else list(ThreadColumn)
+        self.dataChanged.emit(self.index(0, min(cols)), self.index(self._loaded - 1, max(cols)))

@@ -1,0 +1,256 @@
+"""Run database work off the GUI thread (Anki's TaskManager shape) and deliver results back on it.
+
+One single-worker executor owns the `MemoryStore`: the store is opened, used and closed in that
+worker thread only (a libSQL connection belongs to its thread). Every database task is a plain
+function `fn(store, progress, cancel) -> result`; work that never reads the database (network
+calls, diffs) runs on a second pool as `fn(progress, cancel)`. Results, errors and progress reach
+the GUI thread through a queued Qt signal, where the caller's callbacks run. A task submitted with
+a `key` supersedes the previous task of that key: the older one is cancelled and its result dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
+
+from studio.errors import StoreError
+from studio.store.memory_store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+#: Workers of the pool for work that does not read the database (network calls, diffs).
+POOL_WORKERS = 4
+
+Progress = Callable[..., None]
+TaskFn = Callable[[MemoryStore | None, Progress, threading.Event], Any]
+
+
+@dataclass
+class Task:
+    """A submitted task: its optional supersession key and its cancel event."""
+
+    key: str | None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    done: bool = False
+
+    @property
+    def cancelled(self) -> bool:
+        """Return True once the task was cancelled (its result will be dropped)."""
+        return self.cancel.is_set()
+
+
+@dataclass
+class OpenedStore:
+    """What the GUI learns when a database was opened in the worker."""
+
+    path: str
+    writable: bool
+    data_version: int
+
+
+class TaskRunner(QObject):
+    """Own the database worker thread; run tasks there; call back on the GUI thread."""
+
+    delivered = Signal(object)          # internal: a closure to run on the GUI thread
+    pending_changed = Signal(int)       # number of tasks submitted and not yet delivered
+    task_failed = Signal(str)           # an error of a task that has no on_error callback
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="studio-db")
+        self._pool = ThreadPoolExecutor(max_workers=POOL_WORKERS, thread_name_prefix="studio-pool")
+        self._store: MemoryStore | None = None   # touched only inside the worker thread
+        self._pending = 0
+        self._keyed: dict[str, Task] = {}
+        self._live: list[Task] = []
+        self._closed = False
+        self.delivered.connect(self._on_runner_delivered, Qt.ConnectionType.QueuedConnection)
+
+    # -- submitting ------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Return how many tasks are submitted and not yet delivered."""
+        return self._pending
+
+    @property
+    def closed(self) -> bool:
+        """Return True after `shutdown`."""
+        return self._closed
+
+    def submit(self, fn: TaskFn, *, on_done: Callable[[Any], None] | None = None,
+               on_error: Callable[[Exception], None] | None = None,
+               on_progress: Callable[..., None] | None = None, key: str | None = None) -> Task:
+        """Run FN(store, progress, cancel) on the database worker; call ON_DONE(result) on the GUI thread.
+
+        PROGRESS(done, total, payload=None) may be called by FN from the worker; ON_PROGRESS gets
+        the same arguments on the GUI thread. A task with KEY cancels the previous task of that KEY.
+        """
+        task = self._register(key)
+        if not task.cancelled:
+            self._executor.submit(self._run, task, lambda progress, cancel: fn(self._store, progress, cancel),
+                                  on_done, on_error, on_progress)
+        return task
+
+    def submit_pooled(self, fn: Callable[[Progress, threading.Event], Any], *,
+                      on_done: Callable[[Any], None] | None = None,
+                      on_error: Callable[[Exception], None] | None = None,
+                      on_progress: Callable[..., None] | None = None, key: str | None = None) -> Task:
+        """Run FN(progress, cancel), which must not touch the database, on the other pool (network, CPU).
+
+        Same delivery, keys and cancellation as `submit`; it never waits behind database reads.
+        """
+        task = self._register(key)
+        if not task.cancelled:
+            self._pool.submit(self._run, task, fn, on_done, on_error, on_progress)
+        return task
+
+    def _register(self, key: str | None) -> Task:
+        """Create a task (cancelled at once after shutdown), superseding KEY's previous task."""
+        task = Task(key)
+        if self._closed:
+            task.cancel.set()
+            return task
+        if key is not None:
+            previous = self._keyed.get(key)
+            if previous is not None:
+                previous.cancel.set()
+            self._keyed[key] = task
+        self._live.append(task)
+        self._set_pending(self._pending + 1)
+        return task
+
+    def open_store(self, path: str, *, on_done: Callable[[OpenedStore], None] | None = None,
+                   on_error: Callable[[Exception], None] | None = None) -> Task:
+        """Open PATH read-only in the worker; on success it replaces (and closes) the current store.
+
+        On failure the current store stays open and ON_ERROR gets the StoreError. Tasks submitted
+        earlier run (and are delivered) before it, against the previous store; later ones use the new
+        one. Opens are never superseded: each outcome is delivered, in order, so the GUI always
+        knows which store the worker holds.
+        """
+        return self.submit(lambda _store, _p, _c: self._open_in_worker(path), on_done=on_done, on_error=on_error)
+
+    def cancel(self, key: str) -> None:
+        """Cancel the task of KEY, if any (its result is dropped)."""
+        task = self._keyed.get(key)
+        if task is not None:
+            task.cancel.set()
+
+    def cancel_all(self) -> None:
+        """Cancel every task not yet delivered."""
+        for task in list(self._live):
+            task.cancel.set()
+
+    # -- waiting and shutting down ---------------------------------------------------------
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Process GUI events until every task is delivered (tests, screenshots); False on TIMEOUT (s)."""
+        deadline = time.monotonic() + timeout
+        while self._pending:
+            QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+            if not self._pending:
+                break
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+        return True
+
+    def shutdown(self) -> None:
+        """Cancel all tasks, close the store in its worker and stop the worker (blocks until done)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.cancel_all()
+        self._executor.submit(self._close_in_worker)
+        self._executor.shutdown(wait=True, cancel_futures=False)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._live.clear()
+        self._keyed.clear()
+        self._set_pending(0)
+
+    # -- worker side -----------------------------------------------------------------------
+
+    def _open_in_worker(self, path: str) -> OpenedStore:
+        store = MemoryStore.open(path)
+        old, self._store = self._store, store
+        if old is not None:
+            old.close()
+        return OpenedStore(path=store.location.display, writable=store.writable, data_version=store.data_version())
+
+    def _close_in_worker(self) -> None:
+        if self._store is not None:
+            try:
+                self._store.close()
+            finally:
+                self._store = None
+
+    def _run(self, task: Task, fn: Callable[[Progress, threading.Event], Any], on_done, on_error,
+             on_progress) -> None:
+        def progress(done: int, total: int, payload: Any = None) -> None:
+            if on_progress is not None and not task.cancel.is_set():
+                self.delivered.emit(lambda: self._deliver_progress(task, on_progress, done, total, payload))
+
+        outcome: tuple[str, Any]
+        if task.cancel.is_set():
+            outcome = ("cancelled", None)
+        else:
+            try:
+                outcome = ("done", fn(progress, task.cancel))
+            except Exception as exc:  # the task boundary: every failure goes back to the GUI
+                if not isinstance(exc, StoreError):
+                    log.exception("task failed")
+                outcome = ("error", exc)
+        self.delivered.emit(lambda: self._finish(task, outcome, on_done, on_error))
+
+    # -- GUI side --------------------------------------------------------------------------
+
+    def _on_runner_delivered(self, closure: Callable[[], None]) -> None:
+        closure()
+
+    def _deliver_progress(self, task: Task, on_progress, done: int, total: int, payload: Any) -> None:
+        if self._closed or task.cancel.is_set() or task.done:
+            return
+        on_progress(done, total, payload)
+
+    def _finish(self, task: Task, outcome: tuple[str, Any], on_done, on_error) -> None:
+        task.done = True
+        if task in self._live:
+            self._live.remove(task)
+        if task.key is not None and self._keyed.get(task.key) is task:
+            del self._keyed[task.key]
+        try:
+            kind, value = outcome
+            if self._closed or task.cancel.is_set() or kind == "cancelled":
+                return
+            if kind == "done":
+                if on_done is not None:
+                    on_done(value)
+            elif on_error is not None:
+                on_error(value)
+            else:
+                self.task_failed.emit(str(value) or value.__class__.__name__)
+        finally:
+            if not self._closed:
+                self._set_pending(max(0, self._pending - 1))
+
+    def _set_pending(self, value: int) -> None:
+        if value != self._pending:
+            self._pending = value
+            self.pending_changed.emit(value)
+
+
+def require_store(store: MemoryStore | None) -> MemoryStore:
+    """Return STORE, or raise StoreError when no database is open."""
+    if store is None:
+        raise StoreError("No database is open")
+    return store
+
+

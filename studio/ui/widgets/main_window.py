@@ -1,0 +1,552 @@
+"""The main window: resources | threads | thread view, menus, drag-and-drop, live refresh, status bar."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QByteArray, QModelIndex, QSize, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QHeaderView,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio.engine.status import ThreadStatus
+from studio.store.records import Thread
+from studio.ui import format as fmt
+from studio.ui.delegates import BarDelegate
+from studio.ui.loaders import (
+    Listing,
+    ThreadDetail,
+    check_changed,
+    compute_status_batch,
+    load_listing,
+    load_thread_detail,
+)
+from studio.ui.models.resources import ResourceListModel
+from studio.ui.models.roles import ID_ROLE
+from studio.ui.models.threads import BAR_COLUMNS, ThreadColumn, ThreadTableModel
+from studio.ui.style import STYLE_SHEET
+from studio.ui.tasks import OpenedStore
+from studio.ui.watcher import DatabaseWatcher
+from studio.ui.widgets.common import plain_label, set_role, table_view
+from studio.ui.widgets.thread_view import NO_DATABASE, NO_THREAD, ThreadView
+
+if TYPE_CHECKING:
+    from studio.ui.app import AppContext
+
+APP_TITLE = "Memory Studio"
+DB_FILTER = "SQLite databases (*.db *.sqlite *.sqlite3 *.db3);;All files (*)"
+
+
+class MainWindow(QMainWindow):
+    """Browse one Mastra memory.db: resources filter threads; the selected thread fills the thread view."""
+
+    database_opened = Signal(str)      # path
+    database_failed = Signal(str)      # the error message shown
+    database_refreshed = Signal()
+    thread_selected = Signal(str)      # thread id
+    error_reported = Signal(str)
+
+    def __init__(self, ctx: "AppContext", parent=None):
+        super().__init__(parent)
+        self._ctx = ctx
+        self._runner = ctx.runner
+        self._path: str | None = None
+        self._data_version: int | None = None
+        self._thread_id: str | None = None
+        self._pending_thread: str | None = None
+        self._pending_tab: str | None = None
+        self._status_threads: list[Thread] = []
+        self._status_done = 0
+        self._status_round = 0
+        self.error_box: QMessageBox | None = None
+        self.last_error: str | None = None
+
+        self.setWindowTitle(APP_TITLE)
+        self.setAcceptDrops(True)
+        self.setStyleSheet(STYLE_SHEET)
+        self._build_views()
+        self._build_menus()
+        self._build_status_bar()
+
+        self.watcher = DatabaseWatcher(self)
+        self.watcher.files_changed.connect(self._on_watcher_files_changed)
+        self._runner.task_failed.connect(self._on_runner_task_failed)
+        self.resize(1400, 900)
+        self._restore_layout()
+
+    # -- building --------------------------------------------------------------------------
+
+    def _build_views(self) -> None:
+        self.resource_model = ResourceListModel(self)
+        self.resources_view = table_view()
+        self.resources_view.setModel(self.resource_model)
+        self.resources_view.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.resources_view.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Fixed)
+        self.resources_view.horizontalHeader().resizeSection(1, self.fontMetrics().horizontalAdvance("00,000") + 10)
+        self.resources_view.horizontalHeader().setStretchLastSection(False)
+        self.resources_view.horizontalHeader().hide()
+        self.resources_view.selectionModel().currentRowChanged.connect(self._on_resources_current_changed)
+
+        self.thread_model = ThreadTableModel(self)
+        self.threads_view = table_view()
+        self.threads_view.setModel(self.thread_model)
+        self.threads_view.setSortingEnabled(True)
+        self.threads_view.horizontalHeader().setSortIndicator(ThreadColumn.LAST_ACTIVITY, Qt.SortOrder.DescendingOrder)
+        self._bar_delegate = BarDelegate(self.threads_view)
+        header = self.threads_view.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        fm = self.fontMetrics()
+        widths = {
+            ThreadColumn.TITLE: fm.horizontalAdvance("café opening in") + 16,
+            ThreadColumn.RESOURCE: fm.horizontalAdvance("user-alice") + 20,
+            ThreadColumn.MESSAGES: fm.horizontalAdvance("Messages") + 24,
+            ThreadColumn.LAST_ACTIVITY: fm.horizontalAdvance("Last activity") + 26,
+        }
+        bar_width = fm.horizontalAdvance("2,488 / 30,000 · 100%") + 12
+        for col in BAR_COLUMNS:
+            self.threads_view.setItemDelegateForColumn(col, self._bar_delegate)
+            widths[col] = bar_width
+        for col, width in widths.items():
+            header.resizeSection(col, width)
+        header.setMinimumSectionSize(40)
+        header.setSectionResizeMode(ThreadColumn.TITLE, QHeaderView.ResizeMode.Stretch)
+        self.threads_view.selectionModel().currentRowChanged.connect(self._on_threads_current_changed)
+
+        self.thread_view = ThreadView(self._runner)
+
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(6, 6, 0, 6)
+        ll.addWidget(plain_label("Resources", "heading", selectable=False))
+        ll.addWidget(self.resources_view)
+        middle = QWidget()
+        ml = QVBoxLayout(middle)
+        ml.setContentsMargins(0, 6, 0, 6)
+        self.threads_heading = plain_label("Threads", "heading", selectable=False)
+        ml.addWidget(self.threads_heading)
+        ml.addWidget(self.threads_view)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(middle)
+        self.splitter.addWidget(self.thread_view)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 0)
+        self.splitter.setStretchFactor(2, 1)
+        self.splitter.setChildrenCollapsible(False)
+        middle_width = sum(widths.values()) + 20
+        self.splitter.setSizes([180, middle_width, 1400 - 180 - middle_width])
+        self.setCentralWidget(self.splitter)
+        self.thread_view.show_message(NO_DATABASE)
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self.open_action = QAction("&Open…", self, shortcut=QKeySequence.StandardKey.Open,
+                                   triggered=self._on_open_action_triggered)
+        file_menu.addAction(self.open_action)
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._on_recent_menu_about_to_show)
+        file_menu.addSeparator()
+        self.quit_action = QAction("&Quit", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
+        file_menu.addAction(self.quit_action)
+
+        view_menu = self.menuBar().addMenu("&View")
+        self.refresh_action = QAction("&Refresh", self, shortcut=QKeySequence("F5"),
+                                      triggered=self._on_refresh_action_triggered)
+        view_menu.addAction(self.refresh_action)
+        self._rebuild_recent_menu()
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        bar.setSizeGripEnabled(False)
+        self.path_label = plain_label("No database", selectable=False)
+        self.mode_label = plain_label("", "badge", selectable=False)
+        self.mode_label.hide()
+        self.count_label = plain_label("", selectable=False)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(200)
+        self.progress.setMaximumHeight(16)
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("Statuses %v / %m")
+        self.progress.hide()
+        bar.addWidget(self.path_label, 1)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.count_label)
+        bar.addPermanentWidget(self.mode_label)
+
+    # -- public API ------------------------------------------------------------------------
+
+    @property
+    def database_path(self) -> str | None:
+        """Return the path of the open database, or None."""
+        return self._path
+
+    @property
+    def current_thread_id(self) -> str | None:
+        """Return the selected thread's id, or None."""
+        return self._thread_id
+
+    def open_database(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
+                      tab: str | None = None) -> None:
+        """Open PATH in the background; on failure show the error and keep the current database.
+
+        THREAD_ID and TAB are selected once the thread list is loaded (default: the first thread with OM).
+        """
+        target = os.fspath(path)
+        self.statusBar().showMessage(f"Opening {target}…")
+        self._runner.open_store(
+            target,
+            on_done=lambda info: self._on_store_opened(info, thread_id, tab),
+            on_error=lambda exc: self._on_store_failed(target, exc))
+
+    def refresh(self) -> None:
+        """Re-read the database now (View ▸ Refresh), keeping the selection."""
+        if self._path is not None:
+            self._reload()
+
+    def select_thread(self, thread_id: str) -> bool:
+        """Select THREAD_ID in the thread list (switching to "All resources" if needed); False if absent."""
+        row = self.thread_model.row_of(thread_id)
+        if row < 0 and self.thread_model.resource_filter is not None:
+            self.resources_view.setCurrentIndex(self.resource_model.index(0, 0))
+            row = self.thread_model.row_of(thread_id)
+        if row < 0:
+            return False
+        index = self.thread_model.index(row, 0)
+        self.threads_view.setCurrentIndex(index)
+        self.threads_view.scrollTo(index)
+        return True
+
+    def first_thread_with_om(self) -> str | None:
+        """Return the first listed thread governed by an OM record (else the first thread), or None."""
+        rows = self.thread_model.visible_rows()
+        for r in rows:
+            if r.has_om:
+                return r.thread.id
+        return rows[0].thread.id if rows else None
+
+    def settle(self) -> None:
+        """Process pending events and layout (before a grab)."""
+        for _ in range(3):
+            QApplication.processEvents()
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def _on_store_opened(self, info: OpenedStore, thread_id: str | None, tab: str | None) -> None:
+        self._path = info.path
+        self._data_version = info.data_version
+        self._thread_id = None
+        self._status_round += 1  # statuses of the previous database are stale now
+        self._runner.cancel("statuses")
+        self.progress.hide()
+        self._pending_thread, self._pending_tab = thread_id, tab
+        self.setWindowTitle(f"{APP_TITLE} — {Path(info.path).name}")
+        self.path_label.setText(info.path)
+        self.path_label.setToolTip(fmt.plain_tooltip(info.path))
+        self.mode_label.setText("read-write" if info.writable else "read-only")
+        set_role(self.mode_label, "badge-stale" if info.writable else "badge")
+        self.mode_label.setToolTip("The studio never writes to this file" if not info.writable else "")
+        self.mode_label.show()
+        self.statusBar().clearMessage()
+        if self._ctx.interactive:
+            self._ctx.add_recent_file(info.path)
+            self._rebuild_recent_menu()
+        self.watcher.watch(info.path)
+        self.thread_model.clear()
+        self.resource_model.clear()
+        self.thread_view.show_message("Loading threads…")
+        self._load_listing(refresh=False)
+        self.database_opened.emit(info.path)
+
+    def _on_store_failed(self, path: str, exc: Exception) -> None:
+        self.statusBar().clearMessage()
+        message = str(exc) or exc.__class__.__name__
+        self._report_error("Cannot open database", message)
+        self.database_failed.emit(message)
+
+    def _report_error(self, title: str, message: str) -> None:
+        self.last_error = message
+        self.error_reported.emit(message)
+        if not self._ctx.interactive:
+            return
+        box = QMessageBox(QMessageBox.Icon.Critical, title, message, QMessageBox.StandardButton.Ok, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()
+        self.error_box = box
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def _load_listing(self, *, refresh: bool) -> None:
+        self._runner.submit(lambda store, _p, _c: load_listing(store),
+                            on_done=functools.partial(self._on_listing_loaded, refresh=refresh),
+                            on_error=functools.partial(self._on_listing_failed, refresh=refresh), key="listing")
+
+    def _on_listing_loaded(self, listing: Listing, *, refresh: bool) -> None:
+        self._data_version = listing.data_version
+        resource = self.thread_model.resource_filter
+        self.resource_model.set_resources(listing.resources)
+        row = self.resource_model.row_of(resource)
+        if row < 0:
+            resource, row = None, 0
+        self.thread_model.set_resource_filter(resource)
+        self.thread_model.set_rows(listing.rows, keep_statuses=refresh)
+        self._select_resource_row(row)
+        n = len(listing.rows)
+        self.count_label.setText(f"{n:,} thread{'s' if n != 1 else ''}")
+        self._update_threads_heading()
+        self._start_statuses()
+        if refresh:
+            self._restore_thread_selection()
+            if self._thread_id is not None:
+                self._load_detail(self._thread_id, refresh=True)
+            self.database_refreshed.emit()
+            return
+        wanted = self._pending_thread or self.first_thread_with_om()
+        tab = self._pending_tab
+        self._pending_thread = self._pending_tab = None
+        if wanted and self.select_thread(wanted):
+            if tab:
+                self.thread_view.set_tab(tab)
+        elif not self.thread_model.total_rows:
+            self.thread_view.show_message("This database has no threads.")
+        else:
+            self.thread_view.show_message(NO_THREAD)
+            if wanted:
+                self._report_error("No such thread", f"No thread {wanted!r} in {self._path}")
+
+    def _select_resource_row(self, row: int) -> None:
+        sel = self.resources_view.selectionModel()
+        sel.blockSignals(True)
+        self.resources_view.setCurrentIndex(self.resource_model.index(row, 0))
+        sel.blockSignals(False)
+        self.resources_view.viewport().update()
+
+    def _restore_thread_selection(self) -> None:
+        if self._thread_id is None:
+            return
+        row = self.thread_model.row_of(self._thread_id)
+        if row < 0:
+            self._thread_id = None
+            self.thread_view.show_message("The selected thread no longer exists.")
+            return
+        sel = self.threads_view.selectionModel()
+        sel.blockSignals(True)
+        self.threads_view.setCurrentIndex(self.thread_model.index(row, 0))
+        sel.blockSignals(False)
+        self.threads_view.viewport().update()
+
+    def _start_statuses(self) -> None:
+        """Compute every OM thread's status in short background batches (the bars fill in as they come)."""
+        self._status_threads = [r.thread for r in self.thread_model.all_threads() if r.has_om]
+        self._status_done = 0
+        self._status_round += 1
+        if not self._status_threads:
+            self.progress.hide()
+            self.thread_model.apply_statuses([], final=True)
+            return
+        self.progress.setRange(0, len(self._status_threads))
+        self.progress.setValue(0)
+        self.progress.show()
+        self._next_status_batch(self._status_round)
+
+    def _next_status_batch(self, round_: int) -> None:
+        remaining = self._status_threads[self._status_done:]
+        self._runner.submit(lambda store, _p, cancel: compute_status_batch(store, remaining, cancel),
+                            on_done=functools.partial(self._on_status_batch_done, round_),
+                            on_error=functools.partial(self._on_status_batch_failed, round_), key="statuses")
+
+    def _on_status_batch_done(self, round_: int, result: tuple[list[ThreadStatus], int]) -> None:
+        if round_ != self._status_round:
+            return
+        statuses, handled = result
+        self._status_done += max(handled, 1)
+        finished = self._status_done >= len(self._status_threads)
+        self.thread_model.apply_statuses(statuses, final=finished)
+        self.progress.setValue(min(self._status_done, len(self._status_threads)))
+        if finished:
+            self.progress.hide()
+        else:
+            self._next_status_batch(round_)
+
+    def _on_status_batch_failed(self, round_: int, exc: Exception) -> None:
+        if round_ != self._status_round:
+            return
+        self.progress.hide()
+        self.thread_model.mark_statuses_failed()
+        self.statusBar().showMessage(f"Statuses could not be computed: {exc}", 10000)
+
+    def _on_listing_failed(self, exc: Exception, *, refresh: bool) -> None:
+        message = str(exc) or exc.__class__.__name__
+        if refresh:  # a refresh that fails (say, a writer holds the lock) must not pop up a dialog each time
+            self.statusBar().showMessage(f"Refresh failed: {message}", 10000)
+        else:
+            self._report_error("Cannot read database", message)
+            self.thread_view.show_message(f"The threads could not be read.\n\n{message}")
+
+    def _on_detail_failed(self, thread_id: str, refresh: bool, exc: Exception) -> None:
+        if thread_id != self._thread_id:
+            return
+        message = str(exc) or exc.__class__.__name__
+        self.last_error = message
+        self.error_reported.emit(message)
+        if refresh:
+            self.statusBar().showMessage(f"Refresh failed: {message}", 10000)
+        else:
+            self.thread_view.show_message(f"This thread could not be read.\n\n{message}")
+
+    def _load_detail(self, thread_id: str, *, refresh: bool = False) -> None:
+        if not refresh:
+            row = self.thread_model.row_of(thread_id, fetch=False)
+            listed = self.thread_model.thread_row(row)
+            self.thread_view.show_loading(listed.thread if listed else Thread(id=thread_id, resource_id=""))
+        else:
+            self.thread_view.messages_tab.refresh()
+        self._runner.submit(lambda store, _p, _c: load_thread_detail(store, thread_id),
+                            on_done=functools.partial(self._on_detail_loaded, thread_id),
+                            on_error=functools.partial(self._on_detail_failed, thread_id, refresh), key="detail")
+
+    def _on_detail_loaded(self, thread_id: str, detail: ThreadDetail | None) -> None:
+        if thread_id != self._thread_id:
+            return
+        if detail is None:
+            self.thread_view.show_message("The selected thread no longer exists.")
+            return
+        self.thread_view.show_detail(detail)
+
+    # -- refreshing ------------------------------------------------------------------------
+
+    def _reload(self) -> None:
+        self._load_listing(refresh=True)
+
+    def _on_watcher_files_changed(self) -> None:
+        if self._path is None or self._runner.closed:
+            return
+        self._runner.submit(lambda store, _p, _c: check_changed(store), on_done=self._on_version_checked,
+                            on_error=lambda _exc: None, key="check")
+
+    def _on_version_checked(self, version: int) -> None:
+        if version != self._data_version:
+            self._data_version = version
+            self._reload()
+
+    # -- slots -----------------------------------------------------------------------------
+
+    def _on_resources_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        resource = self.resource_model.resource_id(current.row()) if current.isValid() else None
+        self.thread_model.set_resource_filter(resource)
+        self._update_threads_heading()
+        if self._thread_id is not None:
+            row = self.thread_model.row_of(self._thread_id, fetch=False)
+            if row >= 0:
+                self._restore_thread_selection()
+
+    def _update_threads_heading(self) -> None:
+        resource = self.thread_model.resource_filter
+        n = self.thread_model.total_rows
+        where = f" of {resource}" if resource is not None else ""
+        self.threads_heading.setText(f"Threads{where} ({n:,})")
+
+    def _on_threads_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        thread_id = current.data(ID_ROLE) if current.isValid() else None
+        if thread_id is None or thread_id == self._thread_id:
+            return
+        self._thread_id = thread_id
+        self.thread_selected.emit(thread_id)
+        self._load_detail(thread_id)
+
+    def _on_open_action_triggered(self) -> None:
+        start = str(Path(self._path).parent) if self._path else str(Path.home())
+        path, _ = QFileDialog.getOpenFileName(self, "Open a Mastra memory.db", start, DB_FILTER)
+        if path:
+            self.open_database(path)
+
+    def _on_refresh_action_triggered(self) -> None:
+        self.refresh()
+
+    def _on_recent_menu_about_to_show(self) -> None:
+        self._rebuild_recent_menu()
+
+    def _rebuild_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = self._ctx.recent_files()
+        for path in files:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(functools.partial(self.open_database, path))
+        if files:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear Recent Files", self._on_clear_recent_action_triggered)
+        self.recent_menu.setEnabled(bool(files))
+
+    def _on_clear_recent_action_triggered(self) -> None:
+        self._ctx.clear_recent_files()
+        self._rebuild_recent_menu()
+
+    def _on_runner_task_failed(self, message: str) -> None:
+        self.statusBar().showMessage(message, 10000)
+
+    # -- drag and drop, closing ------------------------------------------------------------
+
+    @staticmethod
+    def _dropped_file(mime) -> str | None:
+        if not mime.hasUrls():
+            return None
+        for url in mime.urls():
+            if url.isLocalFile():
+                return url.toLocalFile()
+        return None
+
+    def dragEnterEvent(self, event) -> None:
+        if self._dropped_file(event.mimeData()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event) -> None:
+        if self._dropped_file(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        path = self._dropped_file(event.mimeData())
+        if path:
+            event.acceptProposedAction()
+            self.open_database(path)
+
+    def _restore_layout(self) -> None:
+        """Restore the window geometry and pane sizes of the last session (interactive runs only)."""
+        if not self._ctx.interactive:
+            return
+        geometry = self._ctx.settings.value("window/geometry")
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        panes = self._ctx.settings.value("window/panes")
+        if isinstance(panes, QByteArray) and not panes.isEmpty():
+            self.splitter.restoreState(panes)
+
+    def _save_layout(self) -> None:
+        if self._ctx.interactive:
+            self._ctx.settings.setValue("window/geometry", self.saveGeometry())
+            self._ctx.settings.setValue("window/panes", self.splitter.saveState())
+
+    def closeEvent(self, event) -> None:
+        self._save_layout()
+        self.watcher.stop()
+        self._runner.shutdown()
+        super().closeEvent(event)
+
+    def sizeHint(self) -> QSize:
+        return QSize(1400, 900)
+

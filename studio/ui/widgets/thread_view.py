@@ -1,0 +1,105 @@
+"""The right-hand pane: the selected thread's header and its Observational memory / History / Messages tabs."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QStackedWidget, QTabWidget, QVBoxLayout, QWidget
+
+from studio.store.records import Thread
+from studio.ui import format as fmt
+from studio.ui.loaders import ThreadDetail
+from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.common import empty_state, plain_label
+from studio.ui.widgets.history_tab import HistoryTab
+from studio.ui.widgets.messages_tab import MessagesTab
+from studio.ui.widgets.om_tab import ObservationalMemoryTab
+
+TAB_NAMES = ["observations", "history", "messages"]
+NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
+NO_THREAD = "Select a thread to see its observational memory, history and messages."
+
+
+class ThreadView(QWidget):
+    """Show one thread: title, ids and counts, then three tabs."""
+
+    def __init__(self, runner: TaskRunner, parent=None):
+        super().__init__(parent)
+        self._detail: ThreadDetail | None = None
+        self.title = plain_label("", "heading")
+        self.subtitle = plain_label("", "muted", wrap=True)
+        self.om_tab = ObservationalMemoryTab()
+        self.history_tab = HistoryTab(runner)
+        self.messages_tab = MessagesTab(runner)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.om_tab, "Observational memory")
+        self.tabs.addTab(self.history_tab, "History")
+        self.tabs.addTab(self.messages_tab, "Messages")
+
+        page = QWidget()
+        pl = QVBoxLayout(page)
+        pl.setContentsMargins(0, 8, 0, 0)
+        pl.setSpacing(2)
+        header = QVBoxLayout()
+        header.setContentsMargins(12, 0, 12, 6)
+        header.addWidget(self.title)
+        header.addWidget(self.subtitle)
+        pl.addLayout(header)
+        pl.addWidget(self.tabs, 1)
+
+        self._empty = empty_state(NO_DATABASE)
+        self._stack = QStackedWidget()
+        self._stack.addWidget(self._empty)
+        self._stack.addWidget(page)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self._stack)
+
+    @property
+    def detail(self) -> ThreadDetail | None:
+        """Return the detail shown, or None."""
+        return self._detail
+
+    @property
+    def thread_id(self) -> str | None:
+        """Return the id of the thread shown, or None."""
+        return self._detail.thread.id if self._detail else None
+
+    def set_tab(self, name: str) -> None:
+        """Show tab NAME ("observations", "history" or "messages")."""
+        self.tabs.setCurrentIndex(TAB_NAMES.index(name))
+
+    def current_tab(self) -> str:
+        """Return the name of the tab shown."""
+        return TAB_NAMES[self.tabs.currentIndex()]
+
+    def show_message(self, text: str) -> None:
+        """Show TEXT instead of a thread (no database, no selection, thread gone)."""
+        self._detail = None
+        self._empty.setText(text)
+        self._stack.setCurrentIndex(0)
+        self.om_tab.clear()
+        self.history_tab.clear()
+        self.messages_tab.set_thread(None)
+
+    def show_loading(self, thread: Thread) -> None:
+        """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
+        if self._detail is None or self._detail.thread.id != thread.id:
+            self.title.setText(thread.title or thread.id)
+            self.subtitle.setText(f"thread {thread.id} · resource {thread.resource_id}\nLoading…")
+        self.messages_tab.set_thread(thread.id)
+
+    def show_detail(self, detail: ThreadDetail) -> None:
+        """Show DETAIL in the header and the three tabs."""
+        self._detail = detail
+        t = detail.thread
+        self.title.setText(t.title or t.id)
+        first = [f"thread {t.id}", f"resource {t.resource_id}",
+                 f"{detail.message_count:,} message{'s' if detail.message_count != 1 else ''}"]
+        record = detail.record
+        om = (f"OM {record.scope} scope, generation {record.generation_count}" if record is not None
+              else "no OM record")
+        second = [om, f"last activity {fmt.local_time(t.updated_at)}"]
+        self.subtitle.setText(" · ".join(first) + "\n" + " · ".join(second))
+        self._stack.setCurrentIndex(1)
+        self.om_tab.show_detail(detail)
+        self.history_tab.show_detail(detail)

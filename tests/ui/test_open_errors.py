@@ -1,0 +1,83 @@
+"""Opening something that is not a Mastra memory.db shows the error and keeps the current database."""
+
+from __future__ import annotations
+
+import libsql
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+
+def drop_file(window, path) -> bool:
+    """Drag PATH onto WINDOW and drop it; return whether the drag was accepted."""
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    enter = QDragEnterEvent(QPoint(50, 50), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(window, enter)
+    drop = QDropEvent(QPointF(50, 50), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(window, drop)
+    return enter.isAccepted()
+
+
+def assert_still_open(window, path, threads: int) -> None:
+    assert window.database_path == str(path)
+    assert window.windowTitle() == f"Memory Studio — {path.name}"
+    assert window.thread_model.rowCount() == threads
+    assert window.current_thread_id is not None
+
+
+def test_dropping_a_non_sqlite_file_shows_error_and_keeps_database(studio, studio_ctx, fixture_db, tmp_path, qtbot):
+    path = fixture_db("support")
+    window = studio(path)
+    selected = window.current_thread_id
+    bad = tmp_path / "notes.db"
+    bad.write_text("this is not a database\n" * 20)
+    with qtbot.waitSignal(window.database_failed) as blocker:
+        assert drop_file(window, bad)
+    studio_ctx.runner.wait_idle()
+    assert "not a SQLite database" in blocker.args[0]
+    box = window.error_box
+    assert isinstance(box, QMessageBox) and box.isVisible()
+    assert "not a SQLite database" in box.text()
+    assert box.textFormat() == Qt.TextFormat.PlainText
+    assert_still_open(window, path, 6)
+    assert window.current_thread_id == selected
+    assert not window.progress.isVisible()
+    box.close()
+
+    # The studio still works on the database it kept.
+    assert window.select_thread("support-2")
+    studio_ctx.runner.wait_idle()
+    assert window.thread_view.om_tab.messages_bar.value() is not None
+
+
+def test_opening_sqlite_without_mastra_tables_or_missing_file(studio, studio_ctx, fixture_db, tmp_path):
+    path = fixture_db("collab")
+    window = studio(path)
+    other = tmp_path / "other.db"
+    conn = libsql.connect(str(other))
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    conn.commit()
+    conn.close()
+    window.open_database(other)
+    studio_ctx.runner.wait_idle()
+    assert window.last_error and "Mastra" in window.last_error
+    assert_still_open(window, path, 2)
+    window.error_box.close()
+
+    window.open_database(tmp_path / "missing.db")
+    studio_ctx.runner.wait_idle()
+    assert window.last_error.startswith("No such file")
+    assert_still_open(window, path, 2)
+
+
+def test_dropping_text_without_a_file_is_refused(studio, fixture_db):
+    window = studio(fixture_db("tools"))
+    mime = QMimeData()
+    mime.setText("hello")
+    enter = QDragEnterEvent(QPoint(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(window, enter)
+    assert not enter.isAccepted()

@@ -1,0 +1,38 @@
+"""`memory-studio PATH --screenshot OUT.png`: the window rendered to a PNG once everything has loaded."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+
+from PySide6.QtGui import QImage
+
+from studio.ui.app import run_studio
+
+
+def args(path, out, **kw) -> Namespace:
+    return Namespace(path=str(path), screenshot=str(out), thread=kw.get("thread"), tab=kw.get("tab"),
+                     size=kw.get("size", "1000x700"))
+
+
+def test_screenshot_writes_png_of_requested_size(qapp, fixture_db, tmp_path):
+    out = tmp_path / "shots" / "history.png"
+    assert run_studio(args(fixture_db("support"), out, thread="support-1", tab="history")) == 0
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1000, 700)
+
+
+def test_screenshot_default_thread_and_buffered_fixture(qapp, fixture_db, tmp_path):
+    out = tmp_path / "buffered.png"
+    assert run_studio(args(fixture_db("buffered"), out, tab="observations", size="1200x800")) == 0
+    assert QImage(str(out)).width() == 1200
+
+
+def test_screenshot_of_bad_database_fails_with_message(qapp, tmp_path, capsys, fixture_db):
+    bad = tmp_path / "bad.db"
+    bad.write_text("not sqlite")
+    assert run_studio(args(bad, tmp_path / "x.png")) == 2
+    assert "not a SQLite database" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
+    assert run_studio(args(fixture_db("support"), tmp_path / "y.png", thread="nope")) == 2
+    assert "no thread 'nope'" in capsys.readouterr().err
+    assert run_studio(args(fixture_db("support"), tmp_path / "z.png", size="huge")) == 2
