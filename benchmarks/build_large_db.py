@@ -95,10 +95,17 @@ def build(out: Path, source: Path, threads: int, per_thread: int, big: int) -> d
     db.execute(numbers + """
         INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
         SELECT 'big-' || i || '-' || m.id, 'bench-big', m.content, m.role, m.type,
-               strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01T00:00:00.000Z', '+' || (i * ? + m.rn) || ' seconds'),
+               strftime('%Y-%m-%dT%H:%M:%fZ', '2026-11-29T17:00:00.000Z', '+' || (i * ? + m.rn) || ' seconds'),
                'bench-user-big'
         FROM n, (SELECT *, ROW_NUMBER() OVER (ORDER BY "createdAt") - 1 AS rn FROM mastra_messages
                  WHERE thread_id = 'support-1') m""", ((big + source_msgs - 1) // source_msgs - 1, source_msgs))
+    # Its OM record: support-1's generations; messages after 20:42 on Nov 29 are unobserved (~13k).
+    big_select = {"id": "o.id || '-big'", "lookupKey": "'thread:bench-big'", "threadId": "'bench-big'",
+                  "resourceId": "'bench-user-big'"}
+    db.execute(f"""
+        INSERT INTO mastra_observational_memory ({collist})
+        SELECT {', '.join(big_select.get(c, f'o."{c}"') for c in cols)}
+        FROM mastra_observational_memory o WHERE o."lookupKey" = 'thread:support-1'""")
     db.commit()
     db.execute("PRAGMA journal_mode=WAL")  # as Mastra leaves it
     counts = {

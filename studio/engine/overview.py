@@ -13,6 +13,9 @@ from studio.engine.status import ThreadStatus, compute_status
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Thread
 
+#: Threads whose OM records are read in one query (keeps a short, cancelled batch cheap).
+RECORD_CHUNK = 50
+
 
 def iter_statuses(store: MemoryStore, threads: list[Thread] | None = None, *,
                   progress: Callable[[int, int], None] | None = None,
@@ -23,15 +26,20 @@ def iter_statuses(store: MemoryStore, threads: list[Thread] | None = None, *,
     CANCEL stops the iteration before the next thread. Raises StoreError on a failed read.
     """
     threads = store.list_threads() if threads is None else threads
-    current = store.om_current_all()
     total = len(threads)
-    for done, thread in enumerate(threads, start=1):
-        if cancel is not None and cancel.is_set():
-            return
-        record = current.get(f"thread:{thread.id}") or current.get(f"resource:{thread.resource_id}")
-        if record is not None:
-            status = compute_status(store, thread, record)
-            if status is not None:
-                yield status
-        if progress is not None:
-            progress(done, total)
+    done = 0
+    for start in range(0, total, RECORD_CHUNK):
+        chunk = threads[start:start + RECORD_CHUNK]
+        current = store.om_current_many(
+            key for t in chunk for key in (f"thread:{t.id}", f"resource:{t.resource_id}"))
+        for thread in chunk:
+            if cancel is not None and cancel.is_set():
+                return
+            record = current.get(f"thread:{thread.id}") or current.get(f"resource:{thread.resource_id}")
+            if record is not None:
+                status = compute_status(store, thread, record)
+                if status is not None:
+                    yield status
+            done += 1
+            if progress is not None:
+                progress(done, total)

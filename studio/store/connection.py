@@ -97,10 +97,23 @@ def is_quiescent_wal(path: Path) -> bool:
     return is_wal and not Path(str(path) + "-wal").exists()
 
 
+def file_signature(path: Path) -> tuple:
+    """Return what tells whether a database changed on disk: (size, mtime ns) of the file and its -wal."""
+    sig = []
+    for p in (path, Path(str(path) + "-wal")):
+        try:
+            st = p.stat()
+            sig.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            sig.append(None)
+    return tuple(sig)
+
+
 def connect(location: Location, *, writable: bool = False):
     """Open a libSQL connection to LOCATION: read-only unless WRITABLE.
 
-    Returns a DB-API-like `libsql.Connection`. Sets a busy timeout of BUSY_TIMEOUT_MS (ms) so
+    Returns a DB-API-like `libsql.Connection`; `connection_is_immutable(conn)` tells whether it
+    was opened as immutable (a quiescent WAL file, see `is_quiescent_wal`). Sets a busy timeout of BUSY_TIMEOUT_MS (ms) so
     that a short write by another process (a running Mastra app) is waited for rather than failed.
     Never changes the journal mode. Raises StoreError if the file cannot be opened.
     """
@@ -111,7 +124,7 @@ def connect(location: Location, *, writable: bool = False):
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     except Exception as exc:  # libsql raises ValueError for most SQLite errors
         raise StoreError(f"Cannot open {location.display}: {describe_sqlite_error(exc)}") from exc
-    return conn
+    return conn, immutable
 
 
 def describe_sqlite_error(exc: BaseException) -> str:

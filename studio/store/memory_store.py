@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator
 
 from studio.errors import SchemaError, StoreError
 from studio.store import schema as sc
-from studio.store.connection import Location, connect, describe_sqlite_error, parse_location
+from studio.store.connection import Location, connect, describe_sqlite_error, file_signature, parse_location
 from studio.store.records import (
     OM_BOOL_COLUMNS,
     OM_JSON_COLUMNS,
@@ -37,17 +37,20 @@ class MemoryStore:
     tables) from `open`. Query methods raise StoreError when SQLite fails mid-read.
     """
 
-    def __init__(self, location: Location, conn, schema: sc.Schema, writable: bool):
+    def __init__(self, location: Location, conn, schema: sc.Schema, writable: bool, immutable: bool = False):
         self.location = location
         self.conn = conn
         self.schema = schema
         self.writable = writable
+        self.immutable = immutable
+        self._signature = file_signature(location.path) if immutable else None
+        self._reopens = 0
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "MemoryStore":
         """Open TARGET (a path or `file:` URL); read-only unless WRITABLE."""
         location = parse_location(target)
-        conn = connect(location, writable=writable)
+        conn, immutable = connect(location, writable=writable)
         try:
             schema = sc.discover(conn)
         except SchemaError:
@@ -56,7 +59,23 @@ class MemoryStore:
         except Exception as exc:
             conn.close()
             raise StoreError(f"Cannot read {location.display}: {describe_sqlite_error(exc)}") from exc
-        return cls(location, conn, schema, writable)
+        return cls(location, conn, schema, writable, immutable)
+
+    def reopen_if_changed(self) -> bool:
+        """Reopen the connection if it was opened immutable and the file has changed since; return True if so.
+
+        An immutable connection (a WAL file nobody had open) never sees later writes: when a
+        writer appears (a -wal file) or the file changes, a fresh read-only connection replaces it.
+        Called by `data_version` and `list_threads`, the points where the studio checks for news.
+        """
+        if not self.immutable or self.conn is None or file_signature(self.location.path) == self._signature:
+            return False
+        fresh = MemoryStore.open(self.location.path, writable=self.writable)
+        self.conn.close()
+        self.conn, self.schema, self.immutable = fresh.conn, fresh.schema, fresh.immutable
+        self._signature = fresh._signature
+        self._reopens += 1
+        return True
 
     def close(self) -> None:
         """Close the connection (read-only: the main file and -wal are left as they were)."""
@@ -149,6 +168,7 @@ class MemoryStore:
 
     def list_threads(self, resource_id: str | None = None, *, with_counts: bool = False) -> list[Thread]:
         """Return threads (all, or RESOURCE_ID's), newest `createdAt` first like Mastra's listThreads."""
+        self.reopen_if_changed()
         where, params = ("WHERE \"resourceId\" = ?", (resource_id,)) if resource_id is not None else ("", ())
         rows = self._select(sc.THREADS, THREAD_COLUMNS, f'{where} ORDER BY "createdAt" DESC, rowid DESC', params)
         threads = [self._thread(r) for r in rows]
@@ -279,12 +299,24 @@ class MemoryStore:
 
     def om_current_all(self) -> dict[str, OMRecord]:
         """Return {lookupKey: current record} for every OM lookup key, in one query."""
+        return self._om_current_where("", ())
+
+    def om_current_many(self, lookup_keys: Iterable[str], chunk: int = 400) -> dict[str, OMRecord]:
+        """Return {lookupKey: current record} for the LOOKUP_KEYS that have one (CHUNK keys per query)."""
+        keys = list(dict.fromkeys(lookup_keys))
+        out: dict[str, OMRecord] = {}
+        for i in range(0, len(keys), chunk):
+            part = keys[i:i + chunk]
+            out.update(self._om_current_where(f'AND o."lookupKey" IN ({", ".join("?" * len(part))})', part))
+        return out
+
+    def _om_current_where(self, condition: str, params: Iterable[Any]) -> dict[str, OMRecord]:
         if not self.schema.has_observational_memory:
             return {}
         rows = self._select(
             sc.OBSERVATIONAL_MEMORY, [],
             'AS o WHERE "generationCount" = (SELECT MAX(i."generationCount") FROM mastra_observational_memory AS i '
-            'WHERE i."lookupKey" = o."lookupKey") ORDER BY "lookupKey"')
+            f'WHERE i."lookupKey" = o."lookupKey") {condition} ORDER BY "lookupKey"', params)
         return {r["lookupKey"]: self._om(r) for r in rows}
 
     def lookup_key_for_thread(self, thread: Thread) -> str | None:
@@ -296,5 +328,10 @@ class MemoryStore:
         return None
 
     def data_version(self) -> int:
-        """Return SQLite's `PRAGMA data_version` (changes when another connection commits)."""
-        return int(self._rows("PRAGMA data_version")[0][0])
+        """Return a number that changes when another process commits to the database.
+
+        SQLite's `PRAGMA data_version` (per connection), offset by how often the connection was
+        reopened (see `reopen_if_changed`), so a reopen always reads as a change.
+        """
+        self.reopen_if_changed()
+        return self._reopens * 1_000_000_000 + int(self._rows("PRAGMA data_version")[0][0])

@@ -238,3 +238,28 @@ def test_store_is_used_from_one_thread_at_a_time(fixture_db):
     t.start()
     t.join()
     assert result["n"] == 6
+
+
+def test_quiescent_wal_file_sees_a_later_writer(fixture_db, tmp_path):
+    """A WAL database with no -wal (no process has it open) is read without creating files, and
+    the store still sees rows another process writes later (it reopens on the next check)."""
+    import subprocess
+    import sys
+
+    src = fixture_db("resource")  # WAL mode; as shipped, no -wal file beside it
+    for ext in ("-wal", "-shm"):  # an empty leftover -wal means the same: nobody has it open
+        Path(str(src) + ext).unlink(missing_ok=True)
+    with MemoryStore.open(src) as store:
+        assert store.immutable
+        assert not Path(str(src) + "-wal").exists()
+        version = store.data_version()
+        before = store.message_count("res-a")
+        script = (
+            "import libsql, sys; c = libsql.connect(sys.argv[1]); "
+            "c.execute(\"INSERT INTO mastra_messages (id, thread_id, content, role, type, \\\"createdAt\\\", "
+            "\\\"resourceId\\\") VALUES ('late-1', 'res-a', '{\\\"format\\\":2,\\\"parts\\\":[]}', 'user', 'v2', "
+            "'2030-01-01T00:00:00.000Z', 'user-erin')\"); c.commit(); c.close()")
+        subprocess.run([sys.executable, "-c", script, str(src)], check=True)
+        assert store.data_version() != version
+        assert store.message_count("res-a") == before + 1
+        assert [t.id for t in store.list_threads("user-erin")]  # still readable after the reopen

@@ -101,3 +101,22 @@ def test_refresh_action_rereads(studio, studio_ctx, fixture_db, qtbot):
     studio_ctx.runner.wait_idle()
     assert window.thread_model.index(0, ThreadColumn.TITLE).data() == "Renamed by the agent"
     assert window.thread_view.title.text() == "Renamed by the agent"
+
+
+def test_auto_refresh_on_a_file_nobody_had_open(studio, studio_ctx, fixture_db, qtbot):
+    """A WAL database without a -wal (the agent is not running) is opened immutable; when the agent
+    starts and writes, the studio must still notice and show the new message."""
+    from pathlib import Path
+
+    path = fixture_db("support")
+    for ext in ("-wal", "-shm"):
+        Path(str(path) + ext).unlink(missing_ok=True)
+    window = studio(path, thread_id="support-1", tab="messages")
+    tab = window.thread_view.messages_tab
+    assert tab.model.rowCount() == 57
+    assert not Path(str(path) + "-wal").exists()  # reading created no files
+
+    append_message(path, "support-1", "Written after the studio opened a quiescent file.")
+
+    qtbot.waitUntil(lambda: tab.model.rowCount() == 58 and studio_ctx.runner.pending == 0, timeout=15000)
+    assert window.current_thread_id == "support-1"

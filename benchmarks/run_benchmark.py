@@ -1,0 +1,161 @@
+"""Measure Memory Studio on a large database: core timings and the real window's responsiveness.
+
+    python benchmarks/run_benchmark.py [DB] [--json OUT.json]
+
+DB defaults to benchmarks/out/large.db, built by build_large_db.py when missing. Reports, in ms:
+  core: open + thread list, every thread's status (Mastra's getStatus), the 20,000-message thread
+        read and estimated;
+  studio (offscreen unless a display is set): time to the first painted thread list, time until
+        every thread's bars are exact, time to open the 20,000-message thread (its OM bars and
+        first message page shown), the longest GUI-thread stall while loading (a 5 ms timer's
+        largest lateness), and the process's peak resident memory.
+Figures are measurements, not assertions: rerun to compare before and after a change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+BIG_THREAD = "bench-big"
+
+
+def ms(seconds: float) -> int:
+    return int(round(seconds * 1000))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def core_timings(db: Path) -> dict:
+    """Time the Qt-free core on DB."""
+    from studio.engine import tokens
+    from studio.engine.overview import iter_statuses
+    from studio.store.memory_store import MemoryStore
+
+    out = {}
+    t0 = time.perf_counter()
+    store = MemoryStore.open(db)
+    threads = store.list_threads(with_counts=True)
+    out["open_and_list_threads_ms"] = ms(time.perf_counter() - t0)
+    out["threads"] = len(threads)
+    out["messages"] = sum(t.message_count or 0 for t in threads)
+    t0 = time.perf_counter()
+    n = sum(1 for _ in iter_statuses(store, threads))
+    out["all_statuses_ms"] = ms(time.perf_counter() - t0)
+    out["statuses"] = n
+    t0 = time.perf_counter()
+    msgs = [m.as_mastra() for m in store.list_messages(BIG_THREAD)]
+    out["big_thread_read_ms"] = ms(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    total = tokens.count_messages(msgs)
+    out["big_thread_estimate_ms"] = ms(time.perf_counter() - t0)
+    out["big_thread_messages"], out["big_thread_tokens"] = len(msgs), total
+    store.close()
+    return out
+
+
+def studio_timings(db: Path) -> dict:
+    """Time the real MainWindow on DB (offscreen when there is no display)."""
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from studio.ui.app import AppContext, application
+    from studio.ui.widgets.main_window import MainWindow
+
+    app = application()
+    settings_dir = tempfile.mkdtemp(prefix="studio-bench-")
+    ctx = AppContext(settings=QSettings(str(Path(settings_dir) / "s.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(ctx)
+    window.resize(1400, 900)
+    window.show()
+
+    stall = {"max": 0, "last": None}
+    clock = QElapsedTimer()
+    clock.start()
+
+    def tick() -> None:
+        now = clock.elapsed()
+        if stall["last"] is not None:
+            stall["max"] = max(stall["max"], now - stall["last"] - 5)
+        stall["last"] = now
+
+    ticker = QTimer()
+    ticker.setInterval(5)
+    ticker.timeout.connect(tick)
+    ticker.start()
+
+    def wait_until(predicate, timeout_s: float = 600) -> float:
+        start = time.perf_counter()
+        while not predicate():
+            app.processEvents()
+            if time.perf_counter() - start > timeout_s:
+                raise TimeoutError("benchmark step did not finish")
+            time.sleep(0.001)
+        return time.perf_counter()
+
+    out = {}
+    t0 = time.perf_counter()
+    window.open_database(str(db))
+    t_rows = wait_until(lambda: window.thread_model.rowCount() > 0)
+    window.threads_view.viewport().repaint()  # paint now, synchronously
+    out["first_painted_thread_list_ms"] = ms(time.perf_counter() - t0)
+    out["rows_in_model_ms"] = ms(t_rows - t0)
+    wait_until(lambda: window.thread_model._status_state == "done")
+    out["all_bars_exact_ms"] = ms(time.perf_counter() - t0)
+    out["stall_while_loading_ms"] = stall["max"]
+
+    stall["max"] = 0
+    t0 = time.perf_counter()
+    assert window.select_thread(BIG_THREAD), "the big thread is not in the list"
+    window.thread_view.set_tab("messages")
+    model = window.thread_view.messages_tab.model
+    wait_until(lambda: window.current_thread_id == BIG_THREAD and model.rowCount() > 0)
+    out["big_thread_first_page_ms"] = ms(time.perf_counter() - t0)
+    wait_until(lambda: ctx.runner.pending == 0)
+    out["big_thread_fully_open_ms"] = ms(time.perf_counter() - t0)
+    out["stall_while_opening_big_thread_ms"] = stall["max"]
+    out["big_thread_rows_loaded"] = model.rowCount()
+    ticker.stop()
+    window.close()
+    ctx.runner.shutdown()
+    return out
+
+
+def main(argv=None) -> int:
+    """Build the database if needed, run both parts, print and optionally save the figures."""
+    p = argparse.ArgumentParser(description="Memory Studio benchmark")
+    p.add_argument("db", nargs="?", type=Path, default=REPO / "benchmarks" / "out" / "large.db")
+    p.add_argument("--json", type=Path, help="also write the figures to this file")
+    p.add_argument("--skip-studio", action="store_true", help="core timings only (no Qt)")
+    a = p.parse_args(argv)
+    if not a.db.exists():
+        from benchmarks.build_large_db import DEFAULT_SOURCE, build
+
+        print(f"building {a.db} …", flush=True)
+        print(build(a.db, DEFAULT_SOURCE, 5000, 40, 20000), flush=True)
+    results = {"database": str(a.db), "bytes": a.db.stat().st_size, "core": core_timings(a.db)}
+    if not a.skip_studio:
+        results["studio"] = studio_timings(a.db)
+    results["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    text = json.dumps(results, indent=2)
+    print(text)
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
