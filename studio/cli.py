@@ -1,7 +1,7 @@
 """Command line of Memory Studio: `memory-studio [PATH]` starts the studio; subcommands print JSON.
 
 Subcommands (each added by an `add_<name>_command(subparsers)` function):
-  inspect PATH --json            threads, OM records with Mastra's status figures and history
+  inspect PATH --json [--recount] threads, OM records with Mastra's status figures and history
   tokens PATH THREAD_ID --json   Mastra's per-message token estimates and exact o200k counts
 
 Exit codes: 0 success, 2 bad input (missing/not SQLite/not Mastra/unknown thread), 1 other failure.
@@ -32,8 +32,13 @@ def _dump(data: object) -> None:
 
 # -- inspect ----------------------------------------------------------------------------------
 
-def inspect_database(path: str) -> dict:
-    """Return the `inspect --json` document for the database at PATH (see module docstring)."""
+def inspect_database(path: str, *, recount: bool = False) -> dict:
+    """Return the `inspect --json` document for the database at PATH (see module docstring).
+
+    RECOUNT adds to each history entry the tokenx and exact o200k recounts of its log and which
+    one the stored observationTokenCount matches (see studio.engine.recount).
+    """
+    from studio.engine.recount import recount_observations
     from studio.engine.settings import max_threshold, resolve_settings
     from studio.engine.status import compute_status
     from studio.store.memory_store import MemoryStore
@@ -71,6 +76,8 @@ def inspect_database(path: str) -> dict:
                 "history": [{
                     "record_id": h.id, "generation_count": h.generation_count, "origin_type": h.origin_type,
                     "observation_token_count": h.observation_token_count, "created_at": h.created_at,
+                    **({"recount": recount_observations(h.active_observations, h.observation_token_count).to_json()}
+                       if recount else {}),
                 } for h in history],
             })
         return {"path": store.location.display, "threads": out_threads, "observational_memory": om}
@@ -81,11 +88,13 @@ def add_inspect_command(subparsers) -> None:
     p = subparsers.add_parser("inspect", help="threads and OM status of a memory.db, as JSON")
     p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
     p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.add_argument("--recount", action="store_true",
+                   help="recount every generation's log (tokenx and exact o200k) and say which the stored count matches")
     p.set_defaults(run=_run_inspect)
 
 
 def _run_inspect(args) -> int:
-    _dump(inspect_database(args.path))
+    _dump(inspect_database(args.path, recount=args.recount))
     return EXIT_OK
 
 

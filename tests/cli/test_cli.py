@@ -141,3 +141,13 @@ def test_om_record_of_a_deleted_thread_is_listed_without_status(fixture_db, caps
     assert om["thread:support-3"]["thread_missing"] is True
     assert om["thread:support-3"]["status"] == {}
     assert om["thread:support-1"]["thread_missing"] is False
+
+
+def test_inspect_recount_says_which_estimator_the_stored_count_matches(fixture_db, capsys):
+    data = run_json(capsys, ["inspect", str(fixture_db("buffered")), "--json", "--recount"])
+    [om] = data["observational_memory"]
+    oracle = {h["id"]: h for h in load_oracle("buffered")["om"]["thread:long-run"]["history"]}
+    for h in om["history"]:
+        assert h["recount"]["tokenx"] == oracle[h["record_id"]]["countObservations"]
+        assert h["recount"]["stored"] == h["observation_token_count"]
+    assert {h["recount"]["matches"] for h in om["history"]} == {"tokenx", "neither"}  # gens 0, 2-4 drifted
