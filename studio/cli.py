@@ -72,6 +72,7 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
                 "message_tokens": max_threshold(settings.message_tokens),
                 "observation_tokens": max_threshold(settings.reflection_tokens),
                 "thread_missing": current.scope == "thread" and current.thread_id not in by_id,
+                "json_errors": current.json_errors,
                 "status": status,
                 "history": [{
                     "record_id": h.id, "generation_count": h.generation_count, "origin_type": h.origin_type,
@@ -176,6 +177,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `memory-studio inspect … | head`: the reader left; not an error worth a message
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILURE
     except Exception as exc:  # last resort: a message, not a traceback
         print(f"memory-studio: unexpected error: {exc.__class__.__name__}: {exc}", file=sys.stderr)
         return EXIT_FAILURE

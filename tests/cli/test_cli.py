@@ -151,3 +151,21 @@ def test_inspect_recount_says_which_estimator_the_stored_count_matches(fixture_d
         assert h["recount"]["tokenx"] == oracle[h["record_id"]]["countObservations"]
         assert h["recount"]["stored"] == h["observation_token_count"]
     assert {h["recount"]["matches"] for h in om["history"]} == {"tokenx", "neither"}  # gens 0, 2-4 drifted
+
+
+def test_malformed_om_json_is_reported_and_defaults_apply(fixture_db, capsys):
+    import libsql
+
+    path = fixture_db("buffered")
+    conn = libsql.connect(str(path))
+    conn.execute("""UPDATE mastra_observational_memory SET config = '{broken', "bufferedObservationChunks" = '[{bad'
+                    WHERE "generationCount" = 6""")
+    conn.commit()
+    conn.close()
+    data = run_json(capsys, ["inspect", str(path), "--json"])
+    [om] = data["observational_memory"]
+    assert set(om["json_errors"]) == {"config", "bufferedObservationChunks"}
+    assert "malformed JSON" in om["json_errors"]["config"]
+    # Mastra's defaults stand in for the unreadable config (30,000 / 40,000 tokens); chunks read as none.
+    assert (om["message_tokens"], om["observation_tokens"]) == (30000, 40000)
+    assert om["status"]["long-run"]["buffered_chunk_count"] == 0
