@@ -3,10 +3,29 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QRectF, QSize
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from studio.ui.models.roles import BAR_ROLE
 from studio.ui.style import BarValue, paint_bar
+
+#: Horizontal padding between a cell's edge and its bar (px).
+BAR_PADDING = 4
+
+
+def bar_label(bar: BarValue, option: QStyleOptionViewItem, width: float) -> str:
+    """Return the bar's full text when it fits WIDTH px, else its short form ("99%")."""
+    if not bar.known or option.fontMetrics.horizontalAdvance(bar.text) + 6 <= width:
+        return bar.text
+    return bar.short_text
+
+
+def placeholder_colour(option: QStyleOptionViewItem):
+    """Return the colour of a placeholder's text: the selection's text colour on a selected row, else None."""
+    if not option.state & QStyle.StateFlag.State_Selected:
+        return None
+    group = QPalette.ColorGroup.Active if option.state & QStyle.StateFlag.State_Active else QPalette.ColorGroup.Inactive
+    return option.palette.color(group, QPalette.ColorRole.HighlightedText)
 
 
 class BarDelegate(QStyledItemDelegate):
@@ -24,8 +43,9 @@ class BarDelegate(QStyledItemDelegate):
         widget = option.widget
         style = widget.style() if widget is not None else QApplication.style()
         style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
-        rect = QRectF(option.rect).adjusted(4, 3, -4, -3)
-        paint_bar(painter, rect, bar, light=True)
+        rect = QRectF(option.rect).adjusted(BAR_PADDING, 3, -BAR_PADDING, -3)
+        paint_bar(painter, rect, bar, light=True, label=bar_label(bar, option, rect.width()),
+                  placeholder_colour=placeholder_colour(option))
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
         base = super().sizeHint(option, index)

@@ -1,7 +1,8 @@
-"""Database work the studio runs on the TaskRunner's worker: plain functions over a MemoryStore (no Qt).
+"""Database work the studio runs off the GUI thread: plain functions over a MemoryStore (no Qt).
 
-Each function has the task shape `(store, progress, cancel)` once its own arguments are bound
-(see `studio.ui.tasks`), returns plain data for the GUI thread, and raises StoreError on failed reads.
+Each function takes the store first and returns plain (picklable) data for the GUI thread; it
+raises StoreError on failed reads. The TaskRunner runs them on its database worker, or, for big
+databases, in its helper process (`studio.ui.helper_process`), which imports this module without Qt.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from studio.engine.diff import GenerationDiff, diff_logs
 from studio.engine.observations import ObservationLog, parse_log
 from studio.engine.overview import iter_statuses
 from studio.engine.status import ThreadStatus, compute_status
-from studio.errors import StudioError
+from studio.errors import StoreError, StudioError
 from studio.store.memory_store import MemoryStore
-from studio.store.records import Message, OMRecord, Thread
-from studio.ui.tasks import require_store
+from studio.store.records import Message, OMRecord, Thread, iso_to_ms
 
 #: Time one background status batch may take before it hands the database worker back (s).
 STATUS_BATCH_SECONDS = 0.2
@@ -31,6 +31,7 @@ class ThreadRow:
     thread: Thread
     lookup_key: str | None
     status: ThreadStatus | None = None
+    activity_ms: int = 0      # updatedAt as epoch ms (the default sort key), computed off the GUI thread
 
     @property
     def has_om(self) -> bool:
@@ -84,6 +85,13 @@ class MessagePage:
     total: int
 
 
+def require_store(store: MemoryStore | None) -> MemoryStore:
+    """Return STORE, or raise StoreError when no database is open."""
+    if store is None:
+        raise StoreError("No database is open")
+    return store
+
+
 def _lookup_key(thread: Thread, keys: set[str]) -> str | None:
     for key in (f"thread:{thread.id}", f"resource:{thread.resource_id}"):
         if key in keys:
@@ -100,15 +108,15 @@ def load_listing(store: MemoryStore | None) -> Listing:
     for t in threads:
         per_resource[t.resource_id] = per_resource.get(t.resource_id, 0) + 1
     resources = [(rid, per_resource.get(rid, 0)) for rid in store.resource_ids()]
-    rows = [ThreadRow(t, _lookup_key(t, keys)) for t in threads]
+    rows = [ThreadRow(t, _lookup_key(t, keys), activity_ms=iso_to_ms(t.updated_at) or 0) for t in threads]
     return Listing(resources=resources, rows=rows, data_version=store.data_version())
 
 
-def compute_status_batch(store: MemoryStore | None, threads: list[Thread], cancel: threading.Event,
+def compute_status_batch(store: MemoryStore | None, threads: list[Thread], cancel: threading.Event | None = None,
                          budget: float | None = None) -> tuple[list[ThreadStatus], int]:
     """Compute statuses of THREADS in order until BUDGET s (STATUS_BATCH_SECONDS) pass; return (statuses, handled).
 
-    Short batches keep the single database worker free for what the user clicks in between.
+    Short batches keep the single database worker (or helper process) free for what the user clicks in between.
     """
     store = require_store(store)
     budget = STATUS_BATCH_SECONDS if budget is None else budget
@@ -119,7 +127,7 @@ def compute_status_batch(store: MemoryStore | None, threads: list[Thread], cance
     def on_progress(done: int, _total: int) -> None:
         nonlocal handled
         handled = done
-        if cancel.is_set() or time.monotonic() - started >= budget:
+        if (cancel is not None and cancel.is_set()) or time.monotonic() - started >= budget:
             stop.set()
 
     statuses = list(iter_statuses(store, threads, progress=on_progress, cancel=stop))

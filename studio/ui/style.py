@@ -74,10 +74,20 @@ class BarValue:
         """Return "2,488 / 2,500 · 99%", or the placeholder."""
         return fmt.ratio_text(self.value, self.threshold) if self.known else self.placeholder
 
+    @property
+    def short_text(self) -> str:
+        """Return "99%" (for a narrow cell), or the placeholder."""
+        return f"{fmt.percent(self.value, self.threshold)}%" if self.known else self.placeholder
+
 
 def paint_bar(painter: QPainter, rect: QRectF, bar: BarValue, *, light: bool, text: bool = True,
-              buffered: int = 0, radius: float = 3.0) -> None:
-    """Paint BAR into RECT: track, fill capped at 100%, BUFFERED tokens hatched, centred text."""
+              buffered: int = 0, radius: float = 3.0, label: str | None = None,
+              placeholder_colour: QColor | None = None) -> None:
+    """Paint BAR into RECT: track, fill capped at 100%, BUFFERED tokens hatched, centred text.
+
+    LABEL replaces the bar's text (a shorter form for a narrow cell); PLACEHOLDER_COLOUR replaces the
+    muted grey of a placeholder ("no OM", "…"), which is drawn without a track (a selected row's text colour).
+    """
     painter.save()
     painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
     if bar.known or not text:  # a placeholder ("no OM", "…") is shown as text alone
@@ -101,8 +111,11 @@ def paint_bar(painter: QPainter, rect: QRectF, bar: BarValue, *, light: bool, te
         if bar.known and bar.state == "over":
             font.setBold(True)
         painter.setFont(font)
-        painter.setPen(OVER_TEXT if bar.known and bar.state == "over" else (TEXT if bar.known else MUTED))
-        painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, bar.text)
+        if bar.known:
+            painter.setPen(OVER_TEXT if bar.state == "over" else TEXT)
+        else:
+            painter.setPen(placeholder_colour if placeholder_colour is not None else MUTED)
+        painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, bar.text if label is None else label)
     painter.restore()
 
 
@@ -156,6 +169,11 @@ QLabel[role="badge"] { border-radius: 8px; padding: 1px 8px; background: #e5e7eb
 QLabel[role="badge-live"] { border-radius: 8px; padding: 1px 8px; background: #dbeafe; color: #1e3a8a; }
 QLabel[role="badge-stale"] { border-radius: 8px; padding: 1px 8px; background: #fef3c7; color: #78350f; }
 QLabel[role="loss"] { color: #7f1d1d; background: #fee2e2; border: 1px solid #fca5a5; border-radius: 4px; padding: 4px 6px; }
+QFrame[role="loss"] { background: #fee2e2; border: 1px solid #fca5a5; border-radius: 4px; }
+QLabel[role="loss-head"] { color: #7f1d1d; font-weight: 600; background: transparent; border: none; }
+QLabel[role="loss-body"] { color: #7f1d1d; background: #fee2e2; border: none; }
+QFrame[role="loss"] QScrollArea, QFrame[role="loss"] QToolButton {
+    background: transparent; border: none; color: #7f1d1d; }
 QTableView, QTreeView, QListView { gridline-color: #e5e7eb; }
 QHeaderView::section { padding: 3px 6px; }
 """

@@ -6,6 +6,10 @@ function `fn(store, progress, cancel) -> result`; work that never reads the data
 calls, diffs) runs on a second pool as `fn(progress, cancel)`. Results, errors and progress reach
 the GUI thread through a queued Qt signal, where the caller's callbacks run. A task submitted with
 a `key` supersedes the previous task of that key: the older one is cancelled and its result dropped.
+
+CPU-heavy loader calls of big databases (`submit_call(..., helper=True)`) run in a helper process
+with its own read-only connection (`studio.ui.helper_process`): Python threads share one GIL, and
+a worker thread busy computing statuses would otherwise stall every paint of the GUI thread.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
 
 from studio.errors import StoreError
 from studio.store.memory_store import MemoryStore
+from studio.ui.helper_process import HelperProcess, HelperUnavailable
+from studio.ui.loaders import require_store  # noqa: F401  (re-exported: tasks use it)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +76,11 @@ class TaskRunner(QObject):
         self._keyed: dict[str, Task] = {}
         self._live: list[Task] = []
         self._closed = False
+        self._helper = HelperProcess()
+        # One thread waits for the helper's answers, in submission order (like the database worker).
+        self._helper_waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="studio-helper")
+        self._helper_path: str | None = None   # GUI side: the database the worker holds, as last opened
+        self._opens = 0                        # GUI side: databases opened so far (the helper re-opens on change)
         self.delivered.connect(self._on_runner_delivered, Qt.ConnectionType.QueuedConnection)
 
     # -- submitting ------------------------------------------------------------------------
@@ -111,6 +122,41 @@ class TaskRunner(QObject):
             self._pool.submit(self._run, task, fn, on_done, on_error, on_progress)
         return task
 
+    def submit_call(self, fn: Callable[..., Any], *args: Any, helper: bool = False,
+                    on_done: Callable[[Any], None] | None = None,
+                    on_error: Callable[[Exception], None] | None = None, key: str | None = None) -> Task:
+        """Run FN(store, *ARGS), a module-level loader; in the helper process when HELPER, else on the database worker.
+
+        The helper opens the database the worker last opened; when it cannot run (not startable, died),
+        the call runs on the database worker instead. Same delivery, keys and cancellation as `submit`,
+        without progress.
+        """
+        task = self._register(key)
+        if task.cancelled:
+            return task
+        path, generation = self._helper_path, self._opens
+        if helper and path is not None and self._helper.available:
+            def in_helper(_progress, cancel: threading.Event) -> Any:
+                if cancel.is_set():
+                    return None   # superseded while queued: dropped anyway
+                try:
+                    return self._helper.call(path, generation, fn, *args)
+                except HelperUnavailable:
+                    if cancel.is_set():
+                        return None
+                    log.info("helper process unavailable; running %s on the database worker", fn.__name__)
+                    return self._executor.submit(lambda: fn(self._store, *args)).result()
+
+            self._helper_waiter.submit(self._run, task, in_helper, on_done, on_error, None)
+        else:
+            self._executor.submit(self._run, task, lambda _p, _c: fn(self._store, *args), on_done, on_error, None)
+        return task
+
+    @property
+    def helper(self) -> HelperProcess:
+        """Return the helper process (started on its first call)."""
+        return self._helper
+
     def _register(self, key: str | None) -> Task:
         """Create a task (cancelled at once after shutdown), superseding KEY's previous task."""
         task = Task(key)
@@ -135,7 +181,13 @@ class TaskRunner(QObject):
         one. Opens are never superseded: each outcome is delivered, in order, so the GUI always
         knows which store the worker holds.
         """
-        return self.submit(lambda _store, _p, _c: self._open_in_worker(path), on_done=on_done, on_error=on_error)
+        def opened(info: OpenedStore) -> None:
+            self._helper_path = info.path
+            self._opens += 1
+            if on_done is not None:
+                on_done(info)
+
+        return self.submit(lambda _store, _p, _c: self._open_in_worker(path), on_done=opened, on_error=on_error)
 
     def cancel(self, key: str) -> None:
         """Cancel the task of KEY, if any (its result is dropped)."""
@@ -169,7 +221,9 @@ class TaskRunner(QObject):
             return
         self._closed = True
         self.cancel_all()
+        self._helper.close()
         self._executor.submit(self._close_in_worker)
+        self._helper_waiter.shutdown(wait=True, cancel_futures=True)
         self._executor.shutdown(wait=True, cancel_futures=False)
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._live.clear()
@@ -246,11 +300,5 @@ class TaskRunner(QObject):
             self._pending = value
             self.pending_changed.emit(value)
 
-
-def require_store(store: MemoryStore | None) -> MemoryStore:
-    """Return STORE, or raise StoreError when no database is open."""
-    if store is None:
-        raise StoreError("No database is open")
-    return store
 
 

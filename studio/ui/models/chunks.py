@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 
 from studio.ui import format as fmt
+from studio.ui.models.base import TableModel
 from studio.ui.models.roles import RAW_ROLE, RECORD_ROLE
 
 
@@ -36,7 +37,7 @@ def _int(value) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-class BufferedChunkModel(QAbstractTableModel):
+class BufferedChunkModel(TableModel):
     """`bufferedObservationChunks` of the current record, oldest first."""
 
     def __init__(self, parent=None):
@@ -60,11 +61,6 @@ class BufferedChunkModel(QAbstractTableModel):
                 and 0 <= section < len(ChunkColumn):
             return HEADERS[ChunkColumn(section)]
         return None
-
-    def flags(self, index):
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self._chunks)):

@@ -1,15 +1,21 @@
-"""Rows of a generation diff, unified (one column of lines) or side by side (older | newer)."""
+"""Rows of a generation diff, unified (one column of lines) or side by side (older | newer).
+
+Unified columns: marker, old line number, new line number, text. Side by side: marker, number and
+text of the older generation, then the same three of the newer one. The +/− marker always comes
+first, before the priority dot the text column draws.
+"""
 
 from __future__ import annotations
 
 from enum import Enum
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QFont
 
 from studio.engine.diff import DiffRow, GenerationDiff, side_by_side
 from studio.engine.observations import classify
 from studio.ui import format as fmt
+from studio.ui.models.base import TableModel
 from studio.ui.models.roles import RAW_ROLE, RECORD_ROLE
 from studio.ui.style import DIFF_BACKGROUND, DIFF_FOREGROUND, DIFF_MARKER, LOSS_BACKGROUND, priority_icon
 
@@ -41,10 +47,12 @@ def line_priority(raw: str):
     return line.priority if line.kind == "observation" else None
 
 
+UNIFIED_COLUMNS = 4
+SIDE_COLUMNS = 6
 LOSS_TIP = "High-priority observation removed: its text appears nowhere in the newer generation"
 
 
-class DiffModel(QAbstractTableModel):
+class DiffModel(TableModel):
     """A GenerationDiff as table rows; `set_mode` switches between unified and side-by-side layouts."""
 
     def __init__(self, parent=None):
@@ -92,19 +100,21 @@ class DiffModel(QAbstractTableModel):
         return len(self._diff.rows) if self._mode == DiffMode.UNIFIED else len(self._pairs)
 
     def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else 4
+        if parent.isValid():
+            return 0
+        return UNIFIED_COLUMNS if self._mode == DiffMode.UNIFIED else SIDE_COLUMNS
+
+    def text_columns(self) -> tuple[int, ...]:
+        """Return the columns holding log lines (the views stretch them)."""
+        return (3,) if self._mode == DiffMode.UNIFIED else (2, 5)
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation != Qt.Orientation.Horizontal or role != Qt.ItemDataRole.DisplayRole or not (0 <= section < 4):
+        if orientation != Qt.Orientation.Horizontal or role != Qt.ItemDataRole.DisplayRole \
+                or not (0 <= section < self.columnCount()):
             return None
         if self._mode == DiffMode.UNIFIED:
             return ["", "Old", "New", f"{self._old_label} → {self._new_label}"][section]
-        return ["Old", self._old_label, "New", self._new_label][section]
-
-    def flags(self, index):
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
+        return ["", "Old", self._old_label, "", "New", self._new_label][section]
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < self.rowCount()):
@@ -112,8 +122,8 @@ class DiffModel(QAbstractTableModel):
         if self._mode == DiffMode.UNIFIED:
             return self._unified(self._diff.rows[index.row()], index.column(), role)
         old, new = self._pairs[index.row()]
-        row = old if index.column() < 2 else new
-        return self._side(row, index.column() % 2, role, is_old=index.column() < 2)
+        is_old = index.column() < 3
+        return self._side(old if is_old else new, index.column() % 3, role, is_old=is_old)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -140,13 +150,16 @@ class DiffModel(QAbstractTableModel):
             return None
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
+                return DIFF_MARKER[row.op]
+            if col == 1:
                 number = row.old_number if is_old else row.new_number
                 return "" if number is None else str(number)
-            return f"{DIFF_MARKER[row.op]} {display_line(row.text)}"
-        if role == Qt.ItemDataRole.DecorationRole and col == 1:
+            return display_line(row.text)
+        if role == Qt.ItemDataRole.DecorationRole and col == 2:
             return priority_icon(line_priority(row.text))
-        if role == Qt.ItemDataRole.TextAlignmentRole and col == 0:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (0, 1):
+            return int(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignVCenter) if col == 0 else \
+                int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return self._common(row, role)
 
     def _common(self, row: DiffRow, role: int):

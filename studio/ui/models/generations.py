@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QFont
 
 from studio.store.records import OMRecord
 from studio.ui import format as fmt
+from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RECORD_ROLE, SORT_ROLE
 
 
@@ -42,7 +43,7 @@ def compression(previous: OMRecord | None, record: OMRecord) -> float | None:
     return previous.observation_token_count / record.observation_token_count
 
 
-class GenerationTableModel(QAbstractTableModel):
+class GenerationTableModel(TableModel):
     """OM records of one lookup key, newest generation first (the first row is the current one)."""
 
     def __init__(self, parent=None):
@@ -89,11 +90,6 @@ class GenerationTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return HEADER_TIPS.get(col, HEADERS[col])
         return None
-
-    def flags(self, index):
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self._records)):

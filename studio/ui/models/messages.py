@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush
 
 from studio.ui import format as fmt
 from studio.ui.loaders import MessagePage, MessageRow, load_message_page
+from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RAW_ROLE, RECORD_ROLE, SORT_ROLE
 from studio.ui.style import MUTED
 from studio.ui.tasks import TaskRunner
@@ -41,7 +42,7 @@ HEADER_TIPS = {
 }
 
 
-class MessageTableModel(QAbstractTableModel):
+class MessageTableModel(TableModel):
     """Messages of one thread in storage order; pages of PAGE_SIZE rows fetched through the TaskRunner."""
 
     page_loaded = Signal(int)  # rows now loaded
@@ -55,6 +56,7 @@ class MessageTableModel(QAbstractTableModel):
         self._rows: list[MessageRow] = []
         self._total = 0
         self._fetching = False
+        self.use_helper = False   # read pages in the TaskRunner's helper process (big databases)
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -99,6 +101,11 @@ class MessageTableModel(QAbstractTableModel):
     def _request(self, offset: int, limit: int, *, refresh: bool = False) -> None:
         thread_id = self._thread_id
         self._fetching = True
+        if self.use_helper:
+            self._runner.submit_call(load_message_page, thread_id, offset, limit, helper=True,
+                                     on_done=lambda page: self._on_page_loaded(page, refresh),
+                                     on_error=self._on_page_failed, key=self._key)
+            return
         self._runner.submit(
             lambda store, _progress, cancel: load_message_page(store, thread_id, offset, limit, cancel),
             on_done=lambda page: self._on_page_loaded(page, refresh),
@@ -170,11 +177,6 @@ class MessageTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return HEADER_TIPS.get(col, HEADERS[col])
         return None
-
-    def flags(self, index):
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self._rows)):

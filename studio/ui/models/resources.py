@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QFont
 
 from studio.ui.format import plain_tooltip
+from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE
 
 ALL_RESOURCES = "All resources"
 HEADERS = ["Resource", "Threads"]
 
 
-class ResourceListModel(QAbstractTableModel):
+class ResourceListModel(TableModel):
     """Rows: (None, every thread) for "All resources", then (resource id, its thread count)."""
 
     def __init__(self, parent=None):

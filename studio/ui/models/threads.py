@@ -1,21 +1,23 @@
 """The thread list: a lazy table (rows exposed a page at a time) with two threshold-bar columns.
 
 Rows come from one background read (`loaders.load_listing`); they are handed to the view in
-pages through `canFetchMore`/`fetchMore`, filtered by resource and sorted in memory. Statuses
-arrive later from a background `iter_statuses` task; until then a bar shows "…".
+pages through `canFetchMore`/`fetchMore`, filtered by resource and title and sorted in memory.
+Statuses arrive later, in batches, from a background `iter_statuses` task; until then a bar shows
+"…". A batch touches only its own rows (no re-sort, `dataChanged` for the changed rows only).
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QModelRoleDataSpan, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QFont
 
 from studio.engine.status import ThreadStatus
 from studio.store.records import iso_to_ms
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadRow
+from studio.ui.models.base import TableModel
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE, RECORD_ROLE, SORT_ROLE
 from studio.ui.style import MUTED, BarValue
 
@@ -41,27 +43,37 @@ HEADERS = {
     ThreadColumn.OBSERVATION: "Messages before observation",
     ThreadColumn.REFLECTION: "Observations before reflection",
 }
+#: Bar column headings when the columns are narrow (the tooltip keeps the full name).
+SHORT_HEADERS = {ThreadColumn.OBSERVATION: "Observe", ThreadColumn.REFLECTION: "Reflect"}
 HEADER_TIPS = {
     ThreadColumn.OBSERVATION: "Unobserved message tokens / observation threshold (messageTokens)",
     ThreadColumn.REFLECTION: "Observation log tokens / reflection threshold (observationTokens)",
 }
 BAR_COLUMNS = (ThreadColumn.OBSERVATION, ThreadColumn.REFLECTION)
 NO_OM = "no OM"
+_COLUMNS = list(ThreadColumn)
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+_ITALIC = QFont()
+_ITALIC.setItalic(True)
 
 
-class ThreadTableModel(QAbstractTableModel):
-    """Threads of the open database (optionally one resource's), PAGE_SIZE rows fetched at a time."""
+class ThreadTableModel(TableModel):
+    """Threads of the open database (optionally filtered by resource and text), PAGE_SIZE rows fetched at a time."""
 
     def __init__(self, parent=None, *, page_size: int = PAGE_SIZE):
         super().__init__(parent)
         self._page_size = page_size
         self._all: list[ThreadRow] = []
+        self._by_id: dict[str, ThreadRow] = {}
         self._rows: list[ThreadRow] = []     # filtered and sorted
+        self._position: dict[str, int] = {}  # thread id -> index in _rows
         self._loaded = 0
         self._resource: str | None = None
+        self._text = ""                      # casefolded title/id filter ("" = none)
         self._sort_column = ThreadColumn.LAST_ACTIVITY
         self._sort_order = Qt.SortOrder.DescendingOrder
         self._status_state = "pending"   # "pending" | "done" | "failed"
+        self._short_headers = False
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -72,15 +84,19 @@ class ThreadTableModel(QAbstractTableModel):
             for r in rows:
                 if r.status is None and r.has_om:
                     r.status = known.get(r.thread.id)
+        for r in rows:
+            if not r.activity_ms:
+                r.activity_ms = iso_to_ms(r.thread.updated_at) or 0
         self._all = rows
+        self._by_id = {r.thread.id: r for r in rows}
         self._status_state = "pending"
         new_rows = self._filtered_sorted()
         if [r.thread.id for r in new_rows] == [r.thread.id for r in self._rows]:
-            self._rows = new_rows
+            self._set_visible(new_rows)
             self._emit_all_changed()
             return
         self.beginResetModel()
-        self._rows = new_rows
+        self._set_visible(new_rows)
         self._loaded = min(len(self._rows), max(self._page_size, self._loaded if keep_statuses else 0))
         self.endResetModel()
 
@@ -89,33 +105,65 @@ class ThreadTableModel(QAbstractTableModel):
         if resource_id == self._resource:
             return
         self._resource = resource_id
-        self.beginResetModel()
-        self._rows = self._filtered_sorted()
-        self._loaded = min(len(self._rows), self._page_size)
-        self.endResetModel()
+        self._refilter()
+
+    def set_text_filter(self, text: str) -> None:
+        """Show only threads whose title or id contains TEXT (case-insensitive; "" shows every thread)."""
+        text = (text or "").strip().casefold()
+        if text == self._text:
+            return
+        self._text = text
+        self._refilter()
+
+    def set_short_headers(self, short: bool) -> None:
+        """Name the bar columns with one short word (narrow columns) or their full two-line names."""
+        if short != self._short_headers:
+            self._short_headers = short
+            self.headerDataChanged.emit(Qt.Orientation.Horizontal, min(BAR_COLUMNS), max(BAR_COLUMNS))
+
+    @property
+    def text_filter(self) -> str:
+        """Return the title filter (casefolded; "" for none)."""
+        return self._text
 
     def apply_statuses(self, statuses: list[ThreadStatus], *, final: bool = False) -> None:
-        """Fill in STATUSES; FINAL marks the end of the computation (rows still unknown show an em dash)."""
-        by_id = {s.thread_id: s for s in statuses}
-        for r in self._all:
-            st = by_id.get(r.thread.id)
-            if st is not None:
-                r.status = st
+        """Fill in STATUSES; FINAL marks the end of the computation (rows still unknown show an em dash).
+
+        Only the rows of STATUSES change (`dataChanged` per run of adjacent loaded rows); the rows are
+        re-sorted once, at the end, and only when the list is sorted by a bar column.
+        """
+        changed: list[int] = []
+        for st in statuses:
+            row = self._by_id.get(st.thread_id)
+            if row is None:
+                continue
+            row.status = st
+            i = self._position.get(st.thread_id, -1)
+            if 0 <= i < self._loaded:
+                changed.append(i)
         if final:
             self._status_state = "done"
             if self._sort_column in BAR_COLUMNS:
                 self.sort(self._sort_column, self._sort_order)
-        self._emit_all_changed(BAR_COLUMNS)
+            self._emit_all_changed(BAR_COLUMNS)   # the rows still unknown turn from "…" into "—"
+            return
+        self._emit_rows_changed(changed, BAR_COLUMNS)
 
     def mark_statuses_failed(self) -> None:
         """Show "?" in bars whose status could not be computed."""
         self._status_state = "failed"
         self._emit_all_changed(BAR_COLUMNS)
 
+    @property
+    def statuses_done(self) -> bool:
+        """Return True once every status is computed (or known to be missing)."""
+        return self._status_state == "done"
+
     def clear(self) -> None:
         """Remove every row."""
         self.beginResetModel()
-        self._all, self._rows, self._loaded = [], [], 0
+        self._all, self._by_id, self._loaded = [], {}, 0
+        self._set_visible([])
         self.endResetModel()
 
     # -- lookups ---------------------------------------------------------------------------
@@ -140,15 +188,22 @@ class ThreadTableModel(QAbstractTableModel):
 
     def row_of(self, thread_id: str, *, fetch: bool = True) -> int:
         """Return the row of THREAD_ID, fetching pages up to it when FETCH; -1 if absent."""
-        for i, r in enumerate(self._rows):
-            if r.thread.id == thread_id:
-                if i >= self._loaded:
-                    if not fetch:
-                        return -1
-                    while self._loaded <= i:
-                        self.fetchMore(QModelIndex())
-                return i
-        return -1
+        i = self._position.get(thread_id, -1)
+        if i >= self._loaded:
+            if not fetch:
+                return -1
+            while self._loaded <= i:
+                self.fetchMore(QModelIndex())
+        return i
+
+    def has_thread(self, thread_id: str) -> bool:
+        """Return True when THREAD_ID is among all rows (whether the filters show it or not)."""
+        return thread_id in self._by_id
+
+    def fetch_all(self) -> None:
+        """Expose every row the filter keeps (End key: the last row is the last thread, not the last page's)."""
+        while self.canFetchMore(QModelIndex()):
+            self.fetchMore(QModelIndex())
 
     def thread_row(self, row: int) -> ThreadRow | None:
         """Return the ThreadRow at ROW (a loaded row), or None."""
@@ -183,23 +238,29 @@ class ThreadTableModel(QAbstractTableModel):
             return None
         col = ThreadColumn(section)
         if role == Qt.ItemDataRole.DisplayRole:
-            # The bar columns' names are long: they are shown on two lines to keep the columns narrow.
-            return HEADERS[col].replace(" before ", " before\n") if col in BAR_COLUMNS else HEADERS[col]
+            if col in BAR_COLUMNS:
+                # The bar columns' names are long: two lines, or one short word when the columns are narrow.
+                return SHORT_HEADERS[col] if self._short_headers else HEADERS[col].replace(" before ", " before\n")
+            return HEADERS[col]
         if role == Qt.ItemDataRole.ToolTipRole:
             tip = HEADER_TIPS.get(col)
             return f"{HEADERS[col]}: {tip}" if tip else HEADERS[col]
         return None
 
-    def flags(self, index):
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
-
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < self._loaded):
             return None
-        row = self._rows[index.row()]
-        col = ThreadColumn(index.column())
+        return self._value(self._rows[index.row()], _COLUMNS[index.column()], role)
+
+    def multiData(self, index: QModelIndex | QPersistentModelIndex, roleDataSpan: QModelRoleDataSpan) -> None:
+        if not index.isValid() or not (0 <= index.row() < self._loaded):
+            return
+        row, col = self._rows[index.row()], _COLUMNS[index.column()]
+        for i in range(len(roleDataSpan)):
+            item = roleDataSpan[i]
+            item.setData(self._value(row, col, item.role()))
+
+    def _value(self, row: ThreadRow, col: ThreadColumn, role: int):
         t = row.thread
         if role == Qt.ItemDataRole.DisplayRole:
             if col == ThreadColumn.TITLE:
@@ -211,8 +272,8 @@ class ThreadTableModel(QAbstractTableModel):
             if col == ThreadColumn.LAST_ACTIVITY:
                 return fmt.short_time(t.updated_at)
             return self._bar(row, col).text
-        if role == BAR_ROLE and col in BAR_COLUMNS:
-            return self._bar(row, col)
+        if role == BAR_ROLE:
+            return self._bar(row, col) if col in BAR_COLUMNS else None
         if role == SORT_ROLE:
             return self._sort_key(row, col)
         if role == ID_ROLE:
@@ -221,14 +282,13 @@ class ThreadTableModel(QAbstractTableModel):
             return row
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(row, col)
-        if role == Qt.ItemDataRole.TextAlignmentRole and col == ThreadColumn.MESSAGES:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ForegroundRole and col == ThreadColumn.TITLE and not t.title:
-            return QBrush(MUTED)
-        if role == Qt.ItemDataRole.FontRole and col == ThreadColumn.TITLE and not t.title:
-            font = QFont()
-            font.setItalic(True)
-            return font
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return _RIGHT if col == ThreadColumn.MESSAGES else None
+        if col == ThreadColumn.TITLE and not t.title:
+            if role == Qt.ItemDataRole.ForegroundRole:
+                return QBrush(MUTED)
+            if role == Qt.ItemDataRole.FontRole:
+                return _ITALIC
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
@@ -239,19 +299,34 @@ class ThreadTableModel(QAbstractTableModel):
         self.layoutAboutToBeChanged.emit()
         persistent = self.persistentIndexList()
         ids = [self._rows[p.row()].thread.id if 0 <= p.row() < len(self._rows) else None for p in persistent]
-        self._rows = self._filtered_sorted()
-        where = {r.thread.id: i for i, r in enumerate(self._rows)}
+        self._set_visible(self._filtered_sorted())
         moved = []
         for p, tid in zip(persistent, ids):
-            i = where.get(tid, -1)
+            i = self._position.get(tid, -1)
             moved.append(self.index(i, p.column()) if 0 <= i < self._loaded else QModelIndex())
         self.changePersistentIndexList(persistent, moved)
         self.layoutChanged.emit()
 
     # -- helpers ---------------------------------------------------------------------------
 
+    def _refilter(self) -> None:
+        self.beginResetModel()
+        self._set_visible(self._filtered_sorted())
+        self._loaded = min(len(self._rows), self._page_size)
+        self.endResetModel()
+
+    def _set_visible(self, rows: list[ThreadRow]) -> None:
+        self._rows = rows
+        self._position = {r.thread.id: i for i, r in enumerate(rows)}
+
+    def _matches(self, row: ThreadRow) -> bool:
+        t = row.thread
+        if self._resource is not None and t.resource_id != self._resource:
+            return False
+        return not self._text or self._text in (t.title or "").casefold() or self._text in t.id.casefold()
+
     def _filtered_sorted(self) -> list[ThreadRow]:
-        rows = [r for r in self._all if self._resource is None or r.thread.resource_id == self._resource]
+        rows = [r for r in self._all if self._matches(r)]
         col = self._sort_column
         reverse = self._sort_order == Qt.SortOrder.DescendingOrder
         rows.sort(key=lambda r: self._sort_key(r, col), reverse=reverse)
@@ -266,7 +341,7 @@ class ThreadTableModel(QAbstractTableModel):
         if col == ThreadColumn.MESSAGES:
             return t.message_count or 0
         if col == ThreadColumn.LAST_ACTIVITY:
-            return iso_to_ms(t.updated_at) or 0
+            return row.activity_ms
         st = row.status
         if st is None:
             return -1.0
@@ -302,3 +377,18 @@ class ThreadTableModel(QAbstractTableModel):
             return
         cols = list(columns) if columns else list(ThreadColumn)
         self.dataChanged.emit(self.index(0, min(cols)), self.index(self._loaded - 1, max(cols)))
+
+    def _emit_rows_changed(self, rows: list[int], columns) -> None:
+        """Emit dataChanged for ROWS (loaded rows), one signal per run of adjacent rows."""
+        if not rows:
+            return
+        first_col, last_col = min(columns), max(columns)
+        rows = sorted(set(rows))
+        start = prev = rows[0]
+        for r in rows[1:] + [None]:
+            if r is not None and r == prev + 1:
+                prev = r
+                continue
+            self.dataChanged.emit(self.index(start, first_col), self.index(prev, last_col))
+            if r is not None:
+                start = prev = r

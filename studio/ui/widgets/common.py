@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QTableView, QWidget
+from PySide6.QtCore import QModelIndex, QRect, Qt, Signal
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableView, QWidget
 
 
 def plain_label(text: str = "", role: str | None = None, *, wrap: bool = False,
@@ -37,9 +38,66 @@ def empty_state(text: str, parent: QWidget | None = None) -> QLabel:
     return label
 
 
+class ElidedLabel(QLabel):
+    """A plain-text label that elides each line that does not fit ("home network …") and may shrink to nothing.
+
+    `text()` keeps the full text; the caller sets a tooltip with it.
+    """
+
+    def __init__(self, text: str = "", role: str | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setText(text)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        if role:
+            set_role(self, role)
+
+    def minimumSizeHint(self):
+        hint = super().minimumSizeHint()
+        hint.setWidth(0)
+        return hint
+
+    def is_elided(self) -> bool:
+        """Return True when a line of the text is wider than the label."""
+        fm, width = self.fontMetrics(), self.contentsRect().width()
+        return any(fm.horizontalAdvance(line) > width for line in self.text().split("\n"))
+
+    def paintEvent(self, _event) -> None:
+        painter = QPainter(self)
+        rect: QRect = self.contentsRect()
+        fm = self.fontMetrics()
+        shown = "\n".join(fm.elidedText(line, Qt.TextElideMode.ElideRight, rect.width())
+                          for line in self.text().split("\n"))
+        self.style().drawItemText(painter, rect, int(self.alignment()), self.palette(), self.isEnabled(), shown,
+                                  self.foregroundRole())
+        painter.end()
+
+
+class RowTableView(QTableView):
+    """A QTableView where Tab leaves the table, and Home/End go to the first/last row.
+
+    End first asks the model for every row (`fetch_all`, when it has one) and emits `end_requested`,
+    so a model that loads in the background can keep loading up to its end.
+    """
+
+    end_requested = Signal()
+
+    def moveCursor(self, cursorAction: QAbstractItemView.CursorAction, modifiers) -> QModelIndex:
+        action = QAbstractItemView.CursorAction
+        if cursorAction in (action.MoveHome, action.MoveEnd):
+            if cursorAction == action.MoveEnd:
+                fetch_all = getattr(self.model(), "fetch_all", None)
+                if callable(fetch_all):
+                    fetch_all()
+                self.end_requested.emit()
+            modifiers = modifiers | Qt.KeyboardModifier.ControlModifier
+        return super().moveCursor(cursorAction, modifiers)
+
+
 def table_view(parent: QWidget | None = None, *, stretch_last: bool = True) -> QTableView:
-    """Return a read-only, row-selecting, compact QTableView."""
-    view = QTableView(parent)
+    """Return a read-only, row-selecting, compact table (Tab moves to the next pane, Home/End to the first/last row)."""
+    view = RowTableView(parent)
+    view.setTabKeyNavigation(False)
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QButtonGroup,
@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QPushButton,
     QSizePolicy,
+    QSplitter,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -24,13 +25,18 @@ from studio.ui.models.diff import DiffMode, DiffModel, display_line
 from studio.ui.models.generations import GenerationColumn, GenerationTableModel
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import empty_state, plain_label, table_view
+from studio.ui.widgets.loss_callout import LossCallout
 
 EMPTY_LOG = "empty log"
-#: Generations visible without scrolling the generations table.
+#: Generations visible without scrolling the generations table (it may be dragged smaller or larger).
 GENERATION_ROWS_SHOWN = 5
-#: High-priority losses listed above the diff (the rest are the bold red rows of the diff).
-LOSSES_SHOWN = 4
+#: Rows of the diff that always stay visible, however small the window.
+DIFF_MIN_ROWS = 3
+#: Below this height (px) of the History tab the losses callout starts collapsed to its heading.
+LOSSES_EXPANDED_MIN_HEIGHT = 440
 NO_HISTORY = "No Observational Memory record governs this thread, so there are no generations to compare."
+BOTH_EMPTY = "Both observation logs are empty: there is nothing to compare."
+IDENTICAL = "No differences: {old} and {new} have the same {n} line{s}."
 
 
 def _generation_label(record: OMRecord, current: bool) -> str:
@@ -69,7 +75,7 @@ class HistoryTab(QWidget):
         self.new_combo = QComboBox()
         for combo in (self.old_combo, self.new_combo):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(12)
+            combo.setMinimumContentsLength(6)
             combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
             combo.currentIndexChanged.connect(self._on_combos_current_index_changed)
         self.unified_button = QPushButton("Unified")
@@ -82,17 +88,18 @@ class HistoryTab(QWidget):
         self._mode_group.buttonToggled.connect(self._on_mode_group_button_toggled)
 
         controls = QHBoxLayout()
-        controls.addWidget(plain_label("Compare generation", selectable=False))
-        controls.addWidget(self.old_combo)
+        controls.addWidget(plain_label("Compare", selectable=False))
+        controls.addWidget(self.old_combo, 1)
         controls.addWidget(plain_label("→", selectable=False))
-        controls.addWidget(self.new_combo)
+        controls.addWidget(self.new_combo, 1)
 
         self.summary = plain_label("", wrap=True)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         summary_row = QHBoxLayout()
         summary_row.addWidget(self.summary, 1)
-        summary_row.addWidget(self.unified_button)
-        summary_row.addWidget(self.side_button)
-        self.losses = plain_label("", "loss", wrap=True)
+        summary_row.addWidget(self.unified_button, 0, Qt.AlignmentFlag.AlignTop)
+        summary_row.addWidget(self.side_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.losses = LossCallout()
         self.losses.hide()
 
         self.diff_model = DiffModel(self)
@@ -100,22 +107,37 @@ class HistoryTab(QWidget):
         self.diff_view.setModel(self.diff_model)
         self.diff_view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.diff_view.setAlternatingRowColors(False)
-        self.diff_view.verticalHeader().setDefaultSectionSize(self.diff_view.fontMetrics().height() + 6)
+        row_height = self.diff_view.fontMetrics().height() + 6
+        self.diff_view.verticalHeader().setDefaultSectionSize(row_height)
+        self.diff_view.setMinimumHeight(self.diff_view.horizontalHeader().sizeHint().height()
+                                        + DIFF_MIN_ROWS * row_height + 2 * self.diff_view.frameWidth())
         self._layout_diff_columns()
+        self.diff_message = empty_state("")
+        self.diff_message.setMargin(8)
+        self.diff_message.hide()
 
         lower = QWidget()
         ll = QVBoxLayout(lower)
-        ll.setContentsMargins(0, 0, 0, 0)
+        ll.setContentsMargins(0, 4, 0, 0)
+        ll.setSpacing(4)
         ll.addLayout(controls)
         ll.addLayout(summary_row)
         ll.addWidget(self.losses)
+        ll.addWidget(self.diff_message)
         ll.addWidget(self.diff_view, 1)
+
+        # Generations above, the diff below; the handle between them can be dragged.
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.addWidget(self.generations_view)
+        self.splitter.addWidget(lower)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
 
         wrapper = QWidget()
         wl = QVBoxLayout(wrapper)
         wl.setContentsMargins(10, 10, 10, 10)
-        wl.addWidget(self.generations_view)
-        wl.addWidget(lower, 1)
+        wl.addWidget(self.splitter)
         self._fit_generations_height()
         return wrapper
 
@@ -143,7 +165,6 @@ class HistoryTab(QWidget):
         self._records = list(detail.history)
         self._stack.setCurrentIndex(1)
         self.generation_model.set_records(self._records)
-        self.generations_view.resizeColumnsToContents()
         self._fit_generations_height()
         for combo, with_empty in ((self.new_combo, False), (self.old_combo, True)):
             combo.blockSignals(True)
@@ -165,11 +186,20 @@ class HistoryTab(QWidget):
             self.select_generation(0)
 
     def _fit_generations_height(self) -> None:
-        """Size the generations table for its rows (at most GENERATION_ROWS_SHOWN; it scrolls beyond)."""
+        """Give the generations table room for its rows (at most GENERATION_ROWS_SHOWN; it scrolls beyond)."""
         view = self.generations_view
-        rows = min(max(len(self._records), 2), GENERATION_ROWS_SHOWN)
         header = view.horizontalHeader().sizeHint().height()
-        view.setFixedHeight(header + rows * view.verticalHeader().defaultSectionSize() + 2 * view.frameWidth())
+        row = view.verticalHeader().defaultSectionSize()
+        frame = 2 * view.frameWidth()
+        view.setMinimumHeight(header + row + frame)
+        rows = min(max(len(self._records), 2), GENERATION_ROWS_SHOWN)
+        wanted = header + rows * row + frame
+        total = sum(self.splitter.sizes())
+        if total > 0:
+            wanted = max(view.minimumHeight(), min(wanted, int(total * 0.3)))  # the diff keeps most of a short tab
+            self.splitter.setSizes([wanted, max(total - wanted, 1)])
+        else:
+            self.splitter.setSizes([wanted, 10 * wanted])
 
     def select_generation(self, row: int) -> None:
         """Select generation ROW (0 = current) and diff it against its predecessor."""
@@ -243,24 +273,53 @@ class HistoryTab(QWidget):
         self.summary.setText(" · ".join(parts))
         losses = diff.high_priority_losses
         if losses:
-            head = (f"{len(losses)} high-priority observation{'s' if len(losses) != 1 else ''} "
-                    f"removed and not found anywhere in {new_label}:")
-            shown = LOSSES_SHOWN
-            body = "\n".join(f"  − {display_line(r.text).strip()}" for r in losses[:shown])
-            more = f"\n  … and {len(losses) - shown} more (bold red rows below)" if len(losses) > shown else ""
-            self.losses.setText(f"{head}\n{body}{more}")
+            head = f"{len(losses)} high-priority observation{'s' if len(losses) != 1 else ''} removed"
+            lines = [f"Not found anywhere in {new_label} (bold red rows in the diff):"]
+            self.losses.set_losses(head, lines + [f"− {display_line(r.text).strip()}" for r in losses])
         self.losses.setVisible(bool(losses))
+        self._fit_losses()
+        self._show_diff_message(diff, old_label, new_label)
         self.diff_shown.emit(diff)
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_losses()
+
+    def _fit_losses(self) -> None:
+        """Collapse the losses callout to its heading in a short tab, unless the user chose otherwise."""
+        if self.losses.user_choice is None:
+            self.losses.set_expanded(self.height() >= LOSSES_EXPANDED_MIN_HEIGHT)
+
+    def _show_diff_message(self, diff: GenerationDiff, old_label: str, new_label: str) -> None:
+        """Say so in a sentence when the diff has nothing to show: two empty logs, or no line added or removed."""
+        if not diff.rows:
+            text = BOTH_EMPTY
+        elif not diff.added and not diff.removed:
+            text = IDENTICAL.format(old=old_label, new=new_label, n=f"{diff.kept:,}", s="s" if diff.kept != 1 else "")
+        else:
+            text = ""
+        self.diff_message.setText(text)
+        self.diff_message.setVisible(bool(text))
+        self.diff_view.setVisible(bool(diff.rows))
+
+    def diff_message_text(self) -> str:
+        """Return the sentence shown about an empty or unchanged diff ("" when the diff has changes)."""
+        return self.diff_message.text() if not self.diff_message.isHidden() else ""
+
     def _layout_diff_columns(self) -> None:
+        """Stretch the text columns; give markers and line numbers fixed widths (sizing to contents reads every row)."""
         header = self.diff_view.horizontalHeader()
         header.setStretchLastSection(False)
-        if self.diff_model.mode == DiffMode.UNIFIED:
-            for c in (0, 1, 2):
-                header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-            header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        else:
-            for c in (0, 2):
-                header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-            for c in (1, 3):
+        fm = self.diff_view.fontMetrics()
+        lines = max((r.new_number or r.old_number or 0 for r in self.diff_model.diff.rows), default=0) \
+            if self.diff_model.diff is not None else 0
+        number_width = fm.horizontalAdvance("0" * max(3, len(str(lines)))) + 14
+        marker_width = fm.horizontalAdvance("+") + 14
+        texts = self.diff_model.text_columns()
+        for c in range(self.diff_model.columnCount()):
+            if c in texts:
                 header.setSectionResizeMode(c, QHeaderView.ResizeMode.Stretch)
+                continue
+            header.setSectionResizeMode(c, QHeaderView.ResizeMode.Fixed)
+            is_marker = self.diff_model.headerData(c, Qt.Orientation.Horizontal) == ""
+            header.resizeSection(c, marker_width if is_marker else number_width)

@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
 )
 
 from studio.engine.status import ThreadStatus
+from studio.paths import SAMPLE_DATABASE
 from studio.store.records import Thread
 from studio.ui import format as fmt
-from studio.ui.delegates import BarDelegate
 from studio.ui.loaders import (
     Listing,
     ThreadDetail,
@@ -35,18 +35,32 @@ from studio.ui.loaders import (
 )
 from studio.ui.models.resources import ResourceListModel
 from studio.ui.models.roles import ID_ROLE
-from studio.ui.models.threads import BAR_COLUMNS, ThreadColumn, ThreadTableModel
+from studio.ui.models.threads import ThreadTableModel
 from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
-from studio.ui.widgets.common import plain_label, set_role, table_view
-from studio.ui.widgets.thread_view import NO_DATABASE, NO_THREAD, ThreadView
+from studio.ui.widgets.common import ElidedLabel, plain_label, set_role, table_view
+from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
+from studio.ui.widgets.thread_list import ThreadListPane
+from studio.ui.widgets.thread_view import NO_DATABASE, NO_THREAD, TAB_NAMES, TAB_TITLES, ThreadView
 
 if TYPE_CHECKING:
     from studio.ui.app import AppContext
 
 APP_TITLE = "Memory Studio"
 DB_FILTER = "SQLite databases (*.db *.sqlite *.sqlite3 *.db3);;All files (*)"
+#: Databases with at least this many messages compute statuses, thread details and message pages in
+#: the TaskRunner's helper process, so the GUI thread never waits for the interpreter lock.
+HELPER_MIN_MESSAGES = 20_000
+#: Threads sent to the helper process per status batch.
+STATUS_HELPER_CHUNK = 250
+
+
+def open_error_text(path: str, message: str) -> str:
+    """Return MESSAGE naming PATH ("PATH: message") unless it already does."""
+    if path and (path in message or str(Path(path).expanduser()) in message):
+        return message
+    return f"{path}: {message}"
 
 
 class MainWindow(QMainWindow):
@@ -70,6 +84,7 @@ class MainWindow(QMainWindow):
         self._status_threads: list[Thread] = []
         self._status_done = 0
         self._status_round = 0
+        self._use_helper = False
         self.error_box: QMessageBox | None = None
         self.last_error: str | None = None
 
@@ -97,59 +112,42 @@ class MainWindow(QMainWindow):
         self.resources_view.horizontalHeader().resizeSection(1, self.fontMetrics().horizontalAdvance("00,000") + 10)
         self.resources_view.horizontalHeader().setStretchLastSection(False)
         self.resources_view.horizontalHeader().hide()
+        self.resources_view.setMinimumWidth(self.fontMetrics().horizontalAdvance("user-alice") + 20)
         self.resources_view.selectionModel().currentRowChanged.connect(self._on_resources_current_changed)
 
         self.thread_model = ThreadTableModel(self)
-        self.threads_view = table_view()
-        self.threads_view.setModel(self.thread_model)
-        self.threads_view.setSortingEnabled(True)
-        self.threads_view.horizontalHeader().setSortIndicator(ThreadColumn.LAST_ACTIVITY, Qt.SortOrder.DescendingOrder)
-        self._bar_delegate = BarDelegate(self.threads_view)
-        header = self.threads_view.horizontalHeader()
-        header.setStretchLastSection(False)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        fm = self.fontMetrics()
-        widths = {
-            ThreadColumn.TITLE: fm.horizontalAdvance("café opening in") + 16,
-            ThreadColumn.RESOURCE: fm.horizontalAdvance("user-alice") + 20,
-            ThreadColumn.MESSAGES: fm.horizontalAdvance("Messages") + 24,
-            ThreadColumn.LAST_ACTIVITY: fm.horizontalAdvance("Last activity") + 26,
-        }
-        bar_width = fm.horizontalAdvance("2,488 / 30,000 · 100%") + 12
-        for col in BAR_COLUMNS:
-            self.threads_view.setItemDelegateForColumn(col, self._bar_delegate)
-            widths[col] = bar_width
-        for col, width in widths.items():
-            header.resizeSection(col, width)
-        header.setMinimumSectionSize(40)
-        header.setSectionResizeMode(ThreadColumn.TITLE, QHeaderView.ResizeMode.Stretch)
+        self.thread_list = ThreadListPane(self.thread_model)
+        self.threads_view = self.thread_list.view
+        self.threads_heading = self.thread_list.heading
         self.threads_view.selectionModel().currentRowChanged.connect(self._on_threads_current_changed)
+        self.thread_list.filter_changed.connect(self._on_thread_list_filter_changed)
 
         self.thread_view = ThreadView(self._runner)
 
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(6, 6, 0, 6)
-        ll.addWidget(plain_label("Resources", "heading", selectable=False))
+        ll.setSpacing(4)
+        self.resources_heading = ElidedLabel("Resources", "heading")
+        self.resources_heading.setToolTip("Resources")
+        ll.addWidget(self.resources_heading)
         ll.addWidget(self.resources_view)
-        middle = QWidget()
-        ml = QVBoxLayout(middle)
-        ml.setContentsMargins(0, 6, 0, 6)
-        self.threads_heading = plain_label("Threads", "heading", selectable=False)
-        ml.addWidget(self.threads_heading)
-        ml.addWidget(self.threads_view)
 
+        # The thread view gives way first when the window narrows; the lists keep their width.
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left)
-        self.splitter.addWidget(middle)
+        self.splitter.addWidget(self.thread_list)
         self.splitter.addWidget(self.thread_view)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 0)
         self.splitter.setStretchFactor(2, 1)
         self.splitter.setChildrenCollapsible(False)
-        middle_width = sum(widths.values()) + 20
-        self.splitter.setSizes([180, middle_width, 1400 - 180 - middle_width])
+        self.splitter.setSizes(self.pane_sizes(1400))
+        self._panes_placed = False   # placed for the real width when first shown (unless restored)
         self.setCentralWidget(self.splitter)
+        # Tab and Shift+Tab move pane to pane: resources → threads → thread view.
+        QWidget.setTabOrder(self.resources_view, self.threads_view)
+        QWidget.setTabOrder(self.threads_view, self.thread_view.focus_proxy())
         self.thread_view.show_message(NO_DATABASE)
 
     def _build_menus(self) -> None:
@@ -167,6 +165,22 @@ class MainWindow(QMainWindow):
         self.refresh_action = QAction("&Refresh", self, shortcut=QKeySequence("F5"),
                                       triggered=self._on_refresh_action_triggered)
         view_menu.addAction(self.refresh_action)
+        self.find_action = QAction("&Filter Threads…", self, shortcut=QKeySequence.StandardKey.Find,
+                                   triggered=self._on_find_action_triggered)
+        view_menu.addAction(self.find_action)
+        view_menu.addSeparator()
+        self.tab_actions: dict[str, QAction] = {}
+        for i, name in enumerate(TAB_NAMES, start=1):
+            action = QAction(TAB_TITLES[name].replace("&", "&&"), self, shortcut=QKeySequence(f"Ctrl+{i}"),
+                             triggered=functools.partial(self._on_tab_action_triggered, name))
+            view_menu.addAction(action)
+            self.tab_actions[name] = action
+
+        help_menu = self.menuBar().addMenu("&Help")
+        self.shortcuts_action = QAction("&Keyboard Shortcuts", self, shortcut=QKeySequence.StandardKey.HelpContents,
+                                        triggered=self._on_shortcuts_action_triggered)
+        help_menu.addAction(self.shortcuts_action)
+        self.shortcuts_dialog: ShortcutsDialog | None = None
         self._rebuild_recent_menu()
 
     def _build_status_bar(self) -> None:
@@ -220,6 +234,9 @@ class MainWindow(QMainWindow):
     def select_thread(self, thread_id: str) -> bool:
         """Select THREAD_ID in the thread list (switching to "All resources" if needed); False if absent."""
         row = self.thread_model.row_of(thread_id)
+        if row < 0 and self.thread_model.text_filter:
+            self.thread_list.filter_edit.clear()
+            row = self.thread_model.row_of(thread_id)
         if row < 0 and self.thread_model.resource_filter is not None:
             self.resources_view.setCurrentIndex(self.resource_model.index(0, 0))
             row = self.thread_model.row_of(thread_id)
@@ -237,6 +254,42 @@ class MainWindow(QMainWindow):
             if r.has_om:
                 return r.thread.id
         return rows[0].thread.id if rows else None
+
+    def pane_sizes(self, width: int) -> list[int]:
+        """Return the widths of the resources, threads and thread-view panes for a window WIDTH px wide.
+
+        The thread list gets the room to show every column when there is some; the thread view keeps a
+        usable width; below that the thread list narrows (optional columns hide, the bars stay).
+        """
+        left_min = self.resources_view.minimumWidth() + 8
+        left = 170 if width >= 1200 else max(left_min, int(width * 0.14))
+        right = max(self.thread_view.minimumSizeHint().width(), int(width * 0.45))
+        middle_min = self.thread_list.minimumSizeHint().width()
+        middle = max(middle_min, min(self.thread_list.preferred_width(), width - left - right))
+        return [left, middle, max(width - left - middle, 1)]
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._panes_placed:
+            self._panes_placed = True
+            self.splitter.setSizes(self.pane_sizes(self.splitter.width() or self.width()))
+
+    def open_dialog_directory(self) -> str:
+        """Return where File ▸ Open starts: the open database's folder, else (or for the bundled sample) home."""
+        if self._path:
+            path = Path(self._path)
+            try:
+                bundled = path.resolve().parent == SAMPLE_DATABASE.resolve().parent
+            except OSError:
+                bundled = False
+            if not bundled and path.parent.is_dir():
+                return str(path.parent)
+        return str(Path.home())
+
+    @property
+    def uses_helper(self) -> bool:
+        """Return True when the open database is big enough for the helper process to do the heavy work."""
+        return self._use_helper
 
     def settle(self) -> None:
         """Process pending events and layout (before a grab)."""
@@ -265,6 +318,10 @@ class MainWindow(QMainWindow):
             self._ctx.add_recent_file(info.path)
             self._rebuild_recent_menu()
         self.watcher.watch(info.path)
+        self.thread_list.filter_edit.blockSignals(True)
+        self.thread_list.filter_edit.clear()
+        self.thread_list.filter_edit.blockSignals(False)
+        self.thread_model.set_text_filter("")
         self.thread_model.clear()
         self.resource_model.clear()
         self.thread_view.show_message("Loading threads…")
@@ -273,7 +330,7 @@ class MainWindow(QMainWindow):
 
     def _on_store_failed(self, path: str, exc: Exception) -> None:
         self.statusBar().clearMessage()
-        message = str(exc) or exc.__class__.__name__
+        message = open_error_text(path, str(exc) or exc.__class__.__name__)
         self._report_error("Cannot open database", message)
         self.database_failed.emit(message)
 
@@ -297,8 +354,13 @@ class MainWindow(QMainWindow):
 
     def _on_listing_loaded(self, listing: Listing, *, refresh: bool) -> None:
         self._data_version = listing.data_version
+        self._use_helper = sum(r.thread.message_count or 0 for r in listing.rows) >= HELPER_MIN_MESSAGES
+        self.thread_view.set_use_helper(self._use_helper)
         resource = self.thread_model.resource_filter
         self.resource_model.set_resources(listing.resources)
+        most = max((n for _, n in listing.resources), default=0)
+        self.resources_view.horizontalHeader().resizeSection(
+            1, self.fontMetrics().horizontalAdvance(f"{max(most, len(listing.rows)):,}") + 14)
         row = self.resource_model.row_of(resource)
         if row < 0:
             resource, row = None, 0
@@ -328,6 +390,21 @@ class MainWindow(QMainWindow):
             if wanted:
                 self._report_error("No such thread", f"No thread {wanted!r} in {self._path}")
 
+    def _follow_filter(self) -> None:
+        """Keep the selected thread when the filtered list still has it, else select its first thread (or none)."""
+        if self._thread_id is not None and self.thread_model.row_of(self._thread_id) >= 0:
+            self._restore_thread_selection()
+            return
+        if self.thread_model.total_rows:
+            index = self.thread_model.index(0, 0)
+            self.threads_view.setCurrentIndex(index)
+            self.threads_view.scrollTo(index)
+            return
+        self._thread_id = None
+        self.threads_view.selectionModel().clearCurrentIndex()
+        text = self.thread_list.filter_edit.text().strip()
+        self.thread_view.show_message(f"No thread matches “{text}”." if text else NO_THREAD)
+
     def _select_resource_row(self, row: int) -> None:
         sel = self.resources_view.selectionModel()
         sel.blockSignals(True)
@@ -339,6 +416,9 @@ class MainWindow(QMainWindow):
         if self._thread_id is None:
             return
         row = self.thread_model.row_of(self._thread_id)
+        if row < 0 and self.thread_model.has_thread(self._thread_id):
+            self._follow_filter()   # still there, but the filters hide it now
+            return
         if row < 0:
             self._thread_id = None
             self.thread_view.show_message("The selected thread no longer exists.")
@@ -365,9 +445,14 @@ class MainWindow(QMainWindow):
 
     def _next_status_batch(self, round_: int) -> None:
         remaining = self._status_threads[self._status_done:]
-        self._runner.submit(lambda store, _p, cancel: compute_status_batch(store, remaining, cancel),
-                            on_done=functools.partial(self._on_status_batch_done, round_),
-                            on_error=functools.partial(self._on_status_batch_failed, round_), key="statuses")
+        on_done = functools.partial(self._on_status_batch_done, round_)
+        on_error = functools.partial(self._on_status_batch_failed, round_)
+        if self._use_helper:
+            self._runner.submit_call(compute_status_batch, remaining[:STATUS_HELPER_CHUNK], helper=True,
+                                     on_done=on_done, on_error=on_error, key="statuses")
+        else:
+            self._runner.submit(lambda store, _p, cancel: compute_status_batch(store, remaining, cancel),
+                                on_done=on_done, on_error=on_error, key="statuses")
 
     def _on_status_batch_done(self, round_: int, result: tuple[list[ThreadStatus], int]) -> None:
         if round_ != self._status_round:
@@ -415,9 +500,9 @@ class MainWindow(QMainWindow):
             self.thread_view.show_loading(listed.thread if listed else Thread(id=thread_id, resource_id=""))
         else:
             self.thread_view.messages_tab.refresh()
-        self._runner.submit(lambda store, _p, _c: load_thread_detail(store, thread_id),
-                            on_done=functools.partial(self._on_detail_loaded, thread_id),
-                            on_error=functools.partial(self._on_detail_failed, thread_id, refresh), key="detail")
+        self._runner.submit_call(load_thread_detail, thread_id, helper=self._use_helper,
+                                 on_done=functools.partial(self._on_detail_loaded, thread_id),
+                                 on_error=functools.partial(self._on_detail_failed, thread_id, refresh), key="detail")
 
     def _on_detail_loaded(self, thread_id: str, detail: ThreadDetail | None) -> None:
         if thread_id != self._thread_id:
@@ -449,16 +534,15 @@ class MainWindow(QMainWindow):
         resource = self.resource_model.resource_id(current.row()) if current.isValid() else None
         self.thread_model.set_resource_filter(resource)
         self._update_threads_heading()
-        if self._thread_id is not None:
-            row = self.thread_model.row_of(self._thread_id, fetch=False)
-            if row >= 0:
-                self._restore_thread_selection()
+        if self._path is not None:
+            self._follow_filter()
+
+    def _on_thread_list_filter_changed(self, _text: str) -> None:
+        if self._path is not None:
+            self._follow_filter()
 
     def _update_threads_heading(self) -> None:
-        resource = self.thread_model.resource_filter
-        n = self.thread_model.total_rows
-        where = f" of {resource}" if resource is not None else ""
-        self.threads_heading.setText(f"Threads{where} ({n:,})")
+        self.thread_list.update_heading()
 
     def _on_threads_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         thread_id = current.data(ID_ROLE) if current.isValid() else None
@@ -469,13 +553,33 @@ class MainWindow(QMainWindow):
         self._load_detail(thread_id)
 
     def _on_open_action_triggered(self) -> None:
-        start = str(Path(self._path).parent) if self._path else str(Path.home())
-        path, _ = QFileDialog.getOpenFileName(self, "Open a Mastra memory.db", start, DB_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open a Mastra memory.db", self.open_dialog_directory(), DB_FILTER)
         if path:
             self.open_database(path)
 
     def _on_refresh_action_triggered(self) -> None:
         self.refresh()
+
+    def _on_find_action_triggered(self) -> None:
+        self.thread_list.focus_filter()
+
+    def _on_tab_action_triggered(self, name: str, _checked: bool = False) -> None:
+        if self.thread_view.detail is not None:
+            self.thread_view.set_tab(name)
+
+    def _on_shortcuts_action_triggered(self) -> None:
+        if self.shortcuts_dialog is None:
+            self.shortcuts_dialog = ShortcutsDialog(self.shortcut_list(), self)
+        self.shortcuts_dialog.show()
+        self.shortcuts_dialog.raise_()
+
+    def shortcut_list(self) -> list[tuple[str, str]]:
+        """Return (keys, what they do) for every keyboard shortcut, as Help ▸ Keyboard Shortcuts lists them."""
+        actions = [(self.open_action, "Open a database"), (self.quit_action, "Quit"),
+                   (self.refresh_action, "Re-read the database now"),
+                   (self.find_action, "Filter the threads by title or id")]
+        actions += [(action, f"Show the {TAB_TITLES[name]} tab") for name, action in self.tab_actions.items()]
+        return shortcut_rows(actions, self.shortcuts_action)
 
     def _on_recent_menu_about_to_show(self) -> None:
         self._rebuild_recent_menu()
@@ -534,7 +638,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         panes = self._ctx.settings.value("window/panes")
         if isinstance(panes, QByteArray) and not panes.isEmpty():
-            self.splitter.restoreState(panes)
+            self._panes_placed = self.splitter.restoreState(panes)
 
     def _save_layout(self) -> None:
         if self._ctx.interactive:

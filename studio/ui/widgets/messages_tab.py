@@ -48,11 +48,20 @@ class MessagesTab(QWidget):
         self.view = table_view()
         self.view.setModel(self.model)
         header = self.view.horizontalHeader()
-        for c in (MessageColumn.NUMBER, MessageColumn.ROLE, MessageColumn.TIME, MessageColumn.ESTIMATE,
-                  MessageColumn.EXACT):
-            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+        # Fixed widths from the font: sizing to contents would read every loaded row (20,000 in a big thread).
+        fm = self.fontMetrics()
+        widths = {MessageColumn.NUMBER: fm.horizontalAdvance("00000") + 14,
+                  MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 18,
+                  MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42:27") + 18,
+                  MessageColumn.ESTIMATE: fm.horizontalAdvance("Estimate") + 24,
+                  MessageColumn.EXACT: fm.horizontalAdvance("Estimate") + 24}
+        for c, width in widths.items():
+            header.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(c, width)
         header.setSectionResizeMode(MessageColumn.TEXT, QHeaderView.ResizeMode.Stretch)
         self.view.selectionModel().currentRowChanged.connect(self._on_view_current_changed)
+        self.view.end_requested.connect(self._on_view_end_requested)
+        self._following_end = False
         self.model.modelReset.connect(self._on_model_reset)
         self.model.page_loaded.connect(self._on_model_page_loaded)
 
@@ -95,6 +104,7 @@ class MessagesTab(QWidget):
     def set_thread(self, thread_id: str | None) -> None:
         """Show THREAD_ID's messages (None: none)."""
         self._selected_id = None
+        self._following_end = False
         self.model.set_thread(thread_id)
         self._show_row(None)
         self.summary.setText("Loading…" if thread_id else "")
@@ -107,10 +117,28 @@ class MessagesTab(QWidget):
         """Select message ROW."""
         self.view.setCurrentIndex(self.model.index(row, 0))
 
+    @property
+    def following_end(self) -> bool:
+        """Return True while End keeps loading pages to reach the last message."""
+        return self._following_end
+
+    def _on_view_end_requested(self) -> None:
+        self._following_end = True
+        if self.model.canFetchMore():
+            self.model.fetchMore()
+
     def _on_model_page_loaded(self, loaded: int) -> None:
         total = self.model.total
-        more = f" (scroll for more)" if loaded < total else ""
+        more = " (scroll or press End for more)" if loaded < total else ""
         self.summary.setText(f"{loaded:,} of {total:,} message{'s' if total != 1 else ''} loaded{more}")
+        if self._following_end and loaded:
+            self.select_row(loaded - 1)
+            self.view.scrollToBottom()
+            if loaded >= total:
+                self._following_end = False
+            elif self.model.canFetchMore():   # else a page is already on its way
+                self.model.fetchMore()
+            return
         if self._selected_id is not None and not self.view.currentIndex().isValid():
             row = self.model.row_of(self._selected_id)
             if row >= 0:
@@ -122,6 +150,8 @@ class MessagesTab(QWidget):
         self._show_row(None)
 
     def _on_view_current_changed(self, current, _previous) -> None:
+        if self._following_end and current.row() != self.model.rowCount() - 1:
+            self._following_end = False   # the user went elsewhere
         row = self.model.message_row(current.row()) if current.isValid() else None
         if row is not None:
             self._selected_id = row.message.id

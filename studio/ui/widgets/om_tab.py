@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFormLayout,
     QFrame,
+    QBoxLayout,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPlainTextEdit,
     QScrollArea,
+    QSplitter,
     QStackedWidget,
     QTabWidget,
     QTreeView,
@@ -27,12 +31,17 @@ from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail
 from studio.ui.models.chunks import BufferedChunkModel, ChunkColumn
 from studio.ui.models.observations import LogColumn, ObservationLogModel
+from studio.ui.models.roles import RECORD_ROLE
 from studio.ui.widgets.common import empty_state, plain_label, set_role, table_view
 from studio.ui.widgets.threshold_bar import ThresholdBar
 
 #: Below these widths (px) the bars, and the detail boxes, are stacked in one column.
 WIDE_BARS_MIN_WIDTH = 500
 WIDE_BOXES_MIN_WIDTH = 600
+#: Below this log width (px) the Priority and Line columns hide (the priority dot stays).
+WIDE_LOG_MIN_WIDTH = 420
+#: Height (px) the section tabs (log, record, chunks) keep before the page scrolls.
+CONTENT_MIN_LOG_HEIGHT = 220
 MESSAGES_BAR_TITLE = "Messages before observation"
 OBSERVATIONS_BAR_TITLE = "Observations before reflection"
 NO_OM_TEXT = ("No Observational Memory record governs this thread yet.\n\n"
@@ -45,8 +54,20 @@ FLAG_NAMES = {
     "isBufferingObservation": "Buffering observation",
     "isBufferingReflection": "Buffering reflection",
 }
+NO_CHUNK_TEXT = "Select a chunk to read its observations."
 STALE_TIP = ("The flag is set but the record has not changed for a long time: most likely left behind "
              "by a process that died. Mastra clears such a flag before its own manual reflection.")
+
+
+class _FillingPage(QWidget):
+    """The scrolled OM page: it fills the visible height (the log takes the rest) and scrolls only below its minimum.
+
+    Its wrapped labels still get their height from the layout; what is hidden from the scroll area is
+    the preferred height-for-width, which would make the page taller than the view at every size.
+    """
+
+    def heightForWidth(self, _width: int) -> int:
+        return -1
 
 
 def _form(box: QGroupBox) -> QFormLayout:
@@ -85,7 +106,13 @@ class ObservationalMemoryTab(QWidget):
         self._stack = QStackedWidget()
         self._empty = empty_state(NO_OM_TEXT)
         self._stack.addWidget(self._empty)
-        self._stack.addWidget(self._build_content())
+        # In a short window the page scrolls instead of forcing the window taller.
+        content = QScrollArea()
+        content.setWidgetResizable(True)
+        content.setFrameShape(QFrame.Shape.NoFrame)
+        content.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        content.setWidget(self._build_content())
+        self._stack.addWidget(content)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._stack)
@@ -93,7 +120,7 @@ class ObservationalMemoryTab(QWidget):
     # -- building --------------------------------------------------------------------------
 
     def _build_content(self) -> QWidget:
-        page = QWidget()
+        page = _FillingPage()
         col = QVBoxLayout(page)
         col.setContentsMargins(10, 10, 10, 10)
         col.setSpacing(8)
@@ -104,10 +131,11 @@ class ObservationalMemoryTab(QWidget):
         self.observations_bar = ThresholdBar(
             OBSERVATIONS_BAR_TITLE, over_text="Over the threshold: Mastra reflects (condenses the log) next.",
             under_text="Mastra reflects when the observation log (observationTokenCount) reaches the threshold.")
-        self._bars_grid = QGridLayout()
-        self._bars_grid.setHorizontalSpacing(24)
-        self._bars_grid.setVerticalSpacing(10)
-        col.addLayout(self._bars_grid)
+        # A box layout, not a grid: it gives a bar the height its wrapped state line needs.
+        self._bars_box = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        self._bars_box.addWidget(self.messages_bar, 1, Qt.AlignmentFlag.AlignTop)
+        self._bars_box.addWidget(self.observations_bar, 1, Qt.AlignmentFlag.AlignTop)
+        col.addLayout(self._bars_box)
         self._status_error = plain_label("", "loss", wrap=True)
         self._status_error.hide()
         col.addWidget(self._status_error)
@@ -119,6 +147,7 @@ class ObservationalMemoryTab(QWidget):
         self.sections.addTab(self._build_log_page(), "Observation log")
         self.sections.addTab(self._build_details_page(), "Record && thresholds")
         self.sections.addTab(self._build_chunks_page(), "Buffered chunks")
+        self.sections.setMinimumHeight(CONTENT_MIN_LOG_HEIGHT)
         col.addWidget(self.sections, 1)
 
         self._bar_columns: int | None = None
@@ -146,8 +175,18 @@ class ObservationalMemoryTab(QWidget):
         header = self.log_view.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(LogColumn.OBSERVATION, QHeaderView.ResizeMode.Stretch)
-        for c in (LogColumn.PRIORITY, LogColumn.TIME, LogColumn.LINE):
-            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+        # Fixed widths from the font: sizing to contents would measure every line of a long log.
+        bold = QFont(self.font())
+        bold.setBold(True)
+        fm, bold_fm = self.fontMetrics(), QFontMetrics(bold)
+        priority = max(bold_fm.horizontalAdvance("completed"), fm.horizontalAdvance("Priority"))
+        widths = {LogColumn.PRIORITY: priority + 20,
+                  LogColumn.TIME: fm.horizontalAdvance("00:00") + 24,
+                  LogColumn.LINE: fm.horizontalAdvance("00000") + 16}
+        for c, width in widths.items():
+            header.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(c, width)
+        self.log_view.viewport().installEventFilter(self)
         layout.addWidget(self.log_view, 1)
         self._log_empty = empty_state("The observation log of this generation is empty.")
         self._log_empty.hide()
@@ -222,9 +261,38 @@ class ObservationalMemoryTab(QWidget):
         for c in (ChunkColumn.NUMBER, ChunkColumn.CREATED, ChunkColumn.TOKENS, ChunkColumn.MESSAGE_TOKENS,
                   ChunkColumn.MESSAGES):
             header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-        layout.addWidget(self.chunks_view, 1)
-        layout.addStretch(0)
+        self.chunks_view.selectionModel().currentRowChanged.connect(self._on_chunks_current_changed)
+        # The selected chunk's observations, in full and as plain text, below the table.
+        self.chunk_text = QPlainTextEdit()
+        self.chunk_text.setReadOnly(True)
+        self.chunk_text.setPlaceholderText(NO_CHUNK_TEXT)
+        self.chunk_heading = plain_label("", "muted", selectable=False)
+        detail = QWidget()
+        dl = QVBoxLayout(detail)
+        dl.setContentsMargins(0, 4, 0, 0)
+        dl.setSpacing(2)
+        dl.addWidget(self.chunk_heading)
+        dl.addWidget(self.chunk_text, 1)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.setChildrenCollapsible(False)
+        split.addWidget(self.chunks_view)
+        split.addWidget(detail)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 2)
+        self.chunks_splitter = split
+        layout.addWidget(split, 1)
         return page
+
+    def _on_chunks_current_changed(self, current, _previous) -> None:
+        row = current.row() if current.isValid() else -1
+        chunk = self.chunk_model.index(row, 0).data(RECORD_ROLE) if row >= 0 else None
+        if not isinstance(chunk, dict):
+            self.chunk_heading.setText("")
+            self.chunk_text.setPlainText("")
+            return
+        observations = chunk.get("observations") if isinstance(chunk.get("observations"), str) else ""
+        self.chunk_heading.setText(f"Chunk {row + 1} · observations")
+        self.chunk_text.setPlainText(observations or "(this chunk stores no observations)")
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.Resize:
@@ -233,13 +301,19 @@ class ObservationalMemoryTab(QWidget):
                 self._arrange_bars(2 if width >= WIDE_BARS_MIN_WIDTH else 1)
             elif watched is self._scroll.viewport():
                 self._arrange_boxes(2 if width >= WIDE_BOXES_MIN_WIDTH else 1)
+            elif watched is self.log_view.viewport():
+                narrow = width < WIDE_LOG_MIN_WIDTH
+                for c in (LogColumn.PRIORITY, LogColumn.LINE):
+                    self.log_view.header().setSectionHidden(c, narrow)
         return super().eventFilter(watched, event)
 
     def _arrange_bars(self, columns: int) -> None:
         """Put the two bars side by side (COLUMNS 2) or one above the other (1)."""
         if columns != self._bar_columns:
             self._bar_columns = columns
-            _regrid(self._bars_grid, [self.messages_bar, self.observations_bar], columns)
+            wide = columns == 2
+            self._bars_box.setDirection(QBoxLayout.Direction.LeftToRight if wide else QBoxLayout.Direction.TopToBottom)
+            self._bars_box.setSpacing(24 if wide else 10)
 
     def _arrange_boxes(self, columns: int) -> None:
         """Lay the detail boxes out in COLUMNS columns."""
@@ -273,6 +347,7 @@ class ObservationalMemoryTab(QWidget):
         self.messages_bar.clear()
         self.observations_bar.clear()
         self.chunk_model.set_chunks([])
+        self._on_chunks_current_changed(self.chunk_model.index(-1, 0), None)
         self.log_model.set_log(None)
         self._stack.setCurrentIndex(0)
 
@@ -392,6 +467,10 @@ class ObservationalMemoryTab(QWidget):
     def _show_chunks(self, record: OMRecord, status: ThreadStatus | None) -> None:
         chunks = record.buffered_chunks
         self.chunk_model.set_chunks(chunks)
+        if chunks:
+            self.chunks_view.setCurrentIndex(self.chunk_model.index(0, 0))
+        else:
+            self._on_chunks_current_changed(self.chunk_model.index(-1, 0), None)
         if chunks:
             obs = sum(int(c.get("tokenCount") or 0) for c in chunks)
             msg = sum(int(c.get("messageTokens") or 0) for c in chunks)

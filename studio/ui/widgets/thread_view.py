@@ -8,12 +8,13 @@ from studio.store.records import Thread
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
-from studio.ui.widgets.common import empty_state, plain_label
+from studio.ui.widgets.common import ElidedLabel, empty_state
 from studio.ui.widgets.history_tab import HistoryTab
 from studio.ui.widgets.messages_tab import MessagesTab
 from studio.ui.widgets.om_tab import ObservationalMemoryTab
 
 TAB_NAMES = ["observations", "history", "messages"]
+TAB_TITLES = {"observations": "Observational memory", "history": "History", "messages": "Messages"}
 NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 
@@ -24,16 +25,15 @@ class ThreadView(QWidget):
     def __init__(self, runner: TaskRunner, parent=None):
         super().__init__(parent)
         self._detail: ThreadDetail | None = None
-        self.title = plain_label("", "heading")
-        self.subtitle = plain_label("", "muted", wrap=True)
+        self.title = ElidedLabel("", "heading")
+        self.subtitle = ElidedLabel("", "muted")
         self.om_tab = ObservationalMemoryTab()
         self.history_tab = HistoryTab(runner)
         self.messages_tab = MessagesTab(runner)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        self.tabs.addTab(self.om_tab, "Observational memory")
-        self.tabs.addTab(self.history_tab, "History")
-        self.tabs.addTab(self.messages_tab, "Messages")
+        for name, tab in zip(TAB_NAMES, (self.om_tab, self.history_tab, self.messages_tab)):
+            self.tabs.addTab(tab, TAB_TITLES[name])
 
         page = QWidget()
         pl = QVBoxLayout(page)
@@ -64,6 +64,14 @@ class ThreadView(QWidget):
         """Return the id of the thread shown, or None."""
         return self._detail.thread.id if self._detail else None
 
+    def focus_proxy(self) -> QWidget:
+        """Return the widget Tab lands on when entering this pane (the tab bar)."""
+        return self.tabs.tabBar()
+
+    def set_use_helper(self, use: bool) -> None:
+        """Read message pages in the TaskRunner's helper process when USE (big databases)."""
+        self.messages_tab.model.use_helper = use
+
     def set_tab(self, name: str) -> None:
         """Show tab NAME ("observations", "history" or "messages")."""
         self.tabs.setCurrentIndex(TAB_NAMES.index(name))
@@ -84,7 +92,7 @@ class ThreadView(QWidget):
     def show_loading(self, thread: Thread) -> None:
         """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
         if self._detail is None or self._detail.thread.id != thread.id:
-            self.title.setText(thread.title or thread.id)
+            self._set_title(thread)
             self.subtitle.setText(f"thread {thread.id} · resource {thread.resource_id}\nLoading…")
         self.messages_tab.set_thread(thread.id)
 
@@ -92,7 +100,7 @@ class ThreadView(QWidget):
         """Show DETAIL in the header and the three tabs."""
         self._detail = detail
         t = detail.thread
-        self.title.setText(t.title or t.id)
+        self._set_title(t)
         first = [f"thread {t.id}", f"resource {t.resource_id}",
                  f"{detail.message_count:,} message{'s' if detail.message_count != 1 else ''}"]
         record = detail.record
@@ -100,6 +108,12 @@ class ThreadView(QWidget):
               else "no OM record")
         second = [om, f"last activity {fmt.local_time(t.updated_at)}"]
         self.subtitle.setText(" · ".join(first) + "\n" + " · ".join(second))
+        self.subtitle.setToolTip(fmt.plain_tooltip(self.subtitle.text()))
         self._stack.setCurrentIndex(1)
         self.om_tab.show_detail(detail)
         self.history_tab.show_detail(detail)
+
+    def _set_title(self, thread: Thread) -> None:
+        """Show THREAD's title (elided when narrow) with the full title and the thread id as tooltip."""
+        self.title.setText(thread.title or thread.id)
+        self.title.setToolTip(fmt.plain_tooltip(f"{thread.title or '(no title)'}\nthread {thread.id}"))

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QVBoxLayout, QWidget
 
 from studio.ui import format as fmt
 from studio.ui.style import BarValue, paint_bar
-from studio.ui.widgets.common import plain_label, set_role
+from studio.ui.widgets.common import ElidedLabel, plain_label, set_role
 
 
 class _BarCanvas(QWidget):
@@ -39,7 +39,8 @@ class ThresholdBar(QWidget):
     def __init__(self, title: str, *, over_text: str, under_text: str, parent=None):
         super().__init__(parent)
         self._over_text, self._under_text = over_text, under_text
-        self._title = plain_label(title, "heading", selectable=False)
+        self._title = ElidedLabel(title, "heading")
+        self._title.setToolTip(title)
         self._canvas = _BarCanvas()
         self._figures = plain_label("")
         self._percent = plain_label("", selectable=False)

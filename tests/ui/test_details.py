@@ -1,0 +1,260 @@
+"""Small things users read: empty diffs, diff markers, chunk text, "no OM" on a selected row, dates, errors, Open."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import libsql
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPalette
+from PySide6.QtWidgets import QFileDialog, QStyle, QStyleOptionViewItem
+
+from studio.engine.diff import diff_logs
+from studio.store.memory_store import MemoryStore
+from studio.store.records import Thread, ms_to_iso
+from studio.ui.delegates import BarDelegate
+from studio.ui.loaders import ThreadRow
+from studio.ui.models.diff import OP_ROLE, DiffMode, DiffModel, display_line
+from studio.ui.models.roles import ID_ROLE, RAW_ROLE
+from studio.ui.models.threads import NO_OM, ThreadColumn, ThreadTableModel
+from studio.ui.style import MUTED
+from studio.ui.widgets import main_window
+from studio.ui.widgets.history_tab import BOTH_EMPTY
+
+
+# -- 5. empty diffs say so ---------------------------------------------------------------
+
+def test_identical_generations_say_no_differences(studio, studio_ctx, fixture_db):
+    path = fixture_db("support")
+    with MemoryStore.open(path) as store:
+        history = store.om_history("thread:support-1")
+    window = studio(path, thread_id="support-1", tab="history")
+    tab = window.thread_view.history_tab
+    assert tab.diff_message_text() == ""                     # a real diff: no sentence
+    tab.compare(history[1].id, history[1].id)
+    studio_ctx.runner.wait_idle()
+    n = tab.diff_model.diff.kept
+    assert n > 0 and tab.diff_model.diff.added == tab.diff_model.diff.removed == 0
+    assert tab.diff_message_text() == f"No differences: Generation 1 and Generation 1 have the same {n} lines."
+    assert tab.diff_message.isVisible() and tab.diff_view.isVisible()
+
+
+def test_empty_log_against_nothing_is_explained(studio, studio_ctx, fixture_db):
+    path = fixture_db("support")
+    conn = libsql.connect(str(path))
+    conn.execute("UPDATE mastra_observational_memory SET activeObservations = '' "
+                 "WHERE lookupKey = 'thread:support-1' AND generationCount = 0")
+    conn.commit()
+    conn.close()
+    window = studio(path, thread_id="support-1", tab="history")
+    tab = window.thread_view.history_tab
+    tab.select_generation(2)                                 # generation 0: compared with an empty log
+    studio_ctx.runner.wait_idle()
+    assert tab.old_combo.currentData() is None
+    assert tab.diff_model.rowCount() == 0
+    assert tab.diff_message_text() == BOTH_EMPTY
+    assert tab.diff_message.isVisible() and not tab.diff_view.isVisible()
+    tab.select_generation(0)                                 # a diff with rows puts the table back
+    studio_ctx.runner.wait_idle()
+    assert tab.diff_view.isVisible() and tab.diff_message_text() == ""
+
+
+# -- 7. the marker comes first in the side-by-side diff ----------------------------------
+
+def test_side_by_side_marker_comes_before_the_priority_dot(fixture_db, qtmodeltester):
+    with MemoryStore.open(fixture_db("support")) as store:
+        history = store.om_history("thread:support-1")
+    model = DiffModel()
+    model.set_diff(diff_logs(history[1].active_observations, history[0].active_observations), "G1", "G2")
+    model.set_mode(DiffMode.SIDE_BY_SIDE)
+    qtmodeltester.check(model)
+    assert model.columnCount() == 6
+    assert [model.headerData(c, Qt.Orientation.Horizontal) for c in range(6)] == ["", "Old", "G1", "", "New", "G2"]
+    seen = set()
+    for r in range(model.rowCount()):
+        for marker_col, text_col in ((0, 2), (3, 5)):
+            op = model.index(r, text_col).data(OP_ROLE)
+            if op is None:
+                continue
+            marker = model.index(r, marker_col).data()
+            assert marker == {"kept": " ", "added": "+", "removed": "-"}[op]
+            text = model.index(r, text_col).data()
+            assert text == display_line(model.index(r, text_col).data(RAW_ROLE))   # no marker in front
+            assert model.index(r, marker_col).data(Qt.ItemDataRole.DecorationRole) is None
+            if model.index(r, text_col).data(Qt.ItemDataRole.DecorationRole) is not None:
+                seen.add(op)
+    assert {"added", "removed", "kept"} <= seen                 # dots sit in the text column, after the marker
+    model.set_mode(DiffMode.UNIFIED)
+    assert model.columnCount() == 4 and model.index(0, 0).data() in ("+", "-", " ")
+
+
+def test_side_by_side_view_lays_out_six_columns(studio, fixture_db):
+    window = studio(fixture_db("support"), thread_id="support-1", tab="history")
+    tab = window.thread_view.history_tab
+    tab.side_button.click()
+    header = tab.diff_view.horizontalHeader()
+    assert header.count() == 6
+    assert header.sectionSize(0) < header.sectionSize(2) and header.sectionSize(3) < header.sectionSize(5)
+    assert header.sectionViewportPosition(0) < header.sectionViewportPosition(2)
+
+
+# -- 8. buffered chunks show their observations ------------------------------------------
+
+def test_buffered_chunk_observations_are_readable(studio, studio_ctx, fixture_db):
+    path = fixture_db("buffered")
+    with MemoryStore.open(path) as store:
+        chunks = store.om_current("thread:long-run").buffered_chunks
+    window = studio(path, thread_id="long-run")
+    om = window.thread_view.om_tab
+    assert om.chunks_view.currentIndex().row() == 0
+    assert om.chunk_text.toPlainText() == chunks[0]["observations"]     # in full, as plain text
+    assert om.chunk_text.isReadOnly()
+    assert om.chunk_heading.text() == "Chunk 1 · observations"
+    window.select_thread("long-run")
+    om.chunks_view.clearSelection()
+    om.chunk_model.set_chunks(chunks + [{"observations": "<b>second</b>", "tokenCount": 1}])
+    om.chunks_view.setCurrentIndex(om.chunk_model.index(1, 0))
+    assert om.chunk_text.toPlainText() == "<b>second</b>"
+    om.clear()
+    assert om.chunk_text.toPlainText() == ""
+
+
+# -- 6. "no OM" on a selected row uses the selection's text colour -----------------------
+
+def render_bar_cell(view, row: int, col: int, selected: bool) -> QImage:
+    option = QStyleOptionViewItem()
+    option.initFrom(view)
+    rect = QRect(0, 0, 140, 24)
+    option.rect = rect
+    option.state |= QStyle.StateFlag.State_Enabled | QStyle.StateFlag.State_Active
+    if selected:
+        option.state |= QStyle.StateFlag.State_Selected
+    option.widget = view
+    option.fontMetrics = view.fontMetrics()
+    image = QImage(rect.size(), QImage.Format.Format_ARGB32)
+    image.fill(QColor("white"))
+    painter = QPainter(image)
+    BarDelegate().paint(painter, option, view.model().index(row, col))
+    painter.end()
+    return image
+
+
+def colours(image: QImage) -> list[QColor]:
+    return [image.pixelColor(x, y) for x in range(image.width()) for y in range(image.height())]
+
+
+def near(a: QColor, b: QColor, tolerance: int = 40) -> bool:
+    return abs(a.red() - b.red()) + abs(a.green() - b.green()) + abs(a.blue() - b.blue()) <= tolerance
+
+
+def test_no_om_is_readable_on_a_selected_row(studio, fixture_db):
+    window = studio(fixture_db("support"))
+    view = window.threads_view
+    row = window.thread_model.row_of("support-meta")
+    assert window.thread_model.index(row, ThreadColumn.OBSERVATION).data() == NO_OM
+    selected_text = view.palette().color(QPalette.ColorGroup.Active, QPalette.ColorRole.HighlightedText)
+    highlight = view.palette().color(QPalette.ColorGroup.Active, QPalette.ColorRole.Highlight)
+    plain = colours(render_bar_cell(view, row, ThreadColumn.OBSERVATION, selected=False))
+    assert any(near(c, MUTED) for c in plain)                    # unselected: the muted grey
+    chosen = colours(render_bar_cell(view, row, ThreadColumn.OBSERVATION, selected=True))
+    assert any(near(c, highlight) for c in chosen)               # the selection background is drawn
+    assert any(near(c, selected_text) for c in chosen)           # and the text in the selection's text colour
+    assert not any(near(c, MUTED, 12) for c in chosen)
+
+
+# -- 12. dates in "Last activity", newest first ------------------------------------------
+
+def thread_at(thread_id: str, when: datetime) -> ThreadRow:
+    iso = ms_to_iso(int(when.timestamp() * 1000))
+    return ThreadRow(Thread(id=thread_id, resource_id="r", title=thread_id, updated_at=iso, created_at=iso), None)
+
+
+def test_last_activity_shows_the_date_unless_today_and_sorts_newest_first():
+    now = datetime.now(timezone.utc)
+    rows = [thread_at("old", now - timedelta(days=400)), thread_at("today", now),
+            thread_at("yesterday", now - timedelta(days=1))]
+    model = ThreadTableModel()
+    model.set_rows(rows)
+    assert [model.index(r, 0).data(ID_ROLE) for r in range(3)] == ["today", "yesterday", "old"]
+    text = {model.index(r, 0).data(ID_ROLE): model.index(r, ThreadColumn.LAST_ACTIVITY).data() for r in range(3)}
+    local = {k: datetime.fromisoformat(r.thread.updated_at.replace("Z", "+00:00")).astimezone() for k, r in
+             zip(["old", "today", "yesterday"], rows)}
+    assert text["today"] == local["today"].strftime("%H:%M")
+    y = local["yesterday"]
+    if y.year == local["today"].year:
+        assert text["yesterday"] == f"{y.strftime('%b')} {y.day} {y.strftime('%H:%M')}"
+    assert text["old"] == local["old"].strftime("%Y-%m-%d")
+
+
+def test_thread_list_starts_sorted_by_most_recent_activity(studio, fixture_db):
+    window = studio(fixture_db("support"))
+    header = window.threads_view.horizontalHeader()
+    assert header.sortIndicatorSection() == ThreadColumn.LAST_ACTIVITY
+    assert header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+    model = window.thread_model
+    times = [model.thread_row(r).thread.updated_at for r in range(model.rowCount())]
+    assert times == sorted(times, reverse=True)
+    assert model.index(0, 0).data(ID_ROLE) == "support-meta"
+
+
+# -- 9. every open error names the file ---------------------------------------------------
+
+def test_every_open_error_names_the_file(studio, studio_ctx, fixture_db, tmp_path):
+    path = fixture_db("collab")
+    window = studio(path)
+    plain = tmp_path / "plain.db"
+    conn = libsql.connect(str(plain))
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    conn.commit()
+    conn.close()
+    garbage = tmp_path / "garbage.db"
+    garbage.write_text("not a database\n" * 10)
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    folder = tmp_path / "folder.db"
+    folder.mkdir()
+    for bad in (plain, garbage, empty, folder, tmp_path / "missing.db"):
+        window.open_database(bad)
+        studio_ctx.runner.wait_idle()
+        assert str(bad) in window.last_error, window.last_error
+        assert str(bad) in window.error_box.text()
+        window.error_box.close()
+    assert window.database_path == str(path)                  # the open database stays
+
+
+def test_no_mastra_tables_error_text(studio, studio_ctx, fixture_db, tmp_path):
+    window = studio(fixture_db("tools"))
+    plain = tmp_path / "plain.db"
+    conn = libsql.connect(str(plain))
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY)")
+    conn.commit()
+    conn.close()
+    window.open_database(plain)
+    studio_ctx.runner.wait_idle()
+    assert window.error_box.text().startswith(f"{plain}: ") and "Mastra" in window.error_box.text()
+    window.error_box.close()
+
+
+# -- 10. File ▸ Open starts next to the open database, or at home ---------------------------
+
+def test_open_dialog_starts_in_the_database_folder(studio, fixture_db, monkeypatch):
+    path = fixture_db("tools")
+    window = studio(path)
+    seen = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args: (seen.append(args[2]), ("", ""))[1])
+    window.open_action.trigger()
+    assert seen == [str(Path(path).parent)]
+
+
+def test_open_dialog_skips_the_bundled_sample(studio, fixture_db, monkeypatch):
+    sample = fixture_db("tools")                               # stands in for resources/sample/memory.db
+    monkeypatch.setattr(main_window, "SAMPLE_DATABASE", Path(sample))
+    window = studio(sample)
+    assert window.open_dialog_directory() == str(Path.home())
+    seen = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args: (seen.append(args[2]), ("", ""))[1])
+    window.open_action.trigger()
+    assert seen == [str(Path.home())]
+    empty = studio()
+    assert empty.open_dialog_directory() == str(Path.home())
