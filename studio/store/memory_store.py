@@ -321,11 +321,12 @@ class MemoryStore:
 
     def lookup_key_for_thread(self, thread: Thread) -> str | None:
         """Return the OM lookup key that governs THREAD (thread scope first, then its resource), or None."""
-        keys = {k["lookupKey"] for k in self.om_lookup_keys()}
-        for key in (f"thread:{thread.id}", f"resource:{thread.resource_id}"):
-            if key in keys:
-                return key
-        return None
+        if not self.schema.has_column(sc.OBSERVATIONAL_MEMORY, "lookupKey"):
+            return None
+        candidates = [f"thread:{thread.id}", f"resource:{thread.resource_id}"]
+        found = {r[0] for r in self._rows(
+            'SELECT DISTINCT "lookupKey" FROM mastra_observational_memory WHERE "lookupKey" IN (?, ?)', candidates)}
+        return next((key for key in candidates if key in found), None)
 
     def data_version(self) -> int:
         """Return a number that changes when another process commits to the database.
