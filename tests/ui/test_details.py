@@ -258,3 +258,19 @@ def test_open_dialog_skips_the_bundled_sample(studio, fixture_db, monkeypatch):
     assert seen == [str(Path.home())]
     empty = studio()
     assert empty.open_dialog_directory() == str(Path.home())
+
+
+def test_malformed_config_is_called_out_beside_default_thresholds(studio, fixture_db):
+    import libsql
+
+    path = fixture_db("buffered")
+    conn = libsql.connect(str(path))
+    conn.execute("""UPDATE mastra_observational_memory SET config = '{broken' WHERE "generationCount" = 6""")
+    conn.commit()
+    conn.close()
+    window = studio(path, thread_id="long-run", tab="observations")
+    om = window.thread_view.om_tab
+    assert om.messages_bar.value() == 2441  # pending tokens do not depend on the config
+    assert om._status_error.isVisibleTo(om)
+    text = om._status_error.text()
+    assert "config" in text and "malformed JSON" in text and "default thresholds" in text

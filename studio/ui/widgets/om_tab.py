@@ -358,7 +358,7 @@ class ObservationalMemoryTab(QWidget):
             self.clear()
             return
         self._stack.setCurrentIndex(1)
-        self._show_bars(detail.status, detail.status_error)
+        self._show_bars(detail.status, detail.status_error or self._json_problem(record))
         self._show_record(record, detail.status)
         self._show_thresholds(record, detail.status)
         self._show_flags(detail.status)
@@ -366,6 +366,15 @@ class ObservationalMemoryTab(QWidget):
         self._show_chunks(record, detail.status)
         self._show_summary(record, detail.status)
         self._show_log(detail)
+
+    @staticmethod
+    def _json_problem(record: OMRecord) -> str | None:
+        """Return a sentence about stored JSON columns that could not be parsed, or None."""
+        if not record.json_errors:
+            return None
+        names = ", ".join(sorted(record.json_errors))
+        note = " Mastra's default thresholds are shown." if "config" in record.json_errors else ""
+        return f"this generation's {names} could not be read (malformed JSON).{note}"
 
     def _show_summary(self, record: OMRecord, status: ThreadStatus | None) -> None:
         bits = [f"Generation {record.generation_count} ({record.origin_type})", f"{record.scope} scope"]
@@ -379,7 +388,10 @@ class ObservationalMemoryTab(QWidget):
 
     def _show_bars(self, status: ThreadStatus | None, error: str | None) -> None:
         self._status_error.setVisible(bool(error))
-        self._status_error.setText(f"The status could not be computed: {error}" if error else "")
+        if error and status is not None:  # figures shown, with a caveat
+            self._status_error.setText(f"Note: {error}")
+        else:
+            self._status_error.setText(f"The status could not be computed: {error}" if error else "")
         if status is None:
             self.messages_bar.clear("Unknown")
             self.observations_bar.clear("Unknown")
