@@ -149,6 +149,8 @@ def main(argv=None) -> int:
     if not a.skip_studio:
         results["studio"] = studio_timings(a.db)
     results["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    # The studio's helper process (big databases) has exited by now: its peak is the children's.
+    results["helper_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
     text = json.dumps(results, indent=2)
     print(text)
     if a.json:
