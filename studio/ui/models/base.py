@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QModelRoleDataSpan, QPersistentModelIndex
+from enum import IntEnum
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QModelRoleDataSpan, QPersistentModelIndex, Qt
 
 
 class TableModel(QAbstractTableModel):
@@ -14,6 +16,25 @@ class TableModel(QAbstractTableModel):
     calls keep paints fast while background work runs. `flags` is left to Qt's default (enabled,
     selectable, never has children) for the same reason.
     """
+
+    #: Subclasses with fixed columns set these: the column enum, its header texts and tooltips.
+    COLUMNS: type[IntEnum] | None = None
+    HEADERS: dict = {}
+    HEADER_TIPS: dict = {}
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() or self.COLUMNS is None else len(self.COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if (self.COLUMNS is None or orientation != Qt.Orientation.Horizontal
+                or not 0 <= section < len(self.COLUMNS)):
+            return None
+        col = self.COLUMNS(section)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.HEADERS[col]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self.HEADER_TIPS.get(col, self.HEADERS[col])
+        return None
 
     def multiData(self, index: QModelIndex | QPersistentModelIndex, roleDataSpan: QModelRoleDataSpan) -> None:
         data = self.data

@@ -40,6 +40,9 @@ def _int(value) -> int | None:
 class BufferedChunkModel(TableModel):
     """`bufferedObservationChunks` of the current record, oldest first."""
 
+    COLUMNS = ChunkColumn
+    HEADERS = HEADERS
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self._chunks: list[dict] = []
@@ -53,14 +56,7 @@ class BufferedChunkModel(TableModel):
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._chunks)
 
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(ChunkColumn)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole \
-                and 0 <= section < len(ChunkColumn):
-            return HEADERS[ChunkColumn(section)]
-        return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self._chunks)):

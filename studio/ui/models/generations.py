@@ -46,6 +46,10 @@ def compression(previous: OMRecord | None, record: OMRecord) -> float | None:
 class GenerationTableModel(TableModel):
     """OM records of one lookup key, newest generation first (the first row is the current one)."""
 
+    COLUMNS = GenerationColumn
+    HEADERS = HEADERS
+    HEADER_TIPS = HEADER_TIPS
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self._records: list[OMRecord] = []
@@ -78,18 +82,7 @@ class GenerationTableModel(TableModel):
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._records)
 
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(GenerationColumn)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation != Qt.Orientation.Horizontal or not (0 <= section < len(GenerationColumn)):
-            return None
-        col = GenerationColumn(section)
-        if role == Qt.ItemDataRole.DisplayRole:
-            return HEADERS[col]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return HEADER_TIPS.get(col, HEADERS[col])
-        return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self._records)):

@@ -45,6 +45,10 @@ HEADER_TIPS = {
 class MessageTableModel(TableModel):
     """Messages of one thread in storage order; pages of PAGE_SIZE rows fetched through the TaskRunner."""
 
+    COLUMNS = MessageColumn
+    HEADERS = HEADERS
+    HEADER_TIPS = HEADER_TIPS
+
     page_loaded = Signal(int)  # rows now loaded
 
     def __init__(self, runner: TaskRunner, parent=None, *, page_size: int = PAGE_SIZE, key: str = "messages"):
@@ -165,18 +169,7 @@ class MessageTableModel(TableModel):
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:
-        return 0 if parent.isValid() else len(MessageColumn)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if orientation != Qt.Orientation.Horizontal or not (0 <= section < len(MessageColumn)):
-            return None
-        col = MessageColumn(section)
-        if role == Qt.ItemDataRole.DisplayRole:
-            return HEADERS[col]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return HEADER_TIPS.get(col, HEADERS[col])
-        return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self._rows)):
