@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QHeaderView, QLineEdit, QVBoxLayout, QWidget
 
+from studio.ui import format as fmt
 from studio.ui.delegates import BAR_PADDING, BarDelegate
 from studio.ui.models.threads import BAR_COLUMNS, ThreadColumn, ThreadTableModel
 from studio.ui.widgets.common import ElidedLabel, table_view
@@ -121,7 +122,7 @@ class ThreadListPane(QWidget):
         n = self.model.total_rows
         where = f" of {resource}" if resource is not None else ""
         self.heading.setText(f"Threads{where} ({n:,})")
-        self.heading.setToolTip(self.heading.text())
+        self.heading.setToolTip(fmt.plain_tooltip(self.heading.text()))
 
     def focus_filter(self) -> None:
         """Put the keyboard focus in the filter box, its text selected (Ctrl+F)."""
