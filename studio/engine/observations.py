@@ -28,7 +28,7 @@ class Priority(str, Enum):
         return {"🔴": "high", "🟡": "medium", "🟢": "low", "✅": "completed"}[self.value]
 
 
-DATE_RE = re.compile(r"^\s*Date:\s*(?P<date>.+?)\s*$")
+DATE_RE = re.compile(r"^\s*Date:(?P<date>.*)$")  # the date is stripped in code: no backtracking
 BOUNDARY_RE = re.compile(r"^\s*---\s*message boundary\s*\((?P<at>[^)]*)\)\s*---\s*$")
 OBS_RE = re.compile(
     r"^(?P<indent>\s*)[*-]\s+(?P<arrow>->\s+)?(?P<prio>🔴|🟡|🟢|✅)?\s*(?:\((?P<time>\d{1,2}:\d{2})\)\s*)?(?P<text>.*)$"
@@ -94,8 +94,9 @@ def classify(raw: str, number: int = 0, date: str | None = None) -> LogLine:
     if not raw.strip():
         return LogLine(number, raw, "blank", date=date)
     m = DATE_RE.match(raw)
-    if m:
-        return LogLine(number, raw, "date", date=m.group("date"), text=m.group("date"))
+    if m and m.group("date").strip():
+        date = m.group("date").strip()
+        return LogLine(number, raw, "date", date=date, text=date)
     m = BOUNDARY_RE.match(raw)
     if m:
         return LogLine(number, raw, "boundary", date=date, boundary_at=m.group("at"), text=raw.strip())

@@ -10,6 +10,7 @@ import threading
 from typing import Callable, Iterator
 
 from studio.engine.status import ThreadStatus, compute_status
+from studio.errors import StoreError
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Thread
 
@@ -19,11 +20,14 @@ RECORD_CHUNK = 50
 
 def iter_statuses(store: MemoryStore, threads: list[Thread] | None = None, *,
                   progress: Callable[[int, int], None] | None = None,
-                  cancel: threading.Event | None = None) -> Iterator[ThreadStatus]:
+                  cancel: threading.Event | None = None,
+                  on_error: Callable[[Thread, Exception], None] | None = None) -> Iterator[ThreadStatus]:
     """Yield the status of each thread governed by an OM record (threads without one are skipped).
 
     THREADS defaults to every thread. PROGRESS(done, total) is called after each thread; setting
-    CANCEL stops the iteration before the next thread. Raises StoreError on a failed read.
+    CANCEL stops the iteration before the next thread. A thread whose status cannot be computed
+    (stored values Mastra itself could not use) is skipped and reported to ON_ERROR(thread, exc).
+    Raises StoreError on a failed read.
     """
     threads = store.list_threads() if threads is None else threads
     total = len(threads)
@@ -37,7 +41,14 @@ def iter_statuses(store: MemoryStore, threads: list[Thread] | None = None, *,
                 return
             record = current.get(f"thread:{thread.id}") or current.get(f"resource:{thread.resource_id}")
             if record is not None:
-                status = compute_status(store, thread, record)
+                try:
+                    status = compute_status(store, thread, record)
+                except StoreError:
+                    raise  # the database itself failed: stop
+                except Exception as exc:  # one odd record must not hide every other thread's bars
+                    status = None
+                    if on_error is not None:
+                        on_error(thread, exc)
                 if status is not None:
                     yield status
             done += 1

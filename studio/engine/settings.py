@@ -8,11 +8,14 @@ threshold is a range {min: messageTokens, max: messageTokens + observationTokens
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_MESSAGE_TOKENS = 30_000
 DEFAULT_OBSERVATION_TOKENS = 40_000
+#: Mastra's default Observer model (OBSERVATIONAL_MEMORY_DEFAULTS.observation.model).
+DEFAULT_OBSERVATION_MODEL = "google/gemini-2.5-flash"
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ def dynamic_threshold(threshold: Threshold, observation_tokens: int) -> int:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
 
 
@@ -78,6 +83,7 @@ class OMSettings:
     reflection_buffer_activation: float | None
     observation_model: str | None
     reflection_model: str | None
+    counter_model: str | None = None
 
     @property
     def async_observation_enabled(self) -> bool:
@@ -98,6 +104,13 @@ def model_name(model: Any) -> str | None:
         provider = model.get("provider")
         return f"{str(provider).split('.')[0]}/{model['modelId']}" if provider else model["modelId"]
     return None
+
+
+def _counter_model(model: Any) -> str | None:
+    """Return the model Mastra's TokenCounter is built with: the Observer model only when it is a string."""
+    if model is None:
+        return DEFAULT_OBSERVATION_MODEL
+    return model if isinstance(model, str) else None
 
 
 def resolve_settings(config: dict | None, scope: str | None = None) -> OMSettings:
@@ -158,8 +171,15 @@ def resolve_settings(config: dict | None, scope: str | None = None) -> OMSetting
         block_after=block_after,
         reflection_buffer_activation=reflection_activation,
         observation_model=model_name(obs.get("model") or config.get("model")),
+        counter_model=_counter_model(obs.get("model", config.get("model"))),
         reflection_model=model_name(ref.get("model") or config.get("model")),
     )
+
+
+def chunk_tokens(chunk: dict, key: str) -> int:
+    """Return a buffered chunk's token field KEY as a number (missing or not a finite number -> 0)."""
+    value = _number(chunk.get(key))
+    return int(value) if value is not None else 0
 
 
 def retention_floor(buffer_activation: float, threshold: int) -> float:
@@ -182,10 +202,10 @@ def projected_message_removal(chunks: list[dict], buffer_activation: float, thre
     target = max(0, pending - floor)
     if target == 0:
         return 0
-    cumulative = 0
+    cumulative = 0.0
     over_boundary = over_tokens = under_boundary = under_tokens = 0
     for i, chunk in enumerate(chunks):
-        cumulative += chunk.get("messageTokens") or 0
+        cumulative += chunk_tokens(chunk, "messageTokens")
         boundary = i + 1
         if cumulative >= target:
             if over_boundary == 0 or cumulative < over_tokens:
@@ -200,4 +220,4 @@ def projected_message_removal(chunks: list[dict], buffer_activation: float, thre
         return under_tokens
     if over_boundary > 0:
         return over_tokens
-    return chunks[0].get("messageTokens") or 0
+    return chunk_tokens(chunks[0], "messageTokens")

@@ -23,6 +23,7 @@ from studio.engine.observer_format import format_other_threads_context
 from studio.engine.settings import (
     OMSettings,
     ThresholdRange,
+    chunk_tokens,
     dynamic_threshold,
     max_threshold,
     projected_message_removal,
@@ -34,6 +35,8 @@ from studio.store.records import OMRecord, Thread, iso_to_ms
 
 #: A busy flag whose record has not been updated for this long is taken as left by a dead process (ms).
 STALE_FLAG_AFTER_MS = 10 * 60 * 1000
+#: Mastra's getOtherThreadsContext calls listThreads without perPage: the default page of 100 threads.
+OTHER_THREADS_LIMIT = 100
 FLAG_COLUMNS = ("isObserving", "isReflecting", "isBufferingObservation", "isBufferingReflection")
 
 
@@ -127,10 +130,12 @@ def flag_states(record: OMRecord, now_ms: int | None = None) -> list[FlagState]:
 def _other_threads_tokens(store: MemoryStore, record: OMRecord, resource_id: str, thread_id: str) -> int:
     """Return countString of the other threads' unobserved context (Mastra's getOtherThreadsContext)."""
     by_thread: dict[str, list[dict]] = {}
-    for other in store.list_threads(resource_id):
+    for other in store.list_threads(resource_id)[:OTHER_THREADS_LIMIT]:
         if other.id == thread_id:
             continue
-        cursor_at = other.om_metadata.get("lastObservedAt") or record.last_observed_at
+        cursor_at = other.om_metadata.get("lastObservedAt")
+        if cursor_at is None:  # JavaScript's ??: only a missing value falls back to the record's cursor
+            cursor_at = record.last_observed_at
         msgs = [m.as_mastra() for m in store.list_messages(other.id, since=storage_cursor(cursor_at))]
         msgs = [m for m in msgs if not is_working_memory_state_signal(m)]
         if msgs:
@@ -166,14 +171,14 @@ def compute_status(store: MemoryStore, thread: Thread | str, record: OMRecord | 
     loaded = [m.as_mastra() for m in raw]
     loaded = [m for m in loaded if m["role"] != "system" and not is_working_memory_state_signal(m)]
     window = unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
-    context_tokens = tokens.count_messages_for_status(window)
+    context_tokens = tokens.count_messages_for_status(window, model=settings.counter_model)
     other = _other_threads_tokens(store, record, thread.resource_id, thread.id) if resource_scope and thread.resource_id else 0
     pending = max(0, context_tokens + other)
 
     observation_tokens = record.observation_token_count
     threshold = dynamic_threshold(settings.message_tokens, observation_tokens)
     chunks = record.buffered_chunks
-    chunk_tokens = sum(int(c.get("messageTokens") or 0) for c in chunks)
+    chunk_message_tokens = sum(chunk_tokens(c, "messageTokens") for c in chunks)
     reflect_threshold = max_threshold(settings.reflection_tokens)
     if isinstance(settings.message_tokens, ThresholdRange):
         effective_reflection = max(settings.message_tokens.max - threshold, 1000)
@@ -189,12 +194,12 @@ def compute_status(store: MemoryStore, thread: Thread | str, record: OMRecord | 
         pending_tokens=pending,
         threshold=threshold,
         reflection_threshold=effective_reflection,
-        unbuffered_pending_tokens=max(0, pending - chunk_tokens),
+        unbuffered_pending_tokens=max(0, pending - chunk_message_tokens),
         should_observe=pending >= threshold,
         should_reflect=observation_tokens >= reflect_threshold,
         buffered_chunk_count=len(chunks),
-        buffered_chunk_tokens=chunk_tokens,
-        buffered_observation_tokens=sum(int(c.get("tokenCount") or 0) for c in chunks),
+        buffered_chunk_tokens=chunk_message_tokens,
+        buffered_observation_tokens=sum(chunk_tokens(c, "tokenCount") for c in chunks),
         can_activate=len(chunks) > 0,
         projected_removal_tokens=projected_message_removal(
             chunks, settings.buffer_activation if settings.buffer_activation is not None else 1,

@@ -87,7 +87,12 @@ def unobserved_parts(message: dict) -> list:
 def storage_cursor(last_observed_at: str | None) -> str | None:
     """Return the `createdAt >=` bound Mastra queries with: lastObservedAt + 1 ms, as ISO (or None)."""
     ms = iso_to_ms(last_observed_at)
-    return None if ms is None else ms_to_iso(ms + 1)
+    if ms is None:
+        return None
+    try:
+        return ms_to_iso(ms + 1)
+    except (ValueError, OverflowError, OSError):  # beyond year 9999: no stored message can be later
+        return "9999-12-31T23:59:59.999Z"
 
 
 def unobserved_messages(messages: list[dict], last_observed_at: str | None, observed_ids: list | None,
@@ -97,9 +102,10 @@ def unobserved_messages(messages: list[dict], last_observed_at: str | None, obse
     A message whose completed observation covers only some parts is returned as a copy holding
     the unobserved parts. EXTRA_EXCLUDED_IDS adds ids to skip (buffered chunks, on buffering paths).
     """
-    observed = set(observed_ids or [])
+    observed = {i for i in (observed_ids or []) if isinstance(i, str)}
     if extra_excluded_ids:
         observed |= extra_excluded_ids
+    has_cursor = bool(last_observed_at)
     cursor = iso_to_ms(last_observed_at)
     result = []
     for msg in messages:
@@ -113,8 +119,11 @@ def unobserved_messages(messages: list[dict], last_observed_at: str | None, obse
             parts = unobserved_parts(msg)
             if parts:
                 result.append({**msg, "content": {**msg["content"], "parts": parts}})
+        elif not msg.get("createdAt") or not has_cursor:
+            result.append(msg)  # no timestamp, or nothing observed yet
         else:
+            # Mastra compares Dates: an unparseable time is NaN, and NaN > cursor is false.
             created = iso_to_ms(msg.get("createdAt"))
-            if created is None or cursor is None or created > cursor:
+            if created is not None and cursor is not None and created > cursor:
                 result.append(msg)
     return result

@@ -97,6 +97,15 @@ def is_quiescent_wal(path: Path) -> bool:
     return is_wal and not Path(str(path) + "-wal").exists()
 
 
+def file_identity(path: Path) -> tuple | None:
+    """Return (device, inode) of PATH, or None if it cannot be read: changes when the file is replaced."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def file_signature(path: Path) -> tuple:
     """Return what tells whether a database changed on disk: (size, mtime ns) of the file and its -wal."""
     sig = []

@@ -12,7 +12,14 @@ from typing import Any, Iterable, Iterator
 
 from studio.errors import SchemaError, StoreError
 from studio.store import schema as sc
-from studio.store.connection import Location, connect, describe_sqlite_error, file_signature, parse_location
+from studio.store.connection import (
+    Location,
+    connect,
+    describe_sqlite_error,
+    file_identity,
+    file_signature,
+    parse_location,
+)
 from studio.store.records import (
     OM_BOOL_COLUMNS,
     OM_JSON_COLUMNS,
@@ -44,6 +51,7 @@ class MemoryStore:
         self.writable = writable
         self.immutable = immutable
         self._signature = file_signature(location.path) if immutable else None
+        self._identity = file_identity(location.path)
         self._reopens = 0
 
     @classmethod
@@ -66,14 +74,19 @@ class MemoryStore:
 
         An immutable connection (a WAL file nobody had open) never sees later writes: when a
         writer appears (a -wal file) or the file changes, a fresh read-only connection replaces it.
-        Called by `data_version` and `list_threads`, the points where the studio checks for news.
+        Any read-only store is also reopened when the path now names another file (replaced by
+        a copy or a rename). Checked before every read (two stat calls).
         """
-        if not self.immutable or self.conn is None or file_signature(self.location.path) == self._signature:
+        if self.conn is None or self.writable:
+            return False
+        replaced = file_identity(self.location.path) not in (None, self._identity)
+        changed = self.immutable and file_signature(self.location.path) != self._signature
+        if not (replaced or changed):
             return False
         fresh = MemoryStore.open(self.location.path, writable=self.writable)
         self.conn.close()
         self.conn, self.schema, self.immutable = fresh.conn, fresh.schema, fresh.immutable
-        self._signature = fresh._signature
+        self._signature, self._identity = fresh._signature, fresh._identity
         self._reopens += 1
         return True
 
@@ -91,9 +104,11 @@ class MemoryStore:
 
     # -- low level -------------------------------------------------------------------------
 
-    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+    def _rows(self, sql: str, params: Iterable[Any] = (), *, check: bool = True) -> list[tuple]:
         if self.conn is None:
             raise StoreError("The database is closed")
+        if check:
+            self.reopen_if_changed()
         try:
             return self.conn.execute(sql, tuple(params)).fetchall()
         except Exception as exc:
@@ -117,6 +132,9 @@ class MemoryStore:
         A JSONB blob SQLite cannot decode does not fail the read: the rows are re-read raw and
         that value is decoded one by one (undecodable -> left as bytes, reported as malformed).
         """
+        if self.conn is None:
+            raise StoreError("The database is closed")
+        self.reopen_if_changed()
         present, select = self._select_list(table, wanted)
         sql = f"SELECT {select} FROM {sc.quote_ident(table)} {tail}"
         try:
@@ -125,7 +143,7 @@ class MemoryStore:
             if "json" not in str(exc).lower():
                 raise StoreError(f"Reading {self.location.display} failed: {describe_sqlite_error(exc)}") from exc
             raw_select = ", ".join(sc.quote_ident(c) for c in present)
-            rows = self._rows(f"SELECT {raw_select} FROM {sc.quote_ident(table)} {tail}", params)
+            rows = self._rows(f"SELECT {raw_select} FROM {sc.quote_ident(table)} {tail}", params, check=False)
             rows = [tuple(self._decode_blob(v) if c in JSONB_COLUMNS else v for c, v in zip(present, r)) for r in rows]
         return [dict(zip(present, r)) for r in rows]
 

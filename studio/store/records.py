@@ -33,6 +33,8 @@ def parse_json(value: Any) -> tuple[Any, str | None]:
         return json.loads(value), None
     except ValueError as exc:
         return None, f"malformed JSON: {exc}"
+    except RecursionError:
+        return None, "JSON nested too deeply to read"
 
 
 def iso_to_ms(value: Any) -> int | None:
@@ -43,24 +45,32 @@ def iso_to_ms(value: Any) -> int | None:
     """
     if value is None:
         return None
-    if isinstance(value, (int, float)):
-        return int(value)
-    text = str(value).strip()
-    if not text:
-        return None
-    if text.isdigit():
-        return int(text)
     try:
+        if isinstance(value, (int, float)):
+            return int(value) if abs(value) <= MAX_JS_DATE_MS else None
+        text = str(value).strip()
+        if not text:
+            return None
+        if text.isdigit():
+            ms = int(text)
+            return ms if ms <= MAX_JS_DATE_MS else None
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return int(round(dt.timestamp() * 1000))
+    except (ValueError, OverflowError, OSError):
         return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(round(dt.timestamp() * 1000))
+
+
+#: JavaScript Dates span ±8.64e15 ms around the epoch.
+MAX_JS_DATE_MS = 8_640_000_000_000_000
 
 
 def ms_to_iso(ms: int) -> str:
-    """Format epoch milliseconds as Mastra does (`Date.toISOString()`: `2026-11-29T20:40:53.819Z`)."""
+    """Format epoch milliseconds as Mastra does (`Date.toISOString()`: `2026-11-29T20:40:53.819Z`).
+
+    Raises ValueError/OverflowError for times Python's datetime cannot hold (beyond year 9999).
+    """
     dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
@@ -184,6 +194,19 @@ class OMRecord:
         value = self.columns.get(name)
         return default if value is None else value
 
+    def get_int(self, name: str, default: int = 0) -> int:
+        """Return integer column NAME; missing, NULL or not a number -> DEFAULT."""
+        value = self.columns.get(name)
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, int):
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return default
+        return int(number) if number == number and abs(number) != float("inf") else default
+
     @property
     def id(self) -> str:
         return self.columns["id"]
@@ -206,7 +229,7 @@ class OMRecord:
 
     @property
     def generation_count(self) -> int:
-        return int(self.get("generationCount", 0))
+        return self.get_int("generationCount")
 
     @property
     def origin_type(self) -> str:
@@ -219,7 +242,7 @@ class OMRecord:
 
     @property
     def observation_token_count(self) -> int:
-        return int(self.get("observationTokenCount", 0))
+        return self.get_int("observationTokenCount")
 
     @property
     def config(self) -> dict:

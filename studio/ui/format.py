@@ -28,12 +28,22 @@ def ratio_text(value: int, threshold: int) -> str:
     return f"{value:,} / {threshold:,} · {percent(value, threshold)}%"
 
 
+def _local(ms: int) -> datetime | None:
+    """Return epoch MS as a local datetime, or None when it is outside what datetime can hold."""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone()
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
 def local_time(iso: str | None, *, seconds: bool = False) -> str:
     """Format a stored ISO-8601 UTC time in local time ("2026-11-29 20:42"), or an em dash."""
     ms = iso_to_ms(iso)
     if ms is None:
         return NONE if iso is None else str(iso)
-    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone()
+    dt = _local(ms)
+    if dt is None:
+        return str(iso)
     return dt.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
@@ -42,7 +52,9 @@ def short_time(iso: str | None, now: datetime | None = None, *, seconds: bool = 
     ms = iso_to_ms(iso)
     if ms is None:
         return NONE if iso is None else str(iso)
-    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone()
+    dt = _local(ms)
+    if dt is None:
+        return str(iso)
     now = (now or datetime.now(timezone.utc)).astimezone()
     clock = dt.strftime("%H:%M:%S" if seconds else "%H:%M")
     if dt.date() == now.date():

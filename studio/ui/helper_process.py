@@ -83,8 +83,13 @@ class HelperProcess:
                 self._kill()
             finally:
                 self._lock.release()
-        elif self._proc is not None:
-            self._proc.terminate()  # the calling thread reads end-of-file, then cleans up
+        else:
+            proc = self._proc  # read once: the calling thread may clear it meanwhile
+            if proc is not None:
+                try:
+                    proc.terminate()  # the calling thread reads end-of-file, then cleans up
+                except OSError:
+                    pass
 
     def _ensure(self) -> subprocess.Popen:
         if self._proc is None:

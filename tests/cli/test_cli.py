@@ -169,3 +169,29 @@ def test_malformed_om_json_is_reported_and_defaults_apply(fixture_db, capsys):
     # Mastra's defaults stand in for the unreadable config (30,000 / 40,000 tokens); chunks read as none.
     assert (om["message_tokens"], om["observation_tokens"]) == (30000, 40000)
     assert om["status"]["long-run"]["buffered_chunk_count"] == 0
+
+
+@pytest.mark.parametrize("sql", [
+    """UPDATE mastra_observational_memory SET "lastObservedAt" = '9999-12-31T23:59:59.999Z'""",
+    """UPDATE mastra_observational_memory SET "lastObservedAt" = 99999999999999999999""",
+    """UPDATE mastra_observational_memory SET "observationTokenCount" = 'n/a', "generationCount" = 'x'""",
+    """UPDATE mastra_observational_memory SET "observedMessageIds" = '[["a"], 5, null]'""",
+    """UPDATE mastra_observational_memory SET "bufferedObservationChunks" = '[{"messageTokens": "12"}]'""",
+    """UPDATE mastra_observational_memory SET config = '{"observation": {"messageTokens": 1e400}}'""",
+    """UPDATE mastra_threads SET metadata = '""" + "[" * 100000 + "]" * 100000 + """'""",
+    """UPDATE mastra_messages SET content = '""" + "[" * 100000 + "]" * 100000 + """' WHERE rowid = 1""",
+])
+def test_odd_stored_values_do_not_break_inspect(fixture_db, capsys, sql):
+    """Values Mastra would never write (or would choke on) still give a full report, not a crash."""
+    import libsql
+
+    path = fixture_db("support")
+    conn = libsql.connect(str(path))
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+    data = run_json(capsys, ["inspect", str(path), "--json"])
+    assert len(data["threads"]) == 6
+    assert {r["lookup_key"] for r in data["observational_memory"]} == set(load_oracle("support")["om"])
+    for thread_id in ("support-1", "support-2"):
+        run_json(capsys, ["tokens", str(path), thread_id, "--json"])

@@ -88,3 +88,12 @@ def test_diff_real_consecutive_generations(fixture_db):
         new_n = len([l for l in newer.active_observations.splitlines() if l.strip()])
         assert d.kept + d.removed == old_n
         assert d.kept + d.added == new_n
+
+
+def test_date_header_with_a_long_run_of_spaces():
+    """A hostile line (a date, 50,000 spaces, a letter) parses to the right date (the old pattern
+    backtracked quadratically on it)."""
+    line = "Date: a" + " " * 50_000 + "b"
+    log = parse_log(line + "\n* 🔴 (09:00) x\n")
+    assert log.groups[0].date == "a" + " " * 50_000 + "b"
+    assert parse_log("Date:   \n").lines[0].kind == "text"  # an empty date is not a header

@@ -263,3 +263,39 @@ def test_quiescent_wal_file_sees_a_later_writer(fixture_db, tmp_path):
         assert store.data_version() != version
         assert store.message_count("res-a") == before + 1
         assert [t.id for t in store.list_threads("user-erin")]  # still readable after the reopen
+
+
+def test_reads_after_a_writer_appears_need_no_explicit_check(fixture_db):
+    """Any read (not only data_version/list_threads) of an immutable store sees a later writer's rows:
+    the studio's helper process only ever calls detail/page reads."""
+    path = fixture_db("support")
+    for ext in ("-wal", "-shm"):
+        Path(str(path) + ext).unlink(missing_ok=True)
+    with MemoryStore.open(path) as store:
+        assert store.immutable
+        before = len(store.list_messages("support-2"))
+        writer = libsql.connect(str(path))
+        writer.execute("""INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+                          VALUES ('late', 'support-2', '{"format":2,"parts":[]}', 'user', 'v2',
+                                  '2030-01-01T00:00:00.000Z', 'user-alice')""")
+        writer.commit()
+        writer.close()
+        assert len(store.list_messages("support-2")) == before + 1
+
+
+def test_a_replaced_file_is_reopened(fixture_db, tmp_path):
+    """When the path is replaced by another database (a copy over it), reads follow the new file."""
+    import os
+
+    path = fixture_db("support")
+    from tests.conftest import copy_fixture
+
+    copy_other = copy_fixture("collab", tmp_path / "other")
+    with MemoryStore.open(path) as store:
+        version = store.data_version()
+        assert {t.id for t in store.list_threads()} >= {"support-1"}
+        for ext in ("-wal", "-shm"):
+            Path(str(path) + ext).unlink(missing_ok=True)
+        os.replace(copy_other, path)
+        assert store.data_version() != version
+        assert {t.id for t in store.list_threads()} == {"doc_42", "room_7"}

@@ -274,3 +274,24 @@ def test_malformed_config_is_called_out_beside_default_thresholds(studio, fixtur
     assert om._status_error.isVisibleTo(om)
     text = om._status_error.text()
     assert "config" in text and "malformed JSON" in text and "default thresholds" in text
+
+
+def test_times_at_the_edges_of_the_calendar_are_shown_as_stored():
+    from studio.ui import format as fmt
+
+    for iso in ("9999-12-31T23:59:59.999Z", "0001-01-01T00:00:00.000Z"):
+        for tz in ("Asia/Tokyo", "America/New_York"):
+            import os
+            import time
+
+            old = os.environ.get("TZ")
+            os.environ["TZ"] = tz
+            time.tzset()
+            try:
+                assert fmt.local_time(iso) and fmt.short_time(iso)
+            finally:
+                if old is None:
+                    os.environ.pop("TZ", None)
+                else:
+                    os.environ["TZ"] = old
+                time.tzset()
