@@ -306,7 +306,8 @@ class MainWindow(QMainWindow):
         self._runner.cancel("statuses")
         self.progress.hide()
         self._pending_thread, self._pending_tab = thread_id, tab
-        self.setWindowTitle(f"{APP_TITLE} — {Path(info.path).name}")
+        # "[*]" in a title is Qt's modified-marker placeholder: double it to show a file name literally
+        self.setWindowTitle(f"{APP_TITLE} — {Path(info.path).name.replace('[*]', '[*][*]')}")
         self.path_label.setText(info.path)
         self.path_label.setToolTip(fmt.plain_tooltip(info.path))
         self.mode_label.setText("read-write" if info.writable else "read-only")
@@ -588,7 +589,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         files = self._ctx.recent_files()
         for path in files:
-            action = self.recent_menu.addAction(path)
+            action = self.recent_menu.addAction(path.replace("&", "&&"))  # "&" would mark a mnemonic
             action.triggered.connect(functools.partial(self.open_database, path))
         if files:
             self.recent_menu.addSeparator()
