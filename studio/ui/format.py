@@ -28,33 +28,31 @@ def ratio_text(value: int, threshold: int) -> str:
     return f"{value:,} / {threshold:,} · {percent(value, threshold)}%"
 
 
-def _local(ms: int) -> datetime | None:
-    """Return epoch MS as a local datetime, or None when it is outside what datetime can hold."""
+def _local(iso: str | None) -> datetime | str:
+    """Return stored time ISO as a local datetime, or the text to show instead (em dash, or the raw value
+    when it is not a time datetime can hold)."""
+    ms = iso_to_ms(iso)
+    if ms is None:
+        return NONE if iso is None else str(iso)
     try:
         return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone()
     except (OverflowError, ValueError, OSError):
-        return None
+        return str(iso)
 
 
 def local_time(iso: str | None, *, seconds: bool = False) -> str:
     """Format a stored ISO-8601 UTC time in local time ("2026-11-29 20:42"), or an em dash."""
-    ms = iso_to_ms(iso)
-    if ms is None:
-        return NONE if iso is None else str(iso)
-    dt = _local(ms)
-    if dt is None:
-        return str(iso)
+    dt = _local(iso)
+    if isinstance(dt, str):
+        return dt
     return dt.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
 def short_time(iso: str | None, now: datetime | None = None, *, seconds: bool = False) -> str:
     """Format a stored time compactly in local time: "20:42" today, "Nov 29 20:42" this year, else "2025-11-29"."""
-    ms = iso_to_ms(iso)
-    if ms is None:
-        return NONE if iso is None else str(iso)
-    dt = _local(ms)
-    if dt is None:
-        return str(iso)
+    dt = _local(iso)
+    if isinstance(dt, str):
+        return dt
     now = (now or datetime.now(timezone.utc)).astimezone()
     clock = dt.strftime("%H:%M:%S" if seconds else "%H:%M")
     if dt.date() == now.date():
