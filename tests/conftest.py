@@ -33,6 +33,15 @@ def copy_fixture(name: str, dest_dir: Path) -> Path:
     return dst
 
 
+def make_plain_sqlite(path: Path) -> Path:
+    """Write a valid SQLite database at PATH with one table and no Mastra tables; return PATH."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    return path
+
+
 def load_oracle(name: str) -> dict:
     """Return the parsed `<name>.oracle.json` Mastra wrote for fixture NAME."""
     return json.loads((FIXTURES / f"{name}.oracle.json").read_text(encoding="utf-8"))

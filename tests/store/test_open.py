@@ -13,7 +13,7 @@ import pytest
 from studio.errors import SchemaError, StoreError
 from studio.store.connection import parse_location
 from studio.store.memory_store import MemoryStore
-from tests.conftest import FIXTURE_NAMES, load_oracle
+from tests.conftest import FIXTURE_NAMES, load_oracle, make_plain_sqlite
 
 
 def digest(path: Path) -> str | None:
@@ -122,9 +122,7 @@ def test_not_sqlite(tmp_path):
 
 
 def test_sqlite_without_mastra_tables(tmp_path):
-    p = tmp_path / "other.db"
-    with sqlite3.connect(p) as c:
-        c.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    p = make_plain_sqlite(tmp_path / "other.db")
     before = p.read_bytes()
     with pytest.raises(SchemaError, match="no Mastra tables"):
         MemoryStore.open(p)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.conftest import make_plain_sqlite
+
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -203,11 +205,7 @@ def test_thread_list_starts_sorted_by_most_recent_activity(studio, fixture_db):
 def test_every_open_error_names_the_file(studio, studio_ctx, fixture_db, tmp_path):
     path = fixture_db("collab")
     window = studio(path)
-    plain = tmp_path / "plain.db"
-    conn = libsql.connect(str(plain))
-    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
-    conn.commit()
-    conn.close()
+    plain = make_plain_sqlite(tmp_path / "plain.db")
     garbage = tmp_path / "garbage.db"
     garbage.write_text("not a database\n" * 10)
     empty = tmp_path / "empty.db"
@@ -225,11 +223,7 @@ def test_every_open_error_names_the_file(studio, studio_ctx, fixture_db, tmp_pat
 
 def test_no_mastra_tables_error_text(studio, studio_ctx, fixture_db, tmp_path):
     window = studio(fixture_db("tools"))
-    plain = tmp_path / "plain.db"
-    conn = libsql.connect(str(plain))
-    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY)")
-    conn.commit()
-    conn.close()
+    plain = make_plain_sqlite(tmp_path / "plain.db")
     window.open_database(plain)
     studio_ctx.runner.wait_idle()
     assert window.error_box.text().startswith(f"{plain}: ") and "Mastra" in window.error_box.text()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import libsql
+from tests.conftest import make_plain_sqlite
+
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -56,11 +57,7 @@ def test_dropping_a_non_sqlite_file_shows_error_and_keeps_database(studio, studi
 def test_opening_sqlite_without_mastra_tables_or_missing_file(studio, studio_ctx, fixture_db, tmp_path):
     path = fixture_db("collab")
     window = studio(path)
-    other = tmp_path / "other.db"
-    conn = libsql.connect(str(other))
-    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
-    conn.commit()
-    conn.close()
+    other = make_plain_sqlite(tmp_path / "other.db")
     window.open_database(other)
     studio_ctx.runner.wait_idle()
     assert window.last_error and "Mastra" in window.last_error
