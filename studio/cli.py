@@ -128,7 +128,20 @@ def add_tokens_command(subparsers) -> None:
     p.set_defaults(run=lambda a: (_dump(thread_tokens(a.path, a.thread_id)), EXIT_OK)[1])
 
 
-COMMANDS: dict[str, Callable] = {"inspect": add_inspect_command, "tokens": add_tokens_command}
+def _from_module(module: str, function: str) -> Callable:
+    """Return a registrar that imports MODULE only when the parser is built, then calls FUNCTION."""
+    def add(subparsers) -> None:
+        import importlib
+
+        getattr(importlib.import_module(module), function)(subparsers)
+    return add
+
+
+# One line per subcommand; area commands live in their own modules (studio/cli_<area>.py).
+COMMANDS: dict[str, Callable] = {
+    "inspect": add_inspect_command,
+    "tokens": add_tokens_command,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
