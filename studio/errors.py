@@ -13,6 +13,26 @@ class SchemaError(StoreError):
     """The file is SQLite but not a Mastra memory database this studio understands."""
 
 
+class WriteRefused(StoreError):
+    """A write to the user's database was refused and nothing was written.
+
+    `reason` is one of WRITE_REFUSED_REASONS:
+    "generation-changed" (the latest generation or its observations changed since they were read),
+    "reflecting" (isReflecting is set: live, or stale and not cleared), "not-found" (no such
+    thread, record or generation), "busy" (another process holds the write lock, or is observing
+    or buffering this record), "conflict" (the new id already exists), "invalid" (bad arguments).
+    """
+
+    def __init__(self, reason: str, message: str):
+        if reason not in WRITE_REFUSED_REASONS:
+            raise ValueError(f"unknown WriteRefused reason {reason!r}")
+        super().__init__(message)
+        self.reason = reason
+
+
+WRITE_REFUSED_REASONS = frozenset({"generation-changed", "reflecting", "not-found", "busy", "conflict", "invalid"})
+
+
 class EngineError(StudioError):
     """The OM engine could not compute a figure from the stored data."""
 

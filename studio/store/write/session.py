@@ -1,0 +1,91 @@
+"""A write session (one per studio window or CLI run): a backup before its first destructive write per file."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from studio.store.backup import backup_database, default_backup_path
+from studio.store.connection import parse_location
+from studio.store.write import reflection, threads
+
+__all__ = ["WriteSession", "DESTRUCTIVE_WRITES"]
+
+#: The writes a session backs up before. delete_messages and clear_thread remove rows;
+#: commit_reflection and revert_to_generation overwrite the thread's current task / suggested
+#: response and the previous generation's flags; clone_thread only adds rows, but it is the first
+#: write many users make, and issue #4 asks for the backup before it too. So: every write.
+DESTRUCTIVE_WRITES = ("commit_reflection", "revert_to_generation", "clone_thread", "delete_messages", "clear_thread")
+
+
+class WriteSession:
+    """Writes to users' databases with one verified backup per file, taken before the session's first write.
+
+    BACKUP_DIR: where backups go (default: beside each database). BACKUP: the backup function
+    (`studio.store.backup.backup_database(path, dest)`), replaceable in tests. Thread-safe.
+    The write methods take the same arguments as the functions of `studio.store.writes` and
+    return what they return; when the backup fails, StoreError is raised and nothing is written.
+    """
+
+    def __init__(self, *, backup_dir: str | os.PathLike[str] | None = None,
+                 backup: Callable[..., Path] = backup_database):
+        self.backup_dir = Path(backup_dir) if backup_dir is not None else None
+        self._backup = backup
+        self._backups: dict[Path, Path] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(path: str | os.PathLike[str]) -> Path:
+        return Path(os.path.realpath(parse_location(path).path))
+
+    @property
+    def backups(self) -> dict[Path, Path]:
+        """Return {database path: backup path} for the backups this session made."""
+        with self._lock:
+            return dict(self._backups)
+
+    def backup_for(self, path: str | os.PathLike[str]) -> Path | None:
+        """Return the backup this session made of PATH, or None."""
+        with self._lock:
+            return self._backups.get(self._key(path))
+
+    def before_destructive_write(self, path: str | os.PathLike[str]) -> Path:
+        """Back up PATH unless this session already did; return the backup's path (StoreError on failure)."""
+        key = self._key(path)
+        with self._lock:
+            done = self._backups.get(key)
+            if done is not None:
+                return done
+            dest = None
+            if self.backup_dir is not None:
+                dest = default_backup_path(self.backup_dir / key.name)
+            made = self._backup(key, dest) if dest is not None else self._backup(key)
+            self._backups[key] = Path(made)
+            return self._backups[key]
+
+    def commit_reflection(self, path: str | os.PathLike[str], **kwargs: Any) -> dict:
+        """Back up PATH once, then `writes.commit_reflection(path, **kwargs)`."""
+        self.before_destructive_write(path)
+        return reflection.commit_reflection(path, **kwargs)
+
+    def revert_to_generation(self, path: str | os.PathLike[str], **kwargs: Any) -> dict:
+        """Back up PATH once, then `writes.revert_to_generation(path, **kwargs)`."""
+        self.before_destructive_write(path)
+        return reflection.revert_to_generation(path, **kwargs)
+
+    def clone_thread(self, path: str | os.PathLike[str], source_thread_id: str, **kwargs: Any) -> dict:
+        """Back up PATH once, then `writes.clone_thread(path, source_thread_id, **kwargs)`."""
+        self.before_destructive_write(path)
+        return threads.clone_thread(path, source_thread_id, **kwargs)
+
+    def delete_messages(self, path: str | os.PathLike[str], ids, **kwargs: Any) -> int:
+        """Back up PATH once, then `writes.delete_messages(path, ids, **kwargs)`."""
+        self.before_destructive_write(path)
+        return threads.delete_messages(path, ids, **kwargs)
+
+    def clear_thread(self, path: str | os.PathLike[str], thread_id: str, **kwargs: Any) -> int:
+        """Back up PATH once, then `writes.clear_thread(path, thread_id, **kwargs)`."""
+        self.before_destructive_write(path)
+        return threads.clear_thread(path, thread_id, **kwargs)

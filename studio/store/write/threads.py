@@ -1,0 +1,310 @@
+"""Clone a thread, delete messages, clear a thread: Mastra's Memory writes, each as one transaction.
+
+- `clone_thread` mirrors `Memory.cloneThread` (@mastra/memory 1.31.0) over
+  `MemoryLibSQL.copyThread` (@mastra/libsql 1.23.1): the same message selection SQL, new UUIDs,
+  `metadata.clone`, the default title, the thread's current OM record copied with its ids remapped
+  (thread scope always; resource scope only into another resource), and, when the caller says
+  working memory is enabled, the working memory copied as Mastra copies it. Mastra writes these in
+  several steps (and undoes them on failure); here they are one transaction.
+- `delete_messages` mirrors `Memory.deleteMessages` → `MemoryLibSQL.deleteMessages`: the rows are
+  deleted and the `updatedAt` of every thread that lost a message is set to now. OM records are
+  not touched (Mastra leaves `observedMessageIds` as they are).
+- `clear_thread` deletes all of a thread's messages the same way (the thread itself stays).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable
+
+from studio.engine.jscompat import node_utf8
+from studio.errors import WriteRefused
+from studio.store.records import parse_json
+from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, RESOURCES, THREADS
+from studio.store.write.common import (
+    check_datetime,
+    iso,
+    js_date_round_trip,
+    js_parse,
+    latest_om_row,
+    new_id,
+    now_ms_or_clock,
+    read_thread,
+    stringify,
+    thread_metadata,
+    to_int,
+)
+from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
+from studio.store.write.xxhash import h32_to_string
+
+__all__ = ["clone_thread", "delete_messages", "clear_thread", "DELETE_BATCH_SIZE"]
+
+#: Mastra deletes messages in batches of 100 ids (SQL parameter limits).
+DELETE_BATCH_SIZE = 100
+MESSAGE_COLUMNS = ["id", "thread_id", "content", "role", "type", "createdAt", "resourceId"]
+WORKING_MEMORY_SCOPES = (None, "thread", "resource")
+
+
+def _message_query(source_thread_id: str, start: str | None, end: str | None, ids: list[str] | None,
+                   limit: int | None) -> tuple[str, list[Any]]:
+    """Return copyThread's message selection (SQL text and parameters), verbatim where order depends on it."""
+    sql = 'SELECT id, "createdAt"\n                          FROM "mastra_messages" WHERE thread_id = ?'
+    params: list[Any] = [source_thread_id]
+    if start:
+        sql += ' AND "createdAt" >= ?'
+        params.append(start)
+    if end:
+        sql += ' AND "createdAt" <= ?'
+        params.append(end)
+    if ids:
+        sql += f" AND id IN ({', '.join('?' for _ in ids)})"
+        params.extend(ids)
+    sql += ' ORDER BY "createdAt" ASC'
+    if limit:
+        newest_first = sql.replace('ORDER BY "createdAt" ASC', 'ORDER BY "createdAt" DESC')
+        sql = f'SELECT * FROM ({newest_first} LIMIT ?) ORDER BY "createdAt" ASC'
+        params.append(limit)
+    return sql, params
+
+
+def _check_options(new_thread_id, title, resource_id, metadata, message_limit, message_ids, working_memory_scope):
+    for name, value in (("new_thread_id", new_thread_id), ("title", title), ("resource_id", resource_id)):
+        if value is not None and not isinstance(value, str):
+            raise WriteRefused("invalid", f"{name} must be a string, not {type(value).__name__}")
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise WriteRefused("invalid", f"metadata must be a dict, not {type(metadata).__name__}")
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise WriteRefused("invalid", f"metadata must hold JSON values only: {exc}") from exc
+    if message_limit is not None and (isinstance(message_limit, bool) or not isinstance(message_limit, int)
+                                      or message_limit < 0):
+        raise WriteRefused("invalid", f"message_limit must be an int >= 0 (0 = all messages), not {message_limit!r}")
+    if message_ids is not None:
+        if isinstance(message_ids, (str, bytes)) or not all(isinstance(i, str) and i for i in message_ids):
+            raise WriteRefused("invalid", "message_ids must be a list of non-empty strings")
+    if working_memory_scope not in WORKING_MEMORY_SCOPES:
+        raise WriteRefused("invalid", f"working_memory_scope must be None, 'thread' or 'resource', not {working_memory_scope!r}")
+
+
+def _remap_ids(value: Any, id_map: dict[str, str]) -> Any:
+    return [id_map[i] for i in value if isinstance(i, str) and id_map.get(i)]
+
+
+def _clone_om(tx: WriteTx, source: dict, new_thread: dict, id_map: dict[str, str], now: str) -> str | None:
+    """Copy the source thread's current OM record to the clone as Memory.cloneObservationalMemory does."""
+    if not tx.schema.has_observational_memory or not source.get("resourceId"):
+        return None
+    src_resource = source["resourceId"]
+    record = latest_om_row(tx, f"thread:{source['id']}") or latest_om_row(tx, f"resource:{src_resource}")
+    if record is None:
+        return None
+    resource_changed = new_thread["resourceId"] != src_resource
+    if record.get("scope") == "resource" and not resource_changed:
+        return None  # resource-scoped OM is shared by the resource's threads
+    thread_id = new_thread["id"] if record.get("scope") == "thread" else None
+    observed = js_parse(record.get("observedMessageIds"), "observedMessageIds") if record.get("observedMessageIds") else None
+    chunks = js_parse(record.get("bufferedObservationChunks"), "bufferedObservationChunks") \
+        if record.get("bufferedObservationChunks") else None
+    chunks = [{**c, "messageIds": _remap_ids(c.get("messageIds"), id_map) if isinstance(c.get("messageIds"), list)
+               else []} for c in chunks if isinstance(c, dict)] if isinstance(chunks, list) else None
+    active = record.get("activeObservations") or ""
+    buffered_reflection = record.get("bufferedReflection") or None
+    if resource_changed:
+        src_tag, new_tag = h32_to_string(node_utf8(source["id"])), h32_to_string(node_utf8(new_thread["id"]))
+        if src_tag != new_tag:
+            old, new = f'<thread id="{src_tag}">', f'<thread id="{new_tag}">'
+            active = active.replace(old, new)
+            buffered_reflection = buffered_reflection.replace(old, new) if buffered_reflection else buffered_reflection
+            if chunks:
+                chunks = [{**c, "observations": c["observations"].replace(old, new)}
+                          if isinstance(c.get("observations"), str) and c["observations"] else c for c in chunks]
+    config = record.get("config")
+    metadata = record.get("metadata")
+    record_id = new_id()
+    tx.insert(OBSERVATIONAL_MEMORY, {
+        "id": record_id,
+        "lookupKey": f"thread:{thread_id}" if thread_id else f"resource:{new_thread['resourceId']}",
+        "scope": record.get("scope"),
+        "resourceId": new_thread["resourceId"],
+        "threadId": thread_id,
+        "activeObservations": active,
+        "activeObservationsPendingUpdate": None,
+        "originType": record.get("originType") or "initial",
+        "config": stringify(js_parse(config, "OM record config") if config else {}),
+        "generationCount": to_int(record.get("generationCount")),
+        "lastObservedAt": js_date_round_trip(record.get("lastObservedAt")),
+        "lastReflectionAt": None,
+        "pendingMessageTokens": to_int(record.get("pendingMessageTokens")),
+        "totalTokensObserved": to_int(record.get("totalTokensObserved")),
+        "observationTokenCount": to_int(record.get("observationTokenCount")),
+        "observedMessageIds": stringify(_remap_ids(observed, id_map)) if isinstance(observed, list) else None,
+        "bufferedObservationChunks": stringify(chunks) if chunks is not None else None,
+        "bufferedReflection": buffered_reflection,
+        "bufferedReflectionTokens": to_int(record.get("bufferedReflectionTokens")) or None,
+        "bufferedReflectionInputTokens": to_int(record.get("bufferedReflectionInputTokens")) or None,
+        "reflectedObservationLineCount": to_int(record.get("reflectedObservationLineCount")) or None,
+        "isObserving": 0,
+        "isReflecting": 0,
+        "isBufferingObservation": 0,
+        "isBufferingReflection": 0,
+        "lastBufferedAtTokens": to_int(record.get("lastBufferedAtTokens")),
+        "lastBufferedAtTime": js_date_round_trip(record.get("lastBufferedAtTime")),
+        "observedTimezone": record.get("observedTimezone") or None,
+        "metadata": stringify(js_parse(metadata, "OM record metadata")) if metadata else None,
+        "createdAt": now,
+        "updatedAt": now,
+    })
+    return record_id
+
+
+def _copy_working_memory(tx: WriteTx, scope: str, source: dict, new_thread: dict, now: str) -> None:
+    """Copy working memory as Memory.copyThread does when working memory is enabled with SCOPE."""
+    if scope == "thread":
+        wm = thread_metadata(source).get("workingMemory")
+        if wm:  # getWorkingMemory returns null for a missing / empty value
+            meta = dict(new_thread["metadata"])
+            meta["workingMemory"] = wm
+            tx.update(THREADS, {"metadata": Jsonb(stringify(meta)), "updatedAt": now}, "id = ?", (new_thread["id"],))
+        return
+    if new_thread["resourceId"] == source["resourceId"] or not tx.schema.has_table(RESOURCES):
+        return  # the same resource shares its working memory naturally
+    rows = tx.select(RESOURCES, "WHERE id = ?", (source["resourceId"],), wanted=["workingMemory"])
+    wm = rows[0].get("workingMemory") if rows else None
+    if not wm:
+        return
+    if tx.select(RESOURCES, "WHERE id = ?", (new_thread["resourceId"],), wanted=["id"]):
+        tx.update(RESOURCES, {"workingMemory": wm, "updatedAt": now}, "id = ?", (new_thread["resourceId"],))
+    else:
+        tx.insert(RESOURCES, {"id": new_thread["resourceId"], "workingMemory": wm, "metadata": Jsonb("{}"),
+                              "createdAt": now, "updatedAt": now})
+
+
+def _message_dict(row: dict) -> dict:
+    content, _ = parse_json(row.get("content"))
+    return {"id": row["id"], "threadId": row.get("thread_id"), "resourceId": row.get("resourceId"),
+            "role": row.get("role"), "type": row.get("type"), "createdAt": row.get("createdAt"),
+            "content": content if content is not None else row.get("content")}
+
+
+def clone_thread(path: str | os.PathLike[str], source_thread_id: str, *, new_thread_id: str | None = None,
+                 title: str | None = None, resource_id: str | None = None, metadata: dict | None = None,
+                 message_limit: int | None = None, start_date: Any = None, end_date: Any = None,
+                 message_ids: Iterable[str] | None = None, now_ms: int | None = None,
+                 working_memory_scope: str | None = None, busy_timeout_ms: int | None = None) -> dict:
+    """Clone SOURCE_THREAD_ID into a new thread exactly as Mastra's Memory.cloneThread does; one transaction.
+
+    NEW_THREAD_ID: default a random UUID. TITLE: default "Clone of <source title>" ("" when the
+    source has none). RESOURCE_ID: default the source's. METADATA (dict): the app's metadata; Mastra
+    adds `clone = {sourceThreadId, clonedAt, lastMessageId}`. Messages (new UUIDs, content / role /
+    type / createdAt copied in SQL): those with createdAt >= START_DATE and <= END_DATE (ISO string
+    compared as stored, or a datetime / epoch ms), whose id is in MESSAGE_IDS (when non-empty), the
+    newest MESSAGE_LIMIT of them (0 or None: all), in createdAt order. The source's current OM
+    record is copied with remapped message ids (thread scope; resource scope only into another
+    resource). WORKING_MEMORY_SCOPE: None = working memory disabled (Mastra's default, nothing
+    copied); "thread" / "resource" = copied as Mastra does with working memory enabled in that scope.
+
+    Returns {"thread": {id, resourceId, title, metadata, createdAt, updatedAt}, "messages": [{id,
+    threadId, resourceId, role, type, createdAt, content}] (createdAt order), "messageIdMap":
+    {source id: new id}, "omRecordId": id of the copied OM record or None}. Raises WriteRefused
+    ("invalid", "not-found": no source thread, "conflict": NEW_THREAD_ID exists, "busy") and
+    StoreError; nothing is written then.
+    """
+    if not isinstance(source_thread_id, str) or not source_thread_id:
+        raise WriteRefused("invalid", "source_thread_id must be a non-empty string")
+    ids = list(message_ids) if message_ids is not None and not isinstance(message_ids, (str, bytes)) else message_ids
+    _check_options(new_thread_id, title, resource_id, metadata, message_limit, ids, working_memory_scope)
+    start, end = check_datetime(start_date, "start_date"), check_datetime(end_date, "end_date")
+    now = iso(now_ms_or_clock(now_ms))
+    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
+    with write_transaction(path, **kwargs) as tx:
+        source = read_thread(tx, source_thread_id)
+        if source is None:
+            raise WriteRefused("not-found", f"There is no thread {source_thread_id!r} to clone.")
+        thread_id = new_thread_id or new_id()
+        if read_thread(tx, thread_id) is not None:
+            raise WriteRefused("conflict", f"A thread with id {thread_id!r} already exists; choose another id.")
+        sql, params = _message_query(source_thread_id, start, end, ids, message_limit)
+        selected = [r[0] for r in tx.rows(sql, params)]
+        clone_meta: dict[str, Any] = {"sourceThreadId": source_thread_id, "clonedAt": now}
+        if selected:
+            clone_meta["lastMessageId"] = selected[-1]
+        thread_metadata_out = dict(metadata or {})
+        thread_metadata_out["clone"] = clone_meta
+        source_title = source.get("title")
+        thread = {"id": thread_id, "resourceId": resource_id or source["resourceId"],
+                  "title": title or (f"Clone of {source_title}" if source_title else ""),
+                  "metadata": thread_metadata_out, "createdAt": now, "updatedAt": now}
+        tx.insert(THREADS, {"id": thread_id, "resourceId": thread["resourceId"], "title": thread["title"],
+                            "metadata": Jsonb(stringify(thread_metadata_out)), "createdAt": now, "updatedAt": now})
+        id_map: dict[str, str] = {}
+        for source_id in selected:
+            copied = new_id()
+            id_map[source_id] = copied
+            changed = tx.execute(
+                'INSERT INTO "mastra_messages" (id, thread_id, content, role, type, "createdAt", "resourceId") '
+                'SELECT ?, ?, content, role, type, "createdAt", ? FROM "mastra_messages" WHERE id = ?',
+                (copied, thread_id, thread["resourceId"], source_id))
+            if changed != 1:
+                raise WriteRefused("conflict", f"Message {source_id} changed while it was being copied; nothing was written.")
+        if working_memory_scope:
+            _copy_working_memory(tx, working_memory_scope, source, thread, now)
+        om_id = _clone_om(tx, source, thread, id_map, now)
+        rows = tx.select(MESSAGES, 'WHERE thread_id = ? ORDER BY "createdAt" ASC', (thread_id,), wanted=MESSAGE_COLUMNS)
+    return {"thread": thread, "messages": [_message_dict(r) for r in rows], "messageIdMap": id_map, "omRecordId": om_id}
+
+
+def _delete(tx: WriteTx, ids: list[str], now: str) -> int:
+    deleted, threads = 0, []
+    for i in range(0, len(ids), DELETE_BATCH_SIZE):
+        batch = ids[i:i + DELETE_BATCH_SIZE]
+        marks = ",".join("?" for _ in batch)
+        for (tid,) in tx.rows(f'SELECT DISTINCT thread_id FROM "mastra_messages" WHERE id IN ({marks})', batch):
+            if tid and tid not in threads:
+                threads.append(tid)
+        deleted += tx.execute(f'DELETE FROM "mastra_messages" WHERE id IN ({marks})', batch)
+    for tid in threads:
+        tx.update(THREADS, {"updatedAt": now}, "id = ?", (tid,))
+    return deleted
+
+
+def delete_messages(path: str | os.PathLike[str], ids: Iterable[str], *, now_ms: int | None = None,
+                    busy_timeout_ms: int | None = None) -> int:
+    """Delete the messages with IDS as Mastra's Memory.deleteMessages does; return how many rows went.
+
+    IDS: message ids (non-empty strings; an empty list writes nothing and returns 0). Unknown ids
+    are ignored, as in Mastra. Every thread that lost a message gets `updatedAt` = now. Raises
+    WriteRefused("invalid") for bad ids, WriteRefused("busy") and StoreError; nothing is written then.
+    """
+    if isinstance(ids, (str, bytes)):
+        raise WriteRefused("invalid", "ids must be a list of message ids, not a single string")
+    ids = list(ids)
+    if not all(isinstance(i, str) and i for i in ids):
+        raise WriteRefused("invalid", "All message ids must be non-empty strings")
+    if not ids:
+        return 0
+    now = iso(now_ms_or_clock(now_ms))
+    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
+    with write_transaction(path, **kwargs) as tx:
+        return _delete(tx, list(dict.fromkeys(ids)), now)
+
+
+def clear_thread(path: str | os.PathLike[str], thread_id: str, *, now_ms: int | None = None,
+                 busy_timeout_ms: int | None = None) -> int:
+    """Delete every message of THREAD_ID (the thread stays) as deleteMessages would; return how many went.
+
+    The thread's `updatedAt` is set to now when it had messages; OM records are not touched.
+    Raises WriteRefused ("invalid", "not-found": no such thread, "busy") and StoreError.
+    """
+    if not isinstance(thread_id, str) or not thread_id:
+        raise WriteRefused("invalid", "thread_id must be a non-empty string")
+    now = iso(now_ms_or_clock(now_ms))
+    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
+    with write_transaction(path, **kwargs) as tx:
+        if read_thread(tx, thread_id) is None:
+            raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
+        ids = [r[0] for r in tx.rows('SELECT id FROM "mastra_messages" WHERE thread_id = ? ORDER BY "createdAt"',
+                                     (thread_id,))]
+        return _delete(tx, ids, now) if ids else 0

@@ -1,0 +1,31 @@
+"""Writes to a user's memory.db, each exactly as Mastra makes it, each ONE checked transaction (no Qt).
+
+Public API (implemented in `studio.store.write`):
+
+- `commit_reflection(path, *, lookup_key, expected_record_id, observations, ...) -> dict`
+  a new OM generation as Mastra's manual reflection writes it (ObservationalMemory.reflect);
+- `revert_to_generation(path, *, lookup_key, generation_count, expected_record_id, ...) -> dict`
+  undo: generation latest+1 with generation N's observations, marked `metadata.studio`;
+- `clone_thread(path, source_thread_id, *, ...) -> dict`  Memory.cloneThread;
+- `delete_messages(path, ids) -> int`  Memory.deleteMessages; `clear_thread(path, thread_id) -> int`;
+- `WriteSession`  one per window / CLI run: backs each file up (`studio.store.backup`) before the
+  session's first write to it, then writes;
+- `WriteRefused` (reason: generation-changed, reflecting, not-found, busy, conflict, invalid).
+
+Every function opens its own read-write libSQL connection for the one write and closes it, never
+changes the journal mode, starts with BEGIN IMMEDIATE (busy timeout, retried), re-checks its
+preconditions inside the transaction, and leaves the main file and -wal byte-identical when it
+refuses or fails (see `studio.store.write.transaction`).
+"""
+
+from studio.errors import WRITE_REFUSED_REASONS, WriteRefused
+from studio.store.backup import backup_database
+from studio.store.write.reflection import STUDIO_METADATA_KEY, commit_reflection, revert_to_generation
+from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
+from studio.store.write.threads import clear_thread, clone_thread, delete_messages
+
+__all__ = [
+    "WriteRefused", "WRITE_REFUSED_REASONS", "commit_reflection", "revert_to_generation", "clone_thread",
+    "delete_messages", "clear_thread", "backup_database", "WriteSession", "DESTRUCTIVE_WRITES",
+    "STUDIO_METADATA_KEY",
+]

@@ -1,0 +1,118 @@
+"""Online backups of real fixtures, and the write session's backup-before-the-first-write rule."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from studio.errors import StoreError, WriteRefused
+from studio.store.backup import backup_database
+from studio.store.memory_store import MemoryStore
+from studio.store.writes import DESTRUCTIVE_WRITES, WriteSession
+from tests.conftest import FIXTURE_NAMES
+
+
+def state(path: Path) -> tuple:
+    wal = Path(str(path) + "-wal")
+    return (hashlib.sha256(path.read_bytes()).hexdigest(),
+            hashlib.sha256(wal.read_bytes()).hexdigest() if wal.exists() else None, wal.exists())
+
+
+def counts(path: Path) -> dict:
+    with MemoryStore.open(path) as store:
+        out = {"messages": store.message_counts(), "threads": [t.id for t in store.list_threads()]}
+        out["om"] = {k["lookupKey"]: [r.id for r in store.om_history(k["lookupKey"])] for k in store.om_lookup_keys()}
+        return out
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_backup_is_a_complete_verified_copy_and_leaves_the_source_alone(fixture_db, name):
+    path = fixture_db(name)
+    before = state(path)
+    backup = backup_database(path)
+    assert state(path) == before
+    assert backup.parent == path.parent
+    assert re.fullmatch(rf"{re.escape(path.stem)}\.backup-\d{{8}}T\d{{6}}Z\.db", backup.name)
+    assert counts(backup) == counts(path)  # rows that live only in the -wal are in the copy too
+    assert not Path(f"{backup}-wal").exists() or Path(f"{backup}-wal").stat().st_size == 0
+    assert sorted(p.name for p in path.parent.iterdir() if ".partial" in p.name) == []
+
+
+def test_backup_never_overwrites_and_numbers_same_second_names(fixture_db, tmp_path):
+    path = fixture_db("support")
+    first, second = backup_database(path), backup_database(path)
+    assert first != second and first.exists() and second.exists()
+    dest = tmp_path / "mine.db"
+    dest.write_bytes(b"precious")
+    with pytest.raises(StoreError, match="overwrite"):
+        backup_database(path, dest)
+    assert dest.read_bytes() == b"precious"
+    with pytest.raises(StoreError, match="not a folder"):
+        backup_database(path, tmp_path / "missing-dir" / "b.db")
+    with pytest.raises(StoreError):
+        backup_database(tmp_path / "nope.db")
+
+
+def test_session_backs_up_once_before_its_first_write(fixture_db):
+    path = fixture_db("support")
+    made = []
+
+    def spy(src, dest=None):
+        made.append(src)
+        return backup_database(src, dest)
+
+    session = WriteSession(backup=spy)
+    assert session.backup_for(path) is None
+    with MemoryStore.open(path) as store:
+        ids = [m.id for m in store.list_messages("support-4")]
+        messages_before = store.message_count("support-4")
+    assert session.delete_messages(path, ids) == messages_before
+    backup = session.backup_for(path)
+    assert backup is not None and len(made) == 1
+    with MemoryStore.open(backup) as store:  # taken before the delete
+        assert store.message_count("support-4") == messages_before
+    session.clear_thread(path, "support-3")
+    clone = session.clone_thread(path, "support-2")
+    with MemoryStore.open(path) as store:
+        rec = store.om_current("thread:support-1")
+    session.commit_reflection(path, lookup_key="thread:support-1", expected_record_id=rec.id, observations="* 🔴 x")
+    assert len(made) == 1 and session.backups == {path.resolve(): backup}
+    with MemoryStore.open(backup) as store:
+        assert store.get_thread(clone["thread"]["id"]) is None and store.message_count("support-3") == 18
+    # another file gets its own backup; a new session backs up again
+    other = fixture_db("history")
+    session.clear_thread(other, "hist-2")
+    assert len(made) == 2
+    WriteSession(backup=spy).clear_thread(path, "support-5")
+    assert len(made) == 3
+    assert set(DESTRUCTIVE_WRITES) == {"commit_reflection", "revert_to_generation", "clone_thread",
+                                       "delete_messages", "clear_thread"}
+
+
+def test_session_backup_dir_and_failed_backup_means_no_write(fixture_db, tmp_path):
+    path = fixture_db("support")
+    session = WriteSession(backup_dir=tmp_path / "backups-missing")
+    before = state(path)
+    with pytest.raises(StoreError):
+        session.clear_thread(path, "support-3")
+    assert state(path) == before and session.backup_for(path) is None
+    (tmp_path / "backups").mkdir()
+    session = WriteSession(backup_dir=tmp_path / "backups")
+    session.clear_thread(path, "support-3")
+    (backup,) = (tmp_path / "backups").iterdir()
+    assert backup.name.startswith("support.backup-") and session.backup_for(path) == backup
+
+
+def test_session_refused_write_leaves_the_file_unchanged(fixture_db):
+    path = fixture_db("live/support")
+    session = WriteSession()
+    before = state(path)
+    with pytest.raises(WriteRefused):
+        session.clone_thread(path, "support-1", new_thread_id="support-2")
+    with pytest.raises(WriteRefused):
+        session.delete_messages(path, [""])
+    assert state(path) == before
+    assert session.backup_for(path) is not None  # the backup was taken first; it is not a write to the file
