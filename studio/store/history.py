@@ -1,0 +1,513 @@
+"""Message history as Mastra's Memory serves it: listThreads, getThreadById, recall (no Qt, read-only).
+
+Each function mirrors one Mastra method on the same file, with the same SQL where the result
+depends on it (ties in `createdAt` come back in the order SQLite returns them, as in Mastra):
+
+- `list_threads`   Memory.listThreads → MemoryLibSQL.listThreads (@mastra/libsql 1.23.1)
+- `get_thread_by_id` Memory.getThreadById → MemoryLibSQL.getThreadById
+- `list_messages`  MemoryLibSQL.listMessages (the storage call, which applies `include`)
+- `recall`         Memory.recall (@mastra/memory 1.31.0): the newest page first, returned in
+                   chronological order, system messages and system reminders left out
+
+Arguments use Python names; Mastra's camelCase spellings are accepted too (`resourceId`,
+`dateRange`, `withPreviousMessages`, ...), so a call can be written from Mastra's documentation.
+Bad arguments raise ValidationError (studio.engine.metadata_filter); failed reads raise StoreError.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from datetime import timezone
+from typing import Any, Iterable, Literal
+
+from studio.engine.metadata_filter import ValidationError, validate_metadata_filter
+from studio.store import schema as sc
+from studio.store.memory_store import MESSAGE_COLUMNS, THREAD_COLUMNS, MemoryStore
+from studio.store.records import Message, Thread, iso_to_ms, ms_to_iso
+
+__all__ = [
+    "DEFAULT_LAST_MESSAGES", "ThreadPage", "MessagePage", "list_threads", "get_thread_by_id",
+    "list_messages", "recall", "js_date_iso", "is_system_reminder", "message_metadata_sql",
+]
+
+#: Mastra's defaults: listThreads pages of 100, the storage's listMessages pages of 40, and
+#: Memory's `lastMessages` (the page size of recall) of 10.
+DEFAULT_THREADS_PER_PAGE = 100
+DEFAULT_STORAGE_PER_PAGE = 40
+DEFAULT_LAST_MESSAGES = 10
+MAX_SAFE_INTEGER = 2 ** 53 - 1
+ORDER_FIELDS = ("createdAt", "updatedAt")
+DIRECTIONS = ("ASC", "DESC")
+
+PerPage = int | Literal[False] | None
+
+
+@dataclass
+class ThreadPage:
+    """One page of listThreads: threads in order, the number matching (`total`), and `has_more`."""
+
+    threads: list[Thread]
+    total: int
+    page: int
+    per_page: int | bool
+    has_more: bool
+
+    @property
+    def thread_ids(self) -> list[str]:
+        """Return the ids of the threads, in order."""
+        return [t.id for t in self.threads]
+
+
+@dataclass
+class MessagePage:
+    """One page of recall / listMessages: messages in order, `total` matching, `has_more`."""
+
+    messages: list[Message]
+    total: int
+    page: int
+    per_page: int | bool
+    has_more: bool
+
+    @property
+    def message_ids(self) -> list[str]:
+        """Return the ids of the messages, in order."""
+        return [m.id for m in self.messages]
+
+
+# -- argument helpers ---------------------------------------------------------------------------
+
+def _pick(mapping: dict, snake: str, camel: str, default: Any = None) -> Any:
+    if snake in mapping:
+        return mapping[snake]
+    return mapping.get(camel, default)
+
+
+def _check_keys(mapping: Any, allowed: Iterable[str], what: str) -> dict:
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, dict):
+        raise ValidationError(f"{what} must be a mapping, not {type(mapping).__name__}")
+    unknown = sorted(set(mapping) - set(allowed))
+    if unknown:
+        raise ValidationError(f"{what} has unknown key(s) {', '.join(map(repr, unknown))}")
+    return mapping
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_page(page: Any) -> int:
+    if page is None:
+        return 0
+    if not _is_int(page) or page < 0 or page > MAX_SAFE_INTEGER:
+        raise ValidationError(f"page must be a whole number >= 0, not {page!r}")
+    return page
+
+
+def _normalize_per_page(per_page: PerPage, default: int) -> int:
+    """Mastra's normalizePerPage: False -> every row, 0 -> none, a whole number >= 0 -> itself."""
+    if per_page is False:
+        return MAX_SAFE_INTEGER
+    if per_page is None:
+        return default
+    if not _is_int(per_page) or per_page < 0 or per_page > MAX_SAFE_INTEGER:
+        raise ValidationError(f"per_page must be a whole number >= 0 or False (all), not {per_page!r}")
+    return per_page
+
+
+def _parse_order_by(order_by: Any, default_direction: str, fields: tuple[str, ...] = ORDER_FIELDS) -> tuple[str, str]:
+    """Return (field, direction) of ORDER_BY ({field, direction}); default createdAt, DEFAULT_DIRECTION."""
+    if order_by is None:
+        return "createdAt", default_direction
+    order_by = _check_keys(order_by, ("field", "direction"), "order_by")
+    field = order_by.get("field") or "createdAt"
+    direction = order_by.get("direction") or default_direction
+    if field not in fields:
+        raise ValidationError(f"order_by field must be {' or '.join(fields)}, not {field!r}")
+    if direction not in DIRECTIONS:
+        raise ValidationError(f"order_by direction must be ASC or DESC, not {direction!r}")
+    return field, direction
+
+
+def _bind_number(value: int | float) -> int | float:
+    """Bind a JSON number the way JavaScript holds it (a double beyond 2**53)."""
+    if _is_int(value) and abs(value) > MAX_SAFE_INTEGER:
+        return float(value)
+    return value
+
+
+def js_date_iso(value: Any) -> str:
+    """Return VALUE as `Date.prototype.toISOString()` prints it (`2026-01-02T03:04:05.678Z`).
+
+    VALUE: a datetime (naive = UTC), epoch milliseconds, or a date string read as `new Date(s)`
+    reads it (ISO 8601; a date-time without an offset is taken as UTC here). Raises
+    ValidationError when it is not a date.
+    """
+    from studio.engine.jsdates import normalize_created_at
+
+    if isinstance(value, bool):
+        raise ValidationError(f"{value!r} is not a date")
+    dt = normalize_created_at(value, timezone.utc)
+    if dt is None:
+        raise ValidationError(f"{value!r} is not a date (write ISO 8601, e.g. 2026-03-01T10:00:00Z)")
+    ms = int(round(dt.timestamp() * 1000))
+    try:
+        return ms_to_iso(ms)
+    except (ValueError, OverflowError) as exc:
+        raise ValidationError(f"{value!r} is out of the range of dates") from exc
+
+
+def _date_bound(value: Any) -> str | None:
+    """A dateRange bound as Mastra binds it: a Date -> toISOString(); a string as given; falsy -> none."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    return js_date_iso(value)
+
+
+# -- threads ------------------------------------------------------------------------------------
+
+def _thread_from_row(store: MemoryStore, row: dict) -> Thread:
+    return store._thread(row)  # noqa: SLF001  (the store's own row -> record conversion)
+
+
+def get_thread_by_id(store: MemoryStore, thread_id: str, resource_id: str | None = None) -> Thread | None:
+    """Return thread THREAD_ID (and, when given, of RESOURCE_ID), or None; Memory.getThreadById."""
+    where, params = "WHERE id = ?", [thread_id]
+    if resource_id is not None:
+        where += ' AND "resourceId" = ?'
+        params.append(resource_id)
+    rows = store._select(sc.THREADS, THREAD_COLUMNS, where, params)  # noqa: SLF001
+    return _thread_from_row(store, rows[0]) if rows else None
+
+
+def _thread_metadata_sql(metadata: dict) -> tuple[list[str], list[Any]]:
+    """WHERE terms of listThreads' metadata filter (MemoryLibSQL.listThreads), path bound as a parameter.
+
+    A null filter value is `json_extract(...) IS NULL`, which a thread *without* the key matches
+    too: that is what Mastra's libSQL store does for threads (recall's message filter differs).
+    """
+    terms, params = [], []
+    for key, value in metadata.items():
+        path = f"$.{key}"
+        if value is None:
+            terms.append("json_extract(metadata, ?) IS NULL")
+            params.append(path)
+        else:
+            terms.append("json_extract(metadata, ?) = ?")
+            bound = (1 if value else 0) if isinstance(value, bool) else value
+            params += [path, _bind_number(bound) if not isinstance(bound, str) else bound]
+    return terms, params
+
+
+def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: dict | None = None,  # noqa: A002
+                 page: int = 0, per_page: PerPage = None) -> ThreadPage:
+    """Return a page of threads as Memory.listThreads does.
+
+    FILTER: {resource_id, metadata} (metadata: key -> scalar, AND-ed; validated). ORDER_BY:
+    {field: "createdAt"|"updatedAt", direction: "ASC"|"DESC"}, default createdAt DESC (no tie-break,
+    as in Mastra). PAGE from 0; PER_PAGE default 100, 0 returns no threads, False returns all (then
+    PAGE must be 0). `has_more` = offset + per_page < total (False when all). Raises ValidationError.
+    """
+    flt = _check_keys(filter, ("resource_id", "resourceId", "metadata"), "filter")
+    page = _check_page(page)
+    if per_page is False and page != 0:
+        raise ValidationError("page must be 0 when per_page is False (all threads)")
+    limit = _normalize_per_page(per_page, DEFAULT_THREADS_PER_PAGE)
+    if per_page is not False and limit and page * limit > MAX_SAFE_INTEGER:
+        raise ValidationError("page value too large")
+    metadata = validate_metadata_filter(flt.get("metadata"))
+    field, direction = _parse_order_by(order_by, "DESC")
+    offset = 0 if per_page is False else page * limit
+
+    terms, params = [], []
+    resource_id = _pick(flt, "resource_id", "resourceId")
+    if resource_id:
+        terms.append('"resourceId" = ?')
+        params.append(resource_id)
+    if metadata:
+        more_terms, more_params = _thread_metadata_sql(metadata)
+        terms += more_terms
+        params += more_params
+    where = f"WHERE {' AND '.join(terms)}" if terms else ""
+    total = int(store._rows(f"SELECT COUNT(*) FROM {sc.THREADS} {where}", params)[0][0])  # noqa: SLF001
+    response_per_page: int | bool = False if per_page is False else limit
+    if total == 0:
+        return ThreadPage([], 0, page, response_per_page, False)
+    rows = store._select(sc.THREADS, THREAD_COLUMNS,  # noqa: SLF001
+                         f'{where} ORDER BY "{field}" {direction} LIMIT ? OFFSET ?',
+                         [*params, total if per_page is False else limit, offset])
+    threads = [_thread_from_row(store, r) for r in rows]
+    has_more = False if per_page is False else offset + limit < total
+    return ThreadPage(threads, total, page, response_per_page, has_more)
+
+
+# -- messages -----------------------------------------------------------------------------------
+
+def message_metadata_sql(metadata: dict) -> tuple[list[str], list[Any]]:
+    """Return (WHERE terms, parameters) of recall's message metadata filter (MemoryLibSQL's addSqliteMetadataFilter).
+
+    Each key must exist in `content.metadata` (json_type not NULL) and hold the value with the same
+    JSON type: null only matches an explicit null, true is not 1, "2" is not 2. METADATA must be validated.
+    """
+    terms, params = [], []
+    for key, value in metadata.items():
+        path = f"$.metadata.{key}"
+        terms.append("CASE WHEN json_valid(content) THEN json_type(content, ?) IS NOT NULL ELSE 0 END")
+        params.append(path)
+        if value is None:
+            terms.append("CASE WHEN json_valid(content) THEN json_type(content, ?) = 'null' ELSE 0 END")
+            params.append(path)
+        elif isinstance(value, str):
+            terms.append("CASE WHEN json_valid(content) THEN json_type(content, ?) = 'text' "
+                         "AND json_extract(content, ?) = ? ELSE 0 END")
+            params += [path, path, value]
+        elif isinstance(value, bool):
+            terms.append("CASE WHEN json_valid(content) THEN json_type(content, ?) = ? "
+                         "AND json_extract(content, ?) = ? ELSE 0 END")
+            params += [path, "true" if value else "false", path, 1 if value else 0]
+        else:
+            terms.append("CASE WHEN json_valid(content) THEN json_type(content, ?) IN ('integer', 'real') "
+                         "AND json_extract(content, ?) = ? ELSE 0 END")
+            params += [path, path, _bind_number(value)]
+    return terms, params
+
+
+def _select_messages(store: MemoryStore, tail: str, params: list[Any]) -> list[Message]:
+    rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)  # noqa: SLF001
+    return [store._message(r) for r in rows]  # noqa: SLF001
+
+
+def _time(message: Message) -> float:
+    """`new Date(createdAt).getTime()` (NaN for a value that is not a date)."""
+    ms = iso_to_ms(message.created_at)
+    return math.nan if ms is None else float(ms)
+
+
+def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]:
+    """Array.prototype.sort (stable) with `a - b` on createdAt times; NaN compares as equal."""
+    def compare(a: Message, b: Message) -> int:
+        d = _time(b) - _time(a) if descending else _time(a) - _time(b)
+        return 0 if d != d or d == 0 else (1 if d > 0 else -1)
+    return sorted(messages, key=functools.cmp_to_key(compare))
+
+
+def _message_list(messages: list[Message]) -> list[Message]:
+    """What `new MessageList().add(rows, 'memory').get.all.db()` keeps: no system rows, no repeats, by createdAt."""
+    seen: set[str] = set()
+    kept = []
+    for m in messages:
+        if m.role == "system" or m.id in seen:
+            continue
+        seen.add(m.id)
+        kept.append(m)
+    return _js_sort(kept)
+
+
+def _include_items(include: Any) -> list[tuple[str, int, int]]:
+    if include is None:
+        return []
+    if not isinstance(include, (list, tuple)):
+        raise ValidationError("include must be a list of {id, with_previous_messages, with_next_messages}")
+    items = []
+    for item in include:
+        if isinstance(item, str):
+            item = {"id": item}
+        item = _check_keys(item, ("id", "thread_id", "threadId", "with_previous_messages", "withPreviousMessages",
+                                  "with_next_messages", "withNextMessages"), "an include item")
+        before = _pick(item, "with_previous_messages", "withPreviousMessages", 0) or 0
+        after = _pick(item, "with_next_messages", "withNextMessages", 0) or 0
+        for name, n in (("with_previous_messages", before), ("with_next_messages", after)):
+            if not _is_int(n) or n < 0:
+                raise ValidationError(f"include {name} must be a whole number >= 0, not {n!r}")
+        if item.get("id"):
+            items.append((str(item["id"]), before, after))
+    return items
+
+
+def _included(store: MemoryStore, include: list[tuple[str, int, int]], resource_id: str | None) -> list[Message]:
+    """The include targets with their neighbours, as MemoryLibSQL._getIncludedMessages reads them."""
+    if not include:
+        return []
+    ids = [i for i, _, _ in include]
+    res_sql = ' AND "resourceId" = ?' if resource_id else ""
+    res_params = [resource_id] if resource_id else []
+    found = store._rows(  # noqa: SLF001
+        f'SELECT id, thread_id, "createdAt" FROM {sc.MESSAGES} WHERE id IN ({", ".join("?" * len(ids))}){res_sql}',
+        [*ids, *res_params])
+    targets = {r[0]: (r[1], r[2]) for r in found}
+    parts: list[list[Message]] = []
+    for message_id, before, after in include:
+        if message_id not in targets:
+            continue
+        thread_id, created = targets[message_id]
+        parts.append(_select_messages(
+            store, f'WHERE thread_id = ? AND "createdAt" <= ?{res_sql} ORDER BY "createdAt" DESC, id DESC LIMIT ?',
+            [thread_id, created, *res_params, before + 1]))
+        if after > 0:
+            parts.append(_select_messages(
+                store, f'WHERE thread_id = ? AND "createdAt" > ?{res_sql} ORDER BY "createdAt" ASC, id ASC LIMIT ?',
+                [thread_id, created, *res_params, after]))
+    if not parts:
+        return []
+    rows = parts[0] if len(parts) == 1 else sorted(
+        (m for part in parts for m in part), key=lambda m: (m.created_at or "", m.id))
+    seen: set[str] = set()
+    out = []
+    for m in rows:
+        if m.id not in seen:
+            seen.add(m.id)
+            out.append(m)
+    return out
+
+
+def _message_filter(filter: Any) -> tuple[dict | None, str | None, str | None, bool, bool]:  # noqa: A002
+    flt = _check_keys(filter, ("metadata", "date_range", "dateRange"), "filter")
+    metadata = validate_metadata_filter(flt.get("metadata"))
+    rng = _check_keys(_pick(flt, "date_range", "dateRange"),
+                      ("start", "end", "start_exclusive", "startExclusive", "end_exclusive", "endExclusive"),
+                      "date_range")
+    start, end = _date_bound(rng.get("start")), _date_bound(rng.get("end"))
+    return (metadata, start, end, bool(_pick(rng, "start_exclusive", "startExclusive", False)),
+            bool(_pick(rng, "end_exclusive", "endExclusive", False)))
+
+
+def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id: str | None = None,
+                  include: list | None = None, filter: dict | None = None,  # noqa: A002
+                  per_page: PerPage = None, page: int = 0, order_by: dict | None = None) -> MessagePage:
+    """Return a page of THREAD_ID's messages as the libSQL store's listMessages does.
+
+    FILTER: {date_range: {start, end, start_exclusive, end_exclusive}, metadata}. Dates are
+    datetimes (sent as toISOString) or strings (compared as given with the stored ISO strings).
+    INCLUDE: [{id, with_previous_messages, with_next_messages}] adds those messages and their
+    neighbours (same thread, by createdAt) to the page. PER_PAGE default 40, False = all.
+    ORDER_BY default createdAt ASC (messages have no updatedAt). Messages are sorted by createdAt in
+    ORDER_BY's direction; `total` counts matching rows (without include); Mastra's `has_more`.
+    Raises ValidationError for bad arguments.
+    """
+    thread_ids = thread_id if isinstance(thread_id, list) else [thread_id]
+    if not thread_ids or any(not isinstance(t, str) or not t.strip() for t in thread_ids):
+        raise ValidationError("thread_id must be a non-empty string (or a list of them)")
+    page = _check_page(page)
+    limit = _normalize_per_page(per_page, DEFAULT_STORAGE_PER_PAGE)
+    offset = 0 if per_page is False else page * limit
+    response_per_page: int | bool = False if per_page is False else limit
+    metadata, start, end, start_excl, end_excl = _message_filter(filter)
+    items = _include_items(include)
+    field, direction = _parse_order_by(order_by, "ASC", ("createdAt",))
+
+    terms = [f"thread_id IN ({', '.join('?' * len(thread_ids))})"]
+    params: list[Any] = list(thread_ids)
+    if resource_id:
+        terms.append('"resourceId" = ?')
+        params.append(resource_id)
+    if start:
+        terms.append(f'"createdAt" {">" if start_excl else ">="} ?')
+        params.append(start)
+    if end:
+        terms.append(f'"createdAt" {"<" if end_excl else "<="} ?')
+        params.append(end)
+    if metadata:
+        more_terms, more_params = message_metadata_sql(metadata)
+        terms += more_terms
+        params += more_params
+    where = f"WHERE {' AND '.join(terms)}"
+    descending = direction == "DESC"
+
+    if limit == 0 and not items:
+        return MessagePage([], 0, page, response_per_page, False)
+    if limit == 0:
+        included = _message_list(_included(store, items, resource_id))
+        return MessagePage(_js_sort(included, descending), 0, page, response_per_page, False)
+
+    total = int(store._rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])  # noqa: SLF001
+    rows = _select_messages(store, f'{where} ORDER BY "{field}" {direction} LIMIT ? OFFSET ?',
+                            [*params, total if per_page is False else limit, offset])
+    paginated = len(rows)
+    if total == 0 and not rows and not items:
+        return MessagePage([], 0, page, response_per_page, False)
+    ids = {m.id for m in rows}
+    for m in _included(store, items, resource_id):
+        if m.id not in ids:
+            rows.append(m)
+            ids.add(m.id)
+    final = _js_sort(_message_list(rows), descending)
+    if metadata:
+        has_more = per_page is not False and offset + paginated < total
+    else:
+        wanted = set(thread_ids)
+        returned = {m.id for m in final if m.thread_id in wanted}
+        has_more = per_page is not False and len(returned) < total and offset + limit < total
+    return MessagePage(final, total, page, response_per_page, has_more)
+
+
+# -- recall -------------------------------------------------------------------------------------
+
+def _is_record(value: Any) -> bool:
+    return isinstance(value, (dict, list))
+
+
+def is_system_reminder(message: Message) -> bool:
+    """Return True for a system-reminder message, which recall leaves out by default (isSystemReminderMessage)."""
+    content = message.content
+    if not isinstance(content, dict):
+        return False
+    meta = content.get("metadata")
+    if message.role == "signal":
+        signal = meta.get("signal") if isinstance(meta, dict) else None
+        return isinstance(signal, dict) and signal.get("type") in ("system-reminder", "reactive")
+    if message.role != "user":
+        return False
+    if isinstance(meta, dict) and (isinstance(meta.get("systemReminder"), (dict, list))
+                                   or "dynamicAgentsMdReminder" in meta):
+        return True
+    parts = content.get("parts")
+    first = next((p for p in parts if isinstance(p, dict) and p.get("type") == "text"), None) \
+        if isinstance(parts, list) else None
+    return isinstance(first, dict) and isinstance(first.get("text"), str) and first["text"].startswith("<system-reminder")
+
+
+def recall(store: MemoryStore, thread_id: str, *, resource_id: str | None = None, page: int | None = None,
+           per_page: PerPage = None, order_by: dict | None = None, filter: dict | None = None,  # noqa: A002
+           include: list | None = None, apply_include: bool = False,
+           last_messages: int | Literal[False] = DEFAULT_LAST_MESSAGES,
+           include_system_reminders: bool = False) -> MessagePage:
+    """Return THREAD_ID's messages as Memory.recall does (@mastra/memory 1.31.0, no semantic recall).
+
+    PER_PAGE defaults to LAST_MESSAGES (Mastra's `lastMessages`, default 10); with no ORDER_BY and a
+    numeric PER_PAGE the *newest* page is read (createdAt DESC, page 0 = newest) and returned in
+    chronological order; PER_PAGE False returns every message, oldest first. FILTER as in
+    `list_messages`. With RESOURCE_ID the thread must exist and belong to it (ValidationError).
+    System messages and system reminders are left out after paging (`total` still counts them).
+
+    INCLUDE: Memory.recall 1.31.0 does *not* pass its `include` argument to storage (only
+    semantic-recall hits become includes), so by default INCLUDE changes nothing, exactly as in
+    Mastra; APPLY_INCLUDE=True applies it the way the storage call does (what the docs describe).
+    LAST_MESSAGES False with no PER_PAGE returns nothing (history disabled).
+    """
+    if last_messages is not False and (not _is_int(last_messages) or last_messages < 0):
+        raise ValidationError(f"last_messages must be a whole number >= 0 or False, not {last_messages!r}")
+    if per_page is None and last_messages is False:
+        return MessagePage([], 0, page or 0, 0, False)
+    if resource_id:
+        thread = get_thread_by_id(store, thread_id)
+        if thread is None:
+            raise ValidationError(f"No thread found with id {thread_id}")
+        if thread.resource_id != resource_id:
+            raise ValidationError(f"Thread with id {thread_id} is for resource with id {thread.resource_id} "
+                                  f"but resource {resource_id} was queried.")
+    size = per_page if per_page is not None else last_messages
+    newest_first = order_by is None and size is not False
+    effective_order = {"field": "createdAt", "direction": "DESC"} if newest_first else order_by
+    result = list_messages(store, thread_id, resource_id=resource_id, per_page=size, page=page or 0,
+                           order_by=effective_order, filter=filter,
+                           include=include if apply_include else None)
+    messages = list(reversed(result.messages)) if newest_first else result.messages
+    messages = _message_list(messages)
+    if not include_system_reminders:
+        messages = [m for m in messages if not is_system_reminder(m)]
+    return MessagePage(messages, result.total, result.page, result.per_page, result.has_more)
