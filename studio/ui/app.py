@@ -64,6 +64,10 @@ def _qt_message(kind: QtMsgType, _context, message: str) -> None:
     print(message, file=sys.stderr)
 
 
+#: How often (s) the GUI thread runs Python's cyclic garbage collector (see _collect_garbage_on_gui_thread).
+GC_INTERVAL_S = 0.5
+
+
 def application() -> QApplication:
     """Return the QApplication, creating it (Fusion style, studio names) if needed."""
     app = QApplication.instance()
@@ -76,7 +80,23 @@ def application() -> QApplication:
     app.setApplicationName(APPLICATION)
     if app.style().name().lower() != "fusion":
         app.setStyle("Fusion")
+    _collect_garbage_on_gui_thread(app)
     return app
+
+
+def _collect_garbage_on_gui_thread(app: QApplication) -> None:
+    """Run Python's cyclic garbage collector only on the GUI thread (pyqtgraph's GarbageCollector).
+
+    Automatic collection runs in whichever thread happens to allocate; when it frees a cycle that
+    holds a Qt object (a closed dialog, a widget's bound method) from a database or network worker,
+    Qt destroys the QObject off its thread and deadlocks with the GUI thread (seen: ~QObject
+    waiting on a mutex the GUI thread held). Collection is disabled and done on a GUI-thread timer.
+    """
+    if getattr(app, "_studio_gc", None) is not None:
+        return
+    from pyqtgraph.util.garbage_collector import GarbageCollector
+
+    app._studio_gc = GarbageCollector(interval=GC_INTERVAL_S)
 
 
 def parse_size(text: str) -> tuple[int, int]:

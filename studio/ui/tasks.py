@@ -39,11 +39,30 @@ TaskFn = Callable[[MemoryStore | None, Progress, threading.Event], Any]
 
 @dataclass
 class Task:
-    """A submitted task: its optional supersession key and its cancel event."""
+    """A submitted task: its optional supersession key, its cancel event, its function and callbacks.
+
+    The function and callbacks are held here only, and dropped on the GUI thread once the task is
+    delivered: a worker thread never holds the last reference to a callback, so a widget that a
+    callback keeps alive is never destroyed off the GUI thread (Qt deadlocks or aborts when a
+    QObject is deleted from another thread).
+    """
 
     key: str | None
     cancel: threading.Event = field(default_factory=threading.Event)
     done: bool = False
+    fn: Callable[[Progress, threading.Event], Any] | None = field(default=None, repr=False)
+    on_done: Callable[[Any], None] | None = field(default=None, repr=False)
+    on_error: Callable[[Exception], None] | None = field(default=None, repr=False)
+    on_progress: Callable[..., None] | None = field(default=None, repr=False)
+
+    def bind(self, fn, on_done, on_error, on_progress) -> "Task":
+        """Attach the work function and callbacks (GUI thread, before the task is queued)."""
+        self.fn, self.on_done, self.on_error, self.on_progress = fn, on_done, on_error, on_progress
+        return self
+
+    def release(self) -> None:
+        """Drop the function and callbacks (GUI thread, once the task is delivered)."""
+        self.fn = self.on_done = self.on_error = self.on_progress = None
 
     @property
     def cancelled(self) -> bool:
@@ -105,8 +124,8 @@ class TaskRunner(QObject):
         """
         task = self._register(key)
         if not task.cancelled:
-            self._executor.submit(self._run, task, lambda progress, cancel: fn(self._store, progress, cancel),
-                                  on_done, on_error, on_progress)
+            task.bind(lambda progress, cancel: fn(self._store, progress, cancel), on_done, on_error, on_progress)
+            self._executor.submit(self._run, task)
         return task
 
     def submit_pooled(self, fn: Callable[[Progress, threading.Event], Any], *,
@@ -119,7 +138,8 @@ class TaskRunner(QObject):
         """
         task = self._register(key)
         if not task.cancelled:
-            self._pool.submit(self._run, task, fn, on_done, on_error, on_progress)
+            task.bind(fn, on_done, on_error, on_progress)
+            self._pool.submit(self._run, task)
         return task
 
     def submit_call(self, fn: Callable[..., Any], *args: Any, helper: bool = False,
@@ -147,9 +167,11 @@ class TaskRunner(QObject):
                     log.info("helper process unavailable; running %s on the database worker", fn.__name__)
                     return self._executor.submit(lambda: fn(self._store, *args)).result()
 
-            self._helper_waiter.submit(self._run, task, in_helper, on_done, on_error, None)
+            task.bind(in_helper, on_done, on_error, None)
+            self._helper_waiter.submit(self._run, task)
         else:
-            self._executor.submit(self._run, task, lambda _p, _c: fn(self._store, *args), on_done, on_error, None)
+            task.bind(lambda _p, _c: fn(self._store, *args), on_done, on_error, None)
+            self._executor.submit(self._run, task)
         return task
 
     @property
@@ -246,35 +268,37 @@ class TaskRunner(QObject):
             finally:
                 self._store = None
 
-    def _run(self, task: Task, fn: Callable[[Progress, threading.Event], Any], on_done, on_error,
-             on_progress) -> None:
+    def _run(self, task: Task) -> None:
+        # No local names for the function or callbacks: they stay referenced by TASK only (see Task).
         def progress(done: int, total: int, payload: Any = None) -> None:
-            if on_progress is not None and not task.cancel.is_set():
-                self.delivered.emit(lambda: self._deliver_progress(task, on_progress, done, total, payload))
+            if task.on_progress is not None and not task.cancel.is_set():
+                self.delivered.emit(lambda: self._deliver_progress(task, done, total, payload))
 
         outcome: tuple[str, Any]
-        if task.cancel.is_set():
+        if task.cancel.is_set() or task.fn is None:
             outcome = ("cancelled", None)
         else:
             try:
-                outcome = ("done", fn(progress, task.cancel))
+                outcome = ("done", task.fn(progress, task.cancel))
             except Exception as exc:  # the task boundary: every failure goes back to the GUI
                 if not isinstance(exc, StoreError):
                     log.exception("task failed")
                 outcome = ("error", exc)
-        self.delivered.emit(lambda: self._finish(task, outcome, on_done, on_error))
+        self.delivered.emit(lambda: self._finish(task, outcome))
 
     # -- GUI side --------------------------------------------------------------------------
 
     def _on_runner_delivered(self, closure: Callable[[], None]) -> None:
         closure()
 
-    def _deliver_progress(self, task: Task, on_progress, done: int, total: int, payload: Any) -> None:
-        if self._closed or task.cancel.is_set() or task.done:
+    def _deliver_progress(self, task: Task, done: int, total: int, payload: Any) -> None:
+        if self._closed or task.cancel.is_set() or task.done or task.on_progress is None:
             return
-        on_progress(done, total, payload)
+        task.on_progress(done, total, payload)
 
-    def _finish(self, task: Task, outcome: tuple[str, Any], on_done, on_error) -> None:
+    def _finish(self, task: Task, outcome: tuple[str, Any]) -> None:
+        on_done, on_error = task.on_done, task.on_error
+        task.release()
         task.done = True
         if task in self._live:
             self._live.remove(task)

@@ -11,6 +11,12 @@ from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.main_window import MainWindow
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _studio_application(qapp):
+    """Every Qt test runs on the studio's application set-up (style, GUI-thread-only garbage collection)."""
+    application()
+
+
 @pytest.fixture
 def studio_ctx(qapp, tmp_path):
     """An AppContext with its own settings file and TaskRunner; shut down after the test."""
