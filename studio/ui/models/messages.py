@@ -1,4 +1,11 @@
-"""A thread's messages, read a page at a time in the background (role, time, token counts, preview)."""
+"""A thread's messages, read a page at a time in the background (role, speaker, time, token counts, preview).
+
+Unfiltered, pages are read by offset in storage order. With filters (date range, metadata, speaker,
+text: `studio.ui.history_loaders.MessageFilters`) the ids of the matching messages are read first,
+off the GUI thread, then pages of rows by id (Anki's browser: ids first, rows on demand), so a
+20,000-message thread stays lazy either way. The Speaker column shows the `<turn>` speaker's name
+and role; the Text column shows the message without its tags unless raw tags are asked for.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,9 @@ from enum import IntEnum
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush
 
+from studio.engine.speakers import MessageAttribution, attribute_message
 from studio.ui import format as fmt
+from studio.ui.history_loaders import FilteredIds, MessageFilters, load_filtered_ids, load_message_rows
 from studio.ui.loaders import MessagePage, MessageRow, load_message_page
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RAW_ROLE, RECORD_ROLE, SORT_ROLE
@@ -26,6 +35,7 @@ class MessageColumn(IntEnum):
     ESTIMATE = 3
     EXACT = 4
     TEXT = 5
+    SPEAKER = 6      # last in the model (shown after Role by the view: see MessagesTab)
 
 
 HEADERS = {
@@ -35,8 +45,10 @@ HEADERS = {
     MessageColumn.ESTIMATE: "Estimate",
     MessageColumn.EXACT: "Exact",
     MessageColumn.TEXT: "Text",
+    MessageColumn.SPEAKER: "Speaker",
 }
 HEADER_TIPS = {
+    MessageColumn.SPEAKER: "Who wrote a user message, from its <turn author_name=.. functional_role=..> tag",
     MessageColumn.ESTIMATE: "Tokens as Mastra estimates them for its thresholds (tokenx heuristic, per message)",
     MessageColumn.EXACT: "Tokens counted exactly with the o200k_base tokenizer",
 }
@@ -50,6 +62,7 @@ class MessageTableModel(TableModel):
     HEADER_TIPS = HEADER_TIPS
 
     page_loaded = Signal(int)  # rows now loaded
+    load_failed = Signal(str)  # a read failed: the error, for the tab to show
 
     def __init__(self, runner: TaskRunner, parent=None, *, page_size: int = PAGE_SIZE, key: str = "messages"):
         super().__init__(parent)
@@ -61,6 +74,12 @@ class MessageTableModel(TableModel):
         self._total = 0
         self._fetching = False
         self.use_helper = False   # read pages in the TaskRunner's helper process (big databases)
+        self._filters = MessageFilters()
+        self._ids: list[str] | None = None       # the matching ids while filtered (None: unfiltered)
+        self._scanned = 0
+        self._raw_tags = False
+        self._attributions: dict[str, MessageAttribution] = {}
+        self._on_loaded_through: tuple[int, object] | None = None
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -74,20 +93,102 @@ class MessageTableModel(TableModel):
         """Return the thread's message count as last read."""
         return self._total
 
-    def set_thread(self, thread_id: str | None) -> None:
-        """Show THREAD_ID's messages (None: none); the first page is read in the background."""
+    @property
+    def filters(self) -> MessageFilters:
+        """Return the filters applied (MessageFilters() when none)."""
+        return self._filters
+
+    @property
+    def filtered(self) -> bool:
+        """Return True while filters are applied (rows are the matching messages only)."""
+        return self._filters.active
+
+    @property
+    def scanned(self) -> int:
+        """Return how many messages the last filtered read looked at (the thread's messages in range)."""
+        return self._scanned
+
+    @property
+    def raw_tags(self) -> bool:
+        """Return True when the Text column shows `<turn>` tags as stored."""
+        return self._raw_tags
+
+    def set_raw_tags(self, raw: bool) -> None:
+        """Show the stored text with its `<turn>` tags (RAW) or the text without them (default)."""
+        if raw != self._raw_tags:
+            self._raw_tags = raw
+            if self._rows:
+                self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(MessageColumn) - 1))
+
+    def set_thread(self, thread_id: str | None, filters: MessageFilters | None = None) -> None:
+        """Show THREAD_ID's messages (None: none) passing FILTERS (default: none); read in the background."""
         self._runner.cancel(self._key)
         self.beginResetModel()
         self._thread_id, self._rows, self._total, self._fetching = thread_id, [], 0, False
+        self._filters = filters or MessageFilters()
+        self._ids, self._scanned, self._attributions = None, 0, {}
+        self._on_loaded_through = None
         self.endResetModel()
-        if thread_id is not None:
+        if thread_id is None:
+            return
+        if self._filters.active:
+            self._request_ids()
+        else:
             self._request(0, self._page_size)
+
+    def set_filters(self, filters: MessageFilters) -> None:
+        """Apply FILTERS to the thread shown (re-reads it)."""
+        if filters != self._filters:
+            self.set_thread(self._thread_id, filters)
 
     def refresh(self) -> None:
         """Re-read the loaded rows (at least a page); new messages at the end are appended in place."""
         if self._thread_id is None:
             return
+        if self._filters.active:
+            self._request_ids(refresh=True)
+            return
         self._request(0, max(len(self._rows), self._page_size), refresh=True)
+
+    def load_through(self, row: int, then=None) -> None:
+        """Read rows up to ROW (one request), then call THEN() on the GUI thread (show in context)."""
+        if row < len(self._rows):
+            if then is not None:
+                then()
+            return
+        self._on_loaded_through = (row, then)
+        if not self._fetching:
+            self._request(len(self._rows), row + 1 - len(self._rows) + self._page_size)
+
+    def attribution(self, row: int) -> MessageAttribution | None:
+        """Return how message ROW is attributed (its `<turn>` speaker), parsed once and cached."""
+        r = self.message_row(row)
+        if r is None:
+            return None
+        att = self._attributions.get(r.message.id)
+        if att is None:
+            att = attribute_message(r.message)
+            self._attributions[r.message.id] = att
+        return att
+
+    def shown_text(self, row: int) -> str:
+        """Return message ROW's text as the Text column shows it (tags removed unless raw tags are on)."""
+        r = self.message_row(row)
+        if r is None:
+            return ""
+        att = self.attribution(row)
+        if self._raw_tags or att is None or not att.parse.turns:
+            return r.message.text
+        return att.parse.display_text()
+
+    def speaker_text(self, row: int) -> str:
+        """Return "Name (role)" of message ROW's `<turn>` speaker ("" when it has none)."""
+        att = self.attribution(row)
+        if att is None or not att.parse.turns:
+            return ""
+        first = att.parse.turns[0]
+        name = first.author_name or first.author_id or "(unnamed)"
+        return f"{name} ({first.functional_role})" if first.functional_role else name
 
     def message_row(self, row: int) -> MessageRow | None:
         """Return the MessageRow at ROW, or None."""
@@ -102,9 +203,39 @@ class MessageTableModel(TableModel):
 
     # -- background reads ------------------------------------------------------------------
 
+    def _request_ids(self, *, refresh: bool = False) -> None:
+        thread_id, filters = self._thread_id, self._filters
+        self._fetching = True
+        on_done = lambda found: self._on_ids_loaded(found, refresh)  # noqa: E731
+        if self.use_helper:
+            self._runner.submit_call(load_filtered_ids, thread_id, filters, helper=True, on_done=on_done,
+                                     on_error=self._on_page_failed, key=self._key)
+            return
+        self._runner.submit(lambda store, _progress, cancel: load_filtered_ids(store, thread_id, filters, cancel),
+                            on_done=on_done, on_error=self._on_page_failed, key=self._key)
+
+    def _on_ids_loaded(self, found: FilteredIds, refresh: bool) -> None:
+        self._fetching = False
+        if found.thread_id != self._thread_id or found.filters != self._filters or not found.complete:
+            return
+        self._ids, self._scanned = found.ids, found.scanned
+        self._total = len(found.ids)
+        self._request(0, max(len(self._rows), self._page_size) if refresh else self._page_size, refresh=refresh)
+
     def _request(self, offset: int, limit: int, *, refresh: bool = False) -> None:
         thread_id = self._thread_id
         self._fetching = True
+        if self._ids is not None:
+            ids, total = self._ids[offset:offset + limit], len(self._ids)
+            on_done = lambda page: self._on_page_loaded(page, refresh)  # noqa: E731
+            if self.use_helper:
+                self._runner.submit_call(load_message_rows, thread_id, ids, offset, total, helper=True,
+                                         on_done=on_done, on_error=self._on_page_failed, key=self._key)
+            else:
+                self._runner.submit(
+                    lambda store, _progress, cancel: load_message_rows(store, thread_id, ids, offset, total, cancel),
+                    on_done=on_done, on_error=self._on_page_failed, key=self._key)
+            return
         if self.use_helper:
             self._runner.submit_call(load_message_page, thread_id, offset, limit, helper=True,
                                      on_done=lambda page: self._on_page_loaded(page, refresh),
@@ -116,8 +247,10 @@ class MessageTableModel(TableModel):
             on_error=self._on_page_failed,
             key=self._key)
 
-    def _on_page_failed(self, _exc: Exception) -> None:
+    def _on_page_failed(self, exc: Exception) -> None:
         self._fetching = False
+        self._on_loaded_through = None
+        self.load_failed.emit(str(exc) or exc.__class__.__name__)
 
     def _on_page_loaded(self, page: MessagePage, refresh: bool) -> None:
         self._fetching = False
@@ -133,8 +266,17 @@ class MessageTableModel(TableModel):
                 self._rows.extend(page.rows)
                 self.endInsertRows()
         self.page_loaded.emit(len(self._rows))
+        if self._on_loaded_through is not None:
+            row, then = self._on_loaded_through
+            if row < len(self._rows) or len(self._rows) >= self._total:
+                self._on_loaded_through = None
+                if then is not None:
+                    then()
+            elif not self._fetching:
+                self._request(len(self._rows), row + 1 - len(self._rows) + self._page_size)
 
     def _merge_refresh(self, page: MessagePage) -> None:
+        self._attributions = {}
         old_ids = [r.message.id for r in self._rows]
         new_ids = [r.message.id for r in page.rows]
         self._total = page.total
@@ -186,7 +328,9 @@ class MessageTableModel(TableModel):
                 return fmt.tokens(row.estimate)
             if col == MessageColumn.EXACT:
                 return fmt.tokens(row.exact)
-            text = m.text
+            if col == MessageColumn.SPEAKER:
+                return self.speaker_text(index.row())
+            text = self.shown_text(index.row())
             if not text and m.parts:
                 kinds = ", ".join(sorted({str(p.get("type")) for p in m.parts if isinstance(p, dict)}))
                 return f"[{kinds}]"
@@ -198,10 +342,18 @@ class MessageTableModel(TableModel):
             return QBrush(MUTED)
         if role == Qt.ItemDataRole.ToolTipRole and col == MessageColumn.TIME:
             return fmt.plain_tooltip(m.created_at)
+        if role == Qt.ItemDataRole.ToolTipRole and col == MessageColumn.SPEAKER:
+            att = self.attribution(index.row())
+            if att is not None and att.parse.turns:
+                t = att.parse.turns[0]
+                return fmt.plain_tooltip(f"{t.author_name or '(no author_name)'}\nauthor_id {t.author_id or '(none)'}"
+                                         f"\nfunctional_role {t.functional_role or '(none)'}")
+            return None
         if role == SORT_ROLE:
             return {MessageColumn.NUMBER: index.row(), MessageColumn.ROLE: m.role,
                     MessageColumn.TIME: m.created_at or "", MessageColumn.ESTIMATE: row.estimate or 0,
-                    MessageColumn.EXACT: row.exact or 0, MessageColumn.TEXT: m.text}[col]
+                    MessageColumn.EXACT: row.exact or 0, MessageColumn.TEXT: m.text,
+                    MessageColumn.SPEAKER: self.speaker_text(index.row())}[col]
         if role == ID_ROLE:
             return m.id
         if role == RAW_ROLE:

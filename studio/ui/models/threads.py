@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from PySide6.QtCore import QModelIndex, QModelRoleDataSpan, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QModelRoleDataSpan, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QFont
 
 from studio.engine.status import ThreadStatus
@@ -58,7 +58,10 @@ _ITALIC.setItalic(True)
 
 
 class ThreadTableModel(TableModel):
-    """Threads of the open database (optionally filtered by resource and text), PAGE_SIZE rows fetched at a time."""
+    """Threads of the open database (optionally filtered by resource, text and metadata), PAGE_SIZE rows at a time."""
+
+    rows_replaced = Signal()   # set_rows ran (a new listing): id filters computed from the old one must be redone
+    cleared = Signal()         # clear() ran (another database is being opened)
 
     def __init__(self, parent=None, *, page_size: int = PAGE_SIZE):
         super().__init__(parent)
@@ -70,6 +73,7 @@ class ThreadTableModel(TableModel):
         self._loaded = 0
         self._resource: str | None = None
         self._text = ""                      # casefolded title/id filter ("" = none)
+        self._ids: frozenset[str] | None = None   # ids passing the metadata filter (None = no such filter)
         self._sort_column = ThreadColumn.LAST_ACTIVITY
         self._sort_order = Qt.SortOrder.DescendingOrder
         self._status_state = "pending"   # "pending" | "done" | "failed"
@@ -94,11 +98,13 @@ class ThreadTableModel(TableModel):
         if [r.thread.id for r in new_rows] == [r.thread.id for r in self._rows]:
             self._set_visible(new_rows)
             self._emit_all_changed()
+            self.rows_replaced.emit()
             return
         self.beginResetModel()
         self._set_visible(new_rows)
         self._loaded = min(len(self._rows), max(self._page_size, self._loaded if keep_statuses else 0))
         self.endResetModel()
+        self.rows_replaced.emit()
 
     def set_resource_filter(self, resource_id: str | None) -> None:
         """Show only RESOURCE_ID's threads (None: every thread)."""
@@ -114,6 +120,19 @@ class ThreadTableModel(TableModel):
             return
         self._text = text
         self._refilter()
+
+    def set_id_filter(self, ids) -> None:
+        """Show only the threads whose id is in IDS (the metadata filter's matches; None: no such filter)."""
+        ids = frozenset(ids) if ids is not None else None
+        if ids == self._ids:
+            return
+        self._ids = ids
+        self._refilter()
+
+    @property
+    def id_filter(self) -> frozenset[str] | None:
+        """Return the ids the metadata filter keeps (None: no metadata filter)."""
+        return self._ids
 
     def set_short_headers(self, short: bool) -> None:
         """Name the bar columns with one short word (narrow columns) or their full two-line names."""
@@ -160,11 +179,13 @@ class ThreadTableModel(TableModel):
         return self._status_state == "done"
 
     def clear(self) -> None:
-        """Remove every row."""
+        """Remove every row (another database: the metadata filter is dropped too)."""
         self.beginResetModel()
         self._all, self._by_id, self._loaded = [], {}, 0
+        self._ids = None
         self._set_visible([])
         self.endResetModel()
+        self.cleared.emit()
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -322,6 +343,8 @@ class ThreadTableModel(TableModel):
     def _matches(self, row: ThreadRow) -> bool:
         t = row.thread
         if self._resource is not None and t.resource_id != self._resource:
+            return False
+        if self._ids is not None and t.id not in self._ids:
             return False
         return not self._text or self._text in (t.title or "").casefold() or self._text in t.id.casefold()
 

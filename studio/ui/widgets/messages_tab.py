@@ -1,19 +1,46 @@
-"""Thread ▸ Messages: the paged message table and the selected message's full text and parts."""
+"""Thread ▸ Messages: the paged message table, its filters, and the selected message's full text and parts.
+
+Filters (all AND-ed, applied off the GUI thread): a date range (inclusive ISO bounds, as recall's
+dateRange), message metadata `key=value` conditions (recall's metadata filter, validated by its
+rules), a speaker (from the `<turn>` tags), and text. "Show in context" clears the filters and
+selects the message among all the thread's messages. The Speaker column shows name and role;
+"Raw tags" shows the stored text with its `<turn>` tags. Stored text is always plain text.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QHeaderView, QPlainTextEdit, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
+from studio.engine.metadata_filter import ValidationError, parse_key_values
+from studio.engine.speakers import SpeakerReport
+from studio.store.history import js_date_iso
 from studio.ui import format as fmt
+from studio.ui.history_loaders import AGENT, UNTAGGED, MessageFilters, describe_speaker_filter, message_position
 from studio.ui.loaders import MessageRow
 from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label, table_view
+
+#: Milliseconds the filters wait after the last keystroke before re-reading.
+FILTER_DELAY_MS = 350
+ALL_SPEAKERS = "All speakers"
 
 #: Strings longer than this (base64 file data, long tool results) are shortened in the parts view.
 PART_STRING_LIMIT = 600
@@ -40,10 +67,15 @@ def parts_text(row: MessageRow) -> str:
 
 
 class MessagesTab(QWidget):
-    """The thread's messages (read a page at a time) with a detail pane for the selected one."""
+    """The thread's messages (read a page at a time, optionally filtered) with a detail pane for the selected one."""
+
+    filters_applied = Signal(object)   # the MessageFilters now shown
+    context_shown = Signal(str)        # the message id selected by "Show in context"
 
     def __init__(self, runner: TaskRunner, parent=None):
         super().__init__(parent)
+        self._runner = runner
+        self._speakers: SpeakerReport | None = None
         self.model = MessageTableModel(runner, self)
         self.view = table_view()
         self.view.setModel(self.model)
@@ -54,16 +86,21 @@ class MessagesTab(QWidget):
                   MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 18,
                   MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42:27") + 18,
                   MessageColumn.ESTIMATE: fm.horizontalAdvance("Estimate") + 24,
-                  MessageColumn.EXACT: fm.horizontalAdvance("Estimate") + 24}
+                  MessageColumn.EXACT: fm.horizontalAdvance("Estimate") + 24,
+                  MessageColumn.SPEAKER: fm.horizontalAdvance("Alice Baker (editor)") + 12}
         for c, width in widths.items():
             header.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)
             header.resizeSection(c, width)
         header.setSectionResizeMode(MessageColumn.TEXT, QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(False)
+        header.moveSection(header.visualIndex(MessageColumn.SPEAKER), header.visualIndex(MessageColumn.ROLE) + 1)
         self.view.selectionModel().currentRowChanged.connect(self._on_view_current_changed)
         self.view.end_requested.connect(self._on_view_end_requested)
         self._following_end = False
         self.model.modelReset.connect(self._on_model_reset)
         self.model.page_loaded.connect(self._on_model_page_loaded)
+        self.model.load_failed.connect(self._on_model_load_failed)
+        self._build_filters()
 
         self.summary = plain_label("", "muted")
         self.header = plain_label("", wrap=True)
@@ -73,6 +110,10 @@ class MessagesTab(QWidget):
         self.parts_view = QPlainTextEdit()
         self.parts_view.setReadOnly(True)
         self.parts_view.setFont(mono)
+        # Small windows: the filter bar takes two rows, so the table and the detail may get short.
+        self.view.setMinimumHeight(self.view.verticalHeader().defaultSectionSize() * 2)
+        for edit in (self.text_view, self.parts_view):
+            edit.setMinimumHeight(edit.fontMetrics().height() * 2 + 8)
         self.parts_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.detail_tabs = QTabWidget()
         self.detail_tabs.addTab(self.text_view, "Text")
@@ -81,12 +122,17 @@ class MessagesTab(QWidget):
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.filter_bar)
+        tl.addWidget(self.filter_error)
         tl.addWidget(self.summary)
         tl.addWidget(self.view)
         detail = QWidget()
         dl = QVBoxLayout(detail)
         dl.setContentsMargins(0, 0, 0, 0)
-        dl.addWidget(self.header)
+        head_row = QHBoxLayout()
+        head_row.addWidget(self.header, 1)
+        head_row.addWidget(self.context_button, 0, Qt.AlignmentFlag.AlignTop)
+        dl.addLayout(head_row)
         dl.addWidget(self.detail_tabs)
         split = QSplitter(Qt.Orientation.Vertical)
         split.setChildrenCollapsible(False)
@@ -101,11 +147,203 @@ class MessagesTab(QWidget):
         self._selected_id: str | None = None
         self._show_row(None)
 
+    # -- filters ---------------------------------------------------------------------------
+
+    def _build_filters(self) -> None:
+        self.from_edit = QLineEdit()
+        self.from_edit.setPlaceholderText("From (2026-03-01 or ISO time)")
+        self.to_edit = QLineEdit()
+        self.to_edit.setPlaceholderText("To (inclusive)")
+        self.metadata_edit = QLineEdit()
+        self.metadata_edit.setPlaceholderText("Metadata: key=value, …")
+        self.metadata_edit.setToolTip("Message metadata conditions, all required (Mastra's recall metadata filter): "
+                                      "category=billing, priority=2, escalated=true, archivedAt=null")
+        self.text_edit = QLineEdit()
+        self.text_edit.setPlaceholderText("Find text")
+        self.speaker_combo = QComboBox()
+        self.speaker_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.speaker_combo.setMinimumContentsLength(14)
+        self.raw_check = QCheckBox("Raw tags")
+        self.raw_check.setToolTip("Show messages as stored, with their <turn …> tags")
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.setToolTip("Remove every filter")
+        self.context_button = QPushButton("Show in context")
+        self.context_button.setToolTip("Show this message among all the thread's messages (filters cleared)")
+        self.context_button.setEnabled(False)
+        for edit in (self.from_edit, self.to_edit, self.metadata_edit, self.text_edit):
+            edit.setClearButtonEnabled(True)
+            edit.textChanged.connect(self._on_filter_edit_text_changed)
+            edit.returnPressed.connect(self.apply_filters)
+        self.speaker_combo.currentIndexChanged.connect(self._on_speaker_combo_changed)
+        self.raw_check.toggled.connect(self._on_raw_check_toggled)
+        self.clear_button.clicked.connect(self.clear_filters)
+        self.context_button.clicked.connect(self._on_context_button_clicked)
+        self._set_speaker_items(None)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(FILTER_DELAY_MS)
+        self._timer.timeout.connect(self.apply_filters)
+
+        self.filter_bar = QWidget()
+        rows = QVBoxLayout(self.filter_bar)
+        rows.setContentsMargins(0, 0, 0, 0)
+        rows.setSpacing(4)
+        first, second = QHBoxLayout(), QHBoxLayout()
+        first.addWidget(self.from_edit, 1)
+        first.addWidget(self.to_edit, 1)
+        first.addWidget(self.speaker_combo, 1)
+        second.addWidget(self.metadata_edit, 2)
+        second.addWidget(self.text_edit, 2)
+        second.addWidget(self.raw_check)
+        second.addWidget(self.clear_button)
+        rows.addLayout(first)
+        rows.addLayout(second)
+        self.filter_error = plain_label("", "loss", wrap=True)
+        self.filter_error.hide()
+
+    def _set_speaker_items(self, report: SpeakerReport | None) -> None:
+        current = self.speaker_combo.currentData()
+        self.speaker_combo.blockSignals(True)
+        self.speaker_combo.clear()
+        self.speaker_combo.addItem(ALL_SPEAKERS, None)
+        for sp in (report.speakers if report is not None else []):
+            self.speaker_combo.addItem(f"{sp.label} · {sp.messages:,}", sp.key)
+            self.speaker_combo.setItemData(self.speaker_combo.count() - 1,
+                                           fmt.plain_tooltip(f"{sp.label}\nauthor_id {sp.author_id or '(none)'}"),
+                                           Qt.ItemDataRole.ToolTipRole)
+        if report is not None and report.untagged_messages:
+            self.speaker_combo.addItem(f"Untagged user messages · {report.untagged_messages:,}", UNTAGGED)
+        self.speaker_combo.addItem("Agent (assistant, tools)", AGENT)
+        index = self.speaker_combo.findData(current)
+        if current is not None and index < 0:   # a speaker not (yet) listed: keep it selectable
+            self.speaker_combo.addItem(describe_speaker_filter(current, report), current)
+            index = self.speaker_combo.count() - 1
+        self.speaker_combo.setCurrentIndex(max(index, 0))
+        self.speaker_combo.blockSignals(False)
+
+    def set_speakers(self, report: SpeakerReport | None) -> None:
+        """Offer REPORT's speakers in the speaker filter (the Participants tab's report for this thread)."""
+        if report is not None and report.thread_id != self.model.thread_id:
+            return
+        self._speakers = report
+        self._set_speaker_items(report)
+
+    def filter_by_speaker(self, key: str | None) -> None:
+        """Show only KEY's messages (a speaker key, UNTAGGED or AGENT; None: every speaker)."""
+        index = self.speaker_combo.findData(key)
+        if index < 0:
+            self.speaker_combo.addItem(describe_speaker_filter(key, self._speakers), key)
+            index = self.speaker_combo.count() - 1
+        self.speaker_combo.setCurrentIndex(index)   # applies at once
+        self.apply_filters()
+
+    def read_filters(self) -> MessageFilters:
+        """Return the filters the bar describes; raise ValidationError for a bad date or metadata condition."""
+        start = self.from_edit.text().strip()
+        end = self.to_edit.text().strip()
+        return MessageFilters(
+            start=js_date_iso(start) if start else None,
+            end=js_date_iso(_end_of_day(end)) if end else None,
+            metadata=MessageFilters.metadata_items(parse_key_values(self.metadata_edit.text())),
+            speaker=self.speaker_combo.currentData(),
+            text=self.text_edit.text().strip(),
+            raw=self.raw_check.isChecked())
+
+    def apply_filters(self) -> None:
+        """Read the filter bar and re-read the messages that pass it (a bad condition is shown, not applied)."""
+        self._timer.stop()
+        try:
+            filters = self.read_filters()
+        except ValidationError as exc:
+            self.filter_error.setText(str(exc))
+            self.filter_error.show()
+            return
+        self.filter_error.hide()
+        if self.model.thread_id is None:
+            return
+        if filters != self.model.filters:
+            self.summary.setText("Filtering…" if filters.active else "Loading…")
+            self.model.set_filters(filters)
+            self.filters_applied.emit(filters)
+
+    def clear_filters(self) -> None:
+        """Remove every filter and show all messages."""
+        for edit in (self.from_edit, self.to_edit, self.metadata_edit, self.text_edit):
+            edit.blockSignals(True)
+            edit.clear()
+            edit.blockSignals(False)
+        self.speaker_combo.blockSignals(True)
+        self.speaker_combo.setCurrentIndex(0)
+        self.speaker_combo.blockSignals(False)
+        self.apply_filters()
+
+    def _on_filter_edit_text_changed(self, _text: str) -> None:
+        self._timer.start()
+
+    def _on_speaker_combo_changed(self, _index: int) -> None:
+        self.apply_filters()
+
+    def _on_raw_check_toggled(self, checked: bool) -> None:
+        self.model.set_raw_tags(checked)
+        current = self.view.currentIndex()
+        self._show_row(self.model.message_row(current.row()) if current.isValid() else None)
+        if self.text_edit.text().strip():
+            self.apply_filters()   # the text filter reads what is shown
+
+    # -- show in context ---------------------------------------------------------------------
+
+    def show_in_context(self, message_id: str | None = None) -> None:
+        """Clear the filters and select MESSAGE_ID (default: the selected one) among all the thread's messages."""
+        message_id = message_id or self._selected_id
+        thread_id = self.model.thread_id
+        if not message_id or thread_id is None:
+            return
+        self.summary.setText("Finding the message…")
+        self._runner.submit(lambda store, _p, _c: message_position(store, thread_id, message_id),
+                            on_done=lambda row: self._on_position_found(thread_id, message_id, row),
+                            on_error=self._on_model_load_failed, key="message-position")
+
+    def _on_position_found(self, thread_id: str, message_id: str, row: int) -> None:
+        if thread_id != self.model.thread_id:
+            return
+        if row < 0:
+            self._on_model_load_failed("The message no longer exists.")
+            return
+        self._selected_id = message_id
+        if self.model.filtered:
+            self.clear_filters()
+        self.model.load_through(row, lambda: self._select_message(message_id))
+
+    def _select_message(self, message_id: str) -> None:
+        row = self.model.row_of(message_id)
+        if row >= 0:
+            self.select_row(row)
+            self.view.scrollTo(self.model.index(row, 0), self.view.ScrollHint.PositionAtCenter)
+            self.context_shown.emit(message_id)
+
+    def _on_context_button_clicked(self) -> None:
+        self.show_in_context()
+
+    def _on_model_load_failed(self, message: str) -> None:
+        self.summary.setText(f"Could not read the messages: {message}")
+
+    # -- thread ------------------------------------------------------------------------------
+
     def set_thread(self, thread_id: str | None) -> None:
-        """Show THREAD_ID's messages (None: none)."""
+        """Show THREAD_ID's messages (None: none); a new thread starts unfiltered."""
         self._selected_id = None
         self._following_end = False
-        self.model.set_thread(thread_id)
+        if thread_id != self.model.thread_id:
+            self._speakers = None
+            for edit in (self.from_edit, self.to_edit, self.metadata_edit, self.text_edit):
+                edit.blockSignals(True)
+                edit.clear()
+                edit.blockSignals(False)
+            self._set_speaker_items(None)
+            self.filter_error.hide()
+            self._timer.stop()
+        filters = self.model.filters if thread_id == self.model.thread_id else MessageFilters()
+        self.model.set_thread(thread_id, filters)
         self._show_row(None)
         self.summary.setText("Loading…" if thread_id else "")
 
@@ -130,7 +368,11 @@ class MessagesTab(QWidget):
     def _on_model_page_loaded(self, loaded: int) -> None:
         total = self.model.total
         more = " (scroll or press End for more)" if loaded < total else ""
-        self.summary.setText(f"{loaded:,} of {total:,} message{'s' if total != 1 else ''} loaded{more}")
+        if self.model.filtered:
+            self.summary.setText(f"{total:,} message{'s' if total != 1 else ''} match the filters"
+                                 f" ({loaded:,} loaded){more}")
+        else:
+            self.summary.setText(f"{loaded:,} of {total:,} message{'s' if total != 1 else ''} loaded{more}")
         if self._following_end and loaded:
             self.select_row(loaded - 1)
             self.view.scrollToBottom()
@@ -158,19 +400,35 @@ class MessagesTab(QWidget):
         self._show_row(row)
 
     def _show_row(self, row: MessageRow | None) -> None:
+        self.context_button.setEnabled(row is not None)
         if row is None:
             self.header.setText("Select a message to read it in full.")
             self.text_view.setPlainText("")
             self.parts_view.setPlainText("")
             return
         m = row.message
+        index = self.model.row_of(m.id)
+        att = self.model.attribution(index) if index >= 0 else None
         kinds = [str(p.get("type")) for p in m.parts if isinstance(p, dict)]
-        bits = [m.role, fmt.local_time(m.created_at, seconds=True),
+        speaker = self.model.speaker_text(index) if index >= 0 else ""
+        who = f"{m.role} · {speaker}" if speaker else m.role
+        if att is not None and att.parse.turns and att.parse.turns[0].author_id:
+            who += f" · author_id {att.parse.turns[0].author_id}"
+        bits = [who, fmt.local_time(m.created_at, seconds=True),
                 f"{fmt.tokens(row.estimate)} tokens (Mastra estimate)", f"{fmt.tokens(row.exact)} exact (o200k)",
                 f"{len(kinds)} part{'s' if len(kinds) != 1 else ''}" + (f": {', '.join(kinds)}" if kinds else ""),
                 f"id {m.id}"]
         if m.content_error:
             bits.append(f"content is not JSON ({m.content_error})")
+        if att is not None and att.parse.problems:
+            bits.append("tag problems: " + "; ".join(dict.fromkeys(att.parse.problems)))
         self.header.setText(" · ".join(bits))
-        self.text_view.setPlainText(m.text)
+        self.text_view.setPlainText(self.model.shown_text(index) if index >= 0 else m.text)
         self.parts_view.setPlainText(parts_text(row))
+
+
+def _end_of_day(text: str) -> str:
+    """Return a date-only bound ("2026-03-05") as the last millisecond of that day (UTC), else TEXT."""
+    import re
+
+    return f"{text}T23:59:59.999Z" if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) else text

@@ -1,14 +1,21 @@
-"""The middle pane: the "Threads (n)" heading, a title filter and the thread table with its two bar columns."""
+"""The middle pane: the "Threads (n)" heading, title and metadata filters, and the thread table with its two bars.
+
+The metadata filter (`key=value, …`, Mastra's listThreads metadata filter and its validation rules)
+runs in SQL off the GUI thread (`history_loaders.load_metadata_thread_ids`); the model then keeps
+the matching ids, so paging and sorting stay in memory and fast on large files.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHeaderView, QLineEdit, QVBoxLayout, QWidget
 
+from studio.engine.metadata_filter import ValidationError, parse_key_values
 from studio.ui import format as fmt
+from studio.ui.history_loaders import load_metadata_thread_ids
 from studio.ui.delegates import BAR_PADDING, BarDelegate
 from studio.ui.models.threads import BAR_COLUMNS, ThreadColumn, ThreadTableModel
-from studio.ui.widgets.common import ElidedLabel, table_view
+from studio.ui.widgets.common import ElidedLabel, plain_label, table_view
 
 #: Optional columns, in the order they are hidden when the pane is too narrow for every column.
 OPTIONAL_COLUMNS = (ThreadColumn.RESOURCE, ThreadColumn.MESSAGES, ThreadColumn.LAST_ACTIVITY)
@@ -16,6 +23,9 @@ OPTIONAL_COLUMNS = (ThreadColumn.RESOURCE, ThreadColumn.MESSAGES, ThreadColumn.L
 TITLE_MIN_WIDTH = 110
 TITLE_MIN_WIDTH_NARROW = 90
 FILTER_PLACEHOLDER = "Filter by title or id (Ctrl+F)"
+METADATA_PLACEHOLDER = "Metadata: key=value, … (e.g. category=billing)"
+#: Milliseconds the metadata filter waits after the last keystroke.
+METADATA_DELAY_MS = 350
 
 
 class ThreadListPane(QWidget):
@@ -23,15 +33,34 @@ class ThreadListPane(QWidget):
 
     filter_changed = Signal(str)   # the title filter's new text
 
-    def __init__(self, model: ThreadTableModel, parent: QWidget | None = None):
+    def __init__(self, model: ThreadTableModel, parent: QWidget | None = None, *, runner=None):
         super().__init__(parent)
         self.model = model
+        self._runner = runner
+        self._metadata: dict | None = None
         self.heading = ElidedLabel("Threads", "heading")
         self.filter_edit = QLineEdit()
         self.filter_edit.setPlaceholderText(FILTER_PLACEHOLDER)
         self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # Ctrl+F or a click; Tab goes pane to pane
         self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
+        self.metadata_edit = QLineEdit()
+        self.metadata_edit.setPlaceholderText(METADATA_PLACEHOLDER)
+        self.metadata_edit.setToolTip("Thread metadata conditions, all required (Mastra's listThreads metadata "
+                                      "filter): category=billing, priority=2, escalated=true, archivedAt=null")
+        self.metadata_edit.setClearButtonEnabled(True)
+        self.metadata_edit.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.metadata_edit.setVisible(runner is not None)
+        self.metadata_edit.textChanged.connect(self._on_metadata_edit_text_changed)
+        self.metadata_edit.returnPressed.connect(self.apply_metadata_filter)
+        self.metadata_error = plain_label("", "loss", wrap=True)
+        self.metadata_error.hide()
+        self._metadata_timer = QTimer(self)
+        self._metadata_timer.setSingleShot(True)
+        self._metadata_timer.setInterval(METADATA_DELAY_MS)
+        self._metadata_timer.timeout.connect(self.apply_metadata_filter)
+        model.rows_replaced.connect(self._on_model_rows_replaced)
+        model.cleared.connect(self._on_model_cleared)
 
         self.view = table_view()
         self.view.setModel(model)
@@ -66,6 +95,8 @@ class ThreadListPane(QWidget):
         layout.setSpacing(4)
         layout.addWidget(self.heading)
         layout.addWidget(self.filter_edit)
+        layout.addWidget(self.metadata_edit)
+        layout.addWidget(self.metadata_error)
         layout.addWidget(self.view, 1)
 
     def preferred_width(self) -> int:
@@ -121,13 +152,73 @@ class ThreadListPane(QWidget):
         resource = self.model.resource_filter
         n = self.model.total_rows
         where = f" of {resource}" if resource is not None else ""
-        self.heading.setText(f"Threads{where} ({n:,})")
+        matching = " matching the metadata" if self.model.id_filter is not None else ""
+        self.heading.setText(f"Threads{where}{matching} ({n:,})")
         self.heading.setToolTip(fmt.plain_tooltip(self.heading.text()))
 
     def focus_filter(self) -> None:
         """Put the keyboard focus in the filter box, its text selected (Ctrl+F)."""
         self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.filter_edit.selectAll()
+
+    @property
+    def metadata_filter(self) -> dict | None:
+        """Return the metadata filter applied (None: none)."""
+        return self._metadata
+
+    def apply_metadata_filter(self) -> None:
+        """Read the metadata box and keep only the threads whose metadata matches (a bad condition is shown)."""
+        self._metadata_timer.stop()
+        try:
+            metadata = parse_key_values(self.metadata_edit.text())
+        except ValidationError as exc:
+            self.metadata_error.setText(str(exc))
+            self.metadata_error.show()
+            return
+        self.metadata_error.hide()
+        self._metadata = metadata
+        self._query_metadata()
+
+    def _query_metadata(self) -> None:
+        metadata = self._metadata
+        if metadata is None or self._runner is None:
+            if self._runner is not None:
+                self._runner.cancel("thread-metadata")
+            self._set_ids(None)
+            return
+        self._runner.submit(lambda store, _p, _c: load_metadata_thread_ids(store, metadata),
+                            on_done=lambda ids: self._on_metadata_ids(metadata, ids),
+                            on_error=self._on_metadata_failed, key="thread-metadata")
+
+    def _on_metadata_ids(self, metadata: dict, ids: set[str]) -> None:
+        if metadata == self._metadata:
+            self._set_ids(ids)
+
+    def _on_metadata_failed(self, exc: Exception) -> None:
+        self.metadata_error.setText(f"The metadata filter failed: {exc}")
+        self.metadata_error.show()
+
+    def _set_ids(self, ids) -> None:
+        before = self.model.id_filter
+        self.model.set_id_filter(ids)
+        if self.model.id_filter != before:
+            self.update_heading()
+            self.filter_changed.emit(self.filter_edit.text())
+
+    def _on_metadata_edit_text_changed(self, _text: str) -> None:
+        self._metadata_timer.start()
+
+    def _on_model_rows_replaced(self) -> None:
+        if self._metadata is not None:
+            self._query_metadata()   # a new listing: threads may have come, gone or changed metadata
+
+    def _on_model_cleared(self) -> None:
+        self._metadata_timer.stop()
+        self._metadata = None
+        self.metadata_edit.blockSignals(True)
+        self.metadata_edit.clear()
+        self.metadata_edit.blockSignals(False)
+        self.metadata_error.hide()
 
     def _on_filter_edit_text_changed(self, text: str) -> None:
         self.model.set_text_filter(text)

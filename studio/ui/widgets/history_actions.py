@@ -1,0 +1,260 @@
+"""Thread ▸ Clone Thread…, Delete Message…, Clear Thread's Messages…: writes, only after the user confirms.
+
+Each action opens a dialog that says what will be written and where the backup goes; nothing is
+written unless the user accepts it. The write runs on the TaskRunner's database worker (so no read
+of ours overlaps it) through the window's `WriteSession` (`studio.store.writes`): a verified
+SQLite online backup of the file before the session's first write, then ONE transaction that is
+checked against concurrent writers and leaves the file unchanged when it fails. The view is
+refreshed afterwards (a clone is selected once the thread list has it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLineEdit,
+    QMessageBox,
+    QSpinBox,
+    QVBoxLayout,
+)
+
+from studio.ui import format as fmt
+from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.common import plain_label
+
+if TYPE_CHECKING:
+    from studio.ui.widgets.main_window import MainWindow
+
+MAX_MESSAGE_LIMIT = 10_000_000
+
+
+class ConfirmWriteDialog(QDialog):
+    """Ask before a write: what it does (plain text), where the backup goes; optional clone fields.
+
+    Accepting it is the user's confirmation; `values()` returns the fields as typed.
+    """
+
+    def __init__(self, title: str, text: str, backup_note: str, *, action: str, clone_of=None, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.setWindowModality(Qt.WindowModality.WindowModal)
+        layout = QVBoxLayout(self)
+        self.text = plain_label(text, wrap=True)
+        layout.addWidget(self.text)
+        self.new_id = self.title_edit = self.limit = None
+        if clone_of is not None:
+            form = QFormLayout()
+            self.new_id = QLineEdit()
+            self.new_id.setPlaceholderText("a new UUID")
+            self.title_edit = QLineEdit()
+            self.title_edit.setPlaceholderText(f"Clone of {clone_of.title}" if clone_of.title else "(no title)")
+            self.limit = QSpinBox()
+            self.limit.setRange(0, MAX_MESSAGE_LIMIT)
+            self.limit.setSpecialValueText("all messages")
+            self.limit.setToolTip("Clone only the newest N messages (Mastra's messageLimit); 0 clones them all")
+            form.addRow("New thread id", self.new_id)
+            form.addRow("Title", self.title_edit)
+            form.addRow("Messages", self.limit)
+            layout.addLayout(form)
+        self.backup_note = plain_label(backup_note, "muted", wrap=True)
+        layout.addWidget(self.backup_note)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        self.ok_button = buttons.addButton(action, QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        self.cancel_button = buttons.button(QDialogButtonBox.StandardButton.Cancel)
+        self.cancel_button.setDefault(True)   # Enter does not write
+
+    def values(self) -> dict:
+        """Return the clone options typed: {new_thread_id, title, message_limit} (None when left empty)."""
+        if self.new_id is None:
+            return {}
+        return {"new_thread_id": self.new_id.text().strip() or None, "title": self.title_edit.text() or None,
+                "message_limit": self.limit.value() or None}
+
+
+class HistoryActions(QObject):
+    """The window's history writes: clone a thread, delete the selected message, clear a thread's messages."""
+
+    written = Signal(str)   # what was written (a sentence), after the write succeeded
+    failed = Signal(str)    # why a write did not happen (nothing was written)
+
+    def __init__(self, window: "MainWindow", runner: TaskRunner, session=None):
+        super().__init__(window)
+        from studio.store.writes import WriteSession
+
+        self._window = window
+        self._runner = runner
+        self.session = session if session is not None else WriteSession()
+        self.dialog: ConfirmWriteDialog | None = None
+        self.error_box: QMessageBox | None = None
+        self.last_error: str | None = None
+        self.busy = False
+        bar = window.menuBar()
+        menu = next((a.menu() for a in bar.actions() if a.text() == "&Thread"), None)
+        if menu is None:
+            help_action = next((a for a in bar.actions() if a.text() == "&Help"), None)
+            menu = bar.addMenu("&Thread") if help_action is None else None
+            if menu is None:
+                from PySide6.QtWidgets import QMenu
+
+                menu = QMenu("&Thread", window)
+                bar.insertMenu(help_action, menu)
+        menu.addSeparator()
+        self.clone_action = QAction("&Clone Thread…", window, triggered=self._on_clone_action_triggered)
+        self.delete_action = QAction("&Delete Message…", window, triggered=self._on_delete_action_triggered)
+        self.clear_action = QAction("Clear Thread's &Messages…", window, triggered=self._on_clear_action_triggered)
+        for action in (self.clone_action, self.delete_action, self.clear_action):
+            menu.addAction(action)
+        menu.aboutToShow.connect(self.update_actions)
+        self.update_actions()
+
+    # -- state -----------------------------------------------------------------------------
+
+    def _thread(self):
+        detail = self._window.thread_view.detail
+        return detail.thread if detail is not None else None
+
+    def _selected_message(self):
+        tab = self._window.thread_view.messages_tab
+        index = tab.view.currentIndex()
+        row = tab.model.message_row(index.row()) if index.isValid() else None
+        return row.message if row is not None else None
+
+    def update_actions(self) -> None:
+        """Enable the actions that apply: a thread shown, a message selected, no write running."""
+        thread = self._thread()
+        ready = thread is not None and self._window.database_path is not None and not self.busy
+        self.clone_action.setEnabled(ready)
+        self.clear_action.setEnabled(ready)
+        self.delete_action.setEnabled(ready and self._selected_message() is not None)
+
+    def _backup_note(self, path: str) -> str:
+        done = self.session.backup_for(path)
+        if done is not None:
+            return f"This session already backed the file up to {done}."
+        return ("Before this first write of the session, the whole file is backed up (SQLite online backup, "
+                "verified) beside it. The write is one transaction; if anything fails, the file is left unchanged.")
+
+    # -- dialogs ---------------------------------------------------------------------------
+
+    def _ask(self, dialog: ConfirmWriteDialog, on_accepted: Callable[[], None]) -> ConfirmWriteDialog:
+        self.dialog = dialog
+        dialog.accepted.connect(on_accepted)
+        dialog.open()
+        return dialog
+
+    def clone_thread(self) -> ConfirmWriteDialog | None:
+        """Ask to clone the thread shown (Memory.cloneThread); write only when the user accepts."""
+        thread, path = self._thread(), self._window.database_path
+        if thread is None or path is None:
+            return None
+        text = (f"Clone the thread “{thread.title or thread.id}” ({thread.id}) as Mastra's cloneThread does: a new "
+                f"thread of resource {thread.resource_id} with copies of its messages and a metadata.clone "
+                f"record, written into {path}.")
+        dialog = ConfirmWriteDialog("Clone Thread", text, self._backup_note(path), action="Clone", clone_of=thread,
+                                    parent=self._window)
+        return self._ask(dialog, lambda: self._run_clone(path, thread.id, dialog.values()))
+
+    def delete_message(self) -> ConfirmWriteDialog | None:
+        """Ask to delete the selected message (Memory.deleteMessages); write only when the user accepts."""
+        message, path = self._selected_message(), self._window.database_path
+        if message is None or path is None:
+            return None
+        preview = fmt.preview(message.text, 200) or "(no text)"
+        text = (f"Delete this {message.role} message from {path}? This cannot be undone except from the backup.\n\n"
+                f"{message.id}\n{preview}")
+        dialog = ConfirmWriteDialog("Delete Message", text, self._backup_note(path), action="Delete",
+                                    parent=self._window)
+        return self._ask(dialog, lambda: self._run_delete(path, [message.id]))
+
+    def clear_thread(self) -> ConfirmWriteDialog | None:
+        """Ask to delete every message of the thread shown (the thread stays); write only when accepted."""
+        thread, path = self._thread(), self._window.database_path
+        if thread is None or path is None:
+            return None
+        detail = self._window.thread_view.detail
+        n = detail.message_count if detail is not None else 0
+        text = (f"Delete all {n:,} message{'s' if n != 1 else ''} of the thread “{thread.title or thread.id}” "
+                f"({thread.id}) from {path}? The thread itself stays. This cannot be undone except from the backup.")
+        dialog = ConfirmWriteDialog("Clear Thread's Messages", text, self._backup_note(path), action="Delete All",
+                                    parent=self._window)
+        return self._ask(dialog, lambda: self._run_clear(path, thread.id))
+
+    # -- writes (on the database worker) ---------------------------------------------------
+
+    def _submit(self, fn, done: Callable[[object], None]) -> None:
+        self.busy = True
+        self.update_actions()
+        self._window.statusBar().showMessage("Writing… (backing the file up first)")
+        self._runner.submit(lambda _store, _p, _c: fn(), on_done=done, on_error=self._on_write_failed,
+                            key=None)
+
+    def _run_clone(self, path: str, thread_id: str, options: dict) -> None:
+        session = self.session
+        self._submit(lambda: session.clone_thread(path, thread_id, **options),
+                     lambda result: self._on_cloned(path, result))
+
+    def _run_delete(self, path: str, ids: list[str]) -> None:
+        session = self.session
+        self._submit(lambda: session.delete_messages(path, ids),
+                     lambda n: self._on_written(path, f"Deleted {n} message{'s' if n != 1 else ''}."))
+
+    def _run_clear(self, path: str, thread_id: str) -> None:
+        session = self.session
+        self._submit(lambda: session.clear_thread(path, thread_id),
+                     lambda n: self._on_written(path, f"Deleted {n:,} message{'s' if n != 1 else ''} of {thread_id}."))
+
+    def _on_cloned(self, path: str, result: dict) -> None:
+        new_id = result["thread"]["id"]
+        n = len(result.get("messages", []))
+        window = self._window
+
+        def select_clone() -> None:
+            window.database_refreshed.disconnect(select_clone)
+            window.select_thread(new_id)
+
+        window.database_refreshed.connect(select_clone)
+        self._on_written(path, f"Cloned into thread {new_id} ({n:,} message{'s' if n != 1 else ''}).")
+
+    def _on_written(self, path: str, sentence: str) -> None:
+        self.busy = False
+        backup = self.session.backup_for(path)
+        note = f" Backup: {backup}" if backup is not None else ""
+        self._window.statusBar().showMessage(sentence + note, 15000)
+        self._window.refresh()
+        self.update_actions()
+        self.written.emit(sentence)
+
+    def _on_write_failed(self, exc: Exception) -> None:
+        self.busy = False
+        self.update_actions()
+        message = str(exc) or exc.__class__.__name__
+        self.last_error = message
+        self._window.statusBar().showMessage(f"Nothing was written: {message}", 15000)
+        self.failed.emit(message)
+        if self._window._ctx.interactive:  # noqa: SLF001  (tests and screenshots never pop up boxes)
+            box = QMessageBox(QMessageBox.Icon.Warning, "Nothing was written", message,
+                              QMessageBox.StandardButton.Ok, self._window)
+            box.setTextFormat(Qt.TextFormat.PlainText)
+            box.setWindowModality(Qt.WindowModality.WindowModal)
+            box.open()
+            self.error_box = box
+
+    # -- slots -----------------------------------------------------------------------------
+
+    def _on_clone_action_triggered(self, _checked: bool = False) -> None:
+        self.clone_thread()
+
+    def _on_delete_action_triggered(self, _checked: bool = False) -> None:
+        self.delete_message()
+
+    def _on_clear_action_triggered(self, _checked: bool = False) -> None:
+        self.clear_thread()

@@ -1,0 +1,144 @@
+"""`threads`, `recall`, `speakers`, `clone`: stable JSON shapes, exit 2 on bad input, clone's confirmation and backup."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from studio.cli import main
+from studio.cli_history import parse_include
+from studio.store.history import recall
+from studio.store.memory_store import MemoryStore
+from tests.conftest import load_oracle
+
+
+def run(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, argv) -> dict:
+    code, out, err = run(capsys, argv)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def digest(path: Path) -> tuple:
+    return tuple(hashlib.sha256(Path(str(path) + ext).read_bytes()).hexdigest() if Path(str(path) + ext).exists()
+                 else None for ext in ("", "-wal"))
+
+
+def test_json_shapes_and_read_only(fixture_db, capsys):
+    path = fixture_db("support")
+    before = digest(path)
+    threads = run_json(capsys, ["threads", str(path), "--json"])
+    assert list(threads) == ["thread_ids", "total", "has_more"]
+    assert threads == {"thread_ids": ["support-meta", "support-5", "support-4", "support-3", "support-2", "support-1"],
+                       "total": 6, "has_more": False}
+    page = run_json(capsys, ["threads", str(path), "--per-page", "2", "--page", "1", "--order-by", "updatedAt",
+                             "--direction", "ASC", "--json"])
+    assert page["total"] == 6 and page["has_more"] is True and len(page["thread_ids"]) == 2
+
+    messages = run_json(capsys, ["recall", str(path), "--thread", "support-1", "--json"])
+    assert list(messages) == ["message_ids", "total", "has_more"]
+    oracle = next(c for c in load_oracle("support")["threads"]["support-1"]["recall"] if c["args"] == {"perPage": False})
+    assert messages["message_ids"] == oracle["messageIds"][-10:]       # Mastra's default: the newest 10
+    assert (messages["total"], messages["has_more"]) == (57, True)
+    everything = run_json(capsys, ["recall", str(path), "--thread", "support-1", "--all", "--json"])
+    assert everything["message_ids"] == oracle["messageIds"] and everything["has_more"] is False
+
+    speakers = run_json(capsys, ["speakers", str(path), "--thread", "support-1", "--json"])
+    users = [m for m in load_oracle("support")["threads"]["support-1"]["messages"] if m["role"] == "user"]
+    assert speakers == {"speakers": [], "untagged_messages": len(users)} and len(users) == 30
+    assert digest(path) == before
+
+
+def test_recall_filters_on_the_command_line(fixture_db, capsys):
+    path = fixture_db("support")
+    doc = run_json(capsys, ["recall", str(path), "--thread", "support-meta", "--all", "--from", "2026-03-02T10:00:00Z",
+                            "--to", "2026-03-05T10:00:00.000Z", "--metadata", '{"category": "billing"}', "--json"])
+    with MemoryStore.open(path) as store:
+        expected = recall(store, "support-meta", per_page=False, filter={
+            "date_range": {"start": "2026-03-02T10:00:00.000Z", "end": "2026-03-05T10:00:00.000Z"},
+            "metadata": {"category": "billing"}})
+    assert doc["message_ids"] == expected.message_ids == ["meta-msg-1", "meta-msg-3"]
+    # A date alone is midnight UTC, as `new Date("2026-03-02")` reads it.
+    doc = run_json(capsys, ["recall", str(path), "--thread", "support-meta", "--all", "--from", "2026-03-02",
+                            "--json"])
+    assert doc["message_ids"] == ["meta-msg-1", "meta-msg-2", "meta-msg-3", "meta-msg-4", "meta-msg-5"]
+
+
+def test_include_is_mastra_s_no_op_unless_applied(fixture_db, capsys):
+    path = fixture_db("support")
+    code, out, err = run(capsys, ["recall", str(path), "--thread", "support-meta", "--per-page", "1",
+                                  "--include", "meta-msg-2:1:1", "--json"])
+    assert code == 0 and json.loads(out)["message_ids"] == ["meta-msg-5"] and "ignores include" in err
+    doc = run_json(capsys, ["recall", str(path), "--thread", "support-meta", "--per-page", "1",
+                            "--include", "meta-msg-2:1:1", "--apply-include", "--json"])
+    assert doc == {"message_ids": ["meta-msg-1", "meta-msg-2", "meta-msg-3", "meta-msg-5"], "total": 6,
+                   "has_more": True}
+
+
+def test_parse_include():
+    assert parse_include("abc") == {"id": "abc"}
+    assert parse_include("abc:2") == {"id": "abc", "with_previous_messages": 2}
+    assert parse_include("abc:2:1") == {"id": "abc", "with_previous_messages": 2, "with_next_messages": 1}
+    assert parse_include("urn:msg:7:3") == {"id": "urn:msg", "with_previous_messages": 7, "with_next_messages": 3}
+    assert parse_include("a:b") == {"id": "a:b"}
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["threads", "{db}", "--metadata", "{not json", "--json"], "not valid JSON"),
+    (["threads", "{db}", "--metadata", '{"a": {"b": 1}}', "--json"], "shallow scalars"),
+    (["threads", "{db}", "--metadata", '["a"]', "--json"], "JSON object"),
+    (["threads", "{db}", "--all", "--page", "1", "--json"], "page must be 0"),
+    (["threads", "{db}", "--page", "-1", "--json"], "expected a number >= 0"),
+    (["threads", "{db}", "--per-page", "2", "--all", "--json"], "not allowed with argument"),
+    (["threads", "{db}", "--order-by", "title", "--json"], "invalid choice"),
+    (["recall", "{db}", "--thread", "nope", "--json"], "No thread 'nope'"),
+    (["recall", "{db}", "--json"], "--thread"),
+    (["recall", "{db}", "--thread", "support-1", "--from", "yesterday", "--json"], "is not a date"),
+    (["recall", "{db}", "--thread", "support-1", "--metadata", '{"constructor": 1}', "--json"], "reserved"),
+    (["recall", "{db}", "--thread", "support-1", "--per-page", "x", "--json"], "expected a whole number"),
+    (["recall", "{db}", "--thread", "support-1", "--include", ":1", "--json"], "needs a message id"),
+    (["speakers", "{db}", "--thread", "nope", "--json"], "No thread 'nope'"),
+    (["speakers", "/no/such/file.db", "--thread", "x", "--json"], "No such file"),
+    (["clone", "{db}", "--thread", "support-1", "--json"], "--yes"),
+    (["clone", "{db}", "--thread", "nope", "--yes", "--json"], "no thread 'nope'"),
+    (["clone", "{db}", "--thread", "support-1", "--new-id", "support-2", "--yes", "--json"], "already exists"),
+])
+def test_bad_input_exits_2_and_changes_nothing(fixture_db, capsys, argv, message):
+    path = fixture_db("support")
+    before = digest(path)
+    code, out, err = run(capsys, [a.replace("{db}", str(path)) for a in argv])
+    assert code == 2
+    assert out == ""
+    assert message.lower() in err.lower()
+    assert digest(path) == before
+    assert not list(path.parent.glob("*backup*")) or "clone" in argv
+
+
+def test_clone_writes_after_a_backup(fixture_db, capsys):
+    path = fixture_db("history")
+    before = path.read_bytes()
+    doc = run_json(capsys, ["clone", str(path), "--thread", "hist-1", "--new-id", "hist-1-copy", "--title", "Copy",
+                            "--message-limit", "3", "--yes", "--json"])
+    assert list(doc) == ["thread", "message_ids", "source_message_ids", "om_record_id", "backup"]
+    assert doc["thread"]["id"] == "hist-1-copy" and doc["thread"]["title"] == "Copy"
+    assert doc["thread"]["metadata"]["clone"]["sourceThreadId"] == "hist-1"
+    with MemoryStore.open(path) as store:
+        source = recall(store, "hist-1", per_page=False).message_ids
+        clone = recall(store, "hist-1-copy", per_page=False).message_ids
+    assert doc["source_message_ids"] == source[-3:] and doc["message_ids"] == clone and len(clone) == 3
+    backup = Path(doc["backup"])
+    assert backup.exists() and backup.parent == path.parent
+    with MemoryStore.open(backup) as store:                 # the backup is the file as it was before the write
+        assert store.get_thread("hist-1-copy") is None
+        assert len(recall(store, "hist-1", per_page=False).message_ids) == len(source)
+    assert path.read_bytes() != before
+    listed = run_json(capsys, ["threads", str(path), "--resource", "user-gus", "--all", "--json"])
+    assert "hist-1-copy" in listed["thread_ids"] and listed["total"] == 4

@@ -1,0 +1,109 @@
+"""Clone / delete / clear in the studio: nothing without confirmation, a backup first, the view refreshed after."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from studio.store.history import recall
+from studio.store.memory_store import MemoryStore
+from studio.ui.models.roles import ID_ROLE
+
+
+def digest(path: Path) -> tuple:
+    return tuple(hashlib.sha256(Path(str(path) + ext).read_bytes()).hexdigest() if Path(str(path) + ext).exists()
+                 else None for ext in ("", "-wal"))
+
+
+def backups(path: Path) -> list[Path]:
+    return sorted(p for p in path.parent.iterdir() if "backup" in p.name)
+
+
+def test_cancelled_dialogs_write_nothing(studio, studio_ctx, fixture_db):
+    path = fixture_db("history")
+    window = studio(path, thread_id="hist-1", tab="messages")
+    actions = window.history_actions
+    before = digest(path)
+    window.thread_view.messages_tab.select_row(0)
+    actions.update_actions()
+    assert actions.clone_action.isEnabled() and actions.delete_action.isEnabled() and actions.clear_action.isEnabled()
+    for open_dialog in (actions.clone_thread, actions.delete_message, actions.clear_thread):
+        dialog = open_dialog()
+        assert dialog is not None and dialog.isVisible() and dialog.cancel_button.isDefault()
+        dialog.reject()
+        studio_ctx.runner.wait_idle()
+    assert digest(path) == before and backups(path) == []
+    assert actions.session.backups == {}
+
+
+def test_clone_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
+    path = fixture_db("history")
+    window = studio(path, thread_id="hist-1")
+    actions = window.history_actions
+    dialog = actions.clone_thread()
+    assert "hist-1" in dialog.text.text() and "backed up" in dialog.backup_note.text()
+    dialog.new_id.setText("hist-1-studio")
+    dialog.title_edit.setText("Studio branch")
+    dialog.limit.setValue(4)
+    with qtbot.waitSignal(window.database_refreshed, timeout=15000):
+        with qtbot.waitSignal(actions.written, timeout=15000) as written:
+            dialog.accept()
+    studio_ctx.runner.wait_idle()
+    assert "hist-1-studio" in written.args[0]
+    [backup] = backups(path)
+    assert actions.session.backup_for(path) == backup
+    with MemoryStore.open(path) as store:
+        source = recall(store, "hist-1", per_page=False).messages
+        clone = recall(store, "hist-1-studio", per_page=False).messages
+        thread = store.get_thread("hist-1-studio")
+    assert thread.title == "Studio branch" and thread.metadata["clone"]["sourceThreadId"] == "hist-1"
+    assert [m.created_at for m in clone] == [m.created_at for m in source[-4:]]
+    with MemoryStore.open(backup) as store:
+        assert store.get_thread("hist-1-studio") is None
+    # The view was refreshed and shows the clone.
+    assert window.thread_model.has_thread("hist-1-studio")
+    assert window.current_thread_id == "hist-1-studio"
+    assert str(backup) in window.statusBar().currentMessage()
+
+
+def test_delete_then_clear_with_one_backup(studio, studio_ctx, fixture_db, qtbot):
+    path = fixture_db("history")
+    window = studio(path, thread_id="hist-2", tab="messages")
+    tab = window.thread_view.messages_tab
+    actions = window.history_actions
+    assert tab.model.rowCount() == 5
+    tab.select_row(1)
+    doomed = tab.view.currentIndex().data(ID_ROLE)
+    dialog = actions.delete_message()
+    assert doomed in dialog.text.text()
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    qtbot.waitUntil(lambda: tab.model.rowCount() == 4 and studio_ctx.runner.pending == 0, timeout=15000)
+    assert doomed not in [tab.model.index(r, 0).data(ID_ROLE) for r in range(4)]
+    [backup] = backups(path)
+
+    dialog = actions.clear_thread()
+    assert "4 messages" in dialog.text.text() and str(backup) in dialog.backup_note.text()
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    qtbot.waitUntil(lambda: tab.model.rowCount() == 0 and studio_ctx.runner.pending == 0, timeout=15000)
+    assert backups(path) == [backup]                      # one backup per session
+    with MemoryStore.open(path) as store:
+        assert store.get_thread("hist-2") is not None and store.message_count("hist-2") == 0
+    with MemoryStore.open(backup) as store:
+        assert store.message_count("hist-2") == 5
+
+
+def test_a_refused_write_leaves_the_file_unchanged(studio, studio_ctx, fixture_db, qtbot):
+    path = fixture_db("history")
+    window = studio(path, thread_id="hist-1")
+    actions = window.history_actions
+    dialog = actions.clone_thread()
+    dialog.new_id.setText("hist-2")                       # taken: Mastra's clone would fail too
+    before_main = digest(path)
+    with qtbot.waitSignal(actions.failed, timeout=15000) as failed:
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    assert "already exists" in failed.args[0] and "Nothing was written" in window.statusBar().currentMessage()
+    assert digest(path) == before_main
+    assert not actions.busy and actions.clone_action.isEnabled()
