@@ -145,5 +145,5 @@ def test_help_lists_the_shortcuts(studio, fixture_db, shortcut):
     assert dialog is not None and dialog.isVisible()
     assert shortcut in [keys for keys, _ in dialog.rows()]
     titles = [a.text() for a in window.menuBar().actions()]
-    assert titles == ["&File", "&View", "&Help"]
+    assert titles == ["&File", "&View", "&Thread", "&Help"]
     dialog.close()

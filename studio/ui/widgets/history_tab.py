@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QButtonGroup,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
+    QMenu,
+    QMessageBox,
     QPushButton,
     QSizePolicy,
     QSplitter,
@@ -37,6 +39,38 @@ LOSSES_EXPANDED_MIN_HEIGHT = 440
 NO_HISTORY = "No Observational Memory record governs this thread, so there are no generations to compare."
 BOTH_EMPTY = "Both observation logs are empty: there is nothing to compare."
 IDENTICAL = "No differences: {old} and {new} have the same {n} line{s}."
+REVERT_TIP = ("Write a new generation (latest + 1) whose observation log is this generation's. "
+              "History stays append-only: nothing is deleted, and the revert itself can be reverted.")
+REVERT_REFUSALS = {
+    "generation-changed": "The agent wrote a new generation meanwhile, so nothing was written. "
+                          "Look at the refreshed history and revert again if you still want to.",
+    "reflecting": "A running process is reflecting this record right now, so nothing was written. Try again later.",
+}
+
+
+def revert_refusal_text(exc: Exception) -> str:
+    """Return the sentence shown when a revert was refused (WriteRefused) or failed."""
+    reason = getattr(exc, "reason", None)
+    return REVERT_REFUSALS.get(reason) or (str(exc) or exc.__class__.__name__)
+
+
+def layout_diff_columns(view, model: DiffModel) -> None:
+    """Stretch the diff's text columns; give markers and line numbers fixed widths (sizing to contents reads every row)."""
+    header = view.horizontalHeader()
+    header.setStretchLastSection(False)
+    fm = view.fontMetrics()
+    lines = max((r.new_number or r.old_number or 0 for r in model.diff.rows), default=0) \
+        if model.diff is not None else 0
+    number_width = fm.horizontalAdvance("0" * max(3, len(str(lines)))) + 14
+    marker_width = fm.horizontalAdvance("+") + 14
+    texts = model.text_columns()
+    for c in range(model.columnCount()):
+        if c in texts:
+            header.setSectionResizeMode(c, QHeaderView.ResizeMode.Stretch)
+            continue
+        header.setSectionResizeMode(c, QHeaderView.ResizeMode.Fixed)
+        is_marker = model.headerData(c, Qt.Orientation.Horizontal) == ""
+        header.resizeSection(c, marker_width if is_marker else number_width)
 
 
 def _generation_label(record: OMRecord, current: bool) -> str:
@@ -48,11 +82,20 @@ class HistoryTab(QWidget):
     """Generations table, two generation selectors, unified / side-by-side diff with its figures."""
 
     diff_shown = Signal(object)  # the GenerationDiff now displayed
+    generation_written = Signal(object)  # the dict revert_to_generation returned (a revert was committed)
+    write_failed = Signal(str)            # why a revert wrote nothing
 
     def __init__(self, runner: TaskRunner, parent=None):
         super().__init__(parent)
         self._runner = runner
         self._records: list[OMRecord] = []
+        self._lookup_key: str | None = None
+        #: The open database's path (set by the main window); a revert opens it for writing.
+        self.database_path: str | None = None
+        #: The window's studio.store.writes.WriteSession (backs the file up before its first write), if any.
+        self.write_session = None
+        self.last_write_error: str | None = None
+        self.error_box: QMessageBox | None = None
         self._syncing = False
         self._stack = QStackedWidget()
         self._stack.addWidget(empty_state(NO_HISTORY))
@@ -70,6 +113,12 @@ class HistoryTab(QWidget):
             header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
         self.generations_view.selectionModel().currentRowChanged.connect(self._on_generations_current_changed)
+        self.generations_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.generations_view.customContextMenuRequested.connect(self._on_generations_context_menu_requested)
+        self.revert_button = QPushButton("Revert…")
+        self.revert_button.setToolTip(REVERT_TIP)
+        self.revert_button.setEnabled(False)
+        self.revert_button.clicked.connect(self._on_revert_button_clicked)
 
         self.old_combo = QComboBox()
         self.new_combo = QComboBox()
@@ -99,6 +148,8 @@ class HistoryTab(QWidget):
         summary_row.addWidget(self.summary, 1)
         summary_row.addWidget(self.unified_button, 0, Qt.AlignmentFlag.AlignTop)
         summary_row.addWidget(self.side_button, 0, Qt.AlignmentFlag.AlignTop)
+        summary_row.addSpacing(8)
+        summary_row.addWidget(self.revert_button, 0, Qt.AlignmentFlag.AlignTop)
         self.losses = LossCallout()
         self.losses.hide()
 
@@ -152,6 +203,8 @@ class HistoryTab(QWidget):
         """Show the empty state."""
         self._runner.cancel("diff")
         self._records = []
+        self._lookup_key = None
+        self._update_revert()
         self.generation_model.set_records([])
         self.diff_model.set_diff(None)
         self._stack.setCurrentIndex(0)
@@ -163,6 +216,7 @@ class HistoryTab(QWidget):
             return
         old_id, new_id = self._selected_ids()
         self._records = list(detail.history)
+        self._lookup_key = detail.lookup_key
         self._stack.setCurrentIndex(1)
         self.generation_model.set_records(self._records)
         self._fit_generations_height()
@@ -184,6 +238,7 @@ class HistoryTab(QWidget):
             self.compare(new_id, old_id)
         else:
             self.select_generation(0)
+        self._update_revert()
 
     def _fit_generations_height(self) -> None:
         """Give the generations table room for its rows (at most GENERATION_ROWS_SHOWN; it scrolls beyond)."""
@@ -211,6 +266,14 @@ class HistoryTab(QWidget):
                 self._syncing = False
             self._on_generations_current_changed(self.generation_model.index(row, 0), None)
 
+    def select_record(self, record_id: str) -> bool:
+        """Select the generation with OM record id RECORD_ID (as `select_generation`); False if not listed."""
+        row = self.generation_model.row_of(record_id)
+        if row < 0:
+            return False
+        self.select_generation(row)
+        return True
+
     def compare(self, new_id: str, old_id: str | None) -> None:
         """Diff generation OLD_ID (None: an empty log) against NEW_ID."""
         for combo, rid in ((self.new_combo, new_id), (self.old_combo, old_id)):
@@ -225,6 +288,7 @@ class HistoryTab(QWidget):
         return self.old_combo.currentData(), self.new_combo.currentData()
 
     def _on_generations_current_changed(self, current, _previous) -> None:
+        self._update_revert()
         if self._syncing:
             return
         row = current.row() if current is not None and current.isValid() else -1
@@ -307,19 +371,104 @@ class HistoryTab(QWidget):
         return self.diff_message.text() if not self.diff_message.isHidden() else ""
 
     def _layout_diff_columns(self) -> None:
-        """Stretch the text columns; give markers and line numbers fixed widths (sizing to contents reads every row)."""
-        header = self.diff_view.horizontalHeader()
-        header.setStretchLastSection(False)
-        fm = self.diff_view.fontMetrics()
-        lines = max((r.new_number or r.old_number or 0 for r in self.diff_model.diff.rows), default=0) \
-            if self.diff_model.diff is not None else 0
-        number_width = fm.horizontalAdvance("0" * max(3, len(str(lines)))) + 14
-        marker_width = fm.horizontalAdvance("+") + 14
-        texts = self.diff_model.text_columns()
-        for c in range(self.diff_model.columnCount()):
-            if c in texts:
-                header.setSectionResizeMode(c, QHeaderView.ResizeMode.Stretch)
-                continue
-            header.setSectionResizeMode(c, QHeaderView.ResizeMode.Fixed)
-            is_marker = self.diff_model.headerData(c, Qt.Orientation.Horizontal) == ""
-            header.resizeSection(c, marker_width if is_marker else number_width)
+        layout_diff_columns(self.diff_view, self.diff_model)
+
+    # -- reverting -------------------------------------------------------------------------
+
+    def selected_generation(self) -> OMRecord | None:
+        """Return the generation selected in the generations table, or None."""
+        return self.generation_model.record(self.generations_view.currentIndex().row())
+
+    def _update_revert(self) -> None:
+        record = self.selected_generation()
+        current = self._records[0] if self._records else None
+        if record is None or current is None:
+            self.revert_button.setText("Revert…")
+            self.revert_button.setToolTip(REVERT_TIP)
+            self.revert_button.setEnabled(False)
+            return
+        # A short label keeps the tab narrow; the tooltip says it in full.
+        self.revert_button.setText("Revert…" if record.id == current.id else f"Revert to {record.generation_count}…")
+        if record.id == current.id:
+            tip = f"Generation {record.generation_count} is the current one: select an older generation to revert to."
+        else:
+            tip = f"Revert to this generation ({record.generation_count}). {REVERT_TIP}"
+        self.revert_button.setToolTip(tip)
+        self.revert_button.setEnabled(record.id != current.id and self.database_path is not None)
+
+    def _on_generations_context_menu_requested(self, pos: QPoint) -> None:
+        index = self.generations_view.indexAt(pos)
+        record = self.generation_model.record(index.row()) if index.isValid() else None
+        if record is None:
+            return
+        self.generations_view.selectRow(index.row())
+        menu = QMenu(self)
+        current = bool(self._records) and record.id == self._records[0].id
+        action = menu.addAction(f"Revert to generation {record.generation_count}…")
+        action.setToolTip(REVERT_TIP)
+        action.setEnabled(not current and self.database_path is not None)
+        action.triggered.connect(lambda _checked=False, r=record: self.revert_to(r))
+        menu.popup(self.generations_view.viewport().mapToGlobal(pos))
+        self.context_menu = menu
+
+    def _on_revert_button_clicked(self) -> None:
+        record = self.selected_generation()
+        if record is not None:
+            self.revert_to(record)
+
+    def confirm(self, title: str, text: str) -> bool:
+        """Ask TITLE / TEXT (plain text) with Yes / Cancel; return True on Yes. Tests replace it."""
+        box = QMessageBox(QMessageBox.Icon.Question, title, text,
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        return box.exec() == QMessageBox.StandardButton.Yes
+
+    def revert_to(self, record: OMRecord) -> bool:
+        """Ask, then write a new generation whose log is RECORD's; return False when nothing was started.
+
+        The database is opened for writing only inside `revert_to_generation`, after the user
+        confirmed; the write is refused when the latest generation changed since the history was read.
+        """
+        if not self._records or self._lookup_key is None or self.database_path is None:
+            return False
+        current = self._records[0]
+        if record.id == current.id:
+            return False
+        text = (f"Write generation {current.generation_count + 1} of {self._lookup_key} with the observation log "
+                f"of generation {record.generation_count} ({record.observation_token_count:,} tokens; the current "
+                f"generation {current.generation_count} has {current.observation_token_count:,})?\n\n"
+                f"The file is changed: {self.database_path}\n"
+                "Nothing is deleted; every generation stays in the history.")
+        from studio.ui.models.reflection import backup_note, revert, submit
+
+        note = backup_note(self.write_session, self.database_path)
+        if not self.confirm("Revert to this generation", f"{text}\n{note}" if note else text):
+            return False
+
+        path, key, count, expected = self.database_path, self._lookup_key, record.generation_count, current.id
+        session = self.write_session
+        self.revert_button.setEnabled(False)
+        submit(
+            self._runner,
+            lambda _p, _c: revert(path, lookup_key=key, generation_count=count, expected_record_id=expected,
+                                  session=session),
+            on_done=self._on_revert_done, on_error=self._on_revert_failed, key="revert", on_worker=True)
+        return True
+
+    def _on_revert_done(self, result: dict) -> None:
+        self.last_write_error = None
+        self._update_revert()
+        self.generation_written.emit(result)
+
+    def _on_revert_failed(self, exc: Exception) -> None:
+        message = revert_refusal_text(exc)
+        self.last_write_error = message
+        self._update_revert()
+        self.write_failed.emit(message)
+        title = "Revert refused" if getattr(exc, "reason", None) else "Revert failed"
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()
+        self.error_box = box

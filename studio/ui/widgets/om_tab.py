@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -15,7 +15,9 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPlainTextEdit,
+    QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QTabWidget,
@@ -101,6 +103,8 @@ def _threshold_text(value, in_force: int | None = None) -> str:
 class ObservationalMemoryTab(QWidget):
     """Show the OM status of one thread (or a clear empty state when no record governs it)."""
 
+    reflect_requested = Signal()   # the user pressed *Reflect now…*
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self._stack = QStackedWidget()
@@ -140,7 +144,15 @@ class ObservationalMemoryTab(QWidget):
         self._status_error.hide()
         col.addWidget(self._status_error)
         self.summary = plain_label("", "muted", wrap=True)
-        col.addWidget(self.summary)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.reflect_button = QPushButton("Reflect now…")
+        self.reflect_button.setToolTip("Condense the observation log now: preview the new generation, then commit "
+                                       "or discard it (Ctrl+R)")
+        self.reflect_button.clicked.connect(self.reflect_requested)
+        summary_row = QHBoxLayout()
+        summary_row.addWidget(self.summary, 1)
+        summary_row.addWidget(self.reflect_button, 0, Qt.AlignmentFlag.AlignTop)
+        col.addLayout(summary_row)
 
         self.sections = QTabWidget()
         self.sections.setDocumentMode(True)

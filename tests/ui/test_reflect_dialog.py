@@ -1,0 +1,354 @@
+"""Thread ▸ Reflect Now…: preview in the background (fake model on 127.0.0.1, or offline), commit or refuse safely."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QLabel
+
+from studio.engine.condenser import condense
+from studio.engine.diff import diff_logs
+from studio.engine.tokens import count_observations
+from studio.store.memory_store import MemoryStore
+from studio.store.writes import commit_reflection
+from studio.ui.widgets.reflect_dialog import ReflectDialog
+from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fake_llm: a fixture)
+
+MODEL = "openai-compatible/fake-reflector"
+
+
+def snapshot(path: Path, *, shm: bool = True) -> dict[str, str]:
+    """Return the sha256 of the db and its -wal / -shm (those that exist).
+
+    SHM False leaves out the -shm (SQLite's shared-memory index, which any read-write open rewrites;
+    it holds no data): a refused write leaves the data files identical.
+    """
+    out = {}
+    for ext in ("", "-wal", "-shm") if shm else ("", "-wal"):
+        f = Path(str(path) + ext)
+        if f.exists():
+            out[ext or "db"] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out
+
+
+def current(path: Path, key: str = "thread:support-1"):
+    with MemoryStore.open(path) as store:
+        return store.om_current(key)
+
+
+def answer_for(log: str) -> tuple[str, str]:
+    """Return (model answer, its observations): the log's first lines, some lines dropped, one added."""
+    lines = [ln for ln in log.splitlines() if ln.strip() and "message boundary" not in ln]
+    kept = lines[:3] + lines[6:12] + ["* 🟡 (09:30) User prefers short answers about trip logistics."]
+    observations = "\n".join(kept)
+    answer = (f"<observations>\n{observations}\n</observations>\n"
+              "<current-task>\nPrimary: plan the Lisbon itinerary\n</current-task>\n"
+              "<suggested-response>\nOffer a two-day Lisbon plan.\n</suggested-response>")
+    return answer, observations
+
+
+def open_dialog(window) -> ReflectDialog:
+    assert window.reflect_action.isEnabled()
+    window.reflect_action.trigger()
+    dialog = window.reflect_dialog
+    assert isinstance(dialog, ReflectDialog) and dialog.isVisible()
+    dialog.finished.connect(lambda result: setattr(dialog, "closed_with", result))
+    window._runner.wait_idle()
+    assert dialog.reflection_input is not None, dialog.error_text()
+    return dialog
+
+
+def wait_until(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        QCoreApplication.processEvents()
+        time.sleep(0.005)
+
+
+def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixture_db, fake_llm):
+    path = fixture_db("support")
+    before = current(path)
+    answer, observations = answer_for(before.active_observations)
+    fake_llm.push(Reply(text=answer))
+    window = studio(path, thread_id="support-1")
+    dialog = open_dialog(window)
+    inp = dialog.reflection_input
+    assert (inp.lookup_key, inp.generation_count, inp.reflection_threshold) == ("thread:support-1", 2, 550)
+    assert dialog.size_bar.text() == "451 / 550 · 82%"
+    dialog.set_model(MODEL, fake_llm.base_url)
+    wait_until(lambda: "No key found" in dialog.key_text())   # a local server needs none; the key is never shown
+
+    QTest.keyClick(dialog, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)   # Ctrl+Enter previews
+    assert dialog.busy == "preview"
+    studio_ctx.runner.wait_idle()
+    assert dialog.error_text() == ""
+    preview = dialog.preview
+    assert preview is not None and preview.result.observations == observations
+    assert len(fake_llm.requests) == 1 and before.active_observations.splitlines()[0] in fake_llm.requests[0].prompt
+    want = diff_logs(before.active_observations, observations, 451, count_observations(observations))
+    got = dialog.proposal.diff_model.diff
+    assert (got.kept, got.added, got.removed) == (want.kept, want.added, want.removed)
+    assert dialog.proposal.diff_model.rowCount() == len(want.rows)
+    assert f"compression {want.compression_ratio:.2f}×" in dialog.proposal.summary.text()
+    assert f"tokens 451 → {want.new_tokens:,}" in dialog.proposal.summary.text()
+    losses = want.high_priority_losses
+    assert losses and dialog.proposal.losses.isVisible()                  # every dropped 🔴 line is called out
+    assert f"{len(losses)} high-priority observations would be lost" in dialog.proposal.losses.text()
+    for row in losses:
+        assert row.text.split(") ", 1)[1] in dialog.proposal.losses.text()
+    assert dialog.proposal.task_label.text() == "Primary: plan the Lisbon itinerary"
+    assert dialog.commit_button.text() == "Commit generation 3…"
+    assert snapshot(path) == snapshot(path)                       # (stable while nothing writes)
+
+    asked = []
+    dialog.confirm = lambda title, text: asked.append(text) or True
+    QTest.keyClick(dialog, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)   # Ctrl+Enter commits
+    studio_ctx.runner.wait_idle()
+    assert asked and "generation 3" in asked[0] and "high-priority" in asked[0]
+    assert "backed up" in asked[0]                                # the window's WriteSession backs up first
+    backups = list(path.parent.glob("support.backup-*.db"))
+    assert len(backups) == 1
+    assert window.reflect_dialog is None                          # accepted and closed
+    after = current(path)
+    assert after.generation_count == 3 and after.origin_type == "reflection"
+    assert after.active_observations == observations
+    assert after.observation_token_count == count_observations(observations)
+    with MemoryStore.open(path) as store:
+        om = store.get_thread("support-1").om_metadata
+    assert om["currentTask"] == "Primary: plan the Lisbon itinerary"
+    assert om["suggestedResponse"] == "Offer a two-day Lisbon plan."
+    # The view refreshed: History shows the new generation first.
+    studio_ctx.runner.wait_idle()
+    history = window.thread_view.history_tab
+    assert history.generation_model.rowCount() == 4
+    assert history.generation_model.index(0, 0).data() == "3 (current)"
+    assert "Generation 3" in window.statusBar().currentMessage()
+
+
+def test_cancel_during_a_slow_answer_leaves_the_file_byte_identical(studio, studio_ctx, fixture_db, fake_llm):
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1")
+    fake_llm.push(Reply(text="<observations>\n* 🔴 late\n</observations>", delay_s=60))
+    dialog = open_dialog(window)
+    dialog.set_model(MODEL, fake_llm.base_url)
+    before = snapshot(path)
+    assert dialog.start_preview()
+    wait_until(lambda: len(fake_llm.requests) == 1)              # the model is "thinking"
+    assert dialog.busy == "preview" and dialog.cancel_button.isEnabled()
+    assert not dialog.preview_button.isEnabled() and not dialog.strategy_box.model_combo.isEnabled()
+    wait_until(lambda: "Waiting for" in dialog.progress_label.text())
+    assert dialog.progress_label.text().startswith("Attempt 1 · level 1")   # attempt and compression level
+    assert dialog.progress_bar.isVisible() and not dialog.commit_button.isEnabled()
+    QTest.keyClick(dialog, Qt.Key.Key_Escape)                     # Esc cancels the preview first…
+    assert dialog.busy is None and dialog.isVisible()
+    assert "cancelled" in dialog.progress_label.text()
+    started = time.monotonic()
+    assert studio_ctx.runner.wait_idle(timeout=10)                # the request was aborted, not waited for
+    assert time.monotonic() - started < 10
+    assert dialog.preview is None and not dialog.commit_button.isEnabled()
+    assert snapshot(path) == before
+    QTest.keyClick(dialog, Qt.Key.Key_Escape)                     # …and closes the dialog next
+    assert window.reflect_dialog is None
+    assert snapshot(path) == before and current(path).generation_count == 2
+
+
+def test_commit_refused_when_the_agent_reflected_meanwhile(studio, studio_ctx, fixture_db, fake_llm):
+    path = fixture_db("support")
+    before = current(path)
+    answer, _ = answer_for(before.active_observations)
+    fake_llm.push(Reply(text=answer))
+    window = studio(path, thread_id="support-1")
+    dialog = open_dialog(window)
+    dialog.set_model(MODEL, fake_llm.base_url)
+    dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    assert dialog.preview is not None
+    dialog.confirm = lambda title, text: False                    # "Cancel" in the confirmation: nothing happens
+    dialog.commit_button.click()
+    assert dialog.busy is None and dialog.isVisible() and current(path).id == before.id
+    # Meanwhile "the agent" reflects: generation 3 appears.
+    commit_reflection(path, lookup_key="thread:support-1", expected_record_id=before.id,
+                      observations="* 🔴 (10:00) written by the agent")
+    written = snapshot(path, shm=False)
+    dialog.confirm = lambda title, text: True
+    assert dialog.commit()
+    studio_ctx.runner.wait_idle()
+    assert dialog.isVisible()
+    assert "Commit refused" in dialog.error_text() and "reflected" in dialog.error_text()
+    assert "Preview again" in dialog.error_text()
+    assert not dialog.commit_button.isEnabled()                   # this preview can no longer be committed
+    assert snapshot(path, shm=False) == written
+    assert current(path).active_observations == "* 🔴 (10:00) written by the agent"
+
+
+def test_rule_based_preview_needs_no_network(studio, studio_ctx, fixture_db, monkeypatch):
+    refuse_remote_hosts(monkeypatch)
+    import socket
+
+    def no_connections(*_args, **_kwargs):
+        raise AssertionError("the offline strategy opened a connection")
+
+    monkeypatch.setattr(socket, "create_connection", no_connections)
+    path = fixture_db("support")
+    before = current(path)
+    window = studio(path, thread_id="support-1")
+    dialog = open_dialog(window)
+    assert dialog.strategy() == "rule-based"                      # the record's model is not one we can call
+    dialog.set_strategy("rule-based")
+    assert not dialog.strategy_box.model_combo.isEnabled()
+    start = snapshot(path)
+    assert dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    assert dialog.error_text() == ""
+    want = condense(before.active_observations, 550)
+    assert dialog.preview.result.observations == want.observations
+    assert dialog.preview.result.observation_token_count == want.tokens
+    assert "Offline rule-based condenser" in dialog.proposal.attempts_label.text()
+    assert not dialog.proposal.losses.isVisible()                          # never drops a 🔴 line
+    assert "high-priority" in dialog.proposal.notes_label.text()           # the markers are named in words
+    assert snapshot(path) == start
+
+
+def test_an_empty_proposal_cannot_be_committed(studio, studio_ctx, fixture_db):
+    path = fixture_db("resource")              # its resource record holds thread tags but no observation
+    window = studio(path, thread_id="res-a")
+    dialog = open_dialog(window)
+    dialog.set_strategy("rule-based")
+    dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    assert dialog.preview is not None and not dialog.preview.result.observations.strip()
+    assert "nothing to commit" in dialog.error_text()
+    assert not dialog.commit_button.isEnabled()
+
+
+RESOURCE_LOG = """Date: Nov 29, 2026
+* 🔴 (20:40) Erin's flight to Lisbon leaves on Dec 3.
+* 🟢 (20:41) Erin said hello.
+* ✅ (20:41) Booked the hotel near Alfama.
+* 🟡 (20:42) Erin prefers window seats."""
+
+
+def test_rule_based_commit_on_a_resource_scope_record(studio, studio_ctx, fixture_db):
+    path = fixture_db("resource")
+    seeded = commit_reflection(path, lookup_key="resource:user-erin", expected_record_id=current(
+        path, "resource:user-erin").id, observations=RESOURCE_LOG)
+    window = studio(path, thread_id="res-a")
+    dialog = open_dialog(window)
+    assert dialog.reflection_input.lookup_key == "resource:user-erin"
+    assert dialog.reflection_input.record_id == seeded["id"]
+    assert "resource scope" in dialog.subtitle.text() and "res-a" in dialog.subtitle.text()
+    dialog.set_strategy("rule-based")
+    dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    assert dialog.preview is not None, dialog.error_text()
+    proposed = dialog.preview.result.observations
+    assert proposed == condense(RESOURCE_LOG, 450).observations
+    dialog.confirm = lambda title, text: True
+    dialog.commit()
+    studio_ctx.runner.wait_idle()
+    after = current(path, "resource:user-erin")
+    assert after.generation_count == 2 and after.active_observations == proposed
+    assert after.columns["metadata"]["studio"]["strategy"] == "rule-based"
+    assert window.thread_view.history_tab.generation_model.rowCount() == 3
+
+
+def test_stale_is_reflecting_is_cleared_only_after_asking(studio, studio_ctx, fixture_db):
+    import libsql
+
+    path = fixture_db("support")
+    conn = libsql.connect(str(path))
+    conn.execute("UPDATE mastra_observational_memory SET isReflecting = 1 WHERE id = ?", (current(path).id,))
+    conn.commit()
+    conn.close()
+    window = studio(path, thread_id="support-1")
+    dialog = open_dialog(window)
+    assert dialog.reflection_input.reflecting == "stale" and dialog.flag_note.isVisible()
+    dialog.set_strategy("rule-based")
+    dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    questions = []
+    dialog.confirm = lambda title, text: questions.append(title) or len(questions) == 1   # yes, then no
+    before = snapshot(path, shm=False)
+    dialog.commit()
+    studio_ctx.runner.wait_idle()
+    assert questions == ["Commit reflection", "Clear the stale isReflecting flag?"]
+    assert "Commit refused" in dialog.error_text() and snapshot(path, shm=False) == before
+    dialog.confirm = lambda title, text: True
+    dialog.commit()
+    studio_ctx.runner.wait_idle()
+    after = current(path)
+    assert after.generation_count == 3 and not after.flag("isReflecting")
+    with MemoryStore.open(path) as store:
+        assert not store.om_history("thread:support-1")[1].flag("isReflecting")   # cleared on the previous row
+
+
+@pytest.mark.parametrize("case", ["http-401", "dead-network", "no-key"])
+def test_preview_errors_are_said_clearly(studio, studio_ctx, fixture_db, fake_llm, monkeypatch, case):
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1")
+    dialog = open_dialog(window)
+    start = snapshot(path)
+    if case == "http-401":
+        monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "sk-test-not-a-real-key-123456")
+        fake_llm.push(Reply(status=401, body={"error": {"message": "Incorrect API key provided"}}))
+        dialog.set_model(MODEL, fake_llm.base_url)
+        expected = "rejected the API key"
+    elif case == "dead-network":
+        port = fake_llm.port
+        fake_llm.stop()
+        dialog.set_model(MODEL, f"http://127.0.0.1:{port}/v1")
+        expected = "Cannot reach"
+    else:
+        dialog.set_model("openai/gpt-4o-mini")
+        wait_until(lambda: "No key" in dialog.key_text())
+        assert "OPENAI_API_KEY" in dialog.key_text()
+        expected = "OPENAI_API_KEY"
+    dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    text = dialog.error_text()
+    assert text.startswith("Preview failed: ") and expected in text and "Nothing was written" in text
+    assert "sk-test-not-a-real-key-123456" not in text + dialog.key_text()
+    assert dialog.preview is None and not dialog.commit_button.isEnabled() and dialog.preview_button.isEnabled()
+    assert snapshot(path) == start
+
+
+def test_model_and_base_url_are_remembered_but_no_key(studio, studio_ctx, fixture_db, fake_llm, monkeypatch):
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "sk-remember-me-not-0123456789")
+    path = fixture_db("support")
+    answer, _ = answer_for(current(path).active_observations)
+    fake_llm.push(Reply(text=answer))
+    window = studio(path, thread_id="support-1")
+    dialog = open_dialog(window)
+    dialog.set_model(MODEL, fake_llm.base_url)
+    wait_until(lambda: "OPENAI_COMPATIBLE_API_KEY" in dialog.key_text())
+    dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    assert fake_llm.requests[0].headers.get("authorization") == "Bearer sk-remember-me-not-0123456789"
+    dialog.reject()
+    studio_ctx.settings.sync()
+    stored = Path(studio_ctx.settings.fileName()).read_text()
+    assert MODEL in stored and str(fake_llm.port) in stored and "sk-remember" not in stored
+    again = open_dialog(window)
+    assert again.strategy() == "llm" and again.model_text() == MODEL and again.base_url() == fake_llm.base_url
+
+
+def test_stored_text_is_shown_as_plain_text(studio, studio_ctx, fixture_db, fake_llm):
+    path = fixture_db("support")
+    markup = "<b>bold</b> & <i>not italic</i>"
+    fake_llm.push(Reply(text=f"<observations>\n* 🔴 (09:00) {markup}\n</observations>\n"
+                             f"<current-task>\n{markup}\n</current-task>"))
+    window = studio(path, thread_id="support-1")
+    dialog = open_dialog(window)
+    dialog.set_model(MODEL, fake_llm.base_url)
+    dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    assert dialog.proposal.task_label.text() == markup
+    assert all(label.textFormat() == Qt.TextFormat.PlainText for label in dialog.findChildren(QLabel))
+    texts = [dialog.proposal.diff_model.index(r, 3).data() for r in range(dialog.proposal.diff_model.rowCount())]
+    assert any(markup in (t or "") for t in texts)
