@@ -141,6 +141,14 @@ def _from_module(module: str, function: str) -> Callable:
 COMMANDS: dict[str, Callable] = {
     "inspect": add_inspect_command,
     "tokens": add_tokens_command,
+    "timeline": _from_module("studio.cli_timeline", "add_timeline_command"),
+    "whatif": _from_module("studio.cli_timeline", "add_whatif_command"),
+    "threads": _from_module("studio.cli_history", "add_threads_command"),
+    "recall": _from_module("studio.cli_history", "add_recall_command"),
+    "speakers": _from_module("studio.cli_history", "add_speakers_command"),
+    "clone": _from_module("studio.cli_history", "add_clone_command"),
+    "reflect": _from_module("studio.cli_reflect", "add_reflect_command"),
+    "revert": _from_module("studio.cli_reflect", "add_revert_command"),
 }
 
 
@@ -164,7 +172,8 @@ def build_gui_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", help="memory.db path or file: URL")
     p.add_argument("--screenshot", metavar="OUT.png", help="render the window to a PNG and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")
-    p.add_argument("--tab", choices=["observations", "history", "messages"], help="show this tab")
+    p.add_argument("--tab", choices=["observations", "history", "messages", "participants", "working-memory", "timeline"],
+                   help="show this tab")
     p.add_argument("--size", default="1400x900", help="window size for --screenshot, WIDTHxHEIGHT")
     return p
 

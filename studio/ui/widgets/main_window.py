@@ -40,6 +40,7 @@ from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
 from studio.ui.widgets.common import ElidedLabel, plain_label, set_role, table_view
+from studio.ui.widgets.history_actions import HistoryActions
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
 from studio.ui.widgets.thread_view import NO_DATABASE, NO_THREAD, TAB_NAMES, TAB_TITLES, ThreadView
@@ -94,6 +95,7 @@ class MainWindow(QMainWindow):
         self._build_views()
         self._build_menus()
         self._build_status_bar()
+        self.history_actions = HistoryActions(self, self._runner)   # Thread ▸ Clone / Delete (confirmed writes)
 
         self.watcher = DatabaseWatcher(self)
         self.watcher.files_changed.connect(self._on_watcher_files_changed)
@@ -116,7 +118,7 @@ class MainWindow(QMainWindow):
         self.resources_view.selectionModel().currentRowChanged.connect(self._on_resources_current_changed)
 
         self.thread_model = ThreadTableModel(self)
-        self.thread_list = ThreadListPane(self.thread_model)
+        self.thread_list = ThreadListPane(self.thread_model, runner=self._runner)
         self.threads_view = self.thread_list.view
         self.threads_heading = self.thread_list.heading
         self.threads_view.selectionModel().currentRowChanged.connect(self._on_threads_current_changed)
@@ -168,6 +170,10 @@ class MainWindow(QMainWindow):
         self.find_action = QAction("&Filter Threads…", self, shortcut=QKeySequence.StandardKey.Find,
                                    triggered=self._on_find_action_triggered)
         view_menu.addAction(self.find_action)
+        self.overview_action = QAction("&Overview…", self, shortcut=QKeySequence("Ctrl+Shift+O"),
+                                       triggered=self.show_overview)
+        view_menu.addAction(self.overview_action)
+        self.overview_window = None
         view_menu.addSeparator()
         self.tab_actions: dict[str, QAction] = {}
         for i, name in enumerate(TAB_NAMES, start=1):
@@ -175,6 +181,16 @@ class MainWindow(QMainWindow):
                              triggered=functools.partial(self._on_tab_action_triggered, name))
             view_menu.addAction(action)
             self.tab_actions[name] = action
+
+        thread_menu = next((a.menu() for a in self.menuBar().actions() if a.text() == "&Thread"), None) \
+            or self.menuBar().addMenu("&Thread")
+        self.reflect_action = QAction("&Reflect Now…", self, shortcut=QKeySequence("Ctrl+R"), enabled=False,
+                                      triggered=self._on_reflect_action_triggered)
+        thread_menu.addAction(self.reflect_action)
+        self.reflect_dialog = None
+        self.thread_view.om_tab.reflect_requested.connect(self._on_reflect_action_triggered)
+        self.thread_view.history_tab.generation_written.connect(self._on_generation_written)
+        self.thread_view.history_tab.write_failed.connect(self._on_write_failed)
 
         help_menu = self.menuBar().addMenu("&Help")
         self.shortcuts_action = QAction("&Keyboard Shortcuts", self, shortcut=QKeySequence.StandardKey.HelpContents,
@@ -309,6 +325,8 @@ class MainWindow(QMainWindow):
         # "[*]" in a title is Qt's modified-marker placeholder: double it to show a file name literally
         self.setWindowTitle(f"{APP_TITLE} — {Path(info.path).name.replace('[*]', '[*][*]')}")
         self.path_label.setText(info.path)
+        self.thread_view.history_tab.database_path = info.path
+        self.thread_view.history_tab.write_session = self._write_session()
         self.path_label.setToolTip(fmt.plain_tooltip(info.path))
         self.mode_label.setText("read-write" if info.writable else "read-only")
         set_role(self.mode_label, "badge-stale" if info.writable else "badge")
@@ -510,8 +528,10 @@ class MainWindow(QMainWindow):
             return
         if detail is None:
             self.thread_view.show_message("The selected thread no longer exists.")
+            self.reflect_action.setEnabled(False)
             return
         self.thread_view.show_detail(detail)
+        self.reflect_action.setEnabled(detail.record is not None)
 
     # -- refreshing ------------------------------------------------------------------------
 
@@ -580,6 +600,8 @@ class MainWindow(QMainWindow):
                    (self.refresh_action, "Re-read the database now"),
                    (self.find_action, "Filter the threads by title or id")]
         actions += [(action, f"Show the {TAB_TITLES[name]} tab") for name, action in self.tab_actions.items()]
+        actions += [(self.reflect_action, "Reflect the thread's observation log now (preview, then commit)")]
+        actions += [(self.overview_action, "Show every thread by its two OM ratios")]
         return shortcut_rows(actions, self.shortcuts_action)
 
     def _on_recent_menu_about_to_show(self) -> None:
@@ -599,6 +621,70 @@ class MainWindow(QMainWindow):
     def _on_clear_recent_action_triggered(self) -> None:
         self._ctx.clear_recent_files()
         self._rebuild_recent_menu()
+
+    def _on_reflect_action_triggered(self, _checked: bool = False) -> None:
+        """Thread ▸ Reflect Now…: open the dialog on the thread shown (its thread- or resource-scope record)."""
+        from studio.ui.widgets.reflect_dialog import ReflectDialog
+
+        detail = self.thread_view.detail
+        if self._path is None or detail is None or detail.record is None:
+            self.statusBar().showMessage("Select a thread with observational memory to reflect.", 5000)
+            return
+        dialog = ReflectDialog(self._runner, self._path, detail.thread.id, thread_title=detail.thread.title,
+                               settings=self._ctx.settings,
+                               write_session=self._write_session(), parent=self)
+        dialog.setStyleSheet(STYLE_SHEET)
+        dialog.committed.connect(self._on_generation_written)
+        dialog.commit_failed.connect(self._on_write_failed)
+        dialog.finished.connect(functools.partial(self._on_reflect_dialog_finished, dialog))
+        self.reflect_dialog = dialog
+        dialog.open()
+
+    def show_overview(self, _checked: bool = False):
+        """View ▸ Overview…: every OM thread of the database by its two ratios (a window; click opens a thread)."""
+        import gc
+
+        from studio.ui.widgets.overview import OverviewWindow
+
+        if self._use_helper:
+            # Move what is alive now (the listing of a big database: thousands of rows) out of the cyclic
+            # collector's reach: its full passes stalled the GUI thread ~60 ms while the Overview loaded
+            # (benchmarks/overview_benchmark.py); refcounting still frees these objects.
+            gc.freeze()
+        if self.overview_window is None:
+            self.overview_window = OverviewWindow(self._runner, self)
+            self.overview_window.thread_requested.connect(self._on_overview_thread_requested)
+        rows = self.thread_model.all_threads()
+        self.overview_window.load([r.thread for r in rows if r.has_om], use_helper=self._use_helper,
+                                  without_om=sum(1 for r in rows if not r.has_om), database=self._path)
+        self.overview_window.show()
+        self.overview_window.raise_()
+        return self.overview_window
+
+    def _on_overview_thread_requested(self, thread_id: str) -> None:
+        if self.select_thread(thread_id):
+            self.raise_()
+            self.activateWindow()
+
+    def _write_session(self):
+        """Return the window's WriteSession (one backup per file before its first write), shared by every write."""
+        actions = getattr(self, "history_actions", None)
+        return getattr(actions, "session", None)
+
+    def _on_reflect_dialog_finished(self, dialog, _result: int) -> None:
+        if self.reflect_dialog is dialog:
+            self.reflect_dialog = None
+        dialog.deleteLater()
+
+    def _on_write_failed(self, _message: str) -> None:
+        """A write was refused or failed (nothing written): re-read, in case another process changed the file."""
+        self.refresh()
+
+    def _on_generation_written(self, row: dict) -> None:
+        """A reflection or a revert was committed: say so and re-read the database (History shows it)."""
+        generation = row.get("generationCount") if isinstance(row, dict) else None
+        self.statusBar().showMessage(f"Generation {generation} of {row.get('lookupKey', '')} written.", 10000)
+        self.refresh()
 
     def _on_runner_task_failed(self, message: str) -> None:
         self.statusBar().showMessage(message, 10000)

@@ -12,9 +12,16 @@ from studio.ui.widgets.common import ElidedLabel, empty_state
 from studio.ui.widgets.history_tab import HistoryTab
 from studio.ui.widgets.messages_tab import MessagesTab
 from studio.ui.widgets.om_tab import ObservationalMemoryTab
+from studio.ui.widgets.participants import ParticipantsTab
+from studio.ui.widgets.timeline_tab import TimelineTab
+from studio.ui.widgets.working_memory import WorkingMemoryTab
 
 TAB_NAMES = ["observations", "history", "messages"]
+TAB_NAMES += ["participants", "working-memory"]
 TAB_TITLES = {"observations": "Observational memory", "history": "History", "messages": "Messages"}
+TAB_TITLES.update({"participants": "Participants", "working-memory": "Working memory"})
+TAB_NAMES.append("timeline")
+TAB_TITLES["timeline"] = "Timeline"
 NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 
@@ -34,6 +41,16 @@ class ThreadView(QWidget):
         self.tabs.setDocumentMode(True)
         for name, tab in zip(TAB_NAMES, (self.om_tab, self.history_tab, self.messages_tab)):
             self.tabs.addTab(tab, TAB_TITLES[name])
+        self.participants_tab, self.working_memory_tab = ParticipantsTab(runner), WorkingMemoryTab(runner)
+        self.tabs.addTab(self.participants_tab, TAB_TITLES["participants"])
+        self.tabs.addTab(self.working_memory_tab, TAB_TITLES["working-memory"])
+        self.participants_tab.report_loaded.connect(self.messages_tab.set_speakers)
+        self.participants_tab.speaker_activated.connect(self._on_participants_speaker_activated)
+        self.participants_tab.message_activated.connect(self._on_participants_message_activated)
+        self.timeline_tab = TimelineTab(runner)
+        self.tabs.addTab(self.timeline_tab, TAB_TITLES["timeline"])
+        self.timeline_tab.message_selected.connect(self.messages_tab.show_in_context)
+        self.timeline_tab.generation_selected.connect(self.history_tab.select_record)
 
         page = QWidget()
         pl = QVBoxLayout(page)
@@ -71,6 +88,8 @@ class ThreadView(QWidget):
     def set_use_helper(self, use: bool) -> None:
         """Read message pages in the TaskRunner's helper process when USE (big databases)."""
         self.messages_tab.model.use_helper = use
+        self.participants_tab.use_helper = use
+        self.timeline_tab.use_helper = use
 
     def set_tab(self, name: str) -> None:
         """Show tab NAME ("observations", "history" or "messages")."""
@@ -88,6 +107,9 @@ class ThreadView(QWidget):
         self.om_tab.clear()
         self.history_tab.clear()
         self.messages_tab.set_thread(None)
+        self.participants_tab.set_thread(None)
+        self.working_memory_tab.set_thread(None)
+        self.timeline_tab.clear()
 
     def show_loading(self, thread: Thread) -> None:
         """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
@@ -95,9 +117,14 @@ class ThreadView(QWidget):
             self._set_title(thread)
             self.subtitle.setText(f"thread {thread.id} · resource {thread.resource_id}\nLoading…")
         self.messages_tab.set_thread(thread.id)
+        self.participants_tab.set_thread(thread.id)
+        self.working_memory_tab.set_thread(thread.id)
 
     def show_detail(self, detail: ThreadDetail) -> None:
         """Show DETAIL in the header and the three tabs."""
+        if self._detail is not None and self._detail.thread.id == detail.thread.id:  # a refresh
+            self.participants_tab.refresh()
+            self.working_memory_tab.refresh()
         self._detail = detail
         t = detail.thread
         self._set_title(t)
@@ -112,6 +139,15 @@ class ThreadView(QWidget):
         self._stack.setCurrentIndex(1)
         self.om_tab.show_detail(detail)
         self.history_tab.show_detail(detail)
+        self.timeline_tab.show_detail(detail)
+
+    def _on_participants_speaker_activated(self, key: str) -> None:
+        self.messages_tab.filter_by_speaker(key)
+        self.set_tab("messages")
+
+    def _on_participants_message_activated(self, message_id: str) -> None:
+        self.set_tab("messages")
+        self.messages_tab.show_in_context(message_id)
 
     def _set_title(self, thread: Thread) -> None:
         """Show THREAD's title (elided when narrow) with the full title and the thread id as tooltip."""

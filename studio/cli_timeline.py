@@ -1,0 +1,137 @@
+"""Command line of the timeline area: `timeline` (OM series and events) and `whatif` (replay with other settings).
+
+  memory-studio timeline PATH --thread ID --json
+      {"points": [{"at", "turn", "message_tokens", "observation_tokens", "buffered_tokens",
+                   "threshold", "reflection_threshold", "reconstructed"}],
+       "events": [{"type", "at", "turn", "cycle_id", "tokens", "generation"}]}
+  memory-studio whatif PATH --thread ID [--message-tokens N] [--observation-tokens N]
+                [--buffer-tokens N|RATIO|off] [--buffer-activation X] [--block-after X]
+                [--share-token-budget | --no-share-token-budget]
+                [--observation-ratio R] [--reflection-ratio R] [--no-real-sizes] --json
+
+Settings left out keep the thread's stored ones. Exit codes as `memory-studio`: 2 for a missing
+file, an unknown thread, a thread without OM, or settings Mastra would reject.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from studio.cli import EXIT_OK, BadInput, _dump
+
+
+def timeline_document(path: str, thread_id: str) -> dict:
+    """Return the `timeline --json` document of THREAD_ID in the database at PATH."""
+    from studio.engine.timeline import TimelineError, build_timeline
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        try:
+            return build_timeline(store, thread_id).to_json()
+        except TimelineError as exc:
+            raise BadInput(str(exc)) from exc
+
+
+def whatif_document(path: str, thread_id: str, *, observation_ratio: float | None = None,
+                    reflection_ratio: float | None = None, use_real_sizes: bool | None = None,
+                    **settings) -> dict:
+    """Return the `whatif --json` document: THREAD_ID replayed with SETTINGS (None keeps the stored value)."""
+    from studio.engine.timeline import TimelineError, build_timeline
+    from studio.engine.whatif import WhatIfSettings, WhatIfSettingsError, settings_with, simulate
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        try:
+            timeline = build_timeline(store, thread_id)
+        except TimelineError as exc:
+            raise BadInput(str(exc)) from exc
+    base = WhatIfSettings.from_record(timeline.generations[-1])
+    buffer = settings.pop("buffer_tokens", None)
+    chosen = settings_with(base, **settings)
+    if buffer is not None:
+        from dataclasses import replace
+
+        chosen = replace(chosen, buffer_tokens=buffer or None)
+        if not buffer:  # buffering off: its companions go too, as Mastra resolves them
+            chosen = replace(chosen, buffer_activation=None, block_after=None,
+                             reflection_buffer_activation=None, reflection_block_after=None)
+    try:
+        return simulate(timeline, chosen, observation_ratio=observation_ratio, reflection_ratio=reflection_ratio,
+                        use_real_sizes=use_real_sizes).to_json()
+    except WhatIfSettingsError as exc:
+        raise BadInput(str(exc)) from exc
+
+
+def _buffer_value(text: str) -> float:
+    if text.lower() in ("off", "false", "none", "0"):
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected tokens, a ratio below 1, or 'off', got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("bufferTokens must not be negative")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of tokens, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("expected a positive number of tokens")
+    return value
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError("expected a ratio >= 0")
+    return value
+
+
+def add_timeline_command(subparsers) -> None:
+    """Register `timeline PATH --thread ID --json`."""
+    p = subparsers.add_parser("timeline", help="a thread's OM token series and events over time, as JSON")
+    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
+    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.set_defaults(run=lambda a: (_dump(timeline_document(a.path, a.thread)), EXIT_OK)[1])
+
+
+def add_whatif_command(subparsers) -> None:
+    """Register `whatif PATH --thread ID [settings] --json`."""
+    p = subparsers.add_parser("whatif", help="replay a thread through OM's trigger rules with other settings (estimate)")
+    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
+    p.add_argument("--message-tokens", type=_positive_int, metavar="N", help="observation threshold (tokens)")
+    p.add_argument("--observation-tokens", type=_positive_int, metavar="N", help="reflection threshold (tokens)")
+    p.add_argument("--buffer-tokens", type=_buffer_value, metavar="N",
+                   help="async buffering interval: tokens, a ratio of messageTokens below 1, or off")
+    p.add_argument("--buffer-activation", type=_ratio, metavar="X",
+                   help="share of the threshold to activate (<= 1) or tokens to keep (>= 1000)")
+    p.add_argument("--block-after", type=_ratio, metavar="X", help="multiple of messageTokens (1-100) or tokens")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--share-token-budget", dest="share_token_budget", action="store_true", default=None)
+    budget.add_argument("--no-share-token-budget", dest="share_token_budget", action="store_false")
+    p.add_argument("--observation-ratio", type=_ratio, metavar="R",
+                   help="observation tokens per message token observed (default: measured on the thread)")
+    p.add_argument("--reflection-ratio", type=_ratio, metavar="R",
+                   help="reflection tokens per observation token (default: measured on the thread)")
+    p.add_argument("--no-real-sizes", action="store_true",
+                   help="model every output size, even when replaying with the stored settings")
+    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.set_defaults(run=_run_whatif)
+
+
+def _run_whatif(args) -> int:
+    _dump(whatif_document(
+        args.path, args.thread, message_tokens=args.message_tokens, observation_tokens=args.observation_tokens,
+        buffer_tokens=args.buffer_tokens, buffer_activation=args.buffer_activation, block_after=args.block_after,
+        share_token_budget=args.share_token_budget, observation_ratio=args.observation_ratio,
+        reflection_ratio=args.reflection_ratio, use_real_sizes=False if args.no_real_sizes else None))
+    return EXIT_OK

@@ -1,0 +1,322 @@
+"""The What-if panel beside the Timeline: OM settings to replay the thread with, and what they would do.
+
+The replay (`studio.engine.whatif.simulate`) runs on the TaskRunner's pool (it reads no database:
+the timeline already holds the messages) whenever a setting changes, after a short pause. Output
+sizes are modelled from the thread's measured compression ratios, shown and adjustable; with the
+stored settings the real sizes are used. The table compares the real run with the replay.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio.engine.events import (
+    ACTIVATION,
+    BUFFERING,
+    OBSERVATION,
+    REFLECTION,
+    REFLECTION_ACTIVATION,
+    REFLECTION_BUFFERING,
+)
+from studio.engine.timeline import Timeline
+from studio.engine.whatif import (
+    WhatIfResult,
+    WhatIfSettings,
+    WhatIfSettingsError,
+    measured_ratios,
+    simulate,
+)
+from studio.ui import format as fmt
+from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.common import plain_label
+
+#: Pause after the last change before the replay runs (ms).
+DEBOUNCE_MS = 250
+ROWS = ["Observer calls", "Reflector calls", "Observations", "Reflections", "Buffered chunks", "Activations",
+        "Peak window + log"]
+
+
+def real_counts(timeline: Timeline) -> dict[str, str]:
+    """Return the real run's figures for the comparison table (text; Reflector retries are not recorded)."""
+    events = timeline.events
+    cycles = sum(1 for e in events if e.kind in (OBSERVATION, BUFFERING))
+    reflections = sum(1 for e in events if e.kind in (REFLECTION, REFLECTION_ACTIVATION)
+                      and e.status in ("completed", "recorded"))
+    reflector = sum(1 for e in events if e.kind in (REFLECTION, REFLECTION_BUFFERING))
+    peak = max((p.message_tokens + p.observation_tokens for p in timeline.points), default=0)
+    return {
+        "Observer calls": f"{cycles:,}",
+        "Reflector calls": f"≥ {reflector:,}" if reflector else "0",
+        "Observations": f"{sum(1 for e in events if e.kind == OBSERVATION and e.status == 'completed'):,}",
+        "Reflections": f"{reflections:,}",
+        "Buffered chunks": f"{sum(1 for e in events if e.kind == BUFFERING and e.status == 'completed'):,}",
+        "Activations": f"{sum(1 for e in events if e.kind == ACTIVATION):,}",
+        "Peak window + log": fmt.tokens(peak),
+    }
+
+
+def whatif_counts(result: WhatIfResult) -> dict[str, str]:
+    """Return a replay's figures for the comparison table (text)."""
+    peak = max((p.message_tokens + p.observation_tokens for p in result.points), default=0)
+    return {
+        "Observer calls": f"{result.observer_calls:,}", "Reflector calls": f"{result.reflector_calls:,}",
+        "Observations": f"{result.count(OBSERVATION):,}",
+        "Reflections": f"{result.count(REFLECTION, REFLECTION_ACTIVATION):,}",
+        "Buffered chunks": f"{result.count(BUFFERING):,}", "Activations": f"{result.count(ACTIVATION):,}",
+        "Peak window + log": fmt.tokens(peak),
+    }
+
+
+def _spin(maximum: int = 10_000_000) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(1, maximum)
+    box.setSingleStep(500)
+    box.setGroupSeparatorShown(True)
+    box.setSuffix(" tokens")
+    return box
+
+
+def _double(minimum: float, maximum: float, decimals: int, step: float) -> QDoubleSpinBox:
+    box = QDoubleSpinBox()
+    box.setRange(minimum, maximum)
+    box.setDecimals(decimals)
+    box.setSingleStep(step)
+    return box
+
+
+class WhatIfPanel(QWidget):
+    """Choose OM settings, replay the thread with them, compare with the real run."""
+
+    result_ready = Signal(object)   # WhatIfResult
+    cleared = Signal()
+    failed = Signal(str)
+
+    def __init__(self, runner: TaskRunner, parent=None):
+        super().__init__(parent)
+        self._runner = runner
+        self._timeline: Timeline | None = None
+        self._stored: WhatIfSettings | None = None
+        self._loading = False
+        self.result: WhatIfResult | None = None
+        self.setMaximumWidth(440)
+
+        self.message_tokens = _spin()
+        self.observation_tokens = _spin()
+        self.buffering = QCheckBox("Async buffering")
+        self.buffer_tokens = _double(0.01, 10_000_000, 2, 0.05)
+        self.buffer_tokens.setToolTip("Below 1: a share of messageTokens; else tokens")
+        self.buffer_activation = _double(0.01, 10_000_000, 2, 0.05)
+        self.buffer_activation.setToolTip("Up to 1: the share of the threshold to activate; from 1000: tokens to keep")
+        self.block_after = _double(1.0, 10_000_000, 2, 0.1)
+        self.block_after.setToolTip("1 to 100: a multiple of messageTokens; else tokens")
+        self.share_budget = QCheckBox("Share token budget")
+        self.obs_ratio = _double(0.0, 5.0, 3, 0.01)
+        self.obs_ratio.setToolTip("Observation tokens the Observer writes per message token it reads")
+        self.refl_ratio = _double(0.0, 5.0, 3, 0.05)
+        self.refl_ratio.setToolTip("Reflection tokens the Reflector writes per observation token it reads")
+        self.measured = plain_label("", "muted", wrap=True)
+
+        form = QFormLayout()
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        form.addRow("messageTokens", self.message_tokens)
+        form.addRow("observationTokens", self.observation_tokens)
+        form.addRow("", self.buffering)
+        form.addRow("bufferTokens", self.buffer_tokens)
+        form.addRow("bufferActivation", self.buffer_activation)
+        form.addRow("blockAfter", self.block_after)
+        form.addRow("", self.share_budget)
+        form.addRow("Observer ratio", self.obs_ratio)
+        form.addRow("Reflector ratio", self.refl_ratio)
+
+        self.stored_button = QPushButton("Stored settings")
+        self.stored_button.setToolTip("Replay with the settings stored in the thread's OM record (real output sizes)")
+        self.stored_button.clicked.connect(self._on_stored_button_clicked)
+        self.clear_button = QPushButton("Hide replay")
+        self.clear_button.clicked.connect(self._on_clear_button_clicked)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.stored_button)
+        buttons.addWidget(self.clear_button)
+
+        self.note = plain_label("", "muted", wrap=True)
+        self.error = plain_label("", "loss", wrap=True)
+        self.error.hide()
+        self.table = QTableWidget(len(ROWS), 2)
+        self.table.setHorizontalHeaderLabels(["Real", "What-if"])
+        self.table.setVerticalHeaderLabels(ROWS)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        row_height = self.fontMetrics().height() + 8
+        for row in range(len(ROWS)):
+            self.table.setRowHeight(row, row_height)
+        self.table.setFixedHeight(row_height * len(ROWS) + self.table.horizontalHeader().sizeHint().height()
+                                  + 2 * self.table.frameWidth() + 4)
+
+        title = plain_label("What-if", "heading")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 0, 0, 0)
+        layout.addWidget(title)
+        layout.addLayout(form)
+        layout.addWidget(self.measured)
+        layout.addLayout(buttons)
+        layout.addWidget(self.error)
+        layout.addWidget(self.table)
+        layout.addWidget(self.note)
+        layout.addStretch(1)
+
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DEBOUNCE_MS)
+        self._timer.timeout.connect(self.run)
+        for box in (self.message_tokens, self.observation_tokens, self.buffer_tokens, self.buffer_activation,
+                    self.block_after, self.obs_ratio, self.refl_ratio):
+            box.valueChanged.connect(self._on_setting_changed)
+        for box in (self.buffering, self.share_budget):
+            box.toggled.connect(self._on_setting_changed)
+        self.buffering.toggled.connect(self._update_enabled)
+        self.set_timeline(None)
+
+    # -- public API ----------------------------------------------------------------------------
+
+    def set_timeline(self, timeline: Timeline | None, *, keep: bool = False) -> None:
+        """Replay TIMELINE (None: nothing); KEEP the chosen settings when it is the same thread re-read."""
+        self._timeline = timeline
+        self.setEnabled(timeline is not None)
+        if timeline is None:
+            self._stored = None
+            self.result = None
+            self.table.clearContents()
+            self.note.setText("")
+            self._set_error("")
+            return
+        self._stored = WhatIfSettings.from_record(timeline.generations[-1])
+        obs, refl = measured_ratios(timeline)
+        self.measured.setText(
+            f"Measured on this thread: Observer {obs:.3f}, Reflector {refl:.3f}"
+            + ("" if timeline.reflection_ratio is not None else " (no reflection yet: a typical ratio)"))
+        if not keep:
+            self.apply_settings(self._stored, obs, refl)
+        for row, name in enumerate(ROWS):
+            self.table.setItem(row, 0, QTableWidgetItem(real_counts(timeline)[name]))
+        self.run()
+
+    def apply_settings(self, settings: WhatIfSettings, obs_ratio: float | None = None,
+                       refl_ratio: float | None = None) -> None:
+        """Show SETTINGS (and ratios) in the form without replaying for each field."""
+        self._loading = True
+        try:
+            self.message_tokens.setValue(settings.message_tokens)
+            self.observation_tokens.setValue(settings.observation_tokens)
+            self.buffering.setChecked(bool(settings.buffer_tokens))
+            self.buffer_tokens.setValue(settings.buffer_tokens or 0.2)
+            self.buffer_activation.setValue(settings.buffer_activation if settings.buffer_activation else 0.8)
+            self.block_after.setValue(settings.block_after if settings.block_after else 1.2)
+            self.share_budget.setChecked(settings.share_token_budget)
+            if obs_ratio is not None:
+                self.obs_ratio.setValue(obs_ratio)
+            if refl_ratio is not None:
+                self.refl_ratio.setValue(refl_ratio)
+        finally:
+            self._loading = False
+        self._update_enabled()
+
+    def settings(self) -> WhatIfSettings:
+        """Return the settings the form shows (reflection buffering kept from the stored config)."""
+        stored = self._stored
+        buffering = self.buffering.isChecked()
+        same_buffer = stored is not None and bool(stored.buffer_tokens) and buffering
+        return WhatIfSettings(
+            message_tokens=self.message_tokens.value(), observation_tokens=self.observation_tokens.value(),
+            buffer_tokens=self.buffer_tokens.value() if buffering else None,
+            buffer_activation=self.buffer_activation.value() if buffering else None,
+            block_after=self.block_after.value() if buffering else None,
+            share_token_budget=self.share_budget.isChecked(),
+            reflection_buffer_activation=stored.reflection_buffer_activation if same_buffer else None,
+            reflection_block_after=stored.reflection_block_after if same_buffer else None)
+
+    def run(self) -> None:
+        """Replay the timeline with the form's settings now (in the background)."""
+        self._timer.stop()
+        timeline = self._timeline
+        if timeline is None:
+            return
+        settings = self.settings()
+        obs, refl = self.obs_ratio.value(), self.refl_ratio.value()
+        measured = measured_ratios(timeline)
+        ratios_changed = abs(obs - round(measured[0], 3)) > 1e-9 or abs(refl - round(measured[1], 3)) > 1e-9
+        self._runner.submit_pooled(
+            lambda _p, cancel: simulate(timeline, settings, observation_ratio=obs, reflection_ratio=refl,
+                                        use_real_sizes=settings == self._stored and not ratios_changed,
+                                        cancel=cancel),
+            on_done=self._on_replay_done, on_error=self._on_replay_failed, key="whatif")
+
+    # -- slots ---------------------------------------------------------------------------------
+
+    def _set_error(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.setVisible(bool(text))
+
+    def _update_enabled(self) -> None:
+        on = self.buffering.isChecked()
+        for box in (self.buffer_tokens, self.buffer_activation, self.block_after):
+            box.setEnabled(on)
+
+    def _on_setting_changed(self, *_args) -> None:
+        if not self._loading and self._timeline is not None:
+            self._timer.start()
+
+    def _on_stored_button_clicked(self) -> None:
+        if self._stored is not None and self._timeline is not None:
+            self.apply_settings(self._stored, *measured_ratios(self._timeline))
+            self.run()
+
+    def _on_clear_button_clicked(self) -> None:
+        self.result = None
+        for row in range(len(ROWS)):
+            self.table.setItem(row, 1, QTableWidgetItem(""))
+        self.note.setText("Replay hidden; change a setting to replay again.")
+        self.cleared.emit()
+
+    def _on_replay_done(self, result: WhatIfResult) -> None:
+        if self._timeline is None or result.thread_id != self._timeline.thread_id:
+            return
+        self.result = result
+        self._set_error("")
+        counts = whatif_counts(result)
+        for row, name in enumerate(ROWS):
+            self.table.setItem(row, 1, QTableWidgetItem(counts[name]))
+        if result.uses_real_sizes:
+            text = "Estimate. With the stored settings the replay uses the real outputs' sizes"
+            text += ("; async buffering's background timing is approximated (work ends before the next turn)."
+                     if result.resolved.buffer_tokens else ", so it retraces the real run.")
+            self.note.setText(text)
+        else:
+            self.note.setText(f"Estimate: output sizes modelled from the ratios above (Observer "
+                              f"{result.observation_ratio:.3f}, Reflector {result.reflection_ratio:.3f}); "
+                              "background work is taken to finish before the next turn.")
+        self.result_ready.emit(result)
+
+    def _on_replay_failed(self, exc: Exception) -> None:
+        self.result = None
+        for row in range(len(ROWS)):
+            self.table.setItem(row, 1, QTableWidgetItem(""))
+        text = str(exc) if isinstance(exc, WhatIfSettingsError) else f"The replay failed: {exc}"
+        self._set_error(text)
+        self.failed.emit(text)
+        self.cleared.emit()

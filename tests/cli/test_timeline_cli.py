@@ -1,0 +1,65 @@
+"""`memory-studio timeline` and `memory-studio whatif` (studio.cli_timeline), called through main()."""
+
+from __future__ import annotations
+
+import json
+
+from studio.cli import main
+
+POINT_KEYS = ["at", "turn", "message_tokens", "observation_tokens", "buffered_tokens", "threshold",
+              "reflection_threshold", "reconstructed"]
+EVENT_KEYS = ["type", "at", "turn", "cycle_id", "tokens", "generation"]
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, (json.loads(out.out) if code == 0 else None), out.err
+
+
+def test_timeline_json(fixture_db, capsys):
+    code, doc, _ = _run(capsys, "timeline", str(fixture_db("support")), "--thread", "support-1", "--json")
+    assert code == 0
+    assert list(doc) == ["points", "events"]
+    assert all(list(p) == POINT_KEYS for p in doc["points"]) and all(list(e) == EVENT_KEYS for e in doc["events"])
+    kinds = [e["type"] for e in doc["events"] if e["type"] != "thread-update"]
+    assert kinds == ["observation", "observation", "observation", "reflection", "observation", "observation",
+                     "reflection", "observation"]
+    assert doc["points"][-1]["message_tokens"] == 2488  # Mastra's own pendingTokens for support-1
+    first = doc["events"][0]
+    assert first == {"type": "observation", "at": "2026-11-29T20:42:27.114Z", "turn": 5,
+                     "cycle_id": "422caa1d-8048-432d-b0fe-ad4c49b8b365", "tokens": 2666, "generation": 0}
+
+
+def test_whatif_json_with_stored_and_other_settings(fixture_db, capsys):
+    path = str(fixture_db("collab"))
+    code, stored, _ = _run(capsys, "whatif", path, "--thread", "doc_42", "--json")
+    assert code == 0 and stored["uses_real_sizes"] and stored["estimate"]
+    assert [e["turn"] for e in stored["events"] if e["type"] == "observation"] == [5, 11, 12]
+    assert [e["turn"] for e in stored["events"] if e["type"] == "reflection"] == [11]
+    code, tight, _ = _run(capsys, "whatif", path, "--thread", "doc_42", "--message-tokens", "1200",
+                          "--observation-tokens", "300", "--json")
+    assert code == 0 and not tight["uses_real_sizes"]
+    assert tight["settings"]["messageTokens"] == 1200 and tight["observations"] > stored["observations"]
+    assert tight["observer_calls"] == tight["observations"]
+    assert {"turns", "points", "events", "peak_context_tokens", "ratios"} <= set(tight)
+
+
+def test_whatif_buffering_switch(fixture_db, capsys):
+    path = str(fixture_db("buffered"))
+    code, off, _ = _run(capsys, "whatif", path, "--thread", "long-run", "--buffer-tokens", "off", "--json")
+    assert code == 0 and off["bufferings"] == 0 and off["observations"] > 0
+    code, on, _ = _run(capsys, "whatif", path, "--thread", "long-run", "--buffer-tokens", "0.25", "--json")
+    assert code == 0 and on["bufferings"] > 0
+
+
+def test_bad_input_exits_2(fixture_db, tmp_path, capsys):
+    path = str(fixture_db("support"))
+    assert _run(capsys, "timeline", path, "--thread", "nope", "--json")[0] == 2
+    assert _run(capsys, "timeline", str(tmp_path / "missing.db"), "--thread", "x", "--json")[0] == 2
+    code, _, err = _run(capsys, "whatif", path, "--thread", "support-1", "--buffer-tokens", "5000", "--json")
+    assert code == 2 and "bufferTokens" in err
+    assert _run(capsys, "whatif", path, "--thread", "support-1", "--message-tokens", "-5", "--json")[0] == 2
+    history = str(fixture_db("history"))
+    code, _, err = _run(capsys, "timeline", history, "--thread", "hist-1", "--json")
+    assert code == 2 and "observational memory" in err

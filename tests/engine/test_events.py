@@ -1,0 +1,147 @@
+"""OM events read from marker parts and generations (studio.engine.events), checked on real Mastra files."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from studio.engine.events import (
+    ACTIVATION,
+    BUFFERING,
+    OBSERVATION,
+    REFLECTION,
+    REFLECTION_ACTIVATION,
+    REFLECTION_BUFFERING,
+    THREAD_UPDATE,
+    build_events,
+    extract_markers,
+    split_segments,
+)
+from studio.engine.timeline import build_timeline
+from studio.store.memory_store import MemoryStore
+from studio.store.records import Message, OMRecord
+
+#: Thread-scope threads with OM markers in each fixture (those the issue names).
+FIXTURE_THREADS = {
+    "support": ["support-1", "support-2", "support-3", "support-5"],
+    "buffered": ["long-run"],
+    "collab": ["doc_42"],
+}
+
+
+def _kind(marker) -> str:
+    suffix = marker.type[len("data-om-"):]
+    family = suffix.rpartition("-")[0]
+    if family == "observation":
+        return REFLECTION if marker.operation == "reflection" else OBSERVATION
+    if family == "buffering":
+        return REFLECTION_BUFFERING if marker.operation == "reflection" else BUFFERING
+    if suffix == "activation":
+        return REFLECTION_ACTIVATION if marker.operation == "reflection" else ACTIVATION
+    return suffix
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_THREADS))
+def test_every_marker_in_the_messages_is_a_timeline_event_with_its_time_and_tokens(fixture_db, name):
+    with MemoryStore.open(fixture_db(name)) as store:
+        for thread_id in FIXTURE_THREADS[name]:
+            timeline = build_timeline(store, thread_id)
+            markers = extract_markers(timeline.messages)
+            assert markers, f"{name}/{thread_id} should hold OM markers"
+            as_json = timeline.to_json()["events"]
+            for marker in markers:
+                data, kind = marker.data, _kind(marker)
+                matches = [e for e in timeline.events if e.kind == kind and e.cycle_id == data.get("cycleId")]
+                assert matches, f"{marker.type} {data.get('cycleId')} missing from the timeline"
+                if marker.type.endswith("-start"):
+                    event = next(e for e in matches if e.at == data["startedAt"])
+                    expected = data.get("tokensToObserve", data.get("tokensToBuffer"))
+                    end = next((m for m in markers if m.cycle_id == marker.cycle_id and m.type.endswith("-end")
+                                and m.operation == marker.operation), None)
+                    if end is not None:  # the pair carries the end's figure (the same messages, counted again)
+                        expected = end.data.get("tokensObserved", end.data.get("tokensBuffered"))
+                    assert event.tokens == expected
+                elif marker.type.endswith("-end"):
+                    event = next(e for e in matches if e.end == data["completedAt"])
+                    assert event.status == "completed"
+                    assert event.tokens == data.get("tokensObserved", data.get("tokensBuffered"))
+                elif marker.type.endswith("-failed"):
+                    assert any(e.status == "failed" and e.end == data["failedAt"] for e in matches)
+                elif kind in (ACTIVATION, REFLECTION_ACTIVATION):
+                    event = next(e for e in matches if e.at == data["activatedAt"]
+                                 and e.tokens == data["tokensActivated"])
+                    assert event.generation == data["generationCount"]
+                elif kind == THREAD_UPDATE:
+                    assert any(e.at == data["timestamp"] for e in matches)
+                # and the JSON document carries it, with the same time and tokens
+                assert any(j["cycle_id"] == data.get("cycleId") and j["type"] == kind for j in as_json)
+
+
+def test_support_events_join_generations_and_message_boundaries(fixture_db):
+    """support-1: four marked observations, two observations and two reflections only the generations show."""
+    with MemoryStore.open(fixture_db("support")) as store:
+        timeline = build_timeline(store, "support-1")
+        history = {g.generation_count: g for g in store.om_history("thread:support-1")}
+    events = [e for e in timeline.events if e.kind != THREAD_UPDATE]
+    assert [(e.kind, e.turn, e.generation, e.inferred) for e in events] == [
+        (OBSERVATION, 5, 0, False), (OBSERVATION, 10, 0, False), (OBSERVATION, 16, 0, True),
+        (REFLECTION, 16, 1, True), (OBSERVATION, 17, 1, False), (OBSERVATION, 24, 1, True),
+        (REFLECTION, 24, 2, True), (OBSERVATION, 25, 2, False)]
+    # Inferred observations are the log's message boundaries; reflections are the generations' rows.
+    boundaries = {b for g in history.values()
+                  for b in re.findall(r"--- message boundary \((.*?)\) ---", g.active_observations)}
+    inferred = [e for e in events if e.inferred and e.kind == OBSERVATION]
+    assert {e.last_observed_at for e in inferred} <= boundaries
+    for e in events:
+        if e.kind == REFLECTION:
+            assert e.at == history[e.generation].get("lastReflectionAt")
+            assert e.tokens == history[e.generation - 1].observation_token_count
+    # A marked cycle's recordId names its generation; its log size after is the stored log up to it.
+    last = events[-1]
+    assert last.record_id == history[2].id and last.total_observation_tokens == history[2].observation_token_count
+
+
+def test_failed_and_unfinished_cycles_are_paired():
+    def part(kind, cycle, **data):
+        return {"type": f"data-om-{kind}", "data": {"cycleId": cycle, "recordId": "r0", **data}}
+
+    parts = [
+        part("observation-start", "c1", operationType="observation", startedAt="2026-01-01T10:00:01.000Z",
+             tokensToObserve=3000),
+        part("observation-failed", "c1", operationType="observation", failedAt="2026-01-01T10:00:02.000Z",
+             tokensAttempted=3000, error="model timed out"),
+        part("observation-start", "c2", operationType="reflection", startedAt="2026-01-01T10:00:03.000Z",
+             tokensToObserve=900),
+        part("buffering-start", "b1", operationType="observation", startedAt="2026-01-01T10:00:04.000Z",
+             tokensToBuffer=700),
+        part("buffering-end", "b2", operationType="reflection", completedAt="2026-01-01T10:00:06.000Z",
+             durationMs=500, tokensBuffered=900, bufferedTokens=300),
+    ]
+    messages = [
+        Message(id="u1", thread_id="t", role="user", content={"format": 2, "parts": [{"type": "text", "text": "hi"}]},
+                created_at="2026-01-01T10:00:00.000Z"),
+        Message(id="a1", thread_id="t", role="assistant", content={"format": 2, "parts": parts},
+                created_at="2026-01-01T10:00:00.500Z"),
+    ]
+    record = OMRecord(columns={"id": "r0", "lookupKey": "thread:t", "generationCount": 0, "originType": "initial",
+                               "activeObservations": "", "threadId": "t"})
+    log = build_events(messages, [record])
+    by_cycle = {e.cycle_id: e for e in log.events}
+    assert by_cycle["c1"].type == "observation-failed" and by_cycle["c1"].error == "model timed out"
+    assert by_cycle["c1"].tokens == 3000 and by_cycle["c1"].end_ms - by_cycle["c1"].at_ms == 1000
+    assert by_cycle["c2"].type == "reflection-unfinished" and by_cycle["c2"].tokens == 900
+    assert by_cycle["b1"].type == "buffering-unfinished"
+    # An end without its start: it started durationMs before it ended.
+    assert by_cycle["b2"].type == "reflection-buffering" and by_cycle["b2"].at == "2026-01-01T10:00:05.500Z"
+    assert all(e.turn == 1 and e.generation == 0 for e in log.events)
+    assert not any(e.changes_state for e in log.events if e.status != "completed")
+
+
+def test_segments_split_a_log_at_its_message_boundaries(fixture_db):
+    with MemoryStore.open(fixture_db("support")) as store:
+        gen0 = store.om_history("thread:support-1")[-1]
+    segments = split_segments(gen0)
+    assert [s.boundary for s in segments] == [None, "2026-11-29T20:42:27.232Z", "2026-11-29T20:42:27.378Z"]
+    assert gen0.active_observations[:segments[-1].prefix_end] == gen0.active_observations
+    assert all(s.text.startswith("Date:") for s in segments)

@@ -1,0 +1,70 @@
+"""The Overview window: every OM thread by its two ratios, loaded off the GUI thread, click to open."""
+
+from __future__ import annotations
+
+from studio.engine.status import compute_status
+from studio.store.memory_store import MemoryStore
+from studio.ui.widgets.overview import STATES, entry_text, thread_state
+from tests.conftest import load_oracle
+
+
+def _overview(studio, fixture_db, studio_ctx, qtbot, name="support"):
+    window = studio(fixture_db(name))
+    overview = window.show_overview()
+    qtbot.waitUntil(lambda: overview.finished, timeout=20000)
+    assert studio_ctx.runner.wait_idle()
+    return window, overview
+
+
+def test_overview_places_every_om_thread_by_mastras_ratios(studio, fixture_db, studio_ctx, qtbot):
+    window, overview = _overview(studio, fixture_db, studio_ctx, qtbot)
+    oracle = load_oracle("support")
+    expected = {tid: st for rec in oracle["om"].values() for tid, st in rec["status"].items()}
+    got = {e.thread.id: e for e in overview.entries}
+    assert set(got) == set(expected)
+    for thread_id, status in expected.items():
+        entry = got[thread_id]
+        assert entry.x == status["pendingTokens"] / status["threshold"]
+        assert entry.y == status["observationTokenCount"] / status["effectiveObservationTokensThreshold"]
+    assert got["support-1"].state == "near"   # 2,488 of 2,500 pending
+    assert sum(len(s.points()) for s in overview.scatters.values()) == len(expected)
+    assert "5 threads with OM" in overview.summary.text() and "1 without OM" in overview.summary.text()
+    assert not overview.progress.isVisible()
+
+
+def test_clicking_a_point_opens_the_thread(studio, fixture_db, studio_ctx, qtbot):
+    window, overview = _overview(studio, fixture_db, studio_ctx, qtbot)
+    scatter = overview.scatters["ok"]
+    spot = next(p for p in scatter.points() if overview.entries[p.data()].thread.id == "support-3")
+    with qtbot.waitSignal(overview.thread_requested) as blocker:
+        overview._on_scatter_clicked(scatter, [spot])
+    assert blocker.args == ["support-3"]
+    assert studio_ctx.runner.wait_idle()
+    assert window.current_thread_id == "support-3"
+    assert "support-3" in overview._tip(0, 0, spot.data())
+
+
+def test_states_and_exports(studio, fixture_db, studio_ctx, qtbot, tmp_path):
+    _window, overview = _overview(studio, fixture_db, studio_ctx, qtbot, "buffered")
+    entry = overview.entries[0]
+    assert entry.state in STATES and entry.status.buffered_chunk_count == 1
+    assert "buffered chunk" in entry_text(entry)
+    png, svg, csv_path = tmp_path / "o.png", tmp_path / "o.svg", tmp_path / "o.csv"
+    overview.export_png(str(png), width=600)
+    overview.export_svg(str(svg))
+    overview.export_csv(str(csv_path))
+    assert png.read_bytes()[:4] == b"\x89PNG" and "<svg" in svg.read_text(encoding="utf-8")
+    rows = csv_path.read_text(encoding="utf-8").splitlines()
+    assert rows[0].startswith("thread_id,") and rows[1].startswith("long-run,user-dana,")
+
+
+def test_thread_state_is_most_urgent_first(fixture_db):
+    with MemoryStore.open(fixture_db("support")) as store:
+        status = compute_status(store, "support-2")
+    assert thread_state(status) == "ok"
+    status.should_observe = True
+    assert thread_state(status) == "observe"
+    status.should_reflect = True
+    assert thread_state(status) == "both"
+    status.should_observe = False
+    assert thread_state(status) == "reflect"

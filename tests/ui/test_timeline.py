@@ -1,0 +1,92 @@
+"""The Timeline tab and its What-if panel in the real window (offscreen)."""
+
+from __future__ import annotations
+
+from studio.engine.events import OBSERVATION, REFLECTION
+from studio.ui import format as fmt
+from studio.ui.widgets.timeline_tab import event_text
+
+
+def _open_timeline(studio, fixture_db, studio_ctx, name="support", thread="support-1"):
+    window = studio(fixture_db(name), thread_id=thread, tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    assert tab.timeline is not None and tab.timeline.thread_id == thread
+    return window, tab
+
+
+def test_timeline_draws_the_thread_and_the_stored_replay(studio, fixture_db, studio_ctx):
+    window, tab = _open_timeline(studio, fixture_db, studio_ctx)
+    assert window.thread_view.current_tab() == "timeline"
+    assert tab.whatif is not None and tab.whatif.uses_real_sizes
+    assert tab.whatif.turns_of(OBSERVATION) == [e.turn for e in tab.timeline.events if e.kind == OBSERVATION]
+    panel = tab.whatif_panel
+    assert panel.table.item(2, 0).text() == "6" and panel.table.item(2, 1).text() == "6"   # observations
+    assert panel.table.item(3, 0).text() == "2" and panel.table.item(3, 1).text() == "2"   # reflections
+    assert "8 OM events" in tab.summary.text()
+    tab.set_x_mode("time")
+    assert tab.x_mode == "time" and tab.x_of(tab.timeline.points[0]) == tab.timeline.points[0].at_ms / 1000
+    tab.set_x_mode("turn")
+    assert tab.x_of(tab.timeline.points[0]) == 1
+
+
+def test_changing_a_setting_replays_and_draws_the_overlay(studio, fixture_db, studio_ctx, qtbot):
+    _window, tab = _open_timeline(studio, fixture_db, studio_ctx)
+    panel = tab.whatif_panel
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000) as blocker:
+        panel.message_tokens.setValue(1200)
+        panel.run()
+    result = blocker.args[0]
+    assert result.settings.message_tokens == 1200 and not result.uses_real_sizes
+    assert result.count(OBSERVATION) > 6
+    assert int(panel.table.item(2, 1).text()) == result.count(OBSERVATION)
+    assert "Estimate" in panel.note.text()
+    # settings Mastra rejects are explained, and the overlay goes away
+    with qtbot.waitSignal(panel.failed, timeout=10000):
+        panel.buffering.setChecked(True)
+        panel.buffer_tokens.setValue(5000)
+        panel.run()
+    assert "bufferTokens" in panel.error.text()
+    assert studio_ctx.runner.wait_idle()
+    assert tab.whatif is None
+
+
+def test_clicking_a_point_selects_its_message_and_generation(studio, fixture_db, studio_ctx):
+    window, tab = _open_timeline(studio, fixture_db, studio_ctx)
+    timeline = tab.timeline
+    index = next(i for i, e in enumerate(timeline.events) if e.kind == REFLECTION)
+    tab.select_event(index)
+    assert studio_ctx.runner.wait_idle()
+    point = tab.selected_point
+    generation = next(g for g in timeline.generations if g.generation_count == point.generation)
+    assert window.thread_view.history_tab.selected_generation().id == generation.id
+    messages_tab = window.thread_view.messages_tab
+    selected = messages_tab.model.message_row(messages_tab.view.currentIndex().row())
+    assert selected.message.id == timeline.messages[point.message_index].id
+    assert "Selected message" in tab.readout.text()
+
+
+def test_exports(studio, fixture_db, studio_ctx, tmp_path):
+    _window, tab = _open_timeline(studio, fixture_db, studio_ctx, "collab", "doc_42")
+    png, svg, csv_path = tmp_path / "t.png", tmp_path / "t.svg", tmp_path / "t.csv"
+    tab.export_png(str(png), width=800)
+    tab.export_svg(str(svg))
+    tab.export_csv(str(csv_path))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in svg.read_text(encoding="utf-8")
+    lines = csv_path.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("series,kind,at,turn")
+    assert sum(1 for line in lines if line.startswith("real,")) == len(tab.timeline.points)
+    assert sum(1 for line in lines if line.startswith("whatif,")) == len(tab.whatif.points)
+
+
+def test_thread_without_om_and_tooltips_are_plain_text(studio, fixture_db, studio_ctx):
+    window = studio(fixture_db("history"), thread_id="hist-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    assert tab.timeline is None and "no observational memory" in tab._message.text()
+    from studio.engine.events import OMEvent
+
+    text = event_text(OMEvent(kind="thread-update", at="2026-01-01T00:00:00.000Z", detail="<b>bold</b> & co"))
+    assert "<b>bold</b> & co" in text
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in fmt.plain_tooltip(text)
