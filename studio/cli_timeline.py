@@ -105,7 +105,8 @@ def add_timeline_command(subparsers) -> None:
 
 def add_whatif_command(subparsers) -> None:
     """Register `whatif PATH --thread ID [settings] --json`."""
-    p = subparsers.add_parser("whatif", help="replay a thread through OM's trigger rules with other settings (estimate)")
+    p = subparsers.add_parser("whatif",
+                              help="replay a thread through OM's trigger rules with other settings (estimate)")
     p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--message-tokens", type=_positive_int, metavar="N", help="observation threshold (tokens)")

@@ -261,7 +261,8 @@ def _pair_cycles(markers: list[MarkerPart]) -> list[OMEvent]:
                 tokens=_int(data.get("tokensActivated")), output_tokens=_int(data.get("observationTokens")),
                 generation=generation, record_id=_str(data.get("recordId")), thread_id=_str(data.get("threadId")),
                 message_id=marker.message_id, detail=_str(data.get("observations")), parts=[marker],
-                total_observation_tokens=_int(data.get("observationTokens")) if kind == REFLECTION_ACTIVATION else None))
+                total_observation_tokens=(_int(data.get("observationTokens")) if kind == REFLECTION_ACTIVATION
+                                          else None)))
         else:
             at, at_ms = _time(data, "timestamp", "startedAt", "completedAt", "activatedAt", "failedAt")
             events.append(OMEvent(kind=suffix, status="recorded", at=at, at_ms=at_ms, cycle_id=marker.cycle_id,
@@ -390,7 +391,8 @@ def build_events(messages: list[Message], generations: list[OMRecord], *,
             at, at_ms = None, None
         total = tokens.count_observations(record.active_observations[:seg.prefix_end]) if kind == OBSERVATION else None
         events.append(OMEvent(
-            kind=kind, status="recorded" if kind == ACTIVATION else "completed", at=at, at_ms=at_ms, end=at, end_ms=at_ms, generation=seg.generation,
+            kind=kind, status="recorded" if kind == ACTIVATION else "completed", at=at, at_ms=at_ms, end=at,
+            end_ms=at_ms, generation=seg.generation,
             record_id=seg.record_id, inferred=True, last_observed_at=seg.boundary,
             output_tokens=tokens.count_observations(seg.text), total_observation_tokens=total,
             thread_id=record.thread_id))

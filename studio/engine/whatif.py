@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from studio.engine import tokens
 from studio.engine.events import (
@@ -138,7 +138,8 @@ class WhatIfSettings:
                 refl_block = js_round(self.observation_tokens * raw) if 1 <= raw < 100 else int(raw)
                 if refl_block < self.observation_tokens:
                     raise WhatIfSettingsError(
-                        f"reflection blockAfter ({refl_block}) must be >= observationTokens ({self.observation_tokens})")
+                        f"reflection blockAfter ({refl_block}) must be >= observationTokens "
+                        f"({self.observation_tokens})")
         message_threshold: int | ThresholdRange = (
             ThresholdRange(self.message_tokens, top) if self.share_token_budget else self.message_tokens)
         return ResolvedSettings(message_threshold, self.observation_tokens, buffer, activation, block,
@@ -533,7 +534,8 @@ def simulate(timeline: Timeline, settings: WhatIfSettings, *, observation_ratio:
     return result
 
 
-def run_whatif(store: MemoryStore, thread_id: str, settings: WhatIfSettings | None = None, **kwargs: Any) -> WhatIfResult:
+def run_whatif(store: MemoryStore, thread_id: str, settings: WhatIfSettings | None = None,
+               **kwargs: Any) -> WhatIfResult:
     """Build THREAD_ID's timeline and replay it with SETTINGS (default: the stored ones); see `simulate`.
 
     Raises TimelineError (unknown thread, no OM record), WhatIfSettingsError, StoreError.
@@ -548,5 +550,3 @@ def settings_with(base: WhatIfSettings, **changes: Any) -> WhatIfSettings:
 
     return replace(base, **{k: v for k, v in changes.items() if v is not None})
 
-
-ProgressCallback = Callable[[int, int], None]

@@ -64,7 +64,7 @@ def _qt_message(kind: QtMsgType, _context, message: str) -> None:
     print(message, file=sys.stderr)
 
 
-#: How often (s) the GUI thread runs Python's cyclic garbage collector (see _collect_garbage_on_gui_thread).
+#: How often (s) the GUI thread runs Python's cyclic garbage collector (see collect_garbage_on_gui_thread).
 GC_INTERVAL_S = 0.5
 
 
@@ -80,11 +80,11 @@ def application() -> QApplication:
     app.setApplicationName(APPLICATION)
     if app.style().name().lower() != "fusion":
         app.setStyle("Fusion")
-    _collect_garbage_on_gui_thread(app)
+    collect_garbage_on_gui_thread(app)
     return app
 
 
-def _collect_garbage_on_gui_thread(app: QApplication) -> None:
+def collect_garbage_on_gui_thread(app: QApplication) -> None:
     """Run Python's cyclic garbage collector only on the GUI thread (pyqtgraph's GarbageCollector).
 
     Automatic collection runs in whichever thread happens to allocate; when it frees a cycle that

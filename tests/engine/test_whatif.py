@@ -33,7 +33,8 @@ def test_stored_settings_fire_observation_and_reflection_on_the_real_turns(fixtu
     result = simulate(timeline, stored)
     assert result.uses_real_sizes
     assert result.turns_of(OBSERVATION) == _real_turns(timeline, OBSERVATION)
-    assert result.turns_of(REFLECTION, REFLECTION_ACTIVATION) == _real_turns(timeline, REFLECTION, REFLECTION_ACTIVATION)
+    real = _real_turns(timeline, REFLECTION, REFLECTION_ACTIVATION)
+    assert result.turns_of(REFLECTION, REFLECTION_ACTIVATION) == real
     # with the real sizes, the log ends where the real one does
     assert result.points[-1].observation_tokens == timeline.points[-1].observation_tokens
     assert result.observer_calls == len(result.turns_of(OBSERVATION))

@@ -33,7 +33,7 @@ from studio.ui.loaders import compute_status_batch
 from studio.ui.style import NEAR_RATIO, STYLE_SHEET
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
-from studio.ui.widgets.timeline_tab import WeakMethod
+from studio.ui.widgets.timeline_tab import WeakMethod, ensure_gui_thread_gc
 
 #: States, most urgent first: (label, colour).
 STATES = {
@@ -111,6 +111,7 @@ class OverviewWindow(QMainWindow):
 
     def __init__(self, runner: TaskRunner, parent=None):
         super().__init__(parent)
+        ensure_gui_thread_gc()
         self.setWindowFlag(Qt.WindowType.Window, True)
         self.setWindowTitle("Overview — Memory Studio")
         self.setStyleSheet(STYLE_SHEET)

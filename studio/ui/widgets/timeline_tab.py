@@ -14,8 +14,9 @@ import math
 import weakref
 from dataclasses import dataclass
 
+import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -65,6 +66,20 @@ MARKERS = {
 X_MODES = ("time", "turn")
 #: Below this tab width (px) the What-if panel folds away so the chart keeps its room.
 NARROW_WIDTH = 560
+
+
+def ensure_gui_thread_gc() -> None:
+    """Make sure cyclic garbage collection runs only on the GUI thread (see studio.ui.app).
+
+    pyqtgraph's items sit in reference cycles (context menus, signal lambdas); freed from a worker
+    thread they would delete Qt objects off the GUI thread. `application()` already sets this up;
+    this covers charts created on a QApplication the studio did not configure (idempotent).
+    """
+    from studio.ui.app import collect_garbage_on_gui_thread
+
+    app = QCoreApplication.instance()
+    if app is not None:
+        collect_garbage_on_gui_thread(app)
 
 
 class WeakMethod:
@@ -178,6 +193,7 @@ class TimelineTab(QWidget):
 
     def __init__(self, runner: TaskRunner, parent=None):
         super().__init__(parent)
+        ensure_gui_thread_gc()
         self._runner = runner
         self._detail: ThreadDetail | None = None
         self._timeline: Timeline | None = None
@@ -240,6 +256,8 @@ class TimelineTab(QWidget):
         item = self.plot.getPlotItem()
         item.showGrid(x=True, y=True, alpha=0.15)
         item.setLabel("left", "tokens")
+        item.setDownsampling(auto=True, mode="peak")  # a 20,000-message thread draws as fast as a short one
+        item.setClipToView(True)
         self.legend = item.addLegend(offset=(6, 4), labelTextSize="8pt", colCount=3)
         self.time_axis = pg.DateAxisItem(orientation="bottom")
         self.turn_axis = pg.AxisItem(orientation="bottom")
@@ -286,6 +304,7 @@ class TimelineTab(QWidget):
         layout.addWidget(self._stack)
         self._spots: list[pg.ScatterPlotItem] = []
         self._xs: dict[int, float] = {}
+        self._x_bounds = (0.0, 1.0)
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -441,23 +460,19 @@ class TimelineTab(QWidget):
 
     def _positions(self, points: list[Point]) -> list[float]:
         """Return x for POINTS: seconds since the epoch, or turn spread over [turn, turn + 0.8)."""
+        if not points:
+            return []
         if self._x_mode == "time":  # never backwards: a response seeded before its step-0 observation follows it
-            xs, last = [], None
-            for p in points:
-                if p.at_ms is not None:
-                    last = p.at_ms / 1000 if last is None else max(last, p.at_ms / 1000)
-                xs.append(last if last is not None else 0.0)
-            return xs
-        per_turn: dict[int, int] = {}
-        for p in points:
-            per_turn[p.turn] = per_turn.get(p.turn, 0) + 1
-        seen: dict[int, int] = {}
-        xs = []
-        for p in points:
-            k = seen.get(p.turn, 0)
-            seen[p.turn] = k + 1
-            xs.append(p.turn + 0.8 * k / max(1, per_turn[p.turn]))
-        return xs
+            ms = np.array([np.nan if p.at_ms is None else p.at_ms for p in points], dtype=float)
+            filled = np.fmax.accumulate(ms)
+            return list(np.nan_to_num(filled, nan=float(np.nanmin(ms)) if np.isfinite(ms).any() else 0.0) / 1000)
+        turns = np.array([p.turn for p in points], dtype=float)
+        order = np.argsort(turns, kind="stable")
+        _, first, counts = np.unique(turns[order], return_index=True, return_counts=True)
+        rank = np.empty(len(points))
+        within = np.arange(len(points)) - np.repeat(first, counts)
+        rank[order] = within / np.repeat(counts, counts)
+        return list(turns + 0.8 * rank)
 
     def _redraw(self) -> None:
         item = self.plot.getPlotItem()
@@ -478,6 +493,7 @@ class TimelineTab(QWidget):
         xs = self._positions(points)
         for p, x in zip(points, xs):
             self._xs[id(p)] = x
+        self._x_bounds = (min(xs), max(xs)) if xs else (0.0, 1.0)
         pen = lambda key, width=2, style=Qt.PenStyle.SolidLine: pg.mkPen(COLOURS[key], width=width, style=style)
         item.plot(xs, [p.message_tokens for p in points], pen=pen("message"), name="Message window")
         item.plot(xs, [p.observation_tokens for p in points], pen=pen("observation_log"), name="Observation log")
@@ -489,10 +505,11 @@ class TimelineTab(QWidget):
                       name="Observation threshold")
             item.plot(xs, [p.reflection_threshold for p in points],
                       pen=pen("reflection_threshold", 1.2, Qt.PenStyle.DotLine), name="Reflection threshold")
-        recon = [(x, p.message_tokens) for p, x in zip(points, xs) if p.reconstructed]
-        if recon:
-            item.plot([r[0] for r in recon], [r[1] for r in recon], pen=None, symbol="o", symbolSize=4,
-                      symbolBrush=None, symbolPen=pg.mkPen(COLOURS["message"], width=1), name="Reconstructed")
+        if any(p.reconstructed for p in points):  # shade the reconstructed stretches of the window
+            shaded = [float(p.message_tokens) if p.reconstructed else np.nan for p in points]
+            curve = item.plot(xs, shaded, connect="finite", name="Reconstructed",
+                              pen=pg.mkPen(QColor(37, 99, 235, 60), width=7))
+            curve.setZValue(-2)
         self._draw_events(tl.events, points, xs, whatif=False)
         if self._whatif is not None:
             wp = self._whatif.points
@@ -521,31 +538,38 @@ class TimelineTab(QWidget):
         self.summary.setToolTip(fmt.plain_tooltip(text))
 
     def _draw_events(self, events: list[OMEvent], points: list[Point], xs: list[float], *, whatif: bool) -> None:
+        """Draw one marker per event, one scatter item per style (uniform styles draw fast)."""
         by_event = {p.event_index: (p, x) for p, x in zip(points, xs) if p.event_index is not None}
-        spots = []
+        groups: dict[tuple, tuple[list, list, list]] = {}
         for i, event in enumerate(events):
-            symbol, colour, size = MARKERS.get(event.kind, ("o", "#6b7280", 8))
             found = by_event.get(i)
             if found is None:
                 continue
             point, x = found
+            symbol, colour, size = MARKERS.get(event.kind, ("o", "#6b7280", 8))
             failed = event.status in ("failed", "unfinished")
-            brush = None if whatif else pg.mkBrush(colour if not failed else "#ffffff")
-            spots.append({"pos": (x, event_y(event, point)), "data": _Spot(i, whatif),
-                          "symbol": "x" if event.status == "failed" else symbol, "size": size,
-                          "brush": brush if brush is not None else pg.mkBrush(255, 255, 255, 0),
-                          "pen": pg.mkPen(colour if not whatif else COLOURS["whatif"].name(), width=1.5)})
-        if not spots:
-            return
-        scatter = pg.ScatterPlotItem(hoverable=True, tip=WeakMethod(self, "_spot_tip"),
-                                     hoverPen=pg.mkPen("#111827", width=2))
-        scatter.addPoints(spots)
-        scatter.sigClicked.connect(self._on_scatter_clicked)
-        self.plot.addItem(scatter)
-        self._spots.append(scatter)
+            fill = None if whatif or failed else colour
+            style = ("x" if event.status == "failed" else symbol, size, fill,
+                     COLOURS["whatif"].name() if whatif else colour)
+            gx, gy, gd = groups.setdefault(style, ([], [], []))
+            gx.append(x)
+            gy.append(event_y(event, point))
+            gd.append(_Spot(i, whatif))
+        for (symbol, size, fill, line), (gx, gy, gd) in groups.items():
+            scatter = pg.ScatterPlotItem(
+                x=np.array(gx, dtype=float), y=np.array(gy, dtype=float), data=np.array(gd, dtype=object),
+                symbol=symbol, size=size, pen=pg.mkPen(line, width=1.5),
+                brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
+                hoverable=True, tip=WeakMethod(self, "_spot_tip"), hoverPen=pg.mkPen("#111827", width=2))
+            scatter.sigClicked.connect(self._on_scatter_clicked)
+            self.plot.addItem(scatter)
+            self._spots.append(scatter)
 
     def _spot_tip(self, x: float, y: float, data: _Spot) -> str:
-        events = self._whatif.events if data.whatif and self._whatif else (self._timeline.events if self._timeline else [])
+        if data.whatif:
+            events = self._whatif.events if self._whatif else []
+        else:
+            events = self._timeline.events if self._timeline else []
         if not 0 <= data.event_index < len(events):
             return ""
         text = event_text(events[data.event_index])
@@ -556,14 +580,17 @@ class TimelineTab(QWidget):
     def _fit(self) -> None:
         """Show everything, with headroom above the data for the legend."""
         item = self.plot.getPlotItem()
-        item.enableAutoRange()
-        item.autoRange()
-        top = 0
-        for series in (self._timeline.points if self._timeline else []), (self._whatif.points if self._whatif else []):
-            for p in series:
-                top = max(top, p.message_tokens, p.observation_tokens, p.threshold, p.reflection_threshold)
-        if top:
-            item.setYRange(0, top * 1.3, padding=0.02)
+        series = [(self._timeline.points if self._timeline else []), (self._whatif.points if self._whatif else [])]
+        top = max((max(p.message_tokens, p.observation_tokens, p.threshold, p.reflection_threshold)
+                   for points in series for p in points), default=0)
+        if not self._xs or not top:
+            item.enableAutoRange()
+            item.autoRange()
+            return
+        low, high = self._x_bounds
+        pad = (high - low) * 0.02 or 0.5
+        item.setXRange(low - pad, high + pad, padding=0)
+        item.setYRange(0, top * 1.3, padding=0.02)
 
     # -- slots ---------------------------------------------------------------------------------
 
