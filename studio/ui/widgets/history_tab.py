@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QStackedWidget,
+    QTableView,
     QVBoxLayout,
     QWidget,
 )
@@ -52,6 +53,16 @@ def revert_refusal_text(exc: Exception) -> str:
     """Return the sentence shown when a revert was refused (WriteRefused) or failed."""
     reason = getattr(exc, "reason", None)
     return REVERT_REFUSALS.get(reason) or (str(exc) or exc.__class__.__name__)
+
+
+def diff_table_view(model: DiffModel) -> QTableView:
+    """Return a table view of MODEL styled for a generation diff (rows a line high, no alternating colours)."""
+    view = table_view()
+    view.setModel(model)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+    view.setAlternatingRowColors(False)
+    view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 6)
+    return view
 
 
 def layout_diff_columns(view, model: DiffModel) -> None:
@@ -154,12 +165,8 @@ class HistoryTab(QWidget):
         self.losses.hide()
 
         self.diff_model = DiffModel(self)
-        self.diff_view = table_view()
-        self.diff_view.setModel(self.diff_model)
-        self.diff_view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.diff_view.setAlternatingRowColors(False)
-        row_height = self.diff_view.fontMetrics().height() + 6
-        self.diff_view.verticalHeader().setDefaultSectionSize(row_height)
+        self.diff_view = diff_table_view(self.diff_model)
+        row_height = self.diff_view.verticalHeader().defaultSectionSize()
         self.diff_view.setMinimumHeight(self.diff_view.horizontalHeader().sizeHint().height()
                                         + DIFF_MIN_ROWS * row_height + 2 * self.diff_view.frameWidth())
         self._layout_diff_columns()

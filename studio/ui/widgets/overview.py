@@ -333,11 +333,9 @@ class OverviewWindow(QMainWindow):
 
     def export_png(self, path: str, width: int = 1600) -> None:
         """Write the chart as a PNG WIDTH px wide to PATH."""
-        from pyqtgraph.exporters import ImageExporter
+        from studio.ui.widgets.timeline_tab import write_chart_png
 
-        exporter = ImageExporter(self.plot.getPlotItem())
-        exporter.parameters()["width"] = width
-        exporter.export(path)
+        write_chart_png(self.plot, path, width)
 
     def export_svg(self, path: str) -> None:
         """Write the chart as SVG to PATH."""

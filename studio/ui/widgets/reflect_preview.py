@@ -6,7 +6,6 @@ from __future__ import annotations
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QButtonGroup,
     QFormLayout,
     QGroupBox,
@@ -22,8 +21,8 @@ from studio.ui import format as fmt
 from studio.ui.models.diff import DiffMode, DiffModel, display_line
 from studio.ui.models.reflection import LLM, Preview
 from studio.ui.style import BarValue, paint_bar
-from studio.ui.widgets.common import plain_label, table_view
-from studio.ui.widgets.history_tab import layout_diff_columns
+from studio.ui.widgets.common import plain_label
+from studio.ui.widgets.history_tab import diff_table_view, layout_diff_columns
 from studio.ui.widgets.loss_callout import LossCallout
 
 #: Priority markers named in words (the engine's notes use the emoji, which not every system can draw).
@@ -108,11 +107,7 @@ class ProposalView(QWidget):
         self.losses.hide()
 
         self.diff_model = DiffModel(self)
-        self.diff_view = table_view()
-        self.diff_view.setModel(self.diff_model)
-        self.diff_view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.diff_view.setAlternatingRowColors(False)
-        self.diff_view.verticalHeader().setDefaultSectionSize(self.diff_view.fontMetrics().height() + 6)
+        self.diff_view = diff_table_view(self.diff_model)
         layout_diff_columns(self.diff_view, self.diff_model)
 
         state = QGroupBox("Proposed thread state (metadata.mastra.om)")

@@ -99,6 +99,15 @@ class WeakMethod:
         return getattr(owner, self._name)(*args, **kwargs) if owner is not None else ""
 
 
+def write_chart_png(plot, path: str, width: int = 1600) -> None:
+    """Write pyqtgraph PlotWidget PLOT as a PNG WIDTH px wide (height in proportion) to PATH."""
+    from pyqtgraph.exporters import ImageExporter
+
+    exporter = ImageExporter(plot.getPlotItem())
+    exporter.parameters()["width"] = width
+    exporter.export(path)
+
+
 def write_chart_svg(plot: pg.PlotWidget, path: str, title: str = "Memory Studio chart") -> None:
     """Write PLOT as SVG to PATH: pyqtgraph's exporter, else Qt's SVG generator.
 
@@ -370,11 +379,7 @@ class TimelineTab(QWidget):
 
     def export_png(self, path: str, width: int = 1600) -> None:
         """Write the chart as a PNG WIDTH px wide to PATH."""
-        from pyqtgraph.exporters import ImageExporter
-
-        exporter = ImageExporter(self.plot.getPlotItem())
-        exporter.parameters()["width"] = width
-        exporter.export(path)
+        write_chart_png(self.plot, path, width)
 
     def export_svg(self, path: str) -> None:
         """Write the chart as SVG to PATH."""
