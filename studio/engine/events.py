@@ -250,7 +250,7 @@ def _pair_cycles(markers: list[MarkerPart]) -> list[OMEvent]:
             if event.at is None and event.end_ms is not None:  # no start marker: started durationMs before the end
                 duration = _int(data.get("durationMs")) or 0
                 event.at_ms = event.end_ms - max(0, duration)
-                event.at = _str(data.get("startedAt")) or _iso(event.at_ms)
+                event.at = _str(data.get("startedAt")) or iso_or_none(event.at_ms)
             event.record_id = event.record_id or _str(data.get("recordId"))
         elif suffix == "activation":
             kind = REFLECTION_ACTIVATION if marker.operation == "reflection" else ACTIVATION
@@ -271,7 +271,8 @@ def _pair_cycles(markers: list[MarkerPart]) -> list[OMEvent]:
     return events
 
 
-def _iso(ms: int | None) -> str | None:
+def iso_or_none(ms: int | None) -> str | None:
+    """Return epoch MS (ms) as Mastra's ISO text, or None for None or a time JavaScript cannot represent."""
     from studio.store.records import ms_to_iso
 
     if ms is None:

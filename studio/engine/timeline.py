@@ -26,6 +26,7 @@ from typing import Callable
 
 from studio.engine import tokens
 from studio.engine.events import (
+    iso_or_none,
     ACTIVATION,
     BUFFERING,
     OBSERVATION,
@@ -44,7 +45,7 @@ from studio.engine.unobserved import (
 )
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
-from studio.store.records import Message, OMRecord, Thread, iso_to_ms, ms_to_iso
+from studio.store.records import Message, OMRecord, Thread, iso_to_ms
 
 
 class TimelineError(EngineError):
@@ -349,7 +350,7 @@ def _replay_real(tl: Timeline, dicts: list[dict], counts: list[int], after_marke
     def point(at_ms, kind, message_index=None, event_index=None, at=None):
         thr, rthr = thresholds(settings_now(), state["obs"])
         tl.points.append(Point(
-            at=at if at is not None else (_iso(at_ms)), at_ms=at_ms, turn=turn_at(user_times, at_ms),
+            at=at if at is not None else (iso_or_none(at_ms)), at_ms=at_ms, turn=turn_at(user_times, at_ms),
             message_tokens=window.tokens(), observation_tokens=state["obs"], buffered_tokens=state["buffered"],
             threshold=thr, reflection_threshold=rthr, reconstructed=state["reconstructed"], kind=kind,
             message_index=message_index, event_index=event_index, generation=state["generation"]))
@@ -415,13 +416,6 @@ def _replay_real(tl: Timeline, dicts: list[dict], counts: list[int], after_marke
             p.event_index = position[id(before[p.event_index])]
 
 
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    try:
-        return ms_to_iso(ms)
-    except (ValueError, OverflowError, OSError):
-        return None
 
 
 def _apply(tl: Timeline, ei: int, window: MessageWindow, state: dict, chunks: dict, newest: int) -> None:

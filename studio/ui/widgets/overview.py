@@ -16,7 +16,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QMainWindow,
     QMenu,
@@ -33,7 +32,7 @@ from studio.ui.loaders import compute_status_batch
 from studio.ui.style import NEAR_RATIO, STYLE_SHEET
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
-from studio.ui.widgets.timeline_tab import WeakMethod, ensure_gui_thread_gc
+from studio.ui.widgets.timeline_tab import WeakMethod, ask_export_path, ensure_gui_thread_gc
 
 #: States, most urgent first: (label, colour).
 STATES = {
@@ -365,8 +364,7 @@ class OverviewWindow(QMainWindow):
         self._export_dialog("csv")
 
     def _export_dialog(self, kind: str) -> None:
-        filters = {"png": "PNG images (*.png)", "svg": "SVG images (*.svg)", "csv": "CSV files (*.csv)"}
-        path, _ = QFileDialog.getSaveFileName(self, "Export", f"overview.{kind}", filters[kind])
+        path = ask_export_path(self, kind, f"overview.{kind}")
         if not path:
             return
         try:

@@ -99,6 +99,16 @@ class WeakMethod:
         return getattr(owner, self._name)(*args, **kwargs) if owner is not None else ""
 
 
+#: File-dialog filters of the chart exports, by kind.
+EXPORT_FILTERS = {"png": "PNG images (*.png)", "svg": "SVG images (*.svg)", "csv": "CSV files (*.csv)"}
+
+
+def ask_export_path(parent, kind: str, default_name: str) -> str | None:
+    """Ask where to export a chart or its data (KIND png, svg or csv); None when the user cancels."""
+    path, _ = QFileDialog.getSaveFileName(parent, "Export", default_name, EXPORT_FILTERS[kind])
+    return path or None
+
+
 def write_chart_png(plot, path: str, width: int = 1600) -> None:
     """Write pyqtgraph PlotWidget PLOT as a PNG WIDTH px wide (height in proportion) to PATH."""
     from pyqtgraph.exporters import ImageExporter
@@ -688,9 +698,8 @@ class TimelineTab(QWidget):
         self._export_dialog("csv")
 
     def _export_dialog(self, kind: str) -> None:
-        filters = {"png": "PNG images (*.png)", "svg": "SVG images (*.svg)", "csv": "CSV files (*.csv)"}
         name = (self._timeline.thread_id or "timeline") if self._timeline else "timeline"
-        path, _ = QFileDialog.getSaveFileName(self, "Export", f"{name}-timeline.{kind}", filters[kind])
+        path = ask_export_path(self, kind, f"{name}-timeline.{kind}")
         if not path:
             return
         try:
