@@ -1,9 +1,58 @@
-"""Where the studio's bundled resources live (sample database, tokenizer ranks, prompts)."""
+"""Where the studio's bundled resources live (sample database, tokenizer ranks, prompts, icons).
+
+The repository keeps them in the top-level `resources/` folder; an installed studio (wheel,
+`pip install .`, `pipx install .`) carries the same folder as the package `studio.resources`
+(pyproject maps `resources/` to it), and the PyInstaller app unpacks it as `resources/` beside
+its modules. `resources_dir()` finds whichever applies, in this order:
+
+1. the `resources/` folder beside the `studio` package (a checkout, an editable install, or
+   the frozen app, whose modules live in `sys._MEIPASS`);
+2. the installed package `studio.resources`, through `importlib.resources`.
+
+Zipped installs (a wheel on `sys.path` without unpacking) are not supported: the tokenizer and
+the sample database must be real files.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+#: A file every complete resources folder holds (how a folder is recognised as ours).
+_MARKER = Path("tokenizers") / "o200k_base.tiktoken"
+
+
+def _candidates() -> list[Path]:
+    """Return the folders that may hold the resources, most specific first."""
+    here = Path(__file__).resolve().parent
+    out = [here.parent / "resources"]
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle:
+        out.insert(0, Path(bundle) / "resources")
+    try:
+        from importlib.resources import files
+
+        out.append(Path(str(files("studio.resources"))))
+    except (ImportError, TypeError, ValueError):  # not installed as a package (a plain checkout)
+        pass
+    return out
+
+
+def resources_dir() -> Path:
+    """Return the folder of the bundled resources (see module docstring).
+
+    Falls back to the checkout's `resources/` path when none holds the tokenizer ranks, so that
+    the error a caller raises names the place it looked.
+    """
+    candidates = _candidates()
+    for folder in candidates:
+        if (folder / _MARKER).is_file():
+            return folder
+    return candidates[0]
+
+
+RESOURCES = resources_dir()
 SAMPLE_DATABASE = RESOURCES / "sample" / "memory.db"
 TOKENIZERS = RESOURCES / "tokenizers"
+PROMPTS = RESOURCES / "prompts"
+ICONS = RESOURCES / "icons"

@@ -18,9 +18,8 @@ from pathlib import Path
 
 from studio.engine.reflector_parse import strip_observation_groups
 from studio.errors import EngineError
-from studio.paths import RESOURCES
+from studio.paths import PROMPTS
 
-PROMPTS = RESOURCES / "prompts"
 #: Mastra's MAX_COMPRESSION_LEVEL.
 MAX_COMPRESSION_LEVEL = 4
 

@@ -1,0 +1,37 @@
+"""The bundled resources are found in a checkout and in an installed package (wheel / `pip install .`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from studio import paths
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_checkout_uses_the_top_level_resources_folder():
+    assert paths.RESOURCES == ROOT / "resources"
+    assert paths.SAMPLE_DATABASE.is_file() and (paths.TOKENIZERS / "o200k_base.tiktoken").is_file()
+    assert (paths.PROMPTS / "reflector_system.md").is_file()
+
+
+def test_installed_layout_reads_resources_from_the_studio_resources_package(tmp_path):
+    # What a wheel installs: site-packages/studio/ with resources/ inside it, no top-level resources/.
+    site = tmp_path / "site-packages"
+    shutil.copytree(ROOT / "studio", site / "studio", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "resources", site / "studio" / "resources", ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("import json, studio.paths as p, studio.engine.reflector_prompt as r, studio.engine.exact_counts as e; "
+            "print(json.dumps([str(p.RESOURCES), str(p.SAMPLE_DATABASE), r.system_prompt()[:40], "
+            "e.exact_tokens('hello world')]))")
+    done = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {code}"],
+                          capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    resources, sample, system, hello = json.loads(done.stdout)
+    assert resources == str(site / "studio" / "resources")
+    assert sample == str(site / "studio" / "resources" / "sample" / "memory.db")
+    assert system == (ROOT / "resources" / "prompts" / "reflector_system.md").read_text(encoding="utf-8").strip()[:40]
+    assert hello == 2  # o200k_base: "hello", " world" (the bundled ranks loaded, offline)
