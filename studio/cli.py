@@ -19,6 +19,10 @@ from studio import __version__
 from studio.errors import StoreError, StudioError
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+#: Hidden first argument with which the studio starts its own child processes when it is a frozen
+#: app (PyInstaller: `sys.executable` is the app, not Python): `CHILD_FLAG backup SRC DST IMMUTABLE
+#: PARENT_PID` (studio.store.backup) and `CHILD_FLAG helper` (studio.ui.helper_process).
+CHILD_FLAG = "--studio-child"
 
 
 class BadInput(StudioError):
@@ -179,9 +183,30 @@ def build_gui_parser() -> argparse.ArgumentParser:
     return p
 
 
+def run_child(argv: Sequence[str]) -> int:
+    """Run the child process named by ARGV[0] ("backup" or "helper") in this process; return its exit code.
+
+    Failures propagate (the parent reads the child's stderr and exit status), as with `python -c`.
+    """
+    kind, rest = (argv[0] if argv else ""), list(argv[1:])
+    if kind == "backup":
+        from studio.store.backup import run_child as run_backup
+
+        return run_backup(rest)
+    if kind == "helper":
+        from studio.ui.helper_process import main as serve_helper  # no Qt: the helper runs loaders only
+
+        serve_helper()
+        return EXIT_OK
+    print(f"memory-studio: unknown child process {kind!r}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (0 ok, 1 failure, 2 bad input)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == CHILD_FLAG:
+        return run_child(argv[1:])
     try:
         if argv and argv[0] in COMMANDS:
             args = build_parser().parse_args(argv)

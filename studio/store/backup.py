@@ -9,14 +9,24 @@ process has it open, see `studio.store.connection.is_quiescent_wal`), so the use
 -wal are never changed by a backup. (`VACUUM INTO` was not used: it rebuilds the file instead of
 copying its pages, and libSQL exposes no backup API.)
 
-The copy is written under a temporary name, checked with `PRAGMA integrity_check`, and only then
-renamed to its final name; an existing file is never overwritten.
+The copy is written under a hidden temporary name beside its destination
+(`.NAME.partial-PID-N`), checked with `PRAGMA integrity_check`, and only then linked to its
+final name; an existing file is never overwritten. Backup names are unique: when another process
+takes the chosen name meanwhile (two writes in the same second), the next free number is used.
+No partial file outlives its backup: the child removes it when it fails, is interrupted, or sees
+that the studio process that started it has gone (checked after the copy and after the check),
+and every
+backup first removes the partial files of processes that no longer run.
+
+In the PyInstaller app `sys.executable` is the app itself, so the child is started as
+`memory-studio --studio-child backup …` (see `studio.cli.CHILD_FLAG`) instead of `python -I -c`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -26,28 +36,107 @@ from pathlib import Path
 from studio.errors import StoreError
 from studio.store.connection import check_file, is_quiescent_wal, parse_location
 
-__all__ = ["backup_database", "default_backup_path", "BACKUP_TIMEOUT_S"]
+__all__ = ["backup_database", "default_backup_path", "remove_stale_partials", "child_command", "run_child",
+           "BACKUP_TIMEOUT_S"]
 
 #: Longest a backup may take before it is abandoned (s): ~1 GB databases copy in seconds.
 BACKUP_TIMEOUT_S = 1800
 
+#: The child's program (stdlib only: it runs with `python -I`). argv: SRC DST IMMUTABLE PARENT_PID.
 _SCRIPT = r"""
-import json, sqlite3, sys, urllib.parse
-src, dst, immutable = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
-uri = "file:" + urllib.parse.quote(src, safe="/:~-._ ") + "?mode=ro" + ("&immutable=1" if immutable else "")
-source = sqlite3.connect(uri, uri=True, timeout=30)
-target = sqlite3.connect(dst)
+import json, os, signal, sqlite3, sys, urllib.parse
+src, dst, immutable, parent = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
+
+def _stop(signum, frame):
+    raise SystemExit(128 + signum)
+
+for name in ("SIGTERM", "SIGHUP"):
+    if hasattr(signal, name):
+        signal.signal(getattr(signal, name), _stop)
+
+def _check_parent():
+    if os.getppid() != parent:
+        raise SystemExit("the studio process that asked for this backup has gone")
+
 try:
-    source.backup(target)
-finally:
-    source.close()
-check = [r[0] for r in target.execute("PRAGMA integrity_check").fetchall()]
-tables = [r[0] for r in target.execute(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'mastra_*'").fetchall()]
-counts = {t: target.execute('SELECT count(*) FROM "%s"' % t.replace('"', '""')).fetchone()[0] for t in tables}
-target.close()
+    uri = "file:" + urllib.parse.quote(src, safe="/:~-._ ") + "?mode=ro" + ("&immutable=1" if immutable else "")
+    source = sqlite3.connect(uri, uri=True, timeout=30)
+    target = sqlite3.connect(dst)
+    try:
+        source.backup(target)  # one step: one consistent snapshot
+    finally:
+        source.close()
+    _check_parent()
+    check = [r[0] for r in target.execute("PRAGMA integrity_check").fetchall()]
+    tables = [r[0] for r in target.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'mastra_*'").fetchall()]
+    counts = {t: target.execute('SELECT count(*) FROM "%s"' % t.replace('"', '""')).fetchone()[0] for t in tables}
+    target.close()
+    _check_parent()
+except BaseException:
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        try:
+            os.unlink(dst + suffix)
+        except OSError:
+            pass
+    raise
 print(json.dumps({"integrity": check, "counts": counts}))
 """
+
+
+def child_command(args: list[str]) -> list[str]:
+    """Return the command that runs the backup child with ARGS (SRC DST IMMUTABLE PARENT_PID).
+
+    A Python interpreter runs `_SCRIPT` isolated (`-I`); the frozen app (sys.frozen) runs itself
+    with `studio.cli.CHILD_FLAG backup`, which executes the same script (`run_child`).
+    """
+    if getattr(sys, "frozen", False):
+        from studio.cli import CHILD_FLAG
+
+        return [sys.executable, CHILD_FLAG, "backup", *args]
+    return [sys.executable, "-I", "-c", _SCRIPT, *args]
+
+
+def run_child(args: list[str]) -> int:
+    """Run the backup child in this process with ARGS (the frozen app's `--studio-child backup`); return 0."""
+    sys.argv = ["backup", *args]
+    exec(compile(_SCRIPT, "<memory-studio backup>", "exec"), {"__name__": "__main__"})
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+_PARTIAL_NAME = re.compile(r"\..+\.partial-(\d+)-\d+(-wal|-shm|-journal)?")
+
+
+def remove_stale_partials(folder: Path) -> list[Path]:
+    """Remove FOLDER's partial backup files (`.NAME.partial-PID-N`) whose PID no longer runs; return them.
+
+    They are left only when both the studio and its backup child were killed at once.
+    """
+    removed = []
+    try:
+        names = [p for p in folder.iterdir() if _PARTIAL_NAME.fullmatch(p.name)]
+    except OSError:
+        return removed
+    for leftover in names:
+        pid = int(_PARTIAL_NAME.fullmatch(leftover.name).group(1))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        try:
+            leftover.unlink()
+            removed.append(leftover)
+        except OSError:
+            pass
+    return removed
 
 
 def default_backup_path(path: Path, now: datetime | None = None) -> Path:
@@ -61,28 +150,36 @@ def default_backup_path(path: Path, now: datetime | None = None) -> Path:
     return candidate
 
 
-def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] | None = None) -> Path:
-    """Copy the database at PATH (path or `file:` URL) to DEST with SQLite's online backup; return DEST.
+def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] | None = None, *,
+                    folder: str | os.PathLike[str] | None = None) -> Path:
+    """Copy the database at PATH (path or `file:` URL) to DEST with SQLite's online backup; return the copy's path.
 
-    DEST defaults to `default_backup_path(PATH)` (beside the file). The copy is verified with
+    Without DEST the copy gets a unique name (`default_backup_path`, numbered when another process
+    takes the name meanwhile) in FOLDER, by default beside PATH. The copy is verified with
     `PRAGMA integrity_check` before it gets its final name. Raises StoreError when PATH is not a
-    readable SQLite file, DEST already exists or its folder is not writable, or the backup or its
-    verification fails (no partial file is left behind). The source's main file and -wal are not
-    changed.
+    readable SQLite file, the DEST file already exists or the folder does not exist, or the backup
+    or its verification fails (no partial file is left behind). The source's main file and -wal
+    are not changed.
     """
     location = parse_location(path)
     check_file(location)
     source = location.path.resolve()
-    target = Path(dest).expanduser() if dest is not None else default_backup_path(source)
-    if target.exists():
-        raise StoreError(f"Will not overwrite {target}: choose another backup file name.")
-    if not target.parent.is_dir():
-        raise StoreError(f"Cannot write the backup: {target.parent} is not a folder.")
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}-{time.monotonic_ns()}")
+    folder = Path(folder).expanduser() if folder is not None else source.parent
+    target: Path | None = None  # None: a name chosen in FOLDER when the copy is ready
+    if dest is not None:
+        target = Path(dest).expanduser()
+        folder = target.parent
+        if target.exists():
+            raise StoreError(f"Will not overwrite {target}: choose another backup file name.")
+    if not folder.is_dir():
+        raise StoreError(f"Cannot write the backup: {folder} is not a folder.")
+    remove_stale_partials(folder)
+    hidden = (target.name if target is not None else f"{source.stem}.backup.db")
+    partial = folder / f".{hidden}.partial-{os.getpid()}-{time.monotonic_ns()}"
     immutable = "1" if is_quiescent_wal(source) else "0"
     try:
         try:
-            done = subprocess.run([sys.executable, "-I", "-c", _SCRIPT, str(source), str(partial), immutable],
+            done = subprocess.run(child_command([str(source), str(partial), immutable, str(os.getpid())]),
                                   capture_output=True, text=True, timeout=BACKUP_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise StoreError(f"Backing up {source} failed: {exc}") from exc
@@ -95,20 +192,36 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
             raise StoreError(f"Backing up {source} failed: the backup process gave no report") from exc
         if report.get("integrity") != ["ok"]:
             raise StoreError(f"The backup of {source} failed its integrity check: {'; '.join(report.get('integrity', []))[:500]}")
-        try:
-            os.link(partial, target)  # like a rename, but fails instead of replacing a file made meanwhile
-        except FileExistsError as exc:
-            raise StoreError(f"Will not overwrite {target}: it appeared while the backup was made.") from exc
-        except OSError:
-            if target.exists():
+        if target is not None:
+            if not _claim(partial, target):
                 raise StoreError(f"Will not overwrite {target}: it appeared while the backup was made.")
-            os.replace(partial, target)
-        return target
+            return target
+        for _ in range(MAX_NAME_TRIES):
+            candidate = default_backup_path(folder / source.name)
+            if _claim(partial, candidate):
+                return candidate
+        raise StoreError(f"Cannot name the backup of {source}: {MAX_NAME_TRIES} names in {folder} were taken meanwhile.")
     finally:
         for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm"), Path(f"{partial}-journal")):
             try:
                 leftover.unlink()
-            except FileNotFoundError:
-                pass
             except OSError:
                 pass
+
+
+#: How many numbered names an automatic backup name tries when other processes take them meanwhile.
+MAX_NAME_TRIES = 1000
+
+
+def _claim(partial: Path, target: Path) -> bool:
+    """Give PARTIAL the name TARGET unless a file of that name exists (atomic where links work); False if taken."""
+    try:
+        os.link(partial, target)  # like a rename, but fails instead of replacing a file made meanwhile
+        return True
+    except FileExistsError:
+        return False
+    except OSError:  # a file system without hard links
+        if target.exists():
+            return False
+        os.replace(partial, target)
+        return True

@@ -1,4 +1,4 @@
-"""A helper Python process for CPU-heavy database work of big databases (no Qt; run with `python -m`).
+"""A helper Python process for CPU-heavy database work of big databases (no Qt; see `helper_command`).
 
 Why a process: the studio's engine is pure Python and libSQL holds the GIL while it steps a
 query, so a busy worker *thread* makes the GUI thread wait for the interpreter lock before every
@@ -38,7 +38,7 @@ class HelperProcess:
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
-        self._broken = getattr(sys, "frozen", False)  # a frozen app cannot run `python -m`
+        self._broken = False
         self._closed = False
 
     @property
@@ -96,8 +96,7 @@ class HelperProcess:
             package_root = str(Path(__file__).resolve().parents[2])
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-            self._proc = subprocess.Popen([sys.executable, "-m", "studio.ui.helper_process"],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            self._proc = subprocess.Popen(helper_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         return self._proc
 
     def _kill(self) -> None:
@@ -114,6 +113,16 @@ class HelperProcess:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def helper_command() -> list[str]:
+    """Return the command that starts the helper: `python -m studio.ui.helper_process`, or in the frozen
+    app (sys.frozen; `sys.executable` is the app itself) `memory-studio --studio-child helper`."""
+    if getattr(sys, "frozen", False):
+        from studio.cli import CHILD_FLAG
+
+        return [sys.executable, CHILD_FLAG, "helper"]
+    return [sys.executable, "-m", "studio.ui.helper_process"]
 
 
 def _reply_error(exc: BaseException) -> StudioError:

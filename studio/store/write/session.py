@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from studio.store.backup import backup_database, default_backup_path
+from studio.store.backup import backup_database
 from studio.store.connection import parse_location
 from studio.store.write import reflection, threads
 
@@ -24,7 +24,7 @@ class WriteSession:
     """Writes to users' databases with one verified backup per file, taken before the session's first write.
 
     BACKUP_DIR: where backups go (default: beside each database). BACKUP: the backup function
-    (`studio.store.backup.backup_database(path, dest)`), replaceable in tests. Thread-safe.
+    (`studio.store.backup.backup_database(path, folder=…)`), replaceable in tests. Thread-safe.
     The write methods take the same arguments as the functions of `studio.store.writes` and
     return what they return; when the backup fails, StoreError is raised and nothing is written.
     """
@@ -58,10 +58,8 @@ class WriteSession:
             done = self._backups.get(key)
             if done is not None:
                 return done
-            dest = None
-            if self.backup_dir is not None:
-                dest = default_backup_path(self.backup_dir / key.name)
-            made = self._backup(key, dest) if dest is not None else self._backup(key)
+            # a unique name in the folder, chosen when the copy is ready (two writes in one second)
+            made = self._backup(key, folder=self.backup_dir) if self.backup_dir is not None else self._backup(key)
             self._backups[key] = Path(made)
             return self._backups[key]
 
