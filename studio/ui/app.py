@@ -130,6 +130,11 @@ def run_studio(args) -> int:
     from studio.ui.widgets.main_window import MainWindow
 
     problem = display_problem(bool(getattr(args, "screenshot", None)))
+    if problem is None and QApplication.instance() is None:
+        # Before Qt loads its xcb plugin: Qt itself would abort (exit 134) naming the wrong library.
+        from studio.ui.platform_check import xcb_problem
+
+        problem = xcb_problem()
     if problem:
         print(f"memory-studio: {problem}", file=sys.stderr)
         return EXIT_FAILURE
