@@ -35,3 +35,17 @@ def test_installed_layout_reads_resources_from_the_studio_resources_package(tmp_
     assert sample == str(site / "studio" / "resources" / "sample" / "memory.db")
     assert system == (ROOT / "resources" / "prompts" / "reflector_system.md").read_text(encoding="utf-8").strip()[:40]
     assert hello == 2  # o200k_base: "hello", " world" (the bundled ranks loaded, offline)
+
+
+def test_every_resource_file_is_shipped_in_the_wheel():
+    # pyproject's package-data globs decide what a wheel carries: a resource none matches would be
+    # missing from every `pip install .` (while a checkout still has it).
+    import fnmatch
+    import tomllib
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+        "package-data"]["studio.resources"]
+    files = [p.relative_to(ROOT / "resources").as_posix() for p in (ROOT / "resources").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and p.name != "__init__.py"]
+    assert files
+    assert [f for f in files if not any(fnmatch.fnmatchcase(f, g) for g in globs)] == []

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QtMsgType, qInstallMessageHandler
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from studio.paths import SAMPLE_DATABASE
+from studio.paths import ICONS, SAMPLE_DATABASE
 from studio.ui.tasks import TaskRunner
 
 ORGANIZATION = "Memory Studio"
@@ -80,8 +81,23 @@ def application() -> QApplication:
     app.setApplicationName(APPLICATION)
     if app.style().name().lower() != "fusion":
         app.setStyle("Fusion")
+    if app.windowIcon().isNull():
+        app.setWindowIcon(studio_icon())
+    app.setDesktopFileName(DESKTOP_FILE)
     collect_garbage_on_gui_thread(app)
     return app
+
+
+#: The desktop entry's name (packaging/memory-studio.desktop): Wayland compositors find the icon through it.
+DESKTOP_FILE = "memory-studio"
+
+
+def studio_icon() -> QIcon:
+    """Return the studio's icon: every bundled PNG size of resources/icons (an empty icon if none is found)."""
+    icon = QIcon()
+    for png in sorted(ICONS.glob("memory-studio-*.png")):
+        icon.addFile(str(png))
+    return icon
 
 
 def collect_garbage_on_gui_thread(app: QApplication) -> None:
