@@ -1,6 +1,6 @@
-"""Serve tests/fake_llm.py's fake LLM on 127.0.0.1 until stdin closes (used by .ci/run's wheel and app smoke tests).
+"""Serve tests/fake_llm.py's fake LLM on 127.0.0.1 until SIGTERM or SIGINT (packaging/smoke.sh uses it).
 
-    python tests/serve_fake_llm.py > url.txt &      # prints the OpenAI-compatible base URL, then waits
+    python tests/serve_fake_llm.py > url.txt &      # prints the OpenAI-compatible base URL, then serves
 
 Every request is answered with the Reflector answer of tests/engine/data/reflector_answers.oracle.json
 ("tagged" case), so `memory-studio reflect PATH --thread ID --model openai-compatible/m --base-url URL
@@ -23,15 +23,16 @@ ORACLE = Path(__file__).resolve().parent / "engine" / "data" / "reflector_answer
 
 
 def main() -> None:
-    """Start the server, print its base URL, serve until stdin reaches end of file or SIGTERM."""
+    """Start the server, print its base URL, serve until SIGTERM or SIGINT."""
     answer = json.loads(ORACLE.read_text(encoding="utf-8"))["cases"]["tagged"]["answer"]
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
     with FakeLLM() as fake:
         fake.default = Reply(text=answer)
         print(fake.base_url, flush=True)
-        threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
-        done.wait()
+        while not done.wait(0.2):
+            pass
 
 
 if __name__ == "__main__":
