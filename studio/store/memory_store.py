@@ -61,9 +61,9 @@ class MemoryStore:
         conn, immutable = connect(location, writable=writable)
         try:
             schema = sc.discover(conn)
-        except SchemaError:
+        except SchemaError as exc:
             conn.close()
-            raise
+            raise SchemaError(f"{location.display}: {exc}") from exc   # name the file (another app's?)
         except Exception as exc:
             conn.close()
             raise StoreError(f"Cannot read {location.display}: {describe_sqlite_error(exc)}") from exc
