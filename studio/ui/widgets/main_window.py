@@ -45,6 +45,8 @@ DB_FILTER = "SQLite databases (*.db *.sqlite *.sqlite3 *.db3);;All files (*)"
 #: Databases with at least this many messages compute statuses, thread details and message pages in
 #: the TaskRunner's helper process, so the GUI thread never waits for the interpreter lock.
 HELPER_MIN_MESSAGES = 20_000
+#: Least share of the window's width the thread detail gets when the window is first laid out.
+DETAIL_SHARE = 0.47
 
 
 def open_error_text(path: str, message: str) -> str:
@@ -264,12 +266,15 @@ class MainWindow(ListingLoader, QMainWindow):
     def pane_sizes(self, width: int) -> list[int]:
         """Return the widths of the resources, threads and thread-view panes for a window WIDTH px wide.
 
-        The thread list gets the room to show every column when there is some; the thread view keeps a
-        usable width; below that the thread list narrows (optional columns hide, the bars stay).
+        The thread detail is what the user reads, so it gets at least DETAIL_SHARE of the width, and at
+        least the width its tab bar needs without scroll buttons; the resources pane takes about an eighth; the thread list gets the rest up to
+        the width that shows all its columns (below that its optional columns hide, the bars stay).
         """
+        width -= 2 * self.splitter.handleWidth()
         left_min = self.resources_view.minimumWidth() + 8
-        left = 170 if width >= 1200 else max(left_min, int(width * 0.14))
-        right = max(self.thread_view.minimumSizeHint().width(), int(width * 0.45))
+        left = max(left_min, min(170, int(width * 0.12)))
+        right = max(self.thread_view.minimumSizeHint().width(), self.thread_view.tabs_width(),
+                    int(width * DETAIL_SHARE))
         middle_min = self.thread_list.minimumSizeHint().width()
         middle = max(middle_min, min(self.thread_list.preferred_width(), width - left - right))
         return [left, middle, max(width - left - middle, 1)]

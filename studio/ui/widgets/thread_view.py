@@ -39,6 +39,8 @@ class ThreadView(QWidget):
         self.messages_tab = MessagesTab(runner)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
+        # Six tabs fit in the detail pane of a 1024 px window without scroll buttons.
+        self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 8px; }")
         for name, tab in zip(TAB_NAMES, (self.om_tab, self.history_tab, self.messages_tab)):
             self.tabs.addTab(tab, TAB_TITLES[name])
         self.participants_tab, self.working_memory_tab = ParticipantsTab(runner), WorkingMemoryTab(runner)
@@ -84,6 +86,12 @@ class ThreadView(QWidget):
     def focus_proxy(self) -> QWidget:
         """Return the widget Tab lands on when entering this pane (the tab bar)."""
         return self.tabs.tabBar()
+
+    def tabs_width(self) -> int:
+        """Return the width (px) this pane needs to show every tab title without scroll buttons."""
+        bar = self.tabs.tabBar()
+        tabs = sum(bar.tabSizeHint(i).width() for i in range(bar.count()))
+        return tabs + 24   # the tab widget's own margins and a little air
 
     def set_use_helper(self, use: bool) -> None:
         """Read message pages in the TaskRunner's helper process when USE (big databases)."""
