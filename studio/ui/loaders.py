@@ -24,6 +24,23 @@ from studio.store.records import Message, OMRecord, Thread, iso_to_ms
 STATUS_BATCH_SECONDS = 0.2
 
 
+#: A thread whose newest message is this much later than its updatedAt is marked (Mastra #17932 leaves
+#: updatedAt stale); real Mastra writes updatedAt a millisecond or two before the last message's createdAt.
+STALE_UPDATED_AT_MS = 60_000
+
+
+def last_activity(thread: Thread) -> tuple[int, bool]:
+    """Return (last activity as epoch ms, whether updatedAt is stale) for THREAD.
+
+    Last activity is the later of the thread's updatedAt and its newest message's createdAt
+    (`Thread.newest_message_at`); updatedAt is stale when that message is over STALE_UPDATED_AT_MS later.
+    0 when neither is known.
+    """
+    updated = iso_to_ms(thread.updated_at) or 0
+    newest = iso_to_ms(thread.newest_message_at) or 0
+    return max(updated, newest), newest - updated > STALE_UPDATED_AT_MS
+
+
 @dataclass
 class ThreadRow:
     """A thread as the thread list shows it: the record, its OM lookup key and (once known) its status."""
@@ -31,7 +48,8 @@ class ThreadRow:
     thread: Thread
     lookup_key: str | None
     status: ThreadStatus | None = None
-    activity_ms: int = 0      # updatedAt as epoch ms (the default sort key), computed off the GUI thread
+    activity_ms: int = 0      # last activity as epoch ms (the default sort key), computed off the GUI thread
+    updated_at_stale: bool = False   # the newest message is later than updatedAt (see `last_activity`)
 
     @property
     def has_om(self) -> bool:
@@ -108,7 +126,10 @@ def load_listing(store: MemoryStore | None) -> Listing:
     for t in threads:
         per_resource[t.resource_id] = per_resource.get(t.resource_id, 0) + 1
     resources = [(rid, per_resource.get(rid, 0)) for rid in store.resource_ids()]
-    rows = [ThreadRow(t, _lookup_key(t, keys), activity_ms=iso_to_ms(t.updated_at) or 0) for t in threads]
+    rows = []
+    for t in threads:
+        activity, stale = last_activity(t)
+        rows.append(ThreadRow(t, _lookup_key(t, keys), activity_ms=activity, updated_at_stale=stale))
     return Listing(resources=resources, rows=rows, data_version=store.data_version())
 
 
@@ -141,6 +162,7 @@ def load_thread_detail(store: MemoryStore | None, thread_id: str) -> ThreadDetai
     if thread is None:
         return None
     thread.message_count = store.message_count(thread.id)
+    thread.newest_message_at = store.newest_message_at(thread.id)
     key = store.lookup_key_for_thread(thread)
     history = store.om_history(key) if key else []
     status, error = None, None

@@ -111,3 +111,30 @@ def test_open_dialog_starts_in_the_open_files_folder(studio, fixture_db):
     path = fixture_db("support")
     window = studio(path)
     assert window.open_dialog_directory() == str(path.parent)
+
+
+def test_last_activity_is_the_newest_message_when_updated_at_is_stale(studio, fixture_db):
+    # Mastra #17932: messages saved without touching the thread leave updatedAt behind. A message three
+    # years after the thread's updatedAt must become its last activity, and the thread is marked.
+    from studio.store.records import iso_to_ms
+    from studio.ui.models.threads import STALE_MARK
+
+    path = fixture_db("support")
+    three_years = 3 * 365 * 86_400_000
+    append_message(path, "support-4", "Back after a long while.", after_ms=three_years)
+    window = studio(path, thread_id="support-4")
+    model = window.thread_model
+    row = model.row_of("support-4")
+    listed = model.thread_row(row)
+    newest = iso_to_ms(listed.thread.newest_message_at)
+    assert newest - iso_to_ms(listed.thread.updated_at) > three_years - 86_400_000
+    assert listed.activity_ms == newest
+    cell = model.index(row, ThreadColumn.LAST_ACTIVITY).data()
+    assert cell.endswith(STALE_MARK)
+    assert str(int(listed.thread.updated_at[:4]) + 3) in cell      # a date years on: shown with its year
+    assert "17932" in model.index(row, ThreadColumn.LAST_ACTIVITY).data(3)   # Qt.ToolTipRole
+    assert row == 0                        # the list sorts by last activity, newest first
+    assert "stale" in window.thread_view.subtitle.text()
+    # Threads Mastra wrote normally (updatedAt a millisecond before the last message) are not marked.
+    other = model.index(model.row_of("support-1"), ThreadColumn.LAST_ACTIVITY).data()
+    assert not other.endswith(STALE_MARK)

@@ -14,7 +14,7 @@ from PySide6.QtCore import QModelIndex, QModelRoleDataSpan, QPersistentModelInde
 from PySide6.QtGui import QBrush, QFont
 
 from studio.engine.status import ThreadStatus
-from studio.store.records import iso_to_ms
+from studio.store.records import iso_to_ms, ms_to_iso
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadRow
 from studio.ui.models.base import TableModel
@@ -22,6 +22,22 @@ from studio.ui.models.roles import BAR_ROLE, ID_ROLE, RECORD_ROLE, SORT_ROLE
 from studio.ui.style import MUTED, BarValue
 
 PAGE_SIZE = 200
+
+
+#: Shown after the Last activity of a thread whose updatedAt is older than its newest message.
+STALE_MARK = "⚠"
+
+
+def last_activity_tooltip(row: ThreadRow) -> str:
+    """Return the Last activity cell's tooltip: the time, where it comes from, and a stale updatedAt explained."""
+    t = row.thread
+    when = fmt.local_time(ms_to_iso(row.activity_ms), seconds=True) if row.activity_ms else fmt.NONE
+    lines = [f"Last activity {when}", f"updatedAt {t.updated_at}",
+             f"newest message {t.newest_message_at or '(none)'}", f"createdAt {t.created_at}"]
+    if row.updated_at_stale:
+        lines.append(f"{STALE_MARK} updatedAt is older than the newest message: Mastra did not update it "
+                     "(Mastra #17932); the newest message's time is shown.")
+    return "\n".join(lines)
 
 
 class ThreadColumn(IntEnum):
@@ -291,7 +307,8 @@ class ThreadTableModel(TableModel):
             if col == ThreadColumn.MESSAGES:
                 return fmt.tokens(t.message_count)
             if col == ThreadColumn.LAST_ACTIVITY:
-                return fmt.short_time(t.updated_at)
+                shown = fmt.short_time(ms_to_iso(row.activity_ms)) if row.activity_ms else fmt.short_time(t.updated_at)
+                return f"{shown} {STALE_MARK}" if row.updated_at_stale else shown
             return self._bar(row, col).text
         if role == BAR_ROLE:
             return self._bar(row, col) if col in BAR_COLUMNS else None
@@ -391,8 +408,7 @@ class ThreadTableModel(TableModel):
             what = "unobserved message tokens" if col == ThreadColumn.OBSERVATION else "observation tokens"
             return f"{bar.text} ({what}; {'over' if bar.state == 'over' else 'under'} the threshold)"
         if col == ThreadColumn.LAST_ACTIVITY:
-            return fmt.plain_tooltip(f"Last activity {fmt.local_time(t.updated_at, seconds=True)}\n"
-                                     f"updatedAt {t.updated_at}\ncreatedAt {t.created_at}")
+            return fmt.plain_tooltip(last_activity_tooltip(row))
         return fmt.plain_tooltip(f"{t.title or '(no title)'}\nthread {t.id}\nresource {t.resource_id}")
 
     def _emit_all_changed(self, columns=None) -> None:

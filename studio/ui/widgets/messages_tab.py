@@ -82,11 +82,12 @@ class MessagesTab(QWidget):
         header = self.view.horizontalHeader()
         # Fixed widths from the font: sizing to contents would read every loaded row (20,000 in a big thread).
         fm = self.fontMetrics()
-        widths = {MessageColumn.NUMBER: fm.horizontalAdvance("00000") + 14,
-                  MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 18,
-                  MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42:27") + 18,
-                  MessageColumn.ESTIMATE: fm.horizontalAdvance("Estimate") + 24,
-                  MessageColumn.EXACT: fm.horizontalAdvance("Estimate") + 24,
+        # Snug widths, so the Text preview (the stretching column) keeps the room.
+        widths = {MessageColumn.NUMBER: fm.horizontalAdvance("00000") + 12,
+                  MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 14,
+                  MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42:27") + 14,
+                  MessageColumn.ESTIMATE: fm.horizontalAdvance("Estimate") + 14,
+                  MessageColumn.EXACT: fm.horizontalAdvance("Estimate") + 14,
                   MessageColumn.SPEAKER: fm.horizontalAdvance("Alice Baker (editor)") + 12}
         for c, width in widths.items():
             header.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
-from studio.store.records import Thread
+from studio.store.records import Thread, ms_to_iso
 from studio.ui import format as fmt
-from studio.ui.loaders import ThreadDetail
+from studio.ui.loaders import ThreadDetail, last_activity
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state
 from studio.ui.widgets.history_tab import HistoryTab
@@ -141,7 +141,10 @@ class ThreadView(QWidget):
         record = detail.record
         om = (f"OM {record.scope} scope, generation {record.generation_count}" if record is not None
               else "no OM record")
-        second = [om, f"last activity {fmt.local_time(t.updated_at)}"]
+        activity_ms, stale = last_activity(t)
+        activity = fmt.local_time(ms_to_iso(activity_ms)) if activity_ms else fmt.local_time(t.updated_at)
+        second = [om, f"last activity {activity}" + (f" (newest message; updatedAt {fmt.local_time(t.updated_at)} "
+                                                       "is stale)" if stale else "")]
         self.subtitle.setText(" · ".join(first) + "\n" + " · ".join(second))
         self.subtitle.setToolTip(fmt.plain_tooltip(self.subtitle.text()))
         self._stack.setCurrentIndex(1)
