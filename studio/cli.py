@@ -42,6 +42,7 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
     from studio.engine.settings import max_threshold, resolve_settings
     from studio.engine.status import compute_status
     from studio.store.memory_store import MemoryStore
+    from studio.store.records import Thread
 
     with MemoryStore.open(path) as store:
         threads = store.list_threads(with_counts=True)
@@ -57,8 +58,12 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
             settings = resolve_settings(current.config, current.scope)
             if current.scope == "resource":
                 governed = [t for t in threads if t.resource_id == current.resource_id]
+            elif current.thread_id in by_id:
+                governed = [by_id[current.thread_id]]
+            elif current.thread_id:  # deleted thread, record left (Mastra #16621): getStatus still reports on it
+                governed = [Thread(id=current.thread_id, resource_id=current.resource_id or "")]
             else:
-                governed = [by_id[current.thread_id]] if current.thread_id in by_id else []
+                governed = []
             status = {}
             for t in governed:
                 st = compute_status(store, t, current)

@@ -18,12 +18,15 @@ from studio.store.records import iso_to_ms, ms_to_iso
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadRow
 from studio.ui.models.base import TableModel
+from studio.ui.models.resources import ORPHANS
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE, RECORD_ROLE, SORT_ROLE
 from studio.ui.style import MUTED, BarValue
 
 PAGE_SIZE = 200
 
 
+#: The title shown for an OM record whose thread was deleted (Mastra #16621).
+ORPHAN_TITLE = "Record without a thread"
 #: Shown after the Last activity of a thread whose updatedAt is older than its newest message.
 STALE_MARK = "⚠"
 
@@ -301,7 +304,7 @@ class ThreadTableModel(TableModel):
         t = row.thread
         if role == Qt.ItemDataRole.DisplayRole:
             if col == ThreadColumn.TITLE:
-                return t.title if t.title else t.id
+                return f"{ORPHAN_TITLE} ({t.id})" if row.orphan else t.title if t.title else t.id
             if col == ThreadColumn.RESOURCE:
                 return t.resource_id
             if col == ThreadColumn.MESSAGES:
@@ -322,7 +325,7 @@ class ThreadTableModel(TableModel):
             return self._tooltip(row, col)
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return _RIGHT if col == ThreadColumn.MESSAGES else None
-        if col == ThreadColumn.TITLE and not t.title:
+        if col == ThreadColumn.TITLE and (not t.title or row.orphan):
             if role == Qt.ItemDataRole.ForegroundRole:
                 return QBrush(MUTED)
             if role == Qt.ItemDataRole.FontRole:
@@ -359,7 +362,10 @@ class ThreadTableModel(TableModel):
 
     def _matches(self, row: ThreadRow) -> bool:
         t = row.thread
-        if self._resource is not None and t.resource_id != self._resource:
+        if self._resource == ORPHANS:
+            if not row.orphan:
+                return False
+        elif self._resource is not None and t.resource_id != self._resource:
             return False
         if self._ids is not None and t.id not in self._ids:
             return False
@@ -409,6 +415,9 @@ class ThreadTableModel(TableModel):
             return f"{bar.text} ({what}; {'over' if bar.state == 'over' else 'under'} the threshold)"
         if col == ThreadColumn.LAST_ACTIVITY:
             return fmt.plain_tooltip(last_activity_tooltip(row))
+        if row.orphan:
+            return fmt.plain_tooltip(f"{ORPHAN_TITLE}: thread {t.id} was deleted, its Observational Memory record "
+                                     f"remains (Mastra #16621)\nresource {t.resource_id}")
         return fmt.plain_tooltip(f"{t.title or '(no title)'}\nthread {t.id}\nresource {t.resource_id}")
 
     def _emit_all_changed(self, columns=None) -> None:

@@ -136,7 +136,10 @@ class ThreadView(QWidget):
         self._detail = detail
         t = detail.thread
         self._set_title(t)
-        first = [f"thread {t.id}", f"resource {t.resource_id}",
+        if detail.orphan:
+            self.title.setText(f"Record without a thread ({t.id})")
+        first = [f"thread {t.id} (deleted: its OM record remains)" if detail.orphan else f"thread {t.id}",
+                 f"resource {t.resource_id}",
                  f"{detail.message_count:,} message{'s' if detail.message_count != 1 else ''}"]
         record = detail.record
         om = (f"OM {record.scope} scope, generation {record.generation_count}" if record is not None

@@ -39,7 +39,8 @@ class ListingLoader:
         self._use_helper = self._wants_helper(listing.rows)
         self.thread_view.set_use_helper(self._use_helper)
         resource = self.thread_model.resource_filter
-        self.resource_model.set_resources(listing.resources)
+        orphans = sum(1 for r in listing.rows if r.orphan)
+        self.resource_model.set_resources(listing.resources, orphans)
         most = max((n for _, n in listing.resources), default=0)
         self.resources_view.horizontalHeader().resizeSection(
             1, self.fontMetrics().horizontalAdvance(f"{max(most, len(listing.rows)):,}") + 14)
@@ -49,8 +50,9 @@ class ListingLoader:
         self.thread_model.set_resource_filter(resource)
         self.thread_model.set_rows(listing.rows, keep_statuses=refresh)
         self._select_resource_row(row)
-        n = len(listing.rows)
-        self.count_label.setText(f"{n:,} thread{'s' if n != 1 else ''}")
+        n = len(listing.rows) - orphans
+        self.count_label.setText(f"{n:,} thread{'s' if n != 1 else ''}"
+                                 + (f" · {orphans:,} without a thread" if orphans else ""))
         self._update_threads_heading()
         self._start_statuses()
         if refresh:
