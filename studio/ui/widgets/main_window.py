@@ -31,6 +31,7 @@ from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
 from studio.ui.widgets.common import ElidedLabel, plain_label, set_role, table_view
+from studio.ui.widgets.file_banner import FileGoneBanner
 from studio.ui.widgets.history_actions import HistoryActions
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
@@ -138,7 +139,15 @@ class MainWindow(ListingLoader, QMainWindow):
         self.splitter.setChildrenCollapsible(False)
         self.splitter.setSizes(self.pane_sizes(1400))
         self._panes_placed = False   # placed for the real width when first shown (unless restored)
-        self.setCentralWidget(self.splitter)
+        self.file_banner = FileGoneBanner()
+        self.file_banner.reopen_requested.connect(self._on_file_banner_reopen_requested)
+        central = QWidget()
+        cl = QVBoxLayout(central)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(0)
+        cl.addWidget(self.file_banner)
+        cl.addWidget(self.splitter, 1)
+        self.setCentralWidget(central)
         # Tab and Shift+Tab move pane to pane: resources → threads → thread view.
         QWidget.setTabOrder(self.resources_view, self.threads_view)
         QWidget.setTabOrder(self.threads_view, self.thread_view.focus_proxy())
@@ -316,6 +325,7 @@ class MainWindow(ListingLoader, QMainWindow):
     def _on_store_opened(self, info: OpenedStore, thread_id: str | None, tab: str | None) -> None:
         self._path = info.path
         self._data_version = info.data_version
+        self.file_banner.hide()
         self._thread_id = None
         self._status_round += 1  # statuses of the previous database are stale now
         self._runner.cancel("statuses")
@@ -345,6 +355,12 @@ class MainWindow(ListingLoader, QMainWindow):
         self.thread_view.show_message("Loading threads…")
         self._load_listing(refresh=False)
         self.database_opened.emit(info.path)
+
+    def _on_file_banner_reopen_requested(self) -> None:
+        """Reopen the file that went away at its path, on the same thread and tab."""
+        if self._path is not None:
+            tab = self.thread_view.current_tab() if self.thread_view.detail is not None else None
+            self.open_database(self._path, thread_id=self._thread_id, tab=tab)
 
     def _on_store_failed(self, path: str, exc: Exception) -> None:
         self.statusBar().clearMessage()

@@ -18,6 +18,7 @@ from studio.ui.loaders import (
     load_listing,
     load_thread_detail,
 )
+from studio.ui.watcher import file_problem
 from studio.ui.widgets.thread_view import NO_THREAD
 
 #: Threads sent to the helper process per status batch.
@@ -206,6 +207,12 @@ class ListingLoader:
     def _on_watcher_files_changed(self) -> None:
         if self._path is None or self._runner.closed:
             return
+        problem = file_problem(self._path)
+        if problem is not None:   # deleted, emptied or overwritten: keep what is shown, say so, offer to reopen
+            self.file_banner.show_problem(self._path, problem)
+            return
+        if self.file_banner.isVisible():
+            return                # the file is back: the user reopens it (it may be another database now)
         self._runner.submit(lambda store, _p, _c: check_changed(store), on_done=self._on_version_checked,
                             on_error=lambda _exc: None, key="check")
 
