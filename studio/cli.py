@@ -46,6 +46,7 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
     from studio.engine.settings import max_threshold, resolve_settings
     from studio.engine.status import compute_status
     from studio.store.memory_store import MemoryStore
+    from studio.store.records import Thread
 
     with MemoryStore.open(path) as store:
         threads = store.list_threads(with_counts=True)
@@ -61,8 +62,12 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
             settings = resolve_settings(current.config, current.scope)
             if current.scope == "resource":
                 governed = [t for t in threads if t.resource_id == current.resource_id]
+            elif current.thread_id in by_id:
+                governed = [by_id[current.thread_id]]
+            elif current.thread_id:  # deleted thread, record left (Mastra #16621): getStatus still reports on it
+                governed = [Thread(id=current.thread_id, resource_id=current.resource_id or "")]
             else:
-                governed = [by_id[current.thread_id]] if current.thread_id in by_id else []
+                governed = []
             status = {}
             for t in governed:
                 st = compute_status(store, t, current)
@@ -166,6 +171,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Image formats `--screenshot` writes, by file suffix (Qt image-writer names).
+SCREENSHOT_FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".bmp": "BMP"}
+
+
+def screenshot_format(path: str) -> str:
+    """Return the image format `--screenshot PATH` writes (the one its suffix names, e.g. "JPEG" for .jpg).
+
+    Raises BadInput (exit 2) when the suffix names no format the studio writes, or when PATH's folder
+    does not exist (the studio creates no folders) or is not a folder.
+    """
+    from pathlib import Path
+
+    out = Path(path)
+    fmt = SCREENSHOT_FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        raise BadInput(f"--screenshot {path}: name a .png, .jpg, .jpeg or .bmp file (the suffix sets the format)")
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise BadInput(f"--screenshot {path}: the folder {folder} does not exist")
+    return fmt
+
+
 def build_gui_parser() -> argparse.ArgumentParser:
     """Return the parser of `memory-studio [PATH] [--screenshot OUT.png ...]` (the studio)."""
     p = argparse.ArgumentParser(
@@ -174,7 +201,8 @@ def build_gui_parser() -> argparse.ArgumentParser:
                     f"Subcommands: {', '.join(COMMANDS)} (memory-studio SUBCOMMAND --help).")
     p.add_argument("--version", action="version", version=f"memory-studio {__version__}")
     p.add_argument("path", nargs="?", help="memory.db path or file: URL")
-    p.add_argument("--screenshot", metavar="OUT.png", help="render the window to a PNG and exit")
+    p.add_argument("--screenshot", metavar="OUT.png",
+                   help="render the window to an image (PNG, or JPEG/BMP by the suffix) and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")
     p.add_argument("--tab", choices=["observations", "history", "messages", "participants", "working-memory",
                                      "timeline"],
@@ -212,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
             return args.run(args)
         args = build_gui_parser().parse_args(argv)
+        if args.screenshot:
+            screenshot_format(args.screenshot)
         from studio.ui.app import run_studio  # Qt is imported only here
 
         return run_studio(args)

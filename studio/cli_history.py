@@ -39,6 +39,15 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        # Mastra's listThreads takes perPage 0 (LIMIT 0: no threads, hasMore true while any exist);
+        # a command line asking for pages of nothing is a typo, so say so instead.
+        raise argparse.ArgumentTypeError("expected a number >= 1 (use --all for every one), not 0")
+    return value
+
+
 def parse_include(text: str) -> dict:
     """Parse `ID[:PREV[:NEXT]]` into {id, with_previous_messages, with_next_messages}.
 
@@ -63,10 +72,10 @@ def _metadata(text: str | None) -> dict | None:
     return None if text is None else parse_metadata_json(text)
 
 
-def _page_args(p: argparse.ArgumentParser, what: str) -> None:
+def _page_args(p: argparse.ArgumentParser, what: str, *, allow_zero: bool = True) -> None:
     p.add_argument("--page", type=_non_negative, default=None, help="page number, from 0 (default 0)")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--per-page", type=_non_negative, default=None, metavar="M", help=f"{what} per page")
+    size.add_argument("--per-page", type=_non_negative if allow_zero else _positive, default=None, metavar="M", help=f"{what} per page")
     size.add_argument("--all", action="store_true", help=f"every {what[:-1]} (Mastra's perPage: false)")
 
 
@@ -104,7 +113,7 @@ def add_threads_command(subparsers) -> None:
     p.add_argument("--metadata", metavar="JSON", help='thread metadata filter, e.g. \'{"category": "billing"}\'')
     p.add_argument("--order-by", choices=["createdAt", "updatedAt"], help="sort field (default createdAt)")
     p.add_argument("--direction", choices=["ASC", "DESC"], help="sort direction (default DESC)")
-    _page_args(p, "threads")
+    _page_args(p, "threads", allow_zero=False)
     p.add_argument("--json", action="store_true", help="print JSON (the only format)")
     p.set_defaults(run=_run_threads)
 

@@ -59,7 +59,29 @@ def whatif_document(path: str, thread_id: str, *, observation_ratio: float | Non
         return simulate(timeline, chosen, observation_ratio=observation_ratio, reflection_ratio=reflection_ratio,
                         use_real_sizes=use_real_sizes).to_json()
     except WhatIfSettingsError as exc:
-        raise BadInput(str(exc)) from exc
+        raise BadInput(name_options(str(exc))) from exc
+
+
+#: The `whatif` option that sets each of Mastra's observationalMemory settings named in its errors.
+OPTION_OF_SETTING = {
+    "blockAfter": "--block-after", "bufferActivation": "--buffer-activation", "bufferTokens": "--buffer-tokens",
+    "messageTokens": "--message-tokens", "observationTokens": "--observation-tokens",
+    "shareTokenBudget": "--share-token-budget",
+}
+
+
+def name_options(message: str) -> str:
+    """Return MESSAGE (a Mastra-worded settings error) followed by the `whatif` options that set what it names.
+
+    A setting the user did not pass comes from the stored record, so the message alone ("blockAfter (4800)
+    must be >= messageTokens (8000)") does not say which option fixes it; this adds "(options: --block-after,
+    --message-tokens)" in the order the settings appear. Messages naming no setting come back unchanged.
+    """
+    import re
+
+    named = [OPTION_OF_SETTING[m] for m in re.findall(r"\b(" + "|".join(OPTION_OF_SETTING) + r")\b", message)]
+    options = list(dict.fromkeys(named))
+    return f"{message} (options: {', '.join(options)})" if options else message
 
 
 def _buffer_value(text: str) -> float:

@@ -61,9 +61,9 @@ class MemoryStore:
         conn, immutable = connect(location, writable=writable)
         try:
             schema = sc.discover(conn)
-        except SchemaError:
+        except SchemaError as exc:
             conn.close()
-            raise
+            raise SchemaError(f"{location.display}: {exc}") from exc   # name the file (another app's?)
         except Exception as exc:
             conn.close()
             raise StoreError(f"Cannot read {location.display}: {describe_sqlite_error(exc)}") from exc
@@ -191,9 +191,9 @@ class MemoryStore:
         rows = self._select(sc.THREADS, THREAD_COLUMNS, f'{where} ORDER BY "createdAt" DESC, rowid DESC', params)
         threads = [self._thread(r) for r in rows]
         if with_counts:
-            counts = self.message_counts()
+            stats = self.message_stats()
             for t in threads:
-                t.message_count = counts.get(t.id, 0)
+                t.message_count, t.newest_message_at = stats.get(t.id, (0, None))
         return threads
 
     def get_thread(self, thread_id: str) -> Thread | None:
@@ -204,6 +204,20 @@ class MemoryStore:
     def message_counts(self) -> dict[str, int]:
         """Return {thread id: number of stored messages}."""
         return {r[0]: int(r[1]) for r in self._rows("SELECT thread_id, COUNT(*) FROM mastra_messages GROUP BY thread_id")}
+
+    def message_stats(self) -> dict[str, tuple[int, str | None]]:
+        """Return {thread id: (number of stored messages, createdAt of the newest)} in one pass.
+
+        The newest createdAt is the largest stored string (Mastra writes ISO-8601 UTC, which sorts as
+        time); the (thread_id, createdAt) index Mastra creates covers the query.
+        """
+        return {r[0]: (int(r[1]), r[2]) for r in self._rows(
+            'SELECT thread_id, COUNT(*), MAX("createdAt") FROM mastra_messages GROUP BY thread_id')}
+
+    def newest_message_at(self, thread_id: str) -> str | None:
+        """Return the createdAt of THREAD_ID's newest message, or None when it has none."""
+        rows = self._rows('SELECT MAX("createdAt") FROM mastra_messages WHERE thread_id = ?', (thread_id,))
+        return rows[0][0] if rows else None
 
     def message_count(self, thread_id: str) -> int:
         """Return the number of stored messages of THREAD_ID (uses the thread_id index)."""

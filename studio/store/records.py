@@ -99,6 +99,7 @@ class Thread:
     updated_at: str | None = None
     metadata_error: str | None = None
     message_count: int | None = None
+    newest_message_at: str | None = None   # createdAt of its newest message (listings with counts), else None
 
     @property
     def om_metadata(self) -> dict:

@@ -188,16 +188,21 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
             return EXIT_BAD_INPUT
         thread_id = getattr(args, "thread", None) or window.first_thread_with_om()
         if thread_id and not window.select_thread(thread_id):
-            print(f"memory-studio: no thread {thread_id!r} in {window.database_path}", file=sys.stderr)
+            print(f"memory-studio: No thread {thread_id!r} in {window.database_path}", file=sys.stderr)
             return EXIT_BAD_INPUT
         if getattr(args, "tab", None):
             window.thread_view.set_tab(args.tab)
         ctx.runner.wait_idle()
         window.settle()
         out = Path(args.screenshot)
-        if out.parent and not out.parent.exists():
-            out.parent.mkdir(parents=True, exist_ok=True)
-        if not window.grab().save(str(out), "PNG"):
+        from studio.cli import BadInput, screenshot_format
+
+        try:
+            image_format = screenshot_format(str(out))   # the suffix's format; no folder is created
+        except BadInput as exc:
+            print(f"memory-studio: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if not window.grab().save(str(out), image_format):
             print(f"memory-studio: cannot write {out}", file=sys.stderr)
             return EXIT_FAILURE
         return EXIT_OK

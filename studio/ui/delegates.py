@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QRectF, QSize
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from studio.ui.models.roles import BAR_ROLE
@@ -14,8 +14,15 @@ BAR_PADDING = 4
 
 
 def bar_label(bar: BarValue, option: QStyleOptionViewItem, width: float) -> str:
-    """Return the bar's full text when it fits WIDTH px, else its short form ("99%")."""
-    if not bar.known or option.fontMetrics.horizontalAdvance(bar.text) + 6 <= width:
+    """Return the bar's full text ("2,704 / 2,500 · 108%") when it fits WIDTH px, else its short form ("108%").
+
+    Measured in the font the bar is painted in: an over-threshold bar's text is bold, hence wider.
+    """
+    if not bar.known:
+        return bar.text
+    font = QFont(option.font)
+    font.setBold(bar.state == "over")
+    if QFontMetrics(font).horizontalAdvance(bar.text) + 6 <= width:
         return bar.text
     return bar.short_text
 

@@ -16,6 +16,11 @@ def tokens(n: int | None) -> str:
     return NONE if n is None else f"{n:,}"
 
 
+def token_count(n: int) -> str:
+    """Format N tokens with the right plural ("1 token", "2,500 tokens", "0 tokens")."""
+    return f"{tokens(n)} token{'' if n == 1 else 's'}"
+
+
 def percent(value: int, threshold: int) -> int:
     """Return VALUE / THRESHOLD as a whole percentage, rounded down (99.5% shows 99%, not 100%)."""
     if not threshold:

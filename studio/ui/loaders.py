@@ -24,6 +24,23 @@ from studio.store.records import Message, OMRecord, Thread, iso_to_ms
 STATUS_BATCH_SECONDS = 0.2
 
 
+#: A thread whose newest message is this much later than its updatedAt is marked (Mastra #17932 leaves
+#: updatedAt stale); real Mastra writes updatedAt a millisecond or two before the last message's createdAt.
+STALE_UPDATED_AT_MS = 60_000
+
+
+def last_activity(thread: Thread) -> tuple[int, bool]:
+    """Return (last activity as epoch ms, whether updatedAt is stale) for THREAD.
+
+    Last activity is the later of the thread's updatedAt and its newest message's createdAt
+    (`Thread.newest_message_at`); updatedAt is stale when that message is over STALE_UPDATED_AT_MS later.
+    0 when neither is known.
+    """
+    updated = iso_to_ms(thread.updated_at) or 0
+    newest = iso_to_ms(thread.newest_message_at) or 0
+    return max(updated, newest), newest - updated > STALE_UPDATED_AT_MS
+
+
 @dataclass
 class ThreadRow:
     """A thread as the thread list shows it: the record, its OM lookup key and (once known) its status."""
@@ -31,7 +48,9 @@ class ThreadRow:
     thread: Thread
     lookup_key: str | None
     status: ThreadStatus | None = None
-    activity_ms: int = 0      # updatedAt as epoch ms (the default sort key), computed off the GUI thread
+    activity_ms: int = 0      # last activity as epoch ms (the default sort key), computed off the GUI thread
+    updated_at_stale: bool = False   # the newest message is later than updatedAt (see `last_activity`)
+    orphan: bool = False      # an OM record whose thread was deleted (Mastra #16621): `thread` stands in for it
 
     @property
     def has_om(self) -> bool:
@@ -59,6 +78,7 @@ class ThreadDetail:
     history: list[OMRecord] = field(default_factory=list)  # newest generation first
     log: ObservationLog | None = None
     message_count: int = 0
+    orphan: bool = False   # the thread was deleted; its OM record remains (Mastra #16621)
 
     @property
     def record(self) -> OMRecord | None:
@@ -108,8 +128,27 @@ def load_listing(store: MemoryStore | None) -> Listing:
     for t in threads:
         per_resource[t.resource_id] = per_resource.get(t.resource_id, 0) + 1
     resources = [(rid, per_resource.get(rid, 0)) for rid in store.resource_ids()]
-    rows = [ThreadRow(t, _lookup_key(t, keys), activity_ms=iso_to_ms(t.updated_at) or 0) for t in threads]
+    rows = []
+    for t in threads:
+        activity, stale = last_activity(t)
+        rows.append(ThreadRow(t, _lookup_key(t, keys), activity_ms=activity, updated_at_stale=stale))
+    rows += [ThreadRow(t, f"thread:{t.id}", orphan=True) for t in orphaned_threads(store, {t.id for t in threads})]
     return Listing(resources=resources, rows=rows, data_version=store.data_version())
+
+
+def orphaned_threads(store: MemoryStore, thread_ids: set[str]) -> list[Thread]:
+    """Return a stand-in Thread for every thread-scope OM record whose thread is not in THREAD_IDS.
+
+    Mastra's storage-level deleteThread removes the thread and its messages but not its OM records
+    (Mastra #16621); Mastra's getStatus still reports on such a thread id (pending 0 once its messages are
+    gone, thresholds as configured). The stand-in has the record's thread id and resource id, no title.
+    """
+    out = []
+    for key in store.om_lookup_keys():
+        thread_id = key.get("threadId")
+        if key.get("scope") == "thread" and thread_id and thread_id not in thread_ids:
+            out.append(Thread(id=thread_id, resource_id=key.get("resourceId") or "", message_count=0))
+    return out
 
 
 def compute_status_batch(store: MemoryStore | None, threads: list[Thread], cancel: threading.Event | None = None,
@@ -138,9 +177,14 @@ def load_thread_detail(store: MemoryStore | None, thread_id: str) -> ThreadDetai
     """Return THREAD_ID's detail (None when the thread no longer exists)."""
     store = require_store(store)
     thread = store.get_thread(thread_id)
-    if thread is None:
-        return None
+    orphan = False
+    if thread is None:   # an OM record may outlive its thread (Mastra #16621): show the record
+        history = store.om_history(f"thread:{thread_id}") if store.schema.has_observational_memory else []
+        if not history:
+            return None
+        thread, orphan = Thread(id=thread_id, resource_id=history[0].resource_id or ""), True
     thread.message_count = store.message_count(thread.id)
+    thread.newest_message_at = store.newest_message_at(thread.id)
     key = store.lookup_key_for_thread(thread)
     history = store.om_history(key) if key else []
     status, error = None, None
@@ -151,7 +195,7 @@ def load_thread_detail(store: MemoryStore | None, thread_id: str) -> ThreadDetai
             error = str(exc)
     log = parse_log(history[0].active_observations) if history else None
     return ThreadDetail(thread=thread, lookup_key=key, status=status, status_error=error, history=history,
-                        log=log, message_count=thread.message_count)
+                        log=log, message_count=thread.message_count, orphan=orphan)
 
 
 def message_row(message: Message) -> MessageRow:

@@ -66,3 +66,31 @@ class DatabaseWatcher(QObject):
     def _on_watcher_changed(self, _path: str) -> None:
         self._add_missing()
         self._timer.start()
+
+
+#: The first 16 bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def file_problem(path: str) -> str | None:
+    """Return why the database file at PATH can no longer be what the window shows, or None when it still can.
+
+    "was deleted", "was truncated to 0 bytes", "was overwritten by a file that is not a SQLite database"
+    (its first 16 bytes are not SQLite's header), or "cannot be read (…)". Reads at most 16 bytes.
+    """
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        return "was deleted"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if size == 0:
+        return "was truncated to 0 bytes"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if head != SQLITE_HEADER:
+        return "was overwritten by a file that is not a SQLite database"
+    return None

@@ -15,7 +15,7 @@ def args(path, out, **kw) -> Namespace:
 
 
 def test_screenshot_writes_png_of_requested_size(qapp, fixture_db, tmp_path):
-    out = tmp_path / "shots" / "history.png"
+    out = tmp_path / "history.png"
     assert run_studio(args(fixture_db("support"), out, thread="support-1", tab="history")) == 0
     image = QImage(str(out))
     assert (image.width(), image.height()) == (1000, 700)
@@ -34,5 +34,5 @@ def test_screenshot_of_bad_database_fails_with_message(qapp, tmp_path, capsys, f
     assert "not a SQLite database" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
     assert run_studio(args(fixture_db("support"), tmp_path / "y.png", thread="nope")) == 2
-    assert "no thread 'nope'" in capsys.readouterr().err
+    assert "No thread 'nope'" in capsys.readouterr().err
     assert run_studio(args(fixture_db("support"), tmp_path / "z.png", size="huge")) == 2

@@ -10,6 +10,9 @@ from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE
 
 ALL_RESOURCES = "All resources"
+#: The last row: OM records whose thread was deleted (Mastra #16621), under a key no resource id has.
+ORPHANS = "\x00orphans"
+ORPHANS_TITLE = "Records without a thread"
 HEADERS = ["Resource", "Threads"]
 
 
@@ -20,11 +23,13 @@ class ResourceListModel(TableModel):
         super().__init__(parent)
         self._rows: list[tuple[str | None, int]] = []
 
-    def set_resources(self, resources: list[tuple[str, int]]) -> None:
-        """Replace the rows with RESOURCES [(resource id, thread count)]."""
+    def set_resources(self, resources: list[tuple[str, int]], orphans: int = 0) -> None:
+        """Replace the rows with RESOURCES [(resource id, thread count)], then ORPHANS (records without a thread)."""
         self.beginResetModel()
         total = sum(n for _, n in resources)
         self._rows = [(None, total)] + list(resources) if resources or total else []
+        if orphans:
+            self._rows.append((ORPHANS, orphans))
         self.endResetModel()
 
     def clear(self) -> None:
@@ -60,14 +65,19 @@ class ResourceListModel(TableModel):
         col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
-                return ALL_RESOURCES if rid is None else rid
+                return ALL_RESOURCES if rid is None else ORPHANS_TITLE if rid == ORPHANS else rid
             return f"{count:,}"
         if role == Qt.ItemDataRole.ToolTipRole:
+            if rid == ORPHANS:
+                return plain_tooltip(f"{ORPHANS_TITLE}: {count:,} Observational Memory record"
+                                     f"{'s' if count != 1 else ''} whose thread was deleted (Mastra #16621 leaves "
+                                     "them behind). They are listed with the resource they belong to as well.")
             return plain_tooltip(f"{ALL_RESOURCES} ({count:,} threads)" if rid is None
                                  else f"Resource {rid}: {count:,} threads")
-        if role == Qt.ItemDataRole.FontRole and rid is None:
+        if role == Qt.ItemDataRole.FontRole and rid in (None, ORPHANS):
             font = QFont()
-            font.setBold(True)
+            font.setBold(rid is None)
+            font.setItalic(rid == ORPHANS)
             return font
         if role == Qt.ItemDataRole.TextAlignmentRole and col == 1:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

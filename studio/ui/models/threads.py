@@ -14,14 +14,33 @@ from PySide6.QtCore import QModelIndex, QModelRoleDataSpan, QPersistentModelInde
 from PySide6.QtGui import QBrush, QFont
 
 from studio.engine.status import ThreadStatus
-from studio.store.records import iso_to_ms
+from studio.store.records import iso_to_ms, ms_to_iso
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadRow
 from studio.ui.models.base import TableModel
+from studio.ui.models.resources import ORPHANS
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE, RECORD_ROLE, SORT_ROLE
 from studio.ui.style import MUTED, BarValue
 
 PAGE_SIZE = 200
+
+
+#: The title shown for an OM record whose thread was deleted (Mastra #16621).
+ORPHAN_TITLE = "Record without a thread"
+#: Shown after the Last activity of a thread whose updatedAt is older than its newest message.
+STALE_MARK = "⚠"
+
+
+def last_activity_tooltip(row: ThreadRow) -> str:
+    """Return the Last activity cell's tooltip: the time, where it comes from, and a stale updatedAt explained."""
+    t = row.thread
+    when = fmt.local_time(ms_to_iso(row.activity_ms), seconds=True) if row.activity_ms else fmt.NONE
+    lines = [f"Last activity {when}", f"updatedAt {t.updated_at}",
+             f"newest message {t.newest_message_at or '(none)'}", f"createdAt {t.created_at}"]
+    if row.updated_at_stale:
+        lines.append(f"{STALE_MARK} updatedAt is older than the newest message: Mastra did not update it "
+                     "(Mastra #17932); the newest message's time is shown.")
+    return "\n".join(lines)
 
 
 class ThreadColumn(IntEnum):
@@ -285,13 +304,14 @@ class ThreadTableModel(TableModel):
         t = row.thread
         if role == Qt.ItemDataRole.DisplayRole:
             if col == ThreadColumn.TITLE:
-                return t.title if t.title else t.id
+                return f"{ORPHAN_TITLE} ({t.id})" if row.orphan else t.title if t.title else t.id
             if col == ThreadColumn.RESOURCE:
                 return t.resource_id
             if col == ThreadColumn.MESSAGES:
                 return fmt.tokens(t.message_count)
             if col == ThreadColumn.LAST_ACTIVITY:
-                return fmt.short_time(t.updated_at)
+                shown = fmt.short_time(ms_to_iso(row.activity_ms)) if row.activity_ms else fmt.short_time(t.updated_at)
+                return f"{shown} {STALE_MARK}" if row.updated_at_stale else shown
             return self._bar(row, col).text
         if role == BAR_ROLE:
             return self._bar(row, col) if col in BAR_COLUMNS else None
@@ -305,7 +325,7 @@ class ThreadTableModel(TableModel):
             return self._tooltip(row, col)
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return _RIGHT if col == ThreadColumn.MESSAGES else None
-        if col == ThreadColumn.TITLE and not t.title:
+        if col == ThreadColumn.TITLE and (not t.title or row.orphan):
             if role == Qt.ItemDataRole.ForegroundRole:
                 return QBrush(MUTED)
             if role == Qt.ItemDataRole.FontRole:
@@ -342,7 +362,10 @@ class ThreadTableModel(TableModel):
 
     def _matches(self, row: ThreadRow) -> bool:
         t = row.thread
-        if self._resource is not None and t.resource_id != self._resource:
+        if self._resource == ORPHANS:
+            if not row.orphan:
+                return False
+        elif self._resource is not None and t.resource_id != self._resource:
             return False
         if self._ids is not None and t.id not in self._ids:
             return False
@@ -391,8 +414,10 @@ class ThreadTableModel(TableModel):
             what = "unobserved message tokens" if col == ThreadColumn.OBSERVATION else "observation tokens"
             return f"{bar.text} ({what}; {'over' if bar.state == 'over' else 'under'} the threshold)"
         if col == ThreadColumn.LAST_ACTIVITY:
-            return fmt.plain_tooltip(f"Last activity {fmt.local_time(t.updated_at, seconds=True)}\n"
-                                     f"updatedAt {t.updated_at}\ncreatedAt {t.created_at}")
+            return fmt.plain_tooltip(last_activity_tooltip(row))
+        if row.orphan:
+            return fmt.plain_tooltip(f"{ORPHAN_TITLE}: thread {t.id} was deleted, its Observational Memory record "
+                                     f"remains (Mastra #16621)\nresource {t.resource_id}")
         return fmt.plain_tooltip(f"{t.title or '(no title)'}\nthread {t.id}\nresource {t.resource_id}")
 
     def _emit_all_changed(self, columns=None) -> None:

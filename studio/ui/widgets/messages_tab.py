@@ -82,11 +82,12 @@ class MessagesTab(QWidget):
         header = self.view.horizontalHeader()
         # Fixed widths from the font: sizing to contents would read every loaded row (20,000 in a big thread).
         fm = self.fontMetrics()
-        widths = {MessageColumn.NUMBER: fm.horizontalAdvance("00000") + 14,
-                  MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 18,
-                  MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42:27") + 18,
-                  MessageColumn.ESTIMATE: fm.horizontalAdvance("Estimate") + 24,
-                  MessageColumn.EXACT: fm.horizontalAdvance("Estimate") + 24,
+        # Snug widths, so the Text preview (the stretching column) keeps the room.
+        widths = {MessageColumn.NUMBER: fm.horizontalAdvance("00000") + 12,
+                  MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 14,
+                  MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42:27") + 14,
+                  MessageColumn.ESTIMATE: fm.horizontalAdvance("Estimate") + 14,
+                  MessageColumn.EXACT: fm.horizontalAdvance("Estimate") + 14,
                   MessageColumn.SPEAKER: fm.horizontalAdvance("Alice Baker (editor)") + 12}
         for c, width in widths.items():
             header.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)
@@ -94,6 +95,7 @@ class MessagesTab(QWidget):
         header.setSectionResizeMode(MessageColumn.TEXT, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
         header.moveSection(header.visualIndex(MessageColumn.SPEAKER), header.visualIndex(MessageColumn.ROLE) + 1)
+        self.view.setColumnHidden(MessageColumn.SPEAKER, True)   # shown once the thread's speakers are known
         self.view.selectionModel().currentRowChanged.connect(self._on_view_current_changed)
         self.view.end_requested.connect(self._on_view_end_requested)
         self._following_end = False
@@ -227,6 +229,11 @@ class MessagesTab(QWidget):
             return
         self._speakers = report
         self._set_speaker_items(report)
+        self._show_speaker_column(report)
+
+    def _show_speaker_column(self, report: SpeakerReport | None) -> None:
+        """Show the Speaker column only when REPORT (the thread's speakers) names one; else Text gets the room."""
+        self.view.setColumnHidden(MessageColumn.SPEAKER, report is None or not report.speakers)
 
     def filter_by_speaker(self, key: str | None) -> None:
         """Show only KEY's messages (a speaker key, UNTAGGED or AGENT; None: every speaker)."""
@@ -340,6 +347,7 @@ class MessagesTab(QWidget):
                 edit.clear()
                 edit.blockSignals(False)
             self._set_speaker_items(None)
+            self._show_speaker_column(None)
             self.filter_error.hide()
             self._timer.stop()
         filters = self.model.filters if thread_id == self.model.thread_id else MessageFilters()
@@ -402,6 +410,7 @@ class MessagesTab(QWidget):
     def _show_row(self, row: MessageRow | None) -> None:
         self.context_button.setEnabled(row is not None)
         if row is None:
+            self.text_view.setPlaceholderText("")
             self.header.setText("Select a message to read it in full.")
             self.text_view.setPlainText("")
             self.parts_view.setPlainText("")
@@ -423,8 +432,19 @@ class MessagesTab(QWidget):
         if att is not None and att.parse.problems:
             bits.append("tag problems: " + "; ".join(dict.fromkeys(att.parse.problems)))
         self.header.setText(" · ".join(bits))
-        self.text_view.setPlainText(self.model.shown_text(index) if index >= 0 else m.text)
+        text = self.model.shown_text(index) if index >= 0 else m.text
+        self.text_view.setPlaceholderText(_no_text_hint(kinds) if not text.strip() else "")
+        self.text_view.setPlainText(text)
         self.parts_view.setPlainText(parts_text(row))
+
+
+def _no_text_hint(kinds: list[str]) -> str:
+    """Return what the Text pane says for a message without text (a tool call or result, a file…)."""
+    if not kinds:
+        return "This message has no text and no parts."
+    counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
+    what = ", ".join(f"{n} {k}" for k, n in counts.items())
+    return f"This message has no text: its {what} part{'s' if len(kinds) != 1 else ''} are in the Parts tab."
 
 
 def _end_of_day(text: str) -> str:

@@ -39,7 +39,7 @@ from studio.ui.widgets.threshold_bar import ThresholdBar
 
 #: Below these widths (px) the bars, and the detail boxes, are stacked in one column.
 WIDE_BARS_MIN_WIDTH = 500
-WIDE_BOXES_MIN_WIDTH = 600
+WIDE_BOXES_MIN_WIDTH = 860
 #: Below this log width (px) the Priority and Line columns hide (the priority dot stays).
 WIDE_LOG_MIN_WIDTH = 420
 #: Height (px) the section tabs (log, record, chunks) keep before the page scrolls.
@@ -57,6 +57,8 @@ FLAG_NAMES = {
     "isBufferingReflection": "Buffering reflection",
 }
 NO_CHUNK_TEXT = "Select a chunk to read its observations."
+STALE_WARNING_STYLE = ("QLabel { background: #fef3c7; color: #78350f; border: 1px solid #f59e0b; "
+                       "border-radius: 4px; padding: 4px 6px; font-weight: 600; }")
 STALE_TIP = ("The flag is set but the record has not changed for a long time: most likely left behind "
              "by a process that died. Mastra clears such a flag before its own manual reflection.")
 
@@ -70,6 +72,17 @@ class _FillingPage(QWidget):
 
     def heightForWidth(self, _width: int) -> int:
         return -1
+
+
+def stale_warning_text(flags: list[FlagState]) -> str:
+    """Return the warning shown for stale busy FLAGS ("⚠ Stale busy flag: isReflecting, set 3 h ago …"), or ""."""
+    if not flags:
+        return ""
+    names = ", ".join(f"{f.name} (set {fmt.age(f.age_ms)} ago)" if f.age_ms is not None else f"{f.name} (age unknown)"
+                      for f in flags)
+    head = "Stale busy flag" if len(flags) == 1 else "Stale busy flags"
+    return (f"⚠ {head}: {names}. The record has not changed since: most likely left by a process that "
+            "stopped. Mastra clears such a flag before its own manual reflection.")
 
 
 def _form(box: QGroupBox) -> QFormLayout:
@@ -153,6 +166,11 @@ class ObservationalMemoryTab(QWidget):
         summary_row.addWidget(self.summary, 1)
         summary_row.addWidget(self.reflect_button, 0, Qt.AlignmentFlag.AlignTop)
         col.addLayout(summary_row)
+        # A stale busy flag blocks Mastra's own work on this record: a warning, not a word in the grey summary.
+        self.stale_warning = plain_label("", wrap=True)
+        self.stale_warning.setStyleSheet(STALE_WARNING_STYLE)
+        self.stale_warning.hide()
+        col.addWidget(self.stale_warning)
 
         self.sections = QTabWidget()
         self.sections.setDocumentMode(True)
@@ -396,6 +414,9 @@ class ObservationalMemoryTab(QWidget):
                 for f in (status.flags if status else []) if f.set]
         bits.append(f"busy: {', '.join(busy)}" if busy else "no busy flags")
         self.summary.setText(" · ".join(bits))
+        stale = [f for f in (status.flags if status else []) if f.set and f.stale]
+        self.stale_warning.setText(stale_warning_text(stale))
+        self.stale_warning.setVisible(bool(stale))
         self.sections.setTabText(2, f"Buffered chunks ({n})")
 
     def _show_bars(self, status: ThreadStatus | None, error: str | None) -> None:

@@ -204,7 +204,7 @@ class ReflectDialog(QDialog):
         self.subtitle.setText(f"{inp.lookup_key} · generation {inp.generation_count} · {scope} · {inp.path}")
         self.size_bar.set_value(inp.observation_token_count, inp.reflection_threshold)
         left = inp.reflection_threshold - inp.observation_token_count
-        self.size_state.setText(f"{left:,} tokens left" if left > 0 else f"over by {-left:,} tokens")
+        self.size_state.setText(f"{fmt.token_count(left)} left" if left > 0 else f"over by {fmt.token_count(-left)}")
         self.size_state.setToolTip(f"Stored observationTokenCount {inp.observation_token_count:,}; Mastra's "
                                    f"estimate of the log now {inp.input_tokens:,} tokens; reflection threshold "
                                    f"{inp.reflection_threshold:,} tokens")

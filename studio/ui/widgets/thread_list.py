@@ -8,6 +8,7 @@ the matching ids, so paging and sorting stay in memory and fast on large files.
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QLineEdit, QVBoxLayout, QWidget
 
 from studio.engine.metadata_filter import ValidationError, parse_key_values
@@ -76,7 +77,10 @@ class ThreadListPane(QWidget):
             ThreadColumn.LAST_ACTIVITY: max(fm.horizontalAdvance("Last activity"), fm.horizontalAdvance("Nov 29 20:42"))
             + 26,
         }
-        self.bar_width = fm.horizontalAdvance("2,488 / 30,000 · 100%") + 2 * BAR_PADDING + 12
+        bold = QFont(self.font())
+        bold.setBold(True)   # an over-threshold bar's figures are bold: the column holds them too
+        # Wide enough for an over-threshold bar at Mastra's default threshold (messageTokens 30,000).
+        self.bar_width = QFontMetrics(bold).horizontalAdvance("39,999 / 30,000 · 133%") + 2 * BAR_PADDING + 8
         self.bar_min_width = max(fm.horizontalAdvance("100%") + 2 * BAR_PADDING + 16,
                                  fm.horizontalAdvance("Observe") + 16)
         header = self.view.horizontalHeader()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
-from studio.store.records import Thread
+from studio.store.records import Thread, ms_to_iso
 from studio.ui import format as fmt
-from studio.ui.loaders import ThreadDetail
+from studio.ui.loaders import ThreadDetail, last_activity
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state
 from studio.ui.widgets.history_tab import HistoryTab
@@ -39,6 +39,8 @@ class ThreadView(QWidget):
         self.messages_tab = MessagesTab(runner)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
+        # Six tabs fit in the detail pane of a 1024 px window without scroll buttons.
+        self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 8px; }")
         for name, tab in zip(TAB_NAMES, (self.om_tab, self.history_tab, self.messages_tab)):
             self.tabs.addTab(tab, TAB_TITLES[name])
         self.participants_tab, self.working_memory_tab = ParticipantsTab(runner), WorkingMemoryTab(runner)
@@ -85,6 +87,12 @@ class ThreadView(QWidget):
         """Return the widget Tab lands on when entering this pane (the tab bar)."""
         return self.tabs.tabBar()
 
+    def tabs_width(self) -> int:
+        """Return the width (px) this pane needs to show every tab title without scroll buttons."""
+        bar = self.tabs.tabBar()
+        tabs = sum(bar.tabSizeHint(i).width() for i in range(bar.count()))
+        return tabs + 24   # the tab widget's own margins and a little air
+
     def set_use_helper(self, use: bool) -> None:
         """Read message pages in the TaskRunner's helper process when USE (big databases)."""
         self.messages_tab.model.use_helper = use
@@ -128,12 +136,18 @@ class ThreadView(QWidget):
         self._detail = detail
         t = detail.thread
         self._set_title(t)
-        first = [f"thread {t.id}", f"resource {t.resource_id}",
+        if detail.orphan:
+            self.title.setText(f"Record without a thread ({t.id})")
+        first = [f"thread {t.id} (deleted: its OM record remains)" if detail.orphan else f"thread {t.id}",
+                 f"resource {t.resource_id}",
                  f"{detail.message_count:,} message{'s' if detail.message_count != 1 else ''}"]
         record = detail.record
         om = (f"OM {record.scope} scope, generation {record.generation_count}" if record is not None
               else "no OM record")
-        second = [om, f"last activity {fmt.local_time(t.updated_at)}"]
+        activity_ms, stale = last_activity(t)
+        activity = fmt.local_time(ms_to_iso(activity_ms)) if activity_ms else fmt.local_time(t.updated_at)
+        second = [om, f"last activity {activity}" + (f" (newest message; updatedAt {fmt.local_time(t.updated_at)} "
+                                                       "is stale)" if stale else "")]
         self.subtitle.setText(" · ".join(first) + "\n" + " · ".join(second))
         self.subtitle.setToolTip(fmt.plain_tooltip(self.subtitle.text()))
         self._stack.setCurrentIndex(1)

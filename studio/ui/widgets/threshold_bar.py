@@ -94,9 +94,9 @@ class ThresholdBar(QWidget):
         self._percent.setText(f"{fmt.percent(value, threshold)}%")
         over = bar.state == "over"
         if over:
-            state = f"Over the threshold by {fmt.tokens(value - threshold)} tokens"
+            state = f"Over the threshold by {fmt.token_count(value - threshold)}"
         else:
-            state = f"{fmt.tokens(threshold - value)} tokens left"
+            state = f"{fmt.token_count(threshold - value)} left"
         self._state.setText(f"{state} · {note}" if note else state)
         set_role(self._percent, "heading")
         self._state.setStyleSheet("color: #b91c1c; font-weight: 600;" if over else "")

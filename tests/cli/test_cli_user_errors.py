@@ -1,0 +1,77 @@
+"""Command-line mistakes a user makes get a refusal (exit 2) that names what to change, and nothing on disk."""
+
+from __future__ import annotations
+
+import json
+from argparse import Namespace
+
+import pytest
+from PySide6.QtGui import QImage
+
+from studio.cli import main
+from studio.ui.app import run_studio
+from tests.conftest import make_plain_sqlite
+
+
+def test_screenshot_into_missing_folder_is_refused_and_creates_nothing(fixture_db, tmp_path, capsys):
+    missing = tmp_path / "nonexistent"
+    code = main([str(fixture_db("support")), "--screenshot", str(missing / "x.png")])
+    assert code == 2
+    assert not missing.exists()
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_screenshot_with_unknown_suffix_is_refused(fixture_db, tmp_path, capsys):
+    code = main([str(fixture_db("support")), "--screenshot", str(tmp_path / "x.gif")])
+    assert code == 2
+    assert not (tmp_path / "x.gif").exists()
+    assert ".jpg" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("name", "magic"), [("x.jpg", b"\xff\xd8\xff"), ("x.JPEG", b"\xff\xd8\xff"),
+                                             ("x.png", b"\x89PNG\r\n\x1a\n"), ("x.bmp", b"BM")])
+def test_screenshot_writes_the_format_its_suffix_names(qapp, fixture_db, tmp_path, name, magic):
+    # The magic numbers are the formats' own: JPEG starts FF D8 FF (SOI + marker), PNG its 8-byte
+    # signature, BMP "BM".
+    out = tmp_path / name
+    args = Namespace(path=str(fixture_db("support")), screenshot=str(out), thread=None, tab=None, size="800x600")
+    assert run_studio(args) == 0
+    assert out.read_bytes()[:len(magic)] == magic
+    assert QImage(str(out)).width() == 800
+
+
+def test_whatif_settings_error_names_the_option(fixture_db, capsys):
+    # buffered.db's record stores blockAfter as 4,800 tokens (1.2 × its messageTokens 4,000); a larger
+    # --message-tokens makes Mastra's own check (blockAfter >= messageTokens) fail.
+    code = main(["whatif", str(fixture_db("buffered")), "--thread", "long-run", "--message-tokens", "8000",
+                 "--json"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "blockAfter (4800) must be >= messageTokens (8000)" in err
+    assert "--block-after" in err and "--message-tokens" in err
+
+
+def test_threads_per_page_zero_is_refused(fixture_db, capsys):
+    path = str(fixture_db("support"))
+    assert main(["threads", path, "--per-page", "0", "--json"]) == 2
+    assert "--all" in capsys.readouterr().err
+    assert main(["threads", path, "--per-page", "1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["thread_ids"]) == 1 and doc["has_more"] == (doc["total"] > 1)
+
+
+def test_not_a_mastra_database_error_names_the_path(tmp_path, capsys):
+    other = make_plain_sqlite(tmp_path / "other-app.db")
+    assert main(["inspect", str(other), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert str(other) in err and "not a Mastra memory database" in err
+
+
+def test_unknown_thread_is_spelled_one_way(qapp, fixture_db, tmp_path, capsys):
+    path = fixture_db("support")
+    assert main(["tokens", str(path), "nope", "--json"]) == 2
+    cli_err = capsys.readouterr().err
+    args = Namespace(path=str(path), screenshot=str(tmp_path / "y.png"), thread="nope", tab=None, size="800x600")
+    assert run_studio(args) == 2
+    gui_err = capsys.readouterr().err
+    assert cli_err.split(" in ")[0] == gui_err.split(" in ")[0] == "memory-studio: No thread 'nope'"
