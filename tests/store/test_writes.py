@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 from pathlib import Path
 
 import libsql
@@ -152,11 +151,9 @@ def test_refused_when_another_connection_holds_the_write_lock(fixture_db):
     holder = libsql.connect(f"file:{path}", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        started = time.monotonic()
-        with pytest.raises(WriteRefused) as info:
+        with pytest.raises(WriteRefused) as info:  # how soon: benchmarks/latency_benchmark.py (write_refusal_ms)
             reflect(path, busy_timeout_ms=50)
         assert info.value.reason == "busy"
-        assert time.monotonic() - started < 5
     finally:
         holder.execute("ROLLBACK")
         # keep a reader open while the holder closes, so the -wal is not checkpointed by the test itself
