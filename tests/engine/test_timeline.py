@@ -11,6 +11,7 @@ from studio.engine.events import OBSERVATION, REFLECTION
 from studio.engine.timeline import TimelineError, build_timeline, series_csv
 from studio.store.memory_store import MemoryStore
 from tests.conftest import load_oracle
+from tests.mastra_facts import TOKENS_PER_CONVERSATION, marker_messages, om_rows, raw_messages, window_tokens
 
 POINT_KEYS = ["at", "turn", "message_tokens", "observation_tokens", "buffered_tokens", "threshold",
               "reflection_threshold", "reconstructed"]
@@ -53,7 +54,8 @@ def test_the_window_before_each_marked_observation_is_what_mastra_observed(fixtu
 
 
 def test_points_after_an_inferred_observation_are_reconstructed(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    path = fixture_db("support")
+    with MemoryStore.open(path) as store:
         timeline = build_timeline(store, "support-1")
     points = timeline.points
     assert not any(p.reconstructed for p in points[:12])  # before anything was inferred
@@ -63,8 +65,20 @@ def test_points_after_an_inferred_observation_are_reconstructed(fixture_db):
     marked = next(i for i, e in enumerate(timeline.events) if i > inferred and e.kind == OBSERVATION and not e.inferred)
     assert not next(p for p in points if p.event_index == marked).reconstructed
     # A reflection right after a sync observation restarts from the cursor the record had before it.
+    # Mastra's own figures: the next marked observation (turn 17) wrote tokensToObserve, the window it saw;
+    # that window is the one left by the reflection plus the messages created between the reflection's
+    # row and that observation (turn 17's prompt), counted as Mastra counts (oracle per-message figures).
     reflection = next(i for i, e in enumerate(timeline.events) if e.kind == REFLECTION)
-    assert next(p for p in points if p.event_index == reflection).message_tokens == 3178
+    messages = raw_messages(path, "support-1")
+    reflected_at = next(r["createdAt"] for r in om_rows(path, "thread:support-1") if r["originType"] == "reflection")
+    host, start = next((m, p) for m, p in marker_messages(messages, "data-om-observation-start")
+                       if m["createdAt"] > reflected_at)
+    added = [m["id"] for m in messages if reflected_at < m["createdAt"] < host["createdAt"]]
+    per_message = load_oracle("support")["tokens"]["support-1"]["perMessage"]
+    seen = start["data"]["tokensToObserve"]
+    expected = seen - (window_tokens(per_message, added) - TOKENS_PER_CONVERSATION)
+    assert (seen, len(added), expected) == (3322, 1, 3178)
+    assert next(p for p in points if p.event_index == reflection).message_tokens == expected
 
 
 def test_json_shapes_are_exactly_the_documented_ones(fixture_db):
