@@ -279,7 +279,8 @@ SYNTHETIC = {
 
 MODELS = [None, "openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5", "google/gemini-2.5-pro"]
 # `countMessages([m])` per model in MODELS order, from Mastra 1.31.0 (`new TokenCounter({model})`);
-# countMessagesAsync gave the same numbers offline and countMessage the same minus 24.
+# countMessagesAsync gave the same numbers offline and countMessage the same minus 24. Recomputed by real
+# Mastra in tests/interop/test_expected_data_interop.py; regenerate with tests/interop/regenerate.py.
 SYNTHETIC_EXPECTED = {
     "text_plain": (46, 46, 46, 46),
     "cache_valid_reused": (1029, 1029, 1029, 1029),
