@@ -114,7 +114,8 @@ def visible_texts(path: Path, thread_id: str) -> dict[str, str]:
 
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        rows = conn.execute("SELECT id, role, content FROM mastra_messages WHERE thread_id = ?", (thread_id,)).fetchall()
+        rows = conn.execute("SELECT id, role, content FROM mastra_messages WHERE thread_id = ?",
+                            (thread_id,)).fetchall()
     finally:
         conn.close()
     texts: dict[str, str] = {}

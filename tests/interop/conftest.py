@@ -69,7 +69,7 @@ def mastra_corpus() -> Path:
 
 
 def install_corpus() -> Path:
-    """Return the cached, `npm ci`-ed copy of the Mastra corpus with our scripts beside it (fails the test if impossible).
+    """Return the cached, `npm ci`-ed Mastra corpus with our scripts beside it (fails the test if impossible).
 
     Also used outside pytest by the scripts that regenerate expected data (tests/interop/regenerate.py).
     """

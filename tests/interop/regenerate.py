@@ -8,8 +8,9 @@ into the cache, as for the interop tests):
   context blocks and tokenx estimates (tests/interop/scripts/studio-observer-format.mjs). Its inputs
   (fixture copies, and the hand-made messages and texts stored in the file) are kept; the outputs are
   recomputed.
-* SYNTHETIC_EXPECTED of tests/engine/test_tokens_parity.py: `new TokenCounter({model}).countMessages([m])`
-  of each synthetic message (tests/interop/scripts/studio-token-counter.mjs).
+* SYNTHETIC_EXPECTED and ASYNC_EXPECTED of tests/engine/test_tokens_parity.py: `new TokenCounter({model})`'s
+  countMessages([m]) of each synthetic message, and countMessages / countMessagesAsync of the messages
+  carrying cached provider estimates (tests/interop/scripts/studio-token-counter.mjs).
 * MASTRA of tests/engine/test_status_edge_cases.py: the pendingTokens of Mastra's `getStatus` on the
   altered fixture copies the builders of that module make (the corpus's oracle.mjs).
 
@@ -66,15 +67,21 @@ def observer_format_document(corpus: Path, work: Path, stored: dict | None = Non
     return {"_header": header, **out}
 
 
-def token_counter_expected(corpus: Path, work: Path) -> dict[str, tuple[int, ...]]:
-    """Return {case: countMessages([message]) per model of MODELS} for test_tokens_parity's SYNTHETIC messages."""
-    from tests.engine.test_tokens_parity import MODELS, SYNTHETIC
+def token_counter_expected(corpus: Path, work: Path) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, int]]]:
+    """Return test_tokens_parity's (SYNTHETIC_EXPECTED, ASYNC_EXPECTED) as Mastra computes them now.
 
-    inputs = {"models": MODELS, "cases": copy.deepcopy(SYNTHETIC)}
+    SYNTHETIC_EXPECTED: {case: countMessages([message]) per model of MODELS}; ASYNC_EXPECTED:
+    {case: (countMessages, countMessagesAsync)} of each ASYNC_CASES message with its model.
+    """
+    from tests.engine.test_tokens_parity import ASYNC_CASES, MODELS, SYNTHETIC
+
+    inputs = {"models": MODELS, "cases": copy.deepcopy(SYNTHETIC),
+              "asyncCases": {name: list(case) for name, case in copy.deepcopy(ASYNC_CASES).items()}}
     (work / "token-counter-in.json").write_text(json.dumps(inputs), encoding="utf-8")
     node(corpus, "studio-token-counter.mjs", work / "token-counter-in.json", work / "token-counter-out.json")
     out = json.loads((work / "token-counter-out.json").read_text(encoding="utf-8"))
-    return {name: tuple(counts) for name, counts in out.items()}
+    return ({name: tuple(counts) for name, counts in out["cases"].items()},
+            {name: tuple(counts) for name, counts in out["asyncCases"].items()})
 
 
 def status_edge_cases(corpus: Path, work: Path) -> dict[str, int]:
@@ -95,7 +102,7 @@ def status_edge_cases(corpus: Path, work: Path) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     """Compare (or with --write, rewrite) the stored expected data with what Mastra computes now."""
     from tests.engine.test_status_edge_cases import MASTRA
-    from tests.engine.test_tokens_parity import SYNTHETIC_EXPECTED
+    from tests.engine.test_tokens_parity import ASYNC_EXPECTED, SYNTHETIC_EXPECTED
     from tests.interop.conftest import install_corpus
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -109,9 +116,11 @@ def main(argv: list[str] | None = None) -> int:
         stored = json.loads(OBSERVER_FORMAT_FILE.read_text(encoding="utf-8"))
         if {k: v for k, v in document.items() if k != "_header"} != {k: v for k, v in stored.items() if k != "_header"}:
             differences.append(str(OBSERVER_FORMAT_FILE.relative_to(REPO)))
-        counts = token_counter_expected(corpus, work)
+        counts, async_counts = token_counter_expected(corpus, work)
         if counts != SYNTHETIC_EXPECTED:
             differences.append("SYNTHETIC_EXPECTED (tests/engine/test_tokens_parity.py)")
+        if async_counts != ASYNC_EXPECTED:
+            differences.append("ASYNC_EXPECTED (tests/engine/test_tokens_parity.py)")
         pending = status_edge_cases(corpus, work)
         if pending != MASTRA:
             differences.append("MASTRA (tests/engine/test_status_edge_cases.py)")
@@ -121,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         text = re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
         OBSERVER_FORMAT_FILE.write_text(text + "\n", encoding="utf-8")
         print("SYNTHETIC_EXPECTED = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in counts.items()) + "}")
+        print(f"ASYNC_EXPECTED = {async_counts!r}")
         print(f"MASTRA = {pending!r}")
         return 0
     for item in differences:

@@ -1,9 +1,10 @@
-"""The expected data the fast tests keep in the repository is what real Mastra computes now (tests/interop/regenerate.py).
+"""The expected data the fast tests keep is what real Mastra computes now (see tests/interop/regenerate.py).
 
 Each test recomputes one stored set with the npm packages of ../shared/mastra-corpus and compares:
-observer_format_expected.json (formatMessagesForObserver, other-threads context, tokenx), SYNTHETIC_EXPECTED
-of test_tokens_parity (TokenCounter.countMessages per model) and MASTRA of test_status_edge_cases
-(getStatus pendingTokens on altered fixture copies). A difference means the stored figures are stale:
+observer_format_expected.json (formatMessagesForObserver, other-threads context, tokenx),
+SYNTHETIC_EXPECTED and ASYNC_EXPECTED of test_tokens_parity (TokenCounter countMessages /
+countMessagesAsync per model) and MASTRA of test_status_edge_cases (getStatus pendingTokens on altered
+fixture copies). A difference means the stored figures are stale:
 regenerate them with `PYTHONPATH=. python -m tests.interop.regenerate --write`.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 
 from tests.engine.test_status_edge_cases import MASTRA
-from tests.engine.test_tokens_parity import SYNTHETIC_EXPECTED
+from tests.engine.test_tokens_parity import ASYNC_EXPECTED, SYNTHETIC_EXPECTED
 from tests.interop.regenerate import (
     OBSERVER_FORMAT_FILE,
     observer_format_document,
@@ -33,7 +34,7 @@ def test_observer_format_expected_is_mastras(mastra_corpus, tmp_path):
 
 
 def test_synthetic_token_counts_are_mastras(mastra_corpus, tmp_path):
-    assert token_counter_expected(mastra_corpus, tmp_path) == SYNTHETIC_EXPECTED
+    assert token_counter_expected(mastra_corpus, tmp_path) == (SYNTHETIC_EXPECTED, ASYNC_EXPECTED)
 
 
 def test_status_edge_case_figures_are_mastras(mastra_corpus, tmp_path):

@@ -285,7 +285,8 @@ def test_malformed_config_is_called_out_beside_default_thresholds(studio, fixtur
     window = studio(path, thread_id="long-run", tab="observations")
     om = window.thread_view.om_tab
     # pending tokens do not depend on the config: still Mastra's getStatus figure for the intact file
-    assert om.messages_bar.value() == load_oracle("buffered")["om"]["thread:long-run"]["status"]["long-run"]["pendingTokens"]
+    status = load_oracle("buffered")["om"]["thread:long-run"]["status"]["long-run"]
+    assert om.messages_bar.value() == status["pendingTokens"]
     assert om._status_error.isVisibleTo(om)
     text = om._status_error.text()
     assert "config" in text and "malformed JSON" in text and "default thresholds" in text
