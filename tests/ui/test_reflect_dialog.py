@@ -63,7 +63,7 @@ def open_dialog(window) -> ReflectDialog:
     return dialog
 
 
-def wait_until(predicate, timeout: float = 10.0) -> None:
+def wait_until(predicate, timeout: float = 60.0) -> None:  # a hang guard, not a speed check
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
