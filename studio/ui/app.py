@@ -169,7 +169,12 @@ def run_studio(args) -> int:
 
 
 def _screenshot(window, ctx: AppContext, path: str, args) -> int:
-    """Open PATH, select the thread and tab, wait for every task, save the window as a PNG."""
+    """Open PATH, select the thread and tab, wait for every task, save the window as a PNG.
+
+    Return EXIT_OK, EXIT_BAD_INPUT (database cannot be opened, no such thread, bad size) or
+    EXIT_FAILURE when any read behind the window failed (a tab showing an error) or the PNG cannot be
+    written; nothing is written then.
+    """
     try:
         size = parse_size(getattr(args, "size", None) or "1400x900")
     except ValueError as exc:
@@ -177,6 +182,8 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
         return EXIT_BAD_INPUT
     failures: list[str] = []
     window.database_failed.connect(failures.append)
+    task_errors: list[str] = []   # any read that failed (a tab that could not load): the picture would lie
+    ctx.runner.error_delivered.connect(lambda key, message: task_errors.append(f"{key or 'a read'}: {message}"))
     window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     window.resize(*size)
     window.show()
@@ -194,6 +201,10 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
             window.thread_view.set_tab(args.tab)
         ctx.runner.wait_idle()
         window.settle()
+        if task_errors:
+            print(f"memory-studio: not all of the window loaded ({'; '.join(task_errors)}); "
+                  "no screenshot written", file=sys.stderr)
+            return EXIT_FAILURE
         out = Path(args.screenshot)
         from studio.cli import BadInput, screenshot_format
 

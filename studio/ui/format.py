@@ -50,7 +50,7 @@ def local_time(iso: str | None, *, seconds: bool = False) -> str:
     dt = _local(iso)
     if isinstance(dt, str):
         return dt
-    return dt.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+    return f"{_date(dt)} {dt.strftime('%H:%M:%S' if seconds else '%H:%M')}"
 
 
 def short_time(iso: str | None, now: datetime | None = None, *, seconds: bool = False) -> str:
@@ -64,7 +64,12 @@ def short_time(iso: str | None, now: datetime | None = None, *, seconds: bool = 
         return clock
     if dt.year == now.year:
         return f"{dt.strftime('%b')} {dt.day} {clock}"
-    return dt.strftime("%Y-%m-%d")
+    return _date(dt)
+
+
+def _date(dt: datetime) -> str:
+    """Return "0001-01-01": the year always has four digits (strftime's %Y gives "1" on glibc)."""
+    return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"
 
 
 def age(ms: int | None) -> str:

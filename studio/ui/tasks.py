@@ -85,6 +85,7 @@ class TaskRunner(QObject):
     delivered = Signal(object)          # internal: a closure to run on the GUI thread
     pending_changed = Signal(int)       # number of tasks submitted and not yet delivered
     task_failed = Signal(str)           # an error of a task that has no on_error callback
+    error_delivered = Signal(str, str)  # every error delivered (key or "", message), on_error or not
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -311,7 +312,9 @@ class TaskRunner(QObject):
             if kind == "done":
                 if on_done is not None:
                     on_done(value)
-            elif on_error is not None:
+                return
+            self.error_delivered.emit(task.key or "", str(value) or value.__class__.__name__)
+            if on_error is not None:
                 on_error(value)
             else:
                 self.task_failed.emit(str(value) or value.__class__.__name__)

@@ -69,8 +69,85 @@ def test_inspect_equals_oracle(fixture_db, capsys, name):
             (h["id"], h["generationCount"], h["originType"], h["observationTokenCount"]) for h in expected["history"]]
 
 
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+
+
+@pytest.fixture(scope="module")
+def o200k(tmp_path_factory):
+    """Stock `tiktoken.get_encoding("o200k_base")`, its download served from a cache seeded with the bundled ranks.
+
+    tiktoken checks the file against OpenAI's published SHA-256 itself, so this is tiktoken's own
+    encoding, built by tiktoken's own code path (not the studio's).
+    """
+    import shutil
+
+    import tiktoken
+    import tiktoken.registry
+
+    from studio.paths import TOKENIZERS
+
+    cache = tmp_path_factory.mktemp("tiktoken-cache")
+    shutil.copyfile(TOKENIZERS / "o200k_base.tiktoken", cache / hashlib.sha1(O200K_URL.encode()).hexdigest())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+        mp.setattr(tiktoken.registry, "ENCODINGS", {})
+        return tiktoken.get_encoding("o200k_base")
+
+
+def _compact_json(value) -> str:
+    """JSON.stringify(VALUE) for the plain objects the fixtures hold (no spaces, non-ASCII kept)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def visible_texts(path: Path, thread_id: str) -> dict[str, str]:
+    """Return {message id: the text a model is sent for it}, read from the raw rows with sqlite3.
+
+    What a model sees of a stored message (AI SDK v4 UI parts, as Mastra converts them for a call):
+    the role, then each part in order: a text part's text; a reasoning part's text (its details'
+    texts, else `reasoning`); a tool invocation's tool name, its arguments (a string as stored, else
+    compact JSON) and, once it has a result, the result (compact JSON). `data-*` parts are UI-only
+    markers Mastra strips before a call, and a file part is not text. Pieces are joined by newlines;
+    a message with no parts list contributes its `content.content` string. The fixtures hold only
+    these part types (checked below), so an unknown one fails the test instead of being guessed.
+    """
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT id, role, content FROM mastra_messages WHERE thread_id = ?",
+                            (thread_id,)).fetchall()
+    finally:
+        conn.close()
+    texts: dict[str, str] = {}
+    for message_id, role, raw in rows:
+        content = json.loads(raw)
+        pieces = [role]
+        parts = content.get("parts")
+        if not isinstance(parts, list):
+            pieces.append(content.get("content") or "")
+            parts = []
+        for part in parts:
+            kind = part["type"]
+            if kind == "text":
+                pieces.append(part["text"])
+            elif kind == "reasoning":
+                details = [d["text"] for d in part.get("details") or [] if isinstance(d.get("text"), str)]
+                pieces.extend(details or [part["reasoning"]])
+            elif kind == "tool-invocation":
+                call = part["toolInvocation"]
+                args = call["args"]
+                pieces += [call["toolName"], args if isinstance(args, str) else _compact_json(args)]
+                if call["state"] == "result":
+                    result = call["result"]
+                    pieces.append(result if isinstance(result, str) else _compact_json(result))
+            else:
+                assert kind == "file" or kind.startswith("data-"), f"part type {kind!r} not covered by this test"
+        texts[message_id] = "\n".join(p for p in pieces if p)
+    return texts
+
+
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
-def test_tokens_equal_oracle_for_every_thread(fixture_db, capsys, name):
+def test_tokens_equal_oracle_for_every_thread(fixture_db, capsys, name, o200k):
     path = fixture_db(name)
     oracle = load_oracle(name)
     for thread_id, expected in oracle["tokens"].items():
@@ -79,8 +156,9 @@ def test_tokens_equal_oracle_for_every_thread(fixture_db, capsys, name):
         assert data["per_message"] == expected["perMessage"]
         assert data["all_messages"] == expected["allMessages"]
         assert data["exact"]["encoding"] == "o200k_base"
+        assert data["exact"]["per_message"] == {
+            message_id: len(o200k.encode_ordinary(text)) for message_id, text in visible_texts(path, thread_id).items()}
         assert set(data["exact"]["per_message"]) == set(expected["perMessage"])
-        assert all(isinstance(v, int) and v >= 0 for v in data["exact"]["per_message"].values())
 
 
 def test_tokens_unknown_thread_exits_2(fixture_db, capsys):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from studio.cli import main
+from tests.conftest import load_oracle
+from tests.mastra_facts import sync_turns
 
 POINT_KEYS = ["at", "turn", "message_tokens", "observation_tokens", "buffered_tokens", "threshold",
               "reflection_threshold", "reconstructed"]
@@ -25,7 +28,9 @@ def test_timeline_json(fixture_db, capsys):
     kinds = [e["type"] for e in doc["events"] if e["type"] != "thread-update"]
     assert kinds == ["observation", "observation", "observation", "reflection", "observation", "observation",
                      "reflection", "observation"]
-    assert doc["points"][-1]["message_tokens"] == 2488  # Mastra's own pendingTokens for support-1
+    # Mastra's own pendingTokens for support-1
+    assert doc["points"][-1]["message_tokens"] == load_oracle("support")["om"]["thread:support-1"]["status"][
+        "support-1"]["pendingTokens"]
     first = doc["events"][0]
     assert first == {"type": "observation", "at": "2026-11-29T20:42:27.114Z", "turn": 5,
                      "cycle_id": "422caa1d-8048-432d-b0fe-ad4c49b8b365", "tokens": 2666, "generation": 0}
@@ -35,8 +40,9 @@ def test_whatif_json_with_stored_and_other_settings(fixture_db, capsys):
     path = str(fixture_db("collab"))
     code, stored, _ = _run(capsys, "whatif", path, "--thread", "doc_42", "--json")
     assert code == 0 and stored["uses_real_sizes"] and stored["estimate"]
-    assert [e["turn"] for e in stored["events"] if e["type"] == "observation"] == [5, 11, 12]
-    assert [e["turn"] for e in stored["events"] if e["type"] == "reflection"] == [11]
+    observed, reflected = sync_turns(Path(path), "doc_42")   # Mastra's markers and rows: [5, 11, 12], [11]
+    assert [e["turn"] for e in stored["events"] if e["type"] == "observation"] == observed
+    assert [e["turn"] for e in stored["events"] if e["type"] == "reflection"] == reflected
     code, tight, _ = _run(capsys, "whatif", path, "--thread", "doc_42", "--message-tokens", "1200",
                           "--observation-tokens", "300", "--json")
     assert code == 0 and not tight["uses_real_sizes"]

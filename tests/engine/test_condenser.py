@@ -9,7 +9,7 @@ from studio.engine.observations import Priority, classify
 from studio.engine.tokens import count_observations
 from studio.llm import Cancelled, CancelToken
 from studio.store.memory_store import MemoryStore
-from tests.conftest import copy_fixture
+from tests.conftest import copy_fixture, load_oracle
 
 LOG = """Date: Nov 1, 2026
 * 🔴 (09:00) User stated they live in Porto
@@ -115,18 +115,23 @@ def test_cancel():
 
 # -- every fixture -------------------------------------------------------------------------------
 
-def _fixture_logs(tmp_path):
+CONDENSER_FIXTURES = ("support", "buffered", "resource", "collab", "tools", "live/support")
+
+
+def _fixture_logs(tmp_path, without_log: list[str]):
     """Yield (label, log, threshold): each OM record's current log, and an oversize log made of its
-    whole history (every generation, oldest first), since no fixture thread is over its threshold."""
+    whole history (every generation, oldest first), since no fixture thread is over its threshold.
+    Records none of whose generations holds a log are appended to WITHOUT_LOG as "name:lookupKey"."""
     from studio.engine.settings import max_threshold, resolve_settings
 
-    for name in ("support", "buffered", "resource", "collab", "tools", "live/support"):
+    for name in CONDENSER_FIXTURES:
         with MemoryStore.open(copy_fixture(name, tmp_path / name.replace("/", "_"))) as store:
             for key in store.om_lookup_keys():
                 history = store.om_history(key["lookupKey"])
                 threshold = max_threshold(resolve_settings(history[0].config, history[0].scope).reflection_tokens)
                 logs = [h.active_observations for h in reversed(history) if h.active_observations.strip()]
                 if not logs:
+                    without_log.append(f"{name}:{key['lookupKey']}")
                     continue
                 yield f"{name}:{key['lookupKey']}:current", logs[-1], threshold
                 big = "\n\n".join(logs)
@@ -141,7 +146,8 @@ def _kind(raw: str):
 def test_every_fixture_log(tmp_path):
     over = 0
     checked = 0
-    for label, log, target in _fixture_logs(tmp_path):
+    without_log: list[str] = []
+    for label, log, target in _fixture_logs(tmp_path, without_log):
         checked += 1
         result = condense(log, target)
         assert condense(log, target).observations == result.observations, label  # deterministic
@@ -171,7 +177,12 @@ def test_every_fixture_log(tmp_path):
                                and not _has_red_child(out_lines, ln)), label
         else:
             assert result.reached and not [d for d in result.dropped if d.reason != "duplicate"], label
-    assert checked >= 20 and over >= 10
+    # Mastra's oracle: the records none of whose generations holds a character of log are the only ones left out
+    assert sorted(without_log) == sorted(
+        f"{name}:{key}" for name in CONDENSER_FIXTURES for key, om in load_oracle(name)["om"].items()
+        if all(h["chars"] == 0 for h in om["history"]))
+    assert checked == 3 * sum(len(load_oracle(name)["om"]) for name in CONDENSER_FIXTURES) - 3 * len(without_log)
+    assert over >= 10
 
 
 def _has_red_child(lines: list[str], parent: str) -> bool:
@@ -188,18 +199,28 @@ def _has_red_child(lines: list[str], parent: str) -> bool:
 
 def test_fixture_threads_over_their_threshold_are_brought_below_or_explained(tmp_path):
     """Real fixture threads: any over its reflection threshold is condensed below it or told why not."""
-    from studio.engine.reflector import load_reflection_input
+    from studio.engine.reflector import ReflectionInputError, load_reflection_input
 
-    for name in ("support", "buffered", "resource", "collab", "tools", "live/support"):
+    skipped, condensed = [], 0
+    for name in CONDENSER_FIXTURES:
         path = copy_fixture(name, tmp_path / name.replace("/", "_"))
         with MemoryStore.open(path) as store:
             threads = [t.id for t in store.list_threads()]
         for thread_id in threads:
             try:
                 inp = load_reflection_input(str(path), thread_id=thread_id)
-            except Exception:
-                continue  # no OM, or nothing observed yet
+            except ReflectionInputError:
+                skipped.append(f"{name}:{thread_id}")  # no OM, or nothing observed yet
+                continue
+            condensed += 1
             result = condense(inp.observations, inp.reflection_threshold)
             assert result.reached or result.reason
             if not inp.over_threshold:
                 assert result.reached
+    # the oracle's getStatus: the threads with no OM record, or whose record has observed nothing (0 tokens)
+    observed = {f"{name}:{thread_id}": status["observationTokenCount"] for name in CONDENSER_FIXTURES
+                for om in load_oracle(name)["om"].values() for thread_id, status in om["status"].items()}
+    expected_skips = [f"{name}:{t}" for name in CONDENSER_FIXTURES for t in load_oracle(name)["threads"]
+                      if observed.get(f"{name}:{t}", 0) == 0]
+    assert sorted(skipped) == sorted(expected_skips)
+    assert condensed == sum(len(load_oracle(name)["threads"]) for name in CONDENSER_FIXTURES) - len(skipped)

@@ -21,6 +21,7 @@ from studio.engine.events import (
 from studio.engine.timeline import build_timeline
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, OMRecord
+from tests.mastra_facts import marker_messages, om_rows, raw_messages, turn_at
 
 #: Thread-scope threads with OM markers in each fixture (those the issue names).
 FIXTURE_THREADS = {
@@ -80,14 +81,31 @@ def test_every_marker_in_the_messages_is_a_timeline_event_with_its_time_and_toke
 
 def test_support_events_join_generations_and_message_boundaries(fixture_db):
     """support-1: four marked observations, two observations and two reflections only the generations show."""
-    with MemoryStore.open(fixture_db("support")) as store:
+    path = fixture_db("support")
+    with MemoryStore.open(path) as store:
         timeline = build_timeline(store, "support-1")
         history = {g.generation_count: g for g in store.om_history("thread:support-1")}
     events = [e for e in timeline.events if e.kind != THREAD_UPDATE]
-    assert [(e.kind, e.turn, e.generation, e.inferred) for e in events] == [
+    # Expected from Mastra's rows (tests/mastra_facts.py): a marked observation in each turn holding an end
+    # marker, in the generation then current; each reflection row's turn holds the observation it followed
+    # (no marker: inferred) in the old generation, then the reflection opening the next one.
+    messages = raw_messages(path, "support-1")
+    reflections = {turn_at(messages, r["createdAt"]): r["generationCount"]
+                   for r in om_rows(path, "thread:support-1") if r["originType"] == "reflection"}
+    marked = {turn_at(messages, m["createdAt"]) for m, _ in marker_messages(messages, "data-om-observation-end")}
+    expected = []
+    for turn in sorted(marked | set(reflections)):
+        generation = sum(1 for t in reflections if t < turn)
+        if turn in reflections:
+            expected += [(OBSERVATION, turn, generation, True), (REFLECTION, turn, reflections[turn], True)]
+            generation = reflections[turn]
+        if turn in marked:
+            expected.append((OBSERVATION, turn, generation, False))
+    assert expected == [
         (OBSERVATION, 5, 0, False), (OBSERVATION, 10, 0, False), (OBSERVATION, 16, 0, True),
         (REFLECTION, 16, 1, True), (OBSERVATION, 17, 1, False), (OBSERVATION, 24, 1, True),
-        (REFLECTION, 24, 2, True), (OBSERVATION, 25, 2, False)]
+        (REFLECTION, 24, 2, True), (OBSERVATION, 25, 2, False)]   # (as read from the fixture's rows)
+    assert [(e.kind, e.turn, e.generation, e.inferred) for e in events] == expected
     # Inferred observations are the log's message boundaries; reflections are the generations' rows.
     boundaries = {b for g in history.values()
                   for b in re.findall(r"--- message boundary \((.*?)\) ---", g.active_observations)}

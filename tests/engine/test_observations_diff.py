@@ -35,9 +35,16 @@ def test_parse_dates_priorities_sublines_and_boundaries():
     assert "\n".join(l.raw for l in log.lines) + "\n" == LOG
 
 
-def test_parse_never_fails_on_odd_input():
-    for text in (None, "", "\n\n", "Date:", "* ", "🔴", "--- message boundary () ---", "\x00\ufffd"):
-        parse_log(text)
+def test_parse_keeps_odd_input_as_text_and_finds_no_observation():
+    """None or empty: no lines. Otherwise every line is kept as it is (the raw lines rebuild the text), and
+    none of these is an observation: an observation is `* ` + a priority emoji or time + text, a date
+    header needs a date after `Date:`."""
+    assert parse_log(None).lines == [] and parse_log("").lines == []
+    for text in ("\n\n", "Date:", "* ", "🔴", "--- message boundary () ---", "\x00\ufffd"):
+        log = parse_log(text)
+        assert "\n".join(line.raw for line in log.lines) == text.removesuffix("\n"), repr(text)
+        assert log.observations == [] and all(g.date is None for g in log.groups), repr(text)
+        assert log.count_by_priority() == {}, repr(text)
 
 
 def test_parse_real_fixture_logs(fixture_db):
@@ -71,11 +78,22 @@ def test_diff_identical_logs_is_all_kept():
     assert d.added == d.removed == 0 and d.kept == len([l for l in LOG.splitlines() if l.strip()])
 
 
-def test_reworded_high_priority_line_is_a_loss_but_moved_one_is_not():
+def test_reworded_high_priority_line_is_a_loss():
+    """The diff compares lines as written: a 🔴 line said another way is gone from the new log."""
+    old = "* 🔴 (09:00) Allergic to peanuts.\n* 🔴 (09:01) Lives in Oslo.\n"
+    new = "* 🔴 (09:00) Has a peanut allergy.\n* 🔴 (09:01) Lives in Oslo.\n"
+    d = diff_logs(old, new)
+    assert [r.text for r in d.high_priority_losses] == ["* 🔴 (09:00) Allergic to peanuts."]
+    assert (d.kept, d.added, d.removed) == (1, 1, 1)
+
+
+def test_moved_high_priority_line_is_not_a_loss():
     old = "* 🔴 (09:00) A\n* 🔴 (09:01) B\n"
     new = "* 🔴 (09:01) B\n* 🔴 (09:00) A\n"
     d = diff_logs(old, new)
     assert d.high_priority_losses == []  # A moved, not lost
+    removed = [r.text for r in d.rows if r.op == "removed"]   # a move shows as one line removed and the
+    assert len(removed) == 1 and removed == [r.text for r in d.rows if r.op == "added"]   # same line added
 
 
 def test_diff_real_consecutive_generations(fixture_db):

@@ -1,7 +1,9 @@
 """format_messages_for_observer / format_other_threads_context against real Mastra output.
 
 Expected strings live in data/observer_format_expected.json; its `_header` says how they
-were produced (@mastra/memory 1.31.0's formatMessagesForObserver, run under Node in UTC).
+were produced (@mastra/memory 1.31.0's formatMessagesForObserver, run under Node in UTC) and how to
+regenerate them (tests/interop/regenerate.py); tests/interop/test_expected_data_interop.py recomputes
+them with real Mastra on every run.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ def test_expected_file_header():
     assert "@mastra/memory 1.31.0" in header["description"]
     assert "maxPartLength: 500" in header["description"]
     assert header["timeZone"] == "UTC"
-    assert "node dump.mjs" in header["command"]
+    assert "tests.interop.regenerate" in header["command"]   # regenerable: tests/interop/regenerate.py
+    assert (Path(__file__).parents[1] / "interop" / "scripts" / "studio-observer-format.mjs").is_file()
 
 
 @pytest.mark.parametrize(("name", "thread_id"), FIXTURE_THREADS, ids=[f"{n}:{t}" for n, t in FIXTURE_THREADS])

@@ -2,7 +2,9 @@
 
 Each expected figure is what Mastra 1.31.0's own `ObservationalMemory.getStatus` reported for the
 very file the builder below makes (an ObservationalMemory built from the record's stored config,
-as ../shared/mastra-corpus/oracle.mjs builds it, run with node on a private copy).
+as ../shared/mastra-corpus/oracle.mjs builds it, its model the stored model string when there is one,
+run with node on a private copy: tests/interop/scripts/studio-om-status.mjs). The interop test
+tests/interop/test_expected_data_interop.py recomputes them; tests/interop/regenerate.py prints them anew.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from studio.engine.events import OBSERVATION, REFLECTION
 from studio.engine.timeline import TimelineError, build_timeline, series_csv
 from studio.store.memory_store import MemoryStore
 from tests.conftest import load_oracle
+from tests.mastra_facts import TOKENS_PER_CONVERSATION, marker_messages, om_rows, raw_messages, window_tokens
 
 POINT_KEYS = ["at", "turn", "message_tokens", "observation_tokens", "buffered_tokens", "threshold",
               "reflection_threshold", "reconstructed"]
@@ -37,7 +38,8 @@ def test_the_last_point_is_mastras_status_of_the_thread(fixture_db, name):
                                             ("collab", "doc_42"), ("tools", "tools-1")])
 def test_the_window_before_each_marked_observation_is_what_mastra_observed(fixture_db, name, thread_id):
     """Mastra wrote tokensToObserve into each start marker: the replayed window reaches exactly that."""
-    with MemoryStore.open(fixture_db(name)) as store:
+    path = fixture_db(name)
+    with MemoryStore.open(path) as store:
         timeline = build_timeline(store, thread_id)
     checked = 0
     for i, event in enumerate(timeline.events):
@@ -49,11 +51,12 @@ def test_the_window_before_each_marked_observation_is_what_mastra_observed(fixtu
         assert before.message_tokens == start.data["tokensToObserve"]
         assert timeline.points[at].observation_tokens == event.total_observation_tokens
         checked += 1
-    assert checked >= 1
+    assert checked == len(marker_messages(raw_messages(path, thread_id), "data-om-observation-start")) > 0
 
 
 def test_points_after_an_inferred_observation_are_reconstructed(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    path = fixture_db("support")
+    with MemoryStore.open(path) as store:
         timeline = build_timeline(store, "support-1")
     points = timeline.points
     assert not any(p.reconstructed for p in points[:12])  # before anything was inferred
@@ -63,8 +66,20 @@ def test_points_after_an_inferred_observation_are_reconstructed(fixture_db):
     marked = next(i for i, e in enumerate(timeline.events) if i > inferred and e.kind == OBSERVATION and not e.inferred)
     assert not next(p for p in points if p.event_index == marked).reconstructed
     # A reflection right after a sync observation restarts from the cursor the record had before it.
+    # Mastra's own figures: the next marked observation (turn 17) wrote tokensToObserve, the window it saw;
+    # that window is the one left by the reflection plus the messages created between the reflection's
+    # row and that observation (turn 17's prompt), counted as Mastra counts (oracle per-message figures).
     reflection = next(i for i, e in enumerate(timeline.events) if e.kind == REFLECTION)
-    assert next(p for p in points if p.event_index == reflection).message_tokens == 3178
+    messages = raw_messages(path, "support-1")
+    reflected_at = next(r["createdAt"] for r in om_rows(path, "thread:support-1") if r["originType"] == "reflection")
+    host, start = next((m, p) for m, p in marker_messages(messages, "data-om-observation-start")
+                       if m["createdAt"] > reflected_at)
+    added = [m["id"] for m in messages if reflected_at < m["createdAt"] < host["createdAt"]]
+    per_message = load_oracle("support")["tokens"]["support-1"]["perMessage"]
+    seen = start["data"]["tokensToObserve"]
+    expected = seen - (window_tokens(per_message, added) - TOKENS_PER_CONVERSATION)
+    assert (seen, len(added), expected) == (3322, 1, 3178)
+    assert next(p for p in points if p.event_index == reflection).message_tokens == expected
 
 
 def test_json_shapes_are_exactly_the_documented_ones(fixture_db):

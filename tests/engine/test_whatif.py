@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -16,6 +17,7 @@ from studio.engine.whatif import (
     simulate,
 )
 from studio.store.memory_store import MemoryStore
+from tests.mastra_facts import om_rows, sync_turns
 
 SYNC_THREADS = [("support", "support-1"), ("support", "support-2"), ("support", "support-3"),
                 ("support", "support-4"), ("support", "support-5"), ("collab", "doc_42"), ("collab", "room_7")]
@@ -27,28 +29,36 @@ def _real_turns(timeline, *kinds):
 
 @pytest.mark.parametrize("name,thread_id", SYNC_THREADS)
 def test_stored_settings_fire_observation_and_reflection_on_the_real_turns(fixture_db, name, thread_id):
-    with MemoryStore.open(fixture_db(name)) as store:
+    path = fixture_db(name)
+    with MemoryStore.open(path) as store:
         timeline = build_timeline(store, thread_id)
     stored = WhatIfSettings.from_record(timeline.generations[-1])
     result = simulate(timeline, stored)
     assert result.uses_real_sizes
-    assert result.turns_of(OBSERVATION) == _real_turns(timeline, OBSERVATION)
+    observed, reflected = sync_turns(path, thread_id)   # from Mastra's markers and generation rows
+    assert result.turns_of(OBSERVATION) == _real_turns(timeline, OBSERVATION) == observed
     real = _real_turns(timeline, REFLECTION, REFLECTION_ACTIVATION)
-    assert result.turns_of(REFLECTION, REFLECTION_ACTIVATION) == real
+    assert result.turns_of(REFLECTION, REFLECTION_ACTIVATION) == real == reflected
     # with the real sizes, the log ends where the real one does
     assert result.points[-1].observation_tokens == timeline.points[-1].observation_tokens
     assert result.observer_calls == len(result.turns_of(OBSERVATION))
 
 
 def test_support_1_stored_settings_are_mastras(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    path = fixture_db("support")
+    with MemoryStore.open(path) as store:
         result = run_whatif(store, "support-1")
-    assert result.settings == WhatIfSettings(message_tokens=2500, observation_tokens=550)
-    assert result.turns_of(OBSERVATION) == [5, 10, 16, 17, 24, 25]
-    assert result.turns_of(REFLECTION) == [16, 24]
-    assert result.reflector_calls == 2  # both reflections came out below 550: no retry
+    rows = om_rows(path, "thread:support-1")
+    config = json.loads(rows[-1]["config"])   # what Mastra stored with the record
+    assert result.settings == WhatIfSettings(message_tokens=config["observation"]["messageTokens"],
+                                             observation_tokens=config["reflection"]["observationTokens"])
+    observed, reflected = sync_turns(path, "support-1")
+    assert (observed, reflected) == ([5, 10, 16, 17, 24, 25], [16, 24])   # (read from Mastra's rows)
+    assert result.turns_of(OBSERVATION) == observed
+    assert result.turns_of(REFLECTION) == reflected
+    assert result.reflector_calls == len(reflected)  # replayed with the real sizes: one Reflector call each
     doc = result.to_json()
-    assert doc["estimate"] is True and doc["observations"] == 6 and doc["reflections"] == 2
+    assert doc["estimate"] is True and doc["observations"] == len(observed) and doc["reflections"] == len(reflected)
 
 
 def test_lower_thresholds_observe_and_reflect_more(fixture_db):

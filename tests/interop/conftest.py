@@ -65,6 +65,14 @@ def _locked(path: Path):
 @pytest.fixture(scope="session")
 def mastra_corpus() -> Path:
     """Return a folder holding the Mastra corpus scripts with `npm ci` done (shared by the session)."""
+    return install_corpus()
+
+
+def install_corpus() -> Path:
+    """Return the cached, `npm ci`-ed Mastra corpus with our scripts beside it (fails the test if impossible).
+
+    Also used outside pytest by the scripts that regenerate expected data (tests/interop/regenerate.py).
+    """
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
         pytest.fail("The interop tests run real Mastra and need node (>= 20) and npm on PATH "

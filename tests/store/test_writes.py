@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 from pathlib import Path
 
 import libsql
@@ -28,7 +27,7 @@ from studio.store.writes import (
     delete_messages,
     revert_to_generation,
 )
-from tests.conftest import make_plain_sqlite
+from tests.conftest import load_oracle, make_plain_sqlite
 
 NOW = 1_900_000_000_000  # a fixed write time (ms), 2030-03-17
 OBS = "* 🔴 (09:00) Condensed: the user's key fact.\n* 🟡 (09:05) A detail."
@@ -152,11 +151,9 @@ def test_refused_when_another_connection_holds_the_write_lock(fixture_db):
     holder = libsql.connect(f"file:{path}", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        started = time.monotonic()
-        with pytest.raises(WriteRefused) as info:
+        with pytest.raises(WriteRefused) as info:  # how soon: benchmarks/latency_benchmark.py (write_refusal_ms)
             reflect(path, busy_timeout_ms=50)
         assert info.value.reason == "busy"
-        assert time.monotonic() - started < 5
     finally:
         holder.execute("ROLLBACK")
         # keep a reader open while the holder closes, so the -wal is not checkpointed by the test itself
@@ -394,7 +391,8 @@ def test_delete_and_clear_refusals_leave_the_file_unchanged(fixture_db, name):
 
 def test_clear_thread_keeps_the_thread(fixture_db):
     path = fixture_db("history")
-    assert clear_thread(path, "hist-2", now_ms=NOW) > 0
+    listed = len(load_oracle("history")["threads"]["hist-2"]["messages"])   # what Mastra's recall lists
+    assert clear_thread(path, "hist-2", now_ms=NOW) == listed > 0
     t = thread(path, "hist-2")
     assert t is not None and t.updated_at == ms_to_iso(NOW)
     with MemoryStore.open(path) as store:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from tests.conftest import make_plain_sqlite
+from tests.conftest import load_oracle, make_plain_sqlite
 
+import contextlib
+import os
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import libsql
+import pytest
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPalette
 from PySide6.QtWidgets import QFileDialog, QStyle, QStyleOptionViewItem
@@ -186,7 +190,23 @@ def test_last_activity_shows_the_date_unless_today_and_sorts_newest_first():
     y = local["yesterday"]
     if y.year == local["today"].year:
         assert text["yesterday"] == f"{y.strftime('%b')} {y.day} {y.strftime('%H:%M')}"
-    assert text["old"] == local["old"].strftime("%Y-%m-%d")
+    else:  # run on 1 January: yesterday is last year, shown as a date
+        assert text["yesterday"] == f"{y.year:04d}-{y.month:02d}-{y.day:02d}"
+    assert text["old"] == f"{local['old'].year:04d}-{local['old'].month:02d}-{local['old'].day:02d}"
+
+
+@pytest.mark.parametrize("tz", ["Asia/Tokyo", "America/New_York"])
+def test_last_activity_is_shown_in_the_local_zone(tz):
+    """A thread updated at a fixed UTC instant is shown at that zone's wall-clock time (tz database offsets)."""
+    from studio.ui import format as fmt
+
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+    with local_zone(tz):
+        # 2026-11-29T20:42:26.901Z: Tokyo +09:00 -> the next day 05:42; New York -05:00 (EST) -> 15:42
+        expected = {"Asia/Tokyo": ("2026-11-30 05:42", "Nov 30 05:42"),
+                    "America/New_York": ("2026-11-29 15:42", "15:42")}[tz]
+        iso = "2026-11-29T20:42:26.901Z"
+        assert (fmt.local_time(iso), fmt.short_time(iso, now)) == expected
 
 
 def test_thread_list_starts_sorted_by_most_recent_activity(studio, fixture_db):
@@ -264,28 +284,49 @@ def test_malformed_config_is_called_out_beside_default_thresholds(studio, fixtur
     conn.close()
     window = studio(path, thread_id="long-run", tab="observations")
     om = window.thread_view.om_tab
-    assert om.messages_bar.value() == 2441  # pending tokens do not depend on the config
+    # pending tokens do not depend on the config: still Mastra's getStatus figure for the intact file
+    status = load_oracle("buffered")["om"]["thread:long-run"]["status"]["long-run"]
+    assert om.messages_bar.value() == status["pendingTokens"]
     assert om._status_error.isVisibleTo(om)
     text = om._status_error.text()
     assert "config" in text and "malformed JSON" in text and "default thresholds" in text
 
 
-def test_times_at_the_edges_of_the_calendar_are_shown_as_stored():
+@contextlib.contextmanager
+def local_zone(tz: str):
+    """Run the block with TZ as the process's local time zone (libc's, which `astimezone()` uses)."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = tz
+    time.tzset()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = old
+        time.tzset()
+
+
+# The tz database's offsets at the edges: before railway time every zone used its local mean time
+# (LMT): Asia/Tokyo +09:18:59, America/New_York -04:56:02; at the year 9999 they are the standard
+# offsets, +09:00 and -05:00 (December). A local time outside years 1..9999 cannot be shown as a date,
+# so the stored text is shown as it is.
+CALENDAR_EDGES = [
+    ("UTC", "0001-01-01T00:00:00.000Z", "0001-01-01 00:00", "0001-01-01"),
+    ("UTC", "9999-12-31T23:59:59.999Z", "9999-12-31 23:59", "9999-12-31"),
+    ("Asia/Tokyo", "0001-01-01T00:00:00.000Z", "0001-01-01 09:18", "0001-01-01"),        # + 9:18:59
+    ("Asia/Tokyo", "9999-12-31T23:59:59.999Z", "9999-12-31T23:59:59.999Z", "9999-12-31T23:59:59.999Z"),  # 10000
+    ("America/New_York", "0001-01-01T00:00:00.000Z", "0001-01-01T00:00:00.000Z",
+     "0001-01-01T00:00:00.000Z"),                                                        # year 0
+    ("America/New_York", "9999-12-31T23:59:59.999Z", "9999-12-31 18:59", "9999-12-31"),  # - 5:00
+]
+
+
+@pytest.mark.parametrize(("tz", "iso", "local", "short"), CALENDAR_EDGES)
+def test_times_at_the_edges_of_the_calendar_are_shown_as_stored(tz, iso, local, short):
     from studio.ui import format as fmt
 
-    for iso in ("9999-12-31T23:59:59.999Z", "0001-01-01T00:00:00.000Z"):
-        for tz in ("Asia/Tokyo", "America/New_York"):
-            import os
-            import time
-
-            old = os.environ.get("TZ")
-            os.environ["TZ"] = tz
-            time.tzset()
-            try:
-                assert fmt.local_time(iso) and fmt.short_time(iso)
-            finally:
-                if old is None:
-                    os.environ.pop("TZ", None)
-                else:
-                    os.environ["TZ"] = old
-                time.tzset()
+    now = datetime(2026, 6, 1, tzinfo=timezone.utc)  # another year than both edges: the date form
+    with local_zone(tz):
+        assert (fmt.local_time(iso), fmt.short_time(iso, now)) == (local, short)

@@ -63,7 +63,7 @@ def open_dialog(window) -> ReflectDialog:
     return dialog
 
 
-def wait_until(predicate, timeout: float = 10.0) -> None:
+def wait_until(predicate, timeout: float = 60.0) -> None:  # a hang guard, not a speed check
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
@@ -73,6 +73,7 @@ def wait_until(predicate, timeout: float = 10.0) -> None:
 
 def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixture_db, fake_llm):
     path = fixture_db("support")
+    untouched = snapshot(path, shm=False)
     before = current(path)
     answer, observations = answer_for(before.active_observations)
     fake_llm.push(Reply(text=answer))
@@ -104,7 +105,7 @@ def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixt
         assert row.text.split(") ", 1)[1] in dialog.proposal.losses.text()
     assert dialog.proposal.task_label.text() == "Primary: plan the Lisbon itinerary"
     assert dialog.commit_button.text() == "Commit generation 3…"
-    assert snapshot(path) == snapshot(path)                       # (stable while nothing writes)
+    assert snapshot(path, shm=False) == untouched                 # the preview wrote nothing
 
     asked = []
     dialog.confirm = lambda title, text: asked.append(text) or True
@@ -134,7 +135,7 @@ def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixt
 def test_cancel_during_a_slow_answer_leaves_the_file_byte_identical(studio, studio_ctx, fixture_db, fake_llm):
     path = fixture_db("support")
     window = studio(path, thread_id="support-1")
-    fake_llm.push(Reply(text="<observations>\n* 🔴 late\n</observations>", delay_s=60))
+    fake_llm.push(Reply(text="<observations>\n* 🔴 late\n</observations>", delay_s=3600))  # held till teardown
     dialog = open_dialog(window)
     dialog.set_model(MODEL, fake_llm.base_url)
     before = snapshot(path)
@@ -148,9 +149,8 @@ def test_cancel_during_a_slow_answer_leaves_the_file_byte_identical(studio, stud
     QTest.keyClick(dialog, Qt.Key.Key_Escape)                     # Esc cancels the preview first…
     assert dialog.busy is None and dialog.isVisible()
     assert "cancelled" in dialog.progress_label.text()
-    started = time.monotonic()
-    assert studio_ctx.runner.wait_idle(timeout=10)                # the request was aborted, not waited for
-    assert time.monotonic() - started < 10
+    assert studio_ctx.runner.wait_idle()                          # the request was aborted, not waited for:
+    assert fake_llm.handled == 0                                  # the task ended with the answer still held
     assert dialog.preview is None and not dialog.commit_button.isEnabled()
     assert snapshot(path) == before
     QTest.keyClick(dialog, Qt.Key.Key_Escape)                     # …and closes the dialog next

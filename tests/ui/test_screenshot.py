@@ -36,3 +36,20 @@ def test_screenshot_of_bad_database_fails_with_message(qapp, tmp_path, capsys, f
     assert run_studio(args(fixture_db("support"), tmp_path / "y.png", thread="nope")) == 2
     assert "No thread 'nope'" in capsys.readouterr().err
     assert run_studio(args(fixture_db("support"), tmp_path / "z.png", size="huge")) == 2
+
+
+def test_screenshot_fails_when_a_tab_could_not_load(qapp, fixture_db, tmp_path, capsys, monkeypatch):
+    """A tab whose read failed shows an error, not the data: the screenshot must say so and exit non-zero."""
+    from studio.errors import StoreError
+    from studio.ui.widgets import working_memory
+
+    def unreadable(_store, thread_id):
+        raise StoreError(f"database disk image is malformed (reading {thread_id})")
+
+    monkeypatch.setattr(working_memory, "load_working_memory", unreadable)
+    out = tmp_path / "wm.png"
+    code = run_studio(args(fixture_db("collab"), out, tab="working-memory"))
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "working-memory: database disk image is malformed" in err
+    assert not out.exists()

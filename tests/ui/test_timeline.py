@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from studio.engine.events import OBSERVATION, REFLECTION
 from studio.ui import format as fmt
 from studio.ui.widgets.timeline_tab import event_text
+from tests.mastra_facts import sync_turns
 
 
 def _open_timeline(studio, fixture_db, studio_ctx, name="support", thread="support-1"):
@@ -21,9 +24,11 @@ def test_timeline_draws_the_thread_and_the_stored_replay(studio, fixture_db, stu
     assert tab.whatif is not None and tab.whatif.uses_real_sizes
     assert tab.whatif.turns_of(OBSERVATION) == [e.turn for e in tab.timeline.events if e.kind == OBSERVATION]
     panel = tab.whatif_panel
-    assert panel.table.item(2, 0).text() == "6" and panel.table.item(2, 1).text() == "6"   # observations
-    assert panel.table.item(3, 0).text() == "2" and panel.table.item(3, 1).text() == "2"   # reflections
-    assert "8 OM events" in tab.summary.text()
+    # Mastra's rows (tests/mastra_facts.py): support-1 observed in turns 5, 10, 16, 17, 24, 25, reflected in 16, 24
+    observed, reflected = (str(len(turns)) for turns in sync_turns(Path(window.database_path), "support-1"))
+    assert panel.table.item(2, 0).text() == observed and panel.table.item(2, 1).text() == observed
+    assert panel.table.item(3, 0).text() == reflected and panel.table.item(3, 1).text() == reflected
+    assert f"{int(observed) + int(reflected)} OM events" in tab.summary.text()   # no buffering in this thread
     tab.set_x_mode("time")
     assert tab.x_mode == "time" and tab.x_of(tab.timeline.points[0]) == tab.timeline.points[0].at_ms / 1000
     tab.set_x_mode("turn")
