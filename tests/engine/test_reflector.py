@@ -15,6 +15,7 @@ from studio.engine.tokens import count_observations
 from studio.llm import Cancelled, CancelToken, LLMClient, RetryPolicy
 from studio.llm.client import Completion
 from studio.llm.wire import Usage
+from tests.conftest import load_oracle
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
 
 LOG = "\n".join(["Date: Nov 1, 2026"] + [f"* 🟡 (10:{i:02d}) observation number {i} about the project" for i in range(40)])
@@ -143,13 +144,18 @@ def test_prompt_carries_the_log_sizes_and_prior_hints():
 
 def test_load_reflection_input_from_fixtures(fixture_db):
     inp = load_reflection_input(str(fixture_db("support")), thread_id="support-1")
-    assert (inp.lookup_key, inp.scope, inp.generation_count) == ("thread:support-1", "thread", 2)
-    assert inp.reflection_threshold == 550 and inp.observation_token_count == 451
-    assert inp.input_tokens == count_observations(inp.observations) == 451
+    status = load_oracle("support")["om"]["thread:support-1"]["status"]["support-1"]   # Mastra's getStatus
+    assert (inp.lookup_key, inp.scope) == ("thread:support-1", "thread")
+    assert inp.generation_count == status["generationCount"]
+    assert inp.reflection_threshold == status["effectiveObservationTokensThreshold"]
+    assert inp.observation_token_count == status["observationTokenCount"]
+    assert inp.input_tokens == count_observations(inp.observations) == status["observationTokenCount"]
     assert inp.prior_current_task == "- Primary: helping with a trip to Lisbon"
     assert inp.default_model is None and inp.reflecting is None and not inp.over_threshold
     res = load_reflection_input(str(fixture_db("resource")), thread_id="res-a")
-    assert res.lookup_key == "resource:user-erin" and res.scope == "resource" and res.reflection_threshold == 450
+    erin = load_oracle("resource")["om"]["resource:user-erin"]["status"]["res-a"]
+    assert res.lookup_key == "resource:user-erin" and res.scope == "resource"
+    assert res.reflection_threshold == erin["effectiveObservationTokensThreshold"]
     with pytest.raises(ReflectionInputError, match="No thread"):
         load_reflection_input(str(fixture_db("support")), thread_id="nope")
     with pytest.raises(ReflectionInputError, match="nothing to reflect"):
