@@ -353,6 +353,7 @@ class MainWindow(ListingLoader, QMainWindow):
         self.thread_model.clear()
         self.resource_model.clear()
         self.thread_view.show_message("Loading threads…")
+        self._overview_follows(listed=False)
         self._load_listing(refresh=False)
         self.database_opened.emit(info.path)
 
@@ -484,14 +485,30 @@ class MainWindow(ListingLoader, QMainWindow):
         if self.overview_window is None:
             self.overview_window = OverviewWindow(self._runner, self)
             self.overview_window.thread_requested.connect(self._on_overview_thread_requested)
-        rows = self.thread_model.all_threads()
-        self.overview_window.load([r.thread for r in rows if r.has_om], use_helper=self._use_helper,
-                                  without_om=sum(1 for r in rows if not r.has_om), database=self._path)
+        self._load_overview()
         self.overview_window.show()
         self.overview_window.raise_()
         return self.overview_window
 
+    def _load_overview(self) -> None:
+        """Fill the Overview with the open database's OM threads (it follows File ▸ Open and every refresh)."""
+        rows = self.thread_model.all_threads()
+        self.overview_window.load([r.thread for r in rows if r.has_om], use_helper=self._use_helper,
+                                  without_om=sum(1 for r in rows if not r.has_om), database=self._path)
+
+    def _overview_follows(self, *, listed: bool) -> None:
+        """Keep an open Overview on the open database: emptied when another file opens, refilled once LISTED."""
+        overview = self.overview_window
+        if overview is None or not overview.isVisible():
+            return
+        if listed:
+            self._load_overview()
+        else:
+            overview.load([], database=self._path)
+
     def _on_overview_thread_requested(self, thread_id: str) -> None:
+        if self.overview_window is None or self.overview_window.database != self._path:
+            return   # a point of another file's Overview
         if self.select_thread(thread_id):
             self.raise_()
             self.activateWindow()
