@@ -281,7 +281,7 @@ class MainWindow(ListingLoader, QMainWindow):
         """
         width -= 2 * self.splitter.handleWidth()
         left_min = self.resources_view.minimumWidth() + 8
-        left = max(left_min, min(170, int(width * 0.12)))
+        left = max(left_min, min(160, int(width * 0.13)))
         right = max(self.thread_view.minimumSizeHint().width(), self.thread_view.tabs_width(),
                     int(width * DETAIL_SHARE))
         middle_min = self.thread_list.minimumSizeHint().width()
