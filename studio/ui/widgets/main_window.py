@@ -237,6 +237,8 @@ class MainWindow(ListingLoader, QMainWindow):
         THREAD_ID and TAB are selected once the thread list is loaded (default: the first thread with OM).
         """
         target = os.fspath(path)
+        if not target.startswith("file:") and "://" not in target:
+            target = os.path.abspath(os.path.expanduser(target))   # the open file stays found after a chdir
         self.statusBar().showMessage(f"Opening {target}…")
         self._runner.open_store(
             target,
