@@ -88,25 +88,41 @@ class CondenseResult:
     high_priority_lines: int
     high_priority_tokens: int
     reason: str | None = None
+    lines_removed: int = 0    # non-blank input lines the result no longer has (each counted once)
 
     @property
     def reached(self) -> bool:
         """Return True when the condensed log is below the target."""
         return self.tokens < self.target
 
+    @property
+    def other_lines_removed(self) -> int:
+        """Return removed lines that are neither observations, boundaries nor date headers (empty sections)."""
+        return max(0, self.lines_removed - len(self.dropped) - self.boundaries_removed - self.date_headers_removed)
+
     def notes(self) -> list[str]:
-        """Return user-facing lines describing what was done (and why the target was missed, if so)."""
+        """Return user-facing lines describing what was done (and why the target was missed, if so).
+
+        The first line counts every removed line once, then splits that count by cause (duplicates merged,
+        lines dropped by priority, message boundaries, date headers): the parts add up to the total, which
+        is the `removed` count of a line diff of the input against the result.
+        """
         counts: dict[str, int] = {}
         for d in self.dropped:
-            counts[d.priority] = counts.get(d.priority, 0) + 1
-        out = []
-        if counts:
-            out.append("Dropped " + ", ".join(f"{n} {p}" for p, n in sorted(counts.items())) + " line(s)")
+            if d.reason != "duplicate":
+                counts[d.priority] = counts.get(d.priority, 0) + 1
+        parts = []
         if self.duplicates_merged:
-            out.append(f"Merged {self.duplicates_merged} duplicate observation(s)")
-        if self.boundaries_removed or self.date_headers_removed:
-            out.append(f"Removed {self.boundaries_removed} message boundary line(s) and "
-                       f"{self.date_headers_removed} empty or repeated date header(s)")
+            parts.append(f"{self.duplicates_merged:,} duplicate observation(s) merged")
+        if counts:
+            parts.append(", ".join(f"{n:,} {p}" for p, n in sorted(counts.items())) + " line(s) dropped")
+        if self.boundaries_removed:
+            parts.append(f"{self.boundaries_removed:,} message boundary line(s)")
+        if self.date_headers_removed:
+            parts.append(f"{self.date_headers_removed:,} empty or repeated date header(s)")
+        if self.other_lines_removed:
+            parts.append(f"{self.other_lines_removed:,} other line(s) of emptied sections")
+        out = [f"Removed {self.lines_removed:,} line(s): " + "; ".join(parts)] if parts else []
         out.append(f"Kept all {self.high_priority_lines} 🔴 line(s) ({self.high_priority_tokens:,} tokens)")
         if self.reason:
             out.append(self.reason)
@@ -120,7 +136,7 @@ class CondenseResult:
             "dropped": [{"line": d.number, "text": d.text, "priority": d.priority, "reason": d.reason}
                         for d in self.dropped],
             "boundaries_removed": self.boundaries_removed, "duplicates_merged": self.duplicates_merged,
-            "date_headers_removed": self.date_headers_removed,
+            "date_headers_removed": self.date_headers_removed, "lines_removed": self.lines_removed,
             "high_priority_lines": self.high_priority_lines, "high_priority_tokens": self.high_priority_tokens,
         }
 
@@ -294,4 +310,10 @@ def condense(observations: str, target_tokens: int, *, cancel: CancelToken | Non
     return CondenseResult(
         observations=rendered, tokens=count, input_tokens=input_tokens, target=target_tokens, dropped=dropped,
         boundaries_removed=boundaries, duplicates_merged=duplicates, date_headers_removed=headers,
-        high_priority_lines=len(high), high_priority_tokens=high_tokens, reason=reason)
+        high_priority_lines=len(high), high_priority_tokens=high_tokens, reason=reason,
+        lines_removed=_significant_lines(text) - _significant_lines(rendered))
+
+
+def _significant_lines(text: str) -> int:
+    """Return the number of non-blank lines of TEXT (the lines a log diff compares)."""
+    return sum(1 for line in text.splitlines() if line.strip())

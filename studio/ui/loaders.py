@@ -120,7 +120,8 @@ def _lookup_key(thread: Thread, keys: set[str]) -> str | None:
 
 
 def load_listing(store: MemoryStore | None) -> Listing:
-    """Return every resource and thread (with message counts and OM lookup keys)."""
+    """Return every resource and thread (with message counts, last activity and OM lookup keys), then a
+    stand-in row (`orphan`) for each thread-scope OM record whose thread was deleted."""
     store = require_store(store)
     threads = store.list_threads(with_counts=True)
     keys = {k["lookupKey"] for k in store.om_lookup_keys()}
@@ -174,7 +175,10 @@ def compute_status_batch(store: MemoryStore | None, threads: list[Thread], cance
 
 
 def load_thread_detail(store: MemoryStore | None, thread_id: str) -> ThreadDetail | None:
-    """Return THREAD_ID's detail (None when the thread no longer exists)."""
+    """Return THREAD_ID's detail; a deleted thread whose OM record remains gets a stand-in (`orphan`).
+
+    None when neither the thread nor a thread-scope OM record of that id exists.
+    """
     store = require_store(store)
     thread = store.get_thread(thread_id)
     orphan = False

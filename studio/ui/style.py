@@ -21,7 +21,8 @@ MUTED = QColor("#6b7280")
 OVER_TEXT = QColor("#7f1d1d")
 
 # Saturated fills for the large bars, light fills for the small in-table bars (dark text on top).
-FILL = {"ok": QColor("#2563eb"), "near": QColor("#d97706"), "over": QColor("#dc2626")}
+# One hue per state everywhere (list, pane, Overview): blue below, yellow near, red at or over.
+FILL = {"ok": QColor("#2563eb"), "near": QColor("#eab308"), "over": QColor("#dc2626")}
 FILL_LIGHT = {"ok": QColor("#bfdbfe"), "near": QColor("#fde68a"), "over": QColor("#fca5a5")}
 
 PRIORITY_COLOURS = {

@@ -68,3 +68,67 @@ def test_thread_state_is_most_urgent_first(fixture_db):
     assert thread_state(status) == "both"
     status.should_observe = False
     assert thread_state(status) == "reflect"
+
+
+def test_overview_follows_file_open_and_closes_with_esc_and_ctrl_w(studio, fixture_db, studio_ctx, qtbot):
+    from PySide6.QtCore import Qt
+
+    window, overview = _overview(studio, fixture_db, studio_ctx, qtbot)
+    support = window.database_path
+    assert support in overview.windowTitle()
+    other = str(fixture_db("buffered"))
+    window.open_database(other)
+    assert studio_ctx.runner.wait_idle()
+    qtbot.waitUntil(lambda: overview.finished, timeout=20000)
+    assert studio_ctx.runner.wait_idle()
+    assert other in overview.windowTitle() and support not in overview.windowTitle()
+    oracle = load_oracle("buffered")
+    assert {e.thread.id for e in overview.entries} == {t for rec in oracle["om"].values() for t in rec["status"]}
+    # A click goes to the thread of the file now open.
+    scatter = next(s for s in overview.scatters.values() if len(s.points()))
+    with qtbot.waitSignal(overview.thread_requested):
+        overview._on_scatter_clicked(scatter, [scatter.points()[0]])
+    assert studio_ctx.runner.wait_idle()
+    assert window.current_thread_id == "long-run"
+    for key in (Qt.Key.Key_Escape, "ctrl+w"):
+        overview.show()
+        overview.activateWindow()
+        if key == "ctrl+w":
+            qtbot.keyClick(overview, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
+        else:
+            qtbot.keyClick(overview, key)
+        assert not overview.isVisible()
+
+
+def test_overview_refreshes_with_the_database(studio, fixture_db, studio_ctx, qtbot):
+    from tests.ui.mastra_edits import append_message
+
+    window, overview = _overview(studio, fixture_db, studio_ctx, qtbot)
+    before = next(e for e in overview.entries if e.thread.id == "support-3").status.pending_tokens
+    append_message(window.database_path, "support-3", "One more question for the observer. " * 10)
+    window.refresh()
+    assert studio_ctx.runner.wait_idle()
+    qtbot.waitUntil(lambda: overview.finished, timeout=20000)
+    assert studio_ctx.runner.wait_idle()
+    after = next(e for e in overview.entries if e.thread.id == "support-3").status.pending_tokens
+    assert after > before
+
+
+def test_near_and_should_reflect_are_told_apart_in_the_list_bars_colours():
+    # Hues (degrees): a state keeps its hue in the list (light fill), the pane (fill) and the Overview.
+    from PySide6.QtGui import QColor
+
+    from studio.ui.style import FILL, FILL_LIGHT
+
+    def hue(colour) -> int:
+        return QColor(colour).hsvHue()
+
+    def apart(a, b) -> int:
+        d = abs(hue(a) - hue(b)) % 360
+        return min(d, 360 - d)
+
+    assert STATES["near"][1] == FILL["near"].name() and STATES["reflect"][1] == FILL["over"].name()
+    for state in ("ok", "near", "over"):
+        assert apart(FILL[state], FILL_LIGHT[state]) <= 12, state   # same hue in the list and in the pane
+    assert apart(STATES["near"][1], STATES["reflect"][1]) >= 30      # yellow vs red, not two oranges
+    assert STATES["observe"][2] != STATES["reflect"][2]              # and the two "should" states by shape

@@ -107,9 +107,16 @@ def test_speaker_column_only_when_the_thread_has_speakers(studio, studio_ctx, fi
     assert not window.thread_view.messages_tab.view.isColumnHidden(MessageColumn.SPEAKER)
 
 
-def test_open_dialog_starts_in_the_open_files_folder(studio, fixture_db):
+def test_open_dialog_starts_in_the_open_files_folder(studio, studio_ctx, fixture_db, monkeypatch):
     path = fixture_db("support")
     window = studio(path)
+    assert window.open_dialog_directory() == str(path.parent)
+    # Opened by a relative path (`memory-studio fx/support.db`): still that folder after the process moves on.
+    monkeypatch.chdir(path.parent.parent)
+    window.open_database(f"{path.parent.name}/{path.name}")
+    assert studio_ctx.runner.wait_idle()
+    monkeypatch.chdir("/")
+    assert window.database_path == str(path)
     assert window.open_dialog_directory() == str(path.parent)
 
 

@@ -36,6 +36,7 @@ from studio.ui.widgets.history_actions import HistoryActions
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
 from studio.ui.widgets.thread_view import NO_DATABASE, TAB_NAMES, TAB_TITLES, ThreadView
+from studio.ui.widgets.window_dialogs import WindowDialogs
 from studio.ui.widgets.window_loading import ListingLoader
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def open_error_text(path: str, message: str) -> str:
     return f"{path}: {message}"
 
 
-class MainWindow(ListingLoader, QMainWindow):
+class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
     """Browse one Mastra memory.db: resources filter threads; the selected thread fills the thread view."""
 
     database_opened = Signal(str)      # path
@@ -237,6 +238,8 @@ class MainWindow(ListingLoader, QMainWindow):
         THREAD_ID and TAB are selected once the thread list is loaded (default: the first thread with OM).
         """
         target = os.fspath(path)
+        if not target.startswith("file:") and "://" not in target:
+            target = os.path.abspath(os.path.expanduser(target))   # the open file stays found after a chdir
         self.statusBar().showMessage(f"Opening {target}…")
         self._runner.open_store(
             target,
@@ -281,7 +284,7 @@ class MainWindow(ListingLoader, QMainWindow):
         """
         width -= 2 * self.splitter.handleWidth()
         left_min = self.resources_view.minimumWidth() + 8
-        left = max(left_min, min(170, int(width * 0.12)))
+        left = max(left_min, min(160, int(width * 0.13)))
         right = max(self.thread_view.minimumSizeHint().width(), self.thread_view.tabs_width(),
                     int(width * DETAIL_SHARE))
         middle_min = self.thread_list.minimumSizeHint().width()
@@ -353,6 +356,7 @@ class MainWindow(ListingLoader, QMainWindow):
         self.thread_model.clear()
         self.resource_model.clear()
         self.thread_view.show_message("Loading threads…")
+        self._overview_follows(listed=False)
         self._load_listing(refresh=False)
         self.database_opened.emit(info.path)
 
@@ -451,70 +455,6 @@ class MainWindow(ListingLoader, QMainWindow):
     def _on_clear_recent_action_triggered(self) -> None:
         self._ctx.clear_recent_files()
         self._rebuild_recent_menu()
-
-    def _on_reflect_action_triggered(self, _checked: bool = False) -> None:
-        """Thread ▸ Reflect Now…: open the dialog on the thread shown (its thread- or resource-scope record)."""
-        from studio.ui.widgets.reflect_dialog import ReflectDialog
-
-        detail = self.thread_view.detail
-        if self._path is None or detail is None or detail.record is None:
-            self.statusBar().showMessage("Select a thread with observational memory to reflect.", 5000)
-            return
-        dialog = ReflectDialog(self._runner, self._path, detail.thread.id, thread_title=detail.thread.title,
-                               settings=self._ctx.settings,
-                               write_session=self._write_session(), parent=self)
-        dialog.setStyleSheet(STYLE_SHEET)
-        dialog.committed.connect(self._on_generation_written)
-        dialog.commit_failed.connect(self._on_write_failed)
-        dialog.finished.connect(functools.partial(self._on_reflect_dialog_finished, dialog))
-        self.reflect_dialog = dialog
-        dialog.open()
-
-    def show_overview(self, _checked: bool = False):
-        """View ▸ Overview…: every OM thread of the database by its two ratios (a window; click opens a thread)."""
-        import gc
-
-        from studio.ui.widgets.overview import OverviewWindow
-
-        if self._use_helper:
-            # Move what is alive now (the listing of a big database: thousands of rows) out of the cyclic
-            # collector's reach: its full passes stalled the GUI thread ~60 ms while the Overview loaded
-            # (benchmarks/overview_benchmark.py); refcounting still frees these objects.
-            gc.freeze()
-        if self.overview_window is None:
-            self.overview_window = OverviewWindow(self._runner, self)
-            self.overview_window.thread_requested.connect(self._on_overview_thread_requested)
-        rows = self.thread_model.all_threads()
-        self.overview_window.load([r.thread for r in rows if r.has_om], use_helper=self._use_helper,
-                                  without_om=sum(1 for r in rows if not r.has_om), database=self._path)
-        self.overview_window.show()
-        self.overview_window.raise_()
-        return self.overview_window
-
-    def _on_overview_thread_requested(self, thread_id: str) -> None:
-        if self.select_thread(thread_id):
-            self.raise_()
-            self.activateWindow()
-
-    def _write_session(self):
-        """Return the window's WriteSession (one backup per file before its first write), shared by every write."""
-        actions = getattr(self, "history_actions", None)
-        return getattr(actions, "session", None)
-
-    def _on_reflect_dialog_finished(self, dialog, _result: int) -> None:
-        if self.reflect_dialog is dialog:
-            self.reflect_dialog = None
-        dialog.deleteLater()
-
-    def _on_write_failed(self, _message: str) -> None:
-        """A write was refused or failed (nothing written): re-read, in case another process changed the file."""
-        self.refresh()
-
-    def _on_generation_written(self, row: dict) -> None:
-        """A reflection or a revert was committed: say so and re-read the database (History shows it)."""
-        generation = row.get("generationCount") if isinstance(row, dict) else None
-        self.statusBar().showMessage(f"Generation {generation} of {row.get('lookupKey', '')} written.", 10000)
-        self.refresh()
 
     def _on_runner_task_failed(self, message: str) -> None:
         self.statusBar().showMessage(message, 10000)

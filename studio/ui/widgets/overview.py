@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QMainWindow,
@@ -29,20 +30,21 @@ from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
 from studio.ui import format as fmt
 from studio.ui.loaders import compute_status_batch
-from studio.ui.style import NEAR_RATIO, STYLE_SHEET
+from studio.ui.style import FILL, NEAR_RATIO, STYLE_SHEET
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 from studio.ui.widgets.timeline_tab import WeakMethod, ask_export_path, ensure_gui_thread_gc
 
-#: States, most urgent first: (label, colour).
+#: States, most urgent first: (label, colour, symbol). The threshold states use the threshold bars' colours
+#: (style.FILL: red at or over, yellow near, blue below); the two "should" states differ by their shape.
 STATES = {
-    "both": ("Over both thresholds", "#7f1d1d"),
-    "observe": ("Should observe", "#dc2626"),
-    "reflect": ("Should reflect", "#ea580c"),
-    "near": ("Near a threshold", "#d97706"),
-    "buffered": ("Buffered chunks waiting", "#7c3aed"),
-    "busy": ("Busy flag set", "#0f766e"),
-    "ok": ("Below both", "#2563eb"),
+    "both": ("Over both thresholds", "#7f1d1d", "star"),
+    "observe": ("Should observe", FILL["over"].name(), "t2"),
+    "reflect": ("Should reflect", FILL["over"].name(), "t1"),
+    "near": ("Near a threshold", FILL["near"].name(), "o"),
+    "buffered": ("Buffered chunks waiting", "#7c3aed", "d"),
+    "busy": ("Busy flag set", "#0f766e", "s"),
+    "ok": ("Below both", FILL["ok"].name(), "o"),
 }
 #: Ratios beyond this are drawn at the edge (ringed) so the rest stays readable.
 CLIP = 2.5
@@ -143,9 +145,11 @@ class OverviewWindow(QMainWindow):
         self.labels: list[pg.TextItem] = []
         self.legend = item.addLegend(offset=(-8, 8), labelTextSize="8pt")
         self.scatters: dict[str, pg.ScatterPlotItem] = {}
-        for key, (label, colour) in STATES.items():
-            scatter = pg.ScatterPlotItem(size=9, pen=pg.mkPen("#ffffff", width=0.6), brush=pg.mkBrush(colour),
-                                         hoverable=True, tip=WeakMethod(self, "_tip"), hoverSize=13, name=label)
+        for key, (label, colour, symbol) in STATES.items():
+            big = symbol != "o"   # triangles, stars and diamonds read smaller than a disc of the same size
+            scatter = pg.ScatterPlotItem(size=12 if big else 9, symbol=symbol, pen=pg.mkPen("#ffffff", width=0.6),
+                                         brush=pg.mkBrush(colour), hoverable=True, tip=WeakMethod(self, "_tip"),
+                                         hoverSize=15 if big else 13, name=label)
             scatter.sigClicked.connect(self._on_scatter_clicked)
             item.addItem(scatter)
             self.scatters[key] = scatter
@@ -177,6 +181,9 @@ class OverviewWindow(QMainWindow):
         layout.addLayout(bar)
         self.setCentralWidget(central)
         self.resize(900, 700)
+        self.database: str | None = None
+        for keys in (QKeySequence(Qt.Key.Key_Escape), QKeySequence.StandardKey.Close):
+            QShortcut(keys, self, activated=self.close)
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -192,8 +199,8 @@ class OverviewWindow(QMainWindow):
         self._by_id = {t.id: t for t in self._threads}
         self._without_om = without_om
         self.entries, self.finished = [], False
-        if database:
-            self.setWindowTitle(f"Overview — {database}")
+        self.database = database
+        self.setWindowTitle(f"Overview — {database}" if database else "Overview — Memory Studio")
         for scatter in self.scatters.values():
             scatter.clear()
         self.clipped.clear()
@@ -371,6 +378,13 @@ class OverviewWindow(QMainWindow):
             {"png": self.export_png, "svg": self.export_svg, "csv": self.export_csv}[kind](path)
         except OSError as exc:
             self.statusBar().showMessage(f"Export failed: {exc}", 10000)
+
+    def keyPressEvent(self, event) -> None:
+        # Esc and Ctrl+W close the window also when no shortcut fires (the window is not the active one).
+        if event.key() == Qt.Key.Key_Escape or event.matches(QKeySequence.StandardKey.Close):
+            self.close()
+            return
+        super().keyPressEvent(event)
 
     def closeEvent(self, event) -> None:
         self._round += 1

@@ -56,6 +56,7 @@ class ListingLoader:
                                  + (f" · {orphans:,} without a thread" if orphans else ""))
         self._update_threads_heading()
         self._start_statuses()
+        self._overview_follows(listed=True)
         if refresh:
             self._restore_thread_selection()
             if self._thread_id is not None:

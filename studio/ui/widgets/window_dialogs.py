@@ -1,0 +1,95 @@
+"""The main window's dialogs: Thread ▸ Reflect Now… and View ▸ Overview…, and what follows their writes.
+
+`WindowDialogs` is a mixin of `MainWindow` (it uses the window's runner, context, thread view, models and
+status bar); the Overview follows the open database (File ▸ Open, every refresh).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from studio.ui.style import STYLE_SHEET
+
+
+class WindowDialogs:
+    """Mixin of MainWindow: the Reflect dialog, the Overview window, and re-reading after a write."""
+
+    def _on_reflect_action_triggered(self, _checked: bool = False) -> None:
+        """Thread ▸ Reflect Now…: open the dialog on the thread shown (its thread- or resource-scope record)."""
+        from studio.ui.widgets.reflect_dialog import ReflectDialog
+
+        detail = self.thread_view.detail
+        if self._path is None or detail is None or detail.record is None:
+            self.statusBar().showMessage("Select a thread with observational memory to reflect.", 5000)
+            return
+        dialog = ReflectDialog(self._runner, self._path, detail.thread.id, thread_title=detail.thread.title,
+                               settings=self._ctx.settings,
+                               write_session=self._write_session(), parent=self)
+        dialog.setStyleSheet(STYLE_SHEET)
+        dialog.committed.connect(self._on_generation_written)
+        dialog.commit_failed.connect(self._on_write_failed)
+        dialog.finished.connect(functools.partial(self._on_reflect_dialog_finished, dialog))
+        self.reflect_dialog = dialog
+        dialog.open()
+
+    def show_overview(self, _checked: bool = False):
+        """View ▸ Overview…: every OM thread of the database by its two ratios (a window; click opens a thread)."""
+        import gc
+
+        from studio.ui.widgets.overview import OverviewWindow
+
+        if self._use_helper:
+            # Move what is alive now (the listing of a big database: thousands of rows) out of the cyclic
+            # collector's reach: its full passes stalled the GUI thread ~60 ms while the Overview loaded
+            # (benchmarks/overview_benchmark.py); refcounting still frees these objects.
+            gc.freeze()
+        if self.overview_window is None:
+            self.overview_window = OverviewWindow(self._runner, self)
+            self.overview_window.thread_requested.connect(self._on_overview_thread_requested)
+        self._load_overview()
+        self.overview_window.show()
+        self.overview_window.raise_()
+        return self.overview_window
+
+    def _load_overview(self) -> None:
+        """Fill the Overview with the open database's OM threads (it follows File ▸ Open and every refresh)."""
+        rows = self.thread_model.all_threads()
+        self.overview_window.load([r.thread for r in rows if r.has_om], use_helper=self._use_helper,
+                                  without_om=sum(1 for r in rows if not r.has_om), database=self._path)
+
+    def _overview_follows(self, *, listed: bool) -> None:
+        """Keep an open Overview on the open database: emptied when another file opens, refilled once LISTED."""
+        overview = self.overview_window
+        if overview is None or not overview.isVisible():
+            return
+        if listed:
+            self._load_overview()
+        else:
+            overview.load([], database=self._path)
+
+    def _on_overview_thread_requested(self, thread_id: str) -> None:
+        if self.overview_window is None or self.overview_window.database != self._path:
+            return   # a point of another file's Overview
+        if self.select_thread(thread_id):
+            self.raise_()
+            self.activateWindow()
+
+    def _write_session(self):
+        """Return the window's WriteSession (one backup per file before its first write), shared by every write."""
+        actions = getattr(self, "history_actions", None)
+        return getattr(actions, "session", None)
+
+    def _on_reflect_dialog_finished(self, dialog, _result: int) -> None:
+        if self.reflect_dialog is dialog:
+            self.reflect_dialog = None
+        dialog.deleteLater()
+
+    def _on_write_failed(self, _message: str) -> None:
+        """A write was refused or failed (nothing written): re-read, in case another process changed the file."""
+        self.refresh()
+
+    def _on_generation_written(self, row: dict) -> None:
+        """A reflection or a revert was committed: say so and re-read the database (History shows it)."""
+        generation = row.get("generationCount") if isinstance(row, dict) else None
+        self.statusBar().showMessage(f"Generation {generation} of {row.get('lookupKey', '')} written.", 10000)
+        self.refresh()
