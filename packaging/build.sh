@@ -33,7 +33,7 @@ PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install -q -r "$work/requirement
 
 # The app. PyInstaller's own output goes to the log; its last lines are shown if it fails.
 rm -rf "$out/memory-studio"
-if ! (cd "$root" && "$venv/bin/python" -m PyInstaller --noconfirm --clean --log-level WARN \
+if ! (cd "$root" && "$venv/bin/python" -m PyInstaller --noconfirm --log-level WARN \
         --distpath "$out" --workpath "$work/build" packaging/memory-studio.spec) > "$work/pyinstaller.log" 2>&1; then
   tail -40 "$work/pyinstaller.log" >&2
   echo "build.sh: PyInstaller failed" >&2

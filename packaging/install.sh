@@ -26,9 +26,13 @@ files=(share/applications/memory-studio.desktop share/metainfo/io.memorystudio.M
        share/icons/hicolor/scalable/apps/memory-studio.svg)
 for png in "$here"/share/icons/hicolor/*x*/apps/memory-studio.png; do files+=("${png#"$here"/}"); done
 
-refresh() {  # desktop caches, when the tools exist
+refresh() {  # desktop caches: the menu's, and an icon cache only where one already exists (a new one could go stale)
   command -v update-desktop-database >/dev/null 2>&1 && update-desktop-database -q "$prefix/share/applications" || true
-  command -v gtk-update-icon-cache >/dev/null 2>&1 && gtk-update-icon-cache -q -t "$prefix/share/icons/hicolor" || true
+  local icons="$prefix/share/icons/hicolor"
+  [ -d "$icons" ] && touch "$icons"
+  if [ -f "$icons/icon-theme.cache" ] && command -v gtk-update-icon-cache >/dev/null 2>&1; then
+    gtk-update-icon-cache -q -t "$icons" || true
+  fi
 }
 
 if [ "$action" = uninstall ]; then
@@ -55,7 +59,7 @@ for f in "${files[@]}"; do
   cp "$here/$f" "$prefix/$f"
 done
 # The desktop session may not have DIR/bin on its PATH: the entry names the app by its full path.
-sed -i "s|^Exec=memory-studio |Exec=$lib/memory-studio |" "$prefix/share/applications/memory-studio.desktop"
+sed -i "s|^Exec=memory-studio |Exec=\"$lib/memory-studio\" |" "$prefix/share/applications/memory-studio.desktop"
 refresh
 echo "Memory Studio installed: $prefix/bin/memory-studio (menu entry: Memory Studio)"
 case ":$PATH:" in *":$prefix/bin:"*) ;; *) echo "Add $prefix/bin to your PATH to run memory-studio from a terminal." ;; esac

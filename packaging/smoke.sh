@@ -96,7 +96,7 @@ smoke_app() {
            share/icons/hicolor/scalable/apps/memory-studio.svg share/metainfo/io.memorystudio.MemoryStudio.metainfo.xml; do
     [ -s "$work/prefix/$f" ] || fail "install.sh did not install $f"
   done
-  grep -qx "Exec=$lib/memory-studio %f" "$work/prefix/share/applications/memory-studio.desktop" || fail "desktop Exec"
+  grep -qx "Exec=\"$lib/memory-studio\" %f" "$work/prefix/share/applications/memory-studio.desktop" || fail "desktop Exec"
   grep -qx "Icon=memory-studio" "$work/prefix/share/applications/memory-studio.desktop" || fail "desktop Icon"
   # the sample inside the app is read-only in spirit: run the checks on a copy of it
   mkdir -p "$work/app-data"
