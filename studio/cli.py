@@ -149,6 +149,8 @@ COMMANDS: dict[str, Callable] = {
     "clone": _from_module("studio.cli_history", "add_clone_command"),
     "reflect": _from_module("studio.cli_reflect", "add_reflect_command"),
     "revert": _from_module("studio.cli_reflect", "add_revert_command"),
+    "trace": _from_module("studio.cli_trace", "add_trace_command"),
+    "context": _from_module("studio.cli_trace", "add_context_command"),
 }
 
 
