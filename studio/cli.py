@@ -175,7 +175,7 @@ def build_gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshot", metavar="OUT.png", help="render the window to a PNG and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")
     p.add_argument("--tab", choices=["observations", "history", "messages", "participants", "working-memory",
-                                     "timeline"],
+                                     "timeline", "trace", "context"],
                    help="show this tab")
     p.add_argument("--size", default="1400x900", help="window size for --screenshot, WIDTHxHEIGHT")
     return p
