@@ -62,7 +62,7 @@ def _print_trace(doc: dict) -> None:
                 extra = f" (similarity {step['similarity']:.2f})" if step["kind"] == "reworded" else ""
                 print(f"    gen {step['generation']}: {step['kind']}{extra}, line {step['line_number']}")
     for m in doc["messages"]:
-        state = "observed" if m["observed"] else "not observed yet"
+        state = {True: "observed", False: "not observed yet", None: "no OM record"}[m["observed"]]
         print(f"\n  message {m['id']} ({m['role']}, {m['created_at']}, {state}): {m['excerpt']}")
 
 

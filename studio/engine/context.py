@@ -1,7 +1,7 @@
 """What Observational Memory put into the model's context at turn N of a thread (read-only, no Qt).
 
-Turn N starts at the N-th user message (the Timeline's numbering: user messages of the messages
-the OM record governs, in time order) and lasts until the next one. At the first step of a turn
+Turn N starts at the thread's N-th user message (in time order; in thread scope the Timeline's
+numbering) and lasts until the thread's next one. At the first step of a turn
 Mastra (@mastra/memory 1.31.0, `ObservationStep.prepare`) activates buffered chunks, reflects if
 due, observes synchronously if the window is over the threshold, then builds the context: the
 record's observations (split at message boundaries), the current task and suggested response,
@@ -141,9 +141,22 @@ def _marker_value(event, key: str) -> str | None:
     return None
 
 
-def turn_count(tl: Timeline) -> int:
-    """Return how many turns (user messages with a time) the timeline has."""
-    return len(tl.event_log.user_times)
+def thread_turns(tl: Timeline, thread_id: str) -> list[tuple[int, int]]:
+    """Return (createdAt ms, message index) of THREAD_ID's user messages in time order: turn k is the k-th.
+
+    In thread scope these are the Timeline's turns; in resource scope the Timeline counts every
+    thread of the resource, and a turn here is still one of this thread's user messages.
+    """
+    return sorted((m.created_ms, i) for i, m in enumerate(tl.messages)
+                  if m.role == "user" and m.created_ms is not None and m.thread_id == thread_id)
+
+
+def turn_at_time(tl: Timeline, thread_id: str, at_ms: int | None) -> int:
+    """Return the turn of THREAD_ID in progress at AT_MS (epoch ms): its user messages at or before it (at least 1)."""
+    users = thread_turns(tl, thread_id)
+    if at_ms is None:
+        return max(1, len(users))
+    return max(1, sum(1 for ms, _ in users if ms <= at_ms))
 
 
 def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Timeline | None = None) -> TurnContext:
@@ -158,12 +171,12 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         tl = timeline or build_timeline(store, thread_id)
     except TimelineError as exc:
         raise ContextError(str(exc)) from exc
-    user_times = tl.event_log.user_times
+    users = thread_turns(tl, thread_id)
+    user_times = [ms for ms, _ in users]
     if not user_times:
         raise ContextError(f"Thread {thread_id!r} has no user message, so no turn")
     if not 1 <= turn <= len(user_times):
         raise ContextError(f"Turn {turn} is out of range: thread {thread_id!r} has turns 1 to {len(user_times)}")
-    users = sorted((m.created_ms, i) for i, m in enumerate(tl.messages) if m.role == "user" and m.created_ms is not None)
     start_ms, user_index = users[turn - 1]
     end_ms = user_times[turn] if turn < len(user_times) else None
     dicts = [m.as_mastra() for m in tl.messages]
@@ -230,8 +243,7 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     return TurnContext(
         thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),
         user_message_id=tl.messages[user_index].id, at=tl.messages[user_index].created_at,
-        until=next((m.created_at for m in tl.messages if m.role == "user" and m.created_ms == end_ms), None)
-        if end_ms is not None else None,
+        until=tl.messages[users[turn][1]].created_at if end_ms is not None else None,
         generation=record.generation_count, record_id=record.id, segments_shown=shown, segments_total=len(segments),
         activated_chunks=activated, pending_chunks=pending, current_task=task, suggested_response=suggestion,
         observations=Section("observations", block, tokens.count_observations(block), exact_tokens(block)),

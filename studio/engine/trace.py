@@ -24,6 +24,7 @@ Mastra's `getUnobservedMessages` would judge it against the current record. Read
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import unicodedata
 from dataclasses import asdict, dataclass, field
@@ -49,11 +50,16 @@ class TraceError(EngineError):
 
 # -- matching -------------------------------------------------------------------------------------
 
+#: Combining marks (accents), dropped after NFKD decomposition.
+_COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+
+
 def normalize(text: str) -> str:
     """Return TEXT case-folded, accents removed and whitespace collapsed (for matching only)."""
-    decomposed = unicodedata.normalize("NFKD", text or "")
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return " ".join(plain.casefold().split())
+    text = text or ""
+    if not text.isascii():
+        text = _COMBINING_RE.sub("", unicodedata.normalize("NFKD", text))
+    return " ".join(text.casefold().split())
 
 
 def words(text: str) -> list[str]:
@@ -69,19 +75,29 @@ class Match:
     score: float
 
 
+@functools.lru_cache(maxsize=262_144)
+def _word_ratio(word: str, candidate: str, need: float) -> float:
+    """Return difflib's ratio of two words, or 0.0 when it is surely below NEED (cached: vocabularies repeat)."""
+    sm = difflib.SequenceMatcher(a=word, b=candidate, autojunk=False)
+    if sm.real_quick_ratio() < need or sm.quick_ratio() < need:
+        return 0.0
+    return sm.ratio()
+
+
 def match_text(query: str, text: str, threshold: float = FUZZY_THRESHOLD) -> Match | None:
     """Return how TEXT matches QUERY, or None.
 
     "phrase": the normalized query occurs in the text; "words": every query word is a word of the
-    text; "fuzzy": every query word is close (difflib ratio >= THRESHOLD) to some word of the text,
-    score = the weakest of those ratios.
+    text; "fuzzy": every query word of 4+ characters is close to some word of the text (difflib ratio >=
+    THRESHOLD, or >= (n-1)/n for an n-letter word: one typo), shorter ones exact; score = the
+    weakest of those ratios.
     """
     q, t = normalize(query), normalize(text)
     if not q:
         return None
     if q in t:
         return Match("phrase", 1.0)
-    qw, tw = words(query), set(words(text))
+    qw, tw = _WORD_RE.findall(q), set(_WORD_RE.findall(t))
     if not qw:
         return None
     if all(w in tw for w in qw):
@@ -93,14 +109,8 @@ def match_text(query: str, text: str, threshold: float = FUZZY_THRESHOLD) -> Mat
         if len(w) < 4:  # too short to tell a typo from another word
             return None
         need = min(threshold, (len(w) - 1) / len(w))  # one typo in a short word is still that word
-        best = 0.0
-        for cand in tw:
-            if abs(len(cand) - len(w)) > max(2, len(w) // 2):
-                continue
-            sm = difflib.SequenceMatcher(a=w, b=cand, autojunk=False)
-            if sm.real_quick_ratio() < need or sm.quick_ratio() < need:
-                continue
-            best = max(best, sm.ratio())
+        slack = max(2, len(w) // 2)
+        best = max((_word_ratio(w, cand, need) for cand in tw if abs(len(cand) - len(w)) <= slack), default=0.0)
         if best < need:
             return None
         weakest = min(weakest, best)
@@ -116,7 +126,11 @@ def similarity(a: str, b: str) -> float:
 
 @dataclass
 class SourceMessage:
-    """A message an observation line was observed from (or that mentions the query)."""
+    """A message an observation line was observed from (or that mentions the query).
+
+    `observed` (matching messages only): whether the current OM record has observed it, None when
+    no OM record governs the thread.
+    """
 
     id: str
     thread_id: str
@@ -276,6 +290,12 @@ def _model_name(record: OMRecord) -> str | None:
     return resolve_settings(record.config, record.scope).reflection_model
 
 
+def _lead(text: str, width: int = 140) -> str:
+    """Return the start of TEXT on one line (at most WIDTH characters)."""
+    flat = " ".join((text or "")[:width * 4].split())
+    return flat if len(flat) <= width else flat[:width] + "…"
+
+
 def _excerpt(text: str, query: str, width: int = 140) -> str:
     flat = " ".join((text or "").split())
     if len(flat) <= width:
@@ -301,6 +321,7 @@ class _Sources:
         self.segments = {(s.record_id, s.index): s for s in self.log.segments}
         self.times = [m.created_ms for m in messages]
         self.gens = gens
+        self._covered: dict[int, list[SourceMessage]] = {}
         cursors = set()
         for g in gens:
             for s in split_segments(g):
@@ -368,11 +389,14 @@ class _Sources:
         host = event.message_id if event else None
         if cursor is None:
             return "unknown", cycle, host, []
-        previous = max((c for c in self.cursors if c < cursor), default=None)
-        covered = [SourceMessage(m.id, m.thread_id, m.role, m.created_at, _excerpt(m.text, query))
-                   for m, t in zip(self.messages, self.times)
-                   if m.role != "system" and t is not None and t <= cursor and (previous is None or t > previous)]
-        return ("markers" if event is not None else "cursor"), cycle, host, covered
+        covered = self._covered.get(cursor)
+        if covered is None:
+            previous = max((c for c in self.cursors if c < cursor), default=None)
+            covered = [SourceMessage(m.id, m.thread_id, m.role, m.created_at, _lead(m.text))
+                       for m, t in zip(self.messages, self.times)
+                       if m.role != "system" and t is not None and t <= cursor and (previous is None or t > previous)]
+            self._covered[cursor] = covered
+        return ("markers" if event is not None else "cursor"), cycle, host, list(covered)
 
 
 # -- the trace ------------------------------------------------------------------------------------
@@ -380,8 +404,9 @@ class _Sources:
 def trace_fact(store: MemoryStore, thread_id: str, query: str, *, threshold: float = FUZZY_THRESHOLD) -> TraceResult:
     """Trace QUERY through THREAD_ID's observation generations and messages (see the module docstring).
 
-    Returns a TraceResult: lifelines ordered by first generation and line, then the matching
-    messages in storage order. Raises TraceError (unknown thread, empty query) or StoreError.
+    Returns a TraceResult: lifelines and matching messages, phrase matches first, then word
+    matches, then fuzzy ones; within each, lifelines by first generation and line, messages in
+    storage order. Raises TraceError (unknown thread, empty query) or StoreError.
     """
     from studio.engine.timeline import governed_messages
 
@@ -405,7 +430,11 @@ def trace_fact(store: MemoryStore, thread_id: str, query: str, *, threshold: flo
         found = match_text(query, m.text, threshold)
         if found is not None:
             hits.append(SourceMessage(m.id, m.thread_id, m.role, m.created_at, _excerpt(m.text, query),
-                                      observed=m.id in observed, match=found.kind, score=found.score))
+                                      observed=(m.id in observed) if gens else None, match=found.kind,
+                                      score=found.score))
+    rank = {"phrase": 0, "words": 1, "fuzzy": 2}
+    lifelines.sort(key=lambda ll: rank[ll.match])  # stable: generation and line order within a rank
+    hits.sort(key=lambda m: rank[m.match or "fuzzy"])
     return TraceResult(thread_id, key, query, len(gens), lifelines, hits)
 
 

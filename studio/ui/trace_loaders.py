@@ -13,18 +13,20 @@ def load_trace(store: MemoryStore | None, thread_id: str, text: str) -> TraceRes
     return trace_fact(require_store(store), thread_id, text)
 
 
-def load_turn_context(store: MemoryStore | None, thread_id: str, turn: int | None) -> TurnContext:
-    """Return the context of TURN (None: the last turn) of THREAD_ID (raises StoreError, ContextError)."""
-    from studio.engine.timeline import build_timeline
+def load_turn_context(store: MemoryStore | None, thread_id: str, turn: int | None,
+                      at_ms: int | None = None) -> TurnContext:
+    """Return the context of TURN of THREAD_ID; TURN None: the turn in progress at AT_MS (epoch ms), or the last.
+
+    Raises StoreError without a database, ContextError (no OM record, turn out of range).
+    """
+    from studio.engine.context import ContextError, turn_at_time
+    from studio.engine.timeline import TimelineError, build_timeline
 
     store = require_store(store)
+    try:
+        timeline = build_timeline(store, thread_id)
+    except TimelineError as exc:
+        raise ContextError(str(exc)) from exc
     if turn is None:
-        from studio.engine.context import ContextError
-        from studio.engine.timeline import TimelineError
-
-        try:
-            timeline = build_timeline(store, thread_id)
-        except TimelineError as exc:
-            raise ContextError(str(exc)) from exc
-        return turn_context(store, thread_id, max(1, len(timeline.event_log.user_times)), timeline=timeline)
-    return turn_context(store, thread_id, turn)
+        turn = turn_at_time(timeline, thread_id, at_ms)
+    return turn_context(store, thread_id, turn, timeline=timeline)

@@ -75,3 +75,18 @@ def test_turn_out_of_range_and_unknown_thread(fixture_db):
             turn_context(store, "support-1", 10_000)
         with pytest.raises(ContextError):
             turn_context(store, "no-such-thread", 1)
+
+
+def test_resource_scope_turns_are_the_threads_own_user_messages(fixture_db):
+    with MemoryStore.open(fixture_db("resource")) as store:
+        tl = build_timeline(store, "res-a")
+        own = sorted(m.created_ms for m in tl.messages if m.role == "user" and m.thread_id == "res-a")
+        assert len(own) < len(tl.event_log.user_times)  # the Timeline counts every thread of the resource
+        first = turn_context(store, "res-a", 1, timeline=tl)
+        last = turn_context(store, "res-a", len(own), timeline=tl)
+    assert first.turns == last.turns == len(own)
+    ids = {m.id: m for m in tl.messages}
+    assert ids[first.user_message_id].thread_id == ids[last.user_message_id].thread_id == "res-a"
+    assert ids[last.user_message_id].created_ms == own[-1]
+    assert all(w.thread_id == "res-a" for w in first.window + last.window)
+    assert first.reconstructed and last.scope == "resource"

@@ -118,3 +118,12 @@ def test_buffered_chunks_name_the_messages_their_activation_marker_counts(fixtur
             life = next(ll for ll in result.lifelines if ll.text == first_line.text.strip())
             assert life.source == "markers" and life.cycle_id == marker.cycle_id
             assert len(life.source_messages) == marker.data["messagesActivated"]
+
+
+def test_without_om_messages_are_still_listed_with_no_observed_state(fixture_db):
+    with MemoryStore.open(fixture_db("history")) as store:
+        thread = store.list_threads()[0]
+        assert store.lookup_key_for_thread(thread) is None
+        result = trace_fact(store, thread.id, "Careful engineering")
+    assert result.lifelines == [] and result.generations == 0
+    assert result.messages and all(m.observed is None for m in result.messages)

@@ -75,3 +75,16 @@ def test_clicking_a_timeline_point_shows_that_turns_context(studio, fixture_db, 
     view.context_view.show_turn(None)
     assert studio_ctx.runner.wait_idle()
     assert view.context_view.context.turn == view.context_view.context.turns == 30
+
+
+def test_long_source_lists_are_cut_in_the_tree(studio, fixture_db, studio_ctx, monkeypatch):
+    from studio.ui.widgets import trace_panel
+
+    monkeypatch.setattr(trace_panel, "MAX_SOURCE_ROWS", 1)
+    window = studio(T.build_trace_db(fixture_db("history")), thread_id=T.THREAD, tab="trace")
+    panel = window.thread_view.trace_panel
+    panel.trace("teal")
+    assert studio_ctx.runner.wait_idle()
+    sources = panel.tree.topLevelItem(0).child(0)
+    assert sources.childCount() == 2
+    assert sources.child(1).text(0).startswith("… and 2 more")

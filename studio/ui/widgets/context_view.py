@@ -1,6 +1,6 @@
 """The turn context view: what Observational Memory put into the model's context at turn N of the thread.
 
-A turn box (the Timeline sets it when a point is clicked), a summary (generation, Observer
+A turn box (a Timeline point clicked selects the turn in progress at its time), a summary (generation, Observer
 outputs written, buffered chunks activated / waiting), a table of each section's tokens (Mastra's
 estimate and the exact o200k count), and the sections themselves: the observation block, the
 unobserved messages in the window, working memory. Stored text is shown as plain text.
@@ -128,14 +128,18 @@ class TurnContextView(QWidget):
             self._pending = False
             self.show_turn(None)
 
-    def show_turn(self, turn: int | None) -> None:
-        """Load and show turn TURN (1-based; None: the last turn) of the thread."""
+    def show_time(self, at_ms) -> None:
+        """Load and show the thread's turn in progress at AT_MS (epoch ms; a Timeline point's time)."""
+        self.show_turn(None, at_ms=at_ms if isinstance(at_ms, int) else None)
+
+    def show_turn(self, turn: int | None, at_ms: int | None = None) -> None:
+        """Load and show turn TURN (1-based; None: the turn at AT_MS, else the last turn) of the thread."""
         if self._thread_id is None:
             return
         self._pending = False
         self._wanted = turn
         self.summary.setText("Reconstructing the context…")
-        self._runner.submit_call(load_turn_context, self._thread_id, turn, helper=self.use_helper,
+        self._runner.submit_call(load_turn_context, self._thread_id, turn, at_ms, helper=self.use_helper,
                                  on_done=self._on_context_done, on_error=self._on_context_failed,
                                  key="turn-context")
 

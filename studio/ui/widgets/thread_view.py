@@ -86,7 +86,7 @@ class ThreadView(QWidget):
         self.trace_panel.generation_requested.connect(self._on_trace_panel_generation_requested)
         self.trace_panel.message_requested.connect(self._on_participants_message_activated)
         self.context_view.message_requested.connect(self._on_participants_message_activated)
-        self.timeline_tab.turn_selected.connect(self.context_view.show_turn)
+        self.timeline_tab.time_selected.connect(self.context_view.show_time)
 
     def _on_trace_requested(self, text: str) -> None:
         self.set_tab("trace")

@@ -31,6 +31,8 @@ from studio.ui.trace_loaders import load_trace
 from studio.ui.widgets.common import plain_label
 
 TARGET = Qt.ItemDataRole.UserRole
+#: Source messages listed under one lifeline (a cycle can cover thousands; the CLI lists them all).
+MAX_SOURCE_ROWS = 200
 SOURCE_LABELS = {"markers": "observation markers", "cursor": "observation cursor and message times",
                  "reflector": "written by the Reflector", "unknown": "not recorded"}
 
@@ -154,7 +156,7 @@ class TracePanel(QWidget):
         if result.messages:
             top = QTreeWidgetItem([f"Messages that mention it ({len(result.messages)})"])
             for m in result.messages:
-                state = "observed" if m.observed else "not observed yet"
+                state = {True: "observed", False: "not observed yet", None: "no OM record"}[m.observed]
                 child = QTreeWidgetItem([f"{m.role} · {fmt.local_time(m.created_at)} · {state} · {m.excerpt}"])
                 child.setData(0, TARGET, ("message", m.id))
                 child.setToolTip(0, fmt.plain_tooltip(m.excerpt))
@@ -173,10 +175,13 @@ class TracePanel(QWidget):
         cycle = f", cycle {life.cycle_id}" if life.cycle_id else ""
         sources = QTreeWidgetItem([f"Observed from {len(life.source_messages)} message(s) "
                                    f"({SOURCE_LABELS.get(life.source, life.source)}{cycle})"])
-        for m in life.source_messages:
+        for m in life.source_messages[:MAX_SOURCE_ROWS]:
             child = QTreeWidgetItem([f"{m.role} · {fmt.local_time(m.created_at)} · {m.excerpt}"])
             child.setData(0, TARGET, ("message", m.id))
             sources.addChild(child)
+        if len(life.source_messages) > MAX_SOURCE_ROWS:
+            sources.addChild(QTreeWidgetItem([f"… and {len(life.source_messages) - MAX_SOURCE_ROWS:,} more "
+                                              f"(memory-studio trace --json lists them all)"]))
         item.addChild(sources)
         previous = None
         for step in life.steps:
