@@ -158,6 +158,8 @@ COMMANDS: dict[str, Callable] = {
     "clone": _from_module("studio.cli_history", "add_clone_command"),
     "reflect": _from_module("studio.cli_reflect", "add_reflect_command"),
     "revert": _from_module("studio.cli_reflect", "add_revert_command"),
+    "trace": _from_module("studio.cli_trace", "add_trace_command"),
+    "context": _from_module("studio.cli_trace", "add_context_command"),
 }
 
 
@@ -205,7 +207,7 @@ def build_gui_parser() -> argparse.ArgumentParser:
                    help="render the window to an image (PNG, or JPEG/BMP by the suffix) and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")
     p.add_argument("--tab", choices=["observations", "history", "messages", "participants", "working-memory",
-                                     "timeline"],
+                                     "timeline", "trace", "context"],
                    help="show this tab")
     p.add_argument("--size", default="1400x900", help="window size for --screenshot, WIDTHxHEIGHT")
     return p

@@ -20,13 +20,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.diff import GenerationDiff
+from studio.engine.diff import GenerationDiff, side_by_side
 from studio.store.records import OMRecord
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail, diff_generations
 from studio.ui.models.diff import DiffMode, DiffModel, display_line
 from studio.ui.models.generations import GenerationColumn, GenerationTableModel
 from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.trace_panel import TraceSearchBox
 from studio.ui.widgets.common import empty_state, plain_label, table_view
 from studio.ui.widgets.loss_callout import LossCallout
 
@@ -108,6 +109,7 @@ class HistoryTab(QWidget):
         self.last_write_error: str | None = None
         self.error_box: QMessageBox | None = None
         self._syncing = False
+        self._highlight: tuple[int, str] | None = None  # (line, side) to select once the diff is shown
         self._stack = QStackedWidget()
         self._stack.addWidget(empty_state(NO_HISTORY))
         self._stack.addWidget(self._build_content())
@@ -152,6 +154,8 @@ class HistoryTab(QWidget):
         controls.addWidget(self.old_combo, 1)
         controls.addWidget(plain_label("→", selectable=False))
         controls.addWidget(self.new_combo, 1)
+        self.trace_box = TraceSearchBox(shrinkable=True)  # ThreadView sends its text to the Trace tab
+        controls.addWidget(self.trace_box, 1)
 
         self.summary = plain_label("", wrap=True)
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -281,6 +285,34 @@ class HistoryTab(QWidget):
         self.select_generation(row)
         return True
 
+    def highlight_line(self, record_id: str, line_number: int, side: str = "new") -> bool:
+        """Select generation RECORD_ID and, once its diff is shown, the row of its LINE_NUMBER.
+
+        SIDE "new": the line of that generation; "old": a line of the previous one (a removed row).
+        Returns False when the generation is not listed.
+        """
+        self._highlight = (line_number, side)
+        if not self.select_record(record_id):
+            self._highlight = None
+            return False
+        return True
+
+    def _apply_highlight(self) -> None:
+        target, self._highlight = self._highlight, None
+        diff = self.diff_model.diff
+        if target is None or diff is None:
+            return
+        number, side = target
+        if self.diff_model.mode == DiffMode.UNIFIED:
+            rows = [(r.old_number if side == "old" else r.new_number) for r in diff.rows]
+        else:
+            rows = [((a.old_number if a else None) if side == "old" else (b.new_number if b else None))
+                    for a, b in side_by_side(diff)]
+        if number in rows:
+            row = rows.index(number)
+            self.diff_view.selectRow(row)
+            self.diff_view.scrollTo(self.diff_model.index(row, 0), QAbstractItemView.ScrollHint.PositionAtCenter)
+
     def compare(self, new_id: str, old_id: str | None) -> None:
         """Diff generation OLD_ID (None: an empty log) against NEW_ID."""
         for combo, rid in ((self.new_combo, new_id), (self.old_combo, old_id)):
@@ -350,6 +382,7 @@ class HistoryTab(QWidget):
         self.losses.setVisible(bool(losses))
         self._fit_losses()
         self._show_diff_message(diff, old_label, new_label)
+        self._apply_highlight()
         self.diff_shown.emit(diff)
 
     def resizeEvent(self, event) -> None:

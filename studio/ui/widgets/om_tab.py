@@ -34,6 +34,7 @@ from studio.ui.loaders import ThreadDetail
 from studio.ui.models.chunks import BufferedChunkModel, ChunkColumn
 from studio.ui.models.observations import LogColumn, ObservationLogModel
 from studio.ui.models.roles import RECORD_ROLE
+from studio.ui.widgets.trace_panel import TraceSearchBox
 from studio.ui.widgets.common import empty_state, plain_label, set_role, table_view
 from studio.ui.widgets.threshold_bar import ThresholdBar
 
@@ -162,8 +163,10 @@ class ObservationalMemoryTab(QWidget):
         self.reflect_button.setToolTip("Condense the observation log now: preview the new generation, then commit "
                                        "or discard it (Ctrl+R)")
         self.reflect_button.clicked.connect(self.reflect_requested)
+        self.trace_box = TraceSearchBox()  # ThreadView sends its text to the Trace tab
         summary_row = QHBoxLayout()
         summary_row.addWidget(self.summary, 1)
+        summary_row.addWidget(self.trace_box, 0, Qt.AlignmentFlag.AlignTop)
         summary_row.addWidget(self.reflect_button, 0, Qt.AlignmentFlag.AlignTop)
         col.addLayout(summary_row)
         # A stale busy flag blocks Mastra's own work on this record: a warning, not a word in the grey summary.
@@ -217,11 +220,25 @@ class ObservationalMemoryTab(QWidget):
             header.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)
             header.resizeSection(c, width)
         self.log_view.viewport().installEventFilter(self)
+        self.log_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.log_view.customContextMenuRequested.connect(self._on_log_view_context_menu_requested)
         layout.addWidget(self.log_view, 1)
         self._log_empty = empty_state("The observation log of this generation is empty.")
         self._log_empty.hide()
         layout.addWidget(self._log_empty, 1)
         return page
+
+    def _on_log_view_context_menu_requested(self, pos) -> None:
+        """Offer *Trace this observation* on an observation line (the Trace tab follows it)."""
+        index = self.log_view.indexAt(pos)
+        line = getattr(index.internalPointer(), "line", None) if index.isValid() else None
+        if line is None or line.kind != "observation" or not line.text.strip():
+            return
+        from PySide6.QtWidgets import QMenu
+
+        menu = QMenu(self)
+        menu.addAction("Trace this observation", lambda: self.trace_box.trace_requested.emit(line.text.strip()))
+        menu.exec(self.log_view.viewport().mapToGlobal(pos))
 
     def _build_details_page(self) -> QWidget:
         details = QWidget()

@@ -13,7 +13,9 @@ from studio.ui.widgets.history_tab import HistoryTab
 from studio.ui.widgets.messages_tab import MessagesTab
 from studio.ui.widgets.om_tab import ObservationalMemoryTab
 from studio.ui.widgets.participants import ParticipantsTab
+from studio.ui.widgets.context_view import TurnContextView
 from studio.ui.widgets.timeline_tab import TimelineTab
+from studio.ui.widgets.trace_panel import TracePanel
 from studio.ui.widgets.working_memory import WorkingMemoryTab
 
 TAB_NAMES = ["observations", "history", "messages"]
@@ -22,6 +24,8 @@ TAB_TITLES = {"observations": "Observational memory", "history": "History", "mes
 TAB_TITLES.update({"participants": "Participants", "working-memory": "Working memory"})
 TAB_NAMES.append("timeline")
 TAB_TITLES["timeline"] = "Timeline"
+TAB_NAMES += ["trace", "context"]
+TAB_TITLES.update({"trace": "Trace", "context": "Turn context"})
 NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 
@@ -53,6 +57,7 @@ class ThreadView(QWidget):
         self.tabs.addTab(self.timeline_tab, TAB_TITLES["timeline"])
         self.timeline_tab.message_selected.connect(self.messages_tab.show_in_context)
         self.timeline_tab.generation_selected.connect(self.history_tab.select_record)
+        self._add_trace_tabs(runner)
 
         page = QWidget()
         pl = QVBoxLayout(page)
@@ -72,6 +77,26 @@ class ThreadView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self._stack)
+
+    def _add_trace_tabs(self, runner: TaskRunner) -> None:
+        """Add the Trace and Turn context tabs and wire them to the search boxes, History, Messages and Timeline."""
+        self.trace_panel, self.context_view = TracePanel(runner), TurnContextView(runner)
+        self.tabs.addTab(self.trace_panel, TAB_TITLES["trace"])
+        self.tabs.addTab(self.context_view, TAB_TITLES["context"])
+        for box in (self.om_tab.trace_box, self.history_tab.trace_box):
+            box.trace_requested.connect(self._on_trace_requested)
+        self.trace_panel.generation_requested.connect(self._on_trace_panel_generation_requested)
+        self.trace_panel.message_requested.connect(self._on_participants_message_activated)
+        self.context_view.message_requested.connect(self._on_participants_message_activated)
+        self.timeline_tab.time_selected.connect(self.context_view.show_time)
+
+    def _on_trace_requested(self, text: str) -> None:
+        self.set_tab("trace")
+        self.trace_panel.trace(text)
+
+    def _on_trace_panel_generation_requested(self, record_id: str, line: int, side: str) -> None:
+        self.set_tab("history")
+        self.history_tab.highlight_line(record_id, line, side)
 
     @property
     def detail(self) -> ThreadDetail | None:
@@ -98,6 +123,7 @@ class ThreadView(QWidget):
         self.messages_tab.model.use_helper = use
         self.participants_tab.use_helper = use
         self.timeline_tab.use_helper = use
+        self.trace_panel.use_helper = self.context_view.use_helper = use
 
     def set_tab(self, name: str) -> None:
         """Show tab NAME ("observations", "history" or "messages")."""
@@ -118,6 +144,8 @@ class ThreadView(QWidget):
         self.participants_tab.set_thread(None)
         self.working_memory_tab.set_thread(None)
         self.timeline_tab.clear()
+        self.trace_panel.set_thread(None)
+        self.context_view.set_thread(None)
 
     def show_loading(self, thread: Thread) -> None:
         """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
@@ -127,6 +155,8 @@ class ThreadView(QWidget):
         self.messages_tab.set_thread(thread.id)
         self.participants_tab.set_thread(thread.id)
         self.working_memory_tab.set_thread(thread.id)
+        self.trace_panel.set_thread(thread.id)
+        self.context_view.set_thread(thread.id)
 
     def show_detail(self, detail: ThreadDetail) -> None:
         """Show DETAIL in the header and the three tabs."""

@@ -207,6 +207,7 @@ class TimelineTab(QWidget):
 
     message_selected = Signal(str)       # message id clicked on the chart
     generation_selected = Signal(str)    # OM record id (generation) clicked on the chart
+    time_selected = Signal(object)       # epoch ms of the point clicked (the turn context view follows)
     timeline_loaded = Signal(object)     # the Timeline now drawn
     whatif_drawn = Signal(object)        # the WhatIfResult now drawn over it
 
@@ -427,6 +428,8 @@ class TimelineTab(QWidget):
             self.generation_selected.emit(record.id)
             bits.append(f"generation {record.generation_count}")
         self.readout.setText("Selected " + " and ".join(bits) + " — see Messages and History." if bits else "")
+        if point.at_ms is not None:
+            self.time_selected.emit(point.at_ms)
 
     def select_event(self, event_index: int) -> None:
         """Select the point drawn for event EVENT_INDEX."""

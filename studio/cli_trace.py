@@ -1,0 +1,118 @@
+"""Command line of the trace area: `trace` (follow a fact through the generations) and `context` (turn N).
+
+  memory-studio trace PATH --thread ID --text "teal" [--json]
+      {"thread_id", "lookup_key", "query", "generations",
+       "lifelines": [{"text", "match", "score", "source", "cycle_id", "marker_message_id",
+                      "first_generation", "dropped_in", "source_messages": [...],
+                      "steps": [{"kind", "generation", "record_id", "line_number", "text", "at",
+                                 "similarity", "priority", "model", "compression",
+                                 "tokens_before", "tokens_after"}]}],
+       "messages": [{"id", "thread_id", "role", "created_at", "excerpt", "observed", "match", "score"}]}
+  memory-studio context PATH --thread ID --turn N [--json]
+      {"turn", "turns", "generation", "segments_shown", "activated_chunks", "pending_chunks",
+       "observations": {"text", "estimate", "exact"}, "window": [...], "working_memory": {...},
+       "tokens": {"observations"|"window"|"working_memory"|"total": {"estimate", "exact"}}, ...}
+
+Without --json both print a short human-readable summary. Read-only. Exit codes as
+`memory-studio`: 2 for a missing file, an unknown thread, an empty text or a turn out of range.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from studio.cli import EXIT_OK, BadInput, _dump
+
+
+def trace_document(path: str, thread_id: str, text: str) -> dict:
+    """Return the `trace --json` document for TEXT in THREAD_ID of the database at PATH."""
+    from studio.engine.trace import TraceError, trace_fact
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        try:
+            return trace_fact(store, thread_id, text).to_json()
+        except TraceError as exc:
+            raise BadInput(str(exc)) from exc
+
+
+def context_document(path: str, thread_id: str, turn: int) -> dict:
+    """Return the `context --json` document of turn TURN of THREAD_ID in the database at PATH."""
+    from studio.engine.context import ContextError, turn_context
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        try:
+            return turn_context(store, thread_id, turn).to_json()
+        except ContextError as exc:
+            raise BadInput(str(exc)) from exc
+
+
+def _print_trace(doc: dict) -> None:
+    print(f"{len(doc['lifelines'])} observation line(s) and {len(doc['messages'])} message(s) match "
+          f"{doc['query']!r} in thread {doc['thread_id']} ({doc['generations']} generation(s))")
+    for ll in doc["lifelines"]:
+        print(f"\n  {ll['text']}   [{ll['match']}]")
+        print(f"    observed from {len(ll['source_messages'])} message(s) ({ll['source']})")
+        for step in ll["steps"]:
+            if step["kind"] == "dropped":
+                print(f"    gen {step['generation']}: dropped by the reflection at {step['at']} "
+                      f"(model {step['model'] or '?'}, {step['tokens_before']} → {step['tokens_after']} tokens)")
+            else:
+                extra = f" (similarity {step['similarity']:.2f})" if step["kind"] == "reworded" else ""
+                print(f"    gen {step['generation']}: {step['kind']}{extra}, line {step['line_number']}")
+    for m in doc["messages"]:
+        state = {True: "observed", False: "not observed yet", None: "no OM record"}[m["observed"]]
+        print(f"\n  message {m['id']} ({m['role']}, {m['created_at']}, {state}): {m['excerpt']}")
+
+
+def _print_context(doc: dict) -> None:
+    t = doc["tokens"]
+    print(f"Turn {doc['turn']} of {doc['turns']} in thread {doc['thread_id']} (from {doc['at']}): "
+          f"generation {doc['generation']}, {doc['segments_shown']} of {doc['segments_total']} observer output(s)")
+    for name in ("observations", "window", "working_memory", "total"):
+        print(f"  {name:15} {t[name]['estimate']:>7} tokens (Mastra estimate)  {t[name]['exact']:>7} exact o200k")
+    print(f"  window: {len(doc['window'])} message(s); activated chunks {len(doc['activated_chunks'])}, "
+          f"waiting {len(doc['pending_chunks'])}")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a turn number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("turns are numbered from 1")
+    return value
+
+
+def add_trace_command(subparsers) -> None:
+    """Register `trace PATH --thread ID --text T [--json]`."""
+    p = subparsers.add_parser("trace", help="follow a fact through a thread's observation generations")
+    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
+    p.add_argument("--text", required=True, help="the words to trace (matched by phrase, words, or fuzzily)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_run_trace)
+
+
+def _run_trace(args) -> int:
+    doc = trace_document(args.path, args.thread, args.text)
+    _dump(doc) if args.json else _print_trace(doc)
+    return EXIT_OK
+
+
+def add_context_command(subparsers) -> None:
+    """Register `context PATH --thread ID --turn N [--json]`."""
+    p = subparsers.add_parser("context", help="what Observational Memory put into the model's context at turn N")
+    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
+    p.add_argument("--turn", required=True, type=_positive_int, metavar="N", help="the turn (1 = first user message)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=_run_context)
+
+
+def _run_context(args) -> int:
+    doc = context_document(args.path, args.thread, args.turn)
+    _dump(doc) if args.json else _print_context(doc)
+    return EXIT_OK

@@ -1,0 +1,315 @@
+"""What Observational Memory put into the model's context at turn N of a thread (read-only, no Qt).
+
+Turn N starts at the thread's N-th user message (in time order; in thread scope the Timeline's
+numbering) and lasts until the thread's next one. At the first step of a turn
+Mastra (@mastra/memory 1.31.0, `ObservationStep.prepare`) activates buffered chunks, reflects if
+due, observes synchronously if the window is over the threshold, then builds the context: the
+record's observations (split at message boundaries), the current task and suggested response,
+and the messages still unobserved, keeping the turn's own input even when it was just observed.
+
+`turn_context` replays the stored messages and the OM events the Timeline reconstructs
+(`studio.engine.timeline`) up to that point: every event of turns 1..N is applied, messages
+arrive up to the N-th user message. It reports the generation in force, how many of its Observer
+outputs (segments) had been written, which buffered chunks had been activated and which were
+waiting, the window, working memory (the stored value: Mastra keeps no history of it), and each
+section's tokens: Mastra's estimate (tokenx, as `TokenCounter` counts) and the exact o200k count.
+`window_after_turn_tokens` is the message window once the turn's messages have all arrived: for
+the last turn it is what `getStatus` reports as pending tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from studio.engine import tokens
+from studio.engine.events import ACTIVATION, OBSERVATION, split_segments
+from studio.engine.exact_counts import exact_message_tokens, exact_tokens
+from studio.engine.timeline import MessageWindow, Timeline, _apply, build_timeline  # noqa: PLC2701
+from studio.errors import EngineError
+from studio.store.memory_store import MemoryStore
+from studio.store.records import OMRecord
+
+
+class ContextError(EngineError):
+    """The turn's context cannot be built: unknown thread, no OM record, or no such turn."""
+
+
+@dataclass
+class WindowMessage:
+    """A message of the window at the turn: tokens as Mastra estimates them for the window, and exact o200k.
+
+    `in_flight` marks the turn's own user message when OM had just observed it: Mastra keeps it in
+    the context by identity (`preserveMessageIds`), so the model still saw it.
+    """
+
+    id: str
+    thread_id: str
+    role: str
+    created_at: str | None
+    estimate: int
+    exact: int
+    in_flight: bool = False
+
+
+@dataclass
+class Section:
+    """One section of the context: its text (None when absent) and tokens (Mastra's estimate, exact o200k)."""
+
+    name: str
+    text: str | None
+    estimate: int
+    exact: int
+
+
+@dataclass
+class TurnContext:
+    """What OM put into the model's context at one turn (see the module docstring); tokens in tokens."""
+
+    thread_id: str
+    lookup_key: str
+    scope: str
+    turn: int
+    turns: int
+    user_message_id: str
+    at: str | None
+    until: str | None
+    generation: int
+    record_id: str
+    segments_shown: int
+    segments_total: int
+    activated_chunks: list[str]
+    pending_chunks: list[str]
+    current_task: str | None
+    suggested_response: str | None
+    observations: Section
+    window: list[WindowMessage]
+    window_estimate: int
+    window_exact: int
+    other_threads_estimate: int
+    working_memory: Section
+    working_memory_scope: str
+    window_after_turn_tokens: int
+    reconstructed: bool
+    events: list[dict] = field(default_factory=list)
+
+    @property
+    def total_estimate(self) -> int:
+        """Return the sections' estimates added up (observations + window + working memory)."""
+        return self.observations.estimate + self.window_estimate + self.working_memory.estimate
+
+    @property
+    def total_exact(self) -> int:
+        """Return the sections' exact o200k counts added up."""
+        return self.observations.exact + self.window_exact + self.working_memory.exact
+
+    def to_json(self) -> dict:
+        """Return the stable `context --json` document."""
+        out = asdict(self)
+        out["tokens"] = {
+            "observations": {"estimate": self.observations.estimate, "exact": self.observations.exact},
+            "window": {"estimate": self.window_estimate, "exact": self.window_exact},
+            "working_memory": {"estimate": self.working_memory.estimate, "exact": self.working_memory.exact},
+            "total": {"estimate": self.total_estimate, "exact": self.total_exact},
+            "other_threads_window": {"estimate": self.other_threads_estimate},
+        }
+        return out
+
+
+def _order(tl: Timeline) -> list[tuple[int, int, int]]:
+    """Messages and events in the order the Timeline replays them: (ms, 0=message/2=moved host, 1=event, index)."""
+    times = [t for t in (m.created_ms for m in tl.messages)]
+    order, last = [], None
+    for i, t in enumerate(times):
+        last = t if t is not None else last
+        order.append((last if last is not None else -1, 0, i))
+    ids = {m.id: i for i, m in enumerate(tl.messages)}
+    for event in tl.events:
+        host = ids.get(event.message_id or "")
+        if (event.kind == OBSERVATION and event.status == "completed" and host is not None
+                and event.at_ms is not None and times[host] is not None and times[host] <= event.at_ms):
+            order[host] = (event.at_ms, 2, host)
+    order += [(e.at_ms, 1, ei) for ei, e in enumerate(tl.events) if e.at_ms is not None]
+    order.sort(key=lambda x: (x[0], x[1]))
+    return order
+
+
+def _marker_value(event, key: str) -> str | None:
+    for part in event.parts:
+        value = part.data.get(key)
+        if part.type.endswith("observation-end") and isinstance(value, str):
+            return value
+    return None
+
+
+def thread_turns(tl: Timeline, thread_id: str) -> list[tuple[int, int]]:
+    """Return (createdAt ms, message index) of THREAD_ID's user messages in time order: turn k is the k-th.
+
+    In thread scope these are the Timeline's turns; in resource scope the Timeline counts every
+    thread of the resource, and a turn here is still one of this thread's user messages.
+    """
+    return sorted((m.created_ms, i) for i, m in enumerate(tl.messages)
+                  if m.role == "user" and m.created_ms is not None and m.thread_id == thread_id)
+
+
+def turn_at_time(tl: Timeline, thread_id: str, at_ms: int | None) -> int:
+    """Return the turn of THREAD_ID in progress at AT_MS (epoch ms): its user messages at or before it (at least 1)."""
+    users = thread_turns(tl, thread_id)
+    if at_ms is None:
+        return max(1, len(users))
+    return max(1, sum(1 for ms, _ in users if ms <= at_ms))
+
+
+def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Timeline | None = None) -> TurnContext:
+    """Return what OM put into the model's context at turn TURN (1-based) of THREAD_ID.
+
+    TIMELINE: a full (not slim) `build_timeline` result to reuse. Raises ContextError (unknown
+    thread, no OM record, turn out of range) or StoreError.
+    """
+    from studio.engine.timeline import TimelineError
+
+    try:
+        tl = timeline or build_timeline(store, thread_id)
+    except TimelineError as exc:
+        raise ContextError(str(exc)) from exc
+    users = thread_turns(tl, thread_id)
+    user_times = [ms for ms, _ in users]
+    if not user_times:
+        raise ContextError(f"Thread {thread_id!r} has no user message, so no turn")
+    if not 1 <= turn <= len(user_times):
+        raise ContextError(f"Turn {turn} is out of range: thread {thread_id!r} has turns 1 to {len(user_times)}")
+    start_ms, user_index = users[turn - 1]
+    end_ms = user_times[turn] if turn < len(user_times) else None
+    dicts = [m.as_mastra() for m in tl.messages]
+    after_marker = _after_marker(dicts, tl)
+    window = MessageWindow(dicts, tl.message_counts, after_marker, tl.message_eligible)
+    state = {"obs": 0, "buffered": 0, "generation": tl.generations[0].generation_count,
+             "reconstructed": tl.scope == "resource", "last_state": None, "pre_obs": None}
+    chunks: dict[str, int] = {}
+    applied: list[int] = []
+    for ms, what, idx in _order(tl):
+        if what != 1:
+            if idx <= user_index:
+                window.add_until(idx)
+            continue
+        if end_ms is not None and ms >= end_ms:
+            continue
+        _apply(tl, idx, window, state, chunks, -1)
+        applied.append(idx)
+    if end_ms is None:
+        for ei, event in enumerate(tl.events):
+            if event.at_ms is None and event.changes_state:
+                _apply(tl, ei, window, state, chunks, -1)
+                applied.append(ei)
+    snapshot = list(window.indexes())
+    # The turn's messages all arrive: the window the next turn starts from.
+    last_index = max((i for i, m in enumerate(tl.messages)
+                      if end_ms is None or (m.created_ms is not None and m.created_ms < end_ms)), default=user_index)
+    window.add_until(max(last_index, user_index))
+    after_tokens = window.tokens()
+
+    record = _record(tl.generations, state["generation"])
+    segments = split_segments(record)
+    shown = _segments_written(tl, [tl.events[ei] for ei in applied], record, segments)
+    block = record.active_observations[:segments[shown - 1].prefix_end] if shown else ""
+
+    activated = [tl.events[ei].cycle_id for ei in applied if tl.events[ei].kind == ACTIVATION and tl.events[ei].cycle_id]
+    pending = list(chunks)  # buffered cycles not activated (a new generation starts without chunks)
+    task = suggestion = None
+    for ei in applied:
+        e = tl.events[ei]
+        if e.kind == OBSERVATION and e.status == "completed":
+            task = _marker_value(e, "currentTask") or task
+            suggestion = _marker_value(e, "suggestedResponse") or suggestion
+    thread = store.get_thread(thread_id)
+    if end_ms is None and thread is not None:  # the last turn: the thread's stored values
+        om_meta = thread.om_metadata
+        task = om_meta.get("currentTask") if isinstance(om_meta.get("currentTask"), str) else task
+        suggestion = om_meta.get("suggestedResponse") if isinstance(om_meta.get("suggestedResponse"), str) \
+            else suggestion
+
+    mine = [i for i in snapshot if tl.messages[i].thread_id == thread_id]
+    in_flight = user_index not in snapshot
+    listed = sorted(set(mine) | ({user_index} if in_flight else set()))
+    window_rows = []
+    for i in listed:
+        estimate = (after_marker.get(i) or 0) if i in window.marked else tl.message_counts[i]
+        window_rows.append(WindowMessage(tl.messages[i].id, tl.messages[i].thread_id, tl.messages[i].role,
+                                         tl.messages[i].created_at, estimate, exact_message_tokens(dicts[i]),
+                                         in_flight=(i == user_index and in_flight)))
+    window_estimate = tokens.TOKENS_PER_CONVERSATION + sum(w.estimate for w in window_rows) if window_rows else 0
+    others = [i for i in snapshot if tl.messages[i].thread_id != thread_id]
+    other_estimate = (tokens.TOKENS_PER_CONVERSATION + sum(tl.message_counts[i] for i in others)) if others else 0
+    wm_text, wm_scope = _working_memory(store, thread)
+    return TurnContext(
+        thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),
+        user_message_id=tl.messages[user_index].id, at=tl.messages[user_index].created_at,
+        until=tl.messages[users[turn][1]].created_at if end_ms is not None else None,
+        generation=record.generation_count, record_id=record.id, segments_shown=shown, segments_total=len(segments),
+        activated_chunks=activated, pending_chunks=pending, current_task=task, suggested_response=suggestion,
+        observations=Section("observations", block, tokens.count_observations(block), exact_tokens(block)),
+        window=window_rows, window_estimate=window_estimate, window_exact=sum(w.exact for w in window_rows),
+        other_threads_estimate=other_estimate,
+        working_memory=Section("working_memory", wm_text, tokens.count_string(wm_text or ""),
+                               exact_tokens(wm_text or "")),
+        working_memory_scope=wm_scope, window_after_turn_tokens=after_tokens,
+        reconstructed=bool(state["reconstructed"]),
+        events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
+                if tl.events[ei].turn == turn])
+
+
+def _segments_written(tl: Timeline, applied: list, record: OMRecord, segments: list) -> int:
+    """Return how many leading segments of RECORD's log the APPLIED events had written.
+
+    A segment is written by the observation whose end marker holds its text, by the activations
+    whose chunk texts it holds (several chunks activated together share one segment), or by the
+    inferred event of its boundary; a reflection generation's first segment is the Reflector's.
+    """
+    writes = [e for e in applied if e.kind in (OBSERVATION, ACTIVATION) and e.changes_state
+              and (e.record_id == record.id or (e.record_id is None and e.generation == record.generation_count))]
+    shown = 1 if record.origin_type == "reflection" and segments else 0
+    for seg in segments:
+        if seg.index == 0 and record.origin_type == "reflection":
+            continue
+        text = seg.text.strip()
+        if not text:
+            continue
+        for e in writes:
+            detail = (e.detail or "").strip()
+            if (detail and (detail == text or (e.kind == ACTIVATION and detail in text))) or (
+                    e.inferred and e.last_observed_at == seg.boundary and e.generation == record.generation_count):
+                shown = max(shown, seg.index + 1)
+                break
+    if not shown and writes:  # markers whose texts are not in the log (rewrapped): count them
+        shown = min(len(segments), len(writes))
+    return shown
+
+
+def _record(generations: list[OMRecord], generation: int) -> OMRecord:
+    same = [g for g in generations if g.generation_count == generation]
+    return same[-1] if same else generations[-1]
+
+
+def _after_marker(dicts: list[dict], tl: Timeline) -> dict[int, int | None]:
+    from studio.engine.unobserved import last_completed_observation_boundary, unobserved_parts
+
+    out = {}
+    for i, m in enumerate(dicts):
+        if last_completed_observation_boundary(m) != -1:
+            parts = unobserved_parts(m)
+            out[i] = (tokens.count_message_for_status({**m, "content": {**m["content"], "parts": parts}},
+                                                      model=tl.settings.counter_model) if parts else None)
+    return out
+
+
+def _working_memory(store: MemoryStore, thread) -> tuple[str | None, str]:
+    """Return (working memory text, which one): Mastra's default scope reads the resource's, else the thread's."""
+    if thread is None:
+        return None, "none"
+    resource = store.get_resource(thread.resource_id) if thread.resource_id else None
+    resource_text = resource.working_memory if resource is not None and isinstance(resource.working_memory, str) \
+        else None
+    if resource_text:
+        return resource_text, "resource"
+    if thread.working_memory:
+        return thread.working_memory, "thread"
+    return None, "none"

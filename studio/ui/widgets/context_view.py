@@ -1,0 +1,201 @@
+"""The turn context view: what Observational Memory put into the model's context at turn N of the thread.
+
+A turn box (a Timeline point clicked selects the turn in progress at its time), a summary (generation, Observer
+outputs written, buffered chunks activated / waiting), a table of each section's tokens (Mastra's
+estimate and the exact o200k count), and the sections themselves: the observation block, the
+unobserved messages in the window, working memory. Stored text is shown as plain text.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio.engine.context import TurnContext
+from studio.ui import format as fmt
+from studio.ui.tasks import TaskRunner
+from studio.ui.trace_loaders import load_turn_context
+from studio.ui.widgets.common import plain_label
+
+SECTION_ROWS = ["Observation block", "Unobserved messages", "Working memory", "Total"]
+WINDOW_COLUMNS = ["Role", "Time", "Mastra estimate", "Exact o200k", "Note"]
+
+
+def _read_only_text() -> QPlainTextEdit:
+    view = QPlainTextEdit()
+    view.setReadOnly(True)
+    view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    return view
+
+
+def _cell(text: str, right: bool = False) -> QTableWidgetItem:
+    item = QTableWidgetItem(text)
+    item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+    if right:
+        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    return item
+
+
+class TurnContextView(QWidget):
+    """Show the context of one turn of the thread (loaded in the background)."""
+
+    context_shown = Signal(object)   # the TurnContext now shown
+    message_requested = Signal(str)  # a window message was activated
+
+    def __init__(self, runner: TaskRunner, parent=None):
+        super().__init__(parent)
+        self._runner = runner
+        self._thread_id: str | None = None
+        self._wanted: int | None = None
+        self._pending = False
+        self.use_helper = False
+        self.context: TurnContext | None = None
+        self.turn_box = QSpinBox()
+        self.turn_box.setRange(1, 1)
+        self.turn_box.setPrefix("Turn ")
+        self.turn_box.setKeyboardTracking(False)
+        self.turn_box.valueChanged.connect(self._on_turn_box_value_changed)
+        self.last_button = QPushButton("Last turn")
+        self.last_button.clicked.connect(lambda: self.show_turn(None))
+        row = QHBoxLayout()
+        row.addWidget(self.turn_box)
+        row.addWidget(self.last_button)
+        self.summary = plain_label("", "muted", wrap=True)
+        row.addWidget(self.summary, 1)
+
+        self.sections = QTableWidget(len(SECTION_ROWS), 2)
+        self.sections.setHorizontalHeaderLabels(["Mastra estimate", "Exact o200k"])
+        self.sections.setVerticalHeaderLabels(SECTION_ROWS)
+        self.sections.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.sections.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.sections.setMaximumHeight(self.sections.verticalHeader().defaultSectionSize() * 5 + 8)
+
+        self.observations = _read_only_text()
+        self.window_table = QTableWidget(0, len(WINDOW_COLUMNS))
+        self.window_table.setHorizontalHeaderLabels(WINDOW_COLUMNS)
+        self.window_table.horizontalHeader().setStretchLastSection(True)
+        self.window_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.window_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.window_table.cellActivated.connect(self._on_window_table_cell_activated)
+        self.working_memory = _read_only_text()
+        self.parts = QTabWidget()
+        self.parts.setDocumentMode(True)
+        self.parts.addTab(self.observations, "Observation block")
+        self.parts.addTab(self.window_table, "Unobserved messages")
+        self.parts.addTab(self.working_memory, "Working memory")
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.setChildrenCollapsible(False)
+        split.addWidget(self.sections)
+        split.addWidget(self.parts)
+        split.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 10, 10, 10)
+        layout.addLayout(row)
+        layout.addWidget(split, 1)
+
+    def set_thread(self, thread_id: str | None) -> None:
+        """Show THREAD_ID's last turn when this view is next shown (None: empty)."""
+        if thread_id == self._thread_id:
+            return
+        self._thread_id = thread_id
+        self.context = None
+        self.summary.setText("" if thread_id else "No thread selected.")
+        self.observations.setPlainText("")
+        self.working_memory.setPlainText("")
+        self.window_table.setRowCount(0)
+        self._pending = thread_id is not None
+        if self._pending and self.isVisible():
+            self._pending = False
+            self.show_turn(None)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if getattr(self, "_pending", False):  # reconstructing needs the thread's timeline: only when looked at
+            self._pending = False
+            self.show_turn(None)
+
+    def show_time(self, at_ms) -> None:
+        """Load and show the thread's turn in progress at AT_MS (epoch ms; a Timeline point's time)."""
+        self.show_turn(None, at_ms=at_ms if isinstance(at_ms, int) else None)
+
+    def show_turn(self, turn: int | None, at_ms: int | None = None) -> None:
+        """Load and show turn TURN (1-based; None: the turn at AT_MS, else the last turn) of the thread."""
+        if self._thread_id is None:
+            return
+        self._pending = False
+        self._wanted = turn
+        self.summary.setText("Reconstructing the context…")
+        self._runner.submit_call(load_turn_context, self._thread_id, turn, at_ms, helper=self.use_helper,
+                                 on_done=self._on_context_done, on_error=self._on_context_failed,
+                                 key="turn-context")
+
+    def _on_turn_box_value_changed(self, value: int) -> None:
+        if self.context is None or value != self.context.turn:
+            self.show_turn(value)
+
+    def _on_context_failed(self, exc: Exception) -> None:
+        self.context = None
+        self.summary.setText(f"No context to show: {exc}")
+
+    def _on_context_done(self, ctx: TurnContext) -> None:
+        if ctx.thread_id != self._thread_id:
+            return
+        self.context = ctx
+        self.turn_box.blockSignals(True)
+        self.turn_box.setRange(1, max(1, ctx.turns))
+        self.turn_box.setSuffix(f" of {ctx.turns}")
+        self.turn_box.setValue(ctx.turn)
+        self.turn_box.blockSignals(False)
+        chunks = ""
+        if ctx.activated_chunks or ctx.pending_chunks:
+            chunks = (f" · {len(ctx.activated_chunks)} buffered chunk(s) activated so far, "
+                      f"{len(ctx.pending_chunks)} waiting")
+        note = " · reconstructed (resource scope)" if ctx.scope == "resource" else ""
+        self.summary.setText(
+            f"From {fmt.local_time(ctx.at)}: generation {ctx.generation}, {ctx.segments_shown} of "
+            f"{ctx.segments_total} observer output(s) written{chunks}{note}")
+        rows = [(ctx.observations.estimate, ctx.observations.exact), (ctx.window_estimate, ctx.window_exact),
+                (ctx.working_memory.estimate, ctx.working_memory.exact), (ctx.total_estimate, ctx.total_exact)]
+        for r, (estimate, exact) in enumerate(rows):
+            self.sections.setItem(r, 0, _cell(fmt.tokens(estimate), right=True))
+            self.sections.setItem(r, 1, _cell(fmt.tokens(exact), right=True))
+        extra = []
+        if ctx.current_task:
+            extra.append(f"\n\n[current task]\n{ctx.current_task}")
+        if ctx.suggested_response:
+            extra.append(f"\n\n[suggested response]\n{ctx.suggested_response}")
+        self.observations.setPlainText((ctx.observations.text or "(no observations yet)") + "".join(extra))
+        wm = ctx.working_memory.text
+        self.working_memory.setPlainText(f"({ctx.working_memory_scope}-scoped, as stored now: Mastra keeps no "
+                                         f"history of working memory)\n\n{wm}" if wm else "(no working memory stored)")
+        self.window_table.setRowCount(len(ctx.window))
+        for r, w in enumerate(ctx.window):
+            note = "this turn's prompt: observed, kept in context" if w.in_flight else ""
+            for c, (text, right) in enumerate(((w.role, False), (fmt.local_time(w.created_at, seconds=True), False),
+                                               (fmt.tokens(w.estimate), True), (fmt.tokens(w.exact), True),
+                                               (note, False))):
+                item = _cell(text, right)
+                if c == 0:
+                    item.setData(Qt.ItemDataRole.UserRole, w.id)
+                self.window_table.setItem(r, c, item)
+        self.window_table.resizeColumnsToContents()
+        self.context_shown.emit(ctx)
+
+    def _on_window_table_cell_activated(self, row: int, _column: int) -> None:
+        item = self.window_table.item(row, 0)
+        if item is not None and item.data(Qt.ItemDataRole.UserRole):
+            self.message_requested.emit(item.data(Qt.ItemDataRole.UserRole))

@@ -1,0 +1,66 @@
+"""`memory-studio trace` and `memory-studio context` (studio.cli_trace), called through main()."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from studio.cli import main
+from tests.conftest import load_oracle
+from tests.engine import trace_db as T
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_trace_json_follows_the_known_drop(fixture_db, capsys):
+    db = T.build_trace_db(fixture_db("history"))
+    before = _digest(db)
+    code, out, _ = _run(capsys, "trace", str(db), "--thread", T.THREAD, "--text", "teal", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    life, = doc["lifelines"]
+    assert (life["first_generation"], life["dropped_in"], life["cycle_id"]) == (0, 2, "c1")
+    assert [s["kind"] for s in life["steps"]] == ["first", "reworded", "dropped"]
+    assert life["steps"][-1]["model"] == T.MODELS[2]
+    assert [m["id"] for m in life["source_messages"]] == ["u1", "a1", "u2"]
+    assert [(m["id"], m["observed"]) for m in doc["messages"]] == [("u1", True), ("u4", False)]
+    assert _digest(db) == before  # read-only
+
+
+def test_trace_text_output_and_bad_input(fixture_db, capsys):
+    db = str(fixture_db("support"))
+    code, out, _ = _run(capsys, "trace", db, "--thread", "support-1", "--text", "Obs 7.6")
+    assert code == 0 and "dropped by the reflection" in out
+    assert _run(capsys, "trace", db, "--thread", "nope", "--text", "x")[0] == 2
+    assert _run(capsys, "trace", db, "--thread", "support-1", "--text", " ")[0] == 2
+
+
+def test_context_json_last_turn_equals_getstatus(fixture_db, capsys):
+    status = load_oracle("support")["om"]["thread:support-1"]["status"]["support-1"]
+    code, out, _ = _run(capsys, "context", str(fixture_db("support")), "--thread", "support-1", "--turn", "30",
+                        "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert (doc["turn"], doc["turns"], doc["generation"]) == (30, 30, status["generationCount"])
+    assert doc["window_after_turn_tokens"] == status["pendingTokens"]
+    assert doc["tokens"]["observations"]["estimate"] == status["observationTokenCount"]
+    assert doc["tokens"]["total"]["estimate"] == (doc["tokens"]["observations"]["estimate"]
+                                                  + doc["tokens"]["window"]["estimate"]
+                                                  + doc["tokens"]["working_memory"]["estimate"])
+
+
+def test_context_bad_turns(fixture_db, capsys):
+    db = str(fixture_db("support"))
+    assert _run(capsys, "context", db, "--thread", "support-1", "--turn", "31")[0] == 2
+    assert _run(capsys, "context", db, "--thread", "support-1", "--turn", "0")[0] == 2
+    assert _run(capsys, "context", db, "--thread", "nope", "--turn", "1")[0] == 2
+    code, out, _ = _run(capsys, "context", db, "--thread", "support-1", "--turn", "5")
+    assert code == 0 and "Turn 5 of 30" in out

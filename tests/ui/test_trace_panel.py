@@ -1,0 +1,90 @@
+"""The Trace tab, the search boxes on the OM and History tabs, and the Turn context tab (offscreen)."""
+
+from __future__ import annotations
+
+from studio.engine.trace import trace_fact
+from studio.store.memory_store import MemoryStore
+from tests.engine import trace_db as T
+
+
+def test_search_box_traces_and_a_dropped_step_opens_history_on_the_removed_line(studio, fixture_db, studio_ctx):
+    db = T.build_trace_db(fixture_db("history"))
+    window = studio(db, thread_id=T.THREAD, tab="observations")
+    view = window.thread_view
+    view.om_tab.trace_box.setText("teal")
+    view.om_tab.trace_box.returnPressed.emit()
+    assert studio_ctx.runner.wait_idle()
+    assert view.current_tab() == "trace"
+    panel = view.trace_panel
+    assert panel.result is not None and [ll.text for ll in panel.result.lifelines] == [T.TEAL_0]
+    life_item = panel.tree.topLevelItem(0)
+    texts = [life_item.child(i).text(0) for i in range(life_item.childCount())]
+    assert texts[0].startswith("Observed from 3 message(s) (observation markers, cycle c1)")
+    assert "dropped by its reflection" in texts[-1] and T.MODELS[2] in texts[-1]
+    # The dropped step opens generation 2's diff with generation 1's line 1 (the removed row) selected.
+    panel._on_tree_item_clicked(life_item.child(life_item.childCount() - 1))
+    assert studio_ctx.runner.wait_idle()
+    assert view.current_tab() == "history"
+    history = view.history_tab
+    assert history.selected_generation().id == "om-2"
+    row = history.diff_view.currentIndex().row()
+    chosen = history.diff_model.diff.rows[row]
+    assert (chosen.op, chosen.old_number) == ("removed", 1) and T.TEAL_1 in chosen.text
+    # A source message opens Messages on it.
+    panel._on_tree_item_clicked(life_item.child(0).child(0))
+    assert studio_ctx.runner.wait_idle()
+    assert view.current_tab() == "messages"
+    selected = view.messages_tab.model.message_row(view.messages_tab.view.currentIndex().row())
+    assert selected.message.id == "u1"
+    # The messages that mention the text close the list.
+    last = panel.tree.topLevelItem(panel.tree.topLevelItemCount() - 1)
+    assert last.text(0) == "Messages that mention it (2)"
+
+
+def test_history_search_box_traces_fixture_lines(studio, fixture_db, studio_ctx):
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1", tab="history")
+    view = window.thread_view
+    view.history_tab.trace_box.setText("Obs 14.3")
+    view.history_tab.trace_box.returnPressed.emit()
+    assert studio_ctx.runner.wait_idle()
+    with MemoryStore.open(path) as store:
+        expected = trace_fact(store, "support-1", "Obs 14.3")
+    assert [ll.text for ll in view.trace_panel.result.lifelines] == [ll.text for ll in expected.lifelines]
+    tree = view.trace_panel.tree
+    titles = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+    assert "[high] dropped in gen 1 · Obs 14.3: user discussed café opening in Zürich, detail 421 (v3.14), " \
+           "due day 27." in titles
+
+
+def test_clicking_a_timeline_point_shows_that_turns_context(studio, fixture_db, studio_ctx):
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    view = window.thread_view
+    tab = view.timeline_tab
+    point = next(p for p in tab.timeline.points if p.turn == 17)
+    tab.select_point(point)
+    view.set_tab("context")
+    assert studio_ctx.runner.wait_idle()
+    ctx = view.context_view.context
+    assert ctx is not None and ctx.turn == 17 and ctx.generation == 1
+    assert view.context_view.turn_box.value() == 17
+    assert view.context_view.observations.toPlainText().startswith(ctx.observations.text)
+    assert view.context_view.sections.item(0, 0).text() == f"{ctx.observations.estimate:,}"
+    assert view.context_view.window_table.rowCount() == len(ctx.window)
+    view.context_view.show_turn(None)
+    assert studio_ctx.runner.wait_idle()
+    assert view.context_view.context.turn == view.context_view.context.turns == 30
+
+
+def test_long_source_lists_are_cut_in_the_tree(studio, fixture_db, studio_ctx, monkeypatch):
+    from studio.ui.widgets import trace_panel
+
+    monkeypatch.setattr(trace_panel, "MAX_SOURCE_ROWS", 1)
+    window = studio(T.build_trace_db(fixture_db("history")), thread_id=T.THREAD, tab="trace")
+    panel = window.thread_view.trace_panel
+    panel.trace("teal")
+    assert studio_ctx.runner.wait_idle()
+    sources = panel.tree.topLevelItem(0).child(0)
+    assert sources.childCount() == 2
+    assert sources.child(1).text(0).startswith("… and 2 more")
