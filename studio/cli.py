@@ -149,6 +149,7 @@ COMMANDS: dict[str, Callable] = {
     "clone": _from_module("studio.cli_history", "add_clone_command"),
     "reflect": _from_module("studio.cli_reflect", "add_reflect_command"),
     "revert": _from_module("studio.cli_reflect", "add_revert_command"),
+    "doctor": _from_module("studio.cli_doctor", "add_doctor_command"),
 }
 
 
