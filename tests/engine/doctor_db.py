@@ -81,6 +81,9 @@ def insert_message(conn, thread_id: str, resource_id: str, role: str, content: d
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, separators=(",", ":"))
     conn.execute('INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId") '
                  "VALUES (?, ?, ?, ?, 'v2', ?, ?)", (message_id, thread_id, text, role, created_at, resource_id))
+    # Mastra's saveMessages also moves the thread's updatedAt to the save time.
+    conn.execute('UPDATE mastra_threads SET "updatedAt" = ? WHERE id = ? AND "updatedAt" < ?',
+                 (created_at, thread_id, created_at))
     return message_id
 
 
