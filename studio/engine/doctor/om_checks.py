@@ -35,6 +35,7 @@ import time
 from typing import Callable
 
 from studio.engine.events import split_segments
+from studio.engine.observations import parse_log
 from studio.engine.tokens import count_observations
 from studio.engine.doctor.lost_priority import find_lost_high_priority
 from studio.engine.doctor.model import Finding, finding
@@ -154,10 +155,12 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
                            f"{sw.successor.generation_count} replaced it ({why}): those writes are not read",
                            evidence=sw.to_json(), **_where(sw.record)))
     for lost in find_lost_high_priority(gens):
+        text = parse_log(lost.line).lines[0].text if lost.line else lost.line
         closest = (f"closest later line (generation {lost.closest_generation}, similarity {lost.similarity:.2f}): "
-                   f"{lost.closest}" if lost.closest else "no later line")
+                   f"{lost.closest}" if lost.closest else "no later generation has any observation")
         out.append(finding("lost-high-priority",
-                           f"🔴 observation of generation {lost.generation} kept by no later generation; {closest}",
+                           f"High-priority observation of generation {lost.generation} kept by no later "
+                           f"generation: {text} — {closest}",
                            evidence={"line": lost.line, "line_number": lost.line_number,
                                      "closest_line": lost.closest, "closest_generation": lost.closest_generation,
                                      "similarity": lost.similarity},

@@ -50,12 +50,13 @@ class DoctorPlan:
         return sum(len(b) for b in self.batches)
 
 
-def plan_batches(store: MemoryStore, thread_id: str | None = None, *, batch_threads: int = BATCH_THREADS,
+def plan_batches(store: MemoryStore, thread_id: str | None = None, *, batch_threads: int | None = None,
                  now_ms: int | None = None) -> DoctorPlan:
-    """Return the plan of a run over every thread of STORE, or only THREAD_ID.
+    """Return the plan of a run over every thread of STORE, or only THREAD_ID, BATCH_THREADS per batch.
 
     Raises EngineError when THREAD_ID names no thread.
     """
+    batch_threads = batch_threads or BATCH_THREADS
     threads = store.list_threads()
     by_id = {t.id: t for t in threads}
     if thread_id is not None:

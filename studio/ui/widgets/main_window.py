@@ -40,6 +40,7 @@ from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
 from studio.ui.widgets.common import ElidedLabel, plain_label, set_role, table_view
+from studio.ui.widgets.health import install_health
 from studio.ui.widgets.history_actions import HistoryActions
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
@@ -96,6 +97,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_status_bar()
         self.history_actions = HistoryActions(self, self._runner)   # Thread ▸ Clone / Delete (confirmed writes)
+        self.health = install_health(self)   # badges, Health tab navigation, View ▸ Health… (Ctrl+Shift+H)
 
         self.watcher = DatabaseWatcher(self)
         self.watcher.files_changed.connect(self._on_watcher_files_changed)

@@ -9,6 +9,7 @@ from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state
+from studio.ui.widgets.health_views import HealthTab
 from studio.ui.widgets.history_tab import HistoryTab
 from studio.ui.widgets.messages_tab import MessagesTab
 from studio.ui.widgets.om_tab import ObservationalMemoryTab
@@ -22,6 +23,8 @@ TAB_TITLES = {"observations": "Observational memory", "history": "History", "mes
 TAB_TITLES.update({"participants": "Participants", "working-memory": "Working memory"})
 TAB_NAMES.append("timeline")
 TAB_TITLES["timeline"] = "Timeline"
+TAB_NAMES.append("health")
+TAB_TITLES["health"] = "Health"
 NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 
@@ -51,6 +54,8 @@ class ThreadView(QWidget):
         self.tabs.addTab(self.timeline_tab, TAB_TITLES["timeline"])
         self.timeline_tab.message_selected.connect(self.messages_tab.show_in_context)
         self.timeline_tab.generation_selected.connect(self.history_tab.select_record)
+        self.health_tab = HealthTab(runner)   # the doctor's findings for this thread (studio.ui.widgets.health)
+        self.tabs.addTab(self.health_tab, TAB_TITLES["health"])
 
         page = QWidget()
         pl = QVBoxLayout(page)
@@ -110,6 +115,7 @@ class ThreadView(QWidget):
         self.participants_tab.set_thread(None)
         self.working_memory_tab.set_thread(None)
         self.timeline_tab.clear()
+        self.health_tab.set_thread(None)
 
     def show_loading(self, thread: Thread) -> None:
         """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
@@ -119,6 +125,8 @@ class ThreadView(QWidget):
         self.messages_tab.set_thread(thread.id)
         self.participants_tab.set_thread(thread.id)
         self.working_memory_tab.set_thread(thread.id)
+        if self.health_tab.thread_id != thread.id:
+            self.health_tab.set_thread(thread.id)
 
     def show_detail(self, detail: ThreadDetail) -> None:
         """Show DETAIL in the header and the three tabs."""
