@@ -604,6 +604,7 @@ class MainWindow(QMainWindow):
         actions += [(action, f"Show the {TAB_TITLES[name]} tab") for name, action in self.tab_actions.items()]
         actions += [(self.reflect_action, "Reflect the thread's observation log now (preview, then commit)")]
         actions += [(self.overview_action, "Show every thread by its two OM ratios")]
+        actions += [(self.health.action, "Show every finding of the memory doctor")]
         return shortcut_rows(actions, self.shortcuts_action)
 
     def _on_recent_menu_about_to_show(self) -> None:
