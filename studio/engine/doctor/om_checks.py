@@ -35,7 +35,7 @@ import time
 from typing import Callable
 
 from studio.engine.events import split_segments
-from studio.engine.observations import parse_log
+from studio.engine.observations import classify
 from studio.engine.tokens import count_observations
 from studio.engine.doctor.lost_priority import find_lost_high_priority
 from studio.engine.doctor.model import Finding, finding
@@ -155,7 +155,7 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
                            f"{sw.successor.generation_count} replaced it ({why}): those writes are not read",
                            evidence=sw.to_json(), **_where(sw.record)))
     for lost in find_lost_high_priority(gens):
-        text = parse_log(lost.line).lines[0].text if lost.line else lost.line
+        text = classify(lost.line).text
         closest = (f"closest later line (generation {lost.closest_generation}, similarity {lost.similarity:.2f}): "
                    f"{lost.closest}" if lost.closest else "no later generation has any observation")
         out.append(finding("lost-high-priority",
