@@ -63,7 +63,7 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "Reflect now on the thread so its record is rebuilt from its own messages"),
     Check("orphan-tool-result", "warning", "mastra #15244 (tool call observed, its result left in the window)",
           "Reflect now so the call and its result are observed together"),
-    Check("lost-high-priority", "warning", "a 🔴 fact dropped by a reflection (the agent forgot it)",
+    Check("lost-high-priority", "warning", "no single Mastra report: a high-priority fact a reflection dropped",
           "Revert to the generation that still has it, or Reflect now with a stronger model"),
     Check("malformed-json", "error", "Mastra reads these columns with JSON.parse; a bad value breaks or resets them",
           "Restore the value from a backup; Mastra treats it as empty"),
