@@ -277,3 +277,20 @@ def test_lost_high_priority_on_the_fixtures_matches_the_obs_ids_no_later_generat
                                 and m.group(0) not in ids:
                             want.add((rec.generation_count, ln.raw.strip()))
                 assert got == want, (name, k["lookupKey"])
+
+
+def test_observation_lines_classify_as_parse_log_does(fixture_db):
+    from studio.engine.doctor.lost_priority import observation_lines
+    from studio.store.memory_store import MemoryStore
+
+    seen = 0
+    for name in ("support", "buffered", "collab", "resource", "tools"):
+        with MemoryStore.open(fixture_db(name)) as store:
+            for k in store.om_lookup_keys():
+                for rec in store.om_history(k["lookupKey"]):
+                    want = [(ln.number, ln.raw, ln.text, ln.priority is Priority.HIGH)
+                            for ln in parse_log(rec.active_observations).lines if ln.kind == "observation"]
+                    got = [(ln.number, ln.raw, ln.text, ln.high) for ln in observation_lines(rec.active_observations)]
+                    assert got == want
+                    seen += len(got)
+    assert seen > 300

@@ -24,7 +24,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from studio.engine.observations import Priority, parse_log
+from studio.engine.observations import OBS_RE
 from studio.store.records import OMRecord
 
 #: Below this similarity to every later line, a 🔴 observation counts as lost.
@@ -41,6 +41,34 @@ def normalise(text: str) -> str:
 def words_of(norm: str) -> frozenset[str]:
     """Return the words of a normalised text that carry meaning (3+ characters, or a digit)."""
     return frozenset(w for w in norm.split() if len(w) >= 3 or any(c.isdigit() for c in w))
+
+
+@dataclass
+class _Line:
+    """An observation line of a log: its raw text, 1-based number, text after the markers, and whether it is 🔴."""
+
+    raw: str
+    number: int
+    text: str
+    high: bool
+
+
+def observation_lines(log: str | None) -> list[_Line]:
+    """Return the observation lines of LOG, as `observations.parse_log` classifies them (one regex per line).
+
+    A line is an observation when it starts (after indentation) with `*` or `-` and a space, and
+    carries a priority marker, a `(HH:MM)` time or a `->` arrow; date headers and message
+    boundaries never match.
+    """
+    out = []
+    for number, raw in enumerate((log or "").splitlines(), start=1):
+        head = raw.lstrip()[:1]
+        if head != "*" and head != "-":
+            continue
+        m = OBS_RE.match(raw)
+        if m and (m.group("prio") or m.group("time") or m.group("arrow")):
+            out.append(_Line(raw, number, m.group("text"), m.group("prio") == "🔴"))
+    return out
 
 
 def _weight(words: frozenset[str], weights: dict[str, float]) -> float:
@@ -94,11 +122,10 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     df: Counter[str] = Counter()
     for rec in ordered:
         lines = []
-        for ln in parse_log(rec.active_observations).lines:
-            if ln.kind == "observation":
-                norm = normalise(ln.text)
-                lines.append((ln, norm, words_of(norm)))
-                df.update(lines[-1][2])
+        for ln in observation_lines(rec.active_observations):
+            norm = normalise(ln.text)
+            lines.append((ln, norm, words_of(norm)))
+            df.update(lines[-1][2])
         groups.setdefault(rec.generation_count, []).append((rec, lines))
     total = sum(len(lines) for rows in groups.values() for _rec, lines in rows) or 1
     weights = {w: math.log(1 + total / n) for w, n in df.items()}
@@ -121,7 +148,7 @@ def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weight
     """Return REC's 🔴 LINES that no line of LATER (their normalised texts in EXACT) keeps."""
     out: list[LostObservation] = []
     for ln, norm, words in lines:
-        if ln.priority is not Priority.HIGH or not norm or norm in exact:
+        if not ln.high or not norm or norm in exact:
             continue
         mine = _weight(words, weights)
         best, best_line, best_gen = 0.0, None, None
