@@ -54,6 +54,8 @@ def test_health_tab_lists_the_threads_findings(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
     window = studio(path)
     assert window.select_thread("support-5")
+    assert studio_ctx.runner.wait_idle()
+    assert window.thread_view.health_tab.pane.model.rowCount() == 0   # hidden tab: not checked yet
     window.thread_view.set_tab("health")
     assert studio_ctx.runner.wait_idle()
     tab = window.thread_view.health_tab

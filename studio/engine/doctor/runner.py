@@ -19,6 +19,7 @@ from studio.engine.doctor.model import CHECKS, DoctorReport, Finding
 from studio.engine.doctor.om_checks import check_current, check_generations, check_orphan
 from studio.engine.doctor.schema_checks import check_resource_json, check_schema, check_thread_json
 from studio.errors import EngineError
+from studio.store import schema as sc
 from studio.store.memory_store import MemoryStore
 from studio.store.records import OMRecord, Thread
 
@@ -93,9 +94,25 @@ def _referenced_ids(rec: OMRecord) -> set[str]:
     return ids
 
 
-def _check_key(store: MemoryStore, plan: DoctorPlan, key: str) -> tuple[list[Finding], int, OMRecord | None]:
-    """Return (findings, rows read, current record) for lookup KEY."""
-    history = store.om_history(key)
+def _histories(store: MemoryStore, keys: list[str]) -> dict[str, list[OMRecord]]:
+    """Return {lookupKey: its generations, newest first} for KEYS, ID_CHUNK keys per query."""
+    out: dict[str, list[OMRecord]] = {k: [] for k in keys}
+    if not store.schema.has_observational_memory:
+        return out
+    for i in range(0, len(keys), ID_CHUNK):
+        part = keys[i:i + ID_CHUNK]
+        rows = store._select(sc.OBSERVATIONAL_MEMORY, [],
+                             f'WHERE "lookupKey" IN ({", ".join("?" * len(part))}) '
+                             'ORDER BY "lookupKey", "generationCount" DESC', part)
+        for row in rows:
+            out.setdefault(row["lookupKey"], []).append(store._om(row))
+    return out
+
+
+def _check_key(store: MemoryStore, plan: DoctorPlan, key: str,
+               history: list[OMRecord] | None = None) -> tuple[list[Finding], int, OMRecord | None]:
+    """Return (findings, rows read, current record) for lookup KEY (HISTORY: its rows, when already read)."""
+    history = store.om_history(key) if history is None else history
     if not history:
         return [], 0, None
     current = history[0]
@@ -126,10 +143,14 @@ def run_batch(store: MemoryStore, plan: DoctorPlan, index: int,
     findings: list[Finding] = []
     counts = {"threads": 0, "records": 0, "messages": 0, "lookup_keys": 0}
     currents: dict[str, OMRecord | None] = {}
+    wanted = [k for t in plan.batches[index] for k in (f"thread:{t}", f"resource:{plan.threads[t].resource_id}")
+              if k in plan.keys]
+    prefetched = _histories(store, list(dict.fromkeys(wanted)))
 
     def key_once(key: str) -> OMRecord | None:
         if key not in currents:
-            found, rows, current = _check_key(store, plan, key) if key in plan.keys else ([], 0, None)
+            found, rows, current = _check_key(store, plan, key, prefetched.get(key)) if key in plan.keys \
+                else ([], 0, None)
             findings.extend(found)
             counts["records"] += rows
             counts["lookup_keys"] += 1 if rows else 0

@@ -213,7 +213,11 @@ def _thread_findings(store, thread_id: str, _progress, cancel) -> list[dict]:
 
 
 class HealthTab(QWidget):
-    """Thread ▸ Health: the doctor's findings for the selected thread (run on the database worker)."""
+    """Thread ▸ Health: the doctor's findings for the selected thread.
+
+    The doctor runs on the database worker, only while the tab is shown (browsing other tabs
+    costs nothing), once per thread until `refresh`.
+    """
 
     finding_activated = Signal(object)
 
@@ -221,6 +225,7 @@ class HealthTab(QWidget):
         super().__init__(parent)
         self._runner = runner
         self._thread_id: str | None = None
+        self._checked: str | None = None
         self.pane = FindingsPane(empty="No findings for this thread: nothing Mastra's known failures leave behind.")
         self.pane.view.setColumnHidden(COLUMNS.index("Thread"), True)   # always this thread
         self.pane.finding_activated.connect(self.finding_activated)
@@ -236,13 +241,23 @@ class HealthTab(QWidget):
         return self._thread_id
 
     def set_thread(self, thread_id: str | None) -> None:
-        """Check THREAD_ID (None: clear)."""
-        self._thread_id = thread_id
+        """Show THREAD_ID (None: clear); it is checked when the tab is shown."""
+        self._thread_id, self._checked = thread_id, None
         self.pane.set_findings([])
+        self.status.setText("")
         if thread_id is None:
             self._runner.cancel("health-thread")
-            self.status.setText("")
-            return
+        elif self.isVisible():
+            self._check()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._thread_id is not None and self._checked != self._thread_id:
+            self._check()
+
+    def _check(self) -> None:
+        thread_id = self._thread_id
+        self._checked = thread_id
         self.status.setText("Checking this thread…")
         self._runner.submit(lambda store, p, c: _thread_findings(store, thread_id, p, c),
                             on_done=lambda found: self._on_findings(thread_id, found),
