@@ -160,6 +160,7 @@ COMMANDS: dict[str, Callable] = {
     "revert": _from_module("studio.cli_reflect", "add_revert_command"),
     "trace": _from_module("studio.cli_trace", "add_trace_command"),
     "context": _from_module("studio.cli_trace", "add_context_command"),
+    "doctor": _from_module("studio.cli_doctor", "add_doctor_command"),
 }
 
 
@@ -207,7 +208,7 @@ def build_gui_parser() -> argparse.ArgumentParser:
                    help="render the window to an image (PNG, or JPEG/BMP by the suffix) and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")
     p.add_argument("--tab", choices=["observations", "history", "messages", "participants", "working-memory",
-                                     "timeline", "trace", "context"],
+                                     "timeline", "trace", "context", "health"],
                    help="show this tab")
     p.add_argument("--size", default="1400x900", help="window size for --screenshot, WIDTHxHEIGHT")
     return p

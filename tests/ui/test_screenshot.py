@@ -20,7 +20,7 @@ def test_screenshot_writes_png_of_requested_size(qapp, fixture_db, tmp_path):
     image = QImage(str(out))
     assert (image.width(), image.height()) == (1000, 700)
     # the picture is of the tab asked for: another tab of the same thread gives another picture
-    other = tmp_path / "shots" / "messages.png"
+    other = tmp_path / "messages.png"
     assert run_studio(args(fixture_db("support"), other, thread="support-1", tab="messages")) == 0
     assert QImage(str(other)).size() == image.size() and QImage(str(other)) != image
 

@@ -122,6 +122,15 @@ class TurnContextView(QWidget):
             self._pending = False
             self.show_turn(None)
 
+    def set_record_present(self, present: bool) -> None:
+        """Say whether the shown thread has an OM record; without one there is no OM context to rebuild."""
+        if present or self._thread_id is None:
+            return
+        self._pending = False
+        self.context = None
+        self.summary.setText("This thread has no observational memory record: its context holds only "
+                             "message history, with no observation block to reconstruct.")
+
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if getattr(self, "_pending", False):  # reconstructing needs the thread's timeline: only when looked at

@@ -32,6 +32,7 @@ from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
 from studio.ui.widgets.common import ElidedLabel, plain_label, set_role, table_view
 from studio.ui.widgets.file_banner import FileGoneBanner
+from studio.ui.widgets.health import install_health
 from studio.ui.widgets.history_actions import HistoryActions
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
@@ -90,6 +91,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self._build_menus()
         self._build_status_bar()
         self.history_actions = HistoryActions(self, self._runner)   # Thread ▸ Clone / Delete (confirmed writes)
+        self.health = install_health(self)   # badges, Health tab navigation, View ▸ Health… (Ctrl+Shift+H)
 
         self.watcher = DatabaseWatcher(self)
         self.watcher.files_changed.connect(self._on_watcher_files_changed)
@@ -436,6 +438,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         actions += [(action, f"Show the {TAB_TITLES[name]} tab") for name, action in self.tab_actions.items()]
         actions += [(self.reflect_action, "Reflect the thread's observation log now (preview, then commit)")]
         actions += [(self.overview_action, "Show every thread by its two OM ratios")]
+        actions += [(self.health.action, "Show every finding of the memory doctor")]
         return shortcut_rows(actions, self.shortcuts_action)
 
     def _on_recent_menu_about_to_show(self) -> None:

@@ -9,6 +9,7 @@ from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail, last_activity
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state
+from studio.ui.widgets.health_views import HealthTab
 from studio.ui.widgets.history_tab import HistoryTab
 from studio.ui.widgets.messages_tab import MessagesTab
 from studio.ui.widgets.om_tab import ObservationalMemoryTab
@@ -26,6 +27,8 @@ TAB_NAMES.append("timeline")
 TAB_TITLES["timeline"] = "Timeline"
 TAB_NAMES += ["trace", "context"]
 TAB_TITLES.update({"trace": "Trace", "context": "Turn context"})
+TAB_NAMES.append("health")
+TAB_TITLES["health"] = "Health"
 NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 
@@ -58,6 +61,8 @@ class ThreadView(QWidget):
         self.timeline_tab.message_selected.connect(self.messages_tab.show_in_context)
         self.timeline_tab.generation_selected.connect(self.history_tab.select_record)
         self._add_trace_tabs(runner)
+        self.health_tab = HealthTab(runner)   # the doctor's findings for this thread (studio.ui.widgets.health)
+        self.tabs.addTab(self.health_tab, TAB_TITLES["health"])
 
         page = QWidget()
         pl = QVBoxLayout(page)
@@ -146,6 +151,7 @@ class ThreadView(QWidget):
         self.timeline_tab.clear()
         self.trace_panel.set_thread(None)
         self.context_view.set_thread(None)
+        self.health_tab.set_thread(None)
 
     def show_loading(self, thread: Thread) -> None:
         """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
@@ -157,6 +163,8 @@ class ThreadView(QWidget):
         self.working_memory_tab.set_thread(thread.id)
         self.trace_panel.set_thread(thread.id)
         self.context_view.set_thread(thread.id)
+        if self.health_tab.thread_id != thread.id:
+            self.health_tab.set_thread(thread.id)
 
     def show_detail(self, detail: ThreadDetail) -> None:
         """Show DETAIL in the header and the three tabs."""
@@ -184,6 +192,7 @@ class ThreadView(QWidget):
         self.om_tab.show_detail(detail)
         self.history_tab.show_detail(detail)
         self.timeline_tab.show_detail(detail)
+        self.context_view.set_record_present(detail.record is not None)
 
     def _on_participants_speaker_activated(self, key: str) -> None:
         self.messages_tab.filter_by_speaker(key)

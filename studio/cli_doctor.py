@@ -1,0 +1,66 @@
+"""`memory-studio doctor TARGET [--thread ID] [--json]`: find what went wrong in an agent's memory.
+
+Prints the doctor's findings (see studio.engine.doctor and docs/doctor.md): with `--json` the
+document `{"findings": [...], "checked": {...}}`; otherwise one line per finding, grouped by
+severity. Exit 0 whenever the run completed (findings are data, not failures); 2 for bad input
+(missing file, not a Mastra database, unknown thread); 1 otherwise. The file is opened read-only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def doctor_database(path: str, thread_id: str | None = None) -> dict:
+    """Return the `doctor --json` document for the database at PATH (only THREAD_ID when given).
+
+    Raises StoreError (cannot open), BadInput (unknown thread).
+    """
+    from studio.cli import BadInput
+    from studio.engine.doctor import run_doctor
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        if thread_id is not None and store.get_thread(thread_id) is None:
+            raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
+        return run_doctor(store, thread_id).to_json()
+
+
+def format_human(report: dict) -> str:
+    """Return the findings as text: a heading per severity, one line per finding, then what was checked."""
+    lines = []
+    for severity in ("error", "warning", "info"):
+        group = [f for f in report["findings"] if f["severity"] == severity]
+        if not group:
+            continue
+        lines.append(f"{severity.upper()} ({len(group)})")
+        for f in group:
+            where = f["thread_id"] or f["lookup_key"] or f["resource_id"] or "database"
+            gen = f" gen {f['generation']}" if f["generation"] is not None else ""
+            summary = " ".join(str(f["summary"]).split())   # stored text on one line, never markup
+            lines.append(f"  {f['check']}  {where}{gen}: {summary}")
+    checked = report["checked"]
+    if not report["findings"]:
+        lines.append("No findings.")
+    lines.append("Checked " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in checked.items()) + ".")
+    return "\n".join(lines)
+
+
+def add_doctor_command(subparsers) -> None:
+    """Register `doctor TARGET [--thread ID] [--json]`."""
+    p = subparsers.add_parser("doctor", help="check a memory.db for known Mastra memory failures")
+    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("--thread", metavar="ID", help="check only this thread (and its OM record)")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.set_defaults(run=_run_doctor)
+
+
+def _run_doctor(args) -> int:
+    from studio.cli import EXIT_OK, _dump
+
+    report = doctor_database(args.path, args.thread)
+    if args.json:
+        _dump(report)
+    else:
+        sys.stdout.write(format_human(report) + "\n")
+    return EXIT_OK

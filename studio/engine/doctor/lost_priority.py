@@ -1,0 +1,164 @@
+"""Tell a 🔴 observation a reflection reworded from one it lost (the `lost-high-priority` check).
+
+Rule: a 🔴 observation line of generation N (N not current) is lost when no line of any later
+generation of the same lookup key is similar to it: similarity below LOST_SIMILARITY (0.6).
+
+* Normalised text: the line's text (without bullet, priority marker and `(HH:MM)`), lower-cased,
+  punctuation folded to spaces (a dot inside a word or number stays: "24.1", "v1.24"); its
+  words are the tokens of 3+ characters and those holding a digit.
+* Similarity: weighted word containment. Each word weighs its inverse document frequency over
+  every observation line of the key's generations, log(1 + lines / lines containing it): words
+  most lines share ("user", "discussed") count little, distinctive ones (names, numbers) much.
+  The shared words' weight is divided by the lighter line's total weight. A fact kept in other
+  words keeps its distinctive words (high); a fact merged into a longer line is contained in it
+  (high); another fact in the same template shares only common words (low).
+
+A line found word for word later has similarity 1.0. Each loss reports the closest later line,
+its generation and its similarity, so the user can judge.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from studio.engine.observations import OBS_RE
+from studio.store.records import OMRecord
+
+#: Below this similarity to every later line, a 🔴 observation counts as lost.
+LOST_SIMILARITY = 0.6
+# Punctuation folds to a space, except a dot inside a word or number ("24.1", "v1.24", "node.js").
+_FOLD = re.compile(r"(?:[^\w.]|\.(?!\w)|(?<!\w)\.)+", re.UNICODE)
+
+
+def normalise(text: str) -> str:
+    """Return TEXT lower-cased with punctuation runs folded to single spaces."""
+    return _FOLD.sub(" ", text.lower()).strip()
+
+
+def words_of(norm: str) -> frozenset[str]:
+    """Return the words of a normalised text that carry meaning (3+ characters, or a digit)."""
+    return frozenset(w for w in norm.split() if len(w) >= 3 or any(c.isdigit() for c in w))
+
+
+@dataclass
+class _Line:
+    """An observation line of a log: its raw text, 1-based number, text after the markers, and whether it is 🔴."""
+
+    raw: str
+    number: int
+    text: str
+    high: bool
+
+
+def observation_lines(log: str | None) -> list[_Line]:
+    """Return the observation lines of LOG, as `observations.parse_log` classifies them (one regex per line).
+
+    A line is an observation when it starts (after indentation) with `*` or `-` and a space, and
+    carries a priority marker, a `(HH:MM)` time or a `->` arrow; date headers and message
+    boundaries never match.
+    """
+    out = []
+    for number, raw in enumerate((log or "").splitlines(), start=1):
+        head = raw.lstrip()[:1]
+        if head != "*" and head != "-":
+            continue
+        m = OBS_RE.match(raw)
+        if m and (m.group("prio") or m.group("time") or m.group("arrow")):
+            out.append(_Line(raw, number, m.group("text"), m.group("prio") == "🔴"))
+    return out
+
+
+def _weight(words: frozenset[str], weights: dict[str, float]) -> float:
+    return sum(weights.get(w, 1.0) for w in words)
+
+
+def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights: dict[str, float]) -> float:
+    """Return the weighted containment of word sets WA and WB (total weights TA and TB), 0..1."""
+    shared = wa & wb
+    if not shared or ta <= 0 or tb <= 0:
+        return 0.0
+    return min(1.0, sum(weights.get(w, 1.0) for w in shared) / min(ta, tb))
+
+
+def similarity(a: str, b: str, weights: dict[str, float] | None = None) -> float:
+    """Return how alike two observation texts are, 0..1 (WEIGHTS: word -> weight, default 1 each)."""
+    na, nb = normalise(a), normalise(b)
+    if na == nb:
+        return 1.0
+    weights = weights or {}
+    wa, wb = words_of(na), words_of(nb)
+    return _score(wa, _weight(wa, weights), wb, _weight(wb, weights), weights)
+
+
+@dataclass
+class LostObservation:
+    """A 🔴 line of `generation` that no later generation keeps.
+
+    `closest` is the most similar later line (raw text, or None when later logs have no
+    observation), `closest_generation` its generation, `similarity` its score (0..1, below
+    LOST_SIMILARITY), `line_number` the 1-based line in the generation's log.
+    """
+
+    record: OMRecord
+    generation: int
+    line: str
+    line_number: int
+    closest: str | None
+    closest_generation: int | None
+    similarity: float
+
+
+def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST_SIMILARITY) -> list[LostObservation]:
+    """Return the 🔴 observations lost across GENERATIONS (one lookup key's rows, any order).
+
+    A row is compared with every row of a higher generationCount (rows sharing a count are not
+    compared with each other). Cost: 🔴 lines × later lines set intersections.
+    """
+    ordered = sorted(generations, key=lambda r: (r.generation_count, r.created_at or "", r.id))
+    groups: dict[int, list] = {}
+    df: Counter[str] = Counter()
+    for rec in ordered:
+        lines = []
+        for ln in observation_lines(rec.active_observations):
+            norm = normalise(ln.text)
+            lines.append((ln, norm, words_of(norm)))
+            df.update(lines[-1][2])
+        groups.setdefault(rec.generation_count, []).append((rec, lines))
+    total = sum(len(lines) for rows in groups.values() for _rec, lines in rows) or 1
+    weights = {w: math.log(1 + total / n) for w, n in df.items()}
+    out: list[LostObservation] = []
+    later: list = []          # (generation, line, normalised text, words, weight) of every higher generation
+    exact: set[str] = set()
+    for rank, count in enumerate(sorted(groups, reverse=True)):
+        for rec, lines in groups[count] if rank else ():   # rank 0: the current generation, nothing after it
+            out.extend(_lost_lines(rec, lines, later, exact, weights, threshold))
+        mine = [(count, ln, norm, words, _weight(words, weights))
+                for _rec, lines in groups[count] for ln, norm, words in lines]
+        later = mine + later
+        exact |= {norm for _, _, norm, _, _ in mine}
+    out.sort(key=lambda lost: (lost.generation, lost.line_number))
+    return out
+
+
+def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weights: dict[str, float],
+                threshold: float) -> list[LostObservation]:
+    """Return REC's 🔴 LINES that no line of LATER (their normalised texts in EXACT) keeps."""
+    out: list[LostObservation] = []
+    for ln, norm, words in lines:
+        if not ln.high or not norm or norm in exact:
+            continue
+        mine = _weight(words, weights)
+        best, best_line, best_gen = 0.0, None, None
+        for gen, other, _onorm, owords, oweight in later:
+            score = _score(words, mine, owords, oweight, weights)
+            if score > best:
+                best, best_line, best_gen = score, other.raw.strip(), gen
+                if best >= threshold:
+                    break
+        if best < threshold:
+            out.append(LostObservation(rec, rec.generation_count, ln.raw.strip(), ln.number,
+                                       best_line, best_gen, round(best, 3)))
+    return out

@@ -1,0 +1,259 @@
+"""Doctor checks on one thread's stored messages.
+
+Rules and thresholds (each also in docs/doctor.md with the Mastra report it comes from):
+
+* message-over-threshold (#16523): an unobserved message (as Mastra's getStatus loads them:
+  createdAt ≥ lastObservedAt + 1 ms, then its unobserved rules and observedMessageIds) whose own estimate (`count_message_for_status`,
+  tokens) is ≥ the record's observation threshold (`observation.messageTokens`, top of a range).
+* oversized-tool-result (#20930, #13301): a tool-invocation result whose estimate (tokenx of its
+  JSON) is ≥ 50% (OVERSIZED_SHARE) of the thread's observation threshold (30,000 without OM),
+  or a file part carrying ≥ 100,000 (INLINE_BINARY_CHARS) characters of inline base64 data.
+* duplicate-messages (#13089): messages of one thread with the same role and byte-identical
+  stored content created within 60 s (DUPLICATE_WINDOW_MS) of the first of them; one finding per group.
+* timestamp-ties (#3735, PR #17598, #24237): messages of one thread sharing one createdAt
+  string (one millisecond); one finding per thread, listing the tied messages.
+* stale-thread-updatedat (#17932): the thread's updatedAt is more than 1 s (UPDATED_AT_TOLERANCE_MS)
+  earlier than its newest message's createdAt. Mastra's own saves leave it 1–3 ms earlier (the
+  seven real fixtures), so smaller gaps are not reported.
+* status-only-message (#18869, #16491): a message whose parts are all `data-om-*` parts.
+* context-message-persisted (#19730): a user message whose text starts with `<client-context`.
+* orphan-tool-result (#15244): a tool call (state call / partial-call) in an observed message
+  whose result (same toolCallId) sits in an unobserved message; or a result part with no
+  arguments whose call appears nowhere in the thread.
+* malformed-json: a message whose content is not valid JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from studio.engine import tokens
+from studio.engine.doctor.model import Finding, finding
+from studio.engine.settings import max_threshold, resolve_settings
+from studio.engine.unobserved import storage_cursor, unobserved_messages
+from studio.engine.doctor.messages import StoredMessage
+from studio.store.records import OMRecord, Thread, iso_to_ms
+
+DUPLICATE_WINDOW_MS = 60_000
+UPDATED_AT_TOLERANCE_MS = 1000
+OVERSIZED_SHARE = 0.5
+INLINE_BINARY_CHARS = 100_000
+DEFAULT_MESSAGE_TOKENS = 30_000
+CONTEXT_PREFIXES = ("<client-context",)
+CALL_STATES = {"call", "partial-call"}
+RESULT_STATES = {"result", "output-available"}
+MAX_IDS = 50
+
+
+def _where(thread: Thread) -> dict:
+    return {"thread_id": thread.id, "resource_id": thread.resource_id}
+
+
+def check_duplicates(thread: Thread, messages: list[StoredMessage]) -> list[Finding]:
+    """Return duplicate-messages findings: same role and content within DUPLICATE_WINDOW_MS."""
+    groups: dict[tuple[str, str], list[list[StoredMessage]]] = {}
+    first_ms: dict[int, int] = {}
+    for msg in messages:
+        ms = msg.created_ms
+        if not msg.raw or ms is None:
+            continue
+        runs = groups.setdefault((msg.role, msg.raw), [])
+        if runs and ms - first_ms[id(runs[-1])] <= DUPLICATE_WINDOW_MS:
+            runs[-1].append(msg)
+        else:
+            runs.append([msg])
+            first_ms[id(runs[-1])] = ms
+    out = []
+    for (role, _raw), runs in groups.items():
+        for run in runs:
+            if len(run) < 2:
+                continue
+            span = (run[-1].created_ms or 0) - (run[0].created_ms or 0)
+            preview = " ".join(run[0].message.text.split())[:80]
+            out.append(finding("duplicate-messages",
+                               f"{len(run)} {role} messages with the same content within {span:,} ms: {preview!r}",
+                               message_ids=[m.id for m in run][:MAX_IDS],
+                               evidence={"role": role, "count": len(run), "span_ms": span,
+                                         "window_ms": DUPLICATE_WINDOW_MS,
+                                         "created_at": [m.created_at for m in run][:MAX_IDS]},
+                               **_where(thread)))
+    return out
+
+
+def check_ties(thread: Thread, messages: list[StoredMessage]) -> list[Finding]:
+    """Return one timestamp-ties finding when messages of THREAD share a createdAt millisecond."""
+    by_time: dict[str, list[str]] = {}
+    for msg in messages:
+        if msg.created_at is not None:
+            by_time.setdefault(str(msg.created_at), []).append(msg.id)
+    tied = {t: ids for t, ids in by_time.items() if len(ids) > 1}
+    if not tied:
+        return []
+    ids = [m for t in sorted(tied) for m in tied[t]]
+    return [finding("timestamp-ties", f"{len(ids)} messages share {len(tied)} createdAt value(s): their order "
+                    "and paging are not stable", message_ids=ids[:MAX_IDS],
+                    evidence={"tied_groups": len(tied), "tied_messages": len(ids),
+                              "groups": [{"created_at": t, "message_ids": tied[t]} for t in sorted(tied)][:MAX_IDS]},
+                    **_where(thread))]
+
+
+def check_updated_at(thread: Thread, messages: list[StoredMessage]) -> list[Finding]:
+    """Return stale-thread-updatedat when THREAD.updatedAt is over UPDATED_AT_TOLERANCE_MS older than its newest message."""
+    updated = iso_to_ms(thread.updated_at)
+    dated = [m for m in messages if m.created_ms is not None]
+    if updated is None or not dated:
+        return []
+    newest = max(dated, key=lambda m: m.created_ms)
+    behind = newest.created_ms - updated
+    if behind <= UPDATED_AT_TOLERANCE_MS:
+        return []
+    return [finding("stale-thread-updatedat", f"Thread updatedAt is {behind:,} ms older than its newest message",
+                    message_ids=[newest.id],
+                    evidence={"updated_at": thread.updated_at, "newest_message_at": newest.created_at,
+                              "behind_ms": behind, "tolerance_ms": UPDATED_AT_TOLERANCE_MS}, **_where(thread))]
+
+
+def _part_type(part: Any) -> str:
+    return part.get("type", "") if isinstance(part, dict) and isinstance(part.get("type"), str) else ""
+
+
+def _check_tool_part(thread: Thread, msg: StoredMessage, index: int, part: dict, message_tokens: int) -> Finding | None:
+    inv = part.get("toolInvocation") if isinstance(part.get("toolInvocation"), dict) else {}
+    if inv.get("state") not in RESULT_STATES or "result" not in inv:
+        return None
+    result = inv.get("result")
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    if 2 * len(text) < OVERSIZED_SHARE * message_tokens:   # tokenx: at most one token per UTF-16 unit
+        return None
+    est = tokens.estimate_text(text)
+    if est < OVERSIZED_SHARE * message_tokens:
+        return None
+    return finding("oversized-tool-result",
+                   f"Tool result of {inv.get('toolName')!s} is {est:,} tokens, "
+                   f"{est / message_tokens:.0%} of the {message_tokens:,}-token message window",
+                   message_ids=[msg.id],
+                   evidence={"part_index": index, "tool_name": inv.get("toolName"), "tool_call_id": inv.get("toolCallId"),
+                             "tokens": est, "chars": len(text), "message_tokens": message_tokens}, **_where(thread))
+
+
+def check_parts(thread: Thread, messages: list[StoredMessage], message_tokens: int) -> list[Finding]:
+    """Return status-only-message, context-message-persisted, oversized-tool-result and malformed-json findings.
+
+    Only messages whose raw content could match are parsed.
+    """
+    out = []
+    status_only = [m for m in messages if "data-om-" in m.raw and '"type":"text"' not in m.raw and m.message.parts
+                   and all(_part_type(p).startswith("data-om-") for p in m.message.parts)]
+    if status_only:
+        kinds = sorted({_part_type(p) for m in status_only for p in m.message.parts})
+        out.append(finding("status-only-message", f"{len(status_only)} stored message(s) hold only OM status parts "
+                           f"({', '.join(kinds)})", message_ids=[m.id for m in status_only][:MAX_IDS],
+                           evidence={"count": len(status_only), "part_types": kinds}, **_where(thread)))
+    size_floor = min(OVERSIZED_SHARE * message_tokens / 2, INLINE_BINARY_CHARS)
+    for msg in messages:
+        if msg.role == "user" and "client-context" in msg.raw.lower() \
+                and msg.message.text.lstrip().lower().startswith(CONTEXT_PREFIXES):
+            out.append(finding("context-message-persisted", "A user message holds ephemeral client context: "
+                               + " ".join(msg.message.text.split())[:80], message_ids=[msg.id],
+                               evidence={"chars": len(msg.message.text)}, **_where(thread)))
+        if msg.invalid_json:
+            error = msg.message.content_error or "SQLite json_valid() rejects it"
+            out.append(finding("malformed-json", f"Message content is not valid JSON ({error})",
+                               severity="warning", message_ids=[msg.id],
+                               evidence={"table": "mastra_messages", "column": "content", "error": error},
+                               **_where(thread)))
+        if len(msg.raw) < size_floor or not ('"tool-invocation"' in msg.raw or '"type":"file"' in msg.raw
+                                              or '"type":"image"' in msg.raw):
+            continue
+        for index, part in enumerate(msg.message.parts):
+            kind = _part_type(part)
+            if kind == "tool-invocation":
+                found = _check_tool_part(thread, msg, index, part, message_tokens)
+                if found is not None:
+                    out.append(found)
+            elif kind in ("file", "image"):
+                data = part.get("data") if kind == "file" else part.get("image")
+                if isinstance(data, str) and len(data) >= INLINE_BINARY_CHARS and not data.startswith(("http://", "https://")):
+                    out.append(finding("oversized-tool-result",
+                                       f"A {part.get('mimeType') or kind} part carries {len(data):,} characters of "
+                                       "inline base64 data", message_ids=[msg.id],
+                                       evidence={"part_index": index, "chars": len(data),
+                                                 "mime_type": part.get("mimeType"),
+                                                 "limit_chars": INLINE_BINARY_CHARS}, **_where(thread)))
+    return out
+
+
+def _tool_parts(msg: StoredMessage):
+    if "tool-invocation" not in msg.raw:
+        return
+    for part in msg.message.parts:
+        if _part_type(part) == "tool-invocation" and isinstance(part.get("toolInvocation"), dict):
+            yield part["toolInvocation"]
+
+
+def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord | None) -> list[Finding]:
+    """Return message-over-threshold and orphan-tool-result findings (they need the record's window)."""
+    out: list[Finding] = []
+    unobserved_ids: set[str] = set()
+    if record is not None:
+        by_id = {m.id: m for m in messages}
+        cursor = storage_cursor(record.last_observed_at)   # what Mastra's getStatus loads: createdAt >= cursor
+        loaded = [m.mastra(light=True) for m in messages
+                  if cursor is None or (m.created_at is not None and str(m.created_at) >= cursor)]
+        window = unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
+        unobserved_ids = {m["id"] for m in window}
+        settings = resolve_settings(record.config, record.scope)
+        threshold = max_threshold(settings.message_tokens)
+        for light in window:
+            stored = by_id[light["id"]]
+            if not threshold or stored.estimate_bound() < threshold:
+                continue
+            full = stored.mastra() if not light["content"] else light
+            est = tokens.count_message_for_status(full, model=settings.counter_model)
+            if est >= threshold:
+                out.append(finding("message-over-threshold",
+                                   f"An unobserved {stored.role} message alone is {est:,} tokens, over the "
+                                   f"{threshold:,}-token observation threshold",
+                                   message_ids=[stored.id],
+                                   evidence={"tokens": est, "threshold": threshold, "created_at": stored.created_at},
+                                   record_id=record.id, lookup_key=record.lookup_key,
+                                   generation=record.generation_count, **_where(thread)))
+    calls: dict[str, list[StoredMessage]] = {}
+    for msg in messages:
+        for inv in _tool_parts(msg):
+            if inv.get("state") in CALL_STATES or "args" in inv:
+                calls.setdefault(str(inv.get("toolCallId")), []).append(msg)
+    for msg in messages:
+        for inv in _tool_parts(msg):
+            call_id = str(inv.get("toolCallId"))
+            if inv.get("state") not in RESULT_STATES:
+                continue
+            holders = calls.get(call_id, [])
+            if not holders:
+                out.append(finding("orphan-tool-result", f"Tool result {call_id} of {inv.get('toolName')!s} has no "
+                                   "call in this thread", message_ids=[msg.id],
+                                   evidence={"tool_call_id": call_id, "tool_name": inv.get("toolName")},
+                                   **_where(thread)))
+                continue
+            if record is None or msg.id not in unobserved_ids:
+                continue
+            observed_calls = [h for h in holders if h.id != msg.id and h.id not in unobserved_ids]
+            if observed_calls:
+                out.append(finding("orphan-tool-result", f"Tool call {call_id} of {inv.get('toolName')!s} is "
+                                   "observed while its result is still in the message window",
+                                   message_ids=[observed_calls[0].id, msg.id],
+                                   evidence={"tool_call_id": call_id, "tool_name": inv.get("toolName"),
+                                             "call_message_id": observed_calls[0].id, "result_message_id": msg.id},
+                                   record_id=record.id, lookup_key=record.lookup_key,
+                                   generation=record.generation_count, **_where(thread)))
+    return out
+
+
+def check_thread_messages(thread: Thread, messages: list[StoredMessage], record: OMRecord | None) -> list[Finding]:
+    """Return every message-level finding of THREAD (messages in storage order; RECORD its current OM row)."""
+    message_tokens = DEFAULT_MESSAGE_TOKENS
+    if record is not None:
+        message_tokens = max_threshold(resolve_settings(record.config, record.scope).message_tokens) or message_tokens
+    return (check_duplicates(thread, messages) + check_ties(thread, messages) + check_updated_at(thread, messages)
+            + check_parts(thread, messages, message_tokens) + check_window(thread, messages, record))

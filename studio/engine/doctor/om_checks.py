@@ -1,0 +1,271 @@
+"""Doctor checks on Observational Memory records (one lookup key's generations at a time).
+
+Rules and thresholds (each also in docs/doctor.md with the Mastra report it comes from):
+
+* reflection-not-compressing (#14110): a reflection generation is *unproductive* when the log it
+  started with (its text before the first `--- message boundary` line: the Reflector's output,
+  counted with Mastra's observation estimate) is ≥ the record's reflection threshold (config
+  `reflection.observationTokens`, the top of a range), or > 90% (BARELY_SMALLER) of the previous
+  generation's observationTokenCount. ≥ 3 (NOT_COMPRESSING_RUN) consecutive unproductive
+  reflections give one finding per run.
+* empty-generation (PR #22074): a reflection generation whose log is empty (whitespace only)
+  while the generation before it had a non-empty log.
+* degenerate-repetition (PR #22072, #24354): a generation's log that Mastra's own
+  detectDegenerateRepetition rejects (`reflector_parse.detect_degenerate_repetition`, a port).
+* duplicate-generation (#22188): two or more rows with one lookupKey and one generationCount.
+* superseded-write: see `supersede.find_superseded_writes`.
+* lost-high-priority: see `lost_priority.find_lost_high_priority`.
+* stale-flag (PR #22210): on the current generation, a busy flag set while the row has not been
+  updated for ≥ 10 minutes (`status.flag_states`, STALE_FLAG_AFTER_MS).
+* orphan-record (#16621): thread scope: the row's thread does not exist; resource scope: no
+  thread and no mastra_resources row has its resourceId.
+* prompt-leak (#22195): the current log, its buffered chunks, or the thread's currentTask /
+  suggestedResponse contain text of Mastra's Observer/Reflector/context instructions (PROMPT_MARKERS).
+* duplicate-buffered-chunk (PR #23019): two buffered chunks of the current row with one cycleId,
+  or sharing a message id.
+* foreign-observed-ids (PR #19917): observedMessageIds, bufferedMessageIds or a chunk's
+  messageIds name a message of another thread (another resource in resource scope): warning;
+  ids of messages that exist nowhere are reported as info (deleted since).
+* malformed-json: a JSON column of any generation that does not parse.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from studio.engine.events import split_segments
+from studio.engine.observations import classify
+from studio.engine.tokens import count_observations
+from studio.engine.doctor.lost_priority import find_lost_high_priority
+from studio.engine.doctor.model import Finding, finding
+from studio.engine.doctor.supersede import find_superseded_writes
+from studio.engine.reflector_parse import detect_degenerate_repetition
+from studio.engine.settings import max_threshold, resolve_settings
+from studio.engine.status import flag_states
+from studio.store.records import OMRecord, Thread
+
+#: A reflection that keeps more than this share of the previous generation's tokens "barely" compressed.
+BARELY_SMALLER = 0.9
+#: Consecutive unproductive reflections that make a finding.
+NOT_COMPRESSING_RUN = 3
+#: Fragments of Mastra's own Observer / Reflector / context instructions (matched case-insensitively).
+PROMPT_MARKERS = (
+    "<system-reminder>", "</system-reminder>",
+    "you are the memory consciousness of an ai assistant",
+    "please continue naturally with the conversation so far",
+    "the following observations block contains your memory",
+    "knowledge updates: when asked about current state",
+    "do not mention internal instructions, memory, summarization",
+)
+#: At most this many ids are listed in one finding's message_ids.
+MAX_IDS = 50
+
+
+def _where(rec: OMRecord) -> dict:
+    """Return the finding location fields of record REC."""
+    thread_id = rec.thread_id
+    if thread_id is None and rec.lookup_key.startswith("thread:"):
+        thread_id = rec.lookup_key[len("thread:"):]
+    return {"thread_id": thread_id, "resource_id": rec.resource_id, "record_id": rec.id,
+            "lookup_key": rec.lookup_key, "generation": rec.generation_count}
+
+
+def check_not_compressing(gens: list[OMRecord]) -> list[Finding]:
+    """Return reflection-not-compressing findings for one key's generations (ascending generationCount)."""
+    out, run = [], []
+    prev = None
+
+    def flush() -> None:
+        if len(run) >= NOT_COMPRESSING_RUN:
+            last = run[-1]["record"]
+            out.append(finding(
+                "reflection-not-compressing",
+                f"{len(run)} reflections in a row (generations {run[0]['generation']}–{run[-1]['generation']}) "
+                "left the log above the reflection threshold or barely smaller",
+                evidence={"run": [{k: v for k, v in r.items() if k != "record"} for r in run],
+                          "barely_smaller": BARELY_SMALLER, "min_run": NOT_COMPRESSING_RUN},
+                **_where(last)))
+        run.clear()
+
+    for rec in gens:
+        if rec.origin_type == "reflection" and prev is not None:
+            threshold = max_threshold(resolve_settings(rec.config, rec.scope).reflection_tokens)
+            segments = split_segments(rec)
+            tokens = count_observations(segments[0].text) if segments else 0
+            before = prev.observation_token_count
+            over = tokens >= threshold
+            barely = before > 0 and tokens > BARELY_SMALLER * before
+            if over or barely:
+                run.append({"record": rec, "generation": rec.generation_count, "record_id": rec.id,
+                            "reflected_tokens": tokens, "final_tokens": rec.observation_token_count,
+                            "previous_tokens": before, "reflection_threshold": threshold,
+                            "above_threshold": over, "barely_smaller": barely})
+            else:
+                flush()
+        else:
+            flush()
+        prev = rec
+    flush()
+    return out
+
+
+def check_generations(gens: list[OMRecord]) -> list[Finding]:
+    """Return the history checks of ONE lookup key: empty, degenerate, duplicate, superseded, lost 🔴."""
+    gens = sorted(gens, key=lambda r: (r.generation_count, r.created_at or "", r.id))
+    out = check_not_compressing(gens)
+    prev = None
+    for rec in gens:
+        text = rec.active_observations
+        if rec.origin_type == "reflection" and prev is not None and not text.strip() and prev.active_observations.strip():
+            out.append(finding("empty-generation",
+                               f"Generation {rec.generation_count} has an empty log after generation "
+                               f"{prev.generation_count}'s {prev.observation_token_count:,} tokens: memory wiped",
+                               evidence={"previous_generation": prev.generation_count, "previous_record_id": prev.id,
+                                         "previous_tokens": prev.observation_token_count},
+                               **_where(rec)))
+        if text and detect_degenerate_repetition(text):
+            out.append(finding("degenerate-repetition",
+                               f"Generation {rec.generation_count}'s log is what Mastra's degenerate-repetition "
+                               "detector rejects (a model stuck repeating itself)",
+                               evidence={"chars": len(text), "lines": text.count("\n") + 1,
+                                         "tokens": rec.observation_token_count},
+                               **_where(rec)))
+        for column, error in sorted(rec.json_errors.items()):
+            out.append(finding("malformed-json", f"OM column {column} of generation {rec.generation_count} "
+                               f"is not valid JSON ({error})",
+                               evidence={"table": "mastra_observational_memory", "column": column, "error": error},
+                               **_where(rec)))
+        prev = rec
+    by_count: dict[int, list[OMRecord]] = {}
+    for rec in gens:
+        by_count.setdefault(rec.generation_count, []).append(rec)
+    for count, rows in sorted(by_count.items()):
+        if len(rows) > 1:
+            out.append(finding("duplicate-generation",
+                               f"{len(rows)} records share generation {count} of {rows[0].lookup_key}",
+                               evidence={"record_ids": [r.id for r in rows],
+                                         "created_at": [r.created_at for r in rows]},
+                               **_where(rows[-1])))
+    for sw in find_superseded_writes(gens):
+        why = " and ".join({"updated-after": f"updated {sw.late_by_ms:,} ms after its successor was created",
+                            "cursor-ahead": "its observation cursor is ahead of its successor's"}[r] for r in sw.reasons)
+        out.append(finding("superseded-write",
+                           f"Generation {sw.record.generation_count} was written after generation "
+                           f"{sw.successor.generation_count} replaced it ({why}): those writes are not read",
+                           evidence=sw.to_json(), **_where(sw.record)))
+    for lost in find_lost_high_priority(gens):
+        text = classify(lost.line).text
+        closest = (f"closest later line (generation {lost.closest_generation}, similarity {lost.similarity:.2f}): "
+                   f"{lost.closest}" if lost.closest else "no later generation has any observation")
+        out.append(finding("lost-high-priority",
+                           f"High-priority observation of generation {lost.generation} kept by no later "
+                           f"generation: {text} — {closest}",
+                           evidence={"line": lost.line, "line_number": lost.line_number,
+                                     "closest_line": lost.closest, "closest_generation": lost.closest_generation,
+                                     "similarity": lost.similarity},
+                           **_where(lost.record)))
+    return out
+
+
+def _leaks(text: str | None) -> list[str]:
+    low = (text or "").lower()
+    return [m for m in PROMPT_MARKERS if m in low]
+
+
+def check_current(rec: OMRecord, thread: Thread | None, thread_of_message: Callable[[str], str | None],
+                  governed_threads: set[str], *, now_ms: int | None = None) -> list[Finding]:
+    """Return the checks on the current generation REC: stale flags, prompt leak, chunks, foreign ids.
+
+    THREAD is the row's thread (thread scope; None in resource scope or when missing);
+    THREAD_OF_MESSAGE maps a message id to its thread id (None: no such message);
+    GOVERNED_THREADS are the threads this record governs (its thread, or its resource's threads).
+    """
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    where = _where(rec)
+    out = []
+    for flag in flag_states(rec, now_ms):
+        if flag.set and flag.stale:
+            age = "unknown" if flag.age_ms is None else f"{flag.age_ms / 60000:,.0f} min"
+            out.append(finding("stale-flag", f"{flag.name} is set on generation {rec.generation_count} "
+                               f"with no activity for {age}: a dead process's lock",
+                               evidence={"flag": flag.name, "age_ms": flag.age_ms, "updated_at": rec.updated_at},
+                               **where))
+    sources = {"activeObservations": rec.active_observations}
+    for i, chunk in enumerate(rec.buffered_chunks):
+        sources[f"bufferedObservationChunks[{i}].observations"] = chunk.get("observations")
+    if thread is not None:
+        om = thread.om_metadata
+        for key in ("currentTask", "suggestedResponse"):
+            if isinstance(om.get(key), str):
+                sources[f"thread.metadata.mastra.om.{key}"] = om[key]
+    leaks = {src: found for src, found in ((s, _leaks(t if isinstance(t, str) else None)) for s, t in sources.items()) if found}
+    if leaks:
+        out.append(finding("prompt-leak", "Mastra's own instructions are stored as memory in "
+                           + ", ".join(sorted(leaks)), evidence={"markers": leaks}, **where))
+    chunks = rec.buffered_chunks
+    seen_cycles: dict[str, int] = {}
+    seen_ids: dict[str, int] = {}
+    for i, chunk in enumerate(chunks):
+        reasons, shared = [], []
+        cycle = chunk.get("cycleId")
+        if isinstance(cycle, str) and cycle in seen_cycles:
+            reasons.append(f"cycle {cycle} already stored as chunk {seen_cycles[cycle]}")
+        ids = [m for m in chunk.get("messageIds") or [] if isinstance(m, str)]
+        shared = [m for m in ids if m in seen_ids]
+        if shared:
+            reasons.append(f"{len(shared)} message id(s) already in chunk {seen_ids[shared[0]]}")
+        if reasons:
+            out.append(finding("duplicate-buffered-chunk", f"Buffered chunk {i} duplicates an earlier one: "
+                               + "; ".join(reasons), message_ids=shared[:MAX_IDS],
+                               evidence={"chunk_index": i, "chunk_id": chunk.get("id"), "cycle_id": cycle,
+                                         "shared_message_ids": len(shared)}, **where))
+        if isinstance(cycle, str):
+            seen_cycles.setdefault(cycle, i)
+        for m in ids:
+            seen_ids.setdefault(m, i)
+    named: dict[str, list[str]] = {"observedMessageIds": rec.observed_message_ids}
+    buffered = rec.get("bufferedMessageIds")
+    named["bufferedMessageIds"] = buffered if isinstance(buffered, list) else []
+    for i, chunk in enumerate(chunks):
+        named[f"bufferedObservationChunks[{i}].messageIds"] = chunk.get("messageIds") or []
+    foreign: dict[str, list[str]] = {}
+    missing: dict[str, list[str]] = {}
+    for column, ids in named.items():
+        for mid in ids:
+            if not isinstance(mid, str):
+                continue
+            owner = thread_of_message(mid)
+            if owner is None:
+                missing.setdefault(column, []).append(mid)
+            elif owner not in governed_threads:
+                foreign.setdefault(column, []).append(mid)
+    if foreign:
+        ids = [m for col in sorted(foreign) for m in foreign[col]]
+        out.append(finding("foreign-observed-ids", f"{len(ids)} id(s) in {', '.join(sorted(foreign))} name messages "
+                           "of another thread", message_ids=ids[:MAX_IDS],
+                           evidence={"columns": {c: len(v) for c, v in foreign.items()},
+                                     "owner_threads": sorted({thread_of_message(m) or "" for m in ids})[:MAX_IDS]},
+                           **where))
+    if missing:
+        ids = [m for col in sorted(missing) for m in missing[col]]
+        out.append(finding("foreign-observed-ids", f"{len(ids)} id(s) in {', '.join(sorted(missing))} name messages "
+                           "that no longer exist (deleted since they were observed)", severity="info",
+                           fix="Nothing to do: Mastra skips ids it cannot find", message_ids=ids[:MAX_IDS],
+                           evidence={"columns": {c: len(v) for c, v in missing.items()}}, **where))
+    return out
+
+
+def check_orphan(rec: OMRecord, thread_exists: Callable[[str], bool], resource_exists: Callable[[str], bool]) -> Finding | None:
+    """Return an orphan-record finding when REC's thread (thread scope) or resource (resource scope) is gone."""
+    where = _where(rec)
+    if rec.scope == "resource":
+        if rec.resource_id is None or resource_exists(rec.resource_id):
+            return None
+        return finding("orphan-record", f"OM record of resource {rec.resource_id}, which has no thread and no "
+                       "resources row", evidence={"scope": "resource"}, **where)
+    thread_id = where["thread_id"]
+    if thread_id is None or thread_exists(thread_id):
+        return None
+    return finding("orphan-record", f"OM record of thread {thread_id}, which no longer exists",
+                   evidence={"scope": "thread"}, **where)

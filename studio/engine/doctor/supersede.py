@@ -1,0 +1,100 @@
+"""Find writes that landed on a superseded OM generation (a running agent overtaken by another writer).
+
+Mastra coordinates observation and reflection inside one process only: a running turn keeps the
+OM record it read at its start and later writes onto that record's id. When another program (or
+another process) inserted a newer generation in between, the agent's observations land on the
+old, non-current row, and Mastra never reads them again.
+
+`find_superseded_writes(generations)` is the reusable rule (the doctor's `superseded-write` check,
+and the write path's overtaking-write protocol): a non-current generation G whose successor S is
+the next generationCount (the earliest-created row of that count) was written after S existed when
+
+* G.updatedAt > S.createdAt + SUPERSEDE_TOLERANCE_MS, or
+* G.lastObservedAt > S.lastObservedAt (G's observation cursor went beyond what S carried; a
+  reflection copies the cursor into S, and S's own observations only move it forward).
+
+The tolerance exists because Mastra itself touches the old row right after inserting a reflection
+(it clears the reflecting flag): in every generation of the seven real fixtures that touch is
+1–4 ms after S.createdAt. Times are compared as epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from studio.store.records import OMRecord, iso_to_ms
+
+#: How long after its successor's creation a touch of the old row is still Mastra's own bookkeeping (ms).
+SUPERSEDE_TOLERANCE_MS = 1000
+
+
+@dataclass
+class SupersededWrite:
+    """A generation written after its successor was created.
+
+    `record` is the superseded generation, `successor` the row that replaced it; `late_by_ms` is
+    G.updatedAt − S.createdAt (None when a time is missing); `cursor_ahead` is True when G's
+    lastObservedAt is later than S's; `reasons` names the rules that matched ("updated-after",
+    "cursor-ahead").
+    """
+
+    record: OMRecord
+    successor: OMRecord
+    late_by_ms: int | None
+    cursor_ahead: bool
+    reasons: list[str]
+
+    def to_json(self) -> dict:
+        """Return the evidence as JSON-ready figures."""
+        return {
+            "record_id": self.record.id, "generation": self.record.generation_count,
+            "successor_record_id": self.successor.id, "successor_generation": self.successor.generation_count,
+            "record_updated_at": self.record.updated_at, "successor_created_at": self.successor.created_at,
+            "late_by_ms": self.late_by_ms, "record_last_observed_at": self.record.last_observed_at,
+            "successor_last_observed_at": self.successor.last_observed_at, "reasons": list(self.reasons),
+        }
+
+
+def _successors(generations: list[OMRecord]) -> dict[int, OMRecord]:
+    """Return {generationCount: the earliest-created row of that count} (createdAt, then id)."""
+    first: dict[int, OMRecord] = {}
+    for rec in generations:
+        key = rec.generation_count
+        best = first.get(key)
+        mine = (iso_to_ms(rec.created_at) or 0, rec.id)
+        if best is None or mine < (iso_to_ms(best.created_at) or 0, best.id):
+            first[key] = rec
+    return first
+
+
+def find_superseded_writes(generations: list[OMRecord], *,
+                           tolerance_ms: int = SUPERSEDE_TOLERANCE_MS) -> list[SupersededWrite]:
+    """Return the generations of ONE lookup key that were written after their successor existed.
+
+    GENERATIONS: every row of the key, any order. The current generation (highest count) has no
+    successor and is never reported. Rows sharing a generationCount are each compared with the
+    next count's earliest row (duplicates themselves are the `duplicate-generation` check).
+    """
+    if not generations:
+        return []
+    first = _successors(generations)
+    counts = sorted(first)
+    next_of = {c: counts[i + 1] for i, c in enumerate(counts[:-1])}
+    out: list[SupersededWrite] = []
+    for rec in sorted(generations, key=lambda r: (r.generation_count, r.created_at or "", r.id)):
+        nxt = next_of.get(rec.generation_count)
+        if nxt is None:
+            continue
+        succ = first[nxt]
+        reasons = []
+        updated, created = iso_to_ms(rec.updated_at), iso_to_ms(succ.created_at)
+        late = updated - created if updated is not None and created is not None else None
+        if late is not None and late > tolerance_ms:
+            reasons.append("updated-after")
+        mine, theirs = iso_to_ms(rec.last_observed_at), iso_to_ms(succ.last_observed_at)
+        ahead = mine is not None and (theirs is None or mine > theirs)
+        if ahead:
+            reasons.append("cursor-ahead")
+        if reasons:
+            out.append(SupersededWrite(rec, succ, late, ahead, reasons))
+    return out

@@ -1,0 +1,245 @@
+"""The studio's Health: a background doctor scan, a badge per thread, the Health tab and window.
+
+`install_health(window)` is the main window's one hook: it adds View ▸ Health… (Ctrl+Shift+H),
+paints a badge (errors + warnings, coloured by the worst) beside each thread's title, wires the
+thread view's Health tab, and starts a scan whenever a database is opened or refreshed.
+
+The scan runs the doctor as a chain of short tasks on the TaskRunner's database worker
+(`plan_batches`, then one `run_batch` per 100 threads), so other reads interleave; badge counts
+and the Health window fill in as each batch lands. Activating a finding opens its thread, then
+the message (Messages ▸ show in context) or the generation (History) it names.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from PySide6.QtCore import QObject, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QPainter
+from PySide6.QtWidgets import QStyledItemDelegate, QToolTip
+
+from studio.engine.doctor import plan_batches, run_batch
+from studio.ui.models.roles import ID_ROLE
+from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.health_views import SEVERITY_COLOURS, HealthWindow
+
+SCAN_KEY = "doctor-scan"
+#: How long a History navigation waits for the thread's generations to load (tries × ms).
+SELECT_TRIES, SELECT_EVERY_MS = 50, 100
+
+
+class HealthScan(QObject):
+    """Run the doctor over the open database in batches; keep the findings and the counts per thread."""
+
+    batch_landed = Signal(object, int, int)   # findings of the batch (dicts), threads done, threads total
+    finished = Signal()
+    failed = Signal(str)
+
+    def __init__(self, runner: TaskRunner, parent=None):
+        super().__init__(parent)
+        self._runner = runner
+        self._round = 0
+        self.findings: list[dict] = []
+        self.counts: dict[str, dict[str, int]] = {}
+        self.done = self.total = 0
+        self.running = False
+
+    def start(self) -> None:
+        """Start a new scan (a running one is dropped)."""
+        self._round += 1
+        self.findings, self.counts, self.done, self.total, self.running = [], {}, 0, 0, True
+        self._runner.submit(lambda store, _p, _c: plan_batches(store),
+                            on_done=functools.partial(self._on_plan, self._round),
+                            on_error=functools.partial(self._on_error, self._round), key=SCAN_KEY)
+
+    def stop(self) -> None:
+        """Drop the running scan."""
+        self._round += 1
+        self.running = False
+        self._runner.cancel(SCAN_KEY)
+
+    def thread_counts(self, thread_id: str) -> dict[str, int]:
+        """Return {severity: findings} of THREAD_ID so far ({} when none)."""
+        return self.counts.get(thread_id, {})
+
+    def _on_plan(self, round_: int, plan) -> None:
+        if round_ != self._round:
+            return
+        self.total = plan.thread_count
+        self._next(round_, plan, 0)
+
+    def _next(self, round_: int, plan, index: int) -> None:
+        self._runner.submit(lambda store, _p, cancel: run_batch(store, plan, index, cancel),
+                            on_done=functools.partial(self._on_batch, round_, plan, index),
+                            on_error=functools.partial(self._on_error, round_), key=SCAN_KEY)
+
+    def _on_batch(self, round_: int, plan, index: int, result) -> None:
+        if round_ != self._round:
+            return
+        findings, counts = result
+        batch = [f.to_json() for f in findings]
+        self.findings.extend(batch)
+        for f in batch:
+            if f["thread_id"] is not None:
+                per = self.counts.setdefault(f["thread_id"], {})
+                per[f["severity"]] = per.get(f["severity"], 0) + 1
+        self.done += counts["threads"]
+        more = index + 1 < len(plan.batches)
+        if not more:
+            self.running = False
+        self.batch_landed.emit(batch, self.done, self.total)
+        if more:
+            self._next(round_, plan, index + 1)
+        else:
+            self.finished.emit()
+
+    def _on_error(self, round_: int, exc: Exception) -> None:
+        if round_ == self._round:
+            self.running = False
+            self.failed.emit(str(exc))
+
+
+def badge_text(counts: dict[str, int]) -> tuple[str, str] | None:
+    """Return (text, severity) of a thread's badge: errors + warnings, coloured by the worst; None without."""
+    n = counts.get("error", 0) + counts.get("warning", 0)
+    if not n:
+        return None
+    return str(n), "error" if counts.get("error") else "warning"
+
+
+class HealthBadgeDelegate(QStyledItemDelegate):
+    """Paint a thread's title with its Health badge at the right (a count in a coloured pill)."""
+
+    def __init__(self, scan: HealthScan, parent=None):
+        super().__init__(parent)
+        self._scan = scan
+
+    def _badge(self, index) -> tuple[str, str] | None:
+        thread_id = index.data(ID_ROLE)
+        return badge_text(self._scan.thread_counts(thread_id)) if isinstance(thread_id, str) else None
+
+    def paint(self, painter: QPainter, option, index) -> None:
+        badge = self._badge(index)
+        if badge is None:
+            super().paint(painter, option, index)
+            return
+        text, severity = badge
+        fm = option.fontMetrics
+        width = fm.horizontalAdvance(text) + 12
+        height = min(option.rect.height() - 6, fm.height() + 2)
+        pill = QRect(option.rect.right() - width - 4, option.rect.center().y() - height // 2, width, height)
+        option.rect.setRight(pill.left() - 4)
+        super().paint(painter, option, index)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(SEVERITY_COLOURS[severity])
+        painter.drawRoundedRect(pill, height / 2, height / 2)
+        painter.setPen(Qt.GlobalColor.white)
+        painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, text)
+        painter.restore()
+
+    def helpEvent(self, event, view, option, index) -> bool:
+        thread_id = index.data(ID_ROLE)
+        counts = self._scan.thread_counts(thread_id) if isinstance(thread_id, str) else {}
+        if counts and self._badge(index) is not None:
+            parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning", "info") if counts.get(s)]
+            QToolTip.showText(event.globalPos(), "Health: " + ", ".join(parts) + " (Health tab)", view)
+            return True
+        return super().helpEvent(event, view, option, index)
+
+
+class HealthController(QObject):
+    """Tie the scan to a main window: badges, the Health tab, the Health window, and navigation."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self._window = window
+        self.scan = HealthScan(window._runner, self)
+        self.health_window: HealthWindow | None = None
+        self._select_timer: QTimer | None = None
+        self.badges = HealthBadgeDelegate(self.scan, window.thread_list.view)
+        from studio.ui.models.threads import ThreadColumn
+
+        window.thread_list.view.setItemDelegateForColumn(ThreadColumn.TITLE, self.badges)
+        self.scan.batch_landed.connect(self._on_scan_batch_landed)
+        window.database_opened.connect(self._on_window_database_opened)
+        window.database_refreshed.connect(self._on_window_database_refreshed)
+        tab = getattr(window.thread_view, "health_tab", None)
+        if tab is not None:
+            tab.finding_activated.connect(self.open_finding)
+        view_menu = next((a.menu() for a in window.menuBar().actions() if a.text() == "&View"), None)
+        self.action = QAction("&Health…", window, shortcut=QKeySequence("Ctrl+Shift+H"), triggered=self.show_window)
+        if view_menu is not None:
+            view_menu.addAction(self.action)
+        else:
+            window.addAction(self.action)
+
+    def show_window(self, _checked: bool = False) -> HealthWindow:
+        """View ▸ Health…: show every finding of the database (filled in as the scan runs)."""
+        if self.health_window is None:
+            self.health_window = HealthWindow(self._window)
+            self.health_window.setWindowFlag(Qt.WindowType.Window, True)
+            self.health_window.finding_activated.connect(self.open_finding)
+            self._fill_window()
+        self.health_window.show()
+        self.health_window.raise_()
+        return self.health_window
+
+    def open_finding(self, finding: dict) -> bool:
+        """Open FINDING's thread, then its message (Messages, in context) or generation (History)."""
+        window = self._window
+        thread_id = finding.get("thread_id")
+        if not thread_id or not window.select_thread(thread_id):
+            window.statusBar().showMessage("This finding names no thread of the list (an orphaned record or the "
+                                           "whole database).", 5000)
+            return False
+        view = window.thread_view
+        if finding.get("message_ids"):
+            view.set_tab("messages")
+            message_id = finding["message_ids"][0]
+            QTimer.singleShot(0, lambda: view.messages_tab.show_in_context(message_id))
+        elif finding.get("record_id"):
+            view.set_tab("history")
+            self._select_record(finding["record_id"], SELECT_TRIES)
+        else:
+            view.set_tab("health")
+        window.raise_()
+        window.activateWindow()
+        return True
+
+    def _select_record(self, record_id: str, tries: int) -> None:
+        if self._window.thread_view.history_tab.select_record(record_id) or tries <= 0:
+            return
+        QTimer.singleShot(SELECT_EVERY_MS, lambda: self._select_record(record_id, tries - 1))
+
+    def _fill_window(self) -> None:
+        win = self.health_window
+        if win is None:
+            return
+        win.set_database(self._window.database_path)
+        win.pane.set_findings(self.scan.findings)
+        if self.scan.total:
+            win.set_progress(self.scan.done, self.scan.total)
+
+    def _on_window_database_opened(self, _path: str) -> None:
+        self.scan.start()
+        self._fill_window()
+
+    def _on_window_database_refreshed(self) -> None:
+        self.scan.start()
+        self._fill_window()
+        tab = getattr(self._window.thread_view, "health_tab", None)
+        if tab is not None and tab.thread_id is not None:
+            tab.refresh()
+
+    def _on_scan_batch_landed(self, batch: list[dict], done: int, total: int) -> None:
+        self._window.thread_list.view.viewport().update()
+        if self.health_window is not None:
+            self.health_window.pane.add_findings(batch)
+            self.health_window.set_progress(done, total)
+
+
+def install_health(window) -> HealthController:
+    """Add Health to WINDOW (a MainWindow): the scan, badges, Health tab navigation and View ▸ Health…."""
+    return HealthController(window)

@@ -1,0 +1,46 @@
+"""`memory-studio doctor`: the JSON document, the human output, exit codes, read-only."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from studio.cli import main
+
+FINDING_KEYS = ["check", "severity", "thread_id", "resource_id", "record_id", "lookup_key", "generation",
+                "message_ids", "summary", "evidence", "reference", "fix"]
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_doctor_json_shape_and_exit_code(fixture_db, capsys):
+    path = fixture_db("support")
+    before = {p.name: digest(p) for p in path.parent.iterdir()}
+    assert main(["doctor", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"findings", "checked"}
+    assert doc["checked"]["threads"] == 6 and doc["checked"]["checks"] == 21
+    assert doc["findings"] and all(list(f) == FINDING_KEYS for f in doc["findings"])
+    assert {f["severity"] for f in doc["findings"]} <= {"error", "warning", "info"}
+    assert all(f["reference"] and f["fix"] for f in doc["findings"])
+    assert {p.name: digest(p) for p in path.parent.iterdir()} == before   # read-only
+
+
+def test_doctor_human_output_groups_by_severity(fixture_db, capsys):
+    path = fixture_db("support")
+    assert main(["doctor", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("WARNING (") and any(line.startswith("INFO (") for line in out)
+    assert out[-1].startswith("Checked 6 threads")
+    assert any(line.startswith("  lost-high-priority  support-1 gen 0: ") for line in out)
+
+
+def test_doctor_one_thread_and_bad_input(fixture_db, tmp_path, capsys):
+    path = fixture_db("history")
+    assert main(["doctor", str(path), "--thread", "hist-2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checked"]["threads"] == 1
+    assert main(["doctor", str(path), "--thread", "nope", "--json"]) == 2
+    assert "No thread 'nope'" in capsys.readouterr().err
+    assert main(["doctor", str(tmp_path / "missing.db")]) == 2

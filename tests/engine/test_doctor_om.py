@@ -1,0 +1,296 @@
+"""Doctor checks on OM records: each fires on a fixture copy edited the way Mastra (or the bug) leaves it,
+and nowhere else (every other finding of the file stays as it was)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from studio.engine.doctor.lost_priority import LOST_SIMILARITY, find_lost_high_priority, similarity
+from studio.engine.doctor.supersede import SUPERSEDE_TOLERANCE_MS
+from studio.engine.observations import Priority, parse_log
+from studio.engine.reflector_parse import detect_degenerate_repetition
+from studio.engine.tokens import count_observations
+from studio.store.records import iso_to_ms, ms_to_iso
+from tests.engine.doctor_db import insert_om, new_findings, om_rows, reflect_row, run
+
+
+def checks(found: list[dict]) -> list[str]:
+    return sorted(f["check"] for f in found)
+
+
+def test_reflection_not_compressing_fires_on_three_reflections_that_stay_over_the_threshold(fixture_db):
+    path = fixture_db("support")
+    logs = {}
+
+    def edit(conn):
+        rows = om_rows(conn, "thread:support-1")
+        # The #14110 loop: each reflection's output is still above reflection.observationTokens (550 here).
+        big = "\n".join(ln for r in rows for ln in r["activeObservations"].splitlines() if "message boundary" not in ln)
+        logs["tokens"] = count_observations(big)
+        prev = rows[-1]
+        for _ in range(3):
+            prev = reflect_row(prev, big)
+            insert_om(conn, prev)
+
+    found = new_findings(path, edit)
+    assert logs["tokens"] >= 550
+    assert checks(found) == ["reflection-not-compressing"]
+    f = found[0]
+    assert (f["thread_id"], f["generation"], f["severity"]) == ("support-1", 5, "warning")
+    run_gens = [r["generation"] for r in f["evidence"]["run"]]
+    assert run_gens[-3:] == [3, 4, 5]
+    assert all(r["above_threshold"] and r["reflected_tokens"] == logs["tokens"] for r in f["evidence"]["run"][-3:])
+
+
+def test_reflection_not_compressing_is_silent_for_two_unproductive_reflections(fixture_db):
+    path = fixture_db("support")
+
+    def edit(conn):
+        rows = om_rows(conn, "thread:support-5")
+        big = "\n".join(ln for r in rows for ln in r["activeObservations"].splitlines() if "message boundary" not in ln)
+        prev = reflect_row(rows[-1], big)
+        insert_om(conn, prev)   # gen 2; gen 1 (fixture) compressed 604 -> 419 tokens: no run of 3 yet
+
+    assert "reflection-not-compressing" not in checks(new_findings(path, edit))
+
+
+def test_empty_generation_fires_when_a_reflection_wiped_the_log(fixture_db):
+    path = fixture_db("support")
+    seen = {}
+
+    def edit(conn):
+        rows = om_rows(conn, "thread:support-5")
+        seen["high"] = [ln.raw.strip() for ln in parse_log(rows[-1]["activeObservations"]).lines
+                        if ln.kind == "observation" and ln.priority is Priority.HIGH]
+        insert_om(conn, reflect_row(rows[-1], ""))   # PR #22074: createReflectionGeneration({reflection: ''})
+
+    found = new_findings(path, edit)
+    empty = [f for f in found if f["check"] == "empty-generation"]
+    assert [(f["thread_id"], f["generation"], f["severity"]) for f in empty] == [("support-5", 2, "error")]
+    assert empty[0]["evidence"]["previous_generation"] == 1
+    # Every 🔴 line of generation 1 is now lost: nothing after it keeps anything.
+    lost = sorted(f["evidence"]["line"] for f in found if f["check"] == "lost-high-priority")
+    assert lost == sorted(seen["high"]) and seen["high"]
+    assert checks(found) == sorted(["empty-generation"] + ["lost-high-priority"] * len(seen["high"]))
+
+
+def test_degenerate_repetition_uses_mastras_detector(fixture_db):
+    path = fixture_db("support")
+    block = "\n".join(f"* 🟡 (10:0{i}) Tool call retried with the same arguments, step {i}" for i in range(8))
+    texts = {}
+
+    def edit(conn):
+        row = om_rows(conn, "thread:support-2")[-1]
+        # PR #22072: an Observer output where one multi-line block repeats dozens of times, appended in place.
+        text = row["activeObservations"] + "\n\n--- message boundary (2026-11-29T20:50:00.000Z) ---\n\n" + \
+            "\n".join([block] * 30)
+        texts["old"], texts["new"] = row["activeObservations"], text
+        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?', (text, row["id"]))
+
+    found = new_findings(path, edit)
+    assert detect_degenerate_repetition(texts["new"]) and not detect_degenerate_repetition(texts["old"])
+    assert [(f["check"], f["thread_id"], f["generation"]) for f in found] == [("degenerate-repetition", "support-2", 0)]
+
+
+def test_stale_flag_fires_only_when_the_row_has_been_idle_for_ten_minutes(fixture_db):
+    path = fixture_db("support")
+    rows = {}
+
+    def edit(conn):
+        row = om_rows(conn, "thread:support-1")[-1]
+        rows["updated"] = iso_to_ms(row["updatedAt"])
+        conn.execute('UPDATE mastra_observational_memory SET "isReflecting" = 1 WHERE id = ?', (row["id"],))
+
+    # Nine minutes after the row's last update the flag may belong to a live process: silent.
+    quiet = new_findings(path, edit, now_ms=None)
+    found = [f for f in quiet if f["check"] == "stale-flag"]
+    assert [(f["thread_id"], f["evidence"]["flag"]) for f in found] == [("support-1", "isReflecting")]
+    live = [f for f in run(path, now_ms=rows["updated"] + 9 * 60_000) if f["check"] == "stale-flag"]
+    stale = [f for f in run(path, now_ms=rows["updated"] + 11 * 60_000) if f["check"] == "stale-flag"]
+    assert live == [] and len(stale) == 1 and stale[0]["evidence"]["age_ms"] == 11 * 60_000
+
+
+def test_duplicate_generation_fires_on_two_generation_zero_rows(fixture_db):
+    path = fixture_db("support")
+
+    def edit(conn):
+        row = om_rows(conn, "thread:support-4")[0]
+        # mastra #22188: two concurrent first accesses both initialise generation 0.
+        insert_om(conn, {**row, "id": row["id"][:-4] + "dup0"})
+
+    found = new_findings(path, edit)
+    assert [(f["check"], f["thread_id"], f["generation"], f["severity"]) for f in found] == \
+        [("duplicate-generation", "support-4", 0, "error")]
+    assert len(found[0]["evidence"]["record_ids"]) == 2
+
+
+def test_superseded_write_fires_when_an_agent_appended_to_the_old_generation(fixture_db):
+    path = fixture_db("support")
+
+    def edit(conn):
+        gen1, gen2 = om_rows(conn, "thread:support-1")[1:3]
+        late = iso_to_ms(gen2["createdAt"]) + 5000
+        cursor = ms_to_iso(iso_to_ms(gen2["lastObservedAt"]) + 4000)
+        # A running turn read generation 1 at its start and observed onto it after generation 2 existed.
+        text = gen1["activeObservations"] + f"\n\n--- message boundary ({cursor}) ---\n\n* 🟡 (20:45) User asked for a refund."
+        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ?, "lastObservedAt" = ?, '
+                     '"updatedAt" = ? WHERE id = ?', (text, cursor, ms_to_iso(late), gen1["id"]))
+
+    found = new_findings(path, edit)
+    assert [(f["check"], f["thread_id"], f["generation"]) for f in found] == [("superseded-write", "support-1", 1)]
+    ev = found[0]["evidence"]
+    assert ev["reasons"] == ["updated-after", "cursor-ahead"] and ev["late_by_ms"] == 5000
+    assert ev["successor_generation"] == 2
+
+
+def test_superseded_write_ignores_mastras_own_touch_of_the_old_row(fixture_db):
+    """Mastra clears the reflecting flag on the old row 1-4 ms after inserting the reflection."""
+    path = fixture_db("buffered")
+    found = [f for f in run(path) if f["check"] == "superseded-write"]
+    with __import__("studio.store.memory_store", fromlist=["MemoryStore"]).MemoryStore.open(path) as store:
+        gens = sorted(store.om_history("thread:long-run"), key=lambda r: r.generation_count)
+    gaps = [iso_to_ms(a.updated_at) - iso_to_ms(b.created_at) for a, b in zip(gens, gens[1:])]
+    assert found == [] and max(gaps) > 0 and max(gaps) < SUPERSEDE_TOLERANCE_MS
+
+
+def test_orphan_record_fires_when_the_thread_was_deleted_but_its_om_rows_stayed(fixture_db):
+    path = fixture_db("support")
+
+    def edit(conn):   # Memory.deleteThread before PR #16628: thread and messages go, OM rows stay
+        conn.execute("DELETE FROM mastra_messages WHERE thread_id = 'support-3'")
+        conn.execute("DELETE FROM mastra_threads WHERE id = 'support-3'")
+
+    found = new_findings(path, edit)
+    assert [(f["check"], f["thread_id"], f["lookup_key"]) for f in found] == \
+        [("orphan-record", "support-3", "thread:support-3")]
+
+
+def test_orphan_record_in_resource_scope(fixture_db):
+    path = fixture_db("resource")
+
+    def edit(conn):
+        conn.execute("DELETE FROM mastra_messages WHERE \"resourceId\" = 'user-erin'")
+        conn.execute("DELETE FROM mastra_threads WHERE \"resourceId\" = 'user-erin'")
+        conn.execute("DELETE FROM mastra_resources WHERE id = 'user-erin'")
+
+    found = new_findings(path, edit)
+    assert [(f["check"], f["resource_id"], f["lookup_key"]) for f in found] == \
+        [("orphan-record", "user-erin", "resource:user-erin")]
+
+
+def test_prompt_leak_in_the_log_and_the_current_task(fixture_db):
+    path = fixture_db("support")
+
+    def edit(conn):
+        row = om_rows(conn, "thread:support-3")[-1]
+        leak = ("* 🟡 (20:43) <system-reminder>Please continue naturally with the conversation so far and respond "
+                "to the latest message.</system-reminder>")
+        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?',
+                     (row["activeObservations"] + "\n" + leak, row["id"]))
+        meta = json.loads(conn.execute("SELECT json(metadata) FROM mastra_threads WHERE id = 'support-3'").fetchall()[0][0])
+        meta["mastra"]["om"]["currentTask"] = "You are the memory consciousness of an AI assistant."
+        conn.execute("UPDATE mastra_threads SET metadata = jsonb(?) WHERE id = 'support-3'", (json.dumps(meta),))
+
+    found = new_findings(path, edit)
+    assert [(f["check"], f["thread_id"], f["severity"]) for f in found] == [("prompt-leak", "support-3", "error")]
+    assert sorted(found[0]["evidence"]["markers"]) == ["activeObservations", "thread.metadata.mastra.om.currentTask"]
+
+
+def test_duplicate_buffered_chunk_fires_on_one_cycle_stored_twice(fixture_db):
+    path = fixture_db("buffered")
+
+    def edit(conn):
+        row = om_rows(conn, "thread:long-run")[-1]
+        chunks = json.loads(row["bufferedObservationChunks"])
+        assert chunks, "the buffered fixture has a pending chunk"
+        chunks.append({**chunks[0], "id": chunks[0]["id"] + "-again"})   # PR #23019: one cycle, two chunks
+        conn.execute('UPDATE mastra_observational_memory SET "bufferedObservationChunks" = ? WHERE id = ?',
+                     (json.dumps(chunks), row["id"]))
+
+    found = new_findings(path, edit)
+    assert [(f["check"], f["thread_id"]) for f in found] == [("duplicate-buffered-chunk", "long-run")]
+    assert found[0]["evidence"]["chunk_index"] == 1 and found[0]["message_ids"]
+
+
+def test_foreign_observed_ids_from_a_clone_that_kept_the_source_ids(fixture_db):
+    path = fixture_db("support")
+    source = {}
+
+    def edit(conn):
+        source["ids"] = [r[0] for r in conn.execute(
+            "SELECT id FROM mastra_messages WHERE thread_id = 'support-1' ORDER BY \"createdAt\" LIMIT 3").fetchall()]
+        row = om_rows(conn, "thread:support-2")[-1]
+        ids = json.loads(row["observedMessageIds"] or "[]") + source["ids"] + ["msg-deleted-long-ago"]
+        conn.execute('UPDATE mastra_observational_memory SET "observedMessageIds" = ? WHERE id = ?',
+                     (json.dumps(ids), row["id"]))
+
+    found = sorted(new_findings(path, edit), key=lambda f: f["severity"])
+    assert [(f["check"], f["thread_id"], f["severity"]) for f in found] == \
+        [("foreign-observed-ids", "support-2", "info"), ("foreign-observed-ids", "support-2", "warning")]
+    assert found[0]["message_ids"] == ["msg-deleted-long-ago"] and found[1]["message_ids"] == source["ids"]
+    assert found[1]["evidence"]["owner_threads"] == ["support-1"]
+
+
+def test_lost_high_priority_tells_rewording_from_loss(fixture_db):
+    path = fixture_db("support")
+    picked = {}
+
+    def edit(conn):
+        rows = om_rows(conn, "thread:support-5")
+        lines = rows[-1]["activeObservations"].splitlines()
+        # Add two 🔴 facts to generation 1, then reflect: one is reworded, the other dropped.
+        kept = "* 🔴 (09:30) User's daughter Emma starts kindergarten on September 3 at Lindenhof school."
+        dropped = "* 🔴 (09:31) User is allergic to penicillin; never suggest it."
+        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?',
+                     ("\n".join(lines + [kept, dropped]), rows[-1]["id"]))
+        reworded = "* 🔴 (09:30) Emma (the user's daughter) begins kindergarten Sept 3, Lindenhof school."
+        rows[-1]["activeObservations"] = "\n".join(lines + [kept, dropped])
+        insert_om(conn, reflect_row(rows[-1], "\n".join(lines + [reworded])))
+        picked.update(kept=kept, dropped=dropped, reworded=reworded)
+
+    found = new_findings(path, edit)
+    assert [(f["check"], f["thread_id"], f["generation"]) for f in found] == [("lost-high-priority", "support-5", 1)]
+    ev = found[0]["evidence"]
+    assert ev["line"] == picked["dropped"] and ev["similarity"] < LOST_SIMILARITY
+    assert ev["closest_line"] is not None and ev["closest_generation"] == 2
+    assert similarity(picked["kept"], picked["reworded"]) >= LOST_SIMILARITY
+
+
+def test_lost_high_priority_on_the_fixtures_matches_the_obs_ids_no_later_generation_has(fixture_db):
+    """gen.mjs numbers every observation `Obs A.B:`; its scripted Reflector keeps some lines word for word
+    and drops the rest. So a 🔴 line is lost exactly when its `Obs A.B:` id is in no later generation."""
+    from studio.store.memory_store import MemoryStore
+
+    for name in ("support", "buffered", "collab", "resource", "tools", "live/support"):
+        with MemoryStore.open(fixture_db(name)) as store:
+            for k in store.om_lookup_keys():
+                history = store.om_history(k["lookupKey"])
+                got = {(lost.generation, lost.line) for lost in find_lost_high_priority(history)}
+                want = set()
+                for rec in history:
+                    later = [r for r in history if r.generation_count > rec.generation_count]
+                    ids = set(re.findall(r"Obs \d+\.\d+:", " ".join(r.active_observations for r in later)))
+                    for ln in parse_log(rec.active_observations).lines:
+                        m = re.search(r"Obs \d+\.\d+:", ln.text)
+                        if later and ln.kind == "observation" and ln.priority is Priority.HIGH and m \
+                                and m.group(0) not in ids:
+                            want.add((rec.generation_count, ln.raw.strip()))
+                assert got == want, (name, k["lookupKey"])
+
+
+def test_observation_lines_classify_as_parse_log_does(fixture_db):
+    from studio.engine.doctor.lost_priority import observation_lines
+    from studio.store.memory_store import MemoryStore
+
+    seen = 0
+    for name in ("support", "buffered", "collab", "resource", "tools"):
+        with MemoryStore.open(fixture_db(name)) as store:
+            for k in store.om_lookup_keys():
+                for rec in store.om_history(k["lookupKey"]):
+                    want = [(ln.number, ln.raw, ln.text, ln.priority is Priority.HIGH)
+                            for ln in parse_log(rec.active_observations).lines if ln.kind == "observation"]
+                    got = [(ln.number, ln.raw, ln.text, ln.high) for ln in observation_lines(rec.active_observations)]
+                    assert got == want
+                    seen += len(got)
+    assert seen > 300

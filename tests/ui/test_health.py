@@ -1,0 +1,94 @@
+"""The studio's Health: badges from a background doctor scan, the Health tab, the Health window, navigation."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor
+
+from studio.engine.doctor import run_doctor
+from studio.store.memory_store import MemoryStore
+from studio.ui.models.threads import ThreadColumn
+from studio.ui.widgets import health as health_mod
+from studio.ui.widgets.health import badge_text
+from studio.ui.widgets.health_views import SEVERITY_COLOURS
+
+
+def doctor(path) -> list[dict]:
+    with MemoryStore.open(path) as store:
+        return run_doctor(store).to_json()["findings"]
+
+
+def test_scan_counts_every_thread_as_batches_land(studio, studio_ctx, fixture_db, monkeypatch):
+    monkeypatch.setattr("studio.engine.doctor.runner.BATCH_THREADS", 2)
+    path = fixture_db("support")
+    window = studio()
+    landed = []
+    window.health.scan.batch_landed.connect(lambda batch, done, total: landed.append((done, total)))
+    window.open_database(path)
+    assert studio_ctx.runner.wait_idle()
+    assert landed == [(2, 6), (4, 6), (6, 6)]   # six threads, two per batch, counts shown as each lands
+    expected = doctor(path)
+    assert sorted(map(str, window.health.scan.findings)) == sorted(map(str, expected))
+    lost = sum(1 for f in expected if f["thread_id"] == "support-1" and f["severity"] == "warning")
+    assert lost > 0 and badge_text(window.health.scan.thread_counts("support-1")) == (str(lost), "warning")
+    assert badge_text(window.health.scan.thread_counts("support-2")) is None   # no finding at all
+
+
+def test_badge_is_painted_beside_the_title(studio, studio_ctx, fixture_db):
+    window = studio(fixture_db("support"))
+    assert studio_ctx.runner.wait_idle()
+    view = window.thread_list.view
+    assert view.itemDelegateForColumn(ThreadColumn.TITLE) is window.health.badges
+    row = window.thread_model.row_of("support-1")
+    rect = view.visualRect(window.thread_model.index(row, ThreadColumn.TITLE))
+    image = view.viewport().grab().toImage()
+    amber = SEVERITY_COLOURS["warning"]
+    pixels = [QColor(image.pixel(x, rect.center().y())) for x in range(rect.right() - 30, rect.right())]
+    assert any(abs(p.red() - amber.red()) < 8 and abs(p.green() - amber.green()) < 8 for p in pixels)
+    row2 = window.thread_model.row_of("support-2")
+    rect2 = view.visualRect(window.thread_model.index(row2, ThreadColumn.TITLE))
+    pixels2 = [QColor(image.pixel(x, rect2.center().y())) for x in range(rect2.right() - 30, rect2.right())]
+    assert not any(abs(p.red() - amber.red()) < 8 and abs(p.green() - amber.green()) < 8 for p in pixels2)
+
+
+def test_health_tab_lists_the_threads_findings(studio, studio_ctx, fixture_db):
+    path = fixture_db("support")
+    window = studio(path)
+    assert window.select_thread("support-5")
+    assert studio_ctx.runner.wait_idle()
+    assert window.thread_view.health_tab.pane.model.rowCount() == 0   # hidden tab: not checked yet
+    window.thread_view.set_tab("health")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.health_tab
+    want = [f for f in doctor(path) if f["thread_id"] == "support-5"]
+    assert tab.thread_id == "support-5" and tab.pane.model.rowCount() == len(want) > 0
+    assert sorted(tab.pane.model.finding(r)["summary"] for r in range(len(want))) == sorted(f["summary"] for f in want)
+
+
+def test_health_window_opens_messages_and_generations(studio, studio_ctx, fixture_db, qtbot):
+    path = fixture_db("support")
+    window = studio(path)
+    assert studio_ctx.runner.wait_idle()
+    hw = window.health.show_window()
+    model = hw.pane.model
+    assert model.rowCount() == len(doctor(path))
+    rows = [model.finding(r) for r in range(model.rowCount())]
+    tie = next(f for f in rows if f["check"] == "timestamp-ties" and f["thread_id"] == "support-5")
+    assert window.health.open_finding(tie)
+    assert studio_ctx.runner.wait_idle()
+    qtbot.waitUntil(lambda: window.thread_view.messages_tab._selected_id == tie["message_ids"][0], timeout=5000)
+    assert window.current_thread_id == "support-5" and window.thread_view.current_tab() == "messages"
+    lost = next(f for f in rows if f["check"] == "lost-high-priority" and f["thread_id"] == "support-1")
+    assert window.health.open_finding(lost)
+    assert studio_ctx.runner.wait_idle()
+    history = window.thread_view.history_tab
+    qtbot.waitUntil(lambda: history.select_record(lost["record_id"]) and window.thread_view.current_tab() == "history",
+                    timeout=5000)
+    assert window.current_thread_id == "support-1"
+
+
+def test_view_menu_has_health_with_a_shortcut(studio):
+    window = studio()
+    assert window.health.action.shortcut().toString() == "Ctrl+Shift+H"
+    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    assert window.health.action in view_menu.actions()
+    assert health_mod.SCAN_KEY == "doctor-scan"
