@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from studio.errors import SchemaError
+from studio.store.cells import decode_pairs, text_safe_pair
 
 THREADS = "mastra_threads"
 MESSAGES = "mastra_messages"
@@ -27,6 +28,7 @@ class Schema:
     """Columns per Mastra table present in a database: {table: [column, ...]} in table order."""
 
     tables: dict[str, list[str]] = field(default_factory=dict)
+    types: dict[str, dict[str, str]] = field(default_factory=dict)  # {table: {column: declared type}}
 
     def has_table(self, table: str) -> bool:
         """Return True if TABLE exists."""
@@ -56,14 +58,28 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _text_rows(conn, sql: str, params: tuple = ()) -> list[tuple]:
+    """Run SQL whose result columns are `text_safe_pair`s; return the decoded rows."""
+    return [decode_pairs(r) for r in conn.execute(sql, params).fetchall()]
+
+
 def discover(conn) -> Schema:
-    """Read every `mastra_*` table and its columns; raise SchemaError if it is not a Mastra memory db."""
-    names = [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'mastra\\_%' ESCAPE '\\'"
-    ).fetchall()]
+    """Read every `mastra_*` table and its columns; raise SchemaError if it is not a Mastra memory db.
+
+    Names are read as bytes (see studio.store.cells), so a damaged name cannot panic the driver;
+    declared column types go to `Schema.types`.
+    """
+    names = [r[0] for r in _text_rows(
+        conn,
+        f"SELECT {text_safe_pair('name')} FROM sqlite_master "
+        "WHERE type = 'table' AND name LIKE 'mastra\\_%' ESCAPE '\\'"
+    ) if isinstance(r[0], str)]
     schema = Schema()
     for name in sorted(names):
-        schema.tables[name] = [r[1] for r in conn.execute(f"PRAGMA table_info({quote_ident(name)})").fetchall()]
+        rows = _text_rows(conn, f"SELECT {text_safe_pair('name')}, {text_safe_pair('type')} "
+                                "FROM pragma_table_info(?) ORDER BY cid", (name,))
+        schema.tables[name] = [r[0] for r in rows]
+        schema.types[name] = {r[0]: str(r[1] or "").upper() for r in rows}
     if not schema.tables:
         raise SchemaError("This SQLite file has no Mastra tables (mastra_threads, mastra_messages…): "
                           "it is not a Mastra memory database")

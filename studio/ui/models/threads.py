@@ -14,6 +14,7 @@ from PySide6.QtCore import QModelIndex, QModelRoleDataSpan, QPersistentModelInde
 from PySide6.QtGui import QBrush, QFont
 
 from studio.engine.status import ThreadStatus
+from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.records import iso_to_ms
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadRow
@@ -393,7 +394,8 @@ class ThreadTableModel(TableModel):
         if col == ThreadColumn.LAST_ACTIVITY:
             return fmt.plain_tooltip(f"Last activity {fmt.local_time(t.updated_at, seconds=True)}\n"
                                      f"updatedAt {t.updated_at}\ncreatedAt {t.created_at}")
-        return fmt.plain_tooltip(f"{t.title or '(no title)'}\nthread {t.id}\nresource {t.resource_id}")
+        damaged = f"\nstored {', '.join(t.damaged_text)} {DAMAGED_TEXT_NOTE}" if t.damaged_text else ""
+        return fmt.plain_tooltip(f"{t.title or '(no title)'}\nthread {t.id}\nresource {t.resource_id}{damaged}")
 
     def _emit_all_changed(self, columns=None) -> None:
         if not self._loaded:

@@ -243,9 +243,11 @@ class MainWindow(QMainWindow):
             on_error=lambda exc: self._on_store_failed(target, exc))
 
     def refresh(self) -> None:
-        """Re-read the database now (View ▸ Refresh), keeping the selection."""
+        """Re-read the database now (View ▸ Refresh), keeping the selection; retry a failed first open."""
         if self._path is not None:
             self._reload()
+        elif getattr(self, "_failed_path", None):
+            self.open_database(self._failed_path)
 
     def select_thread(self, thread_id: str) -> bool:
         """Select THREAD_ID in the thread list (switching to "All resources" if needed); False if absent."""
@@ -348,6 +350,7 @@ class MainWindow(QMainWindow):
         self.database_opened.emit(info.path)
 
     def _on_store_failed(self, path: str, exc: Exception) -> None:
+        self._failed_path = path  # F5 tries it again while no database is open
         self.statusBar().clearMessage()
         message = open_error_text(path, str(exc) or exc.__class__.__name__)
         self._report_error("Cannot open database", message)
