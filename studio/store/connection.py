@@ -135,6 +135,11 @@ def _uri(path: Path, mode: str, immutable: bool = False) -> str:
     return f"file:{quoted}?mode={mode}" + ("&immutable=1" if immutable else "")
 
 
+def immutable_uri(path: Path) -> str:
+    """Return the URI that opens PATH read-only and immutable (no locks, no -wal/-shm read or created)."""
+    return _uri(path, "ro", immutable=True)
+
+
 def is_quiescent_wal(path: Path) -> bool:
     """Return True for a WAL-mode database that no process has open (no -wal file beside it).
 
@@ -222,6 +227,14 @@ def _page_sizes(path: Path) -> tuple[int | None, int | None]:
     return db_size, wal_size
 
 
+def wal_page_size_mismatch(path: Path) -> str | None:
+    """Return "its pages are N bytes, this database's are M" when PATH's -wal has another page size, else None."""
+    db_size, wal_size = _page_sizes(path)
+    if db_size and wal_size and db_size != wal_size:
+        return f"its pages are {wal_size:,} bytes, this database's are {db_size:,}"
+    return None
+
+
 def _side(path: Path, ext: str) -> Path:
     return Path(str(path) + ext)
 
@@ -231,6 +244,19 @@ def _nonempty(path: Path) -> bool:
         return path.stat().st_size > 0
     except OSError:
         return False
+
+
+def foreign_wal_sentence(path: Path, evidence: str) -> str:
+    """Return the sentence for a -wal beside PATH that belongs to another database (EVIDENCE: why we know)."""
+    wal, shm = _side(path, "-wal"), _side(path, "-shm")
+    return (f"the {wal.name} beside it belongs to another database ({evidence}). Move {wal.name} and {shm.name} "
+            f"away (keep them) and open {path.name} again; if you copied the database, copy its own -wal and "
+            "-shm with it")
+
+
+def has_nonempty_wal(path: Path) -> bool:
+    """Return True when a -wal file with content lies beside PATH."""
+    return _nonempty(_side(path, "-wal"))
 
 
 def _file_hint(text: str, path: Path) -> str | None:
@@ -243,11 +269,9 @@ def _file_hint(text: str, path: Path) -> str | None:
                 f"open may not do. Let the app that writes it (Mastra) open it once, or run "
                 f"`sqlite3 {path} \"PRAGMA quick_check\"` — either rolls the journal back — then open it again")
     if ("disk i/o error" in text or "malformed" in text) and _nonempty(wal):
-        db_size, wal_size = _page_sizes(path)
-        if db_size and wal_size and db_size != wal_size:
-            return (f"the {wal.name} beside it belongs to another database (its pages are {wal_size:,} bytes, "
-                    f"this database's are {db_size:,}). Move {wal.name} and {shm.name} away (keep them) and open "
-                    f"{name} again; if you copied the database, copy its own -wal and -shm with it")
+        mismatch = wal_page_size_mismatch(path)
+        if mismatch:
+            return foreign_wal_sentence(path, mismatch)
         return (f"the database reads as damaged together with its {wal.name}. If that -wal (or {shm.name}) was "
                 f"copied from another database or from another moment, move both away (keep them) and open "
                 f"{name} again; otherwise the file is corrupt: open a backup")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Iterator
 
+import libsql
+
 from studio.errors import SchemaError, StoreError
 from studio.store import schema as sc
 from studio.store.cells import (
@@ -26,6 +28,10 @@ from studio.store.connection import (
     describe_sqlite_error,
     file_identity,
     file_signature,
+    foreign_wal_sentence,
+    has_nonempty_wal,
+    immutable_uri as _immutable_uri,
+    wal_page_size_mismatch,
     parse_location,
 )
 from studio.store.records import (
@@ -55,6 +61,31 @@ def _contained(exc: BaseException) -> bool:
     return isinstance(exc, Exception) or is_driver_panic(exc)
 
 
+def _explain_schema_error(location: Location, exc: SchemaError) -> StoreError:
+    """Return EXC, or a StoreError naming the -wal when the main file alone is a Mastra database.
+
+    SQLite reads pages from the -wal before the main file, so the -wal of another database (a
+    copy made at the wrong moment) makes a Mastra file look like that other database.
+    """
+    if not has_nonempty_wal(location.path):
+        return exc
+    try:
+        conn = libsql.connect(_immutable_uri(location.path))
+        try:
+            sc.discover(conn)
+        finally:
+            conn.close()
+    except BaseException as probe_exc:
+        if not _contained(probe_exc):
+            raise
+        return exc
+    evidence = (wal_page_size_mismatch(location.path)
+                or "the file alone is a Mastra memory database; read with that -wal it is not")
+    error = StoreError(f"Cannot read {location.display}: " + foreign_wal_sentence(location.path, evidence))
+    error.__cause__ = exc
+    return error
+
+
 def _open_verified(location: Location, writable: bool, allow_immutable: bool = True):
     """Connect and read the schema; return (conn, immutable, signature, schema, encoding).
 
@@ -71,7 +102,7 @@ def _open_verified(location: Location, writable: bool, allow_immutable: bool = T
             schema = sc.discover(conn)
             encoding = sqlite_encoding_name(conn.execute("PRAGMA encoding").fetchall()[0][0])
         except SchemaError as exc:
-            error = exc
+            error = _explain_schema_error(location, exc)
         except BaseException as exc:
             if not _contained(exc):
                 conn.close()
