@@ -9,7 +9,10 @@ rows (including those that live only in the -wal) and leaves the main file and -
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import struct
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,7 @@ from pathlib import Path
 import libsql
 
 from studio.errors import StoreError
+from studio.store.cells import is_driver_panic
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 5000
@@ -55,16 +59,67 @@ def parse_location(target: str | os.PathLike[str]) -> Location:
     return Location(Path(text).expanduser())
 
 
+FILE_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
+
+
 def check_file(location: Location) -> None:
-    """Raise StoreError unless LOCATION is an existing, readable, non-empty SQLite file."""
+    """Raise StoreError unless LOCATION is an existing, readable, non-empty SQLite file.
+
+    Refuses, with a sentence naming the problem and what to do: a missing file, a symbolic link
+    that loops or dangles, anything that is not a regular file (a FIFO would block every read
+    forever), a -wal/-shm/-journal beside it that is not a regular file, an unreadable file, and
+    a file without the SQLite header. Opens nothing that could block (the header is read with
+    O_NONBLOCK, after the file was seen to be regular).
+    """
     path = location.path
-    if not path.exists():
-        raise StoreError(f"No such file: {path}")
-    if path.is_dir():
-        raise StoreError(f"{path} is a directory, not a memory.db file")
     try:
-        with open(path, "rb") as fh:
-            header = fh.read(len(SQLITE_MAGIC))
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreError(f"{path} is a symbolic link that loops back on itself (a link to a link … to "
+                             "itself), so there is no file to open: point the link at the real memory.db, "
+                             "or open the memory.db file itself") from exc
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            if os.path.islink(path):
+                raise StoreError(f"{path} is a symbolic link to {os.readlink(path)!r}, which does not exist: "
+                                 "point the link at the real memory.db, or open that file itself") from exc
+            raise StoreError(f"No such file: {path}") from exc
+        if exc.errno == errno.EACCES:
+            raise StoreError(f"Cannot read {path}: permission denied (a folder on the way is not "
+                             "accessible to you); open a copy or ask for read access") from exc
+        raise StoreError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"{path} is a directory, not a memory.db file")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{path} is {_kind(st.st_mode)}, not a regular file: a memory.db is always a regular "
+                         "file, and reading this one could wait forever. Open the memory.db file itself")
+    for ext in SIDE_FILES:
+        side = Path(str(path) + ext)
+        try:
+            side_st = os.stat(side)
+        except OSError:
+            continue
+        if not stat.S_ISREG(side_st.st_mode):
+            raise StoreError(f"{side.name} beside {path.name} is {_kind(side_st.st_mode)}, not a regular file: "
+                             "SQLite would wait on it forever or fail. Move it away (SQLite recreates it), or "
+                             "copy the database alone to another folder and open the copy")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            header = os.read(fd, len(SQLITE_MAGIC))
+        finally:
+            os.close(fd)
     except PermissionError as exc:
         raise StoreError(f"Cannot read {path}: permission denied") from exc
     except OSError as exc:
@@ -78,6 +133,11 @@ def check_file(location: Location) -> None:
 def _uri(path: Path, mode: str, immutable: bool = False) -> str:
     quoted = urllib.parse.quote(str(path.resolve()), safe="/:~-._ ")
     return f"file:{quoted}?mode={mode}" + ("&immutable=1" if immutable else "")
+
+
+def immutable_uri(path: Path) -> str:
+    """Return the URI that opens PATH read-only and immutable (no locks, no -wal/-shm read or created)."""
+    return _uri(path, "ro", immutable=True)
 
 
 def is_quiescent_wal(path: Path) -> bool:
@@ -107,46 +167,151 @@ def file_identity(path: Path) -> tuple | None:
 
 
 def file_signature(path: Path) -> tuple:
-    """Return what tells whether a database changed on disk: (size, mtime ns) of the file and its -wal."""
+    """Return what tells whether a database changed on disk.
+
+    (inode, size, mtime ns, ctime ns) of the file and of its -wal (None when absent). A writer that
+    opens, commits, checkpoints and closes changes the main file's mtime/ctime when it checkpoints,
+    and the -wal entry while it has the file open.
+    """
     sig = []
     for p in (path, Path(str(path) + "-wal")):
         try:
             st = p.stat()
-            sig.append((st.st_size, st.st_mtime_ns))
+            sig.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         except OSError:
             sig.append(None)
     return tuple(sig)
 
 
-def connect(location: Location, *, writable: bool = False):
+def connect(location: Location, *, writable: bool = False, allow_immutable: bool = True):
     """Open a libSQL connection to LOCATION: read-only unless WRITABLE.
 
-    Returns a DB-API-like `libsql.Connection`; `connection_is_immutable(conn)` tells whether it
-    was opened as immutable (a quiescent WAL file, see `is_quiescent_wal`). Sets a busy timeout of BUSY_TIMEOUT_MS (ms) so
+    Returns (conn, immutable, signature): a DB-API-like `libsql.Connection`; whether it was opened
+    as immutable (a quiescent WAL file, see `is_quiescent_wal`; never when ALLOW_IMMUTABLE is
+    False); and `file_signature` taken *before* the quiescence check, so that a caller can verify
+    after each read that no writer touched the file meanwhile (an immutable connection takes no
+    locks and would read a checkpoint half-written). Sets a busy timeout of BUSY_TIMEOUT_MS (ms) so
     that a short write by another process (a running Mastra app) is waited for rather than failed.
     Never changes the journal mode. Raises StoreError if the file cannot be opened.
     """
     check_file(location)
+    signature = file_signature(location.path)
     try:
-        immutable = not writable and is_quiescent_wal(location.path)
+        immutable = allow_immutable and not writable and is_quiescent_wal(location.path)
         conn = libsql.connect(_uri(location.path, "rw" if writable else "ro", immutable))
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    except Exception as exc:  # libsql raises ValueError for most SQLite errors
-        raise StoreError(f"Cannot open {location.display}: {describe_sqlite_error(exc)}") from exc
-    return conn, immutable
+    except BaseException as exc:  # libsql raises ValueError for most SQLite errors, a panic for a few
+        if not isinstance(exc, Exception) and not is_driver_panic(exc):
+            raise
+        raise StoreError(f"Cannot open {location.display}: {describe_sqlite_error(exc, location.path)}") from exc
+    return conn, immutable, signature
 
 
-def describe_sqlite_error(exc: BaseException) -> str:
-    """Return a user-facing sentence for a libSQL/SQLite error."""
+def _page_sizes(path: Path) -> tuple[int | None, int | None]:
+    """Return (page size in the database header, page size in its -wal header), None when unreadable."""
+    def read(p: Path, n: int) -> bytes:
+        try:
+            with open(p, "rb") as fh:
+                return fh.read(n)
+        except OSError:
+            return b""
+
+    head, wal = read(path, 100), read(Path(str(path) + "-wal"), 32)
+    db_size = None
+    if len(head) >= 18:
+        raw = struct.unpack(">H", head[16:18])[0]
+        db_size = 65536 if raw == 1 else raw
+    wal_size = None
+    if len(wal) >= 12 and struct.unpack(">I", wal[:4])[0] in (0x377F0682, 0x377F0683):
+        wal_size = struct.unpack(">I", wal[8:12])[0]
+    return db_size, wal_size
+
+
+def wal_page_size_mismatch(path: Path) -> str | None:
+    """Return "its pages are N bytes, this database's are M" when PATH's -wal has another page size, else None."""
+    db_size, wal_size = _page_sizes(path)
+    if db_size and wal_size and db_size != wal_size:
+        return f"its pages are {wal_size:,} bytes, this database's are {db_size:,}"
+    return None
+
+
+def _side(path: Path, ext: str) -> Path:
+    return Path(str(path) + ext)
+
+
+def _nonempty(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def foreign_wal_sentence(path: Path, evidence: str) -> str:
+    """Return the sentence for a -wal beside PATH that belongs to another database (EVIDENCE: why we know)."""
+    wal, shm = _side(path, "-wal"), _side(path, "-shm")
+    return (f"the {wal.name} beside it belongs to another database ({evidence}). Move {wal.name} and {shm.name} "
+            f"away (keep them) and open {path.name} again; if you copied the database, copy its own -wal and "
+            "-shm with it")
+
+
+def has_nonempty_wal(path: Path) -> bool:
+    """Return True when a -wal file with content lies beside PATH."""
+    return _nonempty(_side(path, "-wal"))
+
+
+def _file_hint(text: str, path: Path) -> str | None:
+    """Return a sentence for errors whose cause lies in the files beside PATH, or None."""
+    name = path.name
+    wal, shm, journal = _side(path, "-wal"), _side(path, "-shm"), _side(path, "-journal")
+    if "readonly database" in text and _nonempty(journal):
+        return (f"a write to it did not finish (a crash or a kill) and left its rollback journal {journal.name} "
+                "beside it; SQLite must roll that write back before the file can be read, which a read-only "
+                f"open may not do. Let the app that writes it (Mastra) open it once, or run "
+                f"`sqlite3 {path} \"PRAGMA quick_check\"` — either rolls the journal back — then open it again")
+    if ("disk i/o error" in text or "malformed" in text) and _nonempty(wal):
+        mismatch = wal_page_size_mismatch(path)
+        if mismatch:
+            return foreign_wal_sentence(path, mismatch)
+        return (f"the database reads as damaged together with its {wal.name}. If that -wal (or {shm.name}) was "
+                f"copied from another database or from another moment, move both away (keep them) and open "
+                f"{name} again; otherwise the file is corrupt: open a backup")
+    if "unable to open database file" in text:
+        folder = path.parent
+        if _nonempty(wal) and not shm.exists() and not os.access(folder, os.W_OK):
+            return (f"to read its {wal.name}, SQLite must create {shm.name} beside it, but the folder {folder} "
+                    f"is read-only. Copy {name} and {wal.name} together into a writable folder and open the "
+                    "copy, or open it where you may write")
+        if not os.access(folder, os.W_OK):
+            return (f"SQLite could not open it in the read-only folder {folder}. Copy {name} (with its -wal) "
+                    "into a writable folder and open the copy")
+    return None
+
+
+def describe_sqlite_error(exc: BaseException, path: Path | None = None) -> str:
+    """Return a user-facing sentence for a libSQL/SQLite error (PATH: the database, for file hints).
+
+    With PATH, errors caused by the files beside the database (a hot rollback journal, a -wal of
+    another database, a read-only folder that cannot hold the -shm) name that file and what to do.
+    A driver panic (text that is not UTF-8 where the driver expected it) gets its own sentence.
+    """
     text = str(exc)
     lowered = text.lower()
+    if is_driver_panic(exc):
+        return ("the libSQL driver failed on a stored value it could not convert (bytes that are not valid "
+                "UTF-8); the file is damaged there: open a backup, or report the file")
     if "locked" in lowered or "busy" in lowered:
         return (
             "the database is locked by another process that is writing to it "
             f"(waited {BUSY_TIMEOUT_MS // 1000} s); try again when it has finished"
         )
+    if path is not None:
+        hint = _file_hint(lowered, path)
+        if hint:
+            return hint
     if "not a database" in lowered or "file is encrypted" in lowered:
         return "the file is not a SQLite database (or is encrypted)"
     if "malformed" in lowered and "json" not in lowered:
-        return "the database file is corrupt (SQLite reports it as malformed)"
+        return "the database file is corrupt (SQLite reports it as malformed): open a backup, or a copy Mastra wrote"
+    if "disk i/o error" in lowered:
+        return "SQLite could not read the file (disk I/O error): check the disk, or copy the file and open the copy"
     return text or exc.__class__.__name__

@@ -10,14 +10,28 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Iterator
 
+import libsql
+
 from studio.errors import SchemaError, StoreError
 from studio.store import schema as sc
+from studio.store.cells import (
+    DamagedText,
+    decode_pairs,
+    decode_text,
+    is_driver_panic,
+    sqlite_encoding_name,
+    text_safe_pair,
+)
 from studio.store.connection import (
     Location,
     connect,
     describe_sqlite_error,
     file_identity,
     file_signature,
+    foreign_wal_sentence,
+    has_nonempty_wal,
+    immutable_uri as _immutable_uri,
+    wal_page_size_mismatch,
     parse_location,
 )
 from studio.store.records import (
@@ -37,37 +51,116 @@ JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "buffere
                  "bufferedMessageIds"}
 
 
+#: Reads of an immutable connection retried when the file changed under them; the last one is
+#: made through a normal (locking) read-only connection.
+IMMUTABLE_ATTEMPTS = 4
+
+
+def _contained(exc: BaseException) -> bool:
+    """Return True for what a read may turn into a StoreError: an Exception or a driver panic."""
+    return isinstance(exc, Exception) or is_driver_panic(exc)
+
+
+def _explain_schema_error(location: Location, exc: SchemaError) -> StoreError:
+    """Return EXC, or a StoreError naming the -wal when the main file alone is a Mastra database.
+
+    SQLite reads pages from the -wal before the main file, so the -wal of another database (a
+    copy made at the wrong moment) makes a Mastra file look like that other database.
+    """
+    if not has_nonempty_wal(location.path):
+        return SchemaError(f"{location.display}: {exc}")   # name the file (another app's database?)
+    try:
+        conn = libsql.connect(_immutable_uri(location.path))
+        try:
+            sc.discover(conn)
+        finally:
+            conn.close()
+    except BaseException as probe_exc:
+        if not _contained(probe_exc):
+            raise
+        return exc
+    evidence = (wal_page_size_mismatch(location.path)
+                or "the file alone is a Mastra memory database; read with that -wal it is not")
+    error = StoreError(f"Cannot read {location.display}: " + foreign_wal_sentence(location.path, evidence))
+    error.__cause__ = exc
+    return error
+
+
+def _open_verified(location: Location, writable: bool, allow_immutable: bool = True):
+    """Connect and read the schema; return (conn, immutable, signature, schema, encoding).
+
+    An immutable connection reads without locks, so a writer that checkpoints meanwhile can make
+    it read a torn file ("malformed"). The file's signature is taken before the connection is
+    made and compared after the schema is read: if it changed, the open is redone, and the last
+    attempt uses a normal read-only connection, which takes SQLite's locks.
+    """
+    for attempt in range(IMMUTABLE_ATTEMPTS):
+        last = attempt == IMMUTABLE_ATTEMPTS - 1
+        conn, immutable, signature = connect(location, writable=writable, allow_immutable=allow_immutable and not last)
+        error: BaseException | None = None
+        try:
+            schema = sc.discover(conn)
+            encoding = sqlite_encoding_name(conn.execute("PRAGMA encoding").fetchall()[0][0])
+        except SchemaError as exc:
+            error = _explain_schema_error(location, exc)
+        except BaseException as exc:
+            if not _contained(exc):
+                conn.close()
+                raise
+            error = StoreError(f"Cannot read {location.display}: {describe_sqlite_error(exc, location.path)}")
+            error.__cause__ = exc
+        if immutable and file_signature(location.path) != signature:
+            conn.close()
+            continue
+        if error is not None:
+            conn.close()
+            raise error
+        return conn, immutable, signature, schema, encoding
+    raise AssertionError("unreachable: the last attempt is not immutable")
+
+
+def _damaged(row: dict) -> tuple[str, ...]:
+    """Return the columns of ROW read as DamagedText (bytes that were not valid UTF-8)."""
+    return tuple(c for c, v in row.items() if isinstance(v, DamagedText))
+
+
 class MemoryStore:
     """A Mastra memory database opened for reading (default) or for one user-requested write.
 
     Raises StoreError (missing, not SQLite, locked, unreadable) or SchemaError (no Mastra
-    tables) from `open`. Query methods raise StoreError when SQLite fails mid-read.
+    tables) from `open`. Query methods raise StoreError when SQLite fails mid-read. No read lets
+    a driver panic escape: text is fetched as bytes and decoded here (studio.store.cells).
     """
 
-    def __init__(self, location: Location, conn, schema: sc.Schema, writable: bool, immutable: bool = False):
+    def __init__(self, location: Location, conn, schema: sc.Schema, writable: bool, immutable: bool = False,
+                 signature: tuple | None = None, encoding: str = "utf-8"):
         self.location = location
         self.conn = conn
         self.schema = schema
         self.writable = writable
         self.immutable = immutable
-        self._signature = file_signature(location.path) if immutable else None
+        self.encoding = encoding
+        self._signature = signature if signature is not None else file_signature(location.path)
         self._identity = file_identity(location.path)
         self._reopens = 0
+        self._widths: dict[str, int] = {}
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "MemoryStore":
         """Open TARGET (a path or `file:` URL); read-only unless WRITABLE."""
         location = parse_location(target)
-        conn, immutable = connect(location, writable=writable)
-        try:
-            schema = sc.discover(conn)
-        except SchemaError as exc:
-            conn.close()
-            raise SchemaError(f"{location.display}: {exc}") from exc   # name the file (another app's?)
-        except Exception as exc:
-            conn.close()
-            raise StoreError(f"Cannot read {location.display}: {describe_sqlite_error(exc)}") from exc
-        return cls(location, conn, schema, writable, immutable)
+        conn, immutable, signature, schema, encoding = _open_verified(location, writable)
+        return cls(location, conn, schema, writable, immutable, signature, encoding)
+
+    def _reopen(self, *, allow_immutable: bool = True) -> None:
+        conn, immutable, signature, schema, encoding = _open_verified(self.location, self.writable, allow_immutable)
+        old, self.conn = self.conn, conn
+        if old is not None:
+            old.close()
+        self.schema, self.immutable, self._signature, self.encoding = schema, immutable, signature, encoding
+        self._identity = file_identity(self.location.path)
+        self._widths.clear()
+        self._reopens += 1
 
     def reopen_if_changed(self) -> bool:
         """Reopen the connection if it was opened immutable and the file has changed since; return True if so.
@@ -83,11 +176,7 @@ class MemoryStore:
         changed = self.immutable and file_signature(self.location.path) != self._signature
         if not (replaced or changed):
             return False
-        fresh = MemoryStore.open(self.location.path, writable=self.writable)
-        self.conn.close()
-        self.conn, self.schema, self.immutable = fresh.conn, fresh.schema, fresh.immutable
-        self._signature, self._identity = fresh._signature, fresh._identity
-        self._reopens += 1
+        self._reopen()
         return True
 
     def close(self) -> None:
@@ -104,56 +193,136 @@ class MemoryStore:
 
     # -- low level -------------------------------------------------------------------------
 
+    def _fail(self, exc: BaseException) -> StoreError:
+        error = StoreError(f"Reading {self.location.display} failed: {describe_sqlite_error(exc, self.location.path)}")
+        error.__cause__ = exc
+        return error
+
+    def _execute(self, sql: str, params: tuple) -> list[tuple]:
+        """Fetch every row of SQL; verify an immutable read against the file; contain driver panics.
+
+        When the file changed while an immutable connection read it (a writer checkpointed),
+        the rows (or the error) may come from a torn file: the store reopens and reads again
+        (IMMUTABLE_ATTEMPTS, the last through a locking connection). Raises the driver's
+        Exception as is (callers word it), a driver panic as StoreError.
+        """
+        for attempt in range(IMMUTABLE_ATTEMPTS):
+            if attempt:
+                self._reopen(allow_immutable=attempt < IMMUTABLE_ATTEMPTS - 1)
+            error: BaseException | None = None
+            rows: list[tuple] = []
+            try:
+                rows = self.conn.execute(sql, params).fetchall()
+            except BaseException as exc:
+                if not _contained(exc):
+                    raise
+                error = exc
+            if self.immutable and file_signature(self.location.path) != self._signature:
+                continue
+            if error is not None:
+                if is_driver_panic(error):
+                    raise self._fail(error)
+                raise error
+            return rows
+        raise AssertionError("unreachable: the last attempt is not immutable")
+
+    def _width(self, sql: str, params: tuple) -> int:
+        width = self._widths.get(sql)
+        if width is None:
+            width = len(self.conn.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description or ())
+            self._widths[sql] = width
+        return width
+
     def _rows(self, sql: str, params: Iterable[Any] = (), *, check: bool = True) -> list[tuple]:
+        """Run a SELECT (or PRAGMA) and return its rows, text decoded here (never by the driver).
+
+        A SELECT is wrapped so that every TEXT result travels as bytes with its type, and is
+        decoded with `decode_text` (invalid UTF-8 -> DamagedText). Raises StoreError on failure.
+        """
         if self.conn is None:
             raise StoreError("The database is closed")
         if check:
             self.reopen_if_changed()
+        params = tuple(params)
         try:
-            return self.conn.execute(sql, tuple(params)).fetchall()
-        except Exception as exc:
-            raise StoreError(f"Reading {self.location.display} failed: {describe_sqlite_error(exc)}") from exc
+            head = sql.lstrip()[:6].upper()
+            if not head.startswith(("SELECT", "WITH")):
+                return self._execute(sql, params)
+            width = self._width(sql, params)
+            names = ", ".join(f"c{i}" for i in range(width))
+            pairs = ", ".join(text_safe_pair(f"c{i}") for i in range(width))
+            rows = self._execute(f"WITH q({names}) AS ({sql}) SELECT {pairs} FROM q", params)
+        except StoreError:
+            raise
+        except BaseException as exc:
+            if not _contained(exc):
+                raise
+            raise self._fail(exc) from exc
+        return [decode_pairs(r, self.encoding) for r in rows]
 
     def _select_list(self, table: str, wanted: list[str]) -> tuple[list[str], str]:
-        """Return (present columns, SELECT list) decoding JSONB blobs with json() where needed."""
+        """Return (present columns, SELECT list): JSONB blobs decoded with json(), every text as bytes.
+
+        Each result is NULL, a number or bytes (text, or a blob that is not JSONB) for `_decode`.
+        """
         present = [c for c in (wanted or self.schema.columns(table)) if self.schema.has_column(table, c)]
         exprs = []
         for col in present:
             q = sc.quote_ident(col)
             if col in JSONB_COLUMNS:
-                exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN json({q}) ELSE {q} END")
+                exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN CAST(json({q}) AS BLOB) "
+                             f"WHEN typeof({q}) = 'text' THEN CAST({q} AS BLOB) ELSE {q} END")
             else:
-                exprs.append(q)
+                exprs.append(f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
         return present, ", ".join(exprs)
+
+    def _decode(self, value: Any) -> Any:
+        if isinstance(value, (bytes, bytearray)):
+            return decode_text(value, self.encoding)
+        return value
 
     def _select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = ()) -> list[dict]:
         """SELECT WANTED columns (those present) from TABLE with a WHERE/ORDER TAIL; rows as dicts.
 
-        A JSONB blob SQLite cannot decode does not fail the read: the rows are re-read raw and
-        that value is decoded one by one (undecodable -> left as bytes, reported as malformed).
+        Every text value is decoded here (invalid UTF-8 -> DamagedText, see studio.store.cells);
+        a blob in a column Mastra fills with text or numbers is read as text. A JSONB blob SQLite
+        cannot decode does not fail the read: the rows are re-read raw and that value is decoded
+        one by one (undecodable -> left as bytes, reported as malformed).
         """
         if self.conn is None:
             raise StoreError("The database is closed")
         self.reopen_if_changed()
+        params = tuple(params)
         present, select = self._select_list(table, wanted)
         sql = f"SELECT {select} FROM {sc.quote_ident(table)} {tail}"
         try:
-            rows = self.conn.execute(sql, tuple(params)).fetchall()
+            rows = [tuple(self._decode(v) for v in r) for r in self._execute(sql, params)]
+        except StoreError:
+            raise
         except Exception as exc:
             if "json" not in str(exc).lower():
-                raise StoreError(f"Reading {self.location.display} failed: {describe_sqlite_error(exc)}") from exc
-            raw_select = ", ".join(sc.quote_ident(c) for c in present)
-            rows = self._rows(f"SELECT {raw_select} FROM {sc.quote_ident(table)} {tail}", params, check=False)
-            rows = [tuple(self._decode_blob(v) if c in JSONB_COLUMNS else v for c, v in zip(present, r)) for r in rows]
+                raise self._fail(exc) from exc
+            raw_select = ", ".join(text_safe_pair(sc.quote_ident(c)) for c in present)
+            try:
+                raw = self._execute(f"SELECT {raw_select} FROM {sc.quote_ident(table)} {tail}", params)
+            except StoreError:
+                raise
+            except Exception as exc2:
+                raise self._fail(exc2) from exc2
+            rows = []
+            for r in raw:
+                values = decode_pairs(r, self.encoding)
+                rows.append(tuple(self._decode_blob(v) if c in JSONB_COLUMNS else v for c, v in zip(present, values)))
         return [dict(zip(present, r)) for r in rows]
 
     def _decode_blob(self, value: Any) -> Any:
         if not isinstance(value, (bytes, bytearray)):
             return value
         try:
-            return self.conn.execute("SELECT json(?)", (bytes(value),)).fetchall()[0][0]
+            text = self._execute("SELECT CAST(json(?) AS BLOB)", (bytes(value),))[0][0]
         except Exception:
             return bytes(value)
+        return self._decode(text)
 
     # -- resources and threads -------------------------------------------------------------
 
@@ -182,7 +351,8 @@ class MemoryStore:
     def _thread(self, row: dict) -> Thread:
         meta, err = parse_json(row.get("metadata"))
         return Thread(id=row["id"], resource_id=row.get("resourceId"), title=row.get("title"), metadata=meta,
-                      created_at=row.get("createdAt"), updated_at=row.get("updatedAt"), metadata_error=err)
+                      created_at=row.get("createdAt"), updated_at=row.get("updatedAt"), metadata_error=err,
+                      damaged_text=_damaged(row))
 
     def list_threads(self, resource_id: str | None = None, *, with_counts: bool = False) -> list[Thread]:
         """Return threads (all, or RESOURCE_ID's), newest `createdAt` first like Mastra's listThreads."""
@@ -233,7 +403,7 @@ class MemoryStore:
             content = bytes(content).decode("utf-8", "replace")
         return Message(id=row["id"], thread_id=row.get("thread_id"), role=row.get("role") or "", content=content,
                        created_at=row.get("createdAt"), resource_id=row.get("resourceId"), type=row.get("type"),
-                       content_error=err)
+                       content_error=err, damaged_text=_damaged(row))
 
     def list_messages(self, thread_id: str, *, since: str | None = None, limit: int | None = None,
                       offset: int = 0) -> list[Message]:

@@ -100,6 +100,7 @@ class Thread:
     metadata_error: str | None = None
     message_count: int | None = None
     newest_message_at: str | None = None   # createdAt of its newest message (listings with counts), else None
+    damaged_text: tuple[str, ...] = ()  # columns whose bytes were not valid UTF-8 (shown with U+FFFD)
 
     @property
     def om_metadata(self) -> dict:
@@ -122,7 +123,8 @@ class Message:
     """A row of `mastra_messages`. `content` is the parsed v2 object {format, parts, content, metadata}.
 
     When the stored content is not valid JSON, `content` holds the raw string (as Mastra's
-    storage does) and `content_error` says why.
+    storage does) and `content_error` says why. `damaged_text` names the columns whose stored
+    bytes were not valid UTF-8 (read with U+FFFD replacements, see studio.store.cells).
     """
 
     id: str
@@ -133,6 +135,7 @@ class Message:
     resource_id: str | None = None
     type: str | None = None
     content_error: str | None = None
+    damaged_text: tuple[str, ...] = ()  # columns whose bytes were not valid UTF-8 (shown with U+FFFD)
 
     @property
     def parts(self) -> list:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from studio.errors import SchemaError
+from studio.store.cells import decode_text, text_safe
 
 THREADS = "mastra_threads"
 MESSAGES = "mastra_messages"
@@ -27,6 +28,7 @@ class Schema:
     """Columns per Mastra table present in a database: {table: [column, ...]} in table order."""
 
     tables: dict[str, list[str]] = field(default_factory=dict)
+    types: dict[str, dict[str, str]] = field(default_factory=dict)  # {table: {column: declared type}}
 
     def has_table(self, table: str) -> bool:
         """Return True if TABLE exists."""
@@ -57,13 +59,25 @@ def quote_ident(name: str) -> str:
 
 
 def discover(conn) -> Schema:
-    """Read every `mastra_*` table and its columns; raise SchemaError if it is not a Mastra memory db."""
-    names = [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'mastra\\_%' ESCAPE '\\'"
-    ).fetchall()]
+    """Read every `mastra_*` table and its columns; raise SchemaError if it is not a Mastra memory db.
+
+    One query over sqlite_master and pragma_table_info. Names are read as bytes (see
+    studio.store.cells), so a damaged name cannot panic the driver; declared column types go to
+    `Schema.types`.
+    """
+    rows = conn.execute(
+        f"SELECT {text_safe('m.name')}, CAST(group_concat(p.name || char(31) || coalesce(p.type, ''), char(30)) "
+        "AS BLOB) FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p "
+        "WHERE m.type = 'table' AND m.name LIKE 'mastra\\_%' ESCAPE '\\' GROUP BY m.name ORDER BY m.name"
+    ).fetchall()
     schema = Schema()
-    for name in sorted(names):
-        schema.tables[name] = [r[1] for r in conn.execute(f"PRAGMA table_info({quote_ident(name)})").fetchall()]
+    for table, columns in rows:
+        table, columns = _name(table), _name(columns)
+        if table is None or columns is None:
+            continue
+        pairs = [item.partition("\x1f") for item in columns.split("\x1e")]
+        schema.tables[table] = [name for name, _, _ in pairs]
+        schema.types[table] = {name: declared.upper() for name, _, declared in pairs}
     if not schema.tables:
         raise SchemaError("This SQLite file has no Mastra tables (mastra_threads, mastra_messages…): "
                           "it is not a Mastra memory database")
@@ -76,3 +90,10 @@ def discover(conn) -> Schema:
             raise SchemaError(f"{table} lacks the column(s) {', '.join(sorted(missing))}: "
                               "an unknown Mastra schema version")
     return schema
+
+
+def _name(value) -> str | None:
+    """Return a name read through `text_safe` as str (None for NULL or a number)."""
+    if isinstance(value, (bytes, bytearray)):
+        return decode_text(value)
+    return value if isinstance(value, str) else None

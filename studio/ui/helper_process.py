@@ -154,8 +154,11 @@ def serve(requests, replies) -> None:
                 stores = {}
                 store = stores[(path, generation)] = MemoryStore.open(path)
             reply = (True, fn(store, *args))
-        except Exception as exc:  # the task boundary: every failure goes back to the parent
-            reply = (False, _reply_error(exc))
+        except BaseException as exc:  # the task boundary: every failure (a driver panic too) goes back to the parent
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            reply = (False, _reply_error(exc if isinstance(exc, Exception) else StoreError(
+                f"the read failed inside a driver ({exc.__class__.__name__}: {exc})")))
         try:
             data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:

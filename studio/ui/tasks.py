@@ -37,6 +37,13 @@ Progress = Callable[..., None]
 TaskFn = Callable[[MemoryStore | None, Progress, threading.Event], Any]
 
 
+def as_exception(exc: BaseException) -> Exception:
+    """Return EXC as an Exception the GUI can show: a BaseException that is not one (a Rust panic
+    from a driver, say) becomes a StoreError with its message, so no load is left waiting for good."""
+    return StoreError(f"the read failed inside a driver ({exc.__class__.__name__}: {exc}); "
+                      "press F5 to try again, or open a backup of the file")
+
+
 @dataclass
 class Task:
     """A submitted task: its optional supersession key, its cancel event, its function and callbacks.
@@ -281,10 +288,10 @@ class TaskRunner(QObject):
         else:
             try:
                 outcome = ("done", task.fn(progress, task.cancel))
-            except Exception as exc:  # the task boundary: every failure goes back to the GUI
+            except BaseException as exc:  # the task boundary: every failure (a driver panic too) goes back to the GUI
                 if not isinstance(exc, StoreError):
-                    log.exception("task failed")
-                outcome = ("error", exc)
+                    log.error("task failed", exc_info=exc)
+                outcome = ("error", exc if isinstance(exc, Exception) else as_exception(exc))
         self.delivered.emit(lambda: self._finish(task, outcome))
 
     # -- GUI side --------------------------------------------------------------------------

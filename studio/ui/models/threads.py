@@ -14,6 +14,7 @@ from PySide6.QtCore import QModelIndex, QModelRoleDataSpan, QPersistentModelInde
 from PySide6.QtGui import QBrush, QFont
 
 from studio.engine.status import ThreadStatus
+from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.records import iso_to_ms, ms_to_iso
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadRow
@@ -418,7 +419,8 @@ class ThreadTableModel(TableModel):
         if row.orphan:
             return fmt.plain_tooltip(f"{ORPHAN_TITLE}: thread {t.id} was deleted, its Observational Memory record "
                                      f"remains (Mastra #16621)\nresource {t.resource_id}")
-        return fmt.plain_tooltip(f"{t.title or '(no title)'}\nthread {t.id}\nresource {t.resource_id}")
+        damaged = f"\nstored {', '.join(t.damaged_text)} {DAMAGED_TEXT_NOTE}" if t.damaged_text else ""
+        return fmt.plain_tooltip(f"{t.title or '(no title)'}\nthread {t.id}\nresource {t.resource_id}{damaged}")
 
     def _emit_all_changed(self, columns=None) -> None:
         if not self._loaded:

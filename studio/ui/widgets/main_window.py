@@ -249,9 +249,11 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
             on_error=lambda exc: self._on_store_failed(target, exc))
 
     def refresh(self) -> None:
-        """Re-read the database now (View ▸ Refresh), keeping the selection."""
+        """Re-read the database now (View ▸ Refresh), keeping the selection; retry a failed first open."""
         if self._path is not None:
             self._reload()
+        elif getattr(self, "_failed_path", None):
+            self.open_database(self._failed_path)
 
     def select_thread(self, thread_id: str) -> bool:
         """Select THREAD_ID in the thread list (switching to "All resources" if needed); False if absent."""
@@ -369,6 +371,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
             self.open_database(self._path, thread_id=self._thread_id, tab=tab)
 
     def _on_store_failed(self, path: str, exc: Exception) -> None:
+        self._failed_path = path  # F5 tries it again while no database is open
         self.statusBar().clearMessage()
         message = open_error_text(path, str(exc) or exc.__class__.__name__)
         self._report_error("Cannot open database", message)

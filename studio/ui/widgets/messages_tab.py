@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from studio.engine.metadata_filter import ValidationError, parse_key_values
 from studio.engine.speakers import SpeakerReport
+from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.history import js_date_iso
 from studio.ui import format as fmt
 from studio.ui.history_loaders import AGENT, UNTAGGED, MessageFilters, describe_speaker_filter, message_position
@@ -429,6 +430,8 @@ class MessagesTab(QWidget):
                 f"id {m.id}"]
         if m.content_error:
             bits.append(f"content is not JSON ({m.content_error})")
+        if m.damaged_text:
+            bits.append(f"stored {', '.join(m.damaged_text)} {DAMAGED_TEXT_NOTE}")
         if att is not None and att.parse.problems:
             bits.append("tag problems: " + "; ".join(dict.fromkeys(att.parse.problems)))
         self.header.setText(" · ".join(bits))

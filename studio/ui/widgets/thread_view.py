@@ -19,16 +19,21 @@ from studio.ui.widgets.timeline_tab import TimelineTab
 from studio.ui.widgets.trace_panel import TracePanel
 from studio.ui.widgets.working_memory import WorkingMemoryTab
 
-TAB_NAMES = ["observations", "history", "messages"]
-TAB_NAMES += ["participants", "working-memory"]
-TAB_TITLES = {"observations": "Observational memory", "history": "History", "messages": "Messages"}
-TAB_TITLES.update({"participants": "Participants", "working-memory": "Working memory"})
-TAB_NAMES.append("timeline")
-TAB_TITLES["timeline"] = "Timeline"
-TAB_NAMES += ["trace", "context"]
-TAB_TITLES.update({"trace": "Trace", "context": "Turn context"})
-TAB_NAMES.append("health")
-TAB_TITLES["health"] = "Health"
+TAB_NAMES = ["observations", "history", "messages", "participants", "working-memory", "timeline", "trace",
+             "context", "health"]
+# Short titles: nine tabs must fit the detail pane of a 1024 px window; TAB_TOOLTIPS give the full names.
+TAB_TITLES = {"observations": "Observations", "history": "History", "messages": "Messages",
+              "participants": "Speakers", "working-memory": "Working memory", "timeline": "Timeline",
+              "trace": "Trace", "context": "Context", "health": "Health"}
+TAB_TOOLTIPS = {"observations": "Observational memory: thresholds, record and the observation log",
+                "history": "Every generation of the observation log, and a diff of any two",
+                "messages": "The thread's messages with Mastra's token estimate and the exact count",
+                "participants": "Who spoke in this thread (<turn> tags) and any anomalies",
+                "working-memory": "Working memory of the thread and of its resource",
+                "timeline": "Message window, observation log and events over time; what-if replay",
+                "trace": "Trace a fact through every generation",
+                "context": "Turn context: what Observational Memory put into the model's context at a turn",
+                "health": "What the memory doctor found in this thread"}
 NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 
@@ -47,7 +52,7 @@ class ThreadView(QWidget):
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         # Six tabs fit in the detail pane of a 1024 px window without scroll buttons.
-        self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 8px; }")
+        self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 7px; }")
         for name, tab in zip(TAB_NAMES, (self.om_tab, self.history_tab, self.messages_tab)):
             self.tabs.addTab(tab, TAB_TITLES[name])
         self.participants_tab, self.working_memory_tab = ParticipantsTab(runner), WorkingMemoryTab(runner)
@@ -63,6 +68,8 @@ class ThreadView(QWidget):
         self._add_trace_tabs(runner)
         self.health_tab = HealthTab(runner)   # the doctor's findings for this thread (studio.ui.widgets.health)
         self.tabs.addTab(self.health_tab, TAB_TITLES["health"])
+        for index, name in enumerate(TAB_NAMES):
+            self.tabs.setTabToolTip(index, TAB_TOOLTIPS[name])
 
         page = QWidget()
         pl = QVBoxLayout(page)
