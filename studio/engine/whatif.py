@@ -277,6 +277,18 @@ def measured_ratios(timeline: Timeline) -> tuple[float, float]:
             refl if refl is not None else DEFAULT_REFLECTION_RATIO)
 
 
+def modelled_reflection(tokens_in: int, ratio: float) -> int:
+    """Return the modelled size of a reflection of TOKENS_IN observation tokens at RATIO (tokens, >= 1).
+
+    The model never lets a reflection grow the log: Mastra retries a Reflector output that is not
+    below the threshold at stronger compression and keeps the smallest candidate, so a ratio
+    above 1 (measured on a thread whose Reflector output repeated itself) keeps the log's size.
+    Applied at every reflection, a ratio above 1 would multiply the log geometrically, into
+    figures no counter can hold.
+    """
+    return max(1, min(tokens_in, js_round(tokens_in * ratio)))
+
+
 def reflector_attempts(output: int, threshold: int, model: str | None) -> int:
     """Return Reflector calls for one reflection: retries escalate while the output is not below THRESHOLD."""
     start = 2 if model and "gemini-2.5-flash" in model else 1
@@ -352,7 +364,7 @@ class _Replay:
     def reflect_output(self, tokens_in: int) -> int:
         real = self._real("reflection", self.n_refl)
         self.n_refl += 1
-        return real if real is not None else max(1, js_round(tokens_in * self.refl_ratio))
+        return real if real is not None else modelled_reflection(tokens_in, self.refl_ratio)
 
     def new_generation(self, size: int, cursor: int | None) -> None:
         self.generation += 1
