@@ -99,7 +99,8 @@ def event_y(event: OMEvent, point: Point | None) -> float:
 class ChartSeries:
     """Arrays of one list of points: `x[mode]` and `y[series]` (tokens; NaN where nothing is drawn).
 
-    Events drawn: `event_ids[k]` (index into the events) sits at point `event_rows[k]`, height `event_y[k]`.
+    Events drawn: `event_ids[k]` (index into the events) sits at point `event_rows[k]`, height `event_y[k]`;
+    `event_styles[k]` is "kind|status", what its marker's look depends on.
     """
 
     x: dict[str, np.ndarray] = field(default_factory=dict)
@@ -109,6 +110,7 @@ class ChartSeries:
     event_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     event_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     event_y: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    event_styles: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
 
     @classmethod
     def from_points(cls, points: list[Point], events: list[OMEvent] | None = None) -> "ChartSeries":
@@ -132,7 +134,8 @@ class ChartSeries:
                    any_reconstructed=bool(reconstructed.any()),
                    event_ids=np.array([e for e, _ in placed], dtype=np.int64),
                    event_rows=np.array([r for _, r in placed], dtype=np.int64),
-                   event_y=np.array([event_y(events[e], points[r]) for e, r in placed], dtype=np.float64))
+                   event_y=np.array([event_y(events[e], points[r]) for e, r in placed], dtype=np.float64),
+                   event_styles=np.array([f"{events[e].kind}|{events[e].status}" for e, _ in placed], dtype=object))
 
     def __len__(self) -> int:
         return len(self.y.get("message", ()))
@@ -150,6 +153,17 @@ class ChartSeries:
         if xs is None or not len(xs) or not np.isfinite(x):
             return None
         return int(np.argmin(np.abs(xs - x)))
+
+    def marker_groups(self) -> list[tuple[str, str, np.ndarray]]:
+        """Return (kind, status, indexes into the event arrays) per marker look, in first-seen order."""
+        if not len(self.event_styles):
+            return []
+        keys, first, inverse = np.unique(self.event_styles.astype(str), return_index=True, return_inverse=True)
+        out = []
+        for k in np.argsort(first):
+            kind, _, status = str(keys[k]).partition("|")
+            out.append((kind, status, np.flatnonzero(inverse == k)))
+        return out
 
     def top(self) -> float:
         """Return the largest finite value of the window, log and threshold series (0 when none)."""

@@ -43,7 +43,7 @@ from studio.engine.settings import ThresholdRange, dynamic_threshold, js_round, 
 from studio.engine.timeline import MessageWindow, Point, Timeline, build_timeline
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
-from studio.store.records import OMRecord, iso_to_ms
+from studio.store.records import OMRecord
 
 #: Tokens a `--- message boundary (…) ---` separator adds to the log (tokenx estimate).
 BOUNDARY_TOKENS = tokens.count_string("\n\n--- message boundary (2026-01-01T00:00:00.000Z) ---\n\n")
@@ -508,7 +508,7 @@ class _Replay:
             if cancel is not None and cancel.is_set():
                 raise EngineError("Cancelled")
             self.window.add_until(i)
-            self.at, self.at_ms = message.get("createdAt"), iso_to_ms(message.get("createdAt"))
+            self.at, self.at_ms = message.get("createdAt"), self.window.times[i]  # parsed once, by the window
             if message.get("role") == "user":
                 self.turn += 1
             self.point("message", message_index=i)

@@ -107,3 +107,21 @@ def test_the_marker_shapes_are_explained(studio, fixture_db, studio_ctx):
     symbols = {MARKERS[key][0] for _text, key in MARKER_LEGEND if key in MARKERS}
     assert {symbol for symbol, _c, _s in MARKERS.values()} <= symbols
     assert MARKERS[OBSERVATION][0] == "o"
+
+
+def test_markers_carry_their_event_for_tooltips_and_clicks(studio, fixture_db, studio_ctx, qtbot):
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):
+        tab.whatif_button.setChecked(True)
+    real, whatif = [], []
+    for scatter in tab.chart.spots:
+        for data in scatter.data["data"]:
+            (whatif if int(data) < 0 else real).append(int(data))
+    # one marker per event, real and replayed
+    assert sorted(real) == sorted(set(real)) and len(real) == len(tab.timeline.events)
+    assert sorted(-d - 1 for d in whatif) == list(range(len(tab.whatif.events)))
+    reflection = next(i for i, e in enumerate(tab.timeline.events) if e.kind == "reflection")
+    assert "'>Reflection" in tab._spot_tip(0, 0, reflection)   # a plain-text tooltip
+    assert "'>What-if (estimate): Observation" in tab._spot_tip(0, 0, -1)

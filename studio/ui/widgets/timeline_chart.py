@@ -10,8 +10,6 @@ A row under the chart explains the marker shapes. Also the chart exports (PNG, S
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, Qt
@@ -48,6 +46,9 @@ MARKER_LEGEND = [("observation", OBSERVATION), ("buffered chunk", BUFFERING), ("
                  ("thread update", THREAD_UPDATE), ("failed", "failed"), ("what-if (hollow)", "whatif")]
 #: Curves longer than this are drawn without antialiasing (a 20,000-point curve strokes 5x faster).
 ANTIALIAS_MAX_POINTS = 2000
+#: Peak downsampling keeps a bin's lowest and highest value; one bin per pixel loses no peak
+#: (pyqtgraph's default draws five, five times the vertices for the same picture).
+SAMPLES_PER_PIXEL = 1.0
 
 
 def ensure_gui_thread_gc() -> None:
@@ -135,21 +136,26 @@ def write_chart_svg(plot: pg.PlotWidget, path: str, title: str = "Memory Studio 
         raise OSError(f"Cannot write {path}")
 
 
-@dataclass
-class Spot:
-    """One clickable marker: the event and whether it belongs to the What-if replay."""
-
-    event_index: int
-    whatif: bool = False
+def spot_data(event_index: int, whatif: bool) -> int:
+    """Return the number a marker carries: the event's index, or -(index + 1) for a What-if event."""
+    return -(event_index + 1) if whatif else event_index
 
 
-def marker_style(event: OMEvent, whatif: bool) -> tuple[str, int, str | None, str]:
-    """Return (symbol, size px, fill colour or None for hollow, outline colour) of EVENT's marker."""
-    symbol, colour, size = MARKERS.get(event.kind, ("o", "#6b7280", 8))
-    failed = event.status in ("failed", "unfinished")
+def spot_event(data) -> tuple[int, bool] | None:
+    """Return (event index, whether it is a What-if event) of a marker's data, or None."""
+    try:
+        value = int(data)
+    except (TypeError, ValueError):
+        return None
+    return (-value - 1, True) if value < 0 else (value, False)
+
+
+def marker_style(kind: str, status: str | None, whatif: bool) -> tuple[str, int, str | None, str]:
+    """Return (symbol, size px, fill colour or None for hollow, outline colour) of an event's marker."""
+    symbol, colour, size = MARKERS.get(kind, ("o", "#6b7280", 8))
+    failed = status in ("failed", "unfinished")
     fill = None if whatif or failed else colour
-    return ("x" if event.status == "failed" else symbol, size, fill,
-            COLOURS["whatif"].name() if whatif else colour)
+    return ("x" if status == "failed" else symbol, size, fill, COLOURS["whatif"].name() if whatif else colour)
 
 
 def symbol_pixmap(symbol: str, size: int, fill: str | None, line: str, device_ratio: float = 1.0) -> QPixmap:
@@ -218,12 +224,15 @@ class TimelineChart:
         self.time_axis = pg.DateAxisItem(orientation="bottom")
         self.turn_axis = pg.AxisItem(orientation="bottom")
         item.setAxisItems({"bottom": self.turn_axis})
-        self.spots: list[pg.ScatterPlotItem] = []
+        self.mode = "turn"
+        self._layers: dict[str, list[tuple]] = {"real": [], "whatif": []}  # (item, series, curve name, markers)
 
     def _curve(self, x: np.ndarray, y: np.ndarray, pen, name: str | None = None, z: float = 0.0, **kw):
-        item = self.plot.getPlotItem()
-        curve = item.plot(x, y, pen=pen, name=name, antialias=len(x) <= ANTIALIAS_MAX_POINTS, **kw)
+        curve = pg.PlotDataItem()
+        curve.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL
+        curve.setData(x, y, pen=pen, name=name, antialias=len(x) <= ANTIALIAS_MAX_POINTS, **kw)
         curve.setZValue(z)
+        self.plot.getPlotItem().addItem(curve)  # takes the plot's downsampling and clip-to-view
         return curve
 
     def set_axis(self, mode: str) -> None:
@@ -238,68 +247,102 @@ class TimelineChart:
         """Remove every curve and marker."""
         self.plot.getPlotItem().clear()
         self.legend.clear()
-        self.spots = []
+        self._layers = {"real": [], "whatif": []}
 
     def draw(self, series: ChartSeries, events: list[OMEvent], mode: str, *, buffered: bool, thresholds: bool,
-             whatif: ChartSeries | None = None, whatif_events: list[OMEvent] | None = None,
              keep: tuple = ()) -> None:
-        """Draw SERIES over MODE ("time" or "turn"), its EVENTS, and the WHATIF overlay; KEEP items stay on top."""
+        """Draw SERIES over MODE ("time" or "turn") with its EVENTS' markers; KEEP items (crosshair) stay.
+
+        Removes the What-if overlay too (draw it again with `draw_overlay`).
+        """
+        self.clear()
         item = self.plot.getPlotItem()
-        item.clear()
-        self.legend.clear()
-        self.spots = []
         for extra in keep:
             item.addItem(extra, ignoreBounds=True)
+        self.mode = mode
         self.set_axis(mode)
+        layer = self._layers["real"]
         pen = lambda key, width=2.0, style=Qt.PenStyle.SolidLine: pg.mkPen(COLOURS[key], width=width, style=style)
-        x = series.x[mode]
-        self._curve(x, series.y["message"], pen("message"), "Message window")
-        self._curve(x, series.y["observation"], pen("observation_log"), "Observation log")
+        self._add_curve(layer, series, "message", pen("message"), "Message window")
+        self._add_curve(layer, series, "observation", pen("observation_log"), "Observation log")
         if buffered and series.any_buffered:
-            self._curve(*series.curve("buffered", mode), pen("buffered", 1.5, Qt.PenStyle.DashLine),
-                        "Buffered (waiting)")
+            self._add_curve(layer, series, "buffered", pen("buffered", 1.5, Qt.PenStyle.DashLine), "Buffered (waiting)")
         if thresholds:
-            self._curve(*series.curve("threshold", mode), pen("threshold", 1.2, Qt.PenStyle.DashLine),
-                        "Observation threshold")
-            self._curve(*series.curve("reflection_threshold", mode),
-                        pen("reflection_threshold", 1.2, Qt.PenStyle.DotLine), "Reflection threshold")
+            self._add_curve(layer, series, "threshold", pen("threshold", 1.2, Qt.PenStyle.DashLine),
+                            "Observation threshold")
+            self._add_curve(layer, series, "reflection_threshold",
+                            pen("reflection_threshold", 1.2, Qt.PenStyle.DotLine), "Reflection threshold")
         if series.any_reconstructed:  # shade the reconstructed stretches of the window
-            self._curve(x, series.y["reconstructed"], pg.mkPen(QColor(37, 99, 235, 60), width=7), "Reconstructed",
-                        z=-2, connect="finite")
-        self._draw_events(events, series, x, whatif=False)
-        if whatif is not None and whatif_events is not None:
-            wx = whatif.x[mode]
-            window = QColor(COLOURS["whatif"])
-            log = QColor(COLOURS["whatif"])
-            log.setAlpha(150)
-            self._curve(wx, whatif.y["message"], pg.mkPen(window, width=1.2), "What-if window (estimate)", z=-1)
-            self._curve(wx, whatif.y["observation"], pg.mkPen(log, width=2.4), "What-if log (estimate)", z=-1)
-            if thresholds and not _same_thresholds(whatif, series):
-                self._curve(*whatif.curve("threshold", mode), pen("whatif", 1.0, Qt.PenStyle.DashDotLine),
-                            "What-if thresholds", z=-1)
-                self._curve(*whatif.curve("reflection_threshold", mode),
-                            pen("whatif", 1.0, Qt.PenStyle.DashDotLine), z=-1)
-            self._draw_events(whatif_events, whatif, wx, whatif=True)
+            self._add_curve(layer, series, "reconstructed", pg.mkPen(QColor(37, 99, 235, 60), width=7),
+                            "Reconstructed", z=-2, connect="finite")
+        self._add_markers(layer, series, events, whatif=False)
 
-    def _draw_events(self, events: list[OMEvent], series: ChartSeries, xs: np.ndarray, *, whatif: bool) -> None:
-        """Draw one marker per event, one scatter item per style (uniform styles draw fast)."""
-        groups: dict[tuple, tuple[list, list, list]] = {}
-        for event_index, row, y in zip(series.event_ids, series.event_rows, series.event_y):
-            if not 0 <= event_index < len(events):
+    def draw_overlay(self, whatif: ChartSeries | None, events: list[OMEvent] | None, real: ChartSeries, *,
+                     thresholds: bool) -> None:
+        """Draw the What-if replay WHATIF (with its EVENTS) over the real series (None: remove it)."""
+        item = self.plot.getPlotItem()
+        for entry in self._layers["whatif"]:
+            item.removeItem(entry[0])
+        self._layers["whatif"] = []
+        if whatif is None or events is None:
+            return
+        layer = self._layers["whatif"]
+        log = QColor(COLOURS["whatif"])
+        log.setAlpha(150)
+        self._add_curve(layer, whatif, "message", pg.mkPen(COLOURS["whatif"], width=1.2), "What-if window (estimate)",
+                        z=-1)
+        self._add_curve(layer, whatif, "observation", pg.mkPen(log, width=2.4), "What-if log (estimate)", z=-1)
+        if thresholds and not _same_thresholds(whatif, real):
+            dashed = pg.mkPen(COLOURS["whatif"], width=1.0, style=Qt.PenStyle.DashDotLine)
+            self._add_curve(layer, whatif, "threshold", dashed, "What-if thresholds", z=-1)
+            self._add_curve(layer, whatif, "reflection_threshold", dashed, z=-1)
+        self._add_markers(layer, whatif, events, whatif=True)
+
+    def set_mode(self, mode: str) -> None:
+        """Show the same curves and markers over MODE: only their x arrays change."""
+        self.mode = mode
+        self.set_axis(mode)
+        for layer in self._layers.values():
+            for chart_item, series, name, extra in layer:
+                if name is not None:
+                    chart_item.setData(*series.curve(name, mode))
+                else:
+                    rows, ys, style = extra
+                    chart_item.setData(x=series.x[mode][rows], y=ys, **style)
+
+    def _add_curve(self, layer: list, series: ChartSeries, name: str, pen, label: str | None = None,
+                   z: float = 0.0, **kw) -> None:
+        x, y = series.curve(name, self.mode)
+        curve = pg.PlotDataItem()
+        curve.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL
+        curve.setData(x, y, pen=pen, name=label, antialias=len(x) <= ANTIALIAS_MAX_POINTS, **kw)
+        curve.setZValue(z)
+        self.plot.getPlotItem().addItem(curve)  # takes the plot's downsampling and clip-to-view
+        layer.append((curve, series, name, None))
+
+    def _add_markers(self, layer: list, series: ChartSeries, events: list[OMEvent], *, whatif: bool) -> None:
+        """Draw one marker per event, one scatter item per look (uniform looks draw fast); no loop per event."""
+        valid = (series.event_ids >= 0) & (series.event_ids < len(events))
+        for kind, status, members in series.marker_groups():
+            members = members[valid[members]]
+            if not len(members):
                 continue
-            gx, gy, gd = groups.setdefault(marker_style(events[event_index], whatif), ([], [], []))
-            gx.append(xs[row])
-            gy.append(y)
-            gd.append(Spot(int(event_index), whatif))
-        for (symbol, size, fill, line), (gx, gy, gd) in groups.items():
-            scatter = pg.ScatterPlotItem(
-                x=np.array(gx, dtype=np.float64), y=np.array(gy, dtype=np.float64),
-                data=np.array(gd, dtype=object), symbol=symbol, size=size, pen=pg.mkPen(line, width=1.5),
-                brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
-                hoverable=True, tip=self._tip, hoverPen=pg.mkPen("#111827", width=2))
+            symbol, size, fill, line = marker_style(kind, status, whatif)
+            ids = series.event_ids[members]
+            style = dict(data=-(ids + 1) if whatif else ids, symbol=symbol, size=size,
+                         pen=pg.mkPen(line, width=1.5),
+                         brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
+                         hoverable=True, tip=self._tip, hoverPen=pg.mkPen("#111827", width=2))
+            rows, ys = series.event_rows[members], series.event_y[members]
+            scatter = pg.ScatterPlotItem(x=series.x[self.mode][rows], y=ys, **style)
             scatter.sigClicked.connect(self._scatter_clicked)
             self.plot.addItem(scatter)
-            self.spots.append(scatter)
+            layer.append((scatter, series, None, (rows, ys, style)))
+
+    @property
+    def spots(self) -> list[pg.ScatterPlotItem]:
+        """Return the marker items drawn (real, then What-if)."""
+        return [entry[0] for layer in self._layers.values() for entry in layer if entry[2] is None]
 
     def fit(self, series: list[ChartSeries], mode: str) -> None:
         """Show everything in SERIES over MODE, with headroom above the data for the legend."""

@@ -49,11 +49,11 @@ from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state
 from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the Overview uses them)
     MarkerLegend,
-    Spot,
     TimelineChart,
     WeakMethod,
     ask_export_path,
     ensure_gui_thread_gc,
+    spot_event,
     write_chart_png,
     write_chart_svg,
 )
@@ -360,12 +360,12 @@ class TimelineTab(QWidget):
         if not self.whatif_button.isChecked():
             return  # turned off while it ran
         self._whatif, self._whatif_series = result, self.whatif_panel.series
-        self._redraw()
+        self._draw_overlay()
         self.whatif_drawn.emit(result)
 
     def _on_whatif_panel_cleared(self) -> None:
         self._whatif = self._whatif_series = None
-        self._redraw()
+        self._draw_overlay()
 
     # -- drawing -------------------------------------------------------------------------------
 
@@ -376,10 +376,9 @@ class TimelineTab(QWidget):
             self.chart.clear()
             return
         keep = [self.vline, self.hline] + ([self.selection_line] if self.selected_point else [])
-        whatif = self._whatif if self._whatif_series is not None else None
         self.chart.draw(series, tl.events, self._x_mode, buffered=self.show_buffered.isChecked(),
-                        thresholds=self.show_thresholds.isChecked(), whatif=self._whatif_series,
-                        whatif_events=whatif.events if whatif is not None else None, keep=tuple(keep))
+                        thresholds=self.show_thresholds.isChecked(), keep=tuple(keep))
+        self._draw_overlay()
         if self.selected_point is not None:
             self.selection_line.setPos(self.x_of(self.selected_point))
         n_recon = int(np.count_nonzero(np.isfinite(series.y["reconstructed"])))
@@ -393,17 +392,30 @@ class TimelineTab(QWidget):
         self.summary.setText(text)
         self.summary.setToolTip(fmt.plain_tooltip(text))
 
-    def _spot_tip(self, x: float, y: float, data: Spot) -> str:
-        if data.whatif:
+    def _spot_tip(self, x: float, y: float, data) -> str:
+        found = spot_event(data)
+        if found is None:
+            return ""
+        index, whatif = found
+        if whatif:
             events = self._whatif.events if self._whatif else []
         else:
             events = self._timeline.events if self._timeline else []
-        if not 0 <= data.event_index < len(events):
+        if not 0 <= index < len(events):
             return ""
-        text = event_text(events[data.event_index])
-        if data.whatif:
+        text = event_text(events[index])
+        if whatif:
             text = "What-if (estimate): " + text
         return fmt.plain_tooltip(text)
+
+    def _draw_overlay(self) -> None:
+        """Draw the What-if replay over the chart, or remove it (only the overlay's items change)."""
+        if self._series is None:
+            return
+        whatif = self._whatif if self._whatif_series is not None else None
+        self.chart.draw_overlay(self._whatif_series if whatif is not None else None,
+                                whatif.events if whatif is not None else None, self._series,
+                                thresholds=self.show_thresholds.isChecked())
 
     def _fit(self) -> None:
         """Show everything, with headroom above the data for the legend."""
@@ -414,7 +426,11 @@ class TimelineTab(QWidget):
 
     def _on_x_combo_current_index_changed(self, index: int) -> None:
         self._x_mode = X_MODES[index] if 0 <= index < len(X_MODES) else "time"
-        self._redraw()
+        if self._series is None:
+            return
+        self.chart.set_mode(self._x_mode)  # the same items, other x arrays
+        if self.selected_point is not None:
+            self.selection_line.setPos(self.x_of(self.selected_point))
         self._fit()
 
     def _on_reset_button_clicked(self) -> None:
@@ -428,7 +444,7 @@ class TimelineTab(QWidget):
         self.whatif_panel.set_active(checked)
         if not checked and self._whatif is not None:
             self._whatif = self._whatif_series = None
-            self._redraw()
+            self._draw_overlay()
 
     def resizeEvent(self, event) -> None:
         """Fold the What-if panel away while the tab is too narrow for it and the chart (the replay stays drawn)."""
@@ -483,11 +499,14 @@ class TimelineTab(QWidget):
     def _on_scatter_clicked(self, _item, spots, _ev=None) -> None:
         if not len(spots):
             return
-        data = spots[0].data()
-        if isinstance(data, Spot) and not data.whatif:
-            self.select_event(data.event_index)
-        elif isinstance(data, Spot) and self._whatif is not None:
-            point = next((p for p in self._whatif.points if p.event_index == data.event_index), None)
+        found = spot_event(spots[0].data())
+        if found is None:
+            return
+        index, whatif = found
+        if not whatif:
+            self.select_event(index)
+        elif self._whatif is not None:
+            point = next((p for p in self._whatif.points if p.event_index == index), None)
             if point is not None and self._timeline is not None and point.message_index is not None:
                 real = next((p for p in self._timeline.points if p.message_index == point.message_index), None)
                 if real is not None:
