@@ -85,6 +85,8 @@ def test_whatif_is_off_until_asked_and_off_removes_the_overlay(studio, fixture_d
         tab.whatif_button.setChecked(True)
     assert blocker.args[0] is tab.whatif and tab.whatif.uses_real_sizes
     assert tab.whatif_scroll.isVisible() and tab.plot.width() < tab.splitter.width() - 100
+    qtbot.wait(50)  # the panel is placed once the splitter has laid it out
+    assert tab.whatif_scroll.width() >= 0.9 * tab._panel_width()   # the chart's legend does not squeeze it
     assert "What-if window (estimate)" in names()
     tab.whatif_button.setChecked(False)
     assert studio_ctx.runner.wait_idle()

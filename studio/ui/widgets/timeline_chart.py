@@ -14,7 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QColor, QPainter, QPixmap
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QSizePolicy, QWidget
 
 from studio.engine.events import (
     ACTIVATION,
@@ -178,15 +178,21 @@ def symbol_pixmap(symbol: str, size: int, fill: str | None, line: str, device_ra
 
 
 class MarkerLegend(QWidget):
-    """A row explaining the event marker shapes (drawn as on the chart), under the chart."""
+    """Rows explaining the event marker shapes (drawn as on the chart), under the chart.
+
+    As many entries a row as the width holds: the legend never makes the chart wider than the tab gives.
+    """
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(4)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        self._grid = QGridLayout(self)
+        self._grid.setContentsMargins(0, 0, 0, 0)
+        self._grid.setHorizontalSpacing(4)
+        self._grid.setVerticalSpacing(0)
         ratio = self.devicePixelRatioF() or 1.0
         self.entries: dict[str, QLabel] = {}
+        self._pairs: list[tuple[QLabel, QLabel]] = []
         for text, key in MARKER_LEGEND:
             if key == "failed":
                 style = ("x", 10, None, "#6b7280")
@@ -201,11 +207,37 @@ class MarkerLegend(QWidget):
             label = QLabel(text)
             label.setTextFormat(Qt.TextFormat.PlainText)
             label.setProperty("class", "muted")
-            layout.addWidget(icon)
-            layout.addWidget(label)
-            layout.addSpacing(6)
+            self._pairs.append((icon, label))
             self.entries[text] = label
-        layout.addStretch(1)
+        self._columns = 0
+        self._arrange(len(self._pairs))
+
+    def _entry_width(self) -> int:
+        return max(icon.sizeHint().width() + label.sizeHint().width() for icon, label in self._pairs) + 12
+
+    def _arrange(self, columns: int) -> None:
+        if columns == self._columns:
+            return
+        for icon, label in self._pairs:
+            self._grid.removeWidget(icon)
+            self._grid.removeWidget(label)
+        for column in range(2 * max(self._columns, 1) + 1):
+            self._grid.setColumnStretch(column, 0)
+        self._columns = columns
+        for n, (icon, label) in enumerate(self._pairs):
+            row, column = divmod(n, columns)
+            self._grid.addWidget(icon, row, 2 * column)
+            self._grid.addWidget(label, row, 2 * column + 1)
+        self._grid.setColumnStretch(2 * columns, 1)
+
+    def columns(self) -> int:
+        """Return how many entries a row shows now."""
+        return self._columns
+
+    def resizeEvent(self, event) -> None:
+        """Put as many entries on a row as the new width holds."""
+        super().resizeEvent(event)
+        self._arrange(max(1, min(len(self._pairs), event.size().width() // self._entry_width())))
 
 
 class TimelineChart:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
@@ -440,7 +440,7 @@ class TimelineTab(QWidget):
         """Open the What-if panel and replay (on), or close it and remove the overlay (off)."""
         self.whatif_scroll.setVisible(checked and self.width() >= NARROW_WIDTH)
         if self.whatif_scroll.isVisible():
-            self._place_panel()
+            QTimer.singleShot(0, self._place_panel)  # once the splitter has laid the panel out
         self.whatif_panel.set_active(checked)
         if not checked and self._whatif is not None:
             self._whatif = self._whatif_series = None
@@ -449,18 +449,25 @@ class TimelineTab(QWidget):
     def resizeEvent(self, event) -> None:
         """Fold the What-if panel away while the tab is too narrow for it and the chart (the replay stays drawn)."""
         super().resizeEvent(event)
+        self.chart.legend.setColumnCount(3 if event.size().width() >= 2 * NARROW_WIDTH else 2)
         wide = event.size().width() >= NARROW_WIDTH
         if self.whatif_button.isChecked() and wide != self.whatif_scroll.isVisible():
             self.whatif_scroll.setVisible(wide)
-            if wide:
-                self._place_panel()
+        if wide and self.whatif_scroll.isVisible() and self.whatif_scroll.width() < 0.9 * self._panel_width():
+            QTimer.singleShot(0, self._place_panel)  # squeezed by a smaller window: give it its room back
 
     def _place_panel(self) -> None:
         """Give the What-if panel the room it asks for, at most 45% of the tab."""
+        if not self.whatif_scroll.isVisible():
+            return
         width = self.splitter.width()
-        scrollbar = self.whatif_scroll.verticalScrollBar().sizeHint().width()
-        panel = min(self.whatif_panel.sizeHint().width() + scrollbar + 4, int(width * 0.45))
+        panel = self._panel_width()
         self.splitter.setSizes([max(width - panel, 1), panel])
+
+    def _panel_width(self) -> int:
+        """Return the What-if panel's width: what it asks for, at most 45% of the tab (px)."""
+        scrollbar = self.whatif_scroll.verticalScrollBar().sizeHint().width()
+        return min(self.whatif_panel.sizeHint().width() + scrollbar + 4, int(self.splitter.width() * 0.45))
 
     def _nearest_point(self, x: float) -> Point | None:
         if self._timeline is None or self._series is None or not self._timeline.points:
