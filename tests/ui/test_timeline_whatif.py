@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from studio.engine.events import OBSERVATION
 from studio.ui.widgets.timeline_chart import MARKER_LEGEND, MARKERS
 
@@ -17,6 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEGENERATE_SCRIPT = r"""
 import json, sys, time
 from pathlib import Path
+
+import numpy as np
 from PySide6.QtCore import QSettings
 from studio.ui.app import AppContext, application
 from studio.ui.widgets.main_window import MainWindow
@@ -127,3 +131,26 @@ def test_markers_carry_their_event_for_tooltips_and_clicks(studio, fixture_db, s
     reflection = next(i for i, e in enumerate(tab.timeline.events) if e.kind == "reflection")
     assert "'>Reflection" in tab._spot_tip(0, 0, reflection)   # a plain-text tooltip
     assert "'>What-if (estimate): Observation" in tab._spot_tip(0, 0, -1)
+
+
+def test_the_chart_draws_edge_values_in_both_modes(qtbot, studio_ctx):
+    """Times at the calendar's edges, a point without a time, a value beyond 64 bits, a negative one."""
+    from studio.engine.timeline import Point
+    from studio.engine.timeline_series import PLOT_LIMIT, ChartSeries
+    from studio.ui.widgets.timeline_tab import TimelineTab
+
+    tab = TimelineTab(studio_ctx.runner)
+    qtbot.addWidget(tab)
+    tab.resize(900, 600)
+    tab.show()
+    rows = [(-62135596800000, 1, 5), (None, 1, 10**30), (253402300799000, 2, -5), (253402300799000, 2, 7)]
+    points = [Point(at=None, at_ms=ms, turn=turn, message_tokens=v, observation_tokens=v, buffered_tokens=0,
+                    threshold=100, reflection_threshold=50, reconstructed=False) for ms, turn, v in rows]
+    series = ChartSeries.from_points(points, [])
+    assert series.y["message"][1] == PLOT_LIMIT
+    for mode in ("time", "turn"):
+        tab.chart.draw(series, [], mode, buffered=True, thresholds=True)
+        tab.chart.fit([series], mode)
+        tab.plot.viewport().repaint()
+        drawn = tab.plot.getPlotItem().listDataItems()[0].getData()
+        assert drawn[0].dtype == np.float64 and np.isfinite(drawn[0]).all()
