@@ -127,9 +127,66 @@ def studio_timings(db: Path) -> dict:
     out["big_thread_fully_open_ms"] = ms(time.perf_counter() - t0)
     out["stall_while_opening_big_thread_ms"] = stall["max"]
     out["big_thread_rows_loaded"] = model.rowCount()
+    out.update(timeline_timings(app, window, ctx, stall, wait_until))
     ticker.stop()
     window.close()
     ctx.runner.shutdown()
+    return out
+
+
+def timeline_timings(app, window, ctx, stall, wait_until) -> dict:
+    """Time the big thread's Timeline tab: open, what-if replay, repaint, pan and axis switches."""
+    import statistics
+
+    tab = window.thread_view.timeline_tab
+    out = {}
+    worst = 0
+
+    def phase(name: str) -> None:  # the longest stall of each phase too, to see where a stall comes from
+        nonlocal worst
+        out[f"timeline_stall_{name}_ms"] = stall["max"]
+        worst = max(worst, stall["max"])
+        stall["max"] = 0
+
+    stall["max"] = 0
+    t0 = time.perf_counter()
+    window.thread_view.set_tab("timeline")
+    wait_until(lambda: tab.timeline is not None and tab.timeline.thread_id == BIG_THREAD)
+    out["timeline_open_ms"] = ms(time.perf_counter() - t0)
+    wait_until(lambda: ctx.runner.pending == 0)
+    phase("open")
+    t0 = time.perf_counter()
+    if not tab.whatif_button.isChecked():
+        tab.whatif_button.setChecked(True)   # What-if is off until the user asks
+    wait_until(lambda: tab.whatif is not None)
+    out["whatif_replay_ms"] = ms(time.perf_counter() - t0)
+    wait_until(lambda: ctx.runner.pending == 0)
+    app.processEvents()
+    phase("replay")
+    viewport = tab.plot.viewport()
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        viewport.repaint()
+        times.append(time.perf_counter() - t0)
+    out["timeline_repaint_ms"] = ms(statistics.median(times))
+    phase("repaint")
+    box = tab.plot.getPlotItem().getViewBox()
+    for step in range(10):  # pan a tenth of the view at a time, painting each step
+        (x0, x1), _ = box.viewRange()
+        box.translateBy(x=(x1 - x0) / 10)
+        viewport.repaint()
+        app.processEvents()
+    phase("pan")
+    for mode in ("time", "turn"):
+        tab.set_x_mode(mode)
+        wait_until(lambda: tab.x_mode == mode)
+        viewport.repaint()
+        for _ in range(20):
+            app.processEvents()
+            time.sleep(0.005)
+    phase("axis")
+    out["timeline_longest_stall_ms"] = worst
     return out
 
 

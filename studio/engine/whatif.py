@@ -43,7 +43,7 @@ from studio.engine.settings import ThresholdRange, dynamic_threshold, js_round, 
 from studio.engine.timeline import MessageWindow, Point, Timeline, build_timeline
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
-from studio.store.records import OMRecord, iso_to_ms
+from studio.store.records import OMRecord
 
 #: Tokens a `--- message boundary (…) ---` separator adds to the log (tokenx estimate).
 BOUNDARY_TOKENS = tokens.count_string("\n\n--- message boundary (2026-01-01T00:00:00.000Z) ---\n\n")
@@ -277,6 +277,18 @@ def measured_ratios(timeline: Timeline) -> tuple[float, float]:
             refl if refl is not None else DEFAULT_REFLECTION_RATIO)
 
 
+def modelled_reflection(tokens_in: int, ratio: float) -> int:
+    """Return the modelled size of a reflection of TOKENS_IN observation tokens at RATIO (tokens, >= 1).
+
+    The model never lets a reflection grow the log: Mastra retries a Reflector output that is not
+    below the threshold at stronger compression and keeps the smallest candidate, so a ratio
+    above 1 (measured on a thread whose Reflector output repeated itself) keeps the log's size.
+    Applied at every reflection, a ratio above 1 would multiply the log geometrically, into
+    figures no counter can hold.
+    """
+    return max(1, min(tokens_in, js_round(tokens_in * ratio)))
+
+
 def reflector_attempts(output: int, threshold: int, model: str | None) -> int:
     """Return Reflector calls for one reflection: retries escalate while the output is not below THRESHOLD."""
     start = 2 if model and "gemini-2.5-flash" in model else 1
@@ -352,7 +364,7 @@ class _Replay:
     def reflect_output(self, tokens_in: int) -> int:
         real = self._real("reflection", self.n_refl)
         self.n_refl += 1
-        return real if real is not None else max(1, js_round(tokens_in * self.refl_ratio))
+        return real if real is not None else modelled_reflection(tokens_in, self.refl_ratio)
 
     def new_generation(self, size: int, cursor: int | None) -> None:
         self.generation += 1
@@ -496,7 +508,7 @@ class _Replay:
             if cancel is not None and cancel.is_set():
                 raise EngineError("Cancelled")
             self.window.add_until(i)
-            self.at, self.at_ms = message.get("createdAt"), iso_to_ms(message.get("createdAt"))
+            self.at, self.at_ms = message.get("createdAt"), self.window.times[i]  # parsed once, by the window
             if message.get("role") == "user":
                 self.turn += 1
             self.point("message", message_index=i)

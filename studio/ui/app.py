@@ -101,7 +101,7 @@ def studio_icon() -> QIcon:
 
 
 def collect_garbage_on_gui_thread(app: QApplication) -> None:
-    """Run Python's cyclic garbage collector only on the GUI thread (pyqtgraph's GarbageCollector).
+    """Run Python's cyclic garbage collector only on the GUI thread (`studio.ui.gc_collector`).
 
     Automatic collection runs in whichever thread happens to allocate; when it frees a cycle that
     holds a Qt object (a closed dialog, a widget's bound method) from a database or network worker,
@@ -110,9 +110,9 @@ def collect_garbage_on_gui_thread(app: QApplication) -> None:
     """
     if getattr(app, "_studio_gc", None) is not None:
         return
-    from pyqtgraph.util.garbage_collector import GarbageCollector
+    from studio.ui.gc_collector import GuiThreadCollector
 
-    app._studio_gc = GarbageCollector(interval=GC_INTERVAL_S)
+    app._studio_gc = GuiThreadCollector(GC_INTERVAL_S)
 
 
 def parse_size(text: str) -> tuple[int, int]:

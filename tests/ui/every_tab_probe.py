@@ -60,8 +60,12 @@ def main(argv: list[str]) -> int:
             view.set_tab(tab)
             idle = ctx.runner.wait_idle(WAIT_S)
             if tab == "timeline" and view.timeline_tab.timeline is not None and view.timeline_tab.whatif is None:
+                view.timeline_tab.whatif_button.setChecked(True)  # What-if is off until asked: ask, as a user would
                 view.timeline_tab.whatif_panel.run()
                 idle = ctx.runner.wait_idle(WAIT_S) and idle
+                window.settle()
+                if view.timeline_tab.whatif is None:
+                    errors.append("the what-if replay was not drawn")
             window.settle()
             window.grab()  # paint every visible widget of the tab
             if not idle:

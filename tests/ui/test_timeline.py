@@ -10,11 +10,14 @@ from studio.ui.widgets.timeline_tab import event_text
 from tests.mastra_facts import sync_turns
 
 
-def _open_timeline(studio, fixture_db, studio_ctx, name="support", thread="support-1"):
+def _open_timeline(studio, fixture_db, studio_ctx, name="support", thread="support-1", whatif=True):
     window = studio(fixture_db(name), thread_id=thread, tab="timeline")
     assert studio_ctx.runner.wait_idle()
     tab = window.thread_view.timeline_tab
     assert tab.timeline is not None and tab.timeline.thread_id == thread
+    if whatif:  # What-if is off until the user asks
+        tab.whatif_button.setChecked(True)
+        assert studio_ctx.runner.wait_idle()
     return window, tab
 
 

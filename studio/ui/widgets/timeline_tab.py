@@ -1,26 +1,23 @@
 """The Timeline tab: a thread's OM saw-tooth (message window, observation log, thresholds) with events.
 
-The series come from `studio.engine.timeline.build_timeline`, read on the TaskRunner (the helper
-process for big databases); the What-if panel beside the chart replays the thread with other
-settings (`studio.engine.whatif.simulate`, on the runner's pool) and its series are drawn dashed
-over the real ones. Zoom and pan with the mouse (pyqtgraph), a crosshair follows the pointer,
-markers carry tooltips, and a click selects that message in Messages and that generation in
-History. The chart exports to PNG and SVG, the series to CSV.
+The timeline and its chart arrays (`studio.engine.timeline_series.load_timeline_chart`) are read
+on the TaskRunner (the helper process for big databases). What-if is off until the user asks: the
+button opens the What-if panel beside the chart, which replays the thread with other settings
+(`studio.engine.whatif.simulate`, on the runner's pool) and its series are drawn over the real
+ones; turning it off removes the overlay. Zoom and pan with the mouse (pyqtgraph), a crosshair
+follows the pointer, markers carry tooltips (their shapes are explained under the chart), and a
+click selects that message in Messages and that generation in History. The chart exports to PNG
+and SVG, the series to CSV.
 """
 
 from __future__ import annotations
 
-import math
-import weakref
-from dataclasses import dataclass
-
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QSize, Qt, Signal
-from PySide6.QtGui import QAction, QColor
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QFrame,
     QMenu,
     QScrollArea,
@@ -43,124 +40,30 @@ from studio.engine.events import (
     THREAD_UPDATE,
     OMEvent,
 )
-from studio.engine.timeline import Point, Timeline, load_timeline, series_csv
+from studio.engine.timeline import Point, Timeline, series_csv
+from studio.engine.timeline_series import ChartSeries, X_MODES, event_y, load_timeline_chart
 from studio.engine.whatif import WhatIfResult
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state
+from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the Overview uses them)
+    MarkerLegend,
+    TimelineChart,
+    WeakMethod,
+    ask_export_path,
+    ensure_gui_thread_gc,
+    spot_event,
+    write_chart_png,
+    write_chart_svg,
+)
 from studio.ui.widgets.whatif_panel import WhatIfPanel
 
-pg.setConfigOptions(antialias=True, background="w", foreground="#374151")
+__all__ = ["TimelineTab", "event_text", "event_y", "ask_export_path", "write_chart_png", "write_chart_svg",
+           "WeakMethod", "ensure_gui_thread_gc"]
 
-COLOURS = {
-    "message": QColor("#2563eb"), "observation_log": QColor("#d97706"), "buffered": QColor("#7c3aed"),
-    "threshold": QColor("#dc2626"), "reflection_threshold": QColor("#ea580c"), "whatif": QColor("#0f766e"),
-}
-#: Marker style per event kind: (symbol, fill colour, size px).
-MARKERS = {
-    OBSERVATION: ("o", "#2563eb", 11), BUFFERING: ("t1", "#7c3aed", 10), ACTIVATION: ("d", "#7c3aed", 11),
-    REFLECTION: ("star", "#ea580c", 15), REFLECTION_ACTIVATION: ("star", "#ea580c", 15),
-    REFLECTION_BUFFERING: ("t1", "#ea580c", 10), THREAD_UPDATE: ("s", "#6b7280", 7),
-}
-X_MODES = ("time", "turn")
 #: Below this tab width (px) the What-if panel folds away so the chart keeps its room.
 NARROW_WIDTH = 560
-
-
-def ensure_gui_thread_gc() -> None:
-    """Make sure cyclic garbage collection runs only on the GUI thread (see studio.ui.app).
-
-    pyqtgraph's items sit in reference cycles (context menus, signal lambdas); freed from a worker
-    thread they would delete Qt objects off the GUI thread. `application()` already sets this up;
-    this covers charts created on a QApplication the studio did not configure (idempotent).
-    """
-    from studio.ui.app import collect_garbage_on_gui_thread
-
-    app = QCoreApplication.instance()
-    if app is not None:
-        collect_garbage_on_gui_thread(app)
-
-
-class WeakMethod:
-    """Call OWNER.NAME(...) while OWNER lives (else return ""), without keeping OWNER alive.
-
-    pyqtgraph keeps a marker tooltip callable on its item; a bound method there would tie the item
-    and the widget in a reference cycle, which Python may collect on a worker thread (deleting Qt
-    objects off the GUI thread).
-    """
-
-    def __init__(self, owner, name: str):
-        self._ref = weakref.ref(owner)
-        self._name = name
-
-    def __call__(self, *args, **kwargs):
-        owner = self._ref()
-        return getattr(owner, self._name)(*args, **kwargs) if owner is not None else ""
-
-
-#: File-dialog filters of the chart exports, by kind.
-EXPORT_FILTERS = {"png": "PNG images (*.png)", "svg": "SVG images (*.svg)", "csv": "CSV files (*.csv)"}
-
-
-def ask_export_path(parent, kind: str, default_name: str) -> str | None:
-    """Ask where to export a chart or its data (KIND png, svg or csv); None when the user cancels."""
-    path, _ = QFileDialog.getSaveFileName(parent, "Export", default_name, EXPORT_FILTERS[kind])
-    return path or None
-
-
-def write_chart_png(plot, path: str, width: int = 1600) -> None:
-    """Write pyqtgraph PlotWidget PLOT as a PNG WIDTH px wide (height in proportion) to PATH."""
-    from pyqtgraph.exporters import ImageExporter
-
-    exporter = ImageExporter(plot.getPlotItem())
-    exporter.parameters()["width"] = width
-    exporter.export(path)
-
-
-def write_chart_svg(plot: pg.PlotWidget, path: str, title: str = "Memory Studio chart") -> None:
-    """Write PLOT as SVG to PATH: pyqtgraph's exporter, else Qt's SVG generator.
-
-    pyqtgraph 0.14's SVGExporter cannot parse the closing `Z` Qt 6.11 writes into clip paths
-    (pyqtgraph issue #3485); Qt's generator renders the same widget as vectors. Raises OSError
-    when PATH cannot be written.
-    """
-    from pyqtgraph.exporters import SVGExporter
-
-    try:
-        SVGExporter(plot.getPlotItem()).export(path)
-        return
-    except ValueError:
-        pass
-    from PySide6.QtCore import QRect
-    from PySide6.QtGui import QPainter
-    from PySide6.QtSvg import QSvgGenerator
-
-    generator = QSvgGenerator()
-    generator.setFileName(path)
-    generator.setSize(plot.size())
-    generator.setViewBox(QRect(0, 0, plot.width(), plot.height()))
-    generator.setTitle(title)
-    painter = QPainter(generator)
-    try:
-        plot.render(painter)
-    finally:
-        painter.end()
-    try:
-        ok = "<svg" in open(path, encoding="utf-8", errors="replace").read(4096)
-    except OSError as exc:
-        raise OSError(f"Cannot write {path}: {exc}") from exc
-    if not ok:
-        raise OSError(f"Cannot write {path}")
-
-
-def event_y(event: OMEvent, point: Point | None) -> float:
-    """Return where a marker sits: the window before an observation/activation, the log before a reflection."""
-    if event.kind in (OBSERVATION, ACTIVATION) and event.tokens is not None:
-        return float(event.tokens)
-    if event.kind in (REFLECTION, REFLECTION_ACTIVATION, REFLECTION_BUFFERING) and event.tokens is not None:
-        return float(event.tokens)
-    return float(point.message_tokens) if point is not None else 0.0
 
 
 def event_text(event: OMEvent) -> str:
@@ -194,14 +97,6 @@ def event_text(event: OMEvent) -> str:
     return "\n".join(lines)
 
 
-@dataclass
-class _Spot:
-    """One clickable marker: the event and its point."""
-
-    event_index: int
-    whatif: bool = False
-
-
 class TimelineTab(QWidget):
     """Chart one thread's OM timeline, with the What-if panel beside it."""
 
@@ -218,6 +113,9 @@ class TimelineTab(QWidget):
         self._detail: ThreadDetail | None = None
         self._timeline: Timeline | None = None
         self._whatif: WhatIfResult | None = None
+        self._series: ChartSeries | None = None         # the timeline's chart arrays
+        self._whatif_series: ChartSeries | None = None  # the replay's
+        self._index: dict[int, int] = {}                # id(point) -> its row in the arrays
         self._wanted: str | None = None      # thread to load when the tab is shown
         self._loaded_for: tuple | None = None
         self._x_mode = "turn"
@@ -247,7 +145,8 @@ class TimelineTab(QWidget):
         self.whatif_button = QToolButton()
         self.whatif_button.setText("What-if")
         self.whatif_button.setCheckable(True)
-        self.whatif_button.setChecked(True)
+        self.whatif_button.setChecked(False)  # off until the user asks
+        self.whatif_button.setToolTip("Replay this thread with other OM settings and draw it over the chart")
         self.whatif_button.toggled.connect(self._on_whatif_button_toggled)
         self.export_button = QToolButton()
         self.export_button.setText("Export")
@@ -273,15 +172,9 @@ class TimelineTab(QWidget):
 
         self.plot = pg.PlotWidget()
         self.plot.setMinimumSize(160, 120)
-        item = self.plot.getPlotItem()
-        item.showGrid(x=True, y=True, alpha=0.15)
-        item.setLabel("left", "tokens")
-        item.setDownsampling(auto=True, mode="peak")  # a 20,000-message thread draws as fast as a short one
-        item.setClipToView(True)
-        self.legend = item.addLegend(offset=(6, 4), labelTextSize="8pt", colCount=3)
-        self.time_axis = pg.DateAxisItem(orientation="bottom")
-        self.turn_axis = pg.AxisItem(orientation="bottom")
-        item.setAxisItems({"bottom": self.turn_axis})
+        self.chart = TimelineChart(self.plot, self, self._on_scatter_clicked)
+        self.legend = self.chart.legend
+        self.marker_legend = MarkerLegend()
         self.vline = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#9ca3af", width=1))
         self.hline = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen("#9ca3af", width=1))
         self.selection_line = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#111827", width=1,
@@ -295,6 +188,7 @@ class TimelineTab(QWidget):
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addWidget(bar)
         cl.addWidget(self.plot, 1)
+        cl.addWidget(self.marker_legend)
         cl.addWidget(self.readout)
         cl.addWidget(self.summary)
 
@@ -307,9 +201,8 @@ class TimelineTab(QWidget):
         self.whatif_scroll.setWidget(self.whatif_panel)
         self.whatif_scroll.setWidgetResizable(True)
         self.whatif_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self._panel_placed = False
         self.whatif_scroll.setMinimumWidth(100)
-        self._whatif_auto_hidden = False
+        self.whatif_scroll.setVisible(False)
         self.splitter.addWidget(chart)
         self.splitter.addWidget(self.whatif_scroll)
         self.splitter.setStretchFactor(0, 1)
@@ -322,9 +215,6 @@ class TimelineTab(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
         layout.addWidget(self._stack)
-        self._spots: list[pg.ScatterPlotItem] = []
-        self._xs: dict[int, float] = {}
-        self._x_bounds = (0.0, 1.0)
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -350,6 +240,8 @@ class TimelineTab(QWidget):
     def clear(self) -> None:
         """Show nothing (no thread)."""
         self._detail, self._timeline, self._whatif, self._wanted, self._loaded_for = None, None, None, None, None
+        self._series = self._whatif_series = None
+        self._index = {}
         self._runner.cancel("timeline")
         self.whatif_panel.set_timeline(None)
         self._show_message("Select a thread with observational memory to see its timeline.")
@@ -358,7 +250,7 @@ class TimelineTab(QWidget):
         """Show DETAIL's thread: its timeline is read now if the tab is visible, else when it is shown."""
         self._detail = detail
         if detail.record is None:
-            self._timeline, self._loaded_for = None, None
+            self._timeline, self._loaded_for, self._series, self._whatif_series = None, None, None, None
             self.whatif_panel.set_timeline(None)
             self._show_message("This thread has no observational memory record: there is no timeline to draw.")
             return
@@ -379,8 +271,8 @@ class TimelineTab(QWidget):
         self._wanted = None
         if self._timeline is None or self._timeline.thread_id != thread_id:
             self._show_message("Reading the timeline…")
-        self._runner.submit_call(load_timeline, thread_id, helper=self.use_helper,
-                                 on_done=lambda tl: self._on_timeline_loaded(tl, key),
+        self._runner.submit_call(load_timeline_chart, thread_id, helper=self.use_helper,
+                                 on_done=lambda loaded: self._on_timeline_loaded(*loaded, key),
                                  on_error=self._on_timeline_failed, key="timeline")
 
     def showEvent(self, event) -> None:
@@ -405,8 +297,9 @@ class TimelineTab(QWidget):
             fh.write(text)
 
     def x_of(self, point: Point) -> float:
-        """Return POINT's horizontal position in the current mode (s since epoch, or turn)."""
-        return self._xs.get(id(point), 0.0)
+        """Return POINT's horizontal position in the current mode (s since epoch, or turn); 0 if not drawn."""
+        row = self._index.get(id(point))
+        return float(self._series.x[self._x_mode][row]) if row is not None and self._series is not None else 0.0
 
     def select_point(self, point: Point) -> None:
         """Select POINT: emit its message and generation (History and Messages follow)."""
@@ -445,13 +338,14 @@ class TimelineTab(QWidget):
         self._message.setText(text)
         self._stack.setCurrentIndex(0)
 
-    def _on_timeline_loaded(self, timeline: Timeline, key: tuple) -> None:
+    def _on_timeline_loaded(self, timeline: Timeline, series: ChartSeries, key: tuple) -> None:
         if self._detail is None or timeline.thread_id != self._detail.thread.id:
             return
         same_thread = self._timeline is not None and self._timeline.thread_id == timeline.thread_id
-        self._timeline, self._loaded_for = timeline, key
+        self._timeline, self._series, self._loaded_for = timeline, series, key
+        self._index = {id(p): i for i, p in enumerate(timeline.points)}
         if not same_thread:
-            self._whatif = None
+            self._whatif = self._whatif_series = None
             self.selected_point = None
         self._stack.setCurrentIndex(1)
         self.whatif_panel.set_timeline(timeline, keep=same_thread)
@@ -460,195 +354,129 @@ class TimelineTab(QWidget):
         self.timeline_loaded.emit(timeline)
 
     def _on_timeline_failed(self, exc: Exception) -> None:
-        self._timeline = None
+        self._timeline = self._series = None
         self._show_message(f"The timeline could not be built.\n\n{exc}")
 
     def _on_whatif_panel_result_ready(self, result: WhatIfResult) -> None:
         if self._timeline is None or result.thread_id != self._timeline.thread_id:
             return
-        self._whatif = result
-        self._redraw()
+        if not self.whatif_button.isChecked():
+            return  # turned off while it ran
+        self._whatif, self._whatif_series = result, self.whatif_panel.series
+        self._draw_overlay()
         self.whatif_drawn.emit(result)
 
     def _on_whatif_panel_cleared(self) -> None:
-        self._whatif = None
-        self._redraw()
+        self._whatif = self._whatif_series = None
+        self._draw_overlay()
 
     # -- drawing -------------------------------------------------------------------------------
 
-    def _positions(self, points: list[Point]) -> list[float]:
-        """Return x for POINTS: seconds since the epoch, or turn spread over [turn, turn + 0.8)."""
-        if not points:
-            return []
-        if self._x_mode == "time":  # never backwards: a response seeded before its step-0 observation follows it
-            ms = np.array([np.nan if p.at_ms is None else p.at_ms for p in points], dtype=float)
-            filled = np.fmax.accumulate(ms)
-            return list(np.nan_to_num(filled, nan=float(np.nanmin(ms)) if np.isfinite(ms).any() else 0.0) / 1000)
-        turns = np.array([p.turn for p in points], dtype=float)
-        order = np.argsort(turns, kind="stable")
-        _, first, counts = np.unique(turns[order], return_index=True, return_counts=True)
-        rank = np.empty(len(points))
-        within = np.arange(len(points)) - np.repeat(first, counts)
-        rank[order] = within / np.repeat(counts, counts)
-        return list(turns + 0.8 * rank)
-
     def _redraw(self) -> None:
-        item = self.plot.getPlotItem()
-        item.clear()
-        self.legend.clear()
-        self._spots = []
-        self._xs: dict[int, float] = {}
-        tl = self._timeline
-        if tl is None:
+        """Draw the timeline (and the replay) from their prepared arrays: no loop over the points here."""
+        tl, series = self._timeline, self._series
+        if tl is None or series is None:
+            self.chart.clear()
             return
-        item.addItem(self.vline, ignoreBounds=True)
-        item.addItem(self.hline, ignoreBounds=True)
+        keep = [self.vline, self.hline] + ([self.selection_line] if self.selected_point else [])
+        self.chart.draw(series, tl.events, self._x_mode, buffered=self.show_buffered.isChecked(),
+                        thresholds=self.show_thresholds.isChecked(), keep=tuple(keep))
+        self._draw_overlay()
         if self.selected_point is not None:
-            item.addItem(self.selection_line, ignoreBounds=True)
-        item.setAxisItems({"bottom": self.time_axis if self._x_mode == "time" else self.turn_axis})
-        item.setLabel("bottom", "" if self._x_mode == "time" else "turn")
-        points = tl.points
-        xs = self._positions(points)
-        for p, x in zip(points, xs):
-            self._xs[id(p)] = x
-        self._x_bounds = (min(xs), max(xs)) if xs else (0.0, 1.0)
-        pen = lambda key, width=2, style=Qt.PenStyle.SolidLine: pg.mkPen(COLOURS[key], width=width, style=style)
-        item.plot(xs, [p.message_tokens for p in points], pen=pen("message"), name="Message window")
-        item.plot(xs, [p.observation_tokens for p in points], pen=pen("observation_log"), name="Observation log")
-        if self.show_buffered.isChecked() and any(p.buffered_tokens for p in points):
-            item.plot(xs, [p.buffered_tokens for p in points], pen=pen("buffered", 1.5, Qt.PenStyle.DashLine),
-                      name="Buffered (waiting)")
-        if self.show_thresholds.isChecked():
-            item.plot(xs, [p.threshold for p in points], pen=pen("threshold", 1.2, Qt.PenStyle.DashLine),
-                      name="Observation threshold")
-            item.plot(xs, [p.reflection_threshold for p in points],
-                      pen=pen("reflection_threshold", 1.2, Qt.PenStyle.DotLine), name="Reflection threshold")
-        if any(p.reconstructed for p in points):  # shade the reconstructed stretches of the window
-            shaded = [float(p.message_tokens) if p.reconstructed else np.nan for p in points]
-            curve = item.plot(xs, shaded, connect="finite", name="Reconstructed",
-                              pen=pg.mkPen(QColor(37, 99, 235, 60), width=7))
-            curve.setZValue(-2)
-        self._draw_events(tl.events, points, xs, whatif=False)
-        if self._whatif is not None:
-            wp = self._whatif.points
-            wxs = self._positions(wp)
-            for values, style, name in (([p.message_tokens for p in wp], Qt.PenStyle.DashLine, "What-if window"),
-                                        ([p.observation_tokens for p in wp], Qt.PenStyle.DotLine, "What-if log")):
-                curve = item.plot(wxs, values, pen=pen("whatif", 1.8, style), name=f"{name} (estimate)")
-                curve.setZValue(-1)  # under the real series
-            if self.show_thresholds.isChecked() and (
-                    {p.threshold for p in wp} != {p.threshold for p in points}
-                    or {p.reflection_threshold for p in wp} != {p.reflection_threshold for p in points}):
-                for values in ([p.threshold for p in wp], [p.reflection_threshold for p in wp]):
-                    curve = item.plot(wxs, values, pen=pen("whatif", 1.0, Qt.PenStyle.DashDotLine))
-                    curve.setZValue(-1)
-                self.legend.addItem(curve, "What-if thresholds")
-            self._draw_events(self._whatif.events, wp, wxs, whatif=True)
-        n_recon = sum(1 for p in points if p.reconstructed)
+            self.selection_line.setPos(self.x_of(self.selected_point))
+        n_recon = int(np.count_nonzero(np.isfinite(series.y["reconstructed"])))
         shown = [e for e in tl.events if e.kind != THREAD_UPDATE]
         inferred = sum(1 for e in shown if e.inferred)
         text = (f"{len(shown)} OM event{'s' if len(shown) != 1 else ''} "
-                f"({inferred} inferred from the generation log) · {len(points):,} points, {n_recon:,} reconstructed"
+                f"({inferred} inferred from the generation log) · {len(series):,} points, {n_recon:,} reconstructed"
                 f" · {tl.scope} scope, generation {tl.generations[-1].generation_count}")
         if tl.scope == "resource":
             text += " · the other threads' context is not replayed (estimate)"
         self.summary.setText(text)
         self.summary.setToolTip(fmt.plain_tooltip(text))
 
-    def _draw_events(self, events: list[OMEvent], points: list[Point], xs: list[float], *, whatif: bool) -> None:
-        """Draw one marker per event, one scatter item per style (uniform styles draw fast)."""
-        by_event = {p.event_index: (p, x) for p, x in zip(points, xs) if p.event_index is not None}
-        groups: dict[tuple, tuple[list, list, list]] = {}
-        for i, event in enumerate(events):
-            found = by_event.get(i)
-            if found is None:
-                continue
-            point, x = found
-            symbol, colour, size = MARKERS.get(event.kind, ("o", "#6b7280", 8))
-            failed = event.status in ("failed", "unfinished")
-            fill = None if whatif or failed else colour
-            style = ("x" if event.status == "failed" else symbol, size, fill,
-                     COLOURS["whatif"].name() if whatif else colour)
-            gx, gy, gd = groups.setdefault(style, ([], [], []))
-            gx.append(x)
-            gy.append(event_y(event, point))
-            gd.append(_Spot(i, whatif))
-        for (symbol, size, fill, line), (gx, gy, gd) in groups.items():
-            scatter = pg.ScatterPlotItem(
-                x=np.array(gx, dtype=float), y=np.array(gy, dtype=float), data=np.array(gd, dtype=object),
-                symbol=symbol, size=size, pen=pg.mkPen(line, width=1.5),
-                brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
-                hoverable=True, tip=WeakMethod(self, "_spot_tip"), hoverPen=pg.mkPen("#111827", width=2))
-            scatter.sigClicked.connect(self._on_scatter_clicked)
-            self.plot.addItem(scatter)
-            self._spots.append(scatter)
-
-    def _spot_tip(self, x: float, y: float, data: _Spot) -> str:
-        if data.whatif:
+    def _spot_tip(self, x: float, y: float, data) -> str:
+        found = spot_event(data)
+        if found is None:
+            return ""
+        index, whatif = found
+        if whatif:
             events = self._whatif.events if self._whatif else []
         else:
             events = self._timeline.events if self._timeline else []
-        if not 0 <= data.event_index < len(events):
+        if not 0 <= index < len(events):
             return ""
-        text = event_text(events[data.event_index])
-        if data.whatif:
+        text = event_text(events[index])
+        if whatif:
             text = "What-if (estimate): " + text
         return fmt.plain_tooltip(text)
 
+    def _draw_overlay(self) -> None:
+        """Draw the What-if replay over the chart, or remove it (only the overlay's items change)."""
+        if self._series is None:
+            return
+        whatif = self._whatif if self._whatif_series is not None else None
+        self.chart.draw_overlay(self._whatif_series if whatif is not None else None,
+                                whatif.events if whatif is not None else None, self._series,
+                                thresholds=self.show_thresholds.isChecked())
+
     def _fit(self) -> None:
         """Show everything, with headroom above the data for the legend."""
-        item = self.plot.getPlotItem()
-        series = [(self._timeline.points if self._timeline else []), (self._whatif.points if self._whatif else [])]
-        top = max((max(p.message_tokens, p.observation_tokens, p.threshold, p.reflection_threshold)
-                   for points in series for p in points), default=0)
-        if not self._xs or not top:
-            item.enableAutoRange()
-            item.autoRange()
-            return
-        low, high = self._x_bounds
-        pad = (high - low) * 0.02 or 0.5
-        item.setXRange(low - pad, high + pad, padding=0)
-        item.setYRange(0, top * 1.3, padding=0.02)
+        shown = [x for x in (self._series, self._whatif_series) if x is not None]
+        self.chart.fit(shown, self._x_mode)
 
     # -- slots ---------------------------------------------------------------------------------
 
     def _on_x_combo_current_index_changed(self, index: int) -> None:
         self._x_mode = X_MODES[index] if 0 <= index < len(X_MODES) else "time"
-        self._redraw()
+        if self._series is None:
+            return
+        self.chart.set_mode(self._x_mode)  # the same items, other x arrays
+        if self.selected_point is not None:
+            self.selection_line.setPos(self.x_of(self.selected_point))
         self._fit()
 
     def _on_reset_button_clicked(self) -> None:
         self._fit()
 
     def _on_whatif_button_toggled(self, checked: bool) -> None:
-        self.whatif_scroll.setVisible(checked)
+        """Open the What-if panel and replay (on), or close it and remove the overlay (off)."""
+        self.whatif_scroll.setVisible(checked and self.width() >= NARROW_WIDTH)
+        if self.whatif_scroll.isVisible():
+            QTimer.singleShot(0, self._place_panel)  # once the splitter has laid the panel out
+        self.whatif_panel.set_active(checked)
+        if not checked and self._whatif is not None:
+            self._whatif = self._whatif_series = None
+            self._draw_overlay()
 
     def resizeEvent(self, event) -> None:
-        """Fold the What-if panel away while the tab is too narrow for it and the chart (the button brings it back)."""
+        """Fold the What-if panel away while the tab is too narrow for it and the chart (the replay stays drawn)."""
         super().resizeEvent(event)
+        self.chart.legend.setColumnCount(3 if event.size().width() >= 2 * NARROW_WIDTH else 2)
+        wide = event.size().width() >= NARROW_WIDTH
+        if self.whatif_button.isChecked() and wide != self.whatif_scroll.isVisible():
+            self.whatif_scroll.setVisible(wide)
+        if wide and self.whatif_scroll.isVisible() and self.whatif_scroll.width() < 0.9 * self._panel_width():
+            QTimer.singleShot(0, self._place_panel)  # squeezed by a smaller window: give it its room back
+
+    def _place_panel(self) -> None:
+        """Give the What-if panel the room it asks for, at most 45% of the tab."""
+        if not self.whatif_scroll.isVisible():
+            return
         width = self.splitter.width()
-        if not self._panel_placed and width >= NARROW_WIDTH:  # the panel gets the room it asks for, at most 45%
-            self._panel_placed = True
-            scrollbar = self.whatif_scroll.verticalScrollBar().sizeHint().width()
-            panel = min(self.whatif_panel.sizeHint().width() + scrollbar + 4, int(width * 0.45))
-            self.splitter.setSizes([max(width - panel, 1), panel])
-        narrow = event.size().width() < NARROW_WIDTH
-        if narrow and self.whatif_button.isChecked() and not self._whatif_auto_hidden:
-            self._whatif_auto_hidden = True
-            self.whatif_button.setChecked(False)
-        elif not narrow and self._whatif_auto_hidden:
-            self._whatif_auto_hidden = False
-            self.whatif_button.setChecked(True)
+        panel = self._panel_width()
+        self.splitter.setSizes([max(width - panel, 1), panel])
+
+    def _panel_width(self) -> int:
+        """Return the What-if panel's width: what it asks for, at most 45% of the tab (px)."""
+        scrollbar = self.whatif_scroll.verticalScrollBar().sizeHint().width()
+        return min(self.whatif_panel.sizeHint().width() + scrollbar + 4, int(self.splitter.width() * 0.45))
 
     def _nearest_point(self, x: float) -> Point | None:
-        if self._timeline is None or not self._timeline.points:
+        if self._timeline is None or self._series is None or not self._timeline.points:
             return None
-        best, best_d = None, math.inf
-        for p in self._timeline.points:
-            d = abs(self._xs.get(id(p), 0.0) - x)
-            if d < best_d:
-                best, best_d = p, d
-        return best
+        row = self._series.nearest(self._x_mode, x)
+        return self._timeline.points[row] if row is not None and row < len(self._timeline.points) else None
 
     def _on_scene_mouse_moved(self, args) -> None:
         pos = args[0]
@@ -681,11 +509,14 @@ class TimelineTab(QWidget):
     def _on_scatter_clicked(self, _item, spots, _ev=None) -> None:
         if not len(spots):
             return
-        data = spots[0].data()
-        if isinstance(data, _Spot) and not data.whatif:
-            self.select_event(data.event_index)
-        elif isinstance(data, _Spot) and self._whatif is not None:
-            point = next((p for p in self._whatif.points if p.event_index == data.event_index), None)
+        found = spot_event(spots[0].data())
+        if found is None:
+            return
+        index, whatif = found
+        if not whatif:
+            self.select_event(index)
+        elif self._whatif is not None:
+            point = next((p for p in self._whatif.points if p.event_index == index), None)
             if point is not None and self._timeline is not None and point.message_index is not None:
                 real = next((p for p in self._timeline.points if p.message_index == point.message_index), None)
                 if real is not None:

@@ -1,7 +1,9 @@
 """The What-if panel beside the Timeline: OM settings to replay the thread with, and what they would do.
 
-The replay (`studio.engine.whatif.simulate`) runs on the TaskRunner's pool (it reads no database:
-the timeline already holds the messages) whenever a setting changes, after a short pause. Output
+The replay (`studio.engine.whatif.simulate`) runs only while the panel is active (the Timeline's
+What-if button), on the TaskRunner's pool (it reads no database: the timeline already holds the
+messages), when it is turned on and whenever a setting changes, after a short pause; the same
+task prepares the replay's chart arrays (`ChartSeries`), so the GUI thread only draws them. Output
 sizes are modelled from the thread's measured compression ratios, shown and adjustable; with the
 stored settings the real sizes are used. The table compares the real run with the replay.
 """
@@ -33,6 +35,7 @@ from studio.engine.events import (
     REFLECTION_BUFFERING,
 )
 from studio.engine.timeline import Timeline
+from studio.engine.timeline_series import ChartSeries
 from studio.engine.whatif import (
     WhatIfResult,
     WhatIfSettings,
@@ -46,6 +49,9 @@ from studio.ui.widgets.common import plain_label
 
 #: Pause after the last change before the replay runs (ms).
 DEBOUNCE_MS = 250
+#: Largest compression ratio the form takes: a thread's measured ratio is shown as measured (a
+#: Reflector that repeated itself wrote more than it read), so the stored settings retrace the real run.
+MAX_RATIO = 1000.0
 ROWS = ["Observer calls", "Reflector calls", "Observations", "Reflections", "Buffered chunks", "Activations",
         "Peak window + log"]
 
@@ -111,7 +117,9 @@ class WhatIfPanel(QWidget):
         self._timeline: Timeline | None = None
         self._stored: WhatIfSettings | None = None
         self._loading = False
+        self._active = False
         self.result: WhatIfResult | None = None
+        self.series: ChartSeries | None = None   # the chart arrays of `result`
         self.setMaximumWidth(440)
 
         self.message_tokens = _spin()
@@ -124,10 +132,11 @@ class WhatIfPanel(QWidget):
         self.block_after = _double(1.0, 10_000_000, 2, 0.1)
         self.block_after.setToolTip("1 to 100: a multiple of messageTokens; else tokens")
         self.share_budget = QCheckBox("Share token budget")
-        self.obs_ratio = _double(0.0, 5.0, 3, 0.01)
+        self.obs_ratio = _double(0.0, MAX_RATIO, 3, 0.01)
         self.obs_ratio.setToolTip("Observation tokens the Observer writes per message token it reads")
-        self.refl_ratio = _double(0.0, 5.0, 3, 0.05)
-        self.refl_ratio.setToolTip("Reflection tokens the Reflector writes per observation token it reads")
+        self.refl_ratio = _double(0.0, MAX_RATIO, 3, 0.05)
+        self.refl_ratio.setToolTip("Reflection tokens the Reflector writes per observation token it reads "
+                                   "(above 1, a modelled reflection keeps the log's size)")
         self.measured = plain_label("", "muted", wrap=True)
 
         form = QFormLayout()
@@ -145,11 +154,9 @@ class WhatIfPanel(QWidget):
         self.stored_button = QPushButton("Stored settings")
         self.stored_button.setToolTip("Replay with the settings stored in the thread's OM record (real output sizes)")
         self.stored_button.clicked.connect(self._on_stored_button_clicked)
-        self.clear_button = QPushButton("Hide replay")
-        self.clear_button.clicked.connect(self._on_clear_button_clicked)
         buttons = QHBoxLayout()
         buttons.addWidget(self.stored_button)
-        buttons.addWidget(self.clear_button)
+        buttons.addStretch(1)
 
         self.note = plain_label("", "muted", wrap=True)
         self.error = plain_label("", "loss", wrap=True)
@@ -194,13 +201,34 @@ class WhatIfPanel(QWidget):
 
     # -- public API ----------------------------------------------------------------------------
 
+    @property
+    def active(self) -> bool:
+        """Return whether the panel replays (the user turned What-if on)."""
+        return self._active
+
+    def set_active(self, active: bool) -> None:
+        """Turn the replay on (replay now) or off (drop the replay and any running one; emit `cleared`)."""
+        if active == self._active:
+            return
+        self._active = active
+        if active:
+            self.run()
+            return
+        self._timer.stop()
+        self._runner.cancel("whatif")
+        self.result = self.series = None
+        for row in range(len(ROWS)):
+            self.table.setItem(row, 1, QTableWidgetItem(""))
+        self.note.setText("")
+        self.cleared.emit()
+
     def set_timeline(self, timeline: Timeline | None, *, keep: bool = False) -> None:
-        """Replay TIMELINE (None: nothing); KEEP the chosen settings when it is the same thread re-read."""
+        """Show TIMELINE (None: nothing), replayed when active; KEEP the settings when it is the same thread re-read."""
         self._timeline = timeline
         self.setEnabled(timeline is not None)
         if timeline is None:
             self._stored = None
-            self.result = None
+            self.result = self.series = None
             self.table.clearContents()
             self.note.setText("")
             self._set_error("")
@@ -251,20 +279,24 @@ class WhatIfPanel(QWidget):
             reflection_block_after=stored.reflection_block_after if same_buffer else None)
 
     def run(self) -> None:
-        """Replay the timeline with the form's settings now (in the background)."""
+        """Replay the timeline with the form's settings now (in the background), when active."""
         self._timer.stop()
         timeline = self._timeline
-        if timeline is None:
+        if timeline is None or not self._active:
             return
         settings = self.settings()
         obs, refl = self.obs_ratio.value(), self.refl_ratio.value()
         measured = measured_ratios(timeline)
         ratios_changed = abs(obs - round(measured[0], 3)) > 1e-9 or abs(refl - round(measured[1], 3)) > 1e-9
-        self._runner.submit_pooled(
-            lambda _p, cancel: simulate(timeline, settings, observation_ratio=obs, reflection_ratio=refl,
-                                        use_real_sizes=settings == self._stored and not ratios_changed,
-                                        cancel=cancel),
-            on_done=self._on_replay_done, on_error=self._on_replay_failed, key="whatif")
+        real = settings == self._stored and not ratios_changed
+
+        def replay(_progress, cancel):
+            result = simulate(timeline, settings, observation_ratio=obs, reflection_ratio=refl,
+                              use_real_sizes=real, cancel=cancel)
+            return result, ChartSeries.from_points(result.points, result.events)
+
+        self._runner.submit_pooled(replay, on_done=self._on_replay_done, on_error=self._on_replay_failed,
+                                   key="whatif")
 
     # -- slots ---------------------------------------------------------------------------------
 
@@ -278,7 +310,7 @@ class WhatIfPanel(QWidget):
             box.setEnabled(on)
 
     def _on_setting_changed(self, *_args) -> None:
-        if not self._loading and self._timeline is not None:
+        if not self._loading and self._timeline is not None and self._active:
             self._timer.start()
 
     def _on_stored_button_clicked(self) -> None:
@@ -286,17 +318,11 @@ class WhatIfPanel(QWidget):
             self.apply_settings(self._stored, *measured_ratios(self._timeline))
             self.run()
 
-    def _on_clear_button_clicked(self) -> None:
-        self.result = None
-        for row in range(len(ROWS)):
-            self.table.setItem(row, 1, QTableWidgetItem(""))
-        self.note.setText("Replay hidden; change a setting to replay again.")
-        self.cleared.emit()
-
-    def _on_replay_done(self, result: WhatIfResult) -> None:
-        if self._timeline is None or result.thread_id != self._timeline.thread_id:
+    def _on_replay_done(self, done: tuple[WhatIfResult, ChartSeries]) -> None:
+        result, series = done
+        if self._timeline is None or result.thread_id != self._timeline.thread_id or not self._active:
             return
-        self.result = result
+        self.result, self.series = result, series
         self._set_error("")
         counts = whatif_counts(result)
         for row, name in enumerate(ROWS):
@@ -313,7 +339,7 @@ class WhatIfPanel(QWidget):
         self.result_ready.emit(result)
 
     def _on_replay_failed(self, exc: Exception) -> None:
-        self.result = None
+        self.result = self.series = None
         for row in range(len(ROWS)):
             self.table.setItem(row, 1, QTableWidgetItem(""))
         text = str(exc) if isinstance(exc, WhatIfSettingsError) else f"The replay failed: {exc}"

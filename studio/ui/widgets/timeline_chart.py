@@ -1,0 +1,397 @@
+"""The Timeline's chart: pyqtgraph curves and event markers drawn from prepared float arrays.
+
+`TimelineChart.draw` takes `studio.engine.timeline_series.ChartSeries` (built off the GUI thread)
+and never loops over a thread's points: switching the x axis swaps arrays. Step-like series come
+without their inner run points, curves are drawn without antialiasing when long, and the What-if
+overlay uses solid pens (Qt strokes a dashed 20,000-vertex path dash by dash, ~1 s a repaint).
+A row under the chart explains the marker shapes. Also the chart exports (PNG, SVG).
+"""
+
+from __future__ import annotations
+
+import weakref
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtGui import QColor, QPainter, QPixmap
+from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QSizePolicy, QWidget
+
+from studio.engine.events import (
+    ACTIVATION,
+    BUFFERING,
+    OBSERVATION,
+    REFLECTION,
+    REFLECTION_ACTIVATION,
+    REFLECTION_BUFFERING,
+    THREAD_UPDATE,
+    OMEvent,
+)
+from studio.engine.timeline_series import ChartSeries
+
+pg.setConfigOptions(antialias=True, background="w", foreground="#374151")
+
+COLOURS = {
+    "message": QColor("#2563eb"), "observation_log": QColor("#d97706"), "buffered": QColor("#7c3aed"),
+    "threshold": QColor("#dc2626"), "reflection_threshold": QColor("#ea580c"), "whatif": QColor("#0f766e"),
+}
+#: Marker style per event kind: (symbol, fill colour, size px).
+MARKERS = {
+    OBSERVATION: ("o", "#2563eb", 11), BUFFERING: ("t1", "#7c3aed", 10), ACTIVATION: ("d", "#7c3aed", 11),
+    REFLECTION: ("star", "#ea580c", 15), REFLECTION_ACTIVATION: ("star", "#ea580c", 15),
+    REFLECTION_BUFFERING: ("t1", "#ea580c", 10), THREAD_UPDATE: ("s", "#6b7280", 7),
+}
+#: The marker legend: (label, kind or a special key), in reading order.
+MARKER_LEGEND = [("observation", OBSERVATION), ("buffered chunk", BUFFERING), ("activation", ACTIVATION),
+                 ("reflection", REFLECTION), ("reflection buffered", REFLECTION_BUFFERING),
+                 ("thread update", THREAD_UPDATE), ("failed", "failed"), ("what-if (hollow)", "whatif")]
+#: Curves longer than this are drawn without antialiasing (a 20,000-point curve strokes 5x faster).
+ANTIALIAS_MAX_POINTS = 2000
+#: Peak downsampling keeps a bin's lowest and highest value; one bin per pixel loses no peak
+#: (pyqtgraph's default draws five, five times the vertices for the same picture).
+SAMPLES_PER_PIXEL = 1.0
+
+
+def ensure_gui_thread_gc() -> None:
+    """Make sure cyclic garbage collection runs only on the GUI thread (see studio.ui.app).
+
+    pyqtgraph's items sit in reference cycles (context menus, signal lambdas); freed from a worker
+    thread they would delete Qt objects off the GUI thread. `application()` already sets this up;
+    this covers charts created on a QApplication the studio did not configure (idempotent).
+    """
+    from studio.ui.app import collect_garbage_on_gui_thread
+
+    app = QCoreApplication.instance()
+    if app is not None:
+        collect_garbage_on_gui_thread(app)
+
+
+class WeakMethod:
+    """Call OWNER.NAME(...) while OWNER lives (else return ""), without keeping OWNER alive.
+
+    pyqtgraph keeps a marker tooltip callable on its item; a bound method there would tie the item
+    and the widget in a reference cycle, which Python may collect on a worker thread (deleting Qt
+    objects off the GUI thread).
+    """
+
+    def __init__(self, owner, name: str):
+        self._ref = weakref.ref(owner)
+        self._name = name
+
+    def __call__(self, *args, **kwargs):
+        owner = self._ref()
+        return getattr(owner, self._name)(*args, **kwargs) if owner is not None else ""
+
+
+#: File-dialog filters of the chart exports, by kind.
+EXPORT_FILTERS = {"png": "PNG images (*.png)", "svg": "SVG images (*.svg)", "csv": "CSV files (*.csv)"}
+
+
+def ask_export_path(parent, kind: str, default_name: str) -> str | None:
+    """Ask where to export a chart or its data (KIND png, svg or csv); None when the user cancels."""
+    path, _ = QFileDialog.getSaveFileName(parent, "Export", default_name, EXPORT_FILTERS[kind])
+    return path or None
+
+
+def write_chart_png(plot, path: str, width: int = 1600) -> None:
+    """Write pyqtgraph PlotWidget PLOT as a PNG WIDTH px wide (height in proportion) to PATH."""
+    from pyqtgraph.exporters import ImageExporter
+
+    exporter = ImageExporter(plot.getPlotItem())
+    exporter.parameters()["width"] = width
+    exporter.export(path)
+
+
+def write_chart_svg(plot: pg.PlotWidget, path: str, title: str = "Memory Studio chart") -> None:
+    """Write PLOT as SVG to PATH: pyqtgraph's exporter, else Qt's SVG generator.
+
+    pyqtgraph 0.14's SVGExporter cannot parse the closing `Z` Qt 6.11 writes into clip paths
+    (pyqtgraph issue #3485); Qt's generator renders the same widget as vectors. Raises OSError
+    when PATH cannot be written.
+    """
+    from pyqtgraph.exporters import SVGExporter
+
+    try:
+        SVGExporter(plot.getPlotItem()).export(path)
+        return
+    except ValueError:
+        pass
+    from PySide6.QtCore import QRect
+    from PySide6.QtSvg import QSvgGenerator
+
+    generator = QSvgGenerator()
+    generator.setFileName(path)
+    generator.setSize(plot.size())
+    generator.setViewBox(QRect(0, 0, plot.width(), plot.height()))
+    generator.setTitle(title)
+    painter = QPainter(generator)
+    try:
+        plot.render(painter)
+    finally:
+        painter.end()
+    try:
+        ok = "<svg" in open(path, encoding="utf-8", errors="replace").read(4096)
+    except OSError as exc:
+        raise OSError(f"Cannot write {path}: {exc}") from exc
+    if not ok:
+        raise OSError(f"Cannot write {path}")
+
+
+def spot_data(event_index: int, whatif: bool) -> int:
+    """Return the number a marker carries: the event's index, or -(index + 1) for a What-if event."""
+    return -(event_index + 1) if whatif else event_index
+
+
+def spot_event(data) -> tuple[int, bool] | None:
+    """Return (event index, whether it is a What-if event) of a marker's data, or None."""
+    try:
+        value = int(data)
+    except (TypeError, ValueError):
+        return None
+    return (-value - 1, True) if value < 0 else (value, False)
+
+
+def marker_style(kind: str, status: str | None, whatif: bool) -> tuple[str, int, str | None, str]:
+    """Return (symbol, size px, fill colour or None for hollow, outline colour) of an event's marker."""
+    symbol, colour, size = MARKERS.get(kind, ("o", "#6b7280", 8))
+    failed = status in ("failed", "unfinished")
+    fill = None if whatif or failed else colour
+    return ("x" if status == "failed" else symbol, size, fill, COLOURS["whatif"].name() if whatif else colour)
+
+
+def symbol_pixmap(symbol: str, size: int, fill: str | None, line: str, device_ratio: float = 1.0) -> QPixmap:
+    """Return a small transparent pixmap of one marker SYMBOL (for the marker legend)."""
+    from pyqtgraph.graphicsItems.ScatterPlotItem import drawSymbol
+
+    side = size + 6
+    pixmap = QPixmap(int(side * device_ratio), int(side * device_ratio))
+    pixmap.setDevicePixelRatio(device_ratio)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    try:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.translate(side / 2, side / 2)
+        drawSymbol(painter, symbol, size, pg.mkPen(line, width=1.5),
+                   pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0))
+    finally:
+        painter.end()
+    return pixmap
+
+
+class MarkerLegend(QWidget):
+    """Rows explaining the event marker shapes (drawn as on the chart), under the chart.
+
+    As many entries a row as the width holds: the legend never makes the chart wider than the tab gives.
+    """
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        self._grid = QGridLayout(self)
+        self._grid.setContentsMargins(0, 0, 0, 0)
+        self._grid.setHorizontalSpacing(4)
+        self._grid.setVerticalSpacing(0)
+        ratio = self.devicePixelRatioF() or 1.0
+        self.entries: dict[str, QLabel] = {}
+        self._pairs: list[tuple[QLabel, QLabel]] = []
+        for text, key in MARKER_LEGEND:
+            if key == "failed":
+                style = ("x", 10, None, "#6b7280")
+            elif key == "whatif":
+                symbol, _colour, size = MARKERS[OBSERVATION]
+                style = (symbol, size, None, COLOURS["whatif"].name())
+            else:
+                symbol, colour, size = MARKERS[key]
+                style = (symbol, min(size, 12), colour, colour)
+            icon = QLabel()
+            icon.setPixmap(symbol_pixmap(*style, device_ratio=ratio))
+            label = QLabel(text)
+            label.setTextFormat(Qt.TextFormat.PlainText)
+            label.setProperty("class", "muted")
+            self._pairs.append((icon, label))
+            self.entries[text] = label
+        self._columns = 0
+        self._arrange(len(self._pairs))
+
+    def _entry_width(self) -> int:
+        return max(icon.sizeHint().width() + label.sizeHint().width() for icon, label in self._pairs) + 12
+
+    def _arrange(self, columns: int) -> None:
+        if columns == self._columns:
+            return
+        for icon, label in self._pairs:
+            self._grid.removeWidget(icon)
+            self._grid.removeWidget(label)
+        for column in range(2 * max(self._columns, 1) + 1):
+            self._grid.setColumnStretch(column, 0)
+        self._columns = columns
+        for n, (icon, label) in enumerate(self._pairs):
+            row, column = divmod(n, columns)
+            self._grid.addWidget(icon, row, 2 * column)
+            self._grid.addWidget(label, row, 2 * column + 1)
+        self._grid.setColumnStretch(2 * columns, 1)
+
+    def columns(self) -> int:
+        """Return how many entries a row shows now."""
+        return self._columns
+
+    def resizeEvent(self, event) -> None:
+        """Put as many entries on a row as the new width holds."""
+        super().resizeEvent(event)
+        self._arrange(max(1, min(len(self._pairs), event.size().width() // self._entry_width())))
+
+
+class TimelineChart:
+    """Draw a timeline's ChartSeries (and a What-if replay's) on PLOT, with one scatter item per marker style."""
+
+    def __init__(self, plot: pg.PlotWidget, tip_owner, scatter_clicked):
+        self.plot = plot
+        self._tip = WeakMethod(tip_owner, "_spot_tip")
+        self._scatter_clicked = scatter_clicked
+        item = plot.getPlotItem()
+        item.showGrid(x=True, y=True, alpha=0.15)
+        item.setLabel("left", "tokens")
+        item.setDownsampling(auto=True, mode="peak")  # a 20,000-message thread draws as fast as a short one
+        item.setClipToView(True)
+        self.legend = item.addLegend(offset=(6, 4), labelTextSize="8pt", colCount=3)
+        self.time_axis = pg.DateAxisItem(orientation="bottom")
+        self.turn_axis = pg.AxisItem(orientation="bottom")
+        item.setAxisItems({"bottom": self.turn_axis})
+        self.mode = "turn"
+        self._layers: dict[str, list[tuple]] = {"real": [], "whatif": []}  # (item, series, curve name, markers)
+
+    def _curve(self, x: np.ndarray, y: np.ndarray, pen, name: str | None = None, z: float = 0.0, **kw):
+        curve = pg.PlotDataItem()
+        curve.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL
+        curve.setData(x, y, pen=pen, name=name, antialias=len(x) <= ANTIALIAS_MAX_POINTS, **kw)
+        curve.setZValue(z)
+        self.plot.getPlotItem().addItem(curve)  # takes the plot's downsampling and clip-to-view
+        return curve
+
+    def set_axis(self, mode: str) -> None:
+        """Show the time axis (MODE "time") or the turn axis."""
+        item = self.plot.getPlotItem()
+        axis = self.time_axis if mode == "time" else self.turn_axis
+        if item.getAxis("bottom") is not axis:
+            item.setAxisItems({"bottom": axis})
+        item.setLabel("bottom", "" if mode == "time" else "turn")
+
+    def clear(self) -> None:
+        """Remove every curve and marker."""
+        self.plot.getPlotItem().clear()
+        self.legend.clear()
+        self._layers = {"real": [], "whatif": []}
+
+    def draw(self, series: ChartSeries, events: list[OMEvent], mode: str, *, buffered: bool, thresholds: bool,
+             keep: tuple = ()) -> None:
+        """Draw SERIES over MODE ("time" or "turn") with its EVENTS' markers; KEEP items (crosshair) stay.
+
+        Removes the What-if overlay too (draw it again with `draw_overlay`).
+        """
+        self.clear()
+        item = self.plot.getPlotItem()
+        for extra in keep:
+            item.addItem(extra, ignoreBounds=True)
+        self.mode = mode
+        self.set_axis(mode)
+        layer = self._layers["real"]
+        pen = lambda key, width=2.0, style=Qt.PenStyle.SolidLine: pg.mkPen(COLOURS[key], width=width, style=style)
+        self._add_curve(layer, series, "message", pen("message"), "Message window")
+        self._add_curve(layer, series, "observation", pen("observation_log"), "Observation log")
+        if buffered and series.any_buffered:
+            self._add_curve(layer, series, "buffered", pen("buffered", 1.5, Qt.PenStyle.DashLine), "Buffered (waiting)")
+        if thresholds:
+            self._add_curve(layer, series, "threshold", pen("threshold", 1.2, Qt.PenStyle.DashLine),
+                            "Observation threshold")
+            self._add_curve(layer, series, "reflection_threshold",
+                            pen("reflection_threshold", 1.2, Qt.PenStyle.DotLine), "Reflection threshold")
+        if series.any_reconstructed:  # shade the reconstructed stretches of the window
+            self._add_curve(layer, series, "reconstructed", pg.mkPen(QColor(37, 99, 235, 60), width=7),
+                            "Reconstructed", z=-2, connect="finite")
+        self._add_markers(layer, series, events, whatif=False)
+
+    def draw_overlay(self, whatif: ChartSeries | None, events: list[OMEvent] | None, real: ChartSeries, *,
+                     thresholds: bool) -> None:
+        """Draw the What-if replay WHATIF (with its EVENTS) over the real series (None: remove it)."""
+        item = self.plot.getPlotItem()
+        for entry in self._layers["whatif"]:
+            item.removeItem(entry[0])
+        self._layers["whatif"] = []
+        if whatif is None or events is None:
+            return
+        layer = self._layers["whatif"]
+        log = QColor(COLOURS["whatif"])
+        log.setAlpha(150)
+        self._add_curve(layer, whatif, "message", pg.mkPen(COLOURS["whatif"], width=1.2), "What-if window (estimate)",
+                        z=-1)
+        self._add_curve(layer, whatif, "observation", pg.mkPen(log, width=2.4), "What-if log (estimate)", z=-1)
+        if thresholds and not _same_thresholds(whatif, real):
+            dashed = pg.mkPen(COLOURS["whatif"], width=1.0, style=Qt.PenStyle.DashDotLine)
+            self._add_curve(layer, whatif, "threshold", dashed, "What-if thresholds", z=-1)
+            self._add_curve(layer, whatif, "reflection_threshold", dashed, z=-1)
+        self._add_markers(layer, whatif, events, whatif=True)
+
+    def set_mode(self, mode: str) -> None:
+        """Show the same curves and markers over MODE: only their x arrays change."""
+        self.mode = mode
+        self.set_axis(mode)
+        for layer in self._layers.values():
+            for chart_item, series, name, extra in layer:
+                if name is not None:
+                    chart_item.setData(*series.curve(name, mode))
+                else:
+                    rows, ys, style = extra
+                    chart_item.setData(x=series.x[mode][rows], y=ys, **style)
+
+    def _add_curve(self, layer: list, series: ChartSeries, name: str, pen, label: str | None = None,
+                   z: float = 0.0, **kw) -> None:
+        x, y = series.curve(name, self.mode)
+        curve = pg.PlotDataItem()
+        curve.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL
+        curve.setData(x, y, pen=pen, name=label, antialias=len(x) <= ANTIALIAS_MAX_POINTS, **kw)
+        curve.setZValue(z)
+        self.plot.getPlotItem().addItem(curve)  # takes the plot's downsampling and clip-to-view
+        layer.append((curve, series, name, None))
+
+    def _add_markers(self, layer: list, series: ChartSeries, events: list[OMEvent], *, whatif: bool) -> None:
+        """Draw one marker per event, one scatter item per look (uniform looks draw fast); no loop per event."""
+        valid = (series.event_ids >= 0) & (series.event_ids < len(events))
+        for kind, status, members in series.marker_groups():
+            members = members[valid[members]]
+            if not len(members):
+                continue
+            symbol, size, fill, line = marker_style(kind, status, whatif)
+            ids = series.event_ids[members]
+            style = dict(data=-(ids + 1) if whatif else ids, symbol=symbol, size=size,
+                         pen=pg.mkPen(line, width=1.5),
+                         brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
+                         hoverable=True, tip=self._tip, hoverPen=pg.mkPen("#111827", width=2))
+            rows, ys = series.event_rows[members], series.event_y[members]
+            scatter = pg.ScatterPlotItem(x=series.x[self.mode][rows], y=ys, **style)
+            scatter.sigClicked.connect(self._scatter_clicked)
+            self.plot.addItem(scatter)
+            layer.append((scatter, series, None, (rows, ys, style)))
+
+    @property
+    def spots(self) -> list[pg.ScatterPlotItem]:
+        """Return the marker items drawn (real, then What-if)."""
+        return [entry[0] for layer in self._layers.values() for entry in layer if entry[2] is None]
+
+    def fit(self, series: list[ChartSeries], mode: str) -> None:
+        """Show everything in SERIES over MODE, with headroom above the data for the legend."""
+        item = self.plot.getPlotItem()
+        top = max((s.top() for s in series), default=0.0)
+        xs = [s.x[mode] for s in series if len(s)]
+        if not xs or not top:
+            item.enableAutoRange()
+            item.autoRange()
+            return
+        low, high = min(float(x.min()) for x in xs), max(float(x.max()) for x in xs)
+        pad = (high - low) * 0.02 or 0.5
+        item.setXRange(low - pad, high + pad, padding=0)
+        item.setYRange(0, top * 1.3, padding=0.02)
+
+
+def _same_thresholds(a: ChartSeries, b: ChartSeries) -> bool:
+    """Return whether both series hold the same sets of threshold values (then one set of lines is enough)."""
+    return (set(np.unique(a.y["threshold"])) == set(np.unique(b.y["threshold"]))
+            and set(np.unique(a.y["reflection_threshold"])) == set(np.unique(b.y["reflection_threshold"])))

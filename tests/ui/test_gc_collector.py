@@ -1,0 +1,71 @@
+"""The studio's GUI-thread garbage collector: young cycles freed, full collections only when the old generation grew."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from studio.ui.app import application
+
+
+class _Node:
+    def __init__(self):
+        self.me = self   # a reference cycle: only the cyclic collector frees it
+
+
+def _full_collections() -> int:
+    return gc.get_stats()[2]["collections"]
+
+
+def _age(collector) -> None:
+    """Let generation-1 and generation-0 collections pass (as allocations would): a full collection is due by count."""
+    for _ in range(collector.threshold[2] + 1):
+        gc.collect(1)
+    for _ in range(collector.threshold[1] + 1):
+        gc.collect(0)
+    _, l1, l2 = gc.get_count()
+    assert l1 >= collector.threshold[1] and l2 >= collector.threshold[2]
+
+
+def _allocate_young(n: int) -> list:
+    return [[] for _ in range(n)]   # containers the collector tracks
+
+
+def test_young_cycles_are_collected_on_the_gui_thread(qapp):
+    collector = application()._studio_gc
+    assert not gc.isenabled()
+    node = _Node()
+    ref = weakref.ref(node)
+    del node
+    keep = _allocate_young(collector.threshold[0] + 50)
+    collector.check()
+    assert ref() is None
+    del keep
+
+
+def test_no_full_collection_while_the_old_generation_barely_grew(qapp):
+    """pyqtgraph's collector ran a full collection each time ten generation-1 collections had passed:
+    with a big thread's timeline loaded, ~300 ms on the GUI thread every few seconds."""
+    collector = application()._studio_gc
+    collector.collect_all()
+    _age(collector)
+    keep = _allocate_young(collector.threshold[0] + 50)
+    before = _full_collections()
+    collector.check()
+    assert _full_collections() == before
+    del keep
+
+
+def test_a_full_collection_once_the_old_generation_grew_by_a_quarter(qapp):
+    collector = application()._studio_gc
+    collector.collect_all()
+    old = len(gc.get_objects(generation=2))
+    grown = [_Node() for _ in range(old // 4 + 1000)]   # long-lived now: they survive into generation 2
+    gc.collect(1)
+    gc.collect(1)
+    _age(collector)
+    keep = _allocate_young(collector.threshold[0] + 50)
+    before = _full_collections()
+    collector.check()
+    assert _full_collections() == before + 1
+    del grown, keep

@@ -1,0 +1,156 @@
+"""What-if on the Timeline: off until asked, removable, explained markers, and no crash on a degenerate thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from studio.engine.events import OBSERVATION
+from studio.ui.widgets.timeline_chart import MARKER_LEGEND, MARKERS
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: Run in a child process, so that a segmentation fault fails the test instead of ending the run.
+DEGENERATE_SCRIPT = r"""
+import json, sys, time
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QSettings
+from studio.ui.app import AppContext, application
+from studio.ui.widgets.main_window import MainWindow
+from tests.degenerate import THREAD, make_degenerate_db
+
+app = application()
+work = Path(sys.argv[1])
+ctx = AppContext(settings=QSettings(str(work / "s.ini"), QSettings.Format.IniFormat))
+window = MainWindow(ctx)
+window.resize(1400, 900)
+window.show()
+window.open_database(str(make_degenerate_db(work / "db")), thread_id=THREAD, tab="timeline")
+assert ctx.runner.wait_idle()
+tab = window.thread_view.timeline_tab
+tab.whatif_button.setChecked(True)          # the stored settings' replay
+assert ctx.runner.wait_idle()
+stored = tab.whatif
+panel = tab.whatif_panel
+panel.refl_ratio.setValue(5.0)              # then what a user types: a Reflector that writes 5x what it reads,
+panel.observation_tokens.setValue(300)      # with low thresholds, so that it reflects nearly every turn
+panel.message_tokens.setValue(500)
+panel.run()
+assert ctx.runner.wait_idle()
+for _ in range(5):
+    app.processEvents()
+tab.plot.viewport().repaint()
+curves = tab.plot.getPlotItem().listDataItems()
+print(json.dumps({
+    "stored_drawn": stored is not None and stored.uses_real_sizes,
+    "drawn": tab.whatif is not None and tab.whatif.settings.observation_tokens == 300,
+    "reflections": tab.whatif.count("reflection") if tab.whatif else 0,
+    "peak_log": max(p.observation_tokens for p in tab.whatif.points) if tab.whatif else None,
+    "dtypes": sorted({str(c.getData()[1].dtype) for c in curves if c.getData()[1] is not None}),
+}))
+window.close()
+ctx.runner.shutdown()
+"""
+
+
+def test_a_degenerate_thread_replays_without_crashing(tmp_path):
+    """Before the fix each modelled reflection multiplied the log by the ratio: the replay's log passed
+    2**64 tokens, Python integers reached pyqtgraph as an object array and the process died (SIGSEGV)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", DEGENERATE_SCRIPT, str(tmp_path)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["stored_drawn"] and report["drawn"]
+    assert report["reflections"] > 10
+    assert report["peak_log"] < 2**53   # a reflection never grows the modelled log
+    assert report["dtypes"] == ["float64"]
+
+
+def test_whatif_is_off_until_asked_and_off_removes_the_overlay(studio, fixture_db, studio_ctx, qtbot):
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    assert tab.timeline is not None
+    # off: no replay ran, the panel is folded and the chart has the tab's width
+    assert not tab.whatif_button.isChecked() and tab.whatif is None and tab.whatif_panel.result is None
+    assert not tab.whatif_scroll.isVisible()
+    assert tab.plot.width() >= tab.splitter.width() - 30
+    names = lambda: [item.name() for item in tab.plot.getPlotItem().listDataItems() if item.name()]
+    assert not any(name.startswith("What-if") for name in names())
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000) as blocker:
+        tab.whatif_button.setChecked(True)
+    assert blocker.args[0] is tab.whatif and tab.whatif.uses_real_sizes
+    assert tab.whatif_scroll.isVisible() and tab.plot.width() < tab.splitter.width() - 100
+    qtbot.wait(50)  # the panel is placed once the splitter has laid it out
+    assert tab.whatif_scroll.width() >= 0.9 * tab._panel_width()   # the chart's legend does not squeeze it
+    assert "What-if window (estimate)" in names()
+    tab.whatif_button.setChecked(False)
+    assert studio_ctx.runner.wait_idle()
+    assert tab.whatif is None and not tab.whatif_scroll.isVisible()
+    assert not any(name.startswith("What-if") for name in names())
+    # changing a setting while off replays nothing
+    tab.whatif_panel.message_tokens.setValue(1200)
+    qtbot.wait(400)  # longer than the panel's debounce
+    assert studio_ctx.runner.wait_idle() and tab.whatif is None
+
+
+def test_the_marker_shapes_are_explained(studio, fixture_db, studio_ctx):
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    legend = window.thread_view.timeline_tab.marker_legend
+    assert legend.isVisible()
+    shown = {text for text, _key in MARKER_LEGEND}
+    assert set(legend.entries) == shown
+    # every kind the chart marks has its shape in the legend
+    symbols = {MARKERS[key][0] for _text, key in MARKER_LEGEND if key in MARKERS}
+    assert {symbol for symbol, _c, _s in MARKERS.values()} <= symbols
+    assert MARKERS[OBSERVATION][0] == "o"
+
+
+def test_markers_carry_their_event_for_tooltips_and_clicks(studio, fixture_db, studio_ctx, qtbot):
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):
+        tab.whatif_button.setChecked(True)
+    real, whatif = [], []
+    for scatter in tab.chart.spots:
+        for data in scatter.data["data"]:
+            (whatif if int(data) < 0 else real).append(int(data))
+    # one marker per event, real and replayed
+    assert sorted(real) == sorted(set(real)) and len(real) == len(tab.timeline.events)
+    assert sorted(-d - 1 for d in whatif) == list(range(len(tab.whatif.events)))
+    reflection = next(i for i, e in enumerate(tab.timeline.events) if e.kind == "reflection")
+    assert "'>Reflection" in tab._spot_tip(0, 0, reflection)   # a plain-text tooltip
+    assert "'>What-if (estimate): Observation" in tab._spot_tip(0, 0, -1)
+
+
+def test_the_chart_draws_edge_values_in_both_modes(qtbot, studio_ctx):
+    """Times at the calendar's edges, a point without a time, a value beyond 64 bits, a negative one."""
+    from studio.engine.timeline import Point
+    from studio.engine.timeline_series import PLOT_LIMIT, ChartSeries
+    from studio.ui.widgets.timeline_tab import TimelineTab
+
+    tab = TimelineTab(studio_ctx.runner)
+    qtbot.addWidget(tab)
+    tab.resize(900, 600)
+    tab.show()
+    rows = [(-62135596800000, 1, 5), (None, 1, 10**30), (253402300799000, 2, -5), (253402300799000, 2, 7)]
+    points = [Point(at=None, at_ms=ms, turn=turn, message_tokens=v, observation_tokens=v, buffered_tokens=0,
+                    threshold=100, reflection_threshold=50, reconstructed=False) for ms, turn, v in rows]
+    series = ChartSeries.from_points(points, [])
+    assert series.y["message"][1] == PLOT_LIMIT
+    for mode in ("time", "turn"):
+        tab.chart.draw(series, [], mode, buffered=True, thresholds=True)
+        tab.chart.fit([series], mode)
+        tab.plot.viewport().repaint()
+        drawn = tab.plot.getPlotItem().listDataItems()[0].getData()
+        assert drawn[0].dtype == np.float64 and np.isfinite(drawn[0]).all()
