@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
 
-from studio.errors import StoreError
+from studio.errors import StoreError, StudioError
 from studio.store.memory_store import MemoryStore
 from studio.ui.helper_process import HelperProcess, HelperUnavailable
 from studio.ui.loaders import require_store  # noqa: F401  (re-exported: tasks use it)
@@ -289,7 +289,7 @@ class TaskRunner(QObject):
             try:
                 outcome = ("done", task.fn(progress, task.cancel))
             except BaseException as exc:  # the task boundary: every failure (a driver panic too) goes back to the GUI
-                if not isinstance(exc, StoreError):
+                if not isinstance(exc, StudioError):  # a named error is a message for the user, not a bug
                     log.error("task failed", exc_info=exc)
                 outcome = ("error", exc if isinstance(exc, Exception) else as_exception(exc))
         self.delivered.emit(lambda: self._finish(task, outcome))

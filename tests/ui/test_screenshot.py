@@ -57,3 +57,12 @@ def test_screenshot_fails_when_a_tab_could_not_load(qapp, fixture_db, tmp_path, 
     assert code == 1, err
     assert "working-memory: database disk image is malformed" in err
     assert not out.exists()
+
+
+def test_screenshot_of_turn_context_of_a_thread_without_om(qapp, fixture_db, tmp_path, capsys):
+    # support-meta has no OM record (the oracle's status lists none for it): the Turn context tab says so
+    # instead of failing to load, so the screenshot is written and the run exits 0 without a traceback
+    out = tmp_path / "context.png"
+    assert run_studio(args(fixture_db("support"), out, thread="support-meta", tab="context")) == 0
+    assert out.exists()
+    assert "Traceback" not in capsys.readouterr().err

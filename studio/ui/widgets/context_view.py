@@ -108,32 +108,36 @@ class TurnContextView(QWidget):
         layout.addWidget(split, 1)
 
     def set_thread(self, thread_id: str | None) -> None:
-        """Show THREAD_ID's last turn when this view is next shown (None: empty)."""
+        """Show THREAD_ID's last turn once `set_record_present` says it has an OM record (None: empty)."""
         if thread_id == self._thread_id:
             return
         self._thread_id = thread_id
+        self._record_present: bool | None = None   # unknown until the thread's detail has loaded
         self.context = None
         self.summary.setText("" if thread_id else "No thread selected.")
         self.observations.setPlainText("")
         self.working_memory.setPlainText("")
         self.window_table.setRowCount(0)
         self._pending = thread_id is not None
-        if self._pending and self.isVisible():
-            self._pending = False
-            self.show_turn(None)
 
     def set_record_present(self, present: bool) -> None:
         """Say whether the shown thread has an OM record; without one there is no OM context to rebuild."""
-        if present or self._thread_id is None:
+        if self._thread_id is None:
             return
-        self._pending = False
-        self.context = None
-        self.summary.setText("This thread has no observational memory record: its context holds only "
-                             "message history, with no observation block to reconstruct.")
+        self._record_present = present
+        if not present:
+            self._pending = False
+            self.context = None
+            self.summary.setText("This thread has no observational memory record: its context holds only "
+                                 "message history, with no observation block to reconstruct.")
+        elif self._pending and self.isVisible():
+            self._pending = False
+            self.show_turn(None)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if getattr(self, "_pending", False):  # reconstructing needs the thread's timeline: only when looked at
+        # reconstructing needs the thread's timeline: only when looked at, and once the record is known
+        if getattr(self, "_pending", False) and getattr(self, "_record_present", None):
             self._pending = False
             self.show_turn(None)
 
