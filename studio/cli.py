@@ -129,12 +129,23 @@ def thread_tokens(path: str, thread_id: str) -> dict:
 
 
 def add_tokens_command(subparsers) -> None:
-    """Register `tokens PATH THREAD_ID --json`."""
+    """Register `tokens PATH THREAD_ID --json` (`--thread ID` accepted too, as every other command takes it)."""
     p = subparsers.add_parser("tokens", help="token counts of a thread's messages, as JSON")
     p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
-    p.add_argument("thread_id", help="the thread's id")
+    p.add_argument("thread_id", nargs="?", help="the thread's id")
+    p.add_argument("--thread", dest="thread_option", metavar="ID", help="the thread's id (same as THREAD_ID)")
     p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
-    p.set_defaults(run=lambda a: (_dump(thread_tokens(a.path, a.thread_id)), EXIT_OK)[1])
+    p.set_defaults(run=_run_tokens)
+
+
+def _run_tokens(args) -> int:
+    if args.thread_id and args.thread_option and args.thread_id != args.thread_option:
+        raise BadInput(f"two thread ids given: {args.thread_id!r} and --thread {args.thread_option!r}")
+    thread_id = args.thread_id or args.thread_option
+    if not thread_id:
+        raise BadInput("name the thread: tokens PATH THREAD_ID (or --thread ID)")
+    _dump(thread_tokens(args.path, thread_id))
+    return EXIT_OK
 
 
 def _from_module(module: str, function: str) -> Callable:

@@ -75,3 +75,17 @@ def test_unknown_thread_is_spelled_one_way(qapp, fixture_db, tmp_path, capsys):
     assert run_studio(args) == 2
     gui_err = capsys.readouterr().err
     assert cli_err.split(" in ")[0] == gui_err.split(" in ")[0] == "memory-studio: No thread 'nope'"
+
+
+def test_tokens_takes_the_thread_as_argument_or_option(fixture_db, capsys):
+    from studio.cli import main
+
+    path = str(fixture_db("support"))
+    assert main(["tokens", path, "support-1", "--json"]) == 0
+    positional = capsys.readouterr().out
+    assert main(["tokens", path, "--thread", "support-1", "--json"]) == 0
+    assert capsys.readouterr().out == positional
+    assert main(["tokens", path, "--json"]) == 2
+    assert "name the thread" in capsys.readouterr().err
+    assert main(["tokens", path, "support-1", "--thread", "support-2"]) == 2
+    assert "two thread ids" in capsys.readouterr().err
