@@ -25,6 +25,7 @@ from pathlib import Path
 
 from studio.errors import StoreError
 from studio.store.connection import check_file, is_quiescent_wal, parse_location
+from studio.store.write.transaction import WRITE_LOCK_WAIT_MS  # the one lock-wait bound of every write
 
 __all__ = ["backup_database", "default_backup_path", "BACKUP_TIMEOUT_S"]
 
@@ -33,9 +34,9 @@ BACKUP_TIMEOUT_S = 1800
 
 _SCRIPT = r"""
 import json, sqlite3, sys, urllib.parse
-src, dst, immutable = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+src, dst, immutable, lock_wait_s = sys.argv[1], sys.argv[2], sys.argv[3] == "1", float(sys.argv[4])
 uri = "file:" + urllib.parse.quote(src, safe="/:~-._ ") + "?mode=ro" + ("&immutable=1" if immutable else "")
-source = sqlite3.connect(uri, uri=True, timeout=30)
+source = sqlite3.connect(uri, uri=True, timeout=lock_wait_s)
 target = sqlite3.connect(dst)
 try:
     source.backup(target)
@@ -82,7 +83,8 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
     immutable = "1" if is_quiescent_wal(source) else "0"
     try:
         try:
-            done = subprocess.run([sys.executable, "-I", "-c", _SCRIPT, str(source), str(partial), immutable],
+            done = subprocess.run([sys.executable, "-I", "-c", _SCRIPT, str(source), str(partial), immutable,
+                                   str(WRITE_LOCK_WAIT_MS / 1000)],
                                   capture_output=True, text=True, timeout=BACKUP_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise StoreError(f"Backing up {source} failed: {exc}") from exc
