@@ -10,7 +10,7 @@ from typing import Any, Callable
 from studio.errors import StoreError, WriteRefused
 from studio.store.backup import backup_database, default_backup_path
 from studio.store.connection import parse_location
-from studio.store.write import reflection, threads
+from studio.store.write import reflection, repair, threads
 from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
 
 __all__ = ["WriteSession", "DESTRUCTIVE_WRITES"]
@@ -87,6 +87,11 @@ class WriteSession:
         """Back up PATH once, then `writes.revert_to_generation(path, **kwargs)`."""
         self.before_destructive_write(path)
         return reflection.revert_to_generation(path, **kwargs)
+
+    def repair_overtaken_writes(self, path: str | os.PathLike[str], **kwargs: Any) -> dict | None:
+        """Back up PATH once (it follows a commit of the session, so normally done), then repair_overtaken_writes."""
+        self.before_destructive_write(path)
+        return repair.repair_overtaken_writes(path, **kwargs)
 
     def clone_thread(self, path: str | os.PathLike[str], source_thread_id: str, **kwargs: Any) -> dict:
         """Back up PATH once, then `writes.clone_thread(path, source_thread_id, **kwargs)`."""
