@@ -274,7 +274,8 @@ class OvertakingWrite:
     ADDED_TEXT: observation text on RECORD_ID that no later generation carries (appended since
     the studio recorded it; a fork row's lines not in the text the studio write was based on).
     CURSOR / CURSOR_BEFORE: its lastObservedAt now and as recorded. REPAIRED: a later studio
-    repair generation recorded RECORD_ID in the state it has now.
+    generation recorded RECORD_ID in the state it has now: a repair carried it forward, or the
+    studio's next reflection / revert was computed from it (`basedOn`).
     """
 
     kind: str
@@ -339,7 +340,8 @@ def find_overtaking_writes(history: Iterable[Any]) -> list[OvertakingWrite]:
     moved past the recorded cursor; every other row with the studio row's generationCount is a
     "fork". Rows sharing a generationCount with no studio row involved are "duplicate-generation"
     (e.g. concurrent initialisation, mastra #22188). A finding is `repaired` when a later studio
-    generation recorded the row in its current state (`repairs` of a "repair" mark). Pure: reads
+    generation recorded the row in its current state (`repairs` of a "repair" mark, or the
+    `basedOn` of a studio write computed from it). Pure: reads
     nothing but HISTORY. Used by the write protocol, the CLI and `doctor`'s superseded-write check.
     """
     rows = list(history)

@@ -35,7 +35,7 @@ from typing import Any
 from studio.engine.jscompat import UNDEFINED, to_utf16
 from studio.engine.status import STALE_FLAG_AFTER_MS, flag_states
 from studio.engine.tokens import count_observations
-from studio.errors import WriteRefused
+from studio.errors import StoreError, WriteRefused
 from studio.store.records import OM_BOOL_COLUMNS, OMRecord
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
 from studio.store.write.common import (
@@ -237,6 +237,24 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
     return read_om_row(tx, record_id)
 
 
+def _precheck_quiet(path: str | os.PathLike[str], lookup_key: str, now_ms: int, quiet_ms: int) -> None:
+    """Refuse ("busy") before taking the write lock while the agent is active (read-only; checked again inside).
+
+    Holding BEGIN IMMEDIATE only to refuse would delay the agent's own writes, which then land later
+    than the timestamps they carry; a read-only look first keeps the agent's pace.
+    """
+    if quiet_ms <= 0:
+        return
+    from studio.store.write.protocol import store_activity
+
+    try:
+        activity = store_activity(path, lookup_key, quiet_ms, now_ms)
+    except StoreError:
+        return  # the write transaction says what is wrong with the file
+    if activity is not None and activity.ago_ms is not None and activity.ago_ms < quiet_ms:
+        raise WriteRefused("busy", activity.message() + " Nothing was written.")
+
+
 def _check_ms(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise WriteRefused("invalid", f"{name} must be an int >= 0 (ms), not {value!r}")
@@ -303,6 +321,7 @@ def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected
     studio = _check_studio_metadata(studio_metadata)
     idle = _check_ms(idle_ms, "idle_ms")
     now = now_ms_or_clock(now_ms)
+    _precheck_quiet(path, lookup_key, now, idle)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
@@ -349,6 +368,7 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
             raise WriteRefused("invalid", f"Generation {generation_count} of {lookup_key} has no observations to restore.")
         return text, {"kind": "revert", "revertedFrom": generation_count, "revertedFromRecordId": rows[0]["id"]}
 
+    _precheck_quiet(path, lookup_key, now, idle)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
