@@ -237,21 +237,31 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
     return read_om_row(tx, record_id)
 
 
-def _precheck_quiet(path: str | os.PathLike[str], lookup_key: str, now_ms: int, quiet_ms: int) -> None:
+def _precheck_quiet(path: str | os.PathLike[str], lookup_key: str, now_ms: int, quiet_ms: int,
+                    expected_record_id: str, expected_active_observations: str | None = None) -> None:
     """Refuse ("busy") before taking the write lock while the agent is active (read-only; checked again inside).
 
     Holding BEGIN IMMEDIATE only to refuse would delay the agent's own writes, which then land later
-    than the timestamps they carry; a read-only look first keeps the agent's pace.
+    than the timestamps they carry; a read-only look first keeps the agent's pace. When the record
+    changed since it was read, nothing is said here: the transaction refuses with
+    "generation-changed", which tells the user more.
     """
     if quiet_ms <= 0:
         return
-    from studio.store.write.protocol import store_activity
+    from studio.store.memory_store import MemoryStore
+    from studio.store.write.protocol import read_activity
 
     try:
-        activity = store_activity(path, lookup_key, quiet_ms, now_ms)
+        with MemoryStore.open(path) as store:
+            current = store.om_current(lookup_key)
+            if current is None or current.id != expected_record_id or (
+                    expected_active_observations is not None
+                    and (current.active_observations or "") != expected_active_observations):
+                return
+            activity = read_activity(lambda sql, params: store._rows(sql, params), current, now_ms, quiet_ms)
     except StoreError:
         return  # the write transaction says what is wrong with the file
-    if activity is not None and activity.ago_ms is not None and activity.ago_ms < quiet_ms:
+    if activity.ago_ms is not None and activity.ago_ms < quiet_ms:
         raise WriteRefused("busy", activity.message() + " Nothing was written.")
 
 
@@ -321,7 +331,7 @@ def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected
     studio = _check_studio_metadata(studio_metadata)
     idle = _check_ms(idle_ms, "idle_ms")
     now = now_ms_or_clock(now_ms)
-    _precheck_quiet(path, lookup_key, now, idle)
+    _precheck_quiet(path, lookup_key, now, idle, expected_record_id, expected_active_observations)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
@@ -368,7 +378,7 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
             raise WriteRefused("invalid", f"Generation {generation_count} of {lookup_key} has no observations to restore.")
         return text, {"kind": "revert", "revertedFrom": generation_count, "revertedFromRecordId": rows[0]["id"]}
 
-    _precheck_quiet(path, lookup_key, now, idle)
+    _precheck_quiet(path, lookup_key, now, idle, expected_record_id)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
