@@ -4,7 +4,12 @@ Subcommands (each added by an `add_<name>_command(subparsers)` function):
   inspect PATH --json [--recount] threads, OM records with Mastra's status figures and history
   tokens PATH THREAD_ID --json   Mastra's per-message token estimates and exact o200k counts
 
-Exit codes: 0 success, 2 bad input (missing/not SQLite/not Mastra/unknown thread), 1 other failure.
+Exit codes, the same for every command (`exit_code_for` maps an error to one):
+  0 done; 1 unexpected failure (a bug, a provider/engine failure); 2 bad input (missing file or
+  thread, not SQLite, not a Mastra database, invalid arguments); 3 refused, nothing written (the
+  file is busy or locked, changed since it was read, the agent is active, a write was overtaken
+  and left unrepaired, or the answer at a prompt was no); 4 I/O (disk full, read-only file or
+  folder, disk I/O error). 130 on Ctrl-C.
 The core (store, engine) is imported here; Qt only when the studio itself starts.
 """
 
@@ -18,15 +23,55 @@ from typing import Callable, Sequence
 from studio import __version__
 from studio.errors import StoreError, StudioError
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_IO = 0, 1, 2, 3, 4
+
+#: Words of an SQLite / OS error that mean the disk or the file system refused the bytes (exit 4).
+_IO_WORDS = ("database or disk is full", "disk is full", "no space left", "readonly", "read-only", "disk i/o error",
+             "errno 28", "errno 30", "permission denied", "errno 13")
+#: Words that mean another process holds the file (exit 3).
+_LOCK_WORDS = ("database is locked", "is locked by another process", "database is busy")
+
 #: Hidden first argument with which the studio starts its own child processes when it is a frozen
+
 #: app (PyInstaller: `sys.executable` is the app, not Python): `CHILD_FLAG backup SRC DST IMMUTABLE
+
 #: PARENT_PID` (studio.store.backup) and `CHILD_FLAG helper` (studio.ui.helper_process).
+
 CHILD_FLAG = "--studio-child"
 
 
 class BadInput(StudioError):
     """The command's arguments name something that does not exist (exit 2)."""
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """Return the documented exit code for EXC (see the module docstring).
+
+    WriteRefused: "invalid" / "not-found" / "conflict" -> 2, the others (busy, reflecting,
+    generation-changed) -> 3. StoreError: an I/O cause (disk full, read-only, I/O error; the
+    message or any chained cause) -> 4, a lock -> 3, otherwise 2. BadInput -> 2. Any other
+    StudioError -> 1.
+    """
+    from studio.errors import WriteRefused
+
+    if isinstance(exc, WriteRefused):
+        return EXIT_BAD_INPUT if exc.reason in ("invalid", "not-found", "conflict") else EXIT_REFUSED
+    if isinstance(exc, BadInput):
+        return EXIT_BAD_INPUT
+    if isinstance(exc, StoreError):
+        texts, seen = [], exc
+        while seen is not None and len(texts) < 8:
+            texts.append(str(seen).lower())
+            seen = seen.__cause__ or seen.__context__
+        text = " ".join(texts)
+        # SQLite's own "disk I/O error" under a read that the store explained is a damaged file (bad
+        # input, 2); it means I/O (4) only when the studio's message itself says so
+        if any(w in text for w in _IO_WORDS if w != "disk i/o error") or "disk i/o error" in texts[0]:
+            return EXIT_IO
+        if any(w in text for w in _LOCK_WORDS):
+            return EXIT_REFUSED
+        return EXIT_BAD_INPUT
+    return EXIT_FAILURE
 
 
 def _dump(data: object) -> None:
@@ -245,7 +290,7 @@ def run_child(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit code (0 ok, 1 failure, 2 bad input)."""
+    """Run the command line; return the exit code (see the module docstring and `exit_code_for`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == CHILD_FLAG:
         return run_child(argv[1:])
@@ -261,12 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_studio(args)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help 0
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
-    except (StoreError, BadInput) as exc:
-        print(f"memory-studio: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except StudioError as exc:
         print(f"memory-studio: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+        return exit_code_for(exc)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `memory-studio inspect … | head`: the reader left; not an error worth a message

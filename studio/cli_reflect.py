@@ -24,17 +24,28 @@ generation latest+1 holding generation N's observations (history stays append-on
 {"reverted", "thread_id", "lookup_key", "from_generation", "to_generation", "record_id",
 "generation_count", "observation_token_count", "diff", "observations", "backup"}.
 
-Exit codes: 0 written (or previewed with --dry-run); 2 bad input (missing file or thread, no OM
-record, unknown provider, missing key, no --yes without a terminal); 1 failure (provider error,
-degenerate or empty answers, refused write, declined at the prompt). On 1 and 2 the database is
-unchanged.
+Both follow the OM write protocol (studio.cli_write_protocol: --quiet-period, --wait-idle, --force,
+--watch, --on-overtaken; the document gains "activity", "watched_s", "overtaken", "repairs").
+
+Exit codes (studio.cli): 0 written (or previewed with --dry-run); 1 unexpected failure (provider
+error, degenerate or empty answers); 2 bad input (missing file or thread, no OM record, unknown
+provider, missing key, no --yes without a terminal); 3 refused (busy, locked, changed since read,
+the agent is active, an overtaking write left unrepaired, declined at the prompt); 4 I/O (disk
+full, read-only). Except for 0 and an unrepaired overtaking write, the database is unchanged.
 """
 
 from __future__ import annotations
 
 import sys
 
-from studio.cli import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, BadInput, _dump
+from studio.cli import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, BadInput, _dump, exit_code_for
+from studio.cli_write_protocol import (
+    ProtocolOutcome,
+    add_protocol_arguments,
+    preflight,
+    watch_after_commit,
+    write_with_protocol,
+)
 from studio.errors import StoreError, StudioError
 
 __all__ = ["add_reflect_command", "add_revert_command", "reflect_document", "revert_document"]
@@ -64,7 +75,7 @@ def _confirm(question: str) -> bool:
 
 def _write_refused(exc) -> int:
     _say(str(exc))
-    return EXIT_BAD_INPUT if getattr(exc, "reason", "") in ("invalid", "not-found") else EXIT_FAILURE
+    return exit_code_for(exc)
 
 
 def _current_record_id(path: str, lookup_key: str) -> str | None:
@@ -169,7 +180,10 @@ def _run_reflect(args) -> int:
             raise BadInput(str(exc)) from exc
     if inp.reflecting == "live":
         _say(f"Another process is reflecting {inp.lookup_key} right now; nothing was done. Try again later.")
-        return EXIT_FAILURE
+        return EXIT_REFUSED
+    outcome = ProtocolOutcome()
+    if not args.dry_run and not preflight(args, args.path, inp.lookup_key, outcome):
+        return _refused_document(args, outcome)
     cancel = CancelToken()
     try:
         result = run_reflection(inp, strategy=args.strategy, client=client, cancel=cancel,
@@ -202,10 +216,10 @@ def _run_reflect(args) -> int:
         if inp.reflecting == "stale" and not _confirm(
                 "isReflecting is set but looks stale (left by a process that stopped). Clear it?"):
             _say("Nothing was written.")
-            return EXIT_FAILURE
+            return EXIT_REFUSED
         if not _confirm(f"Write generation {inp.generation_count + 1} to {inp.path}?"):
             _say("Nothing was written.")
-            return EXIT_FAILURE
+            return EXIT_REFUSED
         clear_stale = inp.reflecting == "stale"
     else:
         clear_stale = inp.reflecting == "stale"
@@ -213,18 +227,29 @@ def _run_reflect(args) -> int:
     try:
         if _current_record_id(args.path, inp.lookup_key) != inp.record_id:
             _say(f"The latest generation of {inp.lookup_key} changed since it was read; nothing was written.")
-            return EXIT_FAILURE
+            return EXIT_REFUSED
         session = writes.WriteSession()
-        row = session.commit_reflection(
+        row = write_with_protocol(args, lambda quiet_ms: session.commit_reflection(
             args.path, lookup_key=inp.lookup_key, expected_record_id=inp.record_id,
             expected_active_observations=inp.observations, observations=result.observations,
             current_task=result.current_task, suggested_response=result.suggested_response,
-            thread_id=inp.thread_id, clear_stale_reflecting=clear_stale)
+            thread_id=inp.thread_id, clear_stale_reflecting=clear_stale, idle_ms=quiet_ms,
+            studio_metadata={"kind": "reflection", "strategy": result.strategy, "model": result.model,
+                             "via": "cli"}))
     except writes.WriteRefused as exc:
         return _write_refused(exc)
+    watch_after_commit(args, args.path, inp.lookup_key, outcome)
     doc = reflect_document(inp, result, dry_run=False, written=row, backup=session.backup_for(args.path))
+    doc.update(outcome.to_json())
     _dump(doc) if args.json else _print_summary(doc)
-    return EXIT_OK
+    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
+
+
+def _refused_document(args, outcome: ProtocolOutcome) -> int:
+    """Print the --json document of a write refused by the quiet check; return exit 3."""
+    if getattr(args, "json", False):
+        _dump({"reflected": False, "refused": "agent-active", **outcome.to_json()})
+    return EXIT_REFUSED
 
 
 class _stdout_to_stderr:
@@ -280,6 +305,7 @@ def add_reflect_command(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true", help="show the proposal; write nothing")
     p.add_argument("--yes", action="store_true", help="write without asking")
     p.add_argument("--json", action="store_true", help="print the JSON document")
+    add_protocol_arguments(p)
     p.set_defaults(run=_guard(_run_reflect))
 
 
@@ -329,8 +355,11 @@ def _run_revert(args) -> int:
     flag = next((f for f in flag_states(current) if f.name == "isReflecting" and f.set), None)
     if flag is not None and not flag.stale:
         _say(f"Another process is reflecting {key} right now; nothing was done. Try again later.")
-        return EXIT_FAILURE
+        return EXIT_REFUSED
     clear_stale = flag is not None
+    outcome = ProtocolOutcome()
+    if not preflight(args, args.path, key, outcome):
+        return _refused_document(args, outcome)
     if not args.yes:
         if not _is_terminal():
             raise BadInput("revert writes a new generation: add --yes to confirm (not a terminal)")
@@ -340,24 +369,27 @@ def _run_revert(args) -> int:
              f"{preview['diff']['added']} added, {preview['diff']['removed']} removed).")
         if clear_stale and not _confirm("isReflecting is set but looks stale. Clear it?"):
             _say("Nothing was written.")
-            return EXIT_FAILURE
+            return EXIT_REFUSED
         if not _confirm(f"Write generation {preview['generation_count']} to {args.path}?"):
             _say("Nothing was written.")
-            return EXIT_FAILURE
+            return EXIT_REFUSED
     try:
         session = writes.WriteSession()
-        row = session.revert_to_generation(args.path, lookup_key=key, generation_count=args.to_generation,
-                                           expected_record_id=current.id, clear_stale_reflecting=clear_stale)
+        row = write_with_protocol(args, lambda quiet_ms: session.revert_to_generation(
+            args.path, lookup_key=key, generation_count=args.to_generation, expected_record_id=current.id,
+            clear_stale_reflecting=clear_stale, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         return _write_refused(exc)
+    watch_after_commit(args, args.path, key, outcome)
     doc = revert_document(thread_id=args.thread, lookup_key=key, current=current, target=target, written=row,
                           backup=session.backup_for(args.path))
+    doc.update(outcome.to_json())
     if args.json:
         _dump(doc)
     else:
         print(f"Wrote generation {doc['generation_count']} of {key}: generation {args.to_generation}'s log "
               f"({doc['observation_token_count']:,} tokens)" + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
-    return EXIT_OK
+    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
 
 
 def add_revert_command(subparsers) -> None:
@@ -368,4 +400,5 @@ def add_revert_command(subparsers) -> None:
     p.add_argument("--to-generation", required=True, type=int, metavar="N", help="the generation to restore")
     p.add_argument("--yes", action="store_true", help="write without asking")
     p.add_argument("--json", action="store_true", help="print the JSON document")
+    add_protocol_arguments(p)
     p.set_defaults(run=_guard(_run_revert))

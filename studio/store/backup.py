@@ -35,6 +35,7 @@ from pathlib import Path
 
 from studio.errors import StoreError
 from studio.store.connection import check_file, is_quiescent_wal, parse_location
+from studio.store.write.transaction import WRITE_LOCK_WAIT_MS  # the one lock-wait bound of every write
 
 __all__ = ["backup_database", "default_backup_path", "remove_stale_partials", "child_command", "run_child",
            "BACKUP_TIMEOUT_S"]
@@ -42,10 +43,11 @@ __all__ = ["backup_database", "default_backup_path", "remove_stale_partials", "c
 #: Longest a backup may take before it is abandoned (s): ~1 GB databases copy in seconds.
 BACKUP_TIMEOUT_S = 1800
 
-#: The child's program (stdlib only: it runs with `python -I`). argv: SRC DST IMMUTABLE PARENT_PID.
+#: The child's program (stdlib only: it runs with `python -I`). argv: SRC DST IMMUTABLE PARENT_PID LOCK_WAIT_S.
 _SCRIPT = r"""
 import json, os, signal, sqlite3, sys, urllib.parse
 src, dst, immutable, parent = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
+lock_wait_s = float(sys.argv[5])
 
 def _stop(signum, frame):
     raise SystemExit(128 + signum)
@@ -60,7 +62,7 @@ def _check_parent():
 
 try:
     uri = "file:" + urllib.parse.quote(src, safe="/:~-._ ") + "?mode=ro" + ("&immutable=1" if immutable else "")
-    source = sqlite3.connect(uri, uri=True, timeout=30)
+    source = sqlite3.connect(uri, uri=True, timeout=lock_wait_s)
     target = sqlite3.connect(dst)
     try:
         source.backup(target)  # one step: one consistent snapshot
@@ -85,7 +87,7 @@ print(json.dumps({"integrity": check, "counts": counts}))
 
 
 def child_command(args: list[str]) -> list[str]:
-    """Return the command that runs the backup child with ARGS (SRC DST IMMUTABLE PARENT_PID).
+    """Return the command that runs the backup child with ARGS (SRC DST IMMUTABLE PARENT_PID LOCK_WAIT_S).
 
     A Python interpreter runs `_SCRIPT` isolated (`-I`); the frozen app (sys.frozen) runs itself
     with `studio.cli.CHILD_FLAG backup`, which executes the same script (`run_child`).
@@ -179,7 +181,8 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
     immutable = "1" if is_quiescent_wal(source) else "0"
     try:
         try:
-            done = subprocess.run(child_command([str(source), str(partial), immutable, str(os.getpid())]),
+            done = subprocess.run(child_command([str(source), str(partial), immutable, str(os.getpid()),
+                                                 str(WRITE_LOCK_WAIT_MS / 1000)]),
                                   capture_output=True, text=True, timeout=BACKUP_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise StoreError(f"Backing up {source} failed: {exc}") from exc

@@ -10,6 +10,10 @@ Public API (implemented in `studio.store.write`):
 - `delete_messages(path, ids) -> int`  Memory.deleteMessages; `clear_thread(path, thread_id) -> int`;
 - `WriteSession`  one per window / CLI run: backs each file up (`studio.store.backup`) before the
   session's first write to it, then writes;
+- the OM write protocol (`studio.store.write.protocol`): quiet period (`read_activity`,
+  `store_activity`, `wait_for_quiet`), the self-identifying mark (`studio_mark`), overtaking writes
+  (`find_overtaking_writes`, `watch_for_overtaking`) and `repair_overtaken_writes` (a new generation
+  carrying what overtook a studio write forward);
 - `WriteRefused` (reason: generation-changed, reflecting, not-found, busy, conflict, invalid).
 
 Every function opens its own read-write libSQL connection for the one write and closes it, never
@@ -20,12 +24,22 @@ refuses or fails (see `studio.store.write.transaction`).
 
 from studio.errors import WRITE_REFUSED_REASONS, WriteRefused
 from studio.store.backup import backup_database
+from studio.store.write.protocol import (
+    DEFAULT_QUIET_MS,
+    OvertakingWrite,
+    find_overtaking_writes,
+    store_activity,
+    studio_mark,
+    unrepaired,
+)
 from studio.store.write.reflection import STUDIO_METADATA_KEY, commit_reflection, revert_to_generation
+from studio.store.write.repair import repair_overtaken_writes
 from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
 from studio.store.write.threads import clear_thread, clone_thread, delete_messages
 
 __all__ = [
     "WriteRefused", "WRITE_REFUSED_REASONS", "commit_reflection", "revert_to_generation", "clone_thread",
     "delete_messages", "clear_thread", "backup_database", "WriteSession", "DESTRUCTIVE_WRITES",
-    "STUDIO_METADATA_KEY",
+    "STUDIO_METADATA_KEY", "DEFAULT_QUIET_MS", "OvertakingWrite", "find_overtaking_writes", "store_activity",
+    "studio_mark", "unrepaired", "repair_overtaken_writes",
 ]

@@ -43,7 +43,14 @@ class AppContext:
         return [str(v) for v in (value or []) if v]
 
     def add_recent_file(self, path: str) -> None:
-        """Put PATH first in the recent files (at most MAX_RECENT_FILES)."""
+        """Put PATH first in the recent files (at most MAX_RECENT_FILES), stored absolute.
+
+        A relative path would name another file (or none) when the studio is started from
+        another working directory, so a plain path is made absolute (symlinks are kept as the
+        user named them); `file:` URLs and remote URLs are stored as given.
+        """
+        if path and "://" not in path and not path.startswith("file:"):
+            path = os.path.abspath(os.path.expanduser(path))
         files = [path] + [p for p in self.recent_files() if p != path]
         self.settings.setValue("recentFiles", files[:MAX_RECENT_FILES])
         self.settings.sync()

@@ -154,7 +154,7 @@ def test_live_reflecting_flag_refuses_before_calling_the_model(fixture_db, fake_
     before = digest(path)
     fake_llm.push(Reply(text=TAGGED))
     code, _, err = run(capsys, reflect(path, fake_llm, "--yes"))
-    assert code == 1 and "reflecting" in err and fake_llm.requests == []
+    assert code == 3 and "reflecting" in err and fake_llm.requests == []  # 3: refused
     assert digest(path) == before
 
 
@@ -183,7 +183,7 @@ def test_generation_changed_while_the_model_was_thinking(fixture_db, fake_llm, c
 
     fake_llm.default = responder
     code, _, err = run(capsys, reflect(path, fake_llm, "--yes"))
-    assert code == 1 and "changed" in err
+    assert code == 3 and "changed" in err  # 3: refused
     assert digest(path) == state["after"]
     rows, _ = history(path)
     assert [r.generation_count for r in rows] == [3, 2, 1, 0] and rows[0].get("metadata")  # only the other write
@@ -253,7 +253,7 @@ def test_asks_on_a_terminal(fixture_db, fake_llm, capsys, monkeypatch):
     fake_llm.default = Reply(text=TAGGED)
     monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
     code, _, err = run(capsys, reflect(path, fake_llm))
-    assert code == 1 and "Write generation 3" in err and "Nothing was written" in err
+    assert code == 3 and "Write generation 3" in err and "Nothing was written" in err  # 3: refused
     assert digest(path) == before
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
     code, _, err = run(capsys, reflect(path, fake_llm))

@@ -144,7 +144,7 @@ def frozen_app(tmp_path, monkeypatch):
 
 def test_the_frozen_app_backs_up_through_its_own_entry_point(fixture_db, frozen_app):
     path = fixture_db("support")
-    assert child_command(["a", "b", "0", "1"])[:3] == [str(frozen_app), "--studio-child", "backup"]
+    assert child_command(["a", "b", "0", "1", "9"])[:3] == [str(frozen_app), "--studio-child", "backup"]
     made = backup_database(path)
     with MemoryStore.open(made) as store, MemoryStore.open(path) as original:
         assert store.message_counts() == original.message_counts()
@@ -155,7 +155,7 @@ def test_the_frozen_app_child_reports_like_the_python_child(fixture_db, tmp_path
     path = fixture_db("support")
     out = tmp_path / "copy.db"
     done = subprocess.run([sys.executable, "-m", "studio", "--studio-child", "backup", str(path), str(out), "0",
-                           str(os.getpid())], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           str(os.getpid()), "9"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["integrity"] == ["ok"]

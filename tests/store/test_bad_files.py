@@ -132,7 +132,7 @@ def test_a_read_only_folder_that_cannot_hold_the_shm_is_explained():
             (folder / ("memory.db" + ext)).chmod(0o644)
         folder.chmod(0o555)
         done = run_cli("inspect", str(folder / "memory.db"), user=65534 if os.geteuid() == 0 else None)
-        assert done.returncode == 2, done.stderr
+        assert done.returncode == 4, done.stderr  # the documented I/O exit: a read-only folder
         assert "memory.db-shm" in done.stderr and "read-only" in done.stderr and "Copy memory.db and memory.db-wal" \
             in done.stderr
         assert "unable to open database file" not in done.stderr

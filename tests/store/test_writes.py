@@ -252,7 +252,10 @@ def test_commit_writes_the_next_generation_like_mastra(fixture_db):
     assert row["pendingMessageTokens"] == 0 and row["lastBufferedAtTokens"] == 0
     assert row["createdAt"] == row["updatedAt"] == row["lastReflectionAt"] == ms_to_iso(NOW)
     assert json.loads(row["config"]) == old.config
-    assert json.loads(row["metadata"]) == {"studio": {"strategy": "rule-based", "model": None}}
+    studio = json.loads(row["metadata"])["studio"]
+    assert {k: studio[k] for k in ("strategy", "model", "kind")} == {"strategy": "rule-based", "model": None,
+                                                                     "kind": "reflection"}
+    assert studio["recordId"] == row["id"] and studio["basedOn"]["recordId"] == old.id  # the protocol's mark
     meta = thread(path, "support-1").metadata
     om = meta["mastra"]["om"]
     assert om["currentTask"] == "- Primary: plan the trip"  # trimmed, as Mastra's parser leaves it
@@ -301,8 +304,10 @@ def test_revert_appends_a_generation_with_the_old_observations(fixture_db):
     assert row["generationCount"] == 3 and row["originType"] == "reflection"
     assert row["activeObservations"] == gen0.active_observations
     assert row["observationTokenCount"] == count_observations(gen0.active_observations)
-    assert json.loads(row["metadata"]) == {"studio": {"kind": "revert", "revertedFrom": 0,
-                                                      "revertedFromRecordId": gen0.id}}
+    studio = json.loads(row["metadata"])["studio"]
+    assert {k: studio[k] for k in ("kind", "revertedFrom", "revertedFromRecordId")} == {
+        "kind": "revert", "revertedFrom": 0, "revertedFromRecordId": gen0.id}
+    assert studio["recordId"] == row["id"] and studio["basedOn"]["recordId"] == rows[0].id
     after = history(path, "thread:support-1")
     assert [r.id for r in after[1:]] == [r.id for r in rows]  # append-only
     for old, new in zip(rows[1:], after[2:]):

@@ -41,8 +41,10 @@ def test_revert_creates_a_new_generation(studio, studio_ctx, fixture_db):
     assert new.active_observations == before[1].active_observations
     assert new.observation_token_count == count_observations(before[1].active_observations)
     assert new.origin_type == "reflection"
-    assert new.columns["metadata"]["studio"] == {"kind": "revert", "revertedFrom": 1,
-                                                  "revertedFromRecordId": before[1].id}
+    studio = new.columns["metadata"]["studio"]
+    assert {k: studio[k] for k in ("kind", "revertedFrom", "revertedFromRecordId")} == {
+        "kind": "revert", "revertedFrom": 1, "revertedFromRecordId": before[1].id}
+    assert studio["recordId"] == new.id  # the write protocol's self-identifying mark
     assert [r.active_observations for r in after[1:]] == [r.active_observations for r in before]  # append-only
     # The view refreshed: the new generation is listed first and diffs against generation 2.
     assert tab.generation_model.rowCount() == 4

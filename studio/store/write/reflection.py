@@ -35,8 +35,8 @@ from typing import Any
 from studio.engine.jscompat import UNDEFINED, to_utf16
 from studio.engine.status import STALE_FLAG_AFTER_MS, flag_states
 from studio.engine.tokens import count_observations
-from studio.errors import WriteRefused
-from studio.store.records import OM_BOOL_COLUMNS, OMRecord, iso_to_ms
+from studio.errors import StoreError, WriteRefused
+from studio.store.records import OM_BOOL_COLUMNS, OMRecord
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
 from studio.store.write.common import (
     iso,
@@ -52,12 +52,10 @@ from studio.store.write.common import (
     thread_metadata,
     to_int,
 )
+from studio.store.write.protocol import STUDIO_METADATA_KEY, check_quiet, make_mark
 from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
 
 __all__ = ["commit_reflection", "revert_to_generation", "STUDIO_METADATA_KEY"]
-
-#: The key of the OM row's `metadata` JSON object under which the studio marks the rows it wrote.
-STUDIO_METADATA_KEY = "studio"
 
 
 def _check_lookup_key(lookup_key: Any) -> str:
@@ -101,30 +99,6 @@ def _check_flags(latest: dict, now_ms: int, clear_stale_reflecting: bool) -> Non
             raise WriteRefused("busy", f"Another process is busy with generation {generation} ({flag.name} is set{age}); "
                                        "a new generation now could lose its work. Nothing was written; try again "
                                        "in a moment.")
-
-
-def _check_idle(tx: WriteTx, latest: dict, now_ms: int, idle_ms: int) -> None:
-    """Refuse ("busy") when the record or its thread(s) were written less than IDLE_MS ago.
-
-    A running Mastra agent keeps the record it read at the start of a turn in memory and writes
-    its observations / next generation onto it without re-reading; a generation committed in
-    between is not lost, but Mastra then continues from its own copy (two rows may end up with the
-    same generationCount). Waiting until the thread has been quiet for a while avoids that window.
-    """
-    if idle_ms <= 0:
-        return
-    stamps = [iso_to_ms(latest.get("updatedAt"))]
-    if latest.get("threadId"):
-        where, params = "WHERE id = ?", (latest["threadId"],)
-    else:
-        where, params = 'WHERE "resourceId" = ?', (latest.get("resourceId"),)
-    stamps += [iso_to_ms(r[0]) for r in tx.rows(f'SELECT MAX("updatedAt") FROM mastra_threads {where}', params)]
-    last = max((s for s in stamps if s is not None), default=None)
-    if last is not None and now_ms - last < idle_ms:
-        ago = max(0, now_ms - last)
-        raise WriteRefused("busy", f"This conversation was written {ago / 1000:.1f} s ago: a running agent may be in "
-                                   "the middle of a turn, and a new generation now could be overtaken by it. "
-                                   f"Nothing was written; try again when it has been quiet for {idle_ms / 1000:g} s.")
 
 
 def _row_metadata(latest: dict, studio: dict | None) -> str | None:
@@ -179,9 +153,15 @@ def _thread_om_update(metadata: dict, current_task: str | None, suggested_respon
     return out
 
 
-def _insert_generation(tx: WriteTx, latest: dict, observations: str, now: str, studio: dict | None) -> str:
-    """INSERT the next generation after LATEST as createReflectionGeneration does; return its id."""
-    record_id = new_id()
+def _insert_generation(tx: WriteTx, latest: dict, observations: str, now: str, studio: dict | None,
+                       record_id: str | None = None, generation: int | None = None,
+                       last_observed_at: Any = UNDEFINED) -> str:
+    """INSERT the next generation after LATEST as createReflectionGeneration does; return its id.
+
+    GENERATION (default latest + 1) and LAST_OBSERVED_AT (default: LATEST's, re-serialised) are
+    given by a repair, which numbers past every row and carries an overtaking cursor forward.
+    """
+    record_id = record_id or new_id()
     config = latest.get("config")
     parsed_config = js_parse(config, "OM record config") if config else {}
     thread_id = latest.get("threadId") or None
@@ -197,8 +177,9 @@ def _insert_generation(tx: WriteTx, latest: dict, observations: str, now: str, s
         "activeObservationsPendingUpdate": None,
         "originType": "reflection",
         "config": stringify(parsed_config),
-        "generationCount": to_int(latest.get("generationCount")) + 1,
-        "lastObservedAt": js_date_round_trip(latest.get("lastObservedAt")),
+        "generationCount": to_int(latest.get("generationCount")) + 1 if generation is None else generation,
+        "lastObservedAt": js_date_round_trip(latest.get("lastObservedAt") if last_observed_at is UNDEFINED
+                                             else last_observed_at),
         "lastReflectionAt": now,
         "pendingMessageTokens": 0,
         "totalTokensObserved": to_int(latest.get("totalTokensObserved")),
@@ -219,7 +200,8 @@ def _insert_generation(tx: WriteTx, latest: dict, observations: str, now: str, s
 
 def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observations_of, current_task: str | None,
             suggested_response: str | None, thread_id: str | None, clear_stale_reflecting: bool,
-            studio: dict | None, now_ms: int, expected_active_observations: str | None, idle_ms: int = 0) -> dict:
+            studio: dict | None, now_ms: int, expected_active_observations: str | None, idle_ms: int = 0,
+            kind: str = "reflection") -> dict:
     if not tx.schema.has_observational_memory:
         raise WriteRefused("not-found", f"{tx.location.display} has no Observational Memory table.")
     latest = latest_om_row(tx, lookup_key)
@@ -236,10 +218,13 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
                            f"Observations were added to generation {generation} of {lookup_key} since it was read; "
                            "nothing was written. Look at them and try again.")
     _check_flags(latest, now_ms, clear_stale_reflecting)
-    _check_idle(tx, latest, now_ms, idle_ms)
+    check_quiet(tx.rows, latest, now_ms, idle_ms)
     observations, studio = observations_of(tx, latest, studio)
     now = iso(now_ms)
-    record_id = _insert_generation(tx, latest, observations, now, studio)
+    record_id = new_id()
+    if studio is not None:  # the self-identifying mark (studio.store.write.protocol)
+        studio = make_mark(kind, record_id, observations, now, latest, studio)
+    record_id = _insert_generation(tx, latest, observations, now, studio, record_id)
     tx.update(OBSERVATIONAL_MEMORY, {"isReflecting": 0, "updatedAt": now}, "id = ?", (latest["id"],))
     if current_task is not None or suggested_response is not None:
         thread = read_thread(tx, thread_id) if thread_id else None
@@ -250,6 +235,34 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
             metadata = _thread_om_update(thread_metadata(thread), current_task, suggested_response)
             tx.update(THREADS, {"metadata": Jsonb(stringify(metadata)), "updatedAt": now}, "id = ?", (thread_id,))
     return read_om_row(tx, record_id)
+
+
+def _precheck_quiet(path: str | os.PathLike[str], lookup_key: str, now_ms: int, quiet_ms: int,
+                    expected_record_id: str, expected_active_observations: str | None = None) -> None:
+    """Refuse ("busy") before taking the write lock while the agent is active (read-only; checked again inside).
+
+    Holding BEGIN IMMEDIATE only to refuse would delay the agent's own writes, which then land later
+    than the timestamps they carry; a read-only look first keeps the agent's pace. When the record
+    changed since it was read, nothing is said here: the transaction refuses with
+    "generation-changed", which tells the user more.
+    """
+    if quiet_ms <= 0:
+        return
+    from studio.store.memory_store import MemoryStore
+    from studio.store.write.protocol import read_activity
+
+    try:
+        with MemoryStore.open(path) as store:
+            current = store.om_current(lookup_key)
+            if current is None or current.id != expected_record_id or (
+                    expected_active_observations is not None
+                    and (current.active_observations or "") != expected_active_observations):
+                return
+            activity = read_activity(lambda sql, params: store._rows(sql, params), current, now_ms, quiet_ms)
+    except StoreError:
+        return  # the write transaction says what is wrong with the file
+    if activity.ago_ms is not None and activity.ago_ms < quiet_ms:
+        raise WriteRefused("busy", activity.message() + " Nothing was written.")
 
 
 def _check_ms(value: Any, name: str) -> int:
@@ -288,11 +301,14 @@ def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected
     whose metadata receives them (thread scope: taken from the lookup key; resource scope:
     required when either is given). THREAD_TITLE is accepted and not written: Mastra's reflection
     has no thread-title extractor. STUDIO_METADATA (a JSON-able dict) is stored under the new row's
-    `metadata["studio"]` (the previous row's other keys are kept). NOW_MS: the write time (epoch ms).
-    IDLE_MS: refuse ("busy") when the record or its thread(s) were written less than IDLE_MS ms
-    ago (0 = no such check): a running Mastra agent does not re-read the record between reading
-    it at the start of a turn and writing onto it, so a generation committed inside that window
-    may be overtaken (see `_check_idle`). BUSY_TIMEOUT_MS: SQLite's busy timeout per attempt (ms).
+    `metadata["studio"]` (the previous row's other keys are kept) with the protocol's
+    self-identifying fields added (`recordId`, `observationsHash`, `committedAt`, `basedOn`; see
+    `studio.store.write.protocol.make_mark`). NOW_MS: the write time (epoch ms).
+    IDLE_MS: the quiet period (ms): refuse ("busy") when the record, its thread(s) or their
+    messages were written by another program less than IDLE_MS ago (0 = no such check): a running
+    Mastra agent does not re-read the record between reading it at the start of a turn and
+    writing onto it, so a generation committed inside that window may be overtaken (see
+    `studio.store.write.protocol`). BUSY_TIMEOUT_MS: SQLite's busy timeout per attempt (ms).
 
     Returns the new row as read back ({column: value}; JSON columns as JSON text). Raises
     WriteRefused with reason "invalid", "not-found", "generation-changed", "reflecting" (live
@@ -315,6 +331,7 @@ def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected
     studio = _check_studio_metadata(studio_metadata)
     idle = _check_ms(idle_ms, "idle_ms")
     now = now_ms_or_clock(now_ms)
+    _precheck_quiet(path, lookup_key, now, idle, expected_record_id, expected_active_observations)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
@@ -361,9 +378,10 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
             raise WriteRefused("invalid", f"Generation {generation_count} of {lookup_key} has no observations to restore.")
         return text, {"kind": "revert", "revertedFrom": generation_count, "revertedFromRecordId": rows[0]["id"]}
 
+    _precheck_quiet(path, lookup_key, now, idle, expected_record_id)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
                        observations_of=observations_of, current_task=None, suggested_response=None,
                        thread_id=None, clear_stale_reflecting=bool(clear_stale_reflecting), studio=None,
-                       now_ms=now, expected_active_observations=None, idle_ms=idle)
+                       now_ms=now, expected_active_observations=None, idle_ms=idle, kind="revert")

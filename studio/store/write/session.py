@@ -7,9 +7,11 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from studio.errors import StoreError, WriteRefused
 from studio.store.backup import backup_database
 from studio.store.connection import parse_location
-from studio.store.write import reflection, threads
+from studio.store.write import reflection, repair, threads
+from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
 
 __all__ = ["WriteSession", "DESTRUCTIVE_WRITES"]
 
@@ -52,14 +54,25 @@ class WriteSession:
             return self._backups.get(self._key(path))
 
     def before_destructive_write(self, path: str | os.PathLike[str]) -> Path:
-        """Back up PATH unless this session already did; return the backup's path (StoreError on failure)."""
+        """Back up PATH unless this session already did; return the backup's path.
+
+        Raises WriteRefused("busy") when another process kept the file locked for the whole
+        WRITE_LOCK_WAIT_MS (the bound every write shares), StoreError on any other failure.
+        """
         key = self._key(path)
         with self._lock:
             done = self._backups.get(key)
             if done is not None:
                 return done
             # a unique name in the folder, chosen when the copy is ready (two writes in one second)
-            made = self._backup(key, folder=self.backup_dir) if self.backup_dir is not None else self._backup(key)
+            try:
+                made = self._backup(key, folder=self.backup_dir) if self.backup_dir is not None else self._backup(key)
+            except StoreError as exc:
+                text = str(exc).lower()
+                if not isinstance(exc, WriteRefused) and ("locked" in text or "busy" in text):
+                    raise WriteRefused("busy", lock_wait_message(str(key), WRITE_LOCK_WAIT_MS)
+                                       + " (The backup made before the first write could not read it.)") from exc
+                raise
             self._backups[key] = Path(made)
             return self._backups[key]
 
@@ -72,6 +85,11 @@ class WriteSession:
         """Back up PATH once, then `writes.revert_to_generation(path, **kwargs)`."""
         self.before_destructive_write(path)
         return reflection.revert_to_generation(path, **kwargs)
+
+    def repair_overtaken_writes(self, path: str | os.PathLike[str], **kwargs: Any) -> dict | None:
+        """Back up PATH once (it follows a commit of the session, so normally done), then repair_overtaken_writes."""
+        self.before_destructive_write(path)
+        return repair.repair_overtaken_writes(path, **kwargs)
 
     def clone_thread(self, path: str | os.PathLike[str], source_thread_id: str, **kwargs: Any) -> dict:
         """Back up PATH once, then `writes.clone_thread(path, source_thread_id, **kwargs)`."""

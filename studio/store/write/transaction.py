@@ -37,9 +37,13 @@ from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
 from studio.store.connection import Location, check_file, describe_sqlite_error, parse_location
 
-#: How long one BEGIN IMMEDIATE waits for another writer (ms), and how often it is tried.
-BUSY_TIMEOUT_MS = 3000
+#: The one bound on how long any write of the studio waits for another writer's lock (ms): the
+#: transaction's BEGIN IMMEDIATE (split over BEGIN_ATTEMPTS tries with backoff) and the backup
+#: taken before a session's first write (studio.store.backup) both give up after it.
+WRITE_LOCK_WAIT_MS = 9_000
 BEGIN_ATTEMPTS = 3
+#: SQLite's busy timeout per BEGIN attempt (ms) by default.
+BUSY_TIMEOUT_MS = WRITE_LOCK_WAIT_MS // BEGIN_ATTEMPTS
 #: Columns Mastra declares `jsonb` that the studio may read inside a write (decoded with json()).
 JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
                  "bufferedMessageIds"}
@@ -126,7 +130,13 @@ class WriteTx:
         return self.execute(f"UPDATE {sc.quote_ident(table)} SET {', '.join(sets)} WHERE {where}", [*bound, *params])
 
 
-def _begin(conn, location: Location, attempts: int) -> None:
+def lock_wait_message(display: str, waited_ms: int) -> str:
+    """The sentence every write says when another process kept the write lock for the whole bound."""
+    return (f"{display} is locked by another process that is writing to it; the studio waited {waited_ms / 1000:g} s "
+            "(the longest any write waits) and wrote nothing. Try again when it has finished.")
+
+
+def _begin(conn, location: Location, attempts: int, busy_timeout_ms: int) -> None:
     """BEGIN IMMEDIATE, retrying a busy database ATTEMPTS times with backoff; WriteRefused("busy") after."""
     for attempt in range(attempts):
         try:
@@ -137,20 +147,22 @@ def _begin(conn, location: Location, attempts: int) -> None:
                 raise StoreError(f"Cannot write {location.display}: {describe_sqlite_error(exc)}") from exc
             if attempt + 1 < attempts:
                 time.sleep(0.05 * (2 ** attempt))
-    raise WriteRefused("busy", f"{location.display} is locked by another process that is writing to it; "
-                               "nothing was written. Try again when it has finished.")
+    raise WriteRefused("busy", lock_wait_message(location.display, busy_timeout_ms * attempts))
 
 
 @contextmanager
-def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | None = None,
                       attempts: int = BEGIN_ATTEMPTS) -> Iterator[WriteTx]:
     """Open TARGET (path or `file:` URL) read-write for one BEGIN IMMEDIATE transaction; yield a WriteTx.
 
     Commits when the block ends normally, rolls back when it raises (the exception propagates),
-    and always closes the connection. BUSY_TIMEOUT_MS (ms) is SQLite's busy timeout per attempt.
+    and always closes the connection. BUSY_TIMEOUT_MS (ms) is SQLite's busy timeout per attempt
+    (default: WRITE_LOCK_WAIT_MS over ATTEMPTS tries, the bound every write shares).
     Raises StoreError (missing / not SQLite / unreadable file, SQLite errors), SchemaError (not a
     Mastra database) and WriteRefused("busy") when the write lock cannot be had.
     """
+    if busy_timeout_ms is None:
+        busy_timeout_ms = BUSY_TIMEOUT_MS
     location = parse_location(target)
     check_file(location)
     path = location.path
@@ -166,7 +178,7 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int = 
             conn.execute("PRAGMA cache_spill = false")
         except Exception as exc:
             raise StoreError(f"Cannot open {location.display} for writing: {describe_sqlite_error(exc)}") from exc
-        _begin(conn, location, attempts)
+        _begin(conn, location, attempts, busy_timeout_ms)
         try:
             try:
                 schema = sc.discover(conn)

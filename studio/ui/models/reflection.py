@@ -106,13 +106,14 @@ def studio_metadata(p: Preview) -> dict[str, Any]:
     return meta
 
 
-def commit(p: Preview, *, clear_stale_reflecting: bool = False, session=None) -> dict:
+def commit(p: Preview, *, clear_stale_reflecting: bool = False, session=None, quiet_ms: int = 0) -> dict:
     """Write P's proposed generation in one transaction (studio.store.writes.commit_reflection); return the new row.
 
     SESSION (a studio.store.writes.WriteSession, optional) backs the file up before its first write.
     Refused (WriteRefused, nothing written) when the latest generation is no longer the previewed
     one, observations were appended to it since the preview, or a process is reflecting (a stale
-    isReflecting only with CLEAR_STALE_REFLECTING).
+    isReflecting only with CLEAR_STALE_REFLECTING), or ("busy", "the agent is active") the
+    conversation was written less than QUIET_MS (ms) ago (studio.store.write.protocol).
     """
     from studio.store import writes  # the write path is loaded only when used
 
@@ -123,10 +124,11 @@ def commit(p: Preview, *, clear_stale_reflecting: bool = False, session=None) ->
         expected_active_observations=p.input.observations,
         observations=r.observations, current_task=r.current_task, suggested_response=r.suggested_response,
         thread_title=r.thread_title, thread_id=p.input.thread_id, clear_stale_reflecting=clear_stale_reflecting,
-        studio_metadata=studio_metadata(p))
+        studio_metadata=studio_metadata(p), idle_ms=quiet_ms)
 
 
-def revert(path: str, *, lookup_key: str, generation_count: int, expected_record_id: str, session=None) -> dict:
+def revert(path: str, *, lookup_key: str, generation_count: int, expected_record_id: str, session=None,
+           quiet_ms: int = 0) -> dict:
     """Write generation latest+1 restoring GENERATION_COUNT's log (studio.store.writes.revert_to_generation).
 
     SESSION as in `commit`. Raises WriteRefused (nothing written) as revert_to_generation does.
@@ -134,7 +136,16 @@ def revert(path: str, *, lookup_key: str, generation_count: int, expected_record
     from studio.store import writes
 
     write = session.revert_to_generation if session is not None else writes.revert_to_generation
-    return write(path, lookup_key=lookup_key, generation_count=generation_count, expected_record_id=expected_record_id)
+    return write(path, lookup_key=lookup_key, generation_count=generation_count, expected_record_id=expected_record_id,
+                 idle_ms=quiet_ms)
+
+
+def repair(path: str, lookup_key: str, *, prefer: str = "carry", session=None) -> dict | None:
+    """Write the repair generation of LOOKUP_KEY (studio.store.writes.repair_overtaken_writes); None: nothing to repair."""
+    from studio.store import writes
+
+    write = session.repair_overtaken_writes if session is not None else writes.repair_overtaken_writes
+    return write(path, lookup_key=lookup_key, prefer=prefer)
 
 
 @dataclass

@@ -33,6 +33,7 @@ from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
 from studio.ui.widgets.om_tab import OBSERVATIONS_BAR_TITLE
 from studio.ui.widgets.reflect_preview import ProposalView, SizeBar, attempts_text
 from studio.ui.widgets.reflect_strategy import StrategyBox
+from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
 
 TITLE = "Reflect Now"
 NO_PREVIEW = "Choose a model or the offline strategy, then press Preview (Ctrl+Enter).\nNothing is written until you commit."
@@ -64,7 +65,7 @@ class ReflectDialog(QDialog):
         self._input: ReflectionInput | None = None
         self._preview: jobs.Preview | None = None
         self._token: CancelToken | None = None
-        self._busy: str | None = None            # "loading" | "preview" | "commit"
+        self._busy: str | None = None            # "loading" | "preview" | "commit" | "wait" | "watch"
         self._run = 0                            # bumps on every preview/cancel: stale deliveries are dropped
         self._outdated = False                   # the record changed since the preview: it cannot be committed
         self.setWindowTitle(f"{TITLE} — {self._thread_title or thread_id}")
@@ -90,6 +91,12 @@ class ReflectDialog(QDialog):
         size_row.addWidget(self.size_state)
         self.flag_note = plain_label("", "loss", wrap=True)
         self.flag_note.hide()
+        self.protocol_panel = ProtocolPanel(self._settings)
+        self.protocol = ProtocolController(self._runner, self.protocol_panel, self._path, session=self._session,
+                                           parent_widget=self)
+        self.protocol.wait_failed.connect(self._on_protocol_wait_failed)
+        self.protocol.repaired.connect(self._on_protocol_repaired)
+        self.protocol.watch_finished.connect(self._on_protocol_watch_finished)
 
         self.strategy_box = StrategyBox(self._runner, self._settings)
         self.strategy_box.changed.connect(self._update_buttons)
@@ -145,6 +152,7 @@ class ReflectDialog(QDialog):
         layout.addWidget(self.subtitle)
         layout.addLayout(size_row)
         layout.addWidget(self.flag_note)
+        layout.addWidget(self.protocol_panel)
         layout.addWidget(self.strategy_box)
         layout.addLayout(run_row)
         layout.addWidget(self.error_label)
@@ -168,7 +176,7 @@ class ReflectDialog(QDialog):
 
     @property
     def busy(self) -> str | None:
-        """Return what runs in the background: "loading", "preview", "commit", or None."""
+        """Return what runs in the background: "loading", "preview", "commit", "wait", "watch", or None."""
         return self._busy
 
     def _load_input(self) -> None:
@@ -181,6 +189,7 @@ class ReflectDialog(QDialog):
     def _on_input_loaded(self, inp: ReflectionInput) -> None:
         self._set_busy(None)
         self._show_input(inp)
+        self.protocol.read_activity(inp.lookup_key)  # "the agent is active: …" before the model is called
         self.strategy_box.offer_default_model(inp.default_model)   # the record's own Reflector model first
         self._update_buttons()
 
@@ -374,25 +383,58 @@ class ReflectDialog(QDialog):
                          "in the history and can be restored.")
             if not self.confirm("Commit reflection", "\n\n".join(lines)):
                 return False
+        self._start_commit(clear_stale_reflecting, force=False)
+        return True
+
+    def _start_commit(self, clear_stale_reflecting: bool, force: bool) -> None:
+        """Write the preview (confirmed already); FORCE skips the quiet period (live busy flags still refuse)."""
+        p = self._preview
+        if p is None:
+            return
         self._hide_error()
         self._set_busy("commit", "Writing…")
-        session = self._session
+        session, quiet_ms = self._session, 0 if force else self.protocol_panel.quiet_ms
         jobs.submit(self._runner, lambda _p, _c: jobs.commit(p, clear_stale_reflecting=clear_stale_reflecting,
-                                               session=session),
+                                                             session=session, quiet_ms=quiet_ms),
                     on_done=self._on_commit_done,
                     on_error=lambda exc: self._on_commit_failed(exc, clear_stale_reflecting), on_worker=True,
                     key=f"reflect-commit-{id(self)}")
-        return True
 
     def _on_commit_done(self, row: dict) -> None:
-        self._set_busy(None)
         generation = row.get("generationCount") if isinstance(row, dict) else None
-        self.progress_label.setText(f"Committed generation {generation}.")
         self.committed.emit(row)
+        # the protocol's watch: a turn that read the record before the commit may still write onto it
+        self._set_busy("watch", f"Committed generation {generation}. Watching for a running turn overtaking it…")
+        self.protocol.watch(self._preview.input.lookup_key if self._preview is not None else row.get("lookupKey"))
+
+    def _on_protocol_repaired(self, row: dict) -> None:
+        self.progress_label.setText(f"Wrote generation {row.get('generationCount')} to repair the overtaken write.")
+        self.committed.emit(row)
+
+    def _on_protocol_watch_finished(self) -> None:
+        self._set_busy(None)
         self.accept()
+
+    def _after_wait(self, cleared: bool) -> None:
+        self._set_busy(None)
+        self._start_commit(cleared, force=False)
+
+    def _on_protocol_wait_failed(self, text: str) -> None:
+        self._set_busy(None)
+        self._show_error(f"Commit refused: {text}")
+        self.progress_label.setText("Nothing was written.")
+        self._update_buttons()
 
     def _on_commit_failed(self, exc: Exception, cleared: bool) -> None:
         self._set_busy(None)
+        choice = self.protocol.choice_for_refusal(exc)  # "the agent is active": wait / force / cancel
+        if choice in ("wait", "force") and self._preview is not None:
+            if choice == "force":
+                self._start_commit(cleared, force=True)
+            else:
+                self._set_busy("wait", "Waiting for the agent to be quiet…")
+                self.protocol.wait_then(self._preview.input.lookup_key, lambda: self._after_wait(cleared))
+            return
         if jobs.refusal_reason(exc) == "reflecting" and not cleared:
             self._check_stale_then_ask(exc)
             return
@@ -448,7 +490,8 @@ class ReflectDialog(QDialog):
         previewing = self._busy == "preview"
         self.preview_button.setEnabled(not busy and self._input is not None)
         self.preview_button.setText("&Preview again" if self._preview is not None else "&Preview")
-        self.cancel_button.setEnabled(previewing)
+        self.cancel_button.setEnabled(previewing or self._busy in ("watch", "wait"))
+        self.cancel_button.setText({"watch": "Stop watching", "wait": "Stop waiting"}.get(self._busy or "", "Cancel"))
         self.commit_button.setEnabled(self._preview is not None and not busy and not self._outdated)
         if self._preview is not None:
             self.commit_button.setText(f"Commit generation {self._preview.new_generation}…")
@@ -485,6 +528,9 @@ class ReflectDialog(QDialog):
         self.start_preview()
 
     def _on_cancel_button_clicked(self, _checked: bool = False) -> None:
+        if self._busy in ("watch", "wait"):
+            self.protocol.stop()
+            return
         self.cancel_preview()
 
     def _on_commit_button_clicked(self, _checked: bool = False) -> None:
@@ -509,11 +555,15 @@ class ReflectDialog(QDialog):
             return
         if self._busy == "commit":
             return
+        if self._busy in ("watch", "wait"):
+            self.protocol.stop()  # the step ends at its next poll; a watch then closes the dialog
+            return
         self._clear_preview()
         super().reject()
 
     def done(self, result: int) -> None:
         self.strategy_box.stop()
+        self.protocol.stop()
         if self._token is not None:
             self._token.cancel()
         for what in ("input", "preview"):

@@ -1,0 +1,231 @@
+"""The OM write protocol in the studio: the quiet period shown and adjustable, wait / force, watch, repair / revert.
+
+`ProtocolPanel` (a row for a write dialog) shows whether the agent is active ("the agent is
+active: a message was written 4.2 s ago") and holds the quiet period (seconds, remembered in
+the settings). `ProtocolController` runs the protocol's background steps on the TaskRunner
+(`studio.store.write.protocol` / `repair`; never on the GUI thread): reading the activity, waiting
+for the quiet period, watching the record after a commit, and writing the repair the user chose
+when a running turn overtook the commit. Questions go through `ask_agent_active` /
+`ask_overtaken`, which tests replace.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, QSettings, Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QSpinBox, QWidget
+
+from studio.ui.models import reflection as jobs
+from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.common import ElidedLabel
+
+QUIET_SETTING = "writes/quietPeriodS"
+#: How long "Wait" waits for the quiet period at most (s).
+WAIT_LIMIT_S = 600
+
+
+class ProtocolPanel(QWidget):
+    """Agent activity + the quiet period (s) spin box, for a dialog that writes an OM generation."""
+
+    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        from studio.store.write.protocol import DEFAULT_QUIET_MS
+
+        self._settings = settings
+        self.activity_label = ElidedLabel("", "muted")
+        self.quiet_spin = QSpinBox()
+        self.quiet_spin.setRange(0, 3600)
+        self.quiet_spin.setSuffix(" s")
+        stored = settings.value(QUIET_SETTING, DEFAULT_QUIET_MS // 1000) if settings is not None else None
+        try:
+            self.quiet_spin.setValue(int(stored if stored is not None else DEFAULT_QUIET_MS // 1000))
+        except (TypeError, ValueError):
+            self.quiet_spin.setValue(DEFAULT_QUIET_MS // 1000)
+        self.quiet_spin.setToolTip("Refuse to write while the agent wrote this conversation less than this long ago: "
+                                   "a turn in progress could overtake a new generation (0 = no check)")
+        self.quiet_spin.valueChanged.connect(self._on_quiet_spin_value_changed)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.activity_label, 1)
+        label = QLabel("Quiet period")
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        row.addWidget(label)
+        row.addWidget(self.quiet_spin)
+
+    @property
+    def quiet_ms(self) -> int:
+        """The quiet period chosen (ms)."""
+        return self.quiet_spin.value() * 1000
+
+    def show_activity(self, activity) -> None:
+        """Show ACTIVITY (studio.store.write.protocol.AgentActivity, or None) as plain text."""
+        text = "" if activity is None else activity.message()
+        self.activity_label.setText(text)
+        self.activity_label.setProperty("role", "loss" if activity is not None and activity.active else "muted")
+        self.activity_label.style().unpolish(self.activity_label)
+        self.activity_label.style().polish(self.activity_label)
+
+    def _on_quiet_spin_value_changed(self, value: int) -> None:
+        if self._settings is not None:
+            self._settings.setValue(QUIET_SETTING, value)
+
+
+def _is_agent_active(exc: BaseException) -> bool:
+    return jobs.refusal_reason(exc) == "busy" and "agent is active" in str(exc)
+
+
+class ProtocolController(QObject):
+    """Runs the protocol's background steps for one dialog; reports through signals (GUI thread)."""
+
+    activity_read = Signal(object)      # AgentActivity or None
+    quiet = Signal()                    # the wait ended with the conversation quiet
+    wait_failed = Signal(str)           # the wait ended without quiet (plain text)
+    overtaken = Signal(object)          # [OvertakingWrite] found while watching
+    repaired = Signal(object)           # the repair generation (row dict)
+    watch_finished = Signal()           # the watch window passed (after any repairs)
+
+    def __init__(self, runner: TaskRunner, panel: ProtocolPanel, path: str, *, session=None,
+                 parent_widget: QWidget | None = None):
+        super().__init__(parent_widget)
+        self._runner = runner
+        self._panel = panel
+        self._path = path
+        self._session = session
+        self._widget = parent_widget
+        self._cancel = threading.Event()
+        self.activity = None
+        self._deadline: float | None = None   # time.monotonic() when the watch window ends (set by the first watch)
+        #: The watch window after a commit (ms); None: from the thread's stored turn timings.
+        self.watch_window_ms: int | None = None
+        self._key: str | None = None
+
+    # -- questions (tests replace these) -----------------------------------------------------------
+
+    def ask_agent_active(self, text: str) -> str:
+        """Ask what to do while the agent is active: "wait", "force" or "cancel"."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "The agent is active", text, QMessageBox.StandardButton.NoButton,
+                          self._widget)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        wait = box.addButton("Wait", QMessageBox.ButtonRole.AcceptRole)
+        force = box.addButton("Force", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(wait)
+        box.exec()
+        return "wait" if box.clickedButton() is wait else "force" if box.clickedButton() is force else "cancel"
+
+    def ask_overtaken(self, text: str) -> str:
+        """Ask how to fix an overtaken write: "repair" (keep ours, carry theirs), "revert" (the agent's) or "leave"."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "A running turn overtook the write", text,
+                          QMessageBox.StandardButton.NoButton, self._widget)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        repair = box.addButton("Repair", QMessageBox.ButtonRole.AcceptRole)
+        revert = box.addButton("Use the agent's version", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton("Leave it", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(repair)
+        box.exec()
+        return "repair" if box.clickedButton() is repair else "revert" if box.clickedButton() is revert else "leave"
+
+    # -- steps -----------------------------------------------------------------------------------------
+
+    def read_activity(self, lookup_key: str) -> None:
+        """Read the activity of LOOKUP_KEY's conversation in the background; `activity_read` follows."""
+        from studio.store.write.protocol import store_activity
+
+        path, quiet_ms = self._path, self._panel.quiet_ms
+        jobs.submit(self._runner, lambda _p, _c: store_activity(path, lookup_key, quiet_ms),
+                    on_done=self._on_activity, on_error=lambda _exc: self._on_activity(None),
+                    key=f"protocol-activity-{id(self)}")
+
+    def _on_activity(self, activity) -> None:
+        self.activity = activity
+        self._panel.show_activity(activity)
+        self.activity_read.emit(activity)
+
+    def choice_for_refusal(self, exc: BaseException) -> str | None:
+        """When EXC says the agent is active, ask and return "wait", "force" or "cancel"; None for other errors."""
+        if not _is_agent_active(exc):
+            return None
+        return self.ask_agent_active(f"{exc}\n\nWait until it has been quiet for {self._panel.quiet_ms / 1000:g} s "
+                                     "and then write, or force the write now?")
+
+    def wait_then(self, lookup_key: str, then: Callable[[], None]) -> None:
+        """Wait in the background (at most WAIT_LIMIT_S) for the quiet period, then call THEN on the GUI thread."""
+        from studio.store.write.protocol import store_activity, wait_for_quiet
+
+        self._cancel = threading.Event()  # a new wait: an earlier stop() does not end it
+        path, quiet_ms, cancel = self._path, self._panel.quiet_ms, self._cancel
+
+        def work(_p, task_cancel):
+            return wait_for_quiet(lambda: store_activity(path, lookup_key, quiet_ms), WAIT_LIMIT_S,
+                                  cancelled=lambda: cancel.is_set() or task_cancel.is_set())
+
+        def done(activity) -> None:
+            self._on_activity(activity)
+            if activity is not None and activity.active:
+                self.wait_failed.emit(activity.message())
+            else:
+                self.quiet.emit()
+                then()
+        self._panel.activity_label.setText(f"Waiting for {quiet_ms / 1000:g} s of quiet…")
+        jobs.submit(self._runner, work, on_done=done, on_error=lambda exc: self.wait_failed.emit(str(exc)),
+                    key=f"protocol-wait-{id(self)}")
+
+    def watch(self, lookup_key: str, window_ms: int | None = None) -> None:
+        """Watch LOOKUP_KEY after a commit (WINDOW_MS, default from the stored turn timings); signals follow."""
+        self._key = lookup_key
+        self._cancel = threading.Event()  # a new watch: an earlier stop() does not end it
+        self._deadline = None
+        ago = self.activity.ago_ms if self.activity is not None else None
+        self._watch_rest(window_ms if window_ms is not None else self.watch_window_ms, ago)
+
+    def _watch_rest(self, window_ms: int | None = None, ago_ms: int | None = None) -> None:
+        from studio.store.write.protocol import history_reader, store_turn_ms, watch_for_overtaking, watch_window_ms
+
+        path, key, cancel, deadline = self._path, self._key, self._cancel, self._deadline
+
+        def work(_p, task_cancel):
+            end = deadline
+            if end is None:
+                window = window_ms
+                if window is None:
+                    window = watch_window_ms(store_turn_ms(path, key))
+                    if ago_ms is None or ago_ms > window:
+                        window = 0  # quiet for longer than a turn takes: nothing can still be in flight
+                end = time.monotonic() + window / 1000
+            left_ms = max(0, int((end - time.monotonic()) * 1000))
+            return watch_for_overtaking(history_reader(path, key), left_ms,
+                                        cancelled=lambda: cancel.is_set() or task_cancel.is_set()), end
+
+        jobs.submit(self._runner, work, on_done=self._on_watched, on_error=lambda _exc: self.watch_finished.emit(),
+                    key=f"protocol-watch-{id(self)}")
+
+    def _on_watched(self, result: tuple) -> None:
+        found, self._deadline = result
+        if not found:
+            self.watch_finished.emit()
+            return
+        self.overtaken.emit(found)
+        text = "\n".join(f.describe() for f in found)
+        choice = self.ask_overtaken(f"{text}\n\nRepair: write a new generation keeping the studio's log and carrying "
+                                    "the agent's observations and cursor forward. Or use the agent's version "
+                                    "instead. (Mastra's rows are never edited.)")
+        if choice == "leave":
+            self.watch_finished.emit()
+            return
+        path, key, session = self._path, self._key, self._session
+        prefer = "carry" if choice == "repair" else "revert"
+        jobs.submit(self._runner, lambda _p, _c: jobs.repair(path, key, prefer=prefer, session=session),
+                    on_done=self._on_repaired, on_error=lambda _exc: self.watch_finished.emit(),
+                    on_worker=True, key=f"protocol-repair-{id(self)}")
+
+    def _on_repaired(self, row: Any) -> None:
+        if row is not None:
+            self.repaired.emit(row)
+        self._watch_rest()  # the rest of the window: the agent may still be in its turn
+
+    def stop(self) -> None:
+        """Stop waiting / watching (the background steps end at their next poll)."""
+        self._cancel.set()

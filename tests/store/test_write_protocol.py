@@ -1,0 +1,230 @@
+"""The OM write protocol on copies of the real fixtures: quiet period, the studio's mark, overtaking writes, repair.
+
+An "overtaking write" is reproduced here with the SQL a running Mastra turn issues (an UPDATE of
+the record id it read, appending `--- message boundary ---` + lines and moving lastObservedAt;
+an INSERT of generationCount + 1 built from that record); tests/interop/test_overtaking.py makes
+real Mastra do it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import libsql
+import pytest
+
+from studio.errors import WriteRefused
+from studio.store.memory_store import MemoryStore
+from studio.store.records import iso_to_ms, ms_to_iso
+from studio.store.write import transaction
+from studio.store.write.protocol import (
+    AgentActivity,
+    find_overtaking_writes,
+    studio_mark,
+    turn_duration_ms,
+    unrepaired,
+    wait_for_quiet,
+    watch_window_ms,
+)
+from studio.store.write.repair import repair_overtaken_writes
+from studio.store.writes import commit_reflection, revert_to_generation
+from tests.interop.conftest import dump_tables
+
+KEY = "thread:support-1"
+NOW = 1_900_000_000_000
+OBS = "* 🔴 (09:00) Studio: the user's key fact."
+STRANDED = "* 🟡 (10:00) Mastra observed this after the studio's commit."
+FORKED = "* 🔴 (11:00) Reflection 9: Mastra's own next generation."
+
+
+def history(path):
+    with MemoryStore.open(path) as store:
+        return store.om_history(KEY)
+
+
+def studio_commit(path, now_ms=NOW, **kw):
+    current = history(path)[0]
+    return commit_reflection(path, lookup_key=KEY, expected_record_id=current.id, observations=OBS,
+                             studio_metadata={"kind": "reflection", "strategy": "test"}, now_ms=now_ms, **kw)
+
+
+def mastra_appends(path, record_id, text, cursor):
+    """What a running turn does to the record it read: append observations, move the cursor (by id)."""
+    conn = libsql.connect(str(path), isolation_level=None)
+    try:
+        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = "activeObservations" || ?, '
+                     '"lastObservedAt" = ?, "updatedAt" = ? WHERE id = ?',
+                     (f"\n\n--- message boundary ({cursor}) ---\n\nDate: Dec 1, 2026\n{text}", cursor, cursor, record_id))
+    finally:
+        conn.close()
+
+
+def mastra_reflects(path, record_id, new_id, line):
+    """What a running turn's reflection does: INSERT generationCount + 1 of its copy, metadata copied."""
+    conn = libsql.connect(str(path), isolation_level=None)
+    try:
+        conn.execute("CREATE TEMP TABLE copy AS SELECT * FROM mastra_observational_memory WHERE id = ?", (record_id,))
+        conn.execute('UPDATE copy SET id = ?, "generationCount" = "generationCount" + 1, '
+                     '"activeObservations" = ? || char(10) || "activeObservations", "createdAt" = ?, "updatedAt" = ?',
+                     (new_id, line, ms_to_iso(NOW + 5000), ms_to_iso(NOW + 5000)))
+        conn.execute("INSERT INTO mastra_observational_memory SELECT * FROM copy")
+    finally:
+        conn.close()
+
+
+# -- the studio's mark ------------------------------------------------------------------------------
+
+def test_the_mark_names_its_own_row_so_a_copy_is_not_mistaken_for_a_studio_write(fixture_db):
+    path = fixture_db("support")
+    ours = revert_to_generation(path, lookup_key=KEY, generation_count=0, expected_record_id=history(path)[0].id,
+                                now_ms=NOW)
+    mastra_reflects(path, ours["id"], "mastra-next", "* 🔴 (12:00) Reflection: condensed.")
+    rows = {r.id: r for r in history(path)}
+    # Mastra's createReflectionGeneration copies metadata: the copy still says kind "revert" ...
+    assert rows["mastra-next"].columns["metadata"]["studio"]["kind"] == "revert"
+    # ... but names the studio's row, not its own: only the studio's row reads as a studio write
+    assert studio_mark(rows["mastra-next"]) is None
+    assert studio_mark(rows[ours["id"]])["kind"] == "revert"
+
+
+def test_marks_written_before_the_protocol_are_not_trusted():
+    row = {"id": "r1", "metadata": json.dumps({"studio": {"kind": "revert", "revertedFrom": 0}})}
+    assert studio_mark(row) is None
+
+
+# -- the quiet period -----------------------------------------------------------------------------
+
+def test_a_message_saved_moments_ago_refuses_the_write_and_says_the_agent_is_active(fixture_db):
+    path = fixture_db("support")
+    conn = libsql.connect(str(path), isolation_level=None)
+    conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = (SELECT id FROM mastra_messages '
+                 'WHERE thread_id = ? ORDER BY "createdAt" DESC LIMIT 1)', (ms_to_iso(NOW - 4000), "support-1"))
+    conn.close()
+    with pytest.raises(WriteRefused) as info:
+        studio_commit(path, idle_ms=30_000)
+    assert info.value.reason == "busy"
+    assert "The agent is active: a message was written 4.0 s ago (quiet period 30 s)" in str(info.value)
+    assert studio_commit(path, now_ms=NOW + 27_000, idle_ms=30_000)["generationCount"] == 3
+
+
+def test_the_studios_own_last_write_does_not_count_as_activity(fixture_db):
+    path = fixture_db("support")
+    studio_commit(path, current_task="- Primary: go on")  # also writes the thread's updatedAt
+    row = studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000)
+    assert row["generationCount"] == 4
+
+
+def test_wait_for_quiet_waits_out_the_quiet_period_and_gives_up_at_the_deadline():
+    clock = {"now": 0}
+
+    def probe():
+        return AgentActivity(now_ms=clock["now"], last_write_ms=0, live_flags=(), quiet_ms=3000)
+
+    def sleep(s):
+        clock["now"] += int(s * 1000)
+
+    assert wait_for_quiet(probe, 10, sleep=sleep).active is False and clock["now"] == 3000
+    clock["now"] = 0
+    assert wait_for_quiet(lambda: AgentActivity(0, 0, ("isObserving",), 3000), 0).active is True
+
+
+def test_turn_timings_set_the_watch_window():
+    # turns of 2 s and 7 s (user -> last reply before the next user message); 2 x 7 s + 5 s = 19 s
+    msgs = [("user", ms_to_iso(0)), ("assistant", ms_to_iso(1000)), ("assistant", ms_to_iso(2000)),
+            ("user", ms_to_iso(60_000)), ("assistant", ms_to_iso(67_000))]
+    assert turn_duration_ms(msgs) == 7000
+    assert watch_window_ms(7000) == 19_000
+    assert watch_window_ms(None) == 10_000 and watch_window_ms(10_000_000) == 600_000
+
+
+# -- overtaking writes and their repair ----------------------------------------------------------------
+
+def test_observations_appended_to_the_superseded_row_are_found_and_carried_forward(fixture_db):
+    path = fixture_db("support")
+    read_at_turn_start = history(path)[0]
+    ours = studio_commit(path)
+    assert find_overtaking_writes(history(path)) == []
+    cursor = ms_to_iso(NOW + 3000)
+    mastra_appends(path, read_at_turn_start.id, STRANDED, cursor)
+    found = find_overtaking_writes(history(path))
+    assert [(f.kind, f.record_id, f.overtaken_record_id, f.added_lines, f.cursor) for f in found] == [
+        ("superseded-row-written", read_at_turn_start.id, ours["id"], ["Date: Dec 1, 2026", STRANDED], cursor)]
+    before = dump_tables(path)
+    repair = repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000)
+    after = dump_tables(path)
+    # a NEW generation: no row that existed was changed
+    assert {k: v for k, v in after["mastra_observational_memory"].items() if k != repair["id"]} == \
+        before["mastra_observational_memory"]
+    assert repair["generationCount"] == 4 and repair["lastObservedAt"] == cursor
+    assert repair["activeObservations"] == f"{OBS}\n\n--- message boundary ({cursor}) ---\n\nDate: Dec 1, 2026\n{STRANDED}"
+    assert unrepaired(find_overtaking_writes(history(path))) == []
+    assert repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 11_000) is None  # nothing left
+    # Mastra writes onto the old row once more: only the new line is unrepaired now
+    mastra_appends(path, read_at_turn_start.id, "* 🟢 (10:30) Yet another late line.", ms_to_iso(NOW + 12_000))
+    [late] = unrepaired(find_overtaking_writes(history(path)))
+    assert late.added_lines == ["Date: Dec 1, 2026", "* 🟢 (10:30) Yet another late line."]
+
+
+def test_a_fork_is_repaired_past_both_rows_keeping_the_studios_log_and_mastras_new_lines(fixture_db):
+    path = fixture_db("support")
+    read_at_turn_start = history(path)[0]
+    ours = studio_commit(path)
+    mastra_reflects(path, read_at_turn_start.id, "mastra-fork", FORKED)
+    [fork] = find_overtaking_writes(history(path))
+    assert (fork.kind, fork.generation, fork.overtaken_record_id, fork.added_lines) == ("fork", 3, ours["id"], [FORKED])
+    repair = repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000)
+    assert repair["generationCount"] == 4  # past both rows holding generation 3: Mastra reads this one next
+    assert repair["activeObservations"].startswith(OBS) and repair["activeObservations"].endswith(FORKED)
+    assert studio_mark(repair)["kind"] == "repair" and studio_mark(repair)["repairs"][-1]["recordId"] == "mastra-fork"
+    assert unrepaired(find_overtaking_writes(history(path))) == []
+
+
+def test_the_user_may_prefer_the_agents_version(fixture_db):
+    path = fixture_db("support")
+    read_at_turn_start = history(path)[0]
+    studio_commit(path)
+    mastra_reflects(path, read_at_turn_start.id, "mastra-fork", FORKED)
+    repair = repair_overtaken_writes(path, lookup_key=KEY, prefer="revert", now_ms=NOW + 10_000)
+    fork_text = next(r for r in history(path) if r.id == "mastra-fork").active_observations
+    assert repair["activeObservations"] == fork_text and OBS not in repair["activeObservations"]
+    assert unrepaired(find_overtaking_writes(history(path))) == []
+
+
+def test_a_repair_is_refused_while_the_agent_is_observing(fixture_db):
+    path = fixture_db("support")
+    read_at_turn_start = history(path)[0]
+    ours = studio_commit(path)
+    mastra_appends(path, read_at_turn_start.id, STRANDED, ms_to_iso(NOW + 3000))
+    conn = libsql.connect(str(path), isolation_level=None)
+    conn.execute('UPDATE mastra_observational_memory SET "isObserving" = 1, "updatedAt" = ? WHERE id = ?',
+                 (ms_to_iso(NOW + 9000), ours["id"]))
+    conn.close()
+    with pytest.raises(WriteRefused) as info:
+        repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000)
+    assert info.value.reason == "busy"
+
+
+def test_duplicate_generations_without_a_studio_row_are_reported_for_doctor(fixture_db):
+    path = fixture_db("support")
+    mastra_reflects(path, history(path)[1].id, "dup", "* x")  # a second generation 2 (mastra #22188's shape)
+    found = find_overtaking_writes(history(path))
+    assert [(f.kind, f.generation, f.record_id) for f in found] == [("duplicate-generation", 2, "dup")]
+    assert unrepaired(found) == []  # nothing of the studio's to repair
+
+
+# -- one bound on lock waits ----------------------------------------------------------------------
+
+def test_a_locked_file_is_refused_after_the_one_bound_and_the_message_states_it(fixture_db, monkeypatch):
+    path = fixture_db("support")
+    monkeypatch.setattr(transaction, "BUSY_TIMEOUT_MS", 100)
+    holder = libsql.connect(str(path), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(WriteRefused) as info:
+            studio_commit(path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert info.value.reason == "busy"
+    assert "the studio waited 0.3 s (the longest any write waits) and wrote nothing" in str(info.value)
+    assert iso_to_ms(history(path)[0].created_at) != NOW  # nothing was written
