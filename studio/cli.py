@@ -188,6 +188,8 @@ COMMANDS: dict[str, Callable] = {
     "clone": _from_module("studio.cli_history", "add_clone_command"),
     "reflect": _from_module("studio.cli_reflect", "add_reflect_command"),
     "revert": _from_module("studio.cli_reflect", "add_revert_command"),
+    "activate": _from_module("studio.cli_observe", "add_activate_command"),
+    "observe": _from_module("studio.cli_observe", "add_observe_command"),
 }
 
 

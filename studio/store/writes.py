@@ -8,6 +8,9 @@ Public API (implemented in `studio.store.write`):
   undo: generation latest+1 with generation N's observations, marked `metadata.studio`;
 - `clone_thread(path, source_thread_id, *, ...) -> dict`  Memory.cloneThread;
 - `delete_messages(path, ids) -> int`  Memory.deleteMessages; `clear_thread(path, thread_id) -> int`;
+- `observation_window(path, thread_id)`, `commit_observation(path, window, ObserverOutput(...))`
+  a synchronous observation as Mastra's observe() writes it; `activate_buffered(path, *, thread_id,
+  lookup_key)` buffered chunks activated as Mastra's activate() does (thread scope);
 - `WriteSession`  one per window / CLI run: backs each file up (`studio.store.backup`) before the
   session's first write to it, then writes;
 - `WriteRefused` (reason: generation-changed, reflecting, not-found, busy, conflict, invalid).
@@ -23,9 +26,11 @@ from studio.store.backup import backup_database
 from studio.store.write.reflection import STUDIO_METADATA_KEY, commit_reflection, revert_to_generation
 from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
 from studio.store.write.threads import clear_thread, clone_thread, delete_messages
+from studio.store.write.activation import activate_buffered
+from studio.store.write.observation import ObserverOutput, commit_observation, observation_window
 
 __all__ = [
     "WriteRefused", "WRITE_REFUSED_REASONS", "commit_reflection", "revert_to_generation", "clone_thread",
     "delete_messages", "clear_thread", "backup_database", "WriteSession", "DESTRUCTIVE_WRITES",
-    "STUDIO_METADATA_KEY",
+    "STUDIO_METADATA_KEY", "ObserverOutput", "observation_window", "commit_observation", "activate_buffered",
 ]

@@ -189,13 +189,14 @@ def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_ke
     IDLE_MS: the protocol's quiet period (ms; 0 = no time check). NOW_MS: the write time (epoch ms).
     Returns {"row": the updated OM row, "activated_cycle_ids", "activated_message_ids",
     "chunks_before", "chunks_after"}. Raises WriteRefused: "not-found" (no record, no chunks),
-    "generation-changed", "busy" (live flag, quiet period, lock), "invalid"; the file is left
+    "generation-changed", "busy" (live flag, quiet period, lock), "invalid" (also: a resource-scope key); the file is left
     byte-identical then.
     """
     if not isinstance(thread_id, str) or not thread_id:
         raise WriteRefused("invalid", "thread_id must be a thread id")
-    if not isinstance(lookup_key, str) or not lookup_key.startswith(("thread:", "resource:")):
-        raise WriteRefused("invalid", f"lookup_key must look like 'thread:<id>' or 'resource:<id>', not {lookup_key!r}")
+    if not isinstance(lookup_key, str) or not lookup_key.startswith("thread:"):
+        raise WriteRefused("invalid", f"lookup_key must look like 'thread:<id>' (resource-scope activation is not "
+                                      f"supported yet), not {lookup_key!r}")
     now = now_ms_or_clock(now_ms)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
