@@ -20,6 +20,7 @@ from studio.engine.tokens import count_observations
 from studio.errors import WriteRefused
 from studio.store.memory_store import MemoryStore
 from studio.store.write.activation import activate_buffered, activation_chunk_count
+from studio.store.write.om_messages import filter_for_persistence
 from studio.store.write.observation import ObserverOutput, commit_observation, observation_window
 from tests.conftest import copy_fixture
 from tests.interop.conftest import file_state
@@ -189,3 +190,21 @@ def test_parse_observer_answer_sections():
     parsed = parse_observer_answer("x <observations>\n a \n</observations><observations>b</observations>"
                                    "<current-task> t </current-task><thread-title></thread-title>")
     assert parsed == ObserverOutput("a\nb", "t", None, None)
+
+
+def test_marker_upsert_filters_the_message_as_message_history_does():
+    # MessageHistory.filterMessagesForPersistence: partial-call and updateWorkingMemory invocations dropped,
+    # <working_memory> blocks cut out of text (trimmed when changed), other parts untouched.
+    content = {"format": 2, "content": "hi <working_memory>x</working_memory> ", "parts": [
+        {"type": "text", "text": " a <working_memory>wm</working_memory>b "},
+        {"type": "text", "text": " untouched "},
+        {"type": "tool-invocation", "toolInvocation": {"state": "partial-call", "toolName": "search"}},
+        {"type": "tool-invocation", "toolInvocation": {"state": "result", "toolName": "updateWorkingMemory"}},
+        {"type": "tool-invocation", "toolInvocation": {"state": "result", "toolName": "search"}},
+        {"type": "text", "text": "open <working_memory>never closed"}]}
+    out = filter_for_persistence(content)
+    assert out["content"] == "hi"
+    assert out["parts"] == [{"type": "text", "text": "a b"}, {"type": "text", "text": " untouched "},
+                            {"type": "tool-invocation", "toolInvocation": {"state": "result", "toolName": "search"}},
+                            {"type": "text", "text": "open <working_memory>never closed"}]
+    assert content["parts"][0]["text"] == " a <working_memory>wm</working_memory>b "  # the input is not changed

@@ -35,16 +35,61 @@ def newest_assistant_message(tx: WriteTx, thread_id: str) -> dict | None:
         content = js_parse(row.get("content"), f"content of message {row.get('id')!r}")
         if isinstance(content, dict) and isinstance(content.get("parts"), list):
             return {**row, "content": content}
-        return None
     return None
+
+
+WORKING_MEMORY_START, WORKING_MEMORY_END = "<working_memory>", "</working_memory>"
+
+
+def remove_working_memory_tags(text: str) -> str:
+    """Return TEXT without `<working_memory>…</working_memory>` blocks (an unclosed one is kept), as Mastra does."""
+    out, pos = [], 0
+    while pos < len(text):
+        start = text.find(WORKING_MEMORY_START, pos)
+        if start == -1:
+            out.append(text[pos:])
+            break
+        out.append(text[pos:start])
+        end = text.find(WORKING_MEMORY_END, start + len(WORKING_MEMORY_START))
+        if end == -1:
+            out.append(text[start:])
+            break
+        pos = end + len(WORKING_MEMORY_END)
+    return "".join(out)
+
+
+def filter_for_persistence(content: dict) -> dict:
+    """Return CONTENT as MessageHistory.filterMessagesForPersistence stores it (a copy).
+
+    `partial-call` tool invocations and `updateWorkingMemory` tool calls are dropped; working-memory
+    tags are removed from text parts and from `content.content` (the result trimmed when changed).
+    """
+    out = dict(content)
+    legacy = out.get("content")
+    if isinstance(legacy, str) and legacy:
+        cleaned = remove_working_memory_tags(legacy)
+        out["content"] = js_trim(cleaned) if cleaned != legacy else legacy
+    parts = []
+    for part in out.get("parts") or []:
+        if isinstance(part, dict) and part.get("type") == "tool-invocation":
+            call = part.get("toolInvocation") if isinstance(part.get("toolInvocation"), dict) else {}
+            if call.get("state") == "partial-call" or call.get("toolName") == "updateWorkingMemory":
+                continue
+        if isinstance(part, dict) and part.get("type") == "text":
+            text = part.get("text") if isinstance(part.get("text"), str) else ""
+            cleaned = remove_working_memory_tags(text)
+            part = {**part, "text": js_trim(cleaned) if cleaned != text else text}
+        parts.append(part)
+    out["parts"] = parts
+    return out
 
 
 def upsert_message(tx: WriteTx, message: dict, thread_updated_at: str) -> None:
     """Store MESSAGE (a row dict with parsed `content`) as Mastra's saveMessages upsert does; bump its thread.
 
-    Columns written: content (JSON.stringify), role, type, thread_id, resourceId; createdAt kept.
+    Columns written: content (MessageHistory's filter, then JSON.stringify), role, type, thread_id, resourceId; createdAt kept.
     """
-    tx.update(MESSAGES, {"content": stringify(message["content"]), "role": message.get("role"),
+    tx.update(MESSAGES, {"content": stringify(filter_for_persistence(message["content"])), "role": message.get("role"),
                          "type": message.get("type"), "thread_id": message.get("thread_id"),
                          "resourceId": message.get("resourceId")}, "id = ?", (message["id"],))
     tx.update(THREADS, {"updatedAt": thread_updated_at}, "id = ?", (message.get("thread_id"),))
