@@ -83,6 +83,7 @@ OBSERVE_CASES = [
     ("support", "support-1", dict(task=True, response=True, title="Observed title here")),   # title changes
     ("support", "support-2", dict(task=False, response=True, title=None)),   # sections missing: keys deleted
     ("collab", "doc_42", dict(task=True, response=False, title="ab")),       # title too short: kept
+    ("support", "support-3", dict(task=False, response=False, title=None)),  # no extracted values at all
     ("tools", "tools-1", dict(task=True, response=True, title="Tools observed")),
 ]
 

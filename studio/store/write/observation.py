@@ -247,7 +247,7 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
         end = {"cycleId": cycle, "operationType": "observation", "completedAt": now, "durationMs": 0,
                "tokensObserved": window.tokens, "observationTokens": tokens.count_observations(observations),
                "observations": observations, "currentTask": task, "suggestedResponse": response,
-               "extractedValues": extracted_values, "recordId": latest["id"], "threadId": window.thread_id}
+               "extractedValues": extracted_values or None, "recordId": latest["id"], "threadId": window.thread_id}
         parts.append({"type": "data-om-observation-end", "data": {k: v for k, v in end.items() if v is not None}})
         target["content"]["parts"] = list(target["content"]["parts"]) + parts
         upsert_message(tx, target, now)
