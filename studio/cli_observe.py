@@ -4,8 +4,9 @@
 the active log exactly as Mastra's activate() does at the threshold (no model call).
 `observe PATH --thread ID --answer-file FILE [--below-threshold] [--dry-run] [--yes] [--json]`
 writes an Observer answer (a file holding `<observations>` and optional `<current-task>`,
-`<suggested-response>`, `<thread-title>`) as the synchronous observation of the thread's
-unobserved window, exactly as Mastra's observe() writes it.
+`<suggested-response>`, `<thread-title>`; resource scope: those inside `<thread id="T">` blocks)
+as the synchronous observation of the thread's unobserved window, exactly as Mastra's observe()
+writes it.
 
 Both back the file up first (`WriteSession`), follow the OM write protocol's quiet period and
 busy flags (`--quiet-period`, `--wait-idle`, `--force`; see studio.cli_write_protocol), and
@@ -45,6 +46,23 @@ def parse_observer_answer(text: str):
     return ObserverOutput(observations=section("observations", join=True) or "",
                           current_task=section("current-task"), suggested_response=section("suggested-response"),
                           thread_title=section("thread-title"))
+
+
+def parse_multi_thread_answer(text: str) -> dict:
+    """Return {thread id: ObserverOutput} from a resource-scope answer's `<thread id="T">…</thread>` blocks.
+
+    Each block is read as a single-thread answer whose bare text (the section tags removed) is the
+    observations. Same stand-in status as `parse_observer_answer`.
+    """
+    from studio.store.write.observation import ObserverOutput
+
+    out = {}
+    for thread_id, body in re.findall(r'<thread\s+id="([^"]+)">(.*?)</thread>', text, flags=re.S | re.I):
+        one = parse_observer_answer(body)
+        bare = re.sub(r"<(current-task|suggested-response|thread-title)>.*?</\1>", "", body, flags=re.S | re.I)
+        out[thread_id] = ObserverOutput(one.observations or bare.strip(), one.current_task,
+                                        one.suggested_response, one.thread_title)
+    return out
 
 
 def _is_terminal() -> bool:
@@ -131,23 +149,30 @@ def _run_observe(args) -> int:
     from studio.store import writes
     from studio.store.write.observation import commit_observation, observation_window
 
+    from studio.store.write.observation_resource import commit_resource_observation, resource_observation_window
+
     key, _ = _lookup(args.path, args.thread)
     try:
         text = open(args.answer_file, encoding="utf-8").read()
     except OSError as exc:
         raise BadInput(f"Cannot read the answer file {args.answer_file}: {exc.strerror or exc}") from exc
-    output = parse_observer_answer(text)
-    if not output.observations:
+    resource = key.startswith("resource:")
+    output = parse_multi_thread_answer(text) if resource else parse_observer_answer(text)
+    if not resource and not output.observations:
         raise BadInput(f"{args.answer_file} has no <observations> content")
     try:
-        window = observation_window(args.path, args.thread)
+        window = resource_observation_window(args.path, args.thread) if resource \
+            else observation_window(args.path, args.thread)
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
-    doc = {"observed": False, "lookup_key": key, "window": window.to_json(),
-           "observations": output.observations, "current_task": output.current_task,
-           "suggested_response": output.suggested_response, "thread_title": output.thread_title, "backup": None}
-    if not window.messages:
+    doc = {"observed": False, "lookup_key": key, "window": window.to_json(), "backup": None}
+    if resource:
+        doc["threads"] = {t: vars(o) for t, o in output.items()}
+    else:
+        doc.update({"observations": output.observations, "current_task": output.current_task,
+                    "suggested_response": output.suggested_response, "thread_title": output.thread_title})
+    if not window.message_ids:
         raise BadInput(f"Thread {args.thread!r} has no unobserved messages")
     if not window.meets and not args.below_threshold:
         raise BadInput(f"The window ({window.pending_message_tokens} pending + {window.tokens} tokens) is below the "
@@ -156,7 +181,7 @@ def _run_observe(args) -> int:
         if args.json:
             _dump(doc)
         else:
-            print(f"Would observe {len(window.messages)} message(s) ({window.tokens:,} tokens) of {key}.")
+            print(f"Would observe {len(window.message_ids)} message(s) of {key} (window: {window.tokens:,} tokens).")
         return EXIT_OK
     outcome = ProtocolOutcome()
     if not preflight(args, args.path, key, outcome):
@@ -164,13 +189,14 @@ def _run_observe(args) -> int:
     if not args.yes:
         if not _is_terminal():
             raise BadInput("observe writes to the database: add --yes to confirm (not a terminal)")
-        if not _confirm(f"Observe {len(window.messages)} message(s) of {key} in {args.path}?"):
+        if not _confirm(f"Observe {len(window.message_ids)} message(s) of {key} in {args.path}?"):
             _say("Nothing was written.")
             return _refused(args, outcome, doc)
     session = writes.WriteSession()
     try:
         session.before_destructive_write(args.path)
-        row = write_with_protocol(args, lambda quiet_ms: commit_observation(
+        commit = commit_resource_observation if resource else commit_observation
+        row = write_with_protocol(args, lambda quiet_ms: commit(
             args.path, window, output, force=args.below_threshold, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         _say(str(exc))
@@ -182,7 +208,7 @@ def _run_observe(args) -> int:
     if args.json:
         _dump(doc)
     else:
-        print(f"Observed {len(window.messages)} message(s) of {key}: {row['observationTokenCount']:,} observation "
+        print(f"Observed {len(window.message_ids)} message(s) of {key}: {row['observationTokenCount']:,} observation "
               "tokens" + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
     return EXIT_OK
 

@@ -177,3 +177,58 @@ def test_activation_refused_while_buffering_leaves_file_identical(tmp_path):
         activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run")
     assert err.value.reason == "busy"
     assert file_state(path) == state
+
+
+RESOURCE_ANSWER = """<observations>
+<thread id="res-a">
+Date: Dec 1, 2026
+* 🔴 (09:00) Studio resource fact for res-a "quoted"
+<current-task>
+- Primary: res-a task
+</current-task>
+<thread-title>Res A observed</thread-title>
+</thread>
+<thread id="res-b">
+Date: Dec 1, 2026
+* 🟡 (09:05) Studio resource fact for res-b
+<suggested-response>
+Say hi to res-b.
+</suggested-response>
+</thread>
+<thread id="res-c">
+Nov 30 has no date line: appended, not merged
+* 🟢 (09:07) Studio resource fact for res-c
+</thread>
+</observations>
+"""
+RESOURCE_OUTPUTS = {
+    "res-a": ObserverOutput('Date: Dec 1, 2026\n* 🔴 (09:00) Studio resource fact for res-a "quoted"',
+                            current_task="- Primary: res-a task", thread_title="Res A observed"),
+    "res-b": ObserverOutput("Date: Dec 1, 2026\n* 🟡 (09:05) Studio resource fact for res-b",
+                            suggested_response="Say hi to res-b."),
+    "res-c": ObserverOutput("Nov 30 has no date line: appended, not merged\n* 🟢 (09:07) Studio resource fact for res-c"),
+}
+
+
+@pytest.mark.parametrize("thread_id", ["res-a", "res-b", "res-c"])
+def test_resource_observation_matches_mastra_and_mastra_continues(mastra_corpus, tmp_path, thread_id):
+    from studio.store.write.observation_resource import commit_resource_observation, resource_observation_window
+
+    answer_file = tmp_path / "answer.txt"
+    answer_file.write_text(RESOURCE_ANSWER, encoding="utf-8")
+    a, b = copy_fixture("resource", tmp_path / "a"), copy_fixture("resource", tmp_path / "b")
+    before = dump_tables(a)
+    window = resource_observation_window(b, thread_id)
+    mastra = run_node(mastra_corpus, "mastra-observe.mjs", a, thread_id, answer_file)
+    assert mastra["observed"] is True and mastra["scope"] == "resource"
+    assert window.window_ids == mastra["window"]["ids"]
+    assert window.tokens == mastra["gate"]["observeCheck"]["unobservedTokens"]
+    assert window.meets == mastra["gate"]["observeCheck"]["meets"] == (mastra["forced"] is None)
+    assert sorted(t for t, _, _ in window.threads) == sorted(t["id"] for t in mastra["threads"])
+    row = commit_resource_observation(b, window, RESOURCE_OUTPUTS, force=mastra["forced"] is not None)
+    assert row["activeObservations"] == mastra["row"]["activeObservations"]
+    assert row["observedMessageIds"] == mastra["row"]["observedMessageIds"]
+    _, changed_b = _assert_same_changes(before, a, b)
+    assert {c[2] for c in changed_b if c[0] == "mastra_observational_memory"} == set(mastra["changedColumns"])
+    report = run_node(mastra_corpus, "continue.mjs", b, thread_id, "1")
+    assert report["ok"] is True, report

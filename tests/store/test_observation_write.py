@@ -15,7 +15,7 @@ import time
 import libsql
 import pytest
 
-from studio.cli_observe import parse_observer_answer
+from studio.cli_observe import parse_multi_thread_answer, parse_observer_answer
 from studio.engine.tokens import count_observations
 from studio.errors import WriteRefused
 from studio.store.memory_store import MemoryStore
@@ -208,3 +208,28 @@ def test_marker_upsert_filters_the_message_as_message_history_does():
                             {"type": "tool-invocation", "toolInvocation": {"state": "result", "toolName": "search"}},
                             {"type": "text", "text": "open <working_memory>never closed"}]
     assert content["parts"][0]["text"] == " a <working_memory>wm</working_memory>b "  # the input is not changed
+
+
+def test_parse_multi_thread_answer_blocks():
+    parsed = parse_multi_thread_answer('<observations><thread id="t1">\n* a\n<thread-title>T one</thread-title>\n'
+                                       '</thread><thread id="t2">* b</thread></observations>')
+    assert parsed == {"t1": ObserverOutput("* a", None, None, "T one"), "t2": ObserverOutput("* b")}
+
+
+def test_observe_command_resource_scope_below_threshold(tmp_path):
+    # the resource fixture's window: 435 pending + 642 tokens < 2500, so Mastra would not observe yet
+    path = copy_fixture("resource", tmp_path / "db")
+    answer = tmp_path / "answer.txt"
+    answer.write_text('<observations><thread id="res-a">\nDate: Dec 1, 2026\n* 🔴 (09:00) CLI fact\n</thread>'
+                      '</observations>\n', encoding="utf-8")
+    state = file_state(path)
+    below = _cli("observe", path, "--thread", "res-a", "--answer-file", answer, "--yes")
+    assert below.returncode == 2 and "below the threshold" in below.stderr and file_state(path) == state
+    done = _cli("observe", path, "--thread", "res-a", "--answer-file", answer, "--yes", "--below-threshold", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["observed"] is True and [t["thread_id"] for t in doc["window"]["threads"]] == ["res-a", "res-b"]
+    with MemoryStore.open(path) as store:
+        log = store.om_current("resource:user-erin").active_observations
+    assert log.endswith('<thread id="res-b">\n\n</thread>')  # a thread without a block gets an empty section
+    assert '<thread id="res-a">\nDate: Dec 1, 2026\n* 🔴 (09:00) CLI fact\n</thread>' in log

@@ -124,7 +124,7 @@ def observation_window(path: str | os.PathLike[str], thread_id: str) -> Observat
     The messages are those Memory.getContext loads (the thread's stored messages from the
     record's `lastObservedAt` on), filtered by getUnobservedMessages (observedMessageIds, marker
     boundaries, cursor). Raises WriteRefused("not-found") without the thread or an OM record, and
-    ("invalid") for a resource-scope record (not supported yet).
+    ("invalid") for a resource-scope record (see `observation_resource`).
     """
     from studio.store.memory_store import MemoryStore
 
@@ -137,8 +137,8 @@ def observation_window(path: str | os.PathLike[str], thread_id: str) -> Observat
         if record is None:
             raise WriteRefused("not-found", f"Thread {thread_id!r} has no Observational Memory record.")
         if record.scope == "resource" or key.startswith("resource:"):
-            raise WriteRefused("invalid", "Observing a resource-scope record is not supported yet; "
-                                          "only thread-scope records can be observed by the studio.")
+            raise WriteRefused("invalid", f"{key} is a resource-scope record: its window is read by "
+                                          "studio.store.write.observation_resource.resource_observation_window.")
         raw = store.list_messages(thread.id, since=storage_cursor(record.last_observed_at))
     window = _window(raw, record)
     config = _config(record.config)
