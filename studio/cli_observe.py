@@ -12,8 +12,10 @@ Both back the file up first (`WriteSession`), follow the OM write protocol's qui
 busy flags (`--quiet-period`, `--wait-idle`, `--force`; see studio.cli_write_protocol), and
 exit with the CLI's codes: 0 written (or dry run), 2 bad input (no thread, no record, no chunks,
 empty answer, below the threshold without --below-threshold), 3 refused (busy, changed, the
-agent is active, answer no), 4 I/O. No watch runs after the commit: these writes update Mastra's
-own row in place and carry no studio mark (see studio.store.write.observation).
+agent is active, answer no, or the write was overwritten during the watch), 4 I/O. These writes
+update Mastra's own row in place and carry no studio mark (see studio.store.write.observation), so
+the watch after the commit (`--watch`) checks that the written text survives (`watch_in_place`);
+`--on-overtaken` does not apply (there is no repair generation: observe again).
 """
 
 from __future__ import annotations
@@ -95,6 +97,45 @@ def _lookup(path: str, thread_id: str):
     return key, current
 
 
+def watch_in_place(args, path: str, lookup_key: str, record_id: str, written: str, outcome: ProtocolOutcome,
+                   sleep=None) -> None:
+    """Watch the row RECORD_ID for --watch seconds (auto: as the protocol's watch) after an in-place write.
+
+    The write carries no studio mark (it is Mastra's own row, updated as Mastra updates it), so
+    what is watched is the text it WROTE (`activeObservations` as committed): a turn that read the
+    row before the commit rewrites it from its own copy and drops the new lines. When that happens OUTCOME gets an
+    "observation-overwritten" finding and `unrepaired` = 1 (exit 3); there is no automatic
+    repair: the messages are still unobserved by the agent's row, so observing again repairs it.
+    """
+    import time
+
+    from studio.store.write.observation import observation_survived
+    from studio.store.write.protocol import store_turn_ms, watch_window_ms
+
+    if args.watch == "auto":
+        window_ms = watch_window_ms(store_turn_ms(path, lookup_key))
+        ago = (outcome.activity or {}).get("last_write_ago_s")
+        if ago is None or ago * 1000 > window_ms:
+            window_ms = 0  # quiet for longer than a turn takes: nothing can still be in flight
+    else:
+        window_ms = int(args.watch * 1000)
+    started = time.monotonic()
+    deadline = started + window_ms / 1000
+    while True:
+        if not observation_survived(path, record_id, written):
+            outcome.overtaken.append({"kind": "observation-overwritten", "record_id": record_id,
+                                      "message": "A running agent rewrote the observations of record "
+                                                 f"{record_id} from an older copy: the studio's new lines are gone. "
+                                                 "Observe again."})
+            outcome.unrepaired = 1
+            _say(outcome.overtaken[-1]["message"])
+            break
+        if time.monotonic() >= deadline:
+            break
+        (sleep or time.sleep)(min(0.5, max(0.0, deadline - time.monotonic())))
+    outcome.watched_s = time.monotonic() - started
+
+
 def _refused(args, outcome: ProtocolOutcome, doc: dict) -> int:
     doc.update(outcome.to_json())
     if args.json:
@@ -130,6 +171,7 @@ def _run_activate(args) -> int:
         _say(str(exc))
         return exit_code_for(exc)
     row = result["row"]
+    watch_in_place(args, args.path, key, row["id"], row["activeObservations"], outcome)
     doc.update({"activated": True, "chunks_after": result["chunks_after"],
                 "activated_cycle_ids": result["activated_cycle_ids"],
                 "activated_message_ids": result["activated_message_ids"],
@@ -142,7 +184,7 @@ def _run_activate(args) -> int:
     else:
         print(f"Activated {len(result['activated_cycle_ids'])} of {len(chunks)} buffered chunk(s) of {key}: "
               f"{row['observationTokenCount']:,} observation tokens" + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
-    return EXIT_OK
+    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
 
 
 def _run_observe(args) -> int:
@@ -201,6 +243,7 @@ def _run_observe(args) -> int:
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
+    watch_in_place(args, args.path, key, row["id"], row["activeObservations"], outcome)
     doc.update({"observed": True, "record_id": row["id"], "observation_token_count": row["observationTokenCount"],
                 "last_observed_at": row["lastObservedAt"],
                 "backup": str(session.backup_for(args.path) or "") or None})
@@ -210,7 +253,7 @@ def _run_observe(args) -> int:
     else:
         print(f"Observed {len(window.message_ids)} message(s) of {key}: {row['observationTokenCount']:,} observation "
               "tokens" + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
-    return EXIT_OK
+    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
 
 
 def add_activate_command(subparsers) -> None:

@@ -233,3 +233,34 @@ def test_observe_command_resource_scope_below_threshold(tmp_path):
         log = store.om_current("resource:user-erin").active_observations
     assert log.endswith('<thread id="res-b">\n\n</thread>')  # a thread without a block gets an empty section
     assert '<thread id="res-a">\nDate: Dec 1, 2026\n* 🔴 (09:00) CLI fact\n</thread>' in log
+
+
+@pytest.mark.parametrize("overwritten", [True, False])
+def test_watch_after_an_in_place_write(tmp_path, overwritten):
+    """An agent turn that read the row before our commit writes its own copy back: our lines are gone (exit 3).
+    A turn that read our row appends to it: nothing is reported."""
+    import argparse
+
+    from studio.cli_observe import watch_in_place
+    from studio.cli_write_protocol import ProtocolOutcome
+
+    path = copy_fixture("support", tmp_path)
+    window = observation_window(path, "support-1")
+    stale = window.record.active_observations
+    row = commit_observation(path, window, ObserverOutput(OBS))
+    calls = []
+
+    def agent_turn(seconds):
+        if not calls:
+            text = stale + "\n\n* 🔴 (10:00) the agent's own line" if overwritten else \
+                row["activeObservations"] + "\n\n* 🔴 (10:00) the agent's next observation"
+            _set(path, 'UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?', (text, row["id"]))
+        calls.append(seconds)
+        time.sleep(min(seconds, 0.05))
+
+    outcome = ProtocolOutcome()
+    watch_in_place(argparse.Namespace(watch=0.5), path, "thread:support-1", row["id"], row["activeObservations"],
+                   outcome, sleep=agent_turn)
+    assert calls  # the watch polled at least once after the agent's write
+    assert outcome.unrepaired == (1 if overwritten else 0)
+    assert [f["kind"] for f in outcome.overtaken] == (["observation-overwritten"] if overwritten else [])

@@ -283,15 +283,15 @@ def commit_observation(path: str | os.PathLike[str], window: ObservationWindow, 
         return _commit(tx, window, output, observations, now, idle_ms)
 
 
-def observation_survived(path: str | os.PathLike[str], record_id: str, observations: str) -> bool:
-    """Return True while the OM row RECORD_ID (read-only) still holds OBSERVATIONS (the text a commit appended).
+def observation_survived(path: str | os.PathLike[str], record_id: str, written: str) -> bool:
+    """Return True while the OM row RECORD_ID (read-only) still starts with WRITTEN (its text as committed).
 
-    An overtaking Mastra turn rewrites activeObservations from the copy it read before the
-    commit, which drops the appended text; a reflection that condensed it is not overtaking
-    (call this on the row, not on the newest generation).
+    A later observation that read the committed row appends to it (still True); an overtaking
+    Mastra turn that read the row before the commit rewrites activeObservations from its own copy,
+    which drops the committed text (False). A reflection writes a new row and leaves this one.
     """
     from studio.store.memory_store import MemoryStore
 
     with MemoryStore.open(path) as store:
         row = store.om_record(record_id)
-    return row is not None and observations in (row.active_observations or "")
+    return row is not None and (row.active_observations or "").startswith(written)
