@@ -217,6 +217,8 @@ COMMANDS: dict[str, Callable] = {
     "trace": _from_module("studio.cli_trace", "add_trace_command"),
     "context": _from_module("studio.cli_trace", "add_context_command"),
     "doctor": _from_module("studio.cli_doctor", "add_doctor_command"),
+    "activate": _from_module("studio.cli_observe", "add_activate_command"),
+    "observe": _from_module("studio.cli_observe", "add_observe_command"),
 }
 
 

@@ -8,6 +8,10 @@ Public API (implemented in `studio.store.write`):
   undo: generation latest+1 with generation N's observations, marked `metadata.studio`;
 - `clone_thread(path, source_thread_id, *, ...) -> dict`  Memory.cloneThread;
 - `delete_messages(path, ids) -> int`  Memory.deleteMessages; `clear_thread(path, thread_id) -> int`;
+- `observation_window(path, thread_id)`, `commit_observation(path, window, ObserverOutput(...))`
+  a synchronous observation as Mastra's observe() writes it (resource scope:
+  `resource_observation_window` / `commit_resource_observation`); `activate_buffered(path, *, thread_id,
+  lookup_key)` buffered chunks activated as Mastra's activate() does (thread scope);
 - `WriteSession`  one per window / CLI run: backs each file up (`studio.store.backup`) before the
   session's first write to it, then writes;
 - the OM write protocol (`studio.store.write.protocol`): quiet period (`read_activity`,
@@ -36,10 +40,15 @@ from studio.store.write.reflection import STUDIO_METADATA_KEY, commit_reflection
 from studio.store.write.repair import repair_overtaken_writes
 from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
 from studio.store.write.threads import clear_thread, clone_thread, delete_messages
+from studio.store.write.activation import activate_buffered
+from studio.store.write.observation import ObserverOutput, commit_observation, observation_window
+from studio.store.write.observation_resource import commit_resource_observation, resource_observation_window
 
 __all__ = [
     "WriteRefused", "WRITE_REFUSED_REASONS", "commit_reflection", "revert_to_generation", "clone_thread",
     "delete_messages", "clear_thread", "backup_database", "WriteSession", "DESTRUCTIVE_WRITES",
     "STUDIO_METADATA_KEY", "DEFAULT_QUIET_MS", "OvertakingWrite", "find_overtaking_writes", "store_activity",
     "studio_mark", "unrepaired", "repair_overtaken_writes",
+    "ObserverOutput", "observation_window", "commit_observation", "activate_buffered",
+    "resource_observation_window", "commit_resource_observation",
 ]

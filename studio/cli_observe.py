@@ -1,0 +1,283 @@
+"""`memory-studio activate` and `memory-studio observe`: Mastra's observation writes, by hand.
+
+`activate PATH --thread ID [--yes] [--json]` moves the record's buffered observation chunks into
+the active log exactly as Mastra's activate() does at the threshold (no model call).
+`observe PATH --thread ID --answer-file FILE [--below-threshold] [--dry-run] [--yes] [--json]`
+writes an Observer answer (a file holding `<observations>` and optional `<current-task>`,
+`<suggested-response>`, `<thread-title>`; resource scope: those inside `<thread id="T">` blocks)
+as the synchronous observation of the thread's unobserved window, exactly as Mastra's observe()
+writes it.
+
+Both back the file up first (`WriteSession`), follow the OM write protocol's quiet period and
+busy flags (`--quiet-period`, `--wait-idle`, `--force`; see studio.cli_write_protocol), and
+exit with the CLI's codes: 0 written (or dry run), 2 bad input (no thread, no record, no chunks,
+empty answer, below the threshold without --below-threshold), 3 refused (busy, changed, the
+agent is active, answer no, or the write was overwritten during the watch), 4 I/O. These writes
+update Mastra's own row in place and carry no studio mark (see studio.store.write.observation), so
+the watch after the commit (`--watch`) checks that the written text survives (`watch_in_place`);
+`--on-overtaken` does not apply (there is no repair generation: observe again).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump, exit_code_for
+from studio.cli_write_protocol import ProtocolOutcome, _say, add_protocol_arguments, preflight, write_with_protocol
+
+_TAG = r"<{0}>(.*?)</{0}>"
+
+
+def parse_observer_answer(text: str):
+    """Return an ObserverOutput from an Observer answer TEXT (minimal: the tags' trimmed contents).
+
+    Several `<observations>` blocks are joined by a newline; a missing section is None. This is a
+    stand-in for the engine's Observer parser (degenerate-output checks, line truncation), kept in
+    this one function so it can be swapped.
+    """
+    from studio.store.write.observation import ObserverOutput
+
+    def section(tag: str, join: bool = False) -> str | None:
+        found = [m.strip() for m in re.findall(_TAG.format(tag), text, flags=re.S | re.I)]
+        found = [f for f in found if f]
+        if not found:
+            return None
+        return "\n".join(found) if join else found[0]
+
+    return ObserverOutput(observations=section("observations", join=True) or "",
+                          current_task=section("current-task"), suggested_response=section("suggested-response"),
+                          thread_title=section("thread-title"))
+
+
+def parse_multi_thread_answer(text: str) -> dict:
+    """Return {thread id: ObserverOutput} from a resource-scope answer's `<thread id="T">…</thread>` blocks.
+
+    Each block is read as a single-thread answer whose bare text (the section tags removed) is the
+    observations. Same stand-in status as `parse_observer_answer`.
+    """
+    from studio.store.write.observation import ObserverOutput
+
+    out = {}
+    for thread_id, body in re.findall(r'<thread\s+id="([^"]+)">(.*?)</thread>', text, flags=re.S | re.I):
+        one = parse_observer_answer(body)
+        bare = re.sub(r"<(current-task|suggested-response|thread-title)>.*?</\1>", "", body, flags=re.S | re.I)
+        out[thread_id] = ObserverOutput(one.observations or bare.strip(), one.current_task,
+                                        one.suggested_response, one.thread_title)
+    return out
+
+
+def _is_terminal() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _confirm(question: str) -> bool:
+    try:
+        sys.stderr.write(f"{question} [y/N] ")
+        sys.stderr.flush()
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
+    except (EOFError, OSError):
+        return False
+
+
+def _lookup(path: str, thread_id: str):
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        thread = store.get_thread(thread_id)
+        if thread is None:
+            raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
+        key = store.lookup_key_for_thread(thread)
+        current = store.om_current(key) if key else None
+    if current is None:
+        raise BadInput(f"Thread {thread_id!r} has no observational memory")
+    return key, current
+
+
+def watch_in_place(args, path: str, lookup_key: str, record_id: str, written: str, outcome: ProtocolOutcome,
+                   sleep=None) -> None:
+    """Watch the row RECORD_ID for --watch seconds (auto: as the protocol's watch) after an in-place write.
+
+    The write carries no studio mark (it is Mastra's own row, updated as Mastra updates it), so
+    what is watched is the text it WROTE (`activeObservations` as committed): a turn that read the
+    row before the commit rewrites it from its own copy and drops the new lines. When that happens OUTCOME gets an
+    "observation-overwritten" finding and `unrepaired` = 1 (exit 3); there is no automatic
+    repair: the messages are still unobserved by the agent's row, so observing again repairs it.
+    """
+    import time
+
+    from studio.store.write.observation import observation_survived
+    from studio.store.write.protocol import store_turn_ms, watch_window_ms
+
+    if args.watch == "auto":
+        window_ms = watch_window_ms(store_turn_ms(path, lookup_key))
+        ago = (outcome.activity or {}).get("last_write_ago_s")
+        if ago is None or ago * 1000 > window_ms:
+            window_ms = 0  # quiet for longer than a turn takes: nothing can still be in flight
+    else:
+        window_ms = int(args.watch * 1000)
+    started = time.monotonic()
+    deadline = started + window_ms / 1000
+    while True:
+        if not observation_survived(path, record_id, written):
+            outcome.overtaken.append({"kind": "observation-overwritten", "record_id": record_id,
+                                      "message": "A running agent rewrote the observations of record "
+                                                 f"{record_id} from an older copy: the studio's new lines are gone. "
+                                                 "Observe again."})
+            outcome.unrepaired = 1
+            _say(outcome.overtaken[-1]["message"])
+            break
+        if time.monotonic() >= deadline:
+            break
+        (sleep or time.sleep)(min(0.5, max(0.0, deadline - time.monotonic())))
+    outcome.watched_s = time.monotonic() - started
+
+
+def _refused(args, outcome: ProtocolOutcome, doc: dict) -> int:
+    doc.update(outcome.to_json())
+    if args.json:
+        _dump(doc)
+    return EXIT_REFUSED
+
+
+def _run_activate(args) -> int:
+    from studio.store import writes
+    from studio.store.write.activation import activate_buffered
+
+    key, current = _lookup(args.path, args.thread)
+    chunks = current.buffered_chunks
+    doc = {"activated": False, "thread_id": args.thread, "lookup_key": key, "record_id": current.id,
+           "chunks_before": len(chunks), "backup": None}
+    if not chunks:
+        raise BadInput(f"{key} has no buffered observation chunks to activate")
+    outcome = ProtocolOutcome()
+    if not preflight(args, args.path, key, outcome):
+        return _refused(args, outcome, doc)
+    if not args.yes:
+        if not _is_terminal():
+            raise BadInput("activate writes to the database: add --yes to confirm (not a terminal)")
+        if not _confirm(f"Activate buffered observations of {key} ({len(chunks)} chunk(s) pending) in {args.path}?"):
+            _say("Nothing was written.")
+            return _refused(args, outcome, doc)
+    session = writes.WriteSession()
+    try:
+        session.before_destructive_write(args.path)
+        result = write_with_protocol(args, lambda quiet_ms: activate_buffered(
+            args.path, thread_id=args.thread, lookup_key=key, expected_record_id=current.id, idle_ms=quiet_ms))
+    except writes.WriteRefused as exc:
+        _say(str(exc))
+        return exit_code_for(exc)
+    row = result["row"]
+    watch_in_place(args, args.path, key, row["id"], row["activeObservations"], outcome)
+    doc.update({"activated": True, "chunks_after": result["chunks_after"],
+                "activated_cycle_ids": result["activated_cycle_ids"],
+                "activated_message_ids": result["activated_message_ids"],
+                "observation_token_count": row["observationTokenCount"],
+                "pending_message_tokens": row["pendingMessageTokens"], "last_observed_at": row["lastObservedAt"],
+                "backup": str(session.backup_for(args.path) or "") or None})
+    doc.update(outcome.to_json())
+    if args.json:
+        _dump(doc)
+    else:
+        print(f"Activated {len(result['activated_cycle_ids'])} of {len(chunks)} buffered chunk(s) of {key}: "
+              f"{row['observationTokenCount']:,} observation tokens" + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
+    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
+
+
+def _run_observe(args) -> int:
+    from studio.store import writes
+    from studio.store.write.observation import commit_observation, observation_window
+
+    from studio.store.write.observation_resource import commit_resource_observation, resource_observation_window
+
+    key, _ = _lookup(args.path, args.thread)
+    try:
+        text = open(args.answer_file, encoding="utf-8").read()
+    except OSError as exc:
+        raise BadInput(f"Cannot read the answer file {args.answer_file}: {exc.strerror or exc}") from exc
+    resource = key.startswith("resource:")
+    output = parse_multi_thread_answer(text) if resource else parse_observer_answer(text)
+    if not resource and not output.observations:
+        raise BadInput(f"{args.answer_file} has no <observations> content")
+    try:
+        window = resource_observation_window(args.path, args.thread) if resource \
+            else observation_window(args.path, args.thread)
+    except writes.WriteRefused as exc:
+        _say(str(exc))
+        return exit_code_for(exc)
+    doc = {"observed": False, "lookup_key": key, "window": window.to_json(), "backup": None}
+    if resource:
+        doc["threads"] = {t: vars(o) for t, o in output.items()}
+    else:
+        doc.update({"observations": output.observations, "current_task": output.current_task,
+                    "suggested_response": output.suggested_response, "thread_title": output.thread_title})
+    if not window.message_ids:
+        raise BadInput(f"Thread {args.thread!r} has no unobserved messages")
+    if not window.meets and not args.below_threshold:
+        raise BadInput(f"The window ({window.pending_message_tokens} pending + {window.tokens} tokens) is below the "
+                       f"threshold of {window.threshold}: Mastra would not observe yet (--below-threshold to write anyway)")
+    if args.dry_run:
+        if args.json:
+            _dump(doc)
+        else:
+            print(f"Would observe {len(window.message_ids)} message(s) of {key} (window: {window.tokens:,} tokens).")
+        return EXIT_OK
+    outcome = ProtocolOutcome()
+    if not preflight(args, args.path, key, outcome):
+        return _refused(args, outcome, doc)
+    if not args.yes:
+        if not _is_terminal():
+            raise BadInput("observe writes to the database: add --yes to confirm (not a terminal)")
+        if not _confirm(f"Observe {len(window.message_ids)} message(s) of {key} in {args.path}?"):
+            _say("Nothing was written.")
+            return _refused(args, outcome, doc)
+    session = writes.WriteSession()
+    try:
+        session.before_destructive_write(args.path)
+        commit = commit_resource_observation if resource else commit_observation
+        row = write_with_protocol(args, lambda quiet_ms: commit(
+            args.path, window, output, force=args.below_threshold, idle_ms=quiet_ms))
+    except writes.WriteRefused as exc:
+        _say(str(exc))
+        return exit_code_for(exc)
+    watch_in_place(args, args.path, key, row["id"], row["activeObservations"], outcome)
+    doc.update({"observed": True, "record_id": row["id"], "observation_token_count": row["observationTokenCount"],
+                "last_observed_at": row["lastObservedAt"],
+                "backup": str(session.backup_for(args.path) or "") or None})
+    doc.update(outcome.to_json())
+    if args.json:
+        _dump(doc)
+    else:
+        print(f"Observed {len(window.message_ids)} message(s) of {key}: {row['observationTokenCount']:,} observation "
+              "tokens" + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
+    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
+
+
+def add_activate_command(subparsers) -> None:
+    """Register `activate PATH --thread ID [--yes] [--json]` (+ the write protocol's options)."""
+    p = subparsers.add_parser("activate", help="activate buffered observation chunks now, as Mastra does at the "
+                                               "threshold (no model call)")
+    p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to activate")
+    p.add_argument("--yes", action="store_true", help="write without asking")
+    p.add_argument("--json", action="store_true", help="print the JSON document")
+    add_protocol_arguments(p)
+    p.set_defaults(run=_run_activate)
+
+
+def add_observe_command(subparsers) -> None:
+    """Register `observe PATH --thread ID --answer-file FILE [--below-threshold] [--dry-run] [--yes] [--json]`."""
+    p = subparsers.add_parser("observe", help="write an Observer answer as the observation of the unobserved window")
+    p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread to observe")
+    p.add_argument("--answer-file", required=True, metavar="FILE", help="the Observer's answer (<observations>…)")
+    p.add_argument("--below-threshold", action="store_true",
+                   help="observe although the window is below Mastra's threshold")
+    p.add_argument("--dry-run", action="store_true", help="show the window; write nothing")
+    p.add_argument("--yes", action="store_true", help="write without asking")
+    p.add_argument("--json", action="store_true", help="print the JSON document")
+    add_protocol_arguments(p)
+    p.set_defaults(run=_run_observe)

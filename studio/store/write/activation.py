@@ -1,0 +1,203 @@
+"""Activate buffered observation chunks exactly as Mastra's `activate()` does, without a model (no Qt).
+
+Mirrors @mastra/memory 1.31.0 `ObservationalMemory.activate()` as `runThresholdObservation` calls
+it, then `resetBufferingState()`, with the libSQL store (@mastra/libsql 1.23.1), all in ONE
+BEGIN IMMEDIATE transaction:
+
+1. `swapBufferedToActive`: how many chunks (`activation_chunk_count`), then the OM row updated IN
+   PLACE: `activeObservations` = old + `\\n\\n--- message boundary (<last chunk's lastObservedAt>) ---\\n\\n`
+   + the chunks' observations joined by `\\n\\n`; `observationTokenCount` += Σ chunk.tokenCount;
+   `pendingMessageTokens` = max(0, old − Σ chunk.messageTokens); `bufferedObservationChunks` = the
+   rest (NULL when none); `lastObservedAt`; `updatedAt`. `resetBufferingState`:
+   `lastBufferedAtTokens` 0, `isBufferingObservation` 0;
+2. the thread: `metadata.mastra.om.{suggestedResponse, currentTask, threadTitle}` from the last
+   activated chunk (`suggestedContinuation`, `currentTask`, `threadTitle`), the title rule, `updatedAt`;
+3. one `data-om-activation` marker per activated chunk on the thread's newest assistant message,
+   which also keeps the token-estimate caches Mastra stamps on its parts while counting.
+
+Protocol: as the observation write (`studio.store.write.observation`): flags and quiet period
+inside the transaction, the row must be as read ("generation-changed"), no studio mark (the row
+is Mastra's, updated in place as Mastra updates it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from studio.engine import tokens
+from studio.engine.jscompat import UNDEFINED
+from studio.engine.settings import max_threshold, resolve_settings
+from studio.errors import WriteRefused
+from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
+from studio.store.write.common import (
+    iso, js_date_round_trip, js_parse, latest_om_row, now_ms_or_clock, read_om_row, read_thread, stringify,
+    thread_metadata, to_int,
+)
+from studio.store.write.om_messages import new_thread_title, newest_assistant_message, set_thread_om, upsert_message
+from studio.store.write.protocol import check_quiet
+from studio.store.write.reflection import _check_flags
+from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
+
+__all__ = ["activation_chunk_count", "activate_buffered", "DEFAULT_BUFFER_ACTIVATION"]
+
+#: Mastra's default `observation.bufferActivation`.
+DEFAULT_BUFFER_ACTIVATION = 0.7
+
+
+def _num(value: Any) -> float:
+    try:
+        number = float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if number == number else 0.0
+
+
+def activation_chunk_count(chunks: list[dict], pending_tokens: float, threshold: float, buffer_activation: float,
+                           force_max: bool) -> int:
+    """Return how many of CHUNKS (oldest first) Mastra's swapBufferedToActive activates (≥ 1 when any).
+
+    PENDING_TOKENS: the record's pendingMessageTokens (or Σ chunk.messageTokens when that is 0);
+    THRESHOLD: the max message-token threshold; BUFFER_ACTIVATION: the ratio (< 1000) or an absolute
+    retention in tokens (≥ 1000); FORCE_MAX: pending ≥ blockAfter. The retention floor is
+    THRESHOLD × (1 − ratio); the target is pending − floor; the first cumulative boundary reaching
+    the target is taken unless it overshoots by more than 0.95 × floor or leaves less than
+    min(1000, floor) (no overshoot limit with FORCE_MAX); else the last boundary below the target if
+    it leaves that much; else the over boundary; else one chunk.
+    """
+    if not chunks:
+        return 0
+    if buffer_activation >= 1000:
+        ratio = max(0.0, min(1.0, 1 - buffer_activation / threshold)) if threshold else 0.0
+    else:
+        ratio = max(0.0, min(1.0, buffer_activation))
+    floor = threshold * (1 - ratio)
+    target = max(0.0, pending_tokens - floor)
+    cumulative = 0.0
+    over = over_tokens = under = under_tokens = 0
+    for i, chunk in enumerate(chunks):
+        cumulative += _num(chunk.get("messageTokens"))
+        if cumulative >= target:
+            if over == 0 or cumulative < over_tokens:
+                over, over_tokens = i + 1, cumulative
+        elif cumulative > under_tokens:
+            under, under_tokens = i + 1, cumulative
+    min_remaining = min(1000.0, floor)
+    if force_max and over > 0 and pending_tokens - over_tokens >= min_remaining:
+        return over
+    if over > 0 and over_tokens - target <= floor * 0.95 and pending_tokens - over_tokens >= min_remaining:
+        return over
+    if under > 0 and pending_tokens - under_tokens >= min_remaining:
+        return under
+    return over if over > 0 else 1
+
+
+def _chunks(value: Any) -> list[dict]:
+    if not value:
+        return []
+    try:
+        parsed = json.loads(value) if isinstance(value, (str, bytes, bytearray)) else value
+    except ValueError:
+        return []
+    return [c for c in parsed if isinstance(c, dict)] if isinstance(parsed, list) else []
+
+
+def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: str | None, now_ms: int,
+            idle_ms: int) -> dict:
+    latest = latest_om_row(tx, lookup_key)
+    if latest is None:
+        raise WriteRefused("not-found", f"There is no Observational Memory record for {lookup_key}.")
+    if expected_record_id is not None and latest["id"] != expected_record_id:
+        raise WriteRefused("generation-changed", f"The latest generation of {lookup_key} is now record {latest['id']}, "
+                                                 f"not {expected_record_id}; nothing was written.")
+    chunks = _chunks(latest.get("bufferedObservationChunks"))
+    if not chunks:
+        raise WriteRefused("not-found", f"{lookup_key} has no buffered observation chunks to activate.")
+    _check_flags(latest, now_ms, False)
+    check_quiet(tx.rows, latest, now_ms, idle_ms)
+    config = js_parse(latest.get("config"), "OM record config") if latest.get("config") else {}
+    config = config if isinstance(config, dict) else {}
+    settings = resolve_settings(config, latest.get("scope"))
+    obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
+    ref = config.get("reflection") if isinstance(config.get("reflection"), dict) else {}
+    threshold = max_threshold(settings.message_tokens)
+    total_chunk_tokens = sum(_num(c.get("messageTokens")) for c in chunks)
+    pending = _num(latest.get("pendingMessageTokens")) or total_chunk_tokens
+    activation = obs.get("bufferActivation")
+    activation = DEFAULT_BUFFER_ACTIVATION if activation is None else _num(activation)
+    block_after = _num(obs.get("blockAfter"))
+    count = activation_chunk_count(chunks, pending, threshold, activation, bool(block_after) and pending >= block_after)
+    done, rest = chunks[:count], chunks[count:]
+    now = iso(now_ms)
+    last = done[-1]
+    last_observed_at = js_date_round_trip(last.get("lastObservedAt")) or now
+    content = "\n\n".join(str(c.get("observations")) for c in done)
+    old = latest.get("activeObservations") or ""
+    active = f"{old}\n\n--- message boundary ({last_observed_at}) ---\n\n{content}" if old else content
+    tx.update(OBSERVATIONAL_MEMORY, {
+        "activeObservations": active,
+        "observationTokenCount": to_int(latest.get("observationTokenCount")) + sum(to_int(c.get("tokenCount")) for c in done),
+        "pendingMessageTokens": to_int(max(0, _num(latest.get("pendingMessageTokens"))
+                                           - sum(_num(c.get("messageTokens")) for c in done))),
+        "bufferedObservationChunks": stringify(rest) if rest else None,
+        "lastObservedAt": last_observed_at, "lastBufferedAtTokens": 0, "isBufferingObservation": 0,
+        "updatedAt": now}, "id = ?", (latest["id"],))
+
+    row = read_om_row(tx, latest["id"])
+    target = newest_assistant_message(tx, thread_id)
+    if target is not None:
+        tokens.count_message_for_status(target, model=settings.counter_model, stamp=True)
+        marker_config = {k: v for k, v in (("messageTokens", obs.get("messageTokens", UNDEFINED)),
+                                           ("observationTokens", ref.get("observationTokens", UNDEFINED)),
+                                           ("scope", latest.get("scope"))) if v is not UNDEFINED}
+        parts = list(target["content"]["parts"])
+        for chunk in done:
+            parts.append({"type": "data-om-activation", "data": {
+                "cycleId": chunk.get("cycleId"), "operationType": "observation", "activatedAt": now,
+                "chunksActivated": 1, "tokensActivated": chunk.get("messageTokens"),
+                "observationTokens": chunk.get("tokenCount"), "messagesActivated": len(chunk.get("messageIds") or []),
+                "recordId": latest["id"], "threadId": latest.get("threadId") or thread_id,
+                "generationCount": to_int(latest.get("generationCount")), "config": marker_config,
+                "observations": chunk.get("observations"), "triggeredBy": "threshold"}})
+        target["content"]["parts"] = parts
+        upsert_message(tx, target, now)
+
+    thread = read_thread(tx, thread_id)
+    if thread is not None:
+        metadata = thread_metadata(thread)
+        new_meta = set_thread_om(metadata, {"suggestedResponse": last.get("suggestedContinuation", UNDEFINED),
+                                            "currentTask": last.get("currentTask", UNDEFINED),
+                                            "threadTitle": last.get("threadTitle", UNDEFINED)})
+        title = new_thread_title(thread, metadata, last.get("threadTitle"))
+        values = {"metadata": Jsonb(stringify(new_meta)), "updatedAt": now}
+        if title is not None:
+            values = {"title": title, **values}
+        tx.update(THREADS, values, "id = ?", (thread_id,))
+    return {"row": row, "activated_cycle_ids": [c.get("cycleId") for c in done],
+            "activated_message_ids": [i for c in done for i in (c.get("messageIds") or [])],
+            "chunks_before": len(chunks), "chunks_after": len(rest)}
+
+
+def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_key: str,
+                      expected_record_id: str | None = None, idle_ms: int = 0, now_ms: int | None = None,
+                      busy_timeout_ms: int | None = None) -> dict:
+    """Activate LOOKUP_KEY's buffered observation chunks as Mastra's activate() + resetBufferingState() do.
+
+    THREAD_ID: the thread the activation runs for (metadata, title and the marker go there).
+    EXPECTED_RECORD_ID: the generation the caller looked at (None: whatever is current).
+    IDLE_MS: the protocol's quiet period (ms; 0 = no time check). NOW_MS: the write time (epoch ms).
+    Returns {"row": the updated OM row, "activated_cycle_ids", "activated_message_ids",
+    "chunks_before", "chunks_after"}. Raises WriteRefused: "not-found" (no record, no chunks),
+    "generation-changed", "busy" (live flag, quiet period, lock), "invalid" (also: a resource-scope key); the file is left
+    byte-identical then.
+    """
+    if not isinstance(thread_id, str) or not thread_id:
+        raise WriteRefused("invalid", "thread_id must be a thread id")
+    if not isinstance(lookup_key, str) or not lookup_key.startswith("thread:"):
+        raise WriteRefused("invalid", f"lookup_key must look like 'thread:<id>' (resource-scope activation is not "
+                                      f"supported yet), not {lookup_key!r}")
+    now = now_ms_or_clock(now_ms)
+    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
+    with write_transaction(path, **kwargs) as tx:
+        return _commit(tx, lookup_key, thread_id, expected_record_id, now, idle_ms)

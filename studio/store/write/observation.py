@@ -1,0 +1,297 @@
+"""Commit a synchronous observation exactly as Mastra's `ObservationalMemory.observe()` writes one (no Qt).
+
+Mirrors @mastra/memory 1.31.0 `observe()` with `SyncObservationStrategy.persist` and the libSQL
+store (@mastra/libsql 1.23.1), thread scope. The writes, all in ONE BEGIN IMMEDIATE transaction:
+
+1. the OM record's newest row is updated IN PLACE (`updateActiveObservations`; no new generation):
+   `activeObservations` = old + `\\n\\n--- message boundary (<lastObservedAt>) ---\\n\\n` + the new
+   observations (no boundary when the log was empty), `lastObservedAt` = the newest `createdAt`
+   of the observed messages, `pendingMessageTokens` 0, `observationTokenCount` = tokens of the
+   whole new log, `totalTokensObserved` += that same whole count, `observedMessageIds` = old ids +
+   observed ids, `updatedAt` = now;
+2. the thread: `metadata.mastra.om` = `{...om, suggestedResponse, currentTask, threadTitle,
+   extracted, lastObservedMessageCursor}` (a missing section deletes its key), the title from
+   `<thread-title>` (see `om_messages.new_thread_title`), `updatedAt`;
+3. the markers `data-om-observation-start`, (`data-om-thread-update`,) `data-om-observation-end`
+   appended to the thread's newest assistant message (whole-message upsert).
+
+The protocol (`studio.store.write.protocol`): busy flags and the quiet period are checked before
+(by the caller, `observation_window` reports the activity) and again inside the transaction; the
+window and the record must be exactly as they were when the window was read ("generation-changed"
+otherwise). No studio mark is written: the row stays Mastra's own row, updated in place exactly as
+Mastra updates it, and a mark in its `metadata` would (a) be a column Mastra's write does not
+change and (b) be copied by Mastra into every later generation. What a watch after the commit can
+check instead is `observation_survived`: an overtaking turn that read the row before our commit
+rewrites `activeObservations` from its own copy, which drops our appended text.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from studio.engine import tokens
+from studio.engine.jscompat import UNDEFINED, js_trim
+from studio.engine.settings import dynamic_threshold, resolve_settings
+from studio.engine.unobserved import is_working_memory_state_signal, storage_cursor, unobserved_messages
+from studio.errors import WriteRefused
+from studio.store.records import Message, OMRecord, iso_to_ms
+from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, THREADS
+from studio.store.write.common import (
+    iso, js_date_round_trip, js_parse, latest_om_row, new_id, now_ms_or_clock, read_om_row, read_thread, stringify,
+    thread_metadata, to_int,
+)
+from studio.store.write.om_messages import (
+    MESSAGE_COLUMNS, new_thread_title, newest_assistant_message, set_thread_om, upsert_message,
+)
+from studio.store.write.protocol import check_quiet
+from studio.store.write.reflection import _check_flags
+from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
+
+__all__ = ["ObserverOutput", "ObservationWindow", "observation_window", "commit_observation", "observation_survived"]
+
+
+@dataclass(frozen=True)
+class ObserverOutput:
+    """The Observer's parsed answer: OBSERVATIONS (the `<observations>` list lines, no tag) and the optional
+    CURRENT_TASK, SUGGESTED_RESPONSE, THREAD_TITLE sections (None: the answer had no such section)."""
+
+    observations: str
+    current_task: str | None = None
+    suggested_response: str | None = None
+    thread_title: str | None = None
+
+
+@dataclass(frozen=True)
+class ObservationWindow:
+    """The unobserved message window of a thread as Mastra's observe() selects it, and its threshold gate.
+
+    MESSAGES: Mastra message dicts (storage order); TOKENS: `countMessagesAsync` of them (tokenx);
+    PENDING_MESSAGE_TOKENS: the record's stored value; THRESHOLD: the message-token threshold in force;
+    MEETS: observe()'s own gate, PENDING_MESSAGE_TOKENS + TOKENS >= THRESHOLD. RECORD: the OM row read.
+    """
+
+    thread_id: str
+    lookup_key: str
+    scope: str
+    record: OMRecord
+    messages: list[dict] = field(repr=False)
+    tokens: int
+    pending_message_tokens: int
+    threshold: int
+    message_tokens: Any
+    observation_tokens: Any
+
+    @property
+    def meets(self) -> bool:
+        """observe()'s gate: pendingMessageTokens + tokens(window) >= threshold."""
+        return self.pending_message_tokens + self.tokens >= self.threshold
+
+    @property
+    def message_ids(self) -> list[str]:
+        """The ids of the window's messages, in order."""
+        return [m["id"] for m in self.messages]
+
+    def to_json(self) -> dict:
+        """The window as JSON (CLI)."""
+        return {"thread_id": self.thread_id, "lookup_key": self.lookup_key, "scope": self.scope,
+                "record_id": self.record.id, "messages": len(self.messages), "message_ids": self.message_ids,
+                "tokens": self.tokens, "pending_message_tokens": self.pending_message_tokens,
+                "threshold": self.threshold, "meets": self.meets}
+
+
+def _config(record_config: Any) -> dict:
+    if isinstance(record_config, (str, bytes, bytearray)):
+        try:
+            record_config = json.loads(record_config)
+        except ValueError:
+            return {}
+    return record_config if isinstance(record_config, dict) else {}
+
+
+def _window(messages: list[Message], record: OMRecord) -> list[dict]:
+    loaded = [m.as_mastra() for m in messages]
+    loaded = [m for m in loaded if m["role"] != "system" and not is_working_memory_state_signal(m)]
+    return unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
+
+
+def observation_window(path: str | os.PathLike[str], thread_id: str) -> ObservationWindow:
+    """Read THREAD_ID's unobserved window (read-only) as Mastra's observe() selects it.
+
+    The messages are those Memory.getContext loads (the thread's stored messages from the
+    record's `lastObservedAt` on), filtered by getUnobservedMessages (observedMessageIds, marker
+    boundaries, cursor). Raises WriteRefused("not-found") without the thread or an OM record, and
+    ("invalid") for a resource-scope record (see `observation_resource`).
+    """
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        thread = store.get_thread(thread_id)
+        if thread is None:
+            raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
+        key = store.lookup_key_for_thread(thread)
+        record = store.om_current(key) if key else None
+        if record is None:
+            raise WriteRefused("not-found", f"Thread {thread_id!r} has no Observational Memory record.")
+        if record.scope == "resource" or key.startswith("resource:"):
+            raise WriteRefused("invalid", f"{key} is a resource-scope record: its window is read by "
+                                          "studio.store.write.observation_resource.resource_observation_window.")
+        raw = store.list_messages(thread.id, since=storage_cursor(record.last_observed_at))
+    window = _window(raw, record)
+    config = _config(record.config)
+    settings = resolve_settings(config, record.scope)
+    obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
+    ref = config.get("reflection") if isinstance(config.get("reflection"), dict) else {}
+    counted = tokens.count_messages_for_status(copy.deepcopy(window), model=settings.counter_model)
+    return ObservationWindow(thread_id=thread.id, lookup_key=key, scope=record.scope or "thread", record=record,
+                             messages=window, tokens=counted, pending_message_tokens=to_int(record.columns.get("pendingMessageTokens")),
+                             threshold=dynamic_threshold(settings.message_tokens, record.observation_token_count),
+                             message_tokens=obs.get("messageTokens", UNDEFINED),
+                             observation_tokens=ref.get("observationTokens", UNDEFINED))
+
+
+def _ids(value: Any) -> list:
+    parsed = js_parse(value, "observedMessageIds") if value else None
+    return list(parsed) if isinstance(parsed, list) else []
+
+
+def _check_unchanged(tx: WriteTx, window: ObservationWindow, latest: dict) -> None:
+    rec = window.record.columns
+    same = (latest["id"] == window.record.id
+            and (latest.get("activeObservations") or "") == (rec.get("activeObservations") or "")
+            and latest.get("lastObservedAt") == rec.get("lastObservedAt")
+            and _ids(latest.get("observedMessageIds")) == list(window.record.observed_message_ids or [])
+            and latest.get("updatedAt") == rec.get("updatedAt"))
+    if not same:
+        raise WriteRefused("generation-changed",
+                           f"The Observational Memory of {window.lookup_key} changed since the window was read "
+                           f"(record {latest['id']}, updated {latest.get('updatedAt')}); nothing was written. "
+                           "Read the window again and retry.")
+    cursor = storage_cursor(window.record.last_observed_at)
+    tail, params = "WHERE thread_id = ?", [window.thread_id]
+    if cursor is not None:
+        tail, params = tail + ' AND "createdAt" >= ?', params + [cursor]
+    rows = tx.select(MESSAGES, tail + ' ORDER BY "createdAt" ASC', params, wanted=MESSAGE_COLUMNS)
+    raw = [Message(id=r["id"], thread_id=r["thread_id"], role=r["role"], content=js_parse(r["content"], "content")
+                   if isinstance(r["content"], str) and r["content"][:1] in "{[" else r["content"],
+                   created_at=r["createdAt"], resource_id=r.get("resourceId"), type=r.get("type")) for r in rows]
+    now_window = _window(raw, window.record)
+    if [m["id"] for m in now_window] != window.message_ids:
+        raise WriteRefused("generation-changed",
+                           f"Messages of thread {window.thread_id!r} changed since the window was read; nothing "
+                           "was written. Read the window again and retry.")
+
+
+def _marker_config(window: ObservationWindow) -> dict:
+    config = {"messageTokens": window.message_tokens, "observationTokens": window.observation_tokens,
+              "scope": window.scope}
+    return {k: v for k, v in config.items() if v is not UNDEFINED}
+
+
+def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, observations: str, now_ms: int,
+            idle_ms: int) -> dict:
+    latest = latest_om_row(tx, window.lookup_key)
+    if latest is None:
+        raise WriteRefused("not-found", f"There is no Observational Memory record for {window.lookup_key}.")
+    _check_unchanged(tx, window, latest)
+    _check_flags(latest, now_ms, False)
+    check_quiet(tx.rows, latest, now_ms, idle_ms)
+    now = iso(now_ms)
+    newest = max(window.messages, key=lambda m: iso_to_ms(m.get("createdAt")) or 0)
+    last_observed_at = js_date_round_trip(newest.get("createdAt"))
+    old = latest.get("activeObservations") or ""
+    active = f"{old}\n\n--- message boundary ({last_observed_at}) ---\n\n{observations}" if old else observations
+    whole = tokens.count_observations(active)
+    tx.update(OBSERVATIONAL_MEMORY, {
+        "activeObservations": active, "lastObservedAt": last_observed_at, "pendingMessageTokens": 0,
+        "observationTokenCount": whole, "totalTokensObserved": to_int(latest.get("totalTokensObserved")) + whole,
+        "observedMessageIds": stringify(_ids(latest.get("observedMessageIds")) + window.message_ids),
+        "updatedAt": now}, "id = ?", (latest["id"],))
+
+    thread = read_thread(tx, window.thread_id)
+    cycle = new_id()
+    task = js_trim(output.current_task) if output.current_task else None
+    response = js_trim(output.suggested_response) if output.suggested_response else None
+    title_text = js_trim(output.thread_title) if output.thread_title else None
+    old_title = thread.get("title") if thread else None
+    new_title = None
+    if thread is not None:
+        metadata = thread_metadata(thread)
+        mastra_om = (metadata.get("mastra") or {}).get("om") if isinstance(metadata.get("mastra"), dict) else None
+        extracted = dict(mastra_om.get("extracted")) if isinstance(mastra_om, dict) and \
+            isinstance(mastra_om.get("extracted"), dict) else {}
+        new_meta = set_thread_om(metadata, {
+            "suggestedResponse": response or UNDEFINED, "currentTask": task or UNDEFINED,
+            "threadTitle": title_text or UNDEFINED, "extracted": extracted,
+            "lastObservedMessageCursor": {"createdAt": last_observed_at, "id": newest["id"]}})
+        new_title = new_thread_title(thread, metadata, title_text)
+        values = {"metadata": Jsonb(stringify(new_meta)), "updatedAt": now}
+        if new_title is not None:
+            values = {"title": new_title, **values}
+        tx.update(THREADS, values, "id = ?", (window.thread_id,))
+
+    target = newest_assistant_message(tx, window.thread_id)
+    if target is not None:
+        parts = [{"type": "data-om-observation-start", "data": {
+            "cycleId": cycle, "operationType": "observation", "startedAt": now, "tokensToObserve": window.tokens,
+            "recordId": latest["id"], "threadId": window.thread_id, "threadIds": [window.thread_id],
+            "config": _marker_config(window)}}]
+        if new_title is not None:
+            parts.append({"type": "data-om-thread-update", "data": {
+                "cycleId": cycle, "threadId": window.thread_id, "oldTitle": old_title, "newTitle": new_title,
+                "timestamp": now}})
+        extracted_values = {k: v for k, v in (("current-task", task), ("suggested-response", response)) if v}
+        end = {"cycleId": cycle, "operationType": "observation", "completedAt": now, "durationMs": 0,
+               "tokensObserved": window.tokens, "observationTokens": tokens.count_observations(observations),
+               "observations": observations, "currentTask": task, "suggestedResponse": response,
+               "extractedValues": extracted_values or None, "recordId": latest["id"], "threadId": window.thread_id}
+        parts.append({"type": "data-om-observation-end", "data": {k: v for k, v in end.items() if v is not None}})
+        target["content"]["parts"] = list(target["content"]["parts"]) + parts
+        upsert_message(tx, target, now)
+    return read_om_row(tx, latest["id"])
+
+
+def commit_observation(path: str | os.PathLike[str], window: ObservationWindow, output: ObserverOutput, *,
+                       force: bool = False, idle_ms: int = 0, now_ms: int | None = None,
+                       busy_timeout_ms: int | None = None) -> dict:
+    """Write OUTPUT as the observation of WINDOW (from `observation_window`), as Mastra's observe() writes it.
+
+    FORCE: write although WINDOW does not meet observe()'s gate (Mastra would not observe yet; the
+    reference script's `--force`). IDLE_MS: the protocol's quiet period (ms; 0 = no time check).
+    NOW_MS: the write time (epoch ms). Returns the updated OM row ({column: value}).
+    Raises WriteRefused: "invalid" (empty observations or window, gate not met without FORCE),
+    "not-found", "generation-changed" (record or messages changed since WINDOW was read), "busy"
+    (live flag, quiet period, lock); the file is left byte-identical then.
+    """
+    if not isinstance(output, ObserverOutput):
+        raise WriteRefused("invalid", "output must be an ObserverOutput")
+    observations = js_trim(output.observations or "")
+    if not observations:
+        raise WriteRefused("invalid", "The Observer's answer has no observations; nothing was written.")
+    if not window.messages:
+        raise WriteRefused("invalid", f"Thread {window.thread_id!r} has no unobserved messages; nothing to observe.")
+    if not window.meets and not force:
+        raise WriteRefused("invalid", f"The window holds {window.pending_message_tokens} pending + {window.tokens} "
+                                      f"tokens, below the threshold of {window.threshold}: Mastra would not observe "
+                                      "yet. Force it to observe anyway.")
+    now = now_ms_or_clock(now_ms)
+    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
+    with write_transaction(path, **kwargs) as tx:
+        return _commit(tx, window, output, observations, now, idle_ms)
+
+
+def observation_survived(path: str | os.PathLike[str], record_id: str, written: str) -> bool:
+    """Return True while the OM row RECORD_ID (read-only) still starts with WRITTEN (its text as committed).
+
+    A later observation that read the committed row appends to it (still True); an overtaking
+    Mastra turn that read the row before the commit rewrites activeObservations from its own copy,
+    which drops the committed text (False). A reflection writes a new row and leaves this one.
+    """
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store:
+        row = store.om_record(record_id)
+    return row is not None and (row.active_observations or "").startswith(written)

@@ -1,0 +1,128 @@
+"""Writes shared by the observation and activation writes: marker parts on messages, thread OM metadata.
+
+Mirrors `ObservationalMemory.persistMarkerToStorage` / `persistMarkerToMessage` and
+`setThreadOMMetadata` / `resolveThreadTitleUpdate` (@mastra/memory 1.31.0) with the libSQL store
+(@mastra/libsql 1.23.1): a marker is appended to the newest assistant message (of the thread's
+20 newest by createdAt), and the whole message is upserted (content re-serialised with
+JSON.stringify, createdAt kept), after which the thread's `updatedAt` is bumped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from studio.engine.jscompat import UNDEFINED, js_trim
+from studio.store.schema import MESSAGES, THREADS
+from studio.store.write.common import js_parse, stringify
+from studio.store.write.transaction import WriteTx
+
+MESSAGE_COLUMNS = ["id", "thread_id", "content", "role", "type", "createdAt", "resourceId"]
+#: How many of the thread's newest messages Mastra looks through for the marker's assistant message.
+MARKER_SEARCH_LIMIT = 20
+
+
+def newest_assistant_message(tx: WriteTx, thread_id: str) -> dict | None:
+    """Return the newest assistant message row of THREAD_ID among its 20 newest (content parsed), or None.
+
+    A message whose content is not a JSON object with a `parts` list is passed over (Mastra could
+    not append a part to it either).
+    """
+    rows = tx.select(MESSAGES, 'WHERE thread_id = ? ORDER BY "createdAt" DESC, rowid DESC LIMIT ?',
+                     (thread_id, MARKER_SEARCH_LIMIT), wanted=MESSAGE_COLUMNS)
+    for row in rows:
+        if row.get("role") != "assistant":
+            continue
+        content = js_parse(row.get("content"), f"content of message {row.get('id')!r}")
+        if isinstance(content, dict) and isinstance(content.get("parts"), list):
+            return {**row, "content": content}
+    return None
+
+
+WORKING_MEMORY_START, WORKING_MEMORY_END = "<working_memory>", "</working_memory>"
+
+
+def remove_working_memory_tags(text: str) -> str:
+    """Return TEXT without `<working_memory>…</working_memory>` blocks (an unclosed one is kept), as Mastra does."""
+    out, pos = [], 0
+    while pos < len(text):
+        start = text.find(WORKING_MEMORY_START, pos)
+        if start == -1:
+            out.append(text[pos:])
+            break
+        out.append(text[pos:start])
+        end = text.find(WORKING_MEMORY_END, start + len(WORKING_MEMORY_START))
+        if end == -1:
+            out.append(text[start:])
+            break
+        pos = end + len(WORKING_MEMORY_END)
+    return "".join(out)
+
+
+def filter_for_persistence(content: dict) -> dict:
+    """Return CONTENT as MessageHistory.filterMessagesForPersistence stores it (a copy).
+
+    `partial-call` tool invocations and `updateWorkingMemory` tool calls are dropped; working-memory
+    tags are removed from text parts and from `content.content` (the result trimmed when changed).
+    """
+    out = dict(content)
+    legacy = out.get("content")
+    if isinstance(legacy, str) and legacy:
+        cleaned = remove_working_memory_tags(legacy)
+        out["content"] = js_trim(cleaned) if cleaned != legacy else legacy
+    parts = []
+    for part in out.get("parts") or []:
+        if isinstance(part, dict) and part.get("type") == "tool-invocation":
+            call = part.get("toolInvocation") if isinstance(part.get("toolInvocation"), dict) else {}
+            if call.get("state") == "partial-call" or call.get("toolName") == "updateWorkingMemory":
+                continue
+        if isinstance(part, dict) and part.get("type") == "text":
+            text = part.get("text") if isinstance(part.get("text"), str) else ""
+            cleaned = remove_working_memory_tags(text)
+            part = {**part, "text": js_trim(cleaned) if cleaned != text else text}
+        parts.append(part)
+    out["parts"] = parts
+    return out
+
+
+def upsert_message(tx: WriteTx, message: dict, thread_updated_at: str) -> None:
+    """Store MESSAGE (a row dict with parsed `content`) as Mastra's saveMessages upsert does; bump its thread.
+
+    Columns written: content (MessageHistory's filter, then JSON.stringify), role, type, thread_id, resourceId; createdAt kept.
+    """
+    tx.update(MESSAGES, {"content": stringify(filter_for_persistence(message["content"])), "role": message.get("role"),
+                         "type": message.get("type"), "thread_id": message.get("thread_id"),
+                         "resourceId": message.get("resourceId")}, "id = ?", (message["id"],))
+    tx.update(THREADS, {"updatedAt": thread_updated_at}, "id = ?", (message.get("thread_id"),))
+
+
+def set_thread_om(metadata: dict, values: dict[str, Any]) -> dict:
+    """Return METADATA with `mastra.om` = `{...om, **VALUES}` (a value UNDEFINED or None drops that key).
+
+    Mirrors setThreadOMMetadata: keys keep their place in the old object, new keys are appended;
+    an undefined value is left out by JSON.stringify.
+    """
+    mastra = metadata.get("mastra") if isinstance(metadata.get("mastra"), dict) else {}
+    om = dict(mastra.get("om")) if isinstance(mastra.get("om"), dict) else {}
+    for key, value in values.items():
+        if value is UNDEFINED or value is None:
+            om[key] = UNDEFINED  # keeps the key's place, as `{...om, key: undefined}` does
+        else:
+            om[key] = value
+    om = {k: v for k, v in om.items() if v is not UNDEFINED}
+    out = dict(metadata)
+    out["mastra"] = {**mastra, "om": om}
+    return out
+
+
+def new_thread_title(thread: dict, metadata: dict, title: str | None) -> str | None:
+    """Return the title Mastra's resolveThreadTitleUpdate sets from an Observer's TITLE, or None (unchanged).
+
+    The trimmed title is used when it has at least 3 characters, differs from the current title,
+    and the thread's `metadata.titlePinned` is not true.
+    """
+    if not isinstance(title, str):
+        return None
+    trimmed = js_trim(title)
+    if len(trimmed) < 3 or trimmed == thread.get("title") or metadata.get("titlePinned") is True:
+        return None
+    return trimmed

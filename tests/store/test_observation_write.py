@@ -1,0 +1,266 @@
+"""The observation and activation writes from first principles, and the `activate` / `observe` commands.
+
+Parity with real Mastra is tested in tests/interop/test_observe_interop.py; here each expected
+value follows from the rule stated beside it (mastra-corpus README, "Observation and activation
+writes") applied to the fixture's stored values.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import libsql
+import pytest
+
+from studio.cli_observe import parse_multi_thread_answer, parse_observer_answer
+from studio.engine.tokens import count_observations
+from studio.errors import WriteRefused
+from studio.store.memory_store import MemoryStore
+from studio.store.write.activation import activate_buffered, activation_chunk_count
+from studio.store.write.om_messages import filter_for_persistence
+from studio.store.write.observation import ObserverOutput, commit_observation, observation_window
+from tests.conftest import copy_fixture
+from tests.interop.conftest import file_state
+
+OBS = "Date: Dec 1, 2026\n* 🔴 (09:00) First-principles fact.\n* 🟡 (09:05) Another one."
+
+
+def _set(path, sql, params=()):
+    conn = libsql.connect(f"file:{path}")
+    conn.execute(sql, params)
+    conn.commit()
+    conn.close()
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "studio", *map(str, args)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+
+
+# -- the chunk-count rule ----------------------------------------------------------------------
+
+def test_chunk_count_readme_example_takes_one_chunk():
+    # pending 3822, chunks 2112 + 1144, floor 800 (4000 × (1 − 0.8)): target 3022; both chunks (3256)
+    # would leave 566 < min(1000, 800); one chunk leaves 1710: one chunk.
+    chunks = [{"messageTokens": 2112}, {"messageTokens": 1144}]
+    assert activation_chunk_count(chunks, 3822, 4000, 0.8, False) == 1
+
+
+def test_chunk_count_takes_the_over_boundary_when_it_leaves_enough():
+    # floor 2000 (10000 × 0.2): target 6000; cumulative 3000, 6500 (overshoot 500 ≤ 1900, leaves 1500 ≥ 1000)
+    chunks = [{"messageTokens": 3000}, {"messageTokens": 3500}, {"messageTokens": 1000}]
+    assert activation_chunk_count(chunks, 8000, 10000, 0.8, False) == 2
+
+
+def test_chunk_count_absolute_activation_and_no_chunks():
+    # bufferActivation 3000 ≥ 1000: retention 3000 of 10000 → ratio 0.7, floor 3000; pending 9000 → target
+    # 6000: cumulative 6000 reaches it exactly and leaves 3000 ≥ 1000.
+    chunks = [{"messageTokens": 2000}, {"messageTokens": 4000}, {"messageTokens": 3000}]
+    assert activation_chunk_count(chunks, 9000, 10000, 3000, False) == 2
+    assert activation_chunk_count([], 9000, 10000, 0.8, False) == 0
+
+
+def test_chunk_count_force_max_ignores_the_overshoot_limit():
+    # floor 30000 (100000 × (1 − 0.7)), pending 50000: target 20000. Cumulative 5000 (under), 48800 (over:
+    # overshoot 28800 > 0.95 × 30000 = 28500, leaves 1200 ≥ min(1000, floor)). Without force the under
+    # boundary (leaves 45000) wins; with pending ≥ blockAfter the over boundary is taken.
+    chunks = [{"messageTokens": 5000}, {"messageTokens": 43800}]
+    assert activation_chunk_count(chunks, 50000, 100000, 0.7, False) == 1
+    assert activation_chunk_count(chunks, 50000, 100000, 0.7, True) == 2
+
+
+# -- the observation write ---------------------------------------------------------------------
+
+def test_observation_extends_the_log_cursor_and_counts(tmp_path):
+    path = copy_fixture("support", tmp_path)
+    window = observation_window(path, "support-1")
+    before = window.record
+    newest = max(window.messages, key=lambda m: m["createdAt"])
+    row = commit_observation(path, window, ObserverOutput(OBS, "- Primary: x", None, "New observed title"))
+    boundary = f"\n\n--- message boundary ({newest['createdAt']}) ---\n\n"
+    assert row["activeObservations"] == before.active_observations + boundary + OBS
+    assert row["lastObservedAt"] == newest["createdAt"]
+    assert row["pendingMessageTokens"] == 0
+    assert row["observationTokenCount"] == count_observations(row["activeObservations"])
+    assert row["totalTokensObserved"] == int(before.columns["totalTokensObserved"]) + row["observationTokenCount"]
+    assert json.loads(row["observedMessageIds"]) == list(before.observed_message_ids) + window.message_ids
+    assert row["generationCount"] == before.generation_count and row["id"] == before.id  # in place
+    with MemoryStore.open(path) as store:
+        thread = store.get_thread("support-1")
+        om = thread.metadata["mastra"]["om"]
+        assert thread.title == "New observed title"
+        assert om["currentTask"] == "- Primary: x" and "suggestedResponse" not in om
+        assert om["lastObservedMessageCursor"] == {"createdAt": newest["createdAt"], "id": newest["id"]}
+        last_assistant = [m for m in store.list_messages("support-1") if m.role == "assistant"][-1]
+        types = [p.get("type") for p in last_assistant.parts[-3:]]
+        assert types == ["data-om-observation-start", "data-om-thread-update", "data-om-observation-end"]
+        end = last_assistant.parts[-1]["data"]
+        assert end["observations"] == OBS and end["observationTokens"] == count_observations(OBS)
+        assert end["tokensObserved"] == window.tokens
+
+
+def test_pinned_title_is_kept_and_no_update_marker(tmp_path):
+    path = copy_fixture("support", tmp_path)
+    _set(path, "UPDATE mastra_threads SET metadata = jsonb(json_set(json(metadata), '$.titlePinned', json('true'))) "
+               "WHERE id = 'support-1'")
+    window = observation_window(path, "support-1")
+    commit_observation(path, window, ObserverOutput(OBS, None, None, "A pinned thread's new title"))
+    with MemoryStore.open(path) as store:
+        assert store.get_thread("support-1").title == "a trip to Lisbon"
+        last_assistant = [m for m in store.list_messages("support-1") if m.role == "assistant"][-1]
+        assert [p.get("type") for p in last_assistant.parts[-2:]] == ["data-om-observation-start",
+                                                                     "data-om-observation-end"]
+
+
+def test_below_threshold_needs_force_and_leaves_the_file(tmp_path):
+    path = copy_fixture("support", tmp_path)
+    window = observation_window(path, "support-1")
+    _set(path, 'UPDATE mastra_observational_memory SET "pendingMessageTokens" = 0 WHERE id = ?', (window.record.id,))
+    window = observation_window(path, "support-1")
+    assert window.tokens < window.threshold and not window.meets  # 2488 < 2500 once nothing is pending
+    state = file_state(path)
+    with pytest.raises(WriteRefused) as err:
+        commit_observation(path, window, ObserverOutput(OBS))
+    assert err.value.reason == "invalid"
+    assert file_state(path) == state
+    assert commit_observation(path, window, ObserverOutput(OBS), force=True)["pendingMessageTokens"] == 0
+
+
+def test_activation_moves_the_chunk(tmp_path):
+    path = copy_fixture("buffered", tmp_path)
+    with MemoryStore.open(path) as store:
+        before = store.om_current("thread:long-run")
+    (chunk,) = before.buffered_chunks
+    result = activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run")
+    row = result["row"]
+    assert row["activeObservations"] == (before.active_observations + f"\n\n--- message boundary "
+                                         f"({chunk['lastObservedAt']}) ---\n\n" + chunk["observations"])
+    assert row["observationTokenCount"] == before.observation_token_count + chunk["tokenCount"]
+    assert row["bufferedObservationChunks"] is None and row["lastBufferedAtTokens"] == 0
+    assert row["totalTokensObserved"] == before.columns["totalTokensObserved"]  # activation never adds to it
+    with pytest.raises(WriteRefused) as err:  # nothing left
+        activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run")
+    assert err.value.reason == "not-found"
+
+
+# -- the commands --------------------------------------------------------------------------------
+
+def test_activate_command_exit_codes(tmp_path):
+    path = copy_fixture("buffered", tmp_path)
+    assert _cli("activate", path, "--thread", "nope", "--yes").returncode == 2
+    state = file_state(path)
+    done = _cli("activate", path, "--thread", "long-run")  # not a terminal, no --yes
+    assert done.returncode == 2 and "--yes" in done.stderr
+    _set(path, 'UPDATE mastra_observational_memory SET "isBufferingObservation" = 1, "updatedAt" = ?',
+         (time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),))
+    state = file_state(path)
+    busy = _cli("activate", path, "--thread", "long-run", "--yes", "--json")
+    assert busy.returncode == 3 and json.loads(busy.stdout)["activated"] is False
+    assert file_state(path) == state
+    _set(path, 'UPDATE mastra_observational_memory SET "isBufferingObservation" = 0, "updatedAt" = ?',
+         ("2026-11-29T20:42:31.691Z",))
+    ok = _cli("activate", path, "--thread", "long-run", "--yes", "--json")
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(ok.stdout)
+    assert doc["activated"] is True and doc["chunks_after"] == 0 and doc["backup"]
+
+
+def test_observe_command_dry_run_and_write(tmp_path):
+    path = copy_fixture("support", tmp_path / "db")
+    answer = tmp_path / "answer.txt"
+    answer.write_text(f"<observations>\n{OBS}\n</observations>\n<thread-title>Via the CLI</thread-title>\n",
+                      encoding="utf-8")
+    state = file_state(path)
+    dry = _cli("observe", path, "--thread", "support-1", "--answer-file", answer, "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["window"]["meets"] is True and file_state(path) == state
+    done = _cli("observe", path, "--thread", "support-1", "--answer-file", answer, "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["observed"] is True
+    with MemoryStore.open(path) as store:
+        assert store.get_thread("support-1").title == "Via the CLI"
+    # the same window again: nothing unobserved now
+    assert _cli("observe", path, "--thread", "support-1", "--answer-file", answer, "--yes").returncode == 2
+
+
+def test_parse_observer_answer_sections():
+    parsed = parse_observer_answer("x <observations>\n a \n</observations><observations>b</observations>"
+                                   "<current-task> t </current-task><thread-title></thread-title>")
+    assert parsed == ObserverOutput("a\nb", "t", None, None)
+
+
+def test_marker_upsert_filters_the_message_as_message_history_does():
+    # MessageHistory.filterMessagesForPersistence: partial-call and updateWorkingMemory invocations dropped,
+    # <working_memory> blocks cut out of text (trimmed when changed), other parts untouched.
+    content = {"format": 2, "content": "hi <working_memory>x</working_memory> ", "parts": [
+        {"type": "text", "text": " a <working_memory>wm</working_memory>b "},
+        {"type": "text", "text": " untouched "},
+        {"type": "tool-invocation", "toolInvocation": {"state": "partial-call", "toolName": "search"}},
+        {"type": "tool-invocation", "toolInvocation": {"state": "result", "toolName": "updateWorkingMemory"}},
+        {"type": "tool-invocation", "toolInvocation": {"state": "result", "toolName": "search"}},
+        {"type": "text", "text": "open <working_memory>never closed"}]}
+    out = filter_for_persistence(content)
+    assert out["content"] == "hi"
+    assert out["parts"] == [{"type": "text", "text": "a b"}, {"type": "text", "text": " untouched "},
+                            {"type": "tool-invocation", "toolInvocation": {"state": "result", "toolName": "search"}},
+                            {"type": "text", "text": "open <working_memory>never closed"}]
+    assert content["parts"][0]["text"] == " a <working_memory>wm</working_memory>b "  # the input is not changed
+
+
+def test_parse_multi_thread_answer_blocks():
+    parsed = parse_multi_thread_answer('<observations><thread id="t1">\n* a\n<thread-title>T one</thread-title>\n'
+                                       '</thread><thread id="t2">* b</thread></observations>')
+    assert parsed == {"t1": ObserverOutput("* a", None, None, "T one"), "t2": ObserverOutput("* b")}
+
+
+def test_observe_command_resource_scope_below_threshold(tmp_path):
+    # the resource fixture's window: 435 pending + 642 tokens < 2500, so Mastra would not observe yet
+    path = copy_fixture("resource", tmp_path / "db")
+    answer = tmp_path / "answer.txt"
+    answer.write_text('<observations><thread id="res-a">\nDate: Dec 1, 2026\n* 🔴 (09:00) CLI fact\n</thread>'
+                      '</observations>\n', encoding="utf-8")
+    state = file_state(path)
+    below = _cli("observe", path, "--thread", "res-a", "--answer-file", answer, "--yes")
+    assert below.returncode == 2 and "below the threshold" in below.stderr and file_state(path) == state
+    done = _cli("observe", path, "--thread", "res-a", "--answer-file", answer, "--yes", "--below-threshold", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["observed"] is True and [t["thread_id"] for t in doc["window"]["threads"]] == ["res-a", "res-b"]
+    with MemoryStore.open(path) as store:
+        log = store.om_current("resource:user-erin").active_observations
+    assert log.endswith('<thread id="res-b">\n\n</thread>')  # a thread without a block gets an empty section
+    assert '<thread id="res-a">\nDate: Dec 1, 2026\n* 🔴 (09:00) CLI fact\n</thread>' in log
+
+
+@pytest.mark.parametrize("overwritten", [True, False])
+def test_watch_after_an_in_place_write(tmp_path, overwritten):
+    """An agent turn that read the row before our commit writes its own copy back: our lines are gone (exit 3).
+    A turn that read our row appends to it: nothing is reported."""
+    import argparse
+
+    from studio.cli_observe import watch_in_place
+    from studio.cli_write_protocol import ProtocolOutcome
+
+    path = copy_fixture("support", tmp_path)
+    window = observation_window(path, "support-1")
+    stale = window.record.active_observations
+    row = commit_observation(path, window, ObserverOutput(OBS))
+    calls = []
+
+    def agent_turn(seconds):
+        if not calls:
+            text = stale + "\n\n* 🔴 (10:00) the agent's own line" if overwritten else \
+                row["activeObservations"] + "\n\n* 🔴 (10:00) the agent's next observation"
+            _set(path, 'UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?', (text, row["id"]))
+        calls.append(seconds)
+        time.sleep(min(seconds, 0.05))
+
+    outcome = ProtocolOutcome()
+    watch_in_place(argparse.Namespace(watch=0.5), path, "thread:support-1", row["id"], row["activeObservations"],
+                   outcome, sleep=agent_turn)
+    assert calls  # the watch polled at least once after the agent's write
+    assert outcome.unrepaired == (1 if overwritten else 0)
+    assert [f["kind"] for f in outcome.overtaken] == (["observation-overwritten"] if overwritten else [])
