@@ -30,24 +30,20 @@ _TAG = r"<{0}>(.*?)</{0}>"
 
 
 def parse_observer_answer(text: str):
-    """Return an ObserverOutput from an Observer answer TEXT (minimal: the tags' trimmed contents).
+    """Return an ObserverOutput from an Observer answer TEXT, parsed as Mastra's parseObserverOutput does.
 
-    Several `<observations>` blocks are joined by a newline; a missing section is None. This is a
-    stand-in for the engine's Observer parser (degenerate-output checks, line truncation), kept in
-    this one function so it can be swapped.
+    Uses studio.engine.observer_parse (sections at line start, list-line fallback, overlong lines
+    cut); raises BadInput when Mastra would reject the answer as degenerate repetition.
     """
+    from studio.cli import BadInput
+    from studio.engine.observer_parse import parse_observer_output
     from studio.store.write.observation import ObserverOutput
 
-    def section(tag: str, join: bool = False) -> str | None:
-        found = [m.strip() for m in re.findall(_TAG.format(tag), text, flags=re.S | re.I)]
-        found = [f for f in found if f]
-        if not found:
-            return None
-        return "\n".join(found) if join else found[0]
-
-    return ObserverOutput(observations=section("observations", join=True) or "",
-                          current_task=section("current-task"), suggested_response=section("suggested-response"),
-                          thread_title=section("thread-title"))
+    parsed = parse_observer_output(text)
+    if parsed.degenerate:
+        raise BadInput("the Observer answer repeats itself (Mastra rejects it as degenerate); nothing written")
+    return ObserverOutput(observations=parsed.observations, current_task=parsed.current_task,
+                          suggested_response=parsed.suggested_response, thread_title=parsed.thread_title)
 
 
 def parse_multi_thread_answer(text: str) -> dict:

@@ -187,9 +187,20 @@ def test_observe_command_dry_run_and_write(tmp_path):
 
 
 def test_parse_observer_answer_sections():
-    parsed = parse_observer_answer("x <observations>\n a \n</observations><observations>b</observations>"
-                                   "<current-task> t </current-task><thread-title></thread-title>")
-    assert parsed == ObserverOutput("a\nb", "t", None, None)
+    # the CLI reads an answer with the engine's parser, whose parity with Mastra's parseObserverOutput
+    # is checked live in tests/interop/test_observer_parse_interop.py: sections count at line start only
+    from studio.cli import BadInput
+    from studio.engine.observer_parse import parse_observer_output
+
+    answer = ("<observations>\n* a\n</observations>\n<current-task> t </current-task>\n"
+              "<thread-title></thread-title>")
+    engine = parse_observer_output(answer)
+    parsed = parse_observer_answer(answer)
+    assert parsed == ObserverOutput(engine.observations, engine.current_task, engine.suggested_response,
+                                    engine.thread_title)
+    assert parsed.observations == "* a" and parsed.current_task == "t"
+    with pytest.raises(BadInput):   # Mastra rejects an answer that repeats one block over and over
+        parse_observer_answer("<observations>\n" + "* the same line again and again\n" * 400 + "</observations>")
 
 
 def test_marker_upsert_filters_the_message_as_message_history_does():
