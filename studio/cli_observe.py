@@ -46,20 +46,26 @@ def parse_observer_answer(text: str):
                           suggested_response=parsed.suggested_response, thread_title=parsed.thread_title)
 
 
+def _section(text: str, tag: str) -> str | None:
+    """Return the trimmed content of TEXT's first non-empty <TAG>…</TAG>, else None."""
+    found = [m.strip() for m in re.findall(_TAG.format(tag), text, flags=re.S | re.I)]
+    return next((f for f in found if f), None)
+
+
 def parse_multi_thread_answer(text: str) -> dict:
     """Return {thread id: ObserverOutput} from a resource-scope answer's `<thread id="T">…</thread>` blocks.
 
-    Each block is read as a single-thread answer whose bare text (the section tags removed) is the
-    observations. Same stand-in status as `parse_observer_answer`.
+    A block's observations are its `<observations>` content, else its text with the current-task,
+    suggested-response and thread-title sections cut out. (Not yet compared with Mastra's own
+    multi-thread parser; the interop tests give the store layer parsed sections directly.)
     """
     from studio.store.write.observation import ObserverOutput
 
     out = {}
     for thread_id, body in re.findall(r'<thread\s+id="([^"]+)">(.*?)</thread>', text, flags=re.S | re.I):
-        one = parse_observer_answer(body)
         bare = re.sub(r"<(current-task|suggested-response|thread-title)>.*?</\1>", "", body, flags=re.S | re.I)
-        out[thread_id] = ObserverOutput(one.observations or bare.strip(), one.current_task,
-                                        one.suggested_response, one.thread_title)
+        out[thread_id] = ObserverOutput(_section(body, "observations") or bare.strip(), _section(body, "current-task"),
+                                        _section(body, "suggested-response"), _section(body, "thread-title"))
     return out
 
 
