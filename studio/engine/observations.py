@@ -57,10 +57,16 @@ class LogLine:
 
 @dataclass
 class DateGroup:
-    """Observations under one `Date:` header (header None for lines before any header)."""
+    """Observations under one `Date:` header (header None for lines before any header).
+
+    `header_line` is the 1-based line number of the `Date:` header (None for the undated group).
+    Mastra's log can repeat a date's header after a message boundary (each Observer output
+    starts with its own `Date:` line), so two groups may carry the same date.
+    """
 
     date: str | None
     lines: list[LogLine] = field(default_factory=list)
+    header_line: int | None = None
 
 
 @dataclass
@@ -74,6 +80,14 @@ class ObservationLog:
     def observations(self) -> list[LogLine]:
         """Return observation lines only (top-level and sub-lines)."""
         return [ln for ln in self.lines if ln.kind == "observation"]
+
+    @property
+    def dates(self) -> list[str]:
+        """Return the distinct real dates of the `Date:` headers, in first-seen order.
+
+        Repeated headers count once; lines before the first header are not a date.
+        """
+        return list(dict.fromkeys(g.date for g in self.groups if g.date is not None))
 
     @property
     def boundaries(self) -> list[LogLine]:
@@ -122,7 +136,7 @@ def parse_log(text: str | None) -> ObservationLog:
             current_date = line.date
             if current.lines or current.date is not None:
                 groups.append(current)
-            current = DateGroup(current_date)
+            current = DateGroup(current_date, header_line=number)
         elif line.kind != "blank":
             current.lines.append(line)
         lines.append(line)

@@ -73,6 +73,8 @@ class MessageTableModel(TableModel):
         self._rows: list[MessageRow] = []
         self._total = 0
         self._fetching = False
+        self._compact = False
+        self._role_in_speaker = False
         self.use_helper = False   # read pages in the TaskRunner's helper process (big databases)
         self._filters = MessageFilters()
         self._ids: list[str] | None = None       # the matching ids while filtered (None: unfiltered)
@@ -311,6 +313,29 @@ class MessageTableModel(TableModel):
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._rows)
 
+    def set_compact(self, compact: bool, role_in_speaker: bool = False) -> None:
+        """Show times without seconds and the header "Est." (COMPACT True: a narrow table), or in full.
+
+        ROLE_IN_SPEAKER: the view hides the Role column, so the Speaker column ("Who") shows the
+        message's role when it has no `<turn>` speaker.
+        """
+        if (compact, role_in_speaker) == (self._compact, self._role_in_speaker):
+            return
+        self._compact, self._role_in_speaker = compact, role_in_speaker
+        self.headerDataChanged.emit(Qt.Orientation.Horizontal, 0, len(MessageColumn) - 1)
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(MessageColumn) - 1))
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            if self._compact and section == MessageColumn.ESTIMATE:
+                return "Est."
+            if self._role_in_speaker and section == MessageColumn.SPEAKER:
+                return "Who"
+        if role == Qt.ItemDataRole.ToolTipRole and self._role_in_speaker and section == MessageColumn.SPEAKER:
+            return "The speaker of a user message (its <turn> tag), else the message's role"
+        return super().headerData(section, orientation, role)
+
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self._rows)):
             return None
@@ -323,13 +348,13 @@ class MessageTableModel(TableModel):
             if col == MessageColumn.ROLE:
                 return m.role
             if col == MessageColumn.TIME:
-                return fmt.short_time(m.created_at, seconds=True)
+                return fmt.short_time(m.created_at, seconds=not self._compact)
             if col == MessageColumn.ESTIMATE:
                 return fmt.tokens(row.estimate)
             if col == MessageColumn.EXACT:
                 return fmt.tokens(row.exact)
             if col == MessageColumn.SPEAKER:
-                return self.speaker_text(index.row())
+                return self.speaker_text(index.row()) or (m.role if self._role_in_speaker else "")
             text = self.shown_text(index.row())
             if not text and m.parts:
                 kinds = ", ".join(sorted({str(p.get("type")) for p in m.parts if isinstance(p, dict)}))

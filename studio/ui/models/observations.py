@@ -38,6 +38,8 @@ class _Node:
     kind: str                          # "date" | "observation" | "boundary" | "text"
     line: LogLine | None
     title: str = ""
+    header_line: int | None = None     # date rows: line number of the `Date:` header
+    repeated: bool = False             # date rows: an earlier header carries the same date
     parent: "_Node | None" = None
     children: list["_Node"] = field(default_factory=list)
 
@@ -52,8 +54,12 @@ class _Node:
 
 def _build(log: ObservationLog) -> _Node:
     root = _Node("root", None)
+    seen: set[str] = set()
     for group in log.groups:
-        date = root.add(_Node("date", None, title=group.date or UNDATED))
+        date = root.add(_Node("date", None, title=group.date or UNDATED, header_line=group.header_line,
+                              repeated=group.date in seen))
+        if group.date is not None:
+            seen.add(group.date)
         last_top: _Node | None = None
         for line in group.lines:
             if line.kind == "observation" and line.depth > 0 and last_top is not None:
@@ -66,6 +72,21 @@ def _build(log: ObservationLog) -> _Node:
             node = date.add(_Node(line.kind, line))
             last_top = node if line.kind == "observation" else None
     return root
+
+
+def _walk(node: _Node):
+    for child in node.children:
+        yield child
+        yield from _walk(child)
+
+
+def date_row_text(title: str, repeated: bool, observations: int, has_lines: bool) -> str:
+    """Return the text of a date row: the date, "(continued)" when its header repeats an earlier
+    one, and how many observation lines (sub-lines included) it holds, or that it holds none."""
+    head = f"{title} (continued)" if repeated else title
+    if observations:
+        return f"{head}  ·  {observations} observation{'s' if observations != 1 else ''}"
+    return f"{head}  ·  {'no observations' if not has_lines else 'no observation lines'}"
 
 
 class ObservationLogModel(QAbstractItemModel):
@@ -178,15 +199,25 @@ class ObservationLogModel(QAbstractItemModel):
     def _date_data(self, node: _Node, col: LogColumn, role: int):
         if role == Qt.ItemDataRole.DisplayRole:
             if col == LogColumn.OBSERVATION:
-                n = sum(1 for c in node.children if c.kind == "observation")
-                return f"{node.title}  ·  {n} observation{'s' if n != 1 else ''}" if n else node.title
+                return date_row_text(node.title, node.repeated,
+                                     sum(1 for c in _walk(node) if c.kind == "observation"),
+                                     bool(node.children))
+            if col == LogColumn.LINE and node.header_line is not None:
+                return str(node.header_line)
             return ""
         if role == Qt.ItemDataRole.FontRole and col == LogColumn.OBSERVATION:
             font = QFont()
-            font.setBold(True)
+            font.setBold(not node.repeated)
+            font.setItalic(node.repeated)
             return font
-        if role == Qt.ItemDataRole.ForegroundRole and col != LogColumn.OBSERVATION:
+        if role == Qt.ItemDataRole.ForegroundRole and (col != LogColumn.OBSERVATION or node.repeated):
             return QBrush(MUTED)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col == LogColumn.LINE:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and col == LogColumn.OBSERVATION and node.repeated:
+            return (f"The log repeats the header “Date: {node.title}” at line {node.header_line}: "
+                    "Mastra starts each Observer output with a Date: line, so a date continues "
+                    "after a message boundary.")
         if role == RAW_ROLE:
             return node.title
         return None

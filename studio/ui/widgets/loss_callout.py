@@ -35,9 +35,9 @@ class LossCallout(QFrame):
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll.viewport().setAutoFillBackground(False)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        line = self.body.fontMetrics().lineSpacing()
-        self.scroll.setMaximumHeight(LOSS_LINES_SHOWN * line + 8)
-        self.scroll.setMinimumHeight(line + 6)
+        self.body.setContentsMargins(0, 0, 0, 0)
+        self.body.setMargin(0)
+        self.scroll.verticalScrollBar().setSingleStep(self.body.fontMetrics().lineSpacing())
         head_row = QHBoxLayout()
         head_row.setContentsMargins(0, 0, 0, 0)
         head_row.addWidget(self.head, 1)
@@ -53,6 +53,27 @@ class LossCallout(QFrame):
         """Show HEAD and one line per lost observation (plain text)."""
         self.head.setText(head)
         self.body.setText("\n".join(lines))
+        self._fit_list_height()
+
+    def shown_lines(self) -> int:
+        """Return how many whole lines of the list the callout shows without scrolling."""
+        return self.scroll.height() // self.body.fontMetrics().lineSpacing()
+
+    def _fit_list_height(self) -> None:
+        """Make the list exactly as tall as its (wrapped) lines, up to LOSS_LINES_SHOWN whole lines:
+        never a line cut in half at the bottom."""
+        line = self.body.fontMetrics().lineSpacing()
+        width = self.scroll.viewport().width()
+        if self.scroll.verticalScrollBar().isVisible() or width <= 0:
+            width = max(1, self.scroll.width() - self.scroll.verticalScrollBar().sizeHint().width())
+        needed = self.body.heightForWidth(width) if self.body.text() else line
+        rows = max(1, min(LOSS_LINES_SHOWN, -(-needed // line)))
+        if self.scroll.height() != rows * line or self.scroll.minimumHeight() != rows * line:
+            self.scroll.setFixedHeight(rows * line)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+        super().resizeEvent(event)
+        self._fit_list_height()
 
     def text(self) -> str:
         """Return the heading and the listed observations."""

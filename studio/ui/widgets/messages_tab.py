@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -67,6 +67,10 @@ def parts_text(row: MessageRow) -> str:
     return json.dumps(_shorten(m.content), indent=2, ensure_ascii=False)
 
 
+#: The share of the table's width the Text preview keeps at least, else the other columns go compact.
+TEXT_SHARE = 0.45
+
+
 class MessagesTab(QWidget):
     """The thread's messages (read a page at a time, optionally filtered) with a detail pane for the selected one."""
 
@@ -81,18 +85,14 @@ class MessagesTab(QWidget):
         self.view = table_view()
         self.view.setModel(self.model)
         header = self.view.horizontalHeader()
-        # Fixed widths from the font: sizing to contents would read every loaded row (20,000 in a big thread).
-        fm = self.fontMetrics()
-        # Snug widths, so the Text preview (the stretching column) keeps the room.
-        widths = {MessageColumn.NUMBER: fm.horizontalAdvance("00000") + 12,
-                  MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 14,
-                  MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42:27") + 14,
-                  MessageColumn.ESTIMATE: fm.horizontalAdvance("Estimate") + 14,
-                  MessageColumn.EXACT: fm.horizontalAdvance("Estimate") + 14,
-                  MessageColumn.SPEAKER: fm.horizontalAdvance("Alice Baker (editor)") + 12}
-        for c, width in widths.items():
+        # Fixed widths from the font (sizing to contents would read every loaded row: 20,000 in a big
+        # thread), snug, and compact when the table is narrow, so the Text preview keeps the room.
+        self._compact: bool | None = None
+        self._speaker_hidden = True
+        for c in self.column_widths(False):
             header.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)
-            header.resizeSection(c, width)
+        self._set_compact(False)
+        self.view.viewport().installEventFilter(self)
         header.setSectionResizeMode(MessageColumn.TEXT, QHeaderView.ResizeMode.Stretch)
         header.setStretchLastSection(False)
         header.moveSection(header.visualIndex(MessageColumn.SPEAKER), header.visualIndex(MessageColumn.ROLE) + 1)
@@ -149,6 +149,59 @@ class MessagesTab(QWidget):
         layout.addWidget(split)
         self._selected_id: str | None = None
         self._show_row(None)
+
+    # -- column widths ---------------------------------------------------------------------
+
+    def column_widths(self, compact: bool) -> dict[MessageColumn, int]:
+        """Return the width (px) of each fixed column; COMPACT: headers "Est."/"Exact", times without
+        seconds, a shorter Speaker (cells elide; the full values are in the detail line below)."""
+        fm = self.fontMetrics()
+        if not compact:
+            return {MessageColumn.NUMBER: fm.horizontalAdvance("00000") + 12,
+                    MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 14,
+                    MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42:27") + 14,
+                    MessageColumn.ESTIMATE: fm.horizontalAdvance("Estimate") + 14,
+                    MessageColumn.EXACT: fm.horizontalAdvance("Estimate") + 14,
+                    MessageColumn.SPEAKER: fm.horizontalAdvance("Alice Baker (editor)") + 12}
+        number = fm.horizontalAdvance("0000") + 10
+        tokens = max(fm.horizontalAdvance("00,000"), fm.horizontalAdvance("Exact")) + 12
+        return {MessageColumn.NUMBER: number,
+                MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 10,
+                MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42") + 12,
+                MessageColumn.ESTIMATE: tokens,
+                MessageColumn.EXACT: tokens,
+                MessageColumn.SPEAKER: fm.horizontalAdvance("Alice (editor)") + 12}
+
+    def text_column_width(self) -> int:
+        """Return the width (px) of the Text preview column now."""
+        return self.view.columnWidth(MessageColumn.TEXT)
+
+    def _set_compact(self, compact: bool) -> None:
+        merged = compact and not self._speaker_hidden
+        self.view.setColumnHidden(MessageColumn.ROLE, merged)
+        self.model.set_compact(compact, role_in_speaker=merged)
+        if compact == self._compact:
+            return
+        self._compact = compact
+        header = self.view.horizontalHeader()
+        for c, width in self.column_widths(compact).items():
+            header.resizeSection(c, width)
+
+    def _fit_columns(self) -> None:
+        """Go compact when the full-width columns would leave the Text preview under TEXT_SHARE of the table.
+
+        Compact with a Speaker column also folds Role into it ("Who": the speaker, else the role)."""
+        width = self.view.viewport().width()
+        if width <= 0:
+            return
+        fixed = sum(w for c, w in self.column_widths(False).items()
+                    if c != MessageColumn.SPEAKER or not self._speaker_hidden)
+        self._set_compact(width - fixed < TEXT_SHARE * width)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt name)
+        if watched is self.view.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_columns()
+        return super().eventFilter(watched, event)
 
     # -- filters ---------------------------------------------------------------------------
 
@@ -234,7 +287,9 @@ class MessagesTab(QWidget):
 
     def _show_speaker_column(self, report: SpeakerReport | None) -> None:
         """Show the Speaker column only when REPORT (the thread's speakers) names one; else Text gets the room."""
-        self.view.setColumnHidden(MessageColumn.SPEAKER, report is None or not report.speakers)
+        self._speaker_hidden = report is None or not report.speakers
+        self.view.setColumnHidden(MessageColumn.SPEAKER, self._speaker_hidden)
+        self._fit_columns()
 
     def filter_by_speaker(self, key: str | None) -> None:
         """Show only KEY's messages (a speaker key, UNTAGGED or AGENT; None: every speaker)."""

@@ -564,7 +564,8 @@ class ObservationalMemoryTab(QWidget):
         by_prio = ", ".join(f"{counts[k]} {k if k != 'none' else 'unmarked'}" for k in order if counts.get(k))
         n = len(log.observations)
         b = len(log.boundaries)
+        d = len(log.dates)
         self._log_summary.setText(
             f"Generation {record.generation_count} · {record.observation_token_count:,} tokens · "
-            f"{n} observation{'s' if n != 1 else ''} ({by_prio}) · {len(log.groups)} date"
-            f"{'s' if len(log.groups) != 1 else ''} · {b} message boundar{'ies' if b != 1 else 'y'}")
+            f"{n} observation{'s' if n != 1 else ''} ({by_prio}) · {d} date"
+            f"{'s' if d != 1 else ''} · {b} message boundar{'ies' if b != 1 else 'y'}")

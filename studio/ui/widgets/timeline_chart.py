@@ -240,6 +240,19 @@ class MarkerLegend(QWidget):
         self._arrange(max(1, min(len(self._pairs), event.size().width() // self._entry_width())))
 
 
+class TurnAxis(pg.AxisItem):
+    """A bottom axis over turns: ticks only at whole turns (a turn has no half), at 1, 2, 5, 10… spacing.
+
+    pyqtgraph picks 0.5 or 0.25 spacings on a short range; those levels are dropped, and a range shorter
+    than one turn still gets a tick at every whole turn.
+    """
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802 (Qt/pyqtgraph name)
+        levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size)
+                  if spacing >= 1 and float(spacing).is_integer()]
+        return levels or [(1.0, 0.0)]
+
+
 class TimelineChart:
     """Draw a timeline's ChartSeries (and a What-if replay's) on PLOT, with one scatter item per marker style."""
 
@@ -254,7 +267,7 @@ class TimelineChart:
         item.setClipToView(True)
         self.legend = item.addLegend(offset=(6, 4), labelTextSize="8pt", colCount=3)
         self.time_axis = pg.DateAxisItem(orientation="bottom")
-        self.turn_axis = pg.AxisItem(orientation="bottom")
+        self.turn_axis = TurnAxis(orientation="bottom")
         item.setAxisItems({"bottom": self.turn_axis})
         self.mode = "turn"
         self._layers: dict[str, list[tuple]] = {"real": [], "whatif": []}  # (item, series, curve name, markers)

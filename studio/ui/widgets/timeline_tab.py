@@ -19,6 +19,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
+    QLabel,
     QMenu,
     QScrollArea,
     QSizePolicy,
@@ -46,7 +47,7 @@ from studio.engine.whatif import WhatIfResult
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
-from studio.ui.widgets.common import ElidedLabel, empty_state
+from studio.ui.widgets.common import ElidedLabel, empty_state, set_role
 from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the Overview uses them)
     MarkerLegend,
     TimelineChart,
@@ -158,7 +159,12 @@ class TimelineTab(QWidget):
         menu.addAction("Chart as SVG…", self._on_export_svg_triggered)
         menu.addAction("Series as CSV…", self._on_export_csv_triggered)
         self.export_button.setMenu(menu)
-        self.summary = ElidedLabel("", "muted")
+        # Wrapped, not elided: the footer's figures are read, and a narrow window gives it two lines.
+        self.summary = QLabel("")
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary.setWordWrap(True)
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        set_role(self.summary, "muted")
         self.readout = ElidedLabel("", "muted")
 
         bar = QToolBar()  # too narrow a tab folds the buttons into the toolbar's » menu
@@ -389,7 +395,7 @@ class TimelineTab(QWidget):
         inferred = sum(1 for e in shown if e.inferred)
         text = (f"{len(shown)} OM event{'s' if len(shown) != 1 else ''} "
                 f"({inferred} inferred from the generation log) · {len(series):,} points, {n_recon:,} reconstructed"
-                f" · {tl.scope} scope, generation {tl.generations[-1].generation_count}")
+                f" · {tl.scope} scope, generation\u00a0{tl.generations[-1].generation_count}")
         if tl.scope == "resource":
             text += " · the other threads' context is not replayed (estimate)"
         self.summary.setText(text)
