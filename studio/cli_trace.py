@@ -76,6 +76,10 @@ def _print_context(doc: dict) -> None:
         print(f"  {name:15} {t[name]['estimate']:>7} tokens (Mastra estimate)  {t[name]['exact']:>7} exact o200k")
     print(f"  window: {len(doc['window'])} message(s); activated chunks {len(doc['activated_chunks'])}, "
           f"waiting {len(doc['pending_chunks'])}")
+    from studio.engine.context import after_turn_lines
+
+    for line in after_turn_lines(doc):
+        print(f"  {line}")
 
 
 def _positive_int(text: str) -> int:
