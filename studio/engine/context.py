@@ -293,7 +293,7 @@ def after_turn_lines(doc: dict) -> list[str]:
     start = doc["tokens"]["window"]["estimate"]
     after = doc["window_after_turn_tokens"]
     other = doc.get("other_threads_after_turn_tokens")
-    first = (f"Unobserved messages above: the window at the start of turn {doc['turn']} (after OM's step 0), "
+    first = (f"Unobserved messages: the window at the start of turn {doc['turn']} (after OM's step 0), "
              f"{start:,} tokens")
     if doc["scope"] == "resource":
         first += (f"; other threads' messages in the resource window then: "

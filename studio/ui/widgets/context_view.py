@@ -103,17 +103,13 @@ class TurnContextView(QWidget):
 
         split = QSplitter(Qt.Orientation.Vertical)
         split.setChildrenCollapsible(False)
-        top = QWidget()
-        top_layout = QVBoxLayout(top)
-        top_layout.setContentsMargins(0, 0, 0, 0)
-        top_layout.addWidget(self.sections)
-        top_layout.addWidget(self.after_turn)
-        split.addWidget(top)
+        split.addWidget(self.sections)
         split.addWidget(self.parts)
         split.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
         layout.addLayout(row)
+        layout.addWidget(self.after_turn)
         layout.addWidget(split, 1)
 
     def set_thread(self, thread_id: str | None) -> None:
