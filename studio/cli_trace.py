@@ -53,7 +53,9 @@ def _print_trace(doc: dict) -> None:
           f"{doc['query']!r} in thread {doc['thread_id']} ({doc['generations']} generation(s))")
     for ll in doc["lifelines"]:
         print(f"\n  {ll['text']}   [{ll['match']}]")
-        print(f"    observed from {len(ll['source_messages'])} message(s) ({ll['source']})")
+        marker = f"; written by the cycle whose marker is on message {ll['marker_message_id']}" \
+            if ll.get("marker_message_id") else ""
+        print(f"    observed from {len(ll['source_messages'])} message(s) ({ll['source']}){marker}")
         for step in ll["steps"]:
             if step["kind"] == "dropped":
                 print(f"    gen {step['generation']}: dropped by the reflection at {step['at']} "
@@ -74,6 +76,10 @@ def _print_context(doc: dict) -> None:
         print(f"  {name:15} {t[name]['estimate']:>7} tokens (Mastra estimate)  {t[name]['exact']:>7} exact o200k")
     print(f"  window: {len(doc['window'])} message(s); activated chunks {len(doc['activated_chunks'])}, "
           f"waiting {len(doc['pending_chunks'])}")
+    from studio.engine.context import after_turn_lines
+
+    for line in after_turn_lines(doc):
+        print(f"  {line}")
 
 
 def _positive_int(text: str) -> int:

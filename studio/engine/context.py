@@ -13,8 +13,13 @@ arrive up to the N-th user message. It reports the generation in force, how many
 outputs (segments) had been written, which buffered chunks had been activated and which were
 waiting, the window, working memory (the stored value: Mastra keeps no history of it), and each
 section's tokens: Mastra's estimate (tokenx, as `TokenCounter` counts) and the exact o200k count.
-`window_after_turn_tokens` is the message window once the turn's messages have all arrived: for
-the last turn it is what `getStatus` reports as pending tokens.
+`window_after_turn_tokens` is the unobserved window once the turn's messages have all arrived (the
+reply included, before the next turn's step 0), so it differs from the turn-start window above. For
+the last turn it is what `getStatus` reports as pending tokens: in resource scope that adds the
+`<other-conversation>` context of the resource's other threads, taken from the OM status engine
+(`studio.engine.status`, exact for the present). For earlier turns of a resource-scoped thread that
+other-thread context is not reconstructed (`other_threads_after_turn_tokens` is None) and the window
+after the turn counts the resource's messages only.
 """
 
 from __future__ import annotations
@@ -63,7 +68,14 @@ class Section:
 
 @dataclass
 class TurnContext:
-    """What OM put into the model's context at one turn (see the module docstring); tokens in tokens."""
+    """What OM put into the model's context at one turn (see the module docstring); tokens in tokens.
+
+    `window_estimate` is the unobserved window at the start of the turn (after step 0), what the
+    model got; `window_after_turn_tokens` the window once the turn's messages had all arrived (plus,
+    in resource scope, `other_threads_after_turn_tokens`, None when not reconstructed). For the
+    last turn `status_pending_tokens` / `status_unobserved_messages` are Mastra's getStatus figures
+    now (the Observational memory tab's), None for earlier turns.
+    """
 
     thread_id: str
     lookup_key: str
@@ -90,6 +102,9 @@ class TurnContext:
     working_memory_scope: str
     window_after_turn_tokens: int
     reconstructed: bool
+    other_threads_after_turn_tokens: int | None = None
+    status_pending_tokens: int | None = None
+    status_unobserved_messages: int | None = None
     events: list[dict] = field(default_factory=list)
 
     @property
@@ -240,6 +255,15 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     others = [i for i in snapshot if tl.messages[i].thread_id != thread_id]
     other_estimate = (tokens.TOKENS_PER_CONVERSATION + sum(tl.message_counts[i] for i in others)) if others else 0
     wm_text, wm_scope = _working_memory(store, thread)
+    other_after: int | None = 0 if tl.scope != "resource" else None
+    status = None
+    if end_ms is None and thread is not None:  # the last turn's end is now: Mastra's getStatus applies
+        from studio.engine.status import compute_status
+
+        status = compute_status(store, thread)
+        if status is not None and tl.scope == "resource":
+            other_after = status.other_threads_tokens
+            after_tokens += other_after
     return TurnContext(
         thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),
         user_message_id=tl.messages[user_index].id, at=tl.messages[user_index].created_at,
@@ -252,9 +276,43 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         working_memory=Section("working_memory", wm_text, tokens.count_string(wm_text or ""),
                                exact_tokens(wm_text or "")),
         working_memory_scope=wm_scope, window_after_turn_tokens=after_tokens,
-        reconstructed=bool(state["reconstructed"]),
+        reconstructed=bool(state["reconstructed"]), other_threads_after_turn_tokens=other_after,
+        status_pending_tokens=status.pending_tokens if status is not None else None,
+        status_unobserved_messages=status.unobserved_message_count if status is not None else None,
         events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
                 if tl.events[ei].turn == turn])
+
+
+def after_turn_lines(doc: dict) -> list[str]:
+    """Return sentences saying what the window above is (the turn's start) and what it was after the turn.
+
+    DOC: a `context --json` document. The figure after the last turn is Mastra's getStatus pending
+    tokens (the Observational memory tab's); earlier turns' resource-scope other-thread context is
+    not reconstructed, and the sentence says so.
+    """
+    start = doc["tokens"]["window"]["estimate"]
+    after = doc["window_after_turn_tokens"]
+    other = doc.get("other_threads_after_turn_tokens")
+    first = (f"Unobserved messages: the window at the start of turn {doc['turn']} (after OM's step 0), "
+             f"{start:,} tokens")
+    if doc["scope"] == "resource":
+        first += (f"; other threads' messages in the resource window then: "
+                  f"{doc['tokens']['other_threads_window']['estimate']:,} tokens (their <other-conversation> "
+                  f"context at that time is not reconstructed)")
+    lines = [first]
+    if doc["until"] is None:
+        text = (f"After the turn (now): {after:,} tokens unobserved = Mastra's getStatus pending tokens "
+                f"(the Observational memory tab's figure)")
+        if doc.get("status_unobserved_messages") is not None:
+            text += f", {doc['status_unobserved_messages']:,} message(s)"
+    else:
+        text = f"After the turn (before turn {doc['turn'] + 1}'s step 0): {after:,} tokens unobserved"
+    if doc["scope"] == "resource":
+        text += (f", of which {other:,} from other threads' context" if other is not None else
+                 "; other threads' context after this turn is not reconstructed (Mastra adds it to pending "
+                 "tokens), so this counts the resource's messages only")
+    lines.append(text)
+    return lines
 
 
 def _segments_written(tl: Timeline, applied: list, record: OMRecord, segments: list) -> int:

@@ -41,7 +41,10 @@ from studio.store.records import Message, OMRecord, iso_to_ms
 FUZZY_THRESHOLD = 0.8
 #: A line of the Reflector's output continues an older line (reworded) at this similarity or above.
 REWORD_THRESHOLD = 0.6
-_WORD_RE = re.compile(r"\w+")
+#: A word: a number with its decimal / thousands / version separators kept ("7.2", "2,125", "v2.7"),
+#: else a run of word characters. Splitting "7.2" into "7" and "2" made any text holding both digits
+#: match the query "Obs 7.2" as words.
+_WORD_RE = re.compile(r"\w*\d(?:[.,:]\d+)+\w*|\w+")
 
 
 class TraceError(EngineError):
@@ -84,18 +87,35 @@ def _word_ratio(word: str, candidate: str, need: float) -> float:
     return sm.ratio()
 
 
+def _phrase_in(q: str, t: str) -> bool:
+    """Whether normalized Q occurs in normalized T; a query that starts or ends with a digit must not
+    continue a number there ("7.2" is not in "17.2" nor "7.21"; "teal" is still in "teals")."""
+    start = 0
+    while (i := t.find(q, start)) >= 0:
+        j = i + len(q)
+        before_ok = not (q[0].isdigit() and i > 0 and (t[i - 1].isdigit() or
+                                                        (t[i - 1] in ".," and i > 1 and t[i - 2].isdigit())))
+        after_ok = not (q[-1].isdigit() and j < len(t) and (t[j].isdigit() or
+                                                            (t[j] in ".," and j + 1 < len(t) and t[j + 1].isdigit())))
+        if before_ok and after_ok:
+            return True
+        start = i + 1
+    return False
+
+
 def match_text(query: str, text: str, threshold: float = FUZZY_THRESHOLD) -> Match | None:
     """Return how TEXT matches QUERY, or None.
 
-    "phrase": the normalized query occurs in the text; "words": every query word is a word of the
-    text; "fuzzy": every query word of 4+ characters is close to some word of the text (difflib ratio >=
-    THRESHOLD, or >= (n-1)/n for an n-letter word: one typo), shorter ones exact; score = the
-    weakest of those ratios.
+    "phrase": the normalized query occurs in the text (a number in it whole); "words": every query word is a word of the
+    text (a number keeps its dots and commas: "7.2" is one word); "fuzzy": every query word of 4+
+    characters without digits is close to some word of the text (difflib ratio >= THRESHOLD, or >=
+    (n-1)/n for an n-letter word: one typo), shorter ones and numbers exact; score = the weakest of
+    those ratios.
     """
     q, t = normalize(query), normalize(text)
     if not q:
         return None
-    if q in t:
+    if _phrase_in(q, t):
         return Match("phrase", 1.0)
     qw, tw = _WORD_RE.findall(q), set(_WORD_RE.findall(t))
     if not qw:
@@ -106,7 +126,7 @@ def match_text(query: str, text: str, threshold: float = FUZZY_THRESHOLD) -> Mat
     for w in qw:
         if w in tw:
             continue
-        if len(w) < 4:  # too short to tell a typo from another word
+        if len(w) < 4 or any(c.isdigit() for c in w):  # too short to tell a typo; a number is exact
             return None
         need = min(threshold, (len(w) - 1) / len(w))  # one typo in a short word is still that word
         slack = max(2, len(w) // 2)

@@ -227,13 +227,20 @@ class WhatIfResult:
 
     @property
     def peak_context_tokens(self) -> int:
-        """Return the largest message window + log the actor saw at a turn (tokens)."""
+        """Return the largest message window + log the actor got at a turn (after step 0; tokens).
+
+        Window and log are taken at the same moment (a turn's `TurnContext`); see `peak_context`.
+        """
         return max((t.context_tokens for t in self.turns), default=0)
 
     @property
     def peak_message_tokens(self) -> int:
-        """Return the largest message window at any point (tokens)."""
-        return max((p.message_tokens for p in self.points), default=0)
+        """Return the largest message window the actor got at a turn (after step 0; tokens).
+
+        Measured at the same moments as `peak_context_tokens`, so it is never larger than it; the
+        window just before an observation (which no actor call saw) is not counted.
+        """
+        return max((t.message_tokens for t in self.turns), default=0)
 
     def to_json(self) -> dict:
         """Return the `whatif --json` document."""
@@ -249,6 +256,48 @@ class WhatIfResult:
             "points": [p.to_json() for p in self.points],
             "events": [e.to_json() for e in self.events],
         }
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """The largest memory load the actor got at any turn (tokens): window + log and window alone,
+    both measured at the end of a turn's step 0 (so `context_tokens >= message_tokens`)."""
+
+    context_tokens: int
+    message_tokens: int
+
+
+def actor_points(points: list[Point], roles: list[str]) -> list[Point]:
+    """Return, per turn, the point whose state the actor got: the last of the run that starts at a
+    user message's point and continues through the event points right after it (OM's step 0).
+
+    POINTS: a timeline's or replay's points in order; ROLES: the role of each message, indexed
+    like `Point.message_index`. Messages before the first user message start no turn.
+    """
+    out: list[Point] = []
+    current: Point | None = None
+    for p in points:
+        if p.kind == "message":
+            if current is not None:
+                out.append(current)
+            is_user = p.message_index is not None and roles[p.message_index] == "user"
+            current = p if is_user else None
+        elif current is not None:
+            current = p
+    if current is not None:
+        out.append(current)
+    return out
+
+
+def peak_context(points: list[Point], roles: list[str]) -> Peaks:
+    """Return the Peaks of a timeline's or a replay's POINTS (see `actor_points`).
+
+    The one computation behind `whatif`'s `peak_context_tokens` and the What-if table's
+    "Peak window + log" row, for the real run and the replay alike.
+    """
+    turns = actor_points(points, roles)
+    return Peaks(context_tokens=max((p.context_tokens for p in turns), default=0),
+                 message_tokens=max((p.message_tokens for p in turns), default=0))
 
 
 def real_sizes(timeline: Timeline) -> dict[str, list[int]]:

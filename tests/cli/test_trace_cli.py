@@ -64,3 +64,24 @@ def test_context_bad_turns(fixture_db, capsys):
     assert _run(capsys, "context", db, "--thread", "nope", "--turn", "1")[0] == 2
     code, out, _ = _run(capsys, "context", db, "--thread", "support-1", "--turn", "5")
     assert code == 0 and "Turn 5 of 30" in out
+
+
+def test_trace_obs_7_2_text_lists_no_false_messages_and_names_the_marker(fixture_db, capsys):
+    # The issue's report: "Obs 7.2" matched 19 messages holding "7" and "2" apart. No message text of
+    # support-1 holds " 7.2" (checked in tests/engine/test_trace.py); the line's cycle marker is on 319a18d0….
+    code, out, _ = _run(capsys, "trace", str(fixture_db("support")), "--thread", "support-1", "--text", "Obs 7.2")
+    assert code == 0
+    assert out.splitlines()[0].startswith("1 observation line(s) and 0 message(s) match 'Obs 7.2'")
+    assert "marker is on message 319a18d0-49f2-4eff-9f05-ca9292351eaa" in out
+
+
+def test_context_text_names_both_window_figures_in_resource_scope(fixture_db, capsys):
+    # res-b's last turn: Mastra's getStatus reports 1,363 pending tokens (oracle); the text names it as
+    # the window after the turn, beside the turn-start window of the sections above.
+    status = load_oracle("resource")["om"]["resource:user-erin"]["status"]["res-b"]
+    code, out, _ = _run(capsys, "context", str(fixture_db("resource")), "--thread", "res-b", "--turn", "5")
+    assert code == 0
+    assert f"After the turn (now): {status['pendingTokens']:,} tokens unobserved = Mastra's getStatus" in out
+    assert "from other threads' context" in out and "start of turn 5" in out
+    code, out, _ = _run(capsys, "context", str(fixture_db("resource")), "--thread", "res-b", "--turn", "2")
+    assert code == 0 and "not reconstructed" in out

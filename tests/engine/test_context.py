@@ -90,3 +90,41 @@ def test_resource_scope_turns_are_the_threads_own_user_messages(fixture_db):
     assert ids[last.user_message_id].created_ms == own[-1]
     assert all(w.thread_id == "res-a" for w in first.window + last.window)
     assert first.reconstructed and last.scope == "resource"
+
+
+@pytest.mark.parametrize("thread", ["res-a", "res-b", "res-c"])
+def test_resource_last_turn_after_window_is_getstatus_pending(fixture_db, thread):
+    # Mastra's getStatus in resource scope: pending = the resource's unobserved messages plus the
+    # other threads' <other-conversation> context; the oracle reports it per thread (1146 / 1363 / 859).
+    status = load_oracle("resource")["om"]["resource:user-erin"]["status"][thread]
+    with MemoryStore.open(fixture_db("resource")) as store:
+        tl = build_timeline(store, thread)
+        users = [m for m in tl.messages if m.role == "user" and m.thread_id == thread]
+        last = turn_context(store, thread, len(users), timeline=tl)
+        earlier = turn_context(store, thread, 1, timeline=tl)
+    assert last.window_after_turn_tokens == status["pendingTokens"]
+    assert last.status_pending_tokens == status["pendingTokens"]
+    assert 0 < last.other_threads_after_turn_tokens < status["pendingTokens"]
+    # Earlier turns: the other threads' context then is not reconstructed, and says so (None, not 0).
+    assert earlier.other_threads_after_turn_tokens is None and earlier.status_pending_tokens is None
+
+
+def test_turn_start_and_after_turn_figures_are_both_named(fixture_db):
+    # support-1's last turn: the model got 2,125 unobserved tokens at its start (the window after
+    # step 0, before the reply); after the reply Mastra's getStatus reports 2,488 pending tokens over
+    # 10 messages (oracle). The sentences name both figures, the second as getStatus's.
+    from studio.engine.context import after_turn_lines
+
+    status = load_oracle("support")["om"]["thread:support-1"]["status"]["support-1"]
+    with MemoryStore.open(fixture_db("support")) as store:
+        ctx = turn_context(store, "support-1", 30)
+        before = turn_context(store, "support-1", 29)
+    assert ctx.status_pending_tokens == ctx.window_after_turn_tokens == status["pendingTokens"] == 2488
+    assert ctx.window_estimate < ctx.window_after_turn_tokens
+    assert ctx.status_unobserved_messages == 10
+    start, after = after_turn_lines(ctx.to_json())
+    assert f"{ctx.window_estimate:,} tokens" in start and "start of turn 30" in start
+    assert "2,488 tokens" in after and "getStatus" in after and "10 message(s)" in after
+    # Turn 29's window after it is where turn 30 started before the new prompt and its step 0.
+    assert before.status_pending_tokens is None
+    assert "before turn 30's step 0" in after_turn_lines(before.to_json())[1]

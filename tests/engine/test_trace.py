@@ -127,3 +127,33 @@ def test_without_om_messages_are_still_listed_with_no_observed_state(fixture_db)
         result = trace_fact(store, thread.id, "Careful engineering")
     assert result.lifelines == [] and result.generations == 0
     assert result.messages and all(m.observed is None for m in result.messages)
+
+
+def test_numbers_are_whole_words_and_never_fuzzy():
+    # First principles: "7.2" is one number; a text holding "7" and "2" apart (or "7.21", "2.7") does
+    # not mention it, and a number one digit off is another number, not a typo.
+    assert match_text("Obs 7.2", "Obs 8.2: detail 7 (v2.7), due day 2") is None
+    assert match_text("Obs 7.2", "Obs 7.21: detail") is None
+    assert match_text("7.2", "detail 17.2 and 7.2.5") is None
+    assert match_text("Obs 7.2", "Obs 7.2, then Obs 8.1").kind == "phrase"
+    assert match_text("teal", "two teals").kind == "phrase"  # words still match inside longer words
+    assert match_text("Obs 7.2", "obs here, and 7.2 there.").kind == "words"
+    assert match_text("7.2", "version v7.2.").kind == "phrase"
+    assert match_text("2,125 tokens", "tokens: 2,125 in total").kind == "words"
+    assert match_text("2,125 tokens", "tokens: 2,128 in total") is None
+    assert match_text("2125 tokens", "tokens: 2126 in total") is None
+
+
+def test_support_trace_of_obs_7_2_matches_only_messages_that_say_it(fixture_db):
+    # The Observer wrote "Obs 7.2: ..." into generation 0 of support-1 (cycle marker on 319a18d0…).
+    # First principles: a message matches only if its text holds "obs" and the number "7.2"; no
+    # message text of support-1 holds "7.2" at all (its other observation messages hold "Obs 7.1",
+    # "Obs 8.2", "v2.7" ...), so none may match, while the line itself is a phrase match.
+    with MemoryStore.open(fixture_db("support")) as store:
+        texts = {m.id: m.text for m in store.list_messages("support-1")}
+        result = trace_fact(store, "support-1", "Obs 7.2")
+    assert not any(" 7.2" in t for t in texts.values())
+    assert [m.id for m in result.messages] == []
+    life, = result.lifelines
+    assert life.text.startswith("Obs 7.2:") and life.match == "phrase"
+    assert life.marker_message_id.startswith("319a18d0")

@@ -135,3 +135,47 @@ def test_reflector_attempts_follow_the_compression_ladder():
     assert reflector_attempts(400, 550, "openai/gpt-4o") == 1
     assert reflector_attempts(600, 550, "openai/gpt-4o") == 4            # levels 1..4
     assert reflector_attempts(600, 550, "google/gemini-2.5-flash") == 3  # starts at level 2
+
+
+@pytest.mark.parametrize("message_tokens,observation_tokens", [(2500, 550), (1000, 400), (4000, 800), (600, 300)])
+def test_peak_context_is_window_plus_log_at_the_same_turn(fixture_db, message_tokens, observation_tokens):
+    # Definition (first principles): peak context = max over turns of (window + log) taken at the
+    # same moment, the end of the turn's step 0, when the actor gets them; peak window is measured
+    # at the same moments, so it can never exceed peak context (the log is never negative). The
+    # window just before an observation, which no actor call got, counts in neither.
+    from studio.engine.whatif import peak_context, settings_with
+
+    with MemoryStore.open(fixture_db("support")) as store:
+        timeline = build_timeline(store, "support-1")
+    chosen = settings_with(WhatIfSettings.from_record(timeline.generations[-1]),
+                           message_tokens=message_tokens, observation_tokens=observation_tokens)
+    result = simulate(timeline, chosen)
+    doc = result.to_json()
+    assert doc["peak_context_tokens"] >= doc["peak_message_tokens"] > 0
+    assert doc["peak_context_tokens"] == max(t.message_tokens + t.observation_tokens for t in result.turns)
+    assert doc["peak_message_tokens"] == max(t.message_tokens for t in result.turns)
+    # The same computation over the replay's points (what the GUI table uses) gives the same figures.
+    peaks = peak_context(result.points, [m.role for m in timeline.messages])
+    assert (peaks.context_tokens, peaks.message_tokens) == (doc["peak_context_tokens"], doc["peak_message_tokens"])
+
+
+def test_real_peak_is_measured_where_the_actor_got_it(fixture_db):
+    # support-1's real run: the state the actor got at a turn is the one after OM's step-0 work (the
+    # user message's point, or the observation right after it). Before turn 17's observation the store
+    # held 3,322 message tokens + a 213-token log (a reflection had just reset the cursor), but the
+    # Observer ran before the actor was called, so that sum is not a peak the actor ever got.
+    from studio.engine.whatif import actor_points, peak_context
+
+    with MemoryStore.open(fixture_db("support")) as store:
+        timeline = build_timeline(store, "support-1")
+    roles = [m.role for m in timeline.messages]
+    got = actor_points(timeline.points, roles)
+    assert [p.turn for p in got] == list(range(1, 31))  # one state per user message (30 turns)
+    before_17 = next(p for p in timeline.points if p.kind == "message" and p.turn == 17)
+    assert (before_17.message_tokens, before_17.observation_tokens) == (3322, 213)
+    turn_17 = got[16]
+    assert turn_17.kind == OBSERVATION and turn_17.message_tokens == 0
+    peaks = peak_context(timeline.points, roles)
+    assert peaks.context_tokens == max(p.message_tokens + p.observation_tokens for p in got)
+    assert peaks.context_tokens >= peaks.message_tokens
+    assert peaks.context_tokens < before_17.message_tokens + before_17.observation_tokens

@@ -154,3 +154,30 @@ def test_the_chart_draws_edge_values_in_both_modes(qtbot, studio_ctx):
         tab.plot.viewport().repaint()
         drawn = tab.plot.getPlotItem().listDataItems()[0].getData()
         assert drawn[0].dtype == np.float64 and np.isfinite(drawn[0]).all()
+
+
+def test_whatif_table_peak_is_the_cli_figure(studio, fixture_db, studio_ctx, qtbot):
+    # One computation (studio.engine.whatif): the table's "Peak window + log" of the replay is the CLI's
+    # `whatif --json` peak_context_tokens for the same settings, and never below the peak window.
+    from studio.cli_timeline import whatif_document
+    from studio.ui import format as fmt
+    from studio.ui.widgets.whatif_panel import ROWS
+
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):
+        tab.whatif_button.setChecked(True)
+    panel = tab.whatif_panel
+    for message_tokens, observation_tokens in [(1000, 400), (2500, 550)]:
+        with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):
+            panel.message_tokens.setValue(message_tokens)
+            panel.observation_tokens.setValue(observation_tokens)
+        assert studio_ctx.runner.wait_idle()
+        doc = whatif_document(str(path), "support-1", message_tokens=message_tokens,
+                              observation_tokens=observation_tokens)
+        cell = lambda name, col=1: panel.table.item(ROWS.index(name), col).text()
+        assert cell("Peak window + log") == fmt.tokens(doc["peak_context_tokens"])
+        assert cell("Peak window") == fmt.tokens(doc["peak_message_tokens"])
+        assert doc["peak_context_tokens"] >= doc["peak_message_tokens"]

@@ -72,9 +72,14 @@ def test_clicking_a_timeline_point_shows_that_turns_context(studio, fixture_db, 
     assert view.context_view.observations.toPlainText().startswith(ctx.observations.text)
     assert view.context_view.sections.item(0, 0).text() == f"{ctx.observations.estimate:,}"
     assert view.context_view.window_table.rowCount() == len(ctx.window)
+    assert "start of turn 17" in view.context_view.after_turn.text()
     view.context_view.show_turn(None)
     assert studio_ctx.runner.wait_idle()
     assert view.context_view.context.turn == view.context_view.context.turns == 30
+    # The table's window is the turn's start (2,125 here); the OM tab's 2,488 (Mastra's getStatus
+    # pending tokens, oracle) is named beside it as the window after the turn.
+    text = view.context_view.after_turn.text()
+    assert "2,125 tokens" in text and "2,488 tokens" in text and "getStatus" in text
 
 
 def test_long_source_lists_are_cut_in_the_tree(studio, fixture_db, studio_ctx, monkeypatch):

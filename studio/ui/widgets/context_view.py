@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.context import TurnContext
+from studio.engine.context import TurnContext, after_turn_lines
 from studio.ui import format as fmt
 from studio.ui.tasks import TaskRunner
 from studio.ui.trace_loaders import load_turn_context
@@ -83,6 +83,10 @@ class TurnContextView(QWidget):
         self.sections.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.sections.setMaximumHeight(self.sections.verticalHeader().defaultSectionSize() * 5 + 8)
 
+        # What the window figure is (the turn's start) and the window after the turn: for the last turn
+        # Mastra's getStatus pending tokens, the Observational memory tab's figure.
+        self.after_turn = plain_label("", "muted", wrap=True)
+
         self.observations = _read_only_text()
         self.window_table = QTableWidget(0, len(WINDOW_COLUMNS))
         self.window_table.setHorizontalHeaderLabels(WINDOW_COLUMNS)
@@ -105,6 +109,7 @@ class TurnContextView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
         layout.addLayout(row)
+        layout.addWidget(self.after_turn)
         layout.addWidget(split, 1)
 
     def set_thread(self, thread_id: str | None) -> None:
@@ -115,6 +120,7 @@ class TurnContextView(QWidget):
         self._record_present: bool | None = None   # unknown until the thread's detail has loaded
         self.context = None
         self.summary.setText("" if thread_id else "No thread selected.")
+        self.after_turn.setText("")
         self.observations.setPlainText("")
         self.working_memory.setPlainText("")
         self.window_table.setRowCount(0)
@@ -128,6 +134,7 @@ class TurnContextView(QWidget):
         if not present:
             self._pending = False
             self.context = None
+            self.after_turn.setText("")
             self.summary.setText("This thread has no observational memory record: its context holds only "
                                  "message history, with no observation block to reconstruct.")
         elif self._pending and self.isVisible():
@@ -162,6 +169,7 @@ class TurnContextView(QWidget):
 
     def _on_context_failed(self, exc: Exception) -> None:
         self.context = None
+        self.after_turn.setText("")
         self.summary.setText(f"No context to show: {exc}")
 
     def _on_context_done(self, ctx: TurnContext) -> None:
@@ -186,6 +194,7 @@ class TurnContextView(QWidget):
         for r, (estimate, exact) in enumerate(rows):
             self.sections.setItem(r, 0, _cell(fmt.tokens(estimate), right=True))
             self.sections.setItem(r, 1, _cell(fmt.tokens(exact), right=True))
+        self.after_turn.setText("\n".join(after_turn_lines(ctx.to_json())))
         extra = []
         if ctx.current_task:
             extra.append(f"\n\n[current task]\n{ctx.current_task}")

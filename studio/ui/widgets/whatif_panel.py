@@ -41,6 +41,7 @@ from studio.engine.whatif import (
     WhatIfSettings,
     WhatIfSettingsError,
     measured_ratios,
+    peak_context,
     simulate,
 )
 from studio.ui import format as fmt
@@ -53,7 +54,10 @@ DEBOUNCE_MS = 250
 #: Reflector that repeated itself wrote more than it read), so the stored settings retrace the real run.
 MAX_RATIO = 1000.0
 ROWS = ["Observer calls", "Reflector calls", "Observations", "Reflections", "Buffered chunks", "Activations",
-        "Peak window + log"]
+        "Peak window + log", "Peak window"]
+#: What the peak rows measure (their row tooltip): the same moments for both columns and the CLI.
+PEAK_TIP = ("Largest message window + observation log the actor got at a turn, both taken after OM's "
+            "step-0 work (observation / reflection) of that turn; `whatif --json` peak_context_tokens")
 
 
 def real_counts(timeline: Timeline) -> dict[str, str]:
@@ -63,7 +67,7 @@ def real_counts(timeline: Timeline) -> dict[str, str]:
     reflections = sum(1 for e in events if e.kind in (REFLECTION, REFLECTION_ACTIVATION)
                       and e.status in ("completed", "recorded"))
     reflector = sum(1 for e in events if e.kind in (REFLECTION, REFLECTION_BUFFERING))
-    peak = max((p.message_tokens + p.observation_tokens for p in timeline.points), default=0)
+    peaks = peak_context(timeline.points, [m.role for m in timeline.messages])
     return {
         "Observer calls": f"{cycles:,}",
         "Reflector calls": f"≥ {reflector:,}" if reflector else "0",
@@ -71,19 +75,19 @@ def real_counts(timeline: Timeline) -> dict[str, str]:
         "Reflections": f"{reflections:,}",
         "Buffered chunks": f"{sum(1 for e in events if e.kind == BUFFERING and e.status == 'completed'):,}",
         "Activations": f"{sum(1 for e in events if e.kind == ACTIVATION):,}",
-        "Peak window + log": fmt.tokens(peak),
+        "Peak window + log": fmt.tokens(peaks.context_tokens), "Peak window": fmt.tokens(peaks.message_tokens),
     }
 
 
 def whatif_counts(result: WhatIfResult) -> dict[str, str]:
     """Return a replay's figures for the comparison table (text)."""
-    peak = max((p.message_tokens + p.observation_tokens for p in result.points), default=0)
     return {
         "Observer calls": f"{result.observer_calls:,}", "Reflector calls": f"{result.reflector_calls:,}",
         "Observations": f"{result.count(OBSERVATION):,}",
         "Reflections": f"{result.count(REFLECTION, REFLECTION_ACTIVATION):,}",
         "Buffered chunks": f"{result.count(BUFFERING):,}", "Activations": f"{result.count(ACTIVATION):,}",
-        "Peak window + log": fmt.tokens(peak),
+        "Peak window + log": fmt.tokens(result.peak_context_tokens),
+        "Peak window": fmt.tokens(result.peak_message_tokens),
     }
 
 
@@ -164,6 +168,9 @@ class WhatIfPanel(QWidget):
         self.table = QTableWidget(len(ROWS), 2)
         self.table.setHorizontalHeaderLabels(["Real", "What-if"])
         self.table.setVerticalHeaderLabels(ROWS)
+        for row, name in enumerate(ROWS):
+            if name.startswith("Peak"):
+                self.table.verticalHeaderItem(row).setToolTip(PEAK_TIP)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
@@ -240,8 +247,9 @@ class WhatIfPanel(QWidget):
             + ("" if timeline.reflection_ratio is not None else " (no reflection yet: a typical ratio)"))
         if not keep:
             self.apply_settings(self._stored, obs, refl)
+        real = real_counts(timeline)
         for row, name in enumerate(ROWS):
-            self.table.setItem(row, 0, QTableWidgetItem(real_counts(timeline)[name]))
+            self.table.setItem(row, 0, QTableWidgetItem(real[name]))
         self.run()
 
     def apply_settings(self, settings: WhatIfSettings, obs_ratio: float | None = None,
@@ -287,8 +295,10 @@ class WhatIfPanel(QWidget):
         settings = self.settings()
         obs, refl = self.obs_ratio.value(), self.refl_ratio.value()
         measured = measured_ratios(timeline)
-        ratios_changed = abs(obs - round(measured[0], 3)) > 1e-9 or abs(refl - round(measured[1], 3)) > 1e-9
-        real = settings == self._stored and not ratios_changed
+        obs_changed, refl_changed = abs(obs - round(measured[0], 3)) > 1e-9, abs(refl - round(measured[1], 3)) > 1e-9
+        real = settings == self._stored and not (obs_changed or refl_changed)
+        # A ratio the form shows as measured (3 decimals) replays with the exact measured one, as the CLI does.
+        obs, refl = (obs if obs_changed else measured[0]), (refl if refl_changed else measured[1])
 
         def replay(_progress, cancel):
             result = simulate(timeline, settings, observation_ratio=obs, reflection_ratio=refl,
