@@ -12,6 +12,24 @@ from studio.ui.widgets.health import badge_text
 from studio.ui.widgets.health_views import SEVERITY_COLOURS
 
 
+def wait_scan(runner, window, timeout_s: float = 60.0) -> bool:
+    """Wait until the window's health scan has finished (it yields between batches, so the runner idles
+    between them): the runner's tasks and the scan's own timers. False after TIMEOUT_S (a hang guard)."""
+    import time
+
+    from PySide6.QtWidgets import QApplication
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if not runner.wait_idle(max(0.1, end - time.monotonic())):
+            return False
+        if not window.health.scan.running:
+            return True
+        QApplication.processEvents()
+        time.sleep(0.01)
+    return False
+
+
 def doctor(path) -> list[dict]:
     with MemoryStore.open(path) as store:
         return run_doctor(store).to_json()["findings"]
@@ -24,7 +42,7 @@ def test_scan_counts_every_thread_as_batches_land(studio, studio_ctx, fixture_db
     landed = []
     window.health.scan.batch_landed.connect(lambda batch, done, total: landed.append((done, total)))
     window.open_database(path)
-    assert studio_ctx.runner.wait_idle()
+    assert wait_scan(studio_ctx.runner, window)
     assert landed == [(2, 6), (4, 6), (6, 6)]   # six threads, two per batch, counts shown as each lands
     expected = doctor(path)
     assert sorted(map(str, window.health.scan.findings)) == sorted(map(str, expected))
@@ -35,7 +53,7 @@ def test_scan_counts_every_thread_as_batches_land(studio, studio_ctx, fixture_db
 
 def test_badge_is_painted_beside_the_title(studio, studio_ctx, fixture_db):
     window = studio(fixture_db("support"))
-    assert studio_ctx.runner.wait_idle()
+    assert wait_scan(studio_ctx.runner, window)
     view = window.thread_list.view
     assert view.itemDelegateForColumn(ThreadColumn.TITLE) is window.health.badges
     row = window.thread_model.row_of("support-1")
@@ -54,10 +72,10 @@ def test_health_tab_lists_the_threads_findings(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
     window = studio(path)
     assert window.select_thread("support-5")
-    assert studio_ctx.runner.wait_idle()
+    assert wait_scan(studio_ctx.runner, window)
     assert window.thread_view.health_tab.pane.model.rowCount() == 0   # hidden tab: not checked yet
     window.thread_view.set_tab("health")
-    assert studio_ctx.runner.wait_idle()
+    assert wait_scan(studio_ctx.runner, window)
     tab = window.thread_view.health_tab
     want = [f for f in doctor(path) if f["thread_id"] == "support-5"]
     assert tab.thread_id == "support-5" and tab.pane.model.rowCount() == len(want) > 0
@@ -67,19 +85,19 @@ def test_health_tab_lists_the_threads_findings(studio, studio_ctx, fixture_db):
 def test_health_window_opens_messages_and_generations(studio, studio_ctx, fixture_db, qtbot):
     path = fixture_db("support")
     window = studio(path)
-    assert studio_ctx.runner.wait_idle()
+    assert wait_scan(studio_ctx.runner, window)
     hw = window.health.show_window()
     model = hw.pane.model
     assert model.rowCount() == len(doctor(path))
     rows = [model.finding(r) for r in range(model.rowCount())]
     tie = next(f for f in rows if f["check"] == "timestamp-ties" and f["thread_id"] == "support-5")
     assert window.health.open_finding(tie)
-    assert studio_ctx.runner.wait_idle()
+    assert wait_scan(studio_ctx.runner, window)
     qtbot.waitUntil(lambda: window.thread_view.messages_tab._selected_id == tie["message_ids"][0], timeout=5000)
     assert window.current_thread_id == "support-5" and window.thread_view.current_tab() == "messages"
     lost = next(f for f in rows if f["check"] == "lost-high-priority" and f["thread_id"] == "support-1")
     assert window.health.open_finding(lost)
-    assert studio_ctx.runner.wait_idle()
+    assert wait_scan(studio_ctx.runner, window)
     history = window.thread_view.history_tab
     qtbot.waitUntil(lambda: history.select_record(lost["record_id"]) and window.thread_view.current_tab() == "history",
                     timeout=5000)

@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QPainter
 from PySide6.QtWidgets import QStyledItemDelegate, QToolTip
 
-from studio.engine.doctor import plan_batches, run_batch
+from studio.ui.health_loaders import load_scan_batch, load_scan_plan
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.health_views import SEVERITY_COLOURS, HealthWindow
@@ -28,6 +28,10 @@ SCAN_KEY = "doctor-scan"
 SELECT_TRIES, SELECT_EVERY_MS = 50, 100
 
 
+#: How long the scan waits before looking again while other tasks are pending (ms).
+YIELD_MS = 100
+
+
 class HealthScan(QObject):
     """Run the doctor over the open database in batches; keep the findings and the counts per thread."""
 
@@ -35,9 +39,10 @@ class HealthScan(QObject):
     finished = Signal()
     failed = Signal(str)
 
-    def __init__(self, runner: TaskRunner, parent=None):
+    def __init__(self, runner: TaskRunner, parent=None, use_helper=lambda: False):
         super().__init__(parent)
         self._runner = runner
+        self._use_helper = use_helper   # () -> bool: run batches in the helper process (big databases)
         self._round = 0
         self.findings: list[dict] = []
         self.counts: dict[str, dict[str, int]] = {}
@@ -48,9 +53,9 @@ class HealthScan(QObject):
         """Start a new scan (a running one is dropped)."""
         self._round += 1
         self.findings, self.counts, self.done, self.total, self.running = [], {}, 0, 0, True
-        self._runner.submit(lambda store, _p, _c: plan_batches(store),
-                            on_done=functools.partial(self._on_plan, self._round),
-                            on_error=functools.partial(self._on_error, self._round), key=SCAN_KEY)
+        self._runner.submit_call(load_scan_plan, self._round, helper=self._use_helper(),
+                                 on_done=functools.partial(self._on_plan, self._round),
+                                 on_error=functools.partial(self._on_error, self._round), key=SCAN_KEY)
 
     def stop(self) -> None:
         """Drop the running scan."""
@@ -62,34 +67,47 @@ class HealthScan(QObject):
         """Return {severity: findings} of THREAD_ID so far ({} when none)."""
         return self.counts.get(thread_id, {})
 
-    def _on_plan(self, round_: int, plan) -> None:
+    def _on_plan(self, round_: int, plan: tuple[int, int]) -> None:
         if round_ != self._round:
             return
-        self.total = plan.thread_count
-        self._next(round_, plan, 0)
+        self.total, batches = plan
+        self._next(round_, batches, 0)
 
-    def _next(self, round_: int, plan, index: int) -> None:
-        self._runner.submit(lambda store, _p, cancel: run_batch(store, plan, index, cancel),
-                            on_done=functools.partial(self._on_batch, round_, plan, index),
-                            on_error=functools.partial(self._on_error, round_), key=SCAN_KEY)
-
-    def _on_batch(self, round_: int, plan, index: int, result) -> None:
-        if round_ != self._round:
+    def _next(self, round_: int, batches: int, index: int) -> None:
+        if index >= batches:   # nothing to check
+            self.running = False
+            self.finished.emit()
             return
-        findings, counts = result
-        batch = [f.to_json() for f in findings]
+        # the scan yields: it sends its next batch only when no other task waits, so what the user
+        # opens meanwhile is not queued behind a chain of batches
+        QTimer.singleShot(0, functools.partial(self._submit_when_idle, round_, batches, index))
+
+    def _submit_when_idle(self, round_: int, batches: int, index: int) -> None:
+        if round_ != self._round or self._runner.closed:
+            return
+        if self._runner.pending:
+            QTimer.singleShot(YIELD_MS, functools.partial(self._submit_when_idle, round_, batches, index))
+            return
+        self._runner.submit_call(load_scan_batch, round_, index, helper=self._use_helper(),
+                                 on_done=functools.partial(self._on_batch, round_, batches, index),
+                                 on_error=functools.partial(self._on_error, round_), key=SCAN_KEY)
+
+    def _on_batch(self, round_: int, batches: int, index: int, result) -> None:
+        if round_ != self._round or result is None:
+            return
+        batch, counts = result
         self.findings.extend(batch)
         for f in batch:
             if f["thread_id"] is not None:
                 per = self.counts.setdefault(f["thread_id"], {})
                 per[f["severity"]] = per.get(f["severity"], 0) + 1
         self.done += counts["threads"]
-        more = index + 1 < len(plan.batches)
+        more = index + 1 < batches
         if not more:
             self.running = False
         self.batch_landed.emit(batch, self.done, self.total)
         if more:
-            self._next(round_, plan, index + 1)
+            self._next(round_, batches, index + 1)
         else:
             self.finished.emit()
 
@@ -155,7 +173,7 @@ class HealthController(QObject):
     def __init__(self, window):
         super().__init__(window)
         self._window = window
-        self.scan = HealthScan(window._runner, self)
+        self.scan = HealthScan(window._runner, self, use_helper=lambda: window.uses_helper)
         self.health_window: HealthWindow | None = None
         self._select_timer: QTimer | None = None
         self.badges = HealthBadgeDelegate(self.scan, window.thread_list.view)
@@ -165,6 +183,7 @@ class HealthController(QObject):
         self.scan.batch_landed.connect(self._on_scan_batch_landed)
         window.database_opened.connect(self._on_window_database_opened)
         window.database_refreshed.connect(self._on_window_database_refreshed)
+        window.statuses_finished.connect(self._on_window_statuses_finished)
         tab = getattr(window.thread_view, "health_tab", None)
         if tab is not None:
             tab.finding_activated.connect(self.open_finding)
@@ -223,12 +242,16 @@ class HealthController(QObject):
             win.set_progress(self.scan.done, self.scan.total)
 
     def _on_window_database_opened(self, _path: str) -> None:
+        self.scan.stop()   # the previous file's scan; this file's starts once its bars are exact
+        self.scan.findings, self.scan.counts = [], {}
+        self._fill_window()
+
+    def _on_window_statuses_finished(self) -> None:
+        # after the bars: the scan shares the database worker (or the helper) with the status batches
         self.scan.start()
         self._fill_window()
 
     def _on_window_database_refreshed(self) -> None:
-        self.scan.start()
-        self._fill_window()
         tab = getattr(self._window.thread_view, "health_tab", None)
         if tab is not None and tab.thread_id is not None:
             tab.refresh()

@@ -65,6 +65,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
     database_opened = Signal(str)      # path
     database_failed = Signal(str)      # the error message shown
     database_refreshed = Signal()
+    statuses_finished = Signal()       # every OM thread's status of the listing is in (or failed)
     thread_selected = Signal(str)      # thread id
     error_reported = Signal(str)
 

@@ -123,6 +123,7 @@ class ListingLoader:
         if not self._status_threads:
             self.progress.hide()
             self.thread_model.apply_statuses([], final=True)
+            self.statuses_finished.emit()
             return
         self.progress.setRange(0, len(self._status_threads))
         self.progress.setValue(0)
@@ -150,6 +151,7 @@ class ListingLoader:
         self.progress.setValue(min(self._status_done, len(self._status_threads)))
         if finished:
             self.progress.hide()
+            self.statuses_finished.emit()
         else:
             self._next_status_batch(round_)
 
@@ -158,6 +160,7 @@ class ListingLoader:
             return
         self.progress.hide()
         self.thread_model.mark_statuses_failed()
+        self.statuses_finished.emit()
         self.statusBar().showMessage(f"Statuses could not be computed: {exc}", 10000)
 
     def _on_listing_failed(self, exc: Exception, *, refresh: bool) -> None:

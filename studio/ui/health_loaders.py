@@ -1,0 +1,52 @@
+"""Module-level loaders of the studio's health scan (no Qt: they run on the database worker or in the helper).
+
+The scan's plan (every thread and lookup key of the file) is built once per process and store and
+kept here, so a batch sent to the helper process carries only its index, not the whole plan.
+"""
+
+from __future__ import annotations
+
+from studio.engine.doctor import plan_batches, run_batch
+from studio.engine.doctor.runner import DoctorPlan
+from studio.store.memory_store import MemoryStore
+from studio.ui.loaders import require_store
+
+#: (id of the store, scan round) -> the plan that round's batches follow (one entry: the newest round).
+_plans: dict[tuple[int, int], DoctorPlan] = {}
+
+
+def _plan(store: MemoryStore, round_: int) -> DoctorPlan:
+    key = (id(store), round_)
+    plan = _plans.get(key)
+    if plan is None:
+        _plans.clear()
+        plan = _plans[key] = _smallest_first(store, plan_batches(store))
+    return plan
+
+
+def _smallest_first(store: MemoryStore, plan: DoctorPlan) -> DoctorPlan:
+    """Reorder PLAN's batches so the threads with the fewest messages are checked first.
+
+    The scan shares the database worker (or the helper) with what the user opens; a 20,000-message
+    thread checked early would hold it for seconds, so it goes last.
+    """
+    counts = store.message_counts()
+    size = max((len(b) for b in plan.batches), default=0) or 1
+    ids = sorted((i for b in plan.batches for i in b), key=lambda i: counts.get(i, 0))
+    plan.batches = [ids[i:i + size] for i in range(0, len(ids), size)] or [[]]
+    return plan
+
+
+def load_scan_plan(store: MemoryStore | None, round_: int) -> tuple[int, int]:
+    """Plan scan ROUND_ of STORE; return (threads to check, batches). Raises StoreError without a database."""
+    plan = _plan(require_store(store), round_)
+    return plan.thread_count, len(plan.batches)
+
+
+def load_scan_batch(store: MemoryStore | None, round_: int, index: int) -> tuple[list[dict], dict[str, int]]:
+    """Check batch INDEX of scan ROUND_; return (findings as `Finding.to_json()` dicts, counts).
+
+    Raises StoreError without a database. A process that has not planned ROUND_ yet plans it first.
+    """
+    findings, counts = run_batch(require_store(store), _plan(require_store(store), round_), index)
+    return [f.to_json() for f in findings], counts
