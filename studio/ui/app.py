@@ -207,6 +207,7 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
         if getattr(args, "tab", None):
             window.thread_view.set_tab(args.tab)
         ctx.runner.wait_idle()
+        _wait_for_health_scan(ctx.runner, window)   # the badges are part of the picture
         window.settle()
         if task_errors:
             print(f"memory-studio: not all of the window loaded ({'; '.join(task_errors)}); "
@@ -228,3 +229,15 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
         ctx.runner.shutdown()
         window.close()
         window.deleteLater()
+
+
+def _wait_for_health_scan(runner, window, timeout_s: float = 120.0) -> None:
+    """Let WINDOW's health scan finish (it yields between batches), at most TIMEOUT_S."""
+    import time
+
+    scan = getattr(getattr(window, "health", None), "scan", None)
+    end = time.monotonic() + timeout_s
+    while scan is not None and scan.running and time.monotonic() < end:
+        QApplication.processEvents()
+        runner.wait_idle(max(0.1, end - time.monotonic()))
+        time.sleep(0.01)
