@@ -92,3 +92,40 @@ def test_revert_refused_when_a_generation_was_written_meanwhile(studio, studio_c
     assert snapshot(path, shm=False) == written
     assert history(path)[0].active_observations == "* 🔴 (10:00) written by the agent"
     assert tab.generation_model.index(0, 0).data() == "3 (current)"     # the refusal refreshed the view
+
+
+def test_revert_waits_for_a_quiet_agent_or_forces(studio, studio_ctx, fixture_db):
+    # the OM write protocol: a message written a moment ago means a turn may be running, so the
+    # revert is refused ("busy") unless the user forces it; refused = the file byte-identical
+    import time
+
+    import libsql
+
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1", tab="history")
+    window.watcher.stop()
+    tab = window.thread_view.history_tab
+    tab.select_generation(1)
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+    conn = libsql.connect(str(path))
+    conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = (SELECT id FROM mastra_messages '
+                 'WHERE thread_id = ? ORDER BY "createdAt" DESC LIMIT 1)', (now, "support-1"))
+    conn.commit()
+    conn.close()
+    before = snapshot(path, shm=False)
+    answers = iter([True, False])        # yes to the revert, no to forcing it while the agent is active
+    asked = []
+    tab.confirm = lambda title, text: asked.append(title) or next(answers)
+    failures = []
+    tab.write_failed.connect(failures.append)
+    assert tab.revert_to(tab.selected_generation())
+    studio_ctx.runner.wait_idle()
+    assert asked == ["Revert to this generation", "The agent is active"]
+    assert failures and snapshot(path, shm=False) == before
+    tab.error_box.close()
+
+    tab.select_generation(1)
+    tab.confirm = lambda title, text: True   # this time: force
+    assert tab.revert_to(tab.selected_generation())
+    studio_ctx.runner.wait_idle()
+    assert [r.generation_count for r in history(path)][:1] == [3]

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from studio.engine.diff import GenerationDiff, side_by_side
 from studio.store.records import OMRecord
+from studio.store.write.protocol import DEFAULT_QUIET_MS
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail, diff_generations
 from studio.ui.models.diff import DiffMode, DiffModel, display_line
@@ -106,6 +107,8 @@ class HistoryTab(QWidget):
         self.database_path: str | None = None
         #: The window's studio.store.writes.WriteSession (backs the file up before its first write), if any.
         self.write_session = None
+        #: Quiet period (ms) of the OM write protocol: a revert is refused while the agent wrote more recently.
+        self.quiet_ms = DEFAULT_QUIET_MS
         self.last_write_error: str | None = None
         self.error_box: QMessageBox | None = None
         self._syncing = False
@@ -480,21 +483,27 @@ class HistoryTab(QWidget):
                 f"generation {current.generation_count} has {current.observation_token_count:,})?\n\n"
                 f"The file is changed: {self.database_path}\n"
                 "Nothing is deleted; every generation stays in the history.")
-        from studio.ui.models.reflection import backup_note, revert, submit
+        from studio.ui.models.reflection import backup_note
 
         note = backup_note(self.write_session, self.database_path)
         if not self.confirm("Revert to this generation", f"{text}\n{note}" if note else text):
             return False
 
-        path, key, count, expected = self.database_path, self._lookup_key, record.generation_count, current.id
-        session = self.write_session
+        self._submit_revert(record.generation_count, current.id, self.quiet_ms)
+        return True
+
+    def _submit_revert(self, count: int, expected: str, quiet_ms: int) -> None:
+        """Write the revert on the database worker; QUIET_MS: refuse while the agent wrote more recently (0: no check)."""
+        from studio.ui.models.reflection import revert, submit
+
+        path, key, session = self.database_path, self._lookup_key, self.write_session
+        self._pending_revert = (count, expected)
         self.revert_button.setEnabled(False)
         submit(
             self._runner,
             lambda _p, _c: revert(path, lookup_key=key, generation_count=count, expected_record_id=expected,
-                                  session=session),
+                                  session=session, quiet_ms=quiet_ms),
             on_done=self._on_revert_done, on_error=self._on_revert_failed, key="revert", on_worker=True)
-        return True
 
     def _on_revert_done(self, result: dict) -> None:
         self.last_write_error = None
@@ -502,6 +511,12 @@ class HistoryTab(QWidget):
         self.generation_written.emit(result)
 
     def _on_revert_failed(self, exc: Exception) -> None:
+        pending = getattr(self, "_pending_revert", None)
+        if getattr(exc, "reason", None) == "busy" and pending is not None and self.confirm(
+                "The agent is active",
+                f"{exc}\n\nA turn in progress could overtake the new generation. Write it anyway (force)?"):
+            self._submit_revert(*pending, quiet_ms=0)   # the user chose force: no quiet check this time
+            return
         message = revert_refusal_text(exc)
         self.last_write_error = message
         self._update_revert()
