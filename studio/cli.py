@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 from studio import __version__
 from studio.errors import StoreError, StudioError
+from studio.paths import CHILD_FLAG  # the hidden first argument of the studio's own child processes
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_IO = 0, 1, 2, 3, 4
 
@@ -30,14 +31,6 @@ _IO_WORDS = ("database or disk is full", "disk is full", "no space left", "reado
              "errno 28", "errno 30", "permission denied", "errno 13")
 #: Words that mean another process holds the file (exit 3).
 _LOCK_WORDS = ("database is locked", "is locked by another process", "database is busy")
-
-#: Hidden first argument with which the studio starts its own child processes when it is a frozen
-
-#: app (PyInstaller: `sys.executable` is the app, not Python): `CHILD_FLAG backup SRC DST IMMUTABLE
-
-#: PARENT_PID` (studio.store.backup) and `CHILD_FLAG helper` (studio.ui.helper_process).
-
-CHILD_FLAG = "--studio-child"
 
 
 class BadInput(StudioError):

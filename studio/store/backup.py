@@ -19,7 +19,7 @@ and every
 backup first removes the partial files of processes that no longer run.
 
 In the PyInstaller app `sys.executable` is the app itself, so the child is started as
-`memory-studio --studio-child backup …` (see `studio.cli.CHILD_FLAG`) instead of `python -I -c`.
+`memory-studio --studio-child backup …` (see `studio.paths.CHILD_FLAG`) instead of `python -I -c`.
 """
 
 from __future__ import annotations
@@ -90,10 +90,10 @@ def child_command(args: list[str]) -> list[str]:
     """Return the command that runs the backup child with ARGS (SRC DST IMMUTABLE PARENT_PID LOCK_WAIT_S).
 
     A Python interpreter runs `_SCRIPT` isolated (`-I`); the frozen app (sys.frozen) runs itself
-    with `studio.cli.CHILD_FLAG backup`, which executes the same script (`run_child`).
+    with `studio.paths.CHILD_FLAG backup`, which executes the same script (`run_child`).
     """
     if getattr(sys, "frozen", False):
-        from studio.cli import CHILD_FLAG
+        from studio.paths import CHILD_FLAG
 
         return [sys.executable, CHILD_FLAG, "backup", *args]
     return [sys.executable, "-I", "-c", _SCRIPT, *args]

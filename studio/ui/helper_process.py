@@ -119,7 +119,7 @@ def helper_command() -> list[str]:
     """Return the command that starts the helper: `python -m studio.ui.helper_process`, or in the frozen
     app (sys.frozen; `sys.executable` is the app itself) `memory-studio --studio-child helper`."""
     if getattr(sys, "frozen", False):
-        from studio.cli import CHILD_FLAG
+        from studio.paths import CHILD_FLAG
 
         return [sys.executable, CHILD_FLAG, "helper"]
     return [sys.executable, "-m", "studio.ui.helper_process"]
