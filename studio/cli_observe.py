@@ -24,6 +24,7 @@ import re
 import sys
 
 from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump, exit_code_for
+from studio.cli_reflect import _confirm, _is_terminal  # one terminal prompt for every write command
 from studio.cli_write_protocol import ProtocolOutcome, _say, add_protocol_arguments, preflight, write_with_protocol
 
 _TAG = r"<{0}>(.*?)</{0}>"
@@ -67,22 +68,6 @@ def parse_multi_thread_answer(text: str) -> dict:
         out[thread_id] = ObserverOutput(_section(body, "observations") or bare.strip(), _section(body, "current-task"),
                                         _section(body, "suggested-response"), _section(body, "thread-title"))
     return out
-
-
-def _is_terminal() -> bool:
-    try:
-        return sys.stdin.isatty() and sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _confirm(question: str) -> bool:
-    try:
-        sys.stderr.write(f"{question} [y/N] ")
-        sys.stderr.flush()
-        return sys.stdin.readline().strip().lower() in ("y", "yes")
-    except (EOFError, OSError):
-        return False
 
 
 def _lookup(path: str, thread_id: str):
