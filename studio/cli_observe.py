@@ -2,11 +2,11 @@
 
 `activate PATH --thread ID [--yes] [--json]` moves the record's buffered observation chunks into
 the active log exactly as Mastra's activate() does at the threshold (no model call).
-`observe PATH --thread ID --answer-file FILE [--below-threshold] [--dry-run] [--yes] [--json]`
-writes an Observer answer (a file holding `<observations>` and optional `<current-task>`,
-`<suggested-response>`, `<thread-title>`; resource scope: those inside `<thread id="T">` blocks)
-as the synchronous observation of the thread's unobserved window, exactly as Mastra's observe()
-writes it.
+`observe PATH --thread ID (--answer-file FILE | --strategy rule-based) [--below-threshold] [--dry-run]
+[--yes] [--json]` writes an Observer answer (a file holding `<observations>` and optional
+`<current-task>`, `<suggested-response>`, `<thread-title>`; resource scope: those inside
+`<thread id="T">` blocks), or the offline rule-based Observer's lines (thread scope), as the
+synchronous observation of the thread's unobserved window, exactly as Mastra's observe() writes it.
 
 Both back the file up first (`WriteSession`), follow the OM write protocol's quiet period and
 busy flags (`--quiet-period`, `--wait-idle`, `--force`; see studio.cli_write_protocol), and
@@ -181,20 +181,29 @@ def _run_observe(args) -> int:
     from studio.store.write.observation_resource import commit_resource_observation, resource_observation_window
 
     key, _ = _lookup(args.path, args.thread)
-    try:
-        text = open(args.answer_file, encoding="utf-8").read()
-    except OSError as exc:
-        raise BadInput(f"Cannot read the answer file {args.answer_file}: {exc.strerror or exc}") from exc
     resource = key.startswith("resource:")
-    output = parse_multi_thread_answer(text) if resource else parse_observer_answer(text)
-    if not resource and not output.observations:
-        raise BadInput(f"{args.answer_file} has no <observations> content")
+    if (args.answer_file is None) == (args.strategy is None):
+        raise BadInput("give the Observer's answer with --answer-file FILE, or --strategy rule-based")
+    if args.strategy and resource:
+        raise BadInput("the rule-based Observer observes thread-scope records only (this one is resource scope)")
     try:
         window = resource_observation_window(args.path, args.thread) if resource \
             else observation_window(args.path, args.thread)
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
+    if args.strategy:   # offline: one dated line per unobserved message, labelled [rule-based]
+        from studio.engine.rule_observer import rule_based_answer
+
+        text, source = rule_based_answer(window.messages), "the rule-based Observer"
+    else:
+        try:
+            text, source = open(args.answer_file, encoding="utf-8").read(), args.answer_file
+        except OSError as exc:
+            raise BadInput(f"Cannot read the answer file {args.answer_file}: {exc.strerror or exc}") from exc
+    output = parse_multi_thread_answer(text) if resource else parse_observer_answer(text)
+    if not resource and not output.observations:
+        raise BadInput(f"{source} gave no <observations> content")
     doc = {"observed": False, "lookup_key": key, "window": window.to_json(), "backup": None}
     if resource:
         doc["threads"] = {t: vars(o) for t, o in output.items()}
@@ -256,11 +265,13 @@ def add_activate_command(subparsers) -> None:
 
 
 def add_observe_command(subparsers) -> None:
-    """Register `observe PATH --thread ID --answer-file FILE [--below-threshold] [--dry-run] [--yes] [--json]`."""
+    """Register `observe PATH --thread ID (--answer-file FILE | --strategy rule-based) [--below-threshold] [--dry-run] [--yes] [--json]`."""
     p = subparsers.add_parser("observe", help="write an Observer answer as the observation of the unobserved window")
     p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to observe")
-    p.add_argument("--answer-file", required=True, metavar="FILE", help="the Observer's answer (<observations>…)")
+    p.add_argument("--answer-file", metavar="FILE", help="the Observer's answer (<observations>…)")
+    p.add_argument("--strategy", choices=["rule-based"],
+                   help="observe offline with the deterministic rule-based Observer instead of an answer file")
     p.add_argument("--below-threshold", action="store_true",
                    help="observe although the window is below Mastra's threshold")
     p.add_argument("--dry-run", action="store_true", help="show the window; write nothing")

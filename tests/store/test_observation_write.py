@@ -186,6 +186,29 @@ def test_observe_command_dry_run_and_write(tmp_path):
     assert _cli("observe", path, "--thread", "support-1", "--answer-file", answer, "--yes").returncode == 2
 
 
+def test_observe_command_with_the_rule_based_observer(tmp_path):
+    # offline: one dated, labelled line per unobserved message, written as Mastra writes an observation
+    # (the log gains a boundary then the lines; the cursor moves to the window's newest message)
+    path = copy_fixture("support", tmp_path / "db")
+    with MemoryStore.open(path) as store:
+        before = store.om_history("thread:support-1")[0]
+    dry = _cli("observe", path, "--thread", "support-1", "--strategy", "rule-based", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    planned = json.loads(dry.stdout)
+    lines = [line for line in planned["observations"].splitlines() if line.startswith("* ")]
+    assert len(lines) == planned["window"]["messages"] and all("[rule-based]" in line for line in lines)
+    done = _cli("observe", path, "--thread", "support-1", "--strategy", "rule-based", "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    with MemoryStore.open(path) as store:
+        after = store.om_history("thread:support-1")[0]
+    assert after.id == before.id and after.generation_count == before.generation_count   # updated in place
+    assert after.active_observations.startswith(before.active_observations + "\n\n--- message boundary (")
+    assert after.active_observations.endswith(planned["observations"])
+    assert after.observed_message_ids[-len(planned["window"]["message_ids"]):] == planned["window"]["message_ids"]
+    # neither an answer nor a strategy, or both: bad input, nothing written
+    assert _cli("observe", path, "--thread", "support-2").returncode == 2
+
+
 def test_parse_observer_answer_sections():
     # the CLI reads an answer with the engine's parser, whose parity with Mastra's parseObserverOutput
     # is checked live in tests/interop/test_observer_parse_interop.py: sections count at line start only
