@@ -92,6 +92,13 @@ def test_whatif_is_off_until_asked_and_off_removes_the_overlay(studio, fixture_d
     qtbot.wait(50)  # the panel is placed once the splitter has laid it out
     assert tab.whatif_scroll.width() >= 0.9 * tab._panel_width()   # the chart's legend does not squeeze it
     assert "What-if window (estimate)" in names()
+    # the What-if log is drawn opaque, in the colour #0f766e at alpha 150 shows on the white chart
+    # (255 - (255 - c) * 150 / 255 per channel: a translucent wide pen makes every paint ~20 ms slower)
+    log = next(item for item in tab.plot.getPlotItem().listDataItems() if item.name() == "What-if log (estimate)")
+    colour = log.opts["pen"].color()
+    assert colour.alpha() == 255
+    assert (colour.red(), colour.green(), colour.blue()) == tuple(
+        round(255 - (255 - c) * 150 / 255) for c in (0x0F, 0x76, 0x6E))
     tab.whatif_button.setChecked(False)
     assert studio_ctx.runner.wait_idle()
     assert tab.whatif is None and not tab.whatif_scroll.isVisible()

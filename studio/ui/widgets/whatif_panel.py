@@ -10,6 +10,8 @@ stored settings the real sizes are used. The table compares the real run with th
 
 from __future__ import annotations
 
+import threading
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -50,6 +52,8 @@ from studio.ui.widgets.common import plain_label
 
 #: Pause after the last change before the replay runs (ms).
 DEBOUNCE_MS = 250
+#: Longest the replay waits for the GUI to finish the paints it caused before it starts (s).
+SETTLE_WAIT_S = 0.5
 #: Largest compression ratio the form takes: a thread's measured ratio is shown as measured (a
 #: Reflector that repeated itself wrote more than it read), so the stored settings retrace the real run.
 MAX_RATIO = 1000.0
@@ -300,7 +304,15 @@ class WhatIfPanel(QWidget):
         # A ratio the form shows as measured (3 decimals) replays with the exact measured one, as the CLI does.
         obs, refl = (obs if obs_changed else measured[0]), (refl if refl_changed else measured[1])
 
+        # The replay waits until the GUI has laid out and painted what led to it (opening the panel
+        # resizes the chart): a pure-Python replay holding the GIL makes every Python call of a paint
+        # wait for it, and a chart paint then took the whole replay (~350 ms on a 20,000-message thread).
+        # Zero-delay timers run once the pending events are done; two passes cover `_place_panel`'s.
+        settled = threading.Event()
+        QTimer.singleShot(0, lambda: QTimer.singleShot(0, settled.set))
+
         def replay(_progress, cancel):
+            settled.wait(SETTLE_WAIT_S)
             result = simulate(timeline, settings, observation_ratio=obs, reflection_ratio=refl,
                               use_real_sizes=real, cancel=cancel)
             return result, ChartSeries.from_points(result.points, result.events)
