@@ -118,6 +118,21 @@ def _window(messages: list[Message], record: OMRecord) -> list[dict]:
     return unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
 
 
+def thread_and_record(store, thread_id: str):
+    """Return (thread, lookup key, current OM record) of THREAD_ID in STORE (a MemoryStore).
+
+    Raises WriteRefused("not-found") when the thread or its OM record does not exist.
+    """
+    thread = store.get_thread(thread_id)
+    if thread is None:
+        raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
+    key = store.lookup_key_for_thread(thread)
+    record = store.om_current(key) if key else None
+    if record is None:
+        raise WriteRefused("not-found", f"Thread {thread_id!r} has no Observational Memory record.")
+    return thread, key, record
+
+
 def observation_window(path: str | os.PathLike[str], thread_id: str) -> ObservationWindow:
     """Read THREAD_ID's unobserved window (read-only) as Mastra's observe() selects it.
 
@@ -129,13 +144,7 @@ def observation_window(path: str | os.PathLike[str], thread_id: str) -> Observat
     from studio.store.memory_store import MemoryStore
 
     with MemoryStore.open(path) as store:
-        thread = store.get_thread(thread_id)
-        if thread is None:
-            raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
-        key = store.lookup_key_for_thread(thread)
-        record = store.om_current(key) if key else None
-        if record is None:
-            raise WriteRefused("not-found", f"Thread {thread_id!r} has no Observational Memory record.")
+        thread, key, record = thread_and_record(store, thread_id)
         if record.scope == "resource" or key.startswith("resource:"):
             raise WriteRefused("invalid", f"{key} is a resource-scope record: its window is read by "
                                           "studio.store.write.observation_resource.resource_observation_window.")

@@ -40,7 +40,7 @@ from studio.store.write.common import (
     iso, js_date_round_trip, latest_om_row, new_id, now_ms_or_clock, read_om_row, read_thread, stringify,
     thread_metadata, to_int,
 )
-from studio.store.write.observation import ObserverOutput, _config, _ids, _window
+from studio.store.write.observation import ObserverOutput, _config, _ids, _window, thread_and_record
 from studio.store.write.om_messages import new_thread_title, newest_assistant_message, set_thread_om, upsert_message
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
@@ -107,13 +107,7 @@ def resource_observation_window(path: str | os.PathLike[str], thread_id: str) ->
     from studio.engine.unobserved import storage_cursor
 
     with MemoryStore.open(path) as store:
-        thread = store.get_thread(thread_id)
-        if thread is None:
-            raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
-        key = store.lookup_key_for_thread(thread)
-        record = store.om_current(key) if key else None
-        if record is None:
-            raise WriteRefused("not-found", f"Thread {thread_id!r} has no Observational Memory record.")
+        thread, key, record = thread_and_record(store, thread_id)
         if not key.startswith("resource:"):
             raise WriteRefused("invalid", f"{key} is not a resource-scope record.")
         resource_id = record.resource_id
