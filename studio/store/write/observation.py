@@ -282,6 +282,16 @@ def commit_observation(path: str | os.PathLike[str], window: ObservationWindow, 
         raise WriteRefused("invalid", "The Observer's answer has no observations; nothing was written.")
     if not window.messages:
         raise WriteRefused("invalid", f"Thread {window.thread_id!r} has no unobserved messages; nothing to observe.")
+    return gated_commit(path, window, force, now_ms, busy_timeout_ms,
+                        lambda tx, now: _commit(tx, window, output, observations, now, idle_ms))
+
+
+def gated_commit(path, window, force: bool, now_ms: int | None, busy_timeout_ms: int | None, commit):
+    """Apply observe()'s threshold gate to WINDOW, then run COMMIT(tx, now_ms) in one write transaction.
+
+    WINDOW has `meets`, `pending_message_tokens`, `tokens` and `threshold` (either scope's window).
+    Raises WriteRefused("invalid") when the gate is not met and not FORCE; returns COMMIT's result.
+    """
     if not window.meets and not force:
         raise WriteRefused("invalid", f"The window holds {window.pending_message_tokens} pending + {window.tokens} "
                                       f"tokens, below the threshold of {window.threshold}: Mastra would not observe "
@@ -289,7 +299,7 @@ def commit_observation(path: str | os.PathLike[str], window: ObservationWindow, 
     now = now_ms_or_clock(now_ms)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
-        return _commit(tx, window, output, observations, now, idle_ms)
+        return commit(tx, now)
 
 
 def observation_survived(path: str | os.PathLike[str], record_id: str, written: str) -> bool:

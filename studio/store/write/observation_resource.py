@@ -37,14 +37,14 @@ from studio.errors import WriteRefused
 from studio.store.records import OMRecord, iso_to_ms, ms_to_iso
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
 from studio.store.write.common import (
-    iso, js_date_round_trip, latest_om_row, new_id, now_ms_or_clock, read_om_row, read_thread, stringify,
+    iso, js_date_round_trip, latest_om_row, new_id, read_om_row, read_thread, stringify,
     thread_metadata, to_int,
 )
-from studio.store.write.observation import ObserverOutput, _config, _ids, _window, thread_and_record
+from studio.store.write.observation import ObserverOutput, _config, _ids, _window, gated_commit, thread_and_record
 from studio.store.write.om_messages import new_thread_title, newest_assistant_message, set_thread_om, upsert_message
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
-from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
+from studio.store.write.transaction import Jsonb, WriteTx
 
 __all__ = ["ResourceObservationWindow", "resource_observation_window", "commit_resource_observation"]
 
@@ -291,11 +291,5 @@ def commit_resource_observation(path: str | os.PathLike[str], window: ResourceOb
     observed = {t for t, _, _ in window.threads}
     if not observed:
         raise WriteRefused("invalid", f"No thread of {window.lookup_key} has unobserved messages; nothing to observe.")
-    if not window.meets and not force:
-        raise WriteRefused("invalid", f"The window holds {window.pending_message_tokens} pending + {window.tokens} "
-                                      f"tokens, below the threshold of {window.threshold}: Mastra would not observe "
-                                      "yet. Force it to observe anyway.")
-    now = now_ms_or_clock(now_ms)
-    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
-    with write_transaction(path, **kwargs) as tx:
-        return _commit(tx, window, outputs, now, idle_ms)
+    return gated_commit(path, window, force, now_ms, busy_timeout_ms,
+                        lambda tx, now: _commit(tx, window, outputs, now, idle_ms))
