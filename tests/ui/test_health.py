@@ -110,3 +110,32 @@ def test_view_menu_has_health_with_a_shortcut(studio):
     view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
     assert window.health.action in view_menu.actions()
     assert health_mod.SCAN_KEY == "doctor-scan"
+
+
+def test_a_pending_generation_select_dies_with_the_window(studio_ctx, fixture_db, qtbot, monkeypatch):
+    """Opening a generation finding retries the History selection every SELECT_EVERY_MS until the list has
+    loaded; a window closed and destroyed meanwhile must take the retry with it (CI once saw the retry
+    call into the deleted generation table: 'Internal C++ object (RowTableView) already deleted')."""
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    from studio.ui.widgets.main_window import MainWindow
+
+    path = fixture_db("support")
+    window = MainWindow(studio_ctx)   # not the `studio` fixture's: this test destroys its window itself
+    window.resize(1400, 900)
+    window.show()
+    window.open_database(path)
+    assert studio_ctx.runner.wait_idle()
+    assert wait_scan(studio_ctx.runner, window)
+    lost = next(f for f in doctor(path) if f["check"] == "lost-high-priority" and f["thread_id"] == "support-1")
+    calls = []
+    history_type = type(window.thread_view.history_tab)
+    monkeypatch.setattr(history_type, "select_record", lambda self, record_id: calls.append(record_id) or False)
+    assert window.health.open_finding(lost)
+    assert calls == [lost["record_id"]]           # first try: not listed yet, so a retry is scheduled
+    window.close()
+    window.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    qtbot.wait(3 * health_mod.SELECT_EVERY_MS)     # an uncaught error in a timer fails this test (pytest-qt)
+    assert calls == [lost["record_id"]]           # the retry went with the window

@@ -80,13 +80,13 @@ class HealthScan(QObject):
             return
         # the scan yields: it sends its next batch only when no other task waits, so what the user
         # opens meanwhile is not queued behind a chain of batches
-        QTimer.singleShot(0, functools.partial(self._submit_when_idle, round_, batches, index))
+        QTimer.singleShot(0, self, functools.partial(self._submit_when_idle, round_, batches, index))
 
     def _submit_when_idle(self, round_: int, batches: int, index: int) -> None:
         if round_ != self._round or self._runner.closed:
             return
         if self._runner.pending:
-            QTimer.singleShot(YIELD_MS, functools.partial(self._submit_when_idle, round_, batches, index))
+            QTimer.singleShot(YIELD_MS, self, functools.partial(self._submit_when_idle, round_, batches, index))
             return
         self._runner.submit_call(load_scan_batch, round_, index, helper=self._use_helper(),
                                  on_done=functools.partial(self._on_batch, round_, batches, index),
@@ -217,7 +217,9 @@ class HealthController(QObject):
         if finding.get("message_ids"):
             view.set_tab("messages")
             message_id = finding["message_ids"][0]
-            QTimer.singleShot(0, lambda: view.messages_tab.show_in_context(message_id))
+            # the tab is the timer's context: Qt drops the call if the tab is destroyed first
+            tab = view.messages_tab
+            QTimer.singleShot(0, tab, functools.partial(tab.show_in_context, message_id))
         elif finding.get("record_id"):
             view.set_tab("history")
             self._select_record(finding["record_id"], SELECT_TRIES)
@@ -228,9 +230,13 @@ class HealthController(QObject):
         return True
 
     def _select_record(self, record_id: str, tries: int) -> None:
-        if self._window.thread_view.history_tab.select_record(record_id) or tries <= 0:
+        tab = self._window.thread_view.history_tab
+        if tab.select_record(record_id) or tries <= 0:
             return
-        QTimer.singleShot(SELECT_EVERY_MS, lambda: self._select_record(record_id, tries - 1))
+        # the History tab is the retry's context: when the window (and the tab with it) is destroyed
+        # before the generation list has loaded, Qt drops the pending retry instead of calling into
+        # deleted widgets
+        QTimer.singleShot(SELECT_EVERY_MS, tab, functools.partial(self._select_record, record_id, tries - 1))
 
     def _fill_window(self) -> None:
         win = self.health_window

@@ -449,7 +449,7 @@ class TimelineTab(QWidget):
         """Open the What-if panel and replay (on), or close it and remove the overlay (off)."""
         self.whatif_scroll.setVisible(checked and self.width() >= NARROW_WIDTH)
         if self.whatif_scroll.isVisible():
-            QTimer.singleShot(0, self._place_panel)  # once the splitter has laid the panel out
+            QTimer.singleShot(0, self, self._place_panel)  # once the splitter has laid the panel out
         self.whatif_panel.set_active(checked)
         if not checked and self._whatif is not None:
             self._whatif = self._whatif_series = None
@@ -463,7 +463,7 @@ class TimelineTab(QWidget):
         if self.whatif_button.isChecked() and wide != self.whatif_scroll.isVisible():
             self.whatif_scroll.setVisible(wide)
         if wide and self.whatif_scroll.isVisible() and self.whatif_scroll.width() < 0.9 * self._panel_width():
-            QTimer.singleShot(0, self._place_panel)  # squeezed by a smaller window: give it its room back
+            QTimer.singleShot(0, self, self._place_panel)  # squeezed by a smaller window: give it its room back
 
     def _place_panel(self) -> None:
         """Give the What-if panel the room it asks for, at most 45% of the tab."""

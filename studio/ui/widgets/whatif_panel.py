@@ -309,7 +309,7 @@ class WhatIfPanel(QWidget):
         # wait for it, and a chart paint then took the whole replay (~350 ms on a 20,000-message thread).
         # Zero-delay timers run once the pending events are done; two passes cover `_place_panel`'s.
         settled = threading.Event()
-        QTimer.singleShot(0, lambda: QTimer.singleShot(0, settled.set))
+        QTimer.singleShot(0, self, lambda: QTimer.singleShot(0, self, settled.set))
 
         def replay(_progress, cancel):
             settled.wait(SETTLE_WAIT_S)
