@@ -47,6 +47,12 @@ def parse_location(target: str | os.PathLike[str]) -> Location:
     """
     text = os.fspath(target)
     lowered = text.lower()
+    if lowered.startswith(("postgresql://", "postgres://")):
+        # reads of a PostgreSQL store go through studio.store.pg (MemoryStore.open); only a write gets here
+        from studio.store.pg import redact_url
+
+        raise StoreError(f"Writing to a PostgreSQL store ({redact_url(text)}) is not supported yet: "
+                         "the studio reads it only. Nothing was written")
     for scheme in ("libsql://", "http://", "https://", "ws://", "wss://"):
         if lowered.startswith(scheme):
             raise StoreError(f"Remote libSQL databases are not supported yet: {text!r}. Open a local memory.db file.")

@@ -17,10 +17,11 @@ Bad arguments raise ValidationError (studio.engine.metadata_filter); failed read
 from __future__ import annotations
 
 import functools
+import json
 import math
 from dataclasses import dataclass
 from datetime import timezone
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 from studio.engine.metadata_filter import ValidationError, validate_metadata_filter
 from studio.store import schema as sc
@@ -204,6 +205,19 @@ def _thread_metadata_sql(metadata: dict) -> tuple[list[str], list[Any]]:
     return terms, params
 
 
+def _thread_metadata_pg(metadata: dict) -> tuple[list[str], list[Any]]:
+    """WHERE terms of MemoryPG.listThreads' metadata filter: JSONB containment of {key: value} per key.
+
+    Containment compares JSON values by type, so a null filter value matches only an explicit null
+    (unlike the libSQL store), `true` is not 1 and "2" is not 2; 1 and 1.0 are one number.
+    """
+    terms, params = [], []
+    for key, value in metadata.items():
+        terms.append("metadata::jsonb @> ?::jsonb")
+        params.append(json.dumps({key: value}, ensure_ascii=False))
+    return terms, params
+
+
 def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: dict | None = None,  # noqa: A002
                  page: int = 0, per_page: PerPage = None) -> ThreadPage:
     """Return a page of threads as Memory.listThreads does.
@@ -229,8 +243,9 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
     if resource_id:
         terms.append('"resourceId" = ?')
         params.append(resource_id)
+    pg = store.dialect == "postgresql"
     if metadata:
-        more_terms, more_params = _thread_metadata_sql(metadata)
+        more_terms, more_params = (_thread_metadata_pg(metadata) if pg else _thread_metadata_sql(metadata))
         terms += more_terms
         params += more_params
     where = f"WHERE {' AND '.join(terms)}" if terms else ""
@@ -238,8 +253,11 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
     response_per_page: int | bool = False if per_page is False else limit
     if total == 0:
         return ThreadPage([], 0, page, response_per_page, False)
+    # PostgreSQL: MemoryPG orders by the TIMESTAMPTZ twin first and breaks ties by id
+    order = (f'COALESCE("{field}Z", "{field}" AT TIME ZONE \'UTC\') {direction}, "id" {direction}' if pg
+             else f'"{field}" {direction}')
     rows = store._select(sc.THREADS, THREAD_COLUMNS,  # noqa: SLF001
-                         f'{where} ORDER BY "{field}" {direction} LIMIT ? OFFSET ?',
+                         f'{where} ORDER BY {order} LIMIT ? OFFSET ?',
                          [*params, total if per_page is False else limit, offset])
     threads = [_thread_from_row(store, r) for r in rows]
     has_more = False if per_page is False else offset + limit < total
@@ -275,6 +293,24 @@ def message_metadata_sql(metadata: dict) -> tuple[list[str], list[Any]]:
                          "AND json_extract(content, ?) = ? ELSE 0 END")
             params += [path, path, _bind_number(value)]
     return terms, params
+
+
+def _js_equal(a: Any, b: Any) -> bool:
+    """JavaScript `a === b` for JSON scalars: booleans are not numbers, 1 === 1.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _metadata_matches(message: Message, metadata: dict) -> bool:
+    """@mastra/core's storageMessageMatchesMetadataFilter: every key present in content.metadata, ===."""
+    content = message.content
+    meta = content.get("metadata") if isinstance(content, dict) else None
+    if not isinstance(meta, dict):
+        return False
+    return all(key in meta and _js_equal(meta[key], value) for key, value in metadata.items())
 
 
 def _select_messages(store: MemoryStore, tail: str, params: list[Any]) -> list[Message]:
@@ -405,18 +441,25 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
     if resource_id:
         terms.append('"resourceId" = ?')
         params.append(resource_id)
+    pg = store.dialect == "postgresql"
+    # PostgreSQL: MemoryPG compares dates on the TIMESTAMPTZ twin first, breaks order ties by id and
+    # applies the metadata filter to the rows it read (storageMessageMatchesMetadataFilter)
+    created = 'COALESCE("createdAtZ", "createdAt" AT TIME ZONE \'UTC\')' if pg else '"createdAt"'
+    bound = "?::timestamptz" if pg else "?"
     if start:
-        terms.append(f'"createdAt" {">" if start_excl else ">="} ?')
+        terms.append(f'{created} {">" if start_excl else ">="} {bound}')
         params.append(start)
     if end:
-        terms.append(f'"createdAt" {"<" if end_excl else "<="} ?')
+        terms.append(f'{created} {"<" if end_excl else "<="} {bound}')
         params.append(end)
-    if metadata:
+    if metadata and not pg:
         more_terms, more_params = message_metadata_sql(metadata)
         terms += more_terms
         params += more_params
     where = f"WHERE {' AND '.join(terms)}"
     descending = direction == "DESC"
+    order = f'"{field}" {direction}, "id" {direction}' if pg else f'"{field}" {direction}'
+
 
     if limit == 0 and not items:
         return MessagePage([], 0, page, response_per_page, False)
@@ -424,9 +467,15 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
         included = _message_list(_included(store, items, resource_id))
         return MessagePage(_js_sort(included, descending), 0, page, response_per_page, False)
 
-    total = int(store._rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])  # noqa: SLF001
-    rows = _select_messages(store, f'{where} ORDER BY "{field}" {direction} LIMIT ? OFFSET ?',
-                            [*params, total if per_page is False else limit, offset])
+    if metadata and pg:
+        matching = [m for m in _select_messages(store, f"{where} ORDER BY {order}", params)
+                    if _metadata_matches(m, metadata)]
+        total = len(matching)
+        rows = matching if per_page is False else matching[offset:offset + limit]
+    else:
+        total = int(store._rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])  # noqa: SLF001
+        rows = _select_messages(store, f'{where} ORDER BY {order} LIMIT ? OFFSET ?',
+                                [*params, total if per_page is False else limit, offset])
     paginated = len(rows)
     if total == 0 and not rows and not items:
         return MessagePage([], 0, page, response_per_page, False)
@@ -511,3 +560,87 @@ def recall(store: MemoryStore, thread_id: str, *, resource_id: str | None = None
     if not include_system_reminders:
         messages = [m for m in messages if not is_system_reminder(m)]
     return MessagePage(messages, result.total, result.page, result.per_page, result.has_more)
+
+
+# -- the studio's Messages tab ------------------------------------------------------------------
+
+def _thread_terms(store: MemoryStore, thread_id: str, start: str | None, end: str | None,
+                  metadata: dict | None) -> tuple[str, list[Any], bool]:
+    """(WHERE, params, filter metadata in Python) of THREAD_ID's messages within [START, END] and METADATA.
+
+    Bounds compare as recall's do (libSQL: the stored ISO strings; PostgreSQL: the TIMESTAMPTZ twin
+    first); METADATA (validated) is SQL on libSQL, Mastra's post-read filter on PostgreSQL.
+    """
+    pg = store.dialect == "postgresql"
+    created = 'COALESCE("createdAtZ", "createdAt" AT TIME ZONE \'UTC\')' if pg else '"createdAt"'
+    bound = "?::timestamptz" if pg else "?"
+    terms, params = ["thread_id = ?"], [thread_id]
+    if start:
+        terms.append(f"{created} >= {bound}")
+        params.append(start)
+    if end:
+        terms.append(f"{created} <= {bound}")
+        params.append(end)
+    if metadata and not pg:
+        more_terms, more_params = message_metadata_sql(metadata)
+        terms += more_terms
+        params += more_params
+    return "WHERE " + " AND ".join(terms), params, bool(metadata and pg)
+
+
+def _storage_order(store: MemoryStore) -> str:
+    """Messages in storage order: createdAt, then insertion (libSQL) or id (PostgreSQL, as MemoryPG)."""
+    return '"createdAt" ASC, id ASC' if store.dialect == "postgresql" else '"createdAt" ASC'
+
+
+def thread_message_ids(store: MemoryStore, thread_id: str, *, start: str | None = None, end: str | None = None,
+                       metadata: dict | None = None) -> list[str]:
+    """Return the ids of THREAD_ID's messages within [START, END] matching METADATA, in storage order."""
+    where, params, post = _thread_terms(store, thread_id, start, end, metadata)
+    if post:
+        return [m.id for m in iter_thread_messages(store, thread_id, start=start, end=end, metadata=metadata)]
+    return [r[0] for r in store._rows(  # noqa: SLF001
+        f"SELECT id FROM {sc.MESSAGES} {where} ORDER BY {_storage_order(store)}", params)]
+
+
+def iter_thread_messages(store: MemoryStore, thread_id: str, *, start: str | None = None, end: str | None = None,
+                         metadata: dict | None = None, batch: int = 2000) -> Iterator[list[Message]]:
+    """Yield THREAD_ID's messages within [START, END] matching METADATA, BATCH rows a list, in storage order.
+
+    A batch may hold fewer than BATCH messages when the metadata filter runs after the read (PostgreSQL).
+    """
+    where, params, post = _thread_terms(store, thread_id, start, end, metadata)
+    offset = 0
+    while True:
+        rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
+                             f"{where} ORDER BY {_storage_order(store)} LIMIT ? OFFSET ?", [*params, batch, offset])
+        messages = [store._message(r) for r in rows]  # noqa: SLF001
+        yield [m for m in messages if _metadata_matches(m, metadata)] if post else messages
+        if len(rows) < batch:
+            return
+        offset += batch
+
+
+def messages_by_id(store: MemoryStore, ids: list[str], chunk: int = 500) -> dict[str, Message]:
+    """Return {id: message} for those of IDS that exist (CHUNK ids a query)."""
+    found: dict[str, Message] = {}
+    for i in range(0, len(ids), chunk):
+        part = ids[i:i + chunk]
+        for row in store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
+                                 f"WHERE id IN ({', '.join('?' * len(part))})", part):
+            found[row["id"]] = store._message(row)  # noqa: SLF001
+    return found
+
+
+def message_position(store: MemoryStore, thread_id: str, message_id: str) -> int:
+    """Return MESSAGE_ID's row in THREAD_ID's storage order (see `_storage_order`), or -1."""
+    tie = "id" if store.dialect == "postgresql" else "rowid"
+    rows = store._rows(f'SELECT "createdAt", {tie} FROM {sc.MESSAGES} WHERE id = ? AND thread_id = ?',  # noqa: SLF001
+                       [message_id, thread_id])
+    if not rows:
+        return -1
+    created, key = rows[0]
+    before = store._rows(  # noqa: SLF001
+        f'SELECT COUNT(*) FROM {sc.MESSAGES} WHERE thread_id = ? AND ("createdAt" < ? OR ("createdAt" = ? '
+        f"AND {tie} < ?))", [thread_id, created, created, key])
+    return int(before[0][0])

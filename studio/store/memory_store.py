@@ -145,9 +145,21 @@ class MemoryStore:
         self._reopens = 0
         self._widths: dict[str, int] = {}
 
+    #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
+    dialect = "sqlite"
+
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "MemoryStore":
-        """Open TARGET (a path or `file:` URL); read-only unless WRITABLE."""
+        """Open TARGET read-only unless WRITABLE: a path, a `file:` URL or a `postgresql://` URL.
+
+        A PostgreSQL URL returns a `studio.store.pg.PgStore` (same read API; read-only for now).
+        """
+        from studio.store.pg import is_pg_target
+
+        if is_pg_target(target):
+            from studio.store.pg import PgStore
+
+            return PgStore.open(target, writable=writable)
         location = parse_location(target)
         conn, immutable, signature, schema, encoding = _open_verified(location, writable)
         return cls(location, conn, schema, writable, immutable, signature, encoding)
@@ -442,6 +454,32 @@ class MemoryStore:
             if len(rows) < batch:
                 return
             offset += batch
+
+    def message_rows(self, thread_ids: list[str]) -> list[dict]:
+        """Return the raw rows {id, thread_id, content (JSON text), role, type, createdAt, resourceId} of
+        THREAD_IDS' messages, by thread then createdAt (storage order): what the memory doctor reads."""
+        if not thread_ids:
+            return []
+        marks = ", ".join("?" * len(thread_ids))
+        return self._select(sc.MESSAGES, MESSAGE_COLUMNS,
+                            f'WHERE thread_id IN ({marks}) ORDER BY thread_id, "createdAt" ASC', thread_ids)
+
+    def invalid_json_message_ids(self, thread_ids: list[str]) -> set[str]:
+        """Return the ids of THREAD_IDS' messages whose text content SQLite's json_valid() rejects."""
+        if not thread_ids:
+            return set()
+        marks = ", ".join("?" * len(thread_ids))
+        return {r[0] for r in self._rows(f"SELECT id FROM mastra_messages WHERE thread_id IN ({marks}) "
+                                         "AND typeof(content) = 'text' AND json_valid(content) = 0", thread_ids)}
+
+    def message_threads(self, message_ids: list[str], chunk: int = 400) -> dict[str, str]:
+        """Return {message id: thread id} for those of MESSAGE_IDS that exist (CHUNK ids per query)."""
+        out: dict[str, str] = {}
+        for i in range(0, len(message_ids), chunk):
+            part = message_ids[i:i + chunk]
+            out.update({r[0]: r[1] for r in self._rows(
+                f"SELECT id, thread_id FROM mastra_messages WHERE id IN ({', '.join('?' * len(part))})", part)})
+        return out
 
     # -- observational memory --------------------------------------------------------------
 

@@ -81,6 +81,11 @@ def discover(conn) -> Schema:
     if not schema.tables:
         raise SchemaError("This SQLite file has no Mastra tables (mastra_threads, mastra_messages…): "
                           "it is not a Mastra memory database")
+    return check_required(schema)
+
+
+def check_required(schema: Schema) -> Schema:
+    """Return SCHEMA, or raise SchemaError when a table or column every Mastra version writes is missing."""
     for table, needed in REQUIRED.items():
         if table not in schema.tables:
             raise SchemaError(f"This database has Mastra tables but no {table} table: "

@@ -15,9 +15,9 @@ from typing import Any
 
 from studio.engine.metadata_filter import validate_metadata_filter
 from studio.engine.speakers import SpeakerReport, attribute_message, thread_speakers
-from studio.store import schema as sc
-from studio.store.history import list_threads, message_metadata_sql
-from studio.store.memory_store import MESSAGE_COLUMNS, MemoryStore
+from studio.store.history import iter_thread_messages, list_threads, messages_by_id, thread_message_ids
+from studio.store.history import message_position as store_message_position
+from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, Resource, Thread
 from studio.ui.loaders import MessagePage, MessageRow, message_row, require_store
 
@@ -98,49 +98,26 @@ def load_filtered_ids(store: MemoryStore | None, thread_id: str, filters: Messag
     the remaining messages SCAN_BATCH at a time. Stops early when CANCEL is set (complete=False).
     """
     store = require_store(store)
-    terms, params = ["thread_id = ?"], [thread_id]
-    if filters.start:
-        terms.append('"createdAt" >= ?')
-        params.append(filters.start)
-    if filters.end:
-        terms.append('"createdAt" <= ?')
-        params.append(filters.end)
-    if filters.metadata:
-        more_terms, more_params = message_metadata_sql(filters.metadata_dict)
-        terms += more_terms
-        params += more_params
-    where = "WHERE " + " AND ".join(terms)
+    metadata = filters.metadata_dict if filters.metadata else None
     if filters.speaker is None and not filters.text:
-        ids = [r[0] for r in store._rows(  # noqa: SLF001
-            f'SELECT id FROM {sc.MESSAGES} {where} ORDER BY "createdAt" ASC', params)]
+        ids = thread_message_ids(store, thread_id, start=filters.start, end=filters.end, metadata=metadata)
         return FilteredIds(thread_id, filters, ids, len(ids))
-    ids, scanned, offset = [], 0, 0
-    while True:
+    ids, scanned = [], 0
+    for batch in iter_thread_messages(store, thread_id, start=filters.start, end=filters.end, metadata=metadata,
+                                      batch=SCAN_BATCH):
         if cancel is not None and cancel.is_set():
             return FilteredIds(thread_id, filters, ids, scanned, complete=False)
-        rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
-                             f'{where} ORDER BY "createdAt" ASC LIMIT ? OFFSET ?', [*params, SCAN_BATCH, offset])
-        for row in rows:
-            message = store._message(row)  # noqa: SLF001
+        for message in batch:
             scanned += 1
             if _matches_scan(message, filters):
                 ids.append(message.id)
-        if len(rows) < SCAN_BATCH:
-            return FilteredIds(thread_id, filters, ids, scanned)
-        offset += SCAN_BATCH
+    return FilteredIds(thread_id, filters, ids, scanned)
 
 
 def load_message_rows(store: MemoryStore | None, thread_id: str, ids: list[str], offset: int,
                       total: int, cancel: threading.Event | None = None) -> MessagePage:
     """Return the messages IDS (rows OFFSET.. of a filtered list of TOTAL) with their token counts, in IDS order."""
-    store = require_store(store)
-    found: dict[str, Message] = {}
-    for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
-        rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
-                             f"WHERE id IN ({', '.join('?' * len(part))})", part)
-        for row in rows:
-            found[row["id"]] = store._message(row)  # noqa: SLF001
+    found = messages_by_id(require_store(store), ids)
     out: list[MessageRow] = []
     for message_id in ids:
         if cancel is not None and cancel.is_set():
@@ -152,16 +129,7 @@ def load_message_rows(store: MemoryStore | None, thread_id: str, ids: list[str],
 
 def message_position(store: MemoryStore | None, thread_id: str, message_id: str) -> int:
     """Return MESSAGE_ID's row in THREAD_ID's storage order (createdAt, then insertion), or -1."""
-    store = require_store(store)
-    rows = store._rows(f'SELECT "createdAt", rowid FROM {sc.MESSAGES} WHERE id = ? AND thread_id = ?',  # noqa: SLF001
-                       [message_id, thread_id])
-    if not rows:
-        return -1
-    created, rowid = rows[0]
-    before = store._rows(  # noqa: SLF001
-        f'SELECT COUNT(*) FROM {sc.MESSAGES} WHERE thread_id = ? AND ("createdAt" < ? OR ("createdAt" = ? '
-        "AND rowid < ?))", [thread_id, created, created, rowid])
-    return int(before[0][0])
+    return store_message_position(require_store(store), thread_id, message_id)
 
 
 def load_speakers(store: MemoryStore | None, thread_id: str, cancel: threading.Event | None = None) -> SpeakerReport:

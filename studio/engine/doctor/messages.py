@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.store import schema as sc
-from studio.store.memory_store import MESSAGE_COLUMNS, MemoryStore
+from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, iso_to_ms, parse_json
 
 _ALNUM = bytes(range(48, 58)) + bytes(range(65, 91)) + bytes(range(97, 123))
@@ -100,13 +99,9 @@ def load_messages(store: MemoryStore, thread_ids: list[str]) -> dict[str, list[S
     out: dict[str, list[StoredMessage]] = {t: [] for t in thread_ids}
     if not thread_ids:
         return out
-    marks = ", ".join("?" * len(thread_ids))
-    for row in store._select(sc.MESSAGES, MESSAGE_COLUMNS, f'WHERE thread_id IN ({marks}) ORDER BY thread_id, "createdAt" ASC',
-                             thread_ids):
+    for row in store.message_rows(thread_ids):
         out.setdefault(row.get("thread_id"), []).append(StoredMessage(row))
-    bad = {r[0] for r in store._rows(
-        f"SELECT id FROM mastra_messages WHERE thread_id IN ({marks}) AND typeof(content) = 'text' "
-        "AND json_valid(content) = 0", thread_ids)}
+    bad = store.invalid_json_message_ids(thread_ids)
     if bad:
         for messages in out.values():
             for m in messages:

@@ -75,13 +75,9 @@ def plan_batches(store: MemoryStore, thread_id: str | None = None, *, batch_thre
 def _resolve_message_threads(store: MemoryStore, plan: DoctorPlan, ids: set[str]) -> None:
     """Fill PLAN.message_threads for IDS (message id -> thread id, None when no such message)."""
     todo = [i for i in ids if i not in plan.message_threads]
-    for i in range(0, len(todo), ID_CHUNK):
-        part = todo[i:i + ID_CHUNK]
-        rows = store._rows(f"SELECT id, thread_id FROM mastra_messages WHERE id IN ({', '.join('?' * len(part))})",
-                           part)
-        found = {r[0]: r[1] for r in rows}
-        for mid in part:
-            plan.message_threads[mid] = found.get(mid)
+    found = store.message_threads(todo, chunk=ID_CHUNK)
+    for mid in todo:
+        plan.message_threads[mid] = found.get(mid)
 
 
 def _referenced_ids(rec: OMRecord) -> set[str]:

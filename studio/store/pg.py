@@ -1,0 +1,361 @@
+"""Read a Mastra memory stored in PostgreSQL (`@mastra/pg`'s `PostgresStore`) through psycopg 3.
+
+`PgStore` answers the same read API as `MemoryStore` (threads, messages, OM generations, resources),
+so the engine, the CLI and the studio work on it unchanged; dialect differences stay here and in
+`studio.store.history`. What Mastra does differently on PostgreSQL (@mastra/pg 1.x, read from its
+`MemoryPG` and `parseOMRow`), and how each is mirrored:
+
+- Tables live in the store's `schemaName` (default `public`): the session's `search_path` is set to it.
+- Thread / resource `metadata` and the OM id and chunk columns are JSONB (read as JSON text, so a
+  JSONB object keeps the key order PostgreSQL gives it, as Mastra sees it); OM `config` and message
+  `content` are TEXT holding JSON; booleans are real booleans.
+- Every timestamp has a `"<col>Z"` TIMESTAMPTZ twin. Threads, messages and resources read the twin
+  first (`row.createdAtZ || row.createdAt`); OM records read *only* the twin for `createdAt`,
+  `updatedAt` and `lastObservedAt`. Times are returned as JavaScript `toISOString()` strings
+  (milliseconds, `Z`), the format the libSQL store holds, so every figure is computed the same way.
+- Threads and messages break `createdAt` ties by `id` (listThreads, listMessages).
+
+Reads never get in the agent's way: the session is read-only (`default_transaction_read_only`),
+autocommit (never idle in a transaction), with a statement timeout; nothing takes a lock beyond a
+plain read. `writable=True` is refused: writing to PostgreSQL is not supported yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from studio.errors import SchemaError, StoreError
+from studio.store import schema as sc
+from studio.store.memory_store import MESSAGE_COLUMNS, THREAD_COLUMNS, MemoryStore
+from studio.store.records import Message, Thread
+
+#: Bound of one statement on the server (ms): a read never runs away on a big or slow database.
+STATEMENT_TIMEOUT_MS = 60_000
+#: Bound of the TCP connect (s): a dead server answers "unreachable" instead of hanging.
+CONNECT_TIMEOUT_S = 10
+
+PG_SCHEMES = ("postgresql://", "postgres://")
+
+#: OM columns Mastra reads only through their TIMESTAMPTZ twin (parseOMRow).
+OM_TWIN_ONLY = {"createdAt", "updatedAt", "lastObservedAt"}
+#: Tables whose timestamps Mastra reads twin first (`row.<col>Z || row.<col>`).
+TWIN_FIRST_TABLES = {sc.THREADS, sc.MESSAGES, sc.RESOURCES}
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def is_pg_target(target: str | os.PathLike[str]) -> bool:
+    """Return True when TARGET is a `postgresql://` / `postgres://` URL."""
+    return os.fspath(target).lower().startswith(PG_SCHEMES)
+
+
+@dataclass(frozen=True)
+class PgLocation:
+    """A PostgreSQL target: the libpq connection URL (without `schema`) and Mastra's `schemaName`.
+
+    `display` is the URL with any password replaced by `***`: what windows, logs and errors show.
+    """
+
+    conninfo: str
+    schema: str
+    display: str
+
+    @property
+    def path(self):
+        """A server store has no local path (`None`): file-only features check for it."""
+        return None
+
+
+def redact_url(url: str) -> str:
+    """Return URL with its password (and any `password=` query value) replaced by `***`."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{host}"
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    query = [(k, "***" if k.lower() in ("password", "authtoken", "auth_token") else v) for k, v in query]
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="*"),
+                                    parts.fragment))
+
+
+def parse_pg_location(target: str) -> PgLocation:
+    """Parse `postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?schema=NAME&sslmode=…]`.
+
+    `schema` (also `schemaName`) is Mastra's PostgresStore `schemaName`, default `public`; the
+    other query parameters go to libpq as they are. A password may also come from `PGPASSWORD` or
+    `~/.pgpass` (libpq reads both). Raises StoreError for a schema name that is not an identifier.
+    """
+    parts = urllib.parse.urlsplit(target)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    schema = "public"
+    rest = []
+    for key, value in query:
+        if key in ("schema", "schemaName"):
+            schema = value or "public"
+        else:
+            rest.append((key, value))
+    if not _SCHEMA_NAME.match(schema):
+        raise StoreError(f"{schema!r} is not a PostgreSQL schema name Mastra would use (letters, digits, _)")
+    conninfo = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, urllib.parse.urlencode(rest),
+                                        parts.fragment))
+    shown = redact_url(target)
+    return PgLocation(conninfo=conninfo, schema=schema, display=shown)
+
+
+def _iso(expr: str) -> str:
+    """SQL turning the TIMESTAMPTZ expression EXPR into JavaScript's toISOString() text (NULL stays NULL)."""
+    return f"to_char(({expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+
+def _utc(column: str) -> str:
+    """SQL reading a TIMESTAMP WITHOUT TIME ZONE column as UTC (Mastra writes UTC wall time into it)."""
+    return f"({sc.quote_ident(column)} AT TIME ZONE 'UTC')"
+
+
+def _qmarks(sql: str) -> str:
+    """Turn the store's `?` placeholders into psycopg's `%s` (a literal `%` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def _describe(exc: BaseException, location: PgLocation) -> str:
+    """One sentence for a psycopg error, with the target's password redacted."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    raw = urllib.parse.urlsplit(location.conninfo)
+    if raw.password:
+        text = text.replace(raw.password, "***")
+    return text
+
+
+class PgStore(MemoryStore):
+    """A Mastra memory in PostgreSQL, opened read-only; the read API of `MemoryStore`.
+
+    Raises StoreError from `open` when the server cannot be reached or refuses the login (the
+    message names the redacted URL), SchemaError when the schema holds no Mastra tables. Query
+    methods raise StoreError when a statement fails (timeout, dropped connection).
+    """
+
+    dialect = "postgresql"
+
+    def __init__(self, location: PgLocation, conn, schema: sc.Schema):
+        self.location = location
+        self.conn = conn
+        self.schema = schema
+        self.writable = False
+        self.immutable = False
+        self.encoding = "utf-8"
+        self._reopens = 0
+        self._widths: dict[str, int] = {}
+
+    @classmethod
+    def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "PgStore":
+        """Connect to the PostgreSQL URL TARGET read-only (see `parse_pg_location`)."""
+        location = parse_pg_location(os.fspath(target))
+        if writable:
+            raise StoreError(f"Writing to a PostgreSQL store ({location.display}) is not supported yet: "
+                             "the studio opens it read-only")
+        import psycopg
+
+        options = (f"-c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_MS} "
+                   f"-c search_path={location.schema}")
+        try:
+            conn = psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                   options=options, application_name="memory-studio")
+        except Exception as exc:
+            raise StoreError(f"Cannot connect to {location.display}: {_describe(exc, location)}") from exc
+        try:
+            schema = _discover(conn, location)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(location, conn, schema)
+
+    # -- connection ------------------------------------------------------------------------
+
+    def reopen_if_changed(self) -> bool:
+        """A server store sees every commit on its next statement: nothing to reopen (False)."""
+        return False
+
+    def close(self) -> None:
+        """Close the session (the server's data is left as it was: the session never wrote)."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def _fail(self, exc: BaseException) -> StoreError:
+        error = StoreError(f"Reading {self.location.display} failed: {_describe(exc, self.location)}")
+        error.__cause__ = exc
+        return error
+
+    def _execute(self, sql: str, params: tuple) -> list[tuple]:
+        if self.conn is None:
+            raise StoreError("The database is closed")
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(_qmarks(sql), params)
+                return cur.fetchall() if cur.description is not None else []
+        except Exception as exc:
+            raise self._fail(exc) from exc
+
+    def _rows(self, sql: str, params: Iterable[Any] = (), *, check: bool = True) -> list[tuple]:
+        """Run a SELECT written with `?` placeholders and return its rows (values as psycopg gives them)."""
+        return self._execute(sql, tuple(params))
+
+    def _expr(self, table: str, column: str) -> str:
+        """SQL for COLUMN of TABLE as the libSQL store would hold it (JSON as text, times as ISO strings)."""
+        q = sc.quote_ident(column)
+        kind = self.schema.types.get(table, {}).get(column, "")
+        if kind.startswith("TIMESTAMP"):
+            twin = column + "Z"
+            has_twin = self.schema.has_column(table, twin)
+            utc = _utc(column) if "WITHOUT" in kind else q
+            if table == sc.OBSERVATIONAL_MEMORY and column in OM_TWIN_ONLY and has_twin:
+                value = sc.quote_ident(twin)
+            elif table in TWIN_FIRST_TABLES and has_twin:
+                value = f"COALESCE({sc.quote_ident(twin)}, {utc})"
+            else:
+                value = utc
+            return f"{_iso(value)} AS {q}"
+        if kind in ("JSONB", "JSON"):
+            return f"{q}::text AS {q}"
+        return q
+
+    def _select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = ()) -> list[dict]:
+        """SELECT WANTED columns of TABLE (all but the Z twins when empty) with a WHERE/ORDER TAIL; dicts."""
+        columns = wanted or [c for c in self.schema.columns(table)
+                             if not (c.endswith("Z") and self.schema.has_column(table, c[:-1]))]
+        present = [c for c in columns if self.schema.has_column(table, c)]
+        select = ", ".join(self._expr(table, c) for c in present)
+        rows = self._execute(f"SELECT {select} FROM {sc.quote_ident(table)} {tail}", tuple(params))
+        return [dict(zip(present, r)) for r in rows]
+
+    # -- reads whose SQL differs from SQLite's ------------------------------------------------
+
+    def _created(self, table: str) -> str:
+        """The createdAt Mastra reads for TABLE's rows (twin first), as TIMESTAMPTZ SQL."""
+        if self.schema.has_column(table, "createdAtZ"):
+            return f'COALESCE("createdAtZ", {_utc("createdAt")})'
+        return _utc("createdAt")
+
+    def list_threads(self, resource_id: str | None = None, *, with_counts: bool = False) -> list[Thread]:
+        """Return threads (all, or RESOURCE_ID's), newest createdAt first, ties by id (MemoryPG.listThreads)."""
+        where, params = ('WHERE "resourceId" = ?', (resource_id,)) if resource_id is not None else ("", ())
+        order = f'ORDER BY {self._created(sc.THREADS)} DESC, id DESC'
+        threads = [self._thread(r) for r in self._select(sc.THREADS, THREAD_COLUMNS, f"{where} {order}", params)]
+        if with_counts:
+            stats = self.message_stats()
+            for t in threads:
+                t.message_count, t.newest_message_at = stats.get(t.id, (0, None))
+        return threads
+
+    def message_stats(self) -> dict[str, tuple[int, str | None]]:
+        """Return {thread id: (stored messages, createdAt of the newest as an ISO string)} in one query."""
+        rows = self._rows(f'SELECT thread_id, COUNT(*), {_iso("MAX(" + self._created(sc.MESSAGES) + ")")} '
+                          "FROM mastra_messages GROUP BY thread_id")
+        return {r[0]: (int(r[1]), r[2]) for r in rows}
+
+    def newest_message_at(self, thread_id: str) -> str | None:
+        """Return the createdAt (ISO) of THREAD_ID's newest message, or None when it has none."""
+        rows = self._rows(f'SELECT {_iso("MAX(" + self._created(sc.MESSAGES) + ")")} FROM mastra_messages '
+                          "WHERE thread_id = ?", (thread_id,))
+        return rows[0][0] if rows else None
+
+    def _since(self, since: str | None) -> tuple[str, list]:
+        if since is None:
+            return "", []
+        return f" AND {self._created(sc.MESSAGES)} >= ?::timestamptz", [since]
+
+    def list_messages(self, thread_id: str, *, since: str | None = None, limit: int | None = None,
+                      offset: int = 0) -> list[Message]:
+        """Return THREAD_ID's messages in MemoryPG.listMessages order (`createdAt` ASC, then id).
+
+        SINCE keeps messages whose createdAt (twin first) is at or after it, as Mastra's dateRange.start.
+        """
+        cond, params = self._since(since)
+        tail = f'WHERE thread_id = ?{cond} ORDER BY "createdAt" ASC, id ASC'
+        params = [thread_id, *params]
+        if limit is not None:
+            tail += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)]
+
+    def list_resource_messages(self, resource_id: str, *, since: str | None = None) -> list[Message]:
+        """Return every message of RESOURCE_ID, `createdAt` ASC then id (MemoryPG.listMessagesByResourceId)."""
+        cond, params = self._since(since)
+        tail = f'WHERE "resourceId" = ?{cond} ORDER BY "createdAt" ASC, id ASC'
+        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, [resource_id, *params])]
+
+    def iter_all_messages(self, batch: int = 2000) -> Iterator[Message]:
+        """Yield every message ordered by thread, then createdAt and id, BATCH rows a query."""
+        offset = 0
+        while True:
+            rows = self._select(sc.MESSAGES, MESSAGE_COLUMNS,
+                                'ORDER BY thread_id, "createdAt", id LIMIT ? OFFSET ?', (batch, offset))
+            for r in rows:
+                yield self._message(r)
+            if len(rows) < batch:
+                return
+            offset += batch
+
+    def invalid_json_message_ids(self, thread_ids: list[str]) -> set[str]:
+        """Return the ids of THREAD_IDS' messages whose TEXT content is not JSON (Mastra's JSON.parse fails)."""
+        if not thread_ids:
+            return set()
+        marks = ", ".join("?" * len(thread_ids))
+        bad = set()
+        for message_id, content in self._rows(f"SELECT id, content FROM mastra_messages WHERE thread_id IN ({marks})",
+                                              thread_ids):
+            if content is None:
+                continue
+            try:
+                json.loads(content)
+            except ValueError:
+                bad.add(message_id)
+        return bad
+
+    def data_version(self) -> int:
+        """Return a fingerprint that changes when Mastra commits: row counts and newest update times.
+
+        One cheap statement (counts and maxima on indexed tables), polled by the studio's live refresh.
+        """
+        parts = ["(SELECT count(*) FROM mastra_threads)", '(SELECT max("updatedAt")::text FROM mastra_threads)',
+                 "(SELECT count(*) FROM mastra_messages)"]
+        if self.schema.has_observational_memory:
+            parts += ["(SELECT count(*) FROM mastra_observational_memory)",
+                      '(SELECT max("updatedAt")::text FROM mastra_observational_memory)']
+        if self.schema.has_table(sc.RESOURCES):
+            parts.append('(SELECT max("updatedAt")::text FROM mastra_resources)')
+        row = self._rows("SELECT " + ", ".join(parts))[0]
+        digest = hashlib.sha256(json.dumps([str(v) for v in row]).encode()).digest()
+        return int.from_bytes(digest[:7], "big")
+
+
+def _discover(conn, location: PgLocation) -> sc.Schema:
+    """Read the `mastra_*` tables and columns of LOCATION's schema; raise SchemaError if there are none."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT table_name, column_name, upper(data_type) FROM information_schema.columns "
+                        "WHERE table_schema = %s AND table_name LIKE 'mastra\\_%%' ORDER BY table_name, ordinal_position",
+                        (location.schema,))
+            rows = cur.fetchall()
+    except Exception as exc:
+        raise StoreError(f"Cannot read {location.display}: {_describe(exc, location)}") from exc
+    schema = sc.Schema()
+    for table, column, kind in rows:
+        schema.tables.setdefault(table, []).append(column)
+        schema.types.setdefault(table, {})[column] = kind
+    if not schema.tables:
+        raise SchemaError(f"{location.display}: schema {location.schema!r} has no Mastra tables (mastra_threads, "
+                          "mastra_messages…). Name the schema Mastra's PostgresStore uses with ?schema=NAME")
+    sc.check_required(schema)
+    return schema
+
+
+__all__ = ["PgStore", "PgLocation", "is_pg_target", "parse_pg_location", "redact_url"]

@@ -1,0 +1,93 @@
+"""The PostgreSQL store as a user meets it: every read command works, nothing is written, errors are sentences."""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import subprocess
+
+import pytest
+
+from studio.cli import main
+from studio.errors import SchemaError, StoreError
+from studio.store.memory_store import MemoryStore
+from studio.store.pg import PgStore, parse_pg_location, redact_url
+from tests.server.pg_checks import cli_json
+
+
+def pg_dump_binary() -> str:
+    found = shutil.which("pg_dump") or next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_dump"), reverse=True)),
+                                            None)
+    if not found:
+        pytest.fail("pg_dump is missing (Debian: apt-get install postgresql-client)")
+    return found
+
+
+def dump(url: str) -> str:
+    done = subprocess.run([pg_dump_binary(), "--no-owner", "--data-only", "--inserts", url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # pg_dump (15.14+) brackets its output with a random \restrict key: not data
+    return "\n".join(line for line in done.stdout.splitlines() if not line.startswith(("\\restrict", "\\unrestrict")))
+
+
+def test_reads_leave_the_server_data_byte_identical(pg_corpus, capsys):
+    before = dump(pg_corpus.url)
+    assert "INSERT INTO support.mastra_messages" in before
+    for scenario in ("support", "buffered", "resource"):
+        target = pg_corpus.target(scenario)
+        data = cli_json(["inspect", target, "--json"])
+        with_om = {tid for om in data["observational_memory"] for tid in om["status"]}
+        assert with_om
+        for t in data["threads"]:
+            argvs = [["tokens", target, t["id"], "--json"], ["recall", target, "--thread", t["id"], "--all", "--json"],
+                     ["speakers", target, "--thread", t["id"], "--json"]]
+            if t["id"] in with_om:   # the Timeline and turn context need an OM record
+                argvs += [["timeline", target, "--thread", t["id"], "--json"],
+                          ["context", target, "--thread", t["id"], "--turn", "1", "--json"]]
+            for argv in argvs:
+                cli_json(argv)
+        cli_json(["doctor", target, "--json"])
+        cli_json(["threads", target, "--all", "--json"])
+    assert dump(pg_corpus.url) == before
+
+
+def test_the_session_is_read_only(pg_corpus):
+    with MemoryStore.open(pg_corpus.target("support")) as store:
+        assert isinstance(store, PgStore) and store.dialect == "postgresql"
+        with pytest.raises(StoreError, match="read-only transaction"):
+            store._rows('UPDATE mastra_threads SET title = ? WHERE id = ?', ("changed", "support-1"))
+        timeout = store._rows("SHOW statement_timeout")[0][0]
+        assert timeout not in ("0", "")           # a runaway read is cut off by the server
+        assert store.get_thread("support-1").title != "changed"
+
+
+def test_a_write_is_refused_with_a_sentence(pg_corpus, capsys):
+    code = main(["clone", pg_corpus.target("support"), "--thread", "support-1", "--yes", "--json"])
+    out, err = capsys.readouterr()
+    assert code != 0 and "Traceback" not in err
+    assert "PostgreSQL" in err and "not supported yet" in err
+
+
+def test_a_dead_server_is_a_sentence_not_a_hang(capsys):
+    # port 1 on 127.0.0.1: nothing listens there, the connect is refused at once
+    code = main(["inspect", "postgresql://postgres:s3cret@127.0.0.1:1/postgres", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert "Cannot connect to postgresql://postgres:***@127.0.0.1:1/postgres" in err
+    assert "s3cret" not in err and "Traceback" not in err
+
+
+def test_a_schema_without_mastra_tables_names_the_schema(pg_corpus):
+    with pytest.raises(SchemaError, match=r"schema 'nothing_here' has no Mastra tables.*\?schema=NAME"):
+        MemoryStore.open(f"{pg_corpus.url}?schema=nothing_here")
+
+
+def test_urls_are_shown_without_their_password():
+    loc = parse_pg_location("postgresql://ann:pa%40ss@db.example:5433/mem?schema=agent&sslmode=require")
+    assert loc.schema == "agent"
+    assert loc.display == "postgresql://ann:***@db.example:5433/mem?schema=agent&sslmode=require"
+    assert "schema" not in loc.conninfo and "sslmode=require" in loc.conninfo
+    assert redact_url("postgresql://ann@h/db?password=x1") == "postgresql://ann@h/db?password=***"
+    with pytest.raises(StoreError, match="not a PostgreSQL schema name"):
+        parse_pg_location("postgresql://ann@h/db?schema=a;drop")
