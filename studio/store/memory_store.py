@@ -481,6 +481,13 @@ class MemoryStore:
                 f"SELECT id, thread_id FROM mastra_messages WHERE id IN ({', '.join('?' * len(part))})", part)})
         return out
 
+    def timestamp_twin_mismatches(self) -> list[dict]:
+        """Return the rows whose `"<col>Z"` twin disagrees with its column: none in a libSQL file ([]).
+
+        PostgreSQL stores have twins (studio.store.pg.PgStore overrides this).
+        """
+        return []
+
     # -- observational memory --------------------------------------------------------------
 
     def _om(self, row: dict) -> OMRecord:

@@ -320,6 +320,44 @@ class PgStore(MemoryStore):
                 bad.add(message_id)
         return bad
 
+    #: The twins Mastra reads, per table: {table: (columns read twin first, columns read through the twin only)}.
+    TWINS_READ = {sc.THREADS: (("createdAt", "updatedAt"), ()), sc.MESSAGES: (("createdAt",), ()),
+                  sc.RESOURCES: (("createdAt", "updatedAt"), ()),
+                  sc.OBSERVATIONAL_MEMORY: ((), ("createdAt", "updatedAt", "lastObservedAt"))}
+
+    def timestamp_twin_mismatches(self) -> list[dict]:
+        """Return [{table, id, column, value, twin, thread_id, resource_id, lookup_key}] for rows whose twin
+        Mastra reads disagrees with the column (to the millisecond, both as UTC ISO strings or None).
+
+        Twin-first columns (threads, messages, resources) mismatch when the twin is set and differs;
+        twin-only OM columns also when exactly one of the two is NULL (`lastObservedAt` NULL with
+        `lastObservedAtZ` set: Mastra reads a cursor nobody wrote). `lastBufferedAtTime`'s twin is
+        never read (nor written) by Mastra and is not checked.
+        """
+        out = []
+        for table, (first, only) in self.TWINS_READ.items():
+            if not self.schema.has_table(table):
+                continue
+            ids = {sc.THREADS: ("id", None, "id", '"resourceId"'), sc.MESSAGES: ("id", None, "thread_id", '"resourceId"'),
+                   sc.RESOURCES: ("id", None, "NULL", "id"),
+                   sc.OBSERVATIONAL_MEMORY: ("id", '"lookupKey"', '"threadId"', '"resourceId"')}[table]
+            for column in (*first, *only):
+                twin = column + "Z"
+                if not (self.schema.has_column(table, column) and self.schema.has_column(table, twin)):
+                    continue
+                value = f"date_trunc('milliseconds', {_utc(column)})"
+                twin_value = f"date_trunc('milliseconds', {sc.quote_ident(twin)})"
+                differs = (f"{value} IS DISTINCT FROM {twin_value}" if column in only
+                           else f"{sc.quote_ident(twin)} IS NOT NULL AND {value} IS DISTINCT FROM {twin_value}")
+                rows = self._rows(f"SELECT {ids[0]}, {ids[1] or 'NULL'}, {ids[2]}, {ids[3]}, {_iso(_utc(column))}, "
+                                  f"{_iso(sc.quote_ident(twin))} FROM {sc.quote_ident(table)} WHERE {differs} "
+                                  "ORDER BY 1")
+                for row_id, key, thread_id, resource_id, val, tw in rows:
+                    out.append({"table": table, "id": row_id, "column": column, "value": val, "twin": tw,
+                                "thread_id": thread_id, "resource_id": resource_id, "lookup_key": key,
+                                "twin_only": column in only})
+        return out
+
     def data_version(self) -> int:
         """Return a fingerprint that changes when Mastra commits: row counts and newest update times.
 

@@ -69,8 +69,9 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "Restore the value from a backup; Mastra treats it as empty"),
     Check("schema-drift", "info", "columns missing or unknown for the Mastra version this studio reads (@mastra/libsql 1.23.1)",
           "Open the file with the Mastra version that wrote it; the studio reads missing columns as NULL"),
-    Check("timestamp-twin-mismatch", "error", "PostgreSQL timestamp twins (\"<col>Z\") disagree with their column",
-          "Pending: comes with the PostgreSQL backend", pending=True),
+    Check("timestamp-twin-mismatch", "error", "@mastra/pg reads the TIMESTAMPTZ twin (\"<col>Z\"), not the column "
+          "another writer set (a twin left out gets its insert time: NOW())",
+          "Set the twin to the column's time with SQL (the column holds what the writer meant), or write through Mastra"),
 )}
 
 

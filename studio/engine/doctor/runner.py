@@ -17,7 +17,8 @@ from studio.engine.doctor.message_checks import check_thread_messages
 from studio.engine.doctor.messages import load_messages
 from studio.engine.doctor.model import CHECKS, DoctorReport, Finding
 from studio.engine.doctor.om_checks import check_current, check_generations, check_orphan
-from studio.engine.doctor.schema_checks import check_resource_json, check_schema, check_thread_json
+from studio.engine.doctor.schema_checks import (check_resource_json, check_schema, check_thread_json,
+                                                check_timestamp_twins)
 from studio.errors import EngineError
 from studio.store import schema as sc
 from studio.store.memory_store import MemoryStore
@@ -155,6 +156,8 @@ def run_batch(store: MemoryStore, plan: DoctorPlan, index: int,
 
     if index == 0:
         findings.extend(check_schema(store.schema.tables))
+        twins = check_timestamp_twins(store.timestamp_twin_mismatches())
+        findings.extend(f for f in twins if plan.single_thread is None or f.thread_id == plan.single_thread)
         if plan.single_thread is None:
             for key in plan.keys:   # keys no batch reaches: resource scope, and threads that no longer exist
                 scope_key = key.split(":", 1)
@@ -180,6 +183,15 @@ def run_batch(store: MemoryStore, plan: DoctorPlan, index: int,
     return findings, counts
 
 
+#: Checks that only a store of that SQL dialect can fail (the others apply to every store).
+DIALECT_ONLY = {"timestamp-twin-mismatch": "postgresql"}
+
+
+def applies(check, store: MemoryStore) -> bool:
+    """Return True when CHECK (a model.Check) can fire on STORE: not pending, and of STORE's dialect if it has one."""
+    return not check.pending and DIALECT_ONLY.get(check.id, store.dialect) == store.dialect
+
+
 def run_doctor(store: MemoryStore, thread_id: str | None = None, *,
                progress: Callable[[int, int, list[Finding]], None] | None = None,
                cancel: threading.Event | None = None, now_ms: int | None = None) -> DoctorReport:
@@ -201,5 +213,5 @@ def run_doctor(store: MemoryStore, thread_id: str | None = None, *,
         done += len(plan.batches[index])
         if progress is not None:
             progress(done, plan.thread_count, found)
-    report.checked["checks"] = sum(1 for c in CHECKS.values() if not c.pending)
+    report.checked["checks"] = sum(1 for c in CHECKS.values() if applies(c, store))
     return report

@@ -5,6 +5,11 @@
   its columns are what it "claims"). Missing columns (an older Mastra; the studio reads them as
   NULL) and unknown columns (a newer Mastra; ignored) are one info finding per table.
 * malformed-json: a thread's or a resource's `metadata` that neither JSONB nor JSON text decodes.
+* timestamp-twin-mismatch (PostgreSQL): a `"<col>Z"` TIMESTAMPTZ twin that @mastra/pg reads and that
+  disagrees with its column to the millisecond. Threads, messages and resources read the twin first
+  (a set twin that differs); OM records read `createdAt`, `updatedAt` and `lastObservedAt` only
+  through the twin (also: one of the two NULL). Another writer that leaves a twin out gets its
+  insert time (the twin defaults to NOW()), so Mastra reads a time nobody meant. One error a row.
 """
 
 from __future__ import annotations
@@ -67,3 +72,22 @@ def check_resource_json(resource: Resource) -> list[Finding]:
     return [finding("malformed-json", f"Resource metadata is not valid JSON ({resource.metadata_error})",
                     resource_id=resource.id,
                     evidence={"table": "mastra_resources", "column": "metadata", "error": resource.metadata_error})]
+
+
+def check_timestamp_twins(mismatches: list[dict]) -> list[Finding]:
+    """Return one timestamp-twin-mismatch per row of MISMATCHES (the store's `timestamp_twin_mismatches`)."""
+    out = []
+    for m in mismatches:
+        table = m["table"]
+        reads = "reads only the twin" if m["twin_only"] else "reads the twin first"
+        summary = (f"{table} {m['id']}: {m['column']} is {m['value'] or 'NULL'} but {m['column']}Z is "
+                   f"{m['twin'] or 'NULL'}; Mastra {reads}, so it sees {m['twin'] or 'no time'}")
+        where = {"thread_id": m.get("thread_id"), "resource_id": m.get("resource_id")}
+        if table == "mastra_observational_memory":
+            where.update(record_id=m["id"], lookup_key=m.get("lookup_key"))
+        elif table == "mastra_messages":
+            where["message_ids"] = [m["id"]]
+        out.append(finding("timestamp-twin-mismatch", summary, **where,
+                           evidence={"table": table, "row": m["id"], "column": m["column"], "value": m["value"],
+                                     "twin": m["twin"], "twin_only": m["twin_only"]}))
+    return out

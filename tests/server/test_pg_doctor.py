@@ -1,0 +1,56 @@
+"""timestamp-twin-mismatch on PostgreSQL: silent on what Mastra wrote, one error per row another writer left.
+
+The test database is a copy of a real Mastra schema (`copy.mjs`, the corpus's `cp` of server stores),
+edited the way a writer that knows only the plain columns leaves it: an OM row whose `lastObservedAt`
+was cleared while its twin kept the old cursor, and a message whose `createdAt` was moved while its
+twin kept the insert time. Mastra reads only the twin for OM times and the twin first for messages
+(@mastra/pg parseOMRow / normalizeMessageRow), so both rows make Mastra read a time nobody meant.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import psycopg
+
+from studio.engine.doctor import run_doctor
+from studio.store.memory_store import MemoryStore
+
+
+def _doctor(target: str, check: str) -> list[dict]:
+    with MemoryStore.open(target) as store:
+        return [f for f in run_doctor(store).to_json()["findings"] if f["check"] == check]
+
+
+def test_twins_written_by_mastra_agree(pg_corpus):
+    with MemoryStore.open(pg_corpus.target("support")) as store:
+        # every check of the catalogue (22) runs on PostgreSQL; libSQL files skip this one (21)
+        assert run_doctor(store).to_json()["checked"]["checks"] == 22
+    for scenario in pg_corpus.oracles:
+        assert _doctor(pg_corpus.target(scenario), "timestamp-twin-mismatch") == [], scenario
+
+
+def test_a_twin_left_behind_is_found(pg_corpus):
+    done = subprocess.run(["node", "copy.mjs", "support", "twins", "--store", "pg", "--url", pg_corpus.url],
+                          cwd=pg_corpus.corpus, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with psycopg.connect(pg_corpus.url, autocommit=True, options="-c search_path=twins") as conn:
+        record_id, thread_id = conn.execute(
+            'SELECT id, "threadId" FROM mastra_observational_memory WHERE "lookupKey" = %s '
+            'ORDER BY "generationCount" DESC LIMIT 1', ("thread:support-2",)).fetchone()
+        conn.execute('UPDATE mastra_observational_memory SET "lastObservedAt" = NULL WHERE id = %s', (record_id,))
+        message_id = conn.execute('SELECT id FROM mastra_messages WHERE thread_id = %s ORDER BY "createdAt" LIMIT 1',
+                                  ("support-3",)).fetchone()[0]
+        conn.execute('UPDATE mastra_messages SET "createdAt" = "createdAt" - interval \'1 hour\' WHERE id = %s',
+                     (message_id,))
+    found = sorted(_doctor(f"{pg_corpus.url}?schema=twins", "timestamp-twin-mismatch"),
+                   key=lambda f: f["evidence"]["table"])
+    assert [(f["evidence"]["table"], f["evidence"]["column"], f["severity"]) for f in found] == [
+        ("mastra_messages", "createdAt", "error"), ("mastra_observational_memory", "lastObservedAt", "error")]
+    message, record = found
+    assert message["message_ids"] == [message_id] and message["thread_id"] == "support-3"
+    assert record["record_id"] == record_id and record["thread_id"] == thread_id
+    assert record["evidence"]["value"] is None and record["evidence"]["twin"]
+    # the other threads of the copy are the negative controls: nothing else fires
+    with MemoryStore.open(f"{pg_corpus.url}?schema=twins") as store:
+        assert len(store.timestamp_twin_mismatches()) == 2
