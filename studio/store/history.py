@@ -21,9 +21,9 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import timezone
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Iterable, Literal
 
-from studio.engine.metadata_filter import ValidationError, validate_metadata_filter
+from studio.engine.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
 from studio.store import schema as sc
 from studio.store.memory_store import MESSAGE_COLUMNS, THREAD_COLUMNS, MemoryStore
 from studio.store.records import Message, Thread, iso_to_ms, ms_to_iso
@@ -295,22 +295,29 @@ def message_metadata_sql(metadata: dict) -> tuple[list[str], list[Any]]:
     return terms, params
 
 
-def _js_equal(a: Any, b: Any) -> bool:
-    """JavaScript `a === b` for JSON scalars: booleans are not numbers, 1 === 1.0."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    return type(a) is type(b) and a == b
+def add_message_terms(store: MemoryStore, terms: list[str], params: list[Any], start: str | None, end: str | None,
+                       metadata: dict | None, *, start_excl: bool = False, end_excl: bool = False) -> bool:
+    """Append to TERMS / PARAMS the date bounds and METADATA filter of a message query as Mastra's store runs them.
 
-
-def _metadata_matches(message: Message, metadata: dict) -> bool:
-    """@mastra/core's storageMessageMatchesMetadataFilter: every key present in content.metadata, ===."""
-    content = message.content
-    meta = content.get("metadata") if isinstance(content, dict) else None
-    if not isinstance(meta, dict):
-        return False
-    return all(key in meta and _js_equal(meta[key], value) for key, value in metadata.items())
+    libSQL compares the stored ISO strings and filters metadata in SQL (`message_metadata_sql`);
+    PostgreSQL (MemoryPG) compares on the TIMESTAMPTZ twin first and filters metadata after the read
+    (storageMessageMatchesMetadataFilter): then nothing is appended for it and True is returned, the
+    caller applies `message_metadata_matches` to the rows.
+    """
+    pg = store.dialect == "postgresql"
+    created = 'COALESCE("createdAtZ", "createdAt" AT TIME ZONE \'UTC\')' if pg else '"createdAt"'
+    bound = "?::timestamptz" if pg else "?"
+    if start:
+        terms.append(f'{created} {">" if start_excl else ">="} {bound}')
+        params.append(start)
+    if end:
+        terms.append(f'{created} {"<" if end_excl else "<="} {bound}')
+        params.append(end)
+    if metadata and not pg:
+        more_terms, more_params = message_metadata_sql(metadata)
+        terms += more_terms
+        params += more_params
+    return bool(metadata and pg)
 
 
 def _select_messages(store: MemoryStore, tail: str, params: list[Any]) -> list[Message]:
@@ -442,22 +449,10 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
         terms.append('"resourceId" = ?')
         params.append(resource_id)
     pg = store.dialect == "postgresql"
-    # PostgreSQL: MemoryPG compares dates on the TIMESTAMPTZ twin first, breaks order ties by id and
-    # applies the metadata filter to the rows it read (storageMessageMatchesMetadataFilter)
-    created = 'COALESCE("createdAtZ", "createdAt" AT TIME ZONE \'UTC\')' if pg else '"createdAt"'
-    bound = "?::timestamptz" if pg else "?"
-    if start:
-        terms.append(f'{created} {">" if start_excl else ">="} {bound}')
-        params.append(start)
-    if end:
-        terms.append(f'{created} {"<" if end_excl else "<="} {bound}')
-        params.append(end)
-    if metadata and not pg:
-        more_terms, more_params = message_metadata_sql(metadata)
-        terms += more_terms
-        params += more_params
+    add_message_terms(store, terms, params, start, end, metadata, start_excl=start_excl, end_excl=end_excl)
     where = f"WHERE {' AND '.join(terms)}"
     descending = direction == "DESC"
+    # PostgreSQL: MemoryPG breaks order ties by id
     order = f'"{field}" {direction}, "id" {direction}' if pg else f'"{field}" {direction}'
 
 
@@ -469,7 +464,7 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
 
     if metadata and pg:
         matching = [m for m in _select_messages(store, f"{where} ORDER BY {order}", params)
-                    if _metadata_matches(m, metadata)]
+                    if message_metadata_matches(m.content, metadata)]
         total = len(matching)
         rows = matching if per_page is False else matching[offset:offset + limit]
     else:
@@ -561,86 +556,3 @@ def recall(store: MemoryStore, thread_id: str, *, resource_id: str | None = None
         messages = [m for m in messages if not is_system_reminder(m)]
     return MessagePage(messages, result.total, result.page, result.per_page, result.has_more)
 
-
-# -- the studio's Messages tab ------------------------------------------------------------------
-
-def _thread_terms(store: MemoryStore, thread_id: str, start: str | None, end: str | None,
-                  metadata: dict | None) -> tuple[str, list[Any], bool]:
-    """(WHERE, params, filter metadata in Python) of THREAD_ID's messages within [START, END] and METADATA.
-
-    Bounds compare as recall's do (libSQL: the stored ISO strings; PostgreSQL: the TIMESTAMPTZ twin
-    first); METADATA (validated) is SQL on libSQL, Mastra's post-read filter on PostgreSQL.
-    """
-    pg = store.dialect == "postgresql"
-    created = 'COALESCE("createdAtZ", "createdAt" AT TIME ZONE \'UTC\')' if pg else '"createdAt"'
-    bound = "?::timestamptz" if pg else "?"
-    terms, params = ["thread_id = ?"], [thread_id]
-    if start:
-        terms.append(f"{created} >= {bound}")
-        params.append(start)
-    if end:
-        terms.append(f"{created} <= {bound}")
-        params.append(end)
-    if metadata and not pg:
-        more_terms, more_params = message_metadata_sql(metadata)
-        terms += more_terms
-        params += more_params
-    return "WHERE " + " AND ".join(terms), params, bool(metadata and pg)
-
-
-def _storage_order(store: MemoryStore) -> str:
-    """Messages in storage order: createdAt, then insertion (libSQL) or id (PostgreSQL, as MemoryPG)."""
-    return '"createdAt" ASC, id ASC' if store.dialect == "postgresql" else '"createdAt" ASC'
-
-
-def thread_message_ids(store: MemoryStore, thread_id: str, *, start: str | None = None, end: str | None = None,
-                       metadata: dict | None = None) -> list[str]:
-    """Return the ids of THREAD_ID's messages within [START, END] matching METADATA, in storage order."""
-    where, params, post = _thread_terms(store, thread_id, start, end, metadata)
-    if post:
-        return [m.id for m in iter_thread_messages(store, thread_id, start=start, end=end, metadata=metadata)]
-    return [r[0] for r in store._rows(  # noqa: SLF001
-        f"SELECT id FROM {sc.MESSAGES} {where} ORDER BY {_storage_order(store)}", params)]
-
-
-def iter_thread_messages(store: MemoryStore, thread_id: str, *, start: str | None = None, end: str | None = None,
-                         metadata: dict | None = None, batch: int = 2000) -> Iterator[list[Message]]:
-    """Yield THREAD_ID's messages within [START, END] matching METADATA, BATCH rows a list, in storage order.
-
-    A batch may hold fewer than BATCH messages when the metadata filter runs after the read (PostgreSQL).
-    """
-    where, params, post = _thread_terms(store, thread_id, start, end, metadata)
-    offset = 0
-    while True:
-        rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
-                             f"{where} ORDER BY {_storage_order(store)} LIMIT ? OFFSET ?", [*params, batch, offset])
-        messages = [store._message(r) for r in rows]  # noqa: SLF001
-        yield [m for m in messages if _metadata_matches(m, metadata)] if post else messages
-        if len(rows) < batch:
-            return
-        offset += batch
-
-
-def messages_by_id(store: MemoryStore, ids: list[str], chunk: int = 500) -> dict[str, Message]:
-    """Return {id: message} for those of IDS that exist (CHUNK ids a query)."""
-    found: dict[str, Message] = {}
-    for i in range(0, len(ids), chunk):
-        part = ids[i:i + chunk]
-        for row in store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
-                                 f"WHERE id IN ({', '.join('?' * len(part))})", part):
-            found[row["id"]] = store._message(row)  # noqa: SLF001
-    return found
-
-
-def message_position(store: MemoryStore, thread_id: str, message_id: str) -> int:
-    """Return MESSAGE_ID's row in THREAD_ID's storage order (see `_storage_order`), or -1."""
-    tie = "id" if store.dialect == "postgresql" else "rowid"
-    rows = store._rows(f'SELECT "createdAt", {tie} FROM {sc.MESSAGES} WHERE id = ? AND thread_id = ?',  # noqa: SLF001
-                       [message_id, thread_id])
-    if not rows:
-        return -1
-    created, key = rows[0]
-    before = store._rows(  # noqa: SLF001
-        f'SELECT COUNT(*) FROM {sc.MESSAGES} WHERE thread_id = ? AND ("createdAt" < ? OR ("createdAt" = ? '
-        f"AND {tie} < ?))", [thread_id, created, created, key])
-    return int(before[0][0])

@@ -147,6 +147,8 @@ class MemoryStore:
 
     #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
     dialect = "sqlite"
+    #: Messages in Mastra's storage order: createdAt, then insertion (the libSQL store has no tie-break).
+    MESSAGE_ORDER = '"createdAt" ASC'
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "MemoryStore":
@@ -424,11 +426,9 @@ class MemoryStore:
         SINCE (ISO string) keeps messages with `createdAt >= since`, compared as strings exactly as
         Mastra's libSQL store compares its dateRange.start. LIMIT/OFFSET page the result.
         """
-        tail, params = "WHERE thread_id = ?", [thread_id]
-        if since is not None:
-            tail += ' AND "createdAt" >= ?'
-            params.append(since)
-        tail += ' ORDER BY "createdAt" ASC'
+        cond, params = self._since(since)
+        tail = f"WHERE thread_id = ?{cond} ORDER BY {self.MESSAGE_ORDER}"
+        params = [thread_id, *params]
         if limit is not None:
             tail += " LIMIT ? OFFSET ?"
             params += [limit, offset]
@@ -436,19 +436,23 @@ class MemoryStore:
 
     def list_resource_messages(self, resource_id: str, *, since: str | None = None) -> list[Message]:
         """Return every message of RESOURCE_ID across its threads, `createdAt` ASC (listMessagesByResourceId)."""
-        tail, params = 'WHERE "resourceId" = ?', [resource_id]
-        if since is not None:
-            tail += ' AND "createdAt" >= ?'
-            params.append(since)
-        tail += ' ORDER BY "createdAt" ASC'
-        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)]
+        cond, params = self._since(since)
+        tail = f'WHERE "resourceId" = ?{cond} ORDER BY {self.MESSAGE_ORDER}'
+        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, [resource_id, *params])]
+
+    def _since(self, since: str | None) -> tuple[str, list]:
+        """The ` AND …` condition and params keeping messages created at or after SINCE (an ISO string).
+
+        libSQL compares the stored strings, as Mastra's libSQL store compares dateRange.start.
+        """
+        return ("", []) if since is None else (' AND "createdAt" >= ?', [since])
 
     def iter_all_messages(self, batch: int = 2000) -> Iterator[Message]:
         """Yield every message of the database ordered by thread then `createdAt`, BATCH rows at a time."""
         offset = 0
         while True:
             rows = self._select(sc.MESSAGES, MESSAGE_COLUMNS,
-                                'ORDER BY thread_id, "createdAt" ASC LIMIT ? OFFSET ?', (batch, offset))
+                                f"ORDER BY thread_id, {self.MESSAGE_ORDER} LIMIT ? OFFSET ?", (batch, offset))
             for r in rows:
                 yield self._message(r)
             if len(rows) < batch:

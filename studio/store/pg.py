@@ -28,12 +28,12 @@ import os
 import re
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from studio.errors import SchemaError, StoreError
 from studio.store import schema as sc
-from studio.store.memory_store import MESSAGE_COLUMNS, THREAD_COLUMNS, MemoryStore
-from studio.store.records import Message, Thread
+from studio.store.memory_store import THREAD_COLUMNS, MemoryStore
+from studio.store.records import Thread
 
 #: Bound of one statement on the server (ms): a read never runs away on a big or slow database.
 STATEMENT_TIMEOUT_MS = 60_000
@@ -143,6 +143,8 @@ class PgStore(MemoryStore):
     """
 
     dialect = "postgresql"
+    #: MemoryPG.listMessages breaks createdAt ties by id.
+    MESSAGE_ORDER = '"createdAt" ASC, id ASC'
 
     def __init__(self, location: PgLocation, conn, schema: sc.Schema):
         self.location = location
@@ -268,41 +270,10 @@ class PgStore(MemoryStore):
         return rows[0][0] if rows else None
 
     def _since(self, since: str | None) -> tuple[str, list]:
+        """Messages at or after SINCE on their createdAt as Mastra reads it (twin first): its dateRange.start."""
         if since is None:
             return "", []
         return f" AND {self._created(sc.MESSAGES)} >= ?::timestamptz", [since]
-
-    def list_messages(self, thread_id: str, *, since: str | None = None, limit: int | None = None,
-                      offset: int = 0) -> list[Message]:
-        """Return THREAD_ID's messages in MemoryPG.listMessages order (`createdAt` ASC, then id).
-
-        SINCE keeps messages whose createdAt (twin first) is at or after it, as Mastra's dateRange.start.
-        """
-        cond, params = self._since(since)
-        tail = f'WHERE thread_id = ?{cond} ORDER BY "createdAt" ASC, id ASC'
-        params = [thread_id, *params]
-        if limit is not None:
-            tail += " LIMIT ? OFFSET ?"
-            params += [limit, offset]
-        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)]
-
-    def list_resource_messages(self, resource_id: str, *, since: str | None = None) -> list[Message]:
-        """Return every message of RESOURCE_ID, `createdAt` ASC then id (MemoryPG.listMessagesByResourceId)."""
-        cond, params = self._since(since)
-        tail = f'WHERE "resourceId" = ?{cond} ORDER BY "createdAt" ASC, id ASC'
-        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, [resource_id, *params])]
-
-    def iter_all_messages(self, batch: int = 2000) -> Iterator[Message]:
-        """Yield every message ordered by thread, then createdAt and id, BATCH rows a query."""
-        offset = 0
-        while True:
-            rows = self._select(sc.MESSAGES, MESSAGE_COLUMNS,
-                                'ORDER BY thread_id, "createdAt", id LIMIT ? OFFSET ?', (batch, offset))
-            for r in rows:
-                yield self._message(r)
-            if len(rows) < batch:
-                return
-            offset += batch
 
     def invalid_json_message_ids(self, thread_ids: list[str]) -> set[str]:
         """Return the ids of THREAD_IDS' messages whose TEXT content is not JSON (Mastra's JSON.parse fails)."""

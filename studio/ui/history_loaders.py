@@ -15,8 +15,9 @@ from typing import Any
 
 from studio.engine.metadata_filter import validate_metadata_filter
 from studio.engine.speakers import SpeakerReport, attribute_message, thread_speakers
-from studio.store.history import iter_thread_messages, list_threads, messages_by_id, thread_message_ids
-from studio.store.history import message_position as store_message_position
+from studio.store.history import list_threads
+from studio.store.message_queries import iter_thread_messages, messages_by_id, thread_message_ids
+from studio.store.message_queries import message_position as store_message_position
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, Resource, Thread
 from studio.ui.loaders import MessagePage, MessageRow, message_row, require_store

@@ -1,0 +1,80 @@
+"""Queries of the studio's Messages tab: a thread's messages by date range and metadata, in storage order.
+
+The conditions are recall's (`studio.store.history.add_message_terms`), on either backend; storage
+order is createdAt, then insertion (libSQL) or id (PostgreSQL, as MemoryPG orders).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from studio.engine.metadata_filter import message_metadata_matches
+from studio.store import schema as sc
+from studio.store.history import add_message_terms
+from studio.store.memory_store import MESSAGE_COLUMNS, MemoryStore
+from studio.store.records import Message
+
+
+def _thread_terms(store: MemoryStore, thread_id: str, start: str | None, end: str | None,
+                  metadata: dict | None) -> tuple[str, list[Any], bool]:
+    """(WHERE, params, filter metadata in Python) of THREAD_ID's messages within [START, END] and METADATA.
+
+    Bounds compare as recall's do (libSQL: the stored ISO strings; PostgreSQL: the TIMESTAMPTZ twin
+    first); METADATA (validated) is SQL on libSQL, Mastra's post-read filter on PostgreSQL.
+    """
+    terms, params = ["thread_id = ?"], [thread_id]
+    post = add_message_terms(store, terms, params, start, end, metadata)
+    return "WHERE " + " AND ".join(terms), params, post
+
+
+def thread_message_ids(store: MemoryStore, thread_id: str, *, start: str | None = None, end: str | None = None,
+                       metadata: dict | None = None) -> list[str]:
+    """Return the ids of THREAD_ID's messages within [START, END] matching METADATA, in storage order."""
+    where, params, post = _thread_terms(store, thread_id, start, end, metadata)
+    if post:
+        return [m.id for m in iter_thread_messages(store, thread_id, start=start, end=end, metadata=metadata)]
+    return [r[0] for r in store._rows(  # noqa: SLF001
+        f"SELECT id FROM {sc.MESSAGES} {where} ORDER BY {store.MESSAGE_ORDER}", params)]
+
+
+def iter_thread_messages(store: MemoryStore, thread_id: str, *, start: str | None = None, end: str | None = None,
+                         metadata: dict | None = None, batch: int = 2000) -> Iterator[list[Message]]:
+    """Yield THREAD_ID's messages within [START, END] matching METADATA, BATCH rows a list, in storage order.
+
+    A batch may hold fewer than BATCH messages when the metadata filter runs after the read (PostgreSQL).
+    """
+    where, params, post = _thread_terms(store, thread_id, start, end, metadata)
+    offset = 0
+    while True:
+        rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
+                             f"{where} ORDER BY {store.MESSAGE_ORDER} LIMIT ? OFFSET ?", [*params, batch, offset])
+        messages = [store._message(r) for r in rows]  # noqa: SLF001
+        yield [m for m in messages if message_metadata_matches(m.content, metadata)] if post else messages
+        if len(rows) < batch:
+            return
+        offset += batch
+
+
+def messages_by_id(store: MemoryStore, ids: list[str], chunk: int = 500) -> dict[str, Message]:
+    """Return {id: message} for those of IDS that exist (CHUNK ids a query)."""
+    found: dict[str, Message] = {}
+    for i in range(0, len(ids), chunk):
+        part = ids[i:i + chunk]
+        for row in store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
+                                 f"WHERE id IN ({', '.join('?' * len(part))})", part):
+            found[row["id"]] = store._message(row)  # noqa: SLF001
+    return found
+
+
+def message_position(store: MemoryStore, thread_id: str, message_id: str) -> int:
+    """Return MESSAGE_ID's row in THREAD_ID's storage order (`MemoryStore.MESSAGE_ORDER`), or -1."""
+    tie = "id" if store.dialect == "postgresql" else "rowid"
+    rows = store._rows(f'SELECT "createdAt", {tie} FROM {sc.MESSAGES} WHERE id = ? AND thread_id = ?',  # noqa: SLF001
+                       [message_id, thread_id])
+    if not rows:
+        return -1
+    created, key = rows[0]
+    before = store._rows(  # noqa: SLF001
+        f'SELECT COUNT(*) FROM {sc.MESSAGES} WHERE thread_id = ? AND ("createdAt" < ? OR ("createdAt" = ? '
+        f"AND {tie} < ?))", [thread_id, created, created, key])
+    return int(before[0][0])
