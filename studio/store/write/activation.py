@@ -15,6 +15,17 @@ BEGIN IMMEDIATE transaction:
 3. one `data-om-activation` marker per activated chunk on the thread's newest assistant message,
    which also keeps the token-estimate caches Mastra stamps on its parts while counting.
 
+Resource scope (a `resource:<id>` record; Mastra 1.31.0 never buffers there itself, its constructor
+refuses async buffering with scope 'resource', but `activate()` swaps whatever chunks the row holds):
+the same row update; the metadata and title go to the thread the activation runs for; the marker
+goes on the newest assistant message of the turn's context, i.e. of the whole resource's messages
+created after the record's `lastObservedAt` (possibly another thread's), with `threadId` "" (the
+record's null threadId, as Mastra writes it), and without the token-estimate caches (Mastra counts the
+window in activate() only when async observation is on, never in resource scope). One deliberate difference: Mastra persists that
+marker with `threadId: ""`, which makes its store insert an empty thread row with id "" for the
+resource; we update the message only and create no such row (a junk thread; Mastra reads the
+database the same either way, see tests/interop/test_activate_resource_interop.py).
+
 Protocol: as the observation write (`studio.store.write.observation`): flags and quiet period
 inside the transaction, the row must be as read ("generation-changed"), no studio mark (the row
 is Mastra's, updated in place as Mastra updates it).
@@ -31,11 +42,15 @@ from studio.engine.jscompat import UNDEFINED
 from studio.engine.settings import max_threshold, resolve_settings
 from studio.errors import WriteRefused
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
+from studio.engine.unobserved import storage_cursor
 from studio.store.write.common import (
     iso, js_date_round_trip, js_parse, latest_om_row, now_ms_or_clock, read_om_row, read_thread, stringify,
     thread_metadata, to_int,
 )
-from studio.store.write.om_messages import new_thread_title, newest_assistant_message, set_thread_om, upsert_message
+from studio.store.write.om_messages import (
+    MESSAGE_COLUMNS, new_thread_title, newest_assistant_message, set_thread_om, upsert_message,
+)
+from studio.store.schema import MESSAGES
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
@@ -103,6 +118,22 @@ def _chunks(value: Any) -> list[dict]:
     return [c for c in parsed if isinstance(c, dict)] if isinstance(parsed, list) else []
 
 
+def _newest_resource_assistant(tx: WriteTx, resource_id: str, last_observed_at: str | None) -> dict | None:
+    """The newest assistant message (content parsed, with a parts list) of RESOURCE_ID created after
+    LAST_OBSERVED_AT: the last assistant message of a resource-scope turn's context, or None."""
+    cursor = storage_cursor(last_observed_at)
+    tail, params = 'WHERE "resourceId" = ?', [resource_id]
+    if cursor is not None:
+        tail, params = tail + ' AND "createdAt" >= ?', params + [cursor]
+    for row in tx.select(MESSAGES, tail + ' ORDER BY "createdAt" DESC, rowid DESC', params, wanted=MESSAGE_COLUMNS):
+        if row.get("role") != "assistant":
+            continue
+        content = js_parse(row.get("content"), f"content of message {row.get('id')!r}")
+        if isinstance(content, dict) and isinstance(content.get("parts"), list):
+            return {**row, "content": content}
+    return None
+
+
 def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: str | None, now_ms: int,
             idle_ms: int) -> dict:
     latest = latest_om_row(tx, lookup_key)
@@ -145,9 +176,12 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
         "updatedAt": now}, "id = ?", (latest["id"],))
 
     row = read_om_row(tx, latest["id"])
-    target = newest_assistant_message(tx, thread_id)
+    resource = lookup_key.startswith("resource:")
+    target = _newest_resource_assistant(tx, latest.get("resourceId"), latest.get("lastObservedAt")) if resource \
+        else newest_assistant_message(tx, thread_id)
     if target is not None:
-        tokens.count_message_for_status(target, model=settings.counter_model, stamp=True)
+        if not resource:  # Mastra counts (and caches on parts) only with async observation, never on in resource scope
+            tokens.count_message_for_status(target, model=settings.counter_model, stamp=True)
         marker_config = {k: v for k, v in (("messageTokens", obs.get("messageTokens", UNDEFINED)),
                                            ("observationTokens", ref.get("observationTokens", UNDEFINED)),
                                            ("scope", latest.get("scope"))) if v is not UNDEFINED}
@@ -157,7 +191,8 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
                 "cycleId": chunk.get("cycleId"), "operationType": "observation", "activatedAt": now,
                 "chunksActivated": 1, "tokensActivated": chunk.get("messageTokens"),
                 "observationTokens": chunk.get("tokenCount"), "messagesActivated": len(chunk.get("messageIds") or []),
-                "recordId": latest["id"], "threadId": latest.get("threadId") or thread_id,
+                "recordId": latest["id"],
+                "threadId": latest["threadId"] if latest.get("threadId") is not None else ("" if resource else thread_id),
                 "generationCount": to_int(latest.get("generationCount")), "config": marker_config,
                 "observations": chunk.get("observations"), "triggeredBy": "threshold"}})
         target["content"]["parts"] = parts
@@ -189,14 +224,13 @@ def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_ke
     IDLE_MS: the protocol's quiet period (ms; 0 = no time check). NOW_MS: the write time (epoch ms).
     Returns {"row": the updated OM row, "activated_cycle_ids", "activated_message_ids",
     "chunks_before", "chunks_after"}. Raises WriteRefused: "not-found" (no record, no chunks),
-    "generation-changed", "busy" (live flag, quiet period, lock), "invalid" (also: a resource-scope key); the file is left
-    byte-identical then.
+    "generation-changed", "busy" (live flag, quiet period, lock), "invalid"; the file is left byte-identical then.
+    A `resource:` LOOKUP_KEY activates as Mastra does in resource scope (see the module docstring).
     """
     if not isinstance(thread_id, str) or not thread_id:
         raise WriteRefused("invalid", "thread_id must be a thread id")
-    if not isinstance(lookup_key, str) or not lookup_key.startswith("thread:"):
-        raise WriteRefused("invalid", f"lookup_key must look like 'thread:<id>' (resource-scope activation is not "
-                                      f"supported yet), not {lookup_key!r}")
+    if not isinstance(lookup_key, str) or not lookup_key.startswith(("thread:", "resource:")):
+        raise WriteRefused("invalid", f"lookup_key must look like 'thread:<id>' or 'resource:<id>', not {lookup_key!r}")
     now = now_ms_or_clock(now_ms)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
