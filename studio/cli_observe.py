@@ -56,18 +56,18 @@ def _section(text: str, tag: str) -> str | None:
 def parse_multi_thread_answer(text: str) -> dict:
     """Return {thread id: ObserverOutput} from a resource-scope answer's `<thread id="T">…</thread>` blocks.
 
-    A block's observations are its `<observations>` content, else its text with the current-task,
-    suggested-response and thread-title sections cut out. (Not yet compared with Mastra's own
-    multi-thread parser; the interop tests give the store layer parsed sections directly.)
+    Read as Mastra's parseMultiThreadObserverOutput reads it (studio.engine.observer_parse.
+    parse_multi_thread_output); raises BadInput when Mastra would reject the answer as degenerate.
     """
+    from studio.cli import BadInput
+    from studio.engine.observer_parse import parse_multi_thread_output
     from studio.store.write.observation import ObserverOutput
 
-    out = {}
-    for thread_id, body in re.findall(r'<thread\s+id="([^"]+)">(.*?)</thread>', text, flags=re.S | re.I):
-        bare = re.sub(r"<(current-task|suggested-response|thread-title)>.*?</\1>", "", body, flags=re.S | re.I)
-        out[thread_id] = ObserverOutput(_section(body, "observations") or bare.strip(), _section(body, "current-task"),
-                                        _section(body, "suggested-response"), _section(body, "thread-title"))
-    return out
+    parsed, degenerate = parse_multi_thread_output(text)
+    if degenerate:
+        raise BadInput("the Observer answer repeats itself (Mastra rejects it as degenerate); nothing written")
+    return {t: ObserverOutput(p.observations, p.current_task, p.suggested_response, p.thread_title)
+            for t, p in parsed.items()}
 
 
 def _lookup(path: str, thread_id: str):
@@ -174,68 +174,106 @@ def _run_activate(args) -> int:
     return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
 
 
-def _run_observe(args) -> int:
-    from studio.store import writes
-    from studio.store.write.observation import commit_observation, observation_window
+def _observer_client(args, window):
+    """Return the LLMClient for --model (default: the record's stored Observer model), or raise BadInput."""
+    from studio.llm.client import LLMClient, Timeouts
+    from studio.llm.errors import ProviderConfigError
+    from studio.engine.observer import default_observer_model
 
-    from studio.store.write.observation_resource import commit_resource_observation, resource_observation_window
-
-    key, _ = _lookup(args.path, args.thread)
-    resource = key.startswith("resource:")
-    if (args.answer_file is None) == (args.strategy is None):
-        raise BadInput("give the Observer's answer with --answer-file FILE, or --strategy rule-based")
-    if args.strategy and resource:
-        raise BadInput("the rule-based Observer observes thread-scope records only (this one is resource scope)")
+    model = args.model or default_observer_model(window)
+    if not model:
+        raise BadInput("No model: the record's config names none we can call. Pass --model PROVIDER/MODEL "
+                       "(e.g. openai/gpt-4o-mini, ollama/llama3.1 --base-url ...), --strategy rule-based, "
+                       "or --answer-file FILE")
     try:
-        window = resource_observation_window(args.path, args.thread) if resource \
-            else observation_window(args.path, args.thread)
-    except writes.WriteRefused as exc:
-        _say(str(exc))
-        return exit_code_for(exc)
-    if args.strategy:   # offline: one dated line per unobserved message, labelled [rule-based]
-        from studio.engine.rule_observer import rule_based_answer
+        return LLMClient.for_model(model, base_url=args.base_url,
+                                   timeouts=Timeouts(read_s=args.timeout, write_s=min(60.0, args.timeout)))
+    except ProviderConfigError as exc:
+        raise BadInput(str(exc)) from exc
 
-        text, source = rule_based_answer(window.messages), "the rule-based Observer"
-    else:
-        try:
-            text, source = open(args.answer_file, encoding="utf-8").read(), args.answer_file
-        except OSError as exc:
-            raise BadInput(f"Cannot read the answer file {args.answer_file}: {exc.strerror or exc}") from exc
-    output = parse_multi_thread_answer(text) if resource else parse_observer_answer(text)
-    if not resource and not output.observations:
-        raise BadInput(f"{source} gave no <observations> content")
-    doc = {"observed": False, "lookup_key": key, "window": window.to_json(), "backup": None}
-    if resource:
-        doc["threads"] = {t: vars(o) for t, o in output.items()}
-    else:
-        doc.update({"observations": output.observations, "current_task": output.current_task,
-                    "suggested_response": output.suggested_response, "thread_title": output.thread_title})
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+    return lambda p: _say(p.message)
+
+
+def _run_observe(args) -> int:
+    from studio.cli import EXIT_FAILURE
+    from studio.engine.observer import (
+        ObservationInputError, ObservationRejected, commit_proposal, load_observation_window, run_observation,
+    )
+    from studio.llm.cancel import Cancelled, CancelToken
+    from studio.llm.errors import ProviderError
+    from studio.store import writes
+
+    if args.answer_file is not None and (args.strategy or args.model):
+        raise BadInput("give one of --answer-file FILE, --strategy rule-based or --model PROVIDER/MODEL")
+    if args.strategy == "rule-based" and (args.model or args.base_url):
+        raise BadInput("--model and --base-url apply to --strategy llm only")
+    try:
+        window = load_observation_window(args.path, args.thread)
+    except ObservationInputError as exc:
+        raise BadInput(str(exc)) from exc
+    key = window.lookup_key
     if not window.message_ids:
         raise BadInput(f"Thread {args.thread!r} has no unobserved messages")
+    answer = None
+    if args.answer_file is not None:
+        try:
+            answer = open(args.answer_file, encoding="utf-8").read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"Cannot read the answer file {args.answer_file}: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from exc
+    strategy = args.strategy or "llm"
+    client = _observer_client(args, window) if answer is None and strategy == "llm" else None
     if not window.meets and not args.below_threshold:
         raise BadInput(f"The window ({window.pending_message_tokens} pending + {window.tokens} tokens) is below the "
                        f"threshold of {window.threshold}: Mastra would not observe yet (--below-threshold to write anyway)")
+    outcome = ProtocolOutcome()
+    if not args.dry_run and not preflight(args, args.path, key, outcome):
+        return _refused(args, outcome, {"observed": False, "lookup_key": key, "window": window.to_json()})
+    cancel = CancelToken()
+    try:
+        proposal = run_observation(window, strategy=strategy, client=client, answer=answer, path=args.path,
+                                   cancel=cancel, progress=_progress(not args.json and _is_terminal()))
+    except KeyboardInterrupt:
+        cancel.cancel()
+        raise
+    except Cancelled:
+        _say("Cancelled; nothing was written.")
+        return EXIT_FAILURE
+    except ObservationRejected as exc:
+        if answer is not None or strategy == "rule-based":
+            raise BadInput(str(exc)) from exc
+        _say(f"{exc}.")
+        return EXIT_FAILURE
+    except ObservationInputError as exc:
+        raise BadInput(str(exc)) from exc
+    except ProviderError as exc:
+        _say(f"{exc}; nothing was written.")
+        return EXIT_FAILURE
+    doc = {"observed": False, "lookup_key": key, "window": window.to_json(), "backup": None, **proposal.to_json()}
     if args.dry_run:
         if args.json:
             _dump(doc)
         else:
-            print(f"Would observe {len(window.message_ids)} message(s) of {key} (window: {window.tokens:,} tokens).")
+            print(f"Would observe {len(window.message_ids)} message(s) of {key} (window: {window.tokens:,} tokens; "
+                  f"observations {proposal.tokens_before:,} -> {proposal.tokens_after:,} tokens):\n")
+            print(proposal.new_lines)
         return EXIT_OK
-    outcome = ProtocolOutcome()
-    if not preflight(args, args.path, key, outcome):
-        return _refused(args, outcome, doc)
     if not args.yes:
         if not _is_terminal():
-            raise BadInput("observe writes to the database: add --yes to confirm (not a terminal)")
+            raise BadInput("observe writes to the database: add --yes to confirm (not a terminal), or --dry-run")
+        _say(proposal.new_lines)
         if not _confirm(f"Observe {len(window.message_ids)} message(s) of {key} in {args.path}?"):
             _say("Nothing was written.")
             return _refused(args, outcome, doc)
     session = writes.WriteSession()
     try:
         session.before_destructive_write(args.path)
-        commit = commit_resource_observation if resource else commit_observation
-        row = write_with_protocol(args, lambda quiet_ms: commit(
-            args.path, window, output, force=args.below_threshold, idle_ms=quiet_ms))
+        row = write_with_protocol(args, lambda quiet_ms: commit_proposal(
+            args.path, proposal, force=args.below_threshold, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
@@ -265,13 +303,18 @@ def add_activate_command(subparsers) -> None:
 
 
 def add_observe_command(subparsers) -> None:
-    """Register `observe PATH --thread ID (--answer-file FILE | --strategy rule-based) [--below-threshold] [--dry-run] [--yes] [--json]`."""
+    """Register `observe PATH --thread ID [--model M | --strategy rule-based | --answer-file FILE] [--base-url URL]
+    [--timeout S] [--below-threshold] [--dry-run] [--yes] [--json]`."""
     p = subparsers.add_parser("observe", help="write an Observer answer as the observation of the unobserved window")
     p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to observe")
     p.add_argument("--answer-file", metavar="FILE", help="the Observer's answer (<observations>…)")
-    p.add_argument("--strategy", choices=["rule-based"],
-                   help="observe offline with the deterministic rule-based Observer instead of an answer file")
+    p.add_argument("--model", metavar="PROVIDER/MODEL",
+                   help="the Observer model (default: the record's stored Observer model when we can call it)")
+    p.add_argument("--base-url", metavar="URL", help="the provider's base URL (local or OpenAI-compatible servers)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds to wait for the model")
+    p.add_argument("--strategy", choices=["llm", "rule-based"],
+                   help="llm (default: a model observes) or rule-based (offline, deterministic, thread scope)")
     p.add_argument("--below-threshold", action="store_true",
                    help="observe although the window is below Mastra's threshold")
     p.add_argument("--dry-run", action="store_true", help="show the window; write nothing")

@@ -129,3 +129,44 @@ def parse_observer_output(output: str, slugs: tuple[str, ...] = DEFAULT_SLUGS) -
         thread_title=sections["thread-title"] or _string(values, "thread-title"),
         extracted=values,
     )
+
+
+_THREAD_BLOCK = re.compile(r'<thread\s+id="([^"]+)">([\s\S]*?)</thread>', re.IGNORECASE)
+_OBSERVATIONS_FIRST = re.compile(r"^[ \t]*<observations>([\s\S]*?)^[ \t]*</observations>", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_multi_thread_output(output: str, slugs: tuple[str, ...] = DEFAULT_SLUGS) -> tuple[dict[str, ParsedObservation], bool]:
+    """Parse a resource-scope Observer answer as Mastra's parseMultiThreadObserverOutput does.
+
+    Returns ({thread id: ParsedObservation}, degenerate). Degenerate output gives ({}, True).
+    The first `<observations>` block whose tags start a line is read (else the whole answer);
+    each `<thread id="T">…</thread>` block gives T's observations: its text without the
+    extractor sections and the first `<current-task>`, `<suggested-response>`, `<thread-title>`
+    (those sections give the hints, their first occurrence wins), trimmed, overlong lines cut.
+    An empty block is skipped, as Mastra skips it.
+    """
+    output = output or ""
+    if detect_degenerate_repetition(output):
+        return {}, True
+    m = _OBSERVATIONS_FIRST.search(output)
+    content = m.group(1) if m else output
+    threads: dict[str, ParsedObservation] = {}
+    for thread_id, body in _THREAD_BLOCK.findall(content):
+        if not thread_id or not body:
+            continue
+        values = _extracted_values(body, slugs)
+        observations = _strip_sections(body, slugs)
+        found = {}
+        for slug in ("current-task", "suggested-response", "thread-title"):
+            sm = re.search(rf"<{slug}>([\s\S]*?)</{slug}>", body, re.IGNORECASE)
+            if sm and sm.group(1):
+                found[slug] = js_trim(sm.group(1))
+                observations = re.sub(rf"<{slug}>[\s\S]*?</{slug}>", "", observations, count=1, flags=re.IGNORECASE)
+        observations, _cut = sanitize_observation_lines(js_trim(observations))
+        threads[thread_id] = ParsedObservation(
+            observations=observations,
+            current_task=found.get("current-task") or _string(values, "current-task"),
+            suggested_response=found.get("suggested-response") or _string(values, "suggested-response"),
+            thread_title=found.get("thread-title") or _string(values, "thread-title"),
+            extracted=values)
+    return threads, False

@@ -123,17 +123,18 @@ def parse_model(model: str, base_url: str | None = None) -> ModelSpec:
     return ModelSpec(provider, model_id.strip(), check_base_url(url))
 
 
-def default_model_from_config(config: Any) -> str | None:
-    """Return the Reflector model stored in an OM record's `config` as `provider/model`, or None.
+def default_model_from_config(config: Any, role: str = "reflection") -> str | None:
+    """Return the Reflector model (ROLE "observation": the Observer model) stored in an OM record's
+    `config` as `provider/model`, or None.
 
-    Reads `config.reflection.model`, then `config.model` (Mastra's shared model), in either
+    Reads `config.<ROLE>.model`, then `config.model` (Mastra's shared model), in either
     stored form (`"provider/model"` or `{provider, modelId}`); returns None when absent or when
     the provider is not one we can call (e.g. a scripted test model).
     """
     if not isinstance(config, dict):
         return None
-    reflection = config.get("reflection") if isinstance(config.get("reflection"), dict) else {}
-    for candidate in (reflection.get("model"), config.get("model")):
+    section = config.get(role) if isinstance(config.get(role), dict) else {}
+    for candidate in (section.get("model"), config.get("model")):
         if candidate is None:
             continue
         if isinstance(candidate, str):
