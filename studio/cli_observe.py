@@ -1,12 +1,16 @@
 """`memory-studio activate` and `memory-studio observe`: Mastra's observation writes, by hand.
 
 `activate PATH --thread ID [--yes] [--json]` moves the record's buffered observation chunks into
-the active log exactly as Mastra's activate() does at the threshold (no model call).
-`observe PATH --thread ID (--answer-file FILE | --strategy rule-based) [--below-threshold] [--dry-run]
-[--yes] [--json]` writes an Observer answer (a file holding `<observations>` and optional
-`<current-task>`, `<suggested-response>`, `<thread-title>`; resource scope: those inside
-`<thread id="T">` blocks), or the offline rule-based Observer's lines (thread scope), as the
-synchronous observation of the thread's unobserved window, exactly as Mastra's observe() writes it.
+the active log exactly as Mastra's activate() does at the threshold (no model call; thread and
+resource scope).
+`observe PATH --thread ID [--model PROVIDER/MODEL | --strategy rule-based | --answer-file FILE]
+[--base-url URL] [--timeout S] [--below-threshold] [--dry-run] [--yes] [--json]` runs the Observer
+(studio.engine.observer: a model, default the record's stored Observer model; the offline
+rule-based Observer, thread scope; or a given answer: `<observations>` and optional
+`<current-task>`, `<suggested-response>`, `<thread-title>`, in resource scope inside
+`<thread id="T">` blocks) and writes its answer as the synchronous observation of the thread's
+unobserved window, exactly as Mastra's observe() writes it. Exit 1 when the model failed, its
+answer was degenerate or empty, or the preview was cancelled (nothing written).
 
 Both back the file up first (`WriteSession`), follow the OM write protocol's quiet period and
 busy flags (`--quiet-period`, `--wait-idle`, `--force`; see studio.cli_write_protocol), and

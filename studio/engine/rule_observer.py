@@ -34,7 +34,8 @@ def _shorten(text: str, limit: int = MAX_LINE_TEXT) -> str:
     return cut.rstrip(" ,;:.") + "…"
 
 
-def _visible(message: dict) -> str:
+def visible_text(message: dict) -> str:
+    """Return a message's visible text (text parts, tool calls named as "(called NAME)"), "" when none."""
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -68,7 +69,7 @@ def rule_based_answer(messages: list[dict], *, tz: tzinfo | str | None = None) -
         role = message.get("role")
         if role not in PRIORITY:
             continue
-        text = _visible(message)
+        text = visible_text(message)
         if not text.strip():
             continue
         when = normalize_created_at(message.get("createdAt"), zone)

@@ -16,6 +16,7 @@ import time
 import libsql
 import pytest
 
+from studio.cli_observe import parse_multi_thread_answer
 from studio.errors import WriteRefused
 from studio.store.write.activation import activate_buffered
 from studio.store.write.observation import ObserverOutput, commit_observation, observation_window
@@ -225,6 +226,8 @@ def test_resource_observation_matches_mastra_and_mastra_continues(mastra_corpus,
     assert window.tokens == mastra["gate"]["observeCheck"]["unobservedTokens"]
     assert window.meets == mastra["gate"]["observeCheck"]["meets"] == (mastra["forced"] is None)
     assert sorted(t for t, _, _ in window.threads) == sorted(t["id"] for t in mastra["threads"])
+    # our reading of the answer (Mastra's parseMultiThreadObserverOutput rules) gives the sections Mastra wrote
+    assert parse_multi_thread_answer(RESOURCE_ANSWER) == RESOURCE_OUTPUTS
     row = commit_resource_observation(b, window, RESOURCE_OUTPUTS, force=mastra["forced"] is not None)
     assert row["activeObservations"] == mastra["row"]["activeObservations"]
     assert row["observedMessageIds"] == mastra["row"]["observedMessageIds"]

@@ -192,8 +192,17 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.reflect_action = QAction("&Reflect Now…", self, shortcut=QKeySequence("Ctrl+R"), enabled=False,
                                       triggered=self._on_reflect_action_triggered)
         thread_menu.addAction(self.reflect_action)
+        self.observe_action = QAction("&Observe Now…", self, shortcut=QKeySequence("Ctrl+E"), enabled=False,
+                                      triggered=self._on_observe_action_triggered)
+        thread_menu.addAction(self.observe_action)
+        self.activate_action = QAction("&Activate Buffered Chunks…", self, shortcut=QKeySequence("Ctrl+Shift+B"),
+                                       enabled=False, triggered=self._on_activate_action_triggered)
+        thread_menu.addAction(self.activate_action)
         self.reflect_dialog = None
+        self.observe_dialog = None
         self.thread_view.om_tab.reflect_requested.connect(self._on_reflect_action_triggered)
+        self.thread_view.om_tab.observe_requested.connect(self._on_observe_action_triggered)
+        self.thread_view.om_tab.activate_requested.connect(self._on_activate_action_triggered)
         self.thread_view.history_tab.generation_written.connect(self._on_generation_written)
         self.thread_view.history_tab.write_failed.connect(self._on_write_failed)
 
@@ -441,6 +450,8 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
                    (self.find_action, "Filter the threads by title or id")]
         actions += [(action, f"Show the {TAB_TITLES[name]} tab") for name, action in self.tab_actions.items()]
         actions += [(self.reflect_action, "Reflect the thread's observation log now (preview, then commit)")]
+        actions += [(self.observe_action, "Observe the thread's unobserved messages now (preview, then commit)")]
+        actions += [(self.activate_action, "Activate the thread's buffered observation chunks now")]
         actions += [(self.overview_action, "Show every thread by its two OM ratios")]
         actions += [(self.health.action, "Show every finding of the memory doctor")]
         return shortcut_rows(actions, self.shortcuts_action)

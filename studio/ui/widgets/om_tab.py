@@ -118,6 +118,8 @@ class ObservationalMemoryTab(QWidget):
     """Show the OM status of one thread (or a clear empty state when no record governs it)."""
 
     reflect_requested = Signal()   # the user pressed *Reflect now…*
+    observe_requested = Signal()   # the user pressed *Observe now…*
+    activate_requested = Signal()  # the user pressed *Activate buffered chunks…*
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -163,10 +165,21 @@ class ObservationalMemoryTab(QWidget):
         self.reflect_button.setToolTip("Condense the observation log now: preview the new generation, then commit "
                                        "or discard it (Ctrl+R)")
         self.reflect_button.clicked.connect(self.reflect_requested)
+        self.observe_button = QPushButton("Observe now…")
+        self.observe_button.setToolTip("Run the Observer on the unobserved messages now: preview the new observation "
+                                       "lines, then commit or discard them (Ctrl+E)")
+        self.observe_button.clicked.connect(self.observe_requested)
+        self.activate_button = QPushButton("Activate chunks…")
+        self.activate_button.setToolTip("Move the buffered observation chunks into the active log now, as Mastra "
+                                        "does at the threshold (Ctrl+Shift+B)")
+        self.activate_button.clicked.connect(self.activate_requested)
+        self.activate_button.hide()
         self.trace_box = TraceSearchBox()  # ThreadView sends its text to the Trace tab
         summary_row = QHBoxLayout()
         summary_row.addWidget(self.summary, 1)
         summary_row.addWidget(self.trace_box, 0, Qt.AlignmentFlag.AlignTop)
+        summary_row.addWidget(self.activate_button, 0, Qt.AlignmentFlag.AlignTop)
+        summary_row.addWidget(self.observe_button, 0, Qt.AlignmentFlag.AlignTop)
         summary_row.addWidget(self.reflect_button, 0, Qt.AlignmentFlag.AlignTop)
         col.addLayout(summary_row)
         # A stale busy flag blocks Mastra's own work on this record: a warning, not a word in the grey summary.
@@ -528,6 +541,7 @@ class ObservationalMemoryTab(QWidget):
 
     def _show_chunks(self, record: OMRecord, status: ThreadStatus | None) -> None:
         chunks = record.buffered_chunks
+        self.activate_button.setVisible(bool(chunks))
         self.chunk_model.set_chunks(chunks)
         if chunks:
             self.chunks_view.setCurrentIndex(self.chunk_model.index(0, 0))

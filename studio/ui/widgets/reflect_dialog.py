@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
-    QMessageBox,
-    QProgressBar,
     QPushButton,
     QStackedWidget,
     QVBoxLayout,
@@ -31,6 +29,7 @@ from studio.ui.models import reflection as jobs
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
 from studio.ui.widgets.om_tab import OBSERVATIONS_BAR_TITLE
+from studio.ui.widgets.preview_run import RunRow, ask_yes_cancel
 from studio.ui.widgets.reflect_preview import ProposalView, SizeBar, attempts_text
 from studio.ui.widgets.reflect_strategy import StrategyBox
 from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
@@ -101,24 +100,9 @@ class ReflectDialog(QDialog):
         self.strategy_box = StrategyBox(self._runner, self._settings)
         self.strategy_box.changed.connect(self._update_buttons)
         self.model_combo = self.strategy_box.model_combo
-        self.preview_button = QPushButton("&Preview")
-        self.preview_button.setToolTip("Run the reflection in the background and show the result (Ctrl+Enter)")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Stop the preview (Esc)")
-        self.cancel_button.setEnabled(False)
-        self.progress_bar = QProgressBar()
-        self.progress_bar.setRange(0, 0)
-        self.progress_bar.setMaximumWidth(140)
-        self.progress_bar.setMaximumHeight(14)
-        self.progress_bar.setTextVisible(False)
-        self.progress_bar.hide()
-        self.progress_label = ElidedLabel("", "muted")
-        run_row = QHBoxLayout()
-        run_row.addWidget(self.preview_button)
-        run_row.addWidget(self.cancel_button)
-        run_row.addSpacing(6)
-        run_row.addWidget(self.progress_bar)
-        run_row.addWidget(self.progress_label, 1)
+        self.run_row = RunRow("Run the reflection in the background and show the result (Ctrl+Enter)")
+        self.preview_button, self.cancel_button = self.run_row.preview_button, self.run_row.cancel_button
+        self.progress_bar, self.progress_label = self.run_row.progress_bar, self.run_row.progress_label
         self.preview_button.clicked.connect(self._on_preview_button_clicked)
         self.cancel_button.clicked.connect(self._on_cancel_button_clicked)
 
@@ -138,7 +122,7 @@ class ReflectDialog(QDialog):
         self.discard_button.setToolTip("Close without writing anything (Esc)")
         self.commit_button.clicked.connect(self._on_commit_button_clicked)
         self.discard_button.clicked.connect(self._on_discard_button_clicked)
-        for b in (self.preview_button, self.cancel_button, self.commit_button, self.discard_button):
+        for b in (self.commit_button, self.discard_button):
             b.setAutoDefault(False)
         bottom = QHBoxLayout()
         self.write_note = plain_label("", "muted", wrap=True)
@@ -154,7 +138,7 @@ class ReflectDialog(QDialog):
         layout.addWidget(self.flag_note)
         layout.addWidget(self.protocol_panel)
         layout.addWidget(self.strategy_box)
-        layout.addLayout(run_row)
+        layout.addWidget(self.run_row)
         layout.addWidget(self.error_label)
         layout.addWidget(self._results, 1)
         layout.addLayout(bottom)
@@ -353,11 +337,7 @@ class ReflectDialog(QDialog):
 
     def confirm(self, title: str, text: str) -> bool:
         """Ask TITLE / TEXT (plain text) with Yes / Cancel; return True on Yes. Tests replace it."""
-        box = QMessageBox(QMessageBox.Icon.Question, title, text,
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        return box.exec() == QMessageBox.StandardButton.Yes
+        return ask_yes_cancel(self, title, text)
 
     def commit(self, *, clear_stale_reflecting: bool = False) -> bool:
         """Ask, then write the previewed generation; return False when nothing was started.

@@ -1,5 +1,9 @@
 """The *How to reflect* box of the Reflect Now dialog: a model (`provider/model`, base URL, key status) or
-the offline rule-based condenser. Models and base URLs are remembered in the settings; keys never are."""
+the offline rule-based condenser. Models and base URLs are remembered in the settings; keys never are.
+
+The Observe Now dialog uses the same box with its own title, offline strategy text and settings
+prefix for the chosen strategy (`StrategyBox(..., title=, rule_label=, rule_note=, rule_tip=,
+settings_prefix="observe")`); both dialogs share the recent models and their base URLs."""
 
 from __future__ import annotations
 
@@ -50,16 +54,21 @@ class StrategyBox(QGroupBox):
 
     changed = Signal()   # strategy, model or base URL edited
 
-    def __init__(self, runner: TaskRunner, settings: QSettings | None = None, parent: QWidget | None = None):
-        super().__init__("How to reflect", parent)
+    def __init__(self, runner: TaskRunner, settings: QSettings | None = None, parent: QWidget | None = None, *,
+                 title: str = "How to reflect", rule_label: str = "&Offline rule-based condenser",
+                 rule_note: str = RULE_BASED_NOTE, rule_tip: str = RULE_BASED_TIP, settings_prefix: str = "reflect"):
+        super().__init__(title, parent)
         self._runner = runner
         self._settings = settings
+        # models and base URLs are shared by every dialog that calls a model; the strategy is per dialog
+        self._keys = {"recent": RECENT_MODELS_KEY, "urls": BASE_URLS_KEY,
+                      "strategy": STRATEGY_KEY.replace("reflect/", f"{settings_prefix}/", 1)}
         grid = QGridLayout(self)
         grid.setHorizontalSpacing(8)
         grid.setVerticalSpacing(6)
         self.llm_radio = QRadioButton("&Model")
-        self.rule_radio = QRadioButton("&Offline rule-based condenser")
-        self.rule_radio.setToolTip(RULE_BASED_TIP)
+        self.rule_radio = QRadioButton(rule_label)
+        self.rule_radio.setToolTip(rule_tip)
         self._group = QButtonGroup(self)
         self._group.addButton(self.llm_radio)
         self._group.addButton(self.rule_radio)
@@ -74,8 +83,8 @@ class StrategyBox(QGroupBox):
         self.base_url_edit.setClearButtonEnabled(True)
         self.key_label = plain_label("", "badge", selectable=False)
         self.key_label.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
-        self.rule_note = plain_label(RULE_BASED_NOTE, "muted", selectable=False)
-        self.rule_note.setToolTip(RULE_BASED_TIP)
+        self.rule_note = plain_label(rule_note, "muted", selectable=False)
+        self.rule_note.setToolTip(rule_tip)
         key_row = QHBoxLayout()
         key_row.setContentsMargins(0, 0, 0, 0)
         key_row.addWidget(self.key_label)
@@ -94,6 +103,7 @@ class StrategyBox(QGroupBox):
         grid.setColumnStretch(3, 2)
 
         self._busy = False
+        self._rule_available = True
         self._restore()
         self._key_timer = QTimer(self, singleShot=True, interval=KEY_CHECK_DELAY_MS, timeout=self._check_key)
         self.model_combo.editTextChanged.connect(self._on_model_edited)
@@ -128,6 +138,14 @@ class StrategyBox(QGroupBox):
         self.model_combo.setEditText(model)
         self.base_url_edit.setText(base_url or "")
 
+    def set_rule_available(self, available: bool, why: str = "") -> None:
+        """Enable the offline strategy, or disable it saying WHY (then the model strategy is chosen)."""
+        self.rule_radio.setEnabled(available and not self._busy)
+        self._rule_available = available
+        if not available:
+            self.set_strategy(LLM)
+            self.rule_note.setText(why)
+
     def offer_default_model(self, model: str | None) -> None:
         """Put the record's own Reflector MODEL first and choose it (the model strategy, unless the user chose offline)."""
         if not model:
@@ -159,17 +177,17 @@ class StrategyBox(QGroupBox):
         """Remember the strategy, and the model with its base URL (no key is ever stored)."""
         if self._settings is None:
             return
-        self._settings.setValue(STRATEGY_KEY, self.strategy())
+        self._settings.setValue(self._keys["strategy"], self.strategy())
         model = self.model_text()
         if self.strategy() == LLM and model:
             recent = [model] + [m for m in self._recent_models() if m != model]
-            self._settings.setValue(RECENT_MODELS_KEY, recent[:MAX_RECENT_MODELS])
+            self._settings.setValue(self._keys["recent"], recent[:MAX_RECENT_MODELS])
             urls = self._base_urls()
             if self.base_url():
                 urls[model] = self.base_url()
             else:
                 urls.pop(model, None)
-            self._settings.setValue(BASE_URLS_KEY, json.dumps(urls, sort_keys=True))
+            self._settings.setValue(self._keys["urls"], json.dumps(urls, sort_keys=True))
         self._settings.sync()
 
     def _restore(self) -> None:
@@ -181,18 +199,18 @@ class StrategyBox(QGroupBox):
         self.set_strategy(RULE_BASED if self._saved_strategy() == RULE_BASED or not recent else LLM)
 
     def _saved_strategy(self) -> str:
-        return str(self._settings.value(STRATEGY_KEY, "") or "") if self._settings is not None else ""
+        return str(self._settings.value(self._keys["strategy"], "") or "") if self._settings is not None else ""
 
     def _recent_models(self) -> list[str]:
         if self._settings is None:
             return []
-        value = self._settings.value(RECENT_MODELS_KEY, [])
+        value = self._settings.value(self._keys["recent"], [])
         if isinstance(value, str):
             value = [value]
         return [str(v) for v in (value or []) if v][:MAX_RECENT_MODELS]
 
     def _base_urls(self) -> dict[str, str]:
-        raw = self._settings.value(BASE_URLS_KEY, "") if self._settings is not None else ""
+        raw = self._settings.value(self._keys["urls"], "") if self._settings is not None else ""
         try:
             value = json.loads(raw) if isinstance(raw, str) and raw else {}
         except ValueError:
@@ -222,8 +240,8 @@ class StrategyBox(QGroupBox):
         self.model_combo.setEnabled(llm and not self._busy)
         self.base_url_edit.setEnabled(llm and not self._busy)
         self.key_label.setVisible(llm)
-        for w in (self.llm_radio, self.rule_radio):
-            w.setEnabled(not self._busy)
+        self.llm_radio.setEnabled(not self._busy)
+        self.rule_radio.setEnabled(not self._busy and self._rule_available)
 
     # -- key status ------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The main window's dialogs: Thread ▸ Reflect Now… and View ▸ Overview…, and what follows their writes.
+"""The main window's dialogs: Thread ▸ Reflect Now…, Observe Now…, Activate Buffered Chunks… and
+View ▸ Overview…, and what follows their writes.
 
 `WindowDialogs` is a mixin of `MainWindow` (it uses the window's runner, context, thread view, models and
 status bar); the Overview follows the open database (File ▸ Open, every refresh).
@@ -31,6 +32,46 @@ class WindowDialogs:
         dialog.finished.connect(functools.partial(self._on_reflect_dialog_finished, dialog))
         self.reflect_dialog = dialog
         dialog.open()
+
+    def _om_dialog(self, cls, what: str):
+        """Open the modal OM write dialog CLS on the thread shown, or say why not (WHAT: "observe", …)."""
+        detail = self.thread_view.detail
+        if self._path is None or detail is None or detail.record is None:
+            self.statusBar().showMessage(f"Select a thread with observational memory to {what}.", 5000)
+            return None
+        dialog = cls(self._runner, self._path, detail.thread.id, thread_title=detail.thread.title,
+                     settings=self._ctx.settings, write_session=self._write_session(), parent=self)
+        dialog.setStyleSheet(STYLE_SHEET)
+        dialog.committed.connect(self._on_observation_written)
+        dialog.commit_failed.connect(self._on_write_failed)
+        dialog.finished.connect(functools.partial(self._on_observe_dialog_finished, dialog))
+        self.observe_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _on_observe_action_triggered(self, _checked: bool = False) -> None:
+        """Thread ▸ Observe Now…: preview the Observer on the thread's unobserved window, then commit or discard."""
+        from studio.ui.widgets.observe_dialog import ObserveDialog
+
+        self._om_dialog(ObserveDialog, "observe")
+
+    def _on_activate_action_triggered(self, _checked: bool = False) -> None:
+        """Thread ▸ Activate Buffered Chunks…: activate the record's buffered chunks now, after confirmation."""
+        from studio.ui.widgets.activate_dialog import ActivateDialog
+
+        self._om_dialog(ActivateDialog, "activate")
+
+    def _on_observe_dialog_finished(self, dialog, _result: int) -> None:
+        if self.observe_dialog is dialog:
+            self.observe_dialog = None
+        dialog.deleteLater()
+
+    def _on_observation_written(self, result: dict) -> None:
+        """An observation or an activation was committed: say so and re-read the database."""
+        row = result.get("row", result) if isinstance(result, dict) else {}
+        self.statusBar().showMessage(f"Observation log of {row.get('lookupKey', '')} updated "
+                                     f"({row.get('observationTokenCount') or 0:,} tokens).", 10000)
+        self.refresh()
 
     def show_overview(self, _checked: bool = False):
         """View ▸ Overview…: every OM thread of the database by its two ratios (a window; click opens a thread)."""

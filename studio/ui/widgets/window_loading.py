@@ -198,10 +198,13 @@ class ListingLoader:
             return
         if detail is None:
             self.thread_view.show_message("The selected thread no longer exists.")
-            self.reflect_action.setEnabled(False)
+            for action in (self.reflect_action, self.observe_action, self.activate_action):
+                action.setEnabled(False)
             return
         self.thread_view.show_detail(detail)
         self.reflect_action.setEnabled(detail.record is not None)
+        self.observe_action.setEnabled(detail.record is not None)
+        self.activate_action.setEnabled(detail.record is not None and bool(detail.record.buffered_chunks))
 
     # -- refreshing ------------------------------------------------------------------------
 

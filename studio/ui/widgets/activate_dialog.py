@@ -1,0 +1,197 @@
+"""Thread ▸ *Activate buffered chunks…*: move the record's buffered observation chunks into the active log
+now, as Mastra's activate() does when the window reaches the threshold (no model call).
+
+Shows the chunks and which of them an activation moves (Mastra's swapBufferedToActive rule), then
+writes after the user confirms, with the write protocol of every OM write (quiet period, Wait /
+Force, busy flags, backup, one transaction, the watch after the commit).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings, Signal
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QHeaderView, QPushButton, QVBoxLayout, QWidget
+
+from studio.ui.models import observation as obs_jobs
+from studio.ui.models import reflection as jobs
+from studio.ui.models.chunks import BufferedChunkModel
+from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.common import ElidedLabel, plain_label, table_view
+from studio.ui.widgets.preview_run import InPlaceWriter, ask_yes_cancel
+from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
+
+TITLE = "Activate Buffered Chunks"
+
+
+def plan_text(plan: obs_jobs.ChunkPlan) -> str:
+    """Return what activating PLAN moves, in one paragraph (tokens: Mastra's estimates stored on the chunks)."""
+    done = plan.chunks[:plan.count]
+    msg_tokens = sum(int(c.get("messageTokens") or 0) for c in done)
+    obs_tokens = sum(int(c.get("tokenCount") or 0) for c in done)
+    messages = sum(len(c.get("messageIds") or []) for c in done)
+    rest = len(plan.chunks) - plan.count
+    return (f"{len(plan.chunks)} buffered chunk(s) wait in {plan.lookup_key}. Activating now moves the oldest "
+            f"{plan.count} ({messages:,} message(s), {msg_tokens:,} message tokens, {obs_tokens:,} observation tokens) "
+            f"into the active log, as Mastra does when the window reaches its threshold; {rest} stay buffered. "
+            f"(Mastra's rule: {plan.pending_tokens:,} pending tokens, threshold {plan.threshold:,}.)")
+
+
+class ActivateDialog(QDialog):
+    """Show THREAD_ID's buffered chunks and the activation plan; activate after confirmation."""
+
+    committed = Signal(object)        # activate_buffered's result (dict with "row")
+    commit_failed = Signal(str)
+
+    def __init__(self, runner: TaskRunner, path: str, thread_id: str, *, thread_title: str | None = None,
+                 settings: QSettings | None = None, write_session=None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._runner, self._path, self._thread_id = runner, path, thread_id
+        self._session = write_session
+        self._plan: obs_jobs.ChunkPlan | None = None
+        self._busy: str | None = None
+        self.setWindowTitle(f"{TITLE} — {thread_title or thread_id}")
+        self.setModal(True)
+        self.setSizeGripEnabled(True)
+        self.heading = ElidedLabel(f"{TITLE} · {thread_title or thread_id}", "heading")
+        self.summary = plain_label("Reading the buffered chunks…", "muted", wrap=True)
+        self.chunk_model = BufferedChunkModel(self)
+        self.chunks_view = table_view()
+        self.chunks_view.setModel(self.chunk_model)
+        self.chunks_view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.chunks_view.horizontalHeader().setStretchLastSection(True)
+        self.protocol_panel = ProtocolPanel(settings)
+        self.protocol = ProtocolController(runner, self.protocol_panel, path, session=write_session,
+                                           parent_widget=self)
+        self.writer = InPlaceWriter(runner, self.protocol_panel, self.protocol, self)
+        self.writer.busy.connect(self._on_writer_busy)
+        self.writer.written.connect(self.committed)
+        self.writer.failed.connect(self._on_failed)
+        self.writer.overwritten.connect(self._on_overwritten)
+        self.writer.finished.connect(self.accept)
+        self.progress_label = plain_label("", "muted", wrap=True)
+        self.error_label = plain_label("", "loss", wrap=True)
+        self.error_label.hide()
+        self.activate_button = QPushButton("Activate…")
+        self.activate_button.setEnabled(False)
+        self.activate_button.setToolTip("Write the activation to the database, after you confirm")
+        self.close_button = QPushButton("Close")
+        for b in (self.activate_button, self.close_button):
+            b.setAutoDefault(False)
+        self.activate_button.clicked.connect(self._on_activate_button_clicked)
+        self.close_button.clicked.connect(self._on_close_button_clicked)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.progress_label, 1)
+        bottom.addWidget(self.activate_button)
+        bottom.addWidget(self.close_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.heading)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.chunks_view, 1)
+        layout.addWidget(self.protocol_panel)
+        layout.addWidget(self.error_label)
+        layout.addLayout(bottom)
+        self.resize(860, 480)
+        self._busy = "loading"
+        jobs.submit(runner, lambda _p, _c: obs_jobs.chunk_plan(path, thread_id), on_done=self._on_plan,
+                    on_error=self._on_plan_failed, key=f"activate-plan-{id(self)}")
+
+    @property
+    def plan(self) -> obs_jobs.ChunkPlan | None:
+        """The activation plan shown, or None."""
+        return self._plan
+
+    @property
+    def busy(self) -> str | None:
+        """What runs: "loading", "commit", "wait", "watch", or None."""
+        return self._busy
+
+    def error_text(self) -> str:
+        """The error shown (plain text), or ""."""
+        return self.error_label.text() if not self.error_label.isHidden() else ""
+
+    def _on_plan(self, plan: obs_jobs.ChunkPlan) -> None:
+        self._busy = None
+        self._plan = plan
+        self.chunk_model.set_chunks(plan.chunks)
+        if plan.chunks:
+            self.summary.setText(plan_text(plan))
+            self.protocol.read_activity(plan.lookup_key)
+        else:
+            self.summary.setText(f"{plan.lookup_key} has no buffered chunks: there is nothing to activate.")
+        self._update()
+
+    def _on_plan_failed(self, exc: Exception) -> None:
+        self._busy = None
+        self.summary.setText("")
+        self._show_error(f"Nothing to activate: {jobs.describe_error(exc)}")
+        self._update()
+
+    def confirm(self, title: str, text: str) -> bool:
+        """Ask TITLE / TEXT (plain text) with Yes / Cancel; return True on Yes. Tests replace it."""
+        return ask_yes_cancel(self, title, text)
+
+    def activate(self) -> bool:
+        """Ask, then activate; return False when nothing was started."""
+        plan = self._plan
+        if plan is None or not plan.chunks or self._busy is not None:
+            return False
+        text = "\n\n".join(x for x in (plan_text(plan), f"The file is changed: {self._path}",
+                                       jobs.backup_note(self._session, self._path)) if x)
+        if not self.confirm("Activate buffered chunks", text):
+            return False
+        self._hide_error()
+        path, thread_id, session = self._path, self._thread_id, self._session
+        self.writer.start(lambda quiet_ms: obs_jobs.activate(path, thread_id, plan, session=session,
+                                                             quiet_ms=quiet_ms),
+                          path=path, lookup_key=plan.lookup_key)
+        return True
+
+    def _on_writer_busy(self, what: str, text: str) -> None:
+        self._busy = what or None
+        self.progress_label.setText(text)
+        self._update()
+
+    def _on_failed(self, exc: Exception) -> None:
+        message = jobs.describe_error(exc)
+        self._show_error(("Refused: " if jobs.refusal_reason(exc) else "Failed: ") + message)
+        self.progress_label.setText("Nothing was written.")
+        if jobs.refusal_reason(exc) == "generation-changed":
+            self._plan = None  # the record moved on: close and open the dialog again
+        self._update()
+        self.commit_failed.emit(message)
+
+    def _on_overwritten(self, text: str) -> None:
+        self._plan = None
+        self._show_error(text.replace("Observe again", "Activate again"))
+        self._update()
+
+    def _update(self) -> None:
+        self.activate_button.setEnabled(self._busy is None and self._plan is not None and bool(self._plan.chunks))
+        self.close_button.setText({"watch": "Stop watching", "wait": "Stop waiting"}.get(self._busy or "", "Close"))
+        self.close_button.setEnabled(self._busy != "commit")
+
+    def _show_error(self, text: str) -> None:
+        self.error_label.setText(text)
+        self.error_label.show()
+
+    def _hide_error(self) -> None:
+        self.error_label.hide()
+
+    def _on_activate_button_clicked(self, _checked: bool = False) -> None:
+        self.activate()
+
+    def _on_close_button_clicked(self, _checked: bool = False) -> None:
+        self.reject()
+
+    def reject(self) -> None:
+        """Esc / Close: never close in the middle of a write; stop a wait or watch first."""
+        if self._busy == "commit":
+            return
+        if self._busy in ("watch", "wait"):
+            self.writer.stop()
+            return
+        super().reject()
+
+    def done(self, result: int) -> None:
+        self.writer.stop()
+        self._runner.cancel(f"activate-plan-{id(self)}")
+        super().done(result)

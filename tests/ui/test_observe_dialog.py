@@ -1,0 +1,155 @@
+"""Thread ▸ Observe Now… and Activate Buffered Chunks…: preview in the background (fake model on 127.0.0.1, or
+offline), commit with the write protocol, refuse safely.
+
+Expected values: the dialog's write must equal the CLI's `observe --answer-file` write of the same
+answer (itself equal to real Mastra's, tests/interop/test_observe_interop.py) and the activation
+must equal `activate_buffered` (tests/interop), cell for cell, write times and per-run ids aside.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtTest import QTest
+
+from studio.cli import main
+from studio.engine.observer_format import format_messages_for_observer
+from studio.store.memory_store import MemoryStore
+from studio.store.write.activation import activate_buffered
+from studio.ui.widgets.activate_dialog import ActivateDialog
+from studio.ui.widgets.observe_dialog import ObserveDialog
+from tests.cli.test_observe_llm import ANSWER, _same_write
+from tests.conftest import copy_fixture
+from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fixtures)
+from tests.interop.conftest import dump_tables, file_state
+
+MODEL = "openai-compatible/fake-observer"
+
+
+def wait_until(predicate, timeout: float = 60.0) -> None:  # a hang guard, not a speed check
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        QCoreApplication.processEvents()
+        time.sleep(0.005)
+
+
+def open_observe(window) -> ObserveDialog:
+    assert window.observe_action.isEnabled()
+    window.observe_action.trigger()
+    dialog = window.observe_dialog
+    assert isinstance(dialog, ObserveDialog) and dialog.isVisible()
+    dialog.finished.connect(lambda result: setattr(dialog, "closed_with", result))
+    window._runner.wait_idle()
+    assert dialog.window is not None, dialog.error_text()
+    dialog.protocol_panel.quiet_spin.setValue(0)   # the fixture was written minutes ago by the corpus run
+    return dialog
+
+
+def test_model_preview_then_commit_writes_what_the_cli_writes(studio, studio_ctx, fixture_db, fake_llm, tmp_path,
+                                                              capsys):
+    path = fixture_db("support")
+    other = copy_fixture("support", tmp_path / "cli")
+    before = dump_tables(other)
+    fake_llm.push(Reply(text=ANSWER))
+    window = studio(path, thread_id="support-1")
+    dialog = open_observe(window)
+    w = dialog.window
+    assert w.meets and not dialog.below_check.isVisible()
+    dialog.set_model(MODEL, fake_llm.base_url)
+    QTest.keyClick(dialog, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)   # Ctrl+Enter previews
+    assert dialog.busy == "preview"
+    studio_ctx.runner.wait_idle()
+    wait_until(lambda: dialog.preview is not None or dialog.error_text())
+    p = dialog.preview
+    assert p is not None, dialog.error_text()
+    (request,) = fake_llm.requests
+    assert format_messages_for_observer(w.messages).strip() in request.prompt
+    assert dialog.proposal.row_count() == len(w.message_ids)
+    assert dialog.proposal.new_lines_text() == p.proposal.new_lines
+    assert f"{p.proposal.tokens_before:,} → {p.proposal.tokens_after:,}" in dialog.proposal.summary.text()
+    assert "plan the Friday launch" in dialog.proposal.state.toPlainText()
+    asked = []
+    dialog.confirm = lambda title, text: asked.append(text) or True
+    assert dialog.commit()
+    wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
+    assert asked and "Observe" in asked[0]
+    answer = tmp_path / "answer.txt"
+    answer.write_text(ANSWER, encoding="utf-8")
+    assert main(["observe", str(other), "--thread", "support-1", "--answer-file", str(answer), "--yes"]) == 0
+    capsys.readouterr()
+    assert _same_write(before, path, other) > 3
+
+
+def test_cancel_with_escape_writes_nothing(studio, studio_ctx, fixture_db, fake_llm):
+    path = fixture_db("support")
+    state = file_state(path)
+    fake_llm.push(Reply(text=ANSWER, delay_s=30))
+    window = studio(path, thread_id="support-1")
+    dialog = open_observe(window)
+    dialog.set_model(MODEL, fake_llm.base_url)
+    assert dialog.start_preview() and dialog.busy == "preview"
+    wait_until(lambda: len(fake_llm.requests) == 1)
+    QTest.keyClick(dialog, Qt.Key.Key_Escape)     # Esc cancels the preview, the dialog stays open
+    assert dialog.busy is None and dialog.isVisible() and dialog.preview is None
+    assert "cancelled" in dialog.progress_label.text().lower()
+    studio_ctx.runner.wait_idle()
+    assert file_state(path) == state
+
+
+def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_db):
+    # resource fixture: 435 pending + 642 tokens < 2,500, so Mastra would not observe yet; no rule-based there
+    path = fixture_db("resource")
+    state = file_state(path)
+    window = studio(path, thread_id="res-a")
+    dialog = open_observe(window)
+    assert not dialog.window.meets and dialog.below_check.isVisible()
+    assert not dialog.strategy_box.rule_radio.isEnabled()
+    assert "below the threshold" in dialog.size_state.text()
+    assert file_state(path) == state
+
+
+def test_rule_based_preview_and_refusal_when_the_record_moved_on(studio, studio_ctx, fixture_db):
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1")
+    dialog = open_observe(window)
+    dialog.set_strategy("rule-based")
+    assert dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    wait_until(lambda: dialog.preview is not None or dialog.error_text())
+    assert "[rule-based]" in dialog.proposal.new_lines_text()
+    # another process observes meanwhile: the commit is refused inside its transaction, nothing written
+    assert main(["observe", str(path), "--thread", "support-1", "--strategy", "rule-based", "--yes",
+                 "--quiet-period", "0"]) == 0
+    state = file_state(path)
+    dialog.confirm = lambda title, text: True
+    assert dialog.commit()
+    wait_until(lambda: dialog.busy is None)
+    assert "Commit refused" in dialog.error_text() and not dialog.commit_button.isEnabled()
+    assert file_state(path) == state
+
+
+def test_activate_dialog_writes_what_activate_buffered_writes(studio, studio_ctx, fixture_db, tmp_path):
+    path = fixture_db("buffered")
+    other = copy_fixture("buffered", tmp_path / "other")
+    before = dump_tables(other)
+    window = studio(path, thread_id="long-run")
+    assert window.activate_action.isEnabled() and window.thread_view.om_tab.activate_button.isVisibleTo(window)
+    window.activate_action.trigger()
+    dialog = window.observe_dialog
+    assert isinstance(dialog, ActivateDialog)
+    dialog.finished.connect(lambda result: setattr(dialog, "closed_with", result))
+    studio_ctx.runner.wait_idle()
+    wait_until(lambda: dialog.plan is not None or dialog.error_text())
+    plan = dialog.plan
+    assert plan.count >= 1 and f"moves the oldest {plan.count}" in dialog.summary.text()
+    dialog.protocol_panel.quiet_spin.setValue(0)
+    dialog.confirm = lambda title, text: True
+    assert dialog.activate()
+    wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
+    ours = activate_buffered(other, thread_id="long-run", lookup_key="thread:long-run")
+    assert ours["chunks_after"] == len(plan.chunks) - plan.count
+    assert _same_write(before, path, other) > 3
+    with MemoryStore.open(path) as store:
+        assert len(store.om_current("thread:long-run").buffered_chunks) == len(plan.chunks) - plan.count
