@@ -74,7 +74,9 @@ def test_model_preview_then_commit_writes_what_the_cli_writes(studio, studio_ctx
     dialog.confirm = lambda title, text: asked.append(text) or True
     assert dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
-    assert asked and "Observe" in asked[0]
+    assert asked and "Observe" in asked[0] and "backed up" in asked[0]
+    backup = window._write_session().backup_for(path)   # the session's verified backup came first
+    assert backup is not None and dump_tables(backup) == before   # the file as it was before the write
     answer = tmp_path / "answer.txt"
     answer.write_text(ANSWER, encoding="utf-8")
     assert main(["observe", str(other), "--thread", "support-1", "--answer-file", str(answer), "--yes"]) == 0
