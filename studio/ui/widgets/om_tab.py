@@ -38,6 +38,8 @@ from studio.ui.widgets.trace_panel import TraceSearchBox
 from studio.ui.widgets.common import empty_state, plain_label, set_role, table_view
 from studio.ui.widgets.threshold_bar import ThresholdBar
 
+#: Page width (px) from which the summary and the actions (trace box, Observe / Reflect buttons) share a row.
+WIDE_SUMMARY_MIN_WIDTH = 820
 #: Below these widths (px) the bars, and the detail boxes, are stacked in one column.
 WIDE_BARS_MIN_WIDTH = 500
 WIDE_BOXES_MIN_WIDTH = 860
@@ -175,13 +177,16 @@ class ObservationalMemoryTab(QWidget):
         self.activate_button.clicked.connect(self.activate_requested)
         self.activate_button.hide()
         self.trace_box = TraceSearchBox()  # ThreadView sends its text to the Trace tab
-        summary_row = QHBoxLayout()
-        summary_row.addWidget(self.summary, 1)
-        summary_row.addWidget(self.trace_box, 0, Qt.AlignmentFlag.AlignTop)
-        summary_row.addWidget(self.activate_button, 0, Qt.AlignmentFlag.AlignTop)
-        summary_row.addWidget(self.observe_button, 0, Qt.AlignmentFlag.AlignTop)
-        summary_row.addWidget(self.reflect_button, 0, Qt.AlignmentFlag.AlignTop)
-        col.addLayout(summary_row)
+        actions = QHBoxLayout()
+        actions.addWidget(self.trace_box, 1, Qt.AlignmentFlag.AlignTop)
+        actions.addWidget(self.activate_button, 0, Qt.AlignmentFlag.AlignTop)
+        actions.addWidget(self.observe_button, 0, Qt.AlignmentFlag.AlignTop)
+        actions.addWidget(self.reflect_button, 0, Qt.AlignmentFlag.AlignTop)
+        # the summary beside the actions, or above them when the page is narrow (see eventFilter)
+        self._summary_box = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        self._summary_box.addWidget(self.summary, 1)
+        self._summary_box.addLayout(actions)
+        col.addLayout(self._summary_box)
         # A stale busy flag blocks Mastra's own work on this record: a warning, not a word in the grey summary.
         self.stale_warning = plain_label("", wrap=True)
         self.stale_warning.setStyleSheet(STALE_WARNING_STYLE)
@@ -359,6 +364,8 @@ class ObservationalMemoryTab(QWidget):
             width = event.size().width()
             if watched is self._page:
                 self._arrange_bars(2 if width >= WIDE_BARS_MIN_WIDTH else 1)
+                self._summary_box.setDirection(QBoxLayout.Direction.LeftToRight if width >= WIDE_SUMMARY_MIN_WIDTH
+                                               else QBoxLayout.Direction.TopToBottom)
             elif watched is self._scroll.viewport():
                 self._arrange_boxes(2 if width >= WIDE_BOXES_MIN_WIDTH else 1)
             elif watched is self.log_view.viewport():
