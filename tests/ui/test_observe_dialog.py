@@ -19,7 +19,7 @@ from studio.store.memory_store import MemoryStore
 from studio.store.write.activation import activate_buffered
 from studio.ui.widgets.activate_dialog import ActivateDialog
 from studio.ui.widgets.observe_dialog import ObserveDialog
-from tests.cli.test_observe_llm import ANSWER, _same_write
+from tests.cli.test_observe_llm import ANSWER, RESOURCE_ANSWER, _same_write
 from tests.conftest import copy_fixture
 from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fixtures)
 from tests.interop.conftest import dump_tables, file_state
@@ -100,16 +100,37 @@ def test_cancel_with_escape_writes_nothing(studio, studio_ctx, fixture_db, fake_
     assert file_state(path) == state
 
 
-def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_db):
+def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_db, fake_llm, tmp_path, capsys):
     # resource fixture: 435 pending + 642 tokens < 2,500, so Mastra would not observe yet; no rule-based there
     path = fixture_db("resource")
+    other = copy_fixture("resource", tmp_path / "cli")
+    before = dump_tables(other)
     state = file_state(path)
+    fake_llm.push(Reply(text=RESOURCE_ANSWER))
     window = studio(path, thread_id="res-a")
     dialog = open_observe(window)
     assert not dialog.window.meets and dialog.below_check.isVisible()
     assert not dialog.strategy_box.rule_radio.isEnabled()
     assert "below the threshold" in dialog.size_state.text()
+    dialog.set_model(MODEL, fake_llm.base_url)
+    assert dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    wait_until(lambda: dialog.preview is not None or dialog.error_text())
+    assert dialog.preview is not None, dialog.error_text()
+    assert dialog.proposal.window_table.rowCount() == len(dialog.window.message_ids)
+    assert not dialog.commit_button.isEnabled()
+    dialog.confirm = lambda title, text: True
+    assert not dialog.commit() and "tick" in dialog.error_text()      # refused without the explicit choice
     assert file_state(path) == state
+    dialog.below_check.setChecked(True)
+    assert dialog.commit_button.isEnabled() and dialog.commit()
+    wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
+    answer = tmp_path / "answer.txt"
+    answer.write_text(RESOURCE_ANSWER, encoding="utf-8")
+    assert main(["observe", str(other), "--thread", "res-a", "--answer-file", str(answer), "--below-threshold",
+                 "--yes", "--quiet-period", "0"]) == 0
+    capsys.readouterr()
+    assert _same_write(before, path, other) > 3
 
 
 def test_rule_based_preview_and_refusal_when_the_record_moved_on(studio, studio_ctx, fixture_db):
