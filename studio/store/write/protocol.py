@@ -212,12 +212,13 @@ def wait_for_quiet(probe: Callable[[], AgentActivity], timeout_s: float, *, canc
                    sleep: Callable[[float], None] = time.sleep, poll_s: float = 0.5) -> AgentActivity:
     """Call PROBE until it reports no activity or TIMEOUT_S (s) have passed; return the last activity.
 
-    PROBE reads the activity afresh (e.g. `lambda: store_activity(path, key, quiet_ms)`); the wait
-    stops early when CANCELLED() is true. Never raises on its own.
+    PROBE reads the activity afresh (e.g. `lambda: store_activity(path, key, quiet_ms)`; None, as
+    store_activity returns without a record, ends the wait); the wait stops early when CANCELLED()
+    is true. Never raises on its own.
     """
     deadline = time.monotonic() + max(0.0, timeout_s)
     activity = probe()
-    while activity.active and not cancelled():
+    while activity is not None and activity.active and not cancelled():
         left = deadline - time.monotonic()
         if left <= 0:
             break
