@@ -77,7 +77,7 @@ class RevertDialog(QDialog):
             wrap=True)
         self.backup_note = plain_label(jobs.backup_note(self._session, self._path), "muted", wrap=True)
         self.backup_note.setVisible(bool(self.backup_note.text()))
-        self.protocol_panel = ProtocolPanel(self._settings)
+        self.protocol_panel = ProtocolPanel(self._settings, wrap=True)
         self.protocol = ProtocolController(self._runner, self.protocol_panel, self._path, session=self._session,
                                            parent_widget=self)
         self.protocol.step.connect(self._on_protocol_step)

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QProgressBar, QS
 
 from studio.ui.models import reflection as jobs
 from studio.ui.tasks import TaskRunner
-from studio.ui.widgets.common import ElidedLabel
+from studio.ui.widgets.common import ElidedLabel, plain_label
 
 QUIET_SETTING = "writes/quietPeriodS"
 #: How long "Wait" waits for the quiet period at most (s).
@@ -30,14 +30,17 @@ WAIT_LIMIT_S = 600
 
 
 class ProtocolPanel(QWidget):
-    """Agent activity + the quiet period (s) spin box, for a dialog that writes an OM generation."""
+    """Agent activity + the quiet period (s) spin box, for a dialog that writes an OM generation.
 
-    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None):
+    WRAP shows the activity sentence in full on as many lines as it needs (else on one line, elided).
+    """
+
+    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None, *, wrap: bool = False):
         super().__init__(parent)
         from studio.store.write.protocol import DEFAULT_QUIET_MS
 
         self._settings = settings
-        self.activity_label = ElidedLabel("", "muted")
+        self.activity_label = plain_label("", "muted", wrap=True) if wrap else ElidedLabel("", "muted")
         self.quiet_spin = QSpinBox()
         self.quiet_spin.setRange(0, 3600)
         self.quiet_spin.setSuffix(" s")
@@ -62,6 +65,9 @@ class ProtocolPanel(QWidget):
         label.setTextFormat(Qt.TextFormat.PlainText)
         row.addWidget(label)
         row.addWidget(self.quiet_spin)
+        if wrap:   # the controls stay on the first line of a sentence that wraps
+            for widget in (self.wait_bar, label, self.quiet_spin):
+                row.setAlignment(widget, Qt.AlignmentFlag.AlignTop)
 
     @property
     def quiet_ms(self) -> int:
@@ -141,6 +147,9 @@ class ProtocolController(QObject):
         #: The watch window after a commit (ms); None: from the thread's stored turn timings.
         self.watch_window_ms: int | None = None
         self._key: str | None = None
+        self._activity_key: str | None = None   # the record whose activity the panel shows
+        self._waiting = False
+        panel.quiet_spin.valueChanged.connect(self._on_quiet_spin_value_changed)
         self._write: Callable[[int], Any] | None = None   # the WRITE of the running `write`
 
     # -- questions (tests replace these) -----------------------------------------------------------
@@ -214,10 +223,15 @@ class ProtocolController(QObject):
         """Read the activity of LOOKUP_KEY's conversation in the background; `activity_read` follows."""
         from studio.store.write.protocol import store_activity
 
+        self._activity_key = lookup_key
         path, quiet_ms = self._path, self._panel.quiet_ms
         jobs.submit(self._runner, lambda _p, _c: store_activity(path, lookup_key, quiet_ms),
                     on_done=self._on_activity, on_error=lambda _exc: self._on_activity(None),
                     key=f"protocol-activity-{id(self)}")
+
+    def _on_quiet_spin_value_changed(self, _value: int) -> None:
+        if self._activity_key is not None and not self._waiting:
+            self.read_activity(self._activity_key)   # "active" or "quiet" depends on the period
 
     def _on_activity(self, activity) -> None:
         self.activity = activity
@@ -247,6 +261,7 @@ class ProtocolController(QObject):
             return wait_for_quiet(probe, WAIT_LIMIT_S, cancelled=lambda: cancel.is_set() or task_cancel.is_set())
 
         def done(activity) -> None:
+            self._waiting = False
             self._panel.end_waiting()
             self._on_activity(activity)
             if cancel.is_set():
@@ -260,10 +275,14 @@ class ProtocolController(QObject):
         def waited(_done: int, _total: int, activity) -> None:
             self._panel.show_waiting(activity)
             self.waiting.emit(activity)
-        self._panel.show_waiting(None)
+
         def failed(exc: Exception) -> None:
+            self._waiting = False
             self._panel.end_waiting()
             self.wait_failed.emit(str(exc))
+
+        self._waiting = True
+        self._panel.show_waiting(None)
         jobs.submit(self._runner, work, on_done=done, on_error=failed, on_progress=waited,
                     key=f"protocol-wait-{id(self)}")
 
