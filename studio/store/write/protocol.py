@@ -343,7 +343,11 @@ def find_overtaking_writes(history: Iterable[Any]) -> list[OvertakingWrite]:
     (e.g. concurrent initialisation, mastra #22188). A finding is `repaired` when a later studio
     generation recorded the row in its current state (`repairs` of a "repair" mark, or the
     `basedOn` of a studio write computed from it). Pure: reads
-    nothing but HISTORY. Used by the write protocol, the CLI and `doctor`'s superseded-write check.
+    nothing but HISTORY. Used by the watch after a commit (`watch_for_overtaking`, run by the
+    studio's Reflect now and Revert dialogs; the CLI's `--watch`, `cli_write_protocol.
+    watch_after_commit`) and by `repair.repair_overtaken_writes`. The doctor's `superseded-write` check is a different rule
+    (`studio.engine.doctor.supersede.find_superseded_writes`): it judges any writer by timestamps
+    alone, where this one needs the studio's marks and so knows exactly what a repair carried.
     """
     rows = list(history)
     by_id = {_get(r, "id"): r for r in rows}
