@@ -92,3 +92,15 @@ def test_big_texts_get_tiktokens_own_count(text, units_path):
     assert exact_counts.exact_tokens(text) == whole
     pieces = exact_counts.split_for_bpe(text)
     assert "".join(pieces) == text and sum(len(enc.encode_ordinary(p)) for p in pieces) == whole
+
+
+def test_the_cache_key_of_a_big_text_is_hashed_once_and_stays_nodes():
+    import hashlib
+
+    from studio.engine import jscompat
+
+    text = sample(1_100_000, 14) + "\ud800"   # a lone surrogate: Node writes U+FFFD
+    expected = hashlib.sha256(text[:-1].encode("utf-8") + "\ufffd".encode("utf-8")).hexdigest()
+    jscompat._SHA_MEMO.clear()
+    assert jscompat.sha256_hex(text) == expected and jscompat._SHA_MEMO == {text: expected}
+    assert jscompat.sha256_hex(text[:-1] + "\ud800") == expected   # an equal text (another object): remembered
