@@ -11,9 +11,9 @@ import functools
 import os
 import re
 import threading
-from collections import Counter
 
 from studio.engine.jscompat import UNDEFINED, get, json_stringify
+from studio.engine.text_units import SpaceUnits, joined_units, space_units
 from studio.engine.tool_results import resolve_tool_result
 
 __all__ = ["exact_tokens", "model_visible_text", "exact_message_tokens", "split_for_bpe"]
@@ -59,9 +59,10 @@ _BIG_MEMO: dict[tuple[str, str], int] = {}
 _BIG_MEMO_ENTRIES = 4
 
 
-def _count_by_space_units(enc, text: str) -> int | None:
-    """Count TEXT's tokens as the sum over its units: the text before the first space, then each
-    space with what follows it up to the next space (" word,", " {\"a\":"); None when that is unsafe.
+def _count_units(enc, units: SpaceUnits) -> int | None:
+    """Count a text's tokens from its UNITS as the sum over its units: the text before the first
+    space, then each space with what follows it up to the next space (" word,", " {\"a\":"); None
+    when that is unsafe.
 
     Valid when every space follows a non-whitespace character (no two spaces in a row, no space
     after a newline or tab): then no token crosses a space (see _SAFE_CUT's reasoning, which needs
@@ -69,18 +70,19 @@ def _count_by_space_units(enc, text: str) -> int | None:
     ones are encoded: seconds for a 50 MB message. Python's isspace() covers every character the
     tokenizer's \\s does, so the check errs on the safe side.
     """
-    pieces = text.split(" ")
-    units = Counter(pieces)
-    last = pieces[-1]
-    empties = units.get("", 0) - (pieces[0] == "") - (len(pieces) > 1 and last == "")
-    after_whitespace = sum(n for k, n in units.items() if k and k[-1].isspace()) - bool(last and last[-1].isspace())
+    counts, first, last = units.counts, units.first, units.last
+    empties = counts.get("", 0) - (first == "") - (units.has_space and last == "")
+    after_whitespace = sum(n for k, n in counts.items() if k and k[-1].isspace()) - bool(last and last[-1].isspace())
     if empties > 0 or after_whitespace > 0:
         return None
-    first = pieces[0]
-    units[first] -= 1  # counted below without its (absent) leading space
-    keys = [k for k, n in units.items() if n]
+    keys, times = [], []
+    for key, n in counts.items():
+        n -= key == first   # the first piece is counted below, without its (absent) leading space
+        if n > 0:
+            keys.append(key)
+            times.append(n)
     lengths = enc.encode_ordinary_batch([" " + k for k in keys], num_threads=os.cpu_count() or 2)
-    total = sum(len(tokens) * units[k] for k, tokens in zip(keys, lengths))
+    total = sum(len(tokens) * n for tokens, n in zip(lengths, times))
     return total + (len(enc.encode_ordinary(first)) if first else 0)
 
 
@@ -100,11 +102,13 @@ def split_for_bpe(text: str, size: int = CHUNK_CHARS) -> list[str]:
     return pieces
 
 
-def exact_tokens(text: str, encoding: str = "o200k_base") -> int:
+def exact_tokens(text: str, encoding: str = "o200k_base", *, joined: list[str] | None = None) -> int:
     """Count real tokens (int) in TEXT with tiktoken ENCODING (special-token text counts as plain text).
 
-    Texts of CHUNKED_MIN_CHARS or more are encoded as `split_for_bpe` pieces on tiktoken's
-    threads (same count, the GIL released), and the last few such counts are remembered.
+    Texts of CHUNKED_MIN_CHARS or more are counted by their distinct space-separated units
+    (`_count_units`, from `text_units`, shared with Mastra's estimate of the same text), else as
+    `split_for_bpe` pieces on tiktoken's threads (same count, the GIL released); the last few
+    such counts are remembered. JOINED: the texts whose "\n".join is TEXT (their units are reused).
     """
     if not text:
         return 0
@@ -114,7 +118,7 @@ def exact_tokens(text: str, encoding: str = "o200k_base") -> int:
     key = (encoding, text)
     if key in _BIG_MEMO:
         return _BIG_MEMO[key]
-    count = _count_by_space_units(enc, text)
+    count = _count_units(enc, joined_units(joined) if joined is not None else space_units(text))
     if count is None:
         count = sum(map(len, enc.encode_ordinary_batch(split_for_bpe(text), num_threads=os.cpu_count() or 2)))
     try:
@@ -126,14 +130,8 @@ def exact_tokens(text: str, encoding: str = "o200k_base") -> int:
     return count
 
 
-def model_visible_text(message: dict) -> str:
-    """Return the text a model sees for one MastraDBMessage dict, one piece per line (no attachments).
-
-    Pieces: the role; each text part; reasoning text; a tool call's name and arguments (JSON,
-    compact) and its outcome (result as a string or compact JSON, preferring the stored
-    `modelOutput` like Mastra, else the error/denial text). `data-*` parts never reach a model and
-    file/image parts are not text, so both are left out.
-    """
+def _visible_pieces(message: dict) -> list[str]:
+    """Return the non-empty pieces of `model_visible_text(message)`, in order."""
     pieces = [message.get("role") or ""]
     content = message.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
@@ -161,9 +159,21 @@ def model_visible_text(message: dict) -> str:
                 pieces.append(inv["errorText"])
             elif isinstance(reason := get(get(inv, "approval"), "reason"), str):
                 pieces.append(reason)
-    return "\n".join(p for p in pieces if p)
+    return [p for p in pieces if p]
+
+
+def model_visible_text(message: dict) -> str:
+    """Return the text a model sees for one MastraDBMessage dict, one piece per line (no attachments).
+
+    Pieces: the role; each text part; reasoning text; a tool call's name and arguments (JSON,
+    compact) and its outcome (result as a string or compact JSON, preferring the stored
+    `modelOutput` like Mastra, else the error/denial text). `data-*` parts never reach a model and
+    file/image parts are not text, so both are left out.
+    """
+    return "\n".join(_visible_pieces(message))
 
 
 def exact_message_tokens(message: dict, encoding: str = "o200k_base") -> int:
     """Count real tokens (int) of `model_visible_text(message)` with tiktoken ENCODING (no framing overhead)."""
-    return exact_tokens(model_visible_text(message), encoding)
+    pieces = _visible_pieces(message)
+    return exact_tokens("\n".join(pieces), encoding, joined=pieces)

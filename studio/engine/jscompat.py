@@ -171,9 +171,27 @@ def node_utf8(text: str) -> bytes:
         return joined.encode("utf-8")
 
 
+#: Texts at least this long (chars) have their SHA-256 remembered (the last _SHA_MEMO_ENTRIES of them):
+#: a status, a message list and the health scan each key Mastra's estimate cache of one big message.
+_SHA_MEMO_MIN_CHARS = 1 << 20
+_SHA_MEMO_ENTRIES = 4
+_SHA_MEMO: dict[str, str] = {}
+
+
 def sha256_hex(text: str) -> str:
     """Return the hex SHA-256 of TEXT's Node UTF-8 bytes (`createHash('sha256').update(text)`)."""
-    return hashlib.sha256(node_utf8(text)).hexdigest()
+    big = len(text) >= _SHA_MEMO_MIN_CHARS
+    if big and (known := _SHA_MEMO.get(text)) is not None:
+        return known
+    digest = hashlib.sha256(node_utf8(text)).hexdigest()
+    if big:
+        try:
+            while len(_SHA_MEMO) >= _SHA_MEMO_ENTRIES:
+                _SHA_MEMO.pop(next(iter(_SHA_MEMO)), None)
+        except (StopIteration, RuntimeError):  # another thread changed it meanwhile
+            _SHA_MEMO.clear()
+        _SHA_MEMO[text] = digest
+    return digest
 
 
 # --------------------------------------------------------------------------- numbers and String()

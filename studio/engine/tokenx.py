@@ -22,16 +22,17 @@ Speed: whitespace runs cost nothing, so only the other runs are found (one ``fin
 since a run's cost depends only on its text and runs repeat heavily in natural language and JSON,
 costs are memoised in a bounded dict read straight from C (``sum(map(cache.__getitem__, runs))``);
 only unseen runs go through the classification in :func:`_run_tokens`. Big texts (64 Ki chars
-and more) are counted by distinct whitespace-separated word instead (`_estimate_by_words`).
+and more) are counted by distinct space-separated piece instead (`_estimate_by_units`), from the
+units `studio.engine.text_units` shares with the exact o200k count.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 
 from studio.engine.jscompat import JS_WHITESPACE, JS_WHITESPACE_CHARS, utf16_len
+from studio.engine.text_units import space_units
 
 __all__ = ["estimate_token_count", "utf16_len", "JS_WHITESPACE"]
 
@@ -131,14 +132,8 @@ _RUN_TOKENS = _RunCache()
 _lookup = _RUN_TOKENS.__getitem__
 
 
-#: Texts at least this long (chars) are priced word by word (see `_estimate_by_words`).
+#: Texts at least this long (chars) are priced by distinct space-separated piece (see `_estimate_by_units`).
 WORD_PATH_MIN_CHARS = 1 << 16
-
-# Python's str.split() cuts at str.isspace() characters; JavaScript's \s is another set. They
-# differ only in these (Python-only: U+001C..U+001F, U+0085; JavaScript-only: U+FEFF); a text
-# holding none of them is cut at exactly tokenx's whitespace (tests check the sets).
-SPLIT_DIFFERENCE = "\x1c\x1d\x1e\x1f\x85\ufeff"
-_SPLIT_UNSAFE = re.compile("[" + SPLIT_DIFFERENCE + "]")
 
 _BIG_MEMO: dict[str, int] = {}
 _BIG_MEMO_ENTRIES = 4
@@ -155,23 +150,25 @@ def _remember(memo: dict, key: str, value: int, entries: int) -> None:
     memo[key] = value
 
 
-def _estimate_by_words(text: str) -> int:
-    """Price TEXT one distinct whitespace-separated word at a time, times its count.
+def _estimate_by_units(text: str) -> int:
+    """Price TEXT one distinct space-separated piece at a time, times its count.
 
-    Same total as pricing every run: whitespace runs cost 0 and no priced run crosses whitespace,
-    so the runs of TEXT are the runs of its words in order. Natural text and JSON repeat words,
-    so a 50 MB message has a few hundred thousand distinct words to price, not ten million runs.
+    Same total as pricing every run: a priced run never holds a space (a space is whitespace in
+    JavaScript's \\s and the pattern has no look-around), so the runs of TEXT are the runs of its
+    pieces in order. Natural text and JSON repeat their pieces, so a 50 MB message has a few hundred
+    thousand distinct pieces to price, not ten million runs; the pieces are counted once for this
+    and the exact o200k count (`text_units.space_units`).
     """
     total = 0
-    for word, times in Counter(text.split()).items():
-        total += times * sum(map(_lookup, _PRICED_RUNS.findall(word)))
+    for piece, times in space_units(text).counts.items():
+        total += times * sum(map(_lookup, _PRICED_RUNS.findall(piece)))
     return total
 
 
 def estimate_token_count(text: str) -> int:
     """Estimate tokens (int) in TEXT exactly like tokenx 1.3.0 `estimateTokenCount` with defaults.
 
-    Texts of WORD_PATH_MIN_CHARS or more are priced by distinct word (`_estimate_by_words`), the
+    Texts of WORD_PATH_MIN_CHARS or more are priced by distinct piece (`_estimate_by_units`), the
     same figure faster; the last few texts of 1 MiB or more are remembered (a status and a
     message list price the same big message twice).
     """
@@ -181,10 +178,7 @@ def estimate_token_count(text: str) -> int:
         return sum(map(_lookup, _PRICED_RUNS.findall(text)))
     if len(text) >= _BIG_MEMO_MIN_CHARS and text in _BIG_MEMO:
         return _BIG_MEMO[text]
-    if _SPLIT_UNSAFE.search(text):
-        tokens = sum(map(_lookup, _PRICED_RUNS.findall(text)))
-    else:
-        tokens = _estimate_by_words(text)
+    tokens = _estimate_by_units(text)
     if len(text) >= _BIG_MEMO_MIN_CHARS:
         _remember(_BIG_MEMO, text, tokens, _BIG_MEMO_ENTRIES)
     return tokens

@@ -1,53 +1,89 @@
-"""History ▸ Revert to this generation: asks first, writes generation latest+1 with the old log, refreshes."""
+"""History ▸ Revert to this generation: a dialog that asks, writes generation latest+1 with the old log
+through the OM write protocol (quiet period shown and adjustable, wait / force, the watch after the
+commit and the repair of an overtaking write), and refreshes."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+import threading
+import time
+
+import libsql
 from PySide6.QtWidgets import QMenu
 
 from studio.engine.tokens import count_observations
 from studio.store.memory_store import MemoryStore
+from studio.store.write.protocol import find_overtaking_writes, studio_mark, unrepaired
 from studio.store.writes import commit_reflection
-from tests.ui.test_reflect_dialog import snapshot
+from studio.ui.widgets.revert_dialog import RevertDialog
+from tests.ui.test_reflect_dialog import snapshot, wait_until
+from tests.ui.test_write_protocol_ui import touch_newest_message
+
+KEY = "thread:support-1"
 
 
 def history(path):
     with MemoryStore.open(path) as store:
-        return store.om_history("thread:support-1")
+        return store.om_history(KEY)
 
 
-def test_revert_creates_a_new_generation(studio, studio_ctx, fixture_db):
+def open_revert(window, studio_ctx, row: int) -> RevertDialog:
+    """Select ROW of History's generations, press Revert…, and return the dialog once it has read the agent's activity.
+
+    support-1's rows are generations 2 (current), 1, 0.
+    """
+    tab = window.thread_view.history_tab
+    tab.select_generation(row)
+    generation = tab.selected_generation().generation_count
+    assert tab.revert_button.isEnabled() and tab.revert_button.text() == f"Revert to {generation}…"
+    tab.revert_button.click()
+    dialog = tab.revert_dialog
+    assert isinstance(dialog, RevertDialog) and dialog.isVisible()
+    dialog.finished.connect(lambda result: setattr(dialog, "closed_with", result))
+    studio_ctx.runner.wait_idle()
+    return dialog
+
+
+def closed(dialog) -> bool:
+    return getattr(dialog, "closed_with", None) is not None
+
+
+def test_revert_asks_then_creates_a_new_generation(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
     before = history(path)                                   # generations 2, 1, 0
+    untouched = snapshot(path, shm=False)
     window = studio(path, thread_id="support-1", tab="history")
     tab = window.thread_view.history_tab
     assert not tab.revert_button.isEnabled()                 # the current generation is selected
-    tab.select_generation(1)
-    assert tab.revert_button.isEnabled() and tab.revert_button.text() == "Revert to 1…"
 
-    asked = []
-    tab.confirm = lambda title, text: asked.append(text) or False
-    tab.revert_button.click()
+    dialog = open_revert(window, studio_ctx, 1)
+    assert "Write generation 3" in dialog.text.text() and "generation 1" in dialog.text.text()
+    assert dialog.cancel_button.isDefault()                  # Enter does not write
+    # the fixture's conversation is old: quiet, and the period is shown
+    assert dialog.protocol_panel.activity_label.text().startswith("Quiet for")
+    assert dialog.protocol_panel.quiet_spin.value() == 30
+    dialog.cancel_button.click()                             # "Cancel": nothing written
     studio_ctx.runner.wait_idle()
-    assert asked and "generation 3" in asked[0] and "generation 1" in asked[0]
-    assert [r.id for r in history(path)] == [r.id for r in before]     # "Cancel": nothing written
+    assert closed(dialog) and snapshot(path, shm=False) == untouched
 
-    tab.confirm = lambda title, text: True
-    tab.revert_button.click()
-    studio_ctx.runner.wait_idle()
+    dialog = open_revert(window, studio_ctx, 1)
+    written = []
+    dialog.committed.connect(written.append)
+    dialog.revert_button.click()
+    wait_until(lambda: closed(dialog))                       # watch window 0: quiet longer than a turn takes
     after = history(path)
     assert [r.generation_count for r in after] == [3, 2, 1, 0]
     new = after[0]
+    assert [r["id"] for r in written] == [new.id]
     assert new.active_observations == before[1].active_observations
     assert new.observation_token_count == count_observations(before[1].active_observations)
     assert new.origin_type == "reflection"
-    studio = new.columns["metadata"]["studio"]
-    assert {k: studio[k] for k in ("kind", "revertedFrom", "revertedFromRecordId")} == {
+    mark = new.columns["metadata"]["studio"]
+    assert {k: mark[k] for k in ("kind", "revertedFrom", "revertedFromRecordId")} == {
         "kind": "revert", "revertedFrom": 1, "revertedFromRecordId": before[1].id}
-    assert studio["recordId"] == new.id  # the write protocol's self-identifying mark
+    assert mark["recordId"] == new.id  # the write protocol's self-identifying mark
     assert [r.active_observations for r in after[1:]] == [r.active_observations for r in before]  # append-only
     # The view refreshed: the new generation is listed first and diffs against generation 2.
-    assert tab.generation_model.rowCount() == 4
+    wait_until(lambda: tab.generation_model.rowCount() == 4)
     assert tab.generation_model.index(0, 0).data() == "3 (current)"
     assert "Generation 3" in window.statusBar().currentMessage()
 
@@ -65,9 +101,11 @@ def test_revert_context_menu(studio, studio_ctx, fixture_db, monkeypatch):
         action = shown[-1].actions()[0]
         assert action.text() == f"Revert to generation {2 - row}…"
         assert action.isEnabled() is enabled
-    tab.confirm = lambda title, text: True
     shown[-1].actions()[0].trigger()
-    studio_ctx.runner.wait_idle()
+    dialog = tab.revert_dialog
+    assert dialog is not None and "generation 0" in dialog.text.text()
+    dialog.revert()
+    wait_until(lambda: tab.revert_dialog is None)
     after = history(path)
     assert after[0].generation_count == 3 and after[0].active_observations == after[-1].active_observations
 
@@ -77,55 +115,150 @@ def test_revert_refused_when_a_generation_was_written_meanwhile(studio, studio_c
     window = studio(path, thread_id="support-1", tab="history")
     tab = window.thread_view.history_tab
     window.watcher.stop()                                    # the history on screen is now outdated
-    tab.select_generation(2)
-    commit_reflection(path, lookup_key="thread:support-1", expected_record_id=history(path)[0].id,
+    dialog = open_revert(window, studio_ctx, 2)
+    commit_reflection(path, lookup_key=KEY, expected_record_id=history(path)[0].id,
                       observations="* 🔴 (10:00) written by the agent")
     written = snapshot(path, shm=False)
-    tab.confirm = lambda title, text: True
     failures = []
     tab.write_failed.connect(failures.append)
-    assert tab.revert_to(tab.selected_generation())
-    studio_ctx.runner.wait_idle()
+    assert dialog.revert(force=True)
+    wait_until(lambda: dialog.busy is None and dialog.error_text())
     assert failures and "new generation meanwhile" in failures[0] and "nothing was written" in failures[0]
-    assert tab.error_box is not None and tab.error_box.textFormat() == Qt.TextFormat.PlainText
-    tab.error_box.close()
+    assert dialog.error_text().startswith("Revert refused: ")
+    assert not dialog.revert_button.isEnabled() and dialog.cancel_button.text() == "Close"   # it cannot succeed now
     assert snapshot(path, shm=False) == written
     assert history(path)[0].active_observations == "* 🔴 (10:00) written by the agent"
-    assert tab.generation_model.index(0, 0).data() == "3 (current)"     # the refusal refreshed the view
+    wait_until(lambda: tab.generation_model.index(0, 0).data() == "3 (current)")   # the refusal refreshed the view
 
 
-def test_revert_waits_for_a_quiet_agent_or_forces(studio, studio_ctx, fixture_db):
-    # the OM write protocol: a message written a moment ago means a turn may be running, so the
-    # revert is refused ("busy") unless the user forces it; refused = the file byte-identical
-    import time
-
-    import libsql
-
+def test_the_quiet_period_is_shown_refuses_and_can_be_forced(studio, studio_ctx, fixture_db):
+    # a message written 2 s ago means a turn may be running: the revert is refused with the period shown
+    # ("busy", the file byte-identical) unless the user forces it
     path = fixture_db("support")
+    touch_newest_message(path, 2)
     window = studio(path, thread_id="support-1", tab="history")
     window.watcher.stop()
-    tab = window.thread_view.history_tab
-    tab.select_generation(1)
-    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
-    conn = libsql.connect(str(path))
-    conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = (SELECT id FROM mastra_messages '
-                 'WHERE thread_id = ? ORDER BY "createdAt" DESC LIMIT 1)', (now, "support-1"))
-    conn.commit()
-    conn.close()
     before = snapshot(path, shm=False)
-    answers = iter([True, False])        # yes to the revert, no to forcing it while the agent is active
+    dialog = open_revert(window, studio_ctx, 1)
+    shown = dialog.protocol_panel.activity_label.text()
+    assert shown.startswith("The agent is active: a message was written") and "(quiet period 30 s)" in shown
     asked = []
-    tab.confirm = lambda title, text: asked.append(title) or next(answers)
-    failures = []
-    tab.write_failed.connect(failures.append)
-    assert tab.revert_to(tab.selected_generation())
-    studio_ctx.runner.wait_idle()
-    assert asked == ["Revert to this generation", "The agent is active"]
-    assert failures and snapshot(path, shm=False) == before
-    tab.error_box.close()
+    dialog.protocol.ask_agent_active = lambda text: asked.append(text) or "cancel"
+    dialog.revert_button.click()
+    wait_until(lambda: dialog.busy is None and dialog.error_text())
+    assert "The agent is active" in asked[0] and "quiet period 30 s" in asked[0] and "quiet for 30 s" in asked[0]
+    assert "(quiet period 30 s)" in dialog.error_text() and "Nothing was written" in dialog.error_text()
+    assert snapshot(path, shm=False) == before and dialog.revert_button.isEnabled()
 
-    tab.select_generation(1)
-    tab.confirm = lambda title, text: True   # this time: force
-    assert tab.revert_to(tab.selected_generation())
+    dialog.protocol.watch_window_ms = 0  # (the watch is tested below)
+    dialog.protocol.ask_agent_active = lambda text: "force"
+    dialog.revert_button.click()
+    wait_until(lambda: closed(dialog))
+    assert history(path)[0].generation_count == 3
+
+
+def test_wait_writes_once_the_quiet_period_has_passed(studio, studio_ctx, fixture_db):
+    path = fixture_db("support")
+    touch_newest_message(path, 2)
+    window = studio(path, thread_id="support-1", tab="history")
+    window.watcher.stop()
+    dialog = open_revert(window, studio_ctx, 1)
+    assert "(quiet period 30 s)" in dialog.protocol_panel.activity_label.text()
+    dialog.protocol_panel.quiet_spin.setValue(2)   # adjustable
     studio_ctx.runner.wait_idle()
-    assert [r.generation_count for r in history(path)][:1] == [3]
+    assert "(quiet period 2 s)" in dialog.protocol_panel.activity_label.text()   # read again with the new period
+    assert window._ctx.settings.value("writes/quietPeriodS") in (2, "2")   # remembered
+    touch_newest_message(path, 0)                  # a turn saves a message now: quiet again 2 s from now
+    dialog.protocol.watch_window_ms = 0
+    dialog.protocol.ask_agent_active = lambda text: "wait"
+    steps, probes = [], []
+    dialog.protocol.step.connect(lambda what, text: steps.append(what))
+    dialog.protocol.waiting.connect(
+        lambda a: probes.append((a.active, dialog.protocol_panel.wait_bar.isVisible(), dialog.cancel_button.text())))
+    dialog.revert()
+    wait_until(lambda: closed(dialog), timeout=30)
+    assert steps[:4] == ["commit", "wait", "commit", "watch"]   # refused, waited, written, watched
+    assert probes and probes[0] == (True, True, "Stop waiting")  # progress shown while the agent was active
+    assert not dialog.protocol_panel.wait_bar.isVisible()
+    assert history(path)[0].generation_count == 3
+
+
+def test_stop_waiting_writes_nothing(studio, studio_ctx, fixture_db):
+    path = fixture_db("support")
+    touch_newest_message(path, 0)
+    window = studio(path, thread_id="support-1", tab="history")
+    window.watcher.stop()
+    before = snapshot(path, shm=False)
+    dialog = open_revert(window, studio_ctx, 1)
+    dialog.protocol.ask_agent_active = lambda text: "wait"
+    dialog.revert()
+    wait_until(lambda: dialog.busy == "wait")
+    dialog.reject()                                # Esc / Stop waiting: the wait ends, the dialog stays
+    wait_until(lambda: dialog.busy is None)
+    assert not closed(dialog) and "stopped waiting" in dialog.error_text()
+    assert snapshot(path, shm=False) == before
+
+
+def overtaking_turn(path, superseded_id: str, line: str) -> threading.Thread:
+    """Start what a running Mastra turn does: it holds the row it read and, once the studio's generation is in,
+    appends its observations onto that (now superseded) row, as Mastra's in-place observation update does."""
+    def run() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and history(path)[0].id == superseded_id:
+            time.sleep(0.02)
+        conn = libsql.connect(str(path), isolation_level=None)
+        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = "activeObservations" || ?, '
+                     '"updatedAt" = ? WHERE id = ?',
+                     (f"\n\n--- message boundary (x) ---\n\n{line}",
+                      time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), superseded_id))
+        conn.close()
+    turn = threading.Thread(target=run, daemon=True)
+    turn.start()
+    return turn
+
+
+def test_a_turn_overtaking_the_revert_is_reported_and_repaired(studio, studio_ctx, fixture_db):
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1", tab="history")
+    before = history(path)
+    superseded = before[0]                         # generation 2: the revert replaces it
+    line = "* 🟡 (10:00) Observed by the running turn after the studio's revert."
+    dialog = open_revert(window, studio_ctx, 1)
+    turn = overtaking_turn(path, superseded.id, line)
+    asked, written = [], []
+    dialog.protocol.watch_window_ms = 8000
+    dialog.protocol.ask_overtaken = lambda text: asked.append(text) or "repair"
+    dialog.committed.connect(written.append)
+    dialog.revert()
+    wait_until(lambda: closed(dialog), timeout=30)
+    turn.join()
+    assert len(asked) == 1 and "wrote 1 observation line(s) onto generation 2" in asked[0]
+    rows = history(path)
+    assert [r.generation_count for r in rows] == [4, 3, 2, 1, 0]
+    assert [r["id"] for r in written] == [rows[1].id, rows[0].id]    # the revert, then its repair
+    repair = rows[0]
+    assert studio_mark(repair)["kind"] == "repair"
+    # the studio's log (generation 1's, restored by the revert) with the agent's line carried forward
+    assert repair.active_observations.startswith(before[1].active_observations.rstrip())
+    assert repair.active_observations.endswith(line)
+    assert rows[2].id == superseded.id and rows[2].active_observations.endswith(line)   # Mastra's row: not edited
+    assert unrepaired(find_overtaking_writes(rows)) == []
+    wait_until(lambda: window.thread_view.history_tab.generation_model.index(0, 0).data() == "4 (current)")
+
+
+def test_the_agents_version_when_the_user_prefers_it(studio, studio_ctx, fixture_db):
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1", tab="history")
+    superseded = history(path)[0]
+    line = "* 🔴 (10:00) The agent's own line."
+    dialog = open_revert(window, studio_ctx, 2)      # generation 0
+    turn = overtaking_turn(path, superseded.id, line)
+    dialog.protocol.watch_window_ms = 8000
+    dialog.protocol.ask_overtaken = lambda text: "revert"
+    dialog.revert()
+    wait_until(lambda: closed(dialog), timeout=30)
+    turn.join()
+    rows = history(path)
+    assert rows[0].generation_count == 4 and studio_mark(rows[0])["prefer"] == "revert"
+    assert rows[0].active_observations == rows[2].active_observations     # generation 2 as the agent left it
+    assert unrepaired(find_overtaking_writes(rows)) == []

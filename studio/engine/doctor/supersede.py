@@ -5,9 +5,9 @@ OM record it read at its start and later writes onto that record's id. When anot
 another process) inserted a newer generation in between, the agent's observations land on the
 old, non-current row, and Mastra never reads them again.
 
-`find_superseded_writes(generations)` is the reusable rule (the doctor's `superseded-write` check,
-and the write path's overtaking-write protocol): a non-current generation G whose successor S is
-the next generationCount (the earliest-created row of that count) was written after S existed when
+`find_superseded_writes(generations)` is the rule of the doctor's `superseded-write` check: a
+non-current generation G whose successor S is the next generationCount (the earliest-created row
+of that count) was written after S existed when
 
 * G.updatedAt > S.createdAt + SUPERSEDE_TOLERANCE_MS, or
 * G.lastObservedAt > S.lastObservedAt (G's observation cursor went beyond what S carried; a
@@ -16,6 +16,13 @@ the next generationCount (the earliest-created row of that count) was written af
 The tolerance exists because Mastra itself touches the old row right after inserting a reflection
 (it clears the reflecting flag): in every generation of the seven real fixtures that touch is
 1–4 ms after S.createdAt. Times are compared as epoch milliseconds.
+
+The write path does not use this rule. After a studio write it knows what it based the new
+generation on (the row's length, hash and cursor recorded in the new row's `metadata.studio`
+mark), so `studio.store.write.protocol.find_overtaking_writes` finds exactly the text and cursor
+a running turn added afterwards, and whether a studio repair already carried them forward. This
+rule needs no marks and so covers any writer (another Mastra process, an older studio), judged by
+timestamps alone; it does not know about repairs.
 """
 
 from __future__ import annotations

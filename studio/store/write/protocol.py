@@ -212,12 +212,13 @@ def wait_for_quiet(probe: Callable[[], AgentActivity], timeout_s: float, *, canc
                    sleep: Callable[[float], None] = time.sleep, poll_s: float = 0.5) -> AgentActivity:
     """Call PROBE until it reports no activity or TIMEOUT_S (s) have passed; return the last activity.
 
-    PROBE reads the activity afresh (e.g. `lambda: store_activity(path, key, quiet_ms)`); the wait
-    stops early when CANCELLED() is true. Never raises on its own.
+    PROBE reads the activity afresh (e.g. `lambda: store_activity(path, key, quiet_ms)`; None, as
+    store_activity returns without a record, ends the wait); the wait stops early when CANCELLED()
+    is true. Never raises on its own.
     """
     deadline = time.monotonic() + max(0.0, timeout_s)
     activity = probe()
-    while activity.active and not cancelled():
+    while activity is not None and activity.active and not cancelled():
         left = deadline - time.monotonic()
         if left <= 0:
             break
@@ -342,7 +343,11 @@ def find_overtaking_writes(history: Iterable[Any]) -> list[OvertakingWrite]:
     (e.g. concurrent initialisation, mastra #22188). A finding is `repaired` when a later studio
     generation recorded the row in its current state (`repairs` of a "repair" mark, or the
     `basedOn` of a studio write computed from it). Pure: reads
-    nothing but HISTORY. Used by the write protocol, the CLI and `doctor`'s superseded-write check.
+    nothing but HISTORY. Used by the watch after a commit (`watch_for_overtaking`, run by the
+    studio's Reflect now and Revert dialogs; the CLI's `--watch`, `cli_write_protocol.
+    watch_after_commit`) and by `repair.repair_overtaken_writes`. The doctor's `superseded-write` check is a different rule
+    (`studio.engine.doctor.supersede.find_superseded_writes`): it judges any writer by timestamps
+    alone, where this one needs the studio's marks and so knows exactly what a repair carried.
     """
     rows = list(history)
     by_id = {_get(r, "id"): r for r in rows}

@@ -10,7 +10,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QMenu,
-    QMessageBox,
     QPushButton,
     QSizePolicy,
     QSplitter,
@@ -22,7 +21,6 @@ from PySide6.QtWidgets import (
 
 from studio.engine.diff import GenerationDiff, side_by_side
 from studio.store.records import OMRecord
-from studio.store.write.protocol import DEFAULT_QUIET_MS
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail, diff_generations
 from studio.ui.models.diff import DiffMode, DiffModel, display_line
@@ -44,19 +42,6 @@ BOTH_EMPTY = "Both observation logs are empty: there is nothing to compare."
 IDENTICAL = "No differences: {old} and {new} have the same {n} line{s}."
 REVERT_TIP = ("Write a new generation (latest + 1) whose observation log is this generation's. "
               "History stays append-only: nothing is deleted, and the revert itself can be reverted.")
-REVERT_REFUSALS = {
-    "generation-changed": "The agent wrote a new generation meanwhile, so nothing was written. "
-                          "Look at the refreshed history and revert again if you still want to.",
-    "reflecting": "A running process is reflecting this record right now, so nothing was written. Try again later.",
-}
-
-
-def revert_refusal_text(exc: Exception) -> str:
-    """Return the sentence shown when a revert was refused (WriteRefused) or failed."""
-    reason = getattr(exc, "reason", None)
-    return REVERT_REFUSALS.get(reason) or (str(exc) or exc.__class__.__name__)
-
-
 def diff_table_view(model: DiffModel) -> QTableView:
     """Return a table view of MODEL styled for a generation diff (rows a line high, no alternating colours)."""
     view = table_view()
@@ -95,7 +80,7 @@ class HistoryTab(QWidget):
     """Generations table, two generation selectors, unified / side-by-side diff with its figures."""
 
     diff_shown = Signal(object)  # the GenerationDiff now displayed
-    generation_written = Signal(object)  # the dict revert_to_generation returned (a revert was committed)
+    generation_written = Signal(object)  # a generation the Revert dialog wrote (dict): the revert, or its repair
     write_failed = Signal(str)            # why a revert wrote nothing
 
     def __init__(self, runner: TaskRunner, parent=None):
@@ -107,10 +92,11 @@ class HistoryTab(QWidget):
         self.database_path: str | None = None
         #: The window's studio.store.writes.WriteSession (backs the file up before its first write), if any.
         self.write_session = None
-        #: Quiet period (ms) of the OM write protocol: a revert is refused while the agent wrote more recently.
-        self.quiet_ms = DEFAULT_QUIET_MS
+        #: The application's QSettings (the Revert dialog remembers the quiet period there), if any.
+        self.settings = None
+        #: The open Revert dialog (History ▸ Revert to this generation…), or None.
+        self.revert_dialog = None
         self.last_write_error: str | None = None
-        self.error_box: QMessageBox | None = None
         self._syncing = False
         self._highlight: tuple[int, str] | None = None  # (line, side) to select once the diff is shown
         self._stack = QStackedWidget()
@@ -459,71 +445,43 @@ class HistoryTab(QWidget):
         if record is not None:
             self.revert_to(record)
 
-    def confirm(self, title: str, text: str) -> bool:
-        """Ask TITLE / TEXT (plain text) with Yes / Cancel; return True on Yes. Tests replace it."""
-        box = QMessageBox(QMessageBox.Icon.Question, title, text,
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        return box.exec() == QMessageBox.StandardButton.Yes
+    def revert_to(self, record: OMRecord):
+        """Open the Revert dialog for RECORD (it asks, then writes through the OM write protocol); None when not possible.
 
-    def revert_to(self, record: OMRecord) -> bool:
-        """Ask, then write a new generation whose log is RECORD's; return False when nothing was started.
-
-        The database is opened for writing only inside `revert_to_generation`, after the user
-        confirmed; the write is refused when the latest generation changed since the history was read.
+        The dialog (studio.ui.widgets.revert_dialog.RevertDialog) writes a new generation whose log
+        is RECORD's, opening the database for writing only after the user pressed Revert; it is
+        refused when the latest generation changed since the history was read.
         """
         if not self._records or self._lookup_key is None or self.database_path is None:
-            return False
+            return None
         current = self._records[0]
         if record.id == current.id:
-            return False
-        text = (f"Write generation {current.generation_count + 1} of {self._lookup_key} with the observation log "
-                f"of generation {record.generation_count} ({record.observation_token_count:,} tokens; the current "
-                f"generation {current.generation_count} has {current.observation_token_count:,})?\n\n"
-                f"The file is changed: {self.database_path}\n"
-                "Nothing is deleted; every generation stays in the history.")
-        from studio.ui.models.reflection import backup_note
+            return None
+        from studio.ui.style import STYLE_SHEET
+        from studio.ui.widgets.revert_dialog import RevertDialog
 
-        note = backup_note(self.write_session, self.database_path)
-        if not self.confirm("Revert to this generation", f"{text}\n{note}" if note else text):
-            return False
+        if self.revert_dialog is not None:
+            self.revert_dialog.close()
+        dialog = RevertDialog(self._runner, self.database_path, self._lookup_key, record, current,
+                              settings=self.settings, write_session=self.write_session, parent=self)
+        dialog.setStyleSheet(STYLE_SHEET)
+        dialog.committed.connect(self._on_revert_committed)
+        dialog.write_failed.connect(self._on_revert_failed)
+        dialog.finished.connect(lambda _result, d=dialog: self._on_revert_dialog_finished(d))
+        self.revert_dialog = dialog
+        dialog.open()
+        return dialog
 
-        self._submit_revert(record.generation_count, current.id, self.quiet_ms)
-        return True
-
-    def _submit_revert(self, count: int, expected: str, quiet_ms: int) -> None:
-        """Write the revert on the database worker; QUIET_MS: refuse while the agent wrote more recently (0: no check)."""
-        from studio.ui.models.reflection import revert, submit
-
-        path, key, session = self.database_path, self._lookup_key, self.write_session
-        self._pending_revert = (count, expected)
-        self.revert_button.setEnabled(False)
-        submit(
-            self._runner,
-            lambda _p, _c: revert(path, lookup_key=key, generation_count=count, expected_record_id=expected,
-                                  session=session, quiet_ms=quiet_ms),
-            on_done=self._on_revert_done, on_error=self._on_revert_failed, key="revert", on_worker=True)
-
-    def _on_revert_done(self, result: dict) -> None:
+    def _on_revert_committed(self, row: dict) -> None:
         self.last_write_error = None
-        self._update_revert()
-        self.generation_written.emit(result)
+        self.generation_written.emit(row)
 
-    def _on_revert_failed(self, exc: Exception) -> None:
-        pending = getattr(self, "_pending_revert", None)
-        if getattr(exc, "reason", None) == "busy" and pending is not None and self.confirm(
-                "The agent is active",
-                f"{exc}\n\nA turn in progress could overtake the new generation. Write it anyway (force)?"):
-            self._submit_revert(*pending, quiet_ms=0)   # the user chose force: no quiet check this time
-            return
-        message = revert_refusal_text(exc)
+    def _on_revert_failed(self, message: str) -> None:
         self.last_write_error = message
-        self._update_revert()
         self.write_failed.emit(message)
-        title = "Revert refused" if getattr(exc, "reason", None) else "Revert failed"
-        box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        box.open()
-        self.error_box = box
+
+    def _on_revert_dialog_finished(self, dialog) -> None:
+        if self.revert_dialog is dialog:
+            self.revert_dialog = None
+        self._update_revert()
+        dialog.deleteLater()

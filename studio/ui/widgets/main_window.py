@@ -353,6 +353,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.path_label.setText(info.path)
         self.thread_view.history_tab.database_path = info.path
         self.thread_view.history_tab.write_session = self._write_session()
+        self.thread_view.history_tab.settings = self._ctx.settings
         self.path_label.setToolTip(fmt.plain_tooltip(info.path))
         self.mode_label.setText("read-write" if info.writable else "read-only")
         set_role(self.mode_label, "badge-stale" if info.writable else "badge")

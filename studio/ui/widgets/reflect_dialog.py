@@ -67,6 +67,7 @@ class ReflectDialog(QDialog):
         self._busy: str | None = None            # "loading" | "preview" | "commit" | "wait" | "watch"
         self._run = 0                            # bumps on every preview/cancel: stale deliveries are dropped
         self._outdated = False                   # the record changed since the preview: it cannot be committed
+        self._cleared = False                    # the running commit clears a stale isReflecting
         self.setWindowTitle(f"{TITLE} — {self._thread_title or thread_id}")
         self.setModal(True)
         self.setSizeGripEnabled(True)
@@ -93,6 +94,9 @@ class ReflectDialog(QDialog):
         self.protocol_panel = ProtocolPanel(self._settings)
         self.protocol = ProtocolController(self._runner, self.protocol_panel, self._path, session=self._session,
                                            parent_widget=self)
+        self.protocol.step.connect(self._set_busy)
+        self.protocol.committed.connect(self.committed)
+        self.protocol.write_failed.connect(self._on_protocol_write_failed)
         self.protocol.wait_failed.connect(self._on_protocol_wait_failed)
         self.protocol.repaired.connect(self._on_protocol_repaired)
         self.protocol.watch_finished.connect(self._on_protocol_watch_finished)
@@ -367,25 +371,21 @@ class ReflectDialog(QDialog):
         return True
 
     def _start_commit(self, clear_stale_reflecting: bool, force: bool) -> None:
-        """Write the preview (confirmed already); FORCE skips the quiet period (live busy flags still refuse)."""
+        """Write the preview (confirmed already) through the write protocol (ProtocolController.write).
+
+        FORCE skips the quiet period (live busy flags still refuse); "the agent is active" asks
+        wait / force / cancel, and a commit is watched for a running turn overtaking it.
+        """
         p = self._preview
         if p is None:
             return
         self._hide_error()
-        self._set_busy("commit", "Writing…")
-        session, quiet_ms = self._session, 0 if force else self.protocol_panel.quiet_ms
-        jobs.submit(self._runner, lambda _p, _c: jobs.commit(p, clear_stale_reflecting=clear_stale_reflecting,
-                                                             session=session, quiet_ms=quiet_ms),
-                    on_done=self._on_commit_done,
-                    on_error=lambda exc: self._on_commit_failed(exc, clear_stale_reflecting), on_worker=True,
-                    key=f"reflect-commit-{id(self)}")
-
-    def _on_commit_done(self, row: dict) -> None:
-        generation = row.get("generationCount") if isinstance(row, dict) else None
-        self.committed.emit(row)
-        # the protocol's watch: a turn that read the record before the commit may still write onto it
-        self._set_busy("watch", f"Committed generation {generation}. Watching for a running turn overtaking it…")
-        self.protocol.watch(self._preview.input.lookup_key if self._preview is not None else row.get("lookupKey"))
+        self._cleared = clear_stale_reflecting
+        session = self._session
+        self.protocol.write(p.input.lookup_key,
+                            lambda quiet_ms: jobs.commit(p, clear_stale_reflecting=clear_stale_reflecting,
+                                                         session=session, quiet_ms=quiet_ms),
+                            force=force)
 
     def _on_protocol_repaired(self, row: dict) -> None:
         self.progress_label.setText(f"Wrote generation {row.get('generationCount')} to repair the overtaken write.")
@@ -395,27 +395,14 @@ class ReflectDialog(QDialog):
         self._set_busy(None)
         self.accept()
 
-    def _after_wait(self, cleared: bool) -> None:
-        self._set_busy(None)
-        self._start_commit(cleared, force=False)
-
     def _on_protocol_wait_failed(self, text: str) -> None:
         self._set_busy(None)
         self._show_error(f"Commit refused: {text}")
         self.progress_label.setText("Nothing was written.")
         self._update_buttons()
 
-    def _on_commit_failed(self, exc: Exception, cleared: bool) -> None:
-        self._set_busy(None)
-        choice = self.protocol.choice_for_refusal(exc)  # "the agent is active": wait / force / cancel
-        if choice in ("wait", "force") and self._preview is not None:
-            if choice == "force":
-                self._start_commit(cleared, force=True)
-            else:
-                self._set_busy("wait", "Waiting for the agent to be quiet…")
-                self.protocol.wait_then(self._preview.input.lookup_key, lambda: self._after_wait(cleared))
-            return
-        if jobs.refusal_reason(exc) == "reflecting" and not cleared:
+    def _on_protocol_write_failed(self, exc: Exception) -> None:
+        if jobs.refusal_reason(exc) == "reflecting" and not self._cleared:
             self._check_stale_then_ask(exc)
             return
         self._report_commit_failure(exc)

@@ -5,7 +5,9 @@ active: a message was written 4.2 s ago") and holds the quiet period (seconds, r
 the settings). `ProtocolController` runs the protocol's background steps on the TaskRunner
 (`studio.store.write.protocol` / `repair`; never on the GUI thread): reading the activity, waiting
 for the quiet period, watching the record after a commit, and writing the repair the user chose
-when a running turn overtook the commit. Questions go through `ask_agent_active` /
+when a running turn overtook the commit. `ProtocolController.write` chains them for one write
+(write → "the agent is active": wait / force / cancel → watch → repair), so *Reflect now…* and
+History ▸ *Revert* run the same sequence. Questions go through `ask_agent_active` /
 `ask_overtaken`, which tests replace.
 """
 
@@ -16,11 +18,11 @@ import time
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QSettings, Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QSpinBox, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QProgressBar, QSpinBox, QWidget
 
 from studio.ui.models import reflection as jobs
 from studio.ui.tasks import TaskRunner
-from studio.ui.widgets.common import ElidedLabel
+from studio.ui.widgets.common import ElidedLabel, plain_label
 
 QUIET_SETTING = "writes/quietPeriodS"
 #: How long "Wait" waits for the quiet period at most (s).
@@ -28,14 +30,17 @@ WAIT_LIMIT_S = 600
 
 
 class ProtocolPanel(QWidget):
-    """Agent activity + the quiet period (s) spin box, for a dialog that writes an OM generation."""
+    """Agent activity + the quiet period (s) spin box, for a dialog that writes an OM generation.
 
-    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None):
+    WRAP shows the activity sentence in full on as many lines as it needs (else on one line, elided).
+    """
+
+    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None, *, wrap: bool = False):
         super().__init__(parent)
         from studio.store.write.protocol import DEFAULT_QUIET_MS
 
         self._settings = settings
-        self.activity_label = ElidedLabel("", "muted")
+        self.activity_label = plain_label("", "muted", wrap=True) if wrap else ElidedLabel("", "muted")
         self.quiet_spin = QSpinBox()
         self.quiet_spin.setRange(0, 3600)
         self.quiet_spin.setSuffix(" s")
@@ -47,13 +52,22 @@ class ProtocolPanel(QWidget):
         self.quiet_spin.setToolTip("Refuse to write while the agent wrote this conversation less than this long ago: "
                                    "a turn in progress could overtake a new generation (0 = no check)")
         self.quiet_spin.valueChanged.connect(self._on_quiet_spin_value_changed)
+        self.wait_bar = QProgressBar()   # how much of the quiet period has passed, while waiting for it
+        self.wait_bar.setMaximumWidth(120)
+        self.wait_bar.setMaximumHeight(14)
+        self.wait_bar.setTextVisible(False)
+        self.wait_bar.hide()
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.wait_bar)
         row.addWidget(self.activity_label, 1)
         label = QLabel("Quiet period")
         label.setTextFormat(Qt.TextFormat.PlainText)
         row.addWidget(label)
         row.addWidget(self.quiet_spin)
+        if wrap:   # the controls stay on the first line of a sentence that wraps
+            for widget in (self.wait_bar, label, self.quiet_spin):
+                row.setAlignment(widget, Qt.AlignmentFlag.AlignTop)
 
     @property
     def quiet_ms(self) -> int:
@@ -68,9 +82,37 @@ class ProtocolPanel(QWidget):
         self.activity_label.style().unpolish(self.activity_label)
         self.activity_label.style().polish(self.activity_label)
 
+    def show_waiting(self, activity) -> None:
+        """Show the progress of a wait for the quiet period (ACTIVITY: the last AgentActivity read, or None)."""
+        quiet_ms = self.quiet_ms
+        self.activity_label.setText(waiting_text(activity, quiet_ms))
+        if activity is None or activity.live_flags or quiet_ms <= 0:
+            self.wait_bar.setRange(0, 0)   # no time to count: busy
+        else:
+            self.wait_bar.setRange(0, quiet_ms)
+            self.wait_bar.setValue(max(0, quiet_ms - activity.wait_ms))
+        self.wait_bar.show()
+
+    def end_waiting(self) -> None:
+        """Hide the wait's progress (the activity label shows the last activity read)."""
+        self.wait_bar.hide()
+
     def _on_quiet_spin_value_changed(self, value: int) -> None:
         if self._settings is not None:
             self._settings.setValue(QUIET_SETTING, value)
+
+
+def waiting_text(activity, quiet_ms: int) -> str:
+    """Return the sentence shown while waiting for QUIET_MS (ms) of quiet, from the last ACTIVITY read (or None)."""
+    period = f"{quiet_ms / 1000:g} s"
+    if activity is None:
+        return f"Waiting for {period} of quiet…"
+    if activity.live_flags:
+        return f"Waiting: {', '.join(activity.live_flags)} is set on this record (the agent is working on it)…"
+    if activity.active:
+        return (f"Waiting for {period} of quiet: {activity.what or 'the conversation'} was written "
+                f"{activity.ago_ms / 1000:.1f} s ago ({activity.wait_ms / 1000:.1f} s to go)…")
+    return f"Quiet for {period}: writing…"
 
 
 def _is_agent_active(exc: BaseException) -> bool:
@@ -81,6 +123,10 @@ class ProtocolController(QObject):
     """Runs the protocol's background steps for one dialog; reports through signals (GUI thread)."""
 
     activity_read = Signal(object)      # AgentActivity or None
+    step = Signal(object, str)          # what `write` runs now ("commit", "wait", "watch", None) and a sentence
+    committed = Signal(object)          # the row (dict) `write`'s WRITE returned; the watch follows
+    write_failed = Signal(object)       # the exception of a write that wrote nothing (no wait / force chosen)
+    waiting = Signal(object)            # AgentActivity read while waiting (progress of the wait)
     quiet = Signal()                    # the wait ended with the conversation quiet
     wait_failed = Signal(str)           # the wait ended without quiet (plain text)
     overtaken = Signal(object)          # [OvertakingWrite] found while watching
@@ -101,6 +147,10 @@ class ProtocolController(QObject):
         #: The watch window after a commit (ms); None: from the thread's stored turn timings.
         self.watch_window_ms: int | None = None
         self._key: str | None = None
+        self._activity_key: str | None = None   # the record whose activity the panel shows
+        self._waiting = False
+        panel.quiet_spin.valueChanged.connect(self._on_quiet_spin_value_changed)
+        self._write: Callable[[int], Any] | None = None   # the WRITE of the running `write`
 
     # -- questions (tests replace these) -----------------------------------------------------------
 
@@ -128,16 +178,60 @@ class ProtocolController(QObject):
         box.exec()
         return "repair" if box.clickedButton() is repair else "revert" if box.clickedButton() is revert else "leave"
 
+    # -- one write, the whole protocol -------------------------------------------------------------------
+
+    def write(self, lookup_key: str, write: Callable[[int], Any], *, force: bool = False) -> None:
+        """Write through the protocol: WRITE(quiet_ms) on the database worker, then wait / force, then the watch.
+
+        WRITE(quiet_ms) writes one generation of LOOKUP_KEY's record and returns the new row (dict),
+        or raises (WriteRefused…; nothing written); QUIET_MS (ms) is the panel's quiet period, 0
+        when FORCE (live busy flags still refuse). "The agent is active" asks `ask_agent_active`:
+        "wait" writes again once the conversation was quiet for the period (`waiting` reports each
+        probe; `wait_failed` when it never was), "force" writes again without the quiet check.
+        Success emits `committed(row)` and starts `watch` (`overtaken`, `repaired`, `watch_finished`);
+        any other failure, or "cancel", emits `write_failed(exc)`. `step` says what runs.
+        """
+        self._key = lookup_key
+        self._write = write
+        quiet_ms = 0 if force else self._panel.quiet_ms
+        self.step.emit("commit", "Writing…")
+        jobs.submit(self._runner, lambda _p, _c: write(quiet_ms), on_done=self._on_written,
+                    on_error=self._on_write_error, on_worker=True, key=f"protocol-write-{id(self)}")
+
+    def _on_written(self, row: Any) -> None:
+        self.committed.emit(row)
+        generation = row.get("generationCount") if isinstance(row, dict) else None
+        # a turn that read the record before the commit may still write onto it
+        self.step.emit("watch", f"Wrote generation {generation}. Watching for a running turn overtaking it…")
+        self.watch(self._key)
+
+    def _on_write_error(self, exc: Exception) -> None:
+        key, write = self._key, self._write
+        choice = self.choice_for_refusal(exc)   # "the agent is active": wait / force / cancel
+        if choice == "force":
+            self.write(key, write, force=True)
+        elif choice == "wait":
+            self.step.emit("wait", waiting_text(None, self._panel.quiet_ms))
+            self.wait_then(key, lambda: self.write(key, write))
+        else:
+            self.step.emit(None, "")
+            self.write_failed.emit(exc)
+
     # -- steps -----------------------------------------------------------------------------------------
 
     def read_activity(self, lookup_key: str) -> None:
         """Read the activity of LOOKUP_KEY's conversation in the background; `activity_read` follows."""
         from studio.store.write.protocol import store_activity
 
+        self._activity_key = lookup_key
         path, quiet_ms = self._path, self._panel.quiet_ms
         jobs.submit(self._runner, lambda _p, _c: store_activity(path, lookup_key, quiet_ms),
                     on_done=self._on_activity, on_error=lambda _exc: self._on_activity(None),
                     key=f"protocol-activity-{id(self)}")
+
+    def _on_quiet_spin_value_changed(self, _value: int) -> None:
+        if self._activity_key is not None and not self._waiting:
+            self.read_activity(self._activity_key)   # "active" or "quiet" depends on the period
 
     def _on_activity(self, activity) -> None:
         self.activity = activity
@@ -158,19 +252,38 @@ class ProtocolController(QObject):
         self._cancel = threading.Event()  # a new wait: an earlier stop() does not end it
         path, quiet_ms, cancel = self._path, self._panel.quiet_ms, self._cancel
 
-        def work(_p, task_cancel):
-            return wait_for_quiet(lambda: store_activity(path, lookup_key, quiet_ms), WAIT_LIMIT_S,
-                                  cancelled=lambda: cancel.is_set() or task_cancel.is_set())
+        def work(progress, task_cancel):
+            def probe():
+                activity = store_activity(path, lookup_key, quiet_ms)
+                if activity is not None:
+                    progress(max(0, quiet_ms - activity.wait_ms), quiet_ms, activity)
+                return activity
+            return wait_for_quiet(probe, WAIT_LIMIT_S, cancelled=lambda: cancel.is_set() or task_cancel.is_set())
 
         def done(activity) -> None:
+            self._waiting = False
+            self._panel.end_waiting()
             self._on_activity(activity)
-            if activity is not None and activity.active:
-                self.wait_failed.emit(activity.message())
+            if cancel.is_set():
+                self.wait_failed.emit("You stopped waiting, so nothing was written.")
+            elif activity is not None and activity.active:
+                self.wait_failed.emit(f"Still active after {WAIT_LIMIT_S // 60} minutes: {activity.message()}")
             else:
                 self.quiet.emit()
                 then()
-        self._panel.activity_label.setText(f"Waiting for {quiet_ms / 1000:g} s of quiet…")
-        jobs.submit(self._runner, work, on_done=done, on_error=lambda exc: self.wait_failed.emit(str(exc)),
+
+        def waited(_done: int, _total: int, activity) -> None:
+            self._panel.show_waiting(activity)
+            self.waiting.emit(activity)
+
+        def failed(exc: Exception) -> None:
+            self._waiting = False
+            self._panel.end_waiting()
+            self.wait_failed.emit(str(exc))
+
+        self._waiting = True
+        self._panel.show_waiting(None)
+        jobs.submit(self._runner, work, on_done=done, on_error=failed, on_progress=waited,
                     key=f"protocol-wait-{id(self)}")
 
     def watch(self, lookup_key: str, window_ms: int | None = None) -> None:
