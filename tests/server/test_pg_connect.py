@@ -151,6 +151,11 @@ def test_a_reconnect_without_the_password_asks_for_it(pg_corpus, password_url, c
     assert dialog.url_edit.text() == password_url.split("?")[0] and dialog.schema_edit.text() == SCENARIO
     assert dialog.result_label.text().startswith("The server asks for a password and none was given")
     assert window.error_box is None or not window.error_box.isVisible()
+    dialog.secret_edit.setText("wrong-horse")
+    with qtbot.waitSignal(dialog.checked, timeout=60_000):
+        dialog.test_button.click()
+    assert dialog.result_label.text() == f"Wrong password: the server refused the login to {password_url}"
+    assert cred.pg_password(password_url)[1] == "none", "a refused password is not kept for the session"
     dialog.secret_edit.setText(PASSWORD)
     with qtbot.waitSignal(window.database_opened, timeout=60_000):
         dialog.connect_button.click()

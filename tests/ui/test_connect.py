@@ -91,3 +91,25 @@ def test_opening_a_dead_server_is_one_message_and_keeps_secrets_out(studio, stud
     settings_text = (tmp_path / "settings.ini").read_text(encoding="utf-8")
     assert SECRET not in settings_text and "postgres@127.0.0.1" in settings_text
     assert studio_ctx.recent_files()[0] == cred.strip_secrets(url)
+
+
+def test_a_server_that_never_answers_ends_the_test_at_the_dialogs_timeout(studio, studio_ctx, qtbot, monkeypatch):
+    """A listener that accepts TCP and never speaks (a hung server): the dialog gives up at its own timeout
+    (shortened here) with a sentence, and the late answer of the store's connect timeout is dropped."""
+    from studio.ui.widgets import connect_dialog
+
+    monkeypatch.setattr(connect_dialog, "TEST_TIMEOUT_MS", 300)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        dialog = studio().connect_controller.show_dialog()
+        dialog.set_target(f"postgresql://postgres@127.0.0.1:{listener.getsockname()[1]}/postgres")
+        with qtbot.waitSignal(dialog.checked, timeout=30_000) as signal:
+            dialog.test_button.click()
+        check = signal.args[0]
+        assert check.outcome == "unreachable"
+        assert check.sentence == ("No answer within 0.3 s: the server is down, or a firewall drops the connection.")
+        assert dialog.test_button.isEnabled()
+        with qtbot.assertNotEmitted(dialog.checked, wait=100):
+            assert studio_ctx.runner.wait_idle(60)   # the store's own connect timeout ends the late test
+    assert dialog.result_label.text() == check.sentence

@@ -239,8 +239,8 @@ class ConnectDialog(QDialog):
         self._runner.cancel(TEST_KEY)
         self._testing = False
         self.test_button.setEnabled(True)
-        check = ConnectionCheck("unreachable", f"No answer within {TEST_TIMEOUT_MS // 1000} s: the server is down, "
-                                               "or a firewall drops the connection.")
+        check = ConnectionCheck("unreachable", f"No answer within {TEST_TIMEOUT_MS / 1000:g} s: the server is "
+                                               "down, or a firewall drops the connection.")
         self.last_check = check
         self._show_result(check.sentence, ok=False)
         self.checked.emit(check)
