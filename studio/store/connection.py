@@ -49,7 +49,7 @@ def parse_location(target: str | os.PathLike[str]) -> Location:
     lowered = text.lower()
     if lowered.startswith(("postgresql://", "postgres://")):
         # reads of a PostgreSQL store go through studio.store.pg (MemoryStore.open); only a write gets here
-        from studio.store.pg import redact_url
+        from studio.store.credentials import redact_url
 
         raise StoreError(f"Writing to a PostgreSQL store ({redact_url(text)}) is not supported yet: "
                          "the studio reads it only. Nothing was written")

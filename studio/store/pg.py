@@ -32,6 +32,7 @@ from typing import Any, Iterable
 
 from studio.errors import SchemaError, StoreError
 from studio.store import schema as sc
+from studio.store.credentials import pg_password, redact_url, url_secret
 from studio.store.memory_store import THREAD_COLUMNS, MemoryStore
 from studio.store.records import Thread
 
@@ -71,27 +72,12 @@ class PgLocation:
         return None
 
 
-def redact_url(url: str) -> str:
-    """Return URL with its password (and any `password=` query value) replaced by `***`."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    query = [(k, "***" if k.lower() in ("password", "authtoken", "auth_token") else v) for k, v in query]
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="*"),
-                                    parts.fragment))
-
-
 def parse_pg_location(target: str) -> PgLocation:
     """Parse `postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?schema=NAME&sslmode=…]`.
 
     `schema` (also `schemaName`) is Mastra's PostgresStore `schemaName`, default `public`; the
     other query parameters go to libpq as they are. A password may also come from `PGPASSWORD` or
-    `~/.pgpass` (libpq reads both). Raises StoreError for a schema name that is not an identifier.
+    `~/.pgpass` (libpq reads both), Connect… or the OS keyring (`studio.store.credentials.pg_password`). Raises StoreError for a schema name that is not an identifier.
     """
     parts = urllib.parse.urlsplit(target)
     query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
@@ -125,12 +111,12 @@ def _qmarks(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
-def _describe(exc: BaseException, location: PgLocation) -> str:
-    """One sentence for a psycopg error, with the target's password redacted."""
+def _describe(exc: BaseException, location: PgLocation, password: str | None = None) -> str:
+    """One sentence for a psycopg error, with the target's password (and PASSWORD) redacted."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    raw = urllib.parse.urlsplit(location.conninfo)
-    if raw.password:
-        text = text.replace(raw.password, "***")
+    for secret in (urllib.parse.urlsplit(location.conninfo).password, url_secret(location.conninfo), password):
+        if secret:
+            text = text.replace(secret, "***")
     return text
 
 
@@ -165,13 +151,15 @@ class PgStore(MemoryStore):
                              "the studio opens it read-only")
         import psycopg
 
+        password, source = pg_password(location.conninfo)
+        extra = {"password": password} if source in ("session", "keyring") and password else {}
         options = (f"-c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_MS} "
                    f"-c search_path={location.schema}")
         try:
             conn = psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                   options=options, application_name="memory-studio")
+                                   options=options, application_name="memory-studio", **extra)
         except Exception as exc:
-            raise StoreError(f"Cannot connect to {location.display}: {_describe(exc, location)}") from exc
+            raise StoreError(f"Cannot connect to {location.display}: {_describe(exc, location, password)}") from exc
         try:
             schema = _discover(conn, location)
         except BaseException:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from studio.errors import StoreError, StudioError
+from studio.store.credentials import load_session_secrets, session_secrets
 
 #: Seconds to wait for the child to leave after its stdin closed, before it is killed.
 EXIT_TIMEOUT = 2.0
@@ -64,7 +65,9 @@ class HelperProcess:
                 raise HelperUnavailable("the helper process is not available")
             try:
                 proc = self._ensure()
-                pickle.dump((path, generation, fn, args), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                # the secrets typed in Connect… this session go along (over the pipe, never to disk)
+                pickle.dump((path, generation, fn, args, session_secrets()), proc.stdin,
+                            protocol=pickle.HIGHEST_PROTOCOL)
                 proc.stdin.flush()
                 ok, value = pickle.load(proc.stdout)
             except (OSError, EOFError, pickle.PickleError, AttributeError, ValueError) as exc:
@@ -143,10 +146,11 @@ def serve(requests, replies) -> None:
     stores: dict[tuple[str, int], MemoryStore] = {}
     while True:
         try:
-            path, generation, fn, args = pickle.load(requests)
+            path, generation, fn, args, secrets = pickle.load(requests)
         except EOFError:
             break
         try:
+            load_session_secrets(secrets)
             store = stores.get((path, generation))
             if store is None:
                 for old in stores.values():

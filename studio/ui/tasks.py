@@ -212,7 +212,7 @@ class TaskRunner(QObject):
         knows which store the worker holds.
         """
         def opened(info: OpenedStore) -> None:
-            self._helper_path = info.path
+            self._helper_path = path   # the target as given: the display form of a URL has its password as ***
             self._opens += 1
             if on_done is not None:
                 on_done(info)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio.paths import SAMPLE_DATABASE
+from studio.store.credentials import is_server_target, redact_url, strip_secrets
 from studio.store.records import Thread
 from studio.ui import format as fmt
 from studio.ui.models.resources import ResourceListModel
@@ -31,6 +32,7 @@ from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
 from studio.ui.widgets.common import ElidedLabel, plain_label, set_role, table_view
+from studio.ui.widgets.connect_dialog import install_connect
 from studio.ui.widgets.file_banner import FileGoneBanner
 from studio.ui.widgets.health import install_health
 from studio.ui.widgets.history_actions import HistoryActions
@@ -93,6 +95,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self._build_status_bar()
         self.history_actions = HistoryActions(self, self._runner)   # Thread ▸ Clone / Delete (confirmed writes)
         self.health = install_health(self)   # badges, Health tab navigation, View ▸ Health… (Ctrl+Shift+H)
+        self.connect_controller = install_connect(self)   # File ▸ Connect… (Ctrl+L): server URLs, keyring
 
         self.watcher = DatabaseWatcher(self)
         self.watcher.files_changed.connect(self._on_watcher_files_changed)
@@ -252,7 +255,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         target = os.fspath(path)
         if not target.startswith("file:") and "://" not in target:
             target = os.path.abspath(os.path.expanduser(target))   # the open file stays found after a chdir
-        self.statusBar().showMessage(f"Opening {target}…")
+        self.statusBar().showMessage(f"Opening {redact_url(target)}…")
         self._runner.open_store(
             target,
             on_done=lambda info: self._on_store_opened(info, thread_id, tab),
@@ -349,7 +352,8 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.progress.hide()
         self._pending_thread, self._pending_tab = thread_id, tab
         # "[*]" in a title is Qt's modified-marker placeholder: double it to show a file name literally
-        self.setWindowTitle(f"{APP_TITLE} — {Path(info.path).name.replace('[*]', '[*][*]')}")
+        name = strip_secrets(info.path) if is_server_target(info.path) else Path(info.path).name
+        self.setWindowTitle(f"{APP_TITLE} — {name.replace('[*]', '[*][*]')}")
         self.path_label.setText(info.path)
         self.thread_view.history_tab.database_path = info.path
         self.thread_view.history_tab.write_session = self._write_session()
@@ -384,7 +388,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
     def _on_store_failed(self, path: str, exc: Exception) -> None:
         self._failed_path = path  # F5 tries it again while no database is open
         self.statusBar().clearMessage()
-        message = open_error_text(path, str(exc) or exc.__class__.__name__)
+        message = open_error_text(redact_url(path), str(exc) or exc.__class__.__name__)
         self._report_error("Cannot open database", message)
         self.database_failed.emit(message)
 
@@ -446,7 +450,9 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
 
     def shortcut_list(self) -> list[tuple[str, str]]:
         """Return (keys, what they do) for every keyboard shortcut, as Help ▸ Keyboard Shortcuts lists them."""
-        actions = [(self.open_action, "Open a database"), (self.quit_action, "Quit"),
+        actions = [(self.open_action, "Open a database"),
+                   (self.connect_controller.action, "Connect to a PostgreSQL or libSQL server"),
+                   (self.quit_action, "Quit"),
                    (self.refresh_action, "Re-read the database now"),
                    (self.find_action, "Filter the threads by title or id")]
         actions += [(action, f"Show the {TAB_TITLES[name]} tab") for name, action in self.tab_actions.items()]

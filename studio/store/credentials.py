@@ -1,0 +1,401 @@
+"""Secrets of server stores (PostgreSQL passwords, libSQL auth tokens): where they come from, how they are kept.
+
+Where a PostgreSQL password comes from, first found wins (`pg_password`):
+  1. the URL (`postgresql://user:PASSWORD@…` or `?password=`), or the password typed in File ▸ Connect…
+     this session (held in memory only, `remember_for_session`);
+  2. `$PGPASSWORD`, then the password file (`$PGPASSFILE` or `~/.pgpass`): libpq reads both itself;
+  3. the OS keyring through the `keyring` package: service `memory-studio`, username the target
+     without secrets (`keyring_target`, e.g. `postgresql://user@host:5432/db`).
+Where a libSQL auth token comes from (`libsql_auth_token`): the token typed in Connect… this session,
+`$LIBSQL_AUTH_TOKEN`, `$TURSO_AUTH_TOKEN`, the keyring (username e.g. `libsql://db-org.turso.io`), then
+`?authToken=` in the URL (accepted with `URL_TOKEN_WARNING`: a URL ends up in shell history and logs).
+
+A missing, locked or broken keyring backend counts as "nothing saved" for reads, and `save_secret`
+says so in one sentence. Secrets are never written anywhere else: every target the studio shows or
+remembers goes through `redact_url` (password and token values as `***`) or `strip_secrets` (removed).
+No Qt here; the studio's Connect dialog and `PgStore` use it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import urllib.parse
+from pathlib import Path
+from typing import Callable, Mapping
+
+from studio.errors import StoreError
+
+KEYRING_SERVICE = "memory-studio"
+#: Query parameters whose value is a secret (lower-cased): libpq's password / sslpassword, libSQL's token.
+SECRET_PARAMS = frozenset({"password", "sslpassword", "authtoken", "auth_token", "token", "jwt", "access_token"})
+PG_SCHEMES = ("postgresql", "postgres")
+LIBSQL_SCHEMES = ("libsql", "http", "https", "ws", "wss")
+TOKEN_ENV_VARS = ("LIBSQL_AUTH_TOKEN", "TURSO_AUTH_TOKEN")
+URL_TOKEN_WARNING = ("The auth token is in the URL (?authToken=): it is used, but a URL ends up in shell history "
+                     "and logs; prefer $LIBSQL_AUTH_TOKEN or the system keyring (File ▸ Connect…)")
+DEFAULT_PG_PORT = 5432
+
+log = logging.getLogger("studio.store")
+
+KeyringGetter = Callable[[str, str], "str | None"]
+
+_session: dict[str, str] = {}
+_session_lock = threading.Lock()
+
+
+class KeyringUnavailable(StoreError):
+    """No usable OS keyring backend (or it refused the write); the message is one sentence for the user."""
+
+
+# -- recognising and redacting targets -----------------------------------------------------------
+
+def scheme_of(target: str | os.PathLike[str]) -> str | None:
+    """Return the lower-cased URL scheme of TARGET (`postgresql`, `libsql`, `https`, …), None for a path / `file:`."""
+    text = os.fspath(target)
+    if "://" not in text:
+        return None
+    scheme = text.split("://", 1)[0].lower()
+    return None if scheme == "file" else scheme
+
+
+def is_server_target(target: str | os.PathLike[str]) -> bool:
+    """Return True for a PostgreSQL or libSQL-server URL (anything with a scheme other than `file`)."""
+    return scheme_of(target) is not None
+
+
+def secret_kind(target: str | os.PathLike[str]) -> str | None:
+    """Return "password" for a PostgreSQL URL, "token" for a libSQL server URL, None for a local file."""
+    scheme = scheme_of(target)
+    if scheme in PG_SCHEMES:
+        return "password"
+    if scheme in LIBSQL_SCHEMES:
+        return "token"
+    return None
+
+
+def _split(url: str) -> tuple[str, str, str, str, str]:
+    """Split URL into (scheme, userinfo, hostport+path, query, fragment) without trusting the password's characters.
+
+    The userinfo ends at the last `@` before the query, so a password holding an unescaped `/` or `#`
+    is still recognised as the password (and redacted) rather than read as a path.
+    """
+    scheme, rest = url.split("://", 1)
+    head, sep, query = rest.partition("?")
+    fragment = ""
+    if not sep:
+        head, _, fragment = head.partition("#") if "@" not in head.partition("#")[2] else (head, "", "")
+    else:
+        query, _, fragment = query.partition("#")
+    userinfo, at, hostpath = head.rpartition("@")
+    if not at:
+        userinfo, hostpath = "", head
+    return scheme, userinfo, hostpath, query, fragment
+
+
+def _join(scheme: str, userinfo: str, hostpath: str, query: list[tuple[str, str]], fragment: str) -> str:
+    out = f"{scheme}://{userinfo + '@' if userinfo else ''}{hostpath}"
+    if query:
+        out += "?" + urllib.parse.urlencode(query, safe="*/:")
+    return out + (f"#{fragment}" if fragment else "")
+
+
+def _clean(url: str, *, replacement: str | None) -> str:
+    if "://" not in url:
+        return url
+    scheme, userinfo, hostpath, query, fragment = _split(url)
+    if ":" in userinfo:
+        user = userinfo.split(":", 1)[0]
+        userinfo = f"{user}:{replacement}" if replacement is not None else user
+    pairs = []
+    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+        if key.lower() in SECRET_PARAMS:
+            if replacement is None:
+                continue
+            value = replacement
+        pairs.append((key, value))
+    return _join(scheme, userinfo, hostpath, pairs, fragment)
+
+
+def redact_url(url: str | os.PathLike[str]) -> str:
+    """Return URL as windows, logs and errors show it: a password and every secret query value as `***`.
+
+    `postgresql://u:pw@h/db?sslpassword=x` → `postgresql://u:***@h/db?sslpassword=***`;
+    `libsql://db.turso.io?authToken=t` → `libsql://db.turso.io?authToken=***`; a path comes back unchanged.
+    """
+    return _clean(os.fspath(url), replacement="***")
+
+
+def strip_secrets(url: str | os.PathLike[str]) -> str:
+    """Return URL without its password and secret query parameters (what Open Recent remembers).
+
+    `postgresql://u:pw@h:5432/db?schema=s&password=x` → `postgresql://u@h:5432/db?schema=s`; reopening
+    it finds the secret in the environment, ~/.pgpass or the keyring. A path comes back unchanged.
+    """
+    return _clean(os.fspath(url), replacement=None)
+
+
+def url_secret(url: str) -> str | None:
+    """Return the secret written in URL (the password, or a `password` / token query value), else None."""
+    if "://" not in url:
+        return None
+    _scheme, userinfo, _hostpath, query, _fragment = _split(url)
+    if ":" in userinfo:
+        return urllib.parse.unquote(userinfo.split(":", 1)[1])
+    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+        if key.lower() in ("password", "authtoken", "auth_token") and value:
+            return value
+    return None
+
+
+def keyring_target(url: str) -> str:
+    """Return the keyring username of URL's secret: the target without secrets, query or default-less port.
+
+    PostgreSQL: `postgresql://USER@HOST:PORT/DB` (scheme `postgres` spelled `postgresql`, port 5432
+    when absent, so both spellings share one entry); libSQL: `SCHEME://HOST[:PORT][/PATH]`. The schema
+    does not take part: one password serves every schema of a database.
+    """
+    scheme, userinfo, hostpath, _query, _fragment = _split(url)
+    scheme = scheme.lower()
+    user = userinfo.split(":", 1)[0]
+    host, slash, path = hostpath.partition("/")
+    if scheme in PG_SCHEMES:
+        hostname, port = _host_port(host)
+        return f"postgresql://{user + '@' if user else ''}{hostname}:{port or DEFAULT_PG_PORT}/{path}"
+    return f"{scheme}://{host.lower()}{slash + path.rstrip('/') if path.rstrip('/') else ''}"
+
+
+def _host_port(host: str) -> tuple[str, str]:
+    """Split `host[:port]` (IPv6 in brackets) into (lower-cased host, port or "")."""
+    if host.startswith("["):
+        end = host.find("]")
+        return host[:end + 1].lower(), host[end + 2:] if host[end + 1:end + 2] == ":" else ""
+    name, _, port = host.partition(":")
+    return name.lower(), port
+
+
+# -- the secret typed this session -----------------------------------------------------------------
+
+def remember_for_session(url: str, secret: str) -> None:
+    """Hold SECRET for URL's target in this process's memory (never on disk) until `forget_for_session`."""
+    with _session_lock:
+        _session[keyring_target(url)] = secret
+
+
+def forget_for_session(url: str) -> None:
+    """Drop the secret held in memory for URL's target (after it was refused, or on request)."""
+    with _session_lock:
+        _session.pop(keyring_target(url), None)
+
+
+def session_secrets() -> dict[str, str]:
+    """Return a copy of the secrets held this session {keyring username: secret} (for the studio's helper process)."""
+    with _session_lock:
+        return dict(_session)
+
+
+def load_session_secrets(secrets: Mapping[str, str]) -> None:
+    """Replace the secrets held this session by SECRETS (the helper process receives its parent's)."""
+    with _session_lock:
+        _session.clear()
+        _session.update(secrets)
+
+
+def _session_secret(url: str) -> str | None:
+    with _session_lock:
+        return _session.get(keyring_target(url))
+
+
+# -- the OS keyring ------------------------------------------------------------------------------
+
+def _os_keyring_get(service: str, user: str) -> str | None:
+    try:
+        import keyring  # lazily: backends probe D-Bus and friends
+
+        return keyring.get_password(service, user)
+    except Exception as exc:  # no backend, locked, D-Bus missing: a secret we cannot read is a missing one
+        log.debug("keyring lookup failed: %s", exc.__class__.__name__)
+        return None
+
+
+#: Default for `keyring_get`: the OS keyring (looked up at call time, so `keyring.set_keyring` applies).
+OS_KEYRING: KeyringGetter = lambda service, user: _os_keyring_get(service, user)  # noqa: E731
+
+
+def keyring_backend() -> str | None:
+    """Return the name of the usable keyring backend (e.g. "SecretService Keyring"), None when there is none."""
+    try:
+        import keyring
+        from keyring.backends import fail
+
+        backend = keyring.get_keyring()
+    except Exception:
+        return None
+    if isinstance(backend, fail.Keyring):
+        return None
+    return getattr(backend, "name", None) or type(backend).__name__
+
+
+def saved_secret(url: str) -> bool:
+    """Return True when the keyring holds a secret for URL's target (False too when there is no keyring)."""
+    return bool(_os_keyring_get(KEYRING_SERVICE, keyring_target(url)))
+
+
+def save_secret(url: str, secret: str) -> str:
+    """Save SECRET in the OS keyring for URL's target; return the keyring username used.
+
+    Raises KeyringUnavailable (one sentence) when no backend is usable or it refuses the write;
+    the secret is then kept nowhere but in this session's memory.
+    """
+    user = keyring_target(url)
+    if keyring_backend() is None:
+        raise KeyringUnavailable("No system keyring is available here, so the secret was not saved; it is used for "
+                                 "this session only (set $PGPASSWORD / $LIBSQL_AUTH_TOKEN or ~/.pgpass instead)")
+    try:
+        import keyring
+
+        keyring.set_password(KEYRING_SERVICE, user, secret)
+    except Exception as exc:
+        raise KeyringUnavailable(f"The system keyring refused to save the secret ({exc.__class__.__name__}); it is "
+                                 "used for this session only") from None
+    return user
+
+
+def delete_secret(url: str) -> bool:
+    """Delete URL's secret from the OS keyring; return True when one was deleted (False: none, or no keyring)."""
+    try:
+        import keyring
+
+        keyring.delete_password(KEYRING_SERVICE, keyring_target(url))
+        return True
+    except Exception:  # PasswordDeleteError (nothing saved), no backend
+        return False
+
+
+# -- lookups -------------------------------------------------------------------------------------
+
+def pg_password(url: str, *, env: Mapping[str, str] | None = None,
+                keyring_get: KeyringGetter | None = OS_KEYRING) -> tuple[str | None, str]:
+    """Return (password or None, source) for the PostgreSQL URL, in the order of this module's docstring.
+
+    source: "url" | "session" | "PGPASSWORD" | "pgpass" | "keyring" | "none". For "url", "PGPASSWORD"
+    and "pgpass" libpq finds the password itself (the password is returned for "url" and "PGPASSWORD",
+    None for "pgpass"); the caller passes it to the connection only for "session" and "keyring".
+    KEYRING_GET=None skips the keyring.
+    """
+    env = os.environ if env is None else env
+    written = url_secret(url)
+    if written:
+        return written, "url"
+    typed = _session_secret(url)
+    if typed:
+        return typed, "session"
+    if env.get("PGPASSWORD"):
+        return env["PGPASSWORD"], "PGPASSWORD"
+    if pgpass_has_entry(url, env=env):
+        return None, "pgpass"
+    if keyring_get is not None:
+        value = keyring_get(KEYRING_SERVICE, keyring_target(url))
+        if value:
+            return value, "keyring"
+    return None, "none"
+
+
+def libsql_auth_token(url: str, *, env: Mapping[str, str] | None = None,
+                      keyring_get: KeyringGetter | None = OS_KEYRING) -> tuple[str | None, str]:
+    """Return (auth token or None, source) for a libSQL server URL (`libsql://`, `http(s)://`, `ws(s)://`).
+
+    source: "session" (typed in Connect…) | "LIBSQL_AUTH_TOKEN" | "TURSO_AUTH_TOKEN" | "keyring" |
+    "url" (`?authToken=`: show `URL_TOKEN_WARNING`) | "none" (a local `sqld` needs none).
+    KEYRING_GET=None skips the keyring.
+    """
+    env = os.environ if env is None else env
+    typed = _session_secret(url)
+    if typed:
+        return typed, "session"
+    for var in TOKEN_ENV_VARS:
+        if env.get(var, "").strip():
+            return env[var].strip(), var
+    if keyring_get is not None:
+        value = keyring_get(KEYRING_SERVICE, keyring_target(url))
+        if value:
+            return value, "keyring"
+    written = url_secret(url)
+    if written:
+        return written, "url"
+    return None, "none"
+
+
+def secret_source_text(source: str) -> str:
+    """Return a short phrase naming SOURCE (a `pg_password` / `libsql_auth_token` source) for the Connect dialog."""
+    return {"url": "from the URL", "session": "typed this session", "PGPASSWORD": "from $PGPASSWORD",
+            "pgpass": "from the password file (~/.pgpass)", "keyring": "saved in the system keyring",
+            "LIBSQL_AUTH_TOKEN": "from $LIBSQL_AUTH_TOKEN", "TURSO_AUTH_TOKEN": "from $TURSO_AUTH_TOKEN",
+            "none": "none found"}.get(source, source)
+
+
+def pgpass_has_entry(url: str, *, env: Mapping[str, str] | None = None) -> bool:
+    """Return True when the libpq password file has a line for URL's host, port, database and user.
+
+    Mirrors libpq: `$PGPASSFILE` (or `passfile=` in the URL) else `~/.pgpass`; lines
+    `host:port:database:user:password` with `*` wildcards and `\\:` escapes; ignored when group or
+    world can read it. Defaults as libpq's: host localhost, port 5432, user $PGUSER or the login name,
+    database the user.
+    """
+    env = os.environ if env is None else env
+    _scheme, userinfo, hostpath, query, _fragment = _split(url)
+    params = dict(urllib.parse.parse_qsl(query))
+    path = Path(params.get("passfile") or env.get("PGPASSFILE") or Path.home() / ".pgpass")
+    try:
+        if not path.is_file() or (os.name == "posix" and path.stat().st_mode & 0o077):
+            return False
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return False
+    host, _, db = hostpath.partition("/")
+    hostname, port = _host_port(host)
+    user = urllib.parse.unquote(userinfo.split(":", 1)[0]) or params.get("user") or env.get("PGUSER") or _login()
+    want = [urllib.parse.unquote(hostname.strip("[]")) or params.get("host") or env.get("PGHOST") or "localhost",
+            port or params.get("port") or env.get("PGPORT") or str(DEFAULT_PG_PORT),
+            urllib.parse.unquote(db) or params.get("dbname") or user, user]
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = _pgpass_fields(line)
+        if len(fields) >= 5 and all(f == "*" or f == w for f, w in zip(fields[:4], want)):
+            return True
+    return False
+
+
+def _pgpass_fields(line: str) -> list[str]:
+    fields, current, escaped = [], "", False
+    for ch in line:
+        if escaped:
+            current += ch
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ":":
+            fields.append(current)
+            current = ""
+        else:
+            current += ch
+    fields.append(current)
+    return fields
+
+
+def _login() -> str:
+    try:
+        import getpass
+
+        return getpass.getuser()
+    except Exception:
+        return ""
+
+
+__all__ = ["KEYRING_SERVICE", "KeyringUnavailable", "URL_TOKEN_WARNING", "delete_secret", "forget_for_session",
+           "is_server_target", "keyring_backend", "keyring_target", "libsql_auth_token", "load_session_secrets",
+           "pg_password",
+           "pgpass_has_entry", "redact_url", "remember_for_session", "save_secret", "saved_secret", "scheme_of",
+           "secret_kind", "secret_source_text", "session_secrets", "strip_secrets", "url_secret"]

@@ -1,0 +1,185 @@
+"""File ▸ Connect… and the keyring on a real PostgreSQL written by real Mastra (tests/server/conftest.py).
+
+A login role with a password is added to the throwaway server (pg_hba: scram-sha-256 for that role
+only, every other login stays `trust`), so a wrong password is really refused by the server. The
+keyring is an in-memory backend (`keyring.set_keyring`), never the machine's.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import psycopg
+import pytest
+
+from studio.store import credentials as cred
+from studio.store.probe import check_connection
+from tests.conftest import copy_fixture
+from tests.fake_keyring import memory_keyring  # noqa: F401 - fixture
+from tests.ui.conftest import _studio_application, studio, studio_ctx  # noqa: F401 - fixtures
+
+ROLE, PASSWORD = "studio_reader", "right-horse-battery"
+SCENARIO = "support"
+
+
+def mastra_thread_count(oracle: dict) -> int:
+    """Threads Mastra lists: the `total` of each resource's listThreads({filter: {resourceId}}), summed."""
+    total = 0
+    for resource in oracle["resources"].values():
+        plain = [c for c in resource["listThreads"] if set(c["args"].get("filter") or {}) == {"resourceId"}]
+        assert plain, "the oracle has an unfiltered listThreads call per resource"
+        total += plain[0]["total"]
+    return total
+
+
+@pytest.fixture(scope="module")
+def password_url(pg_corpus) -> str:
+    """The URL (no password) of SCENARIO's schema for ROLE, a login the server checks with scram-sha-256."""
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        hba = conn.execute("SHOW hba_file").fetchone()[0]
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,)).fetchone():
+            conn.execute(f"SET password_encryption = 'scram-sha-256'; CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'")
+            conn.execute(f"GRANT USAGE ON SCHEMA {SCENARIO} TO {ROLE}")
+            conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {SCENARIO} TO {ROLE}")
+        with open(hba, encoding="utf-8") as f:
+            rules = f.read()
+        line = f"host all {ROLE} 127.0.0.1/32 scram-sha-256\n"
+        if line not in rules:
+            with open(hba, "w", encoding="utf-8") as f:
+                f.write(line + rules)   # first match wins: only ROLE needs a password
+            conn.execute("SELECT pg_reload_conf()")
+    port = urllib.parse.urlsplit(pg_corpus.url).port
+    return f"postgresql://{ROLE}@127.0.0.1:{port}/postgres?schema={SCENARIO}"
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path, password_url):
+    """No PGPASSWORD / password file from the machine, no secret typed earlier in the session."""
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "no-pgpass"))
+    cred.forget_for_session(password_url)
+    yield
+    cred.forget_for_session(password_url)
+
+
+def test_test_connection_reports_mastras_thread_count(pg_corpus):
+    expected = mastra_thread_count(pg_corpus.oracles[SCENARIO])
+    assert expected >= 5   # support: 5 OM threads at least
+    check = check_connection(pg_corpus.target(SCENARIO))
+    assert check.ok and check.threads == expected
+    assert check.sentence == f"Connected: a Mastra database with {expected} threads (schema {SCENARIO})."
+
+
+def test_a_schema_without_mastra_tables_is_not_a_mastra_database(pg_corpus):
+    check = check_connection(f"{pg_corpus.url}?schema=information_schema")
+    assert check.outcome == "not-mastra", check
+
+
+def test_the_password_comes_from_the_session_or_the_keyring_and_a_wrong_one_is_said(
+        pg_corpus, password_url, clean_env, memory_keyring):
+    assert check_connection(password_url).outcome == "no-secret"
+    cred.remember_for_session(password_url, "wrong-horse")
+    wrong = check_connection(password_url)
+    assert wrong.outcome == "auth" and wrong.sentence.startswith("Wrong password: the server refused the login")
+    assert "wrong-horse" not in wrong.sentence
+    cred.forget_for_session(password_url)
+    cred.save_secret(password_url, PASSWORD)
+    ok = check_connection(password_url)
+    assert ok.ok and ok.threads == mastra_thread_count(pg_corpus.oracles[SCENARIO])
+    userinfo_url = password_url.replace(f"{ROLE}@", f"{ROLE}:wrong-horse@")   # the URL's own password comes first
+    assert check_connection(userinfo_url).outcome == "auth"
+
+
+def _settings_text(ctx, tmp_path) -> str:
+    ctx.settings.sync()
+    return (tmp_path / "settings.ini").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("remember", [True, False])
+def test_connect_keeps_the_password_out_of_settings_and_open_recent_reopens(
+        pg_corpus, password_url, clean_env, memory_keyring, studio, studio_ctx, qtbot, tmp_path, remember):
+    window = studio()
+    dialog = window.connect_controller.show_dialog()
+    if remember:   # pasted with the password in it: the dialog moves it into the hidden field
+        dialog.url_edit.setText(password_url.replace(f"{ROLE}@", f"{ROLE}:{PASSWORD}@"))
+        dialog.url_edit.editingFinished.emit()
+        assert PASSWORD not in dialog.url_edit.text() and dialog.schema_edit.text() == SCENARIO
+    else:
+        dialog.url_edit.setText(password_url.split("?")[0])
+        dialog.schema_edit.setText(SCENARIO)
+        dialog.secret_edit.setText(PASSWORD)
+    with qtbot.waitSignal(dialog.checked, timeout=60_000) as tested:
+        dialog.test_button.click()
+    expected = mastra_thread_count(pg_corpus.oracles[SCENARIO])
+    assert tested.args[0].threads == expected
+    assert dialog.result_label.text() == f"Connected: a Mastra database with {expected} threads (schema {SCENARIO})."
+    dialog.remember_check.setChecked(remember)
+    with qtbot.waitSignal(window.database_opened, timeout=60_000):
+        dialog.connect_button.click()
+    assert studio_ctx.runner.wait_idle(120)
+    assert window.thread_model.rowCount() == expected
+    assert dialog.secret_edit.text() == ""
+    assert window.windowTitle() == f"Memory Studio — {password_url}"
+    key = ("memory-studio", f"postgresql://{ROLE}@127.0.0.1:{urllib.parse.urlsplit(password_url).port}/postgres")
+    assert memory_keyring.secrets == ({key: PASSWORD} if remember else {})
+    text = _settings_text(studio_ctx, tmp_path)
+    assert PASSWORD not in text and password_url in text
+    assert studio_ctx.recent_files()[0] == password_url
+
+    # Open Recent: open a local file, then the URL again from the menu (its password not typed again)
+    local = copy_fixture("history", tmp_path / "fx")
+    window.open_database(local)
+    assert studio_ctx.runner.wait_idle(120) and window.database_path == str(local)
+    if remember:
+        cred.forget_for_session(password_url)   # a new session: only the keyring has it
+    window._rebuild_recent_menu()
+    entry = next(a for a in window.recent_menu.actions() if a.text() == password_url)
+    with qtbot.waitSignal(window.database_opened, timeout=60_000):
+        entry.trigger()
+    assert studio_ctx.runner.wait_idle(120)
+    assert window.database_path == password_url and window.thread_model.rowCount() == expected
+    assert PASSWORD not in _settings_text(studio_ctx, tmp_path)
+
+
+def test_a_reconnect_without_the_password_asks_for_it(pg_corpus, password_url, clean_env, memory_keyring, studio,
+                                                     studio_ctx, qtbot):
+    window = studio()
+    with qtbot.waitSignal(window.database_failed, timeout=60_000):
+        window.open_database(password_url)   # Open Recent in a new session: no PGPASSWORD, nothing in the keyring
+    dialog = window.connect_controller.dialog
+    assert dialog is not None and dialog.isVisible()
+    assert dialog.url_edit.text() == password_url.split("?")[0] and dialog.schema_edit.text() == SCENARIO
+    assert dialog.result_label.text().startswith("The server asks for a password and none was given")
+    assert window.error_box is None or not window.error_box.isVisible()
+    dialog.secret_edit.setText("wrong-horse")
+    with qtbot.waitSignal(dialog.checked, timeout=60_000):
+        dialog.test_button.click()
+    assert dialog.result_label.text() == f"Wrong password: the server refused the login to {password_url}"
+    assert cred.pg_password(password_url)[1] == "none", "a refused password is not kept for the session"
+    dialog.secret_edit.setText(PASSWORD)
+    with qtbot.waitSignal(window.database_opened, timeout=60_000):
+        dialog.connect_button.click()
+    assert studio_ctx.runner.wait_idle(120) and window.database_path == password_url
+
+
+def test_the_helper_process_opens_the_url_with_its_password(pg_corpus, password_url, clean_env, studio_ctx):
+    """Big databases load in the helper process: it opens the URL as given (not its display form, whose
+    password is ***), and gets the password typed this session (the helper is another process)."""
+    from studio.ui.helper_process import HelperProcess
+    from studio.ui.loaders import load_listing
+
+    expected = mastra_thread_count(pg_corpus.oracles[SCENARIO])
+    cred.remember_for_session(password_url, PASSWORD)
+    helper = HelperProcess()
+    try:
+        assert len(helper.call(password_url, 1, load_listing).rows) == expected
+    finally:
+        helper.close()
+    cred.forget_for_session(password_url)
+    runner, got = studio_ctx.runner, []
+    runner.open_store(password_url.replace(f"{ROLE}@", f"{ROLE}:{PASSWORD}@"), on_error=got.append)
+    assert runner.wait_idle(120) and got == []
+    runner.submit_call(load_listing, helper=True, on_done=got.append, on_error=got.append)
+    assert runner.wait_idle(120)
+    assert runner.helper.pid is not None, "the call ran in the helper process"
+    assert len(got) == 1 and len(got[0].rows) == expected, got
