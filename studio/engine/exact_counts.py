@@ -13,7 +13,7 @@ import re
 import threading
 from collections import Counter
 
-from studio.engine.jscompat import UNDEFINED, get, json_stringify
+from studio.common.jscompat import UNDEFINED, get, json_stringify
 from studio.engine.tool_results import resolve_tool_result
 
 __all__ = ["exact_tokens", "model_visible_text", "exact_message_tokens", "split_for_bpe"]

@@ -15,7 +15,7 @@ import random
 import pytest
 
 from studio.engine import exact_counts, tokenx
-from studio.engine.jscompat import JS_WHITESPACE_CHARS
+from studio.common.jscompat import JS_WHITESPACE_CHARS
 
 WORDS = ("the quick brown fox jumps over lazy dog; memory observation (agent) reflection token 12,345 3.14 "
          "café über straße Zürich naïve żółć łódź don't it's we've 東京 データベース 😀 a+b=c "
