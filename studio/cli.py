@@ -81,7 +81,7 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
     one the stored observationTokenCount matches (see studio.engine.recount).
     """
     from studio.engine.recount import recount_observations
-    from studio.engine.settings import max_threshold, resolve_settings
+    from studio.common.om_settings import max_threshold, resolve_settings
     from studio.engine.status import compute_status
     from studio.store.memory_store import MemoryStore
     from studio.store.records import Thread

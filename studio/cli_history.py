@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from studio.cli import EXIT_OK, BadInput, _dump
-from studio.engine.metadata_filter import ValidationError, parse_metadata_json
+from studio.common.metadata_filter import ValidationError, parse_metadata_json
 
 INCLUDE_HELP = ("a message to add with its neighbours: ID, ID:PREV or ID:PREV:NEXT (previous/next message "
                 "counts). Mastra's Memory.recall ignores include (only semantic-recall hits are included); "

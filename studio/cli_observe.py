@@ -207,7 +207,7 @@ def _run_observe(args) -> int:
     from studio.engine.observer import (
         ObservationInputError, ObservationRejected, commit_proposal, load_observation_window, run_observation,
     )
-    from studio.llm.cancel import Cancelled, CancelToken
+    from studio.common.cancel import Cancelled, CancelToken
     from studio.llm.errors import ProviderError
     from studio.store import writes
 

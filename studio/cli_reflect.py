@@ -156,7 +156,7 @@ def _print_summary(doc: dict) -> None:
 
 def _run_reflect(args) -> int:
     from studio.engine.reflector import ReflectionInputError, ReflectionRejected, load_reflection_input, run_reflection
-    from studio.llm.cancel import Cancelled, CancelToken
+    from studio.common.cancel import Cancelled, CancelToken
     from studio.llm.client import LLMClient, Timeouts
     from studio.llm.errors import ProviderConfigError
     from studio.store import writes

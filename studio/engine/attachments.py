@@ -18,11 +18,11 @@ from typing import Any
 
 from studio.engine.estimate_cache import ensure_mastra, part_mastra
 from studio.engine.images import decode_image_bytes, image_dimensions, is_http_url, is_image_like_file
-from studio.engine.jscompat import (
+from studio.common.jscompat import (
     JS_WHITESPACE, UNDEFINED, coalesce, get, is_finite, is_nonblank, js_round, js_trim, json_stringify,
     sha256_hex, utf16_len,
 )
-from studio.engine.jsurl import decode_uri_component, parse_url
+from studio.common.jsurl import decode_uri_component, parse_url
 
 __all__ = [
     "is_image_file", "attachment_filename", "attachment_mime", "source_stats", "resolve_dimensions",

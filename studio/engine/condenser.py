@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from studio.engine import tokens as tk
 from studio.engine.observations import Priority, classify
-from studio.llm.cancel import CancelToken
+from studio.common.cancel import CancelToken
 
 _THREAD_OPEN = re.compile(r"^\s*<thread\b[^>]*>\s*$")
 _THREAD_CLOSE = re.compile(r"^\s*</thread>\s*$")

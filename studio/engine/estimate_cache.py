@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.engine.jscompat import get, is_finite, is_number, js_items, sha256_hex
+from studio.common.jscompat import get, is_finite, is_number, js_items, sha256_hex
 
 __all__ = [
     "TOKEN_ESTIMATE_CACHE_VERSION", "TOKEN_ESTIMATE_SOURCE", "CLIENT_ESTIMATE_SOURCE", "estimate_key",

@@ -12,7 +12,7 @@ import os
 import re
 import threading
 
-from studio.engine.jscompat import UNDEFINED, get, json_stringify
+from studio.common.jscompat import UNDEFINED, get, json_stringify
 from studio.engine.text_units import SpaceUnits, joined_units, space_units
 from studio.engine.tool_results import resolve_tool_result
 

@@ -15,8 +15,8 @@ import base64
 import re
 from typing import Any
 
-from studio.engine.jscompat import JS_WHITESPACE, get, node_utf8, utf16_len
-from studio.engine.jsurl import decode_uri_component, parse_url
+from studio.common.jscompat import JS_WHITESPACE, get, node_utf8, utf16_len
+from studio.common.jsurl import decode_uri_component, parse_url
 
 __all__ = [
     "IMAGE_EXTENSIONS", "path_extension", "has_image_extension", "is_http_url", "is_image_like_file",

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from studio.engine import tokens
-from studio.engine.jscompat import js_trim
+from studio.common.jscompat import js_trim
 from studio.errors import EngineError
-from studio.llm.cancel import CancelToken
+from studio.common.cancel import CancelToken
 from studio.llm.wire import Usage
 
 STRATEGIES = ("llm", "rule-based")
@@ -172,7 +172,7 @@ def default_observer_model(window) -> str | None:
 
 
 def _settings(window):
-    from studio.engine.settings import max_threshold, resolve_settings
+    from studio.common.om_settings import max_threshold, resolve_settings
 
     config = _config(window)
     obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}

@@ -14,7 +14,7 @@ Messages are plain dicts shaped like MastraDBMessage::
                | str,
      "threadId": str, "resourceId": str, "type": str}
 
-JavaScript semantics reproduced on purpose (helpers in :mod:`studio.engine.jscompat`):
+JavaScript semantics reproduced on purpose (helpers in :mod:`studio.common.jscompat`):
 
 * Messages are converted to UTF-16 form first, so string lengths, slicing and
   truncation count UTF-16 code units: an emoji counts as 2 and is never cut in
@@ -25,10 +25,10 @@ JavaScript semantics reproduced on purpose (helpers in :mod:`studio.engine.jscom
   (:mod:`studio.engine.tokenx`); their formatting lives in
   :mod:`studio.engine.tool_results` and :mod:`studio.engine.tool_arguments`.
 * Dates print as `toLocaleDateString`/`toLocaleTimeString('en-US')` under
-  Node 20 (:mod:`studio.engine.jsdates`).  Mastra uses the process's local time
+  Node 20 (:mod:`studio.common.jsdates`).  Mastra uses the process's local time
   zone; pass it as `tz` (default UTC, which is what the oracle used).
 * Attachment labels come from `new URL(...)` / `decodeURIComponent`
-  (:mod:`studio.engine.jsurl`).
+  (:mod:`studio.common.jsurl`).
 
 Known approximations (none occur in Mastra-written databases): date strings
 other than ISO 8601 / RFC 2822 are treated as invalid; dates outside years
@@ -42,12 +42,12 @@ import math
 from datetime import datetime, tzinfo
 
 from studio.engine.images import is_image_like_file
-from studio.engine.jscompat import (
+from studio.common.jscompat import (
     UNDEFINED, from_utf16, is_nonblank, is_number, js_string, js_trim, property_key, safe_slice, to_utf16,
     truthy,
 )
-from studio.engine.jsdates import format_date, format_time, normalize_created_at, resolve_tz
-from studio.engine.jsurl import decode_uri_component, parse_url
+from studio.common.jsdates import format_date, format_time, normalize_created_at, resolve_tz
+from studio.common.jsurl import decode_uri_component, parse_url
 from studio.engine.tokenx import estimate_token_count
 from studio.engine.tool_arguments import format_tool_arguments
 from studio.engine.tool_results import format_tool_result, resolve_tool_result

@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from studio.engine.jscompat import js_trim
+from studio.common.jscompat import js_trim
 from studio.engine.reflector_parse import _string_value  # noqa: PLC2701  (Mastra's parseExtractorValue for strings)
 from studio.engine.reflector_parse import detect_degenerate_repetition, sanitize_observation_lines
 

@@ -45,7 +45,7 @@ from studio.engine.diff import GenerationDiff, diff_logs
 from studio.engine.reflector_parse import has_observation_groups, parse_reflector_output
 from studio.engine.reflector_prompt import MAX_COMPRESSION_LEVEL, build_prompt
 from studio.errors import EngineError
-from studio.llm.cancel import CancelToken
+from studio.common.cancel import CancelToken
 from studio.llm.wire import Usage
 
 STRATEGIES = ("llm", "rule-based")
@@ -197,7 +197,7 @@ def load_reflection_input(path: str, *, thread_id: str | None = None, lookup_key
     Raises StoreError (file unusable) or ReflectionInputError (no such thread, no OM record,
     nothing observed yet).
     """
-    from studio.engine.settings import max_threshold, resolve_settings
+    from studio.common.om_settings import max_threshold, resolve_settings
     from studio.engine.status import flag_states
     from studio.llm.providers import default_model_from_config
     from studio.store.memory_store import MemoryStore

@@ -25,7 +25,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from studio.engine.jscompat import from_utf16, js_trim, safe_slice, to_utf16, utf16_len
+from studio.common.jscompat import from_utf16, js_trim, safe_slice, to_utf16, utf16_len
 
 #: Mastra's MAX_OBSERVATION_LINE_CHARS (UTF-16 code units).
 MAX_OBSERVATION_LINE_CHARS = 10_000

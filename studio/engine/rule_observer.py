@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import tzinfo
 
-from studio.engine.jsdates import normalize_created_at, resolve_tz
+from studio.common.jsdates import normalize_created_at, resolve_tz
 from studio.engine.observer_parse import ParsedObservation, parse_observer_output
 
 LABEL = "[rule-based]"

@@ -15,12 +15,11 @@ Unlike Mastra, a record is never created here: a thread with no OM record has no
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 
 from studio.engine import tokens
 from studio.engine.observer_format import format_other_threads_context
-from studio.engine.settings import (
+from studio.common.om_settings import (
     OMSettings,
     ThresholdRange,
     chunk_tokens,
@@ -31,23 +30,11 @@ from studio.engine.settings import (
 )
 from studio.engine.unobserved import is_working_memory_state_signal, storage_cursor, unobserved_messages
 from studio.store.memory_store import MemoryStore
-from studio.store.records import OMRecord, Thread, iso_to_ms
+from studio.store.flags import FLAG_COLUMNS, STALE_FLAG_AFTER_MS, FlagState, flag_states  # noqa: F401 (re-exported)
+from studio.store.records import OMRecord, Thread
 
-#: A busy flag whose record has not been updated for this long is taken as left by a dead process (ms).
-STALE_FLAG_AFTER_MS = 10 * 60 * 1000
 #: Mastra's getOtherThreadsContext calls listThreads without perPage: the default page of 100 threads.
 OTHER_THREADS_LIMIT = 100
-FLAG_COLUMNS = ("isObserving", "isReflecting", "isBufferingObservation", "isBufferingReflection")
-
-
-@dataclass
-class FlagState:
-    """A busy flag of an OM record: set or not, and if set whether it looks live or stale."""
-
-    name: str
-    set: bool
-    stale: bool = False
-    age_ms: int | None = None
 
 
 @dataclass
@@ -105,26 +92,6 @@ class ThreadStatus:
             "async_reflection_enabled": self.async_reflection_enabled,
             "flags": {f.name: ("stale" if f.stale else "live") for f in self.flags if f.set},
         }
-
-
-def flag_states(record: OMRecord, now_ms: int | None = None) -> list[FlagState]:
-    """Return the record's busy flags; a set flag is stale when the record is older than STALE_FLAG_AFTER_MS.
-
-    Mastra itself checks an in-process registry; from another process the age of the record's
-    last update (`updatedAt`, or `lastBufferedAtTime` for buffering) is the best evidence we have.
-    """
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    out = []
-    for name in FLAG_COLUMNS:
-        if name not in record.columns:
-            continue
-        is_set = record.flag(name)
-        stamp = iso_to_ms(record.get("lastBufferedAtTime")) if name == "isBufferingObservation" else None
-        stamp = max(filter(None, [stamp, iso_to_ms(record.updated_at)]), default=None)
-        age = None if stamp is None else max(0, now_ms - stamp)
-        stale = is_set and (age is None or age > STALE_FLAG_AFTER_MS)
-        out.append(FlagState(name=name, set=is_set, stale=stale, age_ms=age if is_set else None))
-    return out
 
 
 def _other_threads_tokens(store: MemoryStore, record: OMRecord, resource_id: str, thread_id: str) -> int:

@@ -37,7 +37,7 @@ from studio.engine.events import (
     build_events,
     turn_at,
 )
-from studio.engine.settings import OMSettings, ThresholdRange, dynamic_threshold, max_threshold, resolve_settings
+from studio.common.om_settings import OMSettings, ThresholdRange, dynamic_threshold, max_threshold, resolve_settings
 from studio.engine.unobserved import (
     is_working_memory_state_signal,
     last_completed_observation_boundary,

@@ -37,7 +37,7 @@ Attachment pricing lives in :mod:`studio.engine.attachments` (inline images are 
 their header bytes by :mod:`studio.engine.images`), the cache entries in
 :mod:`studio.engine.estimate_cache`, tool-result serialisation in :mod:`studio.engine.tool_results`.
 
-JavaScript behaviour is reproduced where it changes a number (:mod:`studio.engine.jscompat`):
+JavaScript behaviour is reproduced where it changes a number (:mod:`studio.common.jscompat`):
 UTF-16 string lengths, ``JSON.stringify`` (key order with integer-like keys first, escapes,
 number formatting), ``Math.round`` (half up), JavaScript truthiness and whitespace.
 
@@ -57,7 +57,7 @@ from studio.engine.estimate_cache import (
 )
 from studio.engine.exact_counts import _encoding, exact_message_tokens, exact_tokens, model_visible_text  # noqa: F401
 from studio.engine.images import image_dimensions
-from studio.engine.jscompat import (
+from studio.common.jscompat import (
     UNDEFINED, coalesce, get, is_nonblank, js_round, js_string, js_trim, json_stringify, sha256_hex, truthy,
 )
 from studio.engine.tokenx import estimate_token_count

@@ -16,7 +16,7 @@ JavaScript semantics are reproduced on purpose:
 * the case-insensitive language classes are expanded to the exact characters JavaScript's
   non-unicode ``/i`` matching accepts (computed once with node over the whole BMP).
 
-Text may be in Python or UTF-16 form (see :mod:`studio.engine.jscompat`); both give the same count.
+Text may be in Python or UTF-16 form (see :mod:`studio.common.jscompat`); both give the same count.
 
 Speed: whitespace runs cost nothing, so only the other runs are found (one ``findall``), and
 since a run's cost depends only on its text and runs repeat heavily in natural language and JSON,
@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 
-from studio.engine.jscompat import JS_WHITESPACE, JS_WHITESPACE_CHARS, utf16_len
+from studio.common.jscompat import JS_WHITESPACE, JS_WHITESPACE_CHARS, utf16_len
 from studio.engine.text_units import space_units
 
 __all__ = ["estimate_token_count", "utf16_len", "JS_WHITESPACE"]

@@ -6,7 +6,7 @@ paths shortened with an FNV-1a digest, and strings over 160 characters summarise
 size-limited preview appended after the outline. The outline keeps the shallowest and cheapest
 entries that fit the budget (2,000 tokenx tokens and, when given, a character cap).
 
-Works on values whose strings are in UTF-16 form (see :mod:`studio.engine.jscompat`): lengths
+Works on values whose strings are in UTF-16 form (see :mod:`studio.common.jscompat`): lengths
 and cuts are in code units, as in JavaScript.
 """
 
@@ -16,7 +16,7 @@ import math
 import re
 from collections import deque
 
-from studio.engine.jscompat import (
+from studio.common.jscompat import (
     UNDEFINED, js_items, js_string, json_quote, property_key, safe_slice, safe_tail, to_utf16,
 )
 from studio.engine.tokenx import estimate_token_count

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.engine.jscompat import get, js_items, json_stringify, safe_slice, utf16_len
+from studio.common.jscompat import get, js_items, json_stringify, safe_slice, utf16_len
 from studio.engine.tokenx import estimate_token_count
 
 __all__ = [

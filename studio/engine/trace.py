@@ -305,7 +305,7 @@ def _link(old: list[_Line], new: list[_Line], carried: set[int]) -> dict[int, tu
 
 
 def _model_name(record: OMRecord) -> str | None:
-    from studio.engine.settings import resolve_settings
+    from studio.common.om_settings import resolve_settings
 
     return resolve_settings(record.config, record.scope).reflection_model
 

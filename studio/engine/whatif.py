@@ -39,7 +39,7 @@ from studio.engine.events import (
     REFLECTION_BUFFERING,
     OMEvent,
 )
-from studio.engine.settings import ThresholdRange, dynamic_threshold, js_round, resolve_settings
+from studio.common.om_settings import ThresholdRange, dynamic_threshold, js_round, resolve_settings
 from studio.engine.timeline import MessageWindow, Point, Timeline, build_timeline
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore

@@ -8,7 +8,7 @@ See studio.llm.providers (names, base URLs), studio.llm.keys (key lookup, redact
 studio.llm.client (timeouts, retries, cancellation) and studio.llm.errors.
 """
 
-from studio.llm.cancel import Cancelled, CancelToken
+from studio.common.cancel import Cancelled, CancelToken
 from studio.llm.client import ClientEvent, Completion, LLMClient, RetryPolicy, Timeouts
 from studio.llm.errors import (
     AuthenticationError, MissingKeyError, ModelNotFoundError, ProviderConfigError, ProviderResponseError,

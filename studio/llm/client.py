@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from studio.llm.cancel import Cancelled, CancelToken
+from studio.common.cancel import Cancelled, CancelToken
 from studio.llm.errors import (
     AuthenticationError, ModelNotFoundError, ProviderResponseError, ProviderServerError, ProviderTimeoutError,
     ProviderUnreachableError, RateLimitedError,
@@ -144,7 +144,7 @@ class LLMClient:
     Errors: AuthenticationError (401/403), ModelNotFoundError (404), RateLimitedError (429 after
     retries), ProviderServerError (5xx after retries), ProviderUnreachableError (refused, DNS,
     dropped), ProviderTimeoutError, ProviderResponseError (other statuses, malformed JSON),
-    Cancelled (studio.llm.cancel).
+    Cancelled (studio.common.cancel).
     """
 
     def __init__(self, spec: ModelSpec, *, api_key: Secret | None = None, timeouts: Timeouts = Timeouts(),

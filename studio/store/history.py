@@ -11,7 +11,7 @@ depends on it (ties in `createdAt` come back in the order SQLite returns them, a
 
 Arguments use Python names; Mastra's camelCase spellings are accepted too (`resourceId`,
 `dateRange`, `withPreviousMessages`, ...), so a call can be written from Mastra's documentation.
-Bad arguments raise ValidationError (studio.engine.metadata_filter); failed reads raise StoreError.
+Bad arguments raise ValidationError (studio.common.metadata_filter); failed reads raise StoreError.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import timezone
 from typing import Any, Iterable, Literal
 
-from studio.engine.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
+from studio.common.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
 from studio.store import schema as sc
 from studio.store.memory_store import MESSAGE_COLUMNS, THREAD_COLUMNS, MemoryStore
 from studio.store.records import Message, Thread, iso_to_ms, ms_to_iso
@@ -147,7 +147,7 @@ def js_date_iso(value: Any) -> str:
     reads it (ISO 8601; a date-time without an offset is taken as UTC here). Raises
     ValidationError when it is not a date.
     """
-    from studio.engine.jsdates import normalize_created_at
+    from studio.common.jsdates import normalize_created_at
 
     if isinstance(value, bool):
         raise ValidationError(f"{value!r} is not a date")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from studio.engine.metadata_filter import message_metadata_matches
+from studio.common.metadata_filter import message_metadata_matches
 from studio.store import schema as sc
 from studio.store.history import add_message_terms
 from studio.store.memory_store import MESSAGE_COLUMNS, MemoryStore

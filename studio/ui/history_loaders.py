@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from studio.engine.metadata_filter import validate_metadata_filter
+from studio.common.metadata_filter import validate_metadata_filter
 from studio.engine.speakers import SpeakerReport, attribute_message, thread_speakers
 from studio.store.history import list_threads
 from studio.store.message_queries import iter_thread_messages, messages_by_id, thread_message_ids

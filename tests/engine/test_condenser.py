@@ -122,7 +122,7 @@ def _fixture_logs(tmp_path, without_log: list[str]):
     """Yield (label, log, threshold): each OM record's current log, and an oversize log made of its
     whole history (every generation, oldest first), since no fixture thread is over its threshold.
     Records none of whose generations holds a log are appended to WITHOUT_LOG as "name:lookupKey"."""
-    from studio.engine.settings import max_threshold, resolve_settings
+    from studio.common.om_settings import max_threshold, resolve_settings
 
     for name in CONDENSER_FIXTURES:
         with MemoryStore.open(copy_fixture(name, tmp_path / name.replace("/", "_"))) as store:

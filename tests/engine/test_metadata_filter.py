@@ -13,7 +13,7 @@ import json
 import pytest
 
 from studio.cli import main
-from studio.engine.metadata_filter import (
+from studio.common.metadata_filter import (
     ValidationError,
     key_problem,
     message_metadata_matches,

@@ -13,7 +13,7 @@ from studio.engine.observer import ObservationRejected, load_observation_window,
 from studio.engine.observer_parse import parse_multi_thread_output
 from studio.engine.observer_prompt import tail_within
 from studio.llm import CancelToken, LLMClient
-from studio.llm.cancel import Cancelled
+from studio.common.cancel import Cancelled
 from tests.conftest import copy_fixture
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
 

@@ -12,7 +12,7 @@ from studio.engine.reflector_parse import (
     strip_anchor_ids, strip_observation_groups,
 )
 from studio.engine.tokens import count_observations
-from studio.engine.jscompat import utf16_len
+from studio.common.jscompat import utf16_len
 
 ORACLE = json.loads((Path(__file__).parent / "data" / "reflector_answers.oracle.json").read_text(encoding="utf-8"))
 CASES = ORACLE["cases"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from studio.engine.settings import (
+from studio.common.om_settings import (
     ThresholdRange,
     dynamic_threshold,
     projected_message_removal,

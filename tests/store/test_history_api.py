@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from studio.engine.metadata_filter import ValidationError, message_metadata_matches
+from studio.common.metadata_filter import ValidationError, message_metadata_matches
 from studio.store.history import get_thread_by_id, js_date_iso, list_messages, list_threads, recall
 from studio.store.memory_store import MemoryStore
 from tests.conftest import load_oracle

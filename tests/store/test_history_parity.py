@@ -16,7 +16,7 @@ import pytest
 import libsql
 
 from studio.cli import main
-from studio.engine.metadata_filter import ValidationError
+from studio.common.metadata_filter import ValidationError
 from studio.store.history import list_messages, list_threads, recall
 from studio.store.memory_store import MemoryStore
 from tests.conftest import FIXTURE_NAMES, load_oracle

@@ -30,7 +30,7 @@ from typing import Any
 
 from studio.engine import tokens
 from studio.engine.doctor.model import Finding, finding
-from studio.engine.settings import max_threshold, resolve_settings
+from studio.common.om_settings import max_threshold, resolve_settings
 from studio.engine.unobserved import storage_cursor, unobserved_messages
 from studio.engine.doctor.messages import StoredMessage
 from studio.store.records import OMRecord, Thread, iso_to_ms

@@ -41,7 +41,7 @@ from studio.engine.doctor.lost_priority import find_lost_high_priority
 from studio.engine.doctor.model import Finding, finding
 from studio.engine.doctor.supersede import find_superseded_writes
 from studio.engine.reflector_parse import detect_degenerate_repetition
-from studio.engine.settings import max_threshold, resolve_settings
+from studio.common.om_settings import max_threshold, resolve_settings
 from studio.engine.status import flag_states
 from studio.store.records import OMRecord, Thread
 

@@ -38,8 +38,8 @@ import os
 from typing import Any
 
 from studio.engine import tokens
-from studio.engine.jscompat import UNDEFINED
-from studio.engine.settings import max_threshold, resolve_settings
+from studio.common.jscompat import UNDEFINED
+from studio.common.om_settings import max_threshold, resolve_settings
 from studio.errors import WriteRefused
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
 from studio.engine.unobserved import storage_cursor

@@ -13,8 +13,8 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from studio.engine.jscompat import json_stringify, js_trim
-from studio.engine.jsdates import normalize_created_at
+from studio.common.jscompat import json_stringify, js_trim
+from studio.common.jsdates import normalize_created_at
 from studio.errors import WriteRefused
 from studio.store.records import ms_to_iso
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.engine import tokens
-from studio.engine.jscompat import UNDEFINED, js_trim
-from studio.engine.settings import dynamic_threshold, resolve_settings
+from studio.common.jscompat import UNDEFINED, js_trim
+from studio.common.om_settings import dynamic_threshold, resolve_settings
 from studio.engine.unobserved import is_working_memory_state_signal, storage_cursor, unobserved_messages
 from studio.errors import WriteRefused
 from studio.store.records import Message, OMRecord, iso_to_ms

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.engine import tokens
-from studio.engine.jscompat import UNDEFINED, js_trim
-from studio.engine.settings import dynamic_threshold, max_threshold, resolve_settings
+from studio.common.jscompat import UNDEFINED, js_trim
+from studio.common.om_settings import dynamic_threshold, max_threshold, resolve_settings
 from studio.errors import WriteRefused
 from studio.store.records import OMRecord, iso_to_ms, ms_to_iso
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.engine.jscompat import UNDEFINED, js_trim
+from studio.common.jscompat import UNDEFINED, js_trim
 from studio.store.schema import MESSAGES, THREADS
 from studio.store.write.common import js_parse, stringify
 from studio.store.write.transaction import WriteTx

@@ -156,7 +156,7 @@ class AgentActivity:
 
 
 def _live_flags(latest: Any, now_ms: int) -> tuple[str, ...]:
-    from studio.engine.status import STALE_FLAG_AFTER_MS
+    from studio.store.flags import STALE_FLAG_AFTER_MS
 
     updated = iso_to_ms(_get(latest, "updatedAt"))
     live = updated is not None and now_ms - updated < STALE_FLAG_AFTER_MS

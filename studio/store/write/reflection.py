@@ -32,8 +32,8 @@ import json
 import os
 from typing import Any
 
-from studio.engine.jscompat import UNDEFINED, to_utf16
-from studio.engine.status import STALE_FLAG_AFTER_MS, flag_states
+from studio.common.jscompat import UNDEFINED, to_utf16
+from studio.store.flags import STALE_FLAG_AFTER_MS, flag_states
 from studio.engine.tokens import count_observations
 from studio.errors import StoreError, WriteRefused
 from studio.store.records import OM_BOOL_COLUMNS, OMRecord

@@ -18,7 +18,7 @@ import json
 import os
 from typing import Any, Iterable
 
-from studio.engine.jscompat import node_utf8
+from studio.common.jscompat import node_utf8
 from studio.errors import WriteRefused
 from studio.store.records import parse_json
 from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, RESOURCES, THREADS

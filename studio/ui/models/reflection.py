@@ -24,7 +24,7 @@ from studio.engine.reflector import (
 )
 from studio.errors import StudioError
 from studio.llm import CancelToken, LLMClient
-from studio.llm.cancel import Cancelled
+from studio.common.cancel import Cancelled
 
 LLM = "llm"
 RULE_BASED = "rule-based"

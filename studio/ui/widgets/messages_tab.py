@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.metadata_filter import ValidationError, parse_key_values
+from studio.common.metadata_filter import ValidationError, parse_key_values
 from studio.engine.speakers import SpeakerReport
 from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.history import js_date_iso

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.settings import ThresholdRange, max_threshold
+from studio.common.om_settings import ThresholdRange, max_threshold
 from studio.engine.status import FlagState, ThreadStatus
 from studio.store.records import OMRecord, Thread
 from studio.ui import format as fmt

@@ -11,7 +11,7 @@ from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QLineEdit, QVBoxLayout, QWidget
 
-from studio.engine.metadata_filter import ValidationError, parse_key_values
+from studio.common.metadata_filter import ValidationError, parse_key_values
 from studio.ui import format as fmt
 from studio.ui.history_loaders import load_metadata_thread_ids
 from studio.ui.delegates import BAR_PADDING, BarDelegate

@@ -22,7 +22,7 @@ import encodings.idna
 import ipaddress
 import re
 
-from studio.engine.jscompat import from_utf16
+from studio.common.jscompat import from_utf16
 
 __all__ = ["parse_url", "decode_uri_component"]
 

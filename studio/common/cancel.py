@@ -2,7 +2,7 @@
 
 The studio's worker thread runs a reflection; the GUI thread calls `CancelToken.cancel()`. The
 client checks the token before each HTTP attempt and while waiting between retries, and closes
-the in-flight request's connection as soon as the token fires (see `studio.llm.http`).
+the in-flight request's connection as soon as the token fires (see `studio.llm.client`).
 """
 
 from __future__ import annotations

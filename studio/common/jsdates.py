@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from email.utils import parsedate_tz
 from zoneinfo import ZoneInfo
 
-from studio.engine.jscompat import from_utf16, is_number
+from studio.common.jscompat import from_utf16, is_number
 
 __all__ = ["resolve_tz", "normalize_created_at", "format_date", "format_time"]
 
