@@ -73,7 +73,7 @@ def parse_multi_thread_answer(text: str) -> dict:
 def _lookup(path: str, thread_id: str):
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         thread = store.get_thread(thread_id)
         if thread is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
@@ -131,6 +131,7 @@ def _refused(args, outcome: ProtocolOutcome, doc: dict) -> int:
 
 
 def _run_activate(args) -> int:
+    from studio.engine.tokens import stamp_estimates
     from studio.store import writes
     from studio.store.write.activation import activate_buffered
 
@@ -153,7 +154,8 @@ def _run_activate(args) -> int:
     try:
         session.before_destructive_write(args.path)
         result = write_with_protocol(args, lambda quiet_ms: activate_buffered(
-            args.path, thread_id=args.thread, lookup_key=key, expected_record_id=current.id, idle_ms=quiet_ms))
+            args.path, thread_id=args.thread, lookup_key=key, stamp_estimates=stamp_estimates,
+            expected_record_id=current.id, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
@@ -175,10 +177,10 @@ def _run_activate(args) -> int:
 
 
 def _run_observe(args) -> int:
+    from studio.engine.observe_window import observation_window, resource_observation_window
     from studio.store import writes
-    from studio.store.write.observation import commit_observation, observation_window
-
-    from studio.store.write.observation_resource import commit_resource_observation, resource_observation_window
+    from studio.store.write.observation import commit_observation
+    from studio.store.write.observation_resource import commit_resource_observation
 
     key, _ = _lookup(args.path, args.thread)
     resource = key.startswith("resource:")

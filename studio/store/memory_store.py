@@ -3,12 +3,18 @@
 `MemoryStore` owns one libSQL connection (a connection belongs to the thread that made it: in
 the studio, the TaskRunner's single database worker). It is read-only unless opened with
 `writable=True`, which only an explicit user write does.
+
+A *load* is what one CLI command or one studio task reads: `with store.snapshot():` around it
+makes every read inside see the database as of one moment, and ends at once when the block
+ends (see `snapshot`). `fingerprint()` is the cheap value the studio polls to notice writes by
+other processes (live refresh).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, Hashable, Iterable, Iterator
 
 import libsql
 
@@ -144,6 +150,9 @@ class MemoryStore:
         self._identity = file_identity(location.path)
         self._reopens = 0
         self._widths: dict[str, int] = {}
+        self._snapshot_depth = 0
+        self._snapshot_conn = None   # the connection holding this load's read transaction, if any
+        self._wal: bool | None = None
 
     #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
     dialect = "sqlite"
@@ -175,6 +184,9 @@ class MemoryStore:
         self._identity = file_identity(self.location.path)
         self._widths.clear()
         self._reopens += 1
+        self._wal = None
+        if self._snapshot_depth:   # a writer appeared mid-load: the rest of the load reads one state again
+            self._begin_read()
 
     def reopen_if_changed(self) -> bool:
         """Reopen the connection if it was opened immutable and the file has changed since; return True if so.
@@ -184,8 +196,8 @@ class MemoryStore:
         Any read-only store is also reopened when the path now names another file (replaced by
         a copy or a rename). Checked before every read (two stat calls).
         """
-        if self.conn is None or self.writable:
-            return False
+        if self.conn is None or self.writable or self._snapshot_depth:
+            return False   # inside a load the snapshot is kept (an immutable read is verified by _execute)
         replaced = file_identity(self.location.path) not in (None, self._identity)
         changed = self.immutable and file_signature(self.location.path) != self._signature
         if not (replaced or changed):
@@ -204,6 +216,110 @@ class MemoryStore:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    # -- loads and change detection --------------------------------------------------------
+
+    @contextmanager
+    def snapshot(self) -> Iterator["MemoryStore"]:
+        """Run one load: every read inside the block sees the database as of one moment; yields the store.
+
+        On a local file in WAL mode the block is one read transaction on this connection (a
+        deferred BEGIN; the snapshot is taken by the first read and released at the block's end,
+        COMMIT of a transaction that wrote nothing). A WAL reader takes no lock that delays a
+        writer, so a running agent commits as usual meanwhile; the studio just does not see it
+        until the next load. A file in rollback-journal mode is read statement by statement as
+        before: a read transaction there holds a SHARED lock that would make the agent's commit
+        wait for the whole load. A file nobody had open is read immutable (no writer, nothing to
+        isolate from). Nested blocks join the outer load. Server backends override
+        `_begin_read` / `_end_read` (PostgreSQL: REPEATABLE READ READ ONLY). Raises StoreError
+        when the transaction cannot be started; a failure inside the block propagates after the
+        transaction was ended.
+        """
+        if self._snapshot_depth:
+            self._snapshot_depth += 1
+            try:
+                yield self
+            finally:
+                self._snapshot_depth -= 1
+            return
+        self.reopen_if_changed()
+        self._snapshot_depth = 1
+        try:
+            self._begin_read()
+            yield self
+        finally:
+            self._snapshot_depth = 0
+            self._end_read()
+
+    def _is_wal(self) -> bool:
+        if self._wal is None:
+            rows = self._execute("PRAGMA journal_mode", ())
+            self._wal = bool(rows) and str(rows[0][0]).lower() == "wal"
+        return self._wal
+
+    def _begin_read(self) -> None:
+        """Start this load's read transaction when it isolates without delaying writers (see `snapshot`)."""
+        self._snapshot_conn = None
+        if self.conn is None or self.writable or self.immutable:
+            return
+        try:
+            if not self._is_wal():
+                return
+            self.conn.execute("BEGIN")
+        except BaseException as exc:
+            if not _contained(exc):
+                raise
+            raise self._fail(exc) from exc
+        self._snapshot_conn = self.conn
+
+    def _end_read(self) -> None:
+        """End this load's read transaction at once (nothing was written: COMMIT only releases the snapshot)."""
+        conn, self._snapshot_conn = self._snapshot_conn, None
+        if conn is None or conn is not self.conn:
+            return   # none was started, or its connection was replaced (closing it ended the transaction)
+        try:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        except BaseException as exc:
+            if not _contained(exc):
+                raise
+            raise self._fail(exc) from exc
+
+    @property
+    def in_snapshot(self) -> bool:
+        """Return True inside a `snapshot()` block."""
+        return self._snapshot_depth > 0
+
+    def fingerprint(self) -> Hashable:
+        """Return a cheap value that changes when another process commits to the store; read-only.
+
+        The studio polls it at a gentle interval (live refresh) and reloads when it changes. A local
+        file: `data_version` (SQLite's `PRAGMA data_version` plus reopens, two stat calls, no table
+        read). A store without a local file (a server backend that does not override this) gets
+        `content_fingerprint()`, one statement over Mastra's tables.
+        """
+        if getattr(self.location, "path", None) is None:
+            return self.content_fingerprint()
+        return self.data_version()
+
+    def content_fingerprint(self) -> str:
+        """Return a digest of row counts and newest `updatedAt` of Mastra's tables, in one SELECT (any SQL backend).
+
+        Catches inserts and deletes (counts) and updates that stamp `updatedAt` (threads, OM rows,
+        resources; Mastra stamps a thread whenever it saves its messages). For backends with no
+        cheaper change counter.
+        """
+        parts = ["(SELECT count(*) FROM mastra_threads)", '(SELECT max("updatedAt") FROM mastra_threads)',
+                 "(SELECT count(*) FROM mastra_messages)"]
+        if self.schema.has_observational_memory:
+            parts += ["(SELECT count(*) FROM mastra_observational_memory)",
+                      '(SELECT max("updatedAt") FROM mastra_observational_memory)']
+        if self.schema.has_table(sc.RESOURCES):
+            parts += ["(SELECT count(*) FROM mastra_resources)", '(SELECT max("updatedAt") FROM mastra_resources)']
+        row = self._rows("SELECT " + ", ".join(parts))[0]
+        import hashlib
+
+        return hashlib.sha256(repr([str(v) for v in row]).encode()).hexdigest()[:16]
 
     # -- low level -------------------------------------------------------------------------
 
@@ -535,6 +651,23 @@ class MemoryStore:
             tail += " LIMIT ?"
             params.append(limit)
         return [self._om(r) for r in self._select(sc.OBSERVATIONAL_MEMORY, [], tail, params)]
+
+    def om_histories(self, lookup_keys: Iterable[str], chunk: int = 500) -> dict[str, list[OMRecord]]:
+        """Return {lookup key: its generations, newest first} for LOOKUP_KEYS, CHUNK keys per query.
+
+        Every key asked for is in the result (an empty list when it has no row).
+        """
+        keys = list(dict.fromkeys(lookup_keys))
+        out: dict[str, list[OMRecord]] = {k: [] for k in keys}
+        if not self.schema.has_observational_memory:
+            return out
+        for i in range(0, len(keys), chunk):
+            part = keys[i:i + chunk]
+            rows = self._select(sc.OBSERVATIONAL_MEMORY, [], f'WHERE "lookupKey" IN ({", ".join("?" * len(part))}) '
+                                'ORDER BY "lookupKey", "generationCount" DESC', part)
+            for row in rows:
+                out.setdefault(row["lookupKey"], []).append(self._om(row))
+        return out
 
     def om_current(self, lookup_key: str) -> OMRecord | None:
         """Return LOOKUP_KEY's current record (highest generationCount), or None."""

@@ -79,7 +79,8 @@ def test_revert_refused_when_a_generation_was_written_meanwhile(studio, studio_c
     window.watcher.stop()                                    # the history on screen is now outdated
     tab.select_generation(2)
     commit_reflection(path, lookup_key="thread:support-1", expected_record_id=history(path)[0].id,
-                      observations="* 🔴 (10:00) written by the agent")
+                      observations="* 🔴 (10:00) written by the agent",
+                      observation_tokens=count_observations("* 🔴 (10:00) written by the agent"))
     written = snapshot(path, shm=False)
     tab.confirm = lambda title, text: True
     failures = []
