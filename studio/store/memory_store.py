@@ -247,9 +247,15 @@ class MemoryStore:
         try:
             self._begin_read()
             yield self
-        finally:
+        except BaseException:
             self._snapshot_depth = 0
-            self._end_read()
+            try:
+                self._end_read(failed=True)
+            except Exception:
+                pass   # the load's own error is the one to report
+            raise
+        self._snapshot_depth = 0
+        self._end_read()
 
     def _is_wal(self) -> bool:
         if self._wal is None:
@@ -272,14 +278,15 @@ class MemoryStore:
             raise self._fail(exc) from exc
         self._snapshot_conn = self.conn
 
-    def _end_read(self) -> None:
-        """End this load's read transaction at once (nothing was written: COMMIT only releases the snapshot)."""
+    def _end_read(self, failed: bool = False) -> None:
+        """End this load's read transaction at once (nothing was written: COMMIT, or ROLLBACK when FAILED,
+        only releases the snapshot)."""
         conn, self._snapshot_conn = self._snapshot_conn, None
         if conn is None or conn is not self.conn:
             return   # none was started, or its connection was replaced (closing it ended the transaction)
         try:
             if conn.in_transaction:
-                conn.execute("COMMIT")
+                conn.execute("ROLLBACK" if failed else "COMMIT")
         except BaseException as exc:
             if not _contained(exc):
                 raise

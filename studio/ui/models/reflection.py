@@ -181,7 +181,7 @@ def submit(runner, fn: Callable[[Any, threading.Event], Any], *, on_done: Callab
 
     if on_worker:
         return runner.submit(lambda _store, progress, cancel: guarded(progress, cancel), on_done=deliver,
-                             on_error=on_error, on_progress=on_progress, key=key)
+                             on_error=on_error, on_progress=on_progress, key=key, load=False)  # opens its own
     return runner.submit_pooled(guarded, on_done=deliver, on_error=on_error, on_progress=on_progress, key=key)
 
 
