@@ -191,3 +191,8 @@ def test_the_window_refreshes_when_another_process_writes(pg_corpus, copy_target
     qtbot.waitUntil(lambda: titles().get("support-1") == "Renamed by another process" and new_id in titles(),
                     timeout=20000)
     assert window.watcher.active and window.watcher.path is None   # polled, no file to watch
+    studio_ctx.runner.wait_idle()
+    with other_session(pg_corpus) as watcher:   # every load of the window ended its transaction
+        states = watcher.execute("SELECT state FROM pg_stat_activity WHERE application_name = 'memory-studio'"
+                                 ).fetchall()
+    assert states and all(not state.startswith("idle in transaction") for (state,) in states)
