@@ -98,7 +98,8 @@ def observation_window(path: str | os.PathLike[str], thread_id: str) -> Observat
     ref = config.get("reflection") if isinstance(config.get("reflection"), dict) else {}
     counted = tokens.count_messages_for_status(copy.deepcopy(window), model=settings.counter_model)
     return ObservationWindow(thread_id=thread.id, lookup_key=key, scope=record.scope or "thread", record=record,
-                             messages=window, tokens=counted, pending_message_tokens=to_int(record.columns.get("pendingMessageTokens")),
+                             messages=window, tokens=counted,
+                             pending_message_tokens=to_int(record.columns.get("pendingMessageTokens")),
                              threshold=dynamic_threshold(settings.message_tokens, record.observation_token_count),
                              message_tokens=obs.get("messageTokens", UNDEFINED),
                              observation_tokens=ref.get("observationTokens", UNDEFINED),
@@ -120,7 +121,8 @@ def resource_observation_window(path: str | os.PathLike[str], thread_id: str) ->
         if not key.startswith("resource:"):
             raise WriteRefused("invalid", f"{key} is not a resource-scope record.")
         resource_id = record.resource_id
-        window = _window(store.list_resource_messages(resource_id, since=storage_cursor(record.last_observed_at)), record)
+        since = storage_cursor(record.last_observed_at)
+        window = _window(store.list_resource_messages(resource_id, since=since), record)
         by_thread: dict[str, list[dict]] = {}
         snapshot = {}
         for t in store.list_threads(resource_id):

@@ -179,7 +179,8 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
 
 
 def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_key: str,
-                      stamp_estimates: Callable[[dict, Any], Any], expected_record_id: str | None = None, idle_ms: int = 0, now_ms: int | None = None,
+                      stamp_estimates: Callable[[dict, Any], Any], expected_record_id: str | None = None,
+                      idle_ms: int = 0, now_ms: int | None = None,
                       busy_timeout_ms: int | None = None) -> dict:
     """Activate LOOKUP_KEY's buffered observation chunks as Mastra's activate() + resetBufferingState() do.
 

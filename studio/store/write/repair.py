@@ -97,7 +97,8 @@ def _plan(rows: list[dict], findings: list[OvertakingWrite], prefer: str) -> tup
 
 
 def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str,
-                            count_observations: Callable[[str], int], prefer: str = "carry", now_ms: int | None = None, busy_timeout_ms: int | None = None,
+                            count_observations: Callable[[str], int], prefer: str = "carry",
+                            now_ms: int | None = None, busy_timeout_ms: int | None = None,
                             studio_metadata: dict | None = None) -> dict | None:
     """Write one generation repairing every unrepaired overtaking write of LOOKUP_KEY; None when there is none.
 
@@ -109,12 +110,13 @@ def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str,
     wrote onto) plus lines it left elsewhere. Either way: generationCount = highest of the record
     + 1, lastObservedAt = the newest cursor of the rows involved, totalTokensObserved their
     maximum, observationTokenCount = COUNT_OBSERVATIONS(the new log) (Mastra's estimate, text ->
-    tokens: the engine's `studio.engine.tokens.count_observations`), and `metadata.studio = {"kind": "repair", "prefer", "repairs": [{recordId,
-    observationsLength, observationsHash, lastObservedAt}], ...}` (see protocol.make_mark), so the
-    findings read as repaired afterwards. Checked and written in ONE transaction; the findings are
-    computed inside it. Returns the new row, or None when nothing needed repair. Raises
-    WriteRefused ("invalid", "not-found", "busy" / "reflecting" while the record's flags are
-    live) and StoreError as commit_reflection does; nothing is written then.
+    tokens: the engine's `studio.engine.tokens.count_observations`), and `metadata.studio =
+    {"kind": "repair", "prefer", "repairs": [{recordId, observationsLength, observationsHash,
+    lastObservedAt}], ...}` (see protocol.make_mark), so the findings read as repaired afterwards.
+    Checked and written in ONE transaction; the findings are computed inside it. Returns the new
+    row, or None when nothing needed repair. Raises WriteRefused ("invalid", "not-found", "busy" /
+    "reflecting" while the record's flags are live) and StoreError as commit_reflection does;
+    nothing is written then.
     """
     lookup_key = _check_lookup_key(lookup_key)
     if prefer not in REPAIR_CHOICES:

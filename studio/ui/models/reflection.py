@@ -122,7 +122,8 @@ def commit(p: Preview, *, clear_stale_reflecting: bool = False, session=None, qu
     return write(
         p.request.path, lookup_key=p.input.lookup_key, expected_record_id=p.input.record_id,
         expected_active_observations=p.input.observations,
-        observations=r.observations, observation_tokens=r.observation_token_count, current_task=r.current_task, suggested_response=r.suggested_response,
+        observations=r.observations, observation_tokens=r.observation_token_count, current_task=r.current_task,
+        suggested_response=r.suggested_response,
         thread_title=r.thread_title, thread_id=p.input.thread_id, clear_stale_reflecting=clear_stale_reflecting,
         studio_metadata=studio_metadata(p), idle_ms=quiet_ms)
 
