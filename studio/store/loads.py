@@ -74,9 +74,13 @@ class Loads:
         return self._wal
 
     def _begin_read(self) -> None:
-        """Start this load's read transaction when it isolates without delaying writers (see `snapshot`)."""
+        """Start this load's read transaction when it isolates without delaying writers (see `snapshot`).
+
+        Local files only: a backend without a local file gets no transaction from this default
+        (statements read one by one) until it overrides this hook with its own snapshot.
+        """
         self._snapshot_conn = None
-        if self.conn is None or self.writable or self.immutable:
+        if self.conn is None or self.writable or self.immutable or getattr(self.location, "path", None) is None:
             return
         try:
             if not self._is_wal():
