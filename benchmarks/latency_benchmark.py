@@ -35,6 +35,7 @@ def write_refusal_s() -> float:
     """Return the seconds commit_reflection takes to refuse while another connection holds the write lock."""
     import libsql
 
+    from studio.engine.tokens import count_observations
     from studio.errors import WriteRefused
     from studio.store.memory_store import MemoryStore
     from studio.store.writes import commit_reflection
@@ -50,7 +51,8 @@ def write_refusal_s() -> float:
             started = time.perf_counter()
             try:
                 commit_reflection(path, lookup_key="thread:support-1", expected_record_id=record.id,
-                                  observations="* 🔴 (09:00) benchmark", busy_timeout_ms=50)
+                                  observations="* 🔴 (09:00) benchmark", busy_timeout_ms=50,
+                                  observation_tokens=count_observations("* 🔴 (09:00) benchmark"))
             except WriteRefused as exc:
                 if exc.reason != "busy":
                     raise

@@ -86,7 +86,7 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
     from studio.store.memory_store import MemoryStore
     from studio.store.records import Thread
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         threads = store.list_threads(with_counts=True)
         by_id = {t.id: t for t in threads}
         out_threads = [{
@@ -153,7 +153,7 @@ def thread_tokens(path: str, thread_id: str) -> dict:
     from studio.engine import tokens
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         if store.get_thread(thread_id) is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
         messages = [m.as_mastra() for m in store.list_messages(thread_id)]

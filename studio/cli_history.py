@@ -100,7 +100,7 @@ def list_threads_json(path: str, *, resource_id: str | None = None, metadata: di
     order = None
     if order_by is not None or direction is not None:
         order = {"field": order_by or "createdAt", "direction": direction or "DESC"}
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         result = list_threads(store, filter=flt or None, order_by=order, page=page or 0, per_page=per_page)
     return {"thread_ids": result.thread_ids, "total": result.total, "has_more": result.has_more}
 
@@ -148,7 +148,7 @@ def recall_json(path: str, thread_id: str, *, page: int | None = None, per_page:
         flt["date_range"] = {k: js_date_iso(v) for k, v in (("start", start), ("end", end)) if v is not None}
     if metadata is not None:
         flt["metadata"] = metadata
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         if get_thread_by_id(store, thread_id) is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
         result = recall(store, thread_id, resource_id=resource_id, page=page, per_page=per_page,
@@ -195,7 +195,7 @@ def speakers_document(path: str, thread_id: str) -> dict:
     from studio.engine.speakers import speakers_json, thread_speakers
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         if store.get_thread(thread_id) is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
         return speakers_json(thread_speakers(store, thread_id))

@@ -77,7 +77,7 @@ def parse_multi_thread_answer(text: str) -> dict:
 def _lookup(path: str, thread_id: str):
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         thread = store.get_thread(thread_id)
         if thread is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
@@ -135,6 +135,7 @@ def _refused(args, outcome: ProtocolOutcome, doc: dict) -> int:
 
 
 def _run_activate(args) -> int:
+    from studio.engine.tokens import stamp_estimates
     from studio.store import writes
     from studio.store.write.activation import activate_buffered
 
@@ -157,7 +158,8 @@ def _run_activate(args) -> int:
     try:
         session.before_destructive_write(args.path)
         result = write_with_protocol(args, lambda quiet_ms: activate_buffered(
-            args.path, thread_id=args.thread, lookup_key=key, expected_record_id=current.id, idle_ms=quiet_ms))
+            args.path, thread_id=args.thread, lookup_key=key, stamp_estimates=stamp_estimates,
+            expected_record_id=current.id, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)

@@ -81,7 +81,7 @@ def _write_refused(exc) -> int:
 def _current_record_id(path: str, lookup_key: str) -> str | None:
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         record = store.om_current(lookup_key)
         return record.id if record is not None else None
 
@@ -232,6 +232,7 @@ def _run_reflect(args) -> int:
         row = write_with_protocol(args, lambda quiet_ms: session.commit_reflection(
             args.path, lookup_key=inp.lookup_key, expected_record_id=inp.record_id,
             expected_active_observations=inp.observations, observations=result.observations,
+            observation_tokens=result.observation_token_count,
             current_task=result.current_task, suggested_response=result.suggested_response,
             thread_id=inp.thread_id, clear_stale_reflecting=clear_stale, idle_ms=quiet_ms,
             studio_metadata={"kind": "reflection", "strategy": result.strategy, "model": result.model,
@@ -332,12 +333,13 @@ def revert_document(*, thread_id, lookup_key, current, target, written: dict | N
 
 def _run_revert(args) -> int:
     from studio.engine.status import flag_states
+    from studio.engine.tokens import count_observations
     from studio.store import writes
     from studio.store.memory_store import MemoryStore
 
     if args.to_generation < 0:
         raise BadInput("--to-generation must be 0 or more")
-    with MemoryStore.open(args.path) as store:
+    with MemoryStore.open(args.path) as store, store.snapshot():
         thread = store.get_thread(args.thread)
         if thread is None:
             raise BadInput(f"No thread {args.thread!r} in {store.location.display}")
@@ -377,7 +379,7 @@ def _run_revert(args) -> int:
         session = writes.WriteSession()
         row = write_with_protocol(args, lambda quiet_ms: session.revert_to_generation(
             args.path, lookup_key=key, generation_count=args.to_generation, expected_record_id=current.id,
-            clear_stale_reflecting=clear_stale, idle_ms=quiet_ms))
+            count_observations=count_observations, clear_stale_reflecting=clear_stale, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         return _write_refused(exc)
     watch_after_commit(args, args.path, key, outcome)

@@ -25,7 +25,7 @@ def timeline_document(path: str, thread_id: str) -> dict:
     from studio.engine.timeline import TimelineError, build_timeline
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         try:
             return build_timeline(store, thread_id).to_json()
         except TimelineError as exc:
@@ -40,7 +40,7 @@ def whatif_document(path: str, thread_id: str, *, observation_ratio: float | Non
     from studio.engine.whatif import WhatIfSettings, WhatIfSettingsError, settings_with, simulate
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         try:
             timeline = build_timeline(store, thread_id)
         except TimelineError as exc:

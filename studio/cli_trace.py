@@ -29,7 +29,7 @@ def trace_document(path: str, thread_id: str, text: str) -> dict:
     from studio.engine.trace import TraceError, trace_fact
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         try:
             return trace_fact(store, thread_id, text).to_json()
         except TraceError as exc:
@@ -41,7 +41,7 @@ def context_document(path: str, thread_id: str, turn: int) -> dict:
     from studio.engine.context import ContextError, turn_context
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         try:
             return turn_context(store, thread_id, turn).to_json()
         except ContextError as exc:

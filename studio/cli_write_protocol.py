@@ -143,6 +143,7 @@ def watch_after_commit(args, path: str, lookup_key: str, outcome: ProtocolOutcom
         unrepaired,
         watch_window_ms,
     )
+    from studio.engine.tokens import count_observations
     from studio.store.write.repair import repair_overtaken_writes
     from studio.store.writes import WriteRefused
 
@@ -167,7 +168,7 @@ def watch_after_commit(args, path: str, lookup_key: str, outcome: ProtocolOutcom
                 _say(f.describe())
         if found and args.on_overtaken != "report":
             try:
-                row = repair_overtaken_writes(path, lookup_key=lookup_key,
+                row = repair_overtaken_writes(path, lookup_key=lookup_key, count_observations=count_observations,
                                               prefer="carry" if args.on_overtaken == "repair" else "revert")
             except WriteRefused as exc:
                 _say(f"The repair was refused: {exc}")

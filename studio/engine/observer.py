@@ -121,8 +121,7 @@ def load_observation_window(path: str, thread_id: str):
     """
     from studio.errors import WriteRefused
     from studio.store.memory_store import MemoryStore
-    from studio.store.write.observation import observation_window
-    from studio.store.write.observation_resource import resource_observation_window
+    from studio.engine.observe_window import observation_window, resource_observation_window
 
     with MemoryStore.open(path) as store:
         thread = store.get_thread(thread_id)

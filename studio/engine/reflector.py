@@ -202,7 +202,7 @@ def load_reflection_input(path: str, *, thread_id: str | None = None, lookup_key
     from studio.llm.providers import default_model_from_config
     from studio.store.memory_store import MemoryStore
 
-    with MemoryStore.open(path) as store:
+    with MemoryStore.open(path) as store, store.snapshot():
         thread = None
         if thread_id is not None:
             thread = store.get_thread(thread_id)

@@ -376,3 +376,13 @@ def count_messages_for_status(messages: Iterable[dict], *, model: Any = None, st
         return 0
     return TOKENS_PER_CONVERSATION + sum(counter.count_message(m, for_status=True) for m in messages)
 
+
+
+def stamp_estimates(message: dict, model: Any = None) -> None:
+    """Write into MESSAGE (in place) the tokenEstimate caches Mastra's counter stamps while counting it.
+
+    What `countMessageAsync` leaves on a message it counted with a counter for MODEL (see
+    `count_message_for_status`); the activation write (`studio.store.write.activation`) receives it
+    for the message that gets its markers.
+    """
+    count_message_for_status(message, model=model, stamp=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.store.records import iso_to_ms, ms_to_iso
+from studio.store.records import iso_to_ms, ms_to_iso, storage_cursor  # noqa: F401 (re-exported)
 
 WORKING_MEMORY_STATE_ID = "working-memory"
 OBSERVATION_START = "data-om-observation-start"
@@ -82,17 +82,6 @@ def unobserved_parts(message: dict) -> list:
     if end == -1:
         return [p for p in parts if _part_type(p) != OBSERVATION_START]
     return [p for p in parts[end + 1:] if not str(_part_type(p) or "").startswith("data-om-observation-")]
-
-
-def storage_cursor(last_observed_at: str | None) -> str | None:
-    """Return the `createdAt >=` bound Mastra queries with: lastObservedAt + 1 ms, as ISO (or None)."""
-    ms = iso_to_ms(last_observed_at)
-    if ms is None:
-        return None
-    try:
-        return ms_to_iso(ms + 1)
-    except (ValueError, OverflowError, OSError):  # beyond year 9999: no stored message can be later
-        return "9999-12-31T23:59:59.999Z"
 
 
 def unobserved_messages(messages: list[dict], last_observed_at: str | None, observed_ids: list | None,

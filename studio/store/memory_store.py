@@ -3,6 +3,11 @@
 `MemoryStore` owns one libSQL connection (a connection belongs to the thread that made it: in
 the studio, the TaskRunner's single database worker). It is read-only unless opened with
 `writable=True`, which only an explicit user write does.
+
+A *load* is what one CLI command or one studio task reads: `with store.snapshot():` around it
+makes every read inside see the database as of one moment, and ends at once when the block
+ends (see `snapshot`). `fingerprint()` is the cheap value the studio polls to notice writes by
+other processes (live refresh).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from studio.store.connection import (
     wal_page_size_mismatch,
     parse_location,
 )
+from studio.store.loads import Loads
+from studio.store.loads import contained as _contained
 from studio.store.records import (
     OM_BOOL_COLUMNS,
     OM_JSON_COLUMNS,
@@ -54,11 +61,6 @@ JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "buffere
 #: Reads of an immutable connection retried when the file changed under them; the last one is
 #: made through a normal (locking) read-only connection.
 IMMUTABLE_ATTEMPTS = 4
-
-
-def _contained(exc: BaseException) -> bool:
-    """Return True for what a read may turn into a StoreError: an Exception or a driver panic."""
-    return isinstance(exc, Exception) or is_driver_panic(exc)
 
 
 def _explain_schema_error(location: Location, exc: SchemaError) -> StoreError:
@@ -124,7 +126,7 @@ def _damaged(row: dict) -> tuple[str, ...]:
     return tuple(c for c, v in row.items() if isinstance(v, DamagedText))
 
 
-class MemoryStore:
+class MemoryStore(Loads):
     """A Mastra memory database opened for reading (default) or for one user-requested write.
 
     Raises StoreError (missing, not SQLite, locked, unreadable) or SchemaError (no Mastra
@@ -144,6 +146,9 @@ class MemoryStore:
         self._identity = file_identity(location.path)
         self._reopens = 0
         self._widths: dict[str, int] = {}
+        self._snapshot_depth = 0
+        self._snapshot_conn = None   # the connection holding this load's read transaction, if any
+        self._wal: bool | None = None
 
     #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
     dialect = "sqlite"
@@ -175,6 +180,9 @@ class MemoryStore:
         self._identity = file_identity(self.location.path)
         self._widths.clear()
         self._reopens += 1
+        self._wal = None
+        if self._snapshot_depth:   # a writer appeared mid-load: the rest of the load reads one state again
+            self._begin_read()
 
     def reopen_if_changed(self) -> bool:
         """Reopen the connection if it was opened immutable and the file has changed since; return True if so.
@@ -184,8 +192,8 @@ class MemoryStore:
         Any read-only store is also reopened when the path now names another file (replaced by
         a copy or a rename). Checked before every read (two stat calls).
         """
-        if self.conn is None or self.writable:
-            return False
+        if self.conn is None or self.writable or self._snapshot_depth:
+            return False   # inside a load the snapshot is kept (an immutable read is verified by _execute)
         replaced = file_identity(self.location.path) not in (None, self._identity)
         changed = self.immutable and file_signature(self.location.path) != self._signature
         if not (replaced or changed):
@@ -535,6 +543,23 @@ class MemoryStore:
             tail += " LIMIT ?"
             params.append(limit)
         return [self._om(r) for r in self._select(sc.OBSERVATIONAL_MEMORY, [], tail, params)]
+
+    def om_histories(self, lookup_keys: Iterable[str], chunk: int = 500) -> dict[str, list[OMRecord]]:
+        """Return {lookup key: its generations, newest first} for LOOKUP_KEYS, CHUNK keys per query.
+
+        Every key asked for is in the result (an empty list when it has no row).
+        """
+        keys = list(dict.fromkeys(lookup_keys))
+        out: dict[str, list[OMRecord]] = {k: [] for k in keys}
+        if not self.schema.has_observational_memory:
+            return out
+        for i in range(0, len(keys), chunk):
+            part = keys[i:i + chunk]
+            rows = self._select(sc.OBSERVATIONAL_MEMORY, [], f'WHERE "lookupKey" IN ({", ".join("?" * len(part))}) '
+                                'ORDER BY "lookupKey", "generationCount" DESC', part)
+            for row in rows:
+                out.setdefault(row["lookupKey"], []).append(self._om(row))
+        return out
 
     def om_current(self, lookup_key: str) -> OMRecord | None:
         """Return LOOKUP_KEY's current record (highest generationCount), or None."""

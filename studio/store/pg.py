@@ -16,8 +16,11 @@ so the engine, the CLI and the studio work on it unchanged; dialect differences 
 - Threads and messages break `createdAt` ties by `id` (listThreads, listMessages).
 
 Reads never get in the agent's way: the session is read-only (`default_transaction_read_only`),
-autocommit (never idle in a transaction), with a statement timeout; nothing takes a lock beyond a
-plain read. `writable=True` is refused: writing to PostgreSQL is not supported yet.
+with a statement timeout; nothing takes a lock beyond a plain read (ACCESS SHARE). Outside a load
+every statement is its own autocommit transaction; a load (`with store.snapshot():`) is one
+REPEATABLE READ READ ONLY transaction, ended (COMMIT) as soon as the block ends, so the session is
+never left idle in a transaction (`idle_in_transaction_session_timeout` bounds it if the studio
+ever hangs mid-load). `writable=True` is refused: writing to PostgreSQL is not supported yet.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ from studio.store.records import Thread
 STATEMENT_TIMEOUT_MS = 60_000
 #: Bound of the TCP connect (s): a dead server answers "unreachable" instead of hanging.
 CONNECT_TIMEOUT_S = 10
+#: The server ends our session if it ever sits this long inside a load's transaction (ms): a safety
+#: net for a hung studio, far above any pause between the queries of a load.
+IDLE_IN_TRANSACTION_TIMEOUT_MS = 300_000
 
 PG_SCHEMES = ("postgresql://", "postgres://")
 
@@ -141,6 +147,11 @@ class PgStore(MemoryStore):
         self.encoding = "utf-8"
         self._reopens = 0
         self._widths: dict[str, int] = {}
+        self._snapshot_depth = 0
+        self._snapshot_conn = None
+        self._wal = None
+        self._xmax: str | None = None   # the server's transaction snapshot at the last fingerprint
+        self._content: str | None = None
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "PgStore":
@@ -154,6 +165,7 @@ class PgStore(MemoryStore):
         password, source = pg_password(location.conninfo)
         extra = {"password": password} if source in ("session", "keyring") and password else {}
         options = (f"-c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_MS} "
+                   f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS} "
                    f"-c search_path={location.schema}")
         try:
             conn = psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
@@ -178,6 +190,51 @@ class PgStore(MemoryStore):
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+    def _begin_read(self) -> None:
+        """Start the load's REPEATABLE READ READ ONLY transaction (one snapshot for every read of the load)."""
+        self._snapshot_conn = None
+        if self.conn is None:
+            raise StoreError("The database is closed")
+        try:
+            self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        except Exception as exc:
+            raise self._fail(exc) from exc
+        self._snapshot_conn = self.conn
+
+    def _end_read(self, failed: bool = False) -> None:
+        """End the load's transaction at once: COMMIT (a read-only transaction writes nothing), ROLLBACK when FAILED."""
+        conn, self._snapshot_conn = self._snapshot_conn, None
+        if conn is None or conn is not self.conn or conn.closed:
+            return
+        try:
+            conn.execute("ROLLBACK" if failed else "COMMIT")
+        except Exception as exc:
+            raise self._fail(exc) from exc
+
+    def fingerprint(self) -> str:
+        """Return a value that changes when a commit reaches Mastra's tables; cheap when nothing was written.
+
+        Two parts, both read-only and outside any transaction of ours:
+        - the server's write counters of this schema's `mastra_*` tables (`pg_stat_user_tables`
+          n_tup_ins + n_tup_upd + n_tup_del; catalog views, no table read). They count every
+          insert, update and delete, also one that leaves counts and `updatedAt` as they were,
+          but another session reports them up to ~10 s after its commit (PostgreSQL 15+);
+        - `content_fingerprint` (counts and newest `updatedAt`, one statement), which sees a commit
+          at once; recomputed only when the server's transaction snapshot
+          (`txid_current_snapshot()`) moved, i.e. some transaction ended since the last call.
+        """
+        snap, written = self._rows(
+            "SELECT txid_current_snapshot()::text, (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) "
+            "FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname LIKE 'mastra\\_%')")[0]
+        if snap != self._xmax or self._content is None:
+            self._content = self.content_fingerprint()
+            self._xmax = snap
+        return f"{self._content}:{written}"
+
+    def content_fingerprint(self) -> str:
+        """Return a digest of counts and newest update times of Mastra's tables (see `data_version`)."""
+        return format(self.data_version(), "x")
 
     def _fail(self, exc: BaseException) -> StoreError:
         error = StoreError(f"Reading {self.location.display} failed: {_describe(exc, self.location)}")

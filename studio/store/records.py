@@ -279,3 +279,14 @@ class OMRecord:
     def flag(self, name: str) -> bool:
         """Return boolean column NAME (stored as 0/1)."""
         return bool(self.get(name, 0))
+
+
+def storage_cursor(last_observed_at: str | None) -> str | None:
+    """Return the `createdAt >=` bound Mastra queries with: lastObservedAt + 1 ms, as ISO (or None)."""
+    ms = iso_to_ms(last_observed_at)
+    if ms is None:
+        return None
+    try:
+        return ms_to_iso(ms + 1)
+    except (ValueError, OverflowError, OSError):  # beyond year 9999: no stored message can be later
+        return "9999-12-31T23:59:59.999Z"

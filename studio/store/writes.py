@@ -2,16 +2,17 @@
 
 Public API (implemented in `studio.store.write`):
 
-- `commit_reflection(path, *, lookup_key, expected_record_id, observations, ...) -> dict`
+- `commit_reflection(path, *, lookup_key, expected_record_id, observations, observation_tokens, ...) -> dict`
   a new OM generation as Mastra's manual reflection writes it (ObservationalMemory.reflect);
-- `revert_to_generation(path, *, lookup_key, generation_count, expected_record_id, ...) -> dict`
+- `revert_to_generation(path, *, lookup_key, generation_count, expected_record_id, count_observations, ...)`
   undo: generation latest+1 with generation N's observations, marked `metadata.studio`;
 - `clone_thread(path, source_thread_id, *, ...) -> dict`  Memory.cloneThread;
 - `delete_messages(path, ids) -> int`  Memory.deleteMessages; `clear_thread(path, thread_id) -> int`;
-- `observation_window(path, thread_id)`, `commit_observation(path, window, ObserverOutput(...))`
-  a synchronous observation as Mastra's observe() writes it (resource scope:
-  `resource_observation_window` / `commit_resource_observation`); `activate_buffered(path, *, thread_id,
-  lookup_key)` buffered chunks activated as Mastra's activate() does (thread scope);
+- `commit_observation(path, window, ObserverOutput(...))` a synchronous observation as Mastra's
+  observe() writes it, of a window the engine read (`studio.engine.observe_window.observation_window`;
+  resource scope: `resource_observation_window` / `commit_resource_observation`);
+  `activate_buffered(path, *, thread_id, lookup_key, stamp_estimates)` buffered chunks activated as
+  Mastra's activate() does (thread scope);
 - `WriteSession`  one per window / CLI run: backs each file up (`studio.store.backup`) before the
   session's first write to it, then writes;
 - the OM write protocol (`studio.store.write.protocol`): quiet period (`read_activity`,
@@ -24,6 +25,10 @@ Every function opens its own read-write libSQL connection for the one write and 
 changes the journal mode, starts with BEGIN IMMEDIATE (busy timeout, retried), re-checks its
 preconditions inside the transaction, and leaves the main file and -wal byte-identical when it
 refuses or fails (see `studio.store.write.transaction`).
+
+Mastra's token estimates are engine logic (`studio.engine.tokens`): a write never computes one
+itself. It receives the count (`observation_tokens`), or the estimator when the text is only known
+inside its transaction (`count_observations`, `stamp_estimates`, a window's rules).
 """
 
 from studio.errors import WRITE_REFUSED_REASONS, WriteRefused
@@ -41,14 +46,14 @@ from studio.store.write.repair import repair_overtaken_writes
 from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
 from studio.store.write.threads import clear_thread, clone_thread, delete_messages
 from studio.store.write.activation import activate_buffered
-from studio.store.write.observation import ObserverOutput, commit_observation, observation_window
-from studio.store.write.observation_resource import commit_resource_observation, resource_observation_window
+from studio.store.write.observation import ObservationWindow, ObserverOutput, commit_observation
+from studio.store.write.observation_resource import ResourceObservationWindow, commit_resource_observation
 
 __all__ = [
     "WriteRefused", "WRITE_REFUSED_REASONS", "commit_reflection", "revert_to_generation", "clone_thread",
     "delete_messages", "clear_thread", "backup_database", "WriteSession", "DESTRUCTIVE_WRITES",
     "STUDIO_METADATA_KEY", "DEFAULT_QUIET_MS", "OvertakingWrite", "find_overtaking_writes", "store_activity",
     "studio_mark", "unrepaired", "repair_overtaken_writes",
-    "ObserverOutput", "observation_window", "commit_observation", "activate_buffered",
-    "resource_observation_window", "commit_resource_observation",
+    "ObserverOutput", "ObservationWindow", "commit_observation", "activate_buffered",
+    "ResourceObservationWindow", "commit_resource_observation",
 ]

@@ -157,7 +157,8 @@ def serve(requests, replies) -> None:
                     old.close()
                 stores = {}
                 store = stores[(path, generation)] = MemoryStore.open(path)
-            reply = (True, fn(store, *args))
+            with store.snapshot():   # one load, as on the database worker (studio.ui.tasks.run_load)
+                reply = (True, fn(store, *args))
         except BaseException as exc:  # the task boundary: every failure (a driver panic too) goes back to the parent
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise

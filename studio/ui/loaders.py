@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from studio.engine import tokens
 from studio.engine.diff import GenerationDiff, diff_logs
@@ -64,7 +65,7 @@ class Listing:
 
     resources: list[tuple[str, int]]
     rows: list[ThreadRow]
-    data_version: int
+    data_version: Any   # store.fingerprint() taken before the listing was read
 
 
 @dataclass
@@ -123,6 +124,7 @@ def load_listing(store: MemoryStore | None) -> Listing:
     """Return every resource and thread (with message counts, last activity and OM lookup keys), then a
     stand-in row (`orphan`) for each thread-scope OM record whose thread was deleted."""
     store = require_store(store)
+    version = store.fingerprint()   # first: a commit racing this load then shows as a change, never as none
     threads = store.list_threads(with_counts=True)
     keys = {k["lookupKey"] for k in store.om_lookup_keys()}
     per_resource: dict[str, int] = {}
@@ -134,7 +136,7 @@ def load_listing(store: MemoryStore | None) -> Listing:
         activity, stale = last_activity(t)
         rows.append(ThreadRow(t, _lookup_key(t, keys), activity_ms=activity, updated_at_stale=stale))
     rows += [ThreadRow(t, f"thread:{t.id}", orphan=True) for t in orphaned_threads(store, {t.id for t in threads})]
-    return Listing(resources=resources, rows=rows, data_version=store.data_version())
+    return Listing(resources=resources, rows=rows, data_version=version)
 
 
 def orphaned_threads(store: MemoryStore, thread_ids: set[str]) -> list[Thread]:
@@ -235,6 +237,6 @@ def diff_generations(old: OMRecord | None, new: OMRecord) -> GenerationDiff:
                      old.observation_token_count if old else 0, new.observation_token_count)
 
 
-def check_changed(store: MemoryStore | None) -> int:
-    """Return SQLite's data_version (it changes when another connection commits)."""
-    return require_store(store).data_version()
+def check_changed(store: MemoryStore | None) -> Any:
+    """Return the store's fingerprint (`MemoryStore.fingerprint`: it changes when another process commits)."""
+    return require_store(store).fingerprint()

@@ -10,6 +10,9 @@ a `key` supersedes the previous task of that key: the older one is cancelled and
 CPU-heavy loader calls of big databases (`submit_call(..., helper=True)`) run in a helper process
 with its own read-only connection (`studio.ui.helper_process`): Python threads share one GIL, and
 a worker thread busy computing statuses would otherwise stall every paint of the GUI thread.
+
+Each database task is one *load* of the store API: it runs inside `store.snapshot()`, so all its
+reads see one consistent state (one read transaction, ended when the task returns).
 """
 
 from __future__ import annotations
@@ -35,6 +38,14 @@ POOL_WORKERS = 4
 
 Progress = Callable[..., None]
 TaskFn = Callable[[MemoryStore | None, Progress, threading.Event], Any]
+
+
+def run_load(store: MemoryStore | None, fn: Callable[..., Any], *args: Any) -> Any:
+    """Return FN(STORE, *ARGS) run as one load: inside `STORE.snapshot()` (no store: as it is)."""
+    if store is None:
+        return fn(store, *args)
+    with store.snapshot():
+        return fn(store, *args)
 
 
 def as_exception(exc: BaseException) -> Exception:
@@ -83,7 +94,13 @@ class OpenedStore:
 
     path: str
     writable: bool
-    data_version: int
+    data_version: Any          # store.fingerprint() when opened (live refresh compares with it)
+    local_path: str | None = None   # the database file, None for a server store (no file to watch)
+
+
+def _local_path(store: MemoryStore) -> str | None:
+    path = getattr(store.location, "path", None)
+    return str(path) if path is not None else None
 
 
 class TaskRunner(QObject):
@@ -124,15 +141,21 @@ class TaskRunner(QObject):
 
     def submit(self, fn: TaskFn, *, on_done: Callable[[Any], None] | None = None,
                on_error: Callable[[Exception], None] | None = None,
-               on_progress: Callable[..., None] | None = None, key: str | None = None) -> Task:
+               on_progress: Callable[..., None] | None = None, key: str | None = None,
+               load: bool = True) -> Task:
         """Run FN(store, progress, cancel) on the database worker; call ON_DONE(result) on the GUI thread.
 
         PROGRESS(done, total, payload=None) may be called by FN from the worker; ON_PROGRESS gets
         the same arguments on the GUI thread. A task with KEY cancels the previous task of that KEY.
+        LOAD (default): FN runs as one load, inside `store.snapshot()`.
         """
         task = self._register(key)
         if not task.cancelled:
-            task.bind(lambda progress, cancel: fn(self._store, progress, cancel), on_done, on_error, on_progress)
+            if load:
+                task.bind(lambda progress, cancel: run_load(self._store, fn, progress, cancel), on_done, on_error,
+                          on_progress)
+            else:
+                task.bind(lambda progress, cancel: fn(self._store, progress, cancel), on_done, on_error, on_progress)
             self._executor.submit(self._run, task)
         return task
 
@@ -173,12 +196,12 @@ class TaskRunner(QObject):
                     if cancel.is_set():
                         return None
                     log.info("helper process unavailable; running %s on the database worker", fn.__name__)
-                    return self._executor.submit(lambda: fn(self._store, *args)).result()
+                    return self._executor.submit(lambda: run_load(self._store, fn, *args)).result()
 
             task.bind(in_helper, on_done, on_error, None)
             self._helper_waiter.submit(self._run, task)
         else:
-            task.bind(lambda _p, _c: fn(self._store, *args), on_done, on_error, None)
+            task.bind(lambda _p, _c: run_load(self._store, fn, *args), on_done, on_error, None)
             self._executor.submit(self._run, task)
         return task
 
@@ -217,7 +240,8 @@ class TaskRunner(QObject):
             if on_done is not None:
                 on_done(info)
 
-        return self.submit(lambda _store, _p, _c: self._open_in_worker(path), on_done=opened, on_error=on_error)
+        return self.submit(lambda _store, _p, _c: self._open_in_worker(path), on_done=opened, on_error=on_error,
+                           load=False)
 
     def cancel(self, key: str) -> None:
         """Cancel the task of KEY, if any (its result is dropped)."""
@@ -267,7 +291,8 @@ class TaskRunner(QObject):
         old, self._store = self._store, store
         if old is not None:
             old.close()
-        return OpenedStore(path=store.location.display, writable=store.writable, data_version=store.data_version())
+        return OpenedStore(path=store.location.display, writable=store.writable, data_version=store.fingerprint(),
+                           local_path=_local_path(store))
 
     def _close_in_worker(self) -> None:
         if self._store is not None:

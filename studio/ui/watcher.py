@@ -1,71 +1,55 @@
-"""Notice when another process writes to the open database: watch the file, its -wal and its folder."""
+"""Notice when another process writes to the open store: poll its fingerprint at a gentle interval.
+
+Every backend answers `MemoryStore.fingerprint()` cheaply (a local file: SQLite's data_version and
+two stat calls; PostgreSQL: the server's transaction snapshot, and counts only when it moved), so
+one mechanism serves files and servers alike; no file-system watch is needed.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
-#: Quiet time after the last file-system change before `files_changed` is emitted (ms).
-DEBOUNCE_MS = 500
+#: How often the open store is asked whether it changed (ms): gentle on a server, quick enough for a person.
+POLL_MS = 2000
 
 
 class DatabaseWatcher(QObject):
-    """Emit `files_changed` once things settle after the database file or its -wal changed on disk.
+    """Emit `check_due` every INTERVAL_MS while a store is watched; the window then compares its fingerprint.
 
-    The folder is watched too: a writer creates and deletes the -wal (checkpoints), and a replaced
-    file drops out of QFileSystemWatcher's list; both are re-added when they reappear.
+    `path` is the local database file (the window also checks that it is still a SQLite file), or
+    None for a server store. Polling stops with `stop()` (window closed, another store opened).
     """
 
-    files_changed = Signal()
+    check_due = Signal()
 
-    def __init__(self, parent: QObject | None = None, *, debounce_ms: int = DEBOUNCE_MS):
+    def __init__(self, parent: QObject | None = None, *, interval_ms: int = POLL_MS):
         super().__init__(parent)
         self._path: str | None = None
-        self._watcher = QFileSystemWatcher(self)
-        self._watcher.fileChanged.connect(self._on_watcher_changed)
-        self._watcher.directoryChanged.connect(self._on_watcher_changed)
         self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(debounce_ms)
-        self._timer.timeout.connect(self.files_changed)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self.check_due)
 
     @property
     def path(self) -> str | None:
-        """Return the database watched, or None."""
+        """Return the local database file watched (None: a server store, or nothing watched)."""
         return self._path
 
-    def watched(self) -> list[str]:
-        """Return the paths currently watched."""
-        return self._watcher.files() + self._watcher.directories()
+    @property
+    def active(self) -> bool:
+        """Return True while polling."""
+        return self._timer.isActive()
 
-    def watch(self, path: str) -> None:
-        """Watch database PATH (and PATH-wal, and its folder) instead of the previous one."""
-        self.stop()
-        self._path = path
-        self._add_missing()
+    def watch(self, path: str | None) -> None:
+        """Poll for changes of the store just opened; PATH: its local file, or None for a server store."""
+        self._path = os.fspath(path) if path is not None else None
+        self._timer.start()
 
     def stop(self) -> None:
-        """Stop watching."""
+        """Stop polling."""
         self._timer.stop()
-        old = self.watched()
-        if old:
-            self._watcher.removePaths(old)
         self._path = None
-
-    def _add_missing(self) -> None:
-        if self._path is None:
-            return
-        wanted = [self._path, self._path + "-wal", str(Path(self._path).parent)]
-        present = set(self.watched())
-        missing = [p for p in wanted if p not in present and os.path.exists(p)]
-        if missing:
-            self._watcher.addPaths(missing)
-
-    def _on_watcher_changed(self, _path: str) -> None:
-        self._add_missing()
-        self._timer.start()
 
 
 #: The first 16 bytes of every SQLite database file.

@@ -177,7 +177,7 @@ def test_generation_changed_while_the_model_was_thinking(fixture_db, fake_llm, c
     def responder(request):  # another writer adds a generation while the model "thinks"
         rows, _ = history(path)
         writes.revert_to_generation(str(path), lookup_key="thread:support-1", generation_count=1,
-                                    expected_record_id=rows[0].id)
+                                    expected_record_id=rows[0].id, count_observations=count_observations)
         state["after"] = digest(path)
         return Reply(text=TAGGED)
 

@@ -21,6 +21,7 @@ import json
 import libsql
 import pytest
 
+from studio.engine.tokens import stamp_estimates
 from studio.store.write.activation import activate_buffered
 from tests.conftest import copy_fixture
 from tests.interop.conftest import dump_tables, run_node
@@ -81,7 +82,7 @@ def test_resource_activation_matches_mastra_and_mastra_continues(mastra_corpus, 
     assert dump_tables(b) == before
     mastra = run_node(mastra_corpus, "mastra-activate.mjs", a, thread_id)
     assert mastra["activated"] is True and mastra["scope"] == "resource"
-    ours = activate_buffered(b, thread_id=thread_id, lookup_key=RECORD)
+    ours = activate_buffered(b, thread_id=thread_id, lookup_key=RECORD, stamp_estimates=stamp_estimates)
     assert ours["activated_cycle_ids"] == mastra["chunks"]["activatedCycleIds"]
     assert ours["activated_message_ids"] == mastra["chunks"]["activatedMessageIds"]
     assert ours["chunks_after"] == mastra["chunks"]["after"]

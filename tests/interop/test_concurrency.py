@@ -13,6 +13,7 @@ import time
 import libsql
 import pytest
 
+from studio.engine.tokens import count_observations
 from studio.errors import WriteRefused
 from studio.store.memory_store import MemoryStore
 from studio.store.write.protocol import find_overtaking_writes, unrepaired
@@ -52,7 +53,8 @@ def _commit_during_run(corpus, path, idle_ms: int) -> tuple[dict, list[str], int
                                               expected_active_observations=current.active_observations,
                                               observations=parsed["observations"], current_task=parsed["current_task"],
                                               suggested_response=parsed["suggested_response"], idle_ms=idle_ms,
-                                              busy_timeout_ms=500, studio_metadata={"kind": "reflection"})
+                                              busy_timeout_ms=500, studio_metadata={"kind": "reflection"},
+                                              observation_tokens=count_observations(parsed["observations"]))
             except WriteRefused as exc:
                 assert exc.reason in ("generation-changed", "busy", "reflecting"), exc
                 refusals.append(exc.reason)
@@ -108,7 +110,7 @@ def test_reflection_while_mastra_writes_turns(mastra_corpus, tmp_path, idle_ms):
     # generationCount (Mastra does not re-read). Nothing is lost, both rows are kept, and the
     # protocol's watch step finds and repairs it: afterwards nothing is left unrepaired and the
     # generation Mastra reads next is held by one row.
-    while repair_overtaken_writes(path, lookup_key=KEY) is not None:
+    while repair_overtaken_writes(path, lookup_key=KEY, count_observations=count_observations) is not None:
         pass
     with MemoryStore.open(path) as store:
         history = store.om_history(KEY)

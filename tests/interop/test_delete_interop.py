@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from studio.engine.tokens import count_observations
 from studio.store.memory_store import MemoryStore
 from studio.store.write.transaction import Jsonb, write_transaction
 from studio.store.writes import clear_thread, clone_thread, delete_messages, revert_to_generation
@@ -102,7 +103,7 @@ def test_revert_then_mastra_continues_on_the_restored_generation(mastra_corpus, 
     with MemoryStore.open(path) as store:
         history = store.om_history("thread:support-1")
     row = revert_to_generation(path, lookup_key="thread:support-1", generation_count=0,
-                               expected_record_id=history[0].id)
+                               expected_record_id=history[0].id, count_observations=count_observations)
     assert row["activeObservations"] == history[-1].active_observations
     report = run_node(mastra_corpus, "continue.mjs", path, "support-1", "1")
     assert report["ok"] is True, report

@@ -17,9 +17,11 @@ import libsql
 import pytest
 
 from studio.cli_observe import parse_multi_thread_answer
+from studio.engine.observe_window import observation_window
+from studio.engine.tokens import stamp_estimates
 from studio.errors import WriteRefused
 from studio.store.write.activation import activate_buffered
-from studio.store.write.observation import ObserverOutput, commit_observation, observation_window
+from studio.store.write.observation import ObserverOutput, commit_observation
 from tests.conftest import copy_fixture
 from tests.interop.conftest import dump_tables, file_state, run_node
 
@@ -123,7 +125,7 @@ def test_activation_matches_mastra_and_mastra_continues(mastra_corpus, tmp_path)
     before = dump_tables(a)
     mastra = run_node(mastra_corpus, "mastra-activate.mjs", a, "long-run")
     assert mastra["activated"] is True
-    ours = activate_buffered(b, thread_id="long-run", lookup_key="thread:long-run")
+    ours = activate_buffered(b, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)
     assert ours["activated_cycle_ids"] == mastra["chunks"]["activatedCycleIds"]
     assert ours["activated_message_ids"] == mastra["chunks"]["activatedMessageIds"]
     assert ours["chunks_after"] == mastra["chunks"]["after"]
@@ -175,7 +177,7 @@ def test_activation_refused_while_buffering_leaves_file_identical(tmp_path):
                'WHERE "lookupKey" = ?', (_now_iso(), "thread:long-run"))
     state = file_state(path)
     with pytest.raises(WriteRefused) as err:
-        activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run")
+        activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)
     assert err.value.reason == "busy"
     assert file_state(path) == state
 
@@ -213,7 +215,8 @@ RESOURCE_OUTPUTS = {
 
 @pytest.mark.parametrize("thread_id", ["res-a", "res-b", "res-c"])
 def test_resource_observation_matches_mastra_and_mastra_continues(mastra_corpus, tmp_path, thread_id):
-    from studio.store.write.observation_resource import commit_resource_observation, resource_observation_window
+    from studio.engine.observe_window import resource_observation_window
+    from studio.store.write.observation_resource import commit_resource_observation
 
     answer_file = tmp_path / "answer.txt"
     answer_file.write_text(RESOURCE_ANSWER, encoding="utf-8")

@@ -25,6 +25,7 @@ import time
 
 import libsql
 
+from studio.engine.tokens import count_observations
 from studio.errors import StoreError, WriteRefused
 from studio.store.memory_store import MemoryStore
 from studio.store.write.protocol import find_overtaking_writes, studio_mark, unrepaired
@@ -78,7 +79,8 @@ def _repair(path, tally: Tally, history=None) -> list:
             return history
         history = None
         try:
-            row = repair_overtaken_writes(path, lookup_key=KEY, busy_timeout_ms=500)
+            row = repair_overtaken_writes(path, lookup_key=KEY, busy_timeout_ms=500,
+                                          count_observations=count_observations)
         except WriteRefused as exc:
             tally.refused(f"repair-{exc.reason}")
             time.sleep(0.01)
@@ -106,14 +108,16 @@ def _commit(path, history, k: int, tally: Tally, running: bool) -> None:
         if k % 5 == 4 and len(history) > 1:
             target = history[min(len(history) - 1, 1)]
             revert_to_generation(path, lookup_key=KEY, generation_count=target.generation_count,
-                                 expected_record_id=current.id, busy_timeout_ms=500)
+                                 expected_record_id=current.id, busy_timeout_ms=500,
+                                 count_observations=count_observations)
             tally.reverts += 1
         else:
             commit_reflection(path, lookup_key=KEY, expected_record_id=current.id,
                               expected_active_observations=current.active_observations,
                               observations=_reflection_of(current.active_observations, k),
                               current_task="- Primary: keep going", suggested_response="Continue.",
-                              studio_metadata={"kind": "reflection", "strategy": "test"}, busy_timeout_ms=500)
+                              studio_metadata={"kind": "reflection", "strategy": "test"}, busy_timeout_ms=500,
+                              observation_tokens=count_observations(_reflection_of(current.active_observations, k)))
     except WriteRefused as exc:
         assert exc.reason in ("generation-changed", "busy", "reflecting", "invalid"), exc
         tally.refused(exc.reason)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libsql
 import pytest
 
+from studio.engine.tokens import count_observations
 from studio.store.memory_store import MemoryStore
 from studio.store.writes import commit_reflection
 from tests.conftest import copy_fixture
@@ -80,7 +81,7 @@ def test_reflection_matches_mastra_and_mastra_continues(mastra_corpus, tmp_path,
                              expected_active_observations=current.active_observations,
                              observations=parsed["observations"], current_task=parsed["current_task"],
                              suggested_response=parsed["suggested_response"], thread_title=parsed["thread_title"],
-                             thread_id=thread_id)
+                             thread_id=thread_id, observation_tokens=count_observations(parsed["observations"]))
 
     added_a, changed_a = _changes(before, dump_tables(a))
     added_b, changed_b = _changes(before, dump_tables(b))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from studio.engine.tokens import count_observations
 from studio.errors import StoreError, WriteRefused
 from studio.store.backup import backup_database
 from studio.store.memory_store import MemoryStore
@@ -78,7 +79,8 @@ def test_session_backs_up_once_before_its_first_write(fixture_db):
     clone = session.clone_thread(path, "support-2")
     with MemoryStore.open(path) as store:
         rec = store.om_current("thread:support-1")
-    session.commit_reflection(path, lookup_key="thread:support-1", expected_record_id=rec.id, observations="* 🔴 x")
+    session.commit_reflection(path, lookup_key="thread:support-1", expected_record_id=rec.id, observations="* 🔴 x",
+                              observation_tokens=count_observations("* 🔴 x"))
     assert len(made) == 1 and session.backups == {path.resolve(): backup}
     with MemoryStore.open(backup) as store:
         assert store.get_thread(clone["thread"]["id"]) is None and store.message_count("support-3") == 18

@@ -16,12 +16,13 @@ import libsql
 import pytest
 
 from studio.cli_observe import parse_multi_thread_answer, parse_observer_answer
-from studio.engine.tokens import count_observations
+from studio.engine.observe_window import observation_window
+from studio.engine.tokens import count_observations, stamp_estimates
 from studio.errors import WriteRefused
 from studio.store.memory_store import MemoryStore
 from studio.store.write.activation import activate_buffered, activation_chunk_count
 from studio.store.write.om_messages import filter_for_persistence
-from studio.store.write.observation import ObserverOutput, commit_observation, observation_window
+from studio.store.write.observation import ObserverOutput, commit_observation
 from tests.conftest import copy_fixture
 from tests.interop.conftest import file_state
 
@@ -134,7 +135,8 @@ def test_activation_moves_the_chunk(tmp_path):
     with MemoryStore.open(path) as store:
         before = store.om_current("thread:long-run")
     (chunk,) = before.buffered_chunks
-    result = activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run")
+    result = activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run",
+                               stamp_estimates=stamp_estimates)
     row = result["row"]
     assert row["activeObservations"] == (before.active_observations + f"\n\n--- message boundary "
                                          f"({chunk['lastObservedAt']}) ---\n\n" + chunk["observations"])
@@ -142,7 +144,7 @@ def test_activation_moves_the_chunk(tmp_path):
     assert row["bufferedObservationChunks"] is None and row["lastBufferedAtTokens"] == 0
     assert row["totalTokensObserved"] == before.columns["totalTokensObserved"]  # activation never adds to it
     with pytest.raises(WriteRefused) as err:  # nothing left
-        activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run")
+        activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)
     assert err.value.reason == "not-found"
 
 

@@ -13,6 +13,7 @@ import json
 import libsql
 import pytest
 
+from studio.engine.tokens import count_observations
 from studio.errors import WriteRefused
 from studio.store.memory_store import MemoryStore
 from studio.store.records import iso_to_ms, ms_to_iso
@@ -45,7 +46,8 @@ def history(path):
 def studio_commit(path, now_ms=NOW, **kw):
     current = history(path)[0]
     return commit_reflection(path, lookup_key=KEY, expected_record_id=current.id, observations=OBS,
-                             studio_metadata={"kind": "reflection", "strategy": "test"}, now_ms=now_ms, **kw)
+                             studio_metadata={"kind": "reflection", "strategy": "test"}, now_ms=now_ms, **kw,
+                             observation_tokens=count_observations(OBS))
 
 
 def mastra_appends(path, record_id, text, cursor):
@@ -77,7 +79,7 @@ def mastra_reflects(path, record_id, new_id, line):
 def test_the_mark_names_its_own_row_so_a_copy_is_not_mistaken_for_a_studio_write(fixture_db):
     path = fixture_db("support")
     ours = revert_to_generation(path, lookup_key=KEY, generation_count=0, expected_record_id=history(path)[0].id,
-                                now_ms=NOW)
+                                now_ms=NOW, count_observations=count_observations)
     mastra_reflects(path, ours["id"], "mastra-next", "* 🔴 (12:00) Reflection: condensed.")
     rows = {r.id: r for r in history(path)}
     # Mastra's createReflectionGeneration copies metadata: the copy still says kind "revert" ...
@@ -150,7 +152,7 @@ def test_observations_appended_to_the_superseded_row_are_found_and_carried_forwa
     assert [(f.kind, f.record_id, f.overtaken_record_id, f.added_lines, f.cursor) for f in found] == [
         ("superseded-row-written", read_at_turn_start.id, ours["id"], ["Date: Dec 1, 2026", STRANDED], cursor)]
     before = dump_tables(path)
-    repair = repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000)
+    repair = repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000, count_observations=count_observations)
     after = dump_tables(path)
     # a NEW generation: no row that existed was changed
     assert {k: v for k, v in after["mastra_observational_memory"].items() if k != repair["id"]} == \
@@ -158,7 +160,8 @@ def test_observations_appended_to_the_superseded_row_are_found_and_carried_forwa
     assert repair["generationCount"] == 4 and repair["lastObservedAt"] == cursor
     assert repair["activeObservations"] == f"{OBS}\n\n--- message boundary ({cursor}) ---\n\nDate: Dec 1, 2026\n{STRANDED}"
     assert unrepaired(find_overtaking_writes(history(path))) == []
-    assert repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 11_000) is None  # nothing left
+    assert repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 11_000,
+                                   count_observations=count_observations) is None  # nothing left
     # Mastra writes onto the old row once more: only the new line is unrepaired now
     mastra_appends(path, read_at_turn_start.id, "* 🟢 (10:30) Yet another late line.", ms_to_iso(NOW + 12_000))
     [late] = unrepaired(find_overtaking_writes(history(path)))
@@ -172,7 +175,7 @@ def test_a_fork_is_repaired_past_both_rows_keeping_the_studios_log_and_mastras_n
     mastra_reflects(path, read_at_turn_start.id, "mastra-fork", FORKED)
     [fork] = find_overtaking_writes(history(path))
     assert (fork.kind, fork.generation, fork.overtaken_record_id, fork.added_lines) == ("fork", 3, ours["id"], [FORKED])
-    repair = repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000)
+    repair = repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000, count_observations=count_observations)
     assert repair["generationCount"] == 4  # past both rows holding generation 3: Mastra reads this one next
     assert repair["activeObservations"].startswith(OBS) and repair["activeObservations"].endswith(FORKED)
     assert studio_mark(repair)["kind"] == "repair" and studio_mark(repair)["repairs"][-1]["recordId"] == "mastra-fork"
@@ -184,7 +187,8 @@ def test_the_user_may_prefer_the_agents_version(fixture_db):
     read_at_turn_start = history(path)[0]
     studio_commit(path)
     mastra_reflects(path, read_at_turn_start.id, "mastra-fork", FORKED)
-    repair = repair_overtaken_writes(path, lookup_key=KEY, prefer="revert", now_ms=NOW + 10_000)
+    repair = repair_overtaken_writes(path, lookup_key=KEY, prefer="revert", now_ms=NOW + 10_000,
+                                     count_observations=count_observations)
     fork_text = next(r for r in history(path) if r.id == "mastra-fork").active_observations
     assert repair["activeObservations"] == fork_text and OBS not in repair["activeObservations"]
     assert unrepaired(find_overtaking_writes(history(path))) == []
@@ -200,7 +204,7 @@ def test_a_repair_is_refused_while_the_agent_is_observing(fixture_db):
                  (ms_to_iso(NOW + 9000), ours["id"]))
     conn.close()
     with pytest.raises(WriteRefused) as info:
-        repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000)
+        repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000, count_observations=count_observations)
     assert info.value.reason == "busy"
 
 

@@ -65,6 +65,7 @@ def reflect(path, key="thread:support-1", **kwargs):
     rec = current(path, key)
     args = {"lookup_key": key, "expected_record_id": rec.id, "observations": OBS, "now_ms": NOW}
     args.update(kwargs)
+    args.setdefault("observation_tokens", count_observations(args["observations"]))
     return commit_reflection(path, **args)
 
 
@@ -176,12 +177,16 @@ def test_refused_when_another_connection_holds_the_write_lock(fixture_db):
     ({"thread_id": "support-2"}, "invalid"),        # does not match the thread lookup key
     ({"now_ms": -1}, "invalid"),
     ({"idle_ms": -5}, "invalid"),
+    ({"observation_tokens": -1}, "invalid"),
+    ({"observation_tokens": "12"}, "invalid"),
+    ({"observation_tokens": True}, "invalid"),
 ])
 def test_bad_arguments_are_refused_without_writing(fixture_db, kwargs, reason):
     path = fixture_db("support")
     rec = current(path, "thread:support-1")
     before = state(path)
-    args = {"lookup_key": "thread:support-1", "expected_record_id": rec.id, "observations": OBS, "now_ms": NOW}
+    args = {"lookup_key": "thread:support-1", "expected_record_id": rec.id, "observations": OBS, "now_ms": NOW,
+            "observation_tokens": count_observations(OBS)}
     args.update(kwargs)
     with pytest.raises(WriteRefused) as info:
         commit_reflection(path, **args)
@@ -195,7 +200,7 @@ def test_resource_scope_needs_the_thread_for_its_current_task(fixture_db):
     before = state(path)
     with pytest.raises(WriteRefused) as info:
         commit_reflection(path, lookup_key="resource:user-erin", expected_record_id=rec.id, observations=OBS,
-                          current_task="Summarise")
+                          current_task="Summarise", observation_tokens=count_observations(OBS))
     assert info.value.reason == "invalid" and "thread_id" in str(info.value)
     assert state(path) == before
 
@@ -209,11 +214,12 @@ def test_resource_scope_refuses_a_thread_of_another_resource(fixture_db):
     before = state(path)
     with pytest.raises(WriteRefused) as info:
         commit_reflection(path, lookup_key="resource:user-erin", expected_record_id=rec.id, observations=OBS,
-                          current_task="Summarise", thread_id="stranger")
+                          current_task="Summarise", thread_id="stranger", observation_tokens=count_observations(OBS))
     assert info.value.reason == "invalid" and "belongs to resource" in str(info.value)
     assert state(path) == before
     row = commit_reflection(path, lookup_key="resource:user-erin", expected_record_id=rec.id, observations=OBS,
-                            current_task="Summarise", thread_id="res-b", now_ms=NOW)
+                            current_task="Summarise", thread_id="res-b", now_ms=NOW,
+                            observation_tokens=count_observations(OBS))
     assert row["threadId"] is None and row["lookupKey"] == "resource:user-erin"
     assert thread(path, "res-b").metadata["mastra"]["om"]["currentTask"] == "Summarise"
 
@@ -226,7 +232,8 @@ def test_a_file_url_is_accepted(fixture_db):
 
 def test_missing_file_and_non_mastra_file_write_nothing(tmp_path):
     with pytest.raises(StoreError):
-        commit_reflection(tmp_path / "missing.db", lookup_key="thread:t", expected_record_id="x", observations=OBS)
+        commit_reflection(tmp_path / "missing.db", lookup_key="thread:t", expected_record_id="x", observations=OBS,
+                          observation_tokens=count_observations(OBS))
     assert not (tmp_path / "missing.db").exists()
     plain = make_plain_sqlite(tmp_path / "plain.db")
     digest = hashlib.sha256(plain.read_bytes()).hexdigest()
@@ -270,7 +277,7 @@ def test_a_thread_without_metadata_gets_mastras_om_object(fixture_db):
     rec = current(path, "thread:room_7")
     assert thread(path, "room_7").metadata is None
     commit_reflection(path, lookup_key="thread:room_7", expected_record_id=rec.id, observations=OBS,
-                      current_task="Gather the notes", now_ms=NOW)
+                      current_task="Gather the notes", now_ms=NOW, observation_tokens=count_observations(OBS))
     assert thread(path, "room_7").metadata == {"mastra": {"om": {"currentTask": "Gather the notes", "extracted": {}}}}
     conn = libsql.connect(f"file:{path}?mode=ro")
     assert conn.execute("SELECT typeof(metadata) FROM mastra_threads WHERE id = 'room_7'").fetchall() == [("blob",)]
@@ -299,7 +306,7 @@ def test_revert_appends_a_generation_with_the_old_observations(fixture_db):
     rows = history(path, "thread:support-1")
     meta_before = thread(path, "support-1")
     row = revert_to_generation(path, lookup_key="thread:support-1", generation_count=0,
-                               expected_record_id=rows[0].id, now_ms=NOW)
+                               expected_record_id=rows[0].id, now_ms=NOW, count_observations=count_observations)
     gen0 = rows[-1]
     assert row["generationCount"] == 3 and row["originType"] == "reflection"
     assert row["activeObservations"] == gen0.active_observations
@@ -325,7 +332,8 @@ def test_revert_refusals_write_nothing(fixture_db, generation, expected, reason)
     before = state(path)
     with pytest.raises(WriteRefused) as info:
         revert_to_generation(path, lookup_key="thread:support-1", generation_count=generation,
-                             expected_record_id=rows[0].id if expected == "current" else rows[1].id, now_ms=NOW)
+                             expected_record_id=rows[0].id if expected == "current" else rows[1].id, now_ms=NOW,
+                             count_observations=count_observations)
     assert info.value.reason == reason
     assert state(path) == before
 
@@ -424,7 +432,8 @@ def test_concurrent_commits_from_two_threads_one_wins(fixture_db):
     def run():
         try:
             results.append(commit_reflection(path, lookup_key="thread:support-1", expected_record_id=rec.id,
-                                             observations=OBS)["generationCount"])
+                                             observations=OBS,
+                                             observation_tokens=count_observations(OBS))["generationCount"])
         except WriteRefused as exc:
             results.append(exc.reason)
 

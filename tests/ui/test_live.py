@@ -120,3 +120,20 @@ def test_auto_refresh_on_a_file_nobody_had_open(studio, studio_ctx, fixture_db, 
 
     qtbot.waitUntil(lambda: tab.model.rowCount() == 58 and studio_ctx.runner.pending == 0, timeout=15000)
     assert window.current_thread_id == "support-1"
+
+
+def test_a_commit_by_another_process_is_picked_up_by_polling(studio, studio_ctx, fixture_db, qtbot):
+    """Live refresh polls the store's fingerprint (no file-system watch): a title changed by a separate
+    process shows up by itself."""
+    import subprocess
+    import sys
+
+    path = fixture_db("tools")
+    window = studio(path)
+    assert window.watcher.active and window.watcher.path == str(path)
+    code = ("import libsql, sys\nc = libsql.connect(sys.argv[1])\n"
+            "c.execute(\"UPDATE mastra_threads SET title = 'Renamed by another process' WHERE id = 'tools-1'\")\n"
+            "c.commit()\nc.close()\n")
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
+    qtbot.waitUntil(lambda: window.thread_model.index(0, ThreadColumn.TITLE).data() == "Renamed by another process",
+                    timeout=15000)

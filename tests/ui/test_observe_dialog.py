@@ -13,6 +13,7 @@ import time
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtTest import QTest
 
+from studio.engine.tokens import stamp_estimates
 from studio.cli import main
 from studio.engine.observer_format import format_messages_for_observer
 from studio.store.memory_store import MemoryStore
@@ -171,7 +172,7 @@ def test_activate_dialog_writes_what_activate_buffered_writes(studio, studio_ctx
     dialog.confirm = lambda title, text: True
     assert dialog.activate()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
-    ours = activate_buffered(other, thread_id="long-run", lookup_key="thread:long-run")
+    ours = activate_buffered(other, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)
     assert ours["chunks_after"] == len(plan.chunks) - plan.count
     assert _same_write(before, path, other) > 3
     with MemoryStore.open(path) as store:

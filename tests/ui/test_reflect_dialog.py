@@ -174,7 +174,8 @@ def test_commit_refused_when_the_agent_reflected_meanwhile(studio, studio_ctx, f
     assert dialog.busy is None and dialog.isVisible() and current(path).id == before.id
     # Meanwhile "the agent" reflects: generation 3 appears.
     commit_reflection(path, lookup_key="thread:support-1", expected_record_id=before.id,
-                      observations="* 🔴 (10:00) written by the agent")
+                      observations="* 🔴 (10:00) written by the agent",
+                      observation_tokens=count_observations("* 🔴 (10:00) written by the agent"))
     written = snapshot(path, shm=False)
     dialog.confirm = lambda title, text: True
     assert dialog.commit()
@@ -237,7 +238,8 @@ RESOURCE_LOG = """Date: Nov 29, 2026
 def test_rule_based_commit_on_a_resource_scope_record(studio, studio_ctx, fixture_db):
     path = fixture_db("resource")
     seeded = commit_reflection(path, lookup_key="resource:user-erin", expected_record_id=current(
-        path, "resource:user-erin").id, observations=RESOURCE_LOG)
+        path, "resource:user-erin").id, observations=RESOURCE_LOG,
+                               observation_tokens=count_observations(RESOURCE_LOG))
     window = studio(path, thread_id="res-a")
     dialog = open_dialog(window)
     assert dialog.reflection_input.lookup_key == "resource:user-erin"

@@ -117,7 +117,8 @@ def test_revert_refused_when_a_generation_was_written_meanwhile(studio, studio_c
     window.watcher.stop()                                    # the history on screen is now outdated
     dialog = open_revert(window, studio_ctx, 2)
     commit_reflection(path, lookup_key=KEY, expected_record_id=history(path)[0].id,
-                      observations="* 🔴 (10:00) written by the agent")
+                      observations="* 🔴 (10:00) written by the agent",
+                      observation_tokens=count_observations("* 🔴 (10:00) written by the agent"))
     written = snapshot(path, shm=False)
     failures = []
     tab.write_failed.connect(failures.append)

@@ -20,7 +20,6 @@ from studio.engine.doctor.om_checks import check_current, check_generations, che
 from studio.engine.doctor.schema_checks import (check_resource_json, check_schema, check_thread_json,
                                                 check_timestamp_twins)
 from studio.errors import EngineError
-from studio.store import schema as sc
 from studio.store.memory_store import MemoryStore
 from studio.store.records import OMRecord, Thread
 
@@ -93,17 +92,7 @@ def _referenced_ids(rec: OMRecord) -> set[str]:
 
 def _histories(store: MemoryStore, keys: list[str]) -> dict[str, list[OMRecord]]:
     """Return {lookupKey: its generations, newest first} for KEYS, ID_CHUNK keys per query."""
-    out: dict[str, list[OMRecord]] = {k: [] for k in keys}
-    if not store.schema.has_observational_memory:
-        return out
-    for i in range(0, len(keys), ID_CHUNK):
-        part = keys[i:i + ID_CHUNK]
-        rows = store._select(sc.OBSERVATIONAL_MEMORY, [],
-                             f'WHERE "lookupKey" IN ({", ".join("?" * len(part))}) '
-                             'ORDER BY "lookupKey", "generationCount" DESC', part)
-        for row in rows:
-            out.setdefault(row["lookupKey"], []).append(store._om(row))
-    return out
+    return store.om_histories(keys, chunk=ID_CHUNK)
 
 
 def _check_key(store: MemoryStore, plan: DoctorPlan, key: str,

@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Callable
 
-from studio.engine import tokens
 from studio.common.jscompat import UNDEFINED
 from studio.common.om_settings import max_threshold, resolve_settings
 from studio.errors import WriteRefused
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
-from studio.engine.unobserved import storage_cursor
+from studio.store.records import storage_cursor
 from studio.store.write.common import (
     iso, js_date_round_trip, js_parse, latest_om_row, now_ms_or_clock, read_om_row, read_thread, stringify,
     thread_metadata, to_int,
@@ -135,7 +134,7 @@ def _newest_resource_assistant(tx: WriteTx, resource_id: str, last_observed_at: 
 
 
 def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: str | None, now_ms: int,
-            idle_ms: int) -> dict:
+            idle_ms: int, stamp_estimates: Callable[[dict, Any], Any]) -> dict:
     latest = latest_om_row(tx, lookup_key)
     if latest is None:
         raise WriteRefused("not-found", f"There is no Observational Memory record for {lookup_key}.")
@@ -181,7 +180,7 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
         else newest_assistant_message(tx, thread_id)
     if target is not None:
         if not resource:  # Mastra counts (and caches on parts) only with async observation, never on in resource scope
-            tokens.count_message_for_status(target, model=settings.counter_model, stamp=True)
+            stamp_estimates(target, settings.counter_model)
         marker_config = {k: v for k, v in (("messageTokens", obs.get("messageTokens", UNDEFINED)),
                                            ("observationTokens", ref.get("observationTokens", UNDEFINED)),
                                            ("scope", latest.get("scope"))) if v is not UNDEFINED}
@@ -215,11 +214,15 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
 
 
 def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_key: str,
-                      expected_record_id: str | None = None, idle_ms: int = 0, now_ms: int | None = None,
+                      stamp_estimates: Callable[[dict, Any], Any], expected_record_id: str | None = None,
+                      idle_ms: int = 0, now_ms: int | None = None,
                       busy_timeout_ms: int | None = None) -> dict:
     """Activate LOOKUP_KEY's buffered observation chunks as Mastra's activate() + resetBufferingState() do.
 
     THREAD_ID: the thread the activation runs for (metadata, title and the marker go there).
+    STAMP_ESTIMATES(message, counter model): writes into the message dict the token-estimate caches
+    Mastra's counter stamps on the parts it counts (the engine's `studio.engine.tokens.stamp_estimates`);
+    applied to the marker's message inside the transaction.
     EXPECTED_RECORD_ID: the generation the caller looked at (None: whatever is current).
     IDLE_MS: the protocol's quiet period (ms; 0 = no time check). NOW_MS: the write time (epoch ms).
     Returns {"row": the updated OM row, "activated_cycle_ids", "activated_message_ids",
@@ -231,7 +234,10 @@ def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_ke
         raise WriteRefused("invalid", "thread_id must be a thread id")
     if not isinstance(lookup_key, str) or not lookup_key.startswith(("thread:", "resource:")):
         raise WriteRefused("invalid", f"lookup_key must look like 'thread:<id>' or 'resource:<id>', not {lookup_key!r}")
+    if not callable(stamp_estimates):
+        raise WriteRefused("invalid", "stamp_estimates must be a function (message, model), such as "
+                                      "studio.engine.tokens.stamp_estimates")
     now = now_ms_or_clock(now_ms)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
-        return _commit(tx, lookup_key, thread_id, expected_record_id, now, idle_ms)
+        return _commit(tx, lookup_key, thread_id, expected_record_id, now, idle_ms, stamp_estimates)

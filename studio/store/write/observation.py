@@ -27,16 +27,11 @@ rewrites `activeObservations` from its own copy, which drops our appended text.
 
 from __future__ import annotations
 
-import copy
-import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from studio.engine import tokens
 from studio.common.jscompat import UNDEFINED, js_trim
-from studio.common.om_settings import dynamic_threshold, resolve_settings
-from studio.engine.unobserved import is_working_memory_state_signal, storage_cursor, unobserved_messages
 from studio.errors import WriteRefused
 from studio.store.records import Message, OMRecord, iso_to_ms
 from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, THREADS
@@ -51,7 +46,7 @@ from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
 
-__all__ = ["ObserverOutput", "ObservationWindow", "observation_window", "commit_observation", "observation_survived"]
+__all__ = ["ObserverOutput", "ObservationWindow", "commit_observation", "observation_survived"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +67,11 @@ class ObservationWindow:
     MESSAGES: Mastra message dicts (storage order); TOKENS: `countMessagesAsync` of them (tokenx);
     PENDING_MESSAGE_TOKENS: the record's stored value; THRESHOLD: the message-token threshold in force;
     MEETS: observe()'s own gate, PENDING_MESSAGE_TOKENS + TOKENS >= THRESHOLD. RECORD: the OM row read.
+    Built by the engine (`studio.engine.observe_window.observation_window`), which also hands over
+    the rules the write applies inside its transaction: SINCE, the storage cursor the messages were
+    read from (None: all); SELECT(messages) -> the window (Mastra message dicts) of stored
+    `Message`s, to check that the window is still the same; COUNT_OBSERVATIONS(text) -> tokens,
+    Mastra's estimate of the new log (`observationTokenCount`).
     """
 
     thread_id: str
@@ -84,6 +84,9 @@ class ObservationWindow:
     threshold: int
     message_tokens: Any
     observation_tokens: Any
+    since: str | None = None
+    select: Callable[[list[Message]], list[dict]] = field(default=None, repr=False, compare=False)
+    count_observations: Callable[[str], int] = field(default=None, repr=False, compare=False)
 
     @property
     def meets(self) -> bool:
@@ -103,65 +106,6 @@ class ObservationWindow:
                 "threshold": self.threshold, "meets": self.meets}
 
 
-def _config(record_config: Any) -> dict:
-    if isinstance(record_config, (str, bytes, bytearray)):
-        try:
-            record_config = json.loads(record_config)
-        except ValueError:
-            return {}
-    return record_config if isinstance(record_config, dict) else {}
-
-
-def _window(messages: list[Message], record: OMRecord) -> list[dict]:
-    loaded = [m.as_mastra() for m in messages]
-    loaded = [m for m in loaded if m["role"] != "system" and not is_working_memory_state_signal(m)]
-    return unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
-
-
-def thread_and_record(store, thread_id: str):
-    """Return (thread, lookup key, current OM record) of THREAD_ID in STORE (a MemoryStore).
-
-    Raises WriteRefused("not-found") when the thread or its OM record does not exist.
-    """
-    thread = store.get_thread(thread_id)
-    if thread is None:
-        raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
-    key = store.lookup_key_for_thread(thread)
-    record = store.om_current(key) if key else None
-    if record is None:
-        raise WriteRefused("not-found", f"Thread {thread_id!r} has no Observational Memory record.")
-    return thread, key, record
-
-
-def observation_window(path: str | os.PathLike[str], thread_id: str) -> ObservationWindow:
-    """Read THREAD_ID's unobserved window (read-only) as Mastra's observe() selects it.
-
-    The messages are those Memory.getContext loads (the thread's stored messages from the
-    record's `lastObservedAt` on), filtered by getUnobservedMessages (observedMessageIds, marker
-    boundaries, cursor). Raises WriteRefused("not-found") without the thread or an OM record, and
-    ("invalid") for a resource-scope record (see `observation_resource`).
-    """
-    from studio.store.memory_store import MemoryStore
-
-    with MemoryStore.open(path) as store:
-        thread, key, record = thread_and_record(store, thread_id)
-        if record.scope == "resource" or key.startswith("resource:"):
-            raise WriteRefused("invalid", f"{key} is a resource-scope record: its window is read by "
-                                          "studio.store.write.observation_resource.resource_observation_window.")
-        raw = store.list_messages(thread.id, since=storage_cursor(record.last_observed_at))
-    window = _window(raw, record)
-    config = _config(record.config)
-    settings = resolve_settings(config, record.scope)
-    obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
-    ref = config.get("reflection") if isinstance(config.get("reflection"), dict) else {}
-    counted = tokens.count_messages_for_status(copy.deepcopy(window), model=settings.counter_model)
-    return ObservationWindow(thread_id=thread.id, lookup_key=key, scope=record.scope or "thread", record=record,
-                             messages=window, tokens=counted, pending_message_tokens=to_int(record.columns.get("pendingMessageTokens")),
-                             threshold=dynamic_threshold(settings.message_tokens, record.observation_token_count),
-                             message_tokens=obs.get("messageTokens", UNDEFINED),
-                             observation_tokens=ref.get("observationTokens", UNDEFINED))
-
-
 def _ids(value: Any) -> list:
     parsed = js_parse(value, "observedMessageIds") if value else None
     return list(parsed) if isinstance(parsed, list) else []
@@ -179,7 +123,7 @@ def _check_unchanged(tx: WriteTx, window: ObservationWindow, latest: dict) -> No
                            f"The Observational Memory of {window.lookup_key} changed since the window was read "
                            f"(record {latest['id']}, updated {latest.get('updatedAt')}); nothing was written. "
                            "Read the window again and retry.")
-    cursor = storage_cursor(window.record.last_observed_at)
+    cursor = window.since
     tail, params = "WHERE thread_id = ?", [window.thread_id]
     if cursor is not None:
         tail, params = tail + ' AND "createdAt" >= ?', params + [cursor]
@@ -187,7 +131,7 @@ def _check_unchanged(tx: WriteTx, window: ObservationWindow, latest: dict) -> No
     raw = [Message(id=r["id"], thread_id=r["thread_id"], role=r["role"], content=js_parse(r["content"], "content")
                    if isinstance(r["content"], str) and r["content"][:1] in "{[" else r["content"],
                    created_at=r["createdAt"], resource_id=r.get("resourceId"), type=r.get("type")) for r in rows]
-    now_window = _window(raw, window.record)
+    now_window = window.select(raw)
     if [m["id"] for m in now_window] != window.message_ids:
         raise WriteRefused("generation-changed",
                            f"Messages of thread {window.thread_id!r} changed since the window was read; nothing "
@@ -213,7 +157,7 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
     last_observed_at = js_date_round_trip(newest.get("createdAt"))
     old = latest.get("activeObservations") or ""
     active = f"{old}\n\n--- message boundary ({last_observed_at}) ---\n\n{observations}" if old else observations
-    whole = tokens.count_observations(active)
+    whole = window.count_observations(active)
     tx.update(OBSERVATIONAL_MEMORY, {
         "activeObservations": active, "lastObservedAt": last_observed_at, "pendingMessageTokens": 0,
         "observationTokenCount": whole, "totalTokensObserved": to_int(latest.get("totalTokensObserved")) + whole,
@@ -254,7 +198,7 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
                 "timestamp": now}})
         extracted_values = {k: v for k, v in (("current-task", task), ("suggested-response", response)) if v}
         end = {"cycleId": cycle, "operationType": "observation", "completedAt": now, "durationMs": 0,
-               "tokensObserved": window.tokens, "observationTokens": tokens.count_observations(observations),
+               "tokensObserved": window.tokens, "observationTokens": window.count_observations(observations),
                "observations": observations, "currentTask": task, "suggestedResponse": response,
                "extractedValues": extracted_values or None, "recordId": latest["id"], "threadId": window.thread_id}
         parts.append({"type": "data-om-observation-end", "data": {k: v for k, v in end.items() if v is not None}})
@@ -266,7 +210,8 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
 def commit_observation(path: str | os.PathLike[str], window: ObservationWindow, output: ObserverOutput, *,
                        force: bool = False, idle_ms: int = 0, now_ms: int | None = None,
                        busy_timeout_ms: int | None = None) -> dict:
-    """Write OUTPUT as the observation of WINDOW (from `observation_window`), as Mastra's observe() writes it.
+    """Write OUTPUT as the observation of WINDOW (`studio.engine.observe_window.observation_window`), as
+    Mastra's observe() writes it.
 
     FORCE: write although WINDOW does not meet observe()'s gate (Mastra would not observe yet; the
     reference script's `--force`). IDLE_MS: the protocol's quiet period (ms; 0 = no time check).
@@ -282,6 +227,9 @@ def commit_observation(path: str | os.PathLike[str], window: ObservationWindow, 
         raise WriteRefused("invalid", "The Observer's answer has no observations; nothing was written.")
     if not window.messages:
         raise WriteRefused("invalid", f"Thread {window.thread_id!r} has no unobserved messages; nothing to observe.")
+    if not (callable(window.select) and callable(window.count_observations)):
+        raise WriteRefused("invalid", "The window carries no window rule or token estimator: read it with "
+                                      "studio.engine.observe_window.observation_window.")
     return gated_commit(path, window, force, now_ms, busy_timeout_ms,
                         lambda tx, now: _commit(tx, window, output, observations, now, idle_ms))
 

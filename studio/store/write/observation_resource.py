@@ -24,29 +24,26 @@ an empty section, as Mastra's callMultiThread does. The protocol is the thread-s
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
-from studio.engine import tokens
 from studio.common.jscompat import UNDEFINED, js_trim
-from studio.common.om_settings import dynamic_threshold, max_threshold, resolve_settings
 from studio.errors import WriteRefused
-from studio.store.records import OMRecord, iso_to_ms, ms_to_iso
+from studio.store.records import OMRecord, iso_to_ms
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
 from studio.store.write.common import (
     iso, js_date_round_trip, latest_om_row, new_id, read_om_row, read_thread, stringify,
     thread_metadata, to_int,
 )
-from studio.store.write.observation import ObserverOutput, _config, _ids, _window, gated_commit, thread_and_record
+from studio.store.write.observation import ObserverOutput, _ids, gated_commit
 from studio.store.write.om_messages import new_thread_title, newest_assistant_message, set_thread_om, upsert_message
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import Jsonb, WriteTx
 
-__all__ = ["ResourceObservationWindow", "resource_observation_window", "commit_resource_observation"]
+__all__ = ["ResourceObservationWindow", "commit_resource_observation", "replace_or_append_section"]
 
 _THREAD_TAG = re.compile(r"</?thread\b[^>]{0,1024}>", re.I)
 _DATE = re.compile(r"Date:\s*([A-Za-z]+\s+\d+,\s+\d+)")
@@ -58,7 +55,9 @@ class ResourceObservationWindow:
 
     THREADS: [(thread id, messages, tokens)] of the threads picked, in Mastra's order (oldest
     message first); TOKENS / PENDING_MESSAGE_TOKENS / THRESHOLD: observe()'s gate over the turn's
-    window (the resource's messages after the record's lastObservedAt).
+    window (the resource's messages after the record's lastObservedAt). Built by the engine
+    (`studio.engine.observe_window.resource_observation_window`), with COUNT_OBSERVATIONS(text) ->
+    tokens, Mastra's estimate the write applies to the new log inside its transaction.
     """
 
     thread_id: str
@@ -71,6 +70,7 @@ class ResourceObservationWindow:
     threshold: int
     marker_config: dict
     snapshot: dict = field(repr=False)
+    count_observations: Callable[[str], int] = field(default=None, repr=False, compare=False)
 
     @property
     def meets(self) -> bool:
@@ -96,61 +96,6 @@ def _om(metadata: Any) -> dict:
     mastra = metadata.get("mastra") if isinstance(metadata, dict) else None
     om = mastra.get("om") if isinstance(mastra, dict) else None
     return om if isinstance(om, dict) else {}
-
-
-def resource_observation_window(path: str | os.PathLike[str], thread_id: str) -> ResourceObservationWindow:
-    """Read (read-only) what observe() for THREAD_ID of a resource-scope record would observe.
-
-    Raises WriteRefused("not-found") without the thread or record, ("invalid") for a thread-scope record.
-    """
-    from studio.store.memory_store import MemoryStore
-    from studio.engine.unobserved import storage_cursor
-
-    with MemoryStore.open(path) as store:
-        thread, key, record = thread_and_record(store, thread_id)
-        if not key.startswith("resource:"):
-            raise WriteRefused("invalid", f"{key} is not a resource-scope record.")
-        resource_id = record.resource_id
-        window = _window(store.list_resource_messages(resource_id, since=storage_cursor(record.last_observed_at)), record)
-        by_thread: dict[str, list[dict]] = {}
-        snapshot = {}
-        for t in store.list_threads(resource_id):
-            since_ms = iso_to_ms(_om(t.metadata).get("lastObservedAt"))
-            since = ms_to_iso(since_ms + 1) if since_ms is not None else None
-            msgs = [m.as_mastra() for m in store.list_messages(t.id, since=since)]
-            msgs = [m for m in msgs if m["role"] != "system"]
-            snapshot[t.id] = (t.updated_at, len(msgs), msgs[-1]["id"] if msgs else None)
-            if msgs:
-                by_thread[t.id] = msgs
-    if window:
-        merged = {m["id"]: m for m in by_thread.get(thread_id, [])}
-        for m in window:
-            merged[m["id"]] = m
-        by_thread[thread_id] = list(merged.values())
-    config = _config(record.config)
-    settings = resolve_settings(config, "resource")
-    counted = {tid: tokens.count_messages_for_status(copy.deepcopy(msgs), model=settings.counter_model)
-               for tid, msgs in by_thread.items()}
-    threshold = max_threshold(settings.message_tokens)
-    picked, total = [], 0
-    for tid in sorted(by_thread, key=lambda t: -counted[t]):  # stable, as Array#sort
-        if total >= threshold:
-            break
-        picked.append(tid)
-        total += counted[tid]
-
-    def oldest(tid: str) -> int:
-        return min((iso_to_ms(m.get("createdAt")) or 0) for m in by_thread[tid])
-    order = sorted(picked, key=oldest)
-    gate_tokens = tokens.count_messages_for_status(copy.deepcopy(window), model=settings.counter_model)
-    return ResourceObservationWindow(
-        thread_id=thread_id, lookup_key=key, record=record,
-        threads=[(tid, by_thread[tid], counted[tid]) for tid in order], window_ids=[m["id"] for m in window],
-        tokens=gate_tokens, pending_message_tokens=to_int(record.columns.get("pendingMessageTokens")),
-        threshold=dynamic_threshold(settings.message_tokens, record.observation_token_count),
-        marker_config={"messageTokens": threshold, "observationTokens": max_threshold(settings.reflection_tokens),
-                       "scope": "resource"},
-        snapshot=snapshot)
 
 
 def _boundary(at: str) -> str:
@@ -217,7 +162,7 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
     for tid, msgs, _ in window.threads:
         out = outputs.get(tid) or ObserverOutput("")
         obs = js_trim(out.observations or "")
-        cycle_tokens += tokens.count_observations(obs)
+        cycle_tokens += window.count_observations(obs)
         at = js_date_round_trip(_newest(msgs).get("createdAt"))
         section = f'<thread id="{tid}">\n{js_trim(_THREAD_TAG.sub("", obs))}\n</thread>'
         text = replace_or_append_section(text, section, at)
@@ -225,7 +170,7 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
     all_msgs = [m for _, msgs, _ in window.threads for m in msgs]
     last_observed_at = js_date_round_trip(_newest(all_msgs).get("createdAt"))
     ids = list(dict.fromkeys(_ids(latest.get("observedMessageIds")) + [m["id"] for m in all_msgs]))
-    whole = tokens.count_observations(text)
+    whole = window.count_observations(text)
     tx.update(OBSERVATIONAL_MEMORY, {
         "activeObservations": text, "lastObservedAt": last_observed_at, "pendingMessageTokens": 0,
         "observationTokenCount": whole, "totalTokensObserved": to_int(latest.get("totalTokensObserved")) + whole,
@@ -291,5 +236,8 @@ def commit_resource_observation(path: str | os.PathLike[str], window: ResourceOb
     observed = {t for t, _, _ in window.threads}
     if not observed:
         raise WriteRefused("invalid", f"No thread of {window.lookup_key} has unobserved messages; nothing to observe.")
+    if not callable(window.count_observations):
+        raise WriteRefused("invalid", "The window carries no token estimator: read it with "
+                                      "studio.engine.observe_window.resource_observation_window.")
     return gated_commit(path, window, force, now_ms, busy_timeout_ms,
                         lambda tx, now: _commit(tx, window, outputs, now, idle_ms))

@@ -7,7 +7,7 @@ Mirrors `ObservationalMemory.reflect` (@mastra/memory 1.31.0) with the libSQL st
    INSERT a row with a new id, the same lookupKey / scope / resourceId / threadId,
    `generationCount + 1`, `originType 'reflection'`, `activeObservations` = the Reflector's
    observations, `observationTokenCount` = `TokenCounter.countObservations` of them (the tokenx
-   estimate, `studio.engine.tokens.count_observations`), `totalTokensObserved`,
+   estimate: the caller passes it, `studio.engine.tokens.count_observations`), `totalTokensObserved`,
    `lastObservedAt` (re-serialised as a JS Date), `config` and `metadata` (re-serialised with
    JSON.stringify) and `observedTimezone` copied, `pendingMessageTokens` 0, every busy flag 0,
    `lastBufferedAtTokens` 0, `lastBufferedAtTime` / `activeObservationsPendingUpdate` NULL,
@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Callable
 
 from studio.common.jscompat import UNDEFINED, to_utf16
 from studio.store.flags import STALE_FLAG_AFTER_MS, flag_states
-from studio.engine.tokens import count_observations
 from studio.errors import StoreError, WriteRefused
 from studio.store.records import OM_BOOL_COLUMNS, OMRecord
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
@@ -155,8 +154,10 @@ def _thread_om_update(metadata: dict, current_task: str | None, suggested_respon
 
 def _insert_generation(tx: WriteTx, latest: dict, observations: str, now: str, studio: dict | None,
                        record_id: str | None = None, generation: int | None = None,
-                       last_observed_at: Any = UNDEFINED) -> str:
+                       last_observed_at: Any = UNDEFINED, *, observation_tokens: int) -> str:
     """INSERT the next generation after LATEST as createReflectionGeneration does; return its id.
+
+    OBSERVATION_TOKENS: Mastra's estimate of OBSERVATIONS (`observationTokenCount`), computed by the caller.
 
     GENERATION (default latest + 1) and LAST_OBSERVED_AT (default: LATEST's, re-serialised) are
     given by a repair, which numbers past every row and carries an overtaking cursor forward.
@@ -183,7 +184,7 @@ def _insert_generation(tx: WriteTx, latest: dict, observations: str, now: str, s
         "lastReflectionAt": now,
         "pendingMessageTokens": 0,
         "totalTokensObserved": to_int(latest.get("totalTokensObserved")),
-        "observationTokenCount": count_observations(observations),
+        "observationTokenCount": observation_tokens,
         "isObserving": 0,
         "isReflecting": 0,
         "isBufferingObservation": 0,
@@ -198,7 +199,8 @@ def _insert_generation(tx: WriteTx, latest: dict, observations: str, now: str, s
     return record_id
 
 
-def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observations_of, current_task: str | None,
+def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observations_of, count_observations,
+            current_task: str | None,
             suggested_response: str | None, thread_id: str | None, clear_stale_reflecting: bool,
             studio: dict | None, now_ms: int, expected_active_observations: str | None, idle_ms: int = 0,
             kind: str = "reflection") -> dict:
@@ -224,7 +226,8 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
     record_id = new_id()
     if studio is not None:  # the self-identifying mark (studio.store.write.protocol)
         studio = make_mark(kind, record_id, observations, now, latest, studio)
-    record_id = _insert_generation(tx, latest, observations, now, studio, record_id)
+    record_id = _insert_generation(tx, latest, observations, now, studio, record_id,
+                                   observation_tokens=count_observations(observations))
     tx.update(OBSERVATIONAL_MEMORY, {"isReflecting": 0, "updatedAt": now}, "id = ?", (latest["id"],))
     if current_task is not None or suggested_response is not None:
         thread = read_thread(tx, thread_id) if thread_id else None
@@ -265,6 +268,19 @@ def _precheck_quiet(path: str | os.PathLike[str], lookup_key: str, now_ms: int, 
         raise WriteRefused("busy", activity.message() + " Nothing was written.")
 
 
+def _check_count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise WriteRefused("invalid", f"{name} must be an int >= 0 (tokens), not {value!r}")
+    return value
+
+
+def _check_counter(value: Any) -> Callable[[str], int]:
+    if not callable(value):
+        raise WriteRefused("invalid", "count_observations must be a function (text -> tokens), such as "
+                                      "studio.engine.tokens.count_observations")
+    return value
+
+
 def _check_ms(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise WriteRefused("invalid", f"{name} must be an int >= 0 (ms), not {value!r}")
@@ -286,14 +302,16 @@ def _thread_for(lookup_key: str, thread_id: Any, needed: bool) -> str | None:
 
 
 def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected_record_id: str, observations: str,
-                      current_task: str | None = None, suggested_response: str | None = None,
+                      observation_tokens: int, current_task: str | None = None, suggested_response: str | None = None,
                       thread_title: str | None = None, thread_id: str | None = None,
                       clear_stale_reflecting: bool = False, studio_metadata: dict | None = None,
                       now_ms: int | None = None, expected_active_observations: str | None = None,
                       idle_ms: int = 0, busy_timeout_ms: int | None = None) -> dict:
     """Write a new OM generation for LOOKUP_KEY with OBSERVATIONS, as Mastra's manual reflection does.
 
-    PATH: the database path or `file:` URL. EXPECTED_RECORD_ID: the id of the generation the
+    PATH: the database path or `file:` URL. OBSERVATION_TOKENS: Mastra's estimate of OBSERVATIONS
+    (tokens; the new row's `observationTokenCount`), as the Reflector computed it
+    (`studio.engine.tokens.count_observations`). EXPECTED_RECORD_ID: the id of the generation the
     reflection was computed from; EXPECTED_ACTIVE_OBSERVATIONS (optional): its activeObservations
     as read, so observations appended in place since then are noticed too. CURRENT_TASK /
     SUGGESTED_RESPONSE: the Reflector's sections (None or blank = keep the thread's previous
@@ -321,6 +339,7 @@ def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected
         raise WriteRefused("invalid", "expected_record_id must be the id of the generation the reflection was based on")
     if not isinstance(observations, str) or not observations.strip():
         raise WriteRefused("invalid", "The reflection is empty: refusing to replace the observations with nothing.")
+    tokens = _check_count(observation_tokens, "observation_tokens")
     if thread_title is not None and not isinstance(thread_title, str):
         raise WriteRefused("invalid", f"thread_title must be a string, not {type(thread_title).__name__}")
     if expected_active_observations is not None and not isinstance(expected_active_observations, str):
@@ -335,14 +354,15 @@ def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
-                       observations_of=lambda _tx, _latest, s: (observations, s), current_task=task,
+                       observations_of=lambda _tx, _latest, s: (observations, s),
+                       count_observations=lambda _text: tokens, current_task=task,
                        suggested_response=response, thread_id=tid, clear_stale_reflecting=bool(clear_stale_reflecting),
                        studio=studio, now_ms=now, expected_active_observations=expected_active_observations,
                        idle_ms=idle)
 
 
 def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, generation_count: int,
-                         expected_record_id: str, now_ms: int | None = None,
+                         expected_record_id: str, count_observations: Callable[[str], int], now_ms: int | None = None,
                          clear_stale_reflecting: bool = False, idle_ms: int = 0,
                          busy_timeout_ms: int | None = None) -> dict:
     """Undo reflections: write generation latest+1 whose activeObservations are GENERATION_COUNT's.
@@ -352,6 +372,8 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
     `{"studio": {"kind": "revert", "revertedFrom": N, "revertedFromRecordId": id}}`; the thread's
     metadata is not touched, and no row is changed except the previous one's `isReflecting` /
     `updatedAt` (history stays append-only). EXPECTED_RECORD_ID: the current generation's id.
+    COUNT_OBSERVATIONS: Mastra's estimate of a log (text -> tokens; the engine's
+    `studio.engine.tokens.count_observations`), applied to generation N's log as read in the transaction.
 
     Returns the new row ({column: value}). Raises WriteRefused ("invalid": N is not an int ≥ 0 or
     is the current generation; "not-found": no record or no generation N; "generation-changed",
@@ -363,6 +385,7 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
     if not isinstance(expected_record_id, str) or not expected_record_id:
         raise WriteRefused("invalid", "expected_record_id must be the id of the current generation")
     idle = _check_ms(idle_ms, "idle_ms")
+    count = _check_counter(count_observations)
     now = now_ms_or_clock(now_ms)
 
     def observations_of(tx: WriteTx, latest: dict, _studio: Any) -> tuple[str, dict]:
@@ -382,6 +405,7 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
-                       observations_of=observations_of, current_task=None, suggested_response=None,
+                       observations_of=observations_of, count_observations=count, current_task=None,
+                       suggested_response=None,
                        thread_id=None, clear_stale_reflecting=bool(clear_stale_reflecting), studio=None,
                        now_ms=now, expected_active_observations=None, idle_ms=idle, kind="revert")

@@ -10,7 +10,7 @@ re-estimated), plus the lines and cursor the overtaking writes left on rows no l
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 from studio.errors import WriteRefused
 from studio.store.records import iso_to_ms
@@ -24,7 +24,7 @@ from studio.store.write.protocol import (
     studio_mark,
     unrepaired,
 )
-from studio.store.write.reflection import _check_flags, _check_lookup_key, _insert_generation
+from studio.store.write.reflection import _check_counter, _check_flags, _check_lookup_key, _insert_generation
 from studio.store.write.transaction import write_transaction
 
 __all__ = ["repair_overtaken_writes", "REPAIR_CHOICES"]
@@ -96,7 +96,8 @@ def _plan(rows: list[dict], findings: list[OvertakingWrite], prefer: str) -> tup
     return base, carried, recorded
 
 
-def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str, prefer: str = "carry",
+def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str,
+                            count_observations: Callable[[str], int], prefer: str = "carry",
                             now_ms: int | None = None, busy_timeout_ms: int | None = None,
                             studio_metadata: dict | None = None) -> dict | None:
     """Write one generation repairing every unrepaired overtaking write of LOOKUP_KEY; None when there is none.
@@ -108,16 +109,19 @@ def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str, pr
     appended observations. PREFER "revert": the agent's version (its forked row, or the row it
     wrote onto) plus lines it left elsewhere. Either way: generationCount = highest of the record
     + 1, lastObservedAt = the newest cursor of the rows involved, totalTokensObserved their
-    maximum, and `metadata.studio = {"kind": "repair", "prefer", "repairs": [{recordId,
-    observationsLength, observationsHash, lastObservedAt}], ...}` (see protocol.make_mark), so the
-    findings read as repaired afterwards. Checked and written in ONE transaction; the findings are
-    computed inside it. Returns the new row, or None when nothing needed repair. Raises
-    WriteRefused ("invalid", "not-found", "busy" / "reflecting" while the record's flags are
-    live) and StoreError as commit_reflection does; nothing is written then.
+    maximum, observationTokenCount = COUNT_OBSERVATIONS(the new log) (Mastra's estimate, text ->
+    tokens: the engine's `studio.engine.tokens.count_observations`), and `metadata.studio =
+    {"kind": "repair", "prefer", "repairs": [{recordId, observationsLength, observationsHash,
+    lastObservedAt}], ...}` (see protocol.make_mark), so the findings read as repaired afterwards.
+    Checked and written in ONE transaction; the findings are computed inside it. Returns the new
+    row, or None when nothing needed repair. Raises WriteRefused ("invalid", "not-found", "busy" /
+    "reflecting" while the record's flags are live) and StoreError as commit_reflection does;
+    nothing is written then.
     """
     lookup_key = _check_lookup_key(lookup_key)
     if prefer not in REPAIR_CHOICES:
         raise WriteRefused("invalid", f"prefer must be one of {', '.join(REPAIR_CHOICES)}, not {prefer!r}")
+    count = _check_counter(count_observations)
     now = now_ms_or_clock(now_ms)
     kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
     with write_transaction(path, **kwargs) as tx:
@@ -149,7 +153,8 @@ def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str, pr
         template = dict(base)
         template["totalTokensObserved"] = max(to_int(r.get("totalTokensObserved")) for r in involved)
         generation = max(to_int(r.get("generationCount")) for r in rows) + 1
-        _insert_generation(tx, template, text, stamp, mark, record_id, generation=generation, last_observed_at=cursor)
+        _insert_generation(tx, template, text, stamp, mark, record_id, generation=generation, last_observed_at=cursor,
+                           observation_tokens=count(text))
         return read_om_row(tx, record_id)
 
 

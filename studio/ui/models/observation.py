@@ -163,11 +163,12 @@ def activate(path: str, thread_id: str, plan: ChunkPlan, *, session=None, quiet_
     Refused (WriteRefused, nothing written) when the record moved on, a busy flag is live, or the
     agent wrote less than QUIET_MS (ms) ago. Returns activate_buffered's result.
     """
+    from studio.engine.tokens import stamp_estimates
     from studio.store.write.activation import activate_buffered
 
     if session is not None:
         session.before_destructive_write(path)
-    return activate_buffered(path, thread_id=thread_id, lookup_key=plan.lookup_key,
+    return activate_buffered(path, thread_id=thread_id, lookup_key=plan.lookup_key, stamp_estimates=stamp_estimates,
                              expected_record_id=plan.record_id, idle_ms=quiet_ms)
 
 

@@ -122,7 +122,8 @@ def commit(p: Preview, *, clear_stale_reflecting: bool = False, session=None, qu
     return write(
         p.request.path, lookup_key=p.input.lookup_key, expected_record_id=p.input.record_id,
         expected_active_observations=p.input.observations,
-        observations=r.observations, current_task=r.current_task, suggested_response=r.suggested_response,
+        observations=r.observations, observation_tokens=r.observation_token_count, current_task=r.current_task,
+        suggested_response=r.suggested_response,
         thread_title=r.thread_title, thread_id=p.input.thread_id, clear_stale_reflecting=clear_stale_reflecting,
         studio_metadata=studio_metadata(p), idle_ms=quiet_ms)
 
@@ -133,19 +134,21 @@ def revert(path: str, *, lookup_key: str, generation_count: int, expected_record
 
     SESSION as in `commit`. Raises WriteRefused (nothing written) as revert_to_generation does.
     """
+    from studio.engine.tokens import count_observations
     from studio.store import writes
 
     write = session.revert_to_generation if session is not None else writes.revert_to_generation
     return write(path, lookup_key=lookup_key, generation_count=generation_count, expected_record_id=expected_record_id,
-                 idle_ms=quiet_ms)
+                 count_observations=count_observations, idle_ms=quiet_ms)
 
 
 def repair(path: str, lookup_key: str, *, prefer: str = "carry", session=None) -> dict | None:
     """Write the repair generation of LOOKUP_KEY (studio.store.writes.repair_overtaken_writes); None: nothing to repair."""
+    from studio.engine.tokens import count_observations
     from studio.store import writes
 
     write = session.repair_overtaken_writes if session is not None else writes.repair_overtaken_writes
-    return write(path, lookup_key=lookup_key, prefer=prefer)
+    return write(path, lookup_key=lookup_key, prefer=prefer, count_observations=count_observations)
 
 
 @dataclass
@@ -179,7 +182,7 @@ def submit(runner, fn: Callable[[Any, threading.Event], Any], *, on_done: Callab
 
     if on_worker:
         return runner.submit(lambda _store, progress, cancel: guarded(progress, cancel), on_done=deliver,
-                             on_error=on_error, on_progress=on_progress, key=key)
+                             on_error=on_error, on_progress=on_progress, key=key, load=False)  # opens its own
     return runner.submit_pooled(guarded, on_done=deliver, on_error=on_error, on_progress=on_progress, key=key)
 
 

@@ -195,7 +195,7 @@ class HistoryActions(QObject):
         self.update_actions()
         self._window.statusBar().showMessage("Writing… (backing the file up first)")
         self._runner.submit(lambda _store, _p, _c: fn(), on_done=done, on_error=self._on_write_failed,
-                            key=None)
+                            key=None, load=False)   # a write (its own connection), not a load of the store
 
     def _run_clone(self, path: str, thread_id: str, options: dict) -> None:
         session = self.session

@@ -76,7 +76,9 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self._ctx = ctx
         self._runner = ctx.runner
         self._path: str | None = None
-        self._data_version: int | None = None
+        self._data_version = None   # the open store's fingerprint as last loaded
+        self._local_path: str | None = None   # its database file (None: a server store)
+        self._check_task = None   # the last live-refresh check submitted (studio.ui.tasks.Task)
         self._thread_id: str | None = None
         self._pending_thread: str | None = None
         self._pending_tab: str | None = None
@@ -98,7 +100,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.connect_controller = install_connect(self)   # File ▸ Connect… (Ctrl+L): server URLs, keyring
 
         self.watcher = DatabaseWatcher(self)
-        self.watcher.files_changed.connect(self._on_watcher_files_changed)
+        self.watcher.check_due.connect(self._on_watcher_check_due)
         self._runner.task_failed.connect(self._on_runner_task_failed)
         self.resize(1400, 900)
         self._restore_layout()
@@ -345,6 +347,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
     def _on_store_opened(self, info: OpenedStore, thread_id: str | None, tab: str | None) -> None:
         self._path = info.path
         self._data_version = info.data_version
+        self._local_path = info.local_path
         self.file_banner.hide()
         self._thread_id = None
         self._status_round += 1  # statuses of the previous database are stale now
@@ -367,7 +370,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         if self._ctx.interactive:
             self._ctx.add_recent_file(info.path)
             self._rebuild_recent_menu()
-        self.watcher.watch(info.path)
+        self.watcher.watch(info.local_path)
         self.thread_list.filter_edit.blockSignals(True)
         self.thread_list.filter_edit.clear()
         self.thread_list.filter_edit.blockSignals(False)

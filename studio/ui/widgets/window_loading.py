@@ -211,19 +211,22 @@ class ListingLoader:
     def _reload(self) -> None:
         self._load_listing(refresh=True)
 
-    def _on_watcher_files_changed(self) -> None:
-        if self._path is None or self._runner.closed:
-            return
-        problem = file_problem(self._path)
-        if problem is not None:   # deleted, emptied or overwritten: keep what is shown, say so, offer to reopen
-            self.file_banner.show_problem(self._path, problem)
-            return
-        if self.file_banner.isVisible():
-            return                # the file is back: the user reopens it (it may be another database now)
-        self._runner.submit(lambda store, _p, _c: check_changed(store), on_done=self._on_version_checked,
-                            on_error=lambda _exc: None, key="check")
+    def _on_watcher_check_due(self) -> None:
+        check = self._check_task
+        if self._path is None or self._runner.closed or (check is not None and not check.done and not check.cancelled):
+            return                    # the previous check still waits for the worker (a long load): no pile-up
+        if self._local_path is not None:
+            problem = file_problem(self._local_path)
+            if problem is not None:   # deleted, emptied or overwritten: keep what is shown, say so, offer to reopen
+                self.file_banner.show_problem(self._local_path, problem)
+                return
+            if self.file_banner.isVisible():
+                return                # the file is back: the user reopens it (it may be another database now)
+        self._check_task = self._runner.submit(lambda store, _p, _c: check_changed(store),
+                                               on_done=self._on_version_checked, on_error=lambda _exc: None,
+                                               key="check", load=False)
 
-    def _on_version_checked(self, version: int) -> None:
+    def _on_version_checked(self, version) -> None:
         if version != self._data_version:
             self._data_version = version
             self._reload()
