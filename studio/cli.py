@@ -21,7 +21,7 @@ import sys
 from typing import Callable, Sequence
 
 from studio import __version__
-from studio.errors import StoreError, StudioError
+from studio.errors import StoreError, StoreNotice, StudioError
 from studio.paths import CHILD_FLAG  # the hidden first argument of the studio's own child processes
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_IO = 0, 1, 2, 3, 4
@@ -284,9 +284,27 @@ def run_child(argv: Sequence[str]) -> int:
     return EXIT_BAD_INPUT
 
 
+def _show_notices() -> None:
+    """Print each StoreNotice (e.g. a token written in a URL) as `memory-studio: warning: …` on stderr."""
+    import warnings
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, StoreNotice):
+            print(f"memory-studio: warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.simplefilter("always", StoreNotice)
+    if getattr(warnings.showwarning, "__name__", "") != "show":
+        warnings.showwarning = show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (see the module docstring and `exit_code_for`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _show_notices()
     if argv and argv[0] == CHILD_FLAG:
         return run_child(argv[1:])
     try:

@@ -84,6 +84,7 @@ class OpenedStore:
     path: str
     writable: bool
     data_version: int
+    notices: tuple[str, ...] = ()   # what the user should know about this open (a token in the URL…)
 
 
 class TaskRunner(QObject):
@@ -132,7 +133,7 @@ class TaskRunner(QObject):
         """
         task = self._register(key)
         if not task.cancelled:
-            task.bind(lambda progress, cancel: fn(self._store, progress, cancel), on_done, on_error, on_progress)
+            task.bind(lambda progress, cancel: self._in_snapshot(fn, progress, cancel), on_done, on_error, on_progress)
             self._executor.submit(self._run, task)
         return task
 
@@ -178,9 +179,17 @@ class TaskRunner(QObject):
             task.bind(in_helper, on_done, on_error, None)
             self._helper_waiter.submit(self._run, task)
         else:
-            task.bind(lambda _p, _c: fn(self._store, *args), on_done, on_error, None)
+            task.bind(lambda _p, _c: self._in_snapshot(fn, *args), on_done, on_error, None)
             self._executor.submit(self._run, task)
         return task
+
+    def _in_snapshot(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run FN(store, *ARGS) in the worker, reading one snapshot where the store can (a libSQL server)."""
+        store = self._store
+        if store is None:
+            return fn(store, *args)
+        with store.snapshot():
+            return fn(store, *args)
 
     @property
     def helper(self) -> HelperProcess:
@@ -267,7 +276,8 @@ class TaskRunner(QObject):
         old, self._store = self._store, store
         if old is not None:
             old.close()
-        return OpenedStore(path=store.location.display, writable=store.writable, data_version=store.data_version())
+        return OpenedStore(path=store.location.display, writable=store.writable, data_version=store.data_version(),
+                           notices=tuple(store.notices))
 
     def _close_in_worker(self) -> None:
         if self._store is not None:

@@ -350,6 +350,8 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.mode_label.setToolTip("The studio never writes to this file" if not info.writable else "")
         self.mode_label.show()
         self.statusBar().clearMessage()
+        if info.notices:
+            self.statusBar().showMessage(" ".join(info.notices))
         if self._ctx.interactive:
             self._ctx.add_recent_file(info.path)
             self._rebuild_recent_menu()
