@@ -134,7 +134,7 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
 def add_inspect_command(subparsers) -> None:
     """Register `inspect PATH --json`."""
     p = subparsers.add_parser("inspect", help="threads and OM status of a memory.db, as JSON")
-    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
     p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
     p.add_argument("--recount", action="store_true",
                    help="recount every generation's log (tokenx and exact o200k) and say which the stored count matches")
@@ -169,7 +169,7 @@ def thread_tokens(path: str, thread_id: str) -> dict:
 def add_tokens_command(subparsers) -> None:
     """Register `tokens PATH THREAD_ID --json` (`--thread ID` accepted too, as every other command takes it)."""
     p = subparsers.add_parser("tokens", help="token counts of a thread's messages, as JSON")
-    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
     p.add_argument("thread_id", nargs="?", help="the thread's id")
     p.add_argument("--thread", dest="thread_option", metavar="ID", help="the thread's id (same as THREAD_ID)")
     p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
@@ -254,7 +254,7 @@ def build_gui_parser() -> argparse.ArgumentParser:
         description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given). "
                     f"Subcommands: {', '.join(COMMANDS)} (memory-studio SUBCOMMAND --help).")
     p.add_argument("--version", action="version", version=f"memory-studio {__version__}")
-    p.add_argument("path", nargs="?", help="memory.db path or file: URL")
+    p.add_argument("path", nargs="?", help="memory.db path, file: URL, or postgresql:// / libsql:// / https:// URL")
     p.add_argument("--screenshot", metavar="OUT.png",
                    help="render the window to an image (PNG, or JPEG/BMP by the suffix) and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")

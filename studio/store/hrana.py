@@ -15,8 +15,8 @@ Two ways to read:
   in SQLite's WAL mode takes no lock that blocks a writer. sqld expires a stream idle for ~10 s
   (`STREAM_EXPIRED`): the snapshot is then restarted once on a fresh stream (`snapshot_restarts`).
 
-Only reads are ever sent: a statement that is not SELECT / WITH / PRAGMA / VALUES (or the
-transaction's own BEGIN / ROLLBACK) is refused before it leaves the process.
+Only reads are ever sent: a statement that is not SELECT / WITH / VALUES / a PRAGMA without `=`
+(or the transaction's own BEGIN / ROLLBACK) is refused before it leaves the process.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ class HranaConnection:
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Cursor:
         """Run one read statement (inside the snapshot when one is open) and return its Cursor."""
         head = sql.lstrip()[:8].upper()
-        if not head.startswith(_READ_HEADS):
+        if not head.startswith(_READ_HEADS) or (head.startswith("PRAGMA") and "=" in sql):
             raise StoreError(f"{self.display} is opened read-only: the studio sends it reads only")
         stmt = {"sql": sql, "args": [encode_value(v) for v in params], "want_rows": True}
         if not self._in_snapshot:
@@ -184,8 +184,8 @@ class HranaConnection:
         if not self._began:
             requests.insert(0, {"type": "execute", "stmt": {"sql": "BEGIN"}})
         results = self._pipeline(requests, baton=self._baton, keep=True)
-        if not self._began:
-            self._began = True
+        began, self._began = self._began, self._baton is not None   # a null baton: the server closed the stream
+        if not began:
             _cursor(results[0])   # a failed BEGIN raises here
         return _cursor(results[-1])
 

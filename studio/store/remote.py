@@ -98,19 +98,20 @@ def parse_remote_location(target: str) -> tuple[RemoteLocation, str | None]:
 def auth_token(location: RemoteLocation, url_token: str | None = None) -> tuple[str | None, str]:
     """Return (the auth token for LOCATION, where it came from) — the one place tokens are looked up.
 
-    Order: `LIBSQL_AUTH_TOKEN`, then `TURSO_AUTH_TOKEN`, then a token written in the URL
-    (`?authToken=`; a redacted `***` stands for the token this process read from that URL
-    before). (None, "") when there is none: a local sqld needs none. The OS keyring (studio.store.credentials) plugs in here.
+    Order: a token written in the URL (`?authToken=`: the most specific; a redacted `***` stands for
+    the token this process read from that URL before), then `LIBSQL_AUTH_TOKEN`, then
+    `TURSO_AUTH_TOKEN`. (None, "") when there is none: a local sqld needs none. The OS keyring
+    (studio.store.credentials) plugs in here.
     """
-    for name in TOKEN_ENV:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value, name
     if url_token and url_token != "***":
         _URL_TOKENS[location.display] = url_token
         return url_token, "the URL's authToken"
     if url_token == "***" and location.display in _URL_TOKENS:
         return _URL_TOKENS[location.display], "the URL's authToken"
+    for name in TOKEN_ENV:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value, name
     return None, ""
 
 

@@ -1,4 +1,4 @@
-"""A libSQL server store written by real Mastra (`@mastra/libsql` LibSQLStore on `sqld`) reads exactly as Mastra reports it.
+"""A libSQL server written by real Mastra (`@mastra/libsql` LibSQLStore on `sqld`) reads exactly as Mastra reports it.
 
 Expected values: the oracle `oracle.mjs --store libsql-remote` recorded for each scenario of the
 corpus that `gen.mjs --store libsql-remote` wrote on throwaway sqld servers (tests/server/conftest.py):
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from studio.store.memory_store import MemoryStore
-from studio.store.remote import RemoteStore
-from tests.server.checks import cli_json, history_differences, inspect_differences, tokens_differences
+from tests.server.checks import history_differences, inspect_differences, tokens_differences
 from tests.server.conftest import SCENARIOS
 
 
@@ -44,17 +42,3 @@ def test_every_scenario_with_om_has_statuses(sqld_corpus):
     statuses = {s: sum(len(om["status"]) for om in o["om"].values()) for s, o in sqld_corpus.oracles.items()}
     assert statuses == {"support": 5, "buffered": 1, "resource": 3, "collab": 2, "tools": 1, "history": 0}
 
-
-def test_inspect_reads_one_snapshot_in_few_round_trips(sqld_corpus):
-    """`inspect` of the support scenario (6 threads, 5 OM keys) inside one `with` block: every statement runs
-    on one stream in one read transaction (BEGIN travels with the first, one ROLLBACK+close at the end).
-    The bound 60 is this corpus's figure with room: schema, encoding, one listing, per-key history and
-    the status reads of each governed thread (see the report of the libSQL-server change)."""
-    with MemoryStore.open(sqld_corpus.target("support")) as store:
-        assert isinstance(store, RemoteStore)
-        opened = store.traffic.requests
-        store.list_threads(with_counts=True)
-        assert store.conn._baton is not None            # the snapshot's stream is open
-    assert store.conn is None
-    data = cli_json(["inspect", sqld_corpus.target("support"), "--json"])
-    assert data["path"] == sqld_corpus.target("support") and opened == 2

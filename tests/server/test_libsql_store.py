@@ -275,4 +275,5 @@ def test_urls_are_parsed_and_shown_without_their_token(monkeypatch):
         parse_remote_location("libsql://")
     monkeypatch.delenv("TURSO_AUTH_TOKEN", raising=False)
     monkeypatch.setenv("LIBSQL_AUTH_TOKEN", "from-env")
-    assert auth_token(loc, token) == ("from-env", "LIBSQL_AUTH_TOKEN")   # the environment wins over the URL
+    assert auth_token(loc, None) == ("from-env", "LIBSQL_AUTH_TOKEN")
+    assert auth_token(loc, token) == ("abc.def", "the URL's authToken")   # the URL is the more specific
