@@ -56,9 +56,10 @@ def parse_location(target: str | os.PathLike[str]) -> Location:
                          "the studio reads it only. Nothing was written")
     if lowered.startswith(("libsql://", "http://", "https://", "ws://", "wss://")):
         # reads of a libSQL server go through studio.store.remote (MemoryStore.open); only a write gets here
-        from studio.store.remote import redact_libsql_url, refusal
+        from studio.store.pg import redact_url
+        from studio.store.remote import refusal
 
-        raise StoreError(refusal(redact_libsql_url(text)))
+        raise StoreError(refusal(redact_url(text)))
     if lowered.startswith("file:"):
         parsed = urllib.parse.urlparse(text)
         raw = parsed.path if parsed.netloc in ("", "localhost") else f"//{parsed.netloc}{parsed.path}"

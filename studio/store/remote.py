@@ -29,6 +29,7 @@ from studio.errors import SchemaError, StoreError, StoreNotice
 from studio.store import schema as sc
 from studio.store.cells import sqlite_encoding_name
 from studio.store.memory_store import MemoryStore
+from studio.store.pg import redact_url   # passwords and authToken values as ***: one rule for every server URL
 
 REMOTE_SCHEMES = ("libsql://", "https://", "http://", "wss://", "ws://")
 #: The URL query keys that carry an auth token (@libsql/client reads `authToken`).
@@ -57,19 +58,6 @@ class RemoteLocation:
         return None
 
 
-def redact_libsql_url(url: str) -> str:
-    """Return URL with any auth token (`?authToken=`, a password in user:password@) replaced by `***`."""
-    parts = urllib.parse.urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        netloc = f"{userinfo.split(':', 1)[0]}:***@{host}" if ":" in userinfo else f"{userinfo}@{host}"
-    query = [(k, "***" if k.lower() in TOKEN_KEYS else v)
-             for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)]
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="*"),
-                                    parts.fragment))
-
-
 def parse_remote_location(target: str) -> tuple[RemoteLocation, str | None]:
     """Parse a libSQL server URL; return (location, the token written in the URL or None).
 
@@ -79,20 +67,27 @@ def parse_remote_location(target: str) -> tuple[RemoteLocation, str | None]:
     parts = urllib.parse.urlsplit(target)
     scheme = parts.scheme.lower()
     http_scheme = {"libsql": "https", "wss": "https", "ws": "http"}.get(scheme, scheme)
-    if not parts.hostname:
-        raise StoreError(f"{redact_libsql_url(target)} names no server: write libsql://HOST, https://HOST or "
+    try:
+        hostname, port = parts.hostname, parts.port
+    except ValueError as exc:   # a port that is not a number
+        raise StoreError(f"{redact_url(target)} is not a server URL: {exc}") from exc
+    if not hostname:
+        raise StoreError(f"{redact_url(target)} names no server: write libsql://HOST, https://HOST or "
                          "http://127.0.0.1:PORT")
     token = None
     for key, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
         if key.lower() in TOKEN_KEYS:
             token = value or None
-        elif key.lower() != "tls":
-            raise StoreError(f"{redact_libsql_url(target)}: unknown URL parameter {key!r} (the studio reads "
-                             "authToken only)")
-    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
+        elif key.lower() == "tls" and value in ("0", "1"):   # @libsql/client: libsql://HOST?tls=0 is plain http
+            if scheme == "libsql":
+                http_scheme = "https" if value == "1" else "http"
+        else:
+            raise StoreError(f"{redact_url(target)}: unknown URL parameter {key!r} (the studio reads "
+                             "authToken and tls only)")
+    host = hostname if ":" not in hostname else f"[{hostname}]"
+    netloc = f"{host}:{port}" if port else host
     base = urllib.parse.urlunsplit((http_scheme, netloc, parts.path.rstrip("/"), "", ""))
-    return RemoteLocation(base_url=base, display=redact_libsql_url(target)), token
+    return RemoteLocation(base_url=base, display=redact_url(target)), token
 
 
 def auth_token(location: RemoteLocation, url_token: str | None = None) -> tuple[str | None, str]:

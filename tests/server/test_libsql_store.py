@@ -17,7 +17,8 @@ from studio.cli import main
 from studio.errors import SchemaError, StoreError
 from studio.store import hrana
 from studio.store.memory_store import MemoryStore
-from studio.store.remote import RemoteStore, auth_token, parse_remote_location, redact_libsql_url
+from studio.store.pg import redact_url
+from studio.store.remote import RemoteStore, auth_token, parse_remote_location
 from tests.server.checks import cli_json
 
 
@@ -268,7 +269,10 @@ def test_urls_are_parsed_and_shown_without_their_token(monkeypatch):
                                                   "abc.def")
     assert parse_remote_location("wss://h:8080/")[0].base_url == "https://h:8080"
     assert parse_remote_location("http://127.0.0.1:9000")[0].base_url == "http://127.0.0.1:9000"
-    assert redact_libsql_url("https://u:secret@h?authToken=t") == "https://u:***@h?authToken=***"
+    assert parse_remote_location("libsql://127.0.0.1:9000?tls=0")[0].base_url == "http://127.0.0.1:9000"
+    with pytest.raises(StoreError, match="is not a server URL"):
+        parse_remote_location("http://h:port")
+    assert redact_url("https://u:secret@h?authToken=t") == "https://u:***@h?authToken=***"
     with pytest.raises(StoreError, match="unknown URL parameter 'authtokn'"):
         parse_remote_location("libsql://h?authtokn=x")
     with pytest.raises(StoreError, match="names no server"):

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio.paths import SAMPLE_DATABASE
+from studio.store.pg import redact_url
 from studio.store.records import Thread
 from studio.ui import format as fmt
 from studio.ui.models.resources import ResourceListModel
@@ -243,11 +244,12 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         target = os.fspath(path)
         if not target.startswith("file:") and "://" not in target:
             target = os.path.abspath(os.path.expanduser(target))   # the open file stays found after a chdir
-        self.statusBar().showMessage(f"Opening {target}…")
+        shown = redact_url(target) if "://" in target else target   # a server URL's password or token as ***
+        self.statusBar().showMessage(f"Opening {shown}…")
         self._runner.open_store(
             target,
             on_done=lambda info: self._on_store_opened(info, thread_id, tab),
-            on_error=lambda exc: self._on_store_failed(target, exc))
+            on_error=lambda exc: self._on_store_failed(target, exc, shown))
 
     def refresh(self) -> None:
         """Re-read the database now (View ▸ Refresh), keeping the selection; retry a failed first open."""
@@ -373,10 +375,10 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
             tab = self.thread_view.current_tab() if self.thread_view.detail is not None else None
             self.open_database(self._path, thread_id=self._thread_id, tab=tab)
 
-    def _on_store_failed(self, path: str, exc: Exception) -> None:
+    def _on_store_failed(self, path: str, exc: Exception, shown: str | None = None) -> None:
         self._failed_path = path  # F5 tries it again while no database is open
         self.statusBar().clearMessage()
-        message = open_error_text(path, str(exc) or exc.__class__.__name__)
+        message = open_error_text(shown or path, str(exc) or exc.__class__.__name__)
         self._report_error("Cannot open database", message)
         self.database_failed.emit(message)
 
