@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 
-import httpx
 import pytest
 
 from studio.cli import main
@@ -20,28 +19,7 @@ from studio.store.memory_store import MemoryStore
 from studio.store.pg import redact_url
 from studio.store.remote import RemoteStore, auth_token, parse_remote_location
 from tests.server.checks import cli_json
-
-
-def pipeline(url: str, sqls: list[str], token: str | None = None) -> list[dict]:
-    """Run SQLS on one autocommit stream of the sqld at URL with plain httpx (independent of the studio's client)."""
-    requests = [{"type": "execute", "stmt": {"sql": q}} for q in sqls] + [{"type": "close"}]
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    body = httpx.post(url + "/v2/pipeline", json={"baton": None, "requests": requests}, headers=headers,
-                      timeout=30).json()
-    for result in body["results"]:
-        assert result["type"] == "ok", result
-    return [r["response"]["result"] for r in body["results"][:-1]]
-
-
-def dump(url: str) -> tuple[str, list]:
-    """Every row of every table (schema included) and the server's replication index (its WAL frame number,
-    which any write advances)."""
-    tables = [r[0]["value"] for r in pipeline(url, ["SELECT name FROM sqlite_master WHERE type = 'table' "
-                                                    "ORDER BY name"])[0]["rows"]]
-    results = pipeline(url, ["SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"]
-                       + [f'SELECT * FROM "{t}" ORDER BY 1' for t in tables])
-    data = [[json.dumps(row, sort_keys=True) for row in r["rows"]] for r in results]
-    return results[-1]["replication_index"], data
+from tests.server.sqld import add_thread, dump, make_memory
 
 
 def test_reads_leave_the_server_data_unchanged(sqld_corpus):
@@ -113,30 +91,15 @@ def test_inspect_reads_one_snapshot_on_one_stream(sqld_corpus, monkeypatch):
         store.close()
 
 
-def _make_memory(url: str, token: str | None = None) -> None:
-    """The two tables every Mastra memory has (the columns the studio requires), with one thread."""
-    pipeline(url, ['CREATE TABLE IF NOT EXISTS mastra_threads (id TEXT PRIMARY KEY, "resourceId" TEXT, title TEXT, '
-                   'metadata TEXT, "createdAt" TEXT, "updatedAt" TEXT)',
-                   'CREATE TABLE IF NOT EXISTS mastra_messages (id TEXT PRIMARY KEY, thread_id TEXT, content TEXT, '
-                   'role TEXT, type TEXT, "createdAt" TEXT, "resourceId" TEXT)',
-                   "INSERT INTO mastra_threads VALUES ('t1', 'r', 'one', '{}', '2026-01-01T00:00:00.000Z', "
-                   "'2026-01-01T00:00:00.000Z')"], token)
-
-
-def _add_thread(url: str, n: int) -> None:
-    pipeline(url, [f"INSERT INTO mastra_threads VALUES ('t{n}', 'r', 'more', '{{}}', '2026-01-0{n}T00:00:00.000Z', "
-                   f"'2026-01-0{n}T00:00:00.000Z')"])
-
-
 def test_a_load_sees_one_snapshot_and_never_blocks_the_agent(sqld_corpus):
     """First principles: a read transaction in WAL mode sees the database as of its first read, and a writer
     commits meanwhile without waiting. Outside a load, every statement sees the latest commit."""
     url = sqld_corpus.start("snapshot")
-    _make_memory(url)
+    make_memory(url)
     with MemoryStore.open(url) as store:
         assert [t.id for t in store.list_threads()] == ["t1"]
         started = time.monotonic()
-        _add_thread(url, 2)                      # the "agent" commits while the load is open
+        add_thread(url, 2)                      # the "agent" commits while the load is open
         assert time.monotonic() - started < 5    # not blocked by the reader (a lock would wait for its end)
         assert [t.id for t in store.list_threads()] == ["t1"]
         assert store.get_thread("t2") is None
@@ -144,11 +107,11 @@ def test_a_load_sees_one_snapshot_and_never_blocks_the_agent(sqld_corpus):
         assert [t.id for t in store.list_threads()] == ["t2", "t1"]
     store = MemoryStore.open(url)                # no `with`: autocommit statements (the studio's open store)
     try:
-        _add_thread(url, 3)
+        add_thread(url, 3)
         assert [t.id for t in store.list_threads()] == ["t3", "t2", "t1"]
         with store.snapshot():                   # one task of the studio's database worker
             assert len(store.list_threads()) == 3
-            _add_thread(url, 4)
+            add_thread(url, 4)
             assert len(store.list_threads()) == 3 and store.get_thread("t4") is None
         assert store.conn._baton is None         # the stream was closed with the block
         assert [t.id for t in store.list_threads()] == ["t4", "t3", "t2", "t1"]
@@ -188,7 +151,7 @@ def test_tokens_come_from_the_environment_or_the_url_and_never_show(sqld_corpus,
     """A read-only token is enough: the studio only reads."""
     public, full, token = _jwt_pair()
     url = sqld_corpus.start("auth", env={"SQLD_AUTH_JWT_KEY": public})
-    _make_memory(url, full)
+    make_memory(url, full)
     for name in ("LIBSQL_AUTH_TOKEN", "TURSO_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     assert main(["threads", url, "--json"]) == 2

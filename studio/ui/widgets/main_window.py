@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QModelIndex, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QModelIndex, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -51,6 +51,16 @@ DB_FILTER = "SQLite databases (*.db *.sqlite *.sqlite3 *.db3);;All files (*)"
 HELPER_MIN_MESSAGES = 20_000
 #: Least share of the window's width the thread detail gets when the window is first laid out.
 DETAIL_SHARE = 0.47
+
+
+#: How often the fingerprint of a server store (PostgreSQL, libSQL server) is read for live refresh (ms):
+#: one cheap statement, gentle on a shared server.
+SERVER_POLL_MS = 5000
+
+
+def is_server_url(path: str) -> bool:
+    """Return True when PATH names a database server (`postgresql://`, `libsql://`, `http(s)://`), not a file."""
+    return "://" in path and not path.lower().startswith("file:")
 
 
 def open_error_text(path: str, message: str) -> str:
@@ -97,6 +107,9 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
 
         self.watcher = DatabaseWatcher(self)
         self.watcher.files_changed.connect(self._on_watcher_files_changed)
+        self.server_poll = QTimer(self)   # a server store has no file to watch: its fingerprint is polled
+        self.server_poll.setInterval(SERVER_POLL_MS)
+        self.server_poll.timeout.connect(self._on_server_poll)
         self._runner.task_failed.connect(self._on_runner_task_failed)
         self.resize(1400, 900)
         self._restore_layout()
@@ -357,7 +370,12 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         if self._ctx.interactive:
             self._ctx.add_recent_file(info.path)
             self._rebuild_recent_menu()
-        self.watcher.watch(info.path)
+        if is_server_url(info.path):
+            self.watcher.stop()
+            self.server_poll.start()
+        else:
+            self.server_poll.stop()
+            self.watcher.watch(info.path)
         self.thread_list.filter_edit.blockSignals(True)
         self.thread_list.filter_edit.clear()
         self.thread_list.filter_edit.blockSignals(False)
@@ -516,6 +534,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
     def closeEvent(self, event) -> None:
         self._save_layout()
         self.watcher.stop()
+        self.server_poll.stop()
         self._runner.shutdown()
         super().closeEvent(event)
 

@@ -220,6 +220,13 @@ class ListingLoader:
         self._runner.submit(lambda store, _p, _c: check_changed(store), on_done=self._on_version_checked,
                             on_error=lambda _exc: None, key="check")
 
+    def _on_server_poll(self) -> None:
+        """A server store changed when its fingerprint (`data_version`) did: then the listing is re-read."""
+        if self._path is None or self._runner.closed:
+            return
+        self._runner.submit(lambda store, _p, _c: check_changed(store), on_done=self._on_version_checked,
+                            on_error=lambda _exc: None, key="check")
+
     def _on_version_checked(self, version: int) -> None:
         if version != self._data_version:
             self._data_version = version
