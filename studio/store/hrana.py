@@ -119,7 +119,9 @@ class HranaConnection:
         self._token = token
         self._token_source = token_source
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.Client(headers=headers, follow_redirects=False,
+        # a sqld on this machine is reached directly, never through an HTTP(S)_PROXY of the environment
+        local = httpx.URL(self.base_url).host in ("127.0.0.1", "localhost", "::1")
+        self._client = httpx.Client(headers=headers, follow_redirects=False, trust_env=not local,
                                     timeout=httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT_S, self.timeout)))
         self._baton: str | None = None
         self._stream_url: str | None = None

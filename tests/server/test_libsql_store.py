@@ -244,3 +244,10 @@ def test_urls_are_parsed_and_shown_without_their_token(monkeypatch):
     monkeypatch.setenv("LIBSQL_AUTH_TOKEN", "from-env")
     assert auth_token(loc, None) == ("from-env", "LIBSQL_AUTH_TOKEN")
     assert auth_token(loc, token) == ("abc.def", "the URL's authToken")   # the URL is the more specific
+
+
+def test_a_local_sqld_is_reached_without_the_environment_s_proxy(sqld_corpus, monkeypatch):
+    # a proxy that refuses everything (port 1): a request sent through it would fail
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:1")
+    assert cli_json(["threads", sqld_corpus.target("support"), "--json"])["total"] == 6
