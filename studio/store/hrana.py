@@ -231,9 +231,10 @@ class HranaConnection:
             raise StreamExpired(body.get("message"))
         if status == 400 and "baton" in response.text.lower():
             raise StreamExpired(response.text)
-        if status >= 500 and isinstance(body, dict) and ("message" in body or "error" in body):
-            detail = body.get("message") or body.get("error")
-            raise StoreError(f"{self.display} failed with a server error (HTTP {status}): {self._scrub(str(detail))}")
+        if status != 200 and isinstance(body, dict) and ("message" in body or "error" in body):
+            detail = self._scrub(str(body.get("message") or body.get("error")))
+            kind = "a server error" if status >= 500 else "an error"
+            raise StoreError(f"{self.display} answered with {kind} (HTTP {status}): {detail}")
         if status != 200 or not isinstance(body, dict):
             raise StoreError(f"{self.display} is not a libSQL server (sqld or Turso): POST {PIPELINE_PATH} answered "
                              f"HTTP {status}{'' if isinstance(body, dict) else ' without Hrana JSON'}")
