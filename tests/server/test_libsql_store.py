@@ -10,16 +10,18 @@ import socket
 import threading
 import time
 
+import httpx
 import pytest
 
 from studio.cli import main
 from studio.errors import SchemaError, StoreError
 from studio.store import hrana
+from studio.store.cells import DamagedText
 from studio.store.memory_store import MemoryStore
 from studio.store.pg import redact_url
 from studio.store.remote import RemoteStore, auth_token, parse_remote_location
 from tests.server.checks import cli_json
-from tests.server.sqld import add_thread, dump, make_memory
+from tests.server.sqld import add_thread, dump, make_memory, pipeline
 
 
 def test_reads_leave_the_server_data_unchanged(sqld_corpus):
@@ -251,3 +253,18 @@ def test_a_local_sqld_is_reached_without_the_environment_s_proxy(sqld_corpus, mo
     for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
         monkeypatch.setenv(name, "http://127.0.0.1:1")
     assert cli_json(["threads", sqld_corpus.target("support"), "--json"])["total"] == 6
+
+
+def test_text_that_is_not_utf8_reads_as_damaged_text(sqld_corpus):
+    """sqld cannot send a TEXT cell whose bytes are not UTF-8 (the whole request fails); the studio asks for
+    every text as bytes (the SQL of local files) and shows it with U+FFFD, marked damaged, as for a file."""
+    url = sqld_corpus.start("damaged")
+    make_memory(url)
+    pipeline(url, ["UPDATE mastra_threads SET title = CAST(x'ff41' AS TEXT) WHERE id = 't1'"])
+    plain = httpx.post(url + "/v2/pipeline", json={"baton": None, "requests": [
+        {"type": "execute", "stmt": {"sql": "SELECT title FROM mastra_threads"}}, {"type": "close"}]}, timeout=30)
+    assert "utf-8" in plain.text.lower() and '"rows"' not in plain.text
+    with MemoryStore.open(url) as store:
+        title = store.get_thread("t1").title
+        assert isinstance(title, DamagedText) and title == "\ufffdA"
+        assert [t.id for t in store.list_threads()] == ["t1"]
