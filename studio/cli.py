@@ -21,7 +21,7 @@ import sys
 from typing import Callable, Sequence
 
 from studio import __version__
-from studio.errors import StoreError, StudioError
+from studio.errors import StoreError, StoreNotice, StudioError
 from studio.paths import CHILD_FLAG  # the hidden first argument of the studio's own child processes
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_IO = 0, 1, 2, 3, 4
@@ -134,7 +134,7 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
 def add_inspect_command(subparsers) -> None:
     """Register `inspect PATH --json`."""
     p = subparsers.add_parser("inspect", help="threads and OM status of a memory.db, as JSON")
-    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
     p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
     p.add_argument("--recount", action="store_true",
                    help="recount every generation's log (tokenx and exact o200k) and say which the stored count matches")
@@ -169,7 +169,7 @@ def thread_tokens(path: str, thread_id: str) -> dict:
 def add_tokens_command(subparsers) -> None:
     """Register `tokens PATH THREAD_ID --json` (`--thread ID` accepted too, as every other command takes it)."""
     p = subparsers.add_parser("tokens", help="token counts of a thread's messages, as JSON")
-    p.add_argument("path", help="memory.db path or file: URL (opened read-only)")
+    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
     p.add_argument("thread_id", nargs="?", help="the thread's id")
     p.add_argument("--thread", dest="thread_option", metavar="ID", help="the thread's id (same as THREAD_ID)")
     p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
@@ -254,7 +254,7 @@ def build_gui_parser() -> argparse.ArgumentParser:
         description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given). "
                     f"Subcommands: {', '.join(COMMANDS)} (memory-studio SUBCOMMAND --help).")
     p.add_argument("--version", action="version", version=f"memory-studio {__version__}")
-    p.add_argument("path", nargs="?", help="memory.db path or file: URL")
+    p.add_argument("path", nargs="?", help="memory.db path, file: URL, or postgresql:// / libsql:// / https:// URL")
     p.add_argument("--screenshot", metavar="OUT.png",
                    help="render the window to an image (PNG, or JPEG/BMP by the suffix) and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")
@@ -284,9 +284,27 @@ def run_child(argv: Sequence[str]) -> int:
     return EXIT_BAD_INPUT
 
 
+def _show_notices() -> None:
+    """Print each StoreNotice (e.g. a token written in a URL) as `memory-studio: warning: …` on stderr."""
+    import warnings
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, StoreNotice):
+            print(f"memory-studio: warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.simplefilter("always", StoreNotice)
+    if getattr(warnings.showwarning, "__name__", "") != "show":
+        warnings.showwarning = show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (see the module docstring and `exit_code_for`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _show_notices()
     if argv and argv[0] == CHILD_FLAG:
         return run_child(argv[1:])
     try:

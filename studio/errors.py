@@ -13,6 +13,14 @@ class SchemaError(StoreError):
     """The file is SQLite but not a Mastra memory database this studio understands."""
 
 
+class StoreNotice(UserWarning):
+    """Something the user should know about how a store was opened (issued with `warnings.warn`).
+
+    The CLI prints it on stderr as `memory-studio: warning: …`; the studio shows it in the status bar.
+    Example: an auth token written in a libSQL URL.
+    """
+
+
 class WriteRefused(StoreError):
     """A write to the user's database was refused and nothing was written.
 

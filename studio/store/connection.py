@@ -28,7 +28,7 @@ BUSY_TIMEOUT_MS = 5000
 
 @dataclass(frozen=True)
 class Location:
-    """Where a database lives: a local file path (remote libSQL URLs are not supported yet)."""
+    """Where a database file lives: a local path (server stores have their own locations)."""
 
     path: Path
 
@@ -43,7 +43,8 @@ def parse_location(target: str | os.PathLike[str]) -> Location:
 
     Accepts `memory.db`, `/abs/memory.db`, `file:memory.db`, `file:///abs/memory.db` (query
     strings such as `?mode=ro` are ignored: the studio decides the mode). Raises StoreError for
-    remote URLs (`libsql://`, `http(s)://`, `ws(s)://`), which this version cannot open.
+    server URLs (`postgresql://`, `libsql://`, `http(s)://`, `ws(s)://`): their reads go through
+    `MemoryStore.open`, and a write on them is not supported yet.
     """
     text = os.fspath(target)
     lowered = text.lower()
@@ -53,9 +54,12 @@ def parse_location(target: str | os.PathLike[str]) -> Location:
 
         raise StoreError(f"Writing to a PostgreSQL store ({redact_url(text)}) is not supported yet: "
                          "the studio reads it only. Nothing was written")
-    for scheme in ("libsql://", "http://", "https://", "ws://", "wss://"):
-        if lowered.startswith(scheme):
-            raise StoreError(f"Remote libSQL databases are not supported yet: {text!r}. Open a local memory.db file.")
+    if lowered.startswith(("libsql://", "http://", "https://", "ws://", "wss://")):
+        # reads of a libSQL server go through studio.store.remote (MemoryStore.open); only a write gets here
+        from studio.store.pg import redact_url
+        from studio.store.remote import refusal
+
+        raise StoreError(refusal(redact_url(text)))
     if lowered.startswith("file:"):
         parsed = urllib.parse.urlparse(text)
         raw = parsed.path if parsed.netloc in ("", "localhost") else f"//{parsed.netloc}{parsed.path}"

@@ -152,21 +152,30 @@ class MemoryStore(Loads):
 
     #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
     dialect = "sqlite"
+    #: Sentences the user should see about how the store was opened (status bar; the CLI prints StoreNotice warnings).
+    notices: tuple[str, ...] = ()
     #: Messages in Mastra's storage order: createdAt, then insertion (the libSQL store has no tie-break).
     MESSAGE_ORDER = '"createdAt" ASC'
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "MemoryStore":
-        """Open TARGET read-only unless WRITABLE: a path, a `file:` URL or a `postgresql://` URL.
+        """Open TARGET read-only unless WRITABLE: a path, a `file:` URL, a `postgresql://` URL or a libSQL
+        server URL (`libsql://`, `https://`, `http://`).
 
-        A PostgreSQL URL returns a `studio.store.pg.PgStore` (same read API; read-only for now).
+        A PostgreSQL URL returns a `studio.store.pg.PgStore`, a libSQL server URL a
+        `studio.store.remote.RemoteStore` (same read API; both read-only for now).
         """
         from studio.store.pg import is_pg_target
+        from studio.store.remote import is_remote_libsql_target
 
         if is_pg_target(target):
             from studio.store.pg import PgStore
 
             return PgStore.open(target, writable=writable)
+        if is_remote_libsql_target(target):
+            from studio.store.remote import RemoteStore
+
+            return RemoteStore.open(target, writable=writable)
         location = parse_location(target)
         conn, immutable, signature, schema, encoding = _open_verified(location, writable)
         return cls(location, conn, schema, writable, immutable, signature, encoding)

