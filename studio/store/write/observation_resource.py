@@ -210,7 +210,7 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
         raise WriteRefused("not-found", f"There is no Observational Memory record for {window.lookup_key}.")
     _check_unchanged(tx, window, latest)
     _check_flags(latest, now_ms, False)
-    check_quiet(tx.rows, latest, now_ms, idle_ms)
+    check_quiet(tx, latest, now_ms, idle_ms)
     now, cycle = iso(now_ms), new_id()
     text = latest.get("activeObservations") or ""
     cycle_tokens, updates = 0, []
