@@ -17,6 +17,7 @@ import pytest
 from studio.cli import main
 from studio.store.memory_store import MemoryStore
 from studio.store.writes import WriteSession, clear_thread, commit_reflection, revert_to_generation
+from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
 from tests.interop.answers import answer_for, parse_answer
 from tests.server.pg_rows import TIME_COLUMNS, changes, copy_schema, dump_schema, node_pg, same_row
 
@@ -132,6 +133,37 @@ def test_rule_based_reflect_cli_on_postgresql_equals_mastra_writing_the_same_log
     assert json.loads(row_b["metadata"])["studio"]["recordId"] == row_b["id"]
     _twins_match(row_b)
     report = node_pg(pg_corpus, "continue.mjs", b, "support-2", "1")
+    assert report["ok"] is True and report["before"]["recordId"] == row_b["id"], report
+
+
+def test_llm_reflect_cli_on_postgresql_equals_mastra_with_the_same_answer(pg_corpus, tmp_path, request, monkeypatch,
+                                                                          capsys, fake_llm):
+    """`reflect URL --model … --yes` (the Reflector against a model answering ANSWER) writes what Mastra's reflect
+    writes when its Reflector gives the same ANSWER: the same new row (our `metadata.studio` mark aside), the same
+    thread metadata, twins set; Mastra continues from it."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _schemas(request, "support")
+    copy_schema(pg_corpus, "support", a)
+    target = copy_schema(pg_corpus, "support", b)
+    before = dump_schema(pg_corpus.url, a)
+    answer = answer_for("support")
+    fake_llm.push(Reply(text=answer))
+    code = main(["reflect", target, "--thread", "support-1", "--model", "openai-compatible/reflector", "--base-url",
+                 fake_llm.base_url, "--yes", "--json", "--quiet-period", "0", "--watch", "0"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    doc = json.loads(out.out)
+    node_pg(pg_corpus, "mastra-reflect.mjs", a, "support-1", _write_answer(tmp_path, answer))
+    added_a, changed_a, _ = changes(before, dump_schema(pg_corpus.url, a))
+    added_b, changed_b, _ = changes(before, dump_schema(pg_corpus.url, b))
+    (row_a,), (row_b,) = added_a[OM], added_b[OM]
+    assert row_b["id"] == doc["record_id"] and doc["strategy"] == "llm"
+    assert same_row(row_a, row_b, skip={"metadata"}) == []
+    assert json.loads(row_b["metadata"])["studio"]["model"] == "openai-compatible/reflector"
+    assert set(changed_a) == set(changed_b)
+    assert changed_b[("mastra_threads", "support-1", "metadata")] == changed_a[("mastra_threads", "support-1", "metadata")]
+    _twins_match(row_b)
+    report = node_pg(pg_corpus, "continue.mjs", b, "support-1", "1")
     assert report["ok"] is True and report["before"]["recordId"] == row_b["id"], report
 
 
