@@ -29,7 +29,7 @@ def _say(text: str) -> None:
 
 def _run_undo(args) -> int:
     from studio.cli_reflect import _confirm, _is_terminal
-    from studio.store.write.undo import pick_backup, undo_write
+    from studio.store.write.undo import describe_backup, pick_backup, undo_write
     from studio.store.writes import WriteRefused
 
     try:
@@ -37,12 +37,7 @@ def _run_undo(args) -> int:
     except WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
-    rows = document["rows"]
-    inserted = sum(1 for r in rows if r["before"] is None)
-    deleted = sum(1 for r in rows if r["after"] is None)
-    summary = (f"Undo the {document.get('operation')} of {document.get('created_at')} on {document.get('target')}: "
-               f"delete {inserted} row(s) it inserted, put back {deleted} it deleted and "
-               f"{len(rows) - inserted - deleted} it changed (backup {path}).")
+    summary = f"{describe_backup(document)} Store: {document.get('target')}; backup: {path}."
     if not args.yes:
         if not _is_terminal():
             raise BadInput("undo writes to the store: add --yes to confirm (not a terminal)")

@@ -319,3 +319,47 @@ def test_delete_and_clear_on_postgresql_equal_mastra_and_undo_puts_them_back(pg_
     assert dump_schema(pg_corpus.url, b) == after_b
     assert main(["undo", target, "--yes", "--json"]) == 0
     assert dump_schema(pg_corpus.url, b) == before
+
+
+def test_an_overtaken_reflection_on_postgresql_is_caught_and_repaired(pg_corpus, tmp_path, monkeypatch):
+    """The write protocol reads through the store API on PostgreSQL too: a running turn that writes onto the row
+    our generation replaced (as MemoryPG.updateActiveObservations does: text appended, cursor and its twin
+    moved) is found, the agent reads as active, and the repair generation carries the line forward."""
+    import psycopg
+
+    from studio.store.write.protocol import find_overtaking_writes, history_reader, store_activity, unrepaired
+    from studio.store.writes import repair_overtaken_writes
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    schema = "wovertaken"
+    target = copy_schema(pg_corpus, "support", schema)
+    with MemoryStore.open(target) as store:
+        key = store.lookup_key_for_thread(store.get_thread("support-1"))
+        current = store.om_current(key)
+    parsed = parse_answer(answer_for("support"))
+    ours = commit_reflection(target, lookup_key=key, expected_record_id=current.id,
+                             expected_active_observations=current.active_observations,
+                             observations=parsed["observations"], studio_metadata={"kind": "reflection"})
+    assert unrepaired(find_overtaking_writes(history_reader(target, key)())) == []
+    line = "* 🔴 (10:00) A line the running turn observed after the studio's commit"
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        conn.execute(f'UPDATE {schema}.mastra_observational_memory SET "activeObservations" = "activeObservations" '
+                     f"|| %s, \"lastObservedAt\" = (NOW() AT TIME ZONE 'UTC'), \"lastObservedAtZ\" = NOW(), "
+                     f"\"updatedAt\" = (NOW() AT TIME ZONE 'UTC'), \"updatedAtZ\" = NOW() WHERE id = %s",
+                     (f"\n\n--- message boundary (now) ---\n\n{line}", current.id))
+    activity = store_activity(target, key, 30_000)
+    assert activity.active and activity.what == "its observational memory"
+    (finding,) = unrepaired(find_overtaking_writes(history_reader(target, key)()))
+    assert (finding.kind, finding.record_id, finding.overtaken_record_id) == \
+        ("superseded-row-written", current.id, ours["id"])
+    assert line in finding.added_lines
+    before = dump_schema(pg_corpus.url, schema)
+    repaired = repair_overtaken_writes(target, lookup_key=key)
+    assert repaired["generationCount"] == ours["generationCount"] + 1
+    assert line in repaired["activeObservations"] and parsed["observations"] in repaired["activeObservations"]
+    added, changed, removed = changes(before, dump_schema(pg_corpus.url, schema))
+    assert list(added) == [OM] and changed == {} and removed == []
+    _twins_match(added[OM][0])
+    assert unrepaired(find_overtaking_writes(history_reader(target, key)())) == []
+    report = node_pg(pg_corpus, "continue.mjs", schema, "support-1", "1")
+    assert report["ok"] is True and report["before"]["recordId"] == repaired["id"], report

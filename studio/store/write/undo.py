@@ -25,7 +25,7 @@ from studio.store.write.row_backup import (
 )
 from studio.store.write.transaction import write_transaction
 
-__all__ = ["undo_write", "pick_backup"]
+__all__ = ["undo_write", "pick_backup", "describe_backup"]
 
 #: At most this many changed rows are named in a refusal.
 _NAMED = 5
@@ -60,6 +60,26 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
         raise WriteRefused("conflict", f"The write in {path} was already undone at {document['undone'].get('at')}; "
                                        "nothing was written.")
     return path, document
+
+
+def describe_backup(document: dict) -> str:
+    """One sentence saying what undoing the backup DOCUMENT does.
+
+    E.g. "Undo the clear-thread of 2026-12-03 07:43:59 UTC: put back 10 deleted rows and restore 1 changed row."
+    """
+    rows = document.get("rows") or []
+    inserted = sum(1 for r in rows if r.get("before") is None)
+    deleted = sum(1 for r in rows if r.get("after") is None)
+    changed = len(rows) - inserted - deleted
+
+    def n(count: int, what: str) -> str:
+        return f"{count:,} {what} row{'s' if count != 1 else ''}"
+    parts = [p for c, p in ((deleted, f"put back {n(deleted, 'deleted')}"),
+                            (inserted, f"delete {n(inserted, 'inserted')}"),
+                            (changed, f"restore {n(changed, 'changed')}")) if c]
+    when = str(document.get("created_at") or "")[:19].replace("T", " ")
+    what = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] if parts else "nothing to restore"
+    return f"Undo the {document.get('operation')} of {when} UTC: {what}."
 
 
 def _describe(row: dict) -> str:

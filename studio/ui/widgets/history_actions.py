@@ -209,7 +209,7 @@ class HistoryActions(QObject):
     def undo_last_write(self) -> ConfirmWriteDialog | None:
         """Ask to restore the rows of the last studio write to the open PostgreSQL store; undo only when accepted."""
         from studio.errors import StudioError
-        from studio.store.write.undo import pick_backup
+        from studio.store.write.undo import describe_backup, pick_backup
 
         path = self._window.database_path
         if path is None or not _is_server(path):
@@ -219,12 +219,8 @@ class HistoryActions(QObject):
         except StudioError as exc:
             self._on_write_failed(exc)
             return None
-        rows = document["rows"]
-        inserted = sum(1 for r in rows if r["before"] is None)
-        deleted = sum(1 for r in rows if r["after"] is None)
-        text = (f"Undo the {document.get('operation')} of {document.get('created_at')}? It deletes the {inserted:,} "
-                f"row(s) it inserted, puts back the {deleted:,} it deleted and restores the "
-                f"{len(rows) - inserted - deleted:,} it changed. Nothing is written if any of them changed since.")
+        text = (f"{describe_backup(document)} Nothing is written if any of these rows changed since the write "
+                f"(on {document.get('target')}).")
         dialog = ConfirmWriteDialog("Undo Last Write", text, f"Row backup: {backup}", action="Undo",
                                     parent=self._window)
         return self._ask(dialog, lambda: self._run_undo(path, backup))
