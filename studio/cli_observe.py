@@ -152,8 +152,9 @@ def _run_activate(args) -> int:
     session = writes.WriteSession()
     try:
         session.before_destructive_write(args.path)
-        result = write_with_protocol(args, lambda quiet_ms: activate_buffered(
-            args.path, thread_id=args.thread, lookup_key=key, expected_record_id=current.id, idle_ms=quiet_ms))
+        with session.routed(args.path):
+            result = write_with_protocol(args, lambda quiet_ms: activate_buffered(
+                args.path, thread_id=args.thread, lookup_key=key, expected_record_id=current.id, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
@@ -234,8 +235,9 @@ def _run_observe(args) -> int:
     try:
         session.before_destructive_write(args.path)
         commit = commit_resource_observation if resource else commit_observation
-        row = write_with_protocol(args, lambda quiet_ms: commit(
-            args.path, window, output, force=args.below_threshold, idle_ms=quiet_ms))
+        with session.routed(args.path):
+            row = write_with_protocol(args, lambda quiet_ms: commit(
+                args.path, window, output, force=args.below_threshold, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)

@@ -22,7 +22,7 @@ Public API (implemented in `studio.store.write`):
   its own connection (`studio.store.write.pg_transaction`: FOR UPDATE on the current OM row, a 9 s
   lock wait, rows written as @mastra/pg writes them, twins included), saving a JSON row backup of
   every row it changes before COMMIT (`studio.store.write.row_backup`); `undo_write(url)` restores
-  the last write's rows from it (refused when they changed since); observe / activate are refused there;
+  the last write's rows from it (refused when they changed since);
 - `WriteRefused` (reason: generation-changed, reflecting, not-found, busy, conflict, invalid).
 
 Every function opens its own read-write libSQL connection for the one write and closes it, never

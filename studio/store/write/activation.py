@@ -198,5 +198,5 @@ def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_ke
         raise WriteRefused("invalid", f"lookup_key must look like 'thread:<id>' (resource-scope activation is not "
                                       f"supported yet), not {lookup_key!r}")
     now = now_ms_or_clock(now_ms)
-    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="an activation", server_stores=False) as tx:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="activate") as tx:
         return _commit(tx, lookup_key, thread_id, expected_record_id, now, idle_ms)

@@ -297,7 +297,7 @@ def gated_commit(path, window, force: bool, now_ms: int | None, busy_timeout_ms:
                                       f"tokens, below the threshold of {window.threshold}: Mastra would not observe "
                                       "yet. Force it to observe anyway.")
     now = now_ms_or_clock(now_ms)
-    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="an observation", server_stores=False) as tx:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="observe") as tx:
         return commit(tx, now)
 
 

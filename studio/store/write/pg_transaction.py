@@ -1,7 +1,8 @@
 """One write transaction on a PostgreSQL store (`@mastra/pg`), with the rows it touches saved locally first.
 
 The PostgreSQL side of `studio.store.write.transaction.write_transaction` (which dispatches here for
-`postgresql://` URLs). The write functions (reflection, threads, repair, undo) call the same `WriteTx`
+`postgresql://` URLs). The write functions (reflection, observation, activation, threads, repair, undo)
+call the same `WriteTx`
 methods on both backends; what differs in SQL lives here:
 
 * its own connection, opened only for the write: the session stays `default_transaction_read_only`

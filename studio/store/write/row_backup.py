@@ -4,7 +4,7 @@ Copying a server database before each write is not what a user wants, so every P
 the studio (`studio.store.write.pg_transaction`) saves, before its COMMIT, the rows it touches:
 
     {"format": "memory-studio-row-backup", "version": 1, "operation": "reflect" | "revert" | "clone" |
-     "delete-messages" | "clear-thread" | "repair" | "undo", "created_at": ISO UTC,
+     "delete-messages" | "clear-thread" | "repair" | "observe" | "activate" | "undo", "created_at": ISO UTC,
      "target": the URL with its password redacted, "identity": {host, port, dbname, user, schema},
      "columns": {table: {column: PostgreSQL type}},
      "rows": [{"table", "id", "before": {column: exact text} | null (inserted by the write),

@@ -52,8 +52,9 @@ class WriteSession:
         return Path(os.path.realpath(parse_location(path).path))
 
     @contextmanager
-    def _routed(self, path: str | os.PathLike[str]):
-        """Run one write of PATH; on PostgreSQL, collect the row backup its transaction saves."""
+    def routed(self, path: str | os.PathLike[str]):
+        """Context for one write of PATH made outside these methods (observe, activate): on PostgreSQL the
+        row backup its transaction saves goes to this session's folder and becomes `backup_for(PATH)`."""
         if not is_pg_target(path):
             yield
             return
@@ -109,37 +110,37 @@ class WriteSession:
     def commit_reflection(self, path: str | os.PathLike[str], **kwargs: Any) -> dict:
         """Back up PATH once, then `writes.commit_reflection(path, **kwargs)`."""
         self.before_destructive_write(path)
-        with self._routed(path):
+        with self.routed(path):
             return reflection.commit_reflection(path, **kwargs)
 
     def revert_to_generation(self, path: str | os.PathLike[str], **kwargs: Any) -> dict:
         """Back up PATH once, then `writes.revert_to_generation(path, **kwargs)`."""
         self.before_destructive_write(path)
-        with self._routed(path):
+        with self.routed(path):
             return reflection.revert_to_generation(path, **kwargs)
 
     def repair_overtaken_writes(self, path: str | os.PathLike[str], **kwargs: Any) -> dict | None:
         """Back up PATH once (it follows a commit of the session, so normally done), then repair_overtaken_writes."""
         self.before_destructive_write(path)
-        with self._routed(path):
+        with self.routed(path):
             return repair.repair_overtaken_writes(path, **kwargs)
 
     def clone_thread(self, path: str | os.PathLike[str], source_thread_id: str, **kwargs: Any) -> dict:
         """Back up PATH once, then `writes.clone_thread(path, source_thread_id, **kwargs)`."""
         self.before_destructive_write(path)
-        with self._routed(path):
+        with self.routed(path):
             return threads.clone_thread(path, source_thread_id, **kwargs)
 
     def delete_messages(self, path: str | os.PathLike[str], ids, **kwargs: Any) -> int:
         """Back up PATH once, then `writes.delete_messages(path, ids, **kwargs)`."""
         self.before_destructive_write(path)
-        with self._routed(path):
+        with self.routed(path):
             return threads.delete_messages(path, ids, **kwargs)
 
     def clear_thread(self, path: str | os.PathLike[str], thread_id: str, **kwargs: Any) -> int:
         """Back up PATH once, then `writes.clear_thread(path, thread_id, **kwargs)`."""
         self.before_destructive_write(path)
-        with self._routed(path):
+        with self.routed(path):
             return threads.clear_thread(path, thread_id, **kwargs)
 
     def undo_write(self, path: str | os.PathLike[str], backup: str | os.PathLike[str] | None = None,

@@ -187,14 +187,12 @@ def _begin(conn, location: Location, attempts: int, busy_timeout_ms: int) -> Non
 
 @contextmanager
 def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | None = None,
-                      attempts: int = BEGIN_ATTEMPTS, label: str = "write",
-                      server_stores: bool = True) -> Iterator[WriteTx]:
+                      attempts: int = BEGIN_ATTEMPTS, label: str = "write") -> Iterator[WriteTx]:
     """Open TARGET (path or `file:` URL) read-write for one BEGIN IMMEDIATE transaction; yield a WriteTx.
 
     A `postgresql://` TARGET gets `studio.store.write.pg_transaction.pg_write_transaction` instead
     (a PgWriteTx with the same methods; LABEL names the row backup it saves before COMMIT;
-    BUSY_TIMEOUT_MS there is the lock wait). SERVER_STORES False: a write not built for PostgreSQL
-    yet (observe, activate) is refused there with WriteRefused("invalid"), nothing written.
+    BUSY_TIMEOUT_MS there is the lock wait).
 
     Commits when the block ends normally, rolls back when it raises (the exception propagates),
     and always closes the connection. BUSY_TIMEOUT_MS (ms) is SQLite's busy timeout per attempt
@@ -205,12 +203,7 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | 
     from studio.store.pg import is_pg_target
 
     if is_pg_target(target):
-        from studio.store.pg import redact_url
         from studio.store.write.pg_transaction import pg_write_transaction
-
-        if not server_stores:
-            raise WriteRefused("invalid", f"Writing {label} to a PostgreSQL store ({redact_url(os.fspath(target))}) "
-                                          "is not supported yet; nothing was written.")
 
         with pg_write_transaction(os.fspath(target), label=label, lock_wait_ms=busy_timeout_ms) as pg_tx:
             yield pg_tx
