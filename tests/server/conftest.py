@@ -70,3 +70,9 @@ def pg_corpus(tmp_path_factory) -> PgCorpus:
         subprocess.run(["bash", "servers.sh", "pg", "stop", str(servers)], cwd=corpus, capture_output=True,
                        timeout=120)
         shutil.rmtree(servers, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _private_data_folder(tmp_path, monkeypatch):
+    """Row backups of PostgreSQL writes go to $XDG_DATA_HOME: a private folder per test, never the user's home."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
