@@ -212,6 +212,7 @@ COMMANDS: dict[str, Callable] = {
     "doctor": _from_module("studio.cli_doctor", "add_doctor_command"),
     "activate": _from_module("studio.cli_observe", "add_activate_command"),
     "observe": _from_module("studio.cli_observe", "add_observe_command"),
+    "undo": _from_module("studio.cli_undo", "add_undo_command"),
 }
 
 

@@ -25,7 +25,6 @@ the watch after the commit (`--watch`) checks that the written text survives (`w
 from __future__ import annotations
 
 import re
-import sys
 
 from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump, exit_code_for
 from studio.cli_reflect import _confirm, _is_terminal  # one terminal prompt for every write command
@@ -157,9 +156,10 @@ def _run_activate(args) -> int:
     session = writes.WriteSession()
     try:
         session.before_destructive_write(args.path)
-        result = write_with_protocol(args, lambda quiet_ms: activate_buffered(
-            args.path, thread_id=args.thread, lookup_key=key, stamp_estimates=stamp_estimates,
-            expected_record_id=current.id, idle_ms=quiet_ms))
+        with session.routed(args.path):
+            result = write_with_protocol(args, lambda quiet_ms: activate_buffered(
+                args.path, thread_id=args.thread, lookup_key=key, stamp_estimates=stamp_estimates,
+                expected_record_id=current.id, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
@@ -278,8 +278,9 @@ def _run_observe(args) -> int:
     session = writes.WriteSession()
     try:
         session.before_destructive_write(args.path)
-        row = write_with_protocol(args, lambda quiet_ms: commit_proposal(
-            args.path, proposal, force=args.below_threshold, idle_ms=quiet_ms))
+        with session.routed(args.path):
+            row = write_with_protocol(args, lambda quiet_ms: commit_proposal(
+                args.path, proposal, force=args.below_threshold, idle_ms=quiet_ms))
     except writes.WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)

@@ -25,7 +25,8 @@ class WriteRefused(StoreError):
     """A write to the user's database was refused and nothing was written.
 
     `reason` is one of WRITE_REFUSED_REASONS:
-    "generation-changed" (the latest generation or its observations changed since they were read),
+    "generation-changed" (the latest generation or its observations changed since they were read; for
+    an undo: the rows it would restore changed since the write),
     "reflecting" (isReflecting is set: live, or stale and not cleared), "not-found" (no such
     thread, record or generation), "busy" (another process holds the write lock, or is observing
     or buffering this record), "conflict" (the new id already exists), "invalid" (bad arguments).

@@ -346,6 +346,16 @@ class MemoryStore(Loads):
                 rows.append(tuple(self._decode_blob(v) if c in JSONB_COLUMNS else v for c, v in zip(present, values)))
         return [dict(zip(present, r)) for r in rows]
 
+    def select_rows(self, table: str, tail: str = "", params: Iterable[Any] = (),
+                    wanted: list[str] | None = None) -> list[dict]:
+        """SELECT WANTED (default: all) present columns of TABLE with a WHERE/ORDER TAIL (`?` placeholders).
+
+        Rows as dicts, values as Mastra reads them in the libSQL store's form (times as ISO strings,
+        JSON as text): the same call as a write transaction's `select`, so the write protocol
+        (studio.store.write.protocol) reads through either. Raises StoreError.
+        """
+        return self._select(table, list(wanted or []), tail, params)
+
     def _decode_blob(self, value: Any) -> Any:
         if not isinstance(value, (bytes, bytearray)):
             return value

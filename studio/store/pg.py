@@ -20,7 +20,8 @@ with a statement timeout; nothing takes a lock beyond a plain read (ACCESS SHARE
 every statement is its own autocommit transaction; a load (`with store.snapshot():`) is one
 REPEATABLE READ READ ONLY transaction, ended (COMMIT) as soon as the block ends, so the session is
 never left idle in a transaction (`idle_in_transaction_session_timeout` bounds it if the studio
-ever hangs mid-load). `writable=True` is refused: writing to PostgreSQL is not supported yet.
+ever hangs mid-load). `writable=True` is refused: a write opens its own read-write transaction
+(`studio.store.write.pg_transaction`).
 """
 
 from __future__ import annotations
@@ -126,6 +127,31 @@ def _describe(exc: BaseException, location: PgLocation, password: str | None = N
     return text
 
 
+def read_expr(schema: sc.Schema, table: str, column: str) -> str:
+    """SQL reading COLUMN of TABLE as Mastra reads it, in the libSQL store's form, aliased to COLUMN.
+
+    Timestamps: the TIMESTAMPTZ twin as Mastra reads it (OM createdAt / updatedAt / lastObservedAt:
+    the twin only; threads, messages, resources: twin first; others: the column as UTC), rendered
+    as JavaScript's toISOString() text. JSONB: its JSON text. Anything else as stored.
+    """
+    q = sc.quote_ident(column)
+    kind = schema.types.get(table, {}).get(column, "")
+    if kind.startswith("TIMESTAMP"):
+        twin = column + "Z"
+        has_twin = schema.has_column(table, twin)
+        utc = _utc(column) if "WITHOUT" in kind else q
+        if table == sc.OBSERVATIONAL_MEMORY and column in OM_TWIN_ONLY and has_twin:
+            value = sc.quote_ident(twin)
+        elif table in TWIN_FIRST_TABLES and has_twin:
+            value = f"COALESCE({sc.quote_ident(twin)}, {utc})"
+        else:
+            value = utc
+        return f"{_iso(value)} AS {q}"
+    if kind in ("JSONB", "JSON"):
+        return f"{q}::text AS {q}"
+    return q
+
+
 class PgStore(MemoryStore):
     """A Mastra memory in PostgreSQL, opened read-only; the read API of `MemoryStore`.
 
@@ -158,8 +184,8 @@ class PgStore(MemoryStore):
         """Connect to the PostgreSQL URL TARGET read-only (see `parse_pg_location`)."""
         location = parse_pg_location(os.fspath(target))
         if writable:
-            raise StoreError(f"Writing to a PostgreSQL store ({location.display}) is not supported yet: "
-                             "the studio opens it read-only")
+            raise StoreError(f"A PostgreSQL store ({location.display}) is opened read-only: each write opens "
+                             "its own transaction (studio.store.writes)")
         import psycopg
 
         password, source = pg_password(location.conninfo)
@@ -257,22 +283,7 @@ class PgStore(MemoryStore):
 
     def _expr(self, table: str, column: str) -> str:
         """SQL for COLUMN of TABLE as the libSQL store would hold it (JSON as text, times as ISO strings)."""
-        q = sc.quote_ident(column)
-        kind = self.schema.types.get(table, {}).get(column, "")
-        if kind.startswith("TIMESTAMP"):
-            twin = column + "Z"
-            has_twin = self.schema.has_column(table, twin)
-            utc = _utc(column) if "WITHOUT" in kind else q
-            if table == sc.OBSERVATIONAL_MEMORY and column in OM_TWIN_ONLY and has_twin:
-                value = sc.quote_ident(twin)
-            elif table in TWIN_FIRST_TABLES and has_twin:
-                value = f"COALESCE({sc.quote_ident(twin)}, {utc})"
-            else:
-                value = utc
-            return f"{_iso(value)} AS {q}"
-        if kind in ("JSONB", "JSON"):
-            return f"{q}::text AS {q}"
-        return q
+        return read_expr(self.schema, table, column)
 
     def _select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = ()) -> list[dict]:
         """SELECT WANTED columns of TABLE (all but the Z twins when empty) with a WHERE/ORDER TAIL; dicts."""
@@ -412,4 +423,10 @@ def _discover(conn, location: PgLocation) -> sc.Schema:
     return schema
 
 
-__all__ = ["PgStore", "PgLocation", "is_pg_target", "parse_pg_location", "redact_url"]
+#: Public names of the helpers the write layer (studio.store.write.pg_transaction) shares with the reads.
+describe_pg_error = _describe
+discover_pg_schema = _discover
+PG_TIME_TYPES = ("TIMESTAMP WITHOUT TIME ZONE", "TIMESTAMP WITH TIME ZONE")
+
+__all__ = ["PgStore", "PgLocation", "is_pg_target", "parse_pg_location", "redact_url", "read_expr", "describe_pg_error",
+           "discover_pg_schema", "PG_TIME_TYPES"]

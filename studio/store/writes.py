@@ -19,6 +19,11 @@ Public API (implemented in `studio.store.write`):
   `store_activity`, `wait_for_quiet`), the self-identifying mark (`studio_mark`), overtaking writes
   (`find_overtaking_writes`, `watch_for_overtaking`) and `repair_overtaken_writes` (a new generation
   carrying what overtook a studio write forward);
+- PostgreSQL stores (`postgresql://` URLs): the same functions, each one READ WRITE transaction on
+  its own connection (`studio.store.write.pg_transaction`: FOR UPDATE on the current OM row, a 9 s
+  lock wait, rows written as @mastra/pg writes them, twins included), saving a JSON row backup of
+  every row it changes before COMMIT (`studio.store.write.row_backup`); `undo_write(url)` restores
+  the last write's rows from it (refused when they changed since);
 - `WriteRefused` (reason: generation-changed, reflecting, not-found, busy, conflict, invalid).
 
 Every function opens its own read-write libSQL connection for the one write and closes it, never
@@ -45,6 +50,7 @@ from studio.store.write.reflection import STUDIO_METADATA_KEY, commit_reflection
 from studio.store.write.repair import repair_overtaken_writes
 from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
 from studio.store.write.threads import clear_thread, clone_thread, delete_messages
+from studio.store.write.undo import undo_write
 from studio.store.write.activation import activate_buffered
 from studio.store.write.observation import ObservationWindow, ObserverOutput, commit_observation
 from studio.store.write.observation_resource import ResourceObservationWindow, commit_resource_observation
@@ -55,5 +61,5 @@ __all__ = [
     "STUDIO_METADATA_KEY", "DEFAULT_QUIET_MS", "OvertakingWrite", "find_overtaking_writes", "store_activity",
     "studio_mark", "unrepaired", "repair_overtaken_writes",
     "ObserverOutput", "ObservationWindow", "commit_observation", "activate_buffered",
-    "ResourceObservationWindow", "commit_resource_observation",
+    "ResourceObservationWindow", "commit_resource_observation", "undo_write",
 ]

@@ -62,11 +62,15 @@ def test_the_session_is_read_only(pg_corpus):
         assert store.get_thread("support-1").title != "changed"
 
 
-def test_a_write_is_refused_with_a_sentence(pg_corpus, capsys):
-    code = main(["clone", pg_corpus.target("support"), "--thread", "support-1", "--yes", "--json"])
+def test_a_write_to_an_unreachable_server_is_a_sentence_and_leaves_no_backup(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    code = main(["clone", "postgresql://postgres:s3cret@127.0.0.1:1/postgres?schema=support", "--thread", "support-1",
+                 "--yes", "--json"])
     out, err = capsys.readouterr()
-    assert code != 0 and "Traceback" not in err
-    assert "PostgreSQL" in err and "not supported yet" in err
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert "Cannot connect to postgresql://postgres:***@127.0.0.1:1/postgres?schema=support for writing" in err
+    assert "s3cret" not in err
+    assert not (tmp_path / "data").exists()
 
 
 def test_a_dead_server_is_a_sentence_not_a_hang(capsys):

@@ -145,7 +145,7 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
     if not chunks:
         raise WriteRefused("not-found", f"{lookup_key} has no buffered observation chunks to activate.")
     _check_flags(latest, now_ms, False)
-    check_quiet(tx.rows, latest, now_ms, idle_ms)
+    check_quiet(tx, latest, now_ms, idle_ms)
     config = js_parse(latest.get("config"), "OM record config") if latest.get("config") else {}
     config = config if isinstance(config, dict) else {}
     settings = resolve_settings(config, latest.get("scope"))
@@ -238,6 +238,5 @@ def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_ke
         raise WriteRefused("invalid", "stamp_estimates must be a function (message, model), such as "
                                       "studio.engine.tokens.stamp_estimates")
     now = now_ms_or_clock(now_ms)
-    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
-    with write_transaction(path, **kwargs) as tx:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="activate") as tx:
         return _commit(tx, lookup_key, thread_id, expected_record_id, now, idle_ms, stamp_estimates)

@@ -87,9 +87,9 @@ def present_string(value: Any, name: str) -> str | None:
     return trimmed or None
 
 
-def read_thread(tx: WriteTx, thread_id: str) -> dict | None:
-    """Return the thread row (metadata as JSON text) or None."""
-    rows = tx.select(THREADS, "WHERE id = ?", (thread_id,), wanted=THREAD_COLUMNS)
+def read_thread(tx: WriteTx, thread_id: str, *, lock: bool = False) -> dict | None:
+    """Return the thread row (metadata as JSON text) or None; LOCK: FOR UPDATE on PostgreSQL."""
+    rows = tx.select(THREADS, "WHERE id = ?", (thread_id,), wanted=THREAD_COLUMNS, lock=lock)
     return rows[0] if rows else None
 
 
@@ -100,11 +100,14 @@ def thread_metadata(row: dict) -> dict:
 
 
 def latest_om_row(tx: WriteTx, lookup_key: str) -> dict | None:
-    """Return LOOKUP_KEY's current OM row (highest generationCount, as Mastra's getObservationalMemory), or None."""
+    """Return LOOKUP_KEY's current OM row (highest generationCount, as Mastra's getObservationalMemory), or None.
+
+    The row is locked (FOR UPDATE on PostgreSQL; the file's write lock on libSQL) until the write ends.
+    """
     if not tx.schema.has_observational_memory:
         return None
     rows = tx.select(OBSERVATIONAL_MEMORY, 'WHERE "lookupKey" = ? ORDER BY "generationCount" DESC LIMIT 1',
-                     (lookup_key,))
+                     (lookup_key,), lock=True)
     return rows[0] if rows else None
 
 

@@ -151,7 +151,7 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
         raise WriteRefused("not-found", f"There is no Observational Memory record for {window.lookup_key}.")
     _check_unchanged(tx, window, latest)
     _check_flags(latest, now_ms, False)
-    check_quiet(tx.rows, latest, now_ms, idle_ms)
+    check_quiet(tx, latest, now_ms, idle_ms)
     now = iso(now_ms)
     newest = max(window.messages, key=lambda m: iso_to_ms(m.get("createdAt")) or 0)
     last_observed_at = js_date_round_trip(newest.get("createdAt"))
@@ -245,8 +245,7 @@ def gated_commit(path, window, force: bool, now_ms: int | None, busy_timeout_ms:
                                       f"tokens, below the threshold of {window.threshold}: Mastra would not observe "
                                       "yet. Force it to observe anyway.")
     now = now_ms_or_clock(now_ms)
-    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
-    with write_transaction(path, **kwargs) as tx:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="observe") as tx:
         return commit(tx, now)
 
 

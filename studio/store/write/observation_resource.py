@@ -139,8 +139,8 @@ def _check_unchanged(tx: WriteTx, window: ResourceObservationWindow, latest: dic
             and latest.get("lastObservedAt") == rec.get("lastObservedAt")
             and _ids(latest.get("observedMessageIds")) == list(window.record.observed_message_ids or [])
             and latest.get("updatedAt") == rec.get("updatedAt"))
-    threads = {r[0]: r[1] for r in tx.rows('SELECT id, "updatedAt" FROM mastra_threads WHERE "resourceId" = ?',
-                                           (latest.get("resourceId"),))}
+    threads = {r["id"]: r["updatedAt"] for r in tx.select(THREADS, 'WHERE "resourceId" = ?', (latest.get("resourceId"),),
+                                                          wanted=["id", "updatedAt"])}
     same = same and threads == {t: s[0] for t, s in window.snapshot.items()}
     if not same:
         raise WriteRefused("generation-changed",
@@ -155,7 +155,7 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
         raise WriteRefused("not-found", f"There is no Observational Memory record for {window.lookup_key}.")
     _check_unchanged(tx, window, latest)
     _check_flags(latest, now_ms, False)
-    check_quiet(tx.rows, latest, now_ms, idle_ms)
+    check_quiet(tx, latest, now_ms, idle_ms)
     now, cycle = iso(now_ms), new_id()
     text = latest.get("activeObservations") or ""
     cycle_tokens, updates = 0, []

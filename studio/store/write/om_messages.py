@@ -27,7 +27,7 @@ def newest_assistant_message(tx: WriteTx, thread_id: str) -> dict | None:
     A message whose content is not a JSON object with a `parts` list is passed over (Mastra could
     not append a part to it either).
     """
-    rows = tx.select(MESSAGES, 'WHERE thread_id = ? ORDER BY "createdAt" DESC, rowid DESC LIMIT ?',
+    rows = tx.select(MESSAGES, f'WHERE thread_id = ? ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC LIMIT ?',
                      (thread_id, MARKER_SEARCH_LIMIT), wanted=MESSAGE_COLUMNS)
     for row in rows:
         if row.get("role") != "assistant":

@@ -164,11 +164,12 @@ def _live_flags(latest: Any, now_ms: int) -> tuple[str, ...]:
     return tuple(n for n in names if _get(latest, n) and live)
 
 
-def read_activity(rows: Callable[[str, tuple], list[tuple]], latest: Any, now_ms: int,
-                  quiet_ms: int = DEFAULT_QUIET_MS) -> AgentActivity:
+def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT_QUIET_MS) -> AgentActivity:
     """Return when the conversation of LATEST (the current OM row) was last written by someone else.
 
-    ROWS(sql, params) runs a read query (a WriteTx's `rows`, or a read-only store's). Looked at:
+    SOURCE: a read-only store (`MemoryStore` / `PgStore`) or an open write transaction: anything
+    with `select_rows(table, tail, params, wanted)` giving times as Mastra reads them (ISO strings;
+    on PostgreSQL the `"<col>Z"` twins), so the same check runs on every backend. Looked at:
     `updatedAt` of every row of the record's lookupKey, the thread's (thread scope) or the
     resource's threads' (resource scope) `updatedAt`, and their messages' newest `createdAt`.
     Timestamps equal to the studio's own last commit (the `committedAt` of LATEST's valid studio
@@ -178,14 +179,14 @@ def read_activity(rows: Callable[[str, tuple], list[tuple]], latest: Any, now_ms
     own = (studio_mark(latest) or {}).get("committedAt")
     key = _get(latest, "lookupKey") or ""
     stamps: list[tuple[Any, str]] = []
-    for (value,) in rows('SELECT "updatedAt" FROM mastra_observational_memory WHERE "lookupKey" = ?', (key,)):
-        stamps.append((value, "its observational memory"))
+    for row in source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,), ["updatedAt"]):
+        stamps.append((row.get("updatedAt"), "its observational memory"))
     threads_where, params = _threads_of(latest)
-    for (value,) in rows(f'SELECT "updatedAt" FROM mastra_threads WHERE {threads_where}', params):
-        stamps.append((value, "the thread"))
-    for (value,) in rows(f'SELECT MAX("createdAt") FROM mastra_messages WHERE thread_id IN '
-                         f'(SELECT id FROM mastra_threads WHERE {threads_where})', params):
-        stamps.append((value, "a message"))
+    for row in source.select_rows("mastra_threads", f"WHERE {threads_where}", params, ["updatedAt"]):
+        stamps.append((row.get("updatedAt"), "the thread"))
+    for row in source.select_rows("mastra_messages", f'WHERE thread_id IN (SELECT id FROM mastra_threads WHERE '
+                                  f'{threads_where}) ORDER BY "createdAt" DESC LIMIT 1', params, ["createdAt"]):
+        stamps.append((row.get("createdAt"), "a message"))
     best, what = None, ""
     for value, label in stamps:
         if value is None or (own is not None and value == own):
@@ -197,12 +198,13 @@ def read_activity(rows: Callable[[str, tuple], list[tuple]], latest: Any, now_ms
                          quiet_ms=quiet_ms, what=what)
 
 
-def check_quiet(rows: Callable[[str, tuple], list[tuple]], latest: Any, now_ms: int, quiet_ms: int) -> AgentActivity:
+def check_quiet(source: Any, latest: Any, now_ms: int, quiet_ms: int) -> AgentActivity:
     """Raise WriteRefused("busy") with AgentActivity.message() while LATEST's conversation is active.
 
+    SOURCE: the open write transaction (or a store), as for `read_activity`.
     QUIET_MS 0 skips the time check (busy flags are checked by the write itself). Returns the activity.
     """
-    activity = read_activity(rows, latest, now_ms, quiet_ms)
+    activity = read_activity(source, latest, now_ms, quiet_ms)
     if quiet_ms > 0 and activity.ago_ms is not None and activity.ago_ms < quiet_ms:
         raise WriteRefused("busy", activity.message() + " Nothing was written.")
     return activity
@@ -467,7 +469,7 @@ def store_activity(path: str | os.PathLike[str], lookup_key: str, quiet_ms: int 
         if current is None:
             return None
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        return read_activity(lambda sql, params: store._rows(sql, params), current, now, quiet_ms)
+        return read_activity(store, current, now, quiet_ms)
 
 
 def store_turn_ms(path: str | os.PathLike[str], lookup_key: str, last: int = 200) -> int | None:
@@ -479,7 +481,6 @@ def store_turn_ms(path: str | os.PathLike[str], lookup_key: str, last: int = 200
         if current is None:
             return None
         where, params = _threads_of(current)
-        rows = store._rows(f'SELECT role, "createdAt" FROM mastra_messages WHERE thread_id IN '
-                           f'(SELECT id FROM mastra_threads WHERE {where}) ORDER BY "createdAt" DESC LIMIT ?',
-                           (*params, last))
-    return turn_duration_ms(reversed([(r[0], r[1]) for r in rows]))
+        rows = store.select_rows("mastra_messages", f'WHERE thread_id IN (SELECT id FROM mastra_threads WHERE {where}) '
+                                 'ORDER BY "createdAt" DESC LIMIT ?', (*params, last), ["role", "createdAt"])
+    return turn_duration_ms(reversed([(r["role"], r["createdAt"]) for r in rows]))

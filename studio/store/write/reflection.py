@@ -220,7 +220,7 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
                            f"Observations were added to generation {generation} of {lookup_key} since it was read; "
                            "nothing was written. Look at them and try again.")
     _check_flags(latest, now_ms, clear_stale_reflecting)
-    check_quiet(tx.rows, latest, now_ms, idle_ms)
+    check_quiet(tx, latest, now_ms, idle_ms)
     observations, studio = observations_of(tx, latest, studio)
     now = iso(now_ms)
     record_id = new_id()
@@ -261,7 +261,7 @@ def _precheck_quiet(path: str | os.PathLike[str], lookup_key: str, now_ms: int, 
                     expected_active_observations is not None
                     and (current.active_observations or "") != expected_active_observations):
                 return
-            activity = read_activity(lambda sql, params: store._rows(sql, params), current, now_ms, quiet_ms)
+            activity = read_activity(store, current, now_ms, quiet_ms)
     except StoreError:
         return  # the write transaction says what is wrong with the file
     if activity.ago_ms is not None and activity.ago_ms < quiet_ms:
@@ -351,8 +351,7 @@ def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected
     idle = _check_ms(idle_ms, "idle_ms")
     now = now_ms_or_clock(now_ms)
     _precheck_quiet(path, lookup_key, now, idle, expected_record_id, expected_active_observations)
-    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
-    with write_transaction(path, **kwargs) as tx:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="reflect") as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
                        observations_of=lambda _tx, _latest, s: (observations, s),
                        count_observations=lambda _text: tokens, current_task=task,
@@ -392,7 +391,7 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
         if to_int(latest.get("generationCount")) == generation_count:
             raise WriteRefused("invalid", f"Generation {generation_count} is already the current one of {lookup_key}.")
         rows = tx.select(OBSERVATIONAL_MEMORY, 'WHERE "lookupKey" = ? AND "generationCount" = ? '
-                                               'ORDER BY "createdAt" DESC, rowid DESC LIMIT 1',
+                                               f'ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC LIMIT 1',
                          (lookup_key, generation_count))
         if not rows:
             raise WriteRefused("not-found", f"{lookup_key} has no generation {generation_count}.")
@@ -402,8 +401,7 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
         return text, {"kind": "revert", "revertedFrom": generation_count, "revertedFromRecordId": rows[0]["id"]}
 
     _precheck_quiet(path, lookup_key, now, idle, expected_record_id)
-    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
-    with write_transaction(path, **kwargs) as tx:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="revert") as tx:
         return _commit(tx, lookup_key=lookup_key, expected_record_id=expected_record_id,
                        observations_of=observations_of, count_observations=count, current_task=None,
                        suggested_response=None,

@@ -123,12 +123,12 @@ def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str,
         raise WriteRefused("invalid", f"prefer must be one of {', '.join(REPAIR_CHOICES)}, not {prefer!r}")
     count = _check_counter(count_observations)
     now = now_ms_or_clock(now_ms)
-    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
-    with write_transaction(path, **kwargs) as tx:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="repair") as tx:
         if not tx.schema.has_observational_memory:
             raise WriteRefused("not-found", f"{tx.location.display} has no Observational Memory table.")
-        rows = tx.select(OBSERVATIONAL_MEMORY, 'WHERE "lookupKey" = ? ORDER BY "generationCount", "createdAt", rowid',
-                         (lookup_key,))
+        rows = tx.select(OBSERVATIONAL_MEMORY,
+                         f'WHERE "lookupKey" = ? ORDER BY "generationCount", "createdAt", {tx.insertion_tie}',
+                         (lookup_key,), lock=True)
         if not rows:
             raise WriteRefused("not-found", f"There is no Observational Memory record for {lookup_key}.")
         findings = unrepaired(find_overtaking_writes(rows))

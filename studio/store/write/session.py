@@ -1,15 +1,22 @@
-"""A write session (one per studio window or CLI run): a backup before its first destructive write per file."""
+"""A write session (one per studio window or CLI run): a backup before its first destructive write per file.
+
+On a PostgreSQL store there is no file to copy: every write saves the rows it changes as a JSON row
+backup before its COMMIT (`studio.store.write.pg_transaction`, `row_backup`); the session routes
+those files to its folder and remembers the last one per store (`backup_for`).
+"""
 
 from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
 from studio.errors import StoreError, WriteRefused
 from studio.store.backup import backup_database
 from studio.store.connection import parse_location
+from studio.store.pg import is_pg_target, redact_url
 from studio.store.write import reflection, repair, threads
 from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
 
@@ -39,12 +46,33 @@ class WriteSession:
         self._lock = threading.Lock()
 
     @staticmethod
-    def _key(path: str | os.PathLike[str]) -> Path:
+    def _key(path: str | os.PathLike[str]) -> Path | str:
+        if is_pg_target(path):
+            return redact_url(os.fspath(path))
         return Path(os.path.realpath(parse_location(path).path))
 
+    @contextmanager
+    def routed(self, path: str | os.PathLike[str]):
+        """Context for one write of PATH made outside these methods (observe, activate): on PostgreSQL the
+        row backup its transaction saves goes to this session's folder and becomes `backup_for(PATH)`."""
+        if not is_pg_target(path):
+            yield
+            return
+        from studio.store.write.pg_transaction import BackupSink, backup_sink
+
+        sink = BackupSink(folder=self.backup_dir)
+        try:
+            with backup_sink(sink):
+                yield
+        finally:
+            if sink.made:
+                with self._lock:
+                    self._backups[self._key(path)] = Path(sink.made[-1])
+
     @property
-    def backups(self) -> dict[Path, Path]:
-        """Return {database path: backup path} for the backups this session made."""
+    def backups(self) -> dict[Path | str, Path]:
+        """Return {database path (or redacted PostgreSQL URL): backup path} for the backups this session made
+        (PostgreSQL: the row backup of the last write)."""
         with self._lock:
             return dict(self._backups)
 
@@ -58,7 +86,10 @@ class WriteSession:
 
         Raises WriteRefused("busy") when another process kept the file locked for the whole
         WRITE_LOCK_WAIT_MS (the bound every write shares), StoreError on any other failure.
+        On PostgreSQL nothing is done here (None): each write saves its own row backup.
         """
+        if is_pg_target(path):
+            return None
         key = self._key(path)
         with self._lock:
             done = self._backups.get(key)
@@ -79,29 +110,49 @@ class WriteSession:
     def commit_reflection(self, path: str | os.PathLike[str], **kwargs: Any) -> dict:
         """Back up PATH once, then `writes.commit_reflection(path, **kwargs)`."""
         self.before_destructive_write(path)
-        return reflection.commit_reflection(path, **kwargs)
+        with self.routed(path):
+            return reflection.commit_reflection(path, **kwargs)
 
     def revert_to_generation(self, path: str | os.PathLike[str], **kwargs: Any) -> dict:
         """Back up PATH once, then `writes.revert_to_generation(path, **kwargs)`."""
         self.before_destructive_write(path)
-        return reflection.revert_to_generation(path, **kwargs)
+        with self.routed(path):
+            return reflection.revert_to_generation(path, **kwargs)
 
     def repair_overtaken_writes(self, path: str | os.PathLike[str], **kwargs: Any) -> dict | None:
         """Back up PATH once (it follows a commit of the session, so normally done), then repair_overtaken_writes."""
         self.before_destructive_write(path)
-        return repair.repair_overtaken_writes(path, **kwargs)
+        with self.routed(path):
+            return repair.repair_overtaken_writes(path, **kwargs)
 
     def clone_thread(self, path: str | os.PathLike[str], source_thread_id: str, **kwargs: Any) -> dict:
         """Back up PATH once, then `writes.clone_thread(path, source_thread_id, **kwargs)`."""
         self.before_destructive_write(path)
-        return threads.clone_thread(path, source_thread_id, **kwargs)
+        with self.routed(path):
+            return threads.clone_thread(path, source_thread_id, **kwargs)
 
     def delete_messages(self, path: str | os.PathLike[str], ids, **kwargs: Any) -> int:
         """Back up PATH once, then `writes.delete_messages(path, ids, **kwargs)`."""
         self.before_destructive_write(path)
-        return threads.delete_messages(path, ids, **kwargs)
+        with self.routed(path):
+            return threads.delete_messages(path, ids, **kwargs)
 
     def clear_thread(self, path: str | os.PathLike[str], thread_id: str, **kwargs: Any) -> int:
         """Back up PATH once, then `writes.clear_thread(path, thread_id, **kwargs)`."""
         self.before_destructive_write(path)
-        return threads.clear_thread(path, thread_id, **kwargs)
+        with self.routed(path):
+            return threads.clear_thread(path, thread_id, **kwargs)
+
+    def undo_write(self, path: str | os.PathLike[str], backup: str | os.PathLike[str] | None = None,
+                   **kwargs: Any) -> dict:
+        """Undo the last studio write to the PostgreSQL store PATH (or the one in BACKUP): `undo.undo_write`.
+
+        Backups are looked for (and the undo's own saved) in this session's folder when it has one.
+        """
+        from studio.store.write.undo import undo_write
+
+        result = undo_write(os.fspath(path), backup, folder=self.backup_dir, **kwargs)
+        if result.get("undo_backup"):
+            with self._lock:
+                self._backups[self._key(path)] = Path(result["undo_backup"])
+        return result

@@ -46,16 +46,19 @@ MESSAGE_COLUMNS = ["id", "thread_id", "content", "role", "type", "createdAt", "r
 WORKING_MEMORY_SCOPES = (None, "thread", "resource")
 
 
-def _message_query(source_thread_id: str, start: str | None, end: str | None, ids: list[str] | None,
+def _message_query(tx: WriteTx, source_thread_id: str, start: str | None, end: str | None, ids: list[str] | None,
                    limit: int | None) -> tuple[str, list[Any]]:
-    """Return copyThread's message selection (SQL text and parameters), verbatim where order depends on it."""
+    """Return copyThread's message selection (SQL text and parameters), verbatim where order depends on it.
+
+    The store's dialect gives the time the date filter compares and the subquery's alias.
+    """
     sql = 'SELECT id, "createdAt"\n                          FROM "mastra_messages" WHERE thread_id = ?'
     params: list[Any] = [source_thread_id]
     if start:
-        sql += ' AND "createdAt" >= ?'
+        sql += f' AND {tx.clone_message_time} >= ?'
         params.append(start)
     if end:
-        sql += ' AND "createdAt" <= ?'
+        sql += f' AND {tx.clone_message_time} <= ?'
         params.append(end)
     if ids:
         sql += f" AND id IN ({', '.join('?' for _ in ids)})"
@@ -63,7 +66,7 @@ def _message_query(source_thread_id: str, start: str | None, end: str | None, id
     sql += ' ORDER BY "createdAt" ASC'
     if limit:
         newest_first = sql.replace('ORDER BY "createdAt" ASC', 'ORDER BY "createdAt" DESC')
-        sql = f'SELECT * FROM ({newest_first} LIMIT ?) ORDER BY "createdAt" ASC'
+        sql = f'SELECT * FROM ({newest_first} LIMIT ?){tx.subquery_alias} ORDER BY "createdAt" ASC'
         params.append(limit)
     return sql, params
 
@@ -218,15 +221,14 @@ def clone_thread(path: str | os.PathLike[str], source_thread_id: str, *, new_thr
     _check_options(new_thread_id, title, resource_id, metadata, message_limit, ids, working_memory_scope)
     start, end = check_datetime(start_date, "start_date"), check_datetime(end_date, "end_date")
     now = iso(now_ms_or_clock(now_ms))
-    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
-    with write_transaction(path, **kwargs) as tx:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="clone") as tx:
         source = read_thread(tx, source_thread_id)
         if source is None:
             raise WriteRefused("not-found", f"There is no thread {source_thread_id!r} to clone.")
         thread_id = new_thread_id or new_id()
         if read_thread(tx, thread_id) is not None:
             raise WriteRefused("conflict", f"A thread with id {thread_id!r} already exists; choose another id.")
-        sql, params = _message_query(source_thread_id, start, end, ids, message_limit)
+        sql, params = _message_query(tx, source_thread_id, start, end, ids, message_limit)
         selected = [r[0] for r in tx.rows(sql, params)]
         clone_meta: dict[str, Any] = {"sourceThreadId": source_thread_id, "clonedAt": now}
         if selected:
@@ -243,10 +245,7 @@ def clone_thread(path: str | os.PathLike[str], source_thread_id: str, *, new_thr
         for source_id in selected:
             copied = new_id()
             id_map[source_id] = copied
-            changed = tx.execute(
-                'INSERT INTO "mastra_messages" (id, thread_id, content, role, type, "createdAt", "resourceId") '
-                'SELECT ?, ?, content, role, type, "createdAt", ? FROM "mastra_messages" WHERE id = ?',
-                (copied, thread_id, thread["resourceId"], source_id))
+            changed = tx.copy_message(source_id, copied, thread_id, thread["resourceId"])
             if changed != 1:
                 raise WriteRefused("conflict", f"Message {source_id} changed while it was being copied; nothing was written.")
         if working_memory_scope:
@@ -264,9 +263,8 @@ def _delete(tx: WriteTx, ids: list[str], now: str) -> int:
         for (tid,) in tx.rows(f'SELECT DISTINCT thread_id FROM "mastra_messages" WHERE id IN ({marks})', batch):
             if tid and tid not in threads:
                 threads.append(tid)
-        deleted += tx.execute(f'DELETE FROM "mastra_messages" WHERE id IN ({marks})', batch)
-    for tid in threads:
-        tx.update(THREADS, {"updatedAt": now}, "id = ?", (tid,))
+        deleted += tx.delete(MESSAGES, f"id IN ({marks})", batch)
+    tx.touch_threads(threads, now)
     return deleted
 
 
@@ -286,8 +284,7 @@ def delete_messages(path: str | os.PathLike[str], ids: Iterable[str], *, now_ms:
     if not ids:
         return 0
     now = iso(now_ms_or_clock(now_ms))
-    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
-    with write_transaction(path, **kwargs) as tx:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="delete-messages") as tx:
         return _delete(tx, list(dict.fromkeys(ids)), now)
 
 
@@ -301,9 +298,8 @@ def clear_thread(path: str | os.PathLike[str], thread_id: str, *, now_ms: int | 
     if not isinstance(thread_id, str) or not thread_id:
         raise WriteRefused("invalid", "thread_id must be a non-empty string")
     now = iso(now_ms_or_clock(now_ms))
-    kwargs = {} if busy_timeout_ms is None else {"busy_timeout_ms": busy_timeout_ms}
-    with write_transaction(path, **kwargs) as tx:
-        if read_thread(tx, thread_id) is None:
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="clear-thread") as tx:
+        if read_thread(tx, thread_id, lock=True) is None:
             raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
         ids = [r[0] for r in tx.rows('SELECT id FROM "mastra_messages" WHERE thread_id = ? ORDER BY "createdAt"',
                                      (thread_id,))]

@@ -67,7 +67,19 @@ def _is_busy(exc: BaseException) -> bool:
 
 
 class WriteTx:
-    """The open write transaction handed to a write function (SQL helpers over one connection)."""
+    """The open write transaction handed to a write function (SQL helpers over one connection).
+
+    The libSQL-file dialect; `studio.store.write.pg_transaction.PgWriteTx` has the same methods for
+    PostgreSQL, so the write functions never write dialect-specific SQL themselves.
+    """
+
+    dialect = "sqlite"
+    #: Tie-break of rows with equal createdAt: insertion order.
+    insertion_tie = "rowid"
+    #: The time copyThread's message filter compares (MemoryLibSQL: the stored column).
+    clone_message_time = '"createdAt"'
+    #: copyThread's LIMIT subquery takes no alias on SQLite.
+    subquery_alias = ""
 
     def __init__(self, conn, location: Location, schema: sc.Schema):
         self.conn = conn
@@ -93,10 +105,12 @@ class WriteTx:
         """Return TABLE's columns ([] when it does not exist)."""
         return self.schema.columns(table)
 
-    def select(self, table: str, tail: str = "", params: Iterable[Any] = (), wanted: list[str] | None = None) -> list[dict]:
+    def select(self, table: str, tail: str = "", params: Iterable[Any] = (), wanted: list[str] | None = None,
+               *, lock: bool = False) -> list[dict]:
         """SELECT the WANTED (default: all) present columns of TABLE with a WHERE/ORDER TAIL, as dicts.
 
-        JSONB blobs come back as JSON text (SQLite's json()); JSON text and NULL as stored.
+        JSONB blobs come back as JSON text (SQLite's json()); JSON text and NULL as stored. LOCK is
+        for PostgreSQL's FOR UPDATE: BEGIN IMMEDIATE already holds the whole file's write lock.
         """
         present = [c for c in (wanted or self.columns(table)) if self.schema.has_column(table, c)]
         if not present:
@@ -107,6 +121,27 @@ class WriteTx:
             exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN json({q}) ELSE {q} END" if col in JSONB_COLUMNS else q)
         rows = self.rows(f"SELECT {', '.join(exprs)} FROM {sc.quote_ident(table)} {tail}", params)
         return [dict(zip(present, r)) for r in rows]
+
+    def select_rows(self, table: str, tail: str = "", params: Iterable[Any] = (),
+                    wanted: list[str] | None = None) -> list[dict]:
+        """The read-store spelling of `select` (studio.store.write.protocol reads through either)."""
+        return self.select(table, tail, params, wanted)
+
+    def delete(self, table: str, where: str, params: Iterable[Any]) -> int:
+        """DELETE FROM TABLE WHERE ...; return rows deleted."""
+        return self.execute(f"DELETE FROM {sc.quote_ident(table)} WHERE {where}", params)
+
+    def copy_message(self, source_id: str, new_id: str, thread_id: str, resource_id: str) -> int:
+        """Copy message SOURCE_ID as NEW_ID into THREAD_ID / RESOURCE_ID as MemoryLibSQL.copyThread does."""
+        return self.execute(
+            'INSERT INTO "mastra_messages" (id, thread_id, content, role, type, "createdAt", "resourceId") '
+            'SELECT ?, ?, content, role, type, "createdAt", ? FROM "mastra_messages" WHERE id = ?',
+            (new_id, thread_id, resource_id, source_id))
+
+    def touch_threads(self, thread_ids: list[str], now: str) -> None:
+        """Set the threads' updatedAt to NOW (ISO) as MemoryLibSQL.deleteMessages does."""
+        for tid in thread_ids:
+            self.update(sc.THREADS, {"updatedAt": now}, "id = ?", (tid,))
 
     def insert(self, table: str, values: dict[str, Any]) -> None:
         """INSERT one row of VALUES into TABLE, leaving out columns the table does not have.
@@ -152,8 +187,12 @@ def _begin(conn, location: Location, attempts: int, busy_timeout_ms: int) -> Non
 
 @contextmanager
 def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | None = None,
-                      attempts: int = BEGIN_ATTEMPTS) -> Iterator[WriteTx]:
+                      attempts: int = BEGIN_ATTEMPTS, label: str = "write") -> Iterator[WriteTx]:
     """Open TARGET (path or `file:` URL) read-write for one BEGIN IMMEDIATE transaction; yield a WriteTx.
+
+    A `postgresql://` TARGET gets `studio.store.write.pg_transaction.pg_write_transaction` instead
+    (a PgWriteTx with the same methods; LABEL names the row backup it saves before COMMIT;
+    BUSY_TIMEOUT_MS there is the lock wait).
 
     Commits when the block ends normally, rolls back when it raises (the exception propagates),
     and always closes the connection. BUSY_TIMEOUT_MS (ms) is SQLite's busy timeout per attempt
@@ -161,6 +200,14 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | 
     Raises StoreError (missing / not SQLite / unreadable file, SQLite errors), SchemaError (not a
     Mastra database) and WriteRefused("busy") when the write lock cannot be had.
     """
+    from studio.store.pg import is_pg_target
+
+    if is_pg_target(target):
+        from studio.store.write.pg_transaction import pg_write_transaction
+
+        with pg_write_transaction(os.fspath(target), label=label, lock_wait_ms=busy_timeout_ms) as pg_tx:
+            yield pg_tx
+        return
     if busy_timeout_ms is None:
         busy_timeout_ms = BUSY_TIMEOUT_MS
     location = parse_location(target)

@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 MAX_MESSAGE_LIMIT = 10_000_000
 
 
+def _is_server(path) -> bool:
+    """True for a PostgreSQL URL (writes back up rows, not the file; Undo Last Write applies)."""
+    from studio.store.pg import is_pg_target
+
+    return is_pg_target(path)
+
+
 class ConfirmWriteDialog(QDialog):
     """Ask before a write: what it does (plain text), where the backup goes; optional clone fields.
 
@@ -113,6 +120,11 @@ class HistoryActions(QObject):
         self.clear_action = QAction("Clear Thread's &Messages…", window, triggered=self._on_clear_action_triggered)
         for action in (self.clone_action, self.delete_action, self.clear_action):
             menu.addAction(action)
+        menu.addSeparator()
+        self.undo_action = QAction("&Undo Last Write…", window, triggered=self._on_undo_action_triggered)
+        self.undo_action.setToolTip("PostgreSQL stores: restore the rows the last studio write changed, from its "
+                                    "row backup")
+        menu.addAction(self.undo_action)
         menu.aboutToShow.connect(self.update_actions)
         self.update_actions()
 
@@ -135,8 +147,14 @@ class HistoryActions(QObject):
         self.clone_action.setEnabled(ready)
         self.clear_action.setEnabled(ready)
         self.delete_action.setEnabled(ready and self._selected_message() is not None)
+        path = self._window.database_path
+        self.undo_action.setEnabled(path is not None and _is_server(path) and not self.busy)
 
     def _backup_note(self, path: str) -> str:
+        if _is_server(path):
+            return ("Before its commit, the write saves every row it changes to a JSON row backup in "
+                    "~/.local/share/memory-studio/backups (Thread ▸ Undo Last Write restores it). The write is one "
+                    "transaction; if anything fails, nothing is written.")
         done = self.session.backup_for(path)
         if done is not None:
             return f"This session already backed the file up to {done}."
@@ -188,6 +206,25 @@ class HistoryActions(QObject):
                                     parent=self._window)
         return self._ask(dialog, lambda: self._run_clear(path, thread.id))
 
+    def undo_last_write(self) -> ConfirmWriteDialog | None:
+        """Ask to restore the rows of the last studio write to the open PostgreSQL store; undo only when accepted."""
+        from studio.errors import StudioError
+        from studio.store.write.undo import describe_backup, pick_backup
+
+        path = self._window.database_path
+        if path is None or not _is_server(path):
+            return None
+        try:
+            backup, document = pick_backup(path, None, self.session.backup_dir)
+        except StudioError as exc:
+            self._on_write_failed(exc)
+            return None
+        text = (f"{describe_backup(document)} Nothing is written if any of these rows changed since the write "
+                f"(on {document.get('target')}).")
+        dialog = ConfirmWriteDialog("Undo Last Write", text, f"Row backup: {backup}", action="Undo",
+                                    parent=self._window)
+        return self._ask(dialog, lambda: self._run_undo(path, backup))
+
     # -- writes (on the database worker) ---------------------------------------------------
 
     def _submit(self, fn, done: Callable[[object], None]) -> None:
@@ -211,6 +248,11 @@ class HistoryActions(QObject):
         session = self.session
         self._submit(lambda: session.clear_thread(path, thread_id),
                      lambda n: self._on_written(path, f"Deleted {n:,} message{'s' if n != 1 else ''} of {thread_id}."))
+
+    def _run_undo(self, path: str, backup) -> None:
+        session = self.session
+        self._submit(lambda: session.undo_write(path, backup),
+                     lambda r: self._on_written(path, f"Undid the {r['operation']} of {r['created_at']}."))
 
     def _on_cloned(self, path: str, result: dict) -> None:
         new_id = result["thread"]["id"]
@@ -258,3 +300,6 @@ class HistoryActions(QObject):
 
     def _on_clear_action_triggered(self, _checked: bool = False) -> None:
         self.clear_thread()
+
+    def _on_undo_action_triggered(self, _checked: bool = False) -> None:
+        self.undo_last_write()

@@ -1,0 +1,68 @@
+"""`memory-studio undo`: undo the last studio write to a PostgreSQL store from its row backup.
+
+    memory-studio undo TARGET [--backup FILE] [--yes] [--json]
+
+TARGET: a `postgresql://` URL (with `?schema=`). Every studio write there saved the rows it changed as
+a JSON file in `~/.local/share/memory-studio/backups/` (`studio.store.write.row_backup`); `undo`
+picks the newest one of TARGET not undone yet (or FILE), shows what it will restore, asks (or
+`--yes`), and restores those rows in one transaction (`studio.store.write.undo.undo_write`). It
+refuses, writing nothing, when any of the rows changed since the write. `--json` prints
+{"undone", "backup", "operation", "created_at", "deleted", "restored", "reinserted", "undo_backup"}.
+
+Exit codes (studio.cli): 0 restored; 2 bad input (not a PostgreSQL URL, no backup left, a backup of
+another store or already undone, no --yes without a terminal); 3 refused (rows changed since the
+write, a lock held by another session for the whole 9 s, declined at the prompt); 4 I/O.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump, exit_code_for
+
+__all__ = ["add_undo_command"]
+
+
+def _say(text: str) -> None:
+    print(f"memory-studio: {text}", file=sys.stderr)
+
+
+def _run_undo(args) -> int:
+    from studio.cli_reflect import _confirm, _is_terminal
+    from studio.store.write.undo import describe_backup, pick_backup, undo_write
+    from studio.store.writes import WriteRefused
+
+    try:
+        path, document = pick_backup(args.target, args.backup)
+    except WriteRefused as exc:
+        _say(str(exc))
+        return exit_code_for(exc)
+    summary = f"{describe_backup(document)} Store: {document.get('target')}; backup: {path}."
+    if not args.yes:
+        if not _is_terminal():
+            raise BadInput("undo writes to the store: add --yes to confirm (not a terminal)")
+        _say(summary)
+        if not _confirm("Restore these rows?"):
+            _say("Nothing was written.")
+            return EXIT_REFUSED
+    try:
+        result = undo_write(args.target, path)
+    except WriteRefused as exc:
+        _say(str(exc))
+        return exit_code_for(exc)
+    if args.json:
+        _dump(result)
+    else:
+        print(f"Undid the {result['operation']} of {result['created_at']}: {result['deleted']} row(s) deleted, "
+              f"{result['restored']} restored, {result['reinserted']} put back. Its own backup: {result['undo_backup']}")
+    return EXIT_OK
+
+
+def add_undo_command(subparsers) -> None:
+    """Register `undo TARGET [--backup FILE] [--yes] [--json]`."""
+    p = subparsers.add_parser("undo", help="undo the last studio write to a PostgreSQL store from its row backup")
+    p.add_argument("target", help="postgresql://USER@HOST:PORT/DB?schema=NAME")
+    p.add_argument("--backup", metavar="FILE", help="the row backup to undo (default: the newest write not undone)")
+    p.add_argument("--yes", action="store_true", help="write without asking")
+    p.add_argument("--json", action="store_true", help="print the JSON document")
+    p.set_defaults(run=_run_undo)

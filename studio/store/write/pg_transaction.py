@@ -1,0 +1,329 @@
+"""One write transaction on a PostgreSQL store (`@mastra/pg`), with the rows it touches saved locally first.
+
+The PostgreSQL side of `studio.store.write.transaction.write_transaction` (which dispatches here for
+`postgresql://` URLs). The write functions (reflection, observation, activation, threads, repair, undo)
+call the same `WriteTx`
+methods on both backends; what differs in SQL lives here:
+
+* its own connection, opened only for the write: the session stays `default_transaction_read_only`
+  and the write starts an explicit `BEGIN READ WRITE` (READ COMMITTED); `lock_timeout` is the bound
+  every write shares (`WRITE_LOCK_WAIT_MS`, 9 s): a lock held longer by another session refuses the
+  write (`WriteRefused("busy")`, nothing written); a statement timeout bounds the rest;
+* rows are read as Mastra reads them (`studio.store.pg.read_expr`: the `"<col>Z"` twins, times as
+  toISOString text, JSONB as text), and `select(..., lock=True)` adds `FOR UPDATE`;
+* rows are written as `@mastra/pg` writes them: quoted camelCase columns, JSONB from JSON text, real
+  booleans, and every timestamp with its TIMESTAMPTZ twin set to the same instant, except
+  `lastBufferedAtTime`, whose twin Mastra never writes (it keeps the column default `NOW()`);
+  `touch_threads` sets `"updatedAt" = NOW(), "updatedAtZ" = NOW()` as MemoryPG.deleteMessages does;
+* every row the transaction inserts, updates or deletes is journaled (its image before the first
+  change, locked with FOR UPDATE, and after the last); before COMMIT the journal is saved as a
+  JSON backup file (`studio.store.write.row_backup`). When the file cannot be saved the
+  transaction is rolled back: nothing is written without its backup.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from studio.errors import SchemaError, StoreError, WriteRefused
+from studio.store import schema as sc
+from studio.store.pg import (
+    PgLocation,
+    describe_pg_error,
+    discover_pg_schema,
+    parse_pg_location,
+    read_expr,
+)
+
+__all__ = ["PgWriteTx", "pg_write_transaction", "BackupSink", "backup_sink", "WRITE_STATEMENT_TIMEOUT_MS",
+           "TWIN_NOT_WRITTEN"]
+
+#: Bound of one statement of a write (ms); lock waits are bounded separately by WRITE_LOCK_WAIT_MS.
+WRITE_STATEMENT_TIMEOUT_MS = 30_000
+#: Timestamp columns whose "<col>Z" twin @mastra/pg never writes (the twin keeps its default NOW()).
+TWIN_NOT_WRITTEN = {(sc.OBSERVATIONAL_MEMORY, "lastBufferedAtTime")}
+
+
+@dataclass
+class BackupSink:
+    """Where the row backups of PostgreSQL writes go (FOLDER; None: the user's data folder) and the files made."""
+
+    folder: Path | None = None
+    made: list[Path] = field(default_factory=list)
+    #: Extra fields for the next backup's JSON (an undo names the backup it undoes).
+    extra: dict = field(default_factory=dict)
+
+
+_SINK: contextvars.ContextVar[BackupSink | None] = contextvars.ContextVar("memory_studio_pg_backup_sink", default=None)
+
+
+@contextmanager
+def backup_sink(sink: BackupSink) -> Iterator[BackupSink]:
+    """Route the row backups of the PostgreSQL writes made inside the block to SINK (WriteSession uses it)."""
+    token = _SINK.set(sink)
+    try:
+        yield sink
+    finally:
+        _SINK.reset(token)
+
+
+def _canonical(schema: sc.Schema, table: str, column: str) -> str:
+    """SQL for COLUMN's exact value as text (TIMESTAMPTZ in UTC), for backups and change checks."""
+    q = sc.quote_ident(column)
+    if schema.types.get(table, {}).get(column) == "TIMESTAMP WITH TIME ZONE":
+        return f"(({q} AT TIME ZONE 'UTC')::text || '+00')"
+    return f"{q}::text"
+
+
+class PgWriteTx:
+    """The open PostgreSQL write transaction handed to a write function (same methods as `WriteTx`)."""
+
+    dialect = "postgresql"
+    #: Tie-break of rows with equal createdAt (no rowid on PostgreSQL: MemoryPG breaks ties by id).
+    insertion_tie = "id"
+    #: The time copyThread's message filter compares (MemoryPG: the twin first).
+    clone_message_time = 'COALESCE("createdAtZ", "createdAt")'
+    #: copyThread's LIMIT subquery needs an alias on PostgreSQL.
+    subquery_alias = " AS limited"
+
+    def __init__(self, conn, location: PgLocation, schema: sc.Schema):
+        self.conn = conn
+        self.location = location
+        self.schema = schema
+        #: {(table, id): canonical row before the first change, or None (inserted by this transaction)}
+        self.before: dict[tuple[str, str], dict | None] = {}
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        """Run a query written with `?` placeholders; return its rows (StoreError / WriteRefused("busy"))."""
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
+                return cur.fetchall() if cur.description is not None else []
+        except Exception as exc:
+            raise _write_error(exc, self.location) from exc
+
+    def _count(self, sql: str, params: Iterable[Any]) -> int:
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
+                return max(0, cur.rowcount)
+        except Exception as exc:
+            raise _write_error(exc, self.location) from exc
+
+    def columns(self, table: str) -> list[str]:
+        """Return TABLE's columns ([] when it does not exist)."""
+        return self.schema.columns(table)
+
+    def select(self, table: str, tail: str = "", params: Iterable[Any] = (), wanted: list[str] | None = None,
+               *, lock: bool = False) -> list[dict]:
+        """SELECT the WANTED (default: all but twins) columns of TABLE as Mastra reads them; dicts.
+
+        LOCK: `FOR UPDATE` (the rows stay locked until the transaction ends).
+        """
+        columns = wanted or [c for c in self.schema.columns(table)
+                             if not (c.endswith("Z") and self.schema.has_column(table, c[:-1]))]
+        present = [c for c in columns if self.schema.has_column(table, c)]
+        if not present:
+            return []
+        exprs = ", ".join(read_expr(self.schema, table, c) for c in present)
+        rows = self.rows(f"SELECT {exprs} FROM {sc.quote_ident(table)} {tail}{' FOR UPDATE' if lock else ''}", params)
+        return [dict(zip(present, r)) for r in rows]
+
+    select_rows = select
+
+    def canonical_rows(self, table: str, where: str, params: Iterable[Any], *, lock: bool = True) -> list[dict]:
+        """Return TABLE's rows matching WHERE with every column (twins too) as exact text; FOR UPDATE when LOCK."""
+        cols = self.schema.columns(table)
+        exprs = ", ".join(_canonical(self.schema, table, c) for c in cols)
+        rows = self.rows(f"SELECT {exprs} FROM {sc.quote_ident(table)} WHERE {where}{' FOR UPDATE' if lock else ''}",
+                         params)
+        return [dict(zip(cols, r)) for r in rows]
+
+    # -- the journal ----------------------------------------------------------------------------
+
+    def _journal_existing(self, table: str, where: str, params: Iterable[Any]) -> list[str]:
+        """Lock the rows WHERE matches and record their images before this transaction's first change."""
+        ids = []
+        for row in self.canonical_rows(table, where, params):
+            key = (table, row["id"])
+            if key not in self.before:
+                self.before[key] = row
+            ids.append(row["id"])
+        return ids
+
+    def journal(self) -> list[dict]:
+        """Return [{table, id, before, after}] for every row this transaction changed (after: None = deleted)."""
+        out = []
+        for (table, row_id), before in self.before.items():
+            after = self.canonical_rows(table, "id = ?", (row_id,), lock=False)
+            out.append({"table": table, "id": row_id, "before": before, "after": after[0] if after else None})
+        return out
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def _bind(self, table: str, values: dict[str, Any], *, raw: bool) -> tuple[list[str], list[Any]]:
+        """Return (columns, parameters) for VALUES as @mastra/pg binds them (twins added, booleans real)."""
+        from studio.store.write.transaction import Jsonb
+
+        cols, params = [], []
+        types = self.schema.types.get(table, {})
+        for col, value in values.items():
+            if not self.schema.has_column(table, col):
+                continue
+            if isinstance(value, Jsonb):
+                value = value.text
+            kind = types.get(col, "")
+            if not raw and kind == "BOOLEAN" and value is not None:
+                value = bool(value)
+            cols.append(col)
+            params.append(value)
+            twin = col + "Z"
+            if (not raw and kind == "TIMESTAMP WITHOUT TIME ZONE" and self.schema.has_column(table, twin)
+                    and twin not in values and (table, col) not in TWIN_NOT_WRITTEN):
+                cols.append(twin)
+                params.append(value)
+        return cols, params
+
+    def insert(self, table: str, values: dict[str, Any], *, raw: bool = False) -> None:
+        """INSERT one row of VALUES into TABLE (present columns only) as @mastra/pg writes it; journaled.
+
+        RAW: VALUES are exact text images (a backup being restored): bound as they are, no twins added.
+        """
+        cols, params = self._bind(table, values, raw=raw)
+        row_id = values.get("id")
+        self._count(f"INSERT INTO {sc.quote_ident(table)} ({', '.join(sc.quote_ident(c) for c in cols)}) "
+                    f"VALUES ({', '.join('?' for _ in cols)})", params)
+        if row_id is not None:
+            self.before.setdefault((table, row_id), None)
+
+    def update(self, table: str, values: dict[str, Any], where: str, params: Iterable[Any], *,
+               raw: bool = False) -> int:
+        """UPDATE TABLE SET VALUES (present columns, twins added) WHERE ...; journaled; return rows changed."""
+        params = tuple(params)
+        cols, bound = self._bind(table, values, raw=raw)
+        if not cols:
+            return 0
+        self._journal_existing(table, where, params)
+        sets = ", ".join(f"{sc.quote_ident(c)} = ?" for c in cols)
+        return self._count(f"UPDATE {sc.quote_ident(table)} SET {sets} WHERE {where}", [*bound, *params])
+
+    def delete(self, table: str, where: str, params: Iterable[Any]) -> int:
+        """DELETE FROM TABLE WHERE ...; journaled; return rows deleted."""
+        params = tuple(params)
+        self._journal_existing(table, where, params)
+        return self._count(f"DELETE FROM {sc.quote_ident(table)} WHERE {where}", params)
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """Refused: every change goes through insert / update / delete so that it is backed up."""
+        raise StoreError("internal: a PostgreSQL write must go through insert/update/delete (journaled)")
+
+    def copy_message(self, source_id: str, new_id: str, thread_id: str, resource_id: str) -> int:
+        """Copy message SOURCE_ID as NEW_ID into THREAD_ID / RESOURCE_ID as MemoryPG.copyThread does (both times)."""
+        changed = self._count(
+            'INSERT INTO mastra_messages (id, thread_id, content, "createdAt", "createdAtZ", role, type, "resourceId") '
+            'SELECT ?, ?, content, "createdAt", "createdAtZ", role, type, ? FROM mastra_messages WHERE id = ?',
+            (new_id, thread_id, resource_id, source_id))
+        if changed:
+            self.before.setdefault((sc.MESSAGES, new_id), None)
+        return changed
+
+    def touch_threads(self, thread_ids: list[str], now: str) -> None:
+        """Set the threads' updatedAt as MemoryPG.deleteMessages does: `NOW()` into the column and its twin.
+
+        (NOW: unused here; the transaction's start time is what Mastra writes.)
+        """
+        if not thread_ids:
+            return
+        marks = ", ".join("?" for _ in thread_ids)
+        self._journal_existing(sc.THREADS, f"id IN ({marks})", thread_ids)
+        twin = ', "updatedAtZ" = NOW()' if self.schema.has_column(sc.THREADS, "updatedAtZ") else ""
+        self._count(f'UPDATE mastra_threads SET "updatedAt" = NOW(){twin} WHERE id IN ({marks})', thread_ids)
+
+
+def _write_error(exc: BaseException, location: PgLocation) -> StoreError:
+    """Turn a psycopg error inside a write into WriteRefused("busy") (lock wait ran out) or StoreError."""
+    from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
+
+    if isinstance(exc, StoreError):
+        return exc
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate in ("55P03", "40P01"):  # lock_not_available (lock_timeout), deadlock_detected
+        return WriteRefused("busy", lock_wait_message(location.display, WRITE_LOCK_WAIT_MS))
+    if sqlstate == "57014":
+        return StoreError(f"Writing {location.display} took longer than {WRITE_STATEMENT_TIMEOUT_MS / 1000:g} s and was "
+                          "cancelled; nothing was written.")
+    if sqlstate == "25006":
+        return StoreError(f"{location.display} accepts no writes (read-only transaction or hot standby); "
+                          "nothing was written.")
+    return StoreError(f"Writing {location.display} failed: {describe_pg_error(exc, location)}")
+
+
+@contextmanager
+def pg_write_transaction(target: str, *, label: str = "write", lock_wait_ms: int | None = None) -> Iterator[PgWriteTx]:
+    """Open the PostgreSQL URL TARGET for one READ WRITE transaction; yield a PgWriteTx.
+
+    Commits when the block ends normally, after saving the JSON backup of every row it changed
+    (`studio.store.write.row_backup.save_row_backup`, named with LABEL, e.g. "reflect"); rolls back
+    when it raises, or when the backup cannot be saved. LOCK_WAIT_MS: the longest wait for a row
+    lock (default WRITE_LOCK_WAIT_MS). Raises StoreError (unreachable server, refused login, SQL
+    errors), SchemaError (no Mastra tables in the schema), WriteRefused("busy") when a lock is
+    held longer than the bound; nothing is written then.
+    """
+    import psycopg
+
+    from studio.store.write.row_backup import save_row_backup
+    from studio.store.write.transaction import WRITE_LOCK_WAIT_MS
+
+    location = parse_pg_location(target)
+    wait = WRITE_LOCK_WAIT_MS if lock_wait_ms is None else int(lock_wait_ms)
+    options = (f"-c default_transaction_read_only=on -c statement_timeout={WRITE_STATEMENT_TIMEOUT_MS} "
+               f"-c lock_timeout={wait} -c idle_in_transaction_session_timeout={WRITE_STATEMENT_TIMEOUT_MS * 2} "
+               f"-c search_path={location.schema} -c datestyle=ISO,YMD -c extra_float_digits=3")
+    from studio.store.pg import CONNECT_TIMEOUT_S
+
+    try:
+        conn = psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                               options=options, application_name="memory-studio write")
+    except Exception as exc:
+        raise StoreError(f"Cannot connect to {location.display} for writing: {describe_pg_error(exc, location)}") from exc
+    try:
+        try:
+            schema = discover_pg_schema(conn, location)
+        except SchemaError:
+            raise
+        try:
+            conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
+        except Exception as exc:
+            raise _write_error(exc, location) from exc
+        tx = PgWriteTx(conn, location, schema)
+        try:
+            yield tx
+            journal = tx.journal()
+            made = None
+            sink = _SINK.get()
+            if journal:
+                made = save_row_backup(location, journal, schema, label=label,
+                                       folder=sink.folder if sink is not None else None,
+                                       extra=sink.extra if sink is not None else None)
+            try:
+                conn.execute("COMMIT")
+            except Exception as exc:
+                if made is not None:
+                    made.unlink(missing_ok=True)  # it would describe a write that did not happen
+                raise _write_error(exc, location) from exc
+            if made is not None and sink is not None:
+                sink.made.append(made)
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except Exception:
+                pass  # the connection is gone: the server rolled back
+            raise
+    finally:
+        conn.close()

@@ -1,0 +1,144 @@
+"""Row backups of PostgreSQL writes: a local JSON file of every row one write changed, for "Undo last write".
+
+Copying a server database before each write is not what a user wants, so every PostgreSQL write of
+the studio (`studio.store.write.pg_transaction`) saves, before its COMMIT, the rows it touches:
+
+    {"format": "memory-studio-row-backup", "version": 1, "operation": "reflect" | "revert" | "clone" |
+     "delete-messages" | "clear-thread" | "repair" | "observe" | "activate" | "undo", "created_at": ISO UTC,
+     "target": the URL with its password redacted, "identity": {host, port, dbname, user, schema},
+     "columns": {table: {column: PostgreSQL type}},
+     "rows": [{"table", "id", "before": {column: exact text} | null (inserted by the write),
+               "after": {column: exact text} | null (deleted by the write)}],
+     "inserted": [[table, id], ...], "undone": null | {"at", "by"}, + "undoes" (an undo's own backup)}
+
+Values are PostgreSQL's text form of each column (TIMESTAMPTZ in UTC, JSONB normalised, booleans
+`true`/`false`), so a restore writes back exactly what was there. Files live in the user's data
+folder, `$XDG_DATA_HOME/memory-studio/backups/` (default `~/.local/share/memory-studio/backups/`),
+folder 0700 and files 0600 (they hold conversation text), named
+`<user>@<host>_<port>_<db>_<schema>-<UTC time>-<operation>.json` (never a password).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import urllib.parse
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from studio.errors import StoreError
+
+__all__ = ["BACKUP_FORMAT", "backup_root", "target_identity", "target_slug", "save_row_backup", "load_row_backup",
+           "list_row_backups", "mark_undone"]
+
+BACKUP_FORMAT = "memory-studio-row-backup"
+_UNSAFE = re.compile(r"[^A-Za-z0-9@._-]+")
+
+
+def backup_root() -> Path:
+    """Return the folder of row backups: `$XDG_DATA_HOME/memory-studio/backups` (default ~/.local/share/…)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "memory-studio" / "backups"
+
+
+def target_identity(location) -> dict:
+    """Return {host, port, dbname, user, schema} of a PgLocation (what names its backups; no password)."""
+    parts = urllib.parse.urlsplit(location.conninfo)
+    query = dict(urllib.parse.parse_qsl(parts.query))
+    host = parts.hostname or query.get("host") or os.environ.get("PGHOST") or "localhost"
+    return {"host": host, "port": parts.port or int(query.get("port") or os.environ.get("PGPORT") or 5432),
+            "dbname": (parts.path or "/").lstrip("/") or query.get("dbname") or os.environ.get("PGDATABASE") or "",
+            "user": urllib.parse.unquote(parts.username or "") or query.get("user") or os.environ.get("PGUSER") or "",
+            "schema": location.schema}
+
+
+def target_slug(identity: dict) -> str:
+    """Return the file-name prefix of a target's backups: `user@host_port_db_schema` (safe characters only)."""
+    text = f"{identity['user']}@{identity['host']}_{identity['port']}_{identity['dbname']}_{identity['schema']}"
+    return _UNSAFE.sub("-", text)
+
+
+def _write_atomically(path: Path, document: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_row_backup(location, journal: list[dict], schema, *, label: str, folder: Path | None = None,
+                    extra: dict | None = None) -> Path:
+    """Save JOURNAL (PgWriteTx.journal()) of a write to LOCATION as a new backup file; return its path.
+
+    FOLDER: default `backup_root()`. Raises StoreError when the file cannot be written (the write
+    is then rolled back by its transaction).
+    """
+    identity = target_identity(location)
+    now = datetime.now(timezone.utc)
+    stamp = now.strftime("%Y%m%dT%H%M%S.%f") + "Z"
+    tables = sorted({r["table"] for r in journal})
+    document: dict[str, Any] = {
+        "format": BACKUP_FORMAT, "version": 1, "operation": label,
+        "created_at": now.isoformat(timespec="microseconds").replace("+00:00", "Z"),
+        "target": location.display, "identity": identity,
+        "columns": {t: dict(schema.types.get(t, {})) for t in tables},
+        "rows": journal, "inserted": [[r["table"], r["id"]] for r in journal if r["before"] is None],
+        "undone": None,
+    }
+    document.update(extra or {})
+    folder = Path(folder) if folder is not None else backup_root()
+    path = folder / f"{target_slug(identity)}-{stamp}-{_UNSAFE.sub('-', label)}.json"
+    try:
+        _write_atomically(path, document)
+    except OSError as exc:
+        raise StoreError(f"Cannot save the backup of this write to {folder} ({exc.strerror or exc}); "
+                         "nothing was written.") from exc
+    return path
+
+
+def load_row_backup(path: str | os.PathLike[str]) -> dict:
+    """Read a row backup file; StoreError when it is missing, not JSON or not a studio row backup."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise StoreError(f"There is no backup file {path}") from exc
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"Cannot read the backup {path}: {exc}") from exc
+    if not isinstance(document, dict) or document.get("format") != BACKUP_FORMAT or not isinstance(
+            document.get("rows"), list):
+        raise StoreError(f"{path} is not a Memory Studio row backup")
+    return document
+
+
+def list_row_backups(location, folder: Path | None = None) -> list[tuple[Path, dict]]:
+    """Return [(path, document)] of LOCATION's backups in FOLDER (default backup_root()), newest first."""
+    identity = target_identity(location)
+    folder = Path(folder) if folder is not None else backup_root()
+    out = []
+    for path in folder.glob(f"{target_slug(identity)}-*.json") if folder.is_dir() else []:
+        try:
+            document = load_row_backup(path)
+        except StoreError:
+            continue
+        if document.get("identity") == identity:
+            out.append((path, document))
+    out.sort(key=lambda item: str(item[1].get("created_at")), reverse=True)
+    return out
+
+
+def mark_undone(path: Path, document: dict, by: Path | None) -> None:
+    """Record in the backup at PATH that it was undone (now, by the undo's own backup BY)."""
+    document = dict(document)
+    document["undone"] = {"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                          "by": str(by) if by is not None else None}
+    _write_atomically(Path(path), document)

@@ -1,0 +1,110 @@
+"""Observation and activation writes on PostgreSQL equal real @mastra/pg's (mastra-observe / mastra-activate
+`--store pg` on a copy), every changed cell, twins included (write times, cycle ids and durations aside);
+Mastra continues on ours; an undo of one restores every row exactly.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from studio.engine.observe_window import observation_window, resource_observation_window
+from studio.engine.tokens import stamp_estimates
+from studio.store.write.activation import activate_buffered
+from studio.store.write.observation import commit_observation
+from studio.store.write.observation_resource import commit_resource_observation
+from studio.store.writes import undo_write
+from tests.interop.test_observe_interop import RESOURCE_ANSWER, RESOURCE_OUTPUTS, _answer, _strip
+from tests.server.pg_rows import TIME_COLUMNS, changes, copy_schema, dump_schema, node_pg
+
+OM = "mastra_observational_memory"
+
+
+def _same_changes(pg_corpus, before: dict, a: str, b: str) -> dict:
+    """Assert copies A (Mastra) and B (ours) changed the same cells to the same values; return B's changes."""
+    added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
+    after_b = dump_schema(pg_corpus.url, b)
+    added_b, changed_b, removed_b = changes(before, after_b)
+    assert added_a == added_b == {} and removed_a == removed_b == []
+    assert set(changed_b) == set(changed_a)
+    for cell, value in changed_a.items():
+        if cell[2] in TIME_COLUMNS:
+            assert (value is None) == (changed_b[cell] is None), cell
+        elif cell[0] == "mastra_messages" and cell[2] == "content":
+            assert _strip(json.loads(changed_b[cell])) == _strip(json.loads(value)), cell
+        else:
+            assert changed_b[cell] == value, cell
+    for table, key, col in changed_b:   # every time we wrote has its twin at the same instant
+        if col in ("updatedAt", "lastObservedAt") and after_b[table][key][col] is not None:
+            assert after_b[table][key][col + "Z"] == after_b[table][key][col] + "+00", (table, key, col)
+    return changed_b
+
+
+OBSERVE_CASES = [
+    ("support", "support-1", dict(task=True, response=True, title="Observed title here")),
+    ("collab", "doc_42", dict(task=True, response=False, title="ab")),
+]
+
+
+@pytest.mark.parametrize(("scenario", "thread_id", "shape"), OBSERVE_CASES, ids=[c[1] for c in OBSERVE_CASES])
+def test_observation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatch, scenario, thread_id, shape):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = f"wobs_{scenario}_a", f"wobs_{scenario}_b"
+    copy_schema(pg_corpus, scenario, a)
+    target = copy_schema(pg_corpus, scenario, b)
+    before = dump_schema(pg_corpus.url, a)
+    text, output = _answer(**shape)
+    answer = tmp_path / "answer.txt"
+    answer.write_text(text, encoding="utf-8")
+    window = observation_window(target, thread_id)
+    mastra = node_pg(pg_corpus, "mastra-observe.mjs", a, thread_id, answer)
+    assert mastra["observed"] is True and window.message_ids == mastra["window"]["ids"]
+    assert window.tokens == mastra["gate"]["observeCheck"]["unobservedTokens"]
+    row = commit_observation(target, window, output, force=mastra["forced"] is not None)
+    assert row["activeObservations"] == mastra["row"]["activeObservations"]
+    changed = _same_changes(pg_corpus, before, a, b)
+    assert {c[2] for c in changed if c[0] == OM} >= {"activeObservations", "lastObservedAt", "lastObservedAtZ"}
+    assert any(c[0] == "mastra_messages" for c in changed)      # the markers landed
+    if scenario == "collab":                                    # undo restores every row exactly
+        undo_write(target)
+        assert dump_schema(pg_corpus.url, b) == before
+        return
+    report = node_pg(pg_corpus, "continue.mjs", b, thread_id, "1")
+    assert report["ok"] is True, report
+
+
+def test_resource_observation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = "wobs_res_a", "wobs_res_b"
+    copy_schema(pg_corpus, "resource", a)
+    target = copy_schema(pg_corpus, "resource", b)
+    before = dump_schema(pg_corpus.url, a)
+    answer = tmp_path / "answer.txt"
+    answer.write_text(RESOURCE_ANSWER, encoding="utf-8")
+    window = resource_observation_window(target, "res-a")
+    mastra = node_pg(pg_corpus, "mastra-observe.mjs", a, "res-a", answer)
+    assert mastra["observed"] is True and mastra["scope"] == "resource"
+    assert window.window_ids == mastra["window"]["ids"]
+    row = commit_resource_observation(target, window, RESOURCE_OUTPUTS, force=mastra["forced"] is not None)
+    assert row["activeObservations"] == mastra["row"]["activeObservations"]
+    _same_changes(pg_corpus, before, a, b)
+    report = node_pg(pg_corpus, "continue.mjs", b, "res-a", "1")
+    assert report["ok"] is True, report
+
+
+def test_activation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = "wact_a", "wact_b"
+    copy_schema(pg_corpus, "buffered", a)
+    target = copy_schema(pg_corpus, "buffered", b)
+    before = dump_schema(pg_corpus.url, a)
+    mastra = node_pg(pg_corpus, "mastra-activate.mjs", a, "long-run")
+    assert mastra["activated"] is True
+    ours = activate_buffered(target, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)
+    assert ours["activated_cycle_ids"] == mastra["chunks"]["activatedCycleIds"]
+    assert ours["chunks_after"] == mastra["chunks"]["after"]
+    changed = _same_changes(pg_corpus, before, a, b)
+    assert {c[2] for c in changed if c[0] == OM} >= set(mastra["changedColumns"])
+    report = node_pg(pg_corpus, "continue.mjs", b, "long-run", "1")
+    assert report["ok"] is True, report
