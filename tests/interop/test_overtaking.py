@@ -138,12 +138,13 @@ def test_studio_commits_overtaken_by_running_turns_are_all_repaired(mastra_corpu
     tally.row_ids |= {r.id for r in _history(path)}
     runs, k = 0, 0
     started = time.monotonic()
+    failed_starts = 0
     while tally.commits_while_running < MIN_COMMITS:
         assert time.monotonic() - started < 600, vars(tally)
-        out = (tmp_path / f"continue-{runs}.json").open("w+")
+        out = (tmp_path / f"continue-{runs}-{failed_starts}.json").open("w+")
+        asked_before = len(_user_questions(path))
         proc = subprocess.Popen(["node", "continue.mjs", str(path), THREAD, str(TURNS_PER_RUN)], cwd=mastra_corpus,
                                 stdout=out, stderr=subprocess.PIPE, text=True)
-        runs += 1
         try:
             while proc.poll() is None:
                 try:
@@ -158,7 +159,15 @@ def test_studio_commits_overtaken_by_running_turns_are_all_repaired(mastra_corpu
                 proc.wait()
         out.seek(0)
         text = out.read()
-        assert text.strip(), (proc.returncode, err[-3000:], vars(tally))
+        if not text.strip() and "SQLITE_BUSY" in err and len(_user_questions(path)) == asked_before:
+            # A new agent process whose first statement met a lock while the studio wrote (libsql's client
+            # opens with `SELECT 1` before Mastra sets its busy_timeout) dies before its first turn: it
+            # wrote nothing, so it is started again; a run that wrote anything and failed is a failure.
+            failed_starts += 1
+            assert failed_starts <= 5, err[:3000]
+            continue
+        runs += 1
+        assert text.strip(), (proc.returncode, err[:3000], vars(tally))
         report = json.loads(text)
         assert report["ok"] is True, (report, err[-3000:])
         # the watch window after the last commit: the agent has stopped, whatever it left is repaired now
@@ -168,7 +177,7 @@ def test_studio_commits_overtaken_by_running_turns_are_all_repaired(mastra_corpu
     findings = find_overtaking_writes(history)
     forks = [f for f in findings if f.kind == "fork"]
     stranded = [f for f in findings if f.kind == "superseded-row-written"]
-    print(f"\nruns {runs} x {TURNS_PER_RUN} turns; studio commits {tally.commits} "
+    print(f"\nruns {runs} x {TURNS_PER_RUN} turns ({failed_starts} agent starts refused by a lock); studio commits {tally.commits} "
           f"({tally.commits_while_running} while Mastra ran, {tally.reverts} reverts); refusals {tally.refusals}; "
           f"overtaking writes found {tally.findings}, repaired by {tally.repairs} repair generations carrying "
           f"{tally.carried_lines} lines; forks in the history {len(forks)} (unrepaired "
