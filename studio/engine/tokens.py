@@ -113,8 +113,11 @@ class _Counter:
 
     # -- cached estimates (readOrPersistPartEstimate / ...FixedPartEstimate / ...MessageEstimate)
     def _part_cached(self, part: Any, kind: str, payload: str, tokens: Any = None) -> Any:
+        stored = get(part_mastra(part), "tokenEstimate")
+        if not isinstance(stored, dict) and not self.stamp:  # no cache to read or write: no key (sha256) needed
+            return count_string(payload) if tokens is None else tokens
         key = estimate_key(kind, payload)
-        cached = cache_lookup(get(part_mastra(part), "tokenEstimate"), key)
+        cached = cache_lookup(stored, key)
         if is_valid(cached, key):
             return cached["tokens"]
         tokens = count_string(payload) if tokens is None else tokens

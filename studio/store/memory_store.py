@@ -13,9 +13,10 @@ from typing import Any, Iterable, Iterator
 import libsql
 
 from studio.errors import SchemaError, StoreError
-from studio.store import schema as sc
+from studio.store import batch as batched, schema as sc
 from studio.store.cells import (
     DamagedText,
+    bulk_decode,
     decode_pairs,
     decode_text,
     is_driver_panic,
@@ -35,12 +36,11 @@ from studio.store.connection import (
     parse_location,
 )
 from studio.store.records import (
-    OM_BOOL_COLUMNS,
-    OM_JSON_COLUMNS,
     Message,
     OMRecord,
     Resource,
     Thread,
+    om_record_from_row,
     parse_json,
 )
 
@@ -144,6 +144,7 @@ class MemoryStore:
         self._identity = file_identity(location.path)
         self._reopens = 0
         self._widths: dict[str, int] = {}
+        self._select_lists: dict[tuple, tuple[list[str], str]] = {}  # (table, wanted) -> `_select_list`
 
     #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
     dialect = "sqlite"
@@ -156,9 +157,7 @@ class MemoryStore:
 
         A PostgreSQL URL returns a `studio.store.pg.PgStore` (same read API; read-only for now).
         """
-        from studio.store.pg import is_pg_target
-
-        if is_pg_target(target):
+        if os.fspath(target).lower().startswith(("postgresql://", "postgres://")):  # pg.is_pg_target, unimported
             from studio.store.pg import PgStore
 
             return PgStore.open(target, writable=writable)
@@ -174,6 +173,7 @@ class MemoryStore:
         self.schema, self.immutable, self._signature, self.encoding = schema, immutable, signature, encoding
         self._identity = file_identity(self.location.path)
         self._widths.clear()
+        self._select_lists.clear()
         self._reopens += 1
 
     def reopen_if_changed(self) -> bool:
@@ -182,13 +182,15 @@ class MemoryStore:
         An immutable connection (a WAL file nobody had open) never sees later writes: when a
         writer appears (a -wal file) or the file changes, a fresh read-only connection replaces it.
         Any read-only store is also reopened when the path now names another file (replaced by
-        a copy or a rename). Checked before every read (two stat calls).
+        a copy or a rename). Checked before every read (two stat calls: the file and its -wal, or one).
         """
         if self.conn is None or self.writable:
             return False
-        replaced = file_identity(self.location.path) not in (None, self._identity)
-        changed = self.immutable and file_signature(self.location.path) != self._signature
-        if not (replaced or changed):
+        if self.immutable:  # a replaced file has another inode: the signature (inode first) tells both
+            changed = file_signature(self.location.path) != self._signature
+        else:
+            changed = file_identity(self.location.path) not in (None, self._identity)
+        if not changed:
             return False
         self._reopen()
         return True
@@ -290,6 +292,13 @@ class MemoryStore:
                 exprs.append(f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
         return present, ", ".join(exprs)
 
+    def _decode_row(self, row: tuple) -> list:
+        """Decode every bytes value of ROW as text (the fast path of `_decode`; damaged text falls back to it)."""
+        try:
+            return [v.decode(self.encoding) if isinstance(v, (bytes, bytearray)) else v for v in row]
+        except UnicodeDecodeError:
+            return [self._decode(v) for v in row]
+
     def _decode(self, value: Any) -> Any:
         if isinstance(value, (bytes, bytearray)):
             return decode_text(value, self.encoding)
@@ -307,10 +316,13 @@ class MemoryStore:
             raise StoreError("The database is closed")
         self.reopen_if_changed()
         params = tuple(params)
-        present, select = self._select_list(table, wanted)
+        key = (table, tuple(wanted))
+        present, select = self._select_lists.get(key) or self._select_lists.setdefault(key, self._select_list(table, wanted))
         sql = f"SELECT {select} FROM {sc.quote_ident(table)} {tail}"
         try:
-            rows = [tuple(self._decode(v) for v in r) for r in self._execute(sql, params)]
+            raw_rows = self._execute(sql, params)
+            with bulk_decode():
+                return [dict(zip(present, self._decode_row(r))) for r in raw_rows]
         except StoreError:
             raise
         except Exception as exc:
@@ -447,6 +459,11 @@ class MemoryStore:
         """
         return ("", []) if since is None else (' AND "createdAt" >= ?', [since])
 
+    def messages_since_many(self, wanted: Iterable[tuple[str, str | None]], *,
+                            by: str = "thread") -> dict[tuple[str, str | None], list[Message]]:
+        """{(id, since): `list_messages(id, since=…)`} for WANTED (BY="resource": resource ids), one statement."""
+        return batched.messages_since_many(self, wanted, by)
+
     def iter_all_messages(self, batch: int = 2000) -> Iterator[Message]:
         """Yield every message of the database ordered by thread then `createdAt`, BATCH rows at a time."""
         offset = 0
@@ -495,18 +512,7 @@ class MemoryStore:
     # -- observational memory --------------------------------------------------------------
 
     def _om(self, row: dict) -> OMRecord:
-        rec = OMRecord()
-        for col, value in row.items():
-            if col in OM_JSON_COLUMNS:
-                parsed, err = parse_json(value)
-                if err:
-                    rec.json_errors[col] = err
-                    parsed = None
-                value = parsed
-            elif col in OM_BOOL_COLUMNS and value is not None:
-                value = bool(value)
-            rec.columns[col] = value
-        return rec
+        return om_record_from_row(row)
 
     def om_lookup_keys(self) -> list[dict]:
         """Return one dict {lookupKey, scope, resourceId, threadId} per OM lookup key, sorted by key."""
@@ -535,6 +541,10 @@ class MemoryStore:
             tail += " LIMIT ?"
             params.append(limit)
         return [self._om(r) for r in self._select(sc.OBSERVATIONAL_MEMORY, [], tail, params)]
+
+    def om_histories(self) -> dict[str, list[OMRecord]]:
+        """Return {lookupKey: its generations, newest first} for every lookup key, in one statement."""
+        return batched.om_histories(self)
 
     def om_current(self, lookup_key: str) -> OMRecord | None:
         """Return LOOKUP_KEY's current record (highest generationCount), or None."""
