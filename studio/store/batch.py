@@ -40,11 +40,10 @@ def _rounds(wanted: Iterable[tuple[str, str | None]]) -> list[dict[str, str | No
 def _tail(store: "MemoryStore", column: str, cursors: dict[str, str | None]) -> tuple[str, list]:
     """The WHERE … ORDER BY tail selecting the messages of CURSORS ({id: since}) in storage order."""
     col = sc.quote_ident(column)
-    if store.dialect == "postgresql":
+    if store.dialect == "postgresql":  # a nested loop over the pairs on Mastra's (thread_id, createdAt) index
         created = store._created(sc.MESSAGES)
-        sub = (f"SELECT id FROM unnest(?::text[], ?::text[]) AS c(k, s) JOIN mastra_messages ON {col} = c.k "
-               f"AND (c.s IS NULL OR {created} >= c.s::timestamptz)")
-        return (f"WHERE id IN ({sub}) ORDER BY {col}, {store.MESSAGE_ORDER}",
+        return (f"JOIN unnest(?::text[], ?::text[]) AS c(k, s) ON {col} = c.k "
+                f"AND (c.s IS NULL OR {created} >= c.s::timestamptz) ORDER BY {col}, {store.MESSAGE_ORDER}",
                 [list(cursors), list(cursors.values())])
     sub = ("SELECT m.rowid FROM (SELECT json_extract(value, '$[0]') AS k, json_extract(value, '$[1]') AS s "
            f"FROM json_each(?)) AS c JOIN mastra_messages AS m ON m.{col} = c.k "
