@@ -11,6 +11,10 @@ draws its "Messages before observation" and "Observations before reflection" bar
 * buffered chunks, unbuffered pending tokens, can-activate and projected removal on activation.
 
 Unlike Mastra, a record is never created here: a thread with no OM record has no status.
+
+Reading and computing are apart: `load_status_rows` has the store read, for any number of threads,
+one batch per kind of row (their unobserved messages, their resources' messages and threads), and
+`status_from_rows` is a pure function of those rows. `compute_status` does both for one thread.
 """
 
 from __future__ import annotations

@@ -351,6 +351,9 @@ def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]
     """
     times = [_time(m) for m in messages]
     if not any(t != t for t in times):
+        if all(a <= b for a, b in zip(times, times[1:])) if not descending else \
+                all(a >= b for a, b in zip(times, times[1:])):
+            return list(messages)  # already in order: a stable sort keeps it as it is (storage order is)
         order = sorted(range(len(messages)), key=(lambda i: -times[i]) if descending else times.__getitem__)
         return [messages[i] for i in order]
 
