@@ -172,12 +172,10 @@ def copy_to_libsql(db: Path, url: str, batch_bytes: int = 4 << 20) -> dict:
                 if result.get("type") == "error":
                     raise RuntimeError(f"sqld refused a statement: {result['error']}")
 
-        ddl = [_text(r[0]) for r in local.execute(
-            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND (name LIKE 'mastra_%' OR tbl_name LIKE 'mastra_%') "
-            "ORDER BY type = 'index', name")]
-        drops = [{"sql": f"DROP TABLE IF EXISTS {t}"} for t in TABLES]
-        pipeline(drops + [{"sql": s.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1)
-                           .replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1)} for s in ddl])
+        schema = local.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND "
+                               "(name LIKE 'mastra_%' OR tbl_name LIKE 'mastra_%') ORDER BY type = 'index', name")
+        drops = [{"sql": f'DROP TABLE IF EXISTS "{name}"'} for kind, name, _ in schema if kind == "table"]
+        pipeline(drops + [{"sql": sql} for _, _, sql in schema])  # a fresh copy: every Mastra table made again
         counts = {}
         for table in TABLES:
             cols = [_text(r[1]) for r in local.execute(f"PRAGMA table_info({table})")]

@@ -144,8 +144,9 @@ class MemoryStore:
         self._identity = file_identity(location.path)
         self._reopens = 0
         self._widths: dict[str, int] = {}
-        self._select_lists: dict[tuple, tuple[list[str], str]] = {}  # (table, wanted) -> `_select_list`
 
+    #: (table, wanted) -> `_select_list` result, made on first use (a subclass need not set it up).
+    _select_lists: dict[tuple, tuple[list[str], str]] | None = None
     #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
     dialect = "sqlite"
     #: Messages in Mastra's storage order: createdAt, then insertion (the libSQL store has no tie-break).
@@ -173,7 +174,7 @@ class MemoryStore:
         self.schema, self.immutable, self._signature, self.encoding = schema, immutable, signature, encoding
         self._identity = file_identity(self.location.path)
         self._widths.clear()
-        self._select_lists.clear()
+        self._select_lists = None
         self._reopens += 1
 
     def reopen_if_changed(self) -> bool:
@@ -292,8 +293,7 @@ class MemoryStore:
                 exprs.append(f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
         return present, ", ".join(exprs)
 
-    def _decode_row(self, row: tuple) -> list:
-        """Decode every bytes value of ROW as text (the fast path of `_decode`; damaged text falls back to it)."""
+    def _decode_row(self, row: tuple) -> list:  # every bytes value as text; damaged text: `_decode`
         try:
             return [v.decode(self.encoding) if isinstance(v, (bytes, bytearray)) else v for v in row]
         except UnicodeDecodeError:
@@ -316,8 +316,9 @@ class MemoryStore:
             raise StoreError("The database is closed")
         self.reopen_if_changed()
         params = tuple(params)
-        key = (table, tuple(wanted))
-        present, select = self._select_lists.get(key) or self._select_lists.setdefault(key, self._select_list(table, wanted))
+        lists, key = self._select_lists if self._select_lists is not None else {}, (table, tuple(wanted))
+        self._select_lists = lists
+        present, select = lists.get(key) or lists.setdefault(key, self._select_list(table, wanted))
         sql = f"SELECT {select} FROM {sc.quote_ident(table)} {tail}"
         try:
             raw_rows = self._execute(sql, params)
@@ -459,8 +460,7 @@ class MemoryStore:
         """
         return ("", []) if since is None else (' AND "createdAt" >= ?', [since])
 
-    def messages_since_many(self, wanted: Iterable[tuple[str, str | None]], *,
-                            by: str = "thread") -> dict[tuple[str, str | None], list[Message]]:
+    def messages_since_many(self, wanted: Iterable[tuple[str, str | None]], *, by: str = "thread") -> dict:
         """{(id, since): `list_messages(id, since=…)`} for WANTED (BY="resource": resource ids), one statement."""
         return batched.messages_since_many(self, wanted, by)
 
