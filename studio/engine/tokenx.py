@@ -143,11 +143,6 @@ _SPLIT_UNSAFE = re.compile("[" + SPLIT_DIFFERENCE + "]")
 _BIG_MEMO: dict[str, int] = {}
 _BIG_MEMO_ENTRIES = 4
 _BIG_MEMO_MIN_CHARS = 1 << 20
-#: Texts shorter than this are remembered in _MEMO (the same text priced again: a role, a message
-#: copied into many threads, a thread's status computed again): at most _MEMO_ENTRIES, then emptied.
-_MEMO: dict[str, int] = {}
-_MEMO_MAX_CHARS = 1 << 16  # = WORD_PATH_MIN_CHARS: a remembered text is priced run by run
-_MEMO_ENTRIES = 20_000
 
 
 def _remember(memo: dict, key: str, value: int, entries: int) -> None:
@@ -178,18 +173,12 @@ def estimate_token_count(text: str) -> int:
 
     Texts of WORD_PATH_MIN_CHARS or more are priced by distinct word (`_estimate_by_words`), the
     same figure faster; the last few texts of 1 MiB or more are remembered (a status and a
-    message list price the same big message twice), and up to _MEMO_ENTRIES texts under 64 KiB.
+    message list price the same big message twice).
     """
     if not text:
         return 0
-    if len(text) < _MEMO_MAX_CHARS:
-        tokens = _MEMO.get(text)
-        if tokens is None:
-            tokens = sum(map(_lookup, _PRICED_RUNS.findall(text)))
-            if len(_MEMO) >= _MEMO_ENTRIES:
-                _MEMO.clear()
-            _MEMO[text] = tokens
-        return tokens
+    if len(text) < WORD_PATH_MIN_CHARS:
+        return sum(map(_lookup, _PRICED_RUNS.findall(text)))
     if len(text) >= _BIG_MEMO_MIN_CHARS and text in _BIG_MEMO:
         return _BIG_MEMO[text]
     if _SPLIT_UNSAFE.search(text):
