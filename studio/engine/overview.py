@@ -1,7 +1,9 @@
 """Compute the OM status of every thread of a database, with progress and cancellation.
 
 Used by the studio's thread list (bars filled in the background) and by benchmarks. Each status
-is exactly `status.compute_status` (Mastra's getStatus); this module only batches the work.
+is exactly `status.compute_status` (Mastra's getStatus); this module only batches the work: per
+chunk of threads, one statement for their current OM records and one per kind of row they need
+(`status.load_status_rows`), then `status.status_from_rows` for each.
 """
 
 from __future__ import annotations
