@@ -41,6 +41,8 @@ from studio.store.records import Message, OMRecord, Thread, iso_to_ms
 STALE_FLAG_AFTER_MS = 10 * 60 * 1000
 #: Mastra's getOtherThreadsContext calls listThreads without perPage: the default page of 100 threads.
 OTHER_THREADS_LIMIT = 100
+#: Up to this many resources, `load_status_rows` lists each one's threads instead of every thread.
+FEW_RESOURCES = 2
 FLAG_COLUMNS = ("isObserving", "isReflecting", "isBufferingObservation", "isBufferingReflection")
 
 
@@ -163,9 +165,10 @@ def load_status_rows(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]
     """Read, in one batch per kind of row, what the statuses of PAIRS (thread, its current record) need.
 
     THREADS (every thread of the store, listThreads order) gives the resources' threads for the
-    resource-scope context of other threads; when None and a pair is in resource scope, the store's
-    thread list is read once. The number of statements does not grow with the number of pairs
-    (the store's `messages_since_many`). Raises StoreError if the database cannot be read.
+    resource-scope context of other threads; when None, the store's thread list is read once (for up
+    to FEW_RESOURCES resources, each one's threads). With THREADS given, the number of statements
+    does not grow with the number of pairs (the store's `messages_since_many`). Raises StoreError
+    if the database cannot be read.
     """
     pairs = list(pairs)
     rows = StatusRows()
@@ -173,11 +176,13 @@ def load_status_rows(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]
     resource_wanted: set[tuple[str, str | None]] = set()
     resource_pairs = [(t, r) for t, r in pairs if r.scope == "resource" and t.resource_id]
     if resource_pairs:
-        everyone = store.list_threads() if threads is None else threads
         needed = {t.resource_id for t, _ in resource_pairs}
-        for t in everyone:
-            if t.resource_id in needed:
-                rows.resource_threads.setdefault(t.resource_id, []).append(t)
+        if threads is None and len(needed) <= FEW_RESOURCES:  # one thread's status: its resource's threads only
+            rows.resource_threads = {r: store.list_threads(r) for r in needed}
+        else:
+            for t in store.list_threads() if threads is None else threads:
+                if t.resource_id in needed:
+                    rows.resource_threads.setdefault(t.resource_id, []).append(t)
     for thread, record in pairs:
         cursor = storage_cursor(record.last_observed_at)
         if record.scope == "resource" and thread.resource_id:
