@@ -7,7 +7,8 @@ its modules. `resources_dir()` finds whichever applies, in this order:
 
 1. the `resources/` folder beside the `studio` package (a checkout, an editable install, or
    the frozen app, whose modules live in `sys._MEIPASS`);
-2. the installed package `studio.resources`, through `importlib.resources`.
+2. the installed package `studio.resources`: first as the folder `studio/resources` itself,
+   then through `importlib.resources` (imported only if that folder is not there).
 
 Zipped installs (a wheel on `sys.path` without unpacking) are not supported: the tokenizer and
 the sample database must be real files.
