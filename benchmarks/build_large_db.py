@@ -2,11 +2,13 @@
 
     python benchmarks/build_large_db.py OUT.db [--threads 5000] [--messages-per-thread 40]
                                              [--big-thread 20000] [--source ../shared/fixtures/mastra/support.db]
+                                             [--pg URL] [--libsql-url URL] [--reuse]
 
 Every row is a copy of a row Mastra wrote (support.db): threads, messages (content verbatim, ids
 suffixed), and each thread's OM generations (lookup keys and thread ids rewritten), so the OM
 engine sees real data. One extra thread, `bench-big`, holds BIG_THREAD messages whose times are
 spread one second apart. The source is copied first; it is never opened in place.
+`--pg` / `--libsql-url` also write the same rows into a server store (benchmarks/copy_to_server.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 DEFAULT_SOURCE = REPO.parent / "shared" / "fixtures" / "mastra" / "support.db"
 
 
@@ -127,10 +130,25 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=5000)
     p.add_argument("--messages-per-thread", type=int, default=40)
     p.add_argument("--big-thread", type=int, default=20000)
+    p.add_argument("--pg", metavar="URL", help="also copy it into this PostgreSQL schema (postgresql://…?schema=NAME), "
+                   "created by Mastra's PostgresStore.init(); the schema is dropped first")
+    p.add_argument("--libsql-url", metavar="URL", help="also copy it into this libSQL server (sqld), e.g. http://127.0.0.1:PORT")
+    p.add_argument("--reuse", action="store_true", help="OUT exists: copy it to the servers without rebuilding it")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
-    counts = build(a.out, a.source, a.threads, a.messages_per_thread, a.big_thread)
-    print(f"built {a.out} in {time.perf_counter() - t0:.1f} s: {counts}")
+    if not (a.reuse and a.out.exists()):
+        counts = build(a.out, a.source, a.threads, a.messages_per_thread, a.big_thread)
+        print(f"built {a.out} in {time.perf_counter() - t0:.1f} s: {counts}")
+    from benchmarks.copy_to_server import copy_to_libsql, copy_to_pg
+
+    if a.pg:
+        t0 = time.perf_counter()
+        counts = copy_to_pg(a.out, a.pg)
+        print(f"copied to PostgreSQL in {time.perf_counter() - t0:.1f} s: {counts}")
+    if a.libsql_url:
+        t0 = time.perf_counter()
+        counts = copy_to_libsql(a.out, a.libsql_url)
+        print(f"copied to {a.libsql_url} in {time.perf_counter() - t0:.1f} s: {counts}")
     return 0
 
 

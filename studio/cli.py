@@ -68,8 +68,9 @@ def exit_code_for(exc: BaseException) -> int:
 
 
 def _dump(data: object) -> None:
-    json.dump(data, sys.stdout, ensure_ascii=False, indent=2, sort_keys=False)
-    sys.stdout.write("\n")
+    # one write of the whole text: json.dump to a stream writes every token separately (1.1 M writes
+    # for inspect of the benchmark file)
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
 
 
 # -- inspect ----------------------------------------------------------------------------------
@@ -80,37 +81,47 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
     RECOUNT adds to each history entry the tokenx and exact o200k recounts of its log and which
     one the stored observationTokenCount matches (see studio.engine.recount).
     """
-    from studio.engine.recount import recount_observations
     from studio.common.om_settings import max_threshold, resolve_settings
-    from studio.engine.status import compute_status
+    from studio.engine.status import load_status_rows, status_from_rows
     from studio.store.memory_store import MemoryStore
     from studio.store.records import Thread
 
+    if recount:  # tiktoken's o200k table costs ~30 ms to build: only when asked for
+        from studio.engine.recount import recount_observations
     with MemoryStore.open(path) as store, store.snapshot():
+        # one statement per kind of row (threads, message counts, OM generations, unobserved
+        # messages): the count does not grow with the number of threads (issue 13)
         threads = store.list_threads(with_counts=True)
         by_id = {t.id: t for t in threads}
+        by_resource: dict[str | None, list[Thread]] = {}
+        for t in threads:
+            by_resource.setdefault(t.resource_id, []).append(t)
         out_threads = [{
             "id": t.id, "resource_id": t.resource_id, "title": t.title, "metadata": t.metadata,
             "created_at": t.created_at, "updated_at": t.updated_at, "message_count": t.message_count,
         } for t in sorted(threads, key=lambda t: str(t.resource_id))]  # stable: createdAt DESC within a resource
-        om = []
+        histories = store.om_histories()
+        keyed = []
         for key in store.om_lookup_keys():
-            history = store.om_history(key["lookupKey"])
+            history = histories.get(key["lookupKey"])
+            if not history:
+                continue
             current = history[0]
-            settings = resolve_settings(current.config, current.scope)
             if current.scope == "resource":
-                governed = [t for t in threads if t.resource_id == current.resource_id]
+                governed = by_resource.get(current.resource_id, [])
             elif current.thread_id in by_id:
                 governed = [by_id[current.thread_id]]
             elif current.thread_id:  # deleted thread, record left (Mastra #16621): getStatus still reports on it
                 governed = [Thread(id=current.thread_id, resource_id=current.resource_id or "")]
             else:
                 governed = []
-            status = {}
-            for t in governed:
-                st = compute_status(store, t, current)
-                if st is not None:
-                    status[t.id] = st.to_json()
+            keyed.append((history, governed))
+        rows = load_status_rows(store, [(t, h[0]) for h, governed in keyed for t in governed], threads)
+        om = []
+        for history, governed in keyed:
+            current = history[0]
+            settings = resolve_settings(current.config, current.scope)
+            status = {t.id: status_from_rows(t, current, rows).to_json() for t in governed}
             om.append({
                 "lookup_key": current.lookup_key, "scope": current.scope, "resource_id": current.resource_id,
                 "thread_id": current.thread_id, "record_id": current.id,
@@ -216,13 +227,38 @@ COMMANDS: dict[str, Callable] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the parser of the subcommands."""
-    parser = argparse.ArgumentParser(prog="memory-studio", description="Look inside a Mastra memory.db.")
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, told the terminal width: its own probe imports shutil (and bz2, lzma),
+    ~3 ms of every command's start. Width as shutil.get_terminal_size gives it: $COLUMNS, the terminal, 80."""
+
+    def __init__(self, prog: str, **kwargs) -> None:
+        if kwargs.get("width") is None:
+            import os
+
+            try:
+                columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
+            except (ValueError, OSError, AttributeError):
+                columns = 80
+            kwargs["width"] = (columns or 80) - 2
+        super().__init__(prog, **kwargs)
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser with `_Formatter` unless told otherwise (the subcommands' parsers too)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Return the parser of the subcommands (ONLY: of that one alone, importing no other command's module)."""
+    parser = _Parser(prog="memory-studio", description="Look inside a Mastra memory.db.")
     parser.add_argument("--version", action="version", version=f"memory-studio {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for add in COMMANDS.values():
-        add(sub)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, add in COMMANDS.items():
+        if only is None or name == only:
+            add(sub)
     return parser
 
 
@@ -310,8 +346,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_child(argv[1:])
     try:
         if argv and argv[0] in COMMANDS:
-            args = build_parser().parse_args(argv)
-            return args.run(args)
+            args = build_parser(argv[0]).parse_args(argv)  # a command imports only its own module
+            # a command is one short process that builds millions of acyclic objects (rows, parsed
+            # JSON): the cyclic collector would walk them again and again for nothing
+            import gc
+
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                return args.run(args)
+            finally:
+                if collecting:
+                    gc.enable()
         args = build_gui_parser().parse_args(argv)
         if args.screenshot:
             screenshot_format(args.screenshot)

@@ -11,14 +11,18 @@ draws its "Messages before observation" and "Observations before reflection" bar
 * buffered chunks, unbuffered pending tokens, can-activate and projected removal on activation.
 
 Unlike Mastra, a record is never created here: a thread with no OM record has no status.
+
+Reading and computing are apart: `load_status_rows` has the store read, for any number of threads,
+one batch per kind of row (their unobserved messages, their resources' messages and threads), and
+`status_from_rows` is a pure function of those rows. `compute_status` does both for one thread.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Iterable
 
 from studio.engine import tokens
-from studio.engine.observer_format import format_other_threads_context
 from studio.common.om_settings import (
     OMSettings,
     ThresholdRange,
@@ -31,10 +35,12 @@ from studio.common.om_settings import (
 from studio.engine.unobserved import is_working_memory_state_signal, storage_cursor, unobserved_messages
 from studio.store.memory_store import MemoryStore
 from studio.store.flags import FLAG_COLUMNS, STALE_FLAG_AFTER_MS, FlagState, flag_states  # noqa: F401 (re-exported)
-from studio.store.records import OMRecord, Thread
+from studio.store.records import Message, OMRecord, Thread
 
 #: Mastra's getOtherThreadsContext calls listThreads without perPage: the default page of 100 threads.
 OTHER_THREADS_LIMIT = 100
+#: Up to this many resources, `load_status_rows` lists each one's threads instead of every thread.
+FEW_RESOURCES = 2
 
 
 @dataclass
@@ -94,16 +100,81 @@ class ThreadStatus:
         }
 
 
-def _other_threads_tokens(store: MemoryStore, record: OMRecord, resource_id: str, thread_id: str) -> int:
+@dataclass
+class StatusRows:
+    """The stored rows `status_from_rows` needs, read by the store in one batch per kind of row.
+
+    `thread_messages[(thread id, since)]` / `resource_messages[(resource id, since)]`: the messages
+    (storage order) created at or after SINCE (a `storage_cursor`, None = all), as Mastra's
+    listMessages / listMessagesByResourceId with dateRange.start return them;
+    `resource_threads[resource id]`: the resource's threads in listThreads order (createdAt DESC).
+    """
+
+    thread_messages: dict[tuple[str, str | None], list[Message]] = field(default_factory=dict)
+    resource_messages: dict[tuple[str, str | None], list[Message]] = field(default_factory=dict)
+    resource_threads: dict[str, list[Thread]] = field(default_factory=dict)
+
+
+def _other_cursor(other: Thread, record: OMRecord) -> str | None:
+    cursor_at = other.om_metadata.get("lastObservedAt")
+    if cursor_at is None:  # JavaScript's ??: only a missing value falls back to the record's cursor
+        cursor_at = record.last_observed_at
+    return storage_cursor(cursor_at)
+
+
+def _other_threads(rows: StatusRows, resource_id: str) -> list[Thread]:
+    """Mastra's getOtherThreadsContext reads listThreads without perPage: the first page of 100 threads."""
+    return rows.resource_threads.get(resource_id, [])[:OTHER_THREADS_LIMIT]
+
+
+def load_status_rows(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]],
+                     threads: list[Thread] | None = None) -> StatusRows:
+    """Read, in one batch per kind of row, what the statuses of PAIRS (thread, its current record) need.
+
+    THREADS (every thread of the store, listThreads order) gives the resources' threads for the
+    resource-scope context of other threads; when None, the store's thread list is read once (for up
+    to FEW_RESOURCES resources, each one's threads). With THREADS given, the number of statements
+    does not grow with the number of pairs (the store's `messages_since_many`). Raises StoreError
+    if the database cannot be read.
+    """
+    pairs = list(pairs)
+    rows = StatusRows()
+    thread_wanted: set[tuple[str, str | None]] = set()
+    resource_wanted: set[tuple[str, str | None]] = set()
+    resource_pairs = [(t, r) for t, r in pairs if r.scope == "resource" and t.resource_id]
+    if resource_pairs:
+        needed = {t.resource_id for t, _ in resource_pairs}
+        if threads is None and len(needed) <= FEW_RESOURCES:  # one thread's status: its resource's threads only
+            rows.resource_threads = {r: store.list_threads(r) for r in needed}
+        else:
+            for t in store.list_threads() if threads is None else threads:
+                if t.resource_id in needed:
+                    rows.resource_threads.setdefault(t.resource_id, []).append(t)
+    for thread, record in pairs:
+        cursor = storage_cursor(record.last_observed_at)
+        if record.scope == "resource" and thread.resource_id:
+            resource_wanted.add((thread.resource_id, cursor))
+            for other in _other_threads(rows, thread.resource_id):
+                if other.id != thread.id:
+                    thread_wanted.add((other.id, _other_cursor(other, record)))
+        else:
+            thread_wanted.add((thread.id, cursor))
+    if thread_wanted:
+        rows.thread_messages = store.messages_since_many(thread_wanted)
+    if resource_wanted:
+        rows.resource_messages = store.messages_since_many(resource_wanted, by="resource")
+    return rows
+
+
+def _other_threads_tokens(rows: StatusRows, record: OMRecord, resource_id: str, thread_id: str) -> int:
     """Return countString of the other threads' unobserved context (Mastra's getOtherThreadsContext)."""
+    from studio.engine.observer_format import format_other_threads_context  # resource scope only: ~10 ms import
+
     by_thread: dict[str, list[dict]] = {}
-    for other in store.list_threads(resource_id)[:OTHER_THREADS_LIMIT]:
+    for other in _other_threads(rows, resource_id):
         if other.id == thread_id:
             continue
-        cursor_at = other.om_metadata.get("lastObservedAt")
-        if cursor_at is None:  # JavaScript's ??: only a missing value falls back to the record's cursor
-            cursor_at = record.last_observed_at
-        msgs = [m.as_mastra() for m in store.list_messages(other.id, since=storage_cursor(cursor_at))]
+        msgs = [m.as_mastra() for m in rows.thread_messages.get((other.id, _other_cursor(other, record)), ())]
         msgs = [m for m in msgs if not is_working_memory_state_signal(m)]
         if msgs:
             by_thread[other.id] = msgs
@@ -116,7 +187,8 @@ def compute_status(store: MemoryStore, thread: Thread | str, record: OMRecord | 
     """Return THREAD's OM status as Mastra's getStatus computes it, or None when no OM record governs it.
 
     RECORD defaults to the current generation of the thread's lookup key (thread scope first,
-    then resource scope). Raises StoreError if the database cannot be read.
+    then resource scope). Reads the rows with `load_status_rows`, then `status_from_rows`.
+    Raises StoreError if the database cannot be read.
     """
     if isinstance(thread, str):
         found = store.get_thread(thread)
@@ -128,18 +200,28 @@ def compute_status(store: MemoryStore, thread: Thread | str, record: OMRecord | 
         record = store.om_current(key) if key else None
         if record is None:
             return None
+    rows = load_status_rows(store, [(thread, record)])
+    return status_from_rows(thread, record, rows, now_ms=now_ms)
+
+
+def status_from_rows(thread: Thread, record: OMRecord, rows: StatusRows, *, now_ms: int | None = None) -> ThreadStatus:
+    """Return THREAD's status under RECORD (its current OM generation) from ROWS (`load_status_rows`).
+
+    A pure function of its arguments (and of NOW_MS for the busy flags' age): Mastra's getStatus.
+    Raises what the token counter raises for stored values Mastra itself could not use.
+    """
     settings = resolve_settings(record.config, record.scope)
     resource_scope = record.scope == "resource"
     cursor = storage_cursor(record.last_observed_at)
     if resource_scope and thread.resource_id:
-        raw = store.list_resource_messages(thread.resource_id, since=cursor)
+        raw = rows.resource_messages.get((thread.resource_id, cursor), [])
     else:
-        raw = store.list_messages(thread.id, since=cursor)
+        raw = rows.thread_messages.get((thread.id, cursor), [])
     loaded = [m.as_mastra() for m in raw]
     loaded = [m for m in loaded if m["role"] != "system" and not is_working_memory_state_signal(m)]
     window = unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
     context_tokens = tokens.count_messages_for_status(window, model=settings.counter_model)
-    other = _other_threads_tokens(store, record, thread.resource_id, thread.id) if resource_scope and thread.resource_id else 0
+    other = _other_threads_tokens(rows, record, thread.resource_id, thread.id) if resource_scope and thread.resource_id else 0
     pending = max(0, context_tokens + other)
 
     observation_tokens = record.observation_token_count

@@ -113,8 +113,11 @@ class _Counter:
 
     # -- cached estimates (readOrPersistPartEstimate / ...FixedPartEstimate / ...MessageEstimate)
     def _part_cached(self, part: Any, kind: str, payload: str, tokens: Any = None) -> Any:
+        stored = get(part_mastra(part), "tokenEstimate")
+        if not isinstance(stored, dict) and not self.stamp:  # no cache to read or write: no key (sha256) needed
+            return count_string(payload) if tokens is None else tokens
         key = estimate_key(kind, payload)
-        cached = cache_lookup(get(part_mastra(part), "tokenEstimate"), key)
+        cached = cache_lookup(stored, key)
         if is_valid(cached, key):
             return cached["tokens"]
         tokens = count_string(payload) if tokens is None else tokens
@@ -326,9 +329,26 @@ def estimate_text(text: str) -> int:
     return estimate_token_count(text)
 
 
+#: Texts shorter than this are remembered by `count_string` (the same text priced again: a role, a
+#: message copied into many threads, a thread's status computed again), at most _MEMO_ENTRIES of them.
+_MEMO_MAX_CHARS = 1 << 16
+_MEMO_ENTRIES = 20_000
+_MEMO: dict[str, int] = {}
+
+
 def count_string(text: str) -> int:
     """Count tokens (int) in TEXT as Mastra's `TokenCounter.countString` does (0 for empty text)."""
-    return estimate_token_count(text) if text else 0
+    if not text:
+        return 0
+    if len(text) >= _MEMO_MAX_CHARS:
+        return estimate_token_count(text)
+    tokens = _MEMO.get(text)
+    if tokens is None:
+        tokens = estimate_token_count(text)
+        if len(_MEMO) >= _MEMO_ENTRIES:
+            _MEMO.clear()
+        _MEMO[text] = tokens
+    return tokens
 
 
 def count_observations(text: str) -> int:

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Literal
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
 from studio.store import schema as sc
+from studio.store.cells import bulk_decode
 from studio.store.memory_store import MESSAGE_COLUMNS, THREAD_COLUMNS, MemoryStore
 from studio.store.records import Message, Thread, iso_to_ms, ms_to_iso
 
@@ -219,13 +220,14 @@ def _thread_metadata_pg(metadata: dict) -> tuple[list[str], list[Any]]:
 
 
 def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: dict | None = None,  # noqa: A002
-                 page: int = 0, per_page: PerPage = None) -> ThreadPage:
+                 page: int = 0, per_page: PerPage = None, ids_only: bool = False) -> ThreadPage:
     """Return a page of threads as Memory.listThreads does.
 
     FILTER: {resource_id, metadata} (metadata: key -> scalar, AND-ed; validated). ORDER_BY:
     {field: "createdAt"|"updatedAt", direction: "ASC"|"DESC"}, default createdAt DESC (no tie-break,
     as in Mastra). PAGE from 0; PER_PAGE default 100, 0 returns no threads, False returns all (then
-    PAGE must be 0). `has_more` = offset + per_page < total (False when all). Raises ValidationError.
+    PAGE must be 0). `has_more` = offset + per_page < total (False when all). IDS_ONLY reads only the
+    ids: each Thread holds its id alone (what `threads --json` prints). Raises ValidationError.
     """
     flt = _check_keys(filter, ("resource_id", "resourceId", "metadata"), "filter")
     page = _check_page(page)
@@ -256,10 +258,12 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
     # PostgreSQL: MemoryPG orders by the TIMESTAMPTZ twin first and breaks ties by id
     order = (f'COALESCE("{field}Z", "{field}" AT TIME ZONE \'UTC\') {direction}, "id" {direction}' if pg
              else f'"{field}" {direction}')
-    rows = store._select(sc.THREADS, THREAD_COLUMNS,  # noqa: SLF001
-                         f'{where} ORDER BY {order} LIMIT ? OFFSET ?',
-                         [*params, total if per_page is False else limit, offset])
-    threads = [_thread_from_row(store, r) for r in rows]
+    tail, bounds = f'{where} ORDER BY {order} LIMIT ? OFFSET ?', [*params, total if per_page is False else limit, offset]
+    if ids_only:
+        threads = [Thread(id=r[0], resource_id="") for r in store._rows(  # noqa: SLF001
+            f"SELECT id FROM {sc.THREADS} {tail}", bounds)]
+    else:
+        threads = [_thread_from_row(store, r) for r in store._select(sc.THREADS, THREAD_COLUMNS, tail, bounds)]  # noqa: SLF001
     has_more = False if per_page is False else offset + limit < total
     return ThreadPage(threads, total, page, response_per_page, has_more)
 
@@ -322,21 +326,41 @@ def add_message_terms(store: MemoryStore, terms: list[str], params: list[Any], s
 
 def _select_messages(store: MemoryStore, tail: str, params: list[Any]) -> list[Message]:
     rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)  # noqa: SLF001
-    return [store._message(r) for r in rows]  # noqa: SLF001
+    with bulk_decode():
+        return [store._message(r) for r in rows]  # noqa: SLF001
 
 
-def _time(message: Message) -> float:
-    """`new Date(createdAt).getTime()` (NaN for a value that is not a date)."""
-    ms = iso_to_ms(message.created_at)
+@functools.lru_cache(maxsize=1 << 16)
+def _time_of(created_at: Any) -> float:
+    ms = iso_to_ms(created_at)
     return math.nan if ms is None else float(ms)
 
 
+def _time(message: Message) -> float:
+    """`new Date(createdAt).getTime()` (NaN for a value that is not a date); remembered per stored string."""
+    created = message.created_at
+    return _time_of(created) if isinstance(created, str) else _time_of.__wrapped__(created)
+
+
 def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]:
-    """Array.prototype.sort (stable) with `a - b` on createdAt times; NaN compares as equal."""
-    def compare(a: Message, b: Message) -> int:
-        d = _time(b) - _time(a) if descending else _time(a) - _time(b)
+    """Array.prototype.sort (stable) with `a - b` on createdAt times; NaN compares as equal.
+
+    Without NaN the comparison is a total preorder, so a stable sort by time gives the very same
+    order (one key per message instead of a comparison function); with a NaN (which is "equal"
+    to everything) the comparison function itself is used, as V8's TimSort uses it.
+    """
+    times = [_time(m) for m in messages]
+    if not any(t != t for t in times):
+        if all(a <= b for a, b in zip(times, times[1:])) if not descending else \
+                all(a >= b for a, b in zip(times, times[1:])):
+            return list(messages)  # already in order: a stable sort keeps it as it is (storage order is)
+        order = sorted(range(len(messages)), key=(lambda i: -times[i]) if descending else times.__getitem__)
+        return [messages[i] for i in order]
+
+    def compare(i: int, j: int) -> int:
+        d = times[j] - times[i] if descending else times[i] - times[j]
         return 0 if d != d or d == 0 else (1 if d > 0 else -1)
-    return sorted(messages, key=functools.cmp_to_key(compare))
+    return [messages[i] for i in sorted(range(len(messages)), key=functools.cmp_to_key(compare))]
 
 
 def _message_list(messages: list[Message]) -> list[Message]:

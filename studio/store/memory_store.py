@@ -18,9 +18,10 @@ from typing import Any, Iterable, Iterator
 import libsql
 
 from studio.errors import SchemaError, StoreError
-from studio.store import schema as sc
+from studio.store import batch as batched, schema as sc
 from studio.store.cells import (
     DamagedText,
+    bulk_decode,
     decode_pairs,
     decode_text,
     is_driver_panic,
@@ -42,12 +43,11 @@ from studio.store.connection import (
 from studio.store.loads import Loads
 from studio.store.loads import contained as _contained
 from studio.store.records import (
-    OM_BOOL_COLUMNS,
-    OM_JSON_COLUMNS,
     Message,
     OMRecord,
     Resource,
     Thread,
+    om_record_from_row,
     parse_json,
 )
 
@@ -126,6 +126,10 @@ def _damaged(row: dict) -> tuple[str, ...]:
     return tuple(c for c, v in row.items() if isinstance(v, DamagedText))
 
 
+#: URL schemes of a libSQL server (studio.store.remote.REMOTE_SCHEMES; here so a file open imports no client).
+REMOTE_LIBSQL_SCHEMES = ("libsql://", "https://", "http://", "wss://", "ws://")
+
+
 class MemoryStore(Loads):
     """A Mastra memory database opened for reading (default) or for one user-requested write.
 
@@ -150,6 +154,8 @@ class MemoryStore(Loads):
         self._snapshot_conn = None   # the connection holding this load's read transaction, if any
         self._wal: bool | None = None
 
+    #: (table, wanted) -> `_select_list` result, made on first use (a subclass need not set it up).
+    _select_lists: dict[tuple, tuple[list[str], str]] | None = None
     #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
     dialect = "sqlite"
     #: Sentences the user should see about how the store was opened (status bar; the CLI prints StoreNotice warnings).
@@ -165,14 +171,12 @@ class MemoryStore(Loads):
         A PostgreSQL URL returns a `studio.store.pg.PgStore`, a libSQL server URL a
         `studio.store.remote.RemoteStore` (same read API; both read-only for now).
         """
-        from studio.store.pg import is_pg_target
-        from studio.store.remote import is_remote_libsql_target
-
-        if is_pg_target(target):
+        lowered = os.fspath(target).lower()
+        if lowered.startswith(("postgresql://", "postgres://")):  # pg.is_pg_target (a file open imports no pg)
             from studio.store.pg import PgStore
 
             return PgStore.open(target, writable=writable)
-        if is_remote_libsql_target(target):
+        if lowered.startswith(REMOTE_LIBSQL_SCHEMES):  # remote.is_remote_libsql_target
             from studio.store.remote import RemoteStore
 
             return RemoteStore.open(target, writable=writable)
@@ -188,6 +192,7 @@ class MemoryStore(Loads):
         self.schema, self.immutable, self._signature, self.encoding = schema, immutable, signature, encoding
         self._identity = file_identity(self.location.path)
         self._widths.clear()
+        self._select_lists = None
         self._reopens += 1
         self._wal = None
         if self._snapshot_depth:   # a writer appeared mid-load: the rest of the load reads one state again
@@ -199,13 +204,15 @@ class MemoryStore(Loads):
         An immutable connection (a WAL file nobody had open) never sees later writes: when a
         writer appears (a -wal file) or the file changes, a fresh read-only connection replaces it.
         Any read-only store is also reopened when the path now names another file (replaced by
-        a copy or a rename). Checked before every read (two stat calls).
+        a copy or a rename). Checked before every read (two stat calls: the file and its -wal, or one).
         """
         if self.conn is None or self.writable or self._snapshot_depth:
             return False   # inside a load the snapshot is kept (an immutable read is verified by _execute)
-        replaced = file_identity(self.location.path) not in (None, self._identity)
-        changed = self.immutable and file_signature(self.location.path) != self._signature
-        if not (replaced or changed):
+        if self.immutable:  # a replaced file has another inode: the signature (inode first) tells both
+            changed = file_signature(self.location.path) != self._signature
+        else:
+            changed = file_identity(self.location.path) not in (None, self._identity)
+        if not changed:
             return False
         self._reopen()
         return True
@@ -307,6 +314,12 @@ class MemoryStore(Loads):
                 exprs.append(f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
         return present, ", ".join(exprs)
 
+    def _decode_row(self, row: tuple) -> list:  # every bytes value as text; damaged text: `_decode`
+        try:
+            return [v.decode(self.encoding) if isinstance(v, (bytes, bytearray)) else v for v in row]
+        except UnicodeDecodeError:
+            return [self._decode(v) for v in row]
+
     def _decode(self, value: Any) -> Any:
         if isinstance(value, (bytes, bytearray)):
             return decode_text(value, self.encoding)
@@ -324,10 +337,14 @@ class MemoryStore(Loads):
             raise StoreError("The database is closed")
         self.reopen_if_changed()
         params = tuple(params)
-        present, select = self._select_list(table, wanted)
+        lists, key = self._select_lists if self._select_lists is not None else {}, (table, tuple(wanted))
+        self._select_lists = lists
+        present, select = lists.get(key) or lists.setdefault(key, self._select_list(table, wanted))
         sql = f"SELECT {select} FROM {sc.quote_ident(table)} {tail}"
         try:
-            rows = [tuple(self._decode(v) for v in r) for r in self._execute(sql, params)]
+            raw_rows = self._execute(sql, params)
+            with bulk_decode():
+                return [dict(zip(present, self._decode_row(r))) for r in raw_rows]
         except StoreError:
             raise
         except Exception as exc:
@@ -474,6 +491,10 @@ class MemoryStore(Loads):
         """
         return ("", []) if since is None else (' AND "createdAt" >= ?', [since])
 
+    def messages_since_many(self, wanted: Iterable[tuple[str, str | None]], *, by: str = "thread") -> dict:
+        """{(id, since): `list_messages(id, since=…)`} for WANTED (BY="resource": resource ids), one statement."""
+        return batched.messages_since_many(self, wanted, by)
+
     def iter_all_messages(self, batch: int = 2000) -> Iterator[Message]:
         """Yield every message of the database ordered by thread then `createdAt`, BATCH rows at a time."""
         offset = 0
@@ -522,18 +543,7 @@ class MemoryStore(Loads):
     # -- observational memory --------------------------------------------------------------
 
     def _om(self, row: dict) -> OMRecord:
-        rec = OMRecord()
-        for col, value in row.items():
-            if col in OM_JSON_COLUMNS:
-                parsed, err = parse_json(value)
-                if err:
-                    rec.json_errors[col] = err
-                    parsed = None
-                value = parsed
-            elif col in OM_BOOL_COLUMNS and value is not None:
-                value = bool(value)
-            rec.columns[col] = value
-        return rec
+        return om_record_from_row(row)
 
     def om_lookup_keys(self) -> list[dict]:
         """Return one dict {lookupKey, scope, resourceId, threadId} per OM lookup key, sorted by key."""
@@ -563,11 +573,14 @@ class MemoryStore(Loads):
             params.append(limit)
         return [self._om(r) for r in self._select(sc.OBSERVATIONAL_MEMORY, [], tail, params)]
 
-    def om_histories(self, lookup_keys: Iterable[str], chunk: int = 500) -> dict[str, list[OMRecord]]:
-        """Return {lookup key: its generations, newest first} for LOOKUP_KEYS, CHUNK keys per query.
+    def om_histories(self, lookup_keys: Iterable[str] | None = None, chunk: int = 500) -> dict[str, list[OMRecord]]:
+        """Return {lookup key: its generations, newest first} for LOOKUP_KEYS, CHUNK keys per query;
+        None: every lookup key, in one statement (studio.store.batch).
 
         Every key asked for is in the result (an empty list when it has no row).
         """
+        if lookup_keys is None:
+            return batched.om_histories(self)
         keys = list(dict.fromkeys(lookup_keys))
         out: dict[str, list[OMRecord]] = {k: [] for k in keys}
         if not self.schema.has_observational_memory:

@@ -290,3 +290,39 @@ def storage_cursor(last_observed_at: str | None) -> str | None:
         return ms_to_iso(ms + 1)
     except (ValueError, OverflowError, OSError):  # beyond year 9999: no stored message can be later
         return "9999-12-31T23:59:59.999Z"
+
+
+#: {config text: parse_json(text)}: the config dicts are shared by the records read (never modified).
+_CONFIG_MEMO: dict[str, tuple[Any, str | None]] = {}
+_CONFIG_MEMO_ENTRIES = 256
+
+
+def _parse_config(text: str) -> tuple[Any, str | None]:
+    """Parse an OM `config` text once (every generation of a key repeats it); keep at most 256 of them."""
+    found = _CONFIG_MEMO.get(text)
+    if found is None:
+        if len(_CONFIG_MEMO) >= _CONFIG_MEMO_ENTRIES:
+            _CONFIG_MEMO.clear()
+        found = _CONFIG_MEMO[text] = parse_json(text)
+    return found
+
+
+def om_record_from_row(row: dict) -> OMRecord:
+    """Return the OMRecord of a `mastra_observational_memory` ROW ({column: stored value}).
+
+    JSON columns are parsed (a malformed one becomes None and is named in `json_errors`), 0/1
+    flags become booleans; other values are kept as stored.
+    """
+    rec = OMRecord()
+    for col, value in row.items():
+        if col in OM_JSON_COLUMNS:
+            parsed, err = _parse_config(value) if col == "config" and isinstance(value, str) else parse_json(value)
+            if err:
+                rec.json_errors[col] = err
+                parsed = None
+            value = parsed
+        elif col in OM_BOOL_COLUMNS and value is not None:
+            value = bool(value)
+        rec.columns[col] = value
+    return rec
+

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from studio.errors import SchemaError, StoreError, StoreNotice
 from studio.store import schema as sc
 from studio.store.cells import sqlite_encoding_name
-from studio.store.memory_store import MemoryStore
+from studio.store.memory_store import REMOTE_LIBSQL_SCHEMES, MemoryStore
 from studio.store.pg import redact_url   # passwords and authToken values as ***: one rule for every server URL
 
-REMOTE_SCHEMES = ("libsql://", "https://", "http://", "wss://", "ws://")
+REMOTE_SCHEMES = REMOTE_LIBSQL_SCHEMES
 #: The URL query keys that carry an auth token (@libsql/client reads `authToken`).
 TOKEN_KEYS = ("authtoken", "auth_token")
 TOKEN_ENV = ("LIBSQL_AUTH_TOKEN", "TURSO_AUTH_TOKEN")

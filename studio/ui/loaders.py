@@ -126,7 +126,8 @@ def load_listing(store: MemoryStore | None) -> Listing:
     store = require_store(store)
     version = store.fingerprint()   # first: a commit racing this load then shows as a change, never as none
     threads = store.list_threads(with_counts=True)
-    keys = {k["lookupKey"] for k in store.om_lookup_keys()}
+    lookup_keys = store.om_lookup_keys()
+    keys = {k["lookupKey"] for k in lookup_keys}
     per_resource: dict[str, int] = {}
     for t in threads:
         per_resource[t.resource_id] = per_resource.get(t.resource_id, 0) + 1
@@ -135,19 +136,22 @@ def load_listing(store: MemoryStore | None) -> Listing:
     for t in threads:
         activity, stale = last_activity(t)
         rows.append(ThreadRow(t, _lookup_key(t, keys), activity_ms=activity, updated_at_stale=stale))
-    rows += [ThreadRow(t, f"thread:{t.id}", orphan=True) for t in orphaned_threads(store, {t.id for t in threads})]
+    rows += [ThreadRow(t, f"thread:{t.id}", orphan=True)
+             for t in orphaned_threads(store, {t.id for t in threads}, lookup_keys)]
     return Listing(resources=resources, rows=rows, data_version=version)
 
 
-def orphaned_threads(store: MemoryStore, thread_ids: set[str]) -> list[Thread]:
+def orphaned_threads(store: MemoryStore, thread_ids: set[str], lookup_keys: list[dict] | None = None) -> list[Thread]:
     """Return a stand-in Thread for every thread-scope OM record whose thread is not in THREAD_IDS.
+
+    LOOKUP_KEYS: `store.om_lookup_keys()` when the caller has read it already (one statement less).
 
     Mastra's storage-level deleteThread removes the thread and its messages but not its OM records
     (Mastra #16621); Mastra's getStatus still reports on such a thread id (pending 0 once its messages are
     gone, thresholds as configured). The stand-in has the record's thread id and resource id, no title.
     """
     out = []
-    for key in store.om_lookup_keys():
+    for key in store.om_lookup_keys() if lookup_keys is None else lookup_keys:
         thread_id = key.get("threadId")
         if key.get("scope") == "thread" and thread_id and thread_id not in thread_ids:
             out.append(Thread(id=thread_id, resource_id=key.get("resourceId") or "", message_count=0))

@@ -1,0 +1,146 @@
+"""CLI commands against a raw read of the same rows: the ratios issue 13's performance targets name.
+
+    python benchmarks/cli_ratio_benchmark.py [DB] [--tiny TINY.db] [--repeat 2] [--json OUT.json]
+
+DB is the benchmark database (build_large_db.py; default benchmarks/out/large.db). In one run:
+  * bare: a `python3 -c pass` (interpreter start), best of REPEAT;
+  * each command as the user runs it (`python -m studio …`, output to /dev/null), best of REPEAT,
+    less the bare start: `inspect DB --json`, `recall DB --thread bench-big --all --json`,
+    `threads DB --all --json`, and `inspect TINY --json` (cold: the command's whole time);
+  * a raw read in this process, best of REPEAT: libSQL `SELECT *` of the same rows with every JSON
+    column `json.loads`ed — every thread, message and OM row (for inspect), bench-big's messages
+    (for recall), the threads (for threads);
+  * ratio = command / raw read (wall, and CPU: steadier on a busy machine), and inspect's statement
+    count (benchmarks/query_count.py).
+Targets (issue 13): inspect ≤ 0.8, recall ≤ 1.2, threads ≤ 2.0, tiny inspect ≤ 40 ms.
+Figures are measurements, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+BIG_THREAD = "bench-big"
+DEFAULT_TINY = REPO.parent / "shared" / "fixtures" / "mastra" / "support.db"
+JSON_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
+                "bufferedMessageIds"}
+TARGETS = {"inspect": 0.8, "recall_all_big": 1.2, "threads_all": 2.0}
+
+
+def _best(fn, repeat: int) -> tuple[float, float]:
+    """Run FN REPEAT times; return the best (wall s, CPU s): CPU of this process and of its children."""
+    best_wall = best_cpu = float("inf")
+    for _ in range(repeat):
+        r0, c0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time(), time.perf_counter()
+        fn()
+        wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = time.process_time() - c0 + (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        best_wall, best_cpu = min(best_wall, wall), min(best_cpu, cpu)
+    return best_wall, best_cpu
+
+
+def _run(args: list[str]) -> None:
+    subprocess.run(args, stdout=subprocess.DEVNULL, check=True, cwd=REPO)
+
+
+def raw_read(db: Path, sql: str, params: tuple = ()) -> int:
+    """Read SQL's rows through libSQL, json.loads every JSON column; return the row count."""
+    import libsql
+
+    conn = libsql.connect(str(db))
+    try:
+        cur = conn.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        json_at = [i for i, n in enumerate(names) if n in JSON_COLUMNS]
+        n = 0
+        for row in cur.fetchall():
+            for i in json_at:
+                if isinstance(row[i], str):  # a JSONB blob is binary, not JSON text
+                    json.loads(row[i])
+            n += 1
+        return n
+    finally:
+        conn.close()
+
+
+def measure(db: Path, tiny: Path, repeat: int) -> dict:
+    """Return every figure of the module docstring (seconds turned into ms)."""
+    py = sys.executable
+    out: dict = {}
+    for warm in (["threads", str(db), "--per-page", "1"], ["inspect", str(db)]):  # compile every .pyc once
+        _run([py, "-m", "studio", *warm, "--json"])
+    bare, bare_cpu = _best(lambda: _run([py, "-c", "pass"]), max(repeat, 5))
+    out["bare_python_ms"] = round(bare * 1000, 1)
+    out["bare_python_cpu_ms"] = round(bare_cpu * 1000, 1)
+    cli = [py, "-m", "studio"]
+    commands = {
+        "inspect": [*cli, "inspect", str(db), "--json"],
+        "recall_all_big": [*cli, "recall", str(db), "--thread", BIG_THREAD, "--all", "--json"],
+        "threads_all": [*cli, "threads", str(db), "--all", "--json"],
+    }
+    raws = {
+        "inspect": lambda: (raw_read(db, "SELECT * FROM mastra_threads"), raw_read(db, "SELECT * FROM mastra_messages"),
+                            raw_read(db, "SELECT * FROM mastra_observational_memory")),
+        "recall_all_big": lambda: raw_read(db, "SELECT * FROM mastra_messages WHERE thread_id = ?", (BIG_THREAD,)),
+        "threads_all": lambda: raw_read(db, "SELECT * FROM mastra_threads"),
+    }
+    for name, args in commands.items():
+        command, command_cpu = _best(lambda: _run(args), repeat)
+        command, command_cpu = command - bare, command_cpu - bare_cpu
+        raw, raw_cpu = _best(raws[name], repeat)
+        out[name] = {"command_ms": round(command * 1000), "raw_read_ms": round(raw * 1000),
+                     "ratio": round(command / raw, 2), "command_cpu_ms": round(command_cpu * 1000),
+                     "raw_read_cpu_ms": round(raw_cpu * 1000), "cpu_ratio": round(command_cpu / raw_cpu, 2),
+                     "target": TARGETS[name]}
+    with tempfile.TemporaryDirectory() as tmp:  # never open a shared fixture in place
+        copy = Path(tmp) / "tiny.db"
+        for ext in ("", "-wal", "-shm"):
+            if Path(str(tiny) + ext).exists():
+                shutil.copyfile(str(tiny) + ext, str(copy) + ext)
+        tiny_ms, tiny_cpu = _best(lambda: _run([*cli, "inspect", str(copy), "--json"]), max(repeat, 10))
+        out["inspect_tiny_cold_ms"] = {"command_ms": round(tiny_ms * 1000, 1),
+                                       "less_bare_ms": round((tiny_ms - bare) * 1000, 1),
+                                       "cpu_ms": round(tiny_cpu * 1000, 1),
+                                       "cpu_less_bare_ms": round((tiny_cpu - bare_cpu) * 1000, 1), "target_ms": 40}
+    from benchmarks.query_count import counting_statements
+    from studio.cli import inspect_database
+
+    with counting_statements() as count:
+        inspect_database(str(db))
+    out["inspect_statements"] = count.statements
+    return out
+
+
+def main(argv=None) -> int:
+    """Parse arguments, measure, print (and write) the figures."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("db", nargs="?", type=Path, default=REPO / "benchmarks" / "out" / "large.db")
+    p.add_argument("--tiny", type=Path, default=DEFAULT_TINY, help="a small fixture (copied first)")
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--json", type=Path, help="also write the figures to this file")
+    a = p.parse_args(argv)
+    if not a.db.exists():
+        p.error(f"{a.db} does not exist: build it with benchmarks/build_large_db.py")
+    # an installed app runs from compiled bytecode: let the commands write and reuse .pyc files
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    figures = measure(a.db, a.tiny, a.repeat)
+    text = json.dumps(figures, indent=2)
+    print(text)
+    if a.json:
+        a.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

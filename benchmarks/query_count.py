@@ -1,0 +1,90 @@
+"""Count the SQL statements a store sends to its database (libSQL connection or psycopg session).
+
+    with counting_statements() as count:
+        inspect_database(path)
+    print(count.statements)
+
+Every `MemoryStore.open` (and `PgStore.open`) inside the block returns a store whose connection is
+wrapped: each `execute` of the connection or of one of its cursors counts one statement, whatever
+it is (SELECT, PRAGMA, the width probe of a SELECT). Used by benchmarks and by the test that
+`inspect` sends as many statements for N threads as for 3N.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Iterator
+
+
+@dataclass
+class StatementCount:
+    """Statements counted so far; `sql` keeps the first words of each (for a report)."""
+
+    statements: int = 0
+    sql: list[str] = field(default_factory=list)
+
+    def add(self, sql: object) -> None:
+        self.statements += 1
+        self.sql.append(" ".join(str(sql).split())[:80])
+
+
+class _CountingCursor:
+    def __init__(self, cursor, count: StatementCount):
+        self._cursor, self._count = cursor, count
+
+    def execute(self, sql, *args, **kwargs):
+        self._count.add(sql)
+        return self._cursor.execute(sql, *args, **kwargs)
+
+    def __enter__(self):
+        self._cursor.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._cursor.__exit__(*exc)
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
+
+
+class _CountingConnection:
+    def __init__(self, conn, count: StatementCount):
+        self._conn, self._count = conn, count
+
+    def execute(self, sql, *args, **kwargs):
+        self._count.add(sql)
+        return self._conn.execute(sql, *args, **kwargs)
+
+    def cursor(self, *args, **kwargs):
+        return _CountingCursor(self._conn.cursor(*args, **kwargs), self._count)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+@contextlib.contextmanager
+def counting_statements() -> Iterator[StatementCount]:
+    """Within the block, count every statement of every store opened (see the module docstring)."""
+    from studio.store import memory_store
+
+    count = StatementCount()
+    original = memory_store.MemoryStore.__dict__["open"]
+    original_reopen = memory_store.MemoryStore._reopen
+
+    def open_counted(cls, target, **kwargs):
+        store = original.__func__(cls, target, **kwargs)
+        store.conn = _CountingConnection(store.conn, count)
+        return store
+
+    def reopen_counted(self, **kwargs):
+        original_reopen(self, **kwargs)
+        self.conn = _CountingConnection(self.conn, count)
+
+    memory_store.MemoryStore.open = classmethod(open_counted)
+    memory_store.MemoryStore._reopen = reopen_counted
+    try:
+        yield count
+    finally:
+        memory_store.MemoryStore.open = original
+        memory_store.MemoryStore._reopen = original_reopen

@@ -1,0 +1,116 @@
+"""The studio on a server store (PostgreSQL URL, or any target): thread list, bars, stalls, statements.
+
+    python benchmarks/server_studio_benchmark.py 'postgresql://USER@127.0.0.1:PORT/DB?schema=bench' [--json OUT]
+
+The target is what build_large_db.py --pg wrote (5,007 threads, ~220k messages). Reports, in ms:
+first painted thread list (issue 13: ≤ 300), every thread's bars exact (in the background), the
+longest GUI-thread stall meanwhile (a 5 ms timer's largest lateness, as run_benchmark.py measures
+it; goal ≤ 50), and `inspect`'s statement count and time on the same target (count independent of
+the thread count). Figures are measurements, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def ms(seconds: float) -> int:
+    return int(round(seconds * 1000))
+
+
+def studio_on(target: str) -> dict:
+    """Open TARGET in the real MainWindow (offscreen without a display) and time the thread list and bars."""
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
+
+    from studio.ui.app import AppContext, application
+    from studio.ui.widgets.main_window import MainWindow
+
+    app = application()
+    settings_dir = tempfile.mkdtemp(prefix="studio-bench-")
+    ctx = AppContext(settings=QSettings(str(Path(settings_dir) / "s.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(ctx)
+    window.resize(1400, 900)
+    window.show()
+    stall = {"max": 0, "last": None}
+    clock = QElapsedTimer()
+    clock.start()
+
+    def tick() -> None:
+        now = clock.elapsed()
+        if stall["last"] is not None:
+            stall["max"] = max(stall["max"], now - stall["last"] - 5)
+        stall["last"] = now
+
+    ticker = QTimer()
+    ticker.setInterval(5)
+    ticker.timeout.connect(tick)
+    ticker.start()
+
+    def wait_until(predicate, timeout_s: float = 900) -> float:
+        start = time.perf_counter()
+        while not predicate():
+            app.processEvents()
+            if time.perf_counter() - start > timeout_s:
+                raise TimeoutError("benchmark step did not finish")
+            time.sleep(0.001)
+        return time.perf_counter()
+
+    out = {}
+    t0 = time.perf_counter()
+    window.open_database(target)
+    t_rows = wait_until(lambda: window.thread_model.rowCount() > 0)
+    window.threads_view.viewport().repaint()
+    out["first_painted_thread_list_ms"] = ms(time.perf_counter() - t0)
+    out["rows_in_model_ms"] = ms(t_rows - t0)
+    out["threads_listed"] = window.thread_model.rowCount()
+    wait_until(lambda: window.thread_model._status_state == "done")
+    out["all_bars_exact_ms"] = ms(time.perf_counter() - t0)
+    out["stall_while_loading_ms"] = stall["max"]
+    ticker.stop()
+    window.close()
+    ctx.runner.shutdown()
+    return out
+
+
+def inspect_on(target: str) -> dict:
+    """Time `inspect` in this process and count its statements (benchmarks/query_count.py)."""
+    from benchmarks.query_count import counting_statements
+    from studio.cli import inspect_database
+
+    t0 = time.perf_counter()
+    with counting_statements() as count:
+        doc = inspect_database(target)
+    return {"inspect_ms": ms(time.perf_counter() - t0), "inspect_statements": count.statements,
+            "threads": len(doc["threads"]), "lookup_keys": len(doc["observational_memory"])}
+
+
+def main(argv=None) -> int:
+    """Parse arguments, measure, print (and write) the figures."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("target", help="a postgresql:// URL (or any target the studio opens)")
+    p.add_argument("--json", type=Path, help="also write the figures to this file")
+    p.add_argument("--skip-studio", action="store_true", help="inspect only (no Qt)")
+    a = p.parse_args(argv)
+    figures = {"inspect": inspect_on(a.target)}
+    if not a.skip_studio:
+        figures["studio"] = studio_on(a.target)
+    text = json.dumps(figures, indent=2)
+    print(text)
+    if a.json:
+        a.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
