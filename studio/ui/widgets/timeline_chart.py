@@ -320,16 +320,16 @@ class TimelineChart:
         if series.any_reconstructed:  # shade the reconstructed stretches of the window
             self._add_curve(layer, series, "reconstructed", pg.mkPen(QColor(37, 99, 235, 60), width=7),
                             "Reconstructed", z=-2, connect="finite")
-        self._add_markers(layer, series, events, whatif=False)
+        self._add_markers(layer, series, len(events), whatif=False)
 
-    def draw_overlay(self, whatif: ChartSeries | None, events: list[OMEvent] | None, real: ChartSeries, *,
+    def draw_overlay(self, whatif: ChartSeries | None, n_events: int | None, real: ChartSeries, *,
                      thresholds: bool) -> None:
-        """Draw the What-if replay WHATIF (with its EVENTS) over the real series (None: remove it)."""
+        """Draw the What-if replay WHATIF (with markers for its N_EVENTS events) over the real series (None: remove it)."""
         item = self.plot.getPlotItem()
         for entry in self._layers["whatif"]:
             item.removeItem(entry[0])
         self._layers["whatif"] = []
-        if whatif is None or events is None:
+        if whatif is None or n_events is None:
             return
         layer = self._layers["whatif"]
         # The What-if colour at alpha 150 on the white chart, as an opaque colour: Qt strokes a wide
@@ -342,7 +342,7 @@ class TimelineChart:
             dashed = pg.mkPen(COLOURS["whatif"], width=1.0, style=Qt.PenStyle.DashDotLine)
             self._add_curve(layer, whatif, "threshold", dashed, "What-if thresholds", z=-1)
             self._add_curve(layer, whatif, "reflection_threshold", dashed, z=-1)
-        self._add_markers(layer, whatif, events, whatif=True)
+        self._add_markers(layer, whatif, n_events, whatif=True)
 
     def set_mode(self, mode: str) -> None:
         """Show the same curves and markers over MODE: only their x arrays change."""
@@ -366,9 +366,9 @@ class TimelineChart:
         self.plot.getPlotItem().addItem(curve)  # takes the plot's downsampling and clip-to-view
         layer.append((curve, series, name, None))
 
-    def _add_markers(self, layer: list, series: ChartSeries, events: list[OMEvent], *, whatif: bool) -> None:
-        """Draw one marker per event, one scatter item per look (uniform looks draw fast); no loop per event."""
-        valid = (series.event_ids >= 0) & (series.event_ids < len(events))
+    def _add_markers(self, layer: list, series: ChartSeries, n_events: int, *, whatif: bool) -> None:
+        """Draw one marker per event (N_EVENTS of them), one scatter item per look (uniform looks draw fast)."""
+        valid = (series.event_ids >= 0) & (series.event_ids < n_events)
         for kind, status, members in series.marker_groups():
             members = members[valid[members]]
             if not len(members):

@@ -3,8 +3,8 @@
 The timeline and its chart arrays (`studio.engine.timeline_series.load_timeline_chart`) are read
 on the TaskRunner (the helper process for big databases). What-if is off until the user asks: the
 button opens the What-if panel beside the chart, which replays the thread with other settings
-(`studio.engine.whatif.simulate`, on the runner's pool) and its series are drawn over the real
-ones; turning it off removes the overlay. Zoom and pan with the mouse (pyqtgraph), a crosshair
+(`studio.engine.whatif.simulate`, in the helper process for long threads; see `WhatIfPanel`) and
+its series, packed as arrays (`WhatIfChart`), are drawn over the real ones; turning it off removes the overlay. Zoom and pan with the mouse (pyqtgraph), a crosshair
 follows the pointer, markers carry tooltips (their shapes are explained under the chart), and a
 click selects that message in Messages and that generation in History. The chart exports to PNG
 and SVG, the series to CSV.
@@ -43,7 +43,7 @@ from studio.engine.events import (
 )
 from studio.engine.timeline import Point, Timeline, series_csv
 from studio.engine.timeline_series import ChartSeries, X_MODES, event_y, load_timeline_chart
-from studio.engine.whatif import WhatIfResult
+from studio.engine.whatif_chart import WhatIfChart
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
@@ -105,7 +105,7 @@ class TimelineTab(QWidget):
     generation_selected = Signal(str)    # OM record id (generation) clicked on the chart
     time_selected = Signal(object)       # epoch ms of the point clicked (the turn context view follows)
     timeline_loaded = Signal(object)     # the Timeline now drawn
-    whatif_drawn = Signal(object)        # the WhatIfResult now drawn over it
+    whatif_drawn = Signal(object)        # the WhatIfChart now drawn over it
 
     def __init__(self, runner: TaskRunner, parent=None):
         super().__init__(parent)
@@ -113,14 +113,13 @@ class TimelineTab(QWidget):
         self._runner = runner
         self._detail: ThreadDetail | None = None
         self._timeline: Timeline | None = None
-        self._whatif: WhatIfResult | None = None
+        self._whatif: WhatIfChart | None = None
         self._series: ChartSeries | None = None         # the timeline's chart arrays
         self._whatif_series: ChartSeries | None = None  # the replay's
         self._index: dict[int, int] = {}                # id(point) -> its row in the arrays
         self._wanted: str | None = None      # thread to load when the tab is shown
         self._loaded_for: tuple | None = None
         self._x_mode = "turn"
-        self.use_helper = False
         self.selected_point: Point | None = None
 
         self.x_combo = QComboBox()
@@ -230,9 +229,18 @@ class TimelineTab(QWidget):
         return self._timeline
 
     @property
-    def whatif(self) -> WhatIfResult | None:
+    def whatif(self) -> WhatIfChart | None:
         """Return the what-if replay drawn over the timeline, or None."""
         return self._whatif
+
+    @property
+    def use_helper(self) -> bool:
+        """Return whether the timeline is read, and the What-if replay runs, in the helper process (big databases)."""
+        return self.whatif_panel.use_helper
+
+    @use_helper.setter
+    def use_helper(self, use: bool) -> None:
+        self.whatif_panel.use_helper = use
 
     @property
     def x_mode(self) -> str:
@@ -363,7 +371,7 @@ class TimelineTab(QWidget):
         self._timeline = self._series = None
         self._show_message(f"The timeline could not be built.\n\n{exc}")
 
-    def _on_whatif_panel_result_ready(self, result: WhatIfResult) -> None:
+    def _on_whatif_panel_result_ready(self, result: WhatIfChart) -> None:
         if self._timeline is None or result.thread_id != self._timeline.thread_id:
             return
         if not self.whatif_button.isChecked():
@@ -407,12 +415,13 @@ class TimelineTab(QWidget):
             return ""
         index, whatif = found
         if whatif:
-            events = self._whatif.events if self._whatif else []
+            event = self._whatif.event(index) if self._whatif else None
         else:
             events = self._timeline.events if self._timeline else []
-        if not 0 <= index < len(events):
+            event = events[index] if 0 <= index < len(events) else None
+        if event is None:
             return ""
-        text = event_text(events[index])
+        text = event_text(event)
         if whatif:
             text = "What-if (estimate): " + text
         return fmt.plain_tooltip(text)
@@ -423,7 +432,7 @@ class TimelineTab(QWidget):
             return
         whatif = self._whatif if self._whatif_series is not None else None
         self.chart.draw_overlay(self._whatif_series if whatif is not None else None,
-                                whatif.events if whatif is not None else None, self._series,
+                                whatif.n_events if whatif is not None else None, self._series,
                                 thresholds=self.show_thresholds.isChecked())
 
     def _fit(self) -> None:
@@ -522,9 +531,9 @@ class TimelineTab(QWidget):
         if not whatif:
             self.select_event(index)
         elif self._whatif is not None:
-            point = next((p for p in self._whatif.points if p.event_index == index), None)
-            if point is not None and self._timeline is not None and point.message_index is not None:
-                real = next((p for p in self._timeline.points if p.message_index == point.message_index), None)
+            message_index = self._whatif.message_index_of_event(index)
+            if self._timeline is not None and message_index is not None:
+                real = next((p for p in self._timeline.points if p.message_index == message_index), None)
                 if real is not None:
                     self.select_point(real)
 
