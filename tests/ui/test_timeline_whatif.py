@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from studio.engine.events import OBSERVATION
 from studio.ui.widgets.timeline_chart import MARKER_LEGEND, MARKERS
@@ -188,3 +189,38 @@ def test_whatif_table_peak_is_the_cli_figure(studio, fixture_db, studio_ctx, qtb
         assert cell("Peak window + log") == fmt.tokens(doc["peak_context_tokens"])
         assert cell("Peak window") == fmt.tokens(doc["peak_message_tokens"])
         assert doc["peak_context_tokens"] >= doc["peak_message_tokens"]
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_the_curve_legend_sits_under_the_chart_and_the_panel_fits(fixture_db, studio_ctx, qtbot, size):
+    """Drawn over the plot, the legend's nine entries covered the data (one column) or were cut (two
+    columns) once What-if took its room; and at 1024x700 the panel was wider than its column (cut, and a
+    horizontal scroll bar)."""
+    from studio.ui.widgets.main_window import MainWindow
+
+    window = MainWindow(studio_ctx)   # first shown at SIZE, as a window the user opens at that size
+    qtbot.addWidget(window)
+    window.resize(*size)
+    window.show()
+    window.open_database(str(fixture_db("support")), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):
+        tab.whatif_button.setChecked(True)
+    panel = tab.whatif_panel
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):   # other thresholds: What-if's own lines too
+        panel.message_tokens.setValue(1800)
+        panel.observation_tokens.setValue(700)
+        panel.run()
+    qtbot.wait(50)
+    assert studio_ctx.runner.wait_idle()
+    named = [item.name() for item in tab.plot.getPlotItem().listDataItems() if item.name()]
+    assert list(tab.legend.entries) == named and "What-if thresholds" in named
+    assert tab.plot.getPlotItem().legend is None                       # nothing drawn over the data
+    assert tab.legend.geometry().top() >= tab.plot.geometry().bottom()
+    for text, label in tab.legend.entries.items():
+        assert label.fontMetrics().horizontalAdvance(text) <= label.width(), text
+    scroll = tab.whatif_scroll
+    assert scroll.isVisible()
+    assert panel.minimumSizeHint().width() <= scroll.viewport().width()
+    assert panel.width() <= scroll.viewport().width()

@@ -177,10 +177,25 @@ def symbol_pixmap(symbol: str, size: int, fill: str | None, line: str, device_ra
     return pixmap
 
 
-class MarkerLegend(QWidget):
-    """Rows explaining the event marker shapes (drawn as on the chart), under the chart.
+def line_pixmap(pen, device_ratio: float = 1.0, width: int = 22, height: int = 12) -> QPixmap:
+    """Return a small transparent pixmap of a line drawn with PEN (a curve's legend sample)."""
+    pixmap = QPixmap(int(width * device_ratio), int(height * device_ratio))
+    pixmap.setDevicePixelRatio(device_ratio)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    try:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(pen)
+        painter.drawLine(2, height // 2, width - 2, height // 2)
+    finally:
+        painter.end()
+    return pixmap
 
-    As many entries a row as the width holds: the legend never makes the chart wider than the tab gives.
+
+class WrappingLegend(QWidget):
+    """Legend entries (a sample pixmap and a text) in rows under the chart, as many a row as the width holds.
+
+    The legend never makes the chart wider than the tab gives, and never covers the data.
     """
 
     def __init__(self, parent=None):
@@ -190,30 +205,36 @@ class MarkerLegend(QWidget):
         self._grid.setContentsMargins(0, 0, 0, 0)
         self._grid.setHorizontalSpacing(4)
         self._grid.setVerticalSpacing(0)
-        ratio = self.devicePixelRatioF() or 1.0
         self.entries: dict[str, QLabel] = {}
         self._pairs: list[tuple[QLabel, QLabel]] = []
-        for text, key in MARKER_LEGEND:
-            if key == "failed":
-                style = ("x", 10, None, "#6b7280")
-            elif key == "whatif":
-                symbol, _colour, size = MARKERS[OBSERVATION]
-                style = (symbol, size, None, COLOURS["whatif"].name())
-            else:
-                symbol, colour, size = MARKERS[key]
-                style = (symbol, min(size, 12), colour, colour)
+        self._columns = 0
+
+    def set_entries(self, entries: list[tuple[QPixmap, str]]) -> None:
+        """Show ENTRIES (sample, text), in order, replacing the previous ones."""
+        for icon, label in self._pairs:
+            self._grid.removeWidget(icon)
+            self._grid.removeWidget(label)
+            icon.deleteLater()
+            label.deleteLater()
+        self.entries, self._pairs = {}, []
+        for pixmap, text in entries:
             icon = QLabel()
-            icon.setPixmap(symbol_pixmap(*style, device_ratio=ratio))
+            icon.setPixmap(pixmap)
             label = QLabel(text)
             label.setTextFormat(Qt.TextFormat.PlainText)
             label.setProperty("class", "muted")
             self._pairs.append((icon, label))
             self.entries[text] = label
+        self.setVisible(bool(entries))
         self._columns = 0
-        self._arrange(len(self._pairs))
+        self._arrange(self._fitting_columns(self.width()) if self.width() > 0 else max(1, len(entries)))
 
     def _entry_width(self) -> int:
-        return max(icon.sizeHint().width() + label.sizeHint().width() for icon, label in self._pairs) + 12
+        return max((icon.sizeHint().width() + label.sizeHint().width() for icon, label in self._pairs),
+                   default=0) + 12
+
+    def _fitting_columns(self, width: int) -> int:
+        return max(1, min(len(self._pairs), width // self._entry_width()))
 
     def _arrange(self, columns: int) -> None:
         if columns == self._columns:
@@ -221,7 +242,7 @@ class MarkerLegend(QWidget):
         for icon, label in self._pairs:
             self._grid.removeWidget(icon)
             self._grid.removeWidget(label)
-        for column in range(2 * max(self._columns, 1) + 1):
+        for column in range(2 * max(self._columns, columns, 1) + 1):
             self._grid.setColumnStretch(column, 0)
         self._columns = columns
         for n, (icon, label) in enumerate(self._pairs):
@@ -237,7 +258,41 @@ class MarkerLegend(QWidget):
     def resizeEvent(self, event) -> None:
         """Put as many entries on a row as the new width holds."""
         super().resizeEvent(event)
-        self._arrange(max(1, min(len(self._pairs), event.size().width() // self._entry_width())))
+        if self._pairs:
+            self._arrange(self._fitting_columns(event.size().width()))
+
+
+class MarkerLegend(WrappingLegend):
+    """Rows explaining the event marker shapes (drawn as on the chart), under the chart."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        ratio = self.devicePixelRatioF() or 1.0
+        entries = []
+        for text, key in MARKER_LEGEND:
+            if key == "failed":
+                style = ("x", 10, None, "#6b7280")
+            elif key == "whatif":
+                symbol, _colour, size = MARKERS[OBSERVATION]
+                style = (symbol, size, None, COLOURS["whatif"].name())
+            else:
+                symbol, colour, size = MARKERS[key]
+                style = (symbol, min(size, 12), colour, colour)
+            entries.append((symbol_pixmap(*style, device_ratio=ratio), text))
+        self.set_entries(entries)
+
+
+class CurveLegend(WrappingLegend):
+    """Rows naming the curves drawn (their pens as samples), under the chart instead of over the data."""
+
+    def set_curves(self, curves: list[tuple[object, str]]) -> None:
+        """Show CURVES, (pen, name) pairs in drawing order; unchanged names and pens keep the rows."""
+        key = [(name, pen.color().rgba(), pen.widthF(), int(pen.style().value)) for pen, name in curves]
+        if key == getattr(self, "_key", None):
+            return
+        self._key = key
+        ratio = self.devicePixelRatioF() or 1.0
+        self.set_entries([(line_pixmap(pen, ratio), name) for pen, name in curves])
 
 
 class TurnAxis(pg.AxisItem):
@@ -265,7 +320,6 @@ class TimelineChart:
         item.setLabel("left", "tokens")
         item.setDownsampling(auto=True, mode="peak")  # a 20,000-message thread draws as fast as a short one
         item.setClipToView(True)
-        self.legend = item.addLegend(offset=(6, 4), labelTextSize="8pt", colCount=3)
         self.time_axis = pg.DateAxisItem(orientation="bottom")
         self.turn_axis = TurnAxis(orientation="bottom")
         item.setAxisItems({"bottom": self.turn_axis})
@@ -291,7 +345,6 @@ class TimelineChart:
     def clear(self) -> None:
         """Remove every curve and marker."""
         self.plot.getPlotItem().clear()
-        self.legend.clear()
         self._layers = {"real": [], "whatif": []}
 
     def draw(self, series: ChartSeries, events: list[OMEvent], mode: str, *, buffered: bool, thresholds: bool,
@@ -385,13 +438,18 @@ class TimelineChart:
             self.plot.addItem(scatter)
             layer.append((scatter, series, None, (rows, ys, style)))
 
+    def curves(self) -> list[tuple[object, str]]:
+        """Return (pen, name) of the named curves drawn, real then What-if, in drawing order (the legend's rows)."""
+        return [(entry[0].opts["pen"], entry[0].name()) for layer in self._layers.values() for entry in layer
+                if entry[2] is not None and entry[0].name()]
+
     @property
     def spots(self) -> list[pg.ScatterPlotItem]:
         """Return the marker items drawn (real, then What-if)."""
         return [entry[0] for layer in self._layers.values() for entry in layer if entry[2] is None]
 
     def fit(self, series: list[ChartSeries], mode: str) -> None:
-        """Show everything in SERIES over MODE, with headroom above the data for the legend."""
+        """Show everything in SERIES over MODE, with a little room above the data (the legends sit under the chart)."""
         item = self.plot.getPlotItem()
         top = max((s.top() for s in series), default=0.0)
         xs = [s.x[mode] for s in series if len(s)]
@@ -402,7 +460,7 @@ class TimelineChart:
         low, high = min(float(x.min()) for x in xs), max(float(x.max()) for x in xs)
         pad = (high - low) * 0.02 or 0.5
         item.setXRange(low - pad, high + pad, padding=0)
-        item.setYRange(0, top * 1.3, padding=0.02)
+        item.setYRange(0, top * 1.05, padding=0.02)
 
 
 def _on_white(colour: QColor, alpha: int) -> QColor:

@@ -49,6 +49,7 @@ from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state, set_role
 from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the Overview uses them)
+    CurveLegend,
     MarkerLegend,
     TimelineChart,
     WeakMethod,
@@ -178,7 +179,7 @@ class TimelineTab(QWidget):
         self.plot = pg.PlotWidget()
         self.plot.setMinimumSize(160, 120)
         self.chart = TimelineChart(self.plot, self, self._on_scatter_clicked)
-        self.legend = self.chart.legend
+        self.legend = CurveLegend()   # the curves' names under the chart: over it, they covered the data
         self.marker_legend = MarkerLegend()
         self.vline = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#9ca3af", width=1))
         self.hline = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen("#9ca3af", width=1))
@@ -193,6 +194,7 @@ class TimelineTab(QWidget):
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addWidget(bar)
         cl.addWidget(self.plot, 1)
+        cl.addWidget(self.legend)
         cl.addWidget(self.marker_legend)
         cl.addWidget(self.readout)
         cl.addWidget(self.summary)
@@ -207,6 +209,8 @@ class TimelineTab(QWidget):
         self.whatif_scroll.setWidgetResizable(True)
         self.whatif_scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.whatif_scroll.setMinimumWidth(100)
+        # The panel's boxes and table shrink to the width it gets; it scrolls down, never sideways.
+        self.whatif_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.whatif_scroll.setVisible(False)
         self.splitter.addWidget(chart)
         self.splitter.addWidget(self.whatif_scroll)
@@ -391,6 +395,7 @@ class TimelineTab(QWidget):
         tl, series = self._timeline, self._series
         if tl is None or series is None:
             self.chart.clear()
+            self.legend.set_curves([])
             return
         keep = [self.vline, self.hline] + ([self.selection_line] if self.selected_point else [])
         self.chart.draw(series, tl.events, self._x_mode, buffered=self.show_buffered.isChecked(),
@@ -434,9 +439,14 @@ class TimelineTab(QWidget):
         self.chart.draw_overlay(self._whatif_series if whatif is not None else None,
                                 whatif.n_events if whatif is not None else None, self._series,
                                 thresholds=self.show_thresholds.isChecked())
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """Name the curves drawn now in the legend under the chart."""
+        self.legend.set_curves(self.chart.curves())
 
     def _fit(self) -> None:
-        """Show everything, with headroom above the data for the legend."""
+        """Show everything, with a little room above the data."""
         shown = [x for x in (self._series, self._whatif_series) if x is not None]
         self.chart.fit(shown, self._x_mode)
 
@@ -467,7 +477,6 @@ class TimelineTab(QWidget):
     def resizeEvent(self, event) -> None:
         """Fold the What-if panel away while the tab is too narrow for it and the chart (the replay stays drawn)."""
         super().resizeEvent(event)
-        self.chart.legend.setColumnCount(3 if event.size().width() >= 2 * NARROW_WIDTH else 2)
         wide = event.size().width() >= NARROW_WIDTH
         if self.whatif_button.isChecked() and wide != self.whatif_scroll.isVisible():
             self.whatif_scroll.setVisible(wide)

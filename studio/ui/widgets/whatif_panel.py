@@ -97,8 +97,14 @@ def whatif_counts(result: WhatIfChart) -> dict[str, str]:
     }
 
 
+#: Narrowest a setting's box gets (px): its width hint fits "10,000,000 tokens", which pushed the panel
+#: wider than a 1024 px window gives it (cut, with a horizontal scroll bar).
+FIELD_MIN_WIDTH = 72
+
+
 def _spin(maximum: int = 10_000_000) -> QSpinBox:
     box = QSpinBox()
+    box.setMinimumWidth(FIELD_MIN_WIDTH)
     box.setRange(1, maximum)
     box.setSingleStep(500)
     box.setGroupSeparatorShown(True)
@@ -108,6 +114,7 @@ def _spin(maximum: int = 10_000_000) -> QSpinBox:
 
 def _double(minimum: float, maximum: float, decimals: int, step: float) -> QDoubleSpinBox:
     box = QDoubleSpinBox()
+    box.setMinimumWidth(FIELD_MIN_WIDTH)
     box.setRange(minimum, maximum)
     box.setDecimals(decimals)
     box.setSingleStep(step)
@@ -154,11 +161,11 @@ class WhatIfPanel(QWidget):
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         form.addRow("messageTokens", self.message_tokens)
         form.addRow("observationTokens", self.observation_tokens)
-        form.addRow("", self.buffering)
+        form.addRow(self.buffering)   # the whole row: beside the labels it set the panel's width
         form.addRow("bufferTokens", self.buffer_tokens)
         form.addRow("bufferActivation", self.buffer_activation)
         form.addRow("blockAfter", self.block_after)
-        form.addRow("", self.share_budget)
+        form.addRow(self.share_budget)   # the whole row: beside the labels it set the panel's width
         form.addRow("Observer ratio", self.obs_ratio)
         form.addRow("Reflector ratio", self.refl_ratio)
 
