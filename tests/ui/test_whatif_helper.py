@@ -116,3 +116,26 @@ def test_a_new_request_or_closing_the_panel_cancels_the_running_replay(
         tab.whatif_button.setChecked(True)
     assert tab.whatif.pid == studio_ctx.runner.helper.pid
 
+
+
+def test_leaving_the_thread_or_changing_a_setting_cancels_the_running_replay(
+        studio, fixture_db, studio_ctx, qtbot, long_thread_replays_in_helper, monkeypatch):
+    from studio.ui.widgets import whatif_panel
+
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    panel = tab.whatif_panel
+    monkeypatch.setattr(whatif_panel, "replay_in_store", wait_for_cancel_then_fail)
+    tab.whatif_button.setChecked(True)
+    running = studio_ctx.runner._keyed["whatif"]
+    panel.observation_tokens.setValue(900)   # typed: the replay of the old settings stops at once
+    assert running.cancelled
+    panel.run()
+    running = studio_ctx.runner._keyed["whatif"]
+    window.select_thread("support-2")        # another thread: the replay of support-1 stops
+    qtbot.waitUntil(lambda: tab.timeline is not None and tab.timeline.thread_id == "support-2", timeout=20000)
+    assert running.cancelled
+    tab.whatif_button.setChecked(False)      # and the replay of support-2 when What-if is turned off
+    assert studio_ctx.runner.wait_idle(30)   # each replay waits 10 minutes unless cancelled in the helper
+    assert tab.whatif is None and studio_ctx.runner.helper.available

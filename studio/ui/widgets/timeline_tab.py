@@ -265,7 +265,11 @@ class TimelineTab(QWidget):
         self._show_message("Select a thread with observational memory to see its timeline.")
 
     def show_detail(self, detail: ThreadDetail) -> None:
-        """Show DETAIL's thread: its timeline is read now if the tab is visible, else when it is shown."""
+        """Show DETAIL's thread: its timeline is read now if the tab is visible, else when it is shown.
+
+        A What-if replay of another thread stops now (see `leave_other_threads`).
+        """
+        self.leave_other_threads(detail.thread.id)
         self._detail = detail
         if detail.record is None:
             self._timeline, self._loaded_for, self._series, self._whatif_series = None, None, None, None
@@ -278,6 +282,15 @@ class TimelineTab(QWidget):
         self._wanted = detail.thread.id
         if self.isVisible():
             self.load()
+
+    def leave_other_threads(self, thread_id: str) -> None:
+        """Stop a What-if replay of a thread other than THREAD_ID (the thread the window turns to).
+
+        In the helper process a long replay would hold up every read of the new thread (its detail,
+        messages and timeline) until it ended.
+        """
+        if self._timeline is not None and self._timeline.thread_id != thread_id:
+            self._runner.cancel("whatif")
 
     def load(self) -> None:
         """Read the wanted thread's timeline in the background (superseding an earlier read)."""

@@ -248,6 +248,8 @@ class WhatIfPanel(QWidget):
         self._timeline = timeline
         self.setEnabled(timeline is not None)
         if timeline is None:
+            self._timer.stop()
+            self._runner.cancel("whatif")   # the helper stops a replay of the thread no longer shown
             self._stored = None
             self.result = self.series = None
             self.table.clearContents()
@@ -341,6 +343,7 @@ class WhatIfPanel(QWidget):
 
     def _on_setting_changed(self, *_args) -> None:
         if not self._loading and self._timeline is not None and self._active:
+            self._runner.cancel("whatif")   # its settings are gone: stop it now, not after the pause
             self._timer.start()
 
     def _on_stored_button_clicked(self) -> None:
