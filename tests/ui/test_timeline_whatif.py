@@ -224,3 +224,30 @@ def test_the_curve_legend_sits_under_the_chart_and_the_panel_fits(fixture_db, st
     assert scroll.isVisible()
     assert panel.minimumSizeHint().width() <= scroll.viewport().width()
     assert panel.width() <= scroll.viewport().width()
+
+
+def test_a_long_overlay_is_drawn_in_steps_and_a_newer_one_replaces_it(studio, fixture_db, studio_ctx, qtbot,
+                                                                       monkeypatch):
+    """A 20,000-point overlay drawn at once kept the GUI thread ~50 ms: long ones go an item per turn of the
+    event loop (here every overlay counts as long), and a redraw meanwhile drops the steps still to come."""
+    from studio.ui.widgets import timeline_chart
+
+    monkeypatch.setattr(timeline_chart, "PROGRESSIVE_MIN_POINTS", 0)
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    whatif_items = lambda: [i for i in tab.plot.getPlotItem().items
+                            if i in [entry[0] for entry in tab.chart._layers["whatif"]]]
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000) as blocker:
+        tab.whatif_button.setChecked(True)
+    drawn = blocker.args[0]
+    complete = len(whatif_items())
+    assert complete == 2 + len(drawn.series.marker_groups())   # window, log, one scatter per marker look
+    tab.chart.draw_overlay(drawn.series, drawn.n_events, tab._series, thresholds=True)
+    assert len(whatif_items()) == 1                            # the first step only, so far
+    tab._redraw()                                              # a redraw (new axis, Show menu) meanwhile
+    qtbot.waitUntil(lambda: len(whatif_items()) == complete, timeout=5000)
+    qtbot.wait(50)
+    assert len(whatif_items()) == complete                     # the dropped steps added nothing twice
+    names = [item.name() for item in tab.plot.getPlotItem().listDataItems() if item.name()]
+    assert names.count("What-if window (estimate)") == 1 and list(tab.legend.entries) == names

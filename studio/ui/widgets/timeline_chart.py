@@ -9,10 +9,13 @@ A row under the chart explains the marker shapes. Also the chart exports (PNG, S
 
 from __future__ import annotations
 
+import functools
 import weakref
+from typing import Callable
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPixmap
 from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QSizePolicy, QWidget
 
@@ -46,6 +49,8 @@ MARKER_LEGEND = [("observation", OBSERVATION), ("buffered chunk", BUFFERING), ("
                  ("thread update", THREAD_UPDATE), ("failed", "failed"), ("what-if (hollow)", "whatif")]
 #: Curves longer than this are drawn without antialiasing (a 20,000-point curve strokes 5x faster).
 ANTIALIAS_MAX_POINTS = 2000
+#: A What-if overlay of this many points or more is drawn an item per turn of the event loop.
+PROGRESSIVE_MIN_POINTS = 5000
 #: Peak downsampling keeps a bin's lowest and highest value; one bin per pixel loses no peak
 #: (pyqtgraph's default draws five, five times the vertices for the same picture).
 SAMPLES_PER_PIXEL = 1.0
@@ -325,6 +330,7 @@ class TimelineChart:
         item.setAxisItems({"bottom": self.turn_axis})
         self.mode = "turn"
         self._layers: dict[str, list[tuple]] = {"real": [], "whatif": []}  # (item, series, curve name, markers)
+        self._overlay_round = 0   # draw_overlay's current round: its later steps run only while it is current
 
     def _curve(self, x: np.ndarray, y: np.ndarray, pen, name: str | None = None, z: float = 0.0, **kw):
         curve = pg.PlotDataItem()
@@ -343,7 +349,8 @@ class TimelineChart:
         item.setLabel("bottom", "" if mode == "time" else "turn")
 
     def clear(self) -> None:
-        """Remove every curve and marker."""
+        """Remove every curve and marker (and drop the overlay's steps still to come)."""
+        self._overlay_round += 1
         self.plot.getPlotItem().clear()
         self._layers = {"real": [], "whatif": []}
 
@@ -376,26 +383,58 @@ class TimelineChart:
         self._add_markers(layer, series, len(events), whatif=False)
 
     def draw_overlay(self, whatif: ChartSeries | None, n_events: int | None, real: ChartSeries, *,
-                     thresholds: bool) -> None:
-        """Draw the What-if replay WHATIF (with markers for its N_EVENTS events) over the real series (None: remove it)."""
+                     thresholds: bool, done: Callable[[], None] | None = None) -> None:
+        """Draw the What-if replay WHATIF (with markers for its N_EVENTS events) over the real series (None: remove it).
+
+        A long replay's overlay (`PROGRESSIVE_MIN_POINTS`) is added one item at a time, each in its own
+        turn of the event loop, and DONE is called once all are drawn: a 20,000-point replay's curves
+        and its thousands of markers at once kept the GUI thread busy for ~50 ms, in pieces no step
+        takes more than a few ms. A later
+        `draw_overlay`, `draw` or `clear` drops the steps still to come.
+        """
         item = self.plot.getPlotItem()
         for entry in self._layers["whatif"]:
             item.removeItem(entry[0])
         self._layers["whatif"] = []
+        self._overlay_round += 1
         if whatif is None or n_events is None:
+            if done is not None:
+                done()
             return
         layer = self._layers["whatif"]
         # The What-if colour at alpha 150 on the white chart, as an opaque colour: Qt strokes a wide
         # translucent pen through a 20,000-point path several times slower (~20 ms a paint on bench-big).
         log = _on_white(COLOURS["whatif"], 150)
-        self._add_curve(layer, whatif, "message", pg.mkPen(COLOURS["whatif"], width=1.2), "What-if window (estimate)",
-                        z=-1)
-        self._add_curve(layer, whatif, "observation", pg.mkPen(log, width=2.4), "What-if log (estimate)", z=-1)
+        steps: list[Callable[[], None]] = [
+            functools.partial(self._add_curve, layer, whatif, "message", pg.mkPen(COLOURS["whatif"], width=1.2),
+                              "What-if window (estimate)", z=-1),
+            functools.partial(self._add_curve, layer, whatif, "observation", pg.mkPen(log, width=2.4),
+                              "What-if log (estimate)", z=-1)]
         if thresholds and not _same_thresholds(whatif, real):
             dashed = pg.mkPen(COLOURS["whatif"], width=1.0, style=Qt.PenStyle.DashDotLine)
-            self._add_curve(layer, whatif, "threshold", dashed, "What-if thresholds", z=-1)
-            self._add_curve(layer, whatif, "reflection_threshold", dashed, z=-1)
-        self._add_markers(layer, whatif, n_events, whatif=True)
+            steps.append(functools.partial(self._add_curve, layer, whatif, "threshold", dashed, "What-if thresholds",
+                                           z=-1))
+            steps.append(functools.partial(self._add_curve, layer, whatif, "reflection_threshold", dashed, z=-1))
+        steps += [functools.partial(self._add_marker_group, layer, whatif, group, whatif=True)
+                  for group in self._marker_groups(whatif, n_events)]
+        if len(whatif) < PROGRESSIVE_MIN_POINTS:   # a short thread's overlay: all at once, as it costs little
+            for step in steps:
+                step()
+            if done is not None:
+                done()
+            return
+        self._run_steps(self._overlay_round, steps, done)
+
+    def _run_steps(self, round_: int, steps: list, done: Callable[[], None] | None) -> None:
+        """Run the first of STEPS now and the rest in later turns of the event loop, while ROUND_ is current."""
+        if round_ != self._overlay_round:
+            return   # superseded
+        if steps:
+            steps[0]()
+        if len(steps) > 1:
+            QTimer.singleShot(0, self.plot, functools.partial(self._run_steps, round_, steps[1:], done))
+        elif done is not None:
+            done()
 
     def set_mode(self, mode: str) -> None:
         """Show the same curves and markers over MODE: only their x arrays change."""
@@ -421,22 +460,30 @@ class TimelineChart:
 
     def _add_markers(self, layer: list, series: ChartSeries, n_events: int, *, whatif: bool) -> None:
         """Draw one marker per event (N_EVENTS of them), one scatter item per look (uniform looks draw fast)."""
+        for group in self._marker_groups(series, n_events):
+            self._add_marker_group(layer, series, group, whatif=whatif)
+
+    @staticmethod
+    def _marker_groups(series: ChartSeries, n_events: int) -> list[tuple[str, str, np.ndarray]]:
+        """Return SERIES's marker groups (kind, status, members) without the events beyond N_EVENTS."""
         valid = (series.event_ids >= 0) & (series.event_ids < n_events)
-        for kind, status, members in series.marker_groups():
-            members = members[valid[members]]
-            if not len(members):
-                continue
-            symbol, size, fill, line = marker_style(kind, status, whatif)
-            ids = series.event_ids[members]
-            style = dict(data=-(ids + 1) if whatif else ids, symbol=symbol, size=size,
-                         pen=pg.mkPen(line, width=1.5),
-                         brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
-                         hoverable=True, tip=self._tip, hoverPen=pg.mkPen("#111827", width=2))
-            rows, ys = series.event_rows[members], series.event_y[members]
-            scatter = pg.ScatterPlotItem(x=series.x[self.mode][rows], y=ys, **style)
-            scatter.sigClicked.connect(self._scatter_clicked)
-            self.plot.addItem(scatter)
-            layer.append((scatter, series, None, (rows, ys, style)))
+        groups = [(kind, status, members[valid[members]]) for kind, status, members in series.marker_groups()]
+        return [group for group in groups if len(group[2])]
+
+    def _add_marker_group(self, layer: list, series: ChartSeries, group: tuple[str, str, np.ndarray], *,
+                          whatif: bool) -> None:
+        kind, status, members = group
+        symbol, size, fill, line = marker_style(kind, status, whatif)
+        ids = series.event_ids[members]
+        style = dict(data=-(ids + 1) if whatif else ids, symbol=symbol, size=size,
+                     pen=pg.mkPen(line, width=1.5),
+                     brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
+                     hoverable=True, tip=self._tip, hoverPen=pg.mkPen("#111827", width=2))
+        rows, ys = series.event_rows[members], series.event_y[members]
+        scatter = pg.ScatterPlotItem(x=series.x[self.mode][rows], y=ys, **style)
+        scatter.sigClicked.connect(self._scatter_clicked)
+        self.plot.addItem(scatter)
+        layer.append((scatter, series, None, (rows, ys, style)))
 
     def curves(self) -> list[tuple[object, str]]:
         """Return (pen, name) of the named curves drawn, real then What-if, in drawing order (the legend's rows)."""

@@ -12,6 +12,8 @@ and SVG, the series to CSV.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
@@ -394,8 +396,7 @@ class TimelineTab(QWidget):
         if not self.whatif_button.isChecked():
             return  # turned off while it ran
         self._whatif, self._whatif_series = result, self.whatif_panel.series
-        self._draw_overlay()
-        self.whatif_drawn.emit(result)
+        self._draw_overlay(drawn=result)
 
     def _on_whatif_panel_cleared(self) -> None:
         self._whatif = self._whatif_series = None
@@ -444,15 +445,24 @@ class TimelineTab(QWidget):
             text = "What-if (estimate): " + text
         return fmt.plain_tooltip(text)
 
-    def _draw_overlay(self) -> None:
-        """Draw the What-if replay over the chart, or remove it (only the overlay's items change)."""
+    def _draw_overlay(self, drawn: WhatIfChart | None = None) -> None:
+        """Draw the What-if replay over the chart, or remove it (only the overlay's items change).
+
+        The chart adds the overlay an item per turn of the event loop; once it is all there the curve
+        legend follows and, for a new replay DRAWN, `whatif_drawn` is emitted.
+        """
         if self._series is None:
             return
         whatif = self._whatif if self._whatif_series is not None else None
         self.chart.draw_overlay(self._whatif_series if whatif is not None else None,
                                 whatif.n_events if whatif is not None else None, self._series,
-                                thresholds=self.show_thresholds.isChecked())
+                                thresholds=self.show_thresholds.isChecked(),
+                                done=functools.partial(self._on_overlay_drawn, drawn))
+
+    def _on_overlay_drawn(self, drawn: WhatIfChart | None) -> None:
         self._fit_legend()
+        if drawn is not None and drawn is self._whatif:
+            self.whatif_drawn.emit(drawn)
 
     def _fit_legend(self) -> None:
         """Name the curves drawn now in the legend under the chart."""
