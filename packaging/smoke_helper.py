@@ -1,8 +1,9 @@
 """Check that an app's helper child answers: `python packaging/smoke_helper.py APP DB` (packaging/smoke.sh).
 
 Starts `APP --studio-child helper` (the frozen app's helper process, studio.ui.helper_process),
-sends it one request (the thread listing of DB) and compares the reply with the listing computed
-in this process. Exit 0 when they match, 1 otherwise.
+sends it two requests (the thread listing of DB, then the What-if replay of its first thread with an
+OM record, with the stored settings) and compares the replies with what this process computes.
+Exit 0 when they match, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -17,16 +18,34 @@ def main(app: str, db: str) -> int:
     from studio.store.memory_store import MemoryStore
     from studio.ui.loaders import load_listing
 
+    from studio.engine.timeline import load_timeline
+    from studio.engine.whatif import WhatIfSettings
+    from studio.engine.whatif_chart import replay_in_store, replay_packed
+    from studio.ui.helper_process import CANCEL
+
+    with MemoryStore.open(db) as store:
+        thread_id = next(r.thread.id for r in load_listing(store).rows if r.has_om)
+        timeline = load_timeline(store, thread_id)
+    settings = WhatIfSettings.from_record(timeline.generations[-1])
+    requests = [(1, db, 1, load_listing, (), {}),
+                (2, db, 1, replay_in_store, (thread_id, None, settings, None, None, None, CANCEL), {})]
+    replies = []
     proc = subprocess.Popen([app, "--studio-child", "helper"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        pickle.dump((db, 1, load_listing, ()), proc.stdin)
-        proc.stdin.flush()
-        ok, listing = pickle.load(proc.stdout)
+        for request in requests:   # the protocol: (seq, path, generation, fn, args, secrets) -> (seq, ok, value)
+            pickle.dump(request, proc.stdin)
+            proc.stdin.flush()
+            replies.append(pickle.load(proc.stdout))
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
-    if not ok:
-        print(f"smoke_helper: the helper failed: {listing}", file=sys.stderr)
+    (_, ok, listing), (_, replay_ok, replay) = replies
+    if not ok or not replay_ok:
+        print(f"smoke_helper: the helper failed: {listing if not ok else replay}", file=sys.stderr)
+        return 1
+    here = replay_packed(timeline, settings)
+    if replay.point_columns != here.point_columns or replay.event_columns != here.event_columns:
+        print("smoke_helper: the helper's What-if replay differs from this process's", file=sys.stderr)
         return 1
     with MemoryStore.open(db) as store:
         expected = load_listing(store)
@@ -35,7 +54,8 @@ def main(app: str, db: str) -> int:
     if got != want or not got[0]:
         print(f"smoke_helper: the helper's listing {got} differs from {want}", file=sys.stderr)
         return 1
-    print(f"smoke_helper: helper process of {app} listed {len(got[0])} threads")
+    print(f"smoke_helper: helper process of {app} listed {len(got[0])} threads and replayed {thread_id} "
+          f"({replay.n_points} points, {replay.n_events} events)")
     return 0
 
 

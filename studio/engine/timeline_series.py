@@ -173,6 +173,13 @@ class ChartSeries:
 
 
 def load_timeline_chart(store: MemoryStore, thread_id: str) -> tuple[Timeline, ChartSeries]:
-    """Return THREAD_ID's slim timeline (`load_timeline`) and its chart arrays; errors as `build_timeline`."""
+    """Return THREAD_ID's slim timeline (`load_timeline`) and its chart arrays; errors as `build_timeline`.
+
+    The process keeps the timeline for a What-if replay of it (`studio.engine.whatif_chart`), so the
+    helper process that built it replays it without reading the thread again.
+    """
+    from studio.engine.whatif_chart import remember_timeline  # that module imports this one
+
     timeline = load_timeline(store, thread_id)
+    remember_timeline(store, timeline)
     return timeline, ChartSeries.from_points(timeline.points, timeline.events)

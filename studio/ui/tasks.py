@@ -28,7 +28,7 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
 
 from studio.errors import StoreError, StudioError
 from studio.store.memory_store import MemoryStore
-from studio.ui.helper_process import HelperProcess, HelperUnavailable
+from studio.ui.helper_process import CANCEL, HelperProcess, HelperUnavailable, bind_cancel  # noqa: F401
 from studio.ui.loaders import require_store  # noqa: F401  (re-exported: tasks use it)
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,8 @@ class TaskRunner(QObject):
 
         The helper opens the database the worker last opened; when it cannot run (not startable, died),
         the call runs on the database worker instead. Same delivery, keys and cancellation as `submit`,
-        without progress.
+        without progress; a `CANCEL` among ARGS (`studio.ui.helper_process.CANCEL`) reaches FN as an
+        event set when the task is cancelled, in the helper process as on the worker.
         """
         task = self._register(key)
         if task.cancelled:
@@ -192,17 +193,17 @@ class TaskRunner(QObject):
                 if cancel.is_set():
                     return None   # superseded while queued: dropped anyway
                 try:
-                    return self._helper.call(path, generation, fn, *args)
+                    return self._helper.call(path, generation, fn, *args, cancel=cancel)
                 except HelperUnavailable:
                     if cancel.is_set():
                         return None
                     log.info("helper process unavailable; running %s on the database worker", fn.__name__)
-                    return self._executor.submit(lambda: run_load(self._store, fn, *args)).result()
+                    return self._executor.submit(lambda: run_load(self._store, fn, *bind_cancel(args, cancel))).result()
 
             task.bind(in_helper, on_done, on_error, None)
             self._helper_waiter.submit(self._run, task)
         else:
-            task.bind(lambda _p, _c: run_load(self._store, fn, *args), on_done, on_error, None)
+            task.bind(lambda _p, cancel: run_load(self._store, fn, *bind_cancel(args, cancel)), on_done, on_error, None)
             self._executor.submit(self._run, task)
         return task
 

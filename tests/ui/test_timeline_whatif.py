@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from studio.engine.events import OBSERVATION
 from studio.ui.widgets.timeline_chart import MARKER_LEGEND, MARKERS
@@ -188,3 +189,65 @@ def test_whatif_table_peak_is_the_cli_figure(studio, fixture_db, studio_ctx, qtb
         assert cell("Peak window + log") == fmt.tokens(doc["peak_context_tokens"])
         assert cell("Peak window") == fmt.tokens(doc["peak_message_tokens"])
         assert doc["peak_context_tokens"] >= doc["peak_message_tokens"]
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_the_curve_legend_sits_under_the_chart_and_the_panel_fits(fixture_db, studio_ctx, qtbot, size):
+    """Drawn over the plot, the legend's nine entries covered the data (one column) or were cut (two
+    columns) once What-if took its room; and at 1024x700 the panel was wider than its column (cut, and a
+    horizontal scroll bar)."""
+    from studio.ui.widgets.main_window import MainWindow
+
+    window = MainWindow(studio_ctx)   # first shown at SIZE, as a window the user opens at that size
+    qtbot.addWidget(window)
+    window.resize(*size)
+    window.show()
+    window.open_database(str(fixture_db("support")), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):
+        tab.whatif_button.setChecked(True)
+    panel = tab.whatif_panel
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):   # other thresholds: What-if's own lines too
+        panel.message_tokens.setValue(1800)
+        panel.observation_tokens.setValue(700)
+        panel.run()
+    qtbot.wait(50)
+    assert studio_ctx.runner.wait_idle()
+    named = [item.name() for item in tab.plot.getPlotItem().listDataItems() if item.name()]
+    assert list(tab.legend.entries) == named and "What-if thresholds" in named
+    assert tab.plot.getPlotItem().legend is None                       # nothing drawn over the data
+    assert tab.legend.geometry().top() >= tab.plot.geometry().bottom()
+    for text, label in tab.legend.entries.items():
+        assert label.fontMetrics().horizontalAdvance(text) <= label.width(), text
+    scroll = tab.whatif_scroll
+    assert scroll.isVisible()
+    assert panel.minimumSizeHint().width() <= scroll.viewport().width()
+    assert panel.width() <= scroll.viewport().width()
+
+
+def test_a_long_overlay_is_drawn_in_steps_and_a_newer_one_replaces_it(studio, fixture_db, studio_ctx, qtbot,
+                                                                       monkeypatch):
+    """A 20,000-point overlay drawn at once kept the GUI thread ~50 ms: long ones go an item per turn of the
+    event loop (here every overlay counts as long), and a redraw meanwhile drops the steps still to come."""
+    from studio.ui.widgets import timeline_chart
+
+    monkeypatch.setattr(timeline_chart, "PROGRESSIVE_MIN_POINTS", 0)
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.timeline_tab
+    whatif_items = lambda: [i for i in tab.plot.getPlotItem().items
+                            if i in [entry[0] for entry in tab.chart._layers["whatif"]]]
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000) as blocker:
+        tab.whatif_button.setChecked(True)
+    drawn = blocker.args[0]
+    complete = len(whatif_items())
+    assert complete == 2 + len(drawn.series.marker_groups())   # window, log, one scatter per marker look
+    tab.chart.draw_overlay(drawn.series, drawn.n_events, tab._series, thresholds=True)
+    assert len(whatif_items()) == 1                            # the first step only, so far
+    tab._redraw()                                              # a redraw (new axis, Show menu) meanwhile
+    qtbot.waitUntil(lambda: len(whatif_items()) == complete, timeout=5000)
+    qtbot.wait(50)
+    assert len(whatif_items()) == complete                     # the dropped steps added nothing twice
+    names = [item.name() for item in tab.plot.getPlotItem().listDataItems() if item.name()]
+    assert names.count("What-if window (estimate)") == 1 and list(tab.legend.entries) == names

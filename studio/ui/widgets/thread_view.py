@@ -162,6 +162,7 @@ class ThreadView(QWidget):
 
     def show_loading(self, thread: Thread) -> None:
         """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
+        self.timeline_tab.leave_other_threads(thread.id)   # before this thread's reads queue for the helper
         if self._detail is None or self._detail.thread.id != thread.id:
             self._set_title(thread)
             self.subtitle.setText(f"thread {thread.id} · resource {thread.resource_id}\nLoading…")

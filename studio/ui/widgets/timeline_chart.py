@@ -9,10 +9,13 @@ A row under the chart explains the marker shapes. Also the chart exports (PNG, S
 
 from __future__ import annotations
 
+import functools
 import weakref
+from typing import Callable
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPixmap
 from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QSizePolicy, QWidget
 
@@ -46,6 +49,8 @@ MARKER_LEGEND = [("observation", OBSERVATION), ("buffered chunk", BUFFERING), ("
                  ("thread update", THREAD_UPDATE), ("failed", "failed"), ("what-if (hollow)", "whatif")]
 #: Curves longer than this are drawn without antialiasing (a 20,000-point curve strokes 5x faster).
 ANTIALIAS_MAX_POINTS = 2000
+#: A What-if overlay of this many points or more is drawn an item per turn of the event loop.
+PROGRESSIVE_MIN_POINTS = 5000
 #: Peak downsampling keeps a bin's lowest and highest value; one bin per pixel loses no peak
 #: (pyqtgraph's default draws five, five times the vertices for the same picture).
 SAMPLES_PER_PIXEL = 1.0
@@ -177,10 +182,25 @@ def symbol_pixmap(symbol: str, size: int, fill: str | None, line: str, device_ra
     return pixmap
 
 
-class MarkerLegend(QWidget):
-    """Rows explaining the event marker shapes (drawn as on the chart), under the chart.
+def line_pixmap(pen, device_ratio: float = 1.0, width: int = 22, height: int = 12) -> QPixmap:
+    """Return a small transparent pixmap of a line drawn with PEN (a curve's legend sample)."""
+    pixmap = QPixmap(int(width * device_ratio), int(height * device_ratio))
+    pixmap.setDevicePixelRatio(device_ratio)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    try:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(pen)
+        painter.drawLine(2, height // 2, width - 2, height // 2)
+    finally:
+        painter.end()
+    return pixmap
 
-    As many entries a row as the width holds: the legend never makes the chart wider than the tab gives.
+
+class WrappingLegend(QWidget):
+    """Legend entries (a sample pixmap and a text) in rows under the chart, as many a row as the width holds.
+
+    The legend never makes the chart wider than the tab gives, and never covers the data.
     """
 
     def __init__(self, parent=None):
@@ -190,30 +210,36 @@ class MarkerLegend(QWidget):
         self._grid.setContentsMargins(0, 0, 0, 0)
         self._grid.setHorizontalSpacing(4)
         self._grid.setVerticalSpacing(0)
-        ratio = self.devicePixelRatioF() or 1.0
         self.entries: dict[str, QLabel] = {}
         self._pairs: list[tuple[QLabel, QLabel]] = []
-        for text, key in MARKER_LEGEND:
-            if key == "failed":
-                style = ("x", 10, None, "#6b7280")
-            elif key == "whatif":
-                symbol, _colour, size = MARKERS[OBSERVATION]
-                style = (symbol, size, None, COLOURS["whatif"].name())
-            else:
-                symbol, colour, size = MARKERS[key]
-                style = (symbol, min(size, 12), colour, colour)
+        self._columns = 0
+
+    def set_entries(self, entries: list[tuple[QPixmap, str]]) -> None:
+        """Show ENTRIES (sample, text), in order, replacing the previous ones."""
+        for icon, label in self._pairs:
+            self._grid.removeWidget(icon)
+            self._grid.removeWidget(label)
+            icon.deleteLater()
+            label.deleteLater()
+        self.entries, self._pairs = {}, []
+        for pixmap, text in entries:
             icon = QLabel()
-            icon.setPixmap(symbol_pixmap(*style, device_ratio=ratio))
+            icon.setPixmap(pixmap)
             label = QLabel(text)
             label.setTextFormat(Qt.TextFormat.PlainText)
             label.setProperty("class", "muted")
             self._pairs.append((icon, label))
             self.entries[text] = label
+        self.setVisible(bool(entries))
         self._columns = 0
-        self._arrange(len(self._pairs))
+        self._arrange(self._fitting_columns(self.width()) if self.width() > 0 else max(1, len(entries)))
 
     def _entry_width(self) -> int:
-        return max(icon.sizeHint().width() + label.sizeHint().width() for icon, label in self._pairs) + 12
+        return max((icon.sizeHint().width() + label.sizeHint().width() for icon, label in self._pairs),
+                   default=0) + 12
+
+    def _fitting_columns(self, width: int) -> int:
+        return max(1, min(len(self._pairs), width // self._entry_width()))
 
     def _arrange(self, columns: int) -> None:
         if columns == self._columns:
@@ -221,7 +247,7 @@ class MarkerLegend(QWidget):
         for icon, label in self._pairs:
             self._grid.removeWidget(icon)
             self._grid.removeWidget(label)
-        for column in range(2 * max(self._columns, 1) + 1):
+        for column in range(2 * max(self._columns, columns, 1) + 1):
             self._grid.setColumnStretch(column, 0)
         self._columns = columns
         for n, (icon, label) in enumerate(self._pairs):
@@ -237,7 +263,41 @@ class MarkerLegend(QWidget):
     def resizeEvent(self, event) -> None:
         """Put as many entries on a row as the new width holds."""
         super().resizeEvent(event)
-        self._arrange(max(1, min(len(self._pairs), event.size().width() // self._entry_width())))
+        if self._pairs:
+            self._arrange(self._fitting_columns(event.size().width()))
+
+
+class MarkerLegend(WrappingLegend):
+    """Rows explaining the event marker shapes (drawn as on the chart), under the chart."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        ratio = self.devicePixelRatioF() or 1.0
+        entries = []
+        for text, key in MARKER_LEGEND:
+            if key == "failed":
+                style = ("x", 10, None, "#6b7280")
+            elif key == "whatif":
+                symbol, _colour, size = MARKERS[OBSERVATION]
+                style = (symbol, size, None, COLOURS["whatif"].name())
+            else:
+                symbol, colour, size = MARKERS[key]
+                style = (symbol, min(size, 12), colour, colour)
+            entries.append((symbol_pixmap(*style, device_ratio=ratio), text))
+        self.set_entries(entries)
+
+
+class CurveLegend(WrappingLegend):
+    """Rows naming the curves drawn (their pens as samples), under the chart instead of over the data."""
+
+    def set_curves(self, curves: list[tuple[object, str]]) -> None:
+        """Show CURVES, (pen, name) pairs in drawing order; unchanged names and pens keep the rows."""
+        key = [(name, pen.color().rgba(), pen.widthF(), int(pen.style().value)) for pen, name in curves]
+        if key == getattr(self, "_key", None):
+            return
+        self._key = key
+        ratio = self.devicePixelRatioF() or 1.0
+        self.set_entries([(line_pixmap(pen, ratio), name) for pen, name in curves])
 
 
 class TurnAxis(pg.AxisItem):
@@ -265,12 +325,12 @@ class TimelineChart:
         item.setLabel("left", "tokens")
         item.setDownsampling(auto=True, mode="peak")  # a 20,000-message thread draws as fast as a short one
         item.setClipToView(True)
-        self.legend = item.addLegend(offset=(6, 4), labelTextSize="8pt", colCount=3)
         self.time_axis = pg.DateAxisItem(orientation="bottom")
         self.turn_axis = TurnAxis(orientation="bottom")
         item.setAxisItems({"bottom": self.turn_axis})
         self.mode = "turn"
         self._layers: dict[str, list[tuple]] = {"real": [], "whatif": []}  # (item, series, curve name, markers)
+        self._overlay_round = 0   # draw_overlay's current round: its later steps run only while it is current
 
     def _curve(self, x: np.ndarray, y: np.ndarray, pen, name: str | None = None, z: float = 0.0, **kw):
         curve = pg.PlotDataItem()
@@ -289,9 +349,9 @@ class TimelineChart:
         item.setLabel("bottom", "" if mode == "time" else "turn")
 
     def clear(self) -> None:
-        """Remove every curve and marker."""
+        """Remove every curve and marker (and drop the overlay's steps still to come)."""
+        self._overlay_round += 1
         self.plot.getPlotItem().clear()
-        self.legend.clear()
         self._layers = {"real": [], "whatif": []}
 
     def draw(self, series: ChartSeries, events: list[OMEvent], mode: str, *, buffered: bool, thresholds: bool,
@@ -320,29 +380,61 @@ class TimelineChart:
         if series.any_reconstructed:  # shade the reconstructed stretches of the window
             self._add_curve(layer, series, "reconstructed", pg.mkPen(QColor(37, 99, 235, 60), width=7),
                             "Reconstructed", z=-2, connect="finite")
-        self._add_markers(layer, series, events, whatif=False)
+        self._add_markers(layer, series, len(events), whatif=False)
 
-    def draw_overlay(self, whatif: ChartSeries | None, events: list[OMEvent] | None, real: ChartSeries, *,
-                     thresholds: bool) -> None:
-        """Draw the What-if replay WHATIF (with its EVENTS) over the real series (None: remove it)."""
+    def draw_overlay(self, whatif: ChartSeries | None, n_events: int | None, real: ChartSeries, *,
+                     thresholds: bool, done: Callable[[], None] | None = None) -> None:
+        """Draw the What-if replay WHATIF (with markers for its N_EVENTS events) over the real series (None: remove it).
+
+        A long replay's overlay (`PROGRESSIVE_MIN_POINTS`) is added one item at a time, each in its own
+        turn of the event loop, and DONE is called once all are drawn: a 20,000-point replay's curves
+        and its thousands of markers at once kept the GUI thread busy for ~50 ms, in pieces no step
+        takes more than a few ms. A later
+        `draw_overlay`, `draw` or `clear` drops the steps still to come.
+        """
         item = self.plot.getPlotItem()
         for entry in self._layers["whatif"]:
             item.removeItem(entry[0])
         self._layers["whatif"] = []
-        if whatif is None or events is None:
+        self._overlay_round += 1
+        if whatif is None or n_events is None:
+            if done is not None:
+                done()
             return
         layer = self._layers["whatif"]
         # The What-if colour at alpha 150 on the white chart, as an opaque colour: Qt strokes a wide
         # translucent pen through a 20,000-point path several times slower (~20 ms a paint on bench-big).
         log = _on_white(COLOURS["whatif"], 150)
-        self._add_curve(layer, whatif, "message", pg.mkPen(COLOURS["whatif"], width=1.2), "What-if window (estimate)",
-                        z=-1)
-        self._add_curve(layer, whatif, "observation", pg.mkPen(log, width=2.4), "What-if log (estimate)", z=-1)
+        steps: list[Callable[[], None]] = [
+            functools.partial(self._add_curve, layer, whatif, "message", pg.mkPen(COLOURS["whatif"], width=1.2),
+                              "What-if window (estimate)", z=-1),
+            functools.partial(self._add_curve, layer, whatif, "observation", pg.mkPen(log, width=2.4),
+                              "What-if log (estimate)", z=-1)]
         if thresholds and not _same_thresholds(whatif, real):
             dashed = pg.mkPen(COLOURS["whatif"], width=1.0, style=Qt.PenStyle.DashDotLine)
-            self._add_curve(layer, whatif, "threshold", dashed, "What-if thresholds", z=-1)
-            self._add_curve(layer, whatif, "reflection_threshold", dashed, z=-1)
-        self._add_markers(layer, whatif, events, whatif=True)
+            steps.append(functools.partial(self._add_curve, layer, whatif, "threshold", dashed, "What-if thresholds",
+                                           z=-1))
+            steps.append(functools.partial(self._add_curve, layer, whatif, "reflection_threshold", dashed, z=-1))
+        steps += [functools.partial(self._add_marker_group, layer, whatif, group, whatif=True)
+                  for group in self._marker_groups(whatif, n_events)]
+        if len(whatif) < PROGRESSIVE_MIN_POINTS:   # a short thread's overlay: all at once, as it costs little
+            for step in steps:
+                step()
+            if done is not None:
+                done()
+            return
+        self._run_steps(self._overlay_round, steps, done)
+
+    def _run_steps(self, round_: int, steps: list, done: Callable[[], None] | None) -> None:
+        """Run the first of STEPS now and the rest in later turns of the event loop, while ROUND_ is current."""
+        if round_ != self._overlay_round:
+            return   # superseded
+        if steps:
+            steps[0]()
+        if len(steps) > 1:
+            QTimer.singleShot(0, self.plot, functools.partial(self._run_steps, round_, steps[1:], done))
+        elif done is not None:
+            done()
 
     def set_mode(self, mode: str) -> None:
         """Show the same curves and markers over MODE: only their x arrays change."""
@@ -366,24 +458,37 @@ class TimelineChart:
         self.plot.getPlotItem().addItem(curve)  # takes the plot's downsampling and clip-to-view
         layer.append((curve, series, name, None))
 
-    def _add_markers(self, layer: list, series: ChartSeries, events: list[OMEvent], *, whatif: bool) -> None:
-        """Draw one marker per event, one scatter item per look (uniform looks draw fast); no loop per event."""
-        valid = (series.event_ids >= 0) & (series.event_ids < len(events))
-        for kind, status, members in series.marker_groups():
-            members = members[valid[members]]
-            if not len(members):
-                continue
-            symbol, size, fill, line = marker_style(kind, status, whatif)
-            ids = series.event_ids[members]
-            style = dict(data=-(ids + 1) if whatif else ids, symbol=symbol, size=size,
-                         pen=pg.mkPen(line, width=1.5),
-                         brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
-                         hoverable=True, tip=self._tip, hoverPen=pg.mkPen("#111827", width=2))
-            rows, ys = series.event_rows[members], series.event_y[members]
-            scatter = pg.ScatterPlotItem(x=series.x[self.mode][rows], y=ys, **style)
-            scatter.sigClicked.connect(self._scatter_clicked)
-            self.plot.addItem(scatter)
-            layer.append((scatter, series, None, (rows, ys, style)))
+    def _add_markers(self, layer: list, series: ChartSeries, n_events: int, *, whatif: bool) -> None:
+        """Draw one marker per event (N_EVENTS of them), one scatter item per look (uniform looks draw fast)."""
+        for group in self._marker_groups(series, n_events):
+            self._add_marker_group(layer, series, group, whatif=whatif)
+
+    @staticmethod
+    def _marker_groups(series: ChartSeries, n_events: int) -> list[tuple[str, str, np.ndarray]]:
+        """Return SERIES's marker groups (kind, status, members) without the events beyond N_EVENTS."""
+        valid = (series.event_ids >= 0) & (series.event_ids < n_events)
+        groups = [(kind, status, members[valid[members]]) for kind, status, members in series.marker_groups()]
+        return [group for group in groups if len(group[2])]
+
+    def _add_marker_group(self, layer: list, series: ChartSeries, group: tuple[str, str, np.ndarray], *,
+                          whatif: bool) -> None:
+        kind, status, members = group
+        symbol, size, fill, line = marker_style(kind, status, whatif)
+        ids = series.event_ids[members]
+        style = dict(data=-(ids + 1) if whatif else ids, symbol=symbol, size=size,
+                     pen=pg.mkPen(line, width=1.5),
+                     brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
+                     hoverable=True, tip=self._tip, hoverPen=pg.mkPen("#111827", width=2))
+        rows, ys = series.event_rows[members], series.event_y[members]
+        scatter = pg.ScatterPlotItem(x=series.x[self.mode][rows], y=ys, **style)
+        scatter.sigClicked.connect(self._scatter_clicked)
+        self.plot.addItem(scatter)
+        layer.append((scatter, series, None, (rows, ys, style)))
+
+    def curves(self) -> list[tuple[object, str]]:
+        """Return (pen, name) of the named curves drawn, real then What-if, in drawing order (the legend's rows)."""
+        return [(entry[0].opts["pen"], entry[0].name()) for layer in self._layers.values() for entry in layer
+                if entry[2] is not None and entry[0].name()]
 
     @property
     def spots(self) -> list[pg.ScatterPlotItem]:
@@ -391,7 +496,7 @@ class TimelineChart:
         return [entry[0] for layer in self._layers.values() for entry in layer if entry[2] is None]
 
     def fit(self, series: list[ChartSeries], mode: str) -> None:
-        """Show everything in SERIES over MODE, with headroom above the data for the legend."""
+        """Show everything in SERIES over MODE, with a little room above the data (the legends sit under the chart)."""
         item = self.plot.getPlotItem()
         top = max((s.top() for s in series), default=0.0)
         xs = [s.x[mode] for s in series if len(s)]
@@ -402,7 +507,7 @@ class TimelineChart:
         low, high = min(float(x.min()) for x in xs), max(float(x.max()) for x in xs)
         pad = (high - low) * 0.02 or 0.5
         item.setXRange(low - pad, high + pad, padding=0)
-        item.setYRange(0, top * 1.3, padding=0.02)
+        item.setYRange(0, top * 1.05, padding=0.02)
 
 
 def _on_white(colour: QColor, alpha: int) -> QColor:

@@ -3,14 +3,16 @@
 The timeline and its chart arrays (`studio.engine.timeline_series.load_timeline_chart`) are read
 on the TaskRunner (the helper process for big databases). What-if is off until the user asks: the
 button opens the What-if panel beside the chart, which replays the thread with other settings
-(`studio.engine.whatif.simulate`, on the runner's pool) and its series are drawn over the real
-ones; turning it off removes the overlay. Zoom and pan with the mouse (pyqtgraph), a crosshair
+(`studio.engine.whatif.simulate`, in the helper process for long threads; see `WhatIfPanel`) and
+its series, packed as arrays (`WhatIfChart`), are drawn over the real ones; turning it off removes the overlay. Zoom and pan with the mouse (pyqtgraph), a crosshair
 follows the pointer, markers carry tooltips (their shapes are explained under the chart), and a
 click selects that message in Messages and that generation in History. The chart exports to PNG
 and SVG, the series to CSV.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pyqtgraph as pg
@@ -43,12 +45,13 @@ from studio.engine.events import (
 )
 from studio.engine.timeline import Point, Timeline, series_csv
 from studio.engine.timeline_series import ChartSeries, X_MODES, event_y, load_timeline_chart
-from studio.engine.whatif import WhatIfResult
+from studio.engine.whatif_chart import WhatIfChart
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state, set_role
 from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the Overview uses them)
+    CurveLegend,
     MarkerLegend,
     TimelineChart,
     WeakMethod,
@@ -105,7 +108,7 @@ class TimelineTab(QWidget):
     generation_selected = Signal(str)    # OM record id (generation) clicked on the chart
     time_selected = Signal(object)       # epoch ms of the point clicked (the turn context view follows)
     timeline_loaded = Signal(object)     # the Timeline now drawn
-    whatif_drawn = Signal(object)        # the WhatIfResult now drawn over it
+    whatif_drawn = Signal(object)        # the WhatIfChart now drawn over it
 
     def __init__(self, runner: TaskRunner, parent=None):
         super().__init__(parent)
@@ -113,14 +116,13 @@ class TimelineTab(QWidget):
         self._runner = runner
         self._detail: ThreadDetail | None = None
         self._timeline: Timeline | None = None
-        self._whatif: WhatIfResult | None = None
+        self._whatif: WhatIfChart | None = None
         self._series: ChartSeries | None = None         # the timeline's chart arrays
         self._whatif_series: ChartSeries | None = None  # the replay's
         self._index: dict[int, int] = {}                # id(point) -> its row in the arrays
         self._wanted: str | None = None      # thread to load when the tab is shown
         self._loaded_for: tuple | None = None
         self._x_mode = "turn"
-        self.use_helper = False
         self.selected_point: Point | None = None
 
         self.x_combo = QComboBox()
@@ -179,7 +181,7 @@ class TimelineTab(QWidget):
         self.plot = pg.PlotWidget()
         self.plot.setMinimumSize(160, 120)
         self.chart = TimelineChart(self.plot, self, self._on_scatter_clicked)
-        self.legend = self.chart.legend
+        self.legend = CurveLegend()   # the curves' names under the chart: over it, they covered the data
         self.marker_legend = MarkerLegend()
         self.vline = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#9ca3af", width=1))
         self.hline = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen("#9ca3af", width=1))
@@ -194,6 +196,7 @@ class TimelineTab(QWidget):
         cl.setContentsMargins(0, 0, 0, 0)
         cl.addWidget(bar)
         cl.addWidget(self.plot, 1)
+        cl.addWidget(self.legend)
         cl.addWidget(self.marker_legend)
         cl.addWidget(self.readout)
         cl.addWidget(self.summary)
@@ -208,6 +211,8 @@ class TimelineTab(QWidget):
         self.whatif_scroll.setWidgetResizable(True)
         self.whatif_scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.whatif_scroll.setMinimumWidth(100)
+        # The panel's boxes and table shrink to the width it gets; it scrolls down, never sideways.
+        self.whatif_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.whatif_scroll.setVisible(False)
         self.splitter.addWidget(chart)
         self.splitter.addWidget(self.whatif_scroll)
@@ -230,9 +235,18 @@ class TimelineTab(QWidget):
         return self._timeline
 
     @property
-    def whatif(self) -> WhatIfResult | None:
+    def whatif(self) -> WhatIfChart | None:
         """Return the what-if replay drawn over the timeline, or None."""
         return self._whatif
+
+    @property
+    def use_helper(self) -> bool:
+        """Return whether the timeline is read, and the What-if replay runs, in the helper process (big databases)."""
+        return self.whatif_panel.use_helper
+
+    @use_helper.setter
+    def use_helper(self, use: bool) -> None:
+        self.whatif_panel.use_helper = use
 
     @property
     def x_mode(self) -> str:
@@ -253,7 +267,11 @@ class TimelineTab(QWidget):
         self._show_message("Select a thread with observational memory to see its timeline.")
 
     def show_detail(self, detail: ThreadDetail) -> None:
-        """Show DETAIL's thread: its timeline is read now if the tab is visible, else when it is shown."""
+        """Show DETAIL's thread: its timeline is read now if the tab is visible, else when it is shown.
+
+        A What-if replay of another thread stops now (see `leave_other_threads`).
+        """
+        self.leave_other_threads(detail.thread.id)
         self._detail = detail
         if detail.record is None:
             self._timeline, self._loaded_for, self._series, self._whatif_series = None, None, None, None
@@ -266,6 +284,15 @@ class TimelineTab(QWidget):
         self._wanted = detail.thread.id
         if self.isVisible():
             self.load()
+
+    def leave_other_threads(self, thread_id: str) -> None:
+        """Stop a What-if replay of a thread other than THREAD_ID (the thread the window turns to).
+
+        In the helper process a long replay would hold up every read of the new thread (its detail,
+        messages and timeline) until it ended.
+        """
+        if self._timeline is not None and self._timeline.thread_id != thread_id:
+            self._runner.cancel("whatif")
 
     def load(self) -> None:
         """Read the wanted thread's timeline in the background (superseding an earlier read)."""
@@ -363,14 +390,13 @@ class TimelineTab(QWidget):
         self._timeline = self._series = None
         self._show_message(f"The timeline could not be built.\n\n{exc}")
 
-    def _on_whatif_panel_result_ready(self, result: WhatIfResult) -> None:
+    def _on_whatif_panel_result_ready(self, result: WhatIfChart) -> None:
         if self._timeline is None or result.thread_id != self._timeline.thread_id:
             return
         if not self.whatif_button.isChecked():
             return  # turned off while it ran
         self._whatif, self._whatif_series = result, self.whatif_panel.series
-        self._draw_overlay()
-        self.whatif_drawn.emit(result)
+        self._draw_overlay(drawn=result)
 
     def _on_whatif_panel_cleared(self) -> None:
         self._whatif = self._whatif_series = None
@@ -383,6 +409,7 @@ class TimelineTab(QWidget):
         tl, series = self._timeline, self._series
         if tl is None or series is None:
             self.chart.clear()
+            self.legend.set_curves([])
             return
         keep = [self.vline, self.hline] + ([self.selection_line] if self.selected_point else [])
         self.chart.draw(series, tl.events, self._x_mode, buffered=self.show_buffered.isChecked(),
@@ -407,27 +434,42 @@ class TimelineTab(QWidget):
             return ""
         index, whatif = found
         if whatif:
-            events = self._whatif.events if self._whatif else []
+            event = self._whatif.event(index) if self._whatif else None
         else:
             events = self._timeline.events if self._timeline else []
-        if not 0 <= index < len(events):
+            event = events[index] if 0 <= index < len(events) else None
+        if event is None:
             return ""
-        text = event_text(events[index])
+        text = event_text(event)
         if whatif:
             text = "What-if (estimate): " + text
         return fmt.plain_tooltip(text)
 
-    def _draw_overlay(self) -> None:
-        """Draw the What-if replay over the chart, or remove it (only the overlay's items change)."""
+    def _draw_overlay(self, drawn: WhatIfChart | None = None) -> None:
+        """Draw the What-if replay over the chart, or remove it (only the overlay's items change).
+
+        The chart adds the overlay an item per turn of the event loop; once it is all there the curve
+        legend follows and, for a new replay DRAWN, `whatif_drawn` is emitted.
+        """
         if self._series is None:
             return
         whatif = self._whatif if self._whatif_series is not None else None
         self.chart.draw_overlay(self._whatif_series if whatif is not None else None,
-                                whatif.events if whatif is not None else None, self._series,
-                                thresholds=self.show_thresholds.isChecked())
+                                whatif.n_events if whatif is not None else None, self._series,
+                                thresholds=self.show_thresholds.isChecked(),
+                                done=functools.partial(self._on_overlay_drawn, drawn))
+
+    def _on_overlay_drawn(self, drawn: WhatIfChart | None) -> None:
+        self._fit_legend()
+        if drawn is not None and drawn is self._whatif:
+            self.whatif_drawn.emit(drawn)
+
+    def _fit_legend(self) -> None:
+        """Name the curves drawn now in the legend under the chart."""
+        self.legend.set_curves(self.chart.curves())
 
     def _fit(self) -> None:
-        """Show everything, with headroom above the data for the legend."""
+        """Show everything, with a little room above the data."""
         shown = [x for x in (self._series, self._whatif_series) if x is not None]
         self.chart.fit(shown, self._x_mode)
 
@@ -458,7 +500,6 @@ class TimelineTab(QWidget):
     def resizeEvent(self, event) -> None:
         """Fold the What-if panel away while the tab is too narrow for it and the chart (the replay stays drawn)."""
         super().resizeEvent(event)
-        self.chart.legend.setColumnCount(3 if event.size().width() >= 2 * NARROW_WIDTH else 2)
         wide = event.size().width() >= NARROW_WIDTH
         if self.whatif_button.isChecked() and wide != self.whatif_scroll.isVisible():
             self.whatif_scroll.setVisible(wide)
@@ -522,9 +563,9 @@ class TimelineTab(QWidget):
         if not whatif:
             self.select_event(index)
         elif self._whatif is not None:
-            point = next((p for p in self._whatif.points if p.event_index == index), None)
-            if point is not None and self._timeline is not None and point.message_index is not None:
-                real = next((p for p in self._timeline.points if p.message_index == point.message_index), None)
+            message_index = self._whatif.message_index_of_event(index)
+            if self._timeline is not None and message_index is not None:
+                real = next((p for p in self._timeline.points if p.message_index == message_index), None)
                 if real is not None:
                     self.select_point(real)
 

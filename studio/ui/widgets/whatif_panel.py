@@ -1,16 +1,18 @@
 """The What-if panel beside the Timeline: OM settings to replay the thread with, and what they would do.
 
 The replay (`studio.engine.whatif.simulate`) runs only while the panel is active (the Timeline's
-What-if button), on the TaskRunner's pool (it reads no database: the timeline already holds the
-messages), when it is turned on and whenever a setting changes, after a short pause; the same
-task prepares the replay's chart arrays (`ChartSeries`), so the GUI thread only draws them. Output
-sizes are modelled from the thread's measured compression ratios, shown and adjustable; with the
-stored settings the real sizes are used. The table compares the real run with the replay.
+What-if button), when it is turned on and whenever a setting changes, after a short pause. It runs
+in the TaskRunner's helper process (`studio.engine.whatif_chart.replay_in_store`) for big databases
+and long threads: a pure-Python replay in a thread of the GUI process would hold the interpreter
+lock the GUI thread needs for every paint. Short threads replay on the runner's pool. Either way
+the result arrives packed (`WhatIfChart`: the table's figures, the chart arrays, point and event
+columns), so the GUI thread only fills the table and draws. A new replay or turning the panel off
+cancels the running one (the helper stops it). Output sizes are modelled from the thread's measured
+compression ratios, shown and adjustable; with the stored settings the real sizes are used. The
+table compares the real run with the replay.
 """
 
 from __future__ import annotations
-
-import threading
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -39,21 +41,21 @@ from studio.engine.events import (
 from studio.engine.timeline import Timeline
 from studio.engine.timeline_series import ChartSeries
 from studio.engine.whatif import (
-    WhatIfResult,
     WhatIfSettings,
     WhatIfSettingsError,
     measured_ratios,
     peak_context,
-    simulate,
 )
+from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed, timeline_key
 from studio.ui import format as fmt
-from studio.ui.tasks import TaskRunner
+from studio.ui.tasks import CANCEL, TaskRunner
 from studio.ui.widgets.common import plain_label
 
 #: Pause after the last change before the replay runs (ms).
 DEBOUNCE_MS = 250
-#: Longest the replay waits for the GUI to finish the paints it caused before it starts (s).
-SETTLE_WAIT_S = 0.5
+#: A thread with this many messages replays in the helper process even on a small database (the
+#: replay takes ~20 µs a message: from here on it would hold the GUI's interpreter lock for ~20 ms).
+HELPER_MIN_MESSAGES = 1000
 #: Largest compression ratio the form takes: a thread's measured ratio is shown as measured (a
 #: Reflector that repeated itself wrote more than it read), so the stored settings retrace the real run.
 MAX_RATIO = 1000.0
@@ -83,7 +85,7 @@ def real_counts(timeline: Timeline) -> dict[str, str]:
     }
 
 
-def whatif_counts(result: WhatIfResult) -> dict[str, str]:
+def whatif_counts(result: WhatIfChart) -> dict[str, str]:
     """Return a replay's figures for the comparison table (text)."""
     return {
         "Observer calls": f"{result.observer_calls:,}", "Reflector calls": f"{result.reflector_calls:,}",
@@ -95,8 +97,14 @@ def whatif_counts(result: WhatIfResult) -> dict[str, str]:
     }
 
 
+#: Narrowest a setting's box gets (px): its width hint fits "10,000,000 tokens", which pushed the panel
+#: wider than a 1024 px window gives it (cut, with a horizontal scroll bar).
+FIELD_MIN_WIDTH = 72
+
+
 def _spin(maximum: int = 10_000_000) -> QSpinBox:
     box = QSpinBox()
+    box.setMinimumWidth(FIELD_MIN_WIDTH)
     box.setRange(1, maximum)
     box.setSingleStep(500)
     box.setGroupSeparatorShown(True)
@@ -106,6 +114,7 @@ def _spin(maximum: int = 10_000_000) -> QSpinBox:
 
 def _double(minimum: float, maximum: float, decimals: int, step: float) -> QDoubleSpinBox:
     box = QDoubleSpinBox()
+    box.setMinimumWidth(FIELD_MIN_WIDTH)
     box.setRange(minimum, maximum)
     box.setDecimals(decimals)
     box.setSingleStep(step)
@@ -115,7 +124,7 @@ def _double(minimum: float, maximum: float, decimals: int, step: float) -> QDoub
 class WhatIfPanel(QWidget):
     """Choose OM settings, replay the thread with them, compare with the real run."""
 
-    result_ready = Signal(object)   # WhatIfResult
+    result_ready = Signal(object)   # WhatIfChart
     cleared = Signal()
     failed = Signal(str)
 
@@ -126,7 +135,8 @@ class WhatIfPanel(QWidget):
         self._stored: WhatIfSettings | None = None
         self._loading = False
         self._active = False
-        self.result: WhatIfResult | None = None
+        self.use_helper = False   # replay in the helper process whatever the thread's length (big databases)
+        self.result: WhatIfChart | None = None
         self.series: ChartSeries | None = None   # the chart arrays of `result`
         self.setMaximumWidth(440)
 
@@ -151,11 +161,11 @@ class WhatIfPanel(QWidget):
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         form.addRow("messageTokens", self.message_tokens)
         form.addRow("observationTokens", self.observation_tokens)
-        form.addRow("", self.buffering)
+        form.addRow(self.buffering)   # the whole row: beside the labels it set the panel's width
         form.addRow("bufferTokens", self.buffer_tokens)
         form.addRow("bufferActivation", self.buffer_activation)
         form.addRow("blockAfter", self.block_after)
-        form.addRow("", self.share_budget)
+        form.addRow(self.share_budget)   # the whole row: beside the labels it set the panel's width
         form.addRow("Observer ratio", self.obs_ratio)
         form.addRow("Reflector ratio", self.refl_ratio)
 
@@ -238,6 +248,8 @@ class WhatIfPanel(QWidget):
         self._timeline = timeline
         self.setEnabled(timeline is not None)
         if timeline is None:
+            self._timer.stop()
+            self._runner.cancel("whatif")   # the helper stops a replay of the thread no longer shown
             self._stored = None
             self.result = self.series = None
             self.table.clearContents()
@@ -304,18 +316,16 @@ class WhatIfPanel(QWidget):
         # A ratio the form shows as measured (3 decimals) replays with the exact measured one, as the CLI does.
         obs, refl = (obs if obs_changed else measured[0]), (refl if refl_changed else measured[1])
 
-        # The replay waits until the GUI has laid out and painted what led to it (opening the panel
-        # resizes the chart): a pure-Python replay holding the GIL makes every Python call of a paint
-        # wait for it, and a chart paint then took the whole replay (~350 ms on a 20,000-message thread).
-        # Zero-delay timers run once the pending events are done; two passes cover `_place_panel`'s.
-        settled = threading.Event()
-        QTimer.singleShot(0, self, lambda: QTimer.singleShot(0, self, settled.set))
+        thread_id = timeline.thread_id
+        if thread_id is not None and (self.use_helper or len(timeline.messages) >= HELPER_MIN_MESSAGES):
+            # The helper replays the timeline it built for the chart (same key), or reads it itself.
+            self._runner.submit_call(replay_in_store, thread_id, timeline_key(timeline), settings, obs, refl, real,
+                                     CANCEL, helper=True, on_done=self._on_replay_done,
+                                     on_error=self._on_replay_failed, key="whatif")
+            return
 
         def replay(_progress, cancel):
-            settled.wait(SETTLE_WAIT_S)
-            result = simulate(timeline, settings, observation_ratio=obs, reflection_ratio=refl,
-                              use_real_sizes=real, cancel=cancel)
-            return result, ChartSeries.from_points(result.points, result.events)
+            return replay_packed(timeline, settings, obs, refl, real, cancel)
 
         self._runner.submit_pooled(replay, on_done=self._on_replay_done, on_error=self._on_replay_failed,
                                    key="whatif")
@@ -333,6 +343,7 @@ class WhatIfPanel(QWidget):
 
     def _on_setting_changed(self, *_args) -> None:
         if not self._loading and self._timeline is not None and self._active:
+            self._runner.cancel("whatif")   # its settings are gone: stop it now, not after the pause
             self._timer.start()
 
     def _on_stored_button_clicked(self) -> None:
@@ -340,11 +351,10 @@ class WhatIfPanel(QWidget):
             self.apply_settings(self._stored, *measured_ratios(self._timeline))
             self.run()
 
-    def _on_replay_done(self, done: tuple[WhatIfResult, ChartSeries]) -> None:
-        result, series = done
+    def _on_replay_done(self, result: WhatIfChart) -> None:
         if self._timeline is None or result.thread_id != self._timeline.thread_id or not self._active:
             return
-        self.result, self.series = result, series
+        self.result, self.series = result, result.series
         self._set_error("")
         counts = whatif_counts(result)
         for row, name in enumerate(ROWS):
