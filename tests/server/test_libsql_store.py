@@ -69,9 +69,9 @@ def test_only_reads_leave_the_process(sqld_corpus):
 
 
 def test_inspect_reads_one_snapshot_on_one_stream(sqld_corpus, monkeypatch):
-    """Inside `with MemoryStore.open(URL)` (what every command does) the statements share one stream: BEGIN
+    """Inside a load (`store.snapshot()`, what every command runs) the statements share one stream: BEGIN
     travels with the first statement, ROLLBACK with the stream's close, so a load costs one round trip per
-    statement plus one. Outside a `with`, each statement is its own stream (BEGIN never sent)."""
+    statement plus one. Outside a load, each statement is its own stream (BEGIN never sent)."""
     stores = []
     real_open = RemoteStore.open.__func__
     monkeypatch.setattr(RemoteStore, "open", classmethod(lambda cls, *a, **k: stores.append(real_open(cls, *a, **k))
@@ -98,7 +98,7 @@ def test_a_load_sees_one_snapshot_and_never_blocks_the_agent(sqld_corpus):
     commits meanwhile without waiting. Outside a load, every statement sees the latest commit."""
     url = sqld_corpus.start("snapshot")
     make_memory(url)
-    with MemoryStore.open(url) as store:
+    with MemoryStore.open(url) as store, store.snapshot():   # one load: one snapshot
         assert [t.id for t in store.list_threads()] == ["t1"]
         started = time.monotonic()
         add_thread(url, 2)                      # the "agent" commits while the load is open
@@ -124,7 +124,7 @@ def test_a_load_sees_one_snapshot_and_never_blocks_the_agent(sqld_corpus):
 def test_a_forgotten_stream_restarts_the_snapshot(sqld_corpus):
     """sqld forgets a stream idle for ~10 s (STREAM_EXPIRED) or answers "invalid baton": the load goes on, on a
     fresh snapshot, and says so in its traffic."""
-    with MemoryStore.open(sqld_corpus.target("support")) as store:
+    with MemoryStore.open(sqld_corpus.target("support")) as store, store.snapshot():
         first = [t.id for t in store.list_threads()]
         store.conn._baton = "forgotten"
         assert [t.id for t in store.list_threads()] == first
