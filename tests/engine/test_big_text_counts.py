@@ -97,7 +97,7 @@ def test_big_texts_get_tiktokens_own_count(text, units_path):
 def test_the_cache_key_of_a_big_text_is_hashed_once_and_stays_nodes():
     import hashlib
 
-    from studio.engine import jscompat
+    from studio.common import jscompat
 
     text = sample(1_100_000, 14) + "\ud800"   # a lone surrogate: Node writes U+FFFD
     expected = hashlib.sha256(text[:-1].encode("utf-8") + "\ufffd".encode("utf-8")).hexdigest()
