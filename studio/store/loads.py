@@ -3,7 +3,9 @@
 Mixed into `studio.store.memory_store.MemoryStore` (local libSQL files); server backends override
 the hooks `_begin_read` / `_end_read` and, when they have a cheaper change counter,
 `fingerprint` (`studio.store.pg.PgStore`). What each backend does is tabulated in
-docs/store-layers.md.
+docs/store-layers.md. The whole backend contract (this mixin, `MemoryStore`'s read API, the write
+transaction's methods, row backup and undo), which parts of it are SQL-shaped, and what a document
+store such as @mastra/mongodb would need instead: docs/mongodb-backend.md.
 """
 
 from __future__ import annotations
