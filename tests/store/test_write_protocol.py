@@ -232,3 +232,14 @@ def test_a_locked_file_is_refused_after_the_one_bound_and_the_message_states_it(
     assert info.value.reason == "busy"
     assert "the studio waited 0.3 s (the longest any write waits) and wrote nothing" in str(info.value)
     assert iso_to_ms(history(path)[0].created_at) != NOW  # nothing was written
+
+
+def test_a_long_quiet_time_reads_as_days_and_hours():
+    # 298,489 s = 3 d (259,200 s) + 10 h (36,000 s) + 54 min 49 s: the two largest units are shown
+    from studio.store.write.protocol import quiet_duration
+
+    assert quiet_duration(298_489_000) == "3 d 10 h"
+    assert quiet_duration(42_900) == "42 s"
+    assert quiet_duration(303_000) == "5 min 3 s"
+    assert quiet_duration(3_600_000 * 3 + 60_000 * 12) == "3 h 12 min"
+    assert quiet_duration(86_400_000) == "1 d"
