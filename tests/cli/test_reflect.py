@@ -124,6 +124,8 @@ def test_refusals_leave_the_file_byte_identical(fixture_db, fake_llm, capsys, ca
         extra += ["--timeout", "0.3"]
         expected_err = "did not answer within 0.3 s"
     elif case == "cancel":
+        # Python raises KeyboardInterrupt only where SIGINT is not ignored (a background job's is): restore it
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         _interrupt_when_asked(fake_llm)
         expected_code = 130
     elif case == "bad-json":
