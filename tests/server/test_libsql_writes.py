@@ -18,12 +18,16 @@ import httpx
 import pytest
 
 from studio.cli import main
-from studio.engine.tokens import count_observations
+from studio.engine.observe_window import observation_window
+from studio.engine.tokens import count_observations, stamp_estimates
 from studio.errors import WriteRefused
 from studio.store.memory_store import MemoryStore
-from studio.store.writes import WriteSession, commit_reflection
+from studio.store.write.activation import activate_buffered
+from studio.store.write.observation import commit_observation
+from studio.store.writes import WriteSession, commit_reflection, undo_write
 from tests.interop.answers import answer_for, parse_answer
 from tests.interop.conftest import run_node
+from tests.interop.test_observe_interop import _answer, _strip
 from tests.server.pg_rows import TIME_COLUMNS, changes, same_row
 from tests.server.sqld import dump, pipeline
 
@@ -285,3 +289,52 @@ class HeldTransaction:
         """ROLLBACK and close the stream (quiet if sqld already took the lock back)."""
         httpx.post(self.url + "/v2/pipeline", json={"baton": self.baton, "requests": [
             {"type": "execute", "stmt": {"sql": "ROLLBACK"}}, {"type": "close"}]}, timeout=30)
+
+
+def _same_changes(before: dict, a: str, b: str) -> dict:
+    """Assert servers A (Mastra) and B (ours) changed the same cells to the same typed values; return B's changes."""
+    added_a, changed_a, removed_a = changes(before, rows(a))
+    added_b, changed_b, removed_b = changes(before, rows(b))
+    assert added_a == added_b == {} and removed_a == removed_b == []
+    assert set(changed_b) == set(changed_a)
+    for cell, value in changed_a.items():
+        if cell[2] in TIME_COLUMNS:
+            assert (value is None) == (changed_b[cell] is None), cell
+        elif cell[0] == "mastra_messages" and cell[2] == "content":   # cycle ids and durations aside
+            assert _strip(json.loads(_text(changed_b[cell]))) == _strip(json.loads(_text(value))), cell
+        else:
+            assert changed_b[cell] == value, cell
+    return changed_b
+
+
+def test_observation_on_sqld_equals_mastra_and_undo_restores(sqld_corpus, servers, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = (_copy(sqld_corpus, "support", u) for u in servers)
+    before, exact_before = rows(a), dump(b)[1]
+    text, output = _answer(task=True, response=True, title="Observed title here")
+    window = observation_window(b, "support-1")
+    mastra = _node(sqld_corpus, "mastra-observe.mjs", a, "support-1", str(_answer_file(tmp_path, text)))
+    assert mastra["observed"] is True and window.message_ids == mastra["window"]["ids"]
+    assert window.tokens == mastra["gate"]["observeCheck"]["unobservedTokens"]
+    row = commit_observation(b, window, output, force=mastra["forced"] is not None)
+    assert row["activeObservations"] == mastra["row"]["activeObservations"]
+    changed = _same_changes(before, a, b)
+    assert {c[2] for c in changed if c[0] == OM} >= {"activeObservations", "lastObservedAt"}
+    assert any(c[0] == "mastra_messages" for c in changed)      # the markers landed
+    undo_write(b)
+    assert dump(b)[1] == exact_before
+
+
+def test_activation_on_sqld_equals_mastra_and_mastra_continues(sqld_corpus, servers, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = (_copy(sqld_corpus, "buffered", u) for u in servers)
+    before = rows(a)
+    mastra = _node(sqld_corpus, "mastra-activate.mjs", a, "long-run")
+    assert mastra["activated"] is True
+    ours = activate_buffered(b, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)
+    assert ours["activated_cycle_ids"] == mastra["chunks"]["activatedCycleIds"]
+    assert ours["chunks_after"] == mastra["chunks"]["after"]
+    changed = _same_changes(before, a, b)
+    assert {c[2] for c in changed if c[0] == OM} >= set(mastra["changedColumns"])
+    report = _node(sqld_corpus, "continue.mjs", b, "long-run", "1")
+    assert report["ok"] is True, report
