@@ -163,7 +163,8 @@ class MemoryStore(Loads):
         server URL (`libsql://`, `https://`, `http://`).
 
         A PostgreSQL URL returns a `studio.store.pg.PgStore`, a libSQL server URL a
-        `studio.store.remote.RemoteStore` (same read API; both read-only for now).
+        `studio.store.remote.RemoteStore` (same read API; both read-only: their writes go through
+        `studio.store.write.transaction.write_transaction`).
         """
         from studio.store.pg import is_pg_target
         from studio.store.remote import is_remote_libsql_target
