@@ -342,5 +342,6 @@ class HranaWriteStream(HranaConnection):
             self._client.close()
 
 
-__all__ = ["HranaConnection", "HranaWriteStream", "LockWaitTimeout", "HranaStatementError", "StreamExpired", "Cursor", "Traffic", "encode_value",
+__all__ = ["HranaConnection", "HranaWriteStream", "LockWaitTimeout", "HranaStatementError", "StreamExpired", "Cursor",
+           "Traffic", "encode_value",
            "decode_value"]

@@ -54,7 +54,8 @@ def test_the_read_store_is_never_opened_read_write(sqld_corpus, capsys):
     before = dump(target)
     with pytest.raises(StoreError, match="never opened read-write") as refused:
         MemoryStore.open(target, writable=True)
-    assert "remote libSQL store (http://127.0.0.1:" in str(refused.value) and "Nothing was written" in str(refused.value)
+    assert "remote libSQL store (http://127.0.0.1:" in str(refused.value)
+    assert "Nothing was written" in str(refused.value)
     code = main(["clone", target, "--thread", "no-such-thread", "--yes", "--json"])
     out, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in err and "no-such-thread" in err

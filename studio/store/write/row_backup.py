@@ -15,7 +15,8 @@ the studio (`studio.store.write.pg_transaction`) and every libSQL-server write
 On a libSQL server `identity` is {"libsql": base URL}, `columns` the declared SQLite types, and each
 image holds the values as SQLite stores them (a blob as {"blob": base64}) plus `_rowid_`; files are
 named `libsql_<host>_<port>-<UTC time>-<operation>.json`. On PostgreSQL, values are PostgreSQL's text
-form of each column (TIMESTAMPTZ in UTC, JSONB normalised, booleans `true`/`false`), so a restore writes back exactly what was there. Files live in the user's data
+form of each column (TIMESTAMPTZ in UTC, JSONB normalised, booleans `true`/`false`), so a restore writes
+back exactly what was there. Files live in the user's data
 folder, `$XDG_DATA_HOME/memory-studio/backups/` (default `~/.local/share/memory-studio/backups/`),
 folder 0700 and files 0600 (they hold conversation text), named
 `<user>@<host>_<port>_<db>_<schema>-<UTC time>-<operation>.json` (never a password).
@@ -34,7 +35,8 @@ from typing import Any
 
 from studio.errors import StoreError
 
-__all__ = ["BACKUP_FORMAT", "is_row_backup_target", "server_location", "backup_root", "target_identity", "target_slug", "save_row_backup", "load_row_backup",
+__all__ = ["BACKUP_FORMAT", "is_row_backup_target", "server_location",
+           "backup_root", "target_identity", "target_slug", "save_row_backup", "load_row_backup",
            "list_row_backups", "mark_undone"]
 
 BACKUP_FORMAT = "memory-studio-row-backup"

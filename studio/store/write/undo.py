@@ -42,7 +42,8 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
     location = server_location(target)
     if location is None:
         raise WriteRefused("invalid", "undo restores PostgreSQL and libSQL-server writes from their row backups; "
-                                      "a local file's backup is a verified copy of the whole file, made beside it before the first write: copy "
+                                      "a local file's backup is a verified copy of the whole file, made beside it "
+                                      "before the first write: copy "
                                       "it back while no agent runs.")
     if backup is None:
         found = [(p, d) for p, d in list_row_backups(location, Path(folder) if folder else None)
