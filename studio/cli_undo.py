@@ -1,15 +1,16 @@
-"""`memory-studio undo`: undo the last studio write to a PostgreSQL store from its row backup.
+"""`memory-studio undo`: undo the last studio write to a server store from its row backup.
 
     memory-studio undo TARGET [--backup FILE] [--yes] [--json]
 
-TARGET: a `postgresql://` URL (with `?schema=`). Every studio write there saved the rows it changed as
-a JSON file in `~/.local/share/memory-studio/backups/` (`studio.store.write.row_backup`); `undo`
-picks the newest one of TARGET not undone yet (or FILE), shows what it will restore, asks (or
-`--yes`), and restores those rows in one transaction (`studio.store.write.undo.undo_write`). It
-refuses, writing nothing, when any of the rows changed since the write. `--json` prints
+TARGET: a `postgresql://` URL (with `?schema=`) or a libSQL server URL (`libsql://`, `http(s)://`).
+Every studio write there saved the rows it changed as a JSON file in
+`~/.local/share/memory-studio/backups/` (`studio.store.write.row_backup`); `undo` picks the newest
+one of TARGET not undone yet (or FILE), shows what it will restore, asks (or `--yes`), and restores
+those rows in one transaction (`studio.store.write.undo.undo_write`). It refuses, writing nothing,
+when any of the rows changed since the write. `--json` prints
 {"undone", "backup", "operation", "created_at", "deleted", "restored", "reinserted", "undo_backup"}.
 
-Exit codes (studio.cli): 0 restored; 2 bad input (not a PostgreSQL URL, no backup left, a backup of
+Exit codes (studio.cli): 0 restored; 2 bad input (not a server URL, no backup left, a backup of
 another store or already undone, no --yes without a terminal); 3 refused (rows changed since the
 write, a lock held by another session for the whole 9 s, declined at the prompt); 4 I/O.
 """
@@ -60,8 +61,10 @@ def _run_undo(args) -> int:
 
 def add_undo_command(subparsers) -> None:
     """Register `undo TARGET [--backup FILE] [--yes] [--json]`."""
-    p = subparsers.add_parser("undo", help="undo the last studio write to a PostgreSQL store from its row backup")
-    p.add_argument("target", help="postgresql://USER@HOST:PORT/DB?schema=NAME")
+    p = subparsers.add_parser("undo", help="undo the last studio write to a PostgreSQL or libSQL server store "
+                                           "from its row backup")
+    p.add_argument("target", help="postgresql://USER@HOST:PORT/DB?schema=NAME, or libsql://HOST, "
+                                  "http://127.0.0.1:PORT")
     p.add_argument("--backup", metavar="FILE", help="the row backup to undo (default: the newest write not undone)")
     p.add_argument("--yes", action="store_true", help="write without asking")
     p.add_argument("--json", action="store_true", help="print the JSON document")

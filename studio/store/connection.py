@@ -44,7 +44,7 @@ def parse_location(target: str | os.PathLike[str]) -> Location:
     Accepts `memory.db`, `/abs/memory.db`, `file:memory.db`, `file:///abs/memory.db` (query
     strings such as `?mode=ro` are ignored: the studio decides the mode). Raises StoreError for
     server URLs (`postgresql://`, `libsql://`, `http(s)://`, `ws(s)://`): their reads go through
-    `MemoryStore.open`, and a write on them is not supported yet.
+    `MemoryStore.open`, and their writes through `write.transaction.write_transaction`'s server backends.
     """
     text = os.fspath(target)
     lowered = text.lower()

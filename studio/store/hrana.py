@@ -15,8 +15,10 @@ Two ways to read:
   in SQLite's WAL mode takes no lock that blocks a writer. sqld expires a stream idle for ~10 s
   (`STREAM_EXPIRED`): the snapshot is then restarted once on a fresh stream (`snapshot_restarts`).
 
-Only reads are ever sent: a statement that is not SELECT / WITH / VALUES / a PRAGMA without `=`
-(or the transaction's own BEGIN / ROLLBACK) is refused before it leaves the process.
+Only reads are ever sent on a `HranaConnection`: a statement that is not SELECT / WITH / VALUES / a
+PRAGMA without `=` (or the transaction's own BEGIN / ROLLBACK) is refused before it leaves the process.
+The one exception is `HranaWriteStream`, opened only by `studio.store.write.remote_transaction` for
+a write the user asked for: one stream, `BEGIN IMMEDIATE` … `COMMIT` / `ROLLBACK`.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class Cursor:
 
     rows: list[tuple]
     description: tuple = ()
+    #: Rows a data-changing statement changed (Hrana's affected_row_count; 0 for a read).
+    rowcount: int = 0
 
     def fetchall(self) -> list[tuple]:
         """Return every row (tuples of int, float, str, bytes or None)."""
@@ -193,15 +197,17 @@ class HranaConnection:
 
     # -- transport -------------------------------------------------------------------------
 
-    def _pipeline(self, requests: list[dict], *, baton: str | None, keep: bool = False) -> list[dict]:
+    def _pipeline(self, requests: list[dict], *, baton: str | None, keep: bool = False,
+                  timeout: float | None = None) -> list[dict]:
         url = (self._stream_url or self.base_url) + PIPELINE_PATH if baton else self.base_url + PIPELINE_PATH
         self.traffic.requests += 1
         self.traffic.statements += sum(1 for r in requests if r["type"] == "execute")
+        extra = {} if timeout is None else {"timeout": httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))}
         try:
             response = self._client.post(url, content=json.dumps({"baton": baton, "requests": requests}),
-                                         headers={"Content-Type": "application/json"})
+                                         headers={"Content-Type": "application/json"}, **extra)
         except httpx.TimeoutException as exc:
-            raise StoreError(f"{self.display} did not answer within {self.timeout:g} s "
+            raise StoreError(f"{self.display} did not answer within {timeout or self.timeout:g} s "
                              "(server down, overloaded or unreachable)") from exc
         except httpx.HTTPError as exc:
             raise StoreError(f"Cannot connect to {self.display}: {self._scrub(_reason(exc))}") from exc
@@ -265,8 +271,77 @@ def _cursor(result: dict) -> Cursor:
     cols = body.get("cols") or []
     rows = [tuple(decode_value(c) for c in row) for row in body.get("rows") or []]
     description = tuple((c.get("name"), c.get("decltype"), None, None, None, None, None) for c in cols)
-    return Cursor(rows=rows, description=description)
+    return Cursor(rows=rows, description=description, rowcount=int(body.get("affected_row_count") or 0))
 
 
-__all__ = ["HranaConnection", "HranaStatementError", "StreamExpired", "Cursor", "Traffic", "encode_value",
+class LockWaitTimeout(Exception):
+    """`BEGIN IMMEDIATE` got no answer within the write's lock-wait bound (another writer holds the lock)."""
+
+
+class HranaWriteStream(HranaConnection):
+    """One write transaction on a libSQL server: a single Hrana stream from `BEGIN IMMEDIATE` to COMMIT/ROLLBACK.
+
+    Used only by `studio.store.write.remote_transaction` (a write the user asked for); every other
+    connection of the studio stays a read-only `HranaConnection`. `execute(sql, params)` runs any
+    statement on the stream (its Cursor's `rowcount` is the rows changed). Errors: StoreError
+    (transport), HranaStatementError (a statement failed; `code` e.g. SQLITE_BUSY,
+    TRANSACTION_TIMEOUT when sqld gave the lock to another writer), StreamExpired (the stream was
+    idle ~10 s and the server dropped it with its transaction), LockWaitTimeout (from `begin_immediate`).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._open = False
+
+    def begin_immediate(self, wait_ms: int) -> None:
+        """Open the stream with `BEGIN IMMEDIATE`, waiting at most WAIT_MS (ms) for the server's write lock.
+
+        sqld queues a writer behind the lock holder and, after 5 s, hands it the lock (rolling the
+        holder's transaction back); a lock still not had after WAIT_MS raises LockWaitTimeout.
+        """
+        try:
+            results = self._pipeline([{"type": "execute", "stmt": {"sql": "BEGIN IMMEDIATE"}}], baton=None, keep=True,
+                                     timeout=wait_ms / 1000)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, httpx.TimeoutException):
+                raise LockWaitTimeout(str(exc)) from exc
+            raise
+        self._open = self._baton is not None
+        _cursor(results[0])
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Cursor:
+        """Run one statement (any kind) inside the open transaction; return its Cursor."""
+        if not self._open:
+            raise StoreError(f"internal: no write transaction is open on {self.display}")
+        stmt = {"sql": sql, "args": [encode_value(v) for v in params], "want_rows": True}
+        results = self._pipeline([{"type": "execute", "stmt": stmt}], baton=self._baton, keep=True)
+        return _cursor(results[0])
+
+    def commit(self) -> None:
+        """COMMIT and close the stream (one round trip); raises when the server did not commit."""
+        results = self._pipeline([{"type": "execute", "stmt": {"sql": "COMMIT"}}, {"type": "close"}],
+                                 baton=self._baton)
+        self._open, self._baton = False, None
+        _cursor(results[0])
+
+    def rollback(self) -> None:
+        """ROLLBACK and close the stream; quiet when the server already dropped it (nothing was written then)."""
+        baton, self._baton, was_open, self._open = self._baton, None, self._open, False
+        if baton is None or not was_open:
+            return
+        try:
+            self._pipeline([{"type": "execute", "stmt": {"sql": "ROLLBACK"}}, {"type": "close"}], baton=baton)
+        except (StoreError, StreamExpired):
+            pass
+
+    def close(self) -> None:
+        """Roll back anything still open and close the HTTP client."""
+        try:
+            self.rollback()
+        finally:
+            self._client.close()
+
+
+__all__ = ["HranaConnection", "HranaWriteStream", "LockWaitTimeout", "HranaStatementError", "StreamExpired", "Cursor",
+           "Traffic", "encode_value",
            "decode_value"]

@@ -169,7 +169,8 @@ class MemoryStore(Loads):
         server URL (`libsql://`, `https://`, `http://`).
 
         A PostgreSQL URL returns a `studio.store.pg.PgStore`, a libSQL server URL a
-        `studio.store.remote.RemoteStore` (same read API; both read-only for now).
+        `studio.store.remote.RemoteStore` (same read API; both read-only: their writes go through
+        `studio.store.write.transaction.write_transaction`).
         """
         lowered = os.fspath(target).lower()
         if lowered.startswith(("postgresql://", "postgres://")):  # pg.is_pg_target (a file open imports no pg)

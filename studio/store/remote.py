@@ -10,8 +10,9 @@ https: sqld serves both on one port).
 Reads never get in the agent's way: only read statements are sent; a `with MemoryStore.open(URL)
 as store:` block (one CLI command, one load) reads one consistent snapshot (a deferred read
 transaction on one stream, rolled back at the end); outside such a block every statement is its
-own autocommit stream. Requests time out. Writes are refused: writing to a libSQL server is not
-supported yet.
+own autocommit stream. Requests time out. A `RemoteStore` never writes: the studio's writes on a
+server go through `studio.store.write.remote_transaction` (the same SQL as on a file, one Hrana
+write stream, a JSON row backup before COMMIT).
 """
 
 from __future__ import annotations
@@ -227,9 +228,12 @@ class RemoteStore(MemoryStore):
 
 
 def refusal(display: str) -> str:
-    """The sentence a write on a libSQL server gets (nothing is sent to the server)."""
-    return (f"Writing to a remote libSQL store ({display}) is not supported yet: the studio reads it only. "
-            "Nothing was written")
+    """The sentence a read-write open of a libSQL server (or a file-only write path given its URL) gets.
+
+    Nothing is sent to the server: writes go through `studio.store.write.remote_transaction` only.
+    """
+    return (f"The remote libSQL store ({display}) is never opened read-write: the studio writes to it only "
+            "inside a write's own transaction (one stream, its rows backed up). Nothing was written")
 
 
 __all__ = ["RemoteStore", "RemoteLocation", "is_remote_libsql_target", "parse_remote_location", "auth_token",

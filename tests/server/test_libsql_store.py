@@ -47,16 +47,18 @@ def test_reads_leave_the_server_data_unchanged(sqld_corpus):
     assert {s: dump(sqld_corpus.target(s)) for s in before} == before
 
 
-def test_a_write_is_refused_with_a_sentence(sqld_corpus, capsys):
+def test_the_read_store_is_never_opened_read_write(sqld_corpus, capsys):
+    """Writes go through their own transaction (tests/server/test_libsql_writes.py); a read store never writes,
+    and a write to a thread that does not exist is refused with a sentence, nothing written."""
     target = sqld_corpus.target("support")
     before = dump(target)
-    code = main(["clone", target, "--thread", "support-1", "--yes", "--json"])
-    out, err = capsys.readouterr()
-    assert code == 2 and "Traceback" not in err
-    assert "remote libSQL store (http://127.0.0.1:" in err and "not supported yet" in err
-    assert "Nothing was written" in err
-    with pytest.raises(StoreError, match="not supported yet"):
+    with pytest.raises(StoreError, match="never opened read-write") as refused:
         MemoryStore.open(target, writable=True)
+    assert "remote libSQL store (http://127.0.0.1:" in str(refused.value)
+    assert "Nothing was written" in str(refused.value)
+    code = main(["clone", target, "--thread", "no-such-thread", "--yes", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err and "no-such-thread" in err
     assert dump(target) == before
 
 

@@ -39,7 +39,8 @@ from studio.store.pg import (
     read_expr,
 )
 
-__all__ = ["PgWriteTx", "pg_write_transaction", "BackupSink", "backup_sink", "WRITE_STATEMENT_TIMEOUT_MS",
+__all__ = ["PgWriteTx", "pg_write_transaction", "BackupSink", "backup_sink", "current_backup_sink",
+           "WRITE_STATEMENT_TIMEOUT_MS",
            "TWIN_NOT_WRITTEN"]
 
 #: Bound of one statement of a write (ms); lock waits are bounded separately by WRITE_LOCK_WAIT_MS.
@@ -50,7 +51,10 @@ TWIN_NOT_WRITTEN = {(sc.OBSERVATIONAL_MEMORY, "lastBufferedAtTime")}
 
 @dataclass
 class BackupSink:
-    """Where the row backups of PostgreSQL writes go (FOLDER; None: the user's data folder) and the files made."""
+    """Where the row backups of server writes (PostgreSQL, libSQL server) go and the files made.
+
+    FOLDER: None for the user's data folder.
+    """
 
     folder: Path | None = None
     made: list[Path] = field(default_factory=list)
@@ -69,6 +73,11 @@ def backup_sink(sink: BackupSink) -> Iterator[BackupSink]:
         yield sink
     finally:
         _SINK.reset(token)
+
+
+def current_backup_sink() -> BackupSink | None:
+    """The BackupSink routing this context's row backups (None: the user's data folder); server writes read it."""
+    return _SINK.get()
 
 
 def _canonical(schema: sc.Schema, table: str, column: str) -> str:

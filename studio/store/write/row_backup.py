@@ -1,7 +1,8 @@
-"""Row backups of PostgreSQL writes: a local JSON file of every row one write changed, for "Undo last write".
+"""Row backups of server writes: a local JSON file of every row one write changed, for "Undo last write".
 
 Copying a server database before each write is not what a user wants, so every PostgreSQL write of
-the studio (`studio.store.write.pg_transaction`) saves, before its COMMIT, the rows it touches:
+the studio (`studio.store.write.pg_transaction`) and every libSQL-server write
+(`studio.store.write.remote_transaction`) saves, before its COMMIT, the rows it touches:
 
     {"format": "memory-studio-row-backup", "version": 1, "operation": "reflect" | "revert" | "clone" |
      "delete-messages" | "clear-thread" | "repair" | "observe" | "activate" | "undo", "created_at": ISO UTC,
@@ -11,8 +12,11 @@ the studio (`studio.store.write.pg_transaction`) saves, before its COMMIT, the r
                "after": {column: exact text} | null (deleted by the write)}],
      "inserted": [[table, id], ...], "undone": null | {"at", "by"}, + "undoes" (an undo's own backup)}
 
-Values are PostgreSQL's text form of each column (TIMESTAMPTZ in UTC, JSONB normalised, booleans
-`true`/`false`), so a restore writes back exactly what was there. Files live in the user's data
+On a libSQL server `identity` is {"libsql": base URL}, `columns` the declared SQLite types, and each
+image holds the values as SQLite stores them (a blob as {"blob": base64}) plus `_rowid_`; files are
+named `libsql_<host>_<port>-<UTC time>-<operation>.json`. On PostgreSQL, values are PostgreSQL's text
+form of each column (TIMESTAMPTZ in UTC, JSONB normalised, booleans `true`/`false`), so a restore writes
+back exactly what was there. Files live in the user's data
 folder, `$XDG_DATA_HOME/memory-studio/backups/` (default `~/.local/share/memory-studio/backups/`),
 folder 0700 and files 0600 (they hold conversation text), named
 `<user>@<host>_<port>_<db>_<schema>-<UTC time>-<operation>.json` (never a password).
@@ -31,7 +35,8 @@ from typing import Any
 
 from studio.errors import StoreError
 
-__all__ = ["BACKUP_FORMAT", "backup_root", "target_identity", "target_slug", "save_row_backup", "load_row_backup",
+__all__ = ["BACKUP_FORMAT", "is_row_backup_target", "server_location",
+           "backup_root", "target_identity", "target_slug", "save_row_backup", "load_row_backup",
            "list_row_backups", "mark_undone"]
 
 BACKUP_FORMAT = "memory-studio-row-backup"
@@ -44,8 +49,34 @@ def backup_root() -> Path:
     return Path(base) / "memory-studio" / "backups"
 
 
+def is_row_backup_target(target) -> bool:
+    """True for a server store whose writes save row backups: a PostgreSQL or libSQL server URL."""
+    from studio.store.pg import is_pg_target
+    from studio.store.remote import is_remote_libsql_target
+
+    return is_pg_target(target) or is_remote_libsql_target(target)
+
+
+def server_location(target: str):
+    """The location of server URL TARGET (PgLocation or RemoteLocation), or None for a local file."""
+    from studio.store.pg import is_pg_target, parse_pg_location
+    from studio.store.remote import is_remote_libsql_target, parse_remote_location
+
+    if is_pg_target(target):
+        return parse_pg_location(target)
+    if is_remote_libsql_target(target):
+        return parse_remote_location(target)[0]
+    return None
+
+
 def target_identity(location) -> dict:
-    """Return {host, port, dbname, user, schema} of a PgLocation (what names its backups; no password)."""
+    """Return what names a server store's backups (never a password or token).
+
+    A PgLocation: {host, port, dbname, user, schema}; a libSQL server (RemoteLocation): {"libsql":
+    its base URL `http(s)://host[:port][/path]`, token-free}.
+    """
+    if not hasattr(location, "conninfo"):
+        return {"libsql": location.base_url}
     parts = urllib.parse.urlsplit(location.conninfo)
     query = dict(urllib.parse.parse_qsl(parts.query))
     host = parts.hostname or query.get("host") or os.environ.get("PGHOST") or "localhost"
@@ -56,7 +87,12 @@ def target_identity(location) -> dict:
 
 
 def target_slug(identity: dict) -> str:
-    """Return the file-name prefix of a target's backups: `user@host_port_db_schema` (safe characters only)."""
+    """Return the file-name prefix of a target's backups: `user@host_port_db_schema` (PostgreSQL) or
+    `libsql_host_port[_path]` (libSQL server); safe characters only."""
+    if "libsql" in identity:
+        parts = urllib.parse.urlsplit(identity["libsql"])
+        text = f"libsql_{parts.hostname}_{parts.port or (443 if parts.scheme == 'https' else 80)}{parts.path}"
+        return _UNSAFE.sub("-", text)
     text = f"{identity['user']}@{identity['host']}_{identity['port']}_{identity['dbname']}_{identity['schema']}"
     return _UNSAFE.sub("-", text)
 

@@ -1,7 +1,7 @@
 """A write session (one per studio window or CLI run): a backup before its first destructive write per file.
 
-On a PostgreSQL store there is no file to copy: every write saves the rows it changes as a JSON row
-backup before its COMMIT (`studio.store.write.pg_transaction`, `row_backup`); the session routes
+On a PostgreSQL store or a libSQL server there is no file to copy: every write saves the rows it changes as a JSON row
+backup before its COMMIT (`studio.store.write.pg_transaction`, `remote_transaction`, `row_backup`); the session routes
 those files to its folder and remembers the last one per store (`backup_for`).
 """
 
@@ -16,8 +16,9 @@ from typing import Any, Callable
 from studio.errors import StoreError, WriteRefused
 from studio.store.backup import backup_database
 from studio.store.connection import parse_location
-from studio.store.pg import is_pg_target, redact_url
+from studio.store.pg import redact_url
 from studio.store.write import reflection, repair, threads
+from studio.store.write.row_backup import is_row_backup_target
 from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
 
 __all__ = ["WriteSession", "DESTRUCTIVE_WRITES"]
@@ -47,15 +48,15 @@ class WriteSession:
 
     @staticmethod
     def _key(path: str | os.PathLike[str]) -> Path | str:
-        if is_pg_target(path):
+        if is_row_backup_target(path):
             return redact_url(os.fspath(path))
         return Path(os.path.realpath(parse_location(path).path))
 
     @contextmanager
     def routed(self, path: str | os.PathLike[str]):
-        """Context for one write of PATH made outside these methods (observe, activate): on PostgreSQL the
+        """Context for one write of PATH made outside these methods (observe, activate): on a server store the
         row backup its transaction saves goes to this session's folder and becomes `backup_for(PATH)`."""
-        if not is_pg_target(path):
+        if not is_row_backup_target(path):
             yield
             return
         from studio.store.write.pg_transaction import BackupSink, backup_sink
@@ -71,8 +72,8 @@ class WriteSession:
 
     @property
     def backups(self) -> dict[Path | str, Path]:
-        """Return {database path (or redacted PostgreSQL URL): backup path} for the backups this session made
-        (PostgreSQL: the row backup of the last write)."""
+        """Return {database path (or redacted server URL): backup path} for the backups this session made
+        (server stores: the row backup of the last write)."""
         with self._lock:
             return dict(self._backups)
 
@@ -86,9 +87,9 @@ class WriteSession:
 
         Raises WriteRefused("busy") when another process kept the file locked for the whole
         WRITE_LOCK_WAIT_MS (the bound every write shares), StoreError on any other failure.
-        On PostgreSQL nothing is done here (None): each write saves its own row backup.
+        On a server store (PostgreSQL, libSQL server) nothing is done here (None): each write saves its own row backup.
         """
-        if is_pg_target(path):
+        if is_row_backup_target(path):
             return None
         key = self._key(path)
         with self._lock:
@@ -145,7 +146,7 @@ class WriteSession:
 
     def undo_write(self, path: str | os.PathLike[str], backup: str | os.PathLike[str] | None = None,
                    **kwargs: Any) -> dict:
-        """Undo the last studio write to the PostgreSQL store PATH (or the one in BACKUP): `undo.undo_write`.
+        """Undo the last studio write to the server store PATH (or the one in BACKUP): `undo.undo_write`.
 
         Backups are looked for (and the undo's own saved) in this session's folder when it has one.
         """

@@ -192,7 +192,9 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | 
 
     A `postgresql://` TARGET gets `studio.store.write.pg_transaction.pg_write_transaction` instead
     (a PgWriteTx with the same methods; LABEL names the row backup it saves before COMMIT;
-    BUSY_TIMEOUT_MS there is the lock wait).
+    BUSY_TIMEOUT_MS there is the lock wait), and a libSQL server URL (`libsql://`, `http(s)://`)
+    `studio.store.write.remote_transaction.remote_write_transaction` (a RemoteWriteTx: this SQL over
+    one Hrana stream, with the same row backup).
 
     Commits when the block ends normally, rolls back when it raises (the exception propagates),
     and always closes the connection. BUSY_TIMEOUT_MS (ms) is SQLite's busy timeout per attempt
@@ -201,12 +203,19 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | 
     Mastra database) and WriteRefused("busy") when the write lock cannot be had.
     """
     from studio.store.pg import is_pg_target
+    from studio.store.remote import is_remote_libsql_target
 
     if is_pg_target(target):
         from studio.store.write.pg_transaction import pg_write_transaction
 
         with pg_write_transaction(os.fspath(target), label=label, lock_wait_ms=busy_timeout_ms) as pg_tx:
             yield pg_tx
+        return
+    if is_remote_libsql_target(target):
+        from studio.store.write.remote_transaction import remote_write_transaction
+
+        with remote_write_transaction(os.fspath(target), label=label, lock_wait_ms=busy_timeout_ms) as remote_tx:
+            yield remote_tx
         return
     if busy_timeout_ms is None:
         busy_timeout_ms = BUSY_TIMEOUT_MS

@@ -1,4 +1,4 @@
-"""Undo a PostgreSQL write of the studio from its row backup (`studio.store.write.row_backup`).
+"""Undo a server write of the studio (PostgreSQL, libSQL server) from its row backup (`write.row_backup`).
 
 `undo_write(target)` restores the rows the last write changed, exactly as they were before it: rows
 it inserted are deleted, rows it updated get every column (twins included) back, rows it deleted are
@@ -14,13 +14,13 @@ import os
 from pathlib import Path
 
 from studio.errors import WriteRefused
-from studio.store.pg import is_pg_target, parse_pg_location
 from studio.store.write.pg_transaction import BackupSink, backup_sink
 from studio.store.write.row_backup import (
     backup_root,
     list_row_backups,
     load_row_backup,
     mark_undone,
+    server_location,
     target_identity,
 )
 from studio.store.write.transaction import write_transaction
@@ -36,14 +36,15 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
     """Return (path, document) of the backup to undo: BACKUP, or TARGET's newest write not undone yet.
 
     FOLDER: where backups are (default `row_backup.backup_root()`). Raises WriteRefused ("invalid":
-    not a PostgreSQL URL, a backup of another store, already undone; "not-found": no backup) and
+    not a server URL, a backup of another store, already undone; "not-found": no backup) and
     StoreError (unreadable file).
     """
-    if not is_pg_target(target):
-        raise WriteRefused("invalid", "undo restores PostgreSQL writes from their row backups; a local file's backup is "
-                                      "a verified copy of the whole file, made beside it before the first write: copy "
+    location = server_location(target)
+    if location is None:
+        raise WriteRefused("invalid", "undo restores PostgreSQL and libSQL-server writes from their row backups; "
+                                      "a local file's backup is a verified copy of the whole file, made beside it "
+                                      "before the first write: copy "
                                       "it back while no agent runs.")
-    location = parse_pg_location(target)
     if backup is None:
         found = [(p, d) for p, d in list_row_backups(location, Path(folder) if folder else None)
                  if not d.get("undone") and d.get("operation") != "undo"]
@@ -88,7 +89,9 @@ def _describe(row: dict) -> str:
 
 def undo_write(target: str, backup: str | os.PathLike[str] | None = None, *,
                folder: str | os.PathLike[str] | None = None, busy_timeout_ms: int | None = None) -> dict:
-    """Restore the rows of one studio write to TARGET (a PostgreSQL URL) from its row backup; one transaction.
+    """Restore the rows of one studio write to TARGET (a PostgreSQL or libSQL server URL) from its row backup.
+
+    One transaction (a libSQL server: one BEGIN IMMEDIATE stream; rows re-inserted with their rowid).
 
     BACKUP: the backup file (default: TARGET's newest backup not undone, see `pick_backup`).
     FOLDER: where backups are read and the undo's own backup is saved (default the data folder).

@@ -190,6 +190,12 @@ def backup_note(session, path: str) -> str:
     """Return the sentence a confirmation shows about SESSION's backup of PATH ("" without a session)."""
     if session is None:
         return ""
+    from studio.store.write.row_backup import backup_root, is_row_backup_target
+
+    if is_row_backup_target(path):   # PostgreSQL, libSQL server: no file to copy
+        folder = session.backup_dir or backup_root()
+        return (f"Before its COMMIT this write saves the rows it changes as a row backup in {folder} "
+                "(Undo Last Write restores them).")
     done = session.backup_for(path)
     if done is not None:
         return f"This session already backed the file up to {done}."

@@ -35,10 +35,10 @@ MAX_MESSAGE_LIMIT = 10_000_000
 
 
 def _is_server(path) -> bool:
-    """True for a PostgreSQL URL (writes back up rows, not the file; Undo Last Write applies)."""
-    from studio.store.pg import is_pg_target
+    """True for a server URL, PostgreSQL or libSQL (writes back up rows, not the file; Undo Last Write applies)."""
+    from studio.store.write.row_backup import is_row_backup_target
 
-    return is_pg_target(path)
+    return is_row_backup_target(path)
 
 
 class ConfirmWriteDialog(QDialog):
@@ -122,8 +122,8 @@ class HistoryActions(QObject):
             menu.addAction(action)
         menu.addSeparator()
         self.undo_action = QAction("&Undo Last Write…", window, triggered=self._on_undo_action_triggered)
-        self.undo_action.setToolTip("PostgreSQL stores: restore the rows the last studio write changed, from its "
-                                    "row backup")
+        self.undo_action.setToolTip("Server stores (PostgreSQL, libSQL server): restore the rows the last studio "
+                                    "write changed, from its row backup")
         menu.addAction(self.undo_action)
         menu.aboutToShow.connect(self.update_actions)
         self.update_actions()
@@ -207,7 +207,7 @@ class HistoryActions(QObject):
         return self._ask(dialog, lambda: self._run_clear(path, thread.id))
 
     def undo_last_write(self) -> ConfirmWriteDialog | None:
-        """Ask to restore the rows of the last studio write to the open PostgreSQL store; undo only when accepted."""
+        """Ask to restore the rows of the last studio write to the open server store; undo only when accepted."""
         from studio.errors import StudioError
         from studio.store.write.undo import describe_backup, pick_backup
 

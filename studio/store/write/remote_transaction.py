@@ -1,0 +1,225 @@
+"""One write transaction on a libSQL server (`sqld`, Turso), with the rows it touches saved locally first.
+
+The libSQL-server side of `studio.store.write.transaction.write_transaction` (which dispatches here for
+`libsql://`, `https://`, `http://` URLs). A libSQL server holds a SQLite database, so the write
+functions run exactly the SQL they run on a local `memory.db` (`RemoteWriteTx` is a `WriteTx`: same
+dialect, JSONB through `jsonb(?)` / `json()`, rowid tie-breaks); what differs is the transport and
+the backup:
+
+* one Hrana stream opened only for the write (`studio.store.hrana.HranaWriteStream`; every read of
+  the studio stays on read-only connections): `BEGIN IMMEDIATE`, the write's reads and changes,
+  then `COMMIT`, each statement one round trip on the stream; rolled back on any failure;
+* the write lock: sqld queues `BEGIN IMMEDIATE` behind another writer's transaction and, after its
+  5 s transaction timeout, gives the lock to the waiter (the holder's transaction is rolled back
+  by the server, as it does for any client). The studio waits at most the bound every write shares
+  (`WRITE_LOCK_WAIT_MS`, 9 s) and then refuses (`WriteRefused("busy")`, nothing written); a server
+  answering SQLITE_BUSY, or taking the lock back from our transaction for another writer
+  (TRANSACTION_TIMEOUT), refuses the same way;
+* no copy of the database is made (a server database is not a file to copy): every row the
+  transaction inserts, updates or deletes is journaled (its exact image before the first change,
+  read inside the transaction, and after the last) and saved before COMMIT as a JSON row backup
+  (`studio.store.write.row_backup`), which `memory-studio undo URL` restores. Images hold each
+  column as SQLite stores it (integer, real, text, NULL; a blob as `{"blob": base64}`) plus the
+  row's `_rowid_`, so an undo puts back even the insertion order ties are broken by. When the
+  backup cannot be saved, the transaction is rolled back: nothing is written without its backup.
+"""
+
+from __future__ import annotations
+
+import base64
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
+
+from studio.errors import SchemaError, StoreError, WriteRefused
+from studio.store import schema as sc
+from studio.store.write.transaction import WriteTx
+
+__all__ = ["RemoteWriteTx", "remote_write_transaction", "ROWID"]
+
+#: The key of a row image's rowid (SQLite's alias that a column named `rowid` cannot shadow).
+ROWID = "_rowid_"
+
+
+def _image_value(value: Any) -> Any:
+    """A stored value as JSON: bytes become {"blob": base64}; int, float, str and None stay as they are."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"blob": base64.b64encode(bytes(value)).decode("ascii")}
+    return value
+
+
+def _stored_value(value: Any) -> Any:
+    """The inverse of `_image_value` (a row image's value bound back as SQLite stored it)."""
+    if isinstance(value, dict) and set(value) == {"blob"}:
+        return base64.b64decode(value["blob"])
+    return value
+
+
+class RemoteWriteTx(WriteTx):
+    """The open write transaction on a libSQL server: `WriteTx`'s SQL, every change journaled for the row backup."""
+
+    def __init__(self, conn, location, schema: sc.Schema):
+        super().__init__(conn, location, schema)
+        #: {(table, id): image before the first change, or None (inserted by this transaction)}
+        self.before: dict[tuple[str, str], dict | None] = {}
+
+    def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        """Run SQL with bound PARAMS on the transaction's stream; return all rows (StoreError / WriteRefused)."""
+        try:
+            return self.conn.execute(sql, tuple(params)).fetchall()
+        except Exception as exc:
+            raise _write_error(exc, self.location.display) from exc
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """Run one data-changing statement; return the rows it changed (the server's affected_row_count)."""
+        try:
+            return self.conn.execute(sql, tuple(params)).rowcount
+        except Exception as exc:
+            raise _write_error(exc, self.location.display) from exc
+
+    # -- the journal ----------------------------------------------------------------------------
+
+    def canonical_rows(self, table: str, where: str, params: Iterable[Any], *, lock: bool = True) -> list[dict]:
+        """Return TABLE's rows matching WHERE as exact images ({column: value, "_rowid_": n}; blobs as base64).
+
+        LOCK: nothing to add (BEGIN IMMEDIATE holds the database's write lock already).
+        """
+        cols = self.schema.columns(table)
+        exprs = ", ".join([ROWID] + [sc.quote_ident(c) for c in cols])
+        rows = self.rows(f"SELECT {exprs} FROM {sc.quote_ident(table)} WHERE {where}", params)
+        return [{ROWID: r[0], **{c: _image_value(v) for c, v in zip(cols, r[1:])}} for r in rows]
+
+    def _journal_existing(self, table: str, where: str, params: Iterable[Any]) -> None:
+        if not self.schema.has_column(table, "id"):
+            return
+        for row in self.canonical_rows(table, where, params):
+            self.before.setdefault((table, row["id"]), row)
+
+    def journal(self) -> list[dict]:
+        """Return [{table, id, before, after}] for every row this transaction changed (after: None = deleted)."""
+        out = []
+        for (table, row_id), before in self.before.items():
+            after = self.canonical_rows(table, "id = ?", (row_id,))
+            out.append({"table": table, "id": row_id, "before": before, "after": after[0] if after else None})
+        return out
+
+    # -- writes (WriteTx's SQL, journaled) ------------------------------------------------------
+
+    def insert(self, table: str, values: dict[str, Any], *, raw: bool = False) -> None:
+        """INSERT one row as `WriteTx.insert` does; journaled. RAW: VALUES is a row image being restored."""
+        if raw:
+            cols = [c for c in values if c == ROWID or self.schema.has_column(table, c)]
+            names = ", ".join(c if c == ROWID else sc.quote_ident(c) for c in cols)
+            self.execute(f"INSERT INTO {sc.quote_ident(table)} ({names}) VALUES ({', '.join('?' for _ in cols)})",
+                         [_stored_value(values[c]) for c in cols])
+        else:
+            super().insert(table, values)
+        if values.get("id") is not None:
+            self.before.setdefault((table, values["id"]), None)
+
+    def update(self, table: str, values: dict[str, Any], where: str, params: Iterable[Any], *,
+               raw: bool = False) -> int:
+        """UPDATE as `WriteTx.update` does; journaled. RAW: VALUES is a row image being restored (rowid kept)."""
+        params = tuple(params)
+        self._journal_existing(table, where, params)
+        if not raw:
+            return super().update(table, values, where, params)
+        cols = [c for c in values if c != ROWID and self.schema.has_column(table, c)]
+        sets = ", ".join(f"{sc.quote_ident(c)} = ?" for c in cols)
+        return self.execute(f"UPDATE {sc.quote_ident(table)} SET {sets} WHERE {where}",
+                            [*(_stored_value(values[c]) for c in cols), *params])
+
+    def delete(self, table: str, where: str, params: Iterable[Any]) -> int:
+        """DELETE FROM TABLE WHERE ...; journaled; return rows deleted."""
+        params = tuple(params)
+        self._journal_existing(table, where, params)
+        return super().delete(table, where, params)
+
+    def copy_message(self, source_id: str, new_id: str, thread_id: str, resource_id: str) -> int:
+        """Copy a message as `WriteTx.copy_message` (MemoryLibSQL.copyThread) does; journaled."""
+        changed = super().copy_message(source_id, new_id, thread_id, resource_id)
+        if changed:
+            self.before.setdefault((sc.MESSAGES, new_id), None)
+        return changed
+
+
+def _write_error(exc: BaseException, display: str) -> StoreError:
+    """Turn a failure inside a remote write into WriteRefused("busy") (the lock went elsewhere) or StoreError."""
+    from studio.store.hrana import HranaStatementError, StreamExpired
+    from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
+
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, HranaStatementError):
+        if exc.code == "TRANSACTION_TIMEOUT":
+            return WriteRefused("busy", f"{display} gave the write lock to another writer while the studio's write was "
+                                        "still running (sqld's 5 s transaction timeout); the server rolled the "
+                                        "write back and nothing was written. Try again.")
+        if exc.code in ("SQLITE_BUSY", "SQLITE_LOCKED") or "database is locked" in str(exc).lower():
+            return WriteRefused("busy", lock_wait_message(display, WRITE_LOCK_WAIT_MS))
+        if exc.code == "SQLITE_READONLY" or "readonly" in str(exc).lower().replace("-", ""):
+            return StoreError(f"{display} accepts no writes (a read-only replica or token); nothing was written.")
+        return StoreError(f"Writing {display} failed: {exc}")
+    if isinstance(exc, StreamExpired):
+        return StoreError(f"{display} dropped the write's stream (idle too long or restarted): the server rolled it "
+                          "back and nothing was written. Try again.")
+    return StoreError(f"Writing {display} failed: {exc}")
+
+
+@contextmanager
+def remote_write_transaction(target: str, *, label: str = "write",
+                             lock_wait_ms: int | None = None) -> Iterator[RemoteWriteTx]:
+    """Open the libSQL server URL TARGET for one `BEGIN IMMEDIATE` transaction; yield a RemoteWriteTx.
+
+    Commits when the block ends normally, after saving the JSON backup of every row it changed
+    (`row_backup.save_row_backup`, named with LABEL, routed by `pg_transaction.backup_sink` like a
+    PostgreSQL write's); rolls back when it raises, or when the backup cannot be saved.
+    LOCK_WAIT_MS: the longest wait for the server's write lock (default WRITE_LOCK_WAIT_MS).
+    Raises StoreError (unreachable server, refused token, failed statements), SchemaError (no
+    Mastra tables), WriteRefused("busy") when the lock cannot be had; nothing is written then.
+    """
+    from studio.store.hrana import HranaStatementError, HranaWriteStream, LockWaitTimeout
+    from studio.store.remote import auth_token, parse_remote_location
+    from studio.store.write.pg_transaction import current_backup_sink
+    from studio.store.write.row_backup import save_row_backup
+    from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
+
+    location, url_token = parse_remote_location(target)
+    wait = WRITE_LOCK_WAIT_MS if lock_wait_ms is None else int(lock_wait_ms)
+    token, source = auth_token(location, url_token)
+    conn = HranaWriteStream(location.base_url, token, location.display, token_source=source or "the URL")
+    try:
+        try:
+            conn.begin_immediate(wait)
+        except LockWaitTimeout as exc:
+            raise WriteRefused("busy", lock_wait_message(location.display, wait)) from exc
+        except HranaStatementError as exc:
+            raise _write_error(exc, location.display) from exc
+        try:
+            try:
+                schema = sc.discover(conn)
+            except SchemaError as exc:
+                raise SchemaError(f"{location.display}: {str(exc).replace('SQLite file', 'libSQL database')}") from exc
+            except HranaStatementError as exc:
+                raise _write_error(exc, location.display) from exc
+            tx = RemoteWriteTx(conn, location, schema)
+            yield tx
+            journal = tx.journal()
+            sink = current_backup_sink()
+            made = None
+            if journal:
+                made = save_row_backup(location, journal, schema, label=label,
+                                       folder=sink.folder if sink is not None else None,
+                                       extra=sink.extra if sink is not None else None)
+            try:
+                conn.commit()
+            except Exception as exc:
+                if made is not None:
+                    made.unlink(missing_ok=True)   # it would describe a write that did not happen
+                raise _write_error(exc, location.display) from exc
+            if made is not None and sink is not None:
+                sink.made.append(made)
+        except BaseException:
+            conn.rollback()
+            raise
+    finally:
+        conn.close()
