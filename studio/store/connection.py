@@ -52,8 +52,8 @@ def parse_location(target: str | os.PathLike[str]) -> Location:
         # reads of a PostgreSQL store go through studio.store.pg (MemoryStore.open); only a write gets here
         from studio.store.credentials import redact_url
 
-        raise StoreError(f"Writing to a PostgreSQL store ({redact_url(text)}) is not supported yet: "
-                         "the studio reads it only. Nothing was written")
+        raise StoreError(f"The PostgreSQL store ({redact_url(text)}) is never opened as a file: the studio writes to "
+                         "it only inside a write's own transaction (its rows backed up). Nothing was written")
     if lowered.startswith(("libsql://", "http://", "https://", "ws://", "wss://")):
         # reads of a libSQL server go through studio.store.remote (MemoryStore.open); only a write gets here
         from studio.store.pg import redact_url
