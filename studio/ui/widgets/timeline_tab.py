@@ -51,6 +51,7 @@ from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state, set_role
 from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the Overview uses them)
+    PROGRESSIVE_MIN_POINTS,
     CurveLegend,
     MarkerLegend,
     TimelineChart,
@@ -382,6 +383,18 @@ class TimelineTab(QWidget):
             self.selected_point = None
         self._stack.setCurrentIndex(1)
         self.whatif_panel.set_timeline(timeline, keep=same_thread)
+        if len(series) >= PROGRESSIVE_MIN_POINTS and not same_thread:
+            # A long thread's chart is drawn a turn of the event loop later: the tab's first layout and
+            # paint, then the chart's first paint (its paths and axes), each its own GUI-thread stretch
+            # (together ~30-55 ms on the 20,007-message thread).
+            self.chart.clear()
+            QTimer.singleShot(0, self, functools.partial(self._draw_loaded, timeline))
+            return
+        self._draw_loaded(timeline)
+
+    def _draw_loaded(self, timeline: Timeline) -> None:
+        if timeline is not self._timeline:
+            return   # superseded meanwhile
         self._redraw()
         self._fit()
         self.timeline_loaded.emit(timeline)
@@ -489,9 +502,10 @@ class TimelineTab(QWidget):
 
     def _on_whatif_button_toggled(self, checked: bool) -> None:
         """Open the What-if panel and replay (on), or close it and remove the overlay (off)."""
-        self.whatif_scroll.setVisible(checked and self.width() >= NARROW_WIDTH)
-        if self.whatif_scroll.isVisible():
-            QTimer.singleShot(0, self, self._place_panel)  # once the splitter has laid the panel out
+        if checked and self.width() >= NARROW_WIDTH:
+            self._show_panel()
+        else:
+            self.whatif_scroll.setVisible(False)
         self.whatif_panel.set_active(checked)
         if not checked and self._whatif is not None:
             self._whatif = self._whatif_series = None
@@ -505,6 +519,18 @@ class TimelineTab(QWidget):
             self.whatif_scroll.setVisible(wide)
         if wide and self.whatif_scroll.isVisible() and self.whatif_scroll.width() < 0.9 * self._panel_width():
             QTimer.singleShot(0, self, self._place_panel)  # squeezed by a smaller window: give it its room back
+
+    def _show_panel(self) -> None:
+        """Show the What-if panel at its width in one layout pass.
+
+        The splitter gets its sizes in the same turn of the event loop as the panel is shown: laid out
+        first at the splitter's own choice and placed a turn later, the window was laid out and the
+        chart painted twice (~20 ms of GUI thread on the 20,007-message thread).
+        """
+        width = self.splitter.width()
+        panel = self._panel_width()
+        self.whatif_scroll.setVisible(True)
+        self.splitter.setSizes([max(width - panel, 1), panel])
 
     def _place_panel(self) -> None:
         """Give the What-if panel the room it asks for, at most 45% of the tab."""
