@@ -51,7 +51,6 @@ from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state, set_role
 from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the Overview uses them)
-    PROGRESSIVE_MIN_POINTS,
     CurveLegend,
     MarkerLegend,
     TimelineChart,
@@ -383,19 +382,6 @@ class TimelineTab(QWidget):
             self.selected_point = None
         self._stack.setCurrentIndex(1)
         self.whatif_panel.set_timeline(timeline, keep=same_thread)
-        if len(series) >= PROGRESSIVE_MIN_POINTS and not same_thread:
-            # A long thread's chart is drawn a turn of the event loop later: the tab's first layout and
-            # paint, then the chart's first paint (its paths and axes), each its own GUI-thread stretch
-            # (together ~30-55 ms on the 20,007-message thread).
-            # A 1 ms timer, not 0: Qt runs a zero-delay call among the posted events of the same pass.
-            self.chart.clear()
-            QTimer.singleShot(1, self, functools.partial(self._draw_loaded, timeline))
-            return
-        self._draw_loaded(timeline)
-
-    def _draw_loaded(self, timeline: Timeline) -> None:
-        if timeline is not self._timeline:
-            return   # superseded meanwhile
         self._redraw()
         self._fit()
         self.timeline_loaded.emit(timeline)
