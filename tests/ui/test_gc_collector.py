@@ -85,3 +85,43 @@ def test_a_check_never_lists_the_oldest_generation(qapp, monkeypatch):
     collector.check()
     assert _full_collections() == before and 2 not in listed and None not in listed
     del keep
+
+
+def test_a_burst_of_survivors_is_frozen_not_scanned(qapp):
+    """A big thread's timeline arriving left ~85,000 objects in generation 1: scanning them took 30-35 ms
+    on the GUI thread. A generation 1 that large is frozen (never scanned again) after a generation-0
+    pass has freed the new garbage; it still counts as promoted for the full-collection rule."""
+    from studio.ui.gc_collector import FREEZE_MIN_OBJECTS
+
+    collector = application()._studio_gc
+    collector.collect_all()
+    burst = _allocate_young(FREEZE_MIN_OBJECTS + 100)
+    gc.collect(0)                       # what the timer's generation-0 passes do: survivors reach generation 1
+    assert len(gc.get_objects(generation=1)) >= FREEZE_MIN_OBJECTS
+    node = _Node()                      # new garbage: a cycle in generation 0
+    ref = weakref.ref(node)
+    del node
+    frozen_before, promoted_before = gc.get_freeze_count(), collector.promoted
+    scanned = gc.get_stats()[1]["collections"]
+    collector.collect_young()
+    assert ref() is None                                  # the young cycle was freed
+    assert gc.get_stats()[1]["collections"] == scanned    # generation 1 was not scanned
+    assert gc.get_freeze_count() >= frozen_before + len(burst)
+    assert len(gc.get_objects(generation=1)) == 0
+    assert collector.promoted >= promoted_before + len(burst)
+    del burst
+
+
+def test_a_small_generation_one_is_still_scanned(qapp):
+    collector = application()._studio_gc
+    collector.collect_all()
+    keep = _allocate_young(1000)
+    gc.collect(0)
+    node = _Node()
+    gc.collect(0)                       # the cycle reaches generation 1 alive (still referenced)
+    ref = weakref.ref(node)
+    del node                            # garbage now, in generation 1
+    frozen_before = gc.get_freeze_count()
+    collector.collect_young()
+    assert ref() is None and gc.get_freeze_count() == frozen_before
+    del keep

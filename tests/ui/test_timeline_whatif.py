@@ -110,6 +110,33 @@ def test_whatif_is_off_until_asked_and_off_removes_the_overlay(studio, fixture_d
     assert studio_ctx.runner.wait_idle() and tab.whatif is None
 
 
+@pytest.mark.parametrize("size", [(1024, 700), (1400, 900)])
+def test_the_panel_opens_at_its_width_in_one_layout(fixture_db, studio_ctx, qtbot, size):
+    """Shown at the splitter's own choice and placed a turn of the event loop later, the panel made Qt
+    lay out the window and paint the chart twice as What-if turned on. Its width is set as it is shown:
+    before any event is processed the splitter already gives it the room it asks for."""
+    from studio.ui.widgets.main_window import MainWindow
+
+    window = MainWindow(studio_ctx)
+    qtbot.addWidget(window)
+    window.resize(*size)
+    window.show()
+    window.open_database(str(fixture_db("support")), thread_id="support-1", tab="timeline")
+    assert studio_ctx.runner.wait_idle()
+    qtbot.wait(20)
+    tab = window.thread_view.timeline_tab
+    total = sum(tab.splitter.sizes())
+    tab.whatif_button.setChecked(True)           # no event processed from here to the asserts
+    chart, panel = tab.splitter.sizes()
+    assert tab.whatif_scroll.isVisibleTo(tab)
+    assert panel >= 0.9 * tab._panel_width() and chart + panel <= total
+    assert chart >= 0.5 * total                  # the chart keeps most of the tab
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):
+        pass
+    assert abs(tab.splitter.sizes()[1] - panel) <= 8   # no second placement once laid out
+    assert tab.whatif_panel.width() <= tab.whatif_scroll.viewport().width()
+
+
 def test_the_marker_shapes_are_explained(studio, fixture_db, studio_ctx):
     window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
     assert studio_ctx.runner.wait_idle()
