@@ -16,7 +16,6 @@ Lone surrogates are kept as they are in both forms, as JavaScript keeps them.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from datetime import datetime, timezone
@@ -178,12 +177,23 @@ _SHA_MEMO_ENTRIES = 4
 _SHA_MEMO: dict[str, str] = {}
 
 
+_SHA256 = []  # hashlib.sha256 once imported: hashlib loads OpenSSL (~2 ms), which a text-only count never needs
+
+
+def _sha256():
+    if not _SHA256:
+        import hashlib
+
+        _SHA256.append(hashlib.sha256)
+    return _SHA256[0]
+
+
 def sha256_hex(text: str) -> str:
     """Return the hex SHA-256 of TEXT's Node UTF-8 bytes (`createHash('sha256').update(text)`)."""
     big = len(text) >= _SHA_MEMO_MIN_CHARS
     if big and (known := _SHA_MEMO.get(text)) is not None:
         return known
-    digest = hashlib.sha256(node_utf8(text)).hexdigest()
+    digest = _sha256()(node_utf8(text)).hexdigest()
     if big:
         try:
             while len(_SHA_MEMO) >= _SHA_MEMO_ENTRIES:
