@@ -177,15 +177,34 @@ _SHA_MEMO_ENTRIES = 4
 _SHA_MEMO: dict[str, str] = {}
 
 
-_SHA256 = []  # hashlib.sha256 once imported: hashlib loads OpenSSL (~2 ms), which a text-only count never needs
+def _builtin_sha256():
+    try:
+        from _sha256 import sha256  # CPython 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return sha256
 
 
-def _sha256():
-    if not _SHA256:
-        import hashlib
+#: The SHA-256 constructor in use and what it may still hash. A run starts with CPython's built-in
+#: one (no OpenSSL to load: hashlib's import costs ~2-3 ms, more than a small file's hashes) and
+#: moves to OpenSSL's (several times faster per call and per byte) once it has hashed _SHA_BUILTIN_BUDGET
+#: chars, one call counted as 256. Both give the same digest.
+_SHA_BUILTIN_BUDGET = 1 << 18
+_sha_state: list = [_builtin_sha256(), _SHA_BUILTIN_BUDGET]
 
-        _SHA256.append(hashlib.sha256)
-    return _SHA256[0]
+
+def _sha256(size: int):
+    state = _sha_state
+    if state[1] > 0:
+        state[1] -= size + 256
+        if state[1] <= 0:
+            import hashlib
+
+            state[0] = hashlib.sha256
+    return state[0]
 
 
 def sha256_hex(text: str) -> str:
@@ -193,7 +212,7 @@ def sha256_hex(text: str) -> str:
     big = len(text) >= _SHA_MEMO_MIN_CHARS
     if big and (known := _SHA_MEMO.get(text)) is not None:
         return known
-    digest = _sha256()(node_utf8(text)).hexdigest()
+    digest = _sha256(len(text))(node_utf8(text)).hexdigest()
     if big:
         try:
             while len(_SHA_MEMO) >= _SHA_MEMO_ENTRIES:
