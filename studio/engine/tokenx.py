@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 
 from studio.common.jscompat import JS_WHITESPACE, JS_WHITESPACE_CHARS, utf16_len
 from studio.engine.text_units import space_units
@@ -48,14 +49,25 @@ _CJK_CLASS = (
     "\u31c0-\u31ef\u3200-\u32ff\u3300-\u33ff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
     "\ua960-\ua97f\ud7b0-\ud7ff]"
 )
-_CJK_FIRST = "\u1100"  # the lowest code point of _CJK_CLASS: a run below it holds no CJK letter
-_cjk_pattern: re.Pattern | None = None  # compiled on the first run that could match (~4 ms to build)
+_CJK_SPANS = sorted((_CJK_CLASS[i], _CJK_CLASS[i + 2]) for i in range(1, len(_CJK_CLASS) - 1, 3))  # "a-b" triples
+_CJK_STARTS = [lo for lo, _ in _CJK_SPANS]  # the class's ranges (none overlap), for a bisect per char
+_CJK_ENDS = [hi for _, hi in _CJK_SPANS]
+_CJK_FIRST = _CJK_STARTS[0]  # a run below it holds no CJK letter
+_CJK_LOOP_MAX_CHARS = 64  # a run up to this long is tested char by char; a longer one by the regex
+_cjk_pattern: re.Pattern | None = None  # compiled on the first long run that could match (~4 ms to build)
 
 
 def _has_cjk(run: str) -> bool:
-    """True when RUN holds a letter of tokenx's CJK class (compiles the class on first need)."""
+    """True when RUN holds a letter of tokenx's CJK class (the regex is built only for a long run)."""
     global _cjk_pattern
     if run.isascii() or max(run) < _CJK_FIRST:
+        return False
+    if len(run) <= _CJK_LOOP_MAX_CHARS:
+        for ch in run:
+            if ch >= _CJK_FIRST:
+                i = bisect_right(_CJK_STARTS, ch) - 1
+                if i >= 0 and ch <= _CJK_ENDS[i]:
+                    return True
         return False
     if _cjk_pattern is None:
         _cjk_pattern = re.compile(_CJK_CLASS)
