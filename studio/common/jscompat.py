@@ -122,9 +122,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def utf16_len(text: str) -> int:
     """Return JavaScript's `text.length`: UTF-16 code units (astral characters count 2), in either form."""
-    if text.isascii():
+    if text.isascii() or max(text) < "\U00010000":  # no astral character: one unit per char
         return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) >> 1
+    return len(text) + len(_ASTRAL.findall(text))  # an astral character is a surrogate pair: 2 units
 
 
 def _pair(match: re.Match) -> str:
