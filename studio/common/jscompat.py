@@ -16,7 +16,6 @@ Lone surrogates are kept as they are in both forms, as JavaScript keeps them.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from datetime import datetime, timezone
@@ -123,9 +122,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def utf16_len(text: str) -> int:
     """Return JavaScript's `text.length`: UTF-16 code units (astral characters count 2), in either form."""
-    if text.isascii():
+    if text.isascii() or max(text) < "\U00010000":  # no astral character: one unit per char
         return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) >> 1
+    return len(text) + len(_ASTRAL.findall(text))  # an astral character is a surrogate pair: 2 units
 
 
 def _pair(match: re.Match) -> str:
@@ -178,12 +177,42 @@ _SHA_MEMO_ENTRIES = 4
 _SHA_MEMO: dict[str, str] = {}
 
 
+def _builtin_sha256():
+    try:
+        from _sha256 import sha256  # CPython 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return sha256
+
+
+#: The SHA-256 constructor in use and what it may still hash. A run starts with CPython's built-in
+#: one (no OpenSSL to load: hashlib's import costs ~2-3 ms, more than a small file's hashes) and
+#: moves to OpenSSL's (several times faster per call and per byte) once it has hashed _SHA_BUILTIN_BUDGET
+#: chars, one call counted as 256. Both give the same digest.
+_SHA_BUILTIN_BUDGET = 1 << 18
+_sha_state: list = [_builtin_sha256(), _SHA_BUILTIN_BUDGET]
+
+
+def _sha256(size: int):
+    state = _sha_state
+    if state[1] > 0:
+        state[1] -= size + 256
+        if state[1] <= 0:
+            import hashlib
+
+            state[0] = hashlib.sha256
+    return state[0]
+
+
 def sha256_hex(text: str) -> str:
     """Return the hex SHA-256 of TEXT's Node UTF-8 bytes (`createHash('sha256').update(text)`)."""
     big = len(text) >= _SHA_MEMO_MIN_CHARS
     if big and (known := _SHA_MEMO.get(text)) is not None:
         return known
-    digest = hashlib.sha256(node_utf8(text)).hexdigest()
+    digest = _sha256(len(text))(node_utf8(text)).hexdigest()
     if big:
         try:
             while len(_SHA_MEMO) >= _SHA_MEMO_ENTRIES:

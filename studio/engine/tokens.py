@@ -49,14 +49,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from studio.engine import attachments
-from studio.engine.attachments import is_image_file
 from studio.engine.estimate_cache import (
     TOKEN_ESTIMATE_CACHE_VERSION, TOKEN_ESTIMATE_SOURCE, cache_lookup, cache_merge, client_estimate, ensure_mastra,
     estimate_key, is_valid, part_mastra,
 )
-from studio.engine.exact_counts import _encoding, exact_message_tokens, exact_tokens, model_visible_text  # noqa: F401
-from studio.engine.images import image_dimensions
 from studio.common.jscompat import (
     UNDEFINED, coalesce, get, is_nonblank, js_round, js_string, js_trim, json_stringify, sha256_hex, truthy,
 )
@@ -75,6 +71,36 @@ TOKENS_PER_MESSAGE = 3.8
 TOKENS_PER_CONVERSATION = 24
 
 js_json_stringify = json_stringify  # historical name, kept for callers and tests
+
+#: Names re-exported from modules that only attachments (images, files) or exact counts need: they
+#: load on first use, so a command that prices text alone (inspect, threads) does not import them.
+_LAZY = {"image_dimensions": "studio.engine.images", "exact_tokens": "studio.engine.exact_counts",
+         "exact_message_tokens": "studio.engine.exact_counts", "model_visible_text": "studio.engine.exact_counts",
+         "_encoding": "studio.engine.exact_counts"}
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve a lazily re-exported name of `_LAZY` (PEP 562); AttributeError for any other."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def _attachments():
+    """The attachments module (image and file pricing), imported on the first image or file part."""
+    from studio.engine import attachments
+
+    return attachments
+
+
+def _is_image_file(part: Any) -> bool:
+    """Mastra's image-like file test (`studio.engine.attachments.is_image_file`), imported on first use."""
+    return _attachments().is_image_file(part)
 
 
 def _parse_model(model: Any) -> dict | None:
@@ -142,19 +168,19 @@ class _Counter:
 
     # -- attachments
     def _image(self, part: dict, asset: Any, kind: str) -> tuple[int, dict]:
-        return attachments.image_estimate(part, asset, kind, self.provider, self.model_id, self.stamp)
+        return _attachments().image_estimate(part, asset, kind, self.provider, self.model_id, self.stamp)
 
     def _local_attachment(self, part: dict, ptype: str) -> Any:
         """Cost of a file/image part without a client estimate (the rest of countAttachmentPartSync)."""
         if ptype == "image":
             tokens, payload = self._image(part, part.get("image"), "image")
             return self._part_cached(part, "image", json_stringify(payload), tokens)
-        if is_image_file(part):
+        if _is_image_file(part):
             tokens, payload = self._image(part, part.get("data"), "file")
             return self._part_cached(part, "image-like-file", json_stringify(payload), tokens)
-        if estimate := attachments.file_bytes_estimate(part, self.provider, self.model_id):
+        if estimate := _attachments().file_bytes_estimate(part, self.provider, self.model_id):
             return self._part_cached(part, "non-image-file", json_stringify(estimate[1]), estimate[0])
-        return self._part_cached(part, "file-descriptor", attachments.file_descriptor(part))
+        return self._part_cached(part, "file-descriptor", _attachments().file_descriptor(part))
 
     def _attachment(self, part: Any, for_status: bool = False) -> Any:
         """Cost of a file/image part, None for any other part (countAttachmentPartSync / ...Async offline)."""
@@ -168,14 +194,14 @@ class _Counter:
         # Async path with a provider model: a cached provider-endpoint count wins. Mastra would now
         # ask the provider's count-tokens endpoint (only with an API key in the environment) and
         # probe remote images; offline it keeps the local estimate under a fallback key.
-        is_image = ptype == "image" or is_image_file(part)
-        remote = attachments.remote_payload(part, is_image, self.provider, self.model_id)
+        is_image = ptype == "image" or _is_image_file(part)
+        remote = _attachments().remote_payload(part, is_image, self.provider, self.model_id)
         key = estimate_key("attachment-provider", json_stringify(remote))
         if is_valid(cached := cache_lookup(get(part_mastra(part), "tokenEstimate"), key), key):
             return cached["tokens"]
         fallback = {**remote, "strategy": "local-fallback"}
         if is_image:  # unknown sides are `undefined` in Mastra, so JSON leaves them out
-            width, height = attachments.resolve_dimensions(part, self.stamp)
+            width, height = _attachments().resolve_dimensions(part, self.stamp)
             fallback.update(width=UNDEFINED if width is None else width, height=UNDEFINED if height is None else height)
         key = estimate_key("attachment-provider", json_stringify(fallback))
         if is_valid(cached := cache_lookup(get(part_mastra(part), "tokenEstimate"), key), key):
@@ -217,16 +243,16 @@ class _Counter:
                     tokens += client["tokens"]
                     cache_parts.append({"type": f"{prefix}-client-estimate", "key": client["key"],
                                         "tokens": client["tokens"]})
-                elif is_image or is_image_file(att):
+                elif is_image or _is_image_file(att):
                     est, payload = self._image(att, data, "image" if is_image else "file")
                     tokens += est
                     cache_parts.append({"type": "image-data" if is_image else "image-like-file-data",
                                         "estimate": payload})
-                elif estimate := attachments.file_bytes_estimate(att, self.provider, self.model_id):
+                elif estimate := _attachments().file_bytes_estimate(att, self.provider, self.model_id):
                     tokens += estimate[0]
                     cache_parts.append({"type": "file-data", "estimate": estimate[1]})
                 else:
-                    descriptor = attachments.file_descriptor(att)
+                    descriptor = _attachments().file_descriptor(att)
                     tokens += count_string(descriptor)
                     cache_parts.append({"type": "file-data-descriptor", "descriptor": descriptor})
                 continue

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 
 from studio.common.jscompat import JS_WHITESPACE, JS_WHITESPACE_CHARS, utf16_len
 from studio.engine.text_units import space_units
@@ -43,11 +44,34 @@ _PUNCT_CLASS = "[" + re.escape(_PUNCT_CHARS) + "]"
 # tokenx splits on (whitespace+|punctuation+) and keeps the separators; whitespace runs cost 0,
 # so finding only the other runs (words and punctuation runs) gives the same total, faster.
 _PRICED_RUNS = re.compile(f"[^{JS_WHITESPACE}{re.escape(_PUNCT_CHARS)}]+|{_PUNCT_CLASS}+")
-_CJK = re.compile(
+_CJK_CLASS = (
     "[\u4e00-\u9fff\u3400-\u4dbf\u3000-\u303f\uff00-\uffef\u30a0-\u30ff\u2e80-\u2eff"
     "\u31c0-\u31ef\u3200-\u32ff\u3300-\u33ff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
     "\ua960-\ua97f\ud7b0-\ud7ff]"
 )
+_CJK_SPANS = sorted((_CJK_CLASS[i], _CJK_CLASS[i + 2]) for i in range(1, len(_CJK_CLASS) - 1, 3))  # "a-b" triples
+_CJK_STARTS = [lo for lo, _ in _CJK_SPANS]  # the class's ranges (none overlap), for a bisect per char
+_CJK_ENDS = [hi for _, hi in _CJK_SPANS]
+_CJK_FIRST = _CJK_STARTS[0]  # a run below it holds no CJK letter
+_CJK_LOOP_MAX_CHARS = 64  # a run up to this long is tested char by char; a longer one by the regex
+_cjk_pattern: re.Pattern | None = None  # compiled on the first long run that could match (~4 ms to build)
+
+
+def _has_cjk(run: str) -> bool:
+    """True when RUN holds a letter of tokenx's CJK class (the regex is built only for a long run)."""
+    global _cjk_pattern
+    if run.isascii() or max(run) < _CJK_FIRST:
+        return False
+    if len(run) <= _CJK_LOOP_MAX_CHARS:
+        for ch in run:
+            if ch >= _CJK_FIRST:
+                i = bisect_right(_CJK_STARTS, ch) - 1
+                if i >= 0 and ch <= _CJK_ENDS[i]:
+                    return True
+        return False
+    if _cjk_pattern is None:
+        _cjk_pattern = re.compile(_CJK_CLASS)
+    return _cjk_pattern.search(run) is not None
 _NUMERIC = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
 _PUNCT = re.compile(_PUNCT_CLASS)
 _SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
@@ -97,7 +121,7 @@ def _run_tokens(run: str) -> int:
     """Price one run exactly as tokenx's estimateSegmentTokens does (any string, not only split runs)."""
     if not run.strip(JS_WHITESPACE_CHARS):
         return 0  # empty, or only whitespace (tokenx never sees an empty run)
-    if _CJK.search(run):
+    if _has_cjk(run):
         # Array.from(run).length: code points, where a surrogate pair (UTF-16 form) is one.
         return len(run) - len(_SURROGATE_PAIR.findall(run))
     if run[0] in _DIGITS and _NUMERIC.fullmatch(run):

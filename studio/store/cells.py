@@ -68,6 +68,28 @@ def decode_pairs(row: tuple, encoding: str = "utf-8") -> tuple:
     return tuple(out)
 
 
+def decode_rows(rows: list, width: int, encoding: str = "utf-8") -> list[tuple]:
+    """`decode_pairs` of every row of ROWS (WIDTH columns each, so 2*WIDTH pairs' cells per row).
+
+    A one-column result (ids, counts) is decoded in one pass with no call per row: `threads --all`
+    reads every thread id this way.
+    """
+    if width != 1:
+        return [decode_pairs(r, encoding) for r in rows]
+    out: list[tuple] = []
+    append = out.append
+    for value, kind in rows:
+        if kind == "text" and isinstance(value, bytes):
+            try:
+                value = value.decode(encoding)
+            except UnicodeDecodeError:
+                value = DamagedText(value.decode(encoding, "replace"))
+        elif kind == "text" and isinstance(value, (bytearray, memoryview)):
+            value = decode_text(value, encoding)
+        append((value,))
+    return out
+
+
 def sqlite_encoding_name(pragma_value: Any) -> str:
     """Map `PRAGMA encoding` output (bytes or str: "UTF-8", "UTF-16le", "UTF-16be") to a Python codec."""
     text = pragma_value.decode("ascii", "replace") if isinstance(pragma_value, (bytes, bytearray)) else str(pragma_value)

@@ -10,7 +10,6 @@ store such as @mastra/mongodb would need instead: docs/mongodb-backend.md.
 
 from __future__ import annotations
 
-import hashlib
 from contextlib import contextmanager
 from typing import Hashable, Iterator
 
@@ -140,4 +139,6 @@ class Loads:
         if self.schema.has_table(sc.RESOURCES):
             parts += ["(SELECT count(*) FROM mastra_resources)", '(SELECT max("updatedAt") FROM mastra_resources)']
         row = self._rows("SELECT " + ", ".join(parts))[0]
+        import hashlib  # here: only a change check needs it (hashlib loads OpenSSL, ~2 ms at startup)
+
         return hashlib.sha256(repr([str(v) for v in row]).encode()).hexdigest()[:16]

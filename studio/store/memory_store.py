@@ -23,6 +23,7 @@ from studio.store.cells import (
     DamagedText,
     bulk_decode,
     decode_pairs,
+    decode_rows,
     decode_text,
     is_driver_panic,
     sqlite_encoding_name,
@@ -297,7 +298,7 @@ class MemoryStore(Loads):
             if not _contained(exc):
                 raise
             raise self._fail(exc) from exc
-        return [decode_pairs(r, self.encoding) for r in rows]
+        return decode_rows(rows, width, self.encoding)
 
     def _select_list(self, table: str, wanted: list[str]) -> tuple[list[str], str]:
         """Return (present columns, SELECT list): JSONB blobs decoded with json(), every text as bytes.
