@@ -35,7 +35,7 @@ from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
 from studio.ui.widgets.om_tab import MESSAGES_BAR_TITLE
 from studio.ui.widgets.observe_preview import ObservePreviewView
-from studio.ui.widgets.preview_run import InPlaceWriter, RunRow, ask_yes_cancel
+from studio.ui.widgets.preview_run import InPlaceWriter, PreviewDialogKeys, RunRow, ask_yes_cancel
 from studio.ui.widgets.reflect_preview import SizeBar
 from studio.ui.widgets.reflect_strategy import StrategyBox
 from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
@@ -48,7 +48,7 @@ RULE_TIP = ("No model: each unobserved message becomes one dated observation lin
             "assistant's low priority), marked [rule-based] so a reader of the log can tell. Thread scope only.")
 
 
-class ObserveDialog(QDialog):
+class ObserveDialog(PreviewDialogKeys, QDialog):
     """Preview an observation of one thread's unobserved window (thread or resource scope) and commit or discard it.
 
     PATH: the open database; THREAD_ID: the thread shown. SETTINGS remembers the strategy and
@@ -60,6 +60,8 @@ class ObserveDialog(QDialog):
     preview_ready = Signal(object)    # an obs_jobs.ObservePreview
     preview_failed = Signal(str)      # why the preview gave nothing (plain text)
     commit_failed = Signal(str)       # why nothing was written (plain text)
+
+    TASK_KEYS = ("observe-window", "observe-preview")   # runner keys of its loads (PreviewDialogKeys.done cancels them)
 
     def __init__(self, runner: TaskRunner, path: str, thread_id: str, *, thread_title: str | None = None,
                  settings: QSettings | None = None, write_session=None, parent: QWidget | None = None):
@@ -173,10 +175,6 @@ class ObserveDialog(QDialog):
     def busy(self) -> str | None:
         """What runs in the background: "loading", "preview", "commit", "wait", "watch", or None."""
         return self._busy
-
-    def error_text(self) -> str:
-        """The error shown (plain text), or ""."""
-        return self.error_label.text() if not self.error_label.isHidden() else ""
 
     # -- reading the window ----------------------------------------------------------------
 
@@ -377,12 +375,9 @@ class ObserveDialog(QDialog):
 
     # -- state -----------------------------------------------------------------------------
 
-    def _set_busy(self, what: str | None, text: str = "") -> None:
-        self._busy = what
-        self.progress_bar.setVisible(what is not None)
-        if text:
-            self.progress_label.setText(text)
-        self._update_buttons()
+    def _stop_write(self) -> None:
+        """End a running wait or watch at its next poll (PreviewDialogKeys calls it)."""
+        self.writer.stop()
 
     def _update_buttons(self) -> None:
         busy = self._busy is not None
@@ -405,59 +400,3 @@ class ObserveDialog(QDialog):
         self.strategy_box.set_busy(busy)
         self.write_note.setText(f"Writes to {self._path} only when you commit and confirm."
                                 if self._preview is not None else "")
-
-    def _show_error(self, text: str) -> None:
-        self.error_label.setText(text)
-        self.error_label.show()
-
-    def _hide_error(self) -> None:
-        self.error_label.setText("")
-        self.error_label.hide()
-
-    # -- keys and closing ------------------------------------------------------------------
-
-    def _on_preview_button_clicked(self, _checked: bool = False) -> None:
-        self.start_preview()
-
-    def _on_cancel_button_clicked(self, _checked: bool = False) -> None:
-        if self._busy in ("watch", "wait"):
-            self.writer.stop()
-            return
-        self.cancel_preview()
-
-    def _on_commit_button_clicked(self, _checked: bool = False) -> None:
-        self.commit()
-
-    def _on_discard_button_clicked(self, _checked: bool = False) -> None:
-        self.reject()
-
-    def _on_primary_shortcut_activated(self) -> None:
-        """Ctrl+Enter: commit a preview, else start one."""
-        if self._busy is not None:
-            return
-        if self._preview is not None and self.commit_button.isEnabled():
-            self.commit()
-        elif self.preview_button.isEnabled():
-            self.start_preview()
-
-    def reject(self) -> None:
-        """Esc / Close / Discard: cancel a running preview first; never close in the middle of a write."""
-        if self._busy == "preview":
-            self.cancel_preview()
-            return
-        if self._busy == "commit":
-            return
-        if self._busy in ("watch", "wait"):
-            self.writer.stop()
-            return
-        self._clear_preview()
-        super().reject()
-
-    def done(self, result: int) -> None:
-        self.strategy_box.stop()
-        self.writer.stop()
-        if self._token is not None:
-            self._token.cancel()
-        for what in ("window", "preview"):
-            self._runner.cancel(f"observe-{what}-{id(self)}")
-        super().done(result)

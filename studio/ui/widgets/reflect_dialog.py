@@ -29,7 +29,7 @@ from studio.ui.models import reflection as jobs
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
 from studio.ui.widgets.om_tab import OBSERVATIONS_BAR_TITLE
-from studio.ui.widgets.preview_run import RunRow, ask_yes_cancel
+from studio.ui.widgets.preview_run import PreviewDialogKeys, RunRow, ask_yes_cancel
 from studio.ui.widgets.reflect_preview import ProposalView, SizeBar, attempts_text
 from studio.ui.widgets.reflect_strategy import StrategyBox
 from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
@@ -38,7 +38,7 @@ TITLE = "Reflect Now"
 NO_PREVIEW = "Choose a model or the offline strategy, then press Preview (Ctrl+Enter).\nNothing is written until you commit."
 
 
-class ReflectDialog(QDialog):
+class ReflectDialog(PreviewDialogKeys, QDialog):
     """Preview a reflection of one thread's OM record (thread or resource scope) and commit or discard it.
 
     PATH: the open database; THREAD_ID: the thread shown (its record is reflected; for a
@@ -51,6 +51,8 @@ class ReflectDialog(QDialog):
     preview_ready = Signal(object)    # a jobs.Preview
     preview_failed = Signal(str)      # why the preview gave nothing (plain text)
     commit_failed = Signal(str)       # why nothing was written (plain text)
+
+    TASK_KEYS = ("reflect-input", "reflect-preview")   # runner keys of its loads (PreviewDialogKeys.done cancels them)
 
     def __init__(self, runner: TaskRunner, path: str, thread_id: str, *, thread_title: str | None = None,
                  settings: QSettings | None = None, write_session=None, parent: QWidget | None = None):
@@ -445,12 +447,9 @@ class ReflectDialog(QDialog):
 
     # -- state -----------------------------------------------------------------------------
 
-    def _set_busy(self, what: str | None, text: str = "") -> None:
-        self._busy = what
-        self.progress_bar.setVisible(what is not None)
-        if text:
-            self.progress_label.setText(text)
-        self._update_buttons()
+    def _stop_write(self) -> None:
+        """End a running wait or watch at its next poll (PreviewDialogKeys calls it)."""
+        self.protocol.stop()
 
     def _update_buttons(self) -> None:
         busy = self._busy is not None
@@ -476,63 +475,3 @@ class ReflectDialog(QDialog):
         self.strategy_box.set_busy(busy)
         self.write_note.setText(f"Writes to {self._path} only when you commit and confirm."
                                 if self._preview is not None else "")
-
-    def _show_error(self, text: str) -> None:
-        self.error_label.setText(text)
-        self.error_label.show()
-
-    def _hide_error(self) -> None:
-        self.error_label.setText("")
-        self.error_label.hide()
-
-    def error_text(self) -> str:
-        """Return the error shown (plain text), or ""."""
-        return self.error_label.text() if not self.error_label.isHidden() else ""
-
-    # -- keys and closing ------------------------------------------------------------------
-
-    def _on_preview_button_clicked(self, _checked: bool = False) -> None:
-        self.start_preview()
-
-    def _on_cancel_button_clicked(self, _checked: bool = False) -> None:
-        if self._busy in ("watch", "wait"):
-            self.protocol.stop()
-            return
-        self.cancel_preview()
-
-    def _on_commit_button_clicked(self, _checked: bool = False) -> None:
-        self.commit()
-
-    def _on_discard_button_clicked(self, _checked: bool = False) -> None:
-        self.reject()
-
-    def _on_primary_shortcut_activated(self) -> None:
-        """Ctrl+Enter: commit a preview, else start one."""
-        if self._busy is not None:
-            return
-        if self._preview is not None and self.commit_button.isEnabled():
-            self.commit()
-        elif self.preview_button.isEnabled():
-            self.start_preview()
-
-    def reject(self) -> None:
-        """Esc / Close / Discard: cancel a running preview first; never close in the middle of a write."""
-        if self._busy == "preview":
-            self.cancel_preview()
-            return
-        if self._busy == "commit":
-            return
-        if self._busy in ("watch", "wait"):
-            self.protocol.stop()  # the step ends at its next poll; a watch then closes the dialog
-            return
-        self._clear_preview()
-        super().reject()
-
-    def done(self, result: int) -> None:
-        self.strategy_box.stop()
-        self.protocol.stop()
-        if self._token is not None:
-            self._token.cancel()
-        for what in ("input", "preview"):
-            self._runner.cancel(f"reflect-{what}-{id(self)}")
-        super().done(result)
