@@ -127,12 +127,13 @@ class Loads:
     def content_fingerprint(self) -> str:
         """Return a digest of row counts and newest `updatedAt` of Mastra's tables, in one SELECT (any SQL backend).
 
-        Catches inserts and deletes (counts) and updates that stamp `updatedAt` (threads, OM rows,
-        resources; Mastra stamps a thread whenever it saves its messages). For backends with no
-        cheaper change counter.
+        Catches inserts and deletes (counts), a message saved with a later `createdAt`, and updates
+        that stamp `updatedAt` (threads, OM rows, resources; Mastra stamps a thread whenever it saves
+        its messages). For backends with no cheaper change counter: a libSQL server (RemoteStore uses
+        this default) and PostgreSQL (PgStore, under its write counters).
         """
         parts = ["(SELECT count(*) FROM mastra_threads)", '(SELECT max("updatedAt") FROM mastra_threads)',
-                 "(SELECT count(*) FROM mastra_messages)"]
+                 "(SELECT count(*) FROM mastra_messages)", '(SELECT max("createdAt") FROM mastra_messages)']
         if self.schema.has_observational_memory:
             parts += ["(SELECT count(*) FROM mastra_observational_memory)",
                       '(SELECT max("updatedAt") FROM mastra_observational_memory)']

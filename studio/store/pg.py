@@ -26,7 +26,6 @@ ever hangs mid-load). `writable=True` is refused: a write opens its own read-wri
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -258,10 +257,6 @@ class PgStore(MemoryStore):
             self._xmax = snap
         return f"{self._content}:{written}"
 
-    def content_fingerprint(self) -> str:
-        """Return a digest of counts and newest update times of Mastra's tables (see `data_version`)."""
-        return format(self.data_version(), "x")
-
     def _fail(self, exc: BaseException) -> StoreError:
         error = StoreError(f"Reading {self.location.display} failed: {_describe(exc, self.location)}")
         error.__cause__ = exc
@@ -384,22 +379,6 @@ class PgStore(MemoryStore):
                                 "thread_id": thread_id, "resource_id": resource_id, "lookup_key": key,
                                 "twin_only": column in only})
         return out
-
-    def data_version(self) -> int:
-        """Return a fingerprint that changes when Mastra commits: row counts and newest update times.
-
-        One cheap statement (counts and maxima on indexed tables), polled by the studio's live refresh.
-        """
-        parts = ["(SELECT count(*) FROM mastra_threads)", '(SELECT max("updatedAt")::text FROM mastra_threads)',
-                 "(SELECT count(*) FROM mastra_messages)"]
-        if self.schema.has_observational_memory:
-            parts += ["(SELECT count(*) FROM mastra_observational_memory)",
-                      '(SELECT max("updatedAt")::text FROM mastra_observational_memory)']
-        if self.schema.has_table(sc.RESOURCES):
-            parts.append('(SELECT max("updatedAt")::text FROM mastra_resources)')
-        row = self._rows("SELECT " + ", ".join(parts))[0]
-        digest = hashlib.sha256(json.dumps([str(v) for v in row]).encode()).digest()
-        return int.from_bytes(digest[:7], "big")
 
 
 def _discover(conn, location: PgLocation) -> sc.Schema:

@@ -17,8 +17,6 @@ write stream, a JSON row backup before COMMIT).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import urllib.parse
 import warnings
@@ -190,10 +188,6 @@ class RemoteStore(MemoryStore):
         if conn is not None and conn is self.conn:
             conn.end()
 
-    def fingerprint(self) -> int:
-        """Return `data_version()`: one statement over counts and newest update times (live refresh polls it)."""
-        return self.data_version()
-
     def reopen_if_changed(self) -> bool:
         """A server store sees every commit on its next statement (outside a snapshot): nothing to reopen."""
         return False
@@ -208,23 +202,6 @@ class RemoteStore(MemoryStore):
         error = StoreError(f"Reading {self.location.display} failed: {exc}")
         error.__cause__ = exc
         return error
-
-    def data_version(self) -> int:
-        """Return a fingerprint that changes when Mastra commits: row counts and newest update times.
-
-        One statement (counts and maxima), polled by the studio's refresh; PRAGMA data_version is per
-        connection and every autocommit statement on a server gets a fresh one.
-        """
-        parts = ["(SELECT count(*) FROM mastra_threads)", '(SELECT max("updatedAt") FROM mastra_threads)',
-                 "(SELECT count(*) FROM mastra_messages)", '(SELECT max("createdAt") FROM mastra_messages)']
-        if self.schema.has_observational_memory:
-            parts += ["(SELECT count(*) FROM mastra_observational_memory)",
-                      '(SELECT max("updatedAt") FROM mastra_observational_memory)']
-        if self.schema.has_table(sc.RESOURCES):
-            parts.append('(SELECT max("updatedAt") FROM mastra_resources)')
-        row = self._rows("SELECT " + ", ".join(parts))[0]
-        digest = hashlib.sha256(json.dumps([str(v) for v in row]).encode()).digest()
-        return int.from_bytes(digest[:7], "big")
 
 
 def refusal(display: str) -> str:
