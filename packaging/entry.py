@@ -1,8 +1,6 @@
-"""Entry script of the PyInstaller app: the same `main` as the `memory-studio` console script."""
+"""Entry script of the PyInstaller app: the same `run_program` as the `memory-studio` console script."""
 
-import sys
-
-from studio.cli import main
+from studio.cli import run_program
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_program()

@@ -1,7 +1,5 @@
 """Run Memory Studio with `python -m studio`."""
 
-import sys
+from studio.cli import run_program
 
-from studio.cli import main
-
-sys.exit(main())
+run_program()

@@ -16,11 +16,12 @@ same finite-number rule here (a NaN or Infinity cannot match anything a JSON col
 from __future__ import annotations
 
 import json
-import math
-import re
-from typing import Any
 
 from studio.errors import StudioError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MAX_KEY_LENGTH", "RESERVED_KEYS", "ValidationError", "key_problem", "validate_metadata_filter",
@@ -29,8 +30,9 @@ __all__ = [
 
 MAX_KEY_LENGTH = 128
 RESERVED_KEYS = frozenset({"__proto__", "constructor", "prototype"})
-_KEY_START = re.compile(r"[A-Za-z_]")
-_KEY_CHAR = re.compile(r"[A-Za-z0-9_]")
+#: What a key may start with (an ASCII letter or "_"), and hold after that (ASCII letters, digits, "_").
+_KEY_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_KEY_CHAR = _KEY_START | frozenset("0123456789")
 
 
 class ValidationError(StudioError):
@@ -48,9 +50,9 @@ def key_problem(key: Any) -> str | None:
         return f"metadata filter key {shown} is {len(key)} characters long (at most {MAX_KEY_LENGTH})"
     if not key:
         return "a metadata filter key cannot be empty"
-    if not _KEY_START.fullmatch(key[0]):
+    if key[0] not in _KEY_START:
         return f"metadata filter key {shown} must start with a letter (A-Z, a-z) or an underscore"
-    bad = next((c for c in key if not _KEY_CHAR.fullmatch(c)), None)
+    bad = next((c for c in key if c not in _KEY_CHAR), None)
     if bad is not None:
         return (f"metadata filter key {shown} contains {json.dumps(bad, ensure_ascii=False)}: only letters "
                 "(A-Z, a-z), digits and underscores are allowed")
@@ -63,6 +65,8 @@ def _value_problem(key: str, value: Any) -> str | None:
     if isinstance(value, int):
         return None
     if isinstance(value, float):
+        import math  # not imported by every command that imports this module (~0.4 ms)
+
         return None if math.isfinite(value) else (
             f"metadata filter value of {json.dumps(key)} is {value!r}: numbers must be finite")
     kind = {dict: "an object", list: "an array", tuple: "an array"}.get(type(value), type(value).__name__)

@@ -12,9 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import struct
 import urllib.parse
-from dataclasses import dataclass
 from pathlib import Path
 
 import libsql
@@ -26,11 +24,32 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 5000
 
 
-@dataclass(frozen=True)
 class Location:
-    """Where a database file lives: a local path (server stores have their own locations)."""
+    """Where a database file lives: a local path (server stores have their own locations).
 
-    path: Path
+    Immutable, compared and hashed by its path (a plain class: no dataclasses import).
+    """
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: Path):
+        object.__setattr__(self, "path", path)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: a Location is immutable")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.path == other.path  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.path,))
+
+    def __repr__(self) -> str:
+        return f"Location(path={self.path!r})"
 
     @property
     def display(self) -> str:
@@ -225,6 +244,8 @@ def _page_sizes(path: Path) -> tuple[int | None, int | None]:
                 return fh.read(n)
         except OSError:
             return b""
+
+    import struct
 
     head, wal = read(path, 100), read(Path(str(path) + "-wal"), 32)
     db_size = None

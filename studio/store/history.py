@@ -3,7 +3,8 @@
 Each function mirrors one Mastra method on the same file, with the same SQL where the result
 depends on it (ties in `createdAt` come back in the order SQLite returns them, as in Mastra):
 
-- `list_threads`   Memory.listThreads → MemoryLibSQL.listThreads (@mastra/libsql 1.23.1)
+- `list_threads`   Memory.listThreads → MemoryLibSQL.listThreads (@mastra/libsql 1.23.1), from
+                   studio.store.thread_list (with the argument checks both share)
 - `get_thread_by_id` Memory.getThreadById → MemoryLibSQL.getThreadById
 - `list_messages`  MemoryLibSQL.listMessages (the storage call, which applies `include`)
 - `recall`         Memory.recall (@mastra/memory 1.31.0): the newest page first, returned in
@@ -17,129 +18,61 @@ Bad arguments raise ValidationError (studio.common.metadata_filter); failed read
 from __future__ import annotations
 
 import functools
-import json
-import math
-from dataclasses import dataclass
-from datetime import timezone
-from typing import Any, Iterable, Literal
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
 from studio.store import schema as sc
 from studio.store.cells import bulk_decode
 from studio.store.memory_store import MESSAGE_COLUMNS, THREAD_COLUMNS, MemoryStore
 from studio.store.records import Message, Thread, iso_to_ms, ms_to_iso
+from studio.store.thread_list import (  # noqa: F401 (DEFAULT_LAST_MESSAGES, ThreadPage, list_threads: re-exported)
+    DEFAULT_LAST_MESSAGES,
+    DEFAULT_STORAGE_PER_PAGE,
+    Page,
+    ThreadPage,
+    _bind_number,
+    _check_keys,
+    _check_page,
+    _is_int,
+    _normalize_per_page,
+    _parse_order_by,
+    _pick,
+    list_threads,
+)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    PerPage = int | Literal[False] | None
 
 __all__ = [
     "DEFAULT_LAST_MESSAGES", "ThreadPage", "MessagePage", "list_threads", "get_thread_by_id",
     "list_messages", "recall", "js_date_iso", "is_system_reminder", "message_metadata_sql",
 ]
 
-#: Mastra's defaults: listThreads pages of 100, the storage's listMessages pages of 40, and
-#: Memory's `lastMessages` (the page size of recall) of 10.
-DEFAULT_THREADS_PER_PAGE = 100
-DEFAULT_STORAGE_PER_PAGE = 40
-DEFAULT_LAST_MESSAGES = 10
-MAX_SAFE_INTEGER = 2 ** 53 - 1
-ORDER_FIELDS = ("createdAt", "updatedAt")
-DIRECTIONS = ("ASC", "DESC")
-
-PerPage = int | Literal[False] | None
+#: NaN, what `new Date(x).getTime()` gives for a value that is not a date (no math import for it).
+_NAN = float("nan")
 
 
-@dataclass
-class ThreadPage:
-    """One page of listThreads: threads in order, the number matching (`total`), and `has_more`."""
-
-    threads: list[Thread]
-    total: int
-    page: int
-    per_page: int | bool
-    has_more: bool
-
-    @property
-    def thread_ids(self) -> list[str]:
-        """Return the ids of the threads, in order."""
-        return [t.id for t in self.threads]
-
-
-@dataclass
-class MessagePage:
+class MessagePage(Page):
     """One page of recall / listMessages: messages in order, `total` matching, `has_more`."""
 
-    messages: list[Message]
-    total: int
-    page: int
-    per_page: int | bool
-    has_more: bool
+    __slots__ = ("messages",)
+
+    def __init__(self, messages: list[Message], total: int, page: int, per_page: int | bool, has_more: bool):
+        self.messages = messages
+        self.total, self.page, self.per_page, self.has_more = total, page, per_page, has_more
 
     @property
     def message_ids(self) -> list[str]:
         """Return the ids of the messages, in order."""
         return [m.id for m in self.messages]
 
+    def _values(self) -> tuple:
+        return self.messages, self.total, self.page, self.per_page, self.has_more
+
 
 # -- argument helpers ---------------------------------------------------------------------------
-
-def _pick(mapping: dict, snake: str, camel: str, default: Any = None) -> Any:
-    if snake in mapping:
-        return mapping[snake]
-    return mapping.get(camel, default)
-
-
-def _check_keys(mapping: Any, allowed: Iterable[str], what: str) -> dict:
-    if mapping is None:
-        return {}
-    if not isinstance(mapping, dict):
-        raise ValidationError(f"{what} must be a mapping, not {type(mapping).__name__}")
-    unknown = sorted(set(mapping) - set(allowed))
-    if unknown:
-        raise ValidationError(f"{what} has unknown key(s) {', '.join(map(repr, unknown))}")
-    return mapping
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_page(page: Any) -> int:
-    if page is None:
-        return 0
-    if not _is_int(page) or page < 0 or page > MAX_SAFE_INTEGER:
-        raise ValidationError(f"page must be a whole number >= 0, not {page!r}")
-    return page
-
-
-def _normalize_per_page(per_page: PerPage, default: int) -> int:
-    """Mastra's normalizePerPage: False -> every row, 0 -> none, a whole number >= 0 -> itself."""
-    if per_page is False:
-        return MAX_SAFE_INTEGER
-    if per_page is None:
-        return default
-    if not _is_int(per_page) or per_page < 0 or per_page > MAX_SAFE_INTEGER:
-        raise ValidationError(f"per_page must be a whole number >= 0 or False (all), not {per_page!r}")
-    return per_page
-
-
-def _parse_order_by(order_by: Any, default_direction: str, fields: tuple[str, ...] = ORDER_FIELDS) -> tuple[str, str]:
-    """Return (field, direction) of ORDER_BY ({field, direction}); default createdAt, DEFAULT_DIRECTION."""
-    if order_by is None:
-        return "createdAt", default_direction
-    order_by = _check_keys(order_by, ("field", "direction"), "order_by")
-    field = order_by.get("field") or "createdAt"
-    direction = order_by.get("direction") or default_direction
-    if field not in fields:
-        raise ValidationError(f"order_by field must be {' or '.join(fields)}, not {field!r}")
-    if direction not in DIRECTIONS:
-        raise ValidationError(f"order_by direction must be ASC or DESC, not {direction!r}")
-    return field, direction
-
-
-def _bind_number(value: int | float) -> int | float:
-    """Bind a JSON number the way JavaScript holds it (a double beyond 2**53)."""
-    if _is_int(value) and abs(value) > MAX_SAFE_INTEGER:
-        return float(value)
-    return value
-
 
 def js_date_iso(value: Any) -> str:
     """Return VALUE as `Date.prototype.toISOString()` prints it (`2026-01-02T03:04:05.678Z`).
@@ -148,6 +81,8 @@ def js_date_iso(value: Any) -> str:
     reads it (ISO 8601; a date-time without an offset is taken as UTC here). Raises
     ValidationError when it is not a date.
     """
+    from datetime import timezone
+
     from studio.common.jsdates import normalize_created_at
 
     if isinstance(value, bool):
@@ -185,87 +120,6 @@ def get_thread_by_id(store: MemoryStore, thread_id: str, resource_id: str | None
         params.append(resource_id)
     rows = store._select(sc.THREADS, THREAD_COLUMNS, where, params)  # noqa: SLF001
     return _thread_from_row(store, rows[0]) if rows else None
-
-
-def _thread_metadata_sql(metadata: dict) -> tuple[list[str], list[Any]]:
-    """WHERE terms of listThreads' metadata filter (MemoryLibSQL.listThreads), path bound as a parameter.
-
-    A null filter value is `json_extract(...) IS NULL`, which a thread *without* the key matches
-    too: that is what Mastra's libSQL store does for threads (recall's message filter differs).
-    """
-    terms, params = [], []
-    for key, value in metadata.items():
-        path = f"$.{key}"
-        if value is None:
-            terms.append("json_extract(metadata, ?) IS NULL")
-            params.append(path)
-        else:
-            terms.append("json_extract(metadata, ?) = ?")
-            bound = (1 if value else 0) if isinstance(value, bool) else value
-            params += [path, _bind_number(bound) if not isinstance(bound, str) else bound]
-    return terms, params
-
-
-def _thread_metadata_pg(metadata: dict) -> tuple[list[str], list[Any]]:
-    """WHERE terms of MemoryPG.listThreads' metadata filter: JSONB containment of {key: value} per key.
-
-    Containment compares JSON values by type, so a null filter value matches only an explicit null
-    (unlike the libSQL store), `true` is not 1 and "2" is not 2; 1 and 1.0 are one number.
-    """
-    terms, params = [], []
-    for key, value in metadata.items():
-        terms.append("metadata::jsonb @> ?::jsonb")
-        params.append(json.dumps({key: value}, ensure_ascii=False))
-    return terms, params
-
-
-def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: dict | None = None,  # noqa: A002
-                 page: int = 0, per_page: PerPage = None, ids_only: bool = False) -> ThreadPage:
-    """Return a page of threads as Memory.listThreads does.
-
-    FILTER: {resource_id, metadata} (metadata: key -> scalar, AND-ed; validated). ORDER_BY:
-    {field: "createdAt"|"updatedAt", direction: "ASC"|"DESC"}, default createdAt DESC (no tie-break,
-    as in Mastra). PAGE from 0; PER_PAGE default 100, 0 returns no threads, False returns all (then
-    PAGE must be 0). `has_more` = offset + per_page < total (False when all). IDS_ONLY reads only the
-    ids: each Thread holds its id alone (what `threads --json` prints). Raises ValidationError.
-    """
-    flt = _check_keys(filter, ("resource_id", "resourceId", "metadata"), "filter")
-    page = _check_page(page)
-    if per_page is False and page != 0:
-        raise ValidationError("page must be 0 when per_page is False (all threads)")
-    limit = _normalize_per_page(per_page, DEFAULT_THREADS_PER_PAGE)
-    if per_page is not False and limit and page * limit > MAX_SAFE_INTEGER:
-        raise ValidationError("page value too large")
-    metadata = validate_metadata_filter(flt.get("metadata"))
-    field, direction = _parse_order_by(order_by, "DESC")
-    offset = 0 if per_page is False else page * limit
-
-    terms, params = [], []
-    resource_id = _pick(flt, "resource_id", "resourceId")
-    if resource_id:
-        terms.append('"resourceId" = ?')
-        params.append(resource_id)
-    pg = store.dialect == "postgresql"
-    if metadata:
-        more_terms, more_params = (_thread_metadata_pg(metadata) if pg else _thread_metadata_sql(metadata))
-        terms += more_terms
-        params += more_params
-    where = f"WHERE {' AND '.join(terms)}" if terms else ""
-    total = int(store._rows(f"SELECT COUNT(*) FROM {sc.THREADS} {where}", params)[0][0])  # noqa: SLF001
-    response_per_page: int | bool = False if per_page is False else limit
-    if total == 0:
-        return ThreadPage([], 0, page, response_per_page, False)
-    # PostgreSQL: MemoryPG orders by the TIMESTAMPTZ twin first and breaks ties by id
-    order = (f'COALESCE("{field}Z", "{field}" AT TIME ZONE \'UTC\') {direction}, "id" {direction}' if pg
-             else f'"{field}" {direction}')
-    tail, bounds = f'{where} ORDER BY {order} LIMIT ? OFFSET ?', [*params, total if per_page is False else limit, offset]
-    if ids_only:
-        threads = [Thread(id=r[0], resource_id="") for r in store._rows(  # noqa: SLF001
-            f"SELECT id FROM {sc.THREADS} {tail}", bounds)]
-    else:
-        threads = [_thread_from_row(store, r) for r in store._select(sc.THREADS, THREAD_COLUMNS, tail, bounds)]  # noqa: SLF001
-    has_more = False if per_page is False else offset + limit < total
-    return ThreadPage(threads, total, page, response_per_page, has_more)
 
 
 # -- messages -----------------------------------------------------------------------------------
@@ -333,7 +187,7 @@ def _select_messages(store: MemoryStore, tail: str, params: list[Any]) -> list[M
 @functools.lru_cache(maxsize=1 << 16)
 def _time_of(created_at: Any) -> float:
     ms = iso_to_ms(created_at)
-    return math.nan if ms is None else float(ms)
+    return _NAN if ms is None else float(ms)
 
 
 def _time(message: Message) -> float:

@@ -11,10 +11,13 @@ store such as @mastra/mongodb would need instead: docs/mongodb-backend.md.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Hashable, Iterator
 
 from studio.store import schema as sc
 from studio.store.cells import is_driver_panic
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
+if TYPE_CHECKING:
+    from typing import Hashable, Iterator
 
 __all__ = ["Loads", "contained"]
 

@@ -7,9 +7,29 @@ columns) and says when a JSON value could not be parsed instead of failing the w
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of every command's start)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class _Record:
+    """Base of the records: equality, repr and no hash as a `@dataclass` gives them, without importing
+    dataclasses (it imports inspect: ~8 ms of every command's start). `_fields`: the constructor's
+    parameters in order; a subclass writes its own `__init__` and `__slots__`."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+    __hash__ = None  # type: ignore[assignment]  (mutable, compared by value: unhashable, as a dataclass)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return tuple(getattr(self, f) for f in self._fields) == tuple(getattr(other, f) for f in self._fields)
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{self.__class__.__qualname__}({values})"
 
 
 def parse_json(value: Any) -> tuple[Any, str | None]:
@@ -37,6 +57,16 @@ def parse_json(value: Any) -> tuple[Any, str | None]:
         return None, "JSON nested too deeply to read"
 
 
+#: datetime.datetime and datetime.timezone, imported by the first date conversion: a command that
+#: converts no date (`threads`) does not pay the ~1.5 ms import.
+datetime = timezone = None
+
+
+def _import_datetime() -> None:
+    global datetime, timezone
+    from datetime import datetime, timezone
+
+
 def iso_to_ms(value: Any) -> int | None:
     """Convert a stored timestamp (ISO-8601 string, epoch ms, or None) to epoch milliseconds.
 
@@ -54,6 +84,8 @@ def iso_to_ms(value: Any) -> int | None:
         if text.isdigit():
             ms = int(text)
             return ms if ms <= MAX_JS_DATE_MS else None
+        if datetime is None:
+            _import_datetime()
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=timezone.utc)
@@ -71,36 +103,52 @@ def ms_to_iso(ms: int) -> str:
 
     Raises ValueError/OverflowError for times Python's datetime cannot hold (beyond year 9999).
     """
+    if datetime is None:
+        _import_datetime()
     dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
-@dataclass
-class Resource:
+class Resource(_Record):
     """A row of `mastra_resources`: resource-scoped working memory (markdown) and metadata."""
 
-    id: str
-    working_memory: str | None = None
-    metadata: Any = None
-    created_at: str | None = None
-    updated_at: str | None = None
-    metadata_error: str | None = None
+    __slots__ = _fields = ("id", "working_memory", "metadata", "created_at", "updated_at", "metadata_error")
+
+    def __init__(self, id: str, working_memory: str | None = None, metadata: Any = None,  # noqa: A002
+                 created_at: str | None = None, updated_at: str | None = None, metadata_error: str | None = None):
+        self.id = id
+        self.working_memory = working_memory
+        self.metadata = metadata
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.metadata_error = metadata_error
 
 
-@dataclass
-class Thread:
-    """A row of `mastra_threads`; `metadata` is the parsed JSON object (JSONB or text), or None."""
+class Thread(_Record):
+    """A row of `mastra_threads`; `metadata` is the parsed JSON object (JSONB or text), or None.
 
-    id: str
-    resource_id: str
-    title: str | None = None
-    metadata: Any = None
-    created_at: str | None = None
-    updated_at: str | None = None
-    metadata_error: str | None = None
-    message_count: int | None = None
-    newest_message_at: str | None = None   # createdAt of its newest message (listings with counts), else None
-    damaged_text: tuple[str, ...] = ()  # columns whose bytes were not valid UTF-8 (shown with U+FFFD)
+    `message_count` / `newest_message_at`: the number of its messages and the createdAt of its newest
+    (listings with counts), else None. `damaged_text`: the columns whose bytes were not valid UTF-8
+    (shown with U+FFFD).
+    """
+
+    __slots__ = _fields = ("id", "resource_id", "title", "metadata", "created_at", "updated_at", "metadata_error",
+                           "message_count", "newest_message_at", "damaged_text")
+
+    def __init__(self, id: str, resource_id: str, title: str | None = None, metadata: Any = None,  # noqa: A002
+                 created_at: str | None = None, updated_at: str | None = None, metadata_error: str | None = None,
+                 message_count: int | None = None, newest_message_at: str | None = None,
+                 damaged_text: tuple[str, ...] = ()):
+        self.id = id
+        self.resource_id = resource_id
+        self.title = title
+        self.metadata = metadata
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.metadata_error = metadata_error
+        self.message_count = message_count
+        self.newest_message_at = newest_message_at
+        self.damaged_text = damaged_text
 
     @property
     def om_metadata(self) -> dict:
@@ -118,8 +166,7 @@ class Thread:
         return wm if isinstance(wm, str) else None
 
 
-@dataclass
-class Message:
+class Message(_Record):
     """A row of `mastra_messages`. `content` is the parsed v2 object {format, parts, content, metadata}.
 
     When the stored content is not valid JSON, `content` holds the raw string (as Mastra's
@@ -127,15 +174,21 @@ class Message:
     bytes were not valid UTF-8 (read with U+FFFD replacements, see studio.store.cells).
     """
 
-    id: str
-    thread_id: str
-    role: str
-    content: Any
-    created_at: str | None
-    resource_id: str | None = None
-    type: str | None = None
-    content_error: str | None = None
-    damaged_text: tuple[str, ...] = ()  # columns whose bytes were not valid UTF-8 (shown with U+FFFD)
+    __slots__ = _fields = ("id", "thread_id", "role", "content", "created_at", "resource_id", "type",
+                           "content_error", "damaged_text")
+
+    def __init__(self, id: str, thread_id: str, role: str, content: Any, created_at: str | None,  # noqa: A002
+                 resource_id: str | None = None, type: str | None = None,  # noqa: A002
+                 content_error: str | None = None, damaged_text: tuple[str, ...] = ()):
+        self.id = id
+        self.thread_id = thread_id
+        self.role = role
+        self.content = content
+        self.created_at = created_at
+        self.resource_id = resource_id
+        self.type = type
+        self.content_error = content_error
+        self.damaged_text = damaged_text
 
     @property
     def parts(self) -> list:
@@ -182,16 +235,18 @@ OM_JSON_COLUMNS = {
 OM_BOOL_COLUMNS = {"isObserving", "isReflecting", "isBufferingObservation", "isBufferingReflection"}
 
 
-@dataclass
-class OMRecord:
+class OMRecord(_Record):
     """One row of `mastra_observational_memory`: one generation of a thread's or resource's OM.
 
     `columns` holds every stored column by its Mastra name, JSON columns parsed (`json_errors`
     names those that were not valid JSON). Typed accessors cover what the studio uses.
     """
 
-    columns: dict[str, Any] = field(default_factory=dict)
-    json_errors: dict[str, str] = field(default_factory=dict)
+    __slots__ = _fields = ("columns", "json_errors")
+
+    def __init__(self, columns: dict[str, Any] | None = None, json_errors: dict[str, str] | None = None):
+        self.columns = {} if columns is None else columns
+        self.json_errors = {} if json_errors is None else json_errors
 
     def get(self, name: str, default: Any = None) -> Any:
         """Return column NAME (None-valued or missing -> DEFAULT)."""

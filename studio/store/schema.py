@@ -6,8 +6,6 @@ NULL and ignore unknown ones. We never ALTER the user's database.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from studio.errors import SchemaError
 from studio.store.cells import decode_text, text_safe
 
@@ -23,12 +21,24 @@ REQUIRED = {
 }
 
 
-@dataclass
 class Schema:
-    """Columns per Mastra table present in a database: {table: [column, ...]} in table order."""
+    """Columns per Mastra table present in a database: `tables` {table: [column, ...]} in table order,
+    `types` {table: {column: declared type}}. Compared by value (a plain class: no dataclasses import)."""
 
-    tables: dict[str, list[str]] = field(default_factory=dict)
-    types: dict[str, dict[str, str]] = field(default_factory=dict)  # {table: {column: declared type}}
+    __slots__ = ("tables", "types")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, tables: dict[str, list[str]] | None = None, types: dict[str, dict[str, str]] | None = None):
+        self.tables = {} if tables is None else tables
+        self.types = {} if types is None else types
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.tables, self.types) == (other.tables, other.types)  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"Schema(tables={self.tables!r}, types={self.types!r})"
 
     def has_table(self, table: str) -> bool:
         """Return True if TABLE exists."""
