@@ -103,7 +103,9 @@ def list_threads_json(path: str, *, resource_id: str | None = None, metadata: di
     order = None
     if order_by is not None or direction is not None:
         order = {"field": order_by or "createdAt", "direction": direction or "DESC"}
-    with MemoryStore.open(path) as store, store.snapshot():
+    # one sorted scan of the threads: a 256 KiB page cache (SQLite's default is 2,000 KiB) spares the
+    # fresh memory of pages read once
+    with MemoryStore.open(path, cache_kib=256) as store, store.snapshot():
         result = list_threads(store, filter=flt or None, order_by=order, page=page or 0, per_page=per_page,
                               ids_only=True)
     return {"thread_ids": result.thread_ids, "total": result.total, "has_more": result.has_more}

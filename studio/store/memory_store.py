@@ -91,8 +91,10 @@ def _explain_schema_error(location: Location, exc: SchemaError) -> StoreError:
     return error
 
 
-def _open_verified(location: Location, writable: bool, allow_immutable: bool = True):
+def _open_verified(location: Location, writable: bool, allow_immutable: bool = True, cache_kib: int | None = None):
     """Connect and read the schema; return (conn, immutable, signature, schema, encoding).
+
+    CACHE_KIB: the connection's SQLite page cache in KiB (None: SQLite's default, 2,000 KiB).
 
     An immutable connection reads without locks, so a writer that checkpoints meanwhile can make
     it read a torn file ("malformed"). The file's signature is taken before the connection is
@@ -104,6 +106,8 @@ def _open_verified(location: Location, writable: bool, allow_immutable: bool = T
         conn, immutable, signature = connect(location, writable=writable, allow_immutable=allow_immutable and not last)
         error: BaseException | None = None
         try:
+            if cache_kib is not None:
+                conn.execute(f"PRAGMA cache_size = {-int(cache_kib)}")  # negative: KiB, not pages
             schema = sc.discover(conn)
             encoding = sqlite_encoding_name(conn.execute("PRAGMA encoding").fetchall()[0][0])
         except SchemaError as exc:
@@ -157,6 +161,8 @@ class MemoryStore(Loads, OMReads):
         self._snapshot_conn = None   # the connection holding this load's read transaction, if any
         self._wal: bool | None = None
 
+    #: The page cache asked for at `open` (KiB; None: SQLite's default), kept by every reopen.
+    _cache_kib: int | None = None
     #: (table, wanted) -> `_select_list` result, made on first use (a subclass need not set it up).
     _select_lists: dict[tuple, tuple[list[str], str]] | None = None
     #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
@@ -167,13 +173,17 @@ class MemoryStore(Loads, OMReads):
     MESSAGE_ORDER = '"createdAt" ASC'
 
     @classmethod
-    def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "MemoryStore":
+    def open(cls, target: str | os.PathLike[str], *, writable: bool = False,
+             cache_kib: int | None = None) -> "MemoryStore":
         """Open TARGET read-only unless WRITABLE: a path, a `file:` URL, a `postgresql://` URL or a libSQL
         server URL (`libsql://`, `https://`, `http://`).
 
         A PostgreSQL URL returns a `studio.store.pg.PgStore`, a libSQL server URL a
         `studio.store.remote.RemoteStore` (same read API; both read-only: their writes go through
-        `studio.store.write.transaction.write_transaction`).
+        `studio.store.write.transaction.write_transaction`). CACHE_KIB (a file only): SQLite's page
+        cache in KiB, default SQLite's 2,000 KiB. A command that reads each page once (`threads`)
+        asks for a small one: filling the default cache takes fresh memory (page faults: ~2 ms of
+        listing 5,000 threads) for pages it never reads again.
         """
         lowered = os.fspath(target).lower()
         if lowered.startswith(("postgresql://", "postgres://")):  # pg.is_pg_target (a file open imports no pg)
@@ -185,11 +195,14 @@ class MemoryStore(Loads, OMReads):
 
             return RemoteStore.open(target, writable=writable)
         location = parse_location(target)
-        conn, immutable, signature, schema, encoding = _open_verified(location, writable)
-        return cls(location, conn, schema, writable, immutable, signature, encoding)
+        conn, immutable, signature, schema, encoding = _open_verified(location, writable, cache_kib=cache_kib)
+        store = cls(location, conn, schema, writable, immutable, signature, encoding)
+        store._cache_kib = cache_kib
+        return store
 
     def _reopen(self, *, allow_immutable: bool = True) -> None:
-        conn, immutable, signature, schema, encoding = _open_verified(self.location, self.writable, allow_immutable)
+        conn, immutable, signature, schema, encoding = _open_verified(self.location, self.writable, allow_immutable,
+                                                                      self._cache_kib)
         old, self.conn = self.conn, conn
         if old is not None:
             old.close()
