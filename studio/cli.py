@@ -266,6 +266,22 @@ COMMANDS: dict[str, Callable] = {
 }
 
 
+def _words_as_written(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural
+
+
+def _untranslated_argparse() -> None:
+    """Have argparse take its own words ("usage: ", "options", the help of -h) as written.
+
+    argparse looks each one up in gettext's default "messages" catalogue, and every lookup imports
+    `locale` and probes the disk for catalogue files again (~1 ms of every command's start). Python
+    installs no catalogue of that domain and the studio's own help is English: nothing on screen
+    changes (gettext's answer without a catalogue is the word as written, which this gives at once).
+    """
+    argparse._ = str  # type: ignore[attr-defined]  (str(text) is text itself)
+    argparse.ngettext = _words_as_written  # type: ignore[attr-defined]
+
+
 class _Formatter(argparse.HelpFormatter):
     """argparse's help formatter, told the terminal width: its own probe imports shutil (and bz2, lzma),
     ~3 ms of every command's start. Width as shutil.get_terminal_size gives it: $COLUMNS, the terminal, 80."""
@@ -292,6 +308,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Return the parser of the subcommands (ONLY: of that one alone, importing no other command's module)."""
+    _untranslated_argparse()
     parser = _Parser(prog="memory-studio", description="Look inside a Mastra memory.db.")
     parser.add_argument("--version", action="version", version=f"memory-studio {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -325,6 +342,7 @@ def screenshot_format(path: str) -> str:
 
 def build_gui_parser() -> argparse.ArgumentParser:
     """Return the parser of `memory-studio [PATH] [--screenshot OUT.png ...]` (the studio)."""
+    _untranslated_argparse()
     p = argparse.ArgumentParser(
         prog="memory-studio",
         description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given). "
