@@ -51,6 +51,9 @@ class Location:
     def __repr__(self) -> str:
         return f"Location(path={self.path!r})"
 
+    def __reduce__(self) -> tuple:  # pickle and copy rebuild it through __init__ (its __setattr__ refuses)
+        return Location, (self.path,)
+
     @property
     def display(self) -> str:
         """Return the path as the user should see it."""

@@ -1,0 +1,60 @@
+"""The records read from a real Mastra file, without dataclasses: the studio's helper process pickles
+them, the UI copies and compares them, so each must survive pickle and copy equal to itself, compare
+by value, stay unhashable (mutable) and keep the constructor keywords callers use."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+
+from studio.store.memory_store import MemoryStore
+from studio.store.records import Message, Thread
+from studio.store.thread_list import list_threads
+from tests.conftest import copy_fixture
+
+
+@pytest.fixture()
+def store(tmp_path):
+    with MemoryStore.open(copy_fixture("support", tmp_path)) as s:
+        yield s
+
+
+def _round_trips(value) -> None:
+    assert pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)) == value
+    assert copy.deepcopy(value) == value
+    assert copy.copy(value) == value
+
+
+def test_read_records_survive_pickle_and_copy(store):
+    threads = store.list_threads(with_counts=True)
+    messages = store.list_messages(threads[0].id)
+    history = store.om_histories()
+    records = [r for gens in history.values() for r in gens]
+    assert threads and messages and records  # the fixture has all three
+    for value in [store.location, store.schema, threads[0], messages[0], records[0],
+                  list_threads(store, per_page=False), list_threads(store, per_page=False, ids_only=True)]:
+        _round_trips(value)
+    assert hash(store.location) == hash(copy.copy(store.location))
+    with pytest.raises(AttributeError):
+        store.location.path = None  # a Location is immutable, as the frozen dataclass was
+
+
+def test_records_compare_by_value_and_are_unhashable(store):
+    thread = store.list_threads()[0]
+    same = Thread(id=thread.id, resource_id=thread.resource_id, title=thread.title, metadata=thread.metadata,
+                  created_at=thread.created_at, updated_at=thread.updated_at, metadata_error=thread.metadata_error)
+    assert same == thread and same != Thread(id=thread.id, resource_id="another")
+    with pytest.raises(TypeError):
+        hash(thread)
+    message = Message(id="m1", thread_id=thread.id, role="user", content={"parts": []}, created_at=None)
+    assert repr(message).startswith("Message(id='m1', thread_id=")
+    assert message != thread  # another class: not equal, as dataclasses compare
+
+
+def test_ids_only_page_equals_the_full_page_by_ids(store):
+    full = list_threads(store, per_page=False)
+    ids = list_threads(store, per_page=False, ids_only=True)
+    assert ids.thread_ids == full.thread_ids and ids.total == full.total == len(full.threads)
+    assert [t.id for t in ids.threads] == full.thread_ids and all(t.resource_id == "" for t in ids.threads)
