@@ -11,7 +11,7 @@ PostgreSQL) and returns each pair's messages exactly as `MemoryStore.list_messag
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from studio.store import schema as sc
 from studio.store.cells import bulk_decode
@@ -53,31 +53,57 @@ def _tail(store: "MemoryStore", column: str, cursors: dict[str, str | None]) -> 
             [json.dumps([[k, s] for k, s in cursors.items()])])
 
 
-def messages_since_many(store: "MemoryStore", wanted: Iterable[tuple[str, str | None]],
-                        by: str = "thread") -> dict[tuple[str, str | None], list["Message"]]:
-    """Return {(id, since): messages} for each pair of WANTED; BY is "thread" or "resource".
+def iter_messages_since_many(store: "MemoryStore", wanted: Iterable[tuple[str, str | None]],
+                             by: str = "thread") -> Iterator[tuple[tuple[str, str | None], list["Message"]]]:
+    """Yield ((id, since), messages) for each pair of WANTED, one pair at a time; BY is "thread" or "resource".
 
     Each list equals `list_messages(id, since=since)` (or `list_resource_messages`): messages with
     `createdAt >= since` as the backend compares it (None = every message), in storage order; an
-    id without messages maps to []. One statement per round (an id asked with k cursors makes k
-    rounds). Raises StoreError if the database cannot be read.
+    id without messages gets []. One statement per round (an id asked with k cursors makes k
+    rounds), fetched whole before the first pair is yielded; each pair's rows are decoded into
+    Messages only when it is yielded, so a caller that drops each list holds one pair's decoded
+    messages at a time (inspect of 5,000 threads: one thread's, not 130,000). Raises StoreError if
+    the database cannot be read.
     """
     from studio.store.memory_store import MESSAGE_COLUMNS
 
     column = KEY_COLUMNS[by]
-    out: dict[tuple[str, str | None], list] = {}
     for cursors in _rounds(wanted):
-        for key, since in cursors.items():
-            out[(key, since)] = []
         tail, params = _tail(store, column, cursors)
-        rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)
+        present, rows, decode = store._select_undecoded(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)
+        read = store._message_reader(present, decode)
+        attribute = "thread_id" if by == "thread" else "resource_id"
+        done: set[str] = set()
+        group: list = []
+        current = None
         with bulk_decode():
-            for row in rows:
-                key = row.get(column)
+            for i, raw in enumerate(rows):
+                rows[i] = None  # the fetched bytes go as soon as they are read
+                message = read(raw)
+                key = getattr(message, attribute)
                 if key not in cursors:
                     key = str(key)
+                if key != current:
+                    if group and current is not None:
+                        done.add(current)
+                        yield (current, cursors[current]), group
+                    current, group = key, []
                 if key in cursors:
-                    out[(key, cursors[key])].append(store._message(row))
+                    group.append(message)
+            if group and current is not None:
+                done.add(current)
+                yield (current, cursors[current]), group
+        for key, since in cursors.items():
+            if key not in done:
+                yield (key, since), []
+
+
+def messages_since_many(store: "MemoryStore", wanted: Iterable[tuple[str, str | None]],
+                        by: str = "thread") -> dict[tuple[str, str | None], list["Message"]]:
+    """Return {(id, since): messages} for each pair of WANTED (`iter_messages_since_many`, kept whole)."""
+    out: dict[tuple[str, str | None], list] = {}
+    for pair, messages in iter_messages_since_many(store, wanted, by):
+        out.setdefault(pair, []).extend(messages)
     return out
 
 

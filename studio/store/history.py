@@ -21,8 +21,7 @@ import functools
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
 from studio.store import schema as sc
-from studio.store.cells import bulk_decode
-from studio.store.memory_store import MESSAGE_COLUMNS, THREAD_COLUMNS, MemoryStore
+from studio.store.memory_store import THREAD_COLUMNS, MemoryStore
 from studio.store.records import Message, Thread, iso_to_ms, ms_to_iso
 from studio.store.thread_list import (  # noqa: F401 (DEFAULT_LAST_MESSAGES, ThreadPage, list_threads: re-exported)
     DEFAULT_LAST_MESSAGES,
@@ -179,9 +178,7 @@ def add_message_terms(store: MemoryStore, terms: list[str], params: list[Any], s
 
 
 def _select_messages(store: MemoryStore, tail: str, params: list[Any]) -> list[Message]:
-    rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)  # noqa: SLF001
-    with bulk_decode():
-        return [store._message(r) for r in rows]  # noqa: SLF001
+    return store.select_messages(tail, params)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -203,7 +200,7 @@ def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]
     order (one key per message instead of a comparison function); with a NaN (which is "equal"
     to everything) the comparison function itself is used, as V8's TimSort uses it.
     """
-    times = [_time(m) for m in messages]
+    times = [_time_of(c) if isinstance(c, str) else _time_of.__wrapped__(c) for c in [m.created_at for m in messages]]
     if not any(t != t for t in times):
         if all(a <= b for a, b in zip(times, times[1:])) if not descending else \
                 all(a >= b for a, b in zip(times, times[1:])):
@@ -373,8 +370,21 @@ def _is_record(value: Any) -> bool:
     return isinstance(value, (dict, list))
 
 
+#: What a user message's stored JSON must contain (unescaped) to be a system reminder: the
+#: `systemReminder` / `dynamicAgentsMdReminder` metadata keys or a first text starting with the tag.
+_REMINDER_MARKS = ('"systemReminder"', '"dynamicAgentsMdReminder"', '"<system-reminder')
+
+
 def is_system_reminder(message: Message) -> bool:
-    """Return True for a system-reminder message, which recall leaves out by default (isSystemReminderMessage)."""
+    """Return True for a system-reminder message, which recall leaves out by default (isSystemReminderMessage).
+
+    A user message whose stored JSON text (not parsed yet) holds none of the three marks is not one,
+    without parsing it: each mark is written literally in the JSON unless escaped with `\\u`.
+    """
+    if message.role not in ("user", "signal"):
+        return False
+    if message.role == "user" and message.stored_lacks(_REMINDER_MARKS):
+        return False
     content = message.content
     if not isinstance(content, dict):
         return False

@@ -52,7 +52,7 @@ from studio.store.records import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Iterator
+    from typing import Any, Callable, Iterable, Iterator
 
 THREAD_COLUMNS = ["id", "resourceId", "title", "metadata", "createdAt", "updatedAt"]
 MESSAGE_COLUMNS = ["id", "thread_id", "content", "role", "type", "createdAt", "resourceId"]
@@ -130,6 +130,8 @@ def _open_verified(location: Location, writable: bool, allow_immutable: bool = T
 
 def _damaged(row: dict) -> tuple[str, ...]:
     """Return the columns of ROW read as DamagedText (bytes that were not valid UTF-8)."""
+    if DamagedText not in set(map(type, row.values())):  # the common case, checked in C
+        return ()
     return tuple(c for c, v in row.items() if isinstance(v, DamagedText))
 
 
@@ -350,6 +352,19 @@ class MemoryStore(Loads, OMReads):
         cannot decode does not fail the read: the rows are re-read raw and that value is decoded
         one by one (undecodable -> left as bytes, reported as malformed).
         """
+        present, rows, decode = self._select_undecoded(table, wanted, tail, params)
+        with bulk_decode():
+            return [dict(zip(present, decode(r))) for r in rows]
+
+    def _select_undecoded(self, table: str, wanted: list[str], tail: str = "",
+                          params: Iterable[Any] = ()) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+        """`_select`'s read without its decoding: (present columns, rows as fetched, DECODE).
+
+        DECODE turns one fetched row into its values as `_select` gives them (zip with the columns
+        for the dict), so a caller can decode a large result a slice at a time and drop each slice
+        (studio.store.batch.iter_messages_since_many). The whole result is fetched (and checked
+        against a torn immutable read) before this returns. Raises StoreError.
+        """
         if self.conn is None:
             raise StoreError("The database is closed")
         self.reopen_if_changed()
@@ -359,9 +374,7 @@ class MemoryStore(Loads, OMReads):
         present, select = lists.get(key) or lists.setdefault(key, self._select_list(table, wanted))
         sql = f"SELECT {select} FROM {sc.quote_ident(table)} {tail}"
         try:
-            raw_rows = self._execute(sql, params)
-            with bulk_decode():
-                return [dict(zip(present, self._decode_row(r))) for r in raw_rows]
+            return present, self._execute(sql, params), self._decode_row
         except StoreError:
             raise
         except Exception as exc:
@@ -377,8 +390,8 @@ class MemoryStore(Loads, OMReads):
             rows = []
             for r in raw:
                 values = decode_pairs(r, self.encoding)
-                rows.append(tuple(self._decode_blob(v) if c in JSONB_COLUMNS else v for c, v in zip(present, values)))
-        return [dict(zip(present, r)) for r in rows]
+                rows.append([self._decode_blob(v) if c in JSONB_COLUMNS else v for c, v in zip(present, values)])
+        return present, rows, list
 
     def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
         """Return COLUMN of TABLE's rows (WHERE/ORDER TAIL, `?` PARAMS) as `_select` reads it, one value a row.
@@ -495,14 +508,45 @@ class MemoryStore(Loads, OMReads):
     # -- messages --------------------------------------------------------------------------
 
     def _message(self, row: dict) -> Message:
-        raw = row.get("content")
-        parsed, err = parse_json(raw)
-        content = parsed if err is None and parsed is not None else raw
-        if isinstance(content, (bytes, bytearray)):
-            content = bytes(content).decode("utf-8", "replace")
-        return Message(id=row["id"], thread_id=row.get("thread_id"), role=row.get("role") or "", content=content,
-                       created_at=row.get("createdAt"), resource_id=row.get("resourceId"), type=row.get("type"),
-                       content_error=err, damaged_text=_damaged(row))
+        return Message.stored(row["id"], row.get("thread_id"), row.get("role") or "", row.get("content"),
+                              row.get("createdAt"), row.get("resourceId"), row.get("type"), _damaged(row),
+                              self.encoding)
+
+    def _message_reader(self, present: list[str], decode: Callable[[tuple], list]) -> Callable[[tuple], Message]:
+        """Return a function turning one fetched row of PRESENT message columns (`_select_undecoded`'s
+        rows and DECODE) into a Message, as `_message` of the decoded row would, except that `content`
+        stays as fetched: `Message.stored` decodes and parses it when it is first used (recall of
+        20,007 messages looks at few of them)."""
+        at = {c: i for i, c in enumerate(present)}
+        i_id, i_thread, i_content, i_role, i_type, i_created, i_resource = (at.get(c, -1) for c in MESSAGE_COLUMNS)
+        encoding, damaged_type = self.encoding, DamagedText
+        if decode == self._decode_row and i_content >= 0:
+            whole = self._decode_row
+
+            def decode(row: tuple, whole=whole, at: int = i_content) -> list:  # noqa: F811
+                values = whole((*row[:at], None, *row[at + 1:]))
+                values[at] = row[at]
+                return values
+
+        def read(row: tuple) -> Message:
+            v = decode(row)
+            damaged = () if damaged_type not in set(map(type, v)) else tuple(
+                c for c, x in zip(present, v) if isinstance(x, damaged_type))
+            return Message.stored(v[i_id], v[i_thread] if i_thread >= 0 else None, (v[i_role] if i_role >= 0 else None) or "",
+                                  v[i_content] if i_content >= 0 else None, v[i_created] if i_created >= 0 else None,
+                                  v[i_resource] if i_resource >= 0 else None, v[i_type] if i_type >= 0 else None,
+                                  damaged, encoding)
+        return read
+
+    def select_messages(self, tail: str = "", params: Iterable[Any] = ()) -> list[Message]:
+        """Return the messages of `SELECT … FROM mastra_messages TAIL` (a WHERE/ORDER tail, `?` params).
+
+        Each message's content is decoded and parsed on first use (`Message.stored`). Raises StoreError.
+        """
+        present, rows, decode = self._select_undecoded(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)
+        read = self._message_reader(present, decode)
+        with bulk_decode():
+            return [read(r) for r in rows]
 
     def list_messages(self, thread_id: str, *, since: str | None = None, limit: int | None = None,
                       offset: int = 0) -> list[Message]:
@@ -517,13 +561,13 @@ class MemoryStore(Loads, OMReads):
         if limit is not None:
             tail += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)]
+        return self.select_messages(tail, params)
 
     def list_resource_messages(self, resource_id: str, *, since: str | None = None) -> list[Message]:
         """Return every message of RESOURCE_ID across its threads, `createdAt` ASC (listMessagesByResourceId)."""
         cond, params = self._since(since)
         tail = f'WHERE "resourceId" = ?{cond} ORDER BY {self.MESSAGE_ORDER}'
-        return [self._message(r) for r in self._select(sc.MESSAGES, MESSAGE_COLUMNS, tail, [resource_id, *params])]
+        return self.select_messages(tail, [resource_id, *params])
 
     def _since(self, since: str | None) -> tuple[str, list]:
         """The ` AND …` condition and params keeping messages created at or after SINCE (an ISO string).
@@ -537,6 +581,13 @@ class MemoryStore(Loads, OMReads):
         from studio.store import batch  # imported by the reads that batch (a `threads` command reads none)
 
         return batch.messages_since_many(self, wanted, by)
+
+    def iter_messages_since_many(self, wanted: Iterable[tuple[str, str | None]], *,
+                                 by: str = "thread") -> Iterator[tuple[tuple[str, str | None], list[Message]]]:
+        """((id, since), `list_messages(id, since=…)`) for WANTED one pair at a time, one statement (batch)."""
+        from studio.store import batch
+
+        return batch.iter_messages_since_many(self, wanted, by)
 
     def iter_all_messages(self, batch: int = 2000) -> Iterator[Message]:
         """Yield every message of the database ordered by thread then `createdAt`, BATCH rows at a time."""

@@ -31,7 +31,7 @@ import os
 import re
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from studio.errors import SchemaError, StoreError
 from studio.store import schema as sc
@@ -288,6 +288,12 @@ class PgStore(MemoryStore):
         select = ", ".join(self._expr(table, c) for c in present)
         rows = self._execute(f"SELECT {select} FROM {sc.quote_ident(table)} {tail}", tuple(params))
         return [dict(zip(present, r)) for r in rows]
+
+    def _select_undecoded(self, table: str, wanted: list[str], tail: str = "",
+                          params: Iterable[Any] = ()) -> tuple[list[str], list, Callable[[Any], list]]:
+        """`MemoryStore._select_undecoded` on PostgreSQL: psycopg has decoded every value already."""
+        rows = self._select(table, wanted, tail, params)
+        return list(rows[0]) if rows else [], rows, lambda row: list(row.values())
 
     # -- reads whose SQL differs from SQLite's ------------------------------------------------
 

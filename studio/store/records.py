@@ -6,6 +6,7 @@ columns) and says when a JSON value could not be parsed instead of failing the w
 
 from __future__ import annotations
 
+import functools
 import json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of every command's start)
@@ -166,29 +167,130 @@ class Thread(_Record):
         return wm if isinstance(wm, str) else None
 
 
-class Message(_Record):
+@functools.lru_cache(maxsize=16)
+def _utf8(marks: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(m.encode() for m in marks)
+
+
+_UNPARSED = object()  # Message._stored when the content was given parsed (nothing left to parse)
+
+
+class Message:
     """A row of `mastra_messages`. `content` is the parsed v2 object {format, parts, content, metadata}.
 
     When the stored content is not valid JSON, `content` holds the raw string (as Mastra's
     storage does) and `content_error` says why. `damaged_text` names the columns whose stored
     bytes were not valid UTF-8 (read with U+FFFD replacements, see studio.store.cells).
+
+    A message read from the store (`Message.stored`) keeps its stored JSON text and parses it on
+    first use of `content` or `content_error`: a read that needs only ids, roles and times (recall
+    of 20,007 messages, the thread list) never pays for JSON it does not look at.
     """
 
-    __slots__ = _fields = ("id", "thread_id", "role", "content", "created_at", "resource_id", "type",
-                           "content_error", "damaged_text")
+    __slots__ = ("id", "thread_id", "role", "_content", "created_at", "resource_id", "type", "_content_error",
+                 "_damaged", "_stored", "_encoding")
 
     def __init__(self, id: str, thread_id: str, role: str, content: Any, created_at: str | None,  # noqa: A002
                  resource_id: str | None = None, type: str | None = None,  # noqa: A002
-                 content_error: str | None = None, damaged_text: tuple[str, ...] = ()):
-        self.id = id
-        self.thread_id = thread_id
-        self.role = role
-        self.content = content
-        self.created_at = created_at
-        self.resource_id = resource_id
-        self.type = type
-        self.content_error = content_error
-        self.damaged_text = damaged_text
+                 content_error: str | None = None, damaged_text: tuple[str, ...] = ()) -> None:
+        self.id, self.thread_id, self.role, self.created_at = id, thread_id, role, created_at
+        self.resource_id, self.type, self._damaged = resource_id, type, damaged_text
+        self._content, self._content_error, self._stored, self._encoding = content, content_error, _UNPARSED, "utf-8"
+
+    @classmethod
+    def stored(cls, id: str, thread_id: str, role: str, stored_content: Any, created_at: str | None,  # noqa: A002
+               resource_id: str | None = None, type: str | None = None,  # noqa: A002
+               damaged_text: tuple[str, ...] = (), encoding: str = "utf-8") -> "Message":
+        """Return the message of a stored row whose `content` column holds STORED_CONTENT, parsed when
+        first asked for, as Mastra's storage parses it (malformed JSON: the raw text).
+
+        STORED_CONTENT is text, NULL, or the column's bytes in the database's ENCODING, decoded on
+        first use too (invalid bytes: U+FFFD and "content" added to `damaged_text`, see cells.decode_text).
+        """
+        message = cls(id, thread_id, role, None, created_at, resource_id, type, None, damaged_text)
+        message._stored, message._encoding = stored_content, encoding
+        return message
+
+    def _parse(self) -> None:
+        raw, self._stored = self._stored, _UNPARSED
+        if isinstance(raw, (bytes, bytearray)):
+            from studio.store.cells import DamagedText, decode_text
+
+            raw = decode_text(raw, self._encoding)
+            if isinstance(raw, DamagedText) and "content" not in self._damaged:
+                self._damaged = (*self._damaged, "content")
+        parsed, err = parse_json(raw)
+        content = parsed if err is None and parsed is not None else raw
+        if isinstance(content, (bytes, bytearray)):
+            content = bytes(content).decode("utf-8", "replace")
+        self._content, self._content_error = content, err
+
+    @property
+    def content(self) -> Any:
+        """The parsed content (a dict for Mastra's v2 format), or the stored text when it is not JSON."""
+        if self._stored is not _UNPARSED:
+            self._parse()
+        return self._content
+
+    @content.setter
+    def content(self, value: Any) -> None:
+        self._stored, self._content = _UNPARSED, value
+
+    @property
+    def content_error(self) -> str | None:
+        """Why the stored content is not JSON (None when it is)."""
+        if self._stored is not _UNPARSED:
+            self._parse()
+        return self._content_error
+
+    @content_error.setter
+    def content_error(self, value: str | None) -> None:
+        if self._stored is not _UNPARSED:
+            self._parse()
+        self._content_error = value
+
+    @property
+    def damaged_text(self) -> tuple[str, ...]:
+        """The columns whose stored bytes were not valid UTF-8 (shown with U+FFFD)."""
+        if self._stored is not _UNPARSED:
+            self._parse()
+        return self._damaged
+
+    @damaged_text.setter
+    def damaged_text(self, value: tuple[str, ...]) -> None:
+        if self._stored is not _UNPARSED:
+            self._parse()
+        self._damaged = value
+
+    def stored_lacks(self, marks: tuple[str, ...]) -> bool:
+        """Return True when the content, not parsed yet, is known to hold none of MARKS, nor any `\\u`
+        escape that could spell one (False when already parsed or not UTF-8 / text: look at `content`)."""
+        stored = self._stored
+        if isinstance(stored, str):
+            return "\\u" not in stored and not any(m in stored for m in marks)
+        if isinstance(stored, (bytes, bytearray)) and self._encoding == "utf-8":
+            return b"\\u" not in stored and not any(m in stored for m in _utf8(marks))
+        return False
+
+    _FIELDS = ("id", "thread_id", "role", "content", "created_at", "resource_id", "type", "content_error",
+               "damaged_text")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value (as the dataclass was)
+
+    def __repr__(self) -> str:
+        return "Message(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS) + ")"
+
+    def __getstate__(self) -> dict:
+        return {f: getattr(self, f) for f in self._FIELDS}
+
+    def __setstate__(self, state: dict) -> None:
+        content, error = state.pop("content"), state.pop("content_error")
+        self.__init__(content=content, content_error=error, **state)
 
     @property
     def parts(self) -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from studio.engine.status import compute_status
+from studio.engine.status import compute_status, iter_statuses
 from studio.store.memory_store import MemoryStore
 from tests.conftest import FIXTURE_NAMES, load_oracle
 
@@ -46,6 +46,26 @@ def test_status_matches_mastra(fixture_db, name, key, thread_id):
         "observationTokenCount": status.observation_token_count,
     }
     assert got == expected
+
+
+@pytest.mark.parametrize("name", sorted({c[0] for c in CASES}))
+def test_streamed_statuses_equal_one_at_a_time(fixture_db, name):
+    """iter_statuses (inspect: each thread's messages read, counted and dropped in turn, resource
+    scope read together) gives every thread the status compute_status gives it, figure for figure."""
+    with MemoryStore.open(fixture_db(name)) as store:
+        threads = store.list_threads()
+        pairs = []
+        for key in store.om_lookup_keys():
+            current = store.om_current(key["lookupKey"])
+            governed = ([t for t in threads if t.resource_id == current.resource_id] if current.scope == "resource"
+                        else [t for t in threads if t.id == current.thread_id])
+            pairs += [(t, current) for t in governed]
+        streamed = {(s.thread_id, s.record_id): s for s in iter_statuses(store, pairs, threads, now_ms=0)}
+        assert len(streamed) == len(pairs) > 0
+        for thread, record in pairs:
+            one = compute_status(store, thread, record, now_ms=0)
+            assert streamed[(thread.id, record.id)] == one
+            assert streamed[(thread.id, record.id)].to_json() == one.to_json()
 
 
 def test_thread_without_om_has_no_status(fixture_db):
