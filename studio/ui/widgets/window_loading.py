@@ -104,6 +104,8 @@ class ListingLoader:
             resource, row = None, 0
         self.thread_model.set_resource_filter(resource)
         self.thread_model.set_rows(listing.rows, keep_statuses=refresh, counted=listing.counted)
+        # lay the rows out now: the view would do it after its first paint and paint every row again
+        self.threads_view.doItemsLayout()
         self._select_resource_row(row)
         n = len(listing.rows) - orphans
         self.count_label.setText(f"{n:,} thread{'s' if n != 1 else ''}"
@@ -210,12 +212,18 @@ class ListingLoader:
         self._status_done += max(handled, 1)
         finished = self._status_done >= len(self._status_threads)
         self.thread_model.apply_statuses(statuses, final=finished)
-        self.progress.setValue(min(self._status_done, len(self._status_threads)))
+        # QProgressBar.setValue repaints at once (the bars just changed too): a separate event, not this one
+        QTimer.singleShot(0, functools.partial(self._show_status_progress, round_,
+                                               min(self._status_done, len(self._status_threads))))
         if finished:
             self.progress.hide()
             self.statuses_finished.emit()
         else:
             self._next_status_batch(round_)
+
+    def _show_status_progress(self, round_: int, done: int) -> None:
+        if round_ == self._status_round:
+            self.progress.setValue(done)
 
     def _on_status_batch_failed(self, round_: int, exc: Exception) -> None:
         if round_ != self._status_round:
