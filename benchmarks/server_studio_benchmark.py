@@ -52,14 +52,15 @@ def studio_on(target: str) -> dict:
     window = MainWindow(ctx)
     window.resize(1400, 900)
     window.show()
-    stall = {"max": 0, "last": None}
+    stall = {"max": 0, "last": None, "at": None, "t0": None}
     clock = QElapsedTimer()
     clock.start()
 
     def tick() -> None:
         now = clock.elapsed()
-        if stall["last"] is not None:
-            stall["max"] = max(stall["max"], now - stall["last"] - 5)
+        if stall["last"] is not None and now - stall["last"] - 5 > stall["max"]:
+            stall["max"] = now - stall["last"] - 5
+            stall["at"] = now - (stall["t0"] or 0)
         stall["last"] = now
 
     ticker = QTimer()
@@ -78,6 +79,7 @@ def studio_on(target: str) -> dict:
 
     out = {}
     t0 = time.perf_counter()
+    stall["t0"] = clock.elapsed()
     window.open_database(target)
     t_rows = wait_until(lambda: window.thread_model.rowCount() > 0)
     window.threads_view.viewport().repaint()
@@ -91,6 +93,7 @@ def studio_on(target: str) -> dict:
     wait_until(lambda: window.thread_model._status_state == "done")
     out["all_bars_exact_ms"] = ms(time.perf_counter() - t0)
     out["stall_while_loading_ms"] = stall["max"]
+    out["longest_stall_ended_at_ms"] = stall["at"]
     ticker.stop()
     window.close()
     ctx.runner.shutdown()

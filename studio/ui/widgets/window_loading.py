@@ -302,6 +302,8 @@ class ListingLoader:
                                                key="check", load=False)
 
     def _on_version_checked(self, version) -> None:
+        if self._data_version is None:
+            return   # a server store's listing is still being read: it brings its own fingerprint
         if version != self._data_version:
             self._data_version = version
             self._reload()
