@@ -29,6 +29,8 @@ from studio.ui.widgets.thread_view import NO_THREAD
 
 #: Longest the listing's worker waits for the thread list to be painted before it counts messages (s).
 FIRST_PAINT_WAIT_S = 0.5
+#: How long after the threads are handed to the view the count may start (ms).
+FIRST_PAINT_SETTLE_MS = 60
 #: Threads sent to the helper process per status batch.
 STATUS_HELPER_CHUNK = 250
 
@@ -76,7 +78,8 @@ class ListingLoader:
         listing, painted = payload
         self._listing = listing
         self._show_listing(listing, refresh=False)
-        QTimer.singleShot(0, painted.set)   # runs once the posted paint events are handled
+        # the view paints the new rows in up to two passes (rows, then their layout): let both run first
+        QTimer.singleShot(FIRST_PAINT_SETTLE_MS, painted.set)
 
     def _on_listing_counted(self, counts: ListingCounts) -> None:
         """The second step: fill the counts in, then what needs them (helper process, statuses, selection)."""
