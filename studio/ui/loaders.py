@@ -151,7 +151,7 @@ def load_listing(store: MemoryStore | None) -> Listing:
     stand-in row (`orphan`) for each thread-scope OM record whose thread was deleted."""
     store = require_store(store)
     listing = _listing_without_counts(store)
-    ListingCounts(listing_counts(store, [r.thread for r in listing.rows if not r.orphan])).apply(listing.rows)
+    ListingCounts(listing_counts(store, [r for r in listing.rows if not r.orphan])).apply(listing.rows)
     listing.counted = True
     if listing.data_version is None:
         listing.data_version = store.fingerprint()
@@ -172,24 +172,25 @@ def load_listing_in_two_steps(store: MemoryStore | None, first: Callable[[Listin
     store = require_store(store)
     listing = _listing_without_counts(store)
     first(listing)
-    counts = ListingCounts(listing_counts(store, [r.thread for r in listing.rows if not r.orphan]))
+    counts = ListingCounts(listing_counts(store, [r for r in listing.rows if not r.orphan]))
     counts.data_version = listing.data_version if listing.data_version is not None else store.fingerprint()
     return counts
 
 
-def listing_counts(store: MemoryStore, threads: list[Thread]) -> dict[str, tuple[int, str | None, int, bool]]:
+def listing_counts(store: MemoryStore, rows: list[ThreadRow]) -> dict[str, tuple[int, str | None, int, bool]]:
     """Return {thread id: (stored messages, newest message createdAt, last activity ms, updatedAt stale)}
-    for THREADS, from one aggregate over every message (`store.message_stats()`).
+    for ROWS (a first step's rows: `activity_ms` is still the thread's updatedAt), from one aggregate
+    over every message (`store.message_stats()`).
 
-    Last activity and staleness are `last_activity`'s (computed here, off the GUI thread). THREADS are
-    only read.
+    Last activity and staleness are `last_activity`'s (computed here, off the GUI thread). ROWS are only read.
     """
     stats = store.message_stats()
     out = {}
-    for t in threads:
-        count, newest = stats.get(t.id, (0, None))
-        activity, stale = _activity(t.updated_at, newest)
-        out[t.id] = (count, newest, activity, stale)
+    for row in rows:
+        count, newest = stats.get(row.thread.id, (0, None))
+        updated = row.activity_ms
+        newest_ms = iso_to_ms(newest) or 0 if newest is not None else 0
+        out[row.thread.id] = (count, newest, max(updated, newest_ms), newest_ms - updated > STALE_UPDATED_AT_MS)
     return out
 
 
