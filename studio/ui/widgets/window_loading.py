@@ -218,18 +218,12 @@ class ListingLoader:
         self._status_done += max(handled, 1)
         finished = self._status_done >= len(self._status_threads)
         self.thread_model.apply_statuses(statuses, final=finished)
-        # QProgressBar.setValue repaints at once (the bars just changed too): a separate event, not this one
-        QTimer.singleShot(0, functools.partial(self._show_status_progress, round_,
-                                               min(self._status_done, len(self._status_threads))))
+        self.progress.setValue(min(self._status_done, len(self._status_threads)))
         if finished:
             self.progress.hide()
             self.statuses_finished.emit()
         else:
             self._next_status_batch(round_)
-
-    def _show_status_progress(self, round_: int, done: int) -> None:
-        if round_ == self._status_round:
-            self.progress.setValue(done)
 
     def _on_status_batch_failed(self, round_: int, exc: Exception) -> None:
         if round_ != self._status_round:
