@@ -442,6 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_gui_parser().parse_args(argv)
         if args.screenshot:
             screenshot_format(args.screenshot)
+        if args.path:
+            from studio.store.warmup import warm_up
+
+            warm_up(args.path)   # psycopg / httpx load while Qt loads and the window is built
         from studio.ui.app import run_studio  # Qt is imported only here
 
         return run_studio(args)

@@ -33,6 +33,12 @@ class Loads:
     Needs the attributes `_snapshot_depth` (0), `_snapshot_conn` (None) and `_wal` (None), set by the store.
     """
 
+    #: True when `fingerprint()` read inside `snapshot()` describes that snapshot's state, so a load may
+    #: read it last (server stores: their fingerprint reads Mastra's tables in the load's transaction).
+    #: False for a local file: its `data_version` also counts commits the snapshot does not see, so a
+    #: load reads it before anything else.
+    fingerprint_in_snapshot = False
+
     @contextmanager
     def snapshot(self) -> Iterator["Loads"]:
         """Run one load: every read inside the block sees the database as of one moment; yields the store.

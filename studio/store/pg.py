@@ -160,6 +160,8 @@ class PgStore(MemoryStore):
     """
 
     dialect = "postgresql"
+    #: A load's REPEATABLE READ transaction: `fingerprint()` inside it describes what the load reads.
+    fingerprint_in_snapshot = True
     #: MemoryPG.listMessages breaks createdAt ties by id.
     MESSAGE_ORDER = '"createdAt" ASC, id ASC'
 

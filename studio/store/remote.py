@@ -121,6 +121,9 @@ class RemoteStore(MemoryStore):
     StoreError when a request or statement fails. `traffic` counts round trips and statements.
     """
 
+    #: A load is one read transaction on one stream: `fingerprint()` inside it describes what the load reads.
+    fingerprint_in_snapshot = True
+
     def __init__(self, location: RemoteLocation, conn, schema: sc.Schema, encoding: str = "utf-8"):
         self.location = location
         self.conn = conn

@@ -20,11 +20,25 @@ def bar_label(bar: BarValue, option: QStyleOptionViewItem, width: float) -> str:
     """
     if not bar.known:
         return bar.text
-    font = QFont(option.font)
-    font.setBold(bar.state == "over")
-    if QFontMetrics(font).horizontalAdvance(bar.text) + 6 <= width:
+    if _metrics(option.font, bar.state == "over").horizontalAdvance(bar.text) + 6 <= width:
         return bar.text
     return bar.short_text
+
+
+_METRICS: dict[tuple[str, bool], QFontMetrics] = {}
+
+
+def _metrics(font: QFont, bold: bool) -> QFontMetrics:
+    """Return the metrics of FONT (made BOLD or not), cached: a bar cell is painted often, its font rarely changes."""
+    key = (font.key(), bold)
+    metrics = _METRICS.get(key)
+    if metrics is None:
+        if len(_METRICS) > 32:
+            _METRICS.clear()
+        face = QFont(font)
+        face.setBold(bold)
+        metrics = _METRICS[key] = QFontMetrics(face)
+    return metrics
 
 
 def placeholder_colour(option: QStyleOptionViewItem):
@@ -43,9 +57,11 @@ class BarDelegate(QStyledItemDelegate):
         if not isinstance(bar, BarValue):
             super().paint(painter, option, index)
             return
-        # Draw the selection/hover background the style would draw, without the text.
+        # Draw the selection/hover background the style would draw, without the text. Not through
+        # initStyleOption: it asks the model for every role of the cell, and a bar cell has no text, icon,
+        # font or background role to give (a tenth of the thread list's first paint).
         opt = QStyleOptionViewItem(option)
-        self.initStyleOption(opt, index)
+        opt.index = index
         opt.text = ""
         widget = option.widget
         style = widget.style() if widget is not None else QApplication.style()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from studio.engine import tokens
 from studio.engine.diff import GenerationDiff, diff_logs
@@ -37,8 +37,12 @@ def last_activity(thread: Thread) -> tuple[int, bool]:
     (`Thread.newest_message_at`); updatedAt is stale when that message is over STALE_UPDATED_AT_MS later.
     0 when neither is known.
     """
-    updated = iso_to_ms(thread.updated_at) or 0
-    newest = iso_to_ms(thread.newest_message_at) or 0
+    return _activity(thread.updated_at, thread.newest_message_at)
+
+
+def _activity(updated_at: str | None, newest_message_at: str | None) -> tuple[int, bool]:
+    updated = iso_to_ms(updated_at) or 0
+    newest = iso_to_ms(newest_message_at) or 0
     return max(updated, newest), newest - updated > STALE_UPDATED_AT_MS
 
 
@@ -65,7 +69,29 @@ class Listing:
 
     resources: list[tuple[str, int]]
     rows: list[ThreadRow]
-    data_version: Any   # store.fingerprint() taken before the listing was read
+    data_version: Any   # store.fingerprint() as of the listing (None in a first step that reads it later)
+    counted: bool = True   # False: message counts and newest messages not read yet (`load_listing_in_two_steps`)
+
+
+@dataclass
+class ListingCounts:
+    """The second step of `load_listing_in_two_steps`: per-thread message counts (see `listing_counts`)."""
+
+    counts: dict[str, tuple[int, str | None, int, bool]]
+    data_version: Any = None   # the store's fingerprint as of the listing (see `_listing_without_counts`)
+
+    def apply(self, rows: list[ThreadRow]) -> None:
+        """Fill ROWS (the first step's rows) in: message count, newest message, last activity, updatedAt stale.
+
+        Plain assignments (the values were computed by `listing_counts`): cheap enough for the GUI thread.
+        """
+        for row in rows:
+            t = row.thread
+            known = self.counts.get(t.id)
+            if known is None:   # not among the threads counted: an orphan's stand-in (no messages left)
+                t.message_count, t.newest_message_at = 0, None
+                continue
+            t.message_count, t.newest_message_at, row.activity_ms, row.updated_at_stale = known
 
 
 @dataclass
@@ -124,21 +150,70 @@ def load_listing(store: MemoryStore | None) -> Listing:
     """Return every resource and thread (with message counts, last activity and OM lookup keys), then a
     stand-in row (`orphan`) for each thread-scope OM record whose thread was deleted."""
     store = require_store(store)
-    version = store.fingerprint()   # first: a commit racing this load then shows as a change, never as none
-    threads = store.list_threads(with_counts=True)
+    listing = _listing_without_counts(store)
+    ListingCounts(listing_counts(store, [r for r in listing.rows if not r.orphan])).apply(listing.rows)
+    listing.counted = True
+    if listing.data_version is None:
+        listing.data_version = store.fingerprint()
+    return listing
+
+
+def load_listing_in_two_steps(store: MemoryStore | None, first: Callable[[Listing], None]) -> ListingCounts:
+    """Hand FIRST the listing without message counts as soon as it is read, then count; return the counts.
+
+    FIRST(listing) gets what `load_listing` returns, except that every row's `message_count` and
+    `newest_message_at` are None (`Listing.counted` False) and `activity_ms` is the thread's
+    updatedAt alone: the threads query is cheap, the per-thread message aggregate (`message_stats`,
+    one GROUP BY over every message) is not (~200 ms on PostgreSQL with 220k messages). The rows
+    given to FIRST are only read afterwards, never changed (FIRST may hand them to another thread);
+    the counts come back as a `ListingCounts` for the caller to apply (`ListingCounts.apply`). Both
+    steps are one load: run inside one `store.snapshot()`, the counts describe the threads FIRST saw.
+    """
+    store = require_store(store)
+    listing = _listing_without_counts(store)
+    first(listing)
+    counts = ListingCounts(listing_counts(store, [r for r in listing.rows if not r.orphan]))
+    counts.data_version = listing.data_version if listing.data_version is not None else store.fingerprint()
+    return counts
+
+
+def listing_counts(store: MemoryStore, rows: list[ThreadRow]) -> dict[str, tuple[int, str | None, int, bool]]:
+    """Return {thread id: (stored messages, newest message createdAt, last activity ms, updatedAt stale)}
+    for ROWS (a first step's rows: `activity_ms` is still the thread's updatedAt), from one aggregate
+    over every message (`store.message_stats()`).
+
+    Last activity and staleness are `last_activity`'s (computed here, off the GUI thread). ROWS are only read.
+    """
+    stats = store.message_stats()
+    out = {}
+    for row in rows:
+        count, newest = stats.get(row.thread.id, (0, None))
+        updated = row.activity_ms
+        newest_ms = iso_to_ms(newest) or 0 if newest is not None else 0
+        out[row.thread.id] = (count, newest, max(updated, newest_ms), newest_ms - updated > STALE_UPDATED_AT_MS)
+    return out
+
+
+def _listing_without_counts(store: MemoryStore) -> Listing:
+    """Read resources, threads (no message counts) and OM lookup keys; last activity from updatedAt only.
+
+    `data_version` is the store's fingerprint, read first (a commit racing this load then shows as a
+    change, never as none), or None when the store's fingerprint inside this load's snapshot describes
+    that snapshot (`fingerprint_in_snapshot`: a server store): the caller reads it after what it shows first.
+    """
+    late = store.in_snapshot and store.fingerprint_in_snapshot
+    version = None if late else store.fingerprint()
+    threads = store.list_threads()
     lookup_keys = store.om_lookup_keys()
     keys = {k["lookupKey"] for k in lookup_keys}
     per_resource: dict[str, int] = {}
     for t in threads:
         per_resource[t.resource_id] = per_resource.get(t.resource_id, 0) + 1
     resources = [(rid, per_resource.get(rid, 0)) for rid in store.resource_ids()]
-    rows = []
-    for t in threads:
-        activity, stale = last_activity(t)
-        rows.append(ThreadRow(t, _lookup_key(t, keys), activity_ms=activity, updated_at_stale=stale))
+    rows = [ThreadRow(t, _lookup_key(t, keys), activity_ms=iso_to_ms(t.updated_at) or 0) for t in threads]
     rows += [ThreadRow(t, f"thread:{t.id}", orphan=True)
              for t in orphaned_threads(store, {t.id for t in threads}, lookup_keys)]
-    return Listing(resources=resources, rows=rows, data_version=version)
+    return Listing(resources=resources, rows=rows, data_version=version, counted=False)
 
 
 def orphaned_threads(store: MemoryStore, thread_ids: set[str], lookup_keys: list[dict] | None = None) -> list[Thread]:

@@ -8,6 +8,7 @@ Statuses arrive later, in batches, from a background `iter_statuses` task; until
 
 from __future__ import annotations
 
+import operator
 from enum import IntEnum
 
 from PySide6.QtCore import QModelIndex, QModelRoleDataSpan, QPersistentModelIndex, Qt, Signal
@@ -17,7 +18,7 @@ from studio.engine.status import ThreadStatus
 from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.records import iso_to_ms, ms_to_iso
 from studio.ui import format as fmt
-from studio.ui.loaders import ThreadRow
+from studio.ui.loaders import ListingCounts, ThreadRow
 from studio.ui.models.base import TableModel
 from studio.ui.models.resources import ORPHANS
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE, RECORD_ROLE, SORT_ROLE
@@ -72,6 +73,7 @@ HEADER_TIPS = {
 BAR_COLUMNS = (ThreadColumn.OBSERVATION, ThreadColumn.REFLECTION)
 NO_OM = "no OM"
 _COLUMNS = list(ThreadColumn)
+_ACTIVITY = operator.attrgetter("activity_ms")   # the Last activity sort key (`_sort_key`), without a call per row
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _ITALIC = QFont()
 _ITALIC.setItalic(True)
@@ -97,12 +99,19 @@ class ThreadTableModel(TableModel):
         self._sort_column = ThreadColumn.LAST_ACTIVITY
         self._sort_order = Qt.SortOrder.DescendingOrder
         self._status_state = "pending"   # "pending" | "done" | "failed"
+        self._counts_state = "done"      # "pending": message counts and last activity being read ("…"); "failed" ("?")
         self._short_headers = False
 
     # -- feeding ---------------------------------------------------------------------------
 
-    def set_rows(self, rows: list[ThreadRow], *, keep_statuses: bool = False) -> None:
-        """Replace every row; KEEP_STATUSES carries known statuses over (a refresh) until recomputed."""
+    def set_rows(self, rows: list[ThreadRow], *, keep_statuses: bool = False, counted: bool = True) -> None:
+        """Replace every row; KEEP_STATUSES carries known statuses over (a refresh) until recomputed.
+
+        COUNTED False: the rows' message counts and newest messages are not read yet (the first step of
+        `loaders.load_listing_in_two_steps`): Messages and Last activity show "…" until `apply_counts`,
+        and the rows are ordered by their updatedAt meanwhile.
+        """
+        self._counts_state = "done" if counted else "pending"
         if keep_statuses:
             known = {r.thread.id: r.status for r in self._all if r.status is not None}
             for r in rows:
@@ -115,7 +124,8 @@ class ThreadTableModel(TableModel):
         self._by_id = {r.thread.id: r for r in rows}
         self._status_state = "pending"
         new_rows = self._filtered_sorted()
-        if [r.thread.id for r in new_rows] == [r.thread.id for r in self._rows]:
+        if self._rows and len(new_rows) == len(self._rows) and all(
+                a.thread.id == b.thread.id for a, b in zip(new_rows, self._rows)):
             self._set_visible(new_rows)
             self._emit_all_changed()
             self.rows_replaced.emit()
@@ -187,6 +197,35 @@ class ThreadTableModel(TableModel):
             self._emit_all_changed(BAR_COLUMNS)   # the rows still unknown turn from "…" into "—"
             return
         self._emit_rows_changed(changed, BAR_COLUMNS)
+
+    def apply_counts(self, counts: ListingCounts) -> None:
+        """Fill in the message counts and last activity of rows set with `counted=False` (the listing's second step).
+
+        Rows stay where they are unless the list is sorted by Messages or Last activity and the counts
+        change the order; then the rows are sorted again in one layout change that keeps the selection
+        (persistent indexes follow their thread; no model reset). Under the default order (Last
+        activity, newest first) the first step orders by updatedAt, a lower bound of the last activity
+        that real Mastra writes a millisecond or two before the thread's last message: a row moves only
+        when its newest message is later than the updatedAt of rows listed above it, i.e. a thread whose
+        updatedAt Mastra left stale (#17932, marked ⚠) or threads saved within the same milliseconds.
+        """
+        counts.apply(self._all)
+        self._counts_state = "done"
+        if self._sort_column in (ThreadColumn.MESSAGES, ThreadColumn.LAST_ACTIVITY):
+            rows = self._filtered_sorted()
+            if [r.thread.id for r in rows] != [r.thread.id for r in self._rows]:
+                self._relayout(rows)
+        self._emit_all_changed((ThreadColumn.MESSAGES, ThreadColumn.LAST_ACTIVITY))
+
+    def mark_counts_failed(self) -> None:
+        """Show "?" in Messages and Last activity: the listing's second step failed."""
+        self._counts_state = "failed"
+        self._emit_all_changed((ThreadColumn.MESSAGES, ThreadColumn.LAST_ACTIVITY))
+
+    @property
+    def counted(self) -> bool:
+        """Return False while the rows' message counts and last activity are being read (or could not be)."""
+        return self._counts_state == "done"
 
     def mark_statuses_failed(self) -> None:
         """Show "?" in bars whose status could not be computed."""
@@ -309,8 +348,10 @@ class ThreadTableModel(TableModel):
             if col == ThreadColumn.RESOURCE:
                 return t.resource_id
             if col == ThreadColumn.MESSAGES:
-                return fmt.tokens(t.message_count)
+                return fmt.tokens(t.message_count) if self._counts_state == "done" else self._counts_placeholder()
             if col == ThreadColumn.LAST_ACTIVITY:
+                if self._counts_state != "done":
+                    return self._counts_placeholder()
                 shown = fmt.short_time(ms_to_iso(row.activity_ms)) if row.activity_ms else fmt.short_time(t.updated_at)
                 return f"{shown} {STALE_MARK}" if row.updated_at_stale else shown
             return self._bar(row, col).text
@@ -338,18 +379,22 @@ class ThreadTableModel(TableModel):
         if not (0 <= column < len(ThreadColumn)):
             return
         self._sort_column, self._sort_order = ThreadColumn(column), order
+        self._relayout(self._filtered_sorted())
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _relayout(self, rows: list[ThreadRow]) -> None:
+        """Show ROWS (the same rows, in another order) in one layout change; persistent indexes follow their thread."""
         self.layoutAboutToBeChanged.emit()
         persistent = self.persistentIndexList()
         ids = [self._rows[p.row()].thread.id if 0 <= p.row() < len(self._rows) else None for p in persistent]
-        self._set_visible(self._filtered_sorted())
+        self._set_visible(rows)
         moved = []
         for p, tid in zip(persistent, ids):
             i = self._position.get(tid, -1)
             moved.append(self.index(i, p.column()) if 0 <= i < self._loaded else QModelIndex())
         self.changePersistentIndexList(persistent, moved)
         self.layoutChanged.emit()
-
-    # -- helpers ---------------------------------------------------------------------------
 
     def _refilter(self) -> None:
         self.beginResetModel()
@@ -373,10 +418,18 @@ class ThreadTableModel(TableModel):
         return not self._text or self._text in (t.title or "").casefold() or self._text in t.id.casefold()
 
     def _filtered_sorted(self) -> list[ThreadRow]:
-        rows = [r for r in self._all if self._matches(r)]
+        """Return the rows the filters keep, sorted (cheap enough for the GUI thread with 5,000 threads: the
+        unfiltered list is copied, not tested row by row, and Last activity sorts on the attribute itself)."""
+        if self._resource is None and self._ids is None and not self._text:
+            rows = list(self._all)
+        else:
+            rows = [r for r in self._all if self._matches(r)]
         col = self._sort_column
         reverse = self._sort_order == Qt.SortOrder.DescendingOrder
-        rows.sort(key=lambda r: self._sort_key(r, col), reverse=reverse)
+        if col == ThreadColumn.LAST_ACTIVITY:
+            rows.sort(key=_ACTIVITY, reverse=reverse)
+        else:
+            rows.sort(key=lambda r: self._sort_key(r, col), reverse=reverse)
         return rows
 
     def _sort_key(self, row: ThreadRow, col: ThreadColumn):
@@ -393,6 +446,9 @@ class ThreadTableModel(TableModel):
         if st is None:
             return -1.0
         return st.message_ratio if col == ThreadColumn.OBSERVATION else st.observation_ratio
+
+    def _counts_placeholder(self) -> str:
+        return fmt.ELLIPSIS if self._counts_state == "pending" else "?"
 
     def _bar(self, row: ThreadRow, col: ThreadColumn) -> BarValue:
         st = row.status
@@ -414,6 +470,9 @@ class ThreadTableModel(TableModel):
                 return "Computing…" if self._status_state == "pending" else "The status could not be computed"
             what = "unobserved message tokens" if col == ThreadColumn.OBSERVATION else "observation tokens"
             return f"{bar.text} ({what}; {'over' if bar.state == 'over' else 'under'} the threshold)"
+        if col in (ThreadColumn.MESSAGES, ThreadColumn.LAST_ACTIVITY) and self._counts_state != "done":
+            return "Reading the message counts…" if self._counts_state == "pending" else \
+                "The message counts could not be read"
         if col == ThreadColumn.LAST_ACTIVITY:
             return fmt.plain_tooltip(last_activity_tooltip(row))
         if row.orphan:
