@@ -167,7 +167,7 @@ def timeline_timings(app, window, ctx, stall, wait_until) -> dict:
     stall["max"] = 0
     t0 = time.perf_counter()
     window.thread_view.set_tab("timeline")
-    wait_until(lambda: tab.timeline is not None and tab.timeline.thread_id == BIG_THREAD)
+    wait_until(lambda: tab.timeline is not None and tab.timeline.thread_id == BIG_THREAD and not tab.drawing)
     out["timeline_open_ms"] = ms(time.perf_counter() - t0)
     wait_until(lambda: ctx.runner.pending == 0)
     for _ in range(10):   # the chart's first paint belongs to opening, not to the next phase

@@ -278,3 +278,27 @@ def test_a_long_overlay_is_drawn_in_steps_and_a_newer_one_replaces_it(studio, fi
     assert len(whatif_items()) == complete                     # the dropped steps added nothing twice
     names = [item.name() for item in tab.plot.getPlotItem().listDataItems() if item.name()]
     assert names.count("What-if window (estimate)") == 1 and list(tab.legend.entries) == names
+
+
+def test_a_long_timeline_is_drawn_out_of_sight_then_shown_whole(studio, fixture_db, studio_ctx, qtbot, monkeypatch):
+    """On the 20,007-message thread delivery, drawing, fitting and the first paint in one go held the GUI
+    thread 40-60 ms: a long timeline (here every one counts as long) is drawn an item per turn of the event
+    loop while the page still shows its message, and shown once whole, with the same items as at once."""
+    from studio.ui.widgets import timeline_chart
+
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    tab = window.thread_view.timeline_tab
+    at_once = [(item.name(), item.getData()[1].tolist()) for item in tab.plot.getPlotItem().listDataItems()]
+    monkeypatch.setattr(timeline_chart, "PROGRESSIVE_MIN_POINTS", 0)
+    loaded = []
+    tab.timeline_loaded.connect(loaded.append)
+    series, timeline = tab._series, tab.timeline
+    tab._timeline = None                          # as a thread read anew
+    tab._show_message("Reading the timeline…")
+    tab._on_timeline_loaded(timeline, series, tab._loaded_for)
+    assert tab.drawing and tab._stack.currentIndex() == 0 and not loaded
+    qtbot.waitUntil(lambda: not tab.drawing, timeout=5000)
+    assert tab._stack.currentIndex() == 1 and loaded == [timeline] and tab.plot.updatesEnabled()
+    drawn = [(item.name(), item.getData()[1].tolist()) for item in tab.plot.getPlotItem().listDataItems()]
+    assert [name for name, _y in drawn] == [name for name, _y in at_once]
+    assert all(np.array_equal(a, b, equal_nan=True) for (_n, a), (_m, b) in zip(drawn, at_once))

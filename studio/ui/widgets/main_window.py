@@ -338,7 +338,12 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         return self._use_helper
 
     def settle(self) -> None:
-        """Process pending events and layout (before a grab)."""
+        """Process pending events and layout (before a grab), and let a long Timeline finish drawing (at most 10 s)."""
+        import time
+
+        end = time.monotonic() + 10
+        while self.thread_view.timeline_tab.drawing and time.monotonic() < end:
+            QApplication.processEvents()
         for _ in range(3):
             QApplication.processEvents()
 

@@ -49,7 +49,7 @@ MARKER_LEGEND = [("observation", OBSERVATION), ("buffered chunk", BUFFERING), ("
                  ("thread update", THREAD_UPDATE), ("failed", "failed"), ("what-if (hollow)", "whatif")]
 #: Curves longer than this are drawn without antialiasing (a 20,000-point curve strokes 5x faster).
 ANTIALIAS_MAX_POINTS = 2000
-#: A What-if overlay of this many points or more is drawn an item per turn of the event loop.
+#: A series (real or What-if overlay) of this many points or more is drawn an item per turn of the event loop.
 PROGRESSIVE_MIN_POINTS = 5000
 #: Peak downsampling keeps a bin's lowest and highest value; one bin per pixel loses no peak
 #: (pyqtgraph's default draws five, five times the vertices for the same picture).
@@ -330,15 +330,9 @@ class TimelineChart:
         item.setAxisItems({"bottom": self.turn_axis})
         self.mode = "turn"
         self._layers: dict[str, list[tuple]] = {"real": [], "whatif": []}  # (item, series, curve name, markers)
-        self._overlay_round = 0   # draw_overlay's current round: its later steps run only while it is current
-
-    def _curve(self, x: np.ndarray, y: np.ndarray, pen, name: str | None = None, z: float = 0.0, **kw):
-        curve = pg.PlotDataItem()
-        curve.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL
-        curve.setData(x, y, pen=pen, name=name, antialias=len(x) <= ANTIALIAS_MAX_POINTS, **kw)
-        curve.setZValue(z)
-        self.plot.getPlotItem().addItem(curve)  # takes the plot's downsampling and clip-to-view
-        return curve
+        # Each layer's current drawing round: the later steps of a progressive draw run only while theirs is current.
+        self._rounds = {"real": 0, "whatif": 0}
+        self._pending = {"real": False, "whatif": False}   # steps still to come
 
     def set_axis(self, mode: str) -> None:
         """Show the time axis (MODE "time") or the turn axis."""
@@ -349,16 +343,35 @@ class TimelineChart:
         item.setLabel("bottom", "" if mode == "time" else "turn")
 
     def clear(self) -> None:
-        """Remove every curve and marker (and drop the overlay's steps still to come)."""
-        self._overlay_round += 1
+        """Remove every curve and marker (and drop the steps still to come of a progressive draw)."""
+        for key in self._rounds:
+            self._rounds[key] += 1
+            self._pending[key] = False
         self.plot.getPlotItem().clear()
         self._layers = {"real": [], "whatif": []}
 
+    @property
+    def drawing(self) -> bool:
+        """Return whether a progressive draw (real curves or overlay) still has steps to come."""
+        return any(self._pending.values())
+
+    @staticmethod
+    def is_long(series: ChartSeries) -> bool:
+        """Return whether SERIES is drawn progressively, an item per turn of the event loop (`PROGRESSIVE_MIN_POINTS`)."""
+        return len(series) >= PROGRESSIVE_MIN_POINTS
+
+    def pending(self, layer: str) -> bool:
+        """Return whether LAYER ("real" or "whatif") still has steps of a progressive draw to come."""
+        return self._pending[layer]
+
     def draw(self, series: ChartSeries, events: list[OMEvent], mode: str, *, buffered: bool, thresholds: bool,
-             keep: tuple = ()) -> None:
+             keep: tuple = (), done: Callable[[], None] | None = None) -> None:
         """Draw SERIES over MODE ("time" or "turn") with its EVENTS' markers; KEEP items (crosshair) stay.
 
-        Removes the What-if overlay too (draw it again with `draw_overlay`).
+        Removes the What-if overlay too (draw it again with `draw_overlay`). A long series
+        (`PROGRESSIVE_MIN_POINTS`) is added an item per turn of the event loop and DONE is called once
+        all are there (at once for a short one): on the 20,007-message thread the curves and markers
+        at once took 12-16 ms of GUI thread, on top of the timeline's delivery and the first paint.
         """
         self.clear()
         item = self.plot.getPlotItem()
@@ -368,19 +381,25 @@ class TimelineChart:
         self.set_axis(mode)
         layer = self._layers["real"]
         pen = lambda key, width=2.0, style=Qt.PenStyle.SolidLine: pg.mkPen(COLOURS[key], width=width, style=style)
-        self._add_curve(layer, series, "message", pen("message"), "Message window")
-        self._add_curve(layer, series, "observation", pen("observation_log"), "Observation log")
+        curve = functools.partial(self._add_curve, layer, series)
+        steps: list[Callable[[], None]] = [
+            functools.partial(curve, "message", pen("message"), "Message window"),
+            functools.partial(curve, "observation", pen("observation_log"), "Observation log")]
         if buffered and series.any_buffered:
-            self._add_curve(layer, series, "buffered", pen("buffered", 1.5, Qt.PenStyle.DashLine), "Buffered (waiting)")
+            steps.append(functools.partial(curve, "buffered", pen("buffered", 1.5, Qt.PenStyle.DashLine),
+                                           "Buffered (waiting)"))
         if thresholds:
-            self._add_curve(layer, series, "threshold", pen("threshold", 1.2, Qt.PenStyle.DashLine),
-                            "Observation threshold")
-            self._add_curve(layer, series, "reflection_threshold",
-                            pen("reflection_threshold", 1.2, Qt.PenStyle.DotLine), "Reflection threshold")
+            steps.append(functools.partial(curve, "threshold", pen("threshold", 1.2, Qt.PenStyle.DashLine),
+                                           "Observation threshold"))
+            steps.append(functools.partial(curve, "reflection_threshold",
+                                           pen("reflection_threshold", 1.2, Qt.PenStyle.DotLine),
+                                           "Reflection threshold"))
         if series.any_reconstructed:  # shade the reconstructed stretches of the window
-            self._add_curve(layer, series, "reconstructed", pg.mkPen(QColor(37, 99, 235, 60), width=7),
-                            "Reconstructed", z=-2, connect="finite")
-        self._add_markers(layer, series, len(events), whatif=False)
+            steps.append(functools.partial(curve, "reconstructed", pg.mkPen(QColor(37, 99, 235, 60), width=7),
+                                           "Reconstructed", z=-2, connect="finite"))
+        steps += [functools.partial(self._add_marker_group, layer, series, group, whatif=False)
+                  for group in self._marker_groups(series, len(events))]
+        self._start_steps("real", steps, done, progressive=self.is_long(series))
 
     def draw_overlay(self, whatif: ChartSeries | None, n_events: int | None, real: ChartSeries, *,
                      thresholds: bool, done: Callable[[], None] | None = None) -> None:
@@ -396,7 +415,8 @@ class TimelineChart:
         for entry in self._layers["whatif"]:
             item.removeItem(entry[0])
         self._layers["whatif"] = []
-        self._overlay_round += 1
+        self._rounds["whatif"] += 1
+        self._pending["whatif"] = False
         if whatif is None or n_events is None:
             if done is not None:
                 done()
@@ -417,23 +437,31 @@ class TimelineChart:
             steps.append(functools.partial(self._add_curve, layer, whatif, "reflection_threshold", dashed, z=-1))
         steps += [functools.partial(self._add_marker_group, layer, whatif, group, whatif=True)
                   for group in self._marker_groups(whatif, n_events)]
-        if len(whatif) < PROGRESSIVE_MIN_POINTS:   # a short thread's overlay: all at once, as it costs little
+        # a short thread's overlay: all at once, as it costs little
+        self._start_steps("whatif", steps, done, progressive=self.is_long(whatif))
+
+    def _start_steps(self, key: str, steps: list, done: Callable[[], None] | None, *, progressive: bool) -> None:
+        """Run STEPS of layer KEY now (not PROGRESSIVE), or the first now and the rest in later turns."""
+        if not progressive:
             for step in steps:
                 step()
             if done is not None:
                 done()
             return
-        self._run_steps(self._overlay_round, steps, done)
+        self._pending[key] = True
+        self._run_steps(key, self._rounds[key], steps, done)
 
-    def _run_steps(self, round_: int, steps: list, done: Callable[[], None] | None) -> None:
-        """Run the first of STEPS now and the rest in later turns of the event loop, while ROUND_ is current."""
-        if round_ != self._overlay_round:
+    def _run_steps(self, key: str, round_: int, steps: list, done: Callable[[], None] | None) -> None:
+        """Run the first of STEPS now and the rest in later turns of the event loop, while ROUND_ of KEY is current."""
+        if round_ != self._rounds[key]:
             return   # superseded
         if steps:
             steps[0]()
         if len(steps) > 1:
-            QTimer.singleShot(0, self.plot, functools.partial(self._run_steps, round_, steps[1:], done))
-        elif done is not None:
+            QTimer.singleShot(0, self.plot, functools.partial(self._run_steps, key, round_, steps[1:], done))
+            return
+        self._pending[key] = False
+        if done is not None:
             done()
 
     def set_mode(self, mode: str) -> None:
@@ -457,11 +485,6 @@ class TimelineChart:
         curve.setZValue(z)
         self.plot.getPlotItem().addItem(curve)  # takes the plot's downsampling and clip-to-view
         layer.append((curve, series, name, None))
-
-    def _add_markers(self, layer: list, series: ChartSeries, n_events: int, *, whatif: bool) -> None:
-        """Draw one marker per event (N_EVENTS of them), one scatter item per look (uniform looks draw fast)."""
-        for group in self._marker_groups(series, n_events):
-            self._add_marker_group(layer, series, group, whatif=whatif)
 
     @staticmethod
     def _marker_groups(series: ChartSeries, n_events: int) -> list[tuple[str, str, np.ndarray]]:

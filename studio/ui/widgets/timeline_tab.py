@@ -119,7 +119,9 @@ class TimelineTab(QWidget):
         self._whatif: WhatIfChart | None = None
         self._series: ChartSeries | None = None         # the timeline's chart arrays
         self._whatif_series: ChartSeries | None = None  # the replay's
-        self._index: dict[int, int] = {}                # id(point) -> its row in the arrays
+        self._index: dict[int, int] | None = None       # id(point) -> its row in the arrays, built when first asked
+        self._announced: WhatIfChart | None = None      # the last replay `whatif_drawn` was emitted for
+        self._unshown: Timeline | None = None           # a long timeline drawn out of sight, not yet shown
         self._wanted: str | None = None      # thread to load when the tab is shown
         self._loaded_for: tuple | None = None
         self._x_mode = "turn"
@@ -261,7 +263,7 @@ class TimelineTab(QWidget):
         """Show nothing (no thread)."""
         self._detail, self._timeline, self._whatif, self._wanted, self._loaded_for = None, None, None, None, None
         self._series = self._whatif_series = None
-        self._index = {}
+        self._index = None
         self._runner.cancel("timeline")
         self.whatif_panel.set_timeline(None)
         self._show_message("Select a thread with observational memory to see its timeline.")
@@ -329,10 +331,19 @@ class TimelineTab(QWidget):
         with open(path, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
 
+    @property
+    def drawing(self) -> bool:
+        """Return whether the chart is still being drawn (a long thread's items go in over a few turns of the event loop)."""
+        return self.chart.drawing or self._unshown is not None
+
     def x_of(self, point: Point) -> float:
         """Return POINT's horizontal position in the current mode (s since epoch, or turn); 0 if not drawn."""
+        if self._timeline is None or self._series is None:
+            return 0.0
+        if self._index is None:   # on the first click, not while the timeline is shown (~15 ms for 20,000 points)
+            self._index = {id(p): i for i, p in enumerate(self._timeline.points)}
         row = self._index.get(id(point))
-        return float(self._series.x[self._x_mode][row]) if row is not None and self._series is not None else 0.0
+        return float(self._series.x[self._x_mode][row]) if row is not None else 0.0
 
     def select_point(self, point: Point) -> None:
         """Select POINT: emit its message and generation (History and Messages follow)."""
@@ -368,6 +379,10 @@ class TimelineTab(QWidget):
     # -- loading -------------------------------------------------------------------------------
 
     def _show_message(self, text: str) -> None:
+        if self.chart.drawing:
+            self.chart.clear()   # drop a long timeline's steps still to come
+        self._unshown = None
+        self.plot.setUpdatesEnabled(True)
         self._message.setText(text)
         self._stack.setCurrentIndex(0)
 
@@ -376,14 +391,34 @@ class TimelineTab(QWidget):
             return
         same_thread = self._timeline is not None and self._timeline.thread_id == timeline.thread_id
         self._timeline, self._series, self._loaded_for = timeline, series, key
-        self._index = {id(p): i for i, p in enumerate(timeline.points)}
+        self._index = None
         if not same_thread:
             self._whatif = self._whatif_series = None
             self.selected_point = None
-        self._stack.setCurrentIndex(1)
         self.whatif_panel.set_timeline(timeline, keep=same_thread)
-        self._redraw()
+        if not self.chart.is_long(series):
+            self._stack.setCurrentIndex(1)
+            self._redraw()
+            self._on_drawn(timeline)
+            return
+        # A long timeline is drawn over a few turns of the event loop, out of sight, then fitted and shown
+        # (and painted) in turns of its own: in one go, delivery, drawing, fitting and the first paint held
+        # the GUI thread 40-60 ms on the 20,007-message thread. Until then the page shows what it showed
+        # ("Reading the timeline…", or the previous drawing of this thread, its updates held).
+        self._unshown = timeline
+        self._redraw(done=functools.partial(self._after_drawn, timeline))
+
+    def _after_drawn(self, timeline: Timeline) -> None:
+        QTimer.singleShot(0, self, functools.partial(self._on_drawn, timeline))
+
+    def _on_drawn(self, timeline: Timeline) -> None:
+        """Fit and show TIMELINE's chart once all of it is drawn (unless another timeline came meanwhile)."""
+        if timeline is not self._timeline:
+            return
+        self._unshown = None
         self._fit()
+        self._stack.setCurrentIndex(1)
+        self.plot.setUpdatesEnabled(True)
         self.timeline_loaded.emit(timeline)
 
     def _on_timeline_failed(self, exc: Exception) -> None:
@@ -396,7 +431,8 @@ class TimelineTab(QWidget):
         if not self.whatif_button.isChecked():
             return  # turned off while it ran
         self._whatif, self._whatif_series = result, self.whatif_panel.series
-        self._draw_overlay(drawn=result)
+        self._announced = None   # announced once its overlay is drawn
+        self._draw_overlay()
 
     def _on_whatif_panel_cleared(self) -> None:
         self._whatif = self._whatif_series = None
@@ -404,17 +440,24 @@ class TimelineTab(QWidget):
 
     # -- drawing -------------------------------------------------------------------------------
 
-    def _redraw(self) -> None:
-        """Draw the timeline (and the replay) from their prepared arrays: no loop over the points here."""
+    def _redraw(self, *_args, done=None) -> None:
+        """Draw the timeline (and the replay) from their prepared arrays: no loop over the points here.
+
+        DONE is called once the real series and the overlay are drawn (a long thread's over a few turns
+        of the event loop, see `TimelineChart.draw`).
+        """
         tl, series = self._timeline, self._series
         if tl is None or series is None:
             self.chart.clear()
             self.legend.set_curves([])
             return
         keep = [self.vline, self.hline] + ([self.selection_line] if self.selected_point else [])
+        if self.chart.is_long(series):
+            # drawn over a few turns of the event loop: painted once, when all of it is there
+            self.plot.setUpdatesEnabled(False)
         self.chart.draw(series, tl.events, self._x_mode, buffered=self.show_buffered.isChecked(),
-                        thresholds=self.show_thresholds.isChecked(), keep=tuple(keep))
-        self._draw_overlay()
+                        thresholds=self.show_thresholds.isChecked(), keep=tuple(keep),
+                        done=functools.partial(self._draw_overlay, done or self._on_redrawn))
         if self.selected_point is not None:
             self.selection_line.setPos(self.x_of(self.selected_point))
         n_recon = int(np.count_nonzero(np.isfinite(series.y["reconstructed"])))
@@ -445,24 +488,32 @@ class TimelineTab(QWidget):
             text = "What-if (estimate): " + text
         return fmt.plain_tooltip(text)
 
-    def _draw_overlay(self, drawn: WhatIfChart | None = None) -> None:
+    def _draw_overlay(self, done=None) -> None:
         """Draw the What-if replay over the chart, or remove it (only the overlay's items change).
 
-        The chart adds the overlay an item per turn of the event loop; once it is all there the curve
-        legend follows and, for a new replay DRAWN, `whatif_drawn` is emitted.
+        A long replay's overlay goes in an item per turn of the event loop; once it is all there the
+        curve legend follows, `whatif_drawn` is emitted for a replay not yet announced, and DONE is
+        called. While the real series is still being drawn this waits: that draw ends here.
         """
-        if self._series is None:
+        if self._series is None or self.chart.pending("real"):
             return
         whatif = self._whatif if self._whatif_series is not None else None
         self.chart.draw_overlay(self._whatif_series if whatif is not None else None,
                                 whatif.n_events if whatif is not None else None, self._series,
                                 thresholds=self.show_thresholds.isChecked(),
-                                done=functools.partial(self._on_overlay_drawn, drawn))
+                                done=functools.partial(self._on_overlay_drawn, done))
 
-    def _on_overlay_drawn(self, drawn: WhatIfChart | None) -> None:
+    def _on_redrawn(self) -> None:
+        self.plot.setUpdatesEnabled(True)
+
+    def _on_overlay_drawn(self, done=None) -> None:
         self._fit_legend()
-        if drawn is not None and drawn is self._whatif:
+        drawn = self._whatif
+        if drawn is not None and drawn is not self._announced:
+            self._announced = drawn
             self.whatif_drawn.emit(drawn)
+        if done is not None:
+            done()
 
     def _fit_legend(self) -> None:
         """Name the curves drawn now in the legend under the chart."""
