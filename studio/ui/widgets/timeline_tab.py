@@ -7,7 +7,7 @@ button opens the What-if panel beside the chart, which replays the thread with o
 its series, packed as arrays (`WhatIfChart`), are drawn over the real ones; turning it off removes the overlay. Zoom and pan with the mouse (pyqtgraph), a crosshair
 follows the pointer, markers carry tooltips (their shapes are explained under the chart), and a
 click selects that message in Messages and that generation in History. The chart exports to PNG
-and SVG, the series to CSV.
+and SVG, the series to CSV (those slots, the crosshair and the clicks are in `timeline_interaction`).
 """
 
 from __future__ import annotations
@@ -33,17 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.events import (
-    ACTIVATION,
-    BUFFERING,
-    OBSERVATION,
-    REFLECTION,
-    REFLECTION_ACTIVATION,
-    REFLECTION_BUFFERING,
-    THREAD_UPDATE,
-    OMEvent,
-)
-from studio.engine.timeline import Point, Timeline, series_csv
+from studio.engine.events import THREAD_UPDATE
+from studio.engine.timeline import Point, Timeline
 from studio.engine.timeline_series import ChartSeries, X_MODES, event_y, load_timeline_chart
 from studio.engine.whatif_chart import WhatIfChart
 from studio.ui import format as fmt
@@ -61,6 +52,7 @@ from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the 
     write_chart_png,
     write_chart_svg,
 )
+from studio.ui.widgets.timeline_interaction import TimelineInteraction, event_text
 from studio.ui.widgets.whatif_panel import WhatIfPanel
 
 __all__ = ["TimelineTab", "event_text", "event_y", "ask_export_path", "write_chart_png", "write_chart_svg",
@@ -70,39 +62,11 @@ __all__ = ["TimelineTab", "event_text", "event_y", "ask_export_path", "write_cha
 NARROW_WIDTH = 560
 
 
-def event_text(event: OMEvent) -> str:
-    """Return an event's tooltip text (plain text: times, tokens, cycle, generation)."""
-    title = event.type.replace("-", " ")
-    lines = [title[:1].upper() + title[1:] + (" (inferred from the generation log)" if event.inferred else "")]
-    if event.at:
-        lines.append(f"at {fmt.local_time(event.at, seconds=True)} · turn {event.turn}")
-    if event.kind in (OBSERVATION, BUFFERING, ACTIVATION):
-        if event.tokens is not None:
-            lines.append(f"{fmt.tokens(event.tokens)} message tokens")
-        if event.output_tokens is not None:
-            lines.append(f"{fmt.tokens(event.output_tokens)} observation tokens written")
-    elif event.kind in (REFLECTION, REFLECTION_ACTIVATION, REFLECTION_BUFFERING):
-        if event.tokens is not None:
-            lines.append(f"{fmt.tokens(event.tokens)} observation tokens in")
-        if event.output_tokens is not None:
-            lines.append(f"{fmt.tokens(event.output_tokens)} tokens out")
-    if event.total_observation_tokens is not None and event.kind != THREAD_UPDATE:
-        lines.append(f"log after: {fmt.tokens(event.total_observation_tokens)} tokens")
-    if event.end_ms is not None and event.at_ms is not None and event.end_ms > event.at_ms:
-        lines.append(f"took {event.end_ms - event.at_ms:,} ms")
-    if event.cycle_id:
-        lines.append(f"cycle {event.cycle_id}")
-    if event.generation is not None:
-        lines.append(f"generation {event.generation}")
-    if event.kind == THREAD_UPDATE and event.detail:
-        lines.append(f"new title: {event.detail}")
-    if event.error:
-        lines.append(f"error: {event.error}")
-    return "\n".join(lines)
+class TimelineTab(TimelineInteraction, QWidget):
+    """Chart one thread's OM timeline, with the What-if panel beside it.
 
-
-class TimelineTab(QWidget):
-    """Chart one thread's OM timeline, with the What-if panel beside it."""
+    The pointer, clicks, selection and exports come from the `TimelineInteraction` mixin.
+    """
 
     message_selected = Signal(str)       # message id clicked on the chart
     generation_selected = Signal(str)    # OM record id (generation) clicked on the chart
@@ -315,66 +279,10 @@ class TimelineTab(QWidget):
         if self._wanted is not None:
             self.load()
 
-    def export_png(self, path: str, width: int = 1600) -> None:
-        """Write the chart as a PNG WIDTH px wide to PATH."""
-        write_chart_png(self.plot, path, width)
-
-    def export_svg(self, path: str) -> None:
-        """Write the chart as SVG to PATH."""
-        write_chart_svg(self.plot, path, "Memory Studio timeline")
-
-    def export_csv(self, path: str) -> None:
-        """Write the real (and what-if) series as CSV to PATH (UTF-8)."""
-        if self._timeline is None:
-            return
-        text = series_csv(self._timeline, self._whatif.points if self._whatif else None)
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-
     @property
     def drawing(self) -> bool:
         """Return whether the chart is still being drawn (a long thread's items go in over a few turns of the event loop)."""
         return self.chart.drawing or self._unshown is not None
-
-    def x_of(self, point: Point) -> float:
-        """Return POINT's horizontal position in the current mode (s since epoch, or turn); 0 if not drawn."""
-        if self._timeline is None or self._series is None:
-            return 0.0
-        if self._index is None:   # on the first click, not while the timeline is shown (~15 ms for 20,000 points)
-            self._index = {id(p): i for i, p in enumerate(self._timeline.points)}
-        row = self._index.get(id(point))
-        return float(self._series.x[self._x_mode][row]) if row is not None else 0.0
-
-    def select_point(self, point: Point) -> None:
-        """Select POINT: emit its message and generation (History and Messages follow)."""
-        tl = self._timeline
-        if tl is None:
-            return
-        self.selected_point = point
-        self.selection_line.setPos(self.x_of(point))
-        if self.selection_line.scene() is None:
-            self.plot.addItem(self.selection_line, ignoreBounds=True)
-        bits = []
-        if point.message_index is not None and 0 <= point.message_index < len(tl.messages):
-            message = tl.messages[point.message_index]
-            if self._detail is None or message.thread_id == self._detail.thread.id:  # resource scope: others' too
-                self.message_selected.emit(message.id)
-            bits.append(f"message {point.message_index + 1} ({message.role})")
-        record = next((g for g in tl.generations if g.generation_count == point.generation), None)
-        if record is not None:
-            self.generation_selected.emit(record.id)
-            bits.append(f"generation {record.generation_count}")
-        self.readout.setText("Selected " + " and ".join(bits) + " — see Messages and History." if bits else "")
-        if point.at_ms is not None:
-            self.time_selected.emit(point.at_ms)
-
-    def select_event(self, event_index: int) -> None:
-        """Select the point drawn for event EVENT_INDEX."""
-        if self._timeline is None:
-            return
-        point = self._timeline.point_for_event(event_index)
-        if point is not None:
-            self.select_point(point)
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -471,23 +379,6 @@ class TimelineTab(QWidget):
         self.summary.setText(text)
         self.summary.setToolTip(fmt.plain_tooltip(text))
 
-    def _spot_tip(self, x: float, y: float, data) -> str:
-        found = spot_event(data)
-        if found is None:
-            return ""
-        index, whatif = found
-        if whatif:
-            event = self._whatif.event(index) if self._whatif else None
-        else:
-            events = self._timeline.events if self._timeline else []
-            event = events[index] if 0 <= index < len(events) else None
-        if event is None:
-            return ""
-        text = event_text(event)
-        if whatif:
-            text = "What-if (estimate): " + text
-        return fmt.plain_tooltip(text)
-
     def _draw_overlay(self, done=None) -> None:
         """Draw the What-if replay over the chart, or remove it (only the overlay's items change).
 
@@ -582,75 +473,3 @@ class TimelineTab(QWidget):
         """Return the What-if panel's width: what it asks for, at most 45% of the tab (px)."""
         scrollbar = self.whatif_scroll.verticalScrollBar().sizeHint().width()
         return min(self.whatif_panel.sizeHint().width() + scrollbar + 4, int(self.splitter.width() * 0.45))
-
-    def _nearest_point(self, x: float) -> Point | None:
-        if self._timeline is None or self._series is None or not self._timeline.points:
-            return None
-        row = self._series.nearest(self._x_mode, x)
-        return self._timeline.points[row] if row is not None and row < len(self._timeline.points) else None
-
-    def _on_scene_mouse_moved(self, args) -> None:
-        pos = args[0]
-        vb = self.plot.getPlotItem().getViewBox()
-        if not self.plot.sceneBoundingRect().contains(pos) or self._timeline is None:
-            return
-        mapped = vb.mapSceneToView(pos)
-        self.vline.setPos(mapped.x())
-        self.hline.setPos(mapped.y())
-        point = self._nearest_point(mapped.x())
-        if point is not None:
-            when = fmt.local_time(point.at, seconds=True) if point.at else "?"
-            self.readout.setText(
-                f"{when} · turn {point.turn} · window {fmt.tokens(point.message_tokens)} / "
-                f"{fmt.tokens(point.threshold)} · log {fmt.tokens(point.observation_tokens)} / "
-                f"{fmt.tokens(point.reflection_threshold)}"
-                + (f" · buffered {fmt.tokens(point.buffered_tokens)}" if point.buffered_tokens else "")
-                + (" · reconstructed" if point.reconstructed else ""))
-
-    def _on_scene_mouse_clicked(self, ev) -> None:
-        if ev.button() != Qt.MouseButton.LeftButton or self._timeline is None or ev.isAccepted():
-            return
-        vb = self.plot.getPlotItem().getViewBox()
-        if not vb.sceneBoundingRect().contains(ev.scenePos()):
-            return
-        point = self._nearest_point(vb.mapSceneToView(ev.scenePos()).x())
-        if point is not None:
-            self.select_point(point)
-
-    def _on_scatter_clicked(self, _item, spots, _ev=None) -> None:
-        if not len(spots):
-            return
-        found = spot_event(spots[0].data())
-        if found is None:
-            return
-        index, whatif = found
-        if not whatif:
-            self.select_event(index)
-        elif self._whatif is not None:
-            message_index = self._whatif.message_index_of_event(index)
-            if self._timeline is not None and message_index is not None:
-                real = next((p for p in self._timeline.points if p.message_index == message_index), None)
-                if real is not None:
-                    self.select_point(real)
-
-    def _on_export_png_triggered(self) -> None:
-        self._export_dialog("png")
-
-    def _on_export_svg_triggered(self) -> None:
-        self._export_dialog("svg")
-
-    def _on_export_csv_triggered(self) -> None:
-        self._export_dialog("csv")
-
-    def _export_dialog(self, kind: str) -> None:
-        name = (self._timeline.thread_id or "timeline") if self._timeline else "timeline"
-        path = ask_export_path(self, kind, f"{name}-timeline.{kind}")
-        if not path:
-            return
-        try:
-            {"png": self.export_png, "svg": self.export_svg, "csv": self.export_csv}[kind](path)
-        except OSError as exc:
-            self.readout.setText(f"Export failed: {exc}")
-        else:
-            self.readout.setText(f"Exported {path}")
-
