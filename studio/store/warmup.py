@@ -1,12 +1,14 @@
 """Start loading a server store's driver in the background while the caller does other work.
 
-Importing psycopg takes ~160 ms, httpx (the libSQL server transport) ~140 ms, and the keyring
-(asked for a password or token when the URL, the environment and ~/.pgpass have none) ~120 ms to
-import and choose its backend, on the development machine: the first things a PostgreSQL or
-libSQL-server open does, so they delay the studio's first painted thread list by that much.
+Importing psycopg takes ~160 ms and httpx (the libSQL server transport) ~140 ms on the development
+machine: the first things a PostgreSQL or libSQL-server open does, so they delay the studio's first
+painted thread list by that much. The keyring is not warmed up here: choosing its backend in this
+thread while Qt loads made the studio's process die with SIGSEGV (2 of 27 `--screenshot` runs of
+tests/server/test_pg_studio.py in CI, and again at the next try; none in 81 runs without it), so the
+open chooses it on its worker, as before.
 `warm_up(TARGET)` starts them in a daemon thread as soon as the target is known (before Qt is
 imported and the window built); the open then finds them done, or waits on Python's import lock for
-the rest. Nothing is connected to, and no secret is read (the keyring only picks its backend).
+the rest. Nothing is connected to.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from studio.store.memory_store import REMOTE_LIBSQL_SCHEMES
 #: The slow third-party import of a target's open, by URL scheme (a local file needs none: libsql is
 #: loaded with the store). Only these: the studio's own modules are imported by the main thread, and two
 #: threads importing the same module of ours meanwhile would only wait for each other.
-_DRIVERS = {("postgresql://", "postgres://"): ("psycopg", "keyring"),
-            REMOTE_LIBSQL_SCHEMES: ("httpx", "keyring")}
+_DRIVERS = {("postgresql://", "postgres://"): ("psycopg",),
+            REMOTE_LIBSQL_SCHEMES: ("httpx",)}
 
 
 def driver_modules(target: str | os.PathLike[str] | None) -> tuple[str, ...]:
@@ -46,10 +48,8 @@ def warm_up(target: str | os.PathLike[str] | None) -> threading.Thread | None:
     def load() -> None:
         for name in modules:
             try:
-                module = importlib.import_module(name)
-                if name == "keyring":
-                    module.get_keyring()   # the backend choice (probes D-Bus and the like); reads no secret
-            except Exception:  # noqa: BLE001 - the open repeats it and says what is wrong (a keyring: none)
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the open repeats it and says what is wrong
                 continue
 
     thread = threading.Thread(target=load, name="studio-driver-import", daemon=True)

@@ -25,14 +25,15 @@ def _warm(target: str) -> dict:
     return json.loads(done.stdout)
 
 
-def test_a_postgresql_url_loads_psycopg_and_the_keyring():
-    # nothing listens on port 9: warming up connects to nothing
+def test_a_postgresql_url_loads_psycopg_only():
+    # nothing listens on port 9: warming up connects to nothing; the keyring is left to the open (its
+    # backend choice beside Qt's start crashed the studio)
     assert _warm("postgresql://someone@127.0.0.1:9/db?schema=x") == {
-        "thread": True, "psycopg": True, "httpx": False, "keyring": True}
+        "thread": True, "psycopg": True, "httpx": False, "keyring": False}
 
 
-def test_a_libsql_server_url_loads_httpx_and_the_keyring():
-    assert _warm("http://127.0.0.1:9") == {"thread": True, "psycopg": False, "httpx": True, "keyring": True}
+def test_a_libsql_server_url_loads_httpx_only():
+    assert _warm("http://127.0.0.1:9") == {"thread": True, "psycopg": False, "httpx": True, "keyring": False}
 
 
 def test_a_local_file_loads_nothing(tmp_path):
