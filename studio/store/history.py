@@ -183,14 +183,9 @@ def _select_messages(store: MemoryStore, tail: str, params: list[Any]) -> list[M
 
 @functools.lru_cache(maxsize=1 << 16)
 def _time_of(created_at: Any) -> float:
+    """`new Date(createdAt).getTime()` (NaN for a value that is not a date); remembered per stored string."""
     ms = iso_to_ms(created_at)
     return _NAN if ms is None else float(ms)
-
-
-def _time(message: Message) -> float:
-    """`new Date(createdAt).getTime()` (NaN for a value that is not a date); remembered per stored string."""
-    created = message.created_at
-    return _time_of(created) if isinstance(created, str) else _time_of.__wrapped__(created)
 
 
 def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]:

@@ -19,11 +19,17 @@ if TYPE_CHECKING:
 MESSAGE_COLUMNS = ["id", "thread_id", "content", "role", "type", "createdAt", "resourceId"]
 
 
+def _damaged_columns(columns, values) -> tuple[str, ...]:
+    """Return those of COLUMNS whose VALUES (same order) were read as DamagedText (bytes not valid UTF-8)."""
+    values = list(values)
+    if DamagedText not in set(map(type, values)):  # the common case, checked in C
+        return ()
+    return tuple(c for c, v in zip(columns, values) if isinstance(v, DamagedText))
+
+
 def _damaged(row: dict) -> tuple[str, ...]:
     """Return the columns of ROW read as DamagedText (bytes that were not valid UTF-8)."""
-    if DamagedText not in set(map(type, row.values())):  # the common case, checked in C
-        return ()
-    return tuple(c for c, v in row.items() if isinstance(v, DamagedText))
+    return _damaged_columns(row.keys(), row.values())
 
 
 class MessageReads:
@@ -41,7 +47,7 @@ class MessageReads:
         20,007 messages looks at few of them)."""
         at = {c: i for i, c in enumerate(present)}
         i_id, i_thread, i_content, i_role, i_type, i_created, i_resource = (at.get(c, -1) for c in MESSAGE_COLUMNS)
-        encoding, damaged_type = self.encoding, DamagedText
+        encoding = self.encoding
         if decode == self._decode_row and i_content >= 0:
             whole = self._decode_row
 
@@ -52,8 +58,7 @@ class MessageReads:
 
         def read(row: tuple) -> Message:
             v = decode(row)
-            damaged = () if damaged_type not in set(map(type, v)) else tuple(
-                c for c, x in zip(present, v) if isinstance(x, damaged_type))
+            damaged = _damaged_columns(present, v)
             return Message.stored(v[i_id], v[i_thread] if i_thread >= 0 else None, (v[i_role] if i_role >= 0 else None) or "",
                                   v[i_content] if i_content >= 0 else None, v[i_created] if i_created >= 0 else None,
                                   v[i_resource] if i_resource >= 0 else None, v[i_type] if i_type >= 0 else None,
