@@ -144,6 +144,31 @@ def test_superseded_write_fires_when_an_agent_appended_to_the_old_generation(fix
     assert ev["successor_generation"] == 2
 
 
+def test_superseded_write_carried_forward_by_a_studio_repair_is_info_until_written_again(fixture_db):
+    """The write race the studio repairs: a running turn appends onto the generation the studio's commit
+    replaced. Before the repair the doctor reports an error; after it the late lines are in the repair
+    generation, so the same superseded row is info; a further late write makes it an error again."""
+    from studio.store.write.repair import repair_overtaken_writes
+    from tests.store.test_write_protocol import KEY, NOW, history, mastra_appends, studio_commit
+
+    path = fixture_db("support")
+    read_at_turn_start = history(path)[0]
+    studio_commit(path)
+    mastra_appends(path, read_at_turn_start.id, "* 🟡 (10:00) Late line.", ms_to_iso(NOW + 3000))
+
+    def superseded():
+        return [(f["generation"], f["severity"], f["evidence"]["repaired"]) for f in run(path)
+                if f["check"] == "superseded-write" and f["thread_id"] == "support-1"]
+
+    generation = read_at_turn_start.generation_count
+    assert superseded() == [(generation, "error", False)]
+    repair = repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000, count_observations=count_observations)
+    assert "Late line." in repair["activeObservations"]
+    assert superseded() == [(generation, "info", True)]
+    mastra_appends(path, read_at_turn_start.id, "* 🟢 (10:30) Yet another late line.", ms_to_iso(NOW + 12_000))
+    assert superseded() == [(generation, "error", False)]
+
+
 def test_superseded_write_ignores_mastras_own_touch_of_the_old_row(fixture_db):
     """Mastra clears the reflecting flag on the old row 1-4 ms after inserting the reflection."""
     path = fixture_db("buffered")

@@ -13,7 +13,10 @@ Rules and thresholds (each also in docs/doctor.md with the Mastra report it come
 * degenerate-repetition (PR #22072, #24354): a generation's log that Mastra's own
   detectDegenerateRepetition rejects (`reflector_parse.detect_degenerate_repetition`, a port).
 * duplicate-generation (#22188): two or more rows with one lookupKey and one generationCount.
-* superseded-write: see `supersede.find_superseded_writes`.
+* superseded-write: see `supersede.find_superseded_writes`. A superseded row whose late writes a
+  studio repair generation already carried forward, in the row's present state
+  (`find_overtaking_writes` marks it `repaired`), is reported as info: nothing is lost any more.
+  Written to again after the repair, it is an error again.
 * lost-high-priority: see `lost_priority.find_lost_high_priority`.
 * stale-flag (PR #22210): on the current generation, a busy flag set while the row has not been
   updated for ≥ 10 minutes (`status.flag_states`, STALE_FLAG_AFTER_MS).
@@ -44,6 +47,7 @@ from studio.engine.reflector_parse import detect_degenerate_repetition
 from studio.common.om_settings import max_threshold, resolve_settings
 from studio.engine.status import flag_states
 from studio.store.records import OMRecord, Thread
+from studio.store.write.protocol import find_overtaking_writes
 
 #: A reflection that keeps more than this share of the previous generation's tokens "barely" compressed.
 BARELY_SMALLER = 0.9
@@ -147,13 +151,21 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
                                evidence={"record_ids": [r.id for r in rows],
                                          "created_at": [r.created_at for r in rows]},
                                **_where(rows[-1])))
-    for sw in find_superseded_writes(gens):
+    superseded = find_superseded_writes(gens)
+    carried = {w.record_id for w in find_overtaking_writes(gens)
+               if w.kind == "superseded-row-written" and w.repaired} if superseded else set()
+    for sw in superseded:
         why = " and ".join({"updated-after": f"updated {sw.late_by_ms:,} ms after its successor was created",
                             "cursor-ahead": "its observation cursor is ahead of its successor's"}[r] for r in sw.reasons)
-        out.append(finding("superseded-write",
-                           f"Generation {sw.record.generation_count} was written after generation "
-                           f"{sw.successor.generation_count} replaced it ({why}): those writes are not read",
-                           evidence=sw.to_json(), **_where(sw.record)))
+        head = f"Generation {sw.record.generation_count} was written after generation {sw.successor.generation_count} replaced it ({why})"
+        if sw.record.id in carried:
+            out.append(finding("superseded-write", f"{head}: a studio repair generation already carries those writes",
+                               severity="info", fix="Nothing to do; the doctor reports it again if the agent writes "
+                               "onto this generation once more", evidence={**sw.to_json(), "repaired": True},
+                               **_where(sw.record)))
+            continue
+        out.append(finding("superseded-write", f"{head}: those writes are not read",
+                           evidence={**sw.to_json(), "repaired": False}, **_where(sw.record)))
     for lost in find_lost_high_priority(gens):
         text = classify(lost.line).text
         closest = (f"closest later line (generation {lost.closest_generation}, similarity {lost.similarity:.2f}): "
