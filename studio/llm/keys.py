@@ -9,17 +9,15 @@ backend counts as "not found". Keys are only ever put into request headers; `red
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
+from studio.common.keyring_lookup import KEYRING_SERVICE, KeyringGetter, os_keyring_get
 from studio.llm.errors import MissingKeyError
 from studio.llm.providers import ModelSpec, Provider
 
-KEYRING_SERVICE = "memory-studio"
-log = logging.getLogger("studio.llm")
 
 
 class Secret:
@@ -68,19 +66,12 @@ class KeyStatus:
                 "usable": self.usable, "message": self.message}
 
 
-KeyringGetter = Callable[[str, str], "str | None"]
 #: Default for `keyring_get`: the OS keyring through the `keyring` package (looked up at call time).
 OS_KEYRING: KeyringGetter = lambda service, user: _keyring_get(service, user)  # noqa: E731
 
 
 def _keyring_get(service: str, user: str) -> str | None:
-    try:
-        import keyring  # imported lazily: backends probe D-Bus and friends
-
-        return keyring.get_password(service, user)
-    except Exception as exc:  # no backend, locked, D-Bus missing: a key we cannot read is a missing key
-        log.debug("keyring lookup failed: %s", exc.__class__.__name__)
-        return None
+    return os_keyring_get(service, user, logger="studio.llm")
 
 
 def find_key(provider: Provider, *, env: Mapping[str, str] | None = None,

@@ -18,16 +18,15 @@ No Qt here; the studio's Connect dialog and `PgStore` use it.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import urllib.parse
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
+from studio.common.keyring_lookup import KEYRING_SERVICE, KeyringGetter, os_keyring_get
 from studio.errors import StoreError
 
-KEYRING_SERVICE = "memory-studio"
 #: Query parameters whose value is a secret (lower-cased): libpq's password / sslpassword, libSQL's token.
 SECRET_PARAMS = frozenset({"password", "sslpassword", "authtoken", "auth_token", "token", "jwt", "access_token"})
 PG_SCHEMES = ("postgresql", "postgres")
@@ -37,9 +36,7 @@ URL_TOKEN_WARNING = ("The auth token is in the URL (?authToken=): it is used, bu
                      "and logs; prefer $LIBSQL_AUTH_TOKEN or the system keyring (File ▸ Connect…)")
 DEFAULT_PG_PORT = 5432
 
-log = logging.getLogger("studio.store")
 
-KeyringGetter = Callable[[str, str], "str | None"]
 
 _session: dict[str, str] = {}
 _session_lock = threading.Lock()
@@ -210,13 +207,7 @@ def _session_secret(url: str) -> str | None:
 # -- the OS keyring ------------------------------------------------------------------------------
 
 def _os_keyring_get(service: str, user: str) -> str | None:
-    try:
-        import keyring  # lazily: backends probe D-Bus and friends
-
-        return keyring.get_password(service, user)
-    except Exception as exc:  # no backend, locked, D-Bus missing: a secret we cannot read is a missing one
-        log.debug("keyring lookup failed: %s", exc.__class__.__name__)
-        return None
+    return os_keyring_get(service, user, logger="studio.store")
 
 
 #: Default for `keyring_get`: the OS keyring (looked up at call time, so `keyring.set_keyring` applies).
