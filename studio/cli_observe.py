@@ -26,9 +26,21 @@ from __future__ import annotations
 
 import re
 
-from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump, exit_code_for
-from studio.cli_reflect import _confirm, _is_terminal  # one terminal prompt for every write command
-from studio.cli_write_protocol import ProtocolOutcome, _say, add_protocol_arguments, preflight, write_with_protocol
+from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump
+from studio.cli_reflect import (  # one terminal prompt for every write command
+    _confirm,
+    _is_terminal,
+    _run_cancellable,
+    _write_refused,
+)
+from studio.cli_write_protocol import (
+    ProtocolOutcome,
+    _say,
+    add_protocol_arguments,
+    preflight,
+    report_write,
+    write_with_protocol,
+)
 
 _TAG = r"<{0}>(.*?)</{0}>"
 
@@ -133,9 +145,39 @@ def _refused(args, outcome: ProtocolOutcome, doc: dict) -> int:
     return EXIT_REFUSED
 
 
+def _confirmed(args, question: str, no_terminal: str, shown: str | None = None) -> bool:
+    """Return True when the write may go on: --yes, or a yes to QUESTION on the terminal (after SHOWN, if any).
+
+    Without --yes and without a terminal raises BadInput(NO_TERMINAL); a no says "Nothing was written.".
+    """
+    if args.yes:
+        return True
+    if not _is_terminal():
+        raise BadInput(no_terminal)
+    if shown is not None:
+        _say(shown)
+    if _confirm(question):
+        return True
+    _say("Nothing was written.")
+    return False
+
+
+def _backed_up_write(args, write):
+    """Back ARGS.path up (`WriteSession`), then run WRITE(quiet_ms) with the write protocol.
+
+    Returns (WRITE's result, the session); raises WriteRefused when nothing was written.
+    """
+    from studio.store import writes
+
+    session = writes.WriteSession()
+    session.before_destructive_write(args.path)
+    with session.routed(args.path):
+        return write_with_protocol(args, write), session
+
+
 def _run_activate(args) -> int:
     from studio.engine.tokens import stamp_estimates
-    from studio.store import writes
+    from studio.errors import WriteRefused
     from studio.store.write.activation import activate_buffered
 
     key, current = _lookup(args.path, args.thread)
@@ -147,22 +189,15 @@ def _run_activate(args) -> int:
     outcome = ProtocolOutcome()
     if not preflight(args, args.path, key, outcome):
         return _refused(args, outcome, doc)
-    if not args.yes:
-        if not _is_terminal():
-            raise BadInput("activate writes to the database: add --yes to confirm (not a terminal)")
-        if not _confirm(f"Activate buffered observations of {key} ({len(chunks)} chunk(s) pending) in {args.path}?"):
-            _say("Nothing was written.")
-            return _refused(args, outcome, doc)
-    session = writes.WriteSession()
+    if not _confirmed(args, f"Activate buffered observations of {key} ({len(chunks)} chunk(s) pending) in {args.path}?",
+                      "activate writes to the database: add --yes to confirm (not a terminal)"):
+        return _refused(args, outcome, doc)
     try:
-        session.before_destructive_write(args.path)
-        with session.routed(args.path):
-            result = write_with_protocol(args, lambda quiet_ms: activate_buffered(
-                args.path, thread_id=args.thread, lookup_key=key, stamp_estimates=stamp_estimates,
-                expected_record_id=current.id, idle_ms=quiet_ms))
-    except writes.WriteRefused as exc:
-        _say(str(exc))
-        return exit_code_for(exc)
+        result, session = _backed_up_write(args, lambda quiet_ms: activate_buffered(
+            args.path, thread_id=args.thread, lookup_key=key, stamp_estimates=stamp_estimates,
+            expected_record_id=current.id, idle_ms=quiet_ms))
+    except WriteRefused as exc:
+        return _write_refused(exc)
     row = result["row"]
     watch_in_place(args, args.path, key, row["id"], row["activeObservations"], outcome)
     doc.update({"activated": True, "chunks_after": result["chunks_after"],
@@ -171,13 +206,9 @@ def _run_activate(args) -> int:
                 "observation_token_count": row["observationTokenCount"],
                 "pending_message_tokens": row["pendingMessageTokens"], "last_observed_at": row["lastObservedAt"],
                 "backup": str(session.backup_for(args.path) or "") or None})
-    doc.update(outcome.to_json())
-    if args.json:
-        _dump(doc)
-    else:
-        print(f"Activated {len(result['activated_cycle_ids'])} of {len(chunks)} buffered chunk(s) of {key}: "
-              f"{row['observationTokenCount']:,} observation tokens" + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
-    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
+    return report_write(args, doc, outcome, f"Activated {len(result['activated_cycle_ids'])} of {len(chunks)} "
+                                            f"buffered chunk(s) of {key}: {row['observationTokenCount']:,} "
+                                            "observation tokens")
 
 
 def _observer_client(args, window):
@@ -209,9 +240,8 @@ def _run_observe(args) -> int:
     from studio.engine.observer import (
         ObservationInputError, ObservationRejected, commit_proposal, load_observation_window, run_observation,
     )
-    from studio.common.cancel import Cancelled, CancelToken
+    from studio.errors import WriteRefused
     from studio.llm.errors import ProviderError
-    from studio.store import writes
 
     if args.answer_file is not None and (args.strategy or args.model):
         raise BadInput("give one of --answer-file FILE, --strategy rule-based or --model PROVIDER/MODEL")
@@ -239,16 +269,10 @@ def _run_observe(args) -> int:
     outcome = ProtocolOutcome()
     if not args.dry_run and not preflight(args, args.path, key, outcome):
         return _refused(args, outcome, {"observed": False, "lookup_key": key, "window": window.to_json()})
-    cancel = CancelToken()
     try:
-        proposal = run_observation(window, strategy=strategy, client=client, answer=answer, path=args.path,
-                                   cancel=cancel, progress=_progress(not args.json and _is_terminal()))
-    except KeyboardInterrupt:
-        cancel.cancel()
-        raise
-    except Cancelled:
-        _say("Cancelled; nothing was written.")
-        return EXIT_FAILURE
+        proposal = _run_cancellable(lambda cancel: run_observation(
+            window, strategy=strategy, client=client, answer=answer, path=args.path, cancel=cancel,
+            progress=_progress(not args.json and _is_terminal())))
     except ObservationRejected as exc:
         if answer is not None or strategy == "rule-based":
             raise BadInput(str(exc)) from exc
@@ -259,6 +283,8 @@ def _run_observe(args) -> int:
     except ProviderError as exc:
         _say(f"{exc}; nothing was written.")
         return EXIT_FAILURE
+    if proposal is None:
+        return EXIT_FAILURE
     doc = {"observed": False, "lookup_key": key, "window": window.to_json(), "backup": None, **proposal.to_json()}
     if args.dry_run:
         if args.json:
@@ -268,33 +294,21 @@ def _run_observe(args) -> int:
                   f"observations {proposal.tokens_before:,} -> {proposal.tokens_after:,} tokens):\n")
             print(proposal.new_lines)
         return EXIT_OK
-    if not args.yes:
-        if not _is_terminal():
-            raise BadInput("observe writes to the database: add --yes to confirm (not a terminal), or --dry-run")
-        _say(proposal.new_lines)
-        if not _confirm(f"Observe {len(window.message_ids)} message(s) of {key} in {args.path}?"):
-            _say("Nothing was written.")
-            return _refused(args, outcome, doc)
-    session = writes.WriteSession()
+    if not _confirmed(args, f"Observe {len(window.message_ids)} message(s) of {key} in {args.path}?",
+                      "observe writes to the database: add --yes to confirm (not a terminal), or --dry-run",
+                      shown=proposal.new_lines):
+        return _refused(args, outcome, doc)
     try:
-        session.before_destructive_write(args.path)
-        with session.routed(args.path):
-            row = write_with_protocol(args, lambda quiet_ms: commit_proposal(
-                args.path, proposal, force=args.below_threshold, idle_ms=quiet_ms))
-    except writes.WriteRefused as exc:
-        _say(str(exc))
-        return exit_code_for(exc)
+        row, session = _backed_up_write(args, lambda quiet_ms: commit_proposal(
+            args.path, proposal, force=args.below_threshold, idle_ms=quiet_ms))
+    except WriteRefused as exc:
+        return _write_refused(exc)
     watch_in_place(args, args.path, key, row["id"], row["activeObservations"], outcome)
     doc.update({"observed": True, "record_id": row["id"], "observation_token_count": row["observationTokenCount"],
                 "last_observed_at": row["lastObservedAt"],
                 "backup": str(session.backup_for(args.path) or "") or None})
-    doc.update(outcome.to_json())
-    if args.json:
-        _dump(doc)
-    else:
-        print(f"Observed {len(window.message_ids)} message(s) of {key}: {row['observationTokenCount']:,} observation "
-              "tokens" + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
-    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
+    return report_write(args, doc, outcome, f"Observed {len(window.message_ids)} message(s) of {key}: "
+                                            f"{row['observationTokenCount']:,} observation tokens")
 
 
 def add_activate_command(subparsers) -> None:

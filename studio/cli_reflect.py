@@ -43,6 +43,7 @@ from studio.cli_write_protocol import (
     ProtocolOutcome,
     add_protocol_arguments,
     preflight,
+    report_write,
     watch_after_commit,
     write_with_protocol,
 )
@@ -93,6 +94,25 @@ def _progress_printer(enabled: bool):
     def show(p) -> None:
         print(f"  {p.message}", file=sys.stderr)
     return show
+
+
+def _run_cancellable(run):
+    """Return RUN(cancel) (a proposal: model calls or offline work), or None when it was cancelled.
+
+    Ctrl+C sets the CancelToken (a model request in flight is aborted) and is raised again; a
+    cancelled proposal says "Cancelled; nothing was written." (the command then exits 1).
+    """
+    from studio.common.cancel import Cancelled, CancelToken
+
+    cancel = CancelToken()
+    try:
+        return run(cancel)
+    except KeyboardInterrupt:
+        cancel.cancel()
+        raise
+    except Cancelled:
+        _say("Cancelled; nothing was written.")
+        return None
 
 
 # -- reflect ------------------------------------------------------------------------------------
@@ -156,7 +176,6 @@ def _print_summary(doc: dict) -> None:
 
 def _run_reflect(args) -> int:
     from studio.engine.reflector import ReflectionInputError, ReflectionRejected, load_reflection_input, run_reflection
-    from studio.common.cancel import Cancelled, CancelToken
     from studio.llm.client import LLMClient, Timeouts
     from studio.llm.errors import ProviderConfigError
     from studio.store import writes
@@ -184,21 +203,17 @@ def _run_reflect(args) -> int:
     outcome = ProtocolOutcome()
     if not args.dry_run and not preflight(args, args.path, inp.lookup_key, outcome):
         return _refused_document(args, outcome)
-    cancel = CancelToken()
     try:
-        result = run_reflection(inp, strategy=args.strategy, client=client, cancel=cancel,
-                                progress=_progress_printer(not args.json and _is_terminal()))
-    except KeyboardInterrupt:
-        cancel.cancel()
-        raise
-    except Cancelled:
-        _say("Cancelled; nothing was written.")
-        return EXIT_FAILURE
+        result = _run_cancellable(lambda cancel: run_reflection(
+            inp, strategy=args.strategy, client=client, cancel=cancel,
+            progress=_progress_printer(not args.json and _is_terminal())))
     except ReflectionRejected as exc:
         _say(f"{exc}.")
         return EXIT_FAILURE
     except ReflectionInputError as exc:
         raise BadInput(str(exc)) from exc
+    if result is None:
+        return EXIT_FAILURE
 
     if args.dry_run:
         doc = reflect_document(inp, result, dry_run=True, written=None)
@@ -385,13 +400,8 @@ def _run_revert(args) -> int:
     watch_after_commit(args, args.path, key, outcome)
     doc = revert_document(thread_id=args.thread, lookup_key=key, current=current, target=target, written=row,
                           backup=session.backup_for(args.path))
-    doc.update(outcome.to_json())
-    if args.json:
-        _dump(doc)
-    else:
-        print(f"Wrote generation {doc['generation_count']} of {key}: generation {args.to_generation}'s log "
-              f"({doc['observation_token_count']:,} tokens)" + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
-    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
+    return report_write(args, doc, outcome, f"Wrote generation {doc['generation_count']} of {key}: generation "
+                                            f"{args.to_generation}'s log ({doc['observation_token_count']:,} tokens)")
 
 
 def add_revert_command(subparsers) -> None:

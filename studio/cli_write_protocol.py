@@ -28,7 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["add_protocol_arguments", "ProtocolOutcome", "preflight", "write_with_protocol", "watch_after_commit"]
+__all__ = ["add_protocol_arguments", "ProtocolOutcome", "preflight", "write_with_protocol", "watch_after_commit",
+           "report_write"]
 
 
 def _seconds(text: str) -> float:
@@ -187,3 +188,20 @@ def watch_after_commit(args, path: str, lookup_key: str, outcome: ProtocolOutcom
 def protocol_fields(outcome: ProtocolOutcome) -> dict[str, Any]:
     """Return OUTCOME's JSON fields for a command's document."""
     return outcome.to_json()
+
+
+def report_write(args, doc: dict, outcome: ProtocolOutcome, summary: str) -> int:
+    """Print a written command's result and return its exit code.
+
+    --json prints DOC with the protocol's fields (`ProtocolOutcome.to_json`, added to DOC); otherwise
+    the one-line SUMMARY and DOC["backup"] when there is one. Returns 0, or 3 (refused) when an
+    overtaking write was left unrepaired.
+    """
+    from studio.cli import EXIT_OK, EXIT_REFUSED, _dump
+
+    doc.update(outcome.to_json())
+    if args.json:
+        _dump(doc)
+    else:
+        print(summary + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
+    return EXIT_REFUSED if outcome.unrepaired else EXIT_OK

@@ -8,9 +8,7 @@ must equal `activate_buffered` (tests/interop), cell for cell, write times and p
 
 from __future__ import annotations
 
-import time
-
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from studio.engine.tokens import stamp_estimates
@@ -24,25 +22,13 @@ from tests.cli.test_observe_llm import ANSWER, RESOURCE_ANSWER, _same_write
 from tests.conftest import copy_fixture
 from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fixtures)
 from tests.interop.conftest import dump_tables, file_state
+from tests.ui.write_dialogs import open_write_dialog, wait_until
 
 MODEL = "openai-compatible/fake-observer"
 
 
-def wait_until(predicate, timeout: float = 60.0) -> None:  # a hang guard, not a speed check
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        QCoreApplication.processEvents()
-        time.sleep(0.005)
-
-
 def open_observe(window) -> ObserveDialog:
-    assert window.observe_action.isEnabled()
-    window.observe_action.trigger()
-    dialog = window.observe_dialog
-    assert isinstance(dialog, ObserveDialog) and dialog.isVisible()
-    dialog.finished.connect(lambda result: setattr(dialog, "closed_with", result))
-    window._runner.wait_idle()
+    dialog = open_write_dialog(window, "observe_action", "observe_dialog", ObserveDialog)
     assert dialog.window is not None, dialog.error_text()
     dialog.protocol_panel.quiet_spin.setValue(0)   # the fixture was written minutes ago by the corpus run
     return dialog
@@ -159,12 +145,8 @@ def test_activate_dialog_writes_what_activate_buffered_writes(studio, studio_ctx
     other = copy_fixture("buffered", tmp_path / "other")
     before = dump_tables(other)
     window = studio(path, thread_id="long-run")
-    assert window.activate_action.isEnabled() and window.thread_view.om_tab.activate_button.isVisibleTo(window)
-    window.activate_action.trigger()
-    dialog = window.observe_dialog
-    assert isinstance(dialog, ActivateDialog)
-    dialog.finished.connect(lambda result: setattr(dialog, "closed_with", result))
-    studio_ctx.runner.wait_idle()
+    assert window.thread_view.om_tab.activate_button.isVisibleTo(window)
+    dialog = open_write_dialog(window, "activate_action", "observe_dialog", ActivateDialog)
     wait_until(lambda: dialog.plan is not None or dialog.error_text())
     plan = dialog.plan
     assert plan.count >= 1 and f"moves the oldest {plan.count}" in dialog.summary.text()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel
 
@@ -18,6 +17,7 @@ from studio.store.memory_store import MemoryStore
 from studio.store.writes import commit_reflection
 from studio.ui.widgets.reflect_dialog import ReflectDialog
 from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fake_llm: a fixture)
+from tests.ui.write_dialogs import open_write_dialog, wait_until
 
 MODEL = "openai-compatible/fake-reflector"
 
@@ -53,22 +53,9 @@ def answer_for(log: str) -> tuple[str, str]:
 
 
 def open_dialog(window) -> ReflectDialog:
-    assert window.reflect_action.isEnabled()
-    window.reflect_action.trigger()
-    dialog = window.reflect_dialog
-    assert isinstance(dialog, ReflectDialog) and dialog.isVisible()
-    dialog.finished.connect(lambda result: setattr(dialog, "closed_with", result))
-    window._runner.wait_idle()
+    dialog = open_write_dialog(window, "reflect_action", "reflect_dialog", ReflectDialog)
     assert dialog.reflection_input is not None, dialog.error_text()
     return dialog
-
-
-def wait_until(predicate, timeout: float = 60.0) -> None:  # a hang guard, not a speed check
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        QCoreApplication.processEvents()
-        time.sleep(0.005)
 
 
 def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixture_db, fake_llm):

@@ -15,8 +15,9 @@ from studio.store.memory_store import MemoryStore
 from studio.store.write.protocol import find_overtaking_writes, studio_mark, unrepaired
 from studio.store.writes import commit_reflection
 from studio.ui.widgets.revert_dialog import RevertDialog
-from tests.ui.test_reflect_dialog import snapshot, wait_until
+from tests.ui.test_reflect_dialog import snapshot
 from tests.ui.test_write_protocol_ui import touch_newest_message
+from tests.ui.write_dialogs import wait_until
 
 KEY = "thread:support-1"
 

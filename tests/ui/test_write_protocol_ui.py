@@ -11,7 +11,8 @@ import libsql
 from studio.store.memory_store import MemoryStore
 from studio.store.records import ms_to_iso
 from studio.store.write.protocol import find_overtaking_writes, unrepaired
-from tests.ui.test_reflect_dialog import open_dialog, wait_until
+from tests.ui.test_reflect_dialog import open_dialog
+from tests.ui.write_dialogs import wait_until
 
 KEY = "thread:support-1"
 

@@ -60,8 +60,22 @@ class ObserverOutput:
     thread_title: str | None = None
 
 
+class ObserveGate:
+    """observe()'s threshold gate, the same in both scopes: the window's PENDING_MESSAGE_TOKENS (the
+    record's stored value) + TOKENS (its messages, tokenx) against THRESHOLD (message tokens)."""
+
+    pending_message_tokens: int
+    tokens: int
+    threshold: int
+
+    @property
+    def meets(self) -> bool:
+        """observe()'s gate: pendingMessageTokens + tokens(window) >= threshold."""
+        return self.pending_message_tokens + self.tokens >= self.threshold
+
+
 @dataclass(frozen=True)
-class ObservationWindow:
+class ObservationWindow(ObserveGate):
     """The unobserved message window of a thread as Mastra's observe() selects it, and its threshold gate.
 
     MESSAGES: Mastra message dicts (storage order); TOKENS: `countMessagesAsync` of them (tokenx);
@@ -89,11 +103,6 @@ class ObservationWindow:
     count_observations: Callable[[str], int] = field(default=None, repr=False, compare=False)
 
     @property
-    def meets(self) -> bool:
-        """observe()'s gate: pendingMessageTokens + tokens(window) >= threshold."""
-        return self.pending_message_tokens + self.tokens >= self.threshold
-
-    @property
     def message_ids(self) -> list[str]:
         """The ids of the window's messages, in order."""
         return [m["id"] for m in self.messages]
@@ -111,14 +120,58 @@ def _ids(value: Any) -> list:
     return list(parsed) if isinstance(parsed, list) else []
 
 
-def _check_unchanged(tx: WriteTx, window: ObservationWindow, latest: dict) -> None:
-    rec = window.record.columns
-    same = (latest["id"] == window.record.id
+def record_unchanged(record: OMRecord, latest: dict) -> bool:
+    """Return True when LATEST (the record's newest row, read inside the write transaction) is RECORD as
+    the window read it: same id, activeObservations, lastObservedAt, observedMessageIds and updatedAt."""
+    rec = record.columns
+    return (latest["id"] == record.id
             and (latest.get("activeObservations") or "") == (rec.get("activeObservations") or "")
             and latest.get("lastObservedAt") == rec.get("lastObservedAt")
-            and _ids(latest.get("observedMessageIds")) == list(window.record.observed_message_ids or [])
+            and _ids(latest.get("observedMessageIds")) == list(record.observed_message_ids or [])
             and latest.get("updatedAt") == rec.get("updatedAt"))
-    if not same:
+
+
+def checked_latest_row(tx: WriteTx, window, now_ms: int, idle_ms: int,
+                       check_unchanged: Callable[[WriteTx, Any, dict], None]) -> dict:
+    """Return the newest row of WINDOW's record, checked inside the transaction as an observation write requires.
+
+    Either scope: CHECK_UNCHANGED(tx, window, row) refuses a record (or messages, threads) changed
+    since WINDOW was read, then the live busy flags and the quiet period IDLE_MS (ms) at NOW_MS.
+    Raises WriteRefused: "not-found", "generation-changed", "busy".
+    """
+    latest = latest_om_row(tx, window.lookup_key)
+    if latest is None:
+        raise WriteRefused("not-found", f"There is no Observational Memory record for {window.lookup_key}.")
+    check_unchanged(tx, window, latest)
+    _check_flags(latest, now_ms, False)
+    check_quiet(tx, latest, now_ms, idle_ms)
+    return latest
+
+
+def update_active_observations(tx: WriteTx, latest: dict, text: str, last_observed_at: str, observed_ids: list,
+                               tokens: int, now: str) -> None:
+    """Update the OM row LATEST in place as Mastra's store `updateActiveObservations` does (both scopes).
+
+    activeObservations TEXT, lastObservedAt LAST_OBSERVED_AT, pendingMessageTokens 0,
+    observationTokenCount TOKENS (the whole new log), totalTokensObserved += TOKENS,
+    observedMessageIds OBSERVED_IDS, updatedAt NOW (ISO).
+    """
+    tx.update(OBSERVATIONAL_MEMORY, {
+        "activeObservations": text, "lastObservedAt": last_observed_at, "pendingMessageTokens": 0,
+        "observationTokenCount": tokens, "totalTokensObserved": to_int(latest.get("totalTokensObserved")) + tokens,
+        "observedMessageIds": stringify(observed_ids), "updatedAt": now}, "id = ?", (latest["id"],))
+
+
+def update_thread(tx: WriteTx, thread_id: str, metadata: dict, title: str | None, now: str) -> None:
+    """Save thread THREAD_ID's new METADATA, and TITLE unless None (the `<thread-title>` rule), updatedAt NOW."""
+    values = {"metadata": Jsonb(stringify(metadata)), "updatedAt": now}
+    if title is not None:
+        values = {"title": title, **values}
+    tx.update(THREADS, values, "id = ?", (thread_id,))
+
+
+def _check_unchanged(tx: WriteTx, window: ObservationWindow, latest: dict) -> None:
+    if not record_unchanged(window.record, latest):
         raise WriteRefused("generation-changed",
                            f"The Observational Memory of {window.lookup_key} changed since the window was read "
                            f"(record {latest['id']}, updated {latest.get('updatedAt')}); nothing was written. "
@@ -146,23 +199,15 @@ def _marker_config(window: ObservationWindow) -> dict:
 
 def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, observations: str, now_ms: int,
             idle_ms: int) -> dict:
-    latest = latest_om_row(tx, window.lookup_key)
-    if latest is None:
-        raise WriteRefused("not-found", f"There is no Observational Memory record for {window.lookup_key}.")
-    _check_unchanged(tx, window, latest)
-    _check_flags(latest, now_ms, False)
-    check_quiet(tx, latest, now_ms, idle_ms)
+    latest = checked_latest_row(tx, window, now_ms, idle_ms, _check_unchanged)
     now = iso(now_ms)
     newest = max(window.messages, key=lambda m: iso_to_ms(m.get("createdAt")) or 0)
     last_observed_at = js_date_round_trip(newest.get("createdAt"))
     old = latest.get("activeObservations") or ""
     active = f"{old}\n\n--- message boundary ({last_observed_at}) ---\n\n{observations}" if old else observations
-    whole = window.count_observations(active)
-    tx.update(OBSERVATIONAL_MEMORY, {
-        "activeObservations": active, "lastObservedAt": last_observed_at, "pendingMessageTokens": 0,
-        "observationTokenCount": whole, "totalTokensObserved": to_int(latest.get("totalTokensObserved")) + whole,
-        "observedMessageIds": stringify(_ids(latest.get("observedMessageIds")) + window.message_ids),
-        "updatedAt": now}, "id = ?", (latest["id"],))
+    update_active_observations(tx, latest, active, last_observed_at,
+                               _ids(latest.get("observedMessageIds")) + window.message_ids,
+                               window.count_observations(active), now)
 
     thread = read_thread(tx, window.thread_id)
     cycle = new_id()
@@ -181,10 +226,7 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
             "threadTitle": title_text or UNDEFINED, "extracted": extracted,
             "lastObservedMessageCursor": {"createdAt": last_observed_at, "id": newest["id"]}})
         new_title = new_thread_title(thread, metadata, title_text)
-        values = {"metadata": Jsonb(stringify(new_meta)), "updatedAt": now}
-        if new_title is not None:
-            values = {"title": new_title, **values}
-        tx.update(THREADS, values, "id = ?", (window.thread_id,))
+        update_thread(tx, window.thread_id, new_meta, new_title, now)
 
     target = newest_assistant_message(tx, window.thread_id)
     if target is not None:

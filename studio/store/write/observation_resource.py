@@ -32,16 +32,14 @@ from typing import Any, Callable
 from studio.common.jscompat import UNDEFINED, js_trim
 from studio.errors import WriteRefused
 from studio.store.records import OMRecord, iso_to_ms
-from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
-from studio.store.write.common import (
-    iso, js_date_round_trip, latest_om_row, new_id, read_om_row, read_thread, stringify,
-    thread_metadata, to_int,
+from studio.store.schema import THREADS
+from studio.store.write.common import iso, js_date_round_trip, new_id, read_om_row, read_thread, thread_metadata
+from studio.store.write.observation import (
+    ObserverOutput, ObserveGate, _ids, checked_latest_row, gated_commit, record_unchanged, update_active_observations,
+    update_thread,
 )
-from studio.store.write.observation import ObserverOutput, _ids, gated_commit
 from studio.store.write.om_messages import new_thread_title, newest_assistant_message, set_thread_om, upsert_message
-from studio.store.write.protocol import check_quiet
-from studio.store.write.reflection import _check_flags
-from studio.store.write.transaction import Jsonb, WriteTx
+from studio.store.write.transaction import WriteTx
 
 __all__ = ["ResourceObservationWindow", "commit_resource_observation", "replace_or_append_section"]
 
@@ -50,7 +48,7 @@ _DATE = re.compile(r"Date:\s*([A-Za-z]+\s+\d+,\s+\d+)")
 
 
 @dataclass(frozen=True)
-class ResourceObservationWindow:
+class ResourceObservationWindow(ObserveGate):
     """What a resource-scope observe() for THREAD_ID would observe.
 
     THREADS: [(thread id, messages, tokens)] of the threads picked, in Mastra's order (oldest
@@ -71,11 +69,6 @@ class ResourceObservationWindow:
     marker_config: dict
     snapshot: dict = field(repr=False)
     count_observations: Callable[[str], int] = field(default=None, repr=False, compare=False)
-
-    @property
-    def meets(self) -> bool:
-        """observe()'s gate: pendingMessageTokens + tokens(window) >= threshold."""
-        return self.pending_message_tokens + self.tokens >= self.threshold
 
     @property
     def message_ids(self) -> list[str]:
@@ -133,12 +126,7 @@ def _newest(msgs: list[dict]) -> dict:
 
 
 def _check_unchanged(tx: WriteTx, window: ResourceObservationWindow, latest: dict) -> None:
-    rec = window.record.columns
-    same = (latest["id"] == window.record.id
-            and (latest.get("activeObservations") or "") == (rec.get("activeObservations") or "")
-            and latest.get("lastObservedAt") == rec.get("lastObservedAt")
-            and _ids(latest.get("observedMessageIds")) == list(window.record.observed_message_ids or [])
-            and latest.get("updatedAt") == rec.get("updatedAt"))
+    same = record_unchanged(window.record, latest)
     threads = {r["id"]: r["updatedAt"] for r in tx.select(THREADS, 'WHERE "resourceId" = ?', (latest.get("resourceId"),),
                                                           wanted=["id", "updatedAt"])}
     same = same and threads == {t: s[0] for t, s in window.snapshot.items()}
@@ -150,12 +138,7 @@ def _check_unchanged(tx: WriteTx, window: ResourceObservationWindow, latest: dic
 
 def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, ObserverOutput], now_ms: int,
             idle_ms: int) -> dict:
-    latest = latest_om_row(tx, window.lookup_key)
-    if latest is None:
-        raise WriteRefused("not-found", f"There is no Observational Memory record for {window.lookup_key}.")
-    _check_unchanged(tx, window, latest)
-    _check_flags(latest, now_ms, False)
-    check_quiet(tx, latest, now_ms, idle_ms)
+    latest = checked_latest_row(tx, window, now_ms, idle_ms, _check_unchanged)
     now, cycle = iso(now_ms), new_id()
     text = latest.get("activeObservations") or ""
     cycle_tokens, updates = 0, []
@@ -170,11 +153,7 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
     all_msgs = [m for _, msgs, _ in window.threads for m in msgs]
     last_observed_at = js_date_round_trip(_newest(all_msgs).get("createdAt"))
     ids = list(dict.fromkeys(_ids(latest.get("observedMessageIds")) + [m["id"] for m in all_msgs]))
-    whole = window.count_observations(text)
-    tx.update(OBSERVATIONAL_MEMORY, {
-        "activeObservations": text, "lastObservedAt": last_observed_at, "pendingMessageTokens": 0,
-        "observationTokenCount": whole, "totalTokensObserved": to_int(latest.get("totalTokensObserved")) + whole,
-        "observedMessageIds": stringify(ids), "updatedAt": now}, "id = ?", (latest["id"],))
+    update_active_observations(tx, latest, text, last_observed_at, ids, window.count_observations(text), now)
 
     thread_ids = [t for t, _, _ in window.threads]
     markers: dict[str, list[dict]] = {t: [] for t in thread_ids}
@@ -197,13 +176,11 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
             if isinstance(_om(metadata).get("extracted"), dict) else {},
             "lastObservedMessageCursor": {"createdAt": js_date_round_trip(newest.get("createdAt")), "id": newest["id"]}})
         new_title = new_thread_title(thread, metadata, title)
-        values = {"metadata": Jsonb(stringify(new_meta)), "updatedAt": now}
+        update_thread(tx, tid, new_meta, new_title, now)
         if new_title is not None:
-            values = {"title": new_title, **values}
             old_title = js_trim(thread["title"]) if isinstance(thread.get("title"), str) else thread.get("title")
             markers[tid].append({"type": "data-om-thread-update", "data": {
                 "cycleId": cycle, "threadId": tid, "oldTitle": old_title, "newTitle": new_title, "timestamp": now}})
-        tx.update(THREADS, values, "id = ?", (tid,))
     for tid, msgs, out, obs, at in updates:
         extracted = {k: v for k, v in (("current-task", js_trim(out.current_task) if out.current_task else None),
                                        ("suggested-response", js_trim(out.suggested_response)

@@ -1,5 +1,6 @@
 """Pieces the OM write dialogs share: the Preview / Cancel / progress row, the plain-text Yes/Cancel
-question, and the write-then-watch flow of an in-place write (observe, activate).
+question, and the write-then-watch flow of an in-place write (observe, activate). The frame of the
+preview-then-write dialogs themselves is `studio.ui.widgets.write_dialog.PreviewWriteDialog`.
 
 `InPlaceWriter` runs one confirmed write on the database worker with the protocol's quiet period
 (`ProtocolPanel.quiet_ms`), offers Wait / Force when the agent is active
@@ -136,82 +137,3 @@ class InPlaceWriter(QObject):
             self.overwritten.emit("A running agent rewrote the observation log from an older copy while the studio "
                                   "watched: the new lines are gone again (its messages are still unobserved). "
                                   "Observe again when the agent is quiet.")
-
-
-class PreviewDialogKeys:
-    """The busy state, error line, buttons, keys and closing shared by the preview-then-write dialogs.
-
-    Mixed in before QDialog by ReflectDialog and ObserveDialog. The dialog provides `_busy` (None |
-    "preview" | "commit" | "wait" | "watch"), `_preview`, `_token`, `_runner`, the widgets
-    (progress_bar, progress_label, error_label, preview/commit buttons, strategy_box), and:
-    `start_preview()`, `cancel_preview()`, `commit()`, `_clear_preview()`, `_update_buttons()`,
-    `_stop_write()` (ends a wait or a watch at its next poll) and `TASK_KEYS` (the runner keys of its
-    background loads, made unique per dialog with its id).
-    """
-
-    TASK_KEYS: tuple[str, ...] = ()
-
-    def _set_busy(self, what: str | None, text: str = "") -> None:
-        self._busy = what
-        self.progress_bar.setVisible(what is not None)
-        if text:
-            self.progress_label.setText(text)
-        self._update_buttons()
-
-    def _show_error(self, text: str) -> None:
-        self.error_label.setText(text)
-        self.error_label.show()
-
-    def _hide_error(self) -> None:
-        self.error_label.setText("")
-        self.error_label.hide()
-
-    def error_text(self) -> str:
-        """Return the error shown (plain text), or ""."""
-        return self.error_label.text() if not self.error_label.isHidden() else ""
-
-    def _on_preview_button_clicked(self, _checked: bool = False) -> None:
-        self.start_preview()
-
-    def _on_cancel_button_clicked(self, _checked: bool = False) -> None:
-        if self._busy in ("watch", "wait"):
-            self._stop_write()
-            return
-        self.cancel_preview()
-
-    def _on_commit_button_clicked(self, _checked: bool = False) -> None:
-        self.commit()
-
-    def _on_discard_button_clicked(self, _checked: bool = False) -> None:
-        self.reject()
-
-    def _on_primary_shortcut_activated(self) -> None:
-        """Ctrl+Enter: commit a preview, else start one."""
-        if self._busy is not None:
-            return
-        if self._preview is not None and self.commit_button.isEnabled():
-            self.commit()
-        elif self.preview_button.isEnabled():
-            self.start_preview()
-
-    def reject(self) -> None:
-        """Esc / Close / Discard: cancel a running preview first; never close in the middle of a write."""
-        if self._busy == "preview":
-            self.cancel_preview()
-            return
-        if self._busy == "commit":
-            return
-        if self._busy in ("watch", "wait"):
-            self._stop_write()  # the step ends at its next poll; a watch then closes the dialog
-            return
-        self._clear_preview()
-        super().reject()
-
-    def done(self, result: int) -> None:
-        self.strategy_box.stop()
-        self._stop_write()
-        if self._token is not None:
-            self._token.cancel()
-        for key in self.TASK_KEYS:
-            self._runner.cancel(f"{key}-{id(self)}")
-        super().done(result)
