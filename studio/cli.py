@@ -419,6 +419,26 @@ def _show_notices() -> None:
         warnings.showwarning = show
 
 
+def _refuse_unknown_command(argv: Sequence[str]) -> None:
+    """Raise BadInput when ARGV[0] reads as a mistyped command (a bare lowercase word, no file of that name).
+
+    Without this, `memory-studio inspct memory.db` reached the studio's parser, which took the word for
+    the PATH and refused the real path as an "unrecognized argument". A file of that name still opens.
+    """
+    import os
+    import re
+
+    word = argv[0] if argv else ""
+    if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.lexists(word):
+        return
+    import difflib
+
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise BadInput(f"{word!r} is not a command{hint} nor a file; commands: {', '.join(COMMANDS)} "
+                   "(memory-studio --help)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (see the module docstring and `exit_code_for`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -439,6 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 if collecting:
                     gc.enable()
+        _refuse_unknown_command(argv)
         args = build_gui_parser().parse_args(argv)
         if args.screenshot:
             screenshot_format(args.screenshot)

@@ -89,3 +89,29 @@ def test_tokens_takes_the_thread_as_argument_or_option(fixture_db, capsys):
     assert "name the thread" in capsys.readouterr().err
     assert main(["tokens", path, "support-1", "--thread", "support-2"]) == 2
     assert "two thread ids" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["inspct", "{db}"], "'inspct' is not a command (did you mean 'inspect'?) nor a file"),
+    (["docter", "{db}", "--json"], "did you mean 'doctor'?"),
+    (["delete", "{db}"], "'delete' is not a command nor a file"),
+])
+def test_a_mistyped_command_is_named_as_such(fixture_db, tmp_path, monkeypatch, capsys, argv, expected):
+    # The word stood where the studio takes its PATH, and argparse said "unrecognized arguments: <the db>",
+    # blaming the one argument that was right.
+    monkeypatch.chdir(tmp_path)
+    db = str(fixture_db("support"))
+    code = main([a.replace("{db}", db) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert expected in err
+    assert "unrecognized arguments" not in err and "inspect, tokens" in err
+
+
+def test_a_file_named_like_a_word_still_opens(fixture_db, tmp_path, monkeypatch, capsys):
+    # A memory.db saved without a suffix under a word-like name is a path, not a mistyped command.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "memory").write_bytes(fixture_db("support").read_bytes())
+    code = main(["memory", "--screenshot", str(tmp_path / "x.png"), "--size", "640x480"])
+    assert code == 0, capsys.readouterr().err
+    assert (tmp_path / "x.png").exists()
