@@ -376,9 +376,9 @@ def build_gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshot", metavar="OUT.png",
                    help="render the window to an image (PNG, or JPEG/BMP by the suffix) and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")
-    p.add_argument("--tab", choices=["observations", "history", "messages", "participants", "working-memory",
-                                     "timeline", "trace", "context", "health"],
-                   help="show this tab")
+    p.add_argument("--tab", choices=["observations", "history", "messages", "speakers", "participants",
+                                     "working-memory", "timeline", "trace", "context", "health"],
+                   help="show this tab (speakers and participants name the same tab)")
     p.add_argument("--size", default="1400x900", help="window size for --screenshot, WIDTHxHEIGHT")
     return p
 
@@ -461,6 +461,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     gc.enable()
         _refuse_unknown_command(argv)
         args = build_gui_parser().parse_args(argv)
+        if args.tab == "speakers":   # the tab's title in the studio; "participants" is its older name here
+            args.tab = "participants"
         if args.screenshot:
             screenshot_format(args.screenshot)
         if args.path:

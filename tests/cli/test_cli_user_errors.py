@@ -115,3 +115,15 @@ def test_a_file_named_like_a_word_still_opens(fixture_db, tmp_path, monkeypatch,
     code = main(["memory", "--screenshot", str(tmp_path / "x.png"), "--size", "640x480"])
     assert code == 0, capsys.readouterr().err
     assert (tmp_path / "x.png").exists()
+
+
+def test_the_speakers_tab_is_named_as_the_studio_titles_it(fixture_db, tmp_path, monkeypatch):
+    # The tab is titled "Speakers" in the studio; --tab only knew its internal name "participants".
+    import studio.ui.app
+
+    seen = []
+    monkeypatch.setattr(studio.ui.app, "run_studio", lambda args: seen.append(args.tab) or 0)
+    db = str(fixture_db("collab"))
+    for name in ("speakers", "participants"):
+        assert main([db, "--screenshot", str(tmp_path / "x.png"), "--thread", "room_7", "--tab", name]) == 0
+    assert seen == ["participants", "participants"]
