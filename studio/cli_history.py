@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from studio.cli import EXIT_OK, BadInput, _dump
+from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump
 from studio.common.metadata_filter import ValidationError, parse_metadata_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -231,12 +231,14 @@ def clone_document(path: str, thread_id: str, *, new_id: str | None = None, titl
     transaction checks both again).
     """
     if not confirmed:
-        raise BadInput(f"clone writes a new thread into {path}; add --yes to confirm (a backup is made first)")
+        raise BadInput(f"clone writes a new thread into {path}; add --yes to confirm (not a terminal; a backup is "
+                       "made first)")
     from studio.store.memory_store import MemoryStore
 
     with MemoryStore.open(path) as store, store.snapshot():
         if store.get_thread(thread_id) is None:
-            raise BadInput(f"There is no thread {thread_id!r} to clone in {store.location.display}; nothing was written.")
+            raise BadInput(f"There is no thread {thread_id!r} to clone in {store.location.display}; "
+                           "nothing was written.")
         if new_id and store.get_thread(new_id) is not None:
             raise BadInput(f"A thread with id {new_id!r} already exists in {store.location.display}; "
                            "choose another id (nothing was written).")
@@ -256,21 +258,32 @@ def clone_document(path: str, thread_id: str, *, new_id: str | None = None, titl
 
 def add_clone_command(subparsers) -> None:
     """Register `clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json`."""
-    p = subparsers.add_parser("clone", help="clone a thread as Mastra's cloneThread does (writes; needs --yes)")
-    p.add_argument("path", help="memory.db path (opened for writing after --yes)")
+    p = subparsers.add_parser("clone", help="clone a thread as Mastra's cloneThread does "
+                                            "(writes: asks on a terminal, or --yes)")
+    p.add_argument("path", help="memory.db path (opened for writing once the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to clone")
     p.add_argument("--new-id", metavar="ID", help="the new thread's id (default: a new UUID)")
     p.add_argument("--title", metavar="T", help="the new thread's title")
     p.add_argument("--message-limit", type=_non_negative, metavar="N", help="clone only the last N messages")
-    p.add_argument("--yes", action="store_true", help="confirm the write")
+    p.add_argument("--yes", action="store_true", help="write without asking")
     p.add_argument("--json", action="store_true", help="print JSON (the only format)")
     p.set_defaults(run=_run_clone)
 
 
 def _run_clone(args) -> int:
+    confirmed = args.yes
+    if not confirmed:
+        from studio import cli_reflect   # the one terminal prompt of every write command
+
+        if cli_reflect._is_terminal():
+            if not cli_reflect._confirm(f"Clone thread {args.thread!r} into a new thread in {args.path} "
+                                        "(a backup is made first)?"):
+                print("memory-studio: Nothing was written.", file=sys.stderr)
+                return EXIT_REFUSED
+            confirmed = True
     try:
         doc = clone_document(args.path, args.thread, new_id=args.new_id, title=args.title,
-                             message_limit=args.message_limit, confirmed=args.yes)
+                             message_limit=args.message_limit, confirmed=confirmed)
     except ValidationError as exc:
         raise BadInput(str(exc)) from exc
     _dump(doc)
