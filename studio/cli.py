@@ -336,6 +336,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="memory-studio", description="Look inside a Mastra memory.db.")
     parser.add_argument("--version", action="version", version=f"memory-studio {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    add_parser = sub.add_parser
+
+    def add_described(name, **kwargs):   # `memory-studio CMD --help` opens with the command's one-line help
+        kwargs.setdefault("description", kwargs.get("help"))
+        return add_parser(name, **kwargs)
+
+    sub.add_parser = add_described
     for name, add in COMMANDS.items():
         if only is None or name == only:
             add(sub)

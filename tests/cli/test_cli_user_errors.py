@@ -127,3 +127,16 @@ def test_the_speakers_tab_is_named_as_the_studio_titles_it(fixture_db, tmp_path,
     for name in ("speakers", "participants"):
         assert main([db, "--screenshot", str(tmp_path / "x.png"), "--thread", "room_7", "--tab", name]) == 0
     assert seen == ["participants", "participants"]
+
+
+@pytest.mark.parametrize(("command", "says"), [
+    ("tokens", "token counts of a thread's messages"),
+    ("doctor", "check a memory.db for known Mastra memory failures"),
+    ("revert", "write a new generation restoring generation N's observations"),
+])
+def test_each_command_help_says_what_the_command_does(capsys, command, says):
+    # `memory-studio tokens --help` showed the usage and options only: the command's one-line help
+    # (written for each command) appeared nowhere, since the top-level help lists the names alone.
+    assert main([command, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert says in out
