@@ -226,22 +226,12 @@ def clone_document(path: str, thread_id: str, *, new_id: str | None = None, titl
     WriteSession.clone_thread: a verified backup of the file first, then one transaction.
     Returns {"thread": {id, resource_id, title, metadata}, "message_ids": [new ids, createdAt order],
     "source_message_ids": [the ids they copy, same order], "om_record_id": copied OM record or null,
-    "backup": path of the backup}. BadInput (exit 2) when the thread is missing or the id is taken: checked
-    on a read-only open before the backup, so a refused clone leaves no backup file behind (the write's
-    transaction checks both again).
+    "backup": path of the backup}. WriteRefused (exit 2) when the thread is missing or the id is taken:
+    checked before the backup (WriteSession.clone_thread), so a refused clone leaves no backup behind.
     """
     if not confirmed:
         raise BadInput(f"clone writes a new thread into {path}; add --yes to confirm (not a terminal; a backup is "
                        "made first)")
-    from studio.store.memory_store import MemoryStore
-
-    with MemoryStore.open(path) as store, store.snapshot():
-        if store.get_thread(thread_id) is None:
-            raise BadInput(f"There is no thread {thread_id!r} to clone in {store.location.display}; "
-                           "nothing was written.")
-        if new_id and store.get_thread(new_id) is not None:
-            raise BadInput(f"A thread with id {new_id!r} already exists in {store.location.display}; "
-                           "choose another id (nothing was written).")
     from studio.store.writes import WriteSession
 
     session = WriteSession()
