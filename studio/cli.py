@@ -336,6 +336,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="memory-studio", description="Look inside a Mastra memory.db.")
     parser.add_argument("--version", action="version", version=f"memory-studio {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    add_parser = sub.add_parser
+
+    def add_described(name, **kwargs):   # `memory-studio CMD --help` opens with the command's one-line help
+        kwargs.setdefault("description", kwargs.get("help"))
+        return add_parser(name, **kwargs)
+
+    sub.add_parser = add_described
     for name, add in COMMANDS.items():
         if only is None or name == only:
             add(sub)
@@ -376,9 +383,9 @@ def build_gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshot", metavar="OUT.png",
                    help="render the window to an image (PNG, or JPEG/BMP by the suffix) and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")
-    p.add_argument("--tab", choices=["observations", "history", "messages", "participants", "working-memory",
-                                     "timeline", "trace", "context", "health"],
-                   help="show this tab")
+    p.add_argument("--tab", choices=["observations", "history", "messages", "speakers", "participants",
+                                     "working-memory", "timeline", "trace", "context", "health"],
+                   help="show this tab (speakers and participants name the same tab)")
     p.add_argument("--size", default="1400x900", help="window size for --screenshot, WIDTHxHEIGHT")
     return p
 
@@ -419,6 +426,26 @@ def _show_notices() -> None:
         warnings.showwarning = show
 
 
+def _refuse_unknown_command(argv: Sequence[str]) -> None:
+    """Raise BadInput when ARGV[0] reads as a mistyped command (a bare lowercase word, no file of that name).
+
+    Without this, `memory-studio inspct memory.db` reached the studio's parser, which took the word for
+    the PATH and refused the real path as an "unrecognized argument". A file of that name still opens.
+    """
+    import os
+    import re
+
+    word = argv[0] if argv else ""
+    if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.lexists(word):
+        return
+    import difflib
+
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise BadInput(f"{word!r} is not a command{hint} nor a file; commands: {', '.join(COMMANDS)} "
+                   "(memory-studio --help)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (see the module docstring and `exit_code_for`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -439,7 +466,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 if collecting:
                     gc.enable()
+        _refuse_unknown_command(argv)
         args = build_gui_parser().parse_args(argv)
+        if args.tab == "speakers":   # the tab's title in the studio; "participants" is its older name here
+            args.tab = "participants"
         if args.screenshot:
             screenshot_format(args.screenshot)
         if args.path:

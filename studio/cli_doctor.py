@@ -42,8 +42,14 @@ def format_human(report: dict) -> str:
     checked = report["checked"]
     if not report["findings"]:
         lines.append("No findings.")
-    lines.append("Checked " + ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in checked.items()) + ".")
+    lines.append("Checked " + ", ".join(f"{v:,} {_counted(k, v)}" for k, v in checked.items()) + ".")
     return "\n".join(lines)
+
+
+def _counted(key: str, count: int) -> str:
+    """KEY of `checked` ("lookup_keys") as words, in the singular for a count of one ("lookup key")."""
+    words = key.replace("_", " ")
+    return words[:-1] if count == 1 and words.endswith("s") else words
 
 
 def add_doctor_command(subparsers) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from studio.cli import EXIT_OK, BadInput, _dump
+from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump
 from studio.common.metadata_filter import ValidationError, parse_metadata_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -226,10 +226,12 @@ def clone_document(path: str, thread_id: str, *, new_id: str | None = None, titl
     WriteSession.clone_thread: a verified backup of the file first, then one transaction.
     Returns {"thread": {id, resource_id, title, metadata}, "message_ids": [new ids, createdAt order],
     "source_message_ids": [the ids they copy, same order], "om_record_id": copied OM record or null,
-    "backup": path of the backup}. WriteRefused (exit 2) when the thread is missing or the id is taken.
+    "backup": path of the backup}. WriteRefused (exit 2) when the thread is missing or the id is taken:
+    checked before the backup (WriteSession.clone_thread), so a refused clone leaves no backup behind.
     """
     if not confirmed:
-        raise BadInput(f"clone writes a new thread into {path}; add --yes to confirm (a backup is made first)")
+        raise BadInput(f"clone writes a new thread into {path}; add --yes to confirm (not a terminal; a backup is "
+                       "made first)")
     from studio.store.writes import WriteSession
 
     session = WriteSession()
@@ -246,21 +248,32 @@ def clone_document(path: str, thread_id: str, *, new_id: str | None = None, titl
 
 def add_clone_command(subparsers) -> None:
     """Register `clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json`."""
-    p = subparsers.add_parser("clone", help="clone a thread as Mastra's cloneThread does (writes; needs --yes)")
-    p.add_argument("path", help="memory.db path (opened for writing after --yes)")
+    p = subparsers.add_parser("clone", help="clone a thread as Mastra's cloneThread does "
+                                            "(writes: asks on a terminal, or --yes)")
+    p.add_argument("path", help="memory.db path (opened for writing once the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to clone")
     p.add_argument("--new-id", metavar="ID", help="the new thread's id (default: a new UUID)")
     p.add_argument("--title", metavar="T", help="the new thread's title")
     p.add_argument("--message-limit", type=_non_negative, metavar="N", help="clone only the last N messages")
-    p.add_argument("--yes", action="store_true", help="confirm the write")
+    p.add_argument("--yes", action="store_true", help="write without asking")
     p.add_argument("--json", action="store_true", help="print JSON (the only format)")
     p.set_defaults(run=_run_clone)
 
 
 def _run_clone(args) -> int:
+    confirmed = args.yes
+    if not confirmed:
+        from studio import cli_reflect   # the one terminal prompt of every write command
+
+        if cli_reflect._is_terminal():
+            if not cli_reflect._confirm(f"Clone thread {args.thread!r} into a new thread in {args.path} "
+                                        "(a backup is made first)?"):
+                print("memory-studio: Nothing was written.", file=sys.stderr)
+                return EXIT_REFUSED
+            confirmed = True
     try:
         doc = clone_document(args.path, args.thread, new_id=args.new_id, title=args.title,
-                             message_limit=args.message_limit, confirmed=args.yes)
+                             message_limit=args.message_limit, confirmed=confirmed)
     except ValidationError as exc:
         raise BadInput(str(exc)) from exc
     _dump(doc)

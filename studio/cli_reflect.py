@@ -217,7 +217,11 @@ def _run_reflect(args) -> int:
 
     if args.dry_run:
         doc = reflect_document(inp, result, dry_run=True, written=None)
-        _dump(doc) if args.json else _print_summary(doc)
+        if args.json:
+            _dump(doc)
+        else:
+            _print_summary(doc)
+            _say("Dry run: nothing was written (without --dry-run, reflect writes this generation after asking).")
         return EXIT_OK
 
     clear_stale = False

@@ -17,6 +17,17 @@ FIXTURES = SHARED / "fixtures" / "mastra"
 FIXTURE_NAMES = ["support", "buffered", "resource", "collab", "tools", "history", "live/support"]
 
 
+def pytest_configure(config):
+    """Stop the run at once, with one sentence, when the real Mastra fixtures are not where the tests read them.
+
+    Several test modules read an oracle at import; without this a fresh clone outside the project's
+    folder got a FileNotFoundError traceback per module and a collection that stopped part way.
+    """
+    if not FIXTURES.is_dir():
+        raise pytest.UsageError(f"{FIXTURES} is missing: the tests read the real Mastra fixtures there; put the "
+                                "project's shared/ folder beside the repository or set MEMORY_STUDIO_SHARED to it")
+
+
 def copy_fixture(name: str, dest_dir: Path) -> Path:
     """Copy fixture NAME (db, -wal, -shm) into DEST_DIR, writable; return the copy's db path."""
     src = FIXTURES / f"{name}.db"

@@ -206,6 +206,10 @@ class HranaConnection:
         try:
             response = self._client.post(url, content=json.dumps({"baton": baton, "requests": requests}),
                                          headers={"Content-Type": "application/json"}, **extra)
+        except httpx.ConnectTimeout as exc:   # the TCP connect or the TLS handshake: the shorter connect timeout
+            raise StoreError(f"{self.display} did not complete the connection within "
+                             f"{min(CONNECT_TIMEOUT_S, timeout or self.timeout):g} s "
+                             "(server down, overloaded or unreachable)") from exc
         except httpx.TimeoutException as exc:
             raise StoreError(f"{self.display} did not answer within {timeout or self.timeout:g} s "
                              "(server down, overloaded or unreachable)") from exc

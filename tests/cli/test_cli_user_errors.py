@@ -89,3 +89,54 @@ def test_tokens_takes_the_thread_as_argument_or_option(fixture_db, capsys):
     assert "name the thread" in capsys.readouterr().err
     assert main(["tokens", path, "support-1", "--thread", "support-2"]) == 2
     assert "two thread ids" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["inspct", "{db}"], "'inspct' is not a command (did you mean 'inspect'?) nor a file"),
+    (["docter", "{db}", "--json"], "did you mean 'doctor'?"),
+    (["delete", "{db}"], "'delete' is not a command nor a file"),
+])
+def test_a_mistyped_command_is_named_as_such(fixture_db, tmp_path, monkeypatch, capsys, argv, expected):
+    # The word stood where the studio takes its PATH, and argparse said "unrecognized arguments: <the db>",
+    # blaming the one argument that was right.
+    monkeypatch.chdir(tmp_path)
+    db = str(fixture_db("support"))
+    code = main([a.replace("{db}", db) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert expected in err
+    assert "unrecognized arguments" not in err and "inspect, tokens" in err
+
+
+def test_a_file_named_like_a_word_still_opens(fixture_db, tmp_path, monkeypatch, capsys):
+    # A memory.db saved without a suffix under a word-like name is a path, not a mistyped command.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "memory").write_bytes(fixture_db("support").read_bytes())
+    code = main(["memory", "--screenshot", str(tmp_path / "x.png"), "--size", "640x480"])
+    assert code == 0, capsys.readouterr().err
+    assert (tmp_path / "x.png").exists()
+
+
+def test_the_speakers_tab_is_named_as_the_studio_titles_it(fixture_db, tmp_path, monkeypatch):
+    # The tab is titled "Speakers" in the studio; --tab only knew its internal name "participants".
+    import studio.ui.app
+
+    seen = []
+    monkeypatch.setattr(studio.ui.app, "run_studio", lambda args: seen.append(args.tab) or 0)
+    db = str(fixture_db("collab"))
+    for name in ("speakers", "participants"):
+        assert main([db, "--screenshot", str(tmp_path / "x.png"), "--thread", "room_7", "--tab", name]) == 0
+    assert seen == ["participants", "participants"]
+
+
+@pytest.mark.parametrize(("command", "says"), [
+    ("tokens", "token counts of a thread's messages"),
+    ("doctor", "check a memory.db for known Mastra memory failures"),
+    ("revert", "write a new generation restoring generation N's observations"),
+])
+def test_each_command_help_says_what_the_command_does(capsys, command, says):
+    # `memory-studio tokens --help` showed the usage and options only: the command's one-line help
+    # (written for each command) appeared nowhere, since the top-level help lists the names alone.
+    assert main([command, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert says in out

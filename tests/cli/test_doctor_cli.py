@@ -44,3 +44,11 @@ def test_doctor_one_thread_and_bad_input(fixture_db, tmp_path, capsys):
     assert main(["doctor", str(path), "--thread", "nope", "--json"]) == 2
     assert "No thread 'nope'" in capsys.readouterr().err
     assert main(["doctor", str(tmp_path / "missing.db")]) == 2
+
+
+def test_doctor_counts_one_of_a_kind_in_the_singular(fixture_db, capsys):
+    # buffered has one thread and one lookup key: the summary read "Checked 1 threads, … 1 lookup keys".
+    assert main(["doctor", str(fixture_db("buffered"))]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("Checked 1 thread, ") and "1 lookup key," in last
+    assert "messages" in last and "checks." in last

@@ -119,7 +119,7 @@ def test_bad_input_exits_2_and_changes_nothing(fixture_db, capsys, argv, message
     assert out == ""
     assert message.lower() in err.lower()
     assert digest(path) == before
-    assert not list(path.parent.glob("*backup*")) or "clone" in argv
+    assert not list(path.parent.glob("*backup*"))   # a refused clone (no thread, id taken) leaves no backup behind
 
 
 def test_clone_writes_after_a_backup(fixture_db, capsys):
@@ -142,3 +142,23 @@ def test_clone_writes_after_a_backup(fixture_db, capsys):
     assert path.read_bytes() != before
     listed = run_json(capsys, ["threads", str(path), "--resource", "user-gus", "--all", "--json"])
     assert "hist-1-copy" in listed["thread_ids"] and listed["total"] == 4
+
+
+@pytest.mark.parametrize(("answer", "code"), [("n\n", 3), ("y\n", 0)])
+def test_clone_asks_on_a_terminal_like_the_other_writes(fixture_db, capsys, monkeypatch, answer, code):
+    # reflect, revert, activate and observe ask "[y/N]" on a terminal; clone only said "add --yes".
+    import io
+
+    import studio.cli_reflect
+
+    path = fixture_db("history")
+    monkeypatch.setattr(studio.cli_reflect, "_is_terminal", lambda: True)
+    monkeypatch.setattr("sys.stdin", io.StringIO(answer))
+    got, out, err = run(capsys, ["clone", str(path), "--thread", "hist-1", "--new-id", "asked", "--json"])
+    assert got == code, err
+    assert "Clone thread 'hist-1'" in err and "[y/N]" in err
+    with MemoryStore.open(path) as store:
+        assert (store.get_thread("asked") is not None) == (code == 0)
+    assert bool(list(path.parent.glob("*backup*"))) == (code == 0)
+    if code == 3:
+        assert "Nothing was written" in err and out == ""

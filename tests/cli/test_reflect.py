@@ -89,8 +89,9 @@ def test_dry_run_writes_nothing(fixture_db, fake_llm, capsys):
     assert code == 0 and doc["reflected"] is False and doc["dry_run"] is True and doc["record_id"] is None
     assert doc["generation_count"] == 3 and doc["observations"] == parse_reflector_output(TAGGED).observations
     assert digest(path) == before
-    code, doc, _ = run(capsys, reflect(path, fake_llm, "--dry-run"))  # plain text
+    code, doc, err = run(capsys, reflect(path, fake_llm, "--dry-run"))  # plain text
     assert digest(path) == before and code == 0
+    assert "Dry run: nothing was written" in err   # the plain summary reads "Proposed generation 3 …" only
 
 
 def _interrupt_when_asked(fake):

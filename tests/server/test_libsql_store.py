@@ -230,6 +230,24 @@ def test_a_server_that_never_answers_times_out(monkeypatch, capsys):
         listener.close()
 
 
+def test_a_tls_server_that_never_answers_names_the_connect_timeout(monkeypatch, capsys):
+    """A libsql:// URL (TLS) to a port that accepts and never answers: the TLS handshake is part of the
+    connection, so httpx gives up after the connect timeout (shortened to 0.5 s here; 10 s by default), not the
+    60 s read timeout; the sentence names the wait that expired (it said "within 60 s" after 10 s)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    monkeypatch.setattr(hrana, "CONNECT_TIMEOUT_S", 0.5)
+    try:
+        url = f"libsql://127.0.0.1:{listener.getsockname()[1]}"
+        assert main(["inspect", url, "--json"]) == 2
+        err = capsys.readouterr().err
+        assert f"{url} did not complete the connection within 0.5 s" in err
+        assert "60 s" not in err
+    finally:
+        listener.close()
+
+
 def test_urls_are_parsed_and_shown_without_their_token(monkeypatch):
     loc, token = parse_remote_location("libsql://db-org.turso.io?authToken=abc.def")
     assert (loc.base_url, loc.display, token) == ("https://db-org.turso.io", "libsql://db-org.turso.io?authToken=***",

@@ -118,3 +118,19 @@ def test_session_refused_write_leaves_the_file_unchanged(fixture_db):
         session.delete_messages(path, [""])
     assert state(path) == before
     assert session.backup_for(path) is not None  # the backup was taken first; it is not a write to the file
+
+
+@pytest.mark.parametrize(("source", "new_id", "message"), [
+    ("nope", None, "There is no thread 'nope' to clone."),
+    ("support-1", "support-2", "A thread with id 'support-2' already exists; choose another id."),
+])
+def test_a_clone_refused_for_its_ids_takes_no_backup(fixture_db, source, new_id, message):
+    # The studio's Clone dialog and `clone` said "Nothing was written" and left a full copy of the file
+    # (NAME.backup-….db) beside it: the ids are checked on a read-only open before the backup now.
+    path = fixture_db("support")
+    session = WriteSession()
+    before = state(path)
+    with pytest.raises(WriteRefused, match=re.escape(message)):
+        session.clone_thread(path, source, new_thread_id=new_id)
+    assert state(path) == before and session.backup_for(path) is None
+    assert not list(path.parent.glob("*backup*"))

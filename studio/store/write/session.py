@@ -127,7 +127,12 @@ class WriteSession:
             return repair.repair_overtaken_writes(path, **kwargs)
 
     def clone_thread(self, path: str | os.PathLike[str], source_thread_id: str, **kwargs: Any) -> dict:
-        """Back up PATH once, then `writes.clone_thread(path, source_thread_id, **kwargs)`."""
+        """Back up PATH once, then `writes.clone_thread(path, source_thread_id, **kwargs)`.
+
+        A missing source thread or a taken new id is refused (WriteRefused) before the backup of a file.
+        """
+        if not is_row_backup_target(path):
+            threads.check_clone_ids(path, source_thread_id, kwargs.get("new_thread_id"))
         self.before_destructive_write(path)
         with self.routed(path):
             return threads.clone_thread(path, source_thread_id, **kwargs)

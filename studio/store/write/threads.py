@@ -192,6 +192,22 @@ def _message_dict(row: dict) -> dict:
             "content": content if content is not None else row.get("content")}
 
 
+def check_clone_ids(path: str | os.PathLike[str], source_thread_id: str, new_thread_id: str | None = None) -> None:
+    """Refuse a clone of PATH that cannot succeed, on a read-only open: before its backup, so none is left behind.
+
+    Raises WriteRefused("not-found") when SOURCE_THREAD_ID is no thread and WriteRefused("conflict") when
+    NEW_THREAD_ID is taken, with clone_thread's sentences; clone_thread checks both again in its transaction.
+    StoreError / SchemaError as MemoryStore.open raises them.
+    """
+    from studio.store.memory_store import MemoryStore
+
+    with MemoryStore.open(path) as store, store.snapshot():
+        if isinstance(source_thread_id, str) and source_thread_id and store.get_thread(source_thread_id) is None:
+            raise WriteRefused("not-found", f"There is no thread {source_thread_id!r} to clone.")
+        if isinstance(new_thread_id, str) and new_thread_id and store.get_thread(new_thread_id) is not None:
+            raise WriteRefused("conflict", f"A thread with id {new_thread_id!r} already exists; choose another id.")
+
+
 def clone_thread(path: str | os.PathLike[str], source_thread_id: str, *, new_thread_id: str | None = None,
                  title: str | None = None, resource_id: str | None = None, metadata: dict | None = None,
                  message_limit: int | None = None, start_date: Any = None, end_date: Any = None,
