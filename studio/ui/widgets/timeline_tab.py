@@ -317,7 +317,8 @@ class TimelineTab(TimelineInteraction, QWidget):
             held = self._unshown = _HeldDraw(timeline, announce=True)
             self._stack.setCurrentIndex(1)
             self._redraw()
-            self._on_drawn(held)
+            self._fit()
+            self._show_held(held)
             return
         # In one go, delivery, drawing, fitting and the first paint held the GUI thread 40-60 ms on the
         # 20,007-message thread: drawn in steps, out of sight.
@@ -337,11 +338,23 @@ class TimelineTab(TimelineInteraction, QWidget):
         self._redraw()
 
     def _on_drawn(self, held: "_HeldDraw") -> None:
-        """Fit and show HELD's chart once all of it is drawn (unless another drawing or timeline came meanwhile)."""
-        if held is not self._unshown or held.timeline is not self._timeline:
+        """Fit HELD's chart once all of it is drawn, and show it in the next turn of the event loop.
+
+        Fitting decimates the curves for the new view (a few ms on the 20,007-message thread) and the
+        first paint strokes them all: in one turn they made the longest stretch of an axis switch.
+        Nothing happens when another drawing or timeline came meanwhile (a drawing started since shows
+        HELD when it ends).
+        """
+        if held is not self._unshown or held.timeline is not self._timeline or self.chart.drawing:
+            return
+        self._fit()
+        QTimer.singleShot(0, self, functools.partial(self._show_held, held))
+
+    def _show_held(self, held: "_HeldDraw") -> None:
+        """Show HELD's drawn and fitted chart (its paint follows), and announce it if asked."""
+        if held is not self._unshown or held.timeline is not self._timeline or self.chart.drawing:
             return
         self._unshown = None
-        self._fit()
         self._stack.setCurrentIndex(1)
         self.plot.setUpdatesEnabled(True)
         if held.announce:
