@@ -202,17 +202,20 @@ def timeline_timings(app, window, ctx, stall, wait_until) -> dict:
     phase("replay_changed")
     viewport = tab.plot.viewport()
     times = []
-    for _ in range(5):
+    for _ in range(5):   # events between repaints: five in a row were one stall, counted in the next phase
         t0 = time.perf_counter()
         viewport.repaint()
         times.append(time.perf_counter() - t0)
+        app.processEvents()
+        time.sleep(0.006)
+        app.processEvents()
     out["timeline_repaint_ms"] = ms(statistics.median(times))
     phase("repaint")
     box = tab.plot.getPlotItem().getViewBox()
     frames = []
     for mode in ("turn", "time"):
         tab.set_x_mode(mode)
-        wait_until(lambda: tab.x_mode == mode)
+        wait_until(lambda: tab.x_mode == mode and not tab.drawing)   # a long thread's switch is drawn in steps
         app.processEvents()
         phase(f"switch_to_{mode}")
         for step in range(20):  # pan a twentieth of the view at a time: move, paint (one frame), then events
@@ -227,7 +230,7 @@ def timeline_timings(app, window, ctx, stall, wait_until) -> dict:
     phase("pan")
     for mode in ("turn", "time", "turn"):
         tab.set_x_mode(mode)
-        wait_until(lambda: tab.x_mode == mode)
+        wait_until(lambda: tab.x_mode == mode and not tab.drawing)
         viewport.repaint()
         for _ in range(20):
             app.processEvents()

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 
 from studio.engine.events import OBSERVATION
@@ -302,3 +303,65 @@ def test_a_long_timeline_is_drawn_out_of_sight_then_shown_whole(studio, fixture_
     drawn = [(item.name(), item.getData()[1].tolist()) for item in tab.plot.getPlotItem().listDataItems()]
     assert [name for name, _y in drawn] == [name for name, _y in at_once]
     assert all(np.array_equal(a, b, equal_nan=True) for (_n, a), (_m, b) in zip(drawn, at_once))
+
+
+def _drawn_items(tab) -> list[tuple]:
+    """Return what the chart shows: each curve's (name, x, y) and each marker group's (symbol, x, y), in order."""
+    out = []
+    for item in tab.plot.getPlotItem().items:
+        if isinstance(item, pg.PlotDataItem):
+            x, y = item.getOriginalDataset()
+            out.append(("curve", item.name(), x.tolist(), y.tolist()))
+        elif isinstance(item, pg.ScatterPlotItem):
+            x, y = item.getData()
+            out.append(("markers", item.opts["symbol"], x.tolist(), y.tolist()))
+    return out
+
+
+def _same(a: list[tuple], b: list[tuple]) -> bool:
+    return len(a) == len(b) and all(
+        p[:2] == q[:2] and np.array_equal(p[2], q[2], equal_nan=True) and np.array_equal(p[3], q[3], equal_nan=True)
+        for p, q in zip(a, b))
+
+
+def test_a_long_timeline_switches_its_axis_in_steps_behind_the_old_picture(studio, fixture_db, studio_ctx, qtbot,
+                                                                          monkeypatch):
+    """On the 20,007-message thread every curve and marker group given its other x array in one turn of the
+    event loop stalled the GUI thread 30-97 ms. A long timeline (here every one counts as long) switches its
+    axis an item per turn while the old picture stays, its updates held; once all is there it is fitted and
+    shown, with the same items and view as a switch at once; a switch back meanwhile drops the steps to come."""
+    from studio.ui.widgets import timeline_chart
+
+    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    tab = window.thread_view.timeline_tab
+    with qtbot.waitSignal(tab.whatif_drawn, timeout=10000):
+        tab.whatif_button.setChecked(True)           # the overlay switches too
+    assert studio_ctx.runner.wait_idle()
+    box = tab.plot.getPlotItem().getViewBox()
+    at_once = {}
+    for mode in ("time", "turn"):                    # a short timeline: switched at once, as before
+        tab.set_x_mode(mode)
+        assert not tab.drawing
+        at_once[mode] = (_drawn_items(tab), box.viewRange())
+    assert not _same(at_once["time"][0], at_once["turn"][0])
+    monkeypatch.setattr(timeline_chart, "PROGRESSIVE_MIN_POINTS", 0)
+    loaded = []
+    tab.timeline_loaded.connect(loaded.append)
+    n_items = len(at_once["time"][0])
+
+    tab.set_x_mode("time")
+    assert tab.x_mode == "time" and tab.drawing and not tab.plot.updatesEnabled()   # the old picture, held
+    assert len(_drawn_items(tab)) == 1                                              # the first step only, so far
+    qtbot.waitUntil(lambda: not tab.drawing, timeout=5000)
+    assert tab.plot.updatesEnabled() and tab._stack.currentIndex() == 1
+    assert _same(_drawn_items(tab), at_once["time"][0]) and box.viewRange() == at_once["time"][1]
+    assert isinstance(tab.plot.getPlotItem().getAxis("bottom"), pg.DateAxisItem)
+
+    for mode in ("turn", "time", "turn"):            # and back and forth before a drawing ends
+        tab.set_x_mode(mode)
+        assert len(_drawn_items(tab)) == 1
+    qtbot.waitUntil(lambda: not tab.drawing, timeout=5000)
+    qtbot.wait(50)
+    assert len(_drawn_items(tab)) == n_items                                        # nothing drawn twice
+    assert _same(_drawn_items(tab), at_once["turn"][0]) and box.viewRange() == at_once["turn"][1]
+    assert loaded == [] and tab.plot.updatesEnabled()       # an axis switch is no new timeline

@@ -3,7 +3,8 @@
 `TimelineChart.draw` takes `studio.engine.timeline_series.ChartSeries` (built off the GUI thread)
 and never loops over a thread's points: switching the x axis swaps arrays. Step-like series come
 without their inner run points, curves are drawn without antialiasing when long, and the What-if
-overlay uses solid pens (Qt strokes a dashed 20,000-vertex path dash by dash, ~1 s a repaint).
+overlay uses solid pens (Qt strokes a dashed 20,000-vertex path dash by dash, ~1 s a repaint). Long
+curves are drawn through their pixel columns' extremes (`curve_decimation.DecimatedCurve`).
 A row under the chart explains the marker shapes. Also the chart exports (PNG, SVG).
 """
 
@@ -30,6 +31,7 @@ from studio.engine.events import (
     OMEvent,
 )
 from studio.engine.timeline_series import ChartSeries
+from studio.ui.widgets.curve_decimation import DecimatedCurve
 
 pg.setConfigOptions(antialias=True, background="w", foreground="#374151")
 
@@ -51,9 +53,6 @@ MARKER_LEGEND = [("observation", OBSERVATION), ("buffered chunk", BUFFERING), ("
 ANTIALIAS_MAX_POINTS = 2000
 #: A series (real or What-if overlay) of this many points or more is drawn an item per turn of the event loop.
 PROGRESSIVE_MIN_POINTS = 5000
-#: Peak downsampling keeps a bin's lowest and highest value; one bin per pixel loses no peak
-#: (pyqtgraph's default draws five, five times the vertices for the same picture).
-SAMPLES_PER_PIXEL = 1.0
 
 
 def ensure_gui_thread_gc() -> None:
@@ -323,8 +322,10 @@ class TimelineChart:
         item = plot.getPlotItem()
         item.showGrid(x=True, y=True, alpha=0.15)
         item.setLabel("left", "tokens")
-        item.setDownsampling(auto=True, mode="peak")  # a 20,000-message thread draws as fast as a short one
-        item.setClipToView(True)
+        # No downsampling nor clip-to-view of pyqtgraph's: its "peak" bins dropped the newest points of the view
+        # and drew a bin's peak at the bin's middle (a shifted time over a gap). Each curve keeps the extremes of
+        # each pixel column itself (DecimatedCurve), so a 20,000-message thread draws as fast as a short one.
+        item.getViewBox().sigResized.connect(WeakMethod(self, "_on_view_resized"))
         self.time_axis = pg.DateAxisItem(orientation="bottom")
         self.turn_axis = TurnAxis(orientation="bottom")
         item.setAxisItems({"bottom": self.turn_axis})
@@ -479,12 +480,18 @@ class TimelineChart:
     def _add_curve(self, layer: list, series: ChartSeries, name: str, pen, label: str | None = None,
                    z: float = 0.0, **kw) -> None:
         x, y = series.curve(name, self.mode)
-        curve = pg.PlotDataItem()
-        curve.opts["autoDownsampleFactor"] = SAMPLES_PER_PIXEL
+        curve = DecimatedCurve()
         curve.setData(x, y, pen=pen, name=label, antialias=len(x) <= ANTIALIAS_MAX_POINTS, **kw)
         curve.setZValue(z)
-        self.plot.getPlotItem().addItem(curve)  # takes the plot's downsampling and clip-to-view
+        self.plot.getPlotItem().addItem(curve)
         layer.append((curve, series, name, None))
+
+    def _on_view_resized(self, *_view) -> None:
+        """Decimate the curves anew for the view's new width (a range change does it by itself)."""
+        for layer in self._layers.values():
+            for chart_item, _series, name, _extra in layer:
+                if name is not None:
+                    chart_item.refresh()
 
     @staticmethod
     def _marker_groups(series: ChartSeries, n_events: int) -> list[tuple[str, str, np.ndarray]]:

@@ -63,7 +63,8 @@ class TimelineInteraction:
 
     A click on the chart selects the nearest point (a marker: its event's point; a What-if marker: the
     real point of the same message) and emits its message id, its generation's OM record id and its
-    time (epoch ms). Exports write the chart (PNG, SVG) or the series (CSV, UTF-8); a failed export
+    time (epoch ms); while the tab is `drawing` a long chart anew (its old picture held) the pointer and
+    clicks are ignored. Exports write the chart (PNG, SVG) or the series (CSV, UTF-8); a failed export
     from the Export menu is reported in the readout line, never raised.
     """
 
@@ -156,8 +157,8 @@ class TimelineInteraction:
     def _on_scene_mouse_moved(self, args) -> None:
         pos = args[0]
         vb = self.plot.getPlotItem().getViewBox()
-        if not self.plot.sceneBoundingRect().contains(pos) or self._timeline is None:
-            return
+        if not self.plot.sceneBoundingRect().contains(pos) or self._timeline is None or self.drawing:
+            return   # while a long chart is drawn anew the picture shown is the old one (another x axis)
         mapped = vb.mapSceneToView(pos)
         self.vline.setPos(mapped.x())
         self.hline.setPos(mapped.y())
@@ -172,7 +173,7 @@ class TimelineInteraction:
                 + (" · reconstructed" if point.reconstructed else ""))
 
     def _on_scene_mouse_clicked(self, ev) -> None:
-        if ev.button() != Qt.MouseButton.LeftButton or self._timeline is None or ev.isAccepted():
+        if ev.button() != Qt.MouseButton.LeftButton or self._timeline is None or ev.isAccepted() or self.drawing:
             return
         vb = self.plot.getPlotItem().getViewBox()
         if not vb.sceneBoundingRect().contains(ev.scenePos()):

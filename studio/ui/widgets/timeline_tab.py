@@ -62,6 +62,15 @@ __all__ = ["TimelineTab", "event_text", "event_y", "ask_export_path", "write_cha
 NARROW_WIDTH = 560
 
 
+class _HeldDraw:
+    """A long timeline's drawing held out of sight until it is all there: which TIMELINE, and whether to announce it."""
+
+    __slots__ = ("timeline", "announce")
+
+    def __init__(self, timeline: Timeline | None, announce: bool):
+        self.timeline, self.announce = timeline, announce
+
+
 class TimelineTab(TimelineInteraction, QWidget):
     """Chart one thread's OM timeline, with the What-if panel beside it.
 
@@ -85,7 +94,7 @@ class TimelineTab(TimelineInteraction, QWidget):
         self._whatif_series: ChartSeries | None = None  # the replay's
         self._index: dict[int, int] | None = None       # id(point) -> its row in the arrays, built when first asked
         self._announced: WhatIfChart | None = None      # the last replay `whatif_drawn` was emitted for
-        self._unshown: Timeline | None = None           # a long timeline drawn out of sight, not yet shown
+        self._unshown: _HeldDraw | None = None          # a long timeline's drawing held out of sight, not yet shown
         self._wanted: str | None = None      # thread to load when the tab is shown
         self._loaded_for: tuple | None = None
         self._x_mode = "turn"
@@ -305,29 +314,51 @@ class TimelineTab(TimelineInteraction, QWidget):
             self.selected_point = None
         self.whatif_panel.set_timeline(timeline, keep=same_thread)
         if not self.chart.is_long(series):
+            held = self._unshown = _HeldDraw(timeline, announce=True)
             self._stack.setCurrentIndex(1)
             self._redraw()
-            self._on_drawn(timeline)
+            self._fit()
+            self._show_held(held)
             return
-        # A long timeline is drawn over a few turns of the event loop, out of sight, then fitted and shown
-        # (and painted) in turns of its own: in one go, delivery, drawing, fitting and the first paint held
-        # the GUI thread 40-60 ms on the 20,007-message thread. Until then the page shows what it showed
-        # ("Reading the timeline…", or the previous drawing of this thread, its updates held).
-        self._unshown = timeline
-        self._redraw(done=functools.partial(self._after_drawn, timeline))
+        # In one go, delivery, drawing, fitting and the first paint held the GUI thread 40-60 ms on the
+        # 20,007-message thread: drawn in steps, out of sight.
+        self._draw_held(announce=True)
 
-    def _after_drawn(self, timeline: Timeline) -> None:
-        QTimer.singleShot(0, self, functools.partial(self._on_drawn, timeline))
+    def _draw_held(self, *, announce: bool) -> None:
+        """Draw the long timeline anew out of sight, then fit and show it in a turn of the event loop of its own.
 
-    def _on_drawn(self, timeline: Timeline) -> None:
-        """Fit and show TIMELINE's chart once all of it is drawn (unless another timeline came meanwhile)."""
-        if timeline is not self._timeline:
+        Its items go in one per turn (`TimelineChart.draw`) while the page shows what it showed ("Reading
+        the timeline…", or the previous picture, its updates held). ANNOUNCE: emit `timeline_loaded` once
+        shown (a timeline newly read, not an axis switch). A later held drawing supersedes this one (and
+        announces if either does). A drawing started meanwhile (Show menu, a What-if replay drawn) drops the
+        steps still to come and draws anew: whichever ends last shows the held picture (`_on_overlay_drawn`).
+        """
+        announce = announce or (self._unshown is not None and self._unshown.announce)
+        self._unshown = _HeldDraw(self._timeline, announce)
+        self._redraw()
+
+    def _on_drawn(self, held: "_HeldDraw") -> None:
+        """Fit HELD's chart once all of it is drawn, and show it in the next turn of the event loop.
+
+        Fitting decimates the curves for the new view (a few ms on the 20,007-message thread) and the
+        first paint strokes them all: in one turn they made the longest stretch of an axis switch.
+        Nothing happens when another drawing or timeline came meanwhile (a drawing started since shows
+        HELD when it ends).
+        """
+        if held is not self._unshown or held.timeline is not self._timeline or self.chart.drawing:
+            return
+        self._fit()
+        QTimer.singleShot(0, self, functools.partial(self._show_held, held))
+
+    def _show_held(self, held: "_HeldDraw") -> None:
+        """Show HELD's drawn and fitted chart (its paint follows), and announce it if asked."""
+        if held is not self._unshown or held.timeline is not self._timeline or self.chart.drawing:
             return
         self._unshown = None
-        self._fit()
         self._stack.setCurrentIndex(1)
         self.plot.setUpdatesEnabled(True)
-        self.timeline_loaded.emit(timeline)
+        if held.announce:
+            self.timeline_loaded.emit(held.timeline)
 
     def _on_timeline_failed(self, exc: Exception) -> None:
         self._timeline = self._series = None
@@ -395,7 +426,8 @@ class TimelineTab(TimelineInteraction, QWidget):
                                 done=functools.partial(self._on_overlay_drawn, done))
 
     def _on_redrawn(self) -> None:
-        self.plot.setUpdatesEnabled(True)
+        if self._unshown is None:   # a held drawing is fitted first, then shown (`_on_drawn`)
+            self.plot.setUpdatesEnabled(True)
 
     def _on_overlay_drawn(self, done=None) -> None:
         self._fit_legend()
@@ -405,6 +437,9 @@ class TimelineTab(TimelineInteraction, QWidget):
             self.whatif_drawn.emit(drawn)
         if done is not None:
             done()
+        if self._unshown is not None and not self.chart.drawing:
+            # the drawing held out of sight is all there: fitted and shown (painted) in a turn of its own
+            QTimer.singleShot(0, self, functools.partial(self._on_drawn, self._unshown))
 
     def _fit_legend(self) -> None:
         """Name the curves drawn now in the legend under the chart."""
@@ -420,6 +455,11 @@ class TimelineTab(TimelineInteraction, QWidget):
     def _on_x_combo_current_index_changed(self, index: int) -> None:
         self._x_mode = X_MODES[index] if 0 <= index < len(X_MODES) else "time"
         if self._series is None:
+            return
+        if self.drawing or self.chart.is_long(self._series):
+            # Every curve and marker group of the 20,007-message thread given its other x array in one turn
+            # of the event loop stalled the GUI thread 30-97 ms: drawn anew in steps, the old picture held.
+            self._draw_held(announce=False)
             return
         self.chart.set_mode(self._x_mode)  # the same items, other x arrays
         if self.selected_point is not None:
