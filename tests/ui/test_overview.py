@@ -58,6 +58,21 @@ def test_states_and_exports(studio, fixture_db, studio_ctx, qtbot, tmp_path):
     assert rows[0].startswith("thread_id,") and rows[1].startswith("long-run,user-dana,")
 
 
+def test_export_menu_asks_where_writes_and_says_what_happened(studio, fixture_db, studio_ctx, qtbot, tmp_path,
+                                                              monkeypatch):
+    from studio.ui.widgets import timeline_chart
+
+    _window, overview = _overview(studio, fixture_db, studio_ctx, qtbot, "buffered")
+    answer = tmp_path / "chosen.csv"
+    monkeypatch.setattr(timeline_chart, "ask_export_path", lambda _parent, kind, name: str(answer))
+    overview._on_export_csv_triggered()
+    assert answer.read_text(encoding="utf-8").startswith("thread_id,")
+    assert overview.statusBar().currentMessage() == f"Exported {answer}"
+    answer = tmp_path / "no-such-folder" / "o.csv"
+    overview._on_export_csv_triggered()
+    assert overview.statusBar().currentMessage().startswith("Export failed: ")
+
+
 def test_thread_state_is_most_urgent_first(fixture_db):
     with MemoryStore.open(fixture_db("support")) as store:
         status = compute_status(store, "support-2")

@@ -88,6 +88,25 @@ def test_exports(studio, fixture_db, studio_ctx, tmp_path):
     assert sum(1 for line in lines if line.startswith("whatif,")) == len(tab.whatif.points)
 
 
+def test_export_menu_asks_where_writes_and_says_what_happened(studio, fixture_db, studio_ctx, tmp_path, monkeypatch):
+    from studio.ui.widgets import timeline_chart
+
+    _window, tab = _open_timeline(studio, fixture_db, studio_ctx, "collab", "doc_42")
+    offered = []
+    answer = tmp_path / "chosen.csv"
+    monkeypatch.setattr(timeline_chart, "ask_export_path", lambda _parent, kind, name: offered.append((kind, name)) or str(answer))
+    tab._on_export_csv_triggered()
+    assert offered == [("csv", "doc_42-timeline.csv")]
+    assert answer.read_text(encoding="utf-8").startswith("series,kind,at,turn")
+    assert tab.readout.text() == f"Exported {answer}"
+    answer = tmp_path / "no-such-folder" / "chart.svg"
+    tab._on_export_svg_triggered()
+    assert tab.readout.text().startswith("Export failed: ") and not answer.exists()
+    monkeypatch.setattr(timeline_chart, "ask_export_path", lambda *_: None)  # the user cancels: nothing said
+    tab._on_export_png_triggered()
+    assert tab.readout.text().startswith("Export failed: ")
+
+
 def test_thread_without_om_and_tooltips_are_plain_text(studio, fixture_db, studio_ctx):
     window = studio(fixture_db("history"), thread_id="hist-1", tab="timeline")
     assert studio_ctx.runner.wait_idle()

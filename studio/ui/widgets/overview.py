@@ -33,7 +33,8 @@ from studio.ui.loaders import compute_status_batch
 from studio.ui.style import FILL, NEAR_RATIO, STYLE_SHEET
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
-from studio.ui.widgets.timeline_tab import WeakMethod, ask_export_path, ensure_gui_thread_gc
+from studio.ui.widgets.timeline_chart import ChartExport
+from studio.ui.widgets.timeline_tab import WeakMethod, ensure_gui_thread_gc
 
 #: States, most urgent first: (label, colour, symbol). The threshold states use the threshold bars' colours
 #: (style.FILL: red at or over, yellow near, blue below); the two "should" states differ by their shape.
@@ -104,7 +105,7 @@ def entry_text(entry: OverviewEntry) -> str:
         "Click to open the thread"])
 
 
-class OverviewWindow(QMainWindow):
+class OverviewWindow(ChartExport, QMainWindow):
     """Every OM thread of the open database by its two ratios; click a point to open it."""
 
     thread_requested = Signal(str)   # thread id clicked
@@ -361,23 +362,11 @@ class OverviewWindow(QMainWindow):
                                  s.threshold, s.observation_token_count, s.reflection_threshold,
                                  f"{e.x:.4f}", f"{e.y:.4f}"])
 
-    def _on_export_png_triggered(self) -> None:
-        self._export_dialog("png")
+    def _export_default_name(self, kind: str) -> str:
+        return f"overview.{kind}"
 
-    def _on_export_svg_triggered(self) -> None:
-        self._export_dialog("svg")
-
-    def _on_export_csv_triggered(self) -> None:
-        self._export_dialog("csv")
-
-    def _export_dialog(self, kind: str) -> None:
-        path = ask_export_path(self, kind, f"overview.{kind}")
-        if not path:
-            return
-        try:
-            {"png": self.export_png, "svg": self.export_svg, "csv": self.export_csv}[kind](path)
-        except OSError as exc:
-            self.statusBar().showMessage(f"Export failed: {exc}", 10000)
+    def _export_report(self, text: str) -> None:
+        self.statusBar().showMessage(text, 10000)
 
     def keyPressEvent(self, event) -> None:
         # Esc and Ctrl+W close the window also when no shortcut fires (the window is not the active one).

@@ -96,6 +96,35 @@ def ask_export_path(parent, kind: str, default_name: str) -> str | None:
     return path or None
 
 
+class ChartExport:
+    """Mixin of a chart widget: the Export menu's slots (PNG, SVG, CSV) and the save dialog.
+
+    The widget provides `export_png(path)`, `export_svg(path)`, `export_csv(path)` (raising OSError
+    when PATH cannot be written), `_export_default_name(kind)` (the file name the dialog offers)
+    and `_export_report(text)` (where "Exported …" / "Export failed: …" is shown).
+    """
+
+    def _on_export_png_triggered(self) -> None:
+        self._export_dialog("png")
+
+    def _on_export_svg_triggered(self) -> None:
+        self._export_dialog("svg")
+
+    def _on_export_csv_triggered(self) -> None:
+        self._export_dialog("csv")
+
+    def _export_dialog(self, kind: str) -> None:
+        path = ask_export_path(self, kind, self._export_default_name(kind))
+        if not path:
+            return
+        try:
+            {"png": self.export_png, "svg": self.export_svg, "csv": self.export_csv}[kind](path)
+        except OSError as exc:
+            self._export_report(f"Export failed: {exc}")
+        else:
+            self._export_report(f"Exported {path}")
+
+
 def write_chart_png(plot, path: str, width: int = 1600) -> None:
     """Write pyqtgraph PlotWidget PLOT as a PNG WIDTH px wide (height in proportion) to PATH."""
     from pyqtgraph.exporters import ImageExporter

@@ -22,7 +22,7 @@ from studio.engine.events import (
 )
 from studio.engine.timeline import Point, series_csv
 from studio.ui import format as fmt
-from studio.ui.widgets.timeline_chart import ask_export_path, spot_event, write_chart_png, write_chart_svg
+from studio.ui.widgets.timeline_chart import ChartExport, spot_event, write_chart_png, write_chart_svg
 
 __all__ = ["TimelineInteraction", "event_text"]
 
@@ -58,7 +58,7 @@ def event_text(event: OMEvent) -> str:
     return "\n".join(lines)
 
 
-class TimelineInteraction:
+class TimelineInteraction(ChartExport):
     """Mixin of TimelineTab: follow the pointer, select what is clicked, give tooltips, export.
 
     A click on the chart selects the nearest point (a marker: its event's point; a What-if marker: the
@@ -198,23 +198,9 @@ class TimelineInteraction:
                 if real is not None:
                     self.select_point(real)
 
-    def _on_export_png_triggered(self) -> None:
-        self._export_dialog("png")
-
-    def _on_export_svg_triggered(self) -> None:
-        self._export_dialog("svg")
-
-    def _on_export_csv_triggered(self) -> None:
-        self._export_dialog("csv")
-
-    def _export_dialog(self, kind: str) -> None:
+    def _export_default_name(self, kind: str) -> str:
         name = (self._timeline.thread_id or "timeline") if self._timeline else "timeline"
-        path = ask_export_path(self, kind, f"{name}-timeline.{kind}")
-        if not path:
-            return
-        try:
-            {"png": self.export_png, "svg": self.export_svg, "csv": self.export_csv}[kind](path)
-        except OSError as exc:
-            self.readout.setText(f"Export failed: {exc}")
-        else:
-            self.readout.setText(f"Exported {path}")
+        return f"{name}-timeline.{kind}"
+
+    def _export_report(self, text: str) -> None:
+        self.readout.setText(text)
