@@ -30,6 +30,7 @@ MODEL = "openai-compatible/fake-observer"
 def open_observe(window) -> ObserveDialog:
     dialog = open_write_dialog(window, "observe_action", "observe_dialog", ObserveDialog)
     assert dialog.window is not None, dialog.error_text()
+    assert dialog.progress_label.text() == ""  # not the read's "Reading …" left behind (the page says what to do)
     dialog.protocol_panel.quiet_spin.setValue(0)   # the fixture was written minutes ago by the corpus run
     return dialog
 

@@ -55,6 +55,7 @@ def answer_for(log: str) -> tuple[str, str]:
 def open_dialog(window) -> ReflectDialog:
     dialog = open_write_dialog(window, "reflect_action", "reflect_dialog", ReflectDialog)
     assert dialog.reflection_input is not None, dialog.error_text()
+    assert dialog.progress_label.text() == ""  # not the read's "Reading …" left behind (the page says what to do)
     return dialog
 
 

@@ -193,6 +193,7 @@ class PreviewWriteDialog(QDialog):
 
     def _on_loaded(self, source) -> None:
         self._set_busy(None)
+        self.progress_label.setText("")  # the read is over: its "Reading …" would read as still running
         self._set_source(source)
         self.protocol.read_activity(source.lookup_key)  # "the agent is active: …" before the model is called
         self.strategy_box.offer_default_model(self._default_model(source))   # the record's own model first
@@ -201,6 +202,7 @@ class PreviewWriteDialog(QDialog):
 
     def _on_load_failed(self, exc: Exception) -> None:
         self._set_busy(None)
+        self.progress_label.setText("")
         self.heading.setText(f"{self.TITLE} · {self._thread_title or self._thread_id}")
         self._show_error(f"{self.NOTHING}: {jobs.describe_error(exc)}")
         self._update_buttons()
