@@ -36,6 +36,7 @@ def test_timeline_draws_the_thread_and_the_stored_replay(studio, fixture_db, stu
     assert tab.x_mode == "time" and tab.x_of(tab.timeline.points[0]) == tab.timeline.points[0].at_ms / 1000
     tab.set_x_mode("turn")
     assert tab.x_of(tab.timeline.points[0]) == 1
+    assert tab.chart.plot.getPlotItem().getAxis("bottom").labelText == "turn"  # thread scope: the thread's turns
 
 
 def test_changing_a_setting_replays_and_draws_the_overlay(studio, fixture_db, studio_ctx, qtbot):
@@ -72,6 +73,30 @@ def test_clicking_a_point_selects_its_message_and_generation(studio, fixture_db,
     selected = messages_tab.model.message_row(messages_tab.view.currentIndex().row())
     assert selected.message.id == timeline.messages[point.message_index].id
     assert "Selected message" in tab.readout.text()
+
+
+def test_resource_scope_names_a_message_by_its_place_in_its_own_thread(studio, fixture_db, studio_ctx):
+    """A resource-scope record replays every thread of its resource, so the chart's message and turn
+    numbers are the resource's: the readout also gives the message's place in its own thread (the order
+    the Messages tab lists, read from the store here) and the turn axis says whose turns they are."""
+    from studio.store.memory_store import MemoryStore
+
+    window, tab = _open_timeline(studio, fixture_db, studio_ctx, "resource", "res-a", whatif=False)
+    tl = tab.timeline
+    assert tl.scope == "resource" and {m.thread_id for m in tl.messages} > {"res-a"}
+    with MemoryStore.open(window.database_path) as store:
+        own_ids = [m.id for m in store.list_messages("res-a")]
+    point = max((p for p in tl.points if p.message_index is not None and tl.messages[p.message_index].thread_id == "res-a"),
+                key=lambda p: p.message_index)
+    tab.select_point(point)
+    message = tl.messages[point.message_index]
+    nth = own_ids.index(message.id) + 1
+    assert (f"message {nth} of this thread ({message.role}; {point.message_index + 1} of {len(tl.messages)} "
+            "across the resource's threads)") in tab.readout.text()
+    other = next(p for p in tl.points if p.message_index is not None and tl.messages[p.message_index].thread_id != "res-a")
+    tab.select_point(other)
+    assert f"a message of thread {tl.messages[other.message_index].thread_id}" in tab.readout.text()
+    assert tab.chart.plot.getPlotItem().getAxis("bottom").labelText == "turn (all threads of the resource)"
 
 
 def test_exports(studio, fixture_db, studio_ctx, tmp_path):

@@ -359,6 +359,9 @@ class TimelineChart:
         self.turn_axis = TurnAxis(orientation="bottom")
         item.setAxisItems({"bottom": self.turn_axis})
         self.mode = "turn"
+        #: The turn axis's label: "turn", or for a resource-scope record whose turns count every thread's
+        #: user messages, a label that says so (set by the tab before it draws)
+        self.turn_label = "turn"
         self._layers: dict[str, list[tuple]] = {"real": [], "whatif": []}  # (item, series, curve name, markers)
         # Each layer's current drawing round: the later steps of a progressive draw run only while theirs is current.
         self._rounds = {"real": 0, "whatif": 0}
@@ -370,7 +373,7 @@ class TimelineChart:
         axis = self.time_axis if mode == "time" else self.turn_axis
         if item.getAxis("bottom") is not axis:
             item.setAxisItems({"bottom": axis})
-        item.setLabel("bottom", "" if mode == "time" else "turn")
+        item.setLabel("bottom", "" if mode == "time" else self.turn_label)
 
     def clear(self) -> None:
         """Remove every curve and marker (and drop the steps still to come of a progressive draw)."""

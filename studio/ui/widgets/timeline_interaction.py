@@ -112,7 +112,7 @@ class TimelineInteraction(ChartExport):
             message = tl.messages[point.message_index]
             if self._detail is None or message.thread_id == self._detail.thread.id:  # resource scope: others' too
                 self.message_selected.emit(message.id)
-            bits.append(f"message {point.message_index + 1} ({message.role})")
+            bits.append(self._message_words(tl, point.message_index, message))
         record = next((g for g in tl.generations if g.generation_count == point.generation), None)
         if record is not None:
             self.generation_selected.emit(record.id)
@@ -120,6 +120,17 @@ class TimelineInteraction(ChartExport):
         self.readout.setText("Selected " + " and ".join(bits) + " — see Messages and History." if bits else "")
         if point.at_ms is not None:
             self.time_selected.emit(point.at_ms)
+
+    def _message_words(self, tl, index: int, message) -> str:
+        """Name message INDEX of TL for the readout: in resource scope, by its place in its own thread too."""
+        if tl.scope != "resource":
+            return f"message {index + 1} ({message.role})"
+        across = f"{index + 1} of {len(tl.messages):,} across the resource's threads"
+        own = self._detail.thread.id if self._detail is not None else None
+        if message.thread_id != own:
+            return f"a message of thread {message.thread_id} ({message.role}; {across})"
+        nth = sum(1 for m in tl.messages[:index + 1] if m.thread_id == own)
+        return f"message {nth} of this thread ({message.role}; {across})"
 
     def select_event(self, event_index: int) -> None:
         """Select the point drawn for event EVENT_INDEX."""

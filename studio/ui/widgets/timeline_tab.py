@@ -391,6 +391,8 @@ class TimelineTab(TimelineInteraction, QWidget):
             self.legend.set_curves([])
             return
         keep = [self.vline, self.hline] + ([self.selection_line] if self.selected_point else [])
+        # resource scope replays every thread of the resource: its turns are the resource's, not this thread's
+        self.chart.turn_label = "turn (all threads of the resource)" if tl.scope == "resource" else "turn"
         if self.chart.is_long(series):
             # drawn over a few turns of the event loop: painted once, when all of it is there
             self.plot.setUpdatesEnabled(False)
