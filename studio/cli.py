@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from typing import Callable, Sequence
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_IO = 0, 1, 2, 3, 4
+#: The help of every command's `--json` (one wording everywhere; a command without a text form prints JSON anyway).
+JSON_HELP = "print the result as JSON (commands without a text output print JSON either way)"
 
 #: Words of an SQLite / OS error that mean the disk or the file system refused the bytes (exit 4).
 _IO_WORDS = ("database or disk is full", "disk is full", "no space left", "readonly", "read-only", "disk i/o error",
@@ -209,7 +211,7 @@ def add_inspect_command(subparsers) -> None:
     """Register `inspect PATH --json`."""
     p = subparsers.add_parser("inspect", help="threads and OM status of a memory.db, as JSON")
     p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
-    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--recount", action="store_true",
                    help="recount every generation's log (tokenx and exact o200k) and say which the stored count matches")
     p.set_defaults(run=_run_inspect)
@@ -246,7 +248,7 @@ def add_tokens_command(subparsers) -> None:
     p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
     p.add_argument("thread_id", nargs="?", help="the thread's id")
     p.add_argument("--thread", dest="thread_option", metavar="ID", help="the thread's id (same as THREAD_ID)")
-    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_tokens)
 
 
@@ -371,6 +373,28 @@ def screenshot_format(path: str) -> str:
     return fmt
 
 
+#: Bounds of `--size` per side (pixels): a smaller window cannot lay out its tabs, a larger picture takes
+#: seconds per thousand pixels to render and hundreds of MB to hold (20000x20000 took 35 s).
+MIN_WIDTH, MIN_HEIGHT, MAX_SIDE = 200, 150, 8000
+
+
+def parse_window_size(text: str) -> tuple[int, int]:
+    """Parse `--size` "1400x900" into (width, height) in pixels.
+
+    Raises BadInput (exit 2) unless TEXT is WIDTHxHEIGHT with MIN_WIDTH <= width <= MAX_SIDE and
+    MIN_HEIGHT <= height <= MAX_SIDE.
+    """
+    w, sep, h = (text or "").strip().lower().partition("x")
+    w, h = w.strip(), h.strip()
+    if not sep or not w.isdigit() or not h.isdigit():
+        raise BadInput(f"--size must be WIDTHxHEIGHT in pixels, e.g. 1024x700, not {text!r}")
+    width, height = int(w), int(h)
+    if not (MIN_WIDTH <= width <= MAX_SIDE and MIN_HEIGHT <= height <= MAX_SIDE):
+        raise BadInput(f"--size {text}: the width must be {MIN_WIDTH}..{MAX_SIDE} and the height "
+                       f"{MIN_HEIGHT}..{MAX_SIDE} pixels")
+    return width, height
+
+
 def build_gui_parser() -> argparse.ArgumentParser:
     """Return the parser of `memory-studio [PATH] [--screenshot OUT.png ...]` (the studio)."""
     _untranslated_argparse()
@@ -386,7 +410,10 @@ def build_gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--tab", choices=["observations", "history", "messages", "speakers", "participants",
                                      "working-memory", "timeline", "trace", "context", "health"],
                    help="show this tab (speakers and participants name the same tab)")
-    p.add_argument("--size", default="1400x900", help="window size for --screenshot, WIDTHxHEIGHT")
+    p.add_argument("--size", default="1400x900", metavar="WIDTHxHEIGHT",
+                   help=f"window size for --screenshot in pixels, width {MIN_WIDTH}..{MAX_SIDE}, "
+                        f"height {MIN_HEIGHT}..{MAX_SIDE} "
+                        "(default %(default)s)")
     return p
 
 
@@ -472,6 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.tab = "participants"
         if args.screenshot:
             screenshot_format(args.screenshot)
+        parse_window_size(args.size)   # before Qt loads: a wrong size costs no window
         if args.path:
             from studio.store.warmup import warm_up
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 
-from studio.cli import EXIT_OK, BadInput, _dump
+from studio.cli import EXIT_OK, JSON_HELP, BadInput, _dump
 
 
 def trace_document(path: str, thread_id: str, text: str) -> dict:
@@ -98,7 +98,7 @@ def add_trace_command(subparsers) -> None:
     p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--text", required=True, help="the words to trace (matched by phrase, words, or fuzzily)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_trace)
 
 
@@ -114,7 +114,7 @@ def add_context_command(subparsers) -> None:
     p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--turn", required=True, type=_positive_int, metavar="N", help="the turn (1 = first user message)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_context)
 
 

@@ -126,11 +126,13 @@ def collect_garbage_on_gui_thread(app: QApplication) -> None:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """Parse "1400x900" into (1400, 900); raise ValueError otherwise."""
-    w, sep, h = (text or "").lower().partition("x")
-    if not sep or not w.strip().isdigit() or not h.strip().isdigit() or int(w) < 200 or int(h) < 150:
-        raise ValueError(f"--size must be WIDTHxHEIGHT (at least 200x150), not {text!r}")
-    return int(w), int(h)
+    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (see studio.cli.parse_window_size)."""
+    from studio.cli import BadInput, parse_window_size
+
+    try:
+        return parse_window_size(text)
+    except BadInput as exc:
+        raise ValueError(str(exc)) from None
 
 
 def display_problem(screenshot: bool) -> str | None:
