@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_IO = 0, 1, 2, 3, 4
 #: The help of every command's `--json` (one wording everywhere; a command without a text form prints JSON anyway).
 JSON_HELP = "print the result as JSON (commands without a text output print JSON either way)"
+#: The help of a read command's PATH: it names how to reach the bundled sample (`sample-path`).
+READ_PATH_HELP = ("memory.db path, file: URL or server URL (opened read-only); the bundled sample's path: "
+                  "memory-studio sample-path")
 
 #: Words of an SQLite / OS error that mean the disk or the file system refused the bytes (exit 4).
 _IO_WORDS = ("database or disk is full", "disk is full", "no space left", "readonly", "read-only", "disk i/o error",
@@ -210,7 +213,7 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
 def add_inspect_command(subparsers) -> None:
     """Register `inspect PATH --json`."""
     p = subparsers.add_parser("inspect", help="threads and OM status of a memory.db, as JSON")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--recount", action="store_true",
                    help="recount every generation's log (tokenx and exact o200k) and say which the stored count matches")
@@ -219,6 +222,40 @@ def add_inspect_command(subparsers) -> None:
 
 def _run_inspect(args) -> int:
     _dump(inspect_database(args.path, recount=args.recount))
+    return EXIT_OK
+
+
+# -- sample-path ------------------------------------------------------------------------------
+
+def sample_path() -> str:
+    """Return the absolute path of the bundled sample memory.db (a real file Mastra wrote; studio.paths finds it
+    in a checkout, an installed package `studio.resources` or the desktop app).
+
+    Raises StudioError (exit 1) when the installation lacks it.
+    """
+    from studio.paths import SAMPLE_DATABASE
+
+    if not SAMPLE_DATABASE.is_file():
+        raise StudioError(f"the bundled sample is missing from this installation ({SAMPLE_DATABASE}); reinstall "
+                          "memory-studio")
+    return str(SAMPLE_DATABASE)
+
+
+def add_sample_path_command(subparsers) -> None:
+    """Register `sample-path [--json]`: print the bundled sample's path (what `memory-studio` alone opens)."""
+    p = subparsers.add_parser(
+        "sample-path", help="print the path of the bundled sample memory.db (what memory-studio alone opens)",
+        epilog='e.g. memory-studio inspect "$(memory-studio sample-path)" --json')
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_sample_path)
+
+
+def _run_sample_path(args) -> int:
+    path = sample_path()
+    if args.json:
+        _dump({"path": path})
+    else:
+        sys.stdout.write(path + "\n")
     return EXIT_OK
 
 
@@ -245,7 +282,7 @@ def thread_tokens(path: str, thread_id: str) -> dict:
 def add_tokens_command(subparsers) -> None:
     """Register `tokens PATH THREAD_ID --json` (`--thread ID` accepted too, as every other command takes it)."""
     p = subparsers.add_parser("tokens", help="token counts of a thread's messages, as JSON")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("thread_id", nargs="?", help="the thread's id")
     p.add_argument("--thread", dest="thread_option", metavar="ID", help="the thread's id (same as THREAD_ID)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -289,6 +326,7 @@ COMMANDS: dict[str, Callable] = {
     "activate": _from_module("studio.cli_observe", "add_activate_command"),
     "observe": _from_module("studio.cli_observe", "add_observe_command"),
     "undo": _from_module("studio.cli_undo", "add_undo_command"),
+    "sample-path": add_sample_path_command,
 }
 
 
@@ -330,6 +368,13 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        """Exit 2 with MESSAGE, which names the sample's command when a read command's PATH is missing."""
+        if "required" in message and any(a.dest == "path" and a.help == READ_PATH_HELP and a.dest in message
+                                         for a in self._actions):
+            message += '; to read the bundled sample, give "$(memory-studio sample-path)" as PATH'
+        super().error(message)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -400,7 +445,8 @@ def build_gui_parser() -> argparse.ArgumentParser:
     _untranslated_argparse()
     p = argparse.ArgumentParser(
         prog="memory-studio",
-        description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given). "
+        description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given; "
+                    "memory-studio sample-path prints its path for the subcommands). "
                     f"Subcommands: {', '.join(COMMANDS)} (memory-studio SUBCOMMAND --help).")
     p.add_argument("--version", action="version", version=f"memory-studio {__version__}")
     p.add_argument("path", nargs="?", help="memory.db path, file: URL, or postgresql:// / libsql:// / https:// URL")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from studio.cli import EXIT_OK, JSON_HELP, BadInput, _dump
+from studio.cli import EXIT_OK, JSON_HELP, READ_PATH_HELP, BadInput, _dump
 
 
 def timeline_document(path: str, thread_id: str) -> dict:
@@ -119,7 +119,7 @@ def _ratio(text: str) -> float:
 def add_timeline_command(subparsers) -> None:
     """Register `timeline PATH --thread ID --json`."""
     p = subparsers.add_parser("timeline", help="a thread's OM token series and events over time, as JSON")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=lambda a: (_dump(timeline_document(a.path, a.thread)), EXIT_OK)[1])
@@ -129,7 +129,7 @@ def add_whatif_command(subparsers) -> None:
     """Register `whatif PATH --thread ID [settings] --json`."""
     p = subparsers.add_parser("whatif",
                               help="replay a thread through OM's trigger rules with other settings (estimate)")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--message-tokens", type=_positive_int, metavar="N", help="observation threshold (tokens)")
     p.add_argument("--observation-tokens", type=_positive_int, metavar="N", help="reflection threshold (tokens)")
