@@ -197,7 +197,7 @@ class TurnContextView(QWidget):
     def _on_context_failed(self, exc: Exception) -> None:
         self.context = None
         self.after_turn.setText("")
-        self.summary.setText(f"No context to show: {exc}")
+        self.summary.setText(f"No context to show: {fmt.read_failure(exc)}")
 
     def _on_context_done(self, ctx: TurnContext) -> None:
         if ctx.thread_id != self._thread_id:

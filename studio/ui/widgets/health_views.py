@@ -229,7 +229,7 @@ class HealthTab(QWidget):
         self.pane = FindingsPane(empty="No findings for this thread: nothing Mastra's known failures leave behind.")
         self.pane.view.setColumnHidden(COLUMNS.index("Thread"), True)   # always this thread
         self.pane.finding_activated.connect(self.finding_activated)
-        self.status = plain_label("", "muted", selectable=False)
+        self.status = plain_label("", "muted", wrap=True, selectable=False)
         self.status.hide()   # shown only while it has something to say: an empty label is an empty band
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -281,7 +281,7 @@ class HealthTab(QWidget):
 
     def _on_failed(self, thread_id: str, exc: Exception) -> None:
         if thread_id == self._thread_id:
-            self._say(f"The check failed: {exc}")
+            self._say(f"The check failed: {fmt.read_failure(exc)}")
 
 
 class HealthWindow(QMainWindow):
