@@ -6,7 +6,7 @@ Subcommands (each added by an `add_<name>_command(subparsers)` function):
 
 Exit codes, the same for every command (`exit_code_for` maps an error to one):
   0 done; 1 unexpected failure (a bug, a provider/engine failure); 2 bad input (missing file or
-  thread, not SQLite, not a Mastra database, invalid arguments); 3 refused, nothing written (the
+  thread, not SQLite, not a Mastra database, a damaged file where the command reads, invalid arguments); 3 refused, nothing written (the
   file is busy or locked, changed since it was read, the agent is active, a write was overtaken
   and left unrepaired, or the answer at a prompt was no); 4 I/O (disk full, read-only file or
   folder, disk I/O error). 130 on Ctrl-C.
