@@ -225,40 +225,6 @@ def _run_inspect(args) -> int:
     return EXIT_OK
 
 
-# -- sample-path ------------------------------------------------------------------------------
-
-def sample_path() -> str:
-    """Return the absolute path of the bundled sample memory.db (a real file Mastra wrote; studio.paths finds it
-    in a checkout, an installed package `studio.resources` or the desktop app).
-
-    Raises StudioError (exit 1) when the installation lacks it.
-    """
-    from studio.paths import SAMPLE_DATABASE
-
-    if not SAMPLE_DATABASE.is_file():
-        raise StudioError(f"the bundled sample is missing from this installation ({SAMPLE_DATABASE}); reinstall "
-                          "memory-studio")
-    return str(SAMPLE_DATABASE)
-
-
-def add_sample_path_command(subparsers) -> None:
-    """Register `sample-path [--json]`: print the bundled sample's path (what `memory-studio` alone opens)."""
-    p = subparsers.add_parser(
-        "sample-path", help="print the path of the bundled sample memory.db (what memory-studio alone opens)",
-        epilog='e.g. memory-studio inspect "$(memory-studio sample-path)" --json')
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(run=_run_sample_path)
-
-
-def _run_sample_path(args) -> int:
-    path = sample_path()
-    if args.json:
-        _dump({"path": path})
-    else:
-        sys.stdout.write(path + "\n")
-    return EXIT_OK
-
-
 # -- tokens -----------------------------------------------------------------------------------
 
 def thread_tokens(path: str, thread_id: str) -> dict:
@@ -326,7 +292,7 @@ COMMANDS: dict[str, Callable] = {
     "activate": _from_module("studio.cli_observe", "add_activate_command"),
     "observe": _from_module("studio.cli_observe", "add_observe_command"),
     "undo": _from_module("studio.cli_undo", "add_undo_command"),
-    "sample-path": add_sample_path_command,
+    "sample-path": _from_module("studio.cli_sample", "add_sample_path_command"),
 }
 
 
