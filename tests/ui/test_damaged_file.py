@@ -56,3 +56,13 @@ def test_screenshot_of_a_damaged_file_says_it_once_and_exits_2(qapp, fixture_db,
     assert err.count("\n") == 1 and err.count(DAMAGE) == 1
     assert "the messages" in err and "the speakers" in err and "no screenshot written" in err
     assert not out.exists()
+
+
+def test_a_failed_health_check_does_not_read_as_no_findings(studio, studio_ctx, fixture_db):
+    # the Health tab said "The check failed: …" above "0 errors · 0 warnings · 0 info" and "No findings for
+    # this thread: nothing Mastra's known failures leave behind"
+    window = studio(damage_table_root(fixture_db("support")), thread_id="support-1", tab="health")
+    assert studio_ctx.runner.wait_idle()
+    tab = window.thread_view.health_tab
+    assert tab.status.isVisible() and tab.status.text() == f"The check failed: {fmt.DAMAGED_HERE}"
+    assert not tab.pane.isVisible()

@@ -230,6 +230,8 @@ class HealthTab(QWidget):
         self.pane.view.setColumnHidden(COLUMNS.index("Thread"), True)   # always this thread
         self.pane.finding_activated.connect(self.finding_activated)
         self.status = plain_label("", "muted", wrap=True, selectable=False)
+        self.status.setContentsMargins(8, 6, 8, 6)   # aligned with the pane's counts
+        self.status.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.status.hide()   # shown only while it has something to say: an empty label is an empty band
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -237,9 +239,14 @@ class HealthTab(QWidget):
         layout.addWidget(self.pane, 1)
 
     def _say(self, text: str) -> None:
-        """Show TEXT above the findings (checking, or why the check failed); hide the line when TEXT is empty."""
+        """Show TEXT (checking, or why the check failed) instead of the findings; TEXT empty: the findings alone.
+
+        While the thread is checked, or when the check failed, the pane would say "No findings" (and
+        0 errors · 0 warnings): it is hidden then.
+        """
         self.status.setText(text)
         self.status.setVisible(bool(text))
+        self.pane.setVisible(not text)
 
     @property
     def thread_id(self) -> str | None:
