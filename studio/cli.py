@@ -6,7 +6,7 @@ Subcommands (each added by an `add_<name>_command(subparsers)` function):
 
 Exit codes, the same for every command (`exit_code_for` maps an error to one):
   0 done; 1 unexpected failure (a bug, a provider/engine failure); 2 bad input (missing file or
-  thread, not SQLite, not a Mastra database, invalid arguments); 3 refused, nothing written (the
+  thread, not SQLite, not a Mastra database, a damaged file where the command reads, invalid arguments); 3 refused, nothing written (the
   file is busy or locked, changed since it was read, the agent is active, a write was overtaken
   and left unrepaired, or the answer at a prompt was no); 4 I/O (disk full, read-only file or
   folder, disk I/O error). 130 on Ctrl-C.
@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from typing import Callable, Sequence
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_IO = 0, 1, 2, 3, 4
+#: The help of every command's `--json` (one wording everywhere; a command without a text form prints JSON anyway).
+JSON_HELP = "print the result as JSON (commands without a text output print JSON either way)"
+#: The help of a read command's PATH: it names how to reach the bundled sample (`sample-path`).
+READ_PATH_HELP = ("memory.db path, file: URL or server URL (opened read-only); the bundled sample's path: "
+                  "memory-studio sample-path")
 
 #: Words of an SQLite / OS error that mean the disk or the file system refused the bytes (exit 4).
 _IO_WORDS = ("database or disk is full", "disk is full", "no space left", "readonly", "read-only", "disk i/o error",
@@ -208,8 +213,8 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
 def add_inspect_command(subparsers) -> None:
     """Register `inspect PATH --json`."""
     p = subparsers.add_parser("inspect", help="threads and OM status of a memory.db, as JSON")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
-    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.add_argument("path", help=READ_PATH_HELP)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--recount", action="store_true",
                    help="recount every generation's log (tokenx and exact o200k) and say which the stored count matches")
     p.set_defaults(run=_run_inspect)
@@ -243,10 +248,10 @@ def thread_tokens(path: str, thread_id: str) -> dict:
 def add_tokens_command(subparsers) -> None:
     """Register `tokens PATH THREAD_ID --json` (`--thread ID` accepted too, as every other command takes it)."""
     p = subparsers.add_parser("tokens", help="token counts of a thread's messages, as JSON")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("thread_id", nargs="?", help="the thread's id")
     p.add_argument("--thread", dest="thread_option", metavar="ID", help="the thread's id (same as THREAD_ID)")
-    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_tokens)
 
 
@@ -287,6 +292,7 @@ COMMANDS: dict[str, Callable] = {
     "activate": _from_module("studio.cli_observe", "add_activate_command"),
     "observe": _from_module("studio.cli_observe", "add_observe_command"),
     "undo": _from_module("studio.cli_undo", "add_undo_command"),
+    "sample-path": _from_module("studio.cli_sample", "add_sample_path_command"),
 }
 
 
@@ -328,6 +334,13 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        """Exit 2 with MESSAGE, which names the sample's command when a read command's PATH is missing."""
+        if "required" in message and any(a.dest == "path" and a.help == READ_PATH_HELP and a.dest in message
+                                         for a in self._actions):
+            message += '; to read the bundled sample, give "$(memory-studio sample-path)" as PATH'
+        super().error(message)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -371,12 +384,35 @@ def screenshot_format(path: str) -> str:
     return fmt
 
 
+#: Bounds of `--size` per side (pixels): a smaller window cannot lay out its tabs, a larger picture takes
+#: seconds per thousand pixels to render and hundreds of MB to hold (20000x20000 took 35 s).
+MIN_WIDTH, MIN_HEIGHT, MAX_SIDE = 200, 150, 8000
+
+
+def parse_window_size(text: str) -> tuple[int, int]:
+    """Parse `--size` "1400x900" into (width, height) in pixels.
+
+    Raises BadInput (exit 2) unless TEXT is WIDTHxHEIGHT with MIN_WIDTH <= width <= MAX_SIDE and
+    MIN_HEIGHT <= height <= MAX_SIDE.
+    """
+    w, sep, h = (text or "").strip().lower().partition("x")
+    w, h = w.strip(), h.strip()
+    if not sep or not w.isdigit() or not h.isdigit():
+        raise BadInput(f"--size must be WIDTHxHEIGHT in pixels, e.g. 1024x700, not {text!r}")
+    width, height = int(w), int(h)
+    if not (MIN_WIDTH <= width <= MAX_SIDE and MIN_HEIGHT <= height <= MAX_SIDE):
+        raise BadInput(f"--size {text}: the width must be {MIN_WIDTH}..{MAX_SIDE} and the height "
+                       f"{MIN_HEIGHT}..{MAX_SIDE} pixels")
+    return width, height
+
+
 def build_gui_parser() -> argparse.ArgumentParser:
     """Return the parser of `memory-studio [PATH] [--screenshot OUT.png ...]` (the studio)."""
     _untranslated_argparse()
     p = argparse.ArgumentParser(
         prog="memory-studio",
-        description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given). "
+        description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given; "
+                    "memory-studio sample-path prints its path for the subcommands). "
                     f"Subcommands: {', '.join(COMMANDS)} (memory-studio SUBCOMMAND --help).")
     p.add_argument("--version", action="version", version=f"memory-studio {__version__}")
     p.add_argument("path", nargs="?", help="memory.db path, file: URL, or postgresql:// / libsql:// / https:// URL")
@@ -386,7 +422,10 @@ def build_gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--tab", choices=["observations", "history", "messages", "speakers", "participants",
                                      "working-memory", "timeline", "trace", "context", "health"],
                    help="show this tab (speakers and participants name the same tab)")
-    p.add_argument("--size", default="1400x900", help="window size for --screenshot, WIDTHxHEIGHT")
+    p.add_argument("--size", default="1400x900", metavar="WIDTHxHEIGHT",
+                   help=f"window size for --screenshot in pixels, width {MIN_WIDTH}..{MAX_SIDE}, "
+                        f"height {MIN_HEIGHT}..{MAX_SIDE} "
+                        "(default %(default)s)")
     return p
 
 
@@ -472,6 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.tab = "participants"
         if args.screenshot:
             screenshot_format(args.screenshot)
+        parse_window_size(args.size)   # before Qt loads: a wrong size costs no window
         if args.path:
             from studio.store.warmup import warm_up
 

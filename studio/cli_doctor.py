@@ -54,10 +54,12 @@ def _counted(key: str, count: int) -> str:
 
 def add_doctor_command(subparsers) -> None:
     """Register `doctor TARGET [--thread ID] [--json]`."""
+    from studio.cli import JSON_HELP, READ_PATH_HELP
+
     p = subparsers.add_parser("doctor", help="check a memory.db for known Mastra memory failures")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", metavar="ID", help="check only this thread (and its OM record)")
-    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_doctor)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump
+from studio.cli import EXIT_OK, EXIT_REFUSED, JSON_HELP, READ_PATH_HELP, BadInput, _dump
 from studio.common.metadata_filter import ValidationError, parse_metadata_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -114,13 +114,13 @@ def list_threads_json(path: str, *, resource_id: str | None = None, metadata: di
 def add_threads_command(subparsers) -> None:
     """Register `threads PATH ... --json`."""
     p = subparsers.add_parser("threads", help="list threads as Mastra's listThreads does, as JSON")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--resource", metavar="ID", help="only this resource's threads")
     p.add_argument("--metadata", metavar="JSON", help='thread metadata filter, e.g. \'{"category": "billing"}\'')
     p.add_argument("--order-by", choices=["createdAt", "updatedAt"], help="sort field (default createdAt)")
     p.add_argument("--direction", choices=["ASC", "DESC"], help="sort direction (default DESC)")
     _page_args(p, "threads", allow_zero=False)
-    p.add_argument("--json", action="store_true", help="print JSON (the only format)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_threads)
 
 
@@ -165,7 +165,7 @@ def recall_json(path: str, thread_id: str, *, page: int | None = None, per_page:
 def add_recall_command(subparsers) -> None:
     """Register `recall PATH --thread ID ... --json`."""
     p = subparsers.add_parser("recall", help="a thread's messages as Mastra's Memory.recall returns them, as JSON")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--resource", metavar="ID", help="check that the thread belongs to this resource")
     _page_args(p, "messages")
@@ -175,7 +175,7 @@ def add_recall_command(subparsers) -> None:
     p.add_argument("--include", action="append", default=[], metavar="ID[:PREV[:NEXT]]", help=INCLUDE_HELP)
     p.add_argument("--apply-include", action="store_true",
                    help="apply --include as MemoryLibSQL.listMessages does (Memory.recall itself ignores it)")
-    p.add_argument("--json", action="store_true", help="print JSON (the only format)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_recall)
 
 
@@ -210,9 +210,9 @@ def speakers_document(path: str, thread_id: str) -> dict:
 def add_speakers_command(subparsers) -> None:
     """Register `speakers PATH --thread ID --json`."""
     p = subparsers.add_parser("speakers", help="participants of a multi-user thread (<turn> tags), as JSON")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
-    p.add_argument("--json", action="store_true", help="print JSON (the only format)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=lambda a: (_dump(speakers_document(a.path, a.thread)), EXIT_OK)[1])
 
 
@@ -256,7 +256,7 @@ def add_clone_command(subparsers) -> None:
     p.add_argument("--title", metavar="T", help="the new thread's title")
     p.add_argument("--message-limit", type=_non_negative, metavar="N", help="clone only the last N messages")
     p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--json", action="store_true", help="print JSON (the only format)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_clone)
 
 

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import re
 
-from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump
+from studio.cli import EXIT_OK, EXIT_REFUSED, JSON_HELP, BadInput, _dump
 from studio.cli_reflect import (  # one terminal prompt for every write command
     _confirm,
     _is_terminal,
+    _positive_seconds,
     _run_cancellable,
     _write_refused,
 )
@@ -318,7 +319,7 @@ def add_activate_command(subparsers) -> None:
     p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to activate")
     p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--json", action="store_true", help="print the JSON document")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_run_activate)
 
@@ -333,13 +334,14 @@ def add_observe_command(subparsers) -> None:
     p.add_argument("--model", metavar="PROVIDER/MODEL",
                    help="the Observer model (default: the record's stored Observer model when we can call it)")
     p.add_argument("--base-url", metavar="URL", help="the provider's base URL (local or OpenAI-compatible servers)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds to wait for the model")
+    p.add_argument("--timeout", type=_positive_seconds, default=120.0, metavar="SECONDS",
+                   help="longest wait for one model answer (default %(default)g)")
     p.add_argument("--strategy", choices=["llm", "rule-based"],
                    help="llm (default: a model observes) or rule-based (offline, deterministic, thread scope)")
     p.add_argument("--below-threshold", action="store_true",
                    help="observe although the window is below Mastra's threshold")
     p.add_argument("--dry-run", action="store_true", help="show the window; write nothing")
     p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--json", action="store_true", help="print the JSON document")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_run_observe)

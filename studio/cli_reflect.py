@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import sys
 
-from studio.cli import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, BadInput, _dump, exit_code_for
+from studio.cli import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, JSON_HELP, BadInput, _dump, exit_code_for
 from studio.cli_write_protocol import (
     ProtocolOutcome,
     add_protocol_arguments,
@@ -321,10 +321,10 @@ def add_reflect_command(subparsers) -> None:
     p.add_argument("--strategy", choices=["llm", "rule-based"], default="llm",
                    help="llm: Mastra's Reflector against the model (default); rule-based: offline, no model")
     p.add_argument("--timeout", type=_positive_seconds, default=300.0, metavar="SECONDS",
-                   help="longest wait for one model answer (default 300)")
+                   help="longest wait for one model answer (default %(default)g)")
     p.add_argument("--dry-run", action="store_true", help="show the proposal; write nothing")
     p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--json", action="store_true", help="print the JSON document")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_guard(_run_reflect))
 
@@ -415,6 +415,6 @@ def add_revert_command(subparsers) -> None:
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to revert")
     p.add_argument("--to-generation", required=True, type=int, metavar="N", help="the generation to restore")
     p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--json", action="store_true", help="print the JSON document")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_guard(_run_revert))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from studio.cli import EXIT_OK, BadInput, _dump
+from studio.cli import EXIT_OK, JSON_HELP, READ_PATH_HELP, BadInput, _dump
 
 
 def timeline_document(path: str, thread_id: str) -> dict:
@@ -119,9 +119,9 @@ def _ratio(text: str) -> float:
 def add_timeline_command(subparsers) -> None:
     """Register `timeline PATH --thread ID --json`."""
     p = subparsers.add_parser("timeline", help="a thread's OM token series and events over time, as JSON")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
-    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=lambda a: (_dump(timeline_document(a.path, a.thread)), EXIT_OK)[1])
 
 
@@ -129,7 +129,7 @@ def add_whatif_command(subparsers) -> None:
     """Register `whatif PATH --thread ID [settings] --json`."""
     p = subparsers.add_parser("whatif",
                               help="replay a thread through OM's trigger rules with other settings (estimate)")
-    p.add_argument("path", help="memory.db path, file: URL or server URL (opened read-only)")
+    p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--message-tokens", type=_positive_int, metavar="N", help="observation threshold (tokens)")
     p.add_argument("--observation-tokens", type=_positive_int, metavar="N", help="reflection threshold (tokens)")
@@ -139,15 +139,18 @@ def add_whatif_command(subparsers) -> None:
                    help="share of the threshold to activate (<= 1) or tokens to keep (>= 1000)")
     p.add_argument("--block-after", type=_ratio, metavar="X", help="multiple of messageTokens (1-100) or tokens")
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--share-token-budget", dest="share_token_budget", action="store_true", default=None)
-    budget.add_argument("--no-share-token-budget", dest="share_token_budget", action="store_false")
+    budget.add_argument("--share-token-budget", dest="share_token_budget", action="store_true", default=None,
+                        help="Mastra's shareTokenBudget: the observation threshold becomes a range from messageTokens "
+                             "up to messageTokens + observationTokens (default: the record's stored setting)")
+    budget.add_argument("--no-share-token-budget", dest="share_token_budget", action="store_false",
+                        help="each threshold on its own budget")
     p.add_argument("--observation-ratio", type=_ratio, metavar="R",
                    help="observation tokens per message token observed (default: measured on the thread)")
     p.add_argument("--reflection-ratio", type=_ratio, metavar="R",
                    help="reflection tokens per observation token (default: measured on the thread)")
     p.add_argument("--no-real-sizes", action="store_true",
                    help="model every output size, even when replaying with the stored settings")
-    p.add_argument("--json", action="store_true", help="print JSON (the only format for now)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_whatif)
 
 

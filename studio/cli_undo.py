@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from studio.cli import EXIT_OK, EXIT_REFUSED, BadInput, _dump, exit_code_for
+from studio.cli import EXIT_OK, EXIT_REFUSED, JSON_HELP, BadInput, _dump, exit_code_for
 
 __all__ = ["add_undo_command"]
 
@@ -67,5 +67,5 @@ def add_undo_command(subparsers) -> None:
                                   "http://127.0.0.1:PORT")
     p.add_argument("--backup", metavar="FILE", help="the row backup to undo (default: the newest write not undone)")
     p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--json", action="store_true", help="print the JSON document")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_undo)

@@ -9,6 +9,11 @@ class StoreError(StudioError):
     """The database could not be opened or read (missing, not SQLite, locked, unreadable)."""
 
 
+class StoreDamaged(StoreError):
+    """A read met a damaged part of the database file (SQLite: "database disk image is malformed", or the
+    driver failed on a stored value); reads that do not touch that part still work. Exit 2, as any StoreError."""
+
+
 class SchemaError(StoreError):
     """The file is SQLite but not a Mastra memory database this studio understands."""
 

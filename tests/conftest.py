@@ -53,6 +53,34 @@ def make_plain_sqlite(path: Path) -> Path:
     return path
 
 
+def damage_table_root(path: Path, table: str = "mastra_messages") -> Path:
+    """Damage the root page of TABLE in the database copy at PATH, as a torn disk write would; return PATH.
+
+    The copy's -wal is checkpointed into it first (its own copy: the fixture is never touched), then
+    the first bytes of the table's root page (an interior page on every fixture) are overwritten with
+    a leaf-page header claiming 65,535 free bytes: SQLite still opens the file and reads every other
+    table and index, but a read of a row through that page reports "database disk image is malformed".
+    """
+    import sqlite3
+    import struct
+
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode=DELETE")
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    finally:
+        conn.close()
+    with open(path, "r+b") as f:
+        page_size = struct.unpack(">H", f.read(18)[16:18])[0]
+        page_size = 65536 if page_size == 1 else page_size
+        f.seek((root - 1) * page_size)
+        assert f.read(1) == b"\x05", "expected an interior table page at the root"
+        f.seek((root - 1) * page_size)
+        f.write(b"\x0d\xff\xff\x00")
+    return path
+
+
 def load_oracle(name: str) -> dict:
     """Return the parsed `<name>.oracle.json` Mastra wrote for fixture NAME."""
     return json.loads((FIXTURES / f"{name}.oracle.json").read_text(encoding="utf-8"))

@@ -49,3 +49,37 @@ def test_every_resource_file_is_shipped_in_the_wheel():
              if p.is_file() and "__pycache__" not in p.parts and p.name != "__init__.py"]
     assert files
     assert [f for f in files if not any(fnmatch.fnmatchcase(f, g) for g in globs)] == []
+
+
+def test_sample_path_names_the_installed_sample_and_read_commands_take_it(tmp_path):
+    # What a non-editable install sees (site-packages/studio/resources, no checkout beside it): the
+    # `sample-path` command prints the sample importlib.resources finds in the package, `inspect`
+    # reads it, and a read command without PATH says how to reach it.
+    site = tmp_path / "site-packages"
+    shutil.copytree(ROOT / "studio", site / "studio", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "resources", site / "studio" / "resources", ignore=shutil.ignore_patterns("__pycache__"))
+    prelude = f"import sys; sys.path.insert(0, {str(site)!r}); from studio.cli import main; "
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-c", prelude + f"sys.exit(main({list(argv)!r}))"],
+                              capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r); "
+                           "from importlib.resources import files; "
+                           "print(files('studio.resources') / 'sample' / 'memory.db')" % str(site)],
+                          capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    packaged = done.stdout.strip()
+    assert packaged == str(site / "studio" / "resources" / "sample" / "memory.db")
+    shown = run("sample-path")
+    assert (shown.returncode, shown.stdout, shown.stderr) == (0, packaged + "\n", "")
+    as_json = run("sample-path", "--json")
+    assert json.loads(as_json.stdout) == {"path": packaged}
+    inspected = run("inspect", shown.stdout.strip(), "--json")
+    assert inspected.returncode == 0, inspected.stderr
+    document = json.loads(inspected.stdout)
+    assert document["path"] == packaged and document["threads"]
+    missing = run("inspect")
+    assert missing.returncode == 2
+    assert "memory-studio sample-path" in missing.stderr
+    helped = run("doctor", "--help")
+    assert "memory-studio sample-path" in " ".join(helped.stdout.split())

@@ -45,11 +45,13 @@ def _tail(store: "MemoryStore", column: str, cursors: dict[str, str | None]) -> 
         return (f"JOIN unnest(?::text[], ?::text[]) AS c(k, s) ON {col} = c.k "
                 f"AND (c.s IS NULL OR {created} >= c.s::timestamptz) ORDER BY {col}, {store.MESSAGE_ORDER}",
                 [list(cursors), list(cursors.values())])
-    sub = ("SELECT m.rowid FROM (SELECT json_extract(value, '$[0]') AS k, json_extract(value, '$[1]') AS s "
-           f"FROM json_each(?)) AS c JOIN mastra_messages AS m ON m.{col} = c.k "
-           'AND (c.s IS NULL OR m."createdAt" >= c.s)')
+    # Each message row is reached from Mastra's (thread_id, createdAt) index entry, so a row the index
+    # lists and the table does not hold (a damaged page) fails the read as SQLite's "malformed";
+    # `WHERE rowid IN (those rowids)` skipped such rows silently (a status of 0 pending tokens).
     # list_messages' index scan yields createdAt ties in insertion (rowid) order: said here explicitly
-    return (f"WHERE rowid IN ({sub}) ORDER BY {col}, {store.MESSAGE_ORDER}, rowid",
+    return ("AS m JOIN (SELECT json_extract(value, '$[0]') AS k, json_extract(value, '$[1]') AS s "
+            f"FROM json_each(?)) AS c ON m.{col} = c.k AND (c.s IS NULL OR m.\"createdAt\" >= c.s) "
+            f"ORDER BY m.{col}, m.{store.MESSAGE_ORDER}, m.rowid",
             [json.dumps([[k, s] for k, s in cursors.items()])])
 
 

@@ -321,6 +321,13 @@ def _file_hint(text: str, path: Path) -> str | None:
     return None
 
 
+def is_damage(exc: BaseException) -> bool:
+    """Return True when EXC says the file itself is damaged where it was read: SQLite's "database disk image is
+    malformed" (SQLITE_CORRUPT, not a JSON function's "malformed JSON") or a driver panic on a stored value."""
+    lowered = str(exc).lower()
+    return is_driver_panic(exc) or ("malformed" in lowered and "json" not in lowered)
+
+
 def describe_sqlite_error(exc: BaseException, path: Path | None = None) -> str:
     """Return a user-facing sentence for a libSQL/SQLite error (PATH: the database, for file hints).
 

@@ -16,7 +16,7 @@ import os
 
 import libsql
 
-from studio.errors import SchemaError, StoreError
+from studio.errors import SchemaError, StoreDamaged, StoreError
 from studio.store import schema as sc
 from studio.store.cells import (
     bulk_decode,
@@ -35,6 +35,7 @@ from studio.store.connection import (
     file_signature,
     foreign_wal_sentence,
     has_nonempty_wal,
+    is_damage,
     immutable_uri as _immutable_uri,
     wal_page_size_mismatch,
     parse_location,
@@ -242,7 +243,9 @@ class MemoryStore(MessageReads, Loads, OMReads):
     # -- low level -------------------------------------------------------------------------
 
     def _fail(self, exc: BaseException) -> StoreError:
-        error = StoreError(f"Reading {self.location.display} failed: {describe_sqlite_error(exc, self.location.path)}")
+        """Return the StoreError for a failed read (StoreDamaged when the file is damaged where it read)."""
+        kind = StoreDamaged if is_damage(exc) else StoreError
+        error = kind(f"Reading {self.location.display} failed: {describe_sqlite_error(exc, self.location.path)}")
         error.__cause__ = exc
         return error
 

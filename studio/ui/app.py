@@ -126,11 +126,13 @@ def collect_garbage_on_gui_thread(app: QApplication) -> None:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """Parse "1400x900" into (1400, 900); raise ValueError otherwise."""
-    w, sep, h = (text or "").lower().partition("x")
-    if not sep or not w.strip().isdigit() or not h.strip().isdigit() or int(w) < 200 or int(h) < 150:
-        raise ValueError(f"--size must be WIDTHxHEIGHT (at least 200x150), not {text!r}")
-    return int(w), int(h)
+    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (see studio.cli.parse_window_size)."""
+    from studio.cli import BadInput, parse_window_size
+
+    try:
+        return parse_window_size(text)
+    except BadInput as exc:
+        raise ValueError(str(exc)) from None
 
 
 def display_problem(screenshot: bool) -> str | None:
@@ -192,8 +194,8 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
         return EXIT_BAD_INPUT
     failures: list[str] = []
     window.database_failed.connect(failures.append)
-    task_errors: list[str] = []   # any read that failed (a tab that could not load): the picture would lie
-    ctx.runner.error_delivered.connect(lambda key, message: task_errors.append(f"{key or 'a read'}: {message}"))
+    task_errors: list[tuple[str, Exception]] = []   # any read that failed (a tab that could not load): the picture would lie
+    ctx.runner.failure_delivered.connect(lambda key, exc: task_errors.append((key, exc)))
     window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     window.resize(*size)
     window.show()
@@ -213,9 +215,9 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
         _wait_for_health_scan(ctx.runner, window)   # the badges are part of the picture
         window.settle()
         if task_errors:
-            print(f"memory-studio: not all of the window loaded ({'; '.join(task_errors)}); "
-                  "no screenshot written", file=sys.stderr)
-            return EXIT_FAILURE
+            message, code = _failed_reads(task_errors)
+            print(f"memory-studio: {message}; no screenshot written", file=sys.stderr)
+            return code
         out = Path(args.screenshot)
         from studio.cli import BadInput, screenshot_format
 
@@ -232,6 +234,41 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
         ctx.runner.shutdown()
         window.close()
         window.deleteLater()
+
+
+#: The window's reads by task key, as `_failed_reads` names them.
+READ_NAMES = {"messages": "the messages", "participants": "the speakers", "doctor-scan": "the health scan",
+              "health-thread": "the thread's health check", "turn-context": "the turn context",
+              "working-memory": "the working memory", "timeline": "the timeline", "detail": "the thread",
+              "statuses": "the threshold bars", "overview-statuses": "the overview", "listing": "the thread list",
+              "trace": "the trace", "diff": "the history diff", "whatif": "the what-if replay",
+              "message-position": "the message asked for", "thread-metadata": "the thread metadata"}
+
+
+def _listed(names: list[str]) -> str:
+    """Return NAMES as words: "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _failed_reads(errors: list[tuple[str, Exception]]) -> tuple[str, int]:
+    """Return (one sentence, exit code) for the reads of a screenshot that failed: ERRORS as (task key, exception).
+
+    Reads that fail for one cause (a damaged file fails every read of its damaged part) share one
+    sentence: each distinct message once, then which parts of the window it kept out. The exit code
+    is the command line's for that error (`studio.cli.exit_code_for`: a store error 2, a lock 3, I/O 4, a
+    bug 1); errors of different codes give 1.
+    """
+    from studio.cli import exit_code_for
+
+    messages: dict[str, list[str]] = {}
+    for key, exc in errors:
+        parts = messages.setdefault(str(exc) or exc.__class__.__name__, [])
+        name = READ_NAMES.get(key, key or "a read")
+        if name not in parts:
+            parts.append(name)
+    codes = {exit_code_for(exc) for _key, exc in errors}
+    said = "; ".join(f"{message.rstrip('.')} ({_listed(parts)} could not be read)" for message, parts in messages.items())
+    return said, codes.pop() if len(codes) == 1 else EXIT_FAILURE
 
 
 def _wait_for_health_scan(runner, window, timeout_s: float = 120.0) -> None:

@@ -10,6 +10,20 @@ from studio.store.records import iso_to_ms
 ELLIPSIS = "…"
 NONE = "—"
 
+#: What a tab says when its read met the damaged part of the file (the thread view's banner names the damage).
+DAMAGED_HERE = "the file is damaged in the part this reads (see the warning above)"
+
+
+def read_failure(exc: BaseException) -> str:
+    """Return the words a tab shows after "… could not be read: " for EXC.
+
+    A StoreDamaged gets DAMAGED_HERE: the thread view's banner gives SQLite's sentence once, instead
+    of every tab that meets the damage repeating it. Any other error: its own message.
+    """
+    from studio.errors import StoreDamaged
+
+    return DAMAGED_HERE if isinstance(exc, StoreDamaged) else (str(exc) or exc.__class__.__name__)
+
 
 def tokens(n: int | None) -> str:
     """Format a token count with thousands separators ("2,488"), or an em dash for None."""

@@ -17,9 +17,10 @@ from studio.engine.diff import GenerationDiff, diff_logs
 from studio.engine.observations import ObservationLog, parse_log
 from studio.engine.overview import iter_statuses
 from studio.engine.status import ThreadStatus, compute_status
-from studio.errors import StoreError, StudioError
+from studio.errors import StoreDamaged, StoreError, StudioError
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, OMRecord, Thread, iso_to_ms
+from studio.ui import format as fmt
 
 #: Time one background status batch may take before it hands the database worker back (s).
 STATUS_BATCH_SECONDS = 0.2
@@ -106,6 +107,7 @@ class ThreadDetail:
     log: ObservationLog | None = None
     message_count: int = 0
     orphan: bool = False   # the thread was deleted; its OM record remains (Mastra #16621)
+    damage: str | None = None   # the StoreDamaged sentence when the status read met a damaged part of the file
 
     @property
     def record(self) -> OMRecord | None:
@@ -272,15 +274,16 @@ def load_thread_detail(store: MemoryStore | None, thread_id: str) -> ThreadDetai
     thread.newest_message_at = store.newest_message_at(thread.id)
     key = store.lookup_key_for_thread(thread)
     history = store.om_history(key) if key else []
-    status, error = None, None
+    status, error, damage = None, None, None
     if history:
         try:
             status = compute_status(store, thread, history[0])
         except StudioError as exc:
-            error = str(exc)
+            error = fmt.read_failure(exc)   # a damaged file: named once by the thread view's banner
+            damage = str(exc) if isinstance(exc, StoreDamaged) else None
     log = parse_log(history[0].active_observations) if history else None
     return ThreadDetail(thread=thread, lookup_key=key, status=status, status_error=error, history=history,
-                        log=log, message_count=thread.message_count, orphan=orphan)
+                        log=log, message_count=thread.message_count, orphan=orphan, damage=damage)
 
 
 def message_row(message: Message) -> MessageRow:

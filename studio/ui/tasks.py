@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
 
-from studio.errors import StoreError, StudioError
+from studio.errors import StoreDamaged, StoreError, StudioError
 from studio.store.memory_store import MemoryStore
 from studio.ui.helper_process import CANCEL, HelperProcess, HelperUnavailable, bind_cancel  # noqa: F401
 from studio.ui.loaders import require_store  # noqa: F401  (re-exported: tasks use it)
@@ -112,6 +112,9 @@ class TaskRunner(QObject):
     pending_changed = Signal(int)       # number of tasks submitted and not yet delivered
     task_failed = Signal(str)           # an error of a task that has no on_error callback
     error_delivered = Signal(str, str)  # every error delivered (key or "", message), on_error or not
+    failure_delivered = Signal(str, object)  # the same, with the exception itself (key or "", exception)
+    store_damaged = Signal(str)   # the first StoreDamaged of the open store: its sentence (once per store)
+    store_replaced = Signal()     # another store was opened (what was said about the previous one is void)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -127,6 +130,7 @@ class TaskRunner(QObject):
         self._helper_waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="studio-helper")
         self._helper_path: str | None = None   # GUI side: the database the worker holds, as last opened
         self._opens = 0                        # GUI side: databases opened so far (the helper re-opens on change)
+        self._damage_said = False             # GUI side: store_damaged emitted for the open store
         self.delivered.connect(self._on_runner_delivered, Qt.ConnectionType.QueuedConnection)
 
     # -- submitting ------------------------------------------------------------------------
@@ -240,6 +244,8 @@ class TaskRunner(QObject):
         def opened(info: OpenedStore) -> None:
             self._helper_path = path   # the target as given: the display form of a URL has its password as ***
             self._opens += 1
+            self._damage_said = False
+            self.store_replaced.emit()
             if on_done is not None:
                 on_done(info)
 
@@ -353,6 +359,10 @@ class TaskRunner(QObject):
                     on_done(value)
                 return
             self.error_delivered.emit(task.key or "", str(value) or value.__class__.__name__)
+            self.failure_delivered.emit(task.key or "", value)
+            if isinstance(value, StoreDamaged) and not self._damage_said:
+                self._damage_said = True   # said once: every later read of the damaged part fails the same way
+                self.store_damaged.emit(str(value))
             if on_error is not None:
                 on_error(value)
             else:

@@ -140,3 +140,49 @@ def test_each_command_help_says_what_the_command_does(capsys, command, says):
     assert main([command, "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert says in out
+
+
+@pytest.mark.parametrize("size", ["20000x20000", "8001x700", "1024x8001", "199x700", "1024x149", "1024", "ax700"])
+def test_a_window_size_out_of_bounds_is_refused_before_any_window(fixture_db, tmp_path, monkeypatch, capsys, size):
+    # `--size 20000x20000` was accepted and rendered for 35 s; each side is bounded (200/150..8000 px) and
+    # checked before Qt loads: the studio is never started
+    import studio.ui.app
+
+    started = []
+    monkeypatch.setattr(studio.ui.app, "run_studio", lambda args: started.append(args) or 0)
+    out = tmp_path / "x.png"
+    code = main([str(fixture_db("support")), "--screenshot", str(out), "--size", size])
+    assert (code, started, out.exists()) == (2, [], False)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--size" in err
+
+
+def test_the_window_size_bounds_themselves_are_accepted(monkeypatch, tmp_path):
+    import studio.ui.app
+
+    seen = []
+    monkeypatch.setattr(studio.ui.app, "run_studio", lambda args: seen.append(args.size) or 0)
+    for size in ("200x150", "8000x8000", "1024x700"):
+        assert main(["--screenshot", str(tmp_path / "x.png"), "--size", size]) == 0
+    assert seen == ["200x150", "8000x8000", "1024x700"]
+
+
+def _help_of(command, capsys):
+    assert main([command, "--help"]) == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_json_is_described_one_way_by_every_command(capsys):
+    from studio.cli import COMMANDS, JSON_HELP
+
+    for command in COMMANDS:
+        text = _help_of(command, capsys)
+        assert "--json" in text, command
+        assert JSON_HELP in text, command
+
+
+def test_whatif_budget_and_observe_timeout_say_what_they_do(capsys):
+    whatif = _help_of("whatif", capsys)
+    assert "--share-token-budget Mastra's shareTokenBudget" in whatif
+    assert "--timeout SECONDS longest wait for one model answer (default 120)" in _help_of("observe", capsys)
+    assert "longest wait for one model answer (default 300)" in _help_of("reflect", capsys)

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import html
+import re
+
+import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QStyle
 
 from studio.engine.doctor import run_doctor
+from studio.engine.observations import classify
 from studio.store.memory_store import MemoryStore
 from studio.ui.models.threads import ThreadColumn
 from studio.ui.widgets import health as health_mod
 from studio.ui.widgets.health import badge_text
-from studio.ui.widgets.health_views import SEVERITY_COLOURS
+from studio.ui.widgets.health_views import COLUMNS, SEVERITY_COLOURS
 
 
 def wait_scan(runner, window, timeout_s: float = 60.0) -> bool:
@@ -80,6 +87,51 @@ def test_health_tab_lists_the_threads_findings(studio, studio_ctx, fixture_db):
     want = [f for f in doctor(path) if f["thread_id"] == "support-5"]
     assert tab.thread_id == "support-5" and tab.pane.model.rowCount() == len(want) > 0
     assert sorted(tab.pane.model.finding(r)["summary"] for r in range(len(want))) == sorted(f["summary"] for f in want)
+
+
+@pytest.mark.parametrize(("name", "thread_id"), [("buffered", "long-run"), ("support", "support-1")])
+@pytest.mark.parametrize("size", [(1024, 700), (1400, 900)])
+def test_each_lost_line_reads_differently_in_the_summary_column(studio, studio_ctx, fixture_db, qtbot, name,
+                                                                thread_id, size):
+    # Every lost-high-priority row read "High-priority observation of generation 0 ke…": the part that
+    # tells the rows apart (the observation's own text) came after what every row shares, and the
+    # column cut it. What the column paints (its text elided to the column's width, as the view
+    # elides it) must differ row by row; the tooltip holds the whole summary as plain text.
+    path = fixture_db(name)
+    window = studio(path)
+    window.resize(*size)
+    assert window.select_thread(thread_id)
+    window.thread_view.set_tab("health")
+    assert wait_scan(studio_ctx.runner, window)
+    tab = window.thread_view.health_tab
+    qtbot.waitUntil(lambda: tab.pane.model.rowCount() > 0, timeout=10000)
+    view, model = tab.pane.view, tab.pane.model
+    column = COLUMNS.index("Summary")
+    width = view.columnWidth(column) - 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 1)
+    lost = [r for r in range(model.rowCount()) if model.finding(r)["check"] == "lost-high-priority"]
+    assert len(lost) > 1
+    painted = [view.fontMetrics().elidedText(model.index(r, column).data(), Qt.TextElideMode.ElideRight, width)
+               for r in lost]
+    assert all(p.endswith("…") for p in painted)       # the column is narrower than a summary, as in the review
+    assert len(set(painted)) == len(painted), painted
+    for r in lost:
+        finding = model.finding(r)
+        assert model.index(r, column).data().startswith(classify(finding["evidence"]["line"]).text[:20])
+        assert html.unescape(re.sub(r"<[^>]+>", "", model.index(r, column).data(Qt.ItemDataRole.ToolTipRole))
+                             ).count(finding["summary"]) == 1
+
+
+def test_health_tab_has_no_empty_band_above_its_counts(studio, studio_ctx, fixture_db):
+    # An empty status line sat above "0 errors · N warnings" as a blank band; it shows only while checking
+    window = studio(fixture_db("support"))
+    assert window.select_thread("support-1")
+    window.thread_view.set_tab("health")
+    assert wait_scan(studio_ctx.runner, window)
+    tab = window.thread_view.health_tab
+    assert tab.pane.model.rowCount() > 0
+    assert not tab.status.isVisible()
+    counts = tab.pane.summary
+    assert counts.mapTo(tab, counts.rect().topLeft()).y() <= tab.pane.layout().contentsMargins().top() + 8
 
 
 def test_health_window_opens_messages_and_generations(studio, studio_ctx, fixture_db, qtbot):

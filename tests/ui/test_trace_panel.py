@@ -93,3 +93,27 @@ def test_long_source_lists_are_cut_in_the_tree(studio, fixture_db, studio_ctx, m
     sources = panel.tree.topLevelItem(0).child(0)
     assert sources.childCount() == 2
     assert sources.child(1).text(0).startswith("… and 2 more")
+
+
+def test_context_of_a_thread_without_an_om_record_is_one_sentence_not_empty_cells(studio, fixture_db, studio_ctx):
+    # support-meta has messages but no OM record (support.oracle.json: no record for it). The tab showed
+    # a table of empty cells and "Turn 1" with no "of N"; now it says why there is nothing to rebuild.
+    with MemoryStore.open(fixture_db("support")) as store:
+        assert store.get_thread("support-meta") is not None
+        assert not any(k["threadId"] == "support-meta" for k in store.om_lookup_keys())
+    window = studio(fixture_db("support"), thread_id="support-1", tab="context")
+    assert studio_ctx.runner.wait_idle()
+    cv = window.thread_view.context_view
+    assert cv.page.isVisible() and not cv.no_record.isVisible() and cv.sections.item(0, 0).text()
+    assert window.select_thread("support-meta")
+    assert studio_ctx.runner.wait_idle()
+    assert not cv.page.isVisible() and cv.no_record.isVisible()
+    assert "No Observational Memory record governs this thread" in cv.no_record.text()
+    assert "Messages tab" in cv.no_record.text()
+    assert cv.context is None
+    # back to a thread with a record: its turns, figures and "of N" again, nothing left of the other thread
+    assert window.select_thread("support-1")
+    assert studio_ctx.runner.wait_idle()
+    assert cv.page.isVisible() and not cv.no_record.isVisible()
+    assert cv.context is not None and cv.turn_box.suffix() == f" of {cv.context.turns}"
+    assert cv.sections.item(0, 0).text() == f"{cv.context.observations.estimate:,}"

@@ -170,9 +170,11 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
         text = classify(lost.line).text
         closest = (f"closest later line (generation {lost.closest_generation}, similarity {lost.similarity:.2f}): "
                    f"{lost.closest}" if lost.closest else "no later generation has any observation")
+        # the observation's own text first: it is what tells one lost line from another in a list
+        # (the generation has a column of its own in the Health views and a field in the JSON)
         out.append(finding("lost-high-priority",
-                           f"High-priority observation of generation {lost.generation} kept by no later "
-                           f"generation: {text} — {closest}",
+                           f"{text} — a high-priority observation of generation {lost.generation} that no later "
+                           f"generation keeps; {closest}",
                            evidence={"line": lost.line, "line_number": lost.line_number,
                                      "closest_line": lost.closest, "closest_generation": lost.closest_generation,
                                      "similarity": lost.similarity},

@@ -252,7 +252,7 @@ class MessageTableModel(TableModel):
     def _on_page_failed(self, exc: Exception) -> None:
         self._fetching = False
         self._on_loaded_through = None
-        self.load_failed.emit(str(exc) or exc.__class__.__name__)
+        self.load_failed.emit(fmt.read_failure(exc))
 
     def _on_page_loaded(self, page: MessagePage, refresh: bool) -> None:
         self._fetching = False

@@ -28,8 +28,14 @@ from studio.engine.context import TurnContext, after_turn_lines
 from studio.ui import format as fmt
 from studio.ui.tasks import TaskRunner
 from studio.ui.trace_loaders import load_turn_context
-from studio.ui.widgets.common import plain_label
+from studio.ui.widgets.common import empty_state, plain_label
 
+#: The tab's whole content for a thread no OM record governs (there is no turn, section or figure to show).
+NO_OM_TEXT = ("No Observational Memory record governs this thread yet, so there is no OM context to rebuild.\n\n"
+              "Without one, the model's context at every turn is the thread's message history alone (as the "
+              "agent's Memory settings select it, e.g. lastMessages) and working memory when it is on: no "
+              "observation block, no buffered chunks, no thresholds. The messages and their token estimates "
+              "are in the Messages tab.")
 SECTION_ROWS = ["Observation block", "Unobserved messages", "Working memory", "Total"]
 WINDOW_COLUMNS = ["Role", "Time", "Mastra estimate", "Exact o200k", "Note"]
 
@@ -106,11 +112,19 @@ class TurnContextView(QWidget):
         split.addWidget(self.sections)
         split.addWidget(self.parts)
         split.setStretchFactor(1, 1)
+        # everything above is one page; a thread without an OM record shows `no_record` instead
+        self.page = QWidget()
+        page = QVBoxLayout(self.page)
+        page.setContentsMargins(0, 0, 0, 0)
+        page.addLayout(row)
+        page.addWidget(self.after_turn)
+        page.addWidget(split, 1)
+        self.no_record = empty_state(NO_OM_TEXT)
+        self.no_record.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
-        layout.addLayout(row)
-        layout.addWidget(self.after_turn)
-        layout.addWidget(split, 1)
+        layout.addWidget(self.page, 1)
+        layout.addWidget(self.no_record, 1)
 
     def set_thread(self, thread_id: str | None) -> None:
         """Show THREAD_ID's last turn once `set_record_present` says it has an OM record (None: empty)."""
@@ -119,6 +133,14 @@ class TurnContextView(QWidget):
         self._thread_id = thread_id
         self._record_present: bool | None = None   # unknown until the thread's detail has loaded
         self.context = None
+        self._show_page(True)
+        self.turn_box.blockSignals(True)
+        self.turn_box.setSuffix("")      # "of N" once the thread's turns are counted
+        self.turn_box.setRange(1, 1)
+        self.turn_box.blockSignals(False)
+        for r in range(len(SECTION_ROWS)):
+            for c in range(2):
+                self.sections.setItem(r, c, _cell(""))
         self.summary.setText("" if thread_id else "No thread selected.")
         self.after_turn.setText("")
         self.observations.setPlainText("")
@@ -135,11 +157,16 @@ class TurnContextView(QWidget):
             self._pending = False
             self.context = None
             self.after_turn.setText("")
-            self.summary.setText("This thread has no observational memory record: its context holds only "
-                                 "message history, with no observation block to reconstruct.")
+            self.summary.setText("")
+            self._show_page(False)
         elif self._pending and self.isVisible():
             self._pending = False
             self.show_turn(None)
+
+    def _show_page(self, page: bool) -> None:
+        """Show the turn page (PAGE True) or, for a thread without an OM record, the one sentence saying so."""
+        self.page.setVisible(page)
+        self.no_record.setVisible(not page)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -170,7 +197,7 @@ class TurnContextView(QWidget):
     def _on_context_failed(self, exc: Exception) -> None:
         self.context = None
         self.after_turn.setText("")
-        self.summary.setText(f"No context to show: {exc}")
+        self.summary.setText(f"No context to show: {fmt.read_failure(exc)}")
 
     def _on_context_done(self, ctx: TurnContext) -> None:
         if ctx.thread_id != self._thread_id:

@@ -1,4 +1,4 @@
-"""The banner above the panes that says the open database file went away, and offers to reopen it."""
+"""Banners above the panes: the open database file went away (with Reopen); the file is damaged."""
 
 from __future__ import annotations
 
@@ -36,6 +36,34 @@ class FileGoneBanner(QFrame):
         self.label.setText(f"⚠ {path} {problem}. The window still shows what was read before, "
                            "and no longer follows the file.")
         self.label.setToolTip(fmt.plain_tooltip(path))
+        self.show()
+
+    def text(self) -> str:
+        """Return the banner's message."""
+        return self.label.text()
+
+
+class DamageBanner(QFrame):
+    """A warning strip above the thread view: the open file is damaged where some read went (hidden by default).
+
+    Shown once per open store (TaskRunner.store_damaged) with the read's one sentence; the tabs that
+    meet the damage point to it (`common.read_failure`), the others keep showing what was read.
+    """
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("fileBanner")
+        self.setStyleSheet(BANNER_STYLE)
+        self.label = plain_label("", wrap=True)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.addWidget(self.label, 1)
+        self.hide()
+
+    def show_damage(self, sentence: str) -> None:
+        """Show SENTENCE (the failed read's StoreDamaged message) and what it means for the window."""
+        self.label.setText(f"⚠ {sentence.rstrip('.')}. What lies in the damaged part cannot be shown (the tabs "
+                           "that need it say so); everything else is shown as read.")
         self.show()
 
     def text(self) -> str:

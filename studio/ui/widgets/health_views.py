@@ -229,11 +229,24 @@ class HealthTab(QWidget):
         self.pane = FindingsPane(empty="No findings for this thread: nothing Mastra's known failures leave behind.")
         self.pane.view.setColumnHidden(COLUMNS.index("Thread"), True)   # always this thread
         self.pane.finding_activated.connect(self.finding_activated)
-        self.status = plain_label("", "muted", selectable=False)
+        self.status = plain_label("", "muted", wrap=True, selectable=False)
+        self.status.setContentsMargins(8, 6, 8, 6)   # aligned with the pane's counts
+        self.status.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.status.hide()   # shown only while it has something to say: an empty label is an empty band
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.status)
         layout.addWidget(self.pane, 1)
+
+    def _say(self, text: str) -> None:
+        """Show TEXT (checking, or why the check failed) instead of the findings; TEXT empty: the findings alone.
+
+        While the thread is checked, or when the check failed, the pane would say "No findings" (and
+        0 errors · 0 warnings): it is hidden then.
+        """
+        self.status.setText(text)
+        self.status.setVisible(bool(text))
+        self.pane.setVisible(not text)
 
     @property
     def thread_id(self) -> str | None:
@@ -244,7 +257,7 @@ class HealthTab(QWidget):
         """Show THREAD_ID (None: clear); it is checked when the tab is shown."""
         self._thread_id, self._checked = thread_id, None
         self.pane.set_findings([])
-        self.status.setText("")
+        self._say("")
         if thread_id is None:
             self._runner.cancel("health-thread")
         elif self.isVisible():
@@ -258,7 +271,7 @@ class HealthTab(QWidget):
     def _check(self) -> None:
         thread_id = self._thread_id
         self._checked = thread_id
-        self.status.setText("Checking this thread…")
+        self._say("Checking this thread…")
         self._runner.submit(lambda store, p, c: _thread_findings(store, thread_id, p, c),
                             on_done=lambda found: self._on_findings(thread_id, found),
                             on_error=lambda exc: self._on_failed(thread_id, exc), key="health-thread")
@@ -270,12 +283,12 @@ class HealthTab(QWidget):
     def _on_findings(self, thread_id: str, findings: list[dict]) -> None:
         if thread_id != self._thread_id:
             return
-        self.status.setText("")
+        self._say("")
         self.pane.set_findings(findings)
 
     def _on_failed(self, thread_id: str, exc: Exception) -> None:
         if thread_id == self._thread_id:
-            self.status.setText(f"The check failed: {exc}")
+            self._say(f"The check failed: {fmt.read_failure(exc)}")
 
 
 class HealthWindow(QMainWindow):

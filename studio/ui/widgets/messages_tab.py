@@ -105,7 +105,7 @@ class MessagesTab(QWidget):
         self.model.load_failed.connect(self._on_model_load_failed)
         self._build_filters()
 
-        self.summary = plain_label("", "muted")
+        self.summary = plain_label("", "muted", wrap=True)   # a long error must not widen the window
         self.header = plain_label("", wrap=True)
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         self.text_view = QPlainTextEdit()

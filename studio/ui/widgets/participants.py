@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from studio.engine.speakers import SpeakerReport
+from studio.ui import format as fmt
 from studio.ui.history_loaders import load_speakers
 from studio.ui.models.participants import AnomalyColumn, AnomalyModel, ParticipantColumn, ParticipantModel
 from studio.ui.tasks import TaskRunner
@@ -128,7 +129,7 @@ class ParticipantsTab(QWidget):
 
     def _on_report_failed(self, thread_id: str, exc: Exception) -> None:
         if thread_id == self._thread_id:
-            self.summary.setText(f"The speakers could not be read: {exc}")
+            self.summary.setText(f"The speakers could not be read: {fmt.read_failure(exc)}")
 
     def _show(self, report: SpeakerReport | None) -> None:
         self._report = report

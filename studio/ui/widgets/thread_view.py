@@ -15,6 +15,7 @@ from studio.ui.widgets.messages_tab import MessagesTab
 from studio.ui.widgets.om_tab import ObservationalMemoryTab
 from studio.ui.widgets.participants import ParticipantsTab
 from studio.ui.widgets.context_view import TurnContextView
+from studio.ui.widgets.file_banner import DamageBanner
 from studio.ui.widgets.timeline_tab import TimelineTab
 from studio.ui.widgets.trace_panel import TracePanel
 from studio.ui.widgets.working_memory import WorkingMemoryTab
@@ -86,8 +87,13 @@ class ThreadView(QWidget):
         self._stack = QStackedWidget()
         self._stack.addWidget(self._empty)
         self._stack.addWidget(page)
+        # the file's damage, named once for every tab (a tab that meets it points here)
+        self.damage_banner = DamageBanner()
+        runner.store_damaged.connect(self.damage_banner.show_damage)
+        runner.store_replaced.connect(self.damage_banner.hide)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.damage_banner)
         layout.addWidget(self._stack)
 
     def _add_trace_tabs(self, runner: TaskRunner) -> None:
@@ -180,6 +186,8 @@ class ThreadView(QWidget):
             self.participants_tab.refresh()
             self.working_memory_tab.refresh()
         self._detail = detail
+        if detail.damage:   # the status read met the damage (the load itself succeeded: the runner saw no error)
+            self.damage_banner.show_damage(detail.damage)
         t = detail.thread
         self._set_title(t)
         if detail.orphan:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
 
+from studio.ui import format as fmt
 from studio.ui.history_loaders import WorkingMemoryInfo, load_working_memory
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
@@ -70,7 +71,7 @@ class WorkingMemoryTab(QWidget):
 
     def _on_failed(self, thread_id: str, exc: Exception) -> None:
         if thread_id == self._thread_id:
-            self.explanation.setText(f"The working memory could not be read: {exc}")
+            self.explanation.setText(f"The working memory could not be read: {fmt.read_failure(exc)}")
 
     def _show(self, info: WorkingMemoryInfo | None) -> None:
         self.info = info
