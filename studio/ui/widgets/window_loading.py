@@ -83,7 +83,7 @@ class ListingLoader:
             return shown
 
         self._runner.submit(lambda store, progress, cancel: load_listing_in_two_steps(
-                                store, first_step(progress, cancel)),
+                                store, first_step(progress, cancel), cancel),
                             on_progress=self._on_threads_listed, on_done=self._on_listing_counted,
                             on_error=on_error, key="listing")
 
