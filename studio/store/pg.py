@@ -35,7 +35,8 @@ from typing import Any, Callable, Iterable
 
 from studio.errors import SchemaError, StoreError
 from studio.store import schema as sc
-from studio.store.credentials import pg_password, redact_url, url_secret
+from studio.store import credentials as cred
+from studio.store.credentials import redact_url, url_secret
 from studio.store.memory_store import THREAD_COLUMNS, MemoryStore
 from studio.store.records import Thread
 
@@ -117,6 +118,16 @@ def _qmarks(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
+#: libpq's words when the server wants a password and the connection gave none.
+_NO_PASSWORD = ("no password supplied",)
+
+
+def asks_for_password(exc: BaseException) -> bool:
+    """Return True when EXC (a failed connect) says the server asked for a password and none was given."""
+    text = str(exc)
+    return any(words in text for words in _NO_PASSWORD)
+
+
 def _describe(exc: BaseException, location: PgLocation, password: str | None = None) -> str:
     """One sentence for a psycopg error, with the target's password (and PASSWORD) redacted."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -182,21 +193,42 @@ class PgStore(MemoryStore):
 
     @classmethod
     def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "PgStore":
-        """Connect to the PostgreSQL URL TARGET read-only (see `parse_pg_location`)."""
+        """Connect to the PostgreSQL URL TARGET read-only (see `parse_pg_location`).
+
+        The password: the URL's, one typed this session, `$PGPASSWORD` or `~/.pgpass`
+        (`credentials.pg_password`); the OS keyring's only when the server asked for one and none of
+        those had it (libpq's "no password supplied"), then the connection is tried again with it.
+        Raises StoreError (the password redacted) when the server cannot be reached or refuses.
+        """
         location = parse_pg_location(os.fspath(target))
         if writable:
             raise StoreError(f"A PostgreSQL store ({location.display}) is opened read-only: each write opens "
                              "its own transaction (studio.store.writes)")
         import psycopg
 
-        password, source = pg_password(location.conninfo)
-        extra = {"password": password} if source in ("session", "keyring") and password else {}
+        # The keyring is asked only when the server asks for a password that nothing else gives: choosing
+        # its backend costs ~0.1–0.2 s (entry points, D-Bus probes) before the first paint, and a server
+        # that trusts the login, or gets the password from libpq (URL, $PGPASSWORD, ~/.pgpass), needs none.
+        password, source = cred.pg_password(location.conninfo, keyring_get=None)
         options = (f"-c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_MS} "
                    f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS} "
                    f"-c search_path={location.schema}")
-        try:
-            conn = psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+
+        def connect(secret: str | None):
+            extra = {"password": secret} if secret else {}
+            return psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                                    options=options, application_name="memory-studio", **extra)
+
+        try:
+            try:
+                conn = connect(password if source == "session" else None)
+            except psycopg.OperationalError as exc:
+                saved = (cred.OS_KEYRING(cred.KEYRING_SERVICE, cred.keyring_target(location.conninfo))
+                         if source == "none" and asks_for_password(exc) else None)
+                if not saved:
+                    raise
+                password = saved
+                conn = connect(saved)
         except Exception as exc:
             raise StoreError(f"Cannot connect to {location.display}: {_describe(exc, location, password)}") from exc
         try:

@@ -4,8 +4,9 @@ Importing psycopg takes ~160 ms and httpx (the libSQL server transport) ~140 ms 
 machine: the first things a PostgreSQL or libSQL-server open does, so they delay the studio's first
 painted thread list by that much. The keyring is not warmed up here: choosing its backend in this
 thread while Qt loads made the studio's process die with SIGSEGV (2 of 27 `--screenshot` runs of
-tests/server/test_pg_studio.py in CI, and again at the next try; none in 81 runs without it), so the
-open chooses it on its worker, as before.
+tests/server/test_pg_studio.py in CI, and again at the next try; none in 81 runs without it). A
+PostgreSQL open asks the keyring only when the server wants a password nothing else gave
+(`PgStore.open`), so a login the server trusts never loads it.
 `warm_up(TARGET)` starts them in a daemon thread as soon as the target is known (before Qt is
 imported and the window built); the open then finds them done, or waits on Python's import lock for
 the rest. Nothing is connected to.

@@ -160,7 +160,8 @@ def load_listing(store: MemoryStore | None) -> Listing:
     return listing
 
 
-def load_listing_in_two_steps(store: MemoryStore | None, first: Callable[[Listing], None]) -> ListingCounts:
+def load_listing_in_two_steps(store: MemoryStore | None, first: Callable[[Listing], None],
+                              cancel: threading.Event | None = None) -> ListingCounts | None:
     """Hand FIRST the listing without message counts as soon as it is read, then count; return the counts.
 
     FIRST(listing) gets what `load_listing` returns, except that every row's `message_count` and
@@ -170,10 +171,13 @@ def load_listing_in_two_steps(store: MemoryStore | None, first: Callable[[Listin
     given to FIRST are only read afterwards, never changed (FIRST may hand them to another thread);
     the counts come back as a `ListingCounts` for the caller to apply (`ListingCounts.apply`). Both
     steps are one load: run inside one `store.snapshot()`, the counts describe the threads FIRST saw.
+    Returns None without counting when CANCEL is set once FIRST returns (the window closed meanwhile).
     """
     store = require_store(store)
     listing = _listing_without_counts(store)
     first(listing)
+    if cancel is not None and cancel.is_set():
+        return None
     counts = ListingCounts(listing_counts(store, [r for r in listing.rows if not r.orphan]))
     counts.data_version = listing.data_version if listing.data_version is not None else store.fingerprint()
     return counts

@@ -62,7 +62,10 @@ class Task:
     The function and callbacks are held here only, and dropped on the GUI thread once the task is
     delivered: a worker thread never holds the last reference to a callback, so a widget that a
     callback keeps alive is never destroyed off the GUI thread (Qt deadlocks or aborts when a
-    QObject is deleted from another thread).
+    QObject is deleted from another thread). Likewise nothing a task's function holds may be connected
+    to a Qt signal or timer (`QTimer.singleShot(ms, event.set)`, say): PySide watches such an object
+    through a weak reference and, when a worker drops the last reference, disconnects from that worker
+    (a SIGSEGV in `QMetaObject::Connection::~Connection`). Hand plain Python objects across.
     """
 
     key: str | None

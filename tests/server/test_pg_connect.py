@@ -183,3 +183,21 @@ def test_the_helper_process_opens_the_url_with_its_password(pg_corpus, password_
     assert runner.wait_idle(120)
     assert runner.helper.pid is not None, "the call ran in the helper process"
     assert len(got) == 1 and len(got[0].rows) == expected, got
+
+
+def test_the_keyring_is_asked_only_when_the_server_wants_a_password(pg_corpus, password_url, clean_env,
+                                                                   memory_keyring, monkeypatch):
+    """Choosing the keyring's backend costs ~0.1–0.2 s before the first paint: a login the server trusts
+    never asks it; a login it checks asks it once, after the server said it wants a password."""
+    from studio.store.memory_store import MemoryStore
+
+    asked = []
+    get = memory_keyring.get_password
+    monkeypatch.setattr(memory_keyring, "get_password", lambda service, user: asked.append(user) or get(service, user))
+    with MemoryStore.open(pg_corpus.target(SCENARIO)) as store:   # `trust` for the corpus's login
+        assert len(store.list_threads()) == mastra_thread_count(pg_corpus.oracles[SCENARIO])
+    assert asked == []
+    cred.save_secret(password_url, PASSWORD)
+    with MemoryStore.open(password_url) as store:                  # scram-sha-256 for ROLE: the keyring's password
+        assert len(store.list_threads()) == mastra_thread_count(pg_corpus.oracles[SCENARIO])
+    assert asked == [cred.keyring_target(password_url)]

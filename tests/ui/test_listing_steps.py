@@ -51,3 +51,25 @@ def test_one_step_listing_equals_two_steps(fixture_db):
     assert got == [(r.thread.id, r.thread.message_count, r.thread.newest_message_at, r.activity_ms,
                     r.updated_at_stale) for r in whole.rows]
     assert counts.data_version == whole.data_version
+
+
+def test_a_cancelled_two_step_listing_skips_the_count(fixture_db):
+    """A window closed while the threads were being shown: the worker does not count (the close waits for it)."""
+    import threading
+
+    from studio.ui.loaders import load_listing_in_two_steps
+
+    cancel = threading.Event()
+    firsts = []
+
+    def first(listing):
+        firsts.append(listing)
+        cancel.set()
+
+    with MemoryStore.open(fixture_db("collab")) as store, store.snapshot():
+        counted = []
+        store.message_stats = lambda: counted.append(1) or {}   # the aggregate the count step runs
+        assert load_listing_in_two_steps(store, first, cancel) is None
+        assert len(firsts) == 1 and firsts[0].rows and counted == []
+        cancel.clear()
+        assert load_listing_in_two_steps(store, lambda _l: None, cancel) is not None and counted == [1]

@@ -540,6 +540,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
     def closeEvent(self, event) -> None:
         self._save_layout()
         self.watcher.stop()
+        self._stop_listing()
         self._runner.shutdown()
         super().closeEvent(event)
 

@@ -31,8 +31,8 @@ from studio.ui.widgets.thread_view import NO_THREAD
 FIRST_PAINT_WAIT_S = 0.5
 #: How long after the threads are handed to the view the count may start (ms).
 FIRST_PAINT_SETTLE_MS = 60
-#: Whether a first load of a server store lists threads before their counts (off: see `_load_listing`).
-TWO_STEP_LISTING = False
+#: Whether a first load of a server store lists threads before their counts (see `_load_listing`).
+TWO_STEP_LISTING = True
 #: Threads sent to the helper process per status batch.
 STATUS_HELPER_CHUNK = 250
 
@@ -46,45 +46,81 @@ class ListingLoader:
         """Read the listing. A first load of a server store comes in two steps (`load_listing_in_two_steps`):
         the threads are shown as soon as they are read, the message counts and last activity when the
         aggregate is in. A refresh reads both before it shows anything (the rows shown keep their counts
-        meanwhile), and so does a local file (see below)."""
+        meanwhile), and so does a local file (see below).
+
+        Between the steps the worker waits (FIRST_PAINT_WAIT_S at most) until the GUI thread has painted
+        the threads: the count query keeps the database (and, on the same machine, the CPU) busy. The wait
+        is on a plain `threading.Event` that nothing of Qt is connected to: the GUI thread sets it from a
+        timer of this window (`_first_paint_timer`), and `_stop_listing` (the window's close) sets it and
+        cancels the task, so the worker never waits on a closed window. (It used to be set by
+        `QTimer.singleShot(ms, event.set)`: PySide then watches the event through a weak reference, and
+        when the worker dropped the last reference to it the weak reference's callback tore down the Qt
+        connection from the worker thread — SIGSEGV in `QMetaObject::Connection::~Connection`.)
+        """
         on_error = functools.partial(self._on_listing_failed, refresh=refresh)
-        # The two-step listing of a server store is switched off: its worker, waiting for the first paint,
-        # emitted into a window closed meanwhile and the process died (SIGSEGV in tests/server/test_pg_snapshot.py
-        # in CI). Every listing reads threads and counts in one step until that wait is made safe.
-        if TWO_STEP_LISTING is False or refresh or self._local_path is not None:
+        timer = getattr(self, "_paint_timer", None)
+        if timer is not None:
+            timer.stop()           # the previous listing's paint is no longer awaited
+        self._release_first_paint()
+        if not TWO_STEP_LISTING or refresh or self._local_path is not None:
             # a local file counts its messages in-process, holding the GIL: painted first, the list would
             # freeze while they are counted (0.1–0.2 s on the benchmark file), and reading it whole is fast
             self._runner.submit(lambda store, _p, _c: load_listing(store),
                                 on_done=functools.partial(self._on_listing_loaded, refresh=refresh),
                                 on_error=on_error, key="listing")
             return
+        painted = threading.Event()
+        self._first_paint = painted
 
         def first_step(progress, cancel: threading.Event):
             def shown(listing: Listing) -> None:
-                painted = threading.Event()
-                progress(0, 1, (listing, painted))
-                # the count query keeps the database (and, on the same machine, the CPU) busy: let the
-                # GUI thread paint the threads first; a GUI that never answers delays the counts by this much
+                progress(0, 1, listing)
+                # a GUI that never answers delays the counts by FIRST_PAINT_WAIT_S; a cancel (the window
+                # closed, another database opened) ends the wait at once
                 end = time.monotonic() + FIRST_PAINT_WAIT_S
                 while not painted.wait(0.01) and not cancel.is_set() and time.monotonic() < end:
                     pass
             return shown
 
         self._runner.submit(lambda store, progress, cancel: load_listing_in_two_steps(
-                                store, first_step(progress, cancel)),
+                                store, first_step(progress, cancel), cancel),
                             on_progress=self._on_threads_listed, on_done=self._on_listing_counted,
                             on_error=on_error, key="listing")
 
-    def _on_threads_listed(self, _done: int, _total: int, payload: tuple[Listing, threading.Event]) -> None:
+    def _first_paint_timer(self) -> QTimer:
+        """Return this window's single-shot timer that tells the listing's worker the threads are painted."""
+        timer = getattr(self, "_paint_timer", None)
+        if timer is None:
+            timer = self._paint_timer = QTimer(self)
+            timer.setSingleShot(True)
+            timer.setInterval(FIRST_PAINT_SETTLE_MS)
+            timer.timeout.connect(self._release_first_paint)
+        return timer
+
+    def _release_first_paint(self) -> None:
+        """Let a listing's worker waiting for the first paint go on (it is painted, superseded or closing)."""
+        painted, self._first_paint = getattr(self, "_first_paint", None), None
+        if painted is not None:
+            painted.set()
+
+    def _stop_listing(self) -> None:
+        """The window closes: cancel the listing and end its worker's wait for a paint that will not come."""
+        timer = getattr(self, "_paint_timer", None)
+        if timer is not None:
+            timer.stop()
+        self._runner.cancel("listing")
+        self._release_first_paint()
+        self._listing = None
+
+    def _on_threads_listed(self, _done: int, _total: int, listing: Listing) -> None:
         """The first step of a first load: show the threads now (no counts yet); the rest waits for the counts.
 
         The worker waits (FIRST_PAINT_WAIT_S at most) until the threads are painted before it counts.
         """
-        listing, painted = payload
         self._listing = listing
         self._show_listing(listing, refresh=False)
         # the view paints the new rows in up to two passes (rows, then their layout): let both run first
-        QTimer.singleShot(FIRST_PAINT_SETTLE_MS, painted.set)
+        self._first_paint_timer().start()
 
     def _on_listing_counted(self, counts: ListingCounts) -> None:
         """The second step: fill the counts in, then what needs them (helper process, statuses, selection)."""
