@@ -60,8 +60,8 @@ def _needed_statement(db: Path) -> tuple[str, tuple, int]:
             else:
                 resource_scope += 1
         tail, params = batch._tail(store, "thread_id", cursors)
-    where = tail[:tail.index(" ORDER BY")]
-    return f"SELECT * FROM mastra_messages {where}", tuple(params), resource_scope
+    where = tail[:tail.index(" ORDER BY")]  # "AS m JOIN (the cursors) AS c ON …": the message rows only
+    return f"SELECT m.* FROM mastra_messages {where}", tuple(params), resource_scope
 
 
 def _text_parts(db: Path, sql: str, params: tuple) -> list[tuple[str, object]]:
@@ -70,7 +70,7 @@ def _text_parts(db: Path, sql: str, params: tuple) -> list[tuple[str, object]]:
     conn = libsql.connect(str(db))
     try:
         texts = []
-        for (content,) in conn.execute(sql.replace("SELECT *", "SELECT content", 1), params).fetchall():
+        for (content,) in conn.execute(sql.replace("SELECT m.*", "SELECT m.content", 1), params).fetchall():
             parsed = json.loads(content) if isinstance(content, str) else None
             parts = parsed.get("parts") if isinstance(parsed, dict) else None
             for part in parts if isinstance(parts, list) else ():
