@@ -353,7 +353,7 @@ def test_an_overtaken_reflection_on_postgresql_is_caught_and_repaired(pg_corpus,
                      f"\"updatedAt\" = (NOW() AT TIME ZONE 'UTC'), \"updatedAtZ\" = NOW() WHERE id = %s",
                      (f"\n\n--- message boundary (now) ---\n\n{line}", current.id))
     activity = store_activity(target, key, 30_000)
-    assert activity.active and activity.what == "its observational memory"
+    assert activity.active and activity.what == f"generation {current.generation_count} of its observational memory"
     (finding,) = unrepaired(find_overtaking_writes(history_reader(target, key)()))
     assert (finding.kind, finding.record_id, finding.overtaken_record_id) == \
         ("superseded-row-written", current.id, ours["id"])

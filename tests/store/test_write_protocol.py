@@ -105,7 +105,8 @@ def test_a_message_saved_moments_ago_refuses_the_write_and_says_the_agent_is_act
     with pytest.raises(WriteRefused) as info:
         studio_commit(path, idle_ms=30_000)
     assert info.value.reason == "busy"
-    assert "The agent is active: a message was written 4.0 s ago (quiet period 30 s)" in str(info.value)
+    assert ("The agent is active: a message was written 4.0 s ago by another program, not the studio "
+            "(quiet period 30 s)") in str(info.value)
     assert studio_commit(path, now_ms=NOW + 27_000, idle_ms=30_000)["generationCount"] == 3
 
 
@@ -114,6 +115,36 @@ def test_the_studios_own_last_write_does_not_count_as_activity(fixture_db):
     studio_commit(path, current_task="- Primary: go on")  # also writes the thread's updatedAt
     row = studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000)
     assert row["generationCount"] == 4
+
+
+def test_a_chain_of_studio_writes_within_the_quiet_period_does_not_count_as_activity(fixture_db):
+    """reflect, revert, reflect, 1 s apart: each write stamps the row it replaces with its own commit time,
+    so by the third write the record holds the times of two earlier studio commits, not only the last one."""
+    path = fixture_db("support")
+    studio_commit(path, current_task="- Primary: go on")          # generation 3 (gen 2, the thread: NOW)
+    revert_to_generation(path, lookup_key=KEY, generation_count=1, expected_record_id=history(path)[0].id,
+                         now_ms=NOW + 1000, idle_ms=30_000, count_observations=count_observations)  # generation 4
+    row = studio_commit(path, now_ms=NOW + 2000, idle_ms=30_000)
+    assert row["generationCount"] == 5
+    revert = revert_to_generation(path, lookup_key=KEY, generation_count=3, expected_record_id=row["id"],
+                                  now_ms=NOW + 3000, idle_ms=30_000, count_observations=count_observations)
+    assert revert["generationCount"] == 6
+
+
+def test_an_agent_write_after_a_chain_of_studio_writes_still_counts_and_is_named(fixture_db):
+    path = fixture_db("support")
+    studio_commit(path)
+    second = revert_to_generation(path, lookup_key=KEY, generation_count=1, expected_record_id=history(path)[0].id,
+                                  now_ms=NOW + 1000, count_observations=count_observations)
+    # a running turn that read generation 3 before the revert writes onto it 2 s later
+    gen3 = next(r for r in history(path) if r.generation_count == 3)
+    mastra_appends(path, gen3.id, STRANDED, ms_to_iso(NOW + 3000))
+    with pytest.raises(WriteRefused) as info:
+        revert_to_generation(path, lookup_key=KEY, generation_count=0, expected_record_id=second["id"],
+                             now_ms=NOW + 4000, idle_ms=30_000, count_observations=count_observations)
+    assert info.value.reason == "busy"
+    assert ("The agent is active: generation 3 of its observational memory was written 1.0 s ago by another "
+            "program, not the studio") in str(info.value)
 
 
 def test_wait_for_quiet_waits_out_the_quiet_period_and_gives_up_at_the_deadline():

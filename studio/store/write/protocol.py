@@ -148,7 +148,7 @@ class AgentActivity:
                     "Wait for it to finish, or force the write.")
         if self.active:
             return (f"The agent is active: {self.what or 'this conversation'} was written {self.ago_ms / 1000:.1f} s ago "
-                    f"(quiet period {self.quiet_ms / 1000:g} s). A turn in progress could overtake a new generation; "
+                    f"by another program, not the studio (quiet period {self.quiet_ms / 1000:g} s). A turn in progress could overtake a new generation; "
                     "wait until it is quiet, or force the write.")
         if self.ago_ms is None:
             return "No write time is stored for this conversation."
@@ -187,15 +187,21 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
     on PostgreSQL the `"<col>Z"` twins), so the same check runs on every backend. Looked at:
     `updatedAt` of every row of the record's lookupKey, the thread's (thread scope) or the
     resource's threads' (resource scope) `updatedAt`, and their messages' newest `createdAt`.
-    Timestamps equal to the studio's own last commit (the `committedAt` of LATEST's valid studio
-    mark) are the studio's and are skipped. Live busy flags (set and updated within
-    STALE_FLAG_AFTER_MS) are reported too. Mirrors nothing in Mastra: Mastra never looks.
+    Timestamps equal to a commit of the studio (the `committedAt` of any valid studio mark in the
+    record's history: a studio write stamps its new row, the row it replaced and the thread with
+    that one time) are the studio's own and are skipped, so a chain of studio writes (reflect,
+    then revert, then reflect again) does not read as the agent; any other time is another
+    program's write and is named in `what` (e.g. "generation 2 of its observational memory").
+    Live busy flags (set and updated within STALE_FLAG_AFTER_MS) are reported too. Mirrors
+    nothing in Mastra: Mastra never looks.
     """
-    own = (studio_mark(latest) or {}).get("committedAt")
     key = _get(latest, "lookupKey") or ""
+    rows = source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,),
+                              ["id", "generationCount", "updatedAt", "metadata"])
+    own = {m.get("committedAt") for m in (studio_mark(r) for r in [latest, *rows]) if m and m.get("committedAt")}
     stamps: list[tuple[Any, str]] = []
-    for row in source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,), ["updatedAt"]):
-        stamps.append((row.get("updatedAt"), "its observational memory"))
+    for row in rows:
+        stamps.append((row.get("updatedAt"), f"generation {_int(row.get('generationCount'))} of its observational memory"))
     threads_where, params = _threads_of(latest)
     for row in source.select_rows("mastra_threads", f"WHERE {threads_where}", params, ["updatedAt"]):
         stamps.append((row.get("updatedAt"), "the thread"))
@@ -204,7 +210,7 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
         stamps.append((row.get("createdAt"), "a message"))
     best, what = None, ""
     for value, label in stamps:
-        if value is None or (own is not None and value == own):
+        if value is None or value in own:
             continue
         ms = iso_to_ms(value)
         if ms is not None and (best is None or ms > best):
