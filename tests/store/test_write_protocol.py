@@ -45,9 +45,10 @@ def history(path):
 
 def studio_commit(path, now_ms=NOW, **kw):
     current = history(path)[0]
-    return commit_reflection(path, lookup_key=KEY, expected_record_id=current.id, observations=OBS,
+    text = kw.pop("observations", OBS)
+    return commit_reflection(path, lookup_key=KEY, expected_record_id=current.id, observations=text,
                              studio_metadata={"kind": "reflection", "strategy": "test"}, now_ms=now_ms, **kw,
-                             observation_tokens=count_observations(OBS))
+                             observation_tokens=count_observations(text))
 
 
 def mastra_appends(path, record_id, text, cursor):
@@ -113,7 +114,7 @@ def test_a_message_saved_moments_ago_refuses_the_write_and_says_the_agent_is_act
 def test_the_studios_own_last_write_does_not_count_as_activity(fixture_db):
     path = fixture_db("support")
     studio_commit(path, current_task="- Primary: go on")  # also writes the thread's updatedAt
-    row = studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000)
+    row = studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000, observations=OBS + "\n" + STRANDED)
     assert row["generationCount"] == 4
 
 
