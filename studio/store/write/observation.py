@@ -73,6 +73,18 @@ class ObserveGate:
         """observe()'s gate: pendingMessageTokens + tokens(window) >= threshold."""
         return self.pending_message_tokens + self.tokens >= self.threshold
 
+    def gate_text(self) -> str:
+        """The gate in words, every number named: "492 unobserved-message tokens, below the 2,000-token
+        threshold"; a stored pendingMessageTokens is added by name ("435 tokens the record still counts as
+        pending (pendingMessageTokens) + 642 unobserved-message tokens = 1,077, below …")."""
+        total = self.pending_message_tokens + self.tokens
+        where = "below" if not self.meets else "at or over"
+        figures = f"{self.tokens:,} unobserved-message tokens"
+        if self.pending_message_tokens:
+            figures = (f"{self.pending_message_tokens:,} tokens the record still counts as pending "
+                       f"(pendingMessageTokens) + {figures} = {total:,}")
+        return f"{figures}, {where} the {self.threshold:,}-token threshold"
+
 
 @dataclass(frozen=True)
 class ObservationWindow(ObserveGate):
@@ -283,9 +295,8 @@ def gated_commit(path, window, force: bool, now_ms: int | None, busy_timeout_ms:
     Raises WriteRefused("invalid") when the gate is not met and not FORCE; returns COMMIT's result.
     """
     if not window.meets and not force:
-        raise WriteRefused("invalid", f"The window holds {window.pending_message_tokens} pending + {window.tokens} "
-                                      f"tokens, below the threshold of {window.threshold}: Mastra would not observe "
-                                      "yet. Force it to observe anyway.")
+        raise WriteRefused("invalid", f"The window holds {window.gate_text()}: Mastra would not observe yet; "
+                                      "nothing was written. Force it to observe anyway.")
     now = now_ms_or_clock(now_ms)
     with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="observe") as tx:
         return commit(tx, now)
