@@ -143,6 +143,18 @@ def test_the_studios_own_writes_in_a_row_are_not_taken_for_the_agent(fixture_db,
     assert [r.generation_count for r in history(path)][:5] == [6, 5, 4, 3, 2]
 
 
+def test_a_reflect_right_after_the_studios_activate_is_not_refused(fixture_db, capsys, tmp_path, monkeypatch):
+    """activate (an in-place write of Mastra's row, no studio mark) then reflect, seconds apart."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = fixture_db("buffered")
+    code, doc, err = run(capsys, ["activate", str(path), "--thread", "long-run", "--yes", "--json", "--watch", "0"])
+    assert code == 0 and doc["activated"] is True, err
+    code, doc, err = run(capsys, ["reflect", str(path), "--thread", "long-run", "--strategy", "rule-based", "--yes",
+                                  "--json", "--watch", "0"])
+    assert code == 0, err
+    assert doc["reflected"] is True and doc["activity"]["active"] is False
+
+
 def _overtake_after_commit(path, superseded_id: str, line: str) -> threading.Thread:
     """A stand-in for a running turn: once the studio's generation lands, append LINE to the row it superseded."""
     def turn():

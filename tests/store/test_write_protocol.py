@@ -275,3 +275,81 @@ def test_a_long_quiet_time_reads_as_days_and_hours():
     assert quiet_duration(303_000) == "5 min 3 s"
     assert quiet_duration(3_600_000 * 3 + 60_000 * 12) == "3 h 12 min"
     assert quiet_duration(86_400_000) == "1 d"
+
+
+# -- the studio's unmarked writes (observe, activate, deleting messages) -----------------------------
+
+def _reflect_buffered(path, now_ms):
+    with MemoryStore.open(path) as store:
+        current = store.om_current("thread:long-run")
+    return commit_reflection(path, lookup_key="thread:long-run", expected_record_id=current.id, observations=OBS,
+                             observation_tokens=count_observations(OBS), idle_ms=30_000, now_ms=now_ms,
+                             studio_metadata={"kind": "reflection"})
+
+
+def test_a_reflection_right_after_the_studios_activation_is_not_refused(fixture_db, tmp_path, monkeypatch):
+    """activate updates Mastra's row in place, unmarked: its time is kept in the studio's own-writes journal."""
+    from studio.engine.tokens import stamp_estimates
+    from studio.store.write.activation import activate_buffered
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = fixture_db("buffered")
+    activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates,
+                      now_ms=NOW)
+    assert _reflect_buffered(path, NOW + 1000)["generationCount"] >= 1
+
+
+def test_without_the_journal_the_activation_reads_as_another_programs_write(fixture_db, tmp_path, monkeypatch):
+    from studio.engine.tokens import stamp_estimates
+    from studio.store.write.activation import activate_buffered
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = fixture_db("buffered")
+    activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates,
+                      now_ms=NOW)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "another-machine"))  # what another program would leave
+    with pytest.raises(WriteRefused) as info:
+        _reflect_buffered(path, NOW + 1000)
+    assert info.value.reason == "busy" and "by another program, not the studio" in str(info.value)
+
+
+def test_an_agent_message_after_the_studios_delete_still_counts(fixture_db, tmp_path, monkeypatch):
+    """Deleting messages stamps the thread; the next studio write goes through. A message the agent saves
+    after it is the agent's and refuses the write, named as such."""
+    from studio.store.writes import delete_messages
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = fixture_db("support")
+    with MemoryStore.open(path) as store:
+        oldest = store.select_rows("mastra_messages", 'WHERE thread_id = ? ORDER BY "createdAt" LIMIT 1',
+                                   ("support-1",), ["id"])[0]["id"]
+    assert delete_messages(path, [oldest], now_ms=NOW) == 1
+    assert studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000)["generationCount"] == 3
+    conn = libsql.connect(str(path), isolation_level=None)
+    conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = (SELECT id FROM mastra_messages '
+                 'WHERE thread_id = ? ORDER BY "createdAt" DESC LIMIT 1)', (ms_to_iso(NOW + 1500), "support-1"))
+    conn.close()
+    with pytest.raises(WriteRefused) as info:
+        studio_commit(path, now_ms=NOW + 2000, idle_ms=30_000, observations=OBS + "\n" + STRANDED)
+    assert "The agent is active: a message was written 0.5 s ago by another program" in str(info.value)
+
+
+def test_the_own_writes_journal_is_bounded_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from studio.store.write import own_writes
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    db = SimpleNamespace(path=tmp_path / "memory.db")
+    server = SimpleNamespace(path=None, display="postgresql://app:***@127.0.0.1:5432/db", schema="mastra")
+    Path = type(tmp_path)
+    Path(own_writes.journal_path()).parent.mkdir(parents=True)
+    Path(own_writes.journal_path()).write_text("{not json", encoding="utf-8")
+    assert own_writes.own_write_times(db) == set()                   # damaged: nothing known, nothing raised
+    for i in range(own_writes.KEEP_PER_DATABASE + 5):
+        own_writes.remember_write(db, NOW + i, now_ms=NOW)
+    own_writes.remember_write(server, NOW, now_ms=NOW)
+    times = own_writes.own_write_times(db)
+    assert len(times) == own_writes.KEEP_PER_DATABASE and max(times) == NOW + own_writes.KEEP_PER_DATABASE + 4
+    assert own_writes.own_write_times(server) == {NOW}
+    assert "***" in Path(own_writes.journal_path()).read_text(encoding="utf-8")  # the URL as shown: no password

@@ -50,6 +50,7 @@ from studio.store.write.om_messages import (
     MESSAGE_COLUMNS, new_thread_title, newest_assistant_message, set_thread_om, upsert_message,
 )
 from studio.store.schema import MESSAGES
+from studio.store.write.own_writes import remember_write
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
@@ -266,4 +267,6 @@ def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_ke
                                       "studio.engine.tokens.stamp_estimates")
     now = now_ms_or_clock(now_ms)
     with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="activate") as tx:
-        return _commit(tx, lookup_key, thread_id, expected_record_id, now, idle_ms, stamp_estimates)
+        result = _commit(tx, lookup_key, thread_id, expected_record_id, now, idle_ms, stamp_estimates)
+    remember_write(tx.location, now)  # no mark on Mastra's row: the quiet period knows this time as the studio's
+    return result

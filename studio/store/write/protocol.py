@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable
 
 from studio.errors import WriteRefused
 from studio.store.records import iso_to_ms
+from studio.store.write.own_writes import own_write_times
 
 __all__ = [
     "DEFAULT_QUIET_MS", "STUDIO_METADATA_KEY", "AgentActivity", "OvertakingWrite", "observations_hash", "make_mark",
@@ -192,13 +193,17 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
     that one time) are the studio's own and are skipped, so a chain of studio writes (reflect,
     then revert, then reflect again) does not read as the agent; any other time is another
     program's write and is named in `what` (e.g. "generation 2 of its observational memory").
+    The studio's unmarked writes (observe, activate, deleting messages) are recognised by the
+    times they recorded (`studio.store.write.own_writes`, looked up by SOURCE's `location`).
     Live busy flags (set and updated within STALE_FLAG_AFTER_MS) are reported too. Mirrors
     nothing in Mastra: Mastra never looks.
     """
     key = _get(latest, "lookupKey") or ""
     rows = source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,),
                               ["id", "generationCount", "updatedAt", "metadata"])
-    own = {m.get("committedAt") for m in (studio_mark(r) for r in [latest, *rows]) if m and m.get("committedAt")}
+    own = {iso_to_ms(m.get("committedAt")) for m in (studio_mark(r) for r in [latest, *rows]) if m}
+    own |= own_write_times(getattr(source, "location", None))  # observe, activate, message deletes: no mark
+    own.discard(None)
     stamps: list[tuple[Any, str]] = []
     for row in rows:
         stamps.append((row.get("updatedAt"), f"generation {_int(row.get('generationCount'))} of its observational memory"))
@@ -210,10 +215,10 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
         stamps.append((row.get("createdAt"), "a message"))
     best, what = None, ""
     for value, label in stamps:
-        if value is None or value in own:
-            continue
         ms = iso_to_ms(value)
-        if ms is not None and (best is None or ms > best):
+        if ms is None or ms in own:
+            continue
+        if best is None or ms > best:
             best, what = ms, label
     return AgentActivity(now_ms=now_ms, last_write_ms=best, live_flags=_live_flags(latest, now_ms),
                          quiet_ms=quiet_ms, what=what)
