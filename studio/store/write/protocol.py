@@ -149,8 +149,8 @@ class AgentActivity:
                     "Wait for it to finish, or force the write.")
         if self.active:
             return (f"The agent is active: {self.what or 'this conversation'} was written {self.ago_ms / 1000:.1f} s ago "
-                    f"by another program, not the studio (quiet period {self.quiet_ms / 1000:g} s). A turn in progress could overtake a new generation; "
-                    "wait until it is quiet, or force the write.")
+                    f"by another program, not the studio (quiet period {self.quiet_ms / 1000:g} s). A turn in "
+                    "progress could overtake a new generation; wait until it is quiet, or force the write.")
         if self.ago_ms is None:
             return "No write time is stored for this conversation."
         return f"Quiet for {quiet_duration(self.ago_ms)} (quiet period {self.quiet_ms / 1000:g} s)."
@@ -206,7 +206,8 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
     own.discard(None)
     stamps: list[tuple[Any, str]] = []
     for row in rows:
-        stamps.append((row.get("updatedAt"), f"generation {_int(row.get('generationCount'))} of its observational memory"))
+        generation = _int(row.get("generationCount"))
+        stamps.append((row.get("updatedAt"), f"generation {generation} of its observational memory"))
     threads_where, params = _threads_of(latest)
     for row in source.select_rows("mastra_threads", f"WHERE {threads_where}", params, ["updatedAt"]):
         stamps.append((row.get("updatedAt"), "the thread"))
