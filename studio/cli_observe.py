@@ -1,8 +1,9 @@
 """`memory-studio activate` and `memory-studio observe`: Mastra's observation writes, by hand.
 
-`activate PATH --thread ID [--yes] [--json]` moves the record's buffered observation chunks into
-the active log exactly as Mastra's activate() does at the threshold (no model call; thread and
-resource scope).
+`activate PATH --thread ID [--dry-run] [--yes] [--json]` moves the record's buffered observation
+chunks into the active log exactly as Mastra's activate() does at the threshold (no model call;
+thread and resource scope); --dry-run shows what would move (studio.store.write.activation.
+activation_plan) and writes nothing, not even a backup.
 `observe PATH --thread ID [--model PROVIDER/MODEL | --strategy rule-based | --answer-file FILE]
 [--base-url URL] [--timeout S] [--below-threshold] [--dry-run] [--yes] [--json]` runs the Observer
 (studio.engine.observer: a model, default the record's stored Observer model; the offline
@@ -14,8 +15,9 @@ answer was degenerate or empty, or the preview was cancelled (nothing written).
 
 Both back the file up first (`WriteSession`), follow the OM write protocol's quiet period and
 busy flags (`--quiet-period`, `--wait-idle`, `--force`; see studio.cli_write_protocol), and
-exit with the CLI's codes: 0 written (or dry run), 2 bad input (no thread, no record, no chunks,
-empty answer, below the threshold without --below-threshold), 3 refused (busy, changed, the
+exit with the CLI's codes: 0 written (or dry run; `observe --dry-run` previews below the threshold
+too and says a write would refuse), 2 bad input (no thread, no record, no chunks, empty answer,
+below the threshold without --below-threshold), 3 refused (busy, changed, the
 agent is active, answer no, or the write was overwritten during the watch), 4 I/O. These writes
 update Mastra's own row in place and carry no studio mark (see studio.store.write.observation), so
 the watch after the commit (`--watch`) checks that the written text survives (`watch_in_place`);
@@ -187,6 +189,8 @@ def _run_activate(args) -> int:
            "chunks_before": len(chunks), "backup": None}
     if not chunks:
         raise BadInput(f"{key} has no buffered observation chunks to activate")
+    if args.dry_run:
+        return _activate_dry_run(args, key, current, doc)
     outcome = ProtocolOutcome()
     if not preflight(args, args.path, key, outcome):
         return _refused(args, outcome, doc)
@@ -210,6 +214,33 @@ def _run_activate(args) -> int:
     return report_write(args, doc, outcome, f"Activated {len(result['activated_cycle_ids'])} of {len(chunks)} "
                                             f"buffered chunk(s) of {key}: {row['observationTokenCount']:,} "
                                             "observation tokens")
+
+
+def _activate_dry_run(args, key: str, current, doc: dict) -> int:
+    """Print what `activate` would move from CURRENT (the OM record as read); nothing is written or backed up."""
+    from studio.store.write.activation import activation_plan
+
+    plan = activation_plan(current.columns)
+    moved = len(plan["activated_cycle_ids"])
+    doc.update({"dry_run": True, "chunks_after": plan["chunks_after"],
+                "activated_cycle_ids": plan["activated_cycle_ids"],
+                "activated_message_ids": plan["activated_message_ids"],
+                "message_tokens": plan["message_tokens"], "observation_tokens": plan["observation_tokens"],
+                "observation_token_count": current.observation_token_count + plan["observation_tokens"],
+                "pending_message_tokens": plan["pending_message_tokens"], "threshold": plan["threshold"],
+                "observations": plan["observations"]})
+    if args.json:
+        _dump(doc)
+    else:
+        print(f"Would activate {moved} of {plan['chunks_before']} buffered chunk(s) of {key}: "
+              f"{len(plan['activated_message_ids']):,} message(s), {plan['message_tokens']:,} message tokens, "
+              f"{plan['observation_tokens']:,} observation tokens "
+              f"(log {current.observation_token_count:,} -> {doc['observation_token_count']:,} tokens; "
+              f"{plan['chunks_after']} chunk(s) stay buffered; Mastra's rule: "
+              f"{plan['pending_message_tokens']:,} pending message tokens, threshold {plan['threshold']:,}):\n")
+        print(plan["observations"])
+    _say("Dry run: nothing was written.")
+    return EXIT_OK
 
 
 def _observer_client(args, window):
@@ -264,9 +295,10 @@ def _run_observe(args) -> int:
                            f"{getattr(exc, 'strerror', None) or exc}") from exc
     strategy = args.strategy or "llm"
     client = _observer_client(args, window) if answer is None and strategy == "llm" else None
-    if not window.meets and not args.below_threshold:
-        raise BadInput(f"The window ({window.pending_message_tokens} pending + {window.tokens} tokens) is below the "
-                       f"threshold of {window.threshold}: Mastra would not observe yet (--below-threshold to write anyway)")
+    below = not window.meets and not args.below_threshold   # a write refuses; a dry run previews and says so
+    if below and not args.dry_run:
+        raise BadInput(f"The window holds {window.gate_text()}: Mastra would not observe yet; nothing was written "
+                       "(--below-threshold observes anyway, --dry-run previews)")
     outcome = ProtocolOutcome()
     if not args.dry_run and not preflight(args, args.path, key, outcome):
         return _refused(args, outcome, {"observed": False, "lookup_key": key, "window": window.to_json()})
@@ -288,12 +320,18 @@ def _run_observe(args) -> int:
         return EXIT_FAILURE
     doc = {"observed": False, "lookup_key": key, "window": window.to_json(), "backup": None, **proposal.to_json()}
     if args.dry_run:
+        doc.update({"dry_run": True, "below_threshold": not window.meets})
         if args.json:
             _dump(doc)
         else:
             print(f"Would observe {len(window.message_ids)} message(s) of {key} (window: {window.tokens:,} tokens; "
                   f"observations {proposal.tokens_before:,} -> {proposal.tokens_after:,} tokens):\n")
             print(proposal.new_lines)
+        if not window.meets:
+            _say(f"The window holds {window.gate_text()}: Mastra would not observe yet; "
+                 + ("observe without --dry-run refuses unless --below-threshold is given." if below
+                    else "--below-threshold writes it anyway."))
+        _say("Dry run: nothing was written.")
         return EXIT_OK
     if not _confirmed(args, f"Observe {len(window.message_ids)} message(s) of {key} in {args.path}?",
                       "observe writes to the database: add --yes to confirm (not a terminal), or --dry-run",
@@ -313,11 +351,12 @@ def _run_observe(args) -> int:
 
 
 def add_activate_command(subparsers) -> None:
-    """Register `activate PATH --thread ID [--yes] [--json]` (+ the write protocol's options)."""
+    """Register `activate PATH --thread ID [--dry-run] [--yes] [--json]` (+ the write protocol's options)."""
     p = subparsers.add_parser("activate", help="activate buffered observation chunks now, as Mastra does at the "
                                                "threshold (no model call)")
     p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to activate")
+    p.add_argument("--dry-run", action="store_true", help="show what would move; write nothing (no backup)")
     p.add_argument("--yes", action="store_true", help="write without asking")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
@@ -340,7 +379,8 @@ def add_observe_command(subparsers) -> None:
                    help="llm (default: a model observes) or rule-based (offline, deterministic, thread scope)")
     p.add_argument("--below-threshold", action="store_true",
                    help="observe although the window is below Mastra's threshold")
-    p.add_argument("--dry-run", action="store_true", help="show the window; write nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show the window and the proposed lines; write nothing (also below the threshold)")
     p.add_argument("--yes", action="store_true", help="write without asking")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)

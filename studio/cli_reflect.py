@@ -30,7 +30,7 @@ Both follow the OM write protocol (studio.cli_write_protocol: --quiet-period, --
 Exit codes (studio.cli): 0 written (or previewed with --dry-run); 1 unexpected failure (provider
 error, degenerate or empty answers); 2 bad input (missing file or thread, no OM record, unknown
 provider, missing key, no --yes without a terminal); 3 refused (busy, locked, changed since read,
-the agent is active, an overtaking write left unrepaired, declined at the prompt); 4 I/O (disk
+nothing to condense: the proposal is the current generation unchanged, the agent is active, an overtaking write left unrepaired, declined at the prompt); 4 I/O (disk
 full, read-only). Except for 0 and an unrepaired overtaking write, the database is unchanged.
 """
 
@@ -175,7 +175,14 @@ def _print_summary(doc: dict) -> None:
 
 
 def _run_reflect(args) -> int:
-    from studio.engine.reflector import ReflectionInputError, ReflectionRejected, load_reflection_input, run_reflection
+    from studio.engine.reflector import (
+        ReflectionInputError,
+        ReflectionRejected,
+        load_reflection_input,
+        nothing_to_condense,
+        proposal_changes_nothing,
+        run_reflection,
+    )
     from studio.llm.client import LLMClient, Timeouts
     from studio.llm.errors import ProviderConfigError
     from studio.store import writes
@@ -214,15 +221,24 @@ def _run_reflect(args) -> int:
         raise BadInput(str(exc)) from exc
     if result is None:
         return EXIT_FAILURE
+    unchanged = proposal_changes_nothing(inp, result)
 
     if args.dry_run:
         doc = reflect_document(inp, result, dry_run=True, written=None)
+        doc["unchanged"] = unchanged
         if args.json:
             _dump(doc)
         else:
             _print_summary(doc)
-            _say("Dry run: nothing was written (without --dry-run, reflect writes this generation after asking).")
+            _say(f"Dry run: {nothing_to_condense(result.strategy)} (reflect would write nothing either)." if unchanged
+                 else "Dry run: nothing was written (without --dry-run, reflect writes this generation after asking).")
         return EXIT_OK
+    if unchanged:  # a copy of the current generation is not written, nor backed up for
+        if args.json:
+            _dump({**reflect_document(inp, result, dry_run=False, written=None), "refused": "unchanged",
+                   "unchanged": True})
+        _say(f"{nothing_to_condense(result.strategy)}.")
+        return EXIT_REFUSED
 
     clear_stale = False
     if not args.yes:

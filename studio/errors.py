@@ -34,7 +34,8 @@ class WriteRefused(StoreError):
     an undo: the rows it would restore changed since the write),
     "reflecting" (isReflecting is set: live, or stale and not cleared), "not-found" (no such
     thread, record or generation), "busy" (another process holds the write lock, or is observing
-    or buffering this record), "conflict" (the new id already exists), "invalid" (bad arguments).
+    or buffering this record), "conflict" (the new id already exists), "invalid" (bad arguments), "unchanged" (the write would
+    copy the current state: a reflection identical to the current generation).
     """
 
     def __init__(self, reason: str, message: str):
@@ -44,7 +45,8 @@ class WriteRefused(StoreError):
         self.reason = reason
 
 
-WRITE_REFUSED_REASONS = frozenset({"generation-changed", "reflecting", "not-found", "busy", "conflict", "invalid"})
+WRITE_REFUSED_REASONS = frozenset({"generation-changed", "reflecting", "not-found", "busy", "conflict", "invalid",
+                                   "unchanged"})
 
 
 class EngineError(StudioError):

@@ -373,3 +373,26 @@ def proposal_diff(inp: ReflectionInput, result: ReflectionResult) -> GenerationD
     """
     return diff_logs(inp.observations, result.observations, inp.observation_token_count,
                      result.observation_token_count)
+
+
+def proposal_changes_nothing(inp: ReflectionInput, result: ReflectionResult) -> bool:
+    """Return True when RESULT would write a copy of INP's generation: the same log, and a current task /
+    suggested response that are absent or the thread's own (see `reflection_changes_nothing`).
+
+    Such a proposal is not written (the store refuses it with reason "unchanged"); the CLI says
+    "nothing to condense" and the Reflect dialog keeps Commit disabled.
+    """
+    from studio.store.write.common import present_string
+    from studio.store.write.reflection import reflection_changes_nothing
+
+    om = {key: value for key, value in (("currentTask", inp.prior_current_task),
+                                        ("suggestedResponse", inp.prior_suggested_response)) if value is not None}
+    return reflection_changes_nothing(inp.observations, om, result.observations,
+                                      present_string(result.current_task, "current_task"),
+                                      present_string(result.suggested_response, "suggested_response"))
+
+
+def nothing_to_condense(strategy: str, outcome: str = "nothing was written") -> str:
+    """The one sentence said when a proposal changes nothing (STRATEGY "rule-based" or "llm"), ending in OUTCOME."""
+    who = "the rules leave" if strategy == "rule-based" else "the Reflector's answer leaves"
+    return f"nothing to condense: {who} the log as it is; {outcome}"

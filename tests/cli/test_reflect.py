@@ -236,6 +236,26 @@ def test_rule_based_reflect_and_revert(fixture_db, capsys, monkeypatch):
     assert rows[0].columns["metadata"]["studio"]["revertedFrom"] == 2
 
 
+def test_a_second_rule_based_reflect_has_nothing_to_condense_and_writes_nothing(fixture_db, capsys):
+    """The rules applied to their own output change nothing: no generation 4 identical to 3, no second backup."""
+    path = fixture_db("support")
+    argv = ["reflect", str(path), "--thread", "support-1", "--strategy", "rule-based", "--watch", "0"]
+    code, doc, err = run(capsys, [*argv, "--yes", "--json"])
+    assert code == 0 and doc["generation_count"] == 3, err
+    backups = sorted(path.parent.glob("*.backup-*"))
+    before = digest(path)
+    code, out, err = main([*argv, "--yes"]), *capsys.readouterr()
+    assert code == 3  # a refusal, like the other writes that leave the database as it is
+    assert err.strip() == "memory-studio: nothing to condense: the rules leave the log as it is; nothing was written."
+    assert "Wrote" not in out
+    code, doc, err = run(capsys, [*argv, "--yes", "--json"])
+    assert code == 3 and doc["refused"] == "unchanged" and doc["reflected"] is False and doc["record_id"] is None
+    code, doc, err = run(capsys, [*argv, "--dry-run", "--json"])
+    assert code == 0 and doc["unchanged"] is True
+    assert digest(path) == before and sorted(path.parent.glob("*.backup-*")) == backups
+    assert [r.generation_count for r in history(path)[0]][:2] == [3, 2]
+
+
 @pytest.mark.parametrize("argv, message", [(["--to-generation", "2"], "already the current"),
                                            (["--to-generation", "9"], "no generation 9"),
                                            (["--to-generation", "-1"], "0 or more"),

@@ -130,6 +130,31 @@ def test_force_writes_although_the_agent_is_active(fixture_db, capsys):
     assert doc["reflected"] is True and doc["activity"]["active"] is True
 
 
+def test_the_studios_own_writes_in_a_row_are_not_taken_for_the_agent(fixture_db, capsys):
+    """reflect, revert, reflect, revert within seconds (the studio's quiet period is 30 s): every write goes
+    through; before, the third was refused as "the agent is active: its observational memory was written
+    … s ago" (the first write's stamp on the row the second one replaced)."""
+    path = fixture_db("support")
+    revert = ["revert", str(path), "--thread", "support-1", "--yes", "--json", "--watch", "0"]
+    for argv in (reflect_argv(path, "--watch", "0"), [*revert, "--to-generation", "1"],
+                 reflect_argv(path, "--watch", "0"), [*revert, "--to-generation", "2"]):
+        code, doc, err = run(capsys, argv)
+        assert code == 0, (argv[0], err)
+    assert [r.generation_count for r in history(path)][:5] == [6, 5, 4, 3, 2]
+
+
+def test_a_reflect_right_after_the_studios_activate_is_not_refused(fixture_db, capsys, tmp_path, monkeypatch):
+    """activate (an in-place write of Mastra's row, no studio mark) then reflect, seconds apart."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = fixture_db("buffered")
+    code, doc, err = run(capsys, ["activate", str(path), "--thread", "long-run", "--yes", "--json", "--watch", "0"])
+    assert code == 0 and doc["activated"] is True, err
+    code, doc, err = run(capsys, ["reflect", str(path), "--thread", "long-run", "--strategy", "rule-based", "--yes",
+                                  "--json", "--watch", "0"])
+    assert code == 0, err
+    assert doc["reflected"] is True and doc["activity"]["active"] is False
+
+
 def _overtake_after_commit(path, superseded_id: str, line: str) -> threading.Thread:
     """A stand-in for a running turn: once the studio's generation lands, append LINE to the row it superseded."""
     def turn():

@@ -118,7 +118,7 @@ def test_rule_based_reflect_cli_on_postgresql_equals_mastra_writing_the_same_log
     copy_schema(pg_corpus, "support", a)
     target = copy_schema(pg_corpus, "support", b)
     before = dump_schema(pg_corpus.url, a)
-    code = main(["reflect", target, "--thread", "support-2", "--strategy", "rule-based", "--yes", "--json",
+    code = main(["reflect", target, "--thread", "support-1", "--strategy", "rule-based", "--yes", "--json",
                  "--quiet-period", "0", "--watch", "0"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["reflected"] is True
@@ -127,14 +127,14 @@ def test_rule_based_reflect_cli_on_postgresql_equals_mastra_writing_the_same_log
     (row_b,) = added_b[OM]
     assert row_b["id"] == doc["record_id"]
     answer = f"<observations>\n{row_b['activeObservations']}\n</observations>\n"
-    node_pg(pg_corpus, "mastra-reflect.mjs", a, "support-2", _write_answer(tmp_path, answer))
+    node_pg(pg_corpus, "mastra-reflect.mjs", a, "support-1", _write_answer(tmp_path, answer))
     added_a, _, _ = changes(before, dump_schema(pg_corpus.url, a))
     (row_a,) = added_a[OM]
     assert row_a["activeObservations"] == row_b["activeObservations"]
     assert same_row(row_a, row_b, skip={"metadata"}) == []
     assert json.loads(row_b["metadata"])["studio"]["recordId"] == row_b["id"]
     _twins_match(row_b)
-    report = node_pg(pg_corpus, "continue.mjs", b, "support-2", "1")
+    report = node_pg(pg_corpus, "continue.mjs", b, "support-1", "1")
     assert report["ok"] is True and report["before"]["recordId"] == row_b["id"], report
 
 
@@ -353,7 +353,7 @@ def test_an_overtaken_reflection_on_postgresql_is_caught_and_repaired(pg_corpus,
                      f"\"updatedAt\" = (NOW() AT TIME ZONE 'UTC'), \"updatedAtZ\" = NOW() WHERE id = %s",
                      (f"\n\n--- message boundary (now) ---\n\n{line}", current.id))
     activity = store_activity(target, key, 30_000)
-    assert activity.active and activity.what == "its observational memory"
+    assert activity.active and activity.what == f"generation {current.generation_count} of its observational memory"
     (finding,) = unrepaired(find_overtaking_writes(history_reader(target, key)()))
     assert (finding.kind, finding.record_id, finding.overtaken_record_id) == \
         ("superseded-row-written", current.id, ours["id"])

@@ -260,7 +260,7 @@ def test_observe_command_resource_scope_below_threshold(tmp_path):
                       '</observations>\n', encoding="utf-8")
     state = file_state(path)
     below = _cli("observe", path, "--thread", "res-a", "--answer-file", answer, "--yes")
-    assert below.returncode == 2 and "below the threshold" in below.stderr and file_state(path) == state
+    assert below.returncode == 2 and "below the 2,500-token threshold" in below.stderr and file_state(path) == state
     done = _cli("observe", path, "--thread", "res-a", "--answer-file", answer, "--yes", "--below-threshold", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)

@@ -45,9 +45,10 @@ def history(path):
 
 def studio_commit(path, now_ms=NOW, **kw):
     current = history(path)[0]
-    return commit_reflection(path, lookup_key=KEY, expected_record_id=current.id, observations=OBS,
+    text = kw.pop("observations", OBS)
+    return commit_reflection(path, lookup_key=KEY, expected_record_id=current.id, observations=text,
                              studio_metadata={"kind": "reflection", "strategy": "test"}, now_ms=now_ms, **kw,
-                             observation_tokens=count_observations(OBS))
+                             observation_tokens=count_observations(text))
 
 
 def mastra_appends(path, record_id, text, cursor):
@@ -105,15 +106,46 @@ def test_a_message_saved_moments_ago_refuses_the_write_and_says_the_agent_is_act
     with pytest.raises(WriteRefused) as info:
         studio_commit(path, idle_ms=30_000)
     assert info.value.reason == "busy"
-    assert "The agent is active: a message was written 4.0 s ago (quiet period 30 s)" in str(info.value)
+    assert ("The agent is active: a message was written 4.0 s ago by another program, not the studio "
+            "(quiet period 30 s)") in str(info.value)
     assert studio_commit(path, now_ms=NOW + 27_000, idle_ms=30_000)["generationCount"] == 3
 
 
 def test_the_studios_own_last_write_does_not_count_as_activity(fixture_db):
     path = fixture_db("support")
     studio_commit(path, current_task="- Primary: go on")  # also writes the thread's updatedAt
-    row = studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000)
+    row = studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000, observations=OBS + "\n" + STRANDED)
     assert row["generationCount"] == 4
+
+
+def test_a_chain_of_studio_writes_within_the_quiet_period_does_not_count_as_activity(fixture_db):
+    """reflect, revert, reflect, 1 s apart: each write stamps the row it replaces with its own commit time,
+    so by the third write the record holds the times of two earlier studio commits, not only the last one."""
+    path = fixture_db("support")
+    studio_commit(path, current_task="- Primary: go on")          # generation 3 (gen 2, the thread: NOW)
+    revert_to_generation(path, lookup_key=KEY, generation_count=1, expected_record_id=history(path)[0].id,
+                         now_ms=NOW + 1000, idle_ms=30_000, count_observations=count_observations)  # generation 4
+    row = studio_commit(path, now_ms=NOW + 2000, idle_ms=30_000)
+    assert row["generationCount"] == 5
+    revert = revert_to_generation(path, lookup_key=KEY, generation_count=3, expected_record_id=row["id"],
+                                  now_ms=NOW + 3000, idle_ms=30_000, count_observations=count_observations)
+    assert revert["generationCount"] == 6
+
+
+def test_an_agent_write_after_a_chain_of_studio_writes_still_counts_and_is_named(fixture_db):
+    path = fixture_db("support")
+    studio_commit(path)
+    second = revert_to_generation(path, lookup_key=KEY, generation_count=1, expected_record_id=history(path)[0].id,
+                                  now_ms=NOW + 1000, count_observations=count_observations)
+    # a running turn that read generation 3 before the revert writes onto it 2 s later
+    gen3 = next(r for r in history(path) if r.generation_count == 3)
+    mastra_appends(path, gen3.id, STRANDED, ms_to_iso(NOW + 3000))
+    with pytest.raises(WriteRefused) as info:
+        revert_to_generation(path, lookup_key=KEY, generation_count=0, expected_record_id=second["id"],
+                             now_ms=NOW + 4000, idle_ms=30_000, count_observations=count_observations)
+    assert info.value.reason == "busy"
+    assert ("The agent is active: generation 3 of its observational memory was written 1.0 s ago by another "
+            "program, not the studio") in str(info.value)
 
 
 def test_wait_for_quiet_waits_out_the_quiet_period_and_gives_up_at_the_deadline():
@@ -243,3 +275,81 @@ def test_a_long_quiet_time_reads_as_days_and_hours():
     assert quiet_duration(303_000) == "5 min 3 s"
     assert quiet_duration(3_600_000 * 3 + 60_000 * 12) == "3 h 12 min"
     assert quiet_duration(86_400_000) == "1 d"
+
+
+# -- the studio's unmarked writes (observe, activate, deleting messages) -----------------------------
+
+def _reflect_buffered(path, now_ms):
+    with MemoryStore.open(path) as store:
+        current = store.om_current("thread:long-run")
+    return commit_reflection(path, lookup_key="thread:long-run", expected_record_id=current.id, observations=OBS,
+                             observation_tokens=count_observations(OBS), idle_ms=30_000, now_ms=now_ms,
+                             studio_metadata={"kind": "reflection"})
+
+
+def test_a_reflection_right_after_the_studios_activation_is_not_refused(fixture_db, tmp_path, monkeypatch):
+    """activate updates Mastra's row in place, unmarked: its time is kept in the studio's own-writes journal."""
+    from studio.engine.tokens import stamp_estimates
+    from studio.store.write.activation import activate_buffered
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = fixture_db("buffered")
+    activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates,
+                      now_ms=NOW)
+    assert _reflect_buffered(path, NOW + 1000)["generationCount"] >= 1
+
+
+def test_without_the_journal_the_activation_reads_as_another_programs_write(fixture_db, tmp_path, monkeypatch):
+    from studio.engine.tokens import stamp_estimates
+    from studio.store.write.activation import activate_buffered
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = fixture_db("buffered")
+    activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates,
+                      now_ms=NOW)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "another-machine"))  # what another program would leave
+    with pytest.raises(WriteRefused) as info:
+        _reflect_buffered(path, NOW + 1000)
+    assert info.value.reason == "busy" and "by another program, not the studio" in str(info.value)
+
+
+def test_an_agent_message_after_the_studios_delete_still_counts(fixture_db, tmp_path, monkeypatch):
+    """Deleting messages stamps the thread; the next studio write goes through. A message the agent saves
+    after it is the agent's and refuses the write, named as such."""
+    from studio.store.writes import delete_messages
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    path = fixture_db("support")
+    with MemoryStore.open(path) as store:
+        oldest = store.select_rows("mastra_messages", 'WHERE thread_id = ? ORDER BY "createdAt" LIMIT 1',
+                                   ("support-1",), ["id"])[0]["id"]
+    assert delete_messages(path, [oldest], now_ms=NOW) == 1
+    assert studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000)["generationCount"] == 3
+    conn = libsql.connect(str(path), isolation_level=None)
+    conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = (SELECT id FROM mastra_messages '
+                 'WHERE thread_id = ? ORDER BY "createdAt" DESC LIMIT 1)', (ms_to_iso(NOW + 1500), "support-1"))
+    conn.close()
+    with pytest.raises(WriteRefused) as info:
+        studio_commit(path, now_ms=NOW + 2000, idle_ms=30_000, observations=OBS + "\n" + STRANDED)
+    assert "The agent is active: a message was written 0.5 s ago by another program" in str(info.value)
+
+
+def test_the_own_writes_journal_is_bounded_and_a_damaged_one_is_ignored(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from studio.store.write import own_writes
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    db = SimpleNamespace(path=tmp_path / "memory.db")
+    server = SimpleNamespace(path=None, display="postgresql://app:***@127.0.0.1:5432/db", schema="mastra")
+    Path = type(tmp_path)
+    Path(own_writes.journal_path()).parent.mkdir(parents=True)
+    Path(own_writes.journal_path()).write_text("{not json", encoding="utf-8")
+    assert own_writes.own_write_times(db) == set()                   # damaged: nothing known, nothing raised
+    for i in range(own_writes.KEEP_PER_DATABASE + 5):
+        own_writes.remember_write(db, NOW + i, now_ms=NOW)
+    own_writes.remember_write(server, NOW, now_ms=NOW)
+    times = own_writes.own_write_times(db)
+    assert len(times) == own_writes.KEEP_PER_DATABASE and max(times) == NOW + own_writes.KEEP_PER_DATABASE + 4
+    assert own_writes.own_write_times(server) == {NOW}
+    assert "***" in Path(own_writes.journal_path()).read_text(encoding="utf-8")  # the URL as shown: no password

@@ -146,6 +146,31 @@ def test_refused_when_the_conversation_was_written_moments_ago(fixture_db):
     assert reflect(path, now_ms=updated + 2500, idle_ms=2000)["generationCount"] == 3
 
 
+def test_a_reflection_identical_to_the_current_generation_is_not_written(fixture_db, tmp_path):
+    """Mastra's createReflectionGeneration would write the copy; the studio refuses it ("unchanged"), before the
+    write session's backup too. A copy that moves the current task is a change and is written."""
+    from studio.store.writes import WriteSession
+
+    path = fixture_db("support")
+    rec = current(path, "thread:support-1")
+    task = thread(path, "support-1").om_metadata["currentTask"]
+    before = state(path)
+    for kwargs in ({}, {"current_task": task}, {"suggested_response": None, "current_task": "  "}):
+        with pytest.raises(WriteRefused) as info:
+            reflect(path, observations=rec.active_observations, **kwargs)
+        assert info.value.reason == "unchanged" and "nothing was written" in str(info.value)
+    session = WriteSession(backup_dir=tmp_path / "backups")
+    with pytest.raises(WriteRefused) as info:
+        session.commit_reflection(path, lookup_key="thread:support-1", expected_record_id=rec.id,
+                                  observations=rec.active_observations, now_ms=NOW,
+                                  observation_tokens=count_observations(rec.active_observations))
+    assert info.value.reason == "unchanged"
+    assert session.backup_for(path) is None and not (tmp_path / "backups").exists()
+    assert state(path) == before
+    row = reflect(path, observations=rec.active_observations, current_task="- Primary: a new task")
+    assert row["generationCount"] == 3 and row["activeObservations"] == rec.active_observations
+
+
 def test_refused_when_another_connection_holds_the_write_lock(fixture_db):
     path = fixture_db("live/support")
     before = state(path)
@@ -295,7 +320,7 @@ def test_no_current_task_or_response_leaves_the_thread_alone(fixture_db):
 def test_a_second_reflection_does_not_carry_the_studio_mark_forward(fixture_db):
     path = fixture_db("support")
     reflect(path, studio_metadata={"strategy": "llm"})
-    row = reflect(path)
+    row = reflect(path, observations=OBS + "\n* 🟢 (09:10) A second reflection's line.")
     assert row["metadata"] is None and row["generationCount"] == 4
 
 

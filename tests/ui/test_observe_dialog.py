@@ -106,6 +106,9 @@ def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_d
     wait_until(lambda: dialog.preview is not None or dialog.error_text())
     assert dialog.preview is not None, dialog.error_text()
     assert dialog.proposal.window_table.rowCount() == len(dialog.window.message_ids)
+    assert ("window: 435 tokens the record still counts as pending (pendingMessageTokens) + 642 unobserved-message "
+            "tokens = 1,077, below the 2,500-token observation threshold (Mastra would wait)") \
+        in dialog.proposal.summary.text()
     assert not dialog.commit_button.isEnabled()
     dialog.confirm = lambda title, text: True
     assert not dialog.commit() and "tick" in dialog.error_text()      # refused without the explicit choice

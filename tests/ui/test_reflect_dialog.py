@@ -216,11 +216,37 @@ def test_an_empty_proposal_cannot_be_committed(studio, studio_ctx, fixture_db):
     assert not dialog.commit_button.isEnabled()
 
 
+def test_a_proposal_identical_to_the_current_generation_cannot_be_committed(studio, studio_ctx, fixture_db):
+    """The rules applied to a log they already condensed change nothing: Commit stays disabled and says why."""
+    path = fixture_db("support")
+    log = condense(current(path).active_observations, 550).observations
+    commit_reflection(path, lookup_key="thread:support-1", expected_record_id=current(path).id, observations=log,
+                      observation_tokens=count_observations(log))
+    window = studio(path, thread_id="support-1")
+    dialog = open_dialog(window)
+    dialog.set_strategy("rule-based")
+    start = snapshot(path)
+    assert dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    assert dialog.preview is not None and dialog.preview.result.observations == log, dialog.error_text()
+    assert not dialog.commit_button.isEnabled()
+    why = ("Nothing to condense: the rules leave the log as it is; a copy of generation 3 is not written.")
+    assert dialog.commit_button.toolTip() == why and dialog.write_note.text() == why
+    QTest.keyClick(dialog, Qt.Key_Return, Qt.ControlModifier)    # Ctrl+Enter previews again, never commits
+    studio_ctx.runner.wait_idle()
+    assert current(path).generation_count == 3 and snapshot(path) == start
+
+
 RESOURCE_LOG = """Date: Nov 29, 2026
 * 🔴 (20:40) Erin's flight to Lisbon leaves on Dec 3.
 * 🟢 (20:41) Erin said hello.
 * ✅ (20:41) Booked the hotel near Alfama.
-* 🟡 (20:42) Erin prefers window seats."""
+* 🟡 (20:42) Erin prefers window seats.
+
+--- message boundary (2026-11-29T20:42:30.000Z) ---
+
+Date: Nov 29, 2026
+* 🟡 (20:43) Erin asked about tram passes."""  # the rules drop the boundary and the repeated date header
 
 
 def test_rule_based_commit_on_a_resource_scope_record(studio, studio_ctx, fixture_db):
@@ -238,7 +264,7 @@ def test_rule_based_commit_on_a_resource_scope_record(studio, studio_ctx, fixtur
     studio_ctx.runner.wait_idle()
     assert dialog.preview is not None, dialog.error_text()
     proposed = dialog.preview.result.observations
-    assert proposed == condense(RESOURCE_LOG, 450).observations
+    assert proposed == condense(RESOURCE_LOG, 450).observations != RESOURCE_LOG
     dialog.confirm = lambda title, text: True
     dialog.protocol_panel.quiet_spin.setValue(0)  # the seeded generation was written a moment ago, not by the dialog
     dialog.commit()

@@ -50,11 +50,12 @@ from studio.store.write.om_messages import (
     MESSAGE_COLUMNS, new_thread_title, newest_assistant_message, set_thread_om, upsert_message,
 )
 from studio.store.schema import MESSAGES
+from studio.store.write.own_writes import remember_write
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
 
-__all__ = ["activation_chunk_count", "activate_buffered", "DEFAULT_BUFFER_ACTIVATION"]
+__all__ = ["activation_chunk_count", "activation_plan", "activate_buffered", "DEFAULT_BUFFER_ACTIVATION"]
 
 #: Mastra's default `observation.bufferActivation`.
 DEFAULT_BUFFER_ACTIVATION = 0.7
@@ -133,6 +134,42 @@ def _newest_resource_assistant(tx: WriteTx, resource_id: str, last_observed_at: 
     return None
 
 
+def _plan(row: dict, chunks: list[dict]) -> tuple[dict, Any, int, float, int]:
+    """Return (config, settings, chunks to activate, pending tokens, threshold) for ROW's CHUNKS (swapBufferedToActive)."""
+    config = row.get("config") or {}
+    config = js_parse(config, "OM record config") if isinstance(config, (str, bytes, bytearray)) else config
+    config = config if isinstance(config, dict) else {}
+    settings = resolve_settings(config, row.get("scope"))
+    obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
+    threshold = max_threshold(settings.message_tokens)
+    pending = _num(row.get("pendingMessageTokens")) or sum(_num(c.get("messageTokens")) for c in chunks)
+    activation = obs.get("bufferActivation")
+    activation = DEFAULT_BUFFER_ACTIVATION if activation is None else _num(activation)
+    block_after = _num(obs.get("blockAfter"))
+    count = activation_chunk_count(chunks, pending, threshold, activation, bool(block_after) and pending >= block_after)
+    return config, settings, count, pending, threshold
+
+
+def activation_plan(row: dict) -> dict:
+    """Return what `activate_buffered` would move from the OM row ROW ({column: value}; JSON as text or parsed).
+
+    Read-only and pure: the same rule the write applies inside its transaction. Returns {"chunks_before",
+    "chunks_after", "activated_cycle_ids", "activated_message_ids", "message_tokens" (Σ messageTokens of
+    the chunks moved), "observation_tokens" (Σ tokenCount), "observations" (the text appended after the
+    boundary), "pending_message_tokens", "threshold" (tokens)}; "chunks_before" 0 when none wait.
+    """
+    chunks = _chunks(row.get("bufferedObservationChunks"))
+    count, pending, threshold = (_plan(row, chunks)[2:] if chunks else (0, 0.0, 0))
+    done = chunks[:count]
+    return {"chunks_before": len(chunks), "chunks_after": len(chunks) - count,
+            "activated_cycle_ids": [c.get("cycleId") for c in done],
+            "activated_message_ids": [i for c in done for i in (c.get("messageIds") or [])],
+            "message_tokens": to_int(sum(_num(c.get("messageTokens")) for c in done)),
+            "observation_tokens": sum(to_int(c.get("tokenCount")) for c in done),
+            "observations": "\n\n".join(str(c.get("observations")) for c in done),
+            "pending_message_tokens": to_int(pending), "threshold": to_int(threshold)}
+
+
 def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: str | None, now_ms: int,
             idle_ms: int, stamp_estimates: Callable[[dict, Any], Any]) -> dict:
     latest = latest_om_row(tx, lookup_key)
@@ -146,18 +183,9 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
         raise WriteRefused("not-found", f"{lookup_key} has no buffered observation chunks to activate.")
     _check_flags(latest, now_ms, False)
     check_quiet(tx, latest, now_ms, idle_ms)
-    config = js_parse(latest.get("config"), "OM record config") if latest.get("config") else {}
-    config = config if isinstance(config, dict) else {}
-    settings = resolve_settings(config, latest.get("scope"))
+    config, settings, count, _pending, _threshold = _plan(latest, chunks)
     obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
     ref = config.get("reflection") if isinstance(config.get("reflection"), dict) else {}
-    threshold = max_threshold(settings.message_tokens)
-    total_chunk_tokens = sum(_num(c.get("messageTokens")) for c in chunks)
-    pending = _num(latest.get("pendingMessageTokens")) or total_chunk_tokens
-    activation = obs.get("bufferActivation")
-    activation = DEFAULT_BUFFER_ACTIVATION if activation is None else _num(activation)
-    block_after = _num(obs.get("blockAfter"))
-    count = activation_chunk_count(chunks, pending, threshold, activation, bool(block_after) and pending >= block_after)
     done, rest = chunks[:count], chunks[count:]
     now = iso(now_ms)
     last = done[-1]
@@ -239,4 +267,6 @@ def activate_buffered(path: str | os.PathLike[str], *, thread_id: str, lookup_ke
                                       "studio.engine.tokens.stamp_estimates")
     now = now_ms_or_clock(now_ms)
     with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="activate") as tx:
-        return _commit(tx, lookup_key, thread_id, expected_record_id, now, idle_ms, stamp_estimates)
+        result = _commit(tx, lookup_key, thread_id, expected_record_id, now, idle_ms, stamp_estimates)
+    remember_write(tx.location, now)  # no mark on Mastra's row: the quiet period knows this time as the studio's
+    return result

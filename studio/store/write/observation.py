@@ -22,7 +22,9 @@ otherwise). No studio mark is written: the row stays Mastra's own row, updated i
 Mastra updates it, and a mark in its `metadata` would (a) be a column Mastra's write does not
 change and (b) be copied by Mastra into every later generation. What a watch after the commit can
 check instead is `observation_survived`: an overtaking turn that read the row before our commit
-rewrites `activeObservations` from its own copy, which drops our appended text.
+rewrites `activeObservations` from its own copy, which drops our appended text. The commit's time
+goes to the studio's own-writes journal (`studio.store.write.own_writes`), so the next studio
+write's quiet period does not take this one for the agent.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from studio.store.write.common import (
 from studio.store.write.om_messages import (
     MESSAGE_COLUMNS, new_thread_title, newest_assistant_message, set_thread_om, upsert_message,
 )
+from studio.store.write.own_writes import remember_write
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
@@ -72,6 +75,18 @@ class ObserveGate:
     def meets(self) -> bool:
         """observe()'s gate: pendingMessageTokens + tokens(window) >= threshold."""
         return self.pending_message_tokens + self.tokens >= self.threshold
+
+    def gate_text(self) -> str:
+        """The gate in words, every number named: "492 unobserved-message tokens, below the 2,000-token
+        threshold"; a stored pendingMessageTokens is added by name ("435 tokens the record still counts as
+        pending (pendingMessageTokens) + 642 unobserved-message tokens = 1,077, below …")."""
+        total = self.pending_message_tokens + self.tokens
+        where = "below" if not self.meets else "at or over"
+        figures = f"{self.tokens:,} unobserved-message tokens"
+        if self.pending_message_tokens:
+            figures = (f"{self.pending_message_tokens:,} tokens the record still counts as pending "
+                       f"(pendingMessageTokens) + {figures} = {total:,}")
+        return f"{figures}, {where} the {self.threshold:,}-token threshold"
 
 
 @dataclass(frozen=True)
@@ -283,12 +298,13 @@ def gated_commit(path, window, force: bool, now_ms: int | None, busy_timeout_ms:
     Raises WriteRefused("invalid") when the gate is not met and not FORCE; returns COMMIT's result.
     """
     if not window.meets and not force:
-        raise WriteRefused("invalid", f"The window holds {window.pending_message_tokens} pending + {window.tokens} "
-                                      f"tokens, below the threshold of {window.threshold}: Mastra would not observe "
-                                      "yet. Force it to observe anyway.")
+        raise WriteRefused("invalid", f"The window holds {window.gate_text()}: Mastra would not observe yet; "
+                                      "nothing was written. Force it to observe anyway.")
     now = now_ms_or_clock(now_ms)
     with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="observe") as tx:
-        return commit(tx, now)
+        result = commit(tx, now)
+    remember_write(tx.location, now)  # no mark on Mastra's row: the quiet period knows this time as the studio's
+    return result
 
 
 def observation_survived(path: str | os.PathLike[str], record_id: str, written: str) -> bool:

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable
 
 from studio.errors import WriteRefused
 from studio.store.records import iso_to_ms
+from studio.store.write.own_writes import own_write_times
 
 __all__ = [
     "DEFAULT_QUIET_MS", "STUDIO_METADATA_KEY", "AgentActivity", "OvertakingWrite", "observations_hash", "make_mark",
@@ -148,8 +149,8 @@ class AgentActivity:
                     "Wait for it to finish, or force the write.")
         if self.active:
             return (f"The agent is active: {self.what or 'this conversation'} was written {self.ago_ms / 1000:.1f} s ago "
-                    f"(quiet period {self.quiet_ms / 1000:g} s). A turn in progress could overtake a new generation; "
-                    "wait until it is quiet, or force the write.")
+                    f"by another program, not the studio (quiet period {self.quiet_ms / 1000:g} s). A turn in "
+                    "progress could overtake a new generation; wait until it is quiet, or force the write.")
         if self.ago_ms is None:
             return "No write time is stored for this conversation."
         return f"Quiet for {quiet_duration(self.ago_ms)} (quiet period {self.quiet_ms / 1000:g} s)."
@@ -187,15 +188,26 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
     on PostgreSQL the `"<col>Z"` twins), so the same check runs on every backend. Looked at:
     `updatedAt` of every row of the record's lookupKey, the thread's (thread scope) or the
     resource's threads' (resource scope) `updatedAt`, and their messages' newest `createdAt`.
-    Timestamps equal to the studio's own last commit (the `committedAt` of LATEST's valid studio
-    mark) are the studio's and are skipped. Live busy flags (set and updated within
-    STALE_FLAG_AFTER_MS) are reported too. Mirrors nothing in Mastra: Mastra never looks.
+    Timestamps equal to a commit of the studio (the `committedAt` of any valid studio mark in the
+    record's history: a studio write stamps its new row, the row it replaced and the thread with
+    that one time) are the studio's own and are skipped, so a chain of studio writes (reflect,
+    then revert, then reflect again) does not read as the agent; any other time is another
+    program's write and is named in `what` (e.g. "generation 2 of its observational memory").
+    The studio's unmarked writes (observe, activate, deleting messages) are recognised by the
+    times they recorded (`studio.store.write.own_writes`, looked up by SOURCE's `location`).
+    Live busy flags (set and updated within STALE_FLAG_AFTER_MS) are reported too. Mirrors
+    nothing in Mastra: Mastra never looks.
     """
-    own = (studio_mark(latest) or {}).get("committedAt")
     key = _get(latest, "lookupKey") or ""
+    rows = source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,),
+                              ["id", "generationCount", "updatedAt", "metadata"])
+    own = {iso_to_ms(m.get("committedAt")) for m in (studio_mark(r) for r in [latest, *rows]) if m}
+    own |= own_write_times(getattr(source, "location", None))  # observe, activate, message deletes: no mark
+    own.discard(None)
     stamps: list[tuple[Any, str]] = []
-    for row in source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,), ["updatedAt"]):
-        stamps.append((row.get("updatedAt"), "its observational memory"))
+    for row in rows:
+        generation = _int(row.get("generationCount"))
+        stamps.append((row.get("updatedAt"), f"generation {generation} of its observational memory"))
     threads_where, params = _threads_of(latest)
     for row in source.select_rows("mastra_threads", f"WHERE {threads_where}", params, ["updatedAt"]):
         stamps.append((row.get("updatedAt"), "the thread"))
@@ -204,10 +216,10 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
         stamps.append((row.get("createdAt"), "a message"))
     best, what = None, ""
     for value, label in stamps:
-        if value is None or (own is not None and value == own):
-            continue
         ms = iso_to_ms(value)
-        if ms is not None and (best is None or ms > best):
+        if ms is None or ms in own:
+            continue
+        if best is None or ms > best:
             best, what = ms, label
     return AgentActivity(now_ms=now_ms, last_write_ms=best, live_flags=_live_flags(latest, now_ms),
                          quiet_ms=quiet_ms, what=what)

@@ -54,7 +54,62 @@ from studio.store.write.common import (
 from studio.store.write.protocol import STUDIO_METADATA_KEY, check_quiet, make_mark
 from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
 
-__all__ = ["commit_reflection", "revert_to_generation", "STUDIO_METADATA_KEY"]
+__all__ = ["commit_reflection", "revert_to_generation", "reflection_changes_nothing", "check_reflection_changes",
+           "UNCHANGED_MESSAGE", "STUDIO_METADATA_KEY"]
+
+#: The refusal (reason "unchanged") of a reflection that would write a copy of the current generation.
+UNCHANGED_MESSAGE = ("Nothing to condense: this reflection leaves the log, current task and suggested response as "
+                     "they are; nothing was written.")
+
+
+def reflection_changes_nothing(current_observations: str | None, om: dict, observations: str,
+                               current_task: str | None, suggested_response: str | None) -> bool:
+    """Return True when a reflection would write nothing new: a copy of the current generation.
+
+    CURRENT_OBSERVATIONS: the current generation's activeObservations; OM: the thread's
+    `metadata.mastra.om` ({} when the thread is gone: Mastra then leaves the metadata alone).
+    OBSERVATIONS / CURRENT_TASK / SUGGESTED_RESPONSE: the reflection (None: keep the thread's value).
+    Mastra itself writes such a generation anyway (`createReflectionGeneration` has no check); the
+    studio does not, so a second rule-based reflect in a row leaves no duplicate generation.
+    """
+    if observations != (current_observations or ""):
+        return False
+    return all(value is None or om.get(key) == value
+               for key, value in (("currentTask", current_task), ("suggestedResponse", suggested_response)))
+
+
+def _om_of(metadata: dict) -> dict:
+    mastra = metadata.get("mastra") if isinstance(metadata.get("mastra"), dict) else {}
+    return mastra.get("om") if isinstance(mastra.get("om"), dict) else {}
+
+
+def check_reflection_changes(path: str | os.PathLike[str], *, lookup_key: str, observations: str,
+                             current_task: str | None = None, suggested_response: str | None = None,
+                             thread_id: str | None = None, **_ignored: Any) -> None:
+    """Raise WriteRefused("unchanged", UNCHANGED_MESSAGE) when committing this reflection to PATH would change nothing.
+
+    Read-only (a look before the backup a write session takes; the write transaction checks again).
+    Takes `commit_reflection`'s keyword arguments; a file the store cannot read is left to the write to report.
+    """
+    from studio.store.memory_store import MemoryStore
+
+    if not isinstance(observations, str) or not isinstance(lookup_key, str):
+        return
+    try:
+        with MemoryStore.open(path) as store:
+            current = store.om_current(lookup_key)
+            if current is None:
+                return
+            tid = thread_id or current.thread_id
+            thread = store.get_thread(tid) if tid else None
+            om = thread.om_metadata if thread is not None else {}
+            if reflection_changes_nothing(current.active_observations, om, observations,
+                                          present_string(current_task, "current_task"),
+                                          present_string(suggested_response, "suggested_response")):
+                raise WriteRefused("unchanged", UNCHANGED_MESSAGE)
+    except StoreError as exc:
+        if isinstance(exc, WriteRefused):
+            raise
 
 
 def _check_lookup_key(lookup_key: Any) -> str:
@@ -222,6 +277,12 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
     _check_flags(latest, now_ms, clear_stale_reflecting)
     check_quiet(tx, latest, now_ms, idle_ms)
     observations, studio = observations_of(tx, latest, studio)
+    if kind == "reflection" and observations == (latest.get("activeObservations") or ""):
+        thread = read_thread(tx, thread_id) if thread_id else None
+        om = _om_of(thread_metadata(thread)) if thread is not None else {}
+        if reflection_changes_nothing(latest.get("activeObservations"), om, observations, current_task,
+                                      suggested_response):
+            raise WriteRefused("unchanged", UNCHANGED_MESSAGE)
     now = iso(now_ms)
     record_id = new_id()
     if studio is not None:  # the self-identifying mark (studio.store.write.protocol)
@@ -331,7 +392,9 @@ def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected
     Returns the new row as read back ({column: value}; JSON columns as JSON text). Raises
     WriteRefused with reason "invalid", "not-found", "generation-changed", "reflecting" (live
     isReflecting, or stale and CLEAR_STALE_REFLECTING false), "busy" (write lock unavailable, or a
-    live isObserving / isBuffering* flag), and StoreError / SchemaError for unreadable files;
+    live isObserving / isBuffering* flag), "unchanged" (OBSERVATIONS are the current generation's and
+    the thread's current task / suggested response would stay as they are: a copy of the current
+    generation is not written, see `reflection_changes_nothing`), and StoreError / SchemaError for unreadable files;
     nothing is written in any of those cases.
     """
     lookup_key = _check_lookup_key(lookup_key)

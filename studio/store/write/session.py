@@ -109,7 +109,11 @@ class WriteSession:
             return self._backups[key]
 
     def commit_reflection(self, path: str | os.PathLike[str], **kwargs: Any) -> dict:
-        """Back up PATH once, then `writes.commit_reflection(path, **kwargs)`."""
+        """Back up PATH once, then `writes.commit_reflection(path, **kwargs)`.
+
+        A reflection identical to the current generation is refused (WriteRefused "unchanged") before the backup.
+        """
+        reflection.check_reflection_changes(path, **kwargs)
         self.before_destructive_write(path)
         with self.routed(path):
             return reflection.commit_reflection(path, **kwargs)

@@ -35,6 +35,7 @@ from studio.store.write.common import (
     thread_metadata,
     to_int,
 )
+from studio.store.write.own_writes import remember_write
 from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
 from studio.store.write.xxhash import h32_to_string
 
@@ -299,9 +300,11 @@ def delete_messages(path: str | os.PathLike[str], ids: Iterable[str], *, now_ms:
         raise WriteRefused("invalid", "All message ids must be non-empty strings")
     if not ids:
         return 0
-    now = iso(now_ms_or_clock(now_ms))
+    stamp = now_ms_or_clock(now_ms)
     with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="delete-messages") as tx:
-        return _delete(tx, list(dict.fromkeys(ids)), now)
+        deleted = _delete(tx, list(dict.fromkeys(ids)), iso(stamp))
+    remember_write(tx.location, stamp)  # the threads' updatedAt: the studio's, not the agent's
+    return deleted
 
 
 def clear_thread(path: str | os.PathLike[str], thread_id: str, *, now_ms: int | None = None,
@@ -313,10 +316,13 @@ def clear_thread(path: str | os.PathLike[str], thread_id: str, *, now_ms: int | 
     """
     if not isinstance(thread_id, str) or not thread_id:
         raise WriteRefused("invalid", "thread_id must be a non-empty string")
-    now = iso(now_ms_or_clock(now_ms))
+    stamp = now_ms_or_clock(now_ms)
     with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="clear-thread") as tx:
         if read_thread(tx, thread_id, lock=True) is None:
             raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
         ids = [r[0] for r in tx.rows('SELECT id FROM "mastra_messages" WHERE thread_id = ? ORDER BY "createdAt"',
                                      (thread_id,))]
-        return _delete(tx, ids, now) if ids else 0
+        deleted = _delete(tx, ids, iso(stamp)) if ids else 0
+    if deleted:
+        remember_write(tx.location, stamp)  # the thread's updatedAt: the studio's, not the agent's
+    return deleted

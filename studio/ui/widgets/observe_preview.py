@@ -35,8 +35,8 @@ def summary_text(p: ObservePreview) -> str:
     new = tokens.count_observations(r.new_lines)
     after = (f"{'at or over' if r.tokens_after >= r.reflection_threshold else 'below'} the "
              f"{r.reflection_threshold:,}-token reflection threshold")
-    gate = (f"window {w.pending_message_tokens:,} pending + {w.tokens:,} tokens vs the {w.threshold:,}-token "
-            f"observation threshold ({'reached' if w.meets else 'not reached: Mastra would wait'})")
+    gate = "window: " + w.gate_text().replace("-token threshold", "-token observation threshold") + \
+        ("" if w.meets else " (Mastra would wait)")
     return (f"{len(w.message_ids):,} message(s) observed · {gate} · observation log {r.tokens_before:,} → "
             f"{r.tokens_after:,} tokens ({fmt.signed(r.tokens_after - r.tokens_before)}; the new lines {new:,}) · {after}")
 

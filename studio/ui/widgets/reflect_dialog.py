@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QWidget
 
-from studio.engine.reflector import ReflectionInput, ReflectionProgress
+from studio.engine.reflector import ReflectionInput, ReflectionProgress, nothing_to_condense, proposal_changes_nothing
 from studio.ui import format as fmt
 from studio.ui.models import reflection as jobs
 from studio.ui.widgets.common import plain_label
@@ -234,6 +234,21 @@ class ReflectDialog(PreviewWriteDialog):
 
     def _stop_write(self) -> None:
         self.protocol.stop()
+
+    def _commit_blocked(self) -> str | None:
+        """A preview identical to the current generation (same log, task and response) is not committed."""
+        p = self._preview
+        if p is not None and proposal_changes_nothing(p.input, p.result):
+            text = nothing_to_condense(p.result.strategy, f"a copy of generation {p.input.generation_count} is "
+                                                          "not written")
+            return text[:1].upper() + text[1:] + "."
+        return None
+
+    def _update_buttons(self) -> None:
+        super()._update_buttons()
+        blocked = self._commit_blocked()
+        if blocked:
+            self.write_note.setText(blocked)
 
     def _commit_label(self) -> str:
         return f"Commit generation {self._preview.new_generation}…" if self._preview is not None else "Commit…"

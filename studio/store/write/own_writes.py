@@ -1,0 +1,98 @@
+"""The times of the studio's own unmarked writes, kept so the quiet period does not take them for the agent (no Qt).
+
+Reflect, revert and repair rows carry the studio's mark (`studio.store.write.protocol`), whose
+`committedAt` names the time the write stamped. Observe and activate update Mastra's own OM row
+in place and carry no mark (`studio.store.write.observation` says why), and deleting or clearing
+messages touches only the thread: without a record, the `updatedAt` they leave would read as "the
+agent is active" to the next studio write within the quiet period. Each such write, once committed,
+adds its time stamp here: `$XDG_DATA_HOME/memory-studio/own-writes.json` (default
+~/.local/share/…), {database: [epoch ms, …]}, stamps more than KEEP_MS from the newest (other databases': from now) dropped, at most
+KEEP_PER_DATABASE per database and KEEP_DATABASES databases, replaced atomically. The database is named by its real path, or by
+its server URL as shown (no password or token). `read_activity` skips a time found here. A journal
+that cannot be read or written only means the quiet period is waited out, as without it; it
+never blocks a write nor fails one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from typing import Any
+
+__all__ = ["remember_write", "own_write_times", "journal_path", "KEEP_MS", "KEEP_PER_DATABASE"]
+
+#: How long a stamp is kept (ms): longer than any quiet period the studio offers.
+KEEP_MS = 6 * 3600 * 1000
+#: How many recent stamps are kept per database, and how many databases (the most recently written).
+KEEP_PER_DATABASE, KEEP_DATABASES = 200, 100
+
+
+def journal_path() -> str:
+    """Return the journal's path: `$XDG_DATA_HOME/memory-studio/own-writes.json` (default ~/.local/share/…)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "memory-studio", "own-writes.json")
+
+
+def _database(location: Any) -> str | None:
+    """Name LOCATION (a store's or transaction's `location`): its real path, else its display URL (+ schema)."""
+    path = getattr(location, "path", None)
+    if path is not None:
+        return os.path.realpath(os.fspath(path))
+    display = getattr(location, "display", None)
+    if not display:
+        return None
+    schema = getattr(location, "schema", None)
+    return f"{display}#{schema}" if schema else str(display)
+
+
+def _load() -> dict[str, list[int]]:
+    try:
+        with open(journal_path(), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: [int(v) for v in vs if isinstance(v, int)] for k, vs in data.items() if isinstance(vs, list)}
+
+
+def remember_write(location: Any, stamp_ms: int, now_ms: int | None = None) -> None:
+    """Record that the studio wrote STAMP_MS (epoch ms, the time its write stamped) into LOCATION's database.
+
+    Called after the commit of a write that carries no studio mark. Never raises.
+    """
+    database = _database(location)
+    if database is None:
+        return
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    try:
+        data = _load()
+        mine = [t for t in data.pop(database, []) if abs(stamp_ms - t) < KEEP_MS and t != stamp_ms]
+        data = {k: v for k, v in data.items() if any(abs(now - t) < KEEP_MS for t in v)}
+        data = dict(list(data.items())[-(KEEP_DATABASES - 1):])
+        data[database] = (mine + [int(stamp_ms)])[-KEEP_PER_DATABASE:]   # last: the most recently written
+        path = journal_path()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".own-writes-", suffix=".json", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        return
+
+
+def own_write_times(location: Any) -> set[int]:
+    """Return the times (epoch ms) the studio recorded for LOCATION's database (empty when none or unreadable)."""
+    database = _database(location)
+    if database is None:
+        return set()
+    return set(_load().get(database, []))
