@@ -162,6 +162,44 @@ def read_expr(schema: sc.Schema, table: str, column: str) -> str:
     return q
 
 
+def connect_pg(location: "PgLocation", *, options: str, application_name: str, purpose: str = ""):
+    """Open an autocommit psycopg connection to LOCATION with libpq OPTIONS; the studio's password order.
+
+    The password: the URL's, one typed this session, `$PGPASSWORD` or `~/.pgpass`
+    (`credentials.pg_password`); the OS keyring's only when the server asked for one and none of
+    those had it (libpq's "no password supplied"), then the connection is tried again with it.
+    The read session (`PgStore.open`) and each write transaction
+    (`studio.store.write.pg_transaction`) connect through here, so a password that opened the
+    store also writes. Raises StoreError (the password redacted) when the server cannot be
+    reached or refuses ("Cannot connect to LOCATION PURPOSE: …", PURPOSE e.g. "for writing").
+    """
+    import psycopg
+
+    # The keyring is asked only when the server asks for a password that nothing else gives: choosing
+    # its backend costs ~0.1–0.2 s (entry points, D-Bus probes) before the first paint, and a server
+    # that trusts the login, or gets the password from libpq (URL, $PGPASSWORD, ~/.pgpass), needs none.
+    password, source = cred.pg_password(location.conninfo, keyring_get=None)
+
+    def connect(secret: str | None):
+        extra = {"password": secret} if secret else {}
+        return psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                               options=options, application_name=application_name, **extra)
+
+    try:
+        try:
+            return connect(password if source == "session" else None)
+        except psycopg.OperationalError as exc:
+            saved = (cred.OS_KEYRING(cred.KEYRING_SERVICE, cred.keyring_target(location.conninfo))
+                     if source == "none" and asks_for_password(exc) else None)
+            if not saved:
+                raise
+            password = saved
+            return connect(saved)
+    except Exception as exc:
+        where = f"{location.display} {purpose}" if purpose else location.display
+        raise StoreError(f"Cannot connect to {where}: {_describe(exc, location, password)}") from exc
+
+
 class PgStore(MemoryStore):
     """A Mastra memory in PostgreSQL, opened read-only; the read API of `MemoryStore`.
 
@@ -204,33 +242,10 @@ class PgStore(MemoryStore):
         if writable:
             raise StoreError(f"A PostgreSQL store ({location.display}) is opened read-only: each write opens "
                              "its own transaction (studio.store.writes)")
-        import psycopg
-
-        # The keyring is asked only when the server asks for a password that nothing else gives: choosing
-        # its backend costs ~0.1–0.2 s (entry points, D-Bus probes) before the first paint, and a server
-        # that trusts the login, or gets the password from libpq (URL, $PGPASSWORD, ~/.pgpass), needs none.
-        password, source = cred.pg_password(location.conninfo, keyring_get=None)
         options = (f"-c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_MS} "
                    f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS} "
                    f"-c search_path={location.schema}")
-
-        def connect(secret: str | None):
-            extra = {"password": secret} if secret else {}
-            return psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                   options=options, application_name="memory-studio", **extra)
-
-        try:
-            try:
-                conn = connect(password if source == "session" else None)
-            except psycopg.OperationalError as exc:
-                saved = (cred.OS_KEYRING(cred.KEYRING_SERVICE, cred.keyring_target(location.conninfo))
-                         if source == "none" and asks_for_password(exc) else None)
-                if not saved:
-                    raise
-                password = saved
-                conn = connect(saved)
-        except Exception as exc:
-            raise StoreError(f"Cannot connect to {location.display}: {_describe(exc, location, password)}") from exc
+        conn = connect_pg(location, options=options, application_name="memory-studio")
         try:
             schema = _discover(conn, location)
         except BaseException:

@@ -90,6 +90,24 @@ def test_the_password_comes_from_the_session_or_the_keyring_and_a_wrong_one_is_s
     assert check_connection(userinfo_url).outcome == "auth"
 
 
+def test_a_write_transaction_logs_in_with_the_password_that_opened_the_store(
+        pg_corpus, password_url, clean_env, memory_keyring):
+    """Each write opens its own connection: it must find the password the read session found (typed in
+    Connect… this session, or kept in the keyring), not only one libpq finds by itself."""
+    from studio.errors import StoreError
+    from studio.store.write.pg_transaction import pg_write_transaction
+
+    with pytest.raises(StoreError) as refused:   # nothing gives a password: one sentence, nothing written
+        with pg_write_transaction(password_url):
+            pass
+    assert str(refused.value).startswith("Cannot connect to ") and "for writing" in str(refused.value)
+    for give in (lambda: cred.remember_for_session(password_url, PASSWORD),
+                 lambda: (cred.forget_for_session(password_url), cred.save_secret(password_url, PASSWORD))):
+        give()
+        with pg_write_transaction(password_url) as tx:   # an empty transaction: logged in, nothing to write
+            assert tx is not None
+
+
 def _settings_text(ctx, tmp_path) -> str:
     ctx.settings.sync()
     return (tmp_path / "settings.ini").read_text(encoding="utf-8")

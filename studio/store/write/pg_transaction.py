@@ -284,8 +284,6 @@ def pg_write_transaction(target: str, *, label: str = "write", lock_wait_ms: int
     errors), SchemaError (no Mastra tables in the schema), WriteRefused("busy") when a lock is
     held longer than the bound; nothing is written then.
     """
-    import psycopg
-
     from studio.store.write.row_backup import save_row_backup
     from studio.store.write.transaction import WRITE_LOCK_WAIT_MS
 
@@ -294,13 +292,10 @@ def pg_write_transaction(target: str, *, label: str = "write", lock_wait_ms: int
     options = (f"-c default_transaction_read_only=on -c statement_timeout={WRITE_STATEMENT_TIMEOUT_MS} "
                f"-c lock_timeout={wait} -c idle_in_transaction_session_timeout={WRITE_STATEMENT_TIMEOUT_MS * 2} "
                f"-c search_path={location.schema} -c datestyle=ISO,YMD -c extra_float_digits=3")
-    from studio.store.pg import CONNECT_TIMEOUT_S
+    from studio.store.pg import connect_pg
 
-    try:
-        conn = psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                               options=options, application_name="memory-studio write")
-    except Exception as exc:
-        raise StoreError(f"Cannot connect to {location.display} for writing: {describe_pg_error(exc, location)}") from exc
+    # the same password order as the read session: a password typed in Connect… or kept in the keyring writes too
+    conn = connect_pg(location, options=options, application_name="memory-studio write", purpose="for writing")
     try:
         try:
             schema = discover_pg_schema(conn, location)
