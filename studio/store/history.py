@@ -188,13 +188,42 @@ def _time_of(created_at: Any) -> float:
     return _NAN if ms is None else float(ms)
 
 
+def _canonical_in_order(values: list[Any]) -> bool:
+    """Return True when VALUES are all valid times in `Date.toISOString()`'s form and never decrease.
+
+    For that one fixed-width form (`2026-11-29T20:40:53.819Z`) comparing the text compares the
+    times, so storage order (the stored strings ascending) is then already `_js_sort`'s order and no
+    time needs computing. Valid: the date exists, read by the parser `iso_to_ms` uses (else NaN).
+    False as soon as one value is not so.
+    """
+    from datetime import datetime
+
+    parse = datetime.fromisoformat
+    previous = ""
+    try:
+        for value in values:
+            if (value.__class__ is not str or len(value) != 24 or value < previous or value[23] != "Z"
+                    or value[4] != "-" or value[7] != "-" or value[10] != "T" or value[13] != ":"
+                    or value[16] != ":" or value[19] != "."):
+                return False
+            if value != previous:
+                parse(value[:23])   # digits where digits go, and a date that exists
+            previous = value
+    except ValueError:
+        return False
+    return True
+
+
 def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]:
     """Array.prototype.sort (stable) with `a - b` on createdAt times; NaN compares as equal.
 
     Without NaN the comparison is a total preorder, so a stable sort by time gives the very same
     order (one key per message instead of a comparison function); with a NaN (which is "equal"
-    to everything) the comparison function itself is used, as V8's TimSort uses it.
+    to everything) the comparison function itself is used, as V8's TimSort uses it. Messages
+    already in ascending order of canonical times (storage order) come back as they are.
     """
+    if not descending and _canonical_in_order([m.created_at for m in messages]):
+        return list(messages)
     times = [_time_of(c) if isinstance(c, str) else _time_of.__wrapped__(c) for c in [m.created_at for m in messages]]
     if not any(t != t for t in times):
         if all(a <= b for a, b in zip(times, times[1:])) if not descending else \

@@ -121,3 +121,28 @@ def test_sql_filter_equals_the_in_memory_rule(fixture_db):
             for metadata in filters:
                 sql = recall(store, thread_id, per_page=False, filter={"metadata": metadata}).message_ids
                 assert sql == [m.id for m in messages if message_metadata_matches(m.content, metadata)], metadata
+
+
+def test_storage_order_of_canonical_times_is_taken_as_is_only_when_it_is_time_order():
+    """`_js_sort` keeps messages whose createdAt are `Date.toISOString()` strings already ascending as they
+    are (text order is time order for that fixed-width form); anything else goes through the time sort.
+    First principles: the result always equals a stable sort by `new Date(createdAt).getTime()`
+    (iso_to_ms), NaN-free here."""
+    from studio.store.history import _canonical_in_order, _js_sort
+    from studio.store.records import Message, iso_to_ms
+
+    def messages(times):
+        return [Message(id=f"m{i}", thread_id="t", role="user", content="x", created_at=t) for i, t in enumerate(times)]
+
+    ascending = ["2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.819Z", "2026-11-29T20:41:00.000Z", "2027-01-01T00:00:00.000Z"]
+    assert _canonical_in_order(ascending)
+    for times in (ascending, ascending[::-1],
+                  ["2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.9Z"],          # not fixed width: times decide
+                  ["2026-11-29T21:40:53.819+01:00", "2026-11-29T20:40:53.900Z"],  # offsets: text order is not time order
+                  [" 2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.800Z"]):
+        ms = [iso_to_ms(t) for t in times]
+        expected = [m.id for _, m in sorted(zip(ms, messages(times)), key=lambda p: p[0])]
+        assert [m.id for m in _js_sort(messages(times))] == expected, times
+    assert not _canonical_in_order(["2026-02-30T00:00:00.000Z"])   # no such day: NaN for JS, not canonical here
+    assert not _canonical_in_order(["2026-11-29T20:40:5a.819Z"])
+    assert not _canonical_in_order(ascending[::-1])
