@@ -108,3 +108,31 @@ def test_activation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatch
     assert {c[2] for c in changed if c[0] == OM} >= set(mastra["changedColumns"])
     report = node_pg(pg_corpus, "continue.mjs", b, "long-run", "1")
     assert report["ok"] is True, report
+
+
+def test_observation_commits_when_window_messages_tie_in_created_at(pg_corpus, tmp_path, monkeypatch):
+    """Two window messages with the same createdAt: the write's in-transaction check must read them in the
+    order the window was read (PgStore: createdAt, then id). Built so PostgreSQL's index order of the tie
+    (the updated row's new tuple last) is the reverse of id order: without the id tie-break the check saw
+    the ids in another order and refused the write ("Messages of thread … changed"), as it once did in CI
+    on a corpus whose messages happened to tie."""
+    import psycopg
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    target = copy_schema(pg_corpus, "support", "wobs_tie")
+    first = observation_window(target, "support-1")
+    assert len(first.message_ids) >= 2
+    a, b = first.message_ids[-2:]
+    smaller, other = sorted((a, b))
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        conn.execute("SET search_path = wobs_tie")
+        cols = {r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE "
+                                           "table_schema = 'wobs_tie' AND table_name = 'mastra_messages'")}
+        twin = ', "createdAtZ" = o."createdAtZ"' if "createdAtZ" in cols else ""
+        conn.execute(f'UPDATE mastra_messages AS s SET "createdAt" = o."createdAt"{twin} FROM mastra_messages AS o '
+                     "WHERE s.id = %s AND o.id = %s", (smaller, other))
+    window = observation_window(target, "support-1")
+    assert window.message_ids[-2:] == [smaller, other]   # the tie in id order, as the store reads it
+    _text, output = _answer(task=False, response=False, title="ab")
+    row = commit_observation(target, window, output, force=True)
+    assert row["lastObservedAt"] is not None

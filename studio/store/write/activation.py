@@ -125,7 +125,7 @@ def _newest_resource_assistant(tx: WriteTx, resource_id: str, last_observed_at: 
     tail, params = 'WHERE "resourceId" = ?', [resource_id]
     if cursor is not None:
         tail, params = tail + ' AND "createdAt" >= ?', params + [cursor]
-    for row in tx.select(MESSAGES, tail + ' ORDER BY "createdAt" DESC, rowid DESC', params, wanted=MESSAGE_COLUMNS):
+    for row in tx.select(MESSAGES, tail + f' ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC', params, wanted=MESSAGE_COLUMNS):
         if row.get("role") != "assistant":
             continue
         content = js_parse(row.get("content"), f"content of message {row.get('id')!r}")
