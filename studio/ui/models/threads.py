@@ -101,6 +101,8 @@ class ThreadTableModel(TableModel):
         self._status_state = "pending"   # "pending" | "done" | "failed"
         self._counts_state = "done"      # "pending": message counts and last activity being read ("…"); "failed" ("?")
         self._short_headers = False
+        #: The longest text of the known bars, by over-threshold (painted bold) or not: sizes the bar columns.
+        self.widest_bar_texts: dict[bool, str] = {False: "", True: ""}
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -122,6 +124,8 @@ class ThreadTableModel(TableModel):
                 r.activity_ms = iso_to_ms(r.thread.updated_at) or 0
         self._all = rows
         self._by_id = {r.thread.id: r for r in rows}
+        if not keep_statuses:
+            self.widest_bar_texts = {False: "", True: ""}
         self._status_state = "pending"
         new_rows = self._filtered_sorted()
         if self._rows and len(new_rows) == len(self._rows) and all(
@@ -187,6 +191,7 @@ class ThreadTableModel(TableModel):
             if row is None:
                 continue
             row.status = st
+            self._note_bar_texts(row)
             i = self._position.get(st.thread_id, -1)
             if 0 <= i < self._loaded:
                 changed.append(i)
@@ -459,6 +464,15 @@ class ThreadTableModel(TableModel):
         if col == ThreadColumn.OBSERVATION:
             return BarValue(st.pending_tokens, st.threshold)
         return BarValue(st.observation_token_count, st.reflection_threshold)
+
+    def _note_bar_texts(self, row: ThreadRow) -> None:
+        """Keep ROW's bar texts in `widest_bar_texts` when longer than those seen (O(1) a status)."""
+        for col in BAR_COLUMNS:
+            bar = self._bar(row, col)
+            if bar.known:
+                over = bar.state == "over"
+                if len(bar.text) > len(self.widest_bar_texts[over]):
+                    self.widest_bar_texts[over] = bar.text
 
     def _tooltip(self, row: ThreadRow, col: ThreadColumn) -> str:
         t = row.thread

@@ -22,6 +22,12 @@ from studio.ui.widgets.common import ElidedLabel, plain_label, table_view
 OPTIONAL_COLUMNS = (ThreadColumn.RESOURCE, ThreadColumn.MESSAGES, ThreadColumn.LAST_ACTIVITY)
 #: Narrowest Title column (px) before optional columns are hidden, and in the narrowest pane.
 TITLE_MIN_WIDTH = 110
+#: Characters of title (an "x" wide, the ellipsis included) kept before an optional column shows, and the
+#: room a one-digit Health badge takes beside the title besides its digit (px, `health.HealthBadgeDelegate`).
+TITLE_MIN_CHARS = 20
+TITLE_BADGE_ROOM = 20
+#: The bar text the bar columns are sized for until the statuses are known.
+DEFAULT_BAR_TEXT = "9,999 / 9,999 · 100%"
 TITLE_MIN_WIDTH_NARROW = 90
 FILTER_PLACEHOLDER = "Filter by title or id (Ctrl+F)"
 METADATA_PLACEHOLDER = "Metadata: key=value, … (e.g. category=billing)"
@@ -77,12 +83,17 @@ class ThreadListPane(QWidget):
             ThreadColumn.LAST_ACTIVITY: max(fm.horizontalAdvance("Last activity"), fm.horizontalAdvance("Nov 29 20:42"))
             + 26,
         }
-        bold = QFont(self.font())
-        bold.setBold(True)   # an over-threshold bar's figures are bold: the column holds them too
-        # Wide enough for an over-threshold bar at Mastra's default threshold (messageTokens 30,000).
-        self.bar_width = QFontMetrics(bold).horizontalAdvance("39,999 / 30,000 · 133%") + 2 * BAR_PADDING + 8
+        # Title comes first: users pick threads by title, so it keeps ~20 characters (and a Health badge)
+        # before any optional column shows; the bars are sized from their figures, not a worst case.
+        self.title_min_width = max(TITLE_MIN_WIDTH,
+                                   fm.horizontalAdvance("x" * (TITLE_MIN_CHARS - 1) + "…") + 8
+                                   + fm.horizontalAdvance("9") + TITLE_BADGE_ROOM)
+        self._bar_texts: dict[bool, str] = {}
+        self.bar_width = self._bar_width({})
         self.bar_min_width = max(fm.horizontalAdvance("100%") + 2 * BAR_PADDING + 16,
                                  fm.horizontalAdvance("Observe") + 16)
+        model.dataChanged.connect(self._on_model_data_changed)
+        model.modelReset.connect(self._on_model_data_changed)
         header = self.view.horizontalHeader()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
@@ -103,9 +114,33 @@ class ThreadListPane(QWidget):
         layout.addWidget(self.metadata_error)
         layout.addWidget(self.view, 1)
 
+    def _bar_width(self, texts: dict[bool, str]) -> int:
+        """Return the width (px) of a bar column that shows TEXTS whole (`ThreadTableModel.widest_bar_texts`).
+
+        The over-threshold text is measured bold, as it is painted; before any status is known, a
+        typical figure ("9,999 / 9,999 · 100%"). A longer bar than those measured (a later status)
+        widens the columns again; a cell too narrow falls back to the short form (`delegates.bar_label`).
+        """
+        normal, over = texts.get(False, ""), texts.get(True, "")
+        if not normal and not over:
+            normal = DEFAULT_BAR_TEXT
+        bold = QFont(self.font())
+        bold.setBold(True)
+        text = max(self.fontMetrics().horizontalAdvance(normal), QFontMetrics(bold).horizontalAdvance(over))
+        return text + 2 * BAR_PADDING + 6   # bar_label wants 6 px of air inside the padded bar
+
+    def _on_model_data_changed(self, *_args) -> None:
+        texts = dict(self.model.widest_bar_texts)
+        if texts != self._bar_texts:
+            self._bar_texts = texts
+            width = self._bar_width(texts)
+            if width != self.bar_width:
+                self.bar_width = width
+                self.fit_columns(self.view.viewport().width())
+
     def preferred_width(self) -> int:
         """Return the width (px) that shows every column at its full width."""
-        return TITLE_MIN_WIDTH + 60 + sum(self.widths.values()) + 2 * self.bar_width + 24
+        return self.title_min_width + 60 + sum(self.widths.values()) + 2 * self.bar_width + 24
 
     def minimumSizeHint(self):
         hint = super().minimumSizeHint()
@@ -126,13 +161,13 @@ class ThreadListPane(QWidget):
         """
         header = self.view.horizontalHeader()
         shown = list(OPTIONAL_COLUMNS)
-        needed = TITLE_MIN_WIDTH + sum(self.widths.values()) + 2 * self.bar_width
+        needed = self.title_min_width + sum(self.widths.values()) + 2 * self.bar_width
         while shown and needed > available:
             needed -= self.widths[shown.pop(0)]
         bar = self.bar_width
         if needed > available:
             bar = self.bar_min_width
-            room = available - TITLE_MIN_WIDTH - 2 * bar
+            room = available - self.title_min_width - 2 * bar
             for col in reversed(OPTIONAL_COLUMNS):
                 if self.widths[col] <= room:
                     shown.append(col)
