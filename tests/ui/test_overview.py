@@ -147,3 +147,30 @@ def test_near_and_should_reflect_are_told_apart_in_the_list_bars_colours():
         assert apart(FILL[state], FILL_LIGHT[state]) <= 12, state   # same hue in the list and in the pane
     assert apart(STATES["near"][1], STATES["reflect"][1]) >= 30      # yellow vs red, not two oranges
     assert STATES["observe"][2] != STATES["reflect"][2]              # and the two "should" states by shape
+
+
+def test_legend_covers_no_point(studio, fixture_db, studio_ctx, qtbot):
+    """The legend sits where no point can be: outside the plot area, so its scene rect meets no scatter point.
+
+    Points go anywhere in the view range (over-threshold threads in the top-right corner, where a corner
+    legend sat), so the legend has to be beside the view box, not on it.
+    """
+    from PySide6.QtWidgets import QApplication
+
+    _window, overview = _overview(studio, fixture_db, studio_ctx, qtbot)
+    overview.show()
+    qtbot.waitExposed(overview)
+    QApplication.processEvents()
+    legend = overview.legend
+    assert legend.isVisible() and legend.items                         # there is a legend to place
+    rect = legend.sceneBoundingRect()
+    view_box = overview.plot.getPlotItem().getViewBox()
+    assert not rect.intersects(view_box.sceneBoundingRect()), (rect, view_box.sceneBoundingRect())
+    assert rect.right() <= overview.plot.sceneRect().right() + 1      # and inside the chart (exported with it)
+    spots = [s for sc in (*overview.scatters.values(), overview.clipped) for s in sc.points()]
+    assert spots
+    for spot in spots:
+        pos = view_box.mapViewToScene(spot.pos())
+        assert not rect.contains(pos), (spot.pos(), rect)
+        half = spot.size() / 2                                        # nor does it cover part of a marker
+        assert not rect.intersects(type(rect)(pos.x() - half, pos.y() - half, 2 * half, 2 * half))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSizeF, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -144,7 +144,12 @@ class OverviewWindow(ChartExport, QMainWindow):
             item.addItem(pg.InfiniteLine(pos=1.0, angle=angle, movable=False,
                                          pen=pg.mkPen("#dc2626", width=1, style=Qt.PenStyle.DashLine)))
         self.labels: list[pg.TextItem] = []
-        self.legend = item.addLegend(offset=(-8, 8), labelTextSize="8pt")
+        # The legend has its own cell right of the plot area (not a corner of it): it covers no point,
+        # whatever the ratios, and goes into the exported chart with the plot.
+        self.legend = pg.LegendItem(labelTextSize="8pt", frame=False)
+        item.layout.addItem(self.legend, 2, 3)
+        item.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
+        item.layout.setColumnSpacing(2, 8)   # a gap between the plot area (and its hidden right axis) and the legend
         self.scatters: dict[str, pg.ScatterPlotItem] = {}
         for key, (label, colour, symbol) in STATES.items():
             big = symbol != "o"   # triangles, stars and diamonds read smaller than a disc of the same size
@@ -283,9 +288,22 @@ class OverviewWindow(ChartExport, QMainWindow):
             for key in STATES:
                 if self.counts.get(key):
                     self.legend.addItem(self.scatters[key], f"{STATES[key][0]} ({self.counts[key]:,})")
+            self._place_legend()
         self._draw_labels()
         self._fit_range()
         self._update_summary()
+
+    def _place_legend(self) -> None:
+        """Size the legend's cell to its entries: LegendItem measures its rows, the plot's layout then keeps it."""
+        legend = self.legend
+        legend.setMinimumSize(0, 0)
+        legend.setMaximumSize(QSizeF(1e6, 1e6))
+        legend.updateSize()                      # sets the legend's geometry to its rows' width × height
+        hint = legend.layout.effectiveSizeHint(Qt.SizeHint.PreferredSize)   # its labels' own text widths
+        size = QSizeF(max(legend.width(), hint.width()) + 8, max(legend.height(), hint.height()))
+        legend.setMinimumSize(size)
+        legend.setMaximumSize(size)
+        self.plot.getPlotItem().layout.invalidate()
 
     def _fit_range(self) -> None:
         """Show both thresholds and every point (up to CLIP×), with a little room around."""
