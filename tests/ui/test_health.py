@@ -191,3 +191,27 @@ def test_a_pending_generation_select_dies_with_the_window(studio_ctx, fixture_db
     QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
     qtbot.wait(3 * health_mod.SELECT_EVERY_MS)     # an uncaught error in a timer fails this test (pytest-qt)
     assert calls == [lost["record_id"]]           # the retry went with the window
+
+
+def test_badged_title_keeps_its_full_title_tooltip(studio, studio_ctx, fixture_db, qtbot):
+    """The badge narrows the title's cell: its tooltip still gives the whole title (plain text), then the Health line."""
+    from PySide6.QtCore import QEvent, QPoint
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QStyleOptionViewItem, QToolTip
+
+    window = studio(fixture_db("support"))
+    assert wait_scan(studio_ctx.runner, window)
+    view = window.thread_list.view
+    index = window.thread_model.index(window.thread_model.row_of("support-1"), ThreadColumn.TITLE)
+    assert window.health.badges._badge(index) is not None                 # support-1 carries a badge
+    rect = view.visualRect(index)
+    event = QHelpEvent(QEvent.Type.ToolTip, rect.center(), view.viewport().mapToGlobal(rect.center()))
+    option = QStyleOptionViewItem()
+    option.rect = rect
+    assert window.health.badges.helpEvent(event, view, option, index)
+    qtbot.waitUntil(QToolTip.isVisible, timeout=3000)
+    tip = QToolTip.text()
+    QToolTip.hideText()
+    assert "a trip to Lisbon" in tip and "thread support-1" in tip and "Health: " in tip
+    assert tip.index("a trip to Lisbon") < tip.index("Health: ")
+    assert tip.startswith("<p style='white-space:pre-wrap'>")            # shown literally, never as markup

@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QPainter
 from PySide6.QtWidgets import QStyledItemDelegate, QToolTip
 
+from studio.ui import format as fmt
 from studio.ui.health_loaders import load_scan_batch, load_scan_plan
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.tasks import TaskRunner
@@ -125,6 +126,15 @@ def badge_text(counts: dict[str, int]) -> tuple[str, str] | None:
     return str(n), "error" if counts.get("error") else "warning"
 
 
+def badge_tooltip(title_tip, health: str) -> str:
+    """Return a badged title's tooltip: the row's own (the full title, already `format.plain_tooltip`) then HEALTH.
+
+    The badge narrows the title's cell, so the tooltip is where a cut title is read whole.
+    """
+    line = fmt.plain_tooltip(health)
+    return f"{title_tip}{line}" if isinstance(title_tip, str) and title_tip else line
+
+
 class HealthBadgeDelegate(QStyledItemDelegate):
     """Paint a thread's title with its Health badge at the right (a count in a coloured pill)."""
 
@@ -162,7 +172,8 @@ class HealthBadgeDelegate(QStyledItemDelegate):
         counts = self._scan.thread_counts(thread_id) if isinstance(thread_id, str) else {}
         if counts and self._badge(index) is not None:
             parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning", "info") if counts.get(s)]
-            QToolTip.showText(event.globalPos(), "Health: " + ", ".join(parts) + " (Health tab)", view)
+            health = "Health: " + ", ".join(parts) + " (Health tab)"
+            QToolTip.showText(event.globalPos(), badge_tooltip(index.data(Qt.ItemDataRole.ToolTipRole), health), view)
             return True
         return super().helpEvent(event, view, option, index)
 
