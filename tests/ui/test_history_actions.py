@@ -135,3 +135,22 @@ def test_clone_dialog_fits_a_uuid_and_a_title(studio, fixture_db):
         room = edit.contentsRect().width() - margins.left() - margins.right()
         assert edit.fontMetrics().horizontalAdvance(uuid) < room
     dialog.reject()
+
+
+def test_undo_on_a_local_file_says_why_it_is_greyed_out(studio, studio_ctx, fixture_db, qtbot):
+    """On a file the backup file is the undo: the disabled action says so and names where backups go."""
+    path = fixture_db("history")
+    window = studio(path, thread_id="hist-1")
+    actions = window.history_actions
+    actions.update_actions()
+    assert not actions.undo_action.isEnabled()
+    tip = actions.undo_action.toolTip()
+    assert "local file" in tip and "beside the file" in tip and "Server stores" in tip
+    assert actions.undo_action.statusTip() == tip
+    dialog = actions.clone_thread()
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    backup = actions.session.backup_for(path)
+    assert backup is not None and str(backup) in actions.undo_action.toolTip()
+    assert not actions.undo_action.isEnabled()

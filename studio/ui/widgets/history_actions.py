@@ -160,9 +160,8 @@ class HistoryActions(QObject):
             menu.addAction(action)
         menu.addSeparator()
         self.undo_action = QAction("&Undo Last Write…", window, triggered=self._on_undo_action_triggered)
-        self.undo_action.setToolTip("Server stores (PostgreSQL, libSQL server): restore the rows the last studio "
-                                    "write changed, from its row backup")
         menu.addAction(self.undo_action)
+        menu.setToolTipsVisible(True)   # a greyed-out Undo Last Write says why
         menu.aboutToShow.connect(self.update_actions)
         self.update_actions()
 
@@ -187,6 +186,29 @@ class HistoryActions(QObject):
         self.delete_action.setEnabled(ready and self._selected_message() is not None)
         path = self._window.database_path
         self.undo_action.setEnabled(path is not None and _is_server(path) and not self.busy)
+        tip = self.undo_hint(path)
+        self.undo_action.setToolTip(tip)
+        self.undo_action.setStatusTip(tip)
+
+    def _backup_folder(self) -> str:
+        return str(self.session.backup_dir) if self.session.backup_dir is not None else "beside the file"
+
+    def undo_hint(self, path: str | None) -> str:
+        """Return what Undo Last Write does for PATH, or why it does not apply (a sentence, plain text)."""
+        server = ("Server stores (PostgreSQL, libSQL server): restore the rows the last studio write changed, "
+                  "from its row backup.")
+        if path is None or _is_server(path):
+            return server
+        done = self.session.backup_for(path)
+        where = f"this session's backup is {done}" if done is not None else f"backups go {self._backup_folder()}"
+        return (f"Not for a local file: there the backup file is the undo (the studio backs the whole file up "
+                f"before its first write of a session; {where}); close the studio and copy it back. {server}")
+
+    def announce_written(self, path: str, sentence: str) -> None:
+        """Show SENTENCE (what a studio write wrote) and the backup's path in the status bar for 10 s."""
+        backup = self.session.backup_for(path)
+        note = f" Backup: {backup}" if backup is not None else ""
+        self._window.statusBar().showMessage(sentence + note, 10000)
 
     def _backup_note(self, path: str) -> str:
         if _is_server(path):
@@ -306,9 +328,7 @@ class HistoryActions(QObject):
 
     def _on_written(self, path: str, sentence: str) -> None:
         self.busy = False
-        backup = self.session.backup_for(path)
-        note = f" Backup: {backup}" if backup is not None else ""
-        self._window.statusBar().showMessage(sentence + note, 15000)
+        self.announce_written(path, sentence)
         self._window.refresh()
         self.update_actions()
         if self.dialog is not None and self.dialog.isVisible():

@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from studio.ui.app import AppContext
 
 APP_TITLE = "Memory Studio"
+#: The permanent "read-only" badge: browsing never writes; a write happens only when the user confirms one.
+READ_ONLY_TIP = ("Browsing is read-only: the studio reads this database without changing it. It writes only when you "
+                 "confirm a write (Thread ▸ Reflect Now…, Observe Now…, Activate…, Clone…, Delete…, or a revert): one "
+                 "transaction, after a backup, then browsing is read-only again.")
 DB_FILTER = "SQLite databases (*.db *.sqlite *.sqlite3 *.db3);;All files (*)"
 #: Databases with at least this many messages compute statuses, thread details and message pages in
 #: the TaskRunner's helper process, so the GUI thread never waits for the interpreter lock.
@@ -369,7 +373,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.path_label.setToolTip(fmt.plain_tooltip(info.path))
         self.mode_label.setText("read-write" if info.writable else "read-only")
         set_role(self.mode_label, "badge-stale" if info.writable else "badge")
-        self.mode_label.setToolTip("The studio never writes to this file" if not info.writable else "")
+        self.mode_label.setToolTip(READ_ONLY_TIP if not info.writable else "")
         self.mode_label.show()
         self.statusBar().clearMessage()
         if info.notices:
