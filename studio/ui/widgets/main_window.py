@@ -496,7 +496,8 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self._rebuild_recent_menu()
 
     def _on_runner_task_failed(self, message: str) -> None:
-        self.statusBar().showMessage(message, 10000)
+        # MESSAGE is fmt.read_failure's: on a damaged file a pointer to the banner, which names the damage once
+        self.statusBar().showMessage(f"A read failed: {message}" if message == fmt.DAMAGED_HERE else message, 10000)
 
     # -- drag and drop, closing ------------------------------------------------------------
 
