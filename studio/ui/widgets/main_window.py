@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QMainWindow,
     QMessageBox,
-    QProgressBar,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -31,7 +30,7 @@ from studio.ui.models.threads import ThreadTableModel
 from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
-from studio.ui.widgets.common import ElidedLabel, plain_label, set_role, table_view
+from studio.ui.widgets.common import ElidedLabel, OneLineProgressBar, plain_label, set_role, table_view
 from studio.ui.widgets.connect_dialog import install_connect
 from studio.ui.widgets.file_banner import FileGoneBanner
 from studio.ui.widgets.health import install_health
@@ -229,11 +228,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.mode_label = plain_label("", "badge", selectable=False)
         self.mode_label.hide()
         self.count_label = plain_label("", selectable=False)
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(200)
-        self.progress.setMaximumHeight(16)
-        self.progress.setTextVisible(True)
-        self.progress.setFormat("Statuses %v / %m")
+        self.progress = OneLineProgressBar("Statuses %v / %m")   # one line, even at 1024 px wide
         self.progress.hide()
         bar.addWidget(self.path_label, 1)
         bar.addPermanentWidget(self.progress)
