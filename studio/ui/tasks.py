@@ -28,6 +28,7 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
 
 from studio.errors import StoreDamaged, StoreError, StudioError
 from studio.store.memory_store import MemoryStore
+from studio.ui.format import read_failure
 from studio.ui.helper_process import CANCEL, HelperProcess, HelperUnavailable, bind_cancel  # noqa: F401
 from studio.ui.loaders import require_store  # noqa: F401  (re-exported: tasks use it)
 
@@ -113,7 +114,7 @@ class TaskRunner(QObject):
 
     delivered = Signal(object)          # internal: a closure to run on the GUI thread
     pending_changed = Signal(int)       # number of tasks submitted and not yet delivered
-    task_failed = Signal(str)           # an error of a task that has no on_error callback
+    task_failed = Signal(str)           # an error of a task that has no on_error callback (fmt.read_failure words)
     error_delivered = Signal(str, str)  # every error delivered (key or "", message), on_error or not
     failure_delivered = Signal(str, object)  # the same, with the exception itself (key or "", exception)
     store_damaged = Signal(str)   # the first StoreDamaged of the open store: its sentence (once per store)
@@ -369,7 +370,7 @@ class TaskRunner(QObject):
             if on_error is not None:
                 on_error(value)
             else:
-                self.task_failed.emit(str(value) or value.__class__.__name__)
+                self.task_failed.emit(read_failure(value))   # a damaged file: a pointer to the banner
         finally:
             if not self._closed:
                 self._set_pending(max(0, self._pending - 1))

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from argparse import Namespace
 
+from PySide6.QtWidgets import QLabel
+
+from studio.store.history import recall
 from studio.ui import format as fmt
 from studio.ui.app import run_studio
 from tests.conftest import damage_table_root
@@ -66,3 +69,28 @@ def test_a_failed_health_check_does_not_read_as_no_findings(studio, studio_ctx, 
     tab = window.thread_view.health_tab
     assert tab.status.isVisible() and tab.status.text() == f"The check failed: {fmt.DAMAGED_HERE}"
     assert not tab.pane.isVisible()
+
+
+def test_the_status_bar_and_the_timeline_point_to_the_banner(studio, studio_ctx, fixture_db, qtbot):
+    # the status bar said "Statuses could not be computed: <SQLite's whole damage sentence>" for 10 s and the
+    # Timeline "The timeline could not be built. <the sentence>": the banner already names the damage
+    path = damage_table_root(fixture_db("support"))
+    window = studio(path, thread_id="support-1", tab="timeline")
+    view = window.thread_view
+    assert studio_ctx.runner.wait_idle()
+    qtbot.waitUntil(lambda: view.damage_banner.isVisible(), timeout=10000)
+    assert view.damage_banner.text().count(DAMAGE) == 1
+    said = window.statusBar().currentMessage()
+    assert said == f"Statuses could not be computed: {fmt.DAMAGED_HERE}"
+    timeline = view.timeline_tab
+    shown = [w.text() for w in timeline.findChildren(QLabel) if w.text()]
+    assert any(fmt.DAMAGED_HERE in text for text in shown), shown
+    assert not any(DAMAGE in text for text in shown), shown
+    # a task without its own error handler (the runner's task_failed) says it the same short way
+    def read_messages(store, _progress, _cancel):
+        return recall(store, "support-1", per_page=False).messages   # every message row: the damaged part
+
+    studio_ctx.runner.submit(read_messages)
+    assert studio_ctx.runner.wait_idle()
+    said = window.statusBar().currentMessage()
+    assert said == f"A read failed: {fmt.DAMAGED_HERE}", said

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+
 from studio.store.history import recall
 from studio.store.memory_store import MemoryStore
 from studio.ui.models.roles import ID_ROLE
@@ -107,3 +109,48 @@ def test_a_refused_write_leaves_the_file_unchanged(studio, studio_ctx, fixture_d
     assert "already exists" in failed.args[0] and "Nothing was written" in window.statusBar().currentMessage()
     assert digest(path) == before_main
     assert not actions.busy and actions.clone_action.isEnabled()
+    # The dialog stays open with what the user typed and says why (plain text), so the id can be corrected.
+    assert dialog.isVisible() and dialog.new_id.text() == "hist-2" and dialog.ok_button.isEnabled()
+    assert dialog.refusal.isVisible() and "already exists" in dialog.refusal.text()
+    assert dialog.refusal.textFormat() == Qt.TextFormat.PlainText
+    dialog.new_id.setText("hist-1-retry")
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    assert not dialog.isVisible()
+    with MemoryStore.open(path) as store:
+        assert store.get_thread("hist-1-retry") is not None
+
+
+def test_clone_dialog_fits_a_uuid_and_a_title(studio, fixture_db):
+    """A UUID-length id (36 characters) and a title that long show whole, beside their labels."""
+    path = fixture_db("history")
+    window = studio(path, thread_id="hist-1")
+    window.resize(1024, 700)
+    dialog = window.history_actions.clone_thread()
+    uuid = "3f2b8c1e-9a4d-4e7f-b6c2-1d0e5a7f9b3c"
+    for edit in (dialog.new_id, dialog.title_edit):
+        edit.setText(uuid)
+        margins = edit.textMargins()
+        room = edit.contentsRect().width() - margins.left() - margins.right()
+        assert edit.fontMetrics().horizontalAdvance(uuid) < room
+    dialog.reject()
+
+
+def test_undo_on_a_local_file_says_why_it_is_greyed_out(studio, studio_ctx, fixture_db, qtbot):
+    """On a file the backup file is the undo: the disabled action says so and names where backups go."""
+    path = fixture_db("history")
+    window = studio(path, thread_id="hist-1")
+    actions = window.history_actions
+    actions.update_actions()
+    assert not actions.undo_action.isEnabled()
+    tip = actions.undo_action.toolTip()
+    assert "local file" in tip and "beside the file" in tip and "Server stores" in tip
+    assert actions.undo_action.statusTip() == tip
+    dialog = actions.clone_thread()
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    backup = actions.session.backup_for(path)
+    assert backup is not None and str(backup) in actions.undo_action.toolTip()
+    assert not actions.undo_action.isEnabled()

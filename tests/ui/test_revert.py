@@ -87,6 +87,10 @@ def test_revert_asks_then_creates_a_new_generation(studio, studio_ctx, fixture_d
     wait_until(lambda: tab.generation_model.rowCount() == 4)
     assert tab.generation_model.index(0, 0).data() == "3 (current)"
     assert "Generation 3" in window.statusBar().currentMessage()
+    # ... and names the backup the write made first (a file path); the badge still says browsing is read-only.
+    backup = window.history_actions.session.backup_for(path)
+    assert backup is not None and backup.is_file() and str(backup) in window.statusBar().currentMessage()
+    assert window.mode_label.text() == "read-only" and "writes only when you confirm" in window.mode_label.toolTip()
 
 
 def test_revert_context_menu(studio, studio_ctx, fixture_db, monkeypatch):

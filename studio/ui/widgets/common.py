@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QRect, Qt, Signal
+from PySide6.QtCore import QModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableView, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QSizePolicy,
+    QTableView,
+    QWidget,
+)
 
 
 def plain_label(text: str = "", role: str | None = None, *, wrap: bool = False,
@@ -71,6 +79,32 @@ class ElidedLabel(QLabel):
         self.style().drawItemText(painter, rect, int(self.alignment()), self.palette(), self.isEnabled(), shown,
                                   self.foregroundRole())
         painter.end()
+
+
+class OneLineProgressBar(QProgressBar):
+    """A QProgressBar whose size hints fit its text on one line: FORMAT (Qt's %v / %m / %p) with SAMPLE
+    standing in for the widest value and maximum (six digits by default), plus the frame and some air.
+
+    Qt's own hint is a fixed ~100 px whatever the text, so a status bar squeezed it below
+    "Statuses 0 / 5006" and the text wrapped onto two clipped lines.
+    """
+
+    def __init__(self, text_format: str, sample: str = "000000", parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setTextVisible(True)
+        self.setFormat(text_format)
+        self._sample = text_format.replace("%v", sample).replace("%m", sample).replace("%p", "100")
+        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+
+    def sizeHint(self) -> QSize:  # noqa: N802  (Qt's name)
+        """Return a size that shows the widest text whole, on one line (pixels)."""
+        metrics = self.fontMetrics()
+        width = max(metrics.horizontalAdvance(self._sample), metrics.horizontalAdvance(self.text())) + 24
+        return QSize(width, max(16, metrics.height() + 2))
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802  (Qt's name)
+        """The same as sizeHint: below it the text no longer fits."""
+        return self.sizeHint()
 
 
 class RowTableView(QTableView):

@@ -41,11 +41,21 @@ def _is_server(path) -> bool:
     return is_row_backup_target(path)
 
 
+# What the clone fields must show whole: a UUID-length thread id (36 characters) and a title of that length.
+_UUID_SAMPLE = "00000000-0000-0000-0000-000000000000"
+
+
 class ConfirmWriteDialog(QDialog):
     """Ask before a write: what it does (plain text), where the backup goes; optional clone fields.
 
-    Accepting it is the user's confirmation; `values()` returns the fields as typed.
+    Accepting it (`accept()`, the action button) is the user's confirmation: it emits `confirmed`
+    and the dialog stays open, its button disabled, while the write runs. `finish()` closes it after
+    a successful write; `refuse(sentence)` shows why the write was refused (plain text) and keeps the
+    dialog open with what the user typed, so a taken clone id can be corrected and retried.
+    `values()` returns the fields as typed.
     """
+
+    confirmed = Signal()
 
     def __init__(self, title: str, text: str, backup_note: str, *, action: str, clone_of=None, parent=None):
         super().__init__(parent)
@@ -58,8 +68,11 @@ class ConfirmWriteDialog(QDialog):
         if clone_of is not None:
             form = QFormLayout()
             self.new_id = QLineEdit()
+            room = self.new_id.fontMetrics().horizontalAdvance(_UUID_SAMPLE + "00")   # + the frame's padding
+            self.new_id.setMinimumWidth(room)
             self.new_id.setPlaceholderText("a new UUID")
             self.title_edit = QLineEdit()
+            self.title_edit.setMinimumWidth(room)
             self.title_edit.setPlaceholderText(f"Clone of {clone_of.title}" if clone_of.title else "(no title)")
             self.limit = QSpinBox()
             self.limit.setRange(0, MAX_MESSAGE_LIMIT)
@@ -71,6 +84,9 @@ class ConfirmWriteDialog(QDialog):
             layout.addLayout(form)
         self.backup_note = plain_label(backup_note, "muted", wrap=True)
         layout.addWidget(self.backup_note)
+        self.refusal = plain_label("", "loss", wrap=True)   # why the last try was refused (nothing was written)
+        self.refusal.hide()
+        layout.addWidget(self.refusal)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.ok_button = buttons.addButton(action, QDialogButtonBox.ButtonRole.AcceptRole)
         buttons.accepted.connect(self.accept)
@@ -78,6 +94,28 @@ class ConfirmWriteDialog(QDialog):
         layout.addWidget(buttons)
         self.cancel_button = buttons.button(QDialogButtonBox.StandardButton.Cancel)
         self.cancel_button.setDefault(True)   # Enter does not write
+        # Wide enough for the sentences and (in a clone) a UUID-length id beside its label; 72 average
+        # characters wrap the sentences into a few readable lines.
+        self.setMinimumWidth(min(self.fontMetrics().averageCharWidth() * 72, 760))
+
+    def accept(self) -> None:
+        """The user confirmed: emit `confirmed`, keep the dialog open (button disabled) while the write runs."""
+        self.refusal.hide()
+        self.ok_button.setEnabled(False)
+        self.confirmed.emit()
+
+    def finish(self) -> None:
+        """The write succeeded: close the dialog as accepted."""
+        super().accept()
+
+    def refuse(self, sentence: str) -> None:
+        """The write was refused (nothing written): show SENTENCE as plain text, keep the fields, allow a retry."""
+        self.refusal.setText(f"Nothing was written: {sentence}")
+        self.refusal.show()
+        self.ok_button.setEnabled(True)
+        if self.new_id is not None:
+            self.new_id.setFocus()
+            self.new_id.selectAll()
 
     def values(self) -> dict:
         """Return the clone options typed: {new_thread_id, title, message_limit} (None when left empty)."""
@@ -122,9 +160,8 @@ class HistoryActions(QObject):
             menu.addAction(action)
         menu.addSeparator()
         self.undo_action = QAction("&Undo Last Write…", window, triggered=self._on_undo_action_triggered)
-        self.undo_action.setToolTip("Server stores (PostgreSQL, libSQL server): restore the rows the last studio "
-                                    "write changed, from its row backup")
         menu.addAction(self.undo_action)
+        menu.setToolTipsVisible(True)   # a greyed-out Undo Last Write says why
         menu.aboutToShow.connect(self.update_actions)
         self.update_actions()
 
@@ -149,6 +186,29 @@ class HistoryActions(QObject):
         self.delete_action.setEnabled(ready and self._selected_message() is not None)
         path = self._window.database_path
         self.undo_action.setEnabled(path is not None and _is_server(path) and not self.busy)
+        tip = self.undo_hint(path)
+        self.undo_action.setToolTip(tip)
+        self.undo_action.setStatusTip(tip)
+
+    def _backup_folder(self) -> str:
+        return str(self.session.backup_dir) if self.session.backup_dir is not None else "beside the file"
+
+    def undo_hint(self, path: str | None) -> str:
+        """Return what Undo Last Write does for PATH, or why it does not apply (a sentence, plain text)."""
+        server = ("Server stores (PostgreSQL, libSQL server): restore the rows the last studio write changed, "
+                  "from its row backup.")
+        if path is None or _is_server(path):
+            return server
+        done = self.session.backup_for(path)
+        where = f"this session's backup is {done}" if done is not None else f"backups go {self._backup_folder()}"
+        return (f"Not for a local file: there the backup file is the undo (the studio backs the whole file up "
+                f"before its first write of a session; {where}); close the studio and copy it back. {server}")
+
+    def announce_written(self, path: str, sentence: str) -> None:
+        """Show SENTENCE (what a studio write wrote) and the backup's path in the status bar for 10 s."""
+        backup = self.session.backup_for(path)
+        note = f" Backup: {backup}" if backup is not None else ""
+        self._window.statusBar().showMessage(sentence + note, 10000)
 
     def _backup_note(self, path: str) -> str:
         if _is_server(path):
@@ -165,7 +225,7 @@ class HistoryActions(QObject):
 
     def _ask(self, dialog: ConfirmWriteDialog, on_accepted: Callable[[], None]) -> ConfirmWriteDialog:
         self.dialog = dialog
-        dialog.accepted.connect(on_accepted)
+        dialog.confirmed.connect(on_accepted)
         dialog.open()
         return dialog
 
@@ -268,11 +328,11 @@ class HistoryActions(QObject):
 
     def _on_written(self, path: str, sentence: str) -> None:
         self.busy = False
-        backup = self.session.backup_for(path)
-        note = f" Backup: {backup}" if backup is not None else ""
-        self._window.statusBar().showMessage(sentence + note, 15000)
+        self.announce_written(path, sentence)
         self._window.refresh()
         self.update_actions()
+        if self.dialog is not None and self.dialog.isVisible():
+            self.dialog.finish()
         self.written.emit(sentence)
 
     def _on_write_failed(self, exc: Exception) -> None:
@@ -282,6 +342,9 @@ class HistoryActions(QObject):
         self.last_error = message
         self._window.statusBar().showMessage(f"Nothing was written: {message}", 15000)
         self.failed.emit(message)
+        if self.dialog is not None and self.dialog.isVisible():
+            self.dialog.refuse(message)   # the dialog says why, and keeps what the user typed
+            return
         if self._window._ctx.interactive:  # noqa: SLF001  (tests and screenshots never pop up boxes)
             box = QMessageBox(QMessageBox.Icon.Warning, "Nothing was written", message,
                               QMessageBox.StandardButton.Ok, self._window)

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QMainWindow,
     QMessageBox,
-    QProgressBar,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -31,7 +30,7 @@ from studio.ui.models.threads import ThreadTableModel
 from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
-from studio.ui.widgets.common import ElidedLabel, plain_label, set_role, table_view
+from studio.ui.widgets.common import ElidedLabel, OneLineProgressBar, plain_label, set_role, table_view
 from studio.ui.widgets.connect_dialog import install_connect
 from studio.ui.widgets.file_banner import FileGoneBanner
 from studio.ui.widgets.health import install_health
@@ -46,6 +45,10 @@ if TYPE_CHECKING:
     from studio.ui.app import AppContext
 
 APP_TITLE = "Memory Studio"
+#: The permanent "read-only" badge: browsing never writes; a write happens only when the user confirms one.
+READ_ONLY_TIP = ("Browsing is read-only: the studio reads this database without changing it. It writes only when you "
+                 "confirm a write (Thread ▸ Reflect Now…, Observe Now…, Activate…, Clone…, Delete…, or a revert): one "
+                 "transaction, after a backup, then browsing is read-only again.")
 DB_FILTER = "SQLite databases (*.db *.sqlite *.sqlite3 *.db3);;All files (*)"
 #: Databases with at least this many messages compute statuses, thread details and message pages in
 #: the TaskRunner's helper process, so the GUI thread never waits for the interpreter lock.
@@ -225,11 +228,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.mode_label = plain_label("", "badge", selectable=False)
         self.mode_label.hide()
         self.count_label = plain_label("", selectable=False)
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(200)
-        self.progress.setMaximumHeight(16)
-        self.progress.setTextVisible(True)
-        self.progress.setFormat("Statuses %v / %m")
+        self.progress = OneLineProgressBar("Statuses %v / %m")   # one line, even at 1024 px wide
         self.progress.hide()
         bar.addWidget(self.path_label, 1)
         bar.addPermanentWidget(self.progress)
@@ -369,7 +368,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.path_label.setToolTip(fmt.plain_tooltip(info.path))
         self.mode_label.setText("read-write" if info.writable else "read-only")
         set_role(self.mode_label, "badge-stale" if info.writable else "badge")
-        self.mode_label.setToolTip("The studio never writes to this file" if not info.writable else "")
+        self.mode_label.setToolTip(READ_ONLY_TIP if not info.writable else "")
         self.mode_label.show()
         self.statusBar().clearMessage()
         if info.notices:
@@ -492,7 +491,8 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self._rebuild_recent_menu()
 
     def _on_runner_task_failed(self, message: str) -> None:
-        self.statusBar().showMessage(message, 10000)
+        # MESSAGE is fmt.read_failure's: on a damaged file a pointer to the banner, which names the damage once
+        self.statusBar().showMessage(f"A read failed: {message}" if message == fmt.DAMAGED_HERE else message, 10000)
 
     # -- drag and drop, closing ------------------------------------------------------------
 

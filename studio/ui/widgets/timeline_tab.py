@@ -362,7 +362,7 @@ class TimelineTab(TimelineInteraction, QWidget):
 
     def _on_timeline_failed(self, exc: Exception) -> None:
         self._timeline = self._series = None
-        self._show_message(f"The timeline could not be built.\n\n{exc}")
+        self._show_message(f"The timeline could not be built.\n\n{fmt.read_failure(exc)}")
 
     def _on_whatif_panel_result_ready(self, result: WhatIfChart) -> None:
         if self._timeline is None or result.thread_id != self._timeline.thread_id:

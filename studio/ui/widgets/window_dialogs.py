@@ -69,8 +69,8 @@ class WindowDialogs:
     def _on_observation_written(self, result: dict) -> None:
         """An observation or an activation was committed: say so and re-read the database."""
         row = result.get("row", result) if isinstance(result, dict) else {}
-        self.statusBar().showMessage(f"Observation log of {row.get('lookupKey', '')} updated "
-                                     f"({row.get('observationTokenCount') or 0:,} tokens).", 10000)
+        self.history_actions.announce_written(self._path, f"Observation log of {row.get('lookupKey', '')} updated "
+                                              f"({row.get('observationTokenCount') or 0:,} tokens).")
         self.refresh()
 
     def show_overview(self, _checked: bool = False):
@@ -132,5 +132,6 @@ class WindowDialogs:
     def _on_generation_written(self, row: dict) -> None:
         """A reflection or a revert was committed: say so and re-read the database (History shows it)."""
         generation = row.get("generationCount") if isinstance(row, dict) else None
-        self.statusBar().showMessage(f"Generation {generation} of {row.get('lookupKey', '')} written.", 10000)
+        self.history_actions.announce_written(self._path, f"Generation {generation} of {row.get('lookupKey', '')} "
+                                                          "written.")
         self.refresh()

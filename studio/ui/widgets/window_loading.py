@@ -14,6 +14,7 @@ from PySide6.QtCore import QTimer
 
 from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
+from studio.ui import format as fmt
 from studio.ui.loaders import (
     Listing,
     ListingCounts,
@@ -272,7 +273,8 @@ class ListingLoader:
         self.progress.hide()
         self.thread_model.mark_statuses_failed()
         self.statuses_finished.emit()
-        self.statusBar().showMessage(f"Statuses could not be computed: {exc}", 10000)
+        # a damaged file is named once, by the thread view's banner: here a short pointer to it
+        self.statusBar().showMessage(f"Statuses could not be computed: {fmt.read_failure(exc)}", 10000)
 
     def _on_listing_failed(self, exc: Exception, *, refresh: bool) -> None:
         message = str(exc) or exc.__class__.__name__
@@ -282,7 +284,7 @@ class ListingLoader:
             self._report_error("Cannot read database", f"The message counts could not be read: {message}")
             return
         if refresh:  # a refresh that fails (say, a writer holds the lock) must not pop up a dialog each time
-            self.statusBar().showMessage(f"Refresh failed: {message}", 10000)
+            self.statusBar().showMessage(f"Refresh failed: {fmt.read_failure(exc)}", 10000)
         else:
             self._report_error("Cannot read database", message)
             self.thread_view.show_message(f"The threads could not be read.\n\n{message}")
@@ -294,9 +296,9 @@ class ListingLoader:
         self.last_error = message
         self.error_reported.emit(message)
         if refresh:
-            self.statusBar().showMessage(f"Refresh failed: {message}", 10000)
+            self.statusBar().showMessage(f"Refresh failed: {fmt.read_failure(exc)}", 10000)
         else:
-            self.thread_view.show_message(f"This thread could not be read.\n\n{message}")
+            self.thread_view.show_message(f"This thread could not be read.\n\n{fmt.read_failure(exc)}")
 
     def _load_detail(self, thread_id: str, *, refresh: bool = False) -> None:
         if not refresh:
