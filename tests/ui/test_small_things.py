@@ -3,6 +3,7 @@ a tool-only message's blank Text pane, where File ▸ Open starts."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QStyleOptionViewItem
 
 from studio.engine import tokens
@@ -43,9 +44,19 @@ def test_over_bar_at_mastras_default_threshold_keeps_its_figures(studio, fixture
     # Mastra's default observation threshold is 30,000 tokens (messageTokens); 32,400 pending is 108 %.
     from studio.ui.style import BarValue
 
+    # The bar columns are sized from the widest bar the statuses give: a thread at 32,400 / 30,000 widens
+    # the column until that bar shows its figures, not only its percentage.
+    import copy
+
     window = studio(fixture_db("support"), thread_id="support-1")
     view = window.threads_view
-    index = window.thread_model.index(0, ThreadColumn.OBSERVATION)
+    model = window.thread_model
+    row = next(r for r in range(model.rowCount()) if model.thread_row(r).status is not None)
+    status = copy.copy(model.thread_row(row).status)
+    status.pending_tokens, status.threshold = 32_400, 30_000
+    model.apply_statuses([status])
+    QCoreApplication.processEvents()
+    index = model.index(row, ThreadColumn.OBSERVATION)
     option = QStyleOptionViewItem()
     view.itemDelegateForIndex(index).initStyleOption(option, index)
     bar = BarValue(32_400, 30_000)
