@@ -222,9 +222,10 @@ def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]
     to everything) the comparison function itself is used, as V8's TimSort uses it. Messages
     already in ascending order of canonical times (storage order) come back as they are.
     """
-    if not descending and _canonical_in_order([m.created_at for m in messages]):
+    created = [m.created_at for m in messages]
+    if not descending and _canonical_in_order(created):
         return list(messages)
-    times = [_time_of(c) if isinstance(c, str) else _time_of.__wrapped__(c) for c in [m.created_at for m in messages]]
+    times = [_time_of(c) if isinstance(c, str) else _time_of.__wrapped__(c) for c in created]
     if not any(t != t for t in times):
         if all(a <= b for a, b in zip(times, times[1:])) if not descending else \
                 all(a >= b for a, b in zip(times, times[1:])):

@@ -233,10 +233,8 @@ class PgStore(MemoryStore):
     def open(cls, target: str | os.PathLike[str], *, writable: bool = False) -> "PgStore":
         """Connect to the PostgreSQL URL TARGET read-only (see `parse_pg_location`).
 
-        The password: the URL's, one typed this session, `$PGPASSWORD` or `~/.pgpass`
-        (`credentials.pg_password`); the OS keyring's only when the server asked for one and none of
-        those had it (libpq's "no password supplied"), then the connection is tried again with it.
-        Raises StoreError (the password redacted) when the server cannot be reached or refuses.
+        The password is found as `connect_pg` finds it. Raises StoreError (the password redacted)
+        when the server cannot be reached or refuses.
         """
         location = parse_pg_location(os.fspath(target))
         if writable:

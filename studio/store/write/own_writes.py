@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
+from pathlib import Path
 from typing import Any
+
+from studio.store.write.row_backup import data_root, write_json_atomically
 
 __all__ = ["remember_write", "own_write_times", "journal_path", "KEEP_MS", "KEEP_PER_DATABASE"]
 
@@ -31,8 +33,7 @@ KEEP_PER_DATABASE, KEEP_DATABASES = 200, 100
 
 def journal_path() -> str:
     """Return the journal's path: `$XDG_DATA_HOME/memory-studio/own-writes.json` (default ~/.local/share/…)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(base, "memory-studio", "own-writes.json")
+    return str(data_root() / "own-writes.json")
 
 
 def _database(location: Any) -> str | None:
@@ -73,19 +74,7 @@ def remember_write(location: Any, stamp_ms: int, now_ms: int | None = None) -> N
         data = {k: v for k, v in data.items() if any(abs(now - t) < KEEP_MS for t in v)}
         data = dict(list(data.items())[-(KEEP_DATABASES - 1):])
         data[database] = (mine + [int(stamp_ms)])[-KEEP_PER_DATABASE:]   # last: the most recently written
-        path = journal_path()
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".own-writes-", suffix=".json", dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_json_atomically(Path(journal_path()), data)
     except OSError:
         return
 

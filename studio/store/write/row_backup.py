@@ -36,17 +36,22 @@ from typing import Any
 from studio.errors import StoreError
 
 __all__ = ["BACKUP_FORMAT", "is_row_backup_target", "server_location",
-           "backup_root", "target_identity", "target_slug", "save_row_backup", "load_row_backup",
+           "data_root", "backup_root", "write_json_atomically", "target_identity", "target_slug", "save_row_backup", "load_row_backup",
            "list_row_backups", "mark_undone"]
 
 BACKUP_FORMAT = "memory-studio-row-backup"
 _UNSAFE = re.compile(r"[^A-Za-z0-9@._-]+")
 
 
+def data_root() -> Path:
+    """Return the studio's data folder: `$XDG_DATA_HOME/memory-studio` (default ~/.local/share/memory-studio)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "memory-studio"
+
+
 def backup_root() -> Path:
     """Return the folder of row backups: `$XDG_DATA_HOME/memory-studio/backups` (default ~/.local/share/…)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "memory-studio" / "backups"
+    return data_root() / "backups"
 
 
 def is_row_backup_target(target) -> bool:
@@ -97,7 +102,9 @@ def target_slug(identity: dict) -> str:
     return _UNSAFE.sub("-", text)
 
 
-def _write_atomically(path: Path, document: dict) -> None:
+def write_json_atomically(path: Path, document: dict) -> None:
+    """Write DOCUMENT as JSON to PATH through a private temporary file renamed over it (folder 0700,
+    file 0600, synced first): a reader sees the old file or the new one, never part of one. Raises OSError."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
     try:
@@ -135,7 +142,7 @@ def save_row_backup(location, journal: list[dict], schema, *, label: str, folder
     folder = Path(folder) if folder is not None else backup_root()
     path = folder / f"{target_slug(identity)}-{stamp}-{_UNSAFE.sub('-', label)}.json"
     try:
-        _write_atomically(path, document)
+        write_json_atomically(path, document)
     except OSError as exc:
         raise StoreError(f"Cannot save the backup of this write to {folder} ({exc.strerror or exc}); "
                          "nothing was written.") from exc
@@ -177,4 +184,4 @@ def mark_undone(path: Path, document: dict, by: Path | None) -> None:
     document = dict(document)
     document["undone"] = {"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                           "by": str(by) if by is not None else None}
-    _write_atomically(Path(path), document)
+    write_json_atomically(Path(path), document)
