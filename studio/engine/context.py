@@ -12,10 +12,11 @@ and the messages still unobserved, keeping the turn's own input even when it was
 arrive up to the N-th user message. In resource scope the resource's threads take turns in
 between: the events applied are those before the resource's next user message, of whichever
 thread, so another thread's later cycles are not shown at this turn's start. It reports the
-generation in force, how many of its Observer outputs (segments) had been written, which buffered
-chunks had been activated and which were waiting, the window, working memory (the stored value:
-Mastra keeps no history of it), and each section's tokens: Mastra's estimate (tokenx, as
-`TokenCounter` counts) and the exact o200k count.
+generation in force, how many of its Observer outputs (segments) had been written (a generation
+made by activating a buffered reflection starts with the Reflector's text and the unreflected
+tail it kept), which buffered chunks had been activated and which were waiting, the window,
+working memory (the stored value: Mastra keeps no history of it), and each section's tokens:
+Mastra's estimate (tokenx, as `TokenCounter` counts) and the exact o200k count.
 `window_after_turn_tokens` is the unobserved window once the turn's messages have all arrived (the
 reply included, before the next turn's step 0), replayed in time order with every message and
 event up to then (in resource scope the other threads' too), so it differs from the turn-start
@@ -32,7 +33,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from studio.engine import tokens
-from studio.engine.events import ACTIVATION, OBSERVATION, split_segments
+from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, split_segments
 from studio.engine.exact_counts import exact_message_tokens, exact_tokens
 from studio.engine.timeline import MessageWindow, Timeline, _apply, build_timeline  # noqa: PLC2701
 from studio.errors import EngineError
@@ -381,6 +382,8 @@ def _segments_written(tl: Timeline, applied: list, record: OMRecord, segments: l
     writes = [e for e in applied if e.kind in (OBSERVATION, ACTIVATION) and e.changes_state
               and (e.record_id == record.id or (e.record_id is None and e.generation == record.generation_count))]
     shown = 1 if record.origin_type == "reflection" and segments else 0
+    if record.origin_type == "reflection":
+        shown = max(shown, _segments_at_creation(applied, record, segments))
     for seg in segments:
         if seg.index == 0 and record.origin_type == "reflection":
             continue
@@ -395,6 +398,26 @@ def _segments_written(tl: Timeline, applied: list, record: OMRecord, segments: l
                 break
     if not shown and writes:  # markers whose texts are not in the log (rewrapped): count them
         shown = min(len(segments), len(writes))
+    return shown
+
+
+def _segments_at_creation(applied: list, record: OMRecord, segments: list) -> int:
+    """Return how many leading segments of reflection generation RECORD its creating event wrote (0 if unknown).
+
+    Activating a buffered reflection (`tryActivateBufferedReflection`, @mastra/memory 1.31.0)
+    writes the new generation as the Reflector's text plus the lines it had not reflected (the
+    unreflected tail, older Observer outputs with their message boundaries), and its
+    `data-om-activation` marker records that whole log (`observations`). The segments that
+    log holds were in the context from that moment on, not only the Reflector's first one.
+    """
+    logs = [(e.detail or "").strip() for e in applied
+            if e.kind in (REFLECTION, REFLECTION_ACTIVATION) and e.changes_state and e.detail
+            and e.generation == record.generation_count]
+    shown = 0
+    for log in logs:
+        for seg in segments:
+            if log.startswith(record.active_observations[:seg.prefix_end].strip()):
+                shown = max(shown, seg.index + 1)
     return shown
 
 

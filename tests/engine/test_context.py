@@ -70,6 +70,34 @@ def test_last_turn_matches_what_getstatus_and_the_record_imply(fixture_db, name,
     assert len(ctx.pending_chunks) == status["bufferedChunkCount"]
 
 
+def test_a_buffered_reflections_activation_brings_its_unreflected_tail(fixture_db):
+    # Activating a buffered reflection writes the new generation as the Reflector's text plus the
+    # observation lines it had not reflected (the unreflected tail, older Observer outputs with their
+    # message boundaries); its data-om-activation marker records that whole log and its size
+    # (`observations`, `observationTokens`, @mastra/memory 1.31.0 tryActivateBufferedReflection). From
+    # that turn on, the context holds it all (the corpus prompt log shows the tail in the system prompt):
+    # before, only the Reflector's part was shown (455 of 1,652 tokens in buffered.db's last turns).
+    path = fixture_db("buffered")
+    messages = raw_messages(path, "long-run")
+    activations = [p["data"] for _, p in marker_messages(messages, "data-om-activation")
+                   if p["data"].get("operationType") == "reflection"
+                   and "--- message boundary" in str(p["data"].get("observations"))]
+    if not activations:
+        pytest.fail("buffered.db has no activated buffered reflection with an unreflected tail "
+                    "(a message boundary in its marker's observations): nothing for this test to check")
+    data = activations[-1]
+    turn = turn_at(messages, data["activatedAt"])
+    with MemoryStore.open(path) as store:
+        tl = build_timeline(store, "long-run")
+        ctx = turn_context(store, "long-run", turn, timeline=tl)
+        last = turn_context(store, "long-run", len(tl.event_log.user_times), timeline=tl)
+    assert ctx.generation == data["generationCount"]
+    assert ctx.observations.text.strip().startswith(data["observations"].strip())
+    assert ctx.observations.estimate >= data["observationTokens"]
+    if last.generation == data["generationCount"]:  # later turns keep it (appends may follow)
+        assert last.observations.text.strip().startswith(data["observations"].strip())
+
+
 def _support_1(store):
     tl = build_timeline(store, "support-1")
     users = sorted((m.created_ms, i) for i, m in enumerate(tl.messages) if m.role == "user")
