@@ -16,8 +16,8 @@ from studio.llm import Cancelled, CancelToken, LLMClient, RetryPolicy
 from studio.llm.client import Completion
 from studio.llm.wire import Usage
 from tests.conftest import load_oracle
-from tests.mastra_facts import lookup_keys, om_rows, oracle_thread
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
+from tests.mastra_facts import lookup_keys, om_rows, oracle_thread
 
 LOG = "\n".join(["Date: Nov 1, 2026"] + [f"* 🟡 (10:{i:02d}) observation number {i} about the project" for i in range(40)])
 DEGENERATE = "<observations>\n" + "* 🟡 (10:00) the same observation again and again\n" * 60 + "</observations>"
