@@ -17,6 +17,7 @@ studio's own output:
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -74,3 +75,90 @@ def window_tokens(per_message: dict[str, int], message_ids: list[str]) -> int:
     if not message_ids:
         return 0
     return sum(per_message[i] - TOKENS_PER_CONVERSATION for i in message_ids) + TOKENS_PER_CONVERSATION
+
+
+# -- the doctor's facts: what the rows themselves show ------------------------------------------------------
+
+#: A 🔴 observation line as Mastra's Observer and Reflector write it: `* 🔴 (HH:MM) text`.
+HIGH_PRIORITY_LINE = re.compile(r"^\s*[*-] 🔴 ")
+#: The scripted Reflector's own summary line, written anew at each reflection (mastra-corpus README).
+REFLECTOR_SUMMARY = re.compile(r"^\s*[*-] 🔴 \(\d\d:\d\d\) Ongoing topics: ")
+#: The scripted Observer's 🔴 line for a user turn: `User asked about TOPIC: QUESTION` (mastra-corpus README).
+ASKED = re.compile(r"^\s*[*-] 🔴 \(\d\d:\d\d\) User asked about (?P<topic>.+?): (?P<question>.+)$")
+
+
+def lookup_keys(path: Path) -> list[str]:
+    """Return every OM lookupKey of the database at PATH, sorted ([] without an OM table)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'mastra_observational_memory'").fetchall():
+            return []
+        return sorted(k for (k,) in conn.execute("SELECT DISTINCT lookupKey FROM mastra_observational_memory"))
+    finally:
+        conn.close()
+
+
+def dropped_high_priority(path: Path, lookup_key: str) -> set[tuple[int, str]]:
+    """Return {(generation, line stripped)}: the 🔴 lines no later generation of LOOKUP_KEY holds word for word.
+
+    The scripted Reflector copies each line it keeps verbatim and never rewords one (mastra-corpus README),
+    so every line returned was really dropped by a reflection; its own `Ongoing topics` summary, rewritten
+    at each reflection, is left out.
+    """
+    rows = om_rows(path, lookup_key)
+    out = set()
+    for row in rows:
+        later_rows = [r for r in rows if r["generationCount"] > row["generationCount"]]
+        if not later_rows:   # the current generation: nothing after it to keep its lines
+            continue
+        later = {ln.strip() for r in later_rows for ln in (r["activeObservations"] or "").splitlines()}
+        for ln in (row["activeObservations"] or "").splitlines():
+            if HIGH_PRIORITY_LINE.match(ln) and not REFLECTOR_SUMMARY.match(ln) and ln.strip() not in later:
+                out.add((row["generationCount"], ln.strip()))
+    return out
+
+
+def dropped_without_trace(path: Path, lookup_key: str) -> set[tuple[int, str]]:
+    """Return the dropped 🔴 `User asked about TOPIC: QUESTION` lines of which no later generation keeps anything.
+
+    A subset of `dropped_high_priority`: no later 🔴 line asks about the same topic, and none asks the
+    same question. Nothing later says any part of such a fact, so any rule that tells loss from
+    rewording must call it lost.
+    """
+    rows = om_rows(path, lookup_key)
+    out = set()
+    for generation, line in dropped_high_priority(path, lookup_key):
+        asked = [ASKED.match(ln) for r in rows if r["generationCount"] > generation
+                 for ln in (r["activeObservations"] or "").splitlines()]
+        topics = {m["topic"] for m in asked if m}
+        questions = {m["question"] for m in asked if m}
+        m = ASKED.match(line)
+        if m and m["topic"] not in topics and m["question"] not in questions:
+            out.add((generation, line))
+    return out
+
+
+def timestamp_ties(path: Path) -> dict[str, list[str]]:
+    """Return {thread: ids of its messages that share a createdAt with another of its messages}, ids sorted."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT thread_id, createdAt, id FROM mastra_messages").fetchall()
+    finally:
+        conn.close()
+    groups: dict[tuple[str, str], list[str]] = {}
+    for thread_id, created_at, message_id in rows:
+        groups.setdefault((thread_id, created_at), []).append(message_id)
+    tied: dict[str, list[str]] = {}
+    for (thread_id, _created_at), ids in groups.items():
+        if len(ids) > 1:
+            tied.setdefault(thread_id, []).extend(ids)
+    return {thread_id: sorted(ids) for thread_id, ids in sorted(tied.items())}
+
+
+def oracle_thread(oracle: dict, thread_id: str) -> dict:
+    """Return THREAD_ID as Mastra's listThreads gave it in ORACLE (title, metadata, ...); KeyError if absent."""
+    for resource in oracle["resources"].values():
+        for thread in resource["threads"]:
+            if thread["id"] == thread_id:
+                return thread
+    raise KeyError(thread_id)

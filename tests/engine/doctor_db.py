@@ -90,3 +90,23 @@ def insert_message(conn, thread_id: str, resource_id: str, role: str, content: d
 def text_content(text: str) -> dict:
     """Return a v2 content object holding one text part."""
     return {"format": 2, "parts": [{"type": "text", "text": text}]}
+
+
+def reflect_to_dates(path: Path, lookup_key: str) -> list[str]:
+    """Append to LOOKUP_KEY a reflection generation that kept only the date headers of the current log.
+
+    Every 🔴 observation of the current generation is then lost (no later line at all). Returns those
+    lines, stripped, in log order; raises AssertionError when the current log has none.
+    """
+    conn = libsql.connect(str(path))
+    try:
+        current = om_rows(conn, lookup_key)[-1]
+        lines = current["activeObservations"].splitlines()
+        high = [ln.strip() for ln in lines if ln.lstrip().startswith(("* 🔴", "- 🔴"))]
+        assert high, f"the current log of {lookup_key} has no 🔴 line to lose"
+        dates = "\n".join(dict.fromkeys(ln for ln in lines if ln.startswith("Date:")))
+        insert_om(conn, reflect_row(current, dates))
+        conn.commit()
+    finally:
+        conn.close()
+    return high

@@ -17,6 +17,7 @@ from studio.llm.client import Completion
 from studio.llm.wire import Usage
 from tests.conftest import load_oracle
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
+from tests.mastra_facts import lookup_keys, om_rows, oracle_thread
 
 LOG = "\n".join(["Date: Nov 1, 2026"] + [f"* 🟡 (10:{i:02d}) observation number {i} about the project" for i in range(40)])
 DEGENERATE = "<observations>\n" + "* 🟡 (10:00) the same observation again and again\n" * 60 + "</observations>"
@@ -43,6 +44,21 @@ class Scripted:
 
             on_event(ClientEvent("request", 1))
         return Completion(self.answers.pop(0), Usage(10, 5, 15), "stop", 1, self.model)
+
+
+def high_priority_floor(log: str) -> list[str]:
+    """Return LOG's date headers, 🔴 observation lines and the lines indented under those: what no rule drops."""
+    out, under_high = [], False
+    for line in log.splitlines():
+        if line.startswith("Date:"):
+            out.append(line)
+        elif line.startswith(("* ", "- ")):
+            under_high = line[2:].startswith("🔴")
+            if under_high:
+                out.append(line)
+        elif line[:1].isspace() and line.strip() and under_high:
+            out.append(line)
+    return out
 
 
 def tokens_of(text: str) -> int:
@@ -150,7 +166,7 @@ def test_load_reflection_input_from_fixtures(fixture_db):
     assert inp.reflection_threshold == status["effectiveObservationTokensThreshold"]
     assert inp.observation_token_count == status["observationTokenCount"]
     assert inp.input_tokens == count_observations(inp.observations) == status["observationTokenCount"]
-    assert inp.prior_current_task == "- Primary: helping with a trip to Lisbon"
+    assert inp.prior_current_task == prior_task("support-1")
     assert inp.default_model is None and inp.reflecting is None and not inp.over_threshold
     res = load_reflection_input(str(fixture_db("resource")), thread_id="res-a")
     erin = load_oracle("resource")["om"]["resource:user-erin"]["status"]["res-a"]
@@ -158,10 +174,19 @@ def test_load_reflection_input_from_fixtures(fixture_db):
     assert res.reflection_threshold == erin["effectiveObservationTokensThreshold"]
     with pytest.raises(ReflectionInputError, match="No thread"):
         load_reflection_input(str(fixture_db("support")), thread_id="nope")
+    support = fixture_db("support")
+    empty = [key.removeprefix("thread:") for key in lookup_keys(support)
+             if not (om_rows(support, key)[-1]["activeObservations"] or "").strip()]
+    assert empty, "no thread of support.db has an OM record with an empty log"
     with pytest.raises(ReflectionInputError, match="nothing to reflect"):
-        load_reflection_input(str(fixture_db("support")), thread_id="support-4")  # OM record, empty log
+        load_reflection_input(str(fixture_db("support")), thread_id=empty[0])  # OM record, empty log
     with pytest.raises(ReflectionInputError, match="no observational memory"):
         load_reflection_input(str(fixture_db("history")), thread_id=_first_thread(fixture_db("history")))
+
+
+def prior_task(thread_id: str) -> str:
+    """Return THREAD_ID's currentTask in support.db as Mastra's listThreads gave it (its oracle)."""
+    return oracle_thread(load_oracle("support"), thread_id)["metadata"]["mastra"]["om"]["currentTask"]
 
 
 def _first_thread(path) -> str:
@@ -180,12 +205,14 @@ def test_run_reflection_against_the_fake_server_reads_nothing_writes_nothing(fix
     client = LLMClient.for_model("openai-compatible/reflector", base_url=fake_llm.base_url, env={}, keyring_get=None,
                                  retry=RetryPolicy(max_retries=0))
     result = run_reflection(inp, strategy="llm", client=client)
-    assert result.current_task == "- Primary: trip to Lisbon" and result.observation_token_count < 550
+    assert result.current_task == "- Primary: trip to Lisbon"
+    assert result.observation_token_count < inp.reflection_threshold
     request = fake_llm.requests[0]
-    assert inp.observations.strip() in request.prompt and "<current-task>\n- Primary: helping with a trip to Lisbon" \
-        in request.prompt
+    assert inp.observations.strip() in request.prompt
+    assert f"<current-task>\n{prior_task('support-1')}" in request.prompt
+    status = load_oracle("support")["om"]["thread:support-1"]["status"]["support-1"]   # Mastra's getStatus
     diff = proposal_diff(inp, result)
-    assert diff.old_tokens == 451 and diff.new_tokens == result.observation_token_count
+    assert diff.old_tokens == status["observationTokenCount"] and diff.new_tokens == result.observation_token_count
     assert diff.high_priority_losses  # the fixture's 🔴 lines are not in the short answer
     after = {ext: hashlib.sha256((path.parent / f"{path.name}{ext}").read_bytes()).hexdigest() for ext in ("", "-wal")}
     assert after == before
@@ -193,9 +220,14 @@ def test_run_reflection_against_the_fake_server_reads_nothing_writes_nothing(fix
 
 def test_run_reflection_rule_based_and_bad_strategy(fixture_db):
     inp = load_reflection_input(str(fixture_db("support")), thread_id="support-1")
-    inp.reflection_threshold = 400
+    # The rules never drop a 🔴 line (nor the lines under it) and keep the date headers: a target halfway
+    # between that floor and the whole log is reachable by dropping lower-priority lines.
+    floor = count_observations("\n".join(high_priority_floor(inp.observations)))
+    assert floor < inp.input_tokens, "support-1's current log holds only 🔴 lines: nothing to drop"
+    inp.reflection_threshold = (floor + inp.input_tokens) // 2
     result = run_reflection(inp, strategy="rule-based")
     assert result.strategy == "rule-based" and result.reached_target and result.model is None
+    assert result.observation_token_count < inp.reflection_threshold
     assert result.current_task is None and [a.level for a in result.attempts] == [0]
     with pytest.raises(ReflectionInputError):
         run_reflection(inp, strategy="magic")

@@ -84,7 +84,9 @@ def test_busy_flags_live_or_stale_by_age(fixture_db):
     path = fixture_db("support")
     conn = libsql.connect(str(path))
     conn.execute("""UPDATE mastra_observational_memory SET "isReflecting" = 1, "isObserving" = 0
-                    WHERE "lookupKey" = 'thread:support-1' AND "generationCount" = 2""")
+                    WHERE "lookupKey" = 'thread:support-1' AND "generationCount" = (
+                        SELECT max("generationCount") FROM mastra_observational_memory
+                        WHERE "lookupKey" = 'thread:support-1')""")   # the current generation
     conn.commit()
     conn.close()
     with MemoryStore.open(path) as store:

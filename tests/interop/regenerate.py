@@ -85,17 +85,14 @@ def token_counter_expected(corpus: Path, work: Path) -> tuple[dict[str, tuple[in
 
 
 def status_edge_cases(corpus: Path, work: Path) -> dict[str, int]:
-    """Return {thread: pendingTokens} of Mastra's getStatus on each altered copy test_status_edge_cases builds."""
+    """Return {case: pendingTokens} of Mastra's getStatus on each altered copy test_status_edge_cases builds."""
     from tests.engine import test_status_edge_cases as edge
 
-    cases = [("tools", "tools-1", edge.build_string_observer_model),
-             ("resource", "res-a", edge.build_many_threads),
-             ("support", "support-1", edge.build_unparseable_time)]
     out = {}
-    for name, thread_id, build in cases:
-        path = copy_fixture(name, work / f"edge-{thread_id}")
-        build(path)
-        out[thread_id] = node(corpus, "studio-om-status.mjs", path, thread_id)["pendingTokens"]
+    for case, (name, build) in edge.CASES.items():
+        path = copy_fixture(name, work / f"edge-{case}")
+        thread_id = build(path)
+        out[case] = node(corpus, "studio-om-status.mjs", path, thread_id)["pendingTokens"]
     return out
 
 

@@ -35,9 +35,14 @@ def test_a_twin_left_behind_is_found(pg_corpus):
                           cwd=pg_corpus.corpus, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     with psycopg.connect(pg_corpus.url, autocommit=True, options="-c search_path=twins") as conn:
-        record_id, thread_id = conn.execute(
-            'SELECT id, "threadId" FROM mastra_observational_memory WHERE "lookupKey" = %s '
-            'ORDER BY "generationCount" DESC LIMIT 1', ("thread:support-2",)).fetchone()
+        # the current generation of the first thread (by lookupKey) that Mastra has observed: a cursor to clear
+        found = conn.execute(
+            'SELECT id, "threadId" FROM mastra_observational_memory r WHERE "lookupKey" LIKE %s '
+            'AND "lastObservedAt" IS NOT NULL AND "generationCount" = (SELECT max("generationCount") '
+            'FROM mastra_observational_memory WHERE "lookupKey" = r."lookupKey") ORDER BY "lookupKey" LIMIT 1',
+            ("thread:%",)).fetchone()
+        assert found, "no thread-scope OM record of the pg support schema has an observation cursor"
+        record_id, thread_id = found
         conn.execute('UPDATE mastra_observational_memory SET "lastObservedAt" = NULL WHERE id = %s', (record_id,))
         message_id = conn.execute('SELECT id FROM mastra_messages WHERE thread_id = %s ORDER BY "createdAt" LIMIT 1',
                                   ("support-3",)).fetchone()[0]

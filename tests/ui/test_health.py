@@ -17,6 +17,9 @@ from studio.ui.models.threads import ThreadColumn
 from studio.ui.widgets import health as health_mod
 from studio.ui.widgets.health import badge_text
 from studio.ui.widgets.health_views import COLUMNS, SEVERITY_COLOURS
+from tests.conftest import load_oracle
+from tests.engine.doctor_db import reflect_to_dates
+from tests.mastra_facts import HIGH_PRIORITY_LINE, lookup_keys, om_rows, oracle_thread, timestamp_ties
 
 
 def wait_scan(runner, window, timeout_s: float = 60.0) -> bool:
@@ -77,15 +80,18 @@ def test_badge_is_painted_beside_the_title(studio, studio_ctx, fixture_db):
 
 def test_health_tab_lists_the_threads_findings(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
+    tied = list(timestamp_ties(path))   # a thread with messages sharing a millisecond has a finding
+    assert tied, "no thread of support.db has a timestamp tie: no thread with a certain finding"
+    thread_id = tied[-1]
     window = studio(path)
-    assert window.select_thread("support-5")
+    assert window.select_thread(thread_id)
     assert wait_scan(studio_ctx.runner, window)
     assert window.thread_view.health_tab.pane.model.rowCount() == 0   # hidden tab: not checked yet
     window.thread_view.set_tab("health")
     assert wait_scan(studio_ctx.runner, window)
     tab = window.thread_view.health_tab
-    want = [f for f in doctor(path) if f["thread_id"] == "support-5"]
-    assert tab.thread_id == "support-5" and tab.pane.model.rowCount() == len(want) > 0
+    want = [f for f in doctor(path) if f["thread_id"] == thread_id]
+    assert tab.thread_id == thread_id and tab.pane.model.rowCount() == len(want) > 0
     assert sorted(tab.pane.model.finding(r)["summary"] for r in range(len(want))) == sorted(f["summary"] for f in want)
 
 
@@ -96,8 +102,10 @@ def test_each_lost_line_reads_differently_in_the_summary_column(studio, studio_c
     # Every lost-high-priority row read "High-priority observation of generation 0 ke…": the part that
     # tells the rows apart (the observation's own text) came after what every row shares, and the
     # column cut it. What the column paints (its text elided to the column's width, as the view
-    # elides it) must differ row by row; the tooltip holds the whole summary as plain text.
+    # elides it) must differ row by row; the tooltip holds the whole summary as plain text. The lost
+    # lines: a reflection that kept only the date headers of the thread's current log, written on the copy.
     path = fixture_db(name)
+    high = reflect_to_dates(path, f"thread:{thread_id}")
     window = studio(path)
     window.resize(*size)
     assert window.select_thread(thread_id)
@@ -109,7 +117,8 @@ def test_each_lost_line_reads_differently_in_the_summary_column(studio, studio_c
     column = COLUMNS.index("Summary")
     width = view.columnWidth(column) - 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 1)
     lost = [r for r in range(model.rowCount()) if model.finding(r)["check"] == "lost-high-priority"]
-    assert len(lost) > 1
+    assert len(lost) > 1 and len(high) > 1
+    assert {model.finding(r)["evidence"]["line"] for r in lost} >= set(high)
     painted = [view.fontMetrics().elidedText(model.index(r, column).data(), Qt.TextElideMode.ElideRight, width)
                for r in lost]
     assert all(p.endswith("…") for p in painted)       # the column is narrower than a summary, as in the review
@@ -136,24 +145,32 @@ def test_health_tab_has_no_empty_band_above_its_counts(studio, studio_ctx, fixtu
 
 def test_health_window_opens_messages_and_generations(studio, studio_ctx, fixture_db, qtbot):
     path = fixture_db("support")
+    tied = list(timestamp_ties(path))   # a message finding: a thread whose messages share a millisecond
+    assert tied, "no thread of support.db has a timestamp tie: no message finding to open"
+    # a generation finding in another thread: a reflection there that kept only the date headers
+    other = next((key for key in lookup_keys(path) if key.startswith("thread:") and key[len("thread:"):] != tied[0]
+                  and any(HIGH_PRIORITY_LINE.match(ln) for row in om_rows(path, key)[-1:]
+                          for ln in row["activeObservations"].splitlines())), None)
+    assert other, "no other thread of support.db has a 🔴 observation to lose"
+    reflect_to_dates(path, other)
     window = studio(path)
     assert wait_scan(studio_ctx.runner, window)
     hw = window.health.show_window()
     model = hw.pane.model
     assert model.rowCount() == len(doctor(path))
     rows = [model.finding(r) for r in range(model.rowCount())]
-    tie = next(f for f in rows if f["check"] == "timestamp-ties" and f["thread_id"] == "support-5")
+    tie = next(f for f in rows if f["check"] == "timestamp-ties" and f["thread_id"] == tied[0])
     assert window.health.open_finding(tie)
     assert wait_scan(studio_ctx.runner, window)
     qtbot.waitUntil(lambda: window.thread_view.messages_tab._selected_id == tie["message_ids"][0], timeout=5000)
-    assert window.current_thread_id == "support-5" and window.thread_view.current_tab() == "messages"
-    lost = next(f for f in rows if f["check"] == "lost-high-priority" and f["thread_id"] == "support-1")
+    assert window.current_thread_id == tied[0] and window.thread_view.current_tab() == "messages"
+    lost = next(f for f in rows if f["check"] == "lost-high-priority" and f["lookup_key"] == other)
     assert window.health.open_finding(lost)
     assert wait_scan(studio_ctx.runner, window)
     history = window.thread_view.history_tab
     qtbot.waitUntil(lambda: history.select_record(lost["record_id"]) and window.thread_view.current_tab() == "history",
                     timeout=5000)
-    assert window.current_thread_id == "support-1"
+    assert window.current_thread_id == other[len("thread:"):]
 
 
 def test_view_menu_has_health_with_a_shortcut(studio):
@@ -174,6 +191,7 @@ def test_a_pending_generation_select_dies_with_the_window(studio_ctx, fixture_db
     from studio.ui.widgets.main_window import MainWindow
 
     path = fixture_db("support")
+    reflect_to_dates(path, "thread:support-1")   # a generation finding for certain: its 🔴 lines lost
     window = MainWindow(studio_ctx)   # not the `studio` fixture's: this test destroys its window itself
     window.resize(1400, 900)
     window.show()
@@ -199,11 +217,16 @@ def test_badged_title_keeps_its_full_title_tooltip(studio, studio_ctx, fixture_d
     from PySide6.QtGui import QHelpEvent
     from PySide6.QtWidgets import QStyleOptionViewItem, QToolTip
 
-    window = studio(fixture_db("support"))
+    path = fixture_db("support")
+    tied = list(timestamp_ties(path))   # a thread with a certain finding, so a badge
+    assert tied, "no thread of support.db has a timestamp tie: no thread with a certain badge"
+    thread_id = tied[0]
+    title = html.escape(oracle_thread(load_oracle("support"), thread_id)["title"])   # Mastra's title, as shown
+    window = studio(path)
     assert wait_scan(studio_ctx.runner, window)
     view = window.thread_list.view
-    index = window.thread_model.index(window.thread_model.row_of("support-1"), ThreadColumn.TITLE)
-    assert window.health.badges._badge(index) is not None                 # support-1 carries a badge
+    index = window.thread_model.index(window.thread_model.row_of(thread_id), ThreadColumn.TITLE)
+    assert window.health.badges._badge(index) is not None                 # the thread carries a badge
     rect = view.visualRect(index)
     event = QHelpEvent(QEvent.Type.ToolTip, rect.center(), view.viewport().mapToGlobal(rect.center()))
     option = QStyleOptionViewItem()
@@ -212,6 +235,6 @@ def test_badged_title_keeps_its_full_title_tooltip(studio, studio_ctx, fixture_d
     qtbot.waitUntil(QToolTip.isVisible, timeout=3000)
     tip = QToolTip.text()
     QToolTip.hideText()
-    assert "a trip to Lisbon" in tip and "thread support-1" in tip and "Health: " in tip
-    assert tip.index("a trip to Lisbon") < tip.index("Health: ")
+    assert title in tip and f"thread {thread_id}" in tip and "Health: " in tip
+    assert tip.index(title) < tip.index("Health: ")
     assert tip.startswith("<p style='white-space:pre-wrap'>")            # shown literally, never as markup

@@ -14,8 +14,9 @@ of that count) was written after S existed when
   reflection copies the cursor into S, and S's own observations only move it forward).
 
 The tolerance exists because Mastra itself touches the old row right after inserting a reflection
-(it clears the reflecting flag): in every generation of the seven real fixtures that touch is
-1–4 ms after S.createdAt. Times are compared as epoch milliseconds.
+(it clears the reflecting flag): in the real fixtures that touch comes a few milliseconds after
+S.createdAt (0–6 ms in those of Dec 2026), far below the tolerance. Times are compared as epoch
+milliseconds.
 
 The write path does not use this rule. After a studio write it knows what it based the new
 generation on (the row's length, hash and cursor recorded in the new row's `metadata.studio`
