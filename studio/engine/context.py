@@ -9,17 +9,23 @@ and the messages still unobserved, keeping the turn's own input even when it was
 
 `turn_context` replays the stored messages and the OM events the Timeline reconstructs
 (`studio.engine.timeline`) up to that point: every event of turns 1..N is applied, messages
-arrive up to the N-th user message. It reports the generation in force, how many of its Observer
-outputs (segments) had been written, which buffered chunks had been activated and which were
-waiting, the window, working memory (the stored value: Mastra keeps no history of it), and each
-section's tokens: Mastra's estimate (tokenx, as `TokenCounter` counts) and the exact o200k count.
+arrive up to the N-th user message. In resource scope the resource's threads take turns in
+between: the events applied are those before the resource's next user message, of whichever
+thread, so another thread's later cycles are not shown at this turn's start. It reports the
+generation in force, how many of its Observer outputs (segments) had been written (a generation
+made by activating a buffered reflection starts with the Reflector's text and the unreflected
+tail it kept), which buffered chunks had been activated and which were waiting, the window,
+working memory (the stored value: Mastra keeps no history of it), and each section's tokens:
+Mastra's estimate (tokenx, as `TokenCounter` counts) and the exact o200k count.
 `window_after_turn_tokens` is the unobserved window once the turn's messages have all arrived (the
-reply included, before the next turn's step 0), so it differs from the turn-start window above. For
-the last turn it is what `getStatus` reports as pending tokens: in resource scope that adds the
-`<other-conversation>` context of the resource's other threads, taken from the OM status engine
-(`studio.engine.status`, exact for the present). For earlier turns of a resource-scoped thread that
-other-thread context is not reconstructed (`other_threads_after_turn_tokens` is None) and the window
-after the turn counts the resource's messages only.
+reply included, before the next turn's step 0), replayed in time order with every message and
+event up to then (in resource scope the other threads' too), so it differs from the turn-start
+window above. For the last turn it is what `getStatus` reports as pending tokens: in resource
+scope that adds the `<other-conversation>` context of the resource's other threads, taken from the
+OM status engine (`studio.engine.status`, exact for the present). For earlier turns of a
+resource-scoped thread that other-thread context is not reconstructed
+(`other_threads_after_turn_tokens` is None) and the window after the turn counts the resource's
+messages only.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from studio.engine import tokens
-from studio.engine.events import ACTIVATION, OBSERVATION, split_segments
+from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, split_segments
 from studio.engine.exact_counts import exact_message_tokens, exact_tokens
 from studio.engine.timeline import MessageWindow, Timeline, _apply, build_timeline  # noqa: PLC2701
 from studio.errors import EngineError
@@ -194,33 +200,34 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         raise ContextError(f"Turn {turn} is out of range: thread {thread_id!r} has turns 1 to {len(user_times)}")
     start_ms, user_index = users[turn - 1]
     end_ms = user_times[turn] if turn < len(user_times) else None
+    # In resource scope another thread's user message may come before this thread's next one: its
+    # turn (and what OM did in it) is not part of this turn's start.
+    step_end_ms = _next_user_ms(tl, user_index, end_ms)
     dicts = [m.as_mastra() for m in tl.messages]
     after_marker = _after_marker(dicts, tl)
+    order = _order(tl)
     window = MessageWindow(dicts, tl.message_counts, after_marker, tl.message_eligible)
-    state = {"obs": 0, "buffered": 0, "generation": tl.generations[0].generation_count,
-             "reconstructed": tl.scope == "resource", "last_state": None, "pre_obs": None}
+    state = _replay_state(tl)
     chunks: dict[str, int] = {}
     applied: list[int] = []
-    for ms, what, idx in _order(tl):
+    for ms, what, idx in order:
         if what != 1:
             if idx <= user_index:
                 window.add_until(idx)
             continue
-        if end_ms is not None and ms >= end_ms:
+        if step_end_ms is not None and ms >= step_end_ms:
             continue
         _apply(tl, idx, window, state, chunks, -1)
         applied.append(idx)
-    if end_ms is None:
+    if step_end_ms is None:
         for ei, event in enumerate(tl.events):
             if event.at_ms is None and event.changes_state:
                 _apply(tl, ei, window, state, chunks, -1)
                 applied.append(ei)
     snapshot = list(window.indexes())
-    # The turn's messages all arrive: the window the next turn starts from.
-    last_index = max((i for i, m in enumerate(tl.messages)
-                      if end_ms is None or (m.created_ms is not None and m.created_ms < end_ms)), default=user_index)
-    window.add_until(max(last_index, user_index))
-    after_tokens = window.tokens()
+    # The Timeline numbers turns over the whole lookup key (every thread of a resource): this turn's there.
+    timeline_turn = turn if tl.scope != "resource" else tl.event_log.turn_at(start_ms)
+    after_tokens = _window_after_turn(tl, dicts, after_marker, order, end_ms)
 
     record = _record(tl.generations, state["generation"])
     segments = split_segments(record)
@@ -280,7 +287,57 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         status_pending_tokens=status.pending_tokens if status is not None else None,
         status_unobserved_messages=status.unobserved_message_count if status is not None else None,
         events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
-                if tl.events[ei].turn == turn])
+                if tl.events[ei].turn == timeline_turn])
+
+
+def _replay_state(tl: Timeline) -> dict:
+    """Return the replay state `timeline._apply` keeps, as it stands before the first event."""
+    return {"obs": 0, "buffered": 0, "generation": tl.generations[0].generation_count,
+            "reconstructed": tl.scope == "resource", "last_state": None, "pre_obs": None}
+
+
+def _next_user_ms(tl: Timeline, user_index: int, end_ms: int | None) -> int | None:
+    """Return when the turn of user message USER_INDEX ended for OM: the next user message of any thread (ms).
+
+    In thread scope that is the thread's next user message (END_MS); in resource scope the
+    resource's other threads take turns in between, and their events belong to their turns.
+    """
+    if tl.scope != "resource":
+        return end_ms
+    start_ms = tl.messages[user_index].created_ms
+    later = [m.created_ms for i, m in enumerate(tl.messages)
+             if i > user_index and m.role == "user" and m.created_ms is not None and m.created_ms >= start_ms]
+    return min([*later, *([end_ms] if end_ms is not None else [])], default=None)
+
+
+def _window_after_turn(tl: Timeline, dicts: list[dict], after_marker: dict[int, int | None],
+                       order: list[tuple[int, int, int]], end_ms: int | None) -> int:
+    """Return the unobserved window (tokens) just before END_MS (epoch ms; None = now), replayed in time order.
+
+    Every message and OM event before END_MS, of this thread and (resource scope) of the other
+    threads, applies in the order the Timeline replays them, so an observation observes only the
+    messages that had arrived when it ran. With END_MS None the events the Timeline could not place
+    in time apply at the end, as they do for the Timeline's present.
+    """
+    window = MessageWindow(dicts, tl.message_counts, after_marker, tl.message_eligible)
+    state = _replay_state(tl)
+    chunks: dict[str, int] = {}
+    for ms, what, idx in order:
+        if end_ms is not None and ms >= end_ms:
+            break
+        if what != 1:
+            window.add_until(idx)
+        else:
+            _apply(tl, idx, window, state, chunks, -1)
+    if end_ms is None:
+        for ei, event in enumerate(tl.events):
+            if event.at_ms is None and event.changes_state:
+                _apply(tl, ei, window, state, chunks, -1)
+    # A reply that holds a later cycle's markers is placed at that cycle: it had arrived all the same.
+    arrived = [i for i, t in enumerate(window.times) if end_ms is None or (t is not None and t < end_ms)]
+    if arrived:
+        window.add_until(max(arrived))
+    return window.tokens()
 
 
 def after_turn_lines(doc: dict) -> list[str]:
@@ -325,6 +382,8 @@ def _segments_written(tl: Timeline, applied: list, record: OMRecord, segments: l
     writes = [e for e in applied if e.kind in (OBSERVATION, ACTIVATION) and e.changes_state
               and (e.record_id == record.id or (e.record_id is None and e.generation == record.generation_count))]
     shown = 1 if record.origin_type == "reflection" and segments else 0
+    if record.origin_type == "reflection":
+        shown = max(shown, _segments_at_creation(applied, record, segments))
     for seg in segments:
         if seg.index == 0 and record.origin_type == "reflection":
             continue
@@ -339,6 +398,26 @@ def _segments_written(tl: Timeline, applied: list, record: OMRecord, segments: l
                 break
     if not shown and writes:  # markers whose texts are not in the log (rewrapped): count them
         shown = min(len(segments), len(writes))
+    return shown
+
+
+def _segments_at_creation(applied: list, record: OMRecord, segments: list) -> int:
+    """Return how many leading segments of reflection generation RECORD its creating event wrote (0 if unknown).
+
+    Activating a buffered reflection (`tryActivateBufferedReflection`, @mastra/memory 1.31.0)
+    writes the new generation as the Reflector's text plus the lines it had not reflected (the
+    unreflected tail, older Observer outputs with their message boundaries), and its
+    `data-om-activation` marker records that whole log (`observations`). The segments that
+    log holds were in the context from that moment on, not only the Reflector's first one.
+    """
+    logs = [(e.detail or "").strip() for e in applied
+            if e.kind in (REFLECTION, REFLECTION_ACTIVATION) and e.changes_state and e.detail
+            and e.generation == record.generation_count]
+    shown = 0
+    for log in logs:
+        for seg in segments:
+            if log.startswith(record.active_observations[:seg.prefix_end].strip()):
+                shown = max(shown, seg.index + 1)
     return shown
 
 

@@ -9,6 +9,7 @@ from studio.cli import main
 from tests.conftest import load_oracle
 from tests.engine import trace_db as T
 from tests.engine import trace_facts as F
+from tests.mastra_facts import raw_messages
 
 
 def _run(capsys, *argv):
@@ -91,12 +92,17 @@ def test_trace_number_text_lists_no_false_messages_and_names_the_marker(fixture_
 
 
 def test_context_text_names_both_window_figures_in_resource_scope(fixture_db, capsys):
-    # res-b's last turn: Mastra's getStatus reports 1,363 pending tokens (oracle); the text names it as
-    # the window after the turn, beside the turn-start window of the sections above.
+    # res-b's last turn: Mastra's getStatus reports its pending tokens (oracle: the resource's unobserved
+    # messages plus the other threads' context); the text names that figure as the window after the turn,
+    # beside the turn-start window of the sections above. Before, the other threads' later turns counted
+    # as unobserved here although their observations had taken them (3,535 for 2,473).
+    path = fixture_db("resource")
     status = load_oracle("resource")["om"]["resource:user-erin"]["status"]["res-b"]
-    code, out, _ = _run(capsys, "context", str(fixture_db("resource")), "--thread", "res-b", "--turn", "5")
+    turns = sum(1 for m in raw_messages(path, "res-b") if m["role"] == "user")
+    assert turns >= 2, "res-b needs an earlier turn besides its last one"
+    code, out, _ = _run(capsys, "context", str(path), "--thread", "res-b", "--turn", str(turns))
     assert code == 0
     assert f"After the turn (now): {status['pendingTokens']:,} tokens unobserved = Mastra's getStatus" in out
-    assert "from other threads' context" in out and "start of turn 5" in out
-    code, out, _ = _run(capsys, "context", str(fixture_db("resource")), "--thread", "res-b", "--turn", "2")
+    assert "from other threads' context" in out and f"start of turn {turns}" in out
+    code, out, _ = _run(capsys, "context", str(path), "--thread", "res-b", "--turn", str(turns - 1))
     assert code == 0 and "not reconstructed" in out

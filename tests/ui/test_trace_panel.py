@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from studio.engine.trace import trace_fact
 from studio.store.memory_store import MemoryStore
+from tests.conftest import load_oracle
 from tests.engine import trace_db as T
 from tests.engine import trace_facts as F
-from tests.mastra_facts import om_rows
+from tests.mastra_facts import om_rows, raw_messages, sync_turns, turn_at
 
 
 def test_search_box_traces_and_a_dropped_step_opens_history_on_the_removed_line(studio, fixture_db, studio_ctx):
@@ -73,28 +74,42 @@ def test_history_search_box_traces_fixture_lines(studio, fixture_db, studio_ctx)
 
 
 def test_clicking_a_timeline_point_shows_that_turns_context(studio, fixture_db, studio_ctx):
-    window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
+    # The turn clicked is support-1's first reflection turn (Mastra's rows): its context shows the
+    # generation that reflection wrote, the newest OM row created by the end of that turn.
+    path = fixture_db("support")
+    messages = raw_messages(path, "support-1")
+    _, reflections = sync_turns(path, "support-1")
+    assert reflections, "support-1 has no reflection: pick another thread for this test"
+    turn = reflections[0]
+    generation = max(r["generationCount"] for r in om_rows(path, "thread:support-1")
+                     if turn_at(messages, r["createdAt"]) <= turn)
+    last = sum(1 for m in messages if m["role"] == "user")
+    status = load_oracle("support")["om"]["thread:support-1"]["status"]["support-1"]
+    window = studio(path, thread_id="support-1", tab="timeline")
     assert studio_ctx.runner.wait_idle()
     view = window.thread_view
     tab = view.timeline_tab
-    point = next(p for p in tab.timeline.points if p.turn == 17)
+    point = next(p for p in tab.timeline.points if p.turn == turn)
     tab.select_point(point)
     view.set_tab("context")
     assert studio_ctx.runner.wait_idle()
     ctx = view.context_view.context
-    assert ctx is not None and ctx.turn == 17 and ctx.generation == 1
-    assert view.context_view.turn_box.value() == 17
+    assert ctx is not None and ctx.turn == turn and ctx.generation == generation
+    assert view.context_view.turn_box.value() == turn
     assert view.context_view.observations.toPlainText().startswith(ctx.observations.text)
     assert view.context_view.sections.item(0, 0).text() == f"{ctx.observations.estimate:,}"
     assert view.context_view.window_table.rowCount() == len(ctx.window)
-    assert "start of turn 17" in view.context_view.after_turn.text()
+    assert f"start of turn {turn}" in view.context_view.after_turn.text()
     view.context_view.show_turn(None)
     assert studio_ctx.runner.wait_idle()
-    assert view.context_view.context.turn == view.context_view.context.turns == 30
-    # The table's window is the turn's start (2,125 here); the OM tab's 2,488 (Mastra's getStatus
-    # pending tokens, oracle) is named beside it as the window after the turn.
+    ctx = view.context_view.context
+    assert ctx.turn == ctx.turns == last
+    # The table's window is the turn's start; the OM tab's figure (Mastra's getStatus pending tokens,
+    # oracle) is named beside it as the window after the turn.
+    assert ctx.window_estimate != status["pendingTokens"], "the two figures must differ to tell them apart"
     text = view.context_view.after_turn.text()
-    assert "2,125 tokens" in text and "2,488 tokens" in text and "getStatus" in text
+    assert f"(after OM's step 0), {ctx.window_estimate:,} tokens" in text
+    assert f"After the turn (now): {status['pendingTokens']:,} tokens" in text and "getStatus" in text
 
 
 def test_long_source_lists_are_cut_in_the_tree(studio, fixture_db, studio_ctx, monkeypatch):
