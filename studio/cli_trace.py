@@ -60,6 +60,9 @@ def _print_trace(doc: dict) -> None:
             if step["kind"] == "dropped":
                 print(f"    gen {step['generation']}: dropped by the reflection at {step['at']} "
                       f"(model {step['model'] or '?'}, {step['tokens_before']} → {step['tokens_after']} tokens)")
+            elif step["kind"] == "reobserved":
+                print(f"    gen {step['generation']}: left out by the reflection, observed again at {step['at']}, "
+                      f"line {step['line_number']}")
             else:
                 extra = f" (similarity {step['similarity']:.2f})" if step["kind"] == "reworded" else ""
                 print(f"    gen {step['generation']}: {step['kind']}{extra}, line {step['line_number']}")

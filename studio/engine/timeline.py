@@ -14,7 +14,10 @@ and every event:
 
 A point is `reconstructed` when it rests on an observation no marker recorded (inferred from the
 generation log, message times and the cursor), or on resource scope, whose other-thread context
-is not replayed. Turn k starts at the k-th user message. Mirrors @mastra/memory 1.31.0.
+is not replayed. Turn k starts at the k-th user message. An observation's markers usually sit on
+the turn's reply, seeded empty before the cycle; when they follow content the message already held
+(Mastra reused an existing assistant message), that content was in the cycle's window.
+Mirrors @mastra/memory 1.31.0.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Callable
 from studio.engine import tokens
 from studio.engine.events import (
     iso_or_none,
+    MARKER_PREFIX,
     ACTIVATION,
     BUFFERING,
     OBSERVATION,
@@ -39,6 +43,7 @@ from studio.engine.events import (
 )
 from studio.common.om_settings import OMSettings, ThresholdRange, dynamic_threshold, max_threshold, resolve_settings
 from studio.engine.unobserved import (
+    OBSERVATION_START,
     is_working_memory_state_signal,
     last_completed_observation_boundary,
     unobserved_parts,
@@ -106,10 +111,11 @@ class MessageWindow:
     """
 
     def __init__(self, messages: list[dict], counts: list[int], after_marker: dict[int, int | None] | None = None,
-                 eligible: list[bool] | None = None):
+                 eligible: list[bool] | None = None, before_marker: dict[int, int] | None = None):
         self.messages = messages
         self.counts = counts
         self.after_marker = after_marker or {}   # index -> tokens of the parts after its last end marker
+        self.before_marker = before_marker or {}  # index -> tokens of the parts before its first start marker
         self.marked: set[int] = set()
         self.times = [iso_to_ms(m.get("createdAt")) for m in messages]
         self._sorted_times, last = [], -1  # storage order is createdAt order; a missing time keeps its place
@@ -127,6 +133,8 @@ class MessageWindow:
     def _tokens_of(self, i: int) -> int:
         if i in self.marked:
             return self.after_marker.get(i) or 0
+        if i in self.before_marker:
+            return self.before_marker[i]
         return self.counts[i]
 
     def _counts_now(self, i: int) -> bool:
@@ -313,18 +321,47 @@ def build_timeline(store: MemoryStore, thread_id: str | None = None, *, lookup_k
         counts.append(tokens.count_message_for_status(m, model=settings.counter_model))
         if progress is not None and (i % 500 == 0 or i == len(dicts) - 1):
             progress(i + 1, len(dicts))
-    after_marker = {}
-    for i, m in enumerate(dicts):
-        if last_completed_observation_boundary(m) != -1:
-            parts = unobserved_parts(m)
-            after_marker[i] = (tokens.count_message_for_status({**m, "content": {**m["content"], "parts": parts}},
-                                                               model=settings.counter_model) if parts else None)
+    after_marker, before_marker = marker_counts(dicts, settings.counter_model)
     log = build_events(messages, generations, async_observation=settings.async_observation_enabled)
     timeline = Timeline(thread_id=thread.id if thread else None, lookup_key=current.lookup_key, scope=current.scope,
                         settings=settings, points=[], events=log.events, messages=messages, event_log=log,
                         generations=generations, message_counts=counts, message_eligible=message_eligibility(dicts))
-    _replay_real(timeline, dicts, counts, after_marker)
+    _replay_real(timeline, dicts, counts, after_marker, before_marker)
     return timeline
+
+
+def _count_parts(message: dict, parts: list, model: str | None) -> int:
+    return tokens.count_message_for_status({**message, "content": {**message["content"], "parts": parts}}, model=model)
+
+
+def marker_counts(dicts: list[dict], model: str | None = None) -> tuple[dict[int, int | None], dict[int, int]]:
+    """Return (after, before): per message index, its tokens around its observation marker parts.
+
+    `after[i]`: tokens of the parts after message i's last `data-om-observation-end` (None when
+    nothing follows it): what getStatus counts of a message with a completed observation.
+    `before[i]`: tokens of the content parts message i held before its first
+    `data-om-observation-start`, for messages that have any. Such a host already held that content
+    when the cycle started (Mastra put the markers on an assistant message that existed, not on the
+    turn's fresh reply), and the cycle counted and observed it: its `tokensToObserve` includes it.
+    """
+    after: dict[int, int | None] = {}
+    before: dict[int, int] = {}
+    for i, m in enumerate(dicts):
+        if last_completed_observation_boundary(m) != -1:
+            parts = unobserved_parts(m)
+            after[i] = _count_parts(m, parts, model) if parts else None
+        content = m.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if not isinstance(parts, list):
+            continue
+        start = next((k for k, p in enumerate(parts)
+                      if isinstance(p, dict) and p.get("type") == OBSERVATION_START), None)
+        if start:
+            held = [p for p in parts[:start] if not str(p.get("type") if isinstance(p, dict) else "").startswith(
+                MARKER_PREFIX)]
+            if held:
+                before[i] = _count_parts(m, held, model)
+    return after, before
 
 
 def _host_index(messages: list[Message], message_id: str | None) -> int | None:
@@ -333,11 +370,39 @@ def _host_index(messages: list[Message], message_id: str | None) -> int | None:
     return next((i for i, m in enumerate(messages) if m.id == message_id), None)
 
 
-def _replay_real(tl: Timeline, dicts: list[dict], counts: list[int], after_marker: dict[int, int | None]) -> None:
+def replay_order(tl: Timeline, before_marker: dict[int, int] | None = None) -> list[tuple[int, int, int]]:
+    """Return messages and events in the order the replay walks them: (ms, what, index), sorted.
+
+    `what` is 0 for a message, 1 for an event (index into `tl.events`), 2 for a message moved
+    after the observation it hosts: a turn's reply is seeded empty before its step-0 observation
+    and filled after it. A host that already held content before the cycle's start marker
+    (BEFORE_MARKER, see `marker_counts`) keeps its own place: it was there to be observed.
+    Events without a time are left out (the replay places them).
+    """
+    before_marker = before_marker or {}
+    times = [m.created_ms for m in tl.messages]
+    order = []
+    last_ms = None
+    for i, t in enumerate(times):
+        last_ms = t if t is not None else last_ms
+        order.append((last_ms if last_ms is not None else -1, 0, i))
+    for event in tl.events:
+        host = _host_index(tl.messages, event.message_id)
+        if (event.kind == OBSERVATION and event.status == "completed" and host is not None
+                and host not in before_marker
+                and event.at_ms is not None and times[host] is not None and times[host] <= event.at_ms):
+            order[host] = (event.at_ms, 2, host)
+    order += [(e.at_ms, 1, ei) for ei, e in enumerate(tl.events) if e.at_ms is not None]
+    order.sort(key=lambda x: (x[0], x[1]))
+    return order
+
+
+def _replay_real(tl: Timeline, dicts: list[dict], counts: list[int], after_marker: dict[int, int | None],
+                 before_marker: dict[int, int] | None = None) -> None:
     """Walk messages and events in time order and fill `tl.points` (see the module docstring)."""
     gens = {g.generation_count: g for g in tl.generations}
     gen_settings = {n: resolve_settings(g.config, g.scope) for n, g in gens.items()}
-    window = MessageWindow(dicts, counts, after_marker, tl.message_eligible)
+    window = MessageWindow(dicts, counts, after_marker, tl.message_eligible, before_marker)
     user_times = tl.event_log.user_times
     resource = tl.scope == "resource"
     state = {"obs": 0, "buffered": 0, "generation": tl.generations[0].generation_count,
@@ -357,23 +422,8 @@ def _replay_real(tl: Timeline, dicts: list[dict], counts: list[int], after_marke
 
     # Place each event after the messages created at or before it.
     times = window.times
-    order = []
-    last_ms = None
-    for i, t in enumerate(times):
-        last_ms = t if t is not None else last_ms
-        order.append((last_ms if last_ms is not None else -1, 0, i))
-    for event in tl.events:  # a turn's response message is seeded before its step-0 observation: after it
-        host = _host_index(tl.messages, event.message_id)
-        if (event.kind == OBSERVATION and event.status == "completed" and host is not None
-                and event.at_ms is not None and times[host] is not None and times[host] <= event.at_ms):
-            order[host] = (event.at_ms, 2, host)
-    unplaced = []
-    for ei, event in enumerate(tl.events):
-        if event.at_ms is None:
-            unplaced.append(ei)
-        else:
-            order.append((event.at_ms, 1, ei))
-    order.sort(key=lambda x: (x[0], x[1]))
+    order = replay_order(tl, before_marker)
+    unplaced = [ei for ei, event in enumerate(tl.events) if event.at_ms is None]
     for ei in unplaced:  # an inferred first observation: when the window first reached the threshold
         tl.events[ei].inferred = True
 
@@ -425,7 +475,8 @@ def _apply(tl: Timeline, ei: int, window: MessageWindow, state: dict, chunks: di
         return
     if event.kind == OBSERVATION:
         host = _host_index(tl.messages, event.message_id)
-        idx = [i for i in window.indexes() if i != host]
+        # The host counts when it held content before the start marker (see `marker_counts`).
+        idx = [i for i in window.indexes() if i != host or host in window.before_marker]
         if event.at_ms is not None:
             idx = [i for i in idx if window.times[i] is None or window.times[i] <= event.at_ms]
         if event.tokens is None:

@@ -12,6 +12,10 @@ For a query ("teal") `trace_fact` finds every observation line of every generati
   0..1); only the Reflector's output (a reflection generation's first segment) and, after a
   buffered reflection, the observations appended with their old message boundaries can carry a
   line from one generation to the next; later segments are new Observer outputs;
+* a line a reflection left out but a later observation of the new generation wrote again (Mastra
+  re-observed its messages: a synchronous reflection inside a turn starts the new generation from
+  the cursor the record had before that turn's observation) is not dropped: its lifeline goes on
+  from the line written again (a "reobserved" step, same date, time and text);
 * the reflection that dropped it: the generation it is missing from, with that generation's time
   (`lastReflectionAt`), Reflector model (from its stored `config`) and compression: the stored
   `observationTokenCount` the Reflector was given / Mastra's estimate of the Reflector's output
@@ -167,8 +171,10 @@ class LifelineStep:
     """One step of a lifeline.
 
     kind: "first" (the line appears), "verbatim" / "reworded" (a later generation keeps it; rewording
-    has `similarity` 0..1), "dropped" (the reflection creating `generation` left it out). `line_number`
-    is 1-based in that generation's log (None for "dropped"); `at` the generation's (or cycle's) time.
+    has `similarity` 0..1), "reobserved" (the reflection creating `generation` left it out, and a later
+    observation of that generation wrote the same line again), "dropped" (the reflection creating
+    `generation` left it out for good). `line_number` is 1-based in that generation's log (None for
+    "dropped"); `at` the generation's (or cycle's: "first", "reobserved") time.
     A "dropped" step carries the reflection's `model`, `compression` (tokens before / after) and tokens.
     """
 
@@ -248,6 +254,13 @@ class _Line:
     text: str        # the observation text (no marker, no time)
     raw: str
     priority: str | None
+    date: str | None = None
+    time: str | None = None
+
+    @property
+    def identity(self) -> tuple[str, str | None, str | None]:
+        """Return what makes two lines the same observation: text (normalized), date and time."""
+        return normalize(self.text), self.date, self.time
 
 
 def _observation_lines(record: OMRecord) -> list[_Line]:
@@ -257,7 +270,7 @@ def _observation_lines(record: OMRecord) -> list[_Line]:
             segment += 1
         elif ln.kind == "observation" and ln.text.strip():
             out.append(_Line(ln.number, segment, ln.text.strip(), ln.raw,
-                             ln.priority.value if ln.priority else None))
+                             ln.priority.value if ln.priority else None, ln.date, ln.time))
     return out
 
 
@@ -302,6 +315,26 @@ def _link(old: list[_Line], new: list[_Line], carried: set[int]) -> dict[int, tu
         if best is not None:
             links[ln.number] = (best, round(best_ratio, 3))
     return links
+
+
+def _reobserved(old: list[_Line], new: list[_Line], links: dict[int, tuple[_Line, float]],
+                carried: set[int]) -> dict[int, _Line]:
+    """Map OLD lines that LINKS does not continue to the same line (date, time, text) in NEW's later observations.
+
+    A synchronous reflection inside a turn gives the new generation the cursor from before that
+    turn's observation, so Mastra's next observation is shown those messages again and can write
+    the lines the Reflector left out back into the new generation (outside its CARRIED segments).
+    """
+    claimed = {line.number for line, _ in links.values()}
+    pool: dict[tuple, list[_Line]] = {}
+    for ln in new:
+        if ln.segment not in carried and ln.number not in claimed:
+            pool.setdefault(ln.identity, []).append(ln)
+    out = {}
+    for ln in old:
+        if ln.number not in links and pool.get(ln.identity):
+            out[ln.number] = pool[ln.identity].pop(0)
+    return out
 
 
 def _model_name(record: OMRecord) -> str | None:
@@ -482,9 +515,21 @@ def _lifelines(gens: list[OMRecord], messages: list[Message], query: str, thresh
             links[i] = _link(lines[i], lines[i + 1], carried_into(i + 1))
         return links[i]
 
+    reobserved_cache: dict[int, dict[int, _Line]] = {}
+
+    def reobserved(i: int) -> dict[int, _Line]:
+        """Map lines of generation I the next reflection left out to the same line a later observation wrote."""
+        if i not in reobserved_cache:
+            reobserved_cache[i] = _reobserved(lines[i], lines[i + 1], forward(i), carried_into(i + 1)) \
+                if gens[i + 1].origin_type == "reflection" else {}
+        return reobserved_cache[i]
+
     def predecessor(i: int, ln: _Line) -> tuple[int, _Line] | None:
-        if i == 0 or gens[i].origin_type != "reflection" or ln.segment not in carried_into(i):
+        if i == 0 or gens[i].origin_type != "reflection":
             return None
+        if ln.segment not in carried_into(i):
+            old = next((n for n, new in reobserved(i - 1).items() if new.number == ln.number), None)
+            return (i - 1, by_number[i - 1][old]) if old is not None else None
         best = None
         for old_number, (new, ratio) in forward(i - 1).items():
             if new.number == ln.number and (best is None or ratio > best[1]):
@@ -518,6 +563,14 @@ def _lifelines(gens: list[OMRecord], messages: list[Message], query: str, thresh
         while j + 1 < len(gens):
             nxt = forward(j).get(cur.number)
             new_gen = gens[j + 1]
+            again = reobserved(j).get(cur.number) if nxt is None else None
+            if again is not None:
+                segment = sources.segments.get((new_gen.id, again.segment))
+                steps.append(LifelineStep("reobserved", new_gen.generation_count, new_gen.id, again.number,
+                                          again.raw, segment.boundary if segment is not None else None,
+                                          priority=again.priority))
+                j, cur = j + 1, again
+                continue
             if nxt is None:
                 before = gens[j].observation_token_count  # what the Reflector was given (stored count)
                 output = next((sg for sg in split_segments(new_gen) if sg.index == 0), None)

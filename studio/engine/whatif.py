@@ -150,15 +150,22 @@ def actor_points(points: list[Point], roles: list[str]) -> list[Point]:
     user message's point and continues through the event points right after it (OM's step 0).
 
     POINTS: a timeline's or replay's points in order; ROLES: the role of each message, indexed
-    like `Point.message_index`. Messages before the first user message start no turn.
+    like `Point.message_index`. Messages before the first user message start no turn. An older
+    assistant message that arrives inside the run and hosts the observation right after it (Mastra
+    put that step-0 cycle's markers on it) belongs to the run.
     """
     out: list[Point] = []
     current: Point | None = None
-    for p in points:
+    for k, p in enumerate(points):
         if p.kind == "message":
+            is_user = p.message_index is not None and roles[p.message_index] == "user"
+            nxt = points[k + 1] if k + 1 < len(points) else None
+            if (not is_user and current is not None and nxt is not None and nxt.kind == OBSERVATION
+                    and nxt.message_index == p.message_index and nxt.turn == current.turn):
+                current = p
+                continue
             if current is not None:
                 out.append(current)
-            is_user = p.message_index is not None and roles[p.message_index] == "user"
             current = p if is_user else None
         elif current is not None:
             current = p

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from studio.cli import main
 from tests.conftest import load_oracle
-from tests.mastra_facts import sync_turns
+from tests.mastra_facts import marker_messages, om_rows, raw_messages, sync_turns, turn_at
 
 POINT_KEYS = ["at", "turn", "message_tokens", "observation_tokens", "buffered_tokens", "threshold",
               "reflection_threshold", "reconstructed"]
@@ -21,19 +21,33 @@ def _run(capsys, *argv):
 
 
 def test_timeline_json(fixture_db, capsys):
-    code, doc, _ = _run(capsys, "timeline", str(fixture_db("support")), "--thread", "support-1", "--json")
+    path = fixture_db("support")
+    code, doc, _ = _run(capsys, "timeline", str(path), "--thread", "support-1", "--json")
     assert code == 0
     assert list(doc) == ["points", "events"]
     assert all(list(p) == POINT_KEYS for p in doc["points"]) and all(list(e) == EVENT_KEYS for e in doc["events"])
+    # Expected kinds from Mastra's rows: an observation in each observation turn, and in a reflection
+    # turn the reflection after it (a synchronous reflection follows an observation).
+    observed, reflected = sync_turns(path, "support-1")
+    assert reflected, "support-1 should have reflection rows"
+    expected = [kind for turn in observed
+                for kind in (["observation", "reflection"] if turn in reflected else ["observation"])]
     kinds = [e["type"] for e in doc["events"] if e["type"] != "thread-update"]
-    assert kinds == ["observation", "observation", "observation", "reflection", "observation", "observation",
-                     "reflection", "observation"]
+    assert kinds == expected
     # Mastra's own pendingTokens for support-1
     assert doc["points"][-1]["message_tokens"] == load_oracle("support")["om"]["thread:support-1"]["status"][
         "support-1"]["pendingTokens"]
+    # The first event is the first cycle Mastra marked: its start, turn, cycle, tokens and generation.
+    messages = raw_messages(path, "support-1")
+    host, start = marker_messages(messages, "data-om-observation-start")[0]
+    end = next(p for _, p in marker_messages(messages, "data-om-observation-end")
+               if p["data"]["cycleId"] == start["data"]["cycleId"])
+    generation = next(r["generationCount"] for r in om_rows(path, "thread:support-1")
+                      if r["id"] == start["data"]["recordId"])
     first = doc["events"][0]
-    assert first == {"type": "observation", "at": "2026-11-29T20:42:27.114Z", "turn": 5,
-                     "cycle_id": "422caa1d-8048-432d-b0fe-ad4c49b8b365", "tokens": 2666, "generation": 0}
+    assert first == {"type": "observation", "at": start["data"]["startedAt"],
+                     "turn": turn_at(messages, start["data"]["startedAt"]), "cycle_id": start["data"]["cycleId"],
+                     "tokens": end["data"]["tokensObserved"], "generation": generation}
 
 
 def test_whatif_json_with_stored_and_other_settings(fixture_db, capsys):

@@ -8,6 +8,7 @@ import json
 from studio.cli import main
 from tests.conftest import load_oracle
 from tests.engine import trace_db as T
+from tests.engine import trace_facts as F
 from tests.mastra_facts import raw_messages
 
 
@@ -37,9 +38,16 @@ def test_trace_json_follows_the_known_drop(fixture_db, capsys):
 
 
 def test_trace_text_output_and_bad_input(fixture_db, capsys):
-    db = str(fixture_db("support"))
-    code, out, _ = _run(capsys, "trace", db, "--thread", "support-1", "--text", "Obs 7.6")
+    path = fixture_db("support")
+    db = str(path)
+    # A 🔴 line of generation 0 no later generation holds (Mastra's rows): its reflection is named.
+    code, out, _ = _run(capsys, "trace", db, "--thread", "support-1", "--text", F.dropped_line(path, "support-1"))
     assert code == 0 and "dropped by the reflection" in out
+    # A line a reflection left out and a later observation of its generation wrote again.
+    old, new, text = F.reobserved_lines(path, "support-1")[0]
+    code, out, _ = _run(capsys, "trace", db, "--thread", "support-1", "--text", text)
+    assert code == 0
+    assert f"gen {new['generationCount']}: left out by the reflection, observed again at" in out
     assert _run(capsys, "trace", db, "--thread", "nope", "--text", "x")[0] == 2
     assert _run(capsys, "trace", db, "--thread", "support-1", "--text", " ")[0] == 2
 
@@ -67,13 +75,20 @@ def test_context_bad_turns(fixture_db, capsys):
     assert code == 0 and "Turn 5 of 30" in out
 
 
-def test_trace_obs_7_2_text_lists_no_false_messages_and_names_the_marker(fixture_db, capsys):
-    # The report: "Obs 7.2" matched 19 messages holding "7" and "2" apart. No message text of
-    # support-1 holds " 7.2" (checked in tests/engine/test_trace.py); the line's cycle marker is on 319a18d0….
-    code, out, _ = _run(capsys, "trace", str(fixture_db("support")), "--thread", "support-1", "--text", "Obs 7.2")
+def test_trace_number_text_lists_no_false_messages_and_names_the_marker(fixture_db, capsys):
+    # The report: "Obs 7.2" matched 19 messages holding "7" and "2" apart. The query and the
+    # messages that say it come from Mastra's rows (tests/engine/trace_facts.py), plus one added message
+    # holding the word and both digit groups apart; the line's cycle marker host is named.
+    path = fixture_db("support")
+    query, number, line, hosts = F.number_case(path, "support-1")
+    word, (major, minor) = query.split()[0], number.split(".")
+    F.add_message(path, "support-1", "decoy-apart", f"The {word} {major} notes list {minor} items.")
+    says = F.messages_saying(path, "support-1", query)
+    code, out, _ = _run(capsys, "trace", str(path), "--thread", "support-1", "--text", query)
     assert code == 0
-    assert out.splitlines()[0].startswith("1 observation line(s) and 0 message(s) match 'Obs 7.2'")
-    assert "marker is on message 319a18d0-49f2-4eff-9f05-ca9292351eaa" in out
+    assert f" and {len(says)} message(s) match {query!r}" in out.splitlines()[0]
+    assert "decoy-apart" not in out
+    assert any(f"marker is on message {host}" in out for host in hosts)
 
 
 def test_context_text_names_both_window_figures_in_resource_scope(fixture_db, capsys):

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from studio.engine import tokens
 from studio.engine.observations import Priority, parse_log
 from studio.engine.trace import TraceError, match_text, trace_fact
 from studio.store.memory_store import MemoryStore
+from tests.conftest import FIXTURES
 from tests.engine import trace_db as T
+from tests.engine import trace_facts as F
+from tests.mastra_facts import raw_messages
 
 
 @pytest.fixture
@@ -79,10 +84,30 @@ def test_unknown_thread_and_empty_query_are_refused(trace_db):
             trace_fact(store, T.THREAD, "  ")
 
 
-@pytest.mark.parametrize("name,thread", [("support", "support-1"), ("support", "support-5"),
-                                         ("buffered", "long-run"), ("collab", "doc_42")])
+def _reflected_threads() -> list[tuple[str, str]]:
+    """Return (fixture, thread) for every thread-scope OM record with a reflection, from Mastra's oracles."""
+    out = []
+    for path in sorted(FIXTURES.glob("*.oracle.json")):
+        for key, record in json.loads(path.read_text(encoding="utf-8")).get("om", {}).items():
+            if record["scope"] == "thread" and len(record["history"]) >= 2:
+                out.append((path.name[:-len(".oracle.json")], key.split(":", 1)[1]))
+    return out
+
+
+REFLECTED = _reflected_threads()
+
+
+def test_the_fixtures_hold_reflected_threads():
+    assert REFLECTED, "no fixture has a thread-scope OM record with a reflection"
+
+
+@pytest.mark.parametrize("name,thread", REFLECTED)
 def test_fixtures_every_high_priority_line_of_generation_0_is_dropped_where_the_logs_say(fixture_db, name, thread):
-    """Expected from first principles: the first later generation whose log no longer holds the line's text."""
+    """Expected from first principles: the first later generation whose log no longer holds the line's text.
+
+    A line the reflection left out but a later observation of the new generation wrote again is
+    still in that generation's log: it is not dropped there.
+    """
     with MemoryStore.open(fixture_db(name)) as store:
         gens = list(reversed(store.om_history(f"thread:{thread}")))
         assert len(gens) >= 2
@@ -104,6 +129,29 @@ def test_fixtures_every_high_priority_line_of_generation_0_is_dropped_where_the_
         assert dropped_somewhere, "the fixture drops at least one high-priority line"
 
 
+def test_a_line_the_reflection_left_out_and_a_later_observation_wrote_again_is_not_dropped(fixture_db):
+    """Mastra's re-observation after a synchronous reflection writes a left-out line back: not dropped there.
+
+    Picked from Mastra's raw rows (not the studio, see `trace_facts.reobserved_lines`): a 🔴 line a
+    reflection left out of its Reflector output that a later observation of the new generation
+    wrote again. Its lifeline goes on through that generation with a "reobserved" step.
+    """
+    found = 0
+    for name, thread in REFLECTED:
+        path = fixture_db(name)
+        for old, new, text in F.reobserved_lines(path, thread):
+            with MemoryStore.open(path) as store:
+                result = trace_fact(store, thread, text)
+            life = next(ll for ll in result.lifelines if ll.text == text
+                        and ll.first.generation <= old["generationCount"])
+            step = next(s for s in life.steps if s.generation == new["generationCount"])
+            assert step.kind == "reobserved" and step.record_id == new["id"], (name, thread, text)
+            assert text in step.text and life.dropped_in != new["generationCount"]
+            assert "--- message boundary (" + step.at in new["activeObservations"]
+            found += 1
+    assert found, "no fixture has a line a reflection left out and a later observation of its generation wrote again"
+
+
 def test_buffered_chunks_name_the_messages_their_activation_marker_counts(fixture_db):
     """Each activated chunk's lines are traced to as many messages as its marker's messagesActivated."""
     from studio.engine.events import extract_markers
@@ -121,11 +169,16 @@ def test_buffered_chunks_name_the_messages_their_activation_marker_counts(fixtur
 
 
 def test_without_om_messages_are_still_listed_with_no_observed_state(fixture_db):
-    with MemoryStore.open(fixture_db("history")) as store:
-        thread = store.list_threads()[0]
+    path = fixture_db("history")
+    with MemoryStore.open(path) as store:
+        thread = next(t for t in store.list_threads() if raw_messages(path, t.id))
         assert store.lookup_key_for_thread(thread) is None
-        result = trace_fact(store, thread.id, "Careful engineering")
+        # The query: the opening words of the thread's first user message, as Mastra stored it.
+        first = next(m for m in raw_messages(path, thread.id) if m["role"] == "user")
+        query = " ".join(next(p["text"] for p in first["parts"] if p.get("type") == "text").split()[:3])
+        result = trace_fact(store, thread.id, query)
     assert result.lifelines == [] and result.generations == 0
+    assert first["id"] in [m.id for m in result.messages]
     assert result.messages and all(m.observed is None for m in result.messages)
 
 
@@ -144,16 +197,25 @@ def test_numbers_are_whole_words_and_never_fuzzy():
     assert match_text("2125 tokens", "tokens: 2126 in total") is None
 
 
-def test_support_trace_of_obs_7_2_matches_only_messages_that_say_it(fixture_db):
-    # The Observer wrote "Obs 7.2: ..." into generation 0 of support-1 (cycle marker on 319a18d0…).
-    # First principles: a message matches only if its text holds "obs" and the number "7.2"; no
-    # message text of support-1 holds "7.2" at all (its other observation messages hold "Obs 7.1",
-    # "Obs 8.2", "v2.7" ...), so none may match, while the line itself is a phrase match.
-    with MemoryStore.open(fixture_db("support")) as store:
-        texts = {m.id: m.text for m in store.list_messages("support-1")}
-        result = trace_fact(store, "support-1", "Obs 7.2")
-    assert not any(" 7.2" in t for t in texts.values())
-    assert [m.id for m in result.messages] == []
-    life, = result.lifelines
-    assert life.text.startswith("Obs 7.2:") and life.match == "phrase"
-    assert life.marker_message_id.startswith("319a18d0")
+def test_support_trace_of_a_word_and_number_matches_only_messages_that_say_it(fixture_db):
+    """A query "word N.N" matches a message only if its text holds the word and the number whole.
+
+    The issue's report: "Obs 7.2" matched messages holding "7" and "2" apart. Picked from Mastra's
+    rows: a decimal number in an observation line of support-1's generation 0 that a marked cycle
+    wrote (its `data-om-observation-end` holds the line). The fixture copy gets one more message
+    holding the word and both digit groups apart; expected messages come from first principles
+    (a regex over the stored text parts), and the line is a phrase match.
+    """
+    path = fixture_db("support")
+    query, number, line, hosts = F.number_case(path, "support-1")
+    word, (major, minor) = query.split()[0], number.split(".")
+    F.add_message(path, "support-1", "decoy-apart", f"The {word} {major} notes list {minor} items.")
+    says = F.messages_saying(path, "support-1", query)
+    assert says and "decoy-apart" not in says, f"no message of support-1 says {query!r}"
+    with MemoryStore.open(path) as store:
+        result = trace_fact(store, "support-1", query)
+    assert sorted(m.id for m in result.messages) == sorted(says)
+    life = next(ll for ll in result.lifelines if ll.text == line)
+    assert life.match == "phrase" and life.first.generation == 0
+    assert life.marker_message_id in hosts
+    assert all(F.whole_number(number).search(ll.text) for ll in result.lifelines)

@@ -17,7 +17,8 @@ from studio.engine.whatif import (
     simulate,
 )
 from studio.store.memory_store import MemoryStore
-from tests.mastra_facts import om_rows, sync_turns
+from tests.conftest import load_oracle
+from tests.mastra_facts import marker_messages, om_rows, raw_messages, sync_turns, window_tokens
 
 SYNC_THREADS = [("support", "support-1"), ("support", "support-2"), ("support", "support-3"),
                 ("support", "support-4"), ("support", "support-5"), ("collab", "doc_42"), ("collab", "room_7")]
@@ -52,8 +53,8 @@ def test_support_1_stored_settings_are_mastras(fixture_db):
     config = json.loads(rows[-1]["config"])   # what Mastra stored with the record
     assert result.settings == WhatIfSettings(message_tokens=config["observation"]["messageTokens"],
                                              observation_tokens=config["reflection"]["observationTokens"])
-    observed, reflected = sync_turns(path, "support-1")
-    assert (observed, reflected) == ([5, 10, 16, 17, 24, 25], [16, 24])   # (read from Mastra's rows)
+    observed, reflected = sync_turns(path, "support-1")   # read from Mastra's markers and rows
+    assert reflected, "support-1 should have reflection rows"
     assert result.turns_of(OBSERVATION) == observed
     assert result.turns_of(REFLECTION) == reflected
     assert result.reflector_calls == len(reflected)  # replayed with the real sizes: one Reflector call each
@@ -71,8 +72,16 @@ def test_lower_thresholds_observe_and_reflect_more(fixture_db):
     assert not tight.uses_real_sizes
     assert tight.count(OBSERVATION) > base.count(OBSERVATION) > loose.count(OBSERVATION)
     assert tight.count(REFLECTION) >= base.count(REFLECTION) >= loose.count(REFLECTION) == 0
-    assert loose.count(OBSERVATION) == 1  # the whole thread holds about 9,000 tokens
-    assert max(p.message_tokens for p in tight.turns) < 1000 + 1000  # observed before growing far
+    # the loose threshold is reached at most once per 8,000 tokens the thread holds (Mastra's per-message counts)
+    per_message = load_oracle("support")["tokens"]["support-1"]["perMessage"]
+    total = window_tokens(per_message, list(per_message))
+    assert 0 < loose.count(OBSERVATION) <= total // 8000
+    # Mastra's trigger at step 0 of a turn: an observation fires on a turn exactly when the window
+    # reached the threshold with the turn's user message (first principles: getStatus's shouldObserve).
+    for p in (p for p in tight.points if p.kind == "message" and p.message_index is not None
+              and timeline.messages[p.message_index].role == "user"):
+        fired = any(e.kind == OBSERVATION and e.turn == p.turn for e in tight.events)
+        assert fired == (p.message_tokens >= p.threshold), p.turn
     # modelled sizes follow the ratio: each observation writes ratio × tokens observed
     event = tight.events[0]
     assert event.kind == OBSERVATION and event.output_tokens == round(event.tokens * tight.observation_ratio)
@@ -161,21 +170,59 @@ def test_peak_context_is_window_plus_log_at_the_same_turn(fixture_db, message_to
 
 def test_real_peak_is_measured_where_the_actor_got_it(fixture_db):
     # support-1's real run: the state the actor got at a turn is the one after OM's step-0 work (the
-    # user message's point, or the observation right after it). Before turn 17's observation the store
-    # held 3,322 message tokens + a 213-token log (a reflection had just reset the cursor), but the
+    # user message's point, or the events right after it). Picked from Mastra's rows: the first marked
+    # observation after a reflection row. Before it the store held the window Mastra observed (its
+    # tokensToObserve: a reflection had just reset the cursor) plus the Reflector's log, but the
     # Observer ran before the actor was called, so that sum is not a peak the actor ever got.
     from studio.engine.whatif import actor_points, peak_context
 
-    with MemoryStore.open(fixture_db("support")) as store:
+    path = fixture_db("support")
+    with MemoryStore.open(path) as store:
         timeline = build_timeline(store, "support-1")
     roles = [m.role for m in timeline.messages]
     got = actor_points(timeline.points, roles)
-    assert [p.turn for p in got] == list(range(1, 31))  # one state per user message (30 turns)
-    before_17 = next(p for p in timeline.points if p.kind == "message" and p.turn == 17)
-    assert (before_17.message_tokens, before_17.observation_tokens) == (3322, 213)
-    turn_17 = got[16]
-    assert turn_17.kind == OBSERVATION and turn_17.message_tokens == 0
+    messages = raw_messages(path, "support-1")
+    users = [m for m in messages if m["role"] == "user"]
+    assert [p.turn for p in got] == list(range(1, len(users) + 1))  # one state per user message
+    reflected_at = next(r["createdAt"] for r in om_rows(path, "thread:support-1") if r["originType"] == "reflection")
+    host, start = next((m, p) for m, p in marker_messages(messages, "data-om-observation-start")
+                       if m["createdAt"] > reflected_at)
+    turn = sum(1 for m in users if m["createdAt"] <= start["data"]["startedAt"])
+    before = next(p for p in timeline.points if p.kind == "message" and p.turn == turn
+                  and roles[p.message_index] == "user")
+    assert before.message_tokens == start["data"]["tokensToObserve"] and before.observation_tokens > 0
+    at_turn = got[turn - 1]
+    assert at_turn.kind == OBSERVATION and at_turn.message_tokens == 0
     peaks = peak_context(timeline.points, roles)
     assert peaks.context_tokens == max(p.message_tokens + p.observation_tokens for p in got)
     assert peaks.context_tokens >= peaks.message_tokens
-    assert peaks.context_tokens < before_17.message_tokens + before_17.observation_tokens
+    assert peaks.context_tokens < before.message_tokens + before.observation_tokens
+
+
+def test_an_older_reply_hosting_a_step_0_observation_belongs_to_its_turn(fixture_db):
+    """The actor's state at a turn includes the step-0 observation even when its markers sit on an older reply.
+
+    Picked from Mastra's rows: a start marker after content its message already held (Mastra put the
+    cycle's markers on an existing assistant message), in a thread-scope fixture. The turn of that
+    cycle is the user messages created up to its start; the actor got the state after the cycle.
+    """
+    from studio.engine.whatif import actor_points
+
+    for name in ("support", "collab", "tools"):
+        path = fixture_db(name)
+        for key in load_oracle(name)["om"]:
+            thread_id = key.split(":", 1)[1]
+            messages = raw_messages(path, thread_id)
+            for message, part in marker_messages(messages, "data-om-observation-start"):
+                types = [p.get("type") for p in message["parts"]]
+                if "text" not in types[:types.index("data-om-observation-start")]:
+                    continue
+                with MemoryStore.open(path) as store:
+                    timeline = build_timeline(store, thread_id)
+                turn = sum(1 for m in messages if m["role"] == "user" and m["createdAt"] <= part["data"]["startedAt"])
+                got = actor_points(timeline.points, [m.role for m in timeline.messages])[turn - 1]
+                cycle = next(i for i, e in enumerate(timeline.events) if e.cycle_id == part["data"]["cycleId"])
+                position = {id(p): k for k, p in enumerate(timeline.points)}
+                assert position[id(got)] >= next(k for k, p in enumerate(timeline.points) if p.event_index == cycle)
+                return
+    pytest.fail("No thread-scope fixture has an observation start marker after content its message held")

@@ -28,12 +28,13 @@ def test_the_degenerate_thread_measures_reflections_that_grew_the_log(tmp_path):
 
 def test_a_reflection_ratio_above_one_never_multiplies_the_log(tmp_path):
     """Before the fix every modelled reflection multiplied the log by the ratio: at 20, 15 reflections
-    of a ~600-token log gave a 10**22-token log, an integer no 64-bit array holds."""
+    of a ~600-token log gave a 10**22-token log, an integer no 64-bit array holds. Here the log may
+    only grow by what the observations add."""
     timeline = _timeline(tmp_path)
     stored = WhatIfSettings.from_record(timeline.generations[-1])
     result = simulate(timeline, stored, reflection_ratio=20.0)
     reflections = [e for e in result.events if e.kind in (REFLECTION, REFLECTION_ACTIVATION)]
-    assert len(reflections) > 10
+    assert len(reflections) >= 2  # so a multiplying model would compound: 20 ** n times the log
     assert all(e.output_tokens <= e.tokens for e in reflections)
     # the log only grows by what observations add: at most every observed window, 20 times over
     observed = sum(e.tokens for e in result.events if e.kind == "observation")

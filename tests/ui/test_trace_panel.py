@@ -6,6 +6,7 @@ from studio.engine.trace import trace_fact
 from studio.store.memory_store import MemoryStore
 from tests.conftest import load_oracle
 from tests.engine import trace_db as T
+from tests.engine import trace_facts as F
 from tests.mastra_facts import om_rows, raw_messages, sync_turns, turn_at
 
 
@@ -44,19 +45,32 @@ def test_search_box_traces_and_a_dropped_step_opens_history_on_the_removed_line(
 
 
 def test_history_search_box_traces_fixture_lines(studio, fixture_db, studio_ctx):
+    """The History tab's box traces a line; its row names the generation that dropped it (Mastra's rows).
+
+    Lines picked from the raw rows (tests/engine/trace_facts.py): a 🔴 line of generation 0 that no
+    later generation holds (dropped by the first reflection), and one a reflection left out that a
+    later observation wrote again (not dropped there: its fate is the first generation whose log
+    lacks it, or kept).
+    """
     path = fixture_db("support")
+    rows = om_rows(path, "thread:support-1")
+    dropped = F.dropped_line(path, "support-1")
+    reobserved = F.reobserved_lines(path, "support-1")
+    assert reobserved, "support-1 has no line a reflection left out and a later observation wrote again"
     window = studio(path, thread_id="support-1", tab="history")
     view = window.thread_view
-    view.history_tab.trace_box.setText("Obs 14.3")
-    view.history_tab.trace_box.returnPressed.emit()
-    assert studio_ctx.runner.wait_idle()
-    with MemoryStore.open(path) as store:
-        expected = trace_fact(store, "support-1", "Obs 14.3")
-    assert [ll.text for ll in view.trace_panel.result.lifelines] == [ll.text for ll in expected.lifelines]
-    tree = view.trace_panel.tree
-    titles = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
-    assert "[high] dropped in gen 1 · Obs 14.3: user discussed café opening in Zürich, detail 421 (v3.14), " \
-           "due day 27." in titles
+    for text in (dropped, reobserved[0][2]):
+        view.history_tab.trace_box.setText(text)
+        view.history_tab.trace_box.returnPressed.emit()
+        assert studio_ctx.runner.wait_idle()
+        with MemoryStore.open(path) as store:
+            expected = trace_fact(store, "support-1", text)
+        assert [ll.text for ll in view.trace_panel.result.lifelines] == [ll.text for ll in expected.lifelines]
+        tree = view.trace_panel.tree
+        titles = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+        gone = next((r["generationCount"] for r in rows[1:] if text not in r["activeObservations"]), None)
+        fate = f"dropped in gen {gone}" if gone is not None else "kept"
+        assert f"[high] {fate} · {text}" in titles, titles
 
 
 def test_clicking_a_timeline_point_shows_that_turns_context(studio, fixture_db, studio_ctx):

@@ -2,8 +2,8 @@
 
 Every observation line that matches the text is a top-level row; under it, its lifeline: the
 messages it was observed from, the generation it first appears in, every later generation that
-keeps it (verbatim or reworded, with the similarity) and the reflection that dropped it (time,
-model, compression). The messages that mention the text are listed last. Clicking a step opens
+keeps it (verbatim or reworded, with the similarity; or observed again after its reflection left it
+out) and the reflection that dropped it (time, model, compression). The messages that mention the text are listed last. Clicking a step opens
 that generation in History with the line highlighted in the diff; clicking a message opens it in
 Messages. All text is stored data and is shown as plain text.
 """
@@ -75,6 +75,9 @@ def step_text(step: LifelineStep, previous: LifelineStep | None = None) -> str:
     if step.kind == "reworded":
         return (f"Generation {step.generation}: kept reworded, similarity {step.similarity:.2f} "
                 f"(line {step.line_number}): {_line(step.text)}")
+    if step.kind == "reobserved":
+        return (f"Generation {step.generation}: left out by its reflection, observed again (line "
+                f"{step.line_number}) · {fmt.local_time(step.at)}")
     compression = f"{step.compression:.2f}×" if step.compression else "n/a"
     return (f"Generation {step.generation}: dropped by its reflection · model {step.model or 'unknown'} · "
             f"compression {compression} ({fmt.tokens(step.tokens_before)} → {fmt.tokens(step.tokens_after)} "
