@@ -10,6 +10,7 @@ import pytest
 
 from studio.cli import main
 from tests.conftest import FIXTURE_NAMES, load_oracle
+from tests.oracle_facts import current_generation
 
 
 def run_json(capsys, argv) -> dict:
@@ -240,7 +241,7 @@ def test_malformed_om_json_is_reported_and_defaults_apply(fixture_db, capsys):
     path = fixture_db("buffered")
     conn = libsql.connect(str(path))
     conn.execute("""UPDATE mastra_observational_memory SET config = '{broken', "bufferedObservationChunks" = '[{bad'
-                    WHERE "generationCount" = 6""")
+                    WHERE "generationCount" = ?""", (current_generation("buffered", "thread:long-run"),))
     conn.commit()
     conn.close()
     data = run_json(capsys, ["inspect", str(path), "--json"])

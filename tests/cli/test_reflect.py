@@ -22,11 +22,17 @@ from studio.engine.reflector_parse import parse_reflector_output
 from studio.engine.tokens import count_observations
 from studio.store.memory_store import MemoryStore
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
+from tests.oracle_facts import current_generation, status, threads
 
 ORACLE = json.loads((Path(__file__).resolve().parents[1] / "engine" / "data" / "reflector_answers.oracle.json")
                     .read_text(encoding="utf-8"))
 TAGGED = ORACLE["cases"]["tagged"]["answer"]
 DEGENERATE = ORACLE["cases"]["degenerate-lines"]["answer"]
+# support-1 as Mastra left it (its oracle): the current generation, its log's size and the reflection threshold
+GEN = current_generation("support", "thread:support-1")
+SIZE = status("support", "support-1")["observationTokenCount"]
+THRESHOLD = status("support", "support-1")["effectiveObservationTokensThreshold"]
+PRIOR = threads("support")["support-1"]["metadata"]["mastra"]["om"]   # its hints before any reflection
 ISSUE_KEYS = ["reflected", "dry_run", "thread_id", "lookup_key", "from_generation", "record_id", "generation_count",
               "input_tokens", "observation_token_count", "reflection_threshold", "attempts", "diff", "observations"]
 
@@ -59,21 +65,21 @@ def test_reflect_yes_writes_the_generation_mastra_would(fixture_db, fake_llm, ca
     assert list(doc)[:len(ISSUE_KEYS)] == ISSUE_KEYS
     assert doc["reflected"] is True and doc["dry_run"] is False
     assert (doc["thread_id"], doc["lookup_key"], doc["from_generation"], doc["generation_count"]) == \
-        ("support-1", "thread:support-1", 2, 3)
-    assert doc["input_tokens"] == 451 and doc["reflection_threshold"] == 550
+        ("support-1", "thread:support-1", GEN, GEN + 1)
+    assert doc["input_tokens"] == SIZE and doc["reflection_threshold"] == THRESHOLD
     assert doc["attempts"] == [{"level": 1, "tokens": doc["observation_token_count"], "degenerate": False,
                                 "empty": False}]
     assert set(doc["diff"]) >= {"kept", "added", "removed"} and doc["backup"] and Path(doc["backup"]).exists()
     rows, thread = history(path)
     new = rows[0]
-    assert new.id == doc["record_id"] and new.generation_count == 3 and new.origin_type == "reflection"
+    assert new.id == doc["record_id"] and new.generation_count == GEN + 1 and new.origin_type == "reflection"
     # what real Mastra stored for the same answer (tests/engine/data/reflector_answers.oracle.json)
     mastra = ORACLE["cases"]["tagged"]
     assert new.active_observations == mastra["activeObservations"] == doc["observations"]
     assert new.observation_token_count == mastra["observationTokenCount"] == doc["observation_token_count"]
     om = thread.om_metadata
-    assert (om["currentTask"], om["suggestedResponse"], om["threadTitle"]) == \
-        (mastra["currentTask"], mastra["suggestedResponse"], mastra["threadTitle"])
+    assert (om["currentTask"], om["suggestedResponse"]) == (mastra["currentTask"], mastra["suggestedResponse"])
+    assert om["threadTitle"] == PRIOR["threadTitle"]  # kept, as Mastra keeps it (see test_reflector_parse)
     assert thread.metadata["category"] == "billing"  # the app's own keys are kept
     assert not rows[1].flag("isReflecting")
     # the prompt: our system text, the log, the prior hints
@@ -87,7 +93,7 @@ def test_dry_run_writes_nothing(fixture_db, fake_llm, capsys):
     fake_llm.default = Reply(text=TAGGED)
     code, doc, _ = run(capsys, reflect(path, fake_llm, "--dry-run", "--json"))
     assert code == 0 and doc["reflected"] is False and doc["dry_run"] is True and doc["record_id"] is None
-    assert doc["generation_count"] == 3 and doc["observations"] == parse_reflector_output(TAGGED).observations
+    assert doc["generation_count"] == GEN + 1 and doc["observations"] == parse_reflector_output(TAGGED).observations
     assert digest(path) == before
     code, doc, err = run(capsys, reflect(path, fake_llm, "--dry-run"))  # plain text
     assert digest(path) == before and code == 0
@@ -143,10 +149,11 @@ def test_refusals_leave_the_file_byte_identical(fixture_db, fake_llm, capsys, ca
 
 
 def _set_reflecting(path: Path, minutes_ago: float) -> None:
+    """Set isReflecting on support-1's current generation, as a process that started MINUTES_AGO left it."""
     stamp = (datetime.now(timezone.utc) - timedelta(minutes=minutes_ago)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     conn = libsql.connect(str(path))
     conn.execute('UPDATE mastra_observational_memory SET "isReflecting" = 1, "updatedAt" = ? '
-                 'WHERE "lookupKey" = ? AND "generationCount" = 2', (stamp, "thread:support-1"))
+                 'WHERE "lookupKey" = ? AND "generationCount" = ?', (stamp, "thread:support-1", GEN))
     conn.commit()
     conn.close()
 
@@ -168,7 +175,7 @@ def test_stale_reflecting_flag_is_cleared_with_yes(fixture_db, fake_llm, capsys)
     code, doc, err = run(capsys, reflect(path, fake_llm, "--yes", "--json"))
     assert code == 0, err
     rows, _ = history(path)
-    assert rows[0].generation_count == 3 and not rows[1].flag("isReflecting")
+    assert rows[0].generation_count == GEN + 1 and not rows[1].flag("isReflecting")
 
 
 def test_generation_changed_while_the_model_was_thinking(fixture_db, fake_llm, capsys):
@@ -185,11 +192,12 @@ def test_generation_changed_while_the_model_was_thinking(fixture_db, fake_llm, c
         return Reply(text=TAGGED)
 
     fake_llm.default = responder
+    generations = [r.generation_count for r in history(path)[0]]
     code, _, err = run(capsys, reflect(path, fake_llm, "--yes"))
     assert code == 3 and "changed" in err  # 3: refused
     assert digest(path) == state["after"]
     rows, _ = history(path)
-    assert [r.generation_count for r in rows] == [3, 2, 1, 0] and rows[0].get("metadata")  # only the other write
+    assert [r.generation_count for r in rows] == [GEN + 1, *generations] and rows[0].get("metadata")  # only the other write
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -222,26 +230,27 @@ def test_rule_based_reflect_and_revert(fixture_db, capsys, monkeypatch):
     assert code == 0, err
     assert doc["strategy"] == "rule-based" and doc["model"] is None and doc["attempts"][0]["level"] == 0
     rows, thread = history(path)
-    assert rows[0].generation_count == 3 and rows[0].active_observations == doc["observations"]
-    assert rows[0].observation_token_count == count_observations(doc["observations"]) < 550
-    assert thread.om_metadata["currentTask"] == "- Primary: helping with a trip to Lisbon"  # untouched
-    # undo: generation 4 holds generation 2's log
-    code, doc, err = run(capsys, ["revert", str(path), "--thread", "support-1", "--to-generation", "2", "--yes",
+    assert rows[0].generation_count == GEN + 1 and rows[0].active_observations == doc["observations"]
+    assert rows[0].observation_token_count == count_observations(doc["observations"]) < THRESHOLD
+    assert thread.om_metadata["currentTask"] == PRIOR["currentTask"]  # untouched
+    # undo: generation GEN + 2 holds generation GEN's log
+    code, doc, err = run(capsys, ["revert", str(path), "--thread", "support-1", "--to-generation", str(GEN), "--yes",
                                   "--json"])
     assert code == 0, err
-    assert (doc["reverted"], doc["from_generation"], doc["to_generation"], doc["generation_count"]) == (True, 3, 2, 4)
+    assert (doc["reverted"], doc["from_generation"], doc["to_generation"], doc["generation_count"]) == \
+        (True, GEN + 1, GEN, GEN + 2)
     rows, _ = history(path)
-    assert rows[0].generation_count == 4 and rows[0].active_observations == rows[2].active_observations
+    assert rows[0].generation_count == GEN + 2 and rows[0].active_observations == rows[2].active_observations
     assert rows[0].observation_token_count == doc["observation_token_count"]
-    assert rows[0].columns["metadata"]["studio"]["revertedFrom"] == 2
+    assert rows[0].columns["metadata"]["studio"]["revertedFrom"] == GEN
 
 
 def test_a_second_rule_based_reflect_has_nothing_to_condense_and_writes_nothing(fixture_db, capsys):
-    """The rules applied to their own output change nothing: no generation 4 identical to 3, no second backup."""
+    """The rules applied to their own output change nothing: no generation GEN + 2 identical to GEN + 1, no second backup."""
     path = fixture_db("support")
     argv = ["reflect", str(path), "--thread", "support-1", "--strategy", "rule-based", "--watch", "0"]
     code, doc, err = run(capsys, [*argv, "--yes", "--json"])
-    assert code == 0 and doc["generation_count"] == 3, err
+    assert code == 0 and doc["generation_count"] == GEN + 1, err
     backups = sorted(path.parent.glob("*.backup-*"))
     before = digest(path)
     code, out, err = main([*argv, "--yes"]), *capsys.readouterr()
@@ -253,13 +262,13 @@ def test_a_second_rule_based_reflect_has_nothing_to_condense_and_writes_nothing(
     code, doc, err = run(capsys, [*argv, "--dry-run", "--json"])
     assert code == 0 and doc["unchanged"] is True
     assert digest(path) == before and sorted(path.parent.glob("*.backup-*")) == backups
-    assert [r.generation_count for r in history(path)[0]][:2] == [3, 2]
+    assert [r.generation_count for r in history(path)[0]][:2] == [GEN + 1, GEN]
 
 
-@pytest.mark.parametrize("argv, message", [(["--to-generation", "2"], "already the current"),
-                                           (["--to-generation", "9"], "no generation 9"),
+@pytest.mark.parametrize("argv, message", [(["--to-generation", str(GEN)], "already the current"),
+                                           (["--to-generation", str(GEN + 7)], f"no generation {GEN + 7}"),
                                            (["--to-generation", "-1"], "0 or more"),
-                                           (["--to-generation", "1"], "--yes")])
+                                           (["--to-generation", str(GEN - 1)], "--yes")])
 def test_revert_bad_input(fixture_db, capsys, argv, message):
     path = fixture_db("support")
     before = digest(path)
@@ -276,12 +285,12 @@ def test_asks_on_a_terminal(fixture_db, fake_llm, capsys, monkeypatch):
     fake_llm.default = Reply(text=TAGGED)
     monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
     code, _, err = run(capsys, reflect(path, fake_llm))
-    assert code == 3 and "Write generation 3" in err and "Nothing was written" in err  # 3: refused
+    assert code == 3 and f"Write generation {GEN + 1}" in err and "Nothing was written" in err  # 3: refused
     assert digest(path) == before
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
     code, _, err = run(capsys, reflect(path, fake_llm))
     assert code == 0
-    assert history(path)[0][0].generation_count == 3
+    assert history(path)[0][0].generation_count == GEN + 1
 
 
 def test_resource_scope_thread_reflects_its_resource_record(fixture_db, fake_llm, capsys):
@@ -290,9 +299,10 @@ def test_resource_scope_thread_reflects_its_resource_record(fixture_db, fake_llm
     code, doc, err = run(capsys, ["reflect", str(path), "--thread", "res-a", "--model", "ollama/x", "--base-url",
                                   fake_llm.base_url, "--yes", "--json"])
     assert code == 0, err
-    assert doc["lookup_key"] == "resource:user-erin" and doc["thread_id"] == "res-a" and doc["reflection_threshold"] == 450
+    assert (doc["lookup_key"], doc["thread_id"], doc["reflection_threshold"]) == \
+        ("resource:user-erin", "res-a", status("resource", "res-a")["effectiveObservationTokensThreshold"])
     rows, _ = history(path, "resource:user-erin")
     with MemoryStore.open(path) as store:
         thread = store.get_thread("res-a")
     assert rows[0].generation_count == doc["generation_count"] and rows[0].thread_id is None
-    assert thread.om_metadata["currentTask"] == "- Primary: taxes"
+    assert thread.om_metadata["currentTask"] == parse_reflector_output(TAGGED).current_task   # the answer's

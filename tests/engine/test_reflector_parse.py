@@ -37,11 +37,14 @@ def test_the_oracle_covers_the_interesting_cases():
     assert sum(1 for c in CASES.values() if not c["reflected"]) >= 4
     assert CASES["overlong-line"]["activeObservations"].split("\n")[0].endswith(TRUNCATION_MARK)
     assert CASES["last-current-task"]["currentTask"] == "second, quoted"
-    assert CASES["tagged"]["threadTitle"] == "a trip to Lisbon"  # Mastra's reflection keeps the old title
+    # Mastra's reflection keeps the thread's title, whatever the answer's <thread-title> says
+    answered = parse_reflector_output(CASES["tagged"]["answer"]).thread_title
+    assert answered != ORACLE["prior"]["threadTitle"], "the tagged answer must name a title the thread does not have"
+    assert CASES["tagged"]["threadTitle"] == ORACLE["prior"]["threadTitle"]
 
 
 def test_thread_title_is_read_but_informational():
-    assert parse_reflector_output(CASES["tagged"]["answer"]).thread_title == "Tax filing"
+    assert parse_reflector_output(CASES["tagged"]["answer"]).thread_title == "April tax deadline"
     assert parse_reflector_output("<observations>\n* 🔴 (1:00) x\n</observations>").thread_title is None
 
 

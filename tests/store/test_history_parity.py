@@ -153,6 +153,24 @@ def _expected(case):
     return {"ids": case.get("threadIds", case.get("messageIds")), "total": case["total"], "hasMore": case["hasMore"]}
 
 
+def _ids_in_extra(name) -> tuple[set[str], set[str]]:
+    """Return (thread ids, message ids) that EXTRA's answers for fixture NAME name."""
+    threads = {t for case in EXTRA[name]["listThreads"] for t in case.get("threadIds", [])} | set(EXTRA[name]["threads"])
+    messages = {m for cases in EXTRA[name]["threads"].values() for case in cases for m in case.get("messageIds", [])}
+    return threads, messages
+
+
+@pytest.mark.parametrize("name", sorted(set(EXTRA) - {"reminders"}))
+def test_extra_data_was_written_from_these_fixtures(name):
+    """history_extra.json answers for the fixtures now in ../shared: the same threads, the messages Mastra lists."""
+    oracle = load_oracle(name)["threads"]
+    threads, messages = _ids_in_extra(name)
+    known = {m["id"] for t in oracle.values() for m in t["messages"]}
+    assert threads == set(oracle) and messages <= known, (
+        f"tests/store/data/history_extra.json was written from other {name} fixtures than ../shared holds now: "
+        "regenerate it with tests/store/data/history_extra.mjs (see its header)")
+
+
 @pytest.mark.parametrize("name", sorted(set(EXTRA) - {"reminders"}))
 def test_more_cases_equal_mastra(fixture_db, name):
     """Paging edges, orderBy, exclusive dates, storage include and rejected filters, as real Mastra answered."""

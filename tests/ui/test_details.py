@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from tests.conftest import load_oracle, make_plain_sqlite
+from tests.oracle_facts import current_generation, generations
 
 import contextlib
 import os
+import sqlite3
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -40,9 +42,9 @@ def test_identical_generations_say_no_differences(studio, studio_ctx, fixture_db
     assert tab.diff_message_text() == ""                     # a real diff: no sentence
     tab.compare(history[1].id, history[1].id)
     studio_ctx.runner.wait_idle()
-    n = tab.diff_model.diff.kept
+    n, g = tab.diff_model.diff.kept, history[1].generation_count
     assert n > 0 and tab.diff_model.diff.added == tab.diff_model.diff.removed == 0
-    assert tab.diff_message_text() == f"No differences: Generation 1 and Generation 1 have the same {n} lines."
+    assert tab.diff_message_text() == f"No differences: Generation {g} and Generation {g} have the same {n} lines."
     assert tab.diff_message.isVisible() and tab.diff_view.isVisible()
 
 
@@ -55,7 +57,7 @@ def test_empty_log_against_nothing_is_explained(studio, studio_ctx, fixture_db):
     conn.close()
     window = studio(path, thread_id="support-1", tab="history")
     tab = window.thread_view.history_tab
-    tab.select_generation(2)                                 # generation 0: compared with an empty log
+    tab.select_generation(len(generations("support", "thread:support-1")) - 1)   # generation 0: against nothing
     studio_ctx.runner.wait_idle()
     assert tab.old_combo.currentData() is None
     assert tab.diff_model.rowCount() == 0
@@ -120,7 +122,7 @@ def test_buffered_chunk_observations_are_readable(studio, studio_ctx, fixture_db
     window.select_thread("long-run")
     om.chunks_view.clearSelection()
     om.chunk_model.set_chunks(chunks + [{"observations": "<b>second</b>", "tokenCount": 1}])
-    om.chunks_view.setCurrentIndex(om.chunk_model.index(1, 0))
+    om.chunks_view.setCurrentIndex(om.chunk_model.index(len(chunks), 0))
     assert om.chunk_text.toPlainText() == "<b>second</b>"
     om.clear()
     assert om.chunk_text.toPlainText() == ""
@@ -209,15 +211,32 @@ def test_last_activity_is_shown_in_the_local_zone(tz):
         assert (fmt.local_time(iso), fmt.short_time(iso, now)) == expected
 
 
+def raw_activity(path: Path) -> dict[str, str]:
+    """Return {thread id: its last activity}: the later of updatedAt and its newest message's createdAt (raw rows).
+
+    Mastra does not always bump a thread's updatedAt when it saves a message (#17932), so the newest
+    message can be the later one.
+    """
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute('SELECT t.id, t."updatedAt", (SELECT max(m."createdAt") FROM mastra_messages m '
+                            'WHERE m.thread_id = t.id) FROM mastra_threads t').fetchall()
+    finally:
+        conn.close()
+    return {tid: max(updated, newest or "") for tid, updated, newest in rows}
+
+
 def test_thread_list_starts_sorted_by_most_recent_activity(studio, fixture_db):
-    window = studio(fixture_db("support"))
+    path = fixture_db("support")
+    window = studio(path)
     header = window.threads_view.horizontalHeader()
     assert header.sortIndicatorSection() == ThreadColumn.LAST_ACTIVITY
     assert header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
     model = window.thread_model
-    times = [model.thread_row(r).thread.updated_at for r in range(model.rowCount())]
-    assert times == sorted(times, reverse=True)
-    assert model.index(0, 0).data(ID_ROLE) == "support-meta"
+    shown = [model.index(r, 0).data(ID_ROLE) for r in range(model.rowCount())]
+    activity = raw_activity(path)
+    assert len(set(activity.values())) == len(activity), "two threads share a last activity: the order is open"
+    assert shown == sorted(activity, key=activity.get, reverse=True)
 
 
 # -- 9. every open error names the file ---------------------------------------------------
@@ -279,7 +298,8 @@ def test_malformed_config_is_called_out_beside_default_thresholds(studio, fixtur
 
     path = fixture_db("buffered")
     conn = libsql.connect(str(path))
-    conn.execute("""UPDATE mastra_observational_memory SET config = '{broken' WHERE "generationCount" = 6""")
+    conn.execute("""UPDATE mastra_observational_memory SET config = '{broken' WHERE "generationCount" = ?""",
+                 (current_generation("buffered", "thread:long-run"),))
     conn.commit()
     conn.close()
     window = studio(path, thread_id="long-run", tab="observations")

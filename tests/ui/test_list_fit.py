@@ -16,6 +16,19 @@ from studio.ui.models.roles import BAR_ROLE
 
 #: Characters of a title the list must show.
 TITLE_CHARS = 20
+#: A title longer than TITLE_CHARS (with a non-ASCII letter), as an Observer's <thread-title> may set it.
+LONG_TITLE = "Comparing Kubernetes autoscaling approaches before the Zürich meeting"
+
+
+def with_long_title(path, thread_id: str = "support-2"):
+    """Give THREAD_ID of the fixture copy at PATH the title LONG_TITLE (raw write); return PATH."""
+    import libsql
+
+    conn = libsql.connect(str(path))
+    conn.execute("UPDATE mastra_threads SET title = ? WHERE id = ?", (LONG_TITLE, thread_id))
+    conn.commit()
+    conn.close()
+    return path
 
 
 def open_at(studio, studio_ctx, path, size):
@@ -34,7 +47,7 @@ def open_at(studio, studio_ctx, path, size):
 # bar takes the rest), too little for 20 characters beside two bars; that split is MainWindow's to change.
 @pytest.mark.parametrize("size", [(1400, 900), (1600, 1000)])
 def test_titles_and_bars_are_readable(studio, studio_ctx, fixture_db, size):
-    window = open_at(studio, studio_ctx, fixture_db("support"), size)
+    window = open_at(studio, studio_ctx, with_long_title(fixture_db("support")), size)
     view, model = window.threads_view, window.thread_model
     header = view.horizontalHeader()
     fm = view.fontMetrics()
@@ -42,7 +55,7 @@ def test_titles_and_bars_are_readable(studio, studio_ctx, fixture_db, size):
     title_width = header.sectionSize(ThreadColumn.TITLE)
     assert header.sectionViewportPosition(ThreadColumn.TITLE) + title_width <= view.viewport().width()
     titles = [model.index(r, ThreadColumn.TITLE).data() for r in range(model.rowCount())]
-    assert any(len(t) > TITLE_CHARS for t in titles)              # the sample has long titles to cut
+    assert LONG_TITLE in titles and len(LONG_TITLE) > TITLE_CHARS  # a long title to cut
     for title in titles:
         shown = title if len(title) <= TITLE_CHARS else title[:TITLE_CHARS] + "…"
         needed = fm.horizontalAdvance(shown) + 8 + badge_room   # the cell's margins, then the badge

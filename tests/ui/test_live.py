@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import sqlite3
 import uuid
 
 import libsql
@@ -12,6 +14,9 @@ from studio.store.records import iso_to_ms, ms_to_iso
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE
 from studio.ui.models.threads import ThreadColumn
 from tests.conftest import load_oracle
+from tests.oracle_facts import status, threads
+
+SUPPORT_1_MESSAGES = len(load_oracle("support")["threads"]["support-1"]["messages"])
 
 
 def digest(path) -> str:
@@ -23,24 +28,45 @@ def rows_by_id(window) -> dict:
     return {model.index(r, 0).data(ID_ROLE): r for r in range(model.rowCount())}
 
 
-def test_live_wal_fixture_shows_rows_only_in_the_wal(studio, studio_ctx, fixture_db):
+def main_file_counts(path, work) -> dict[str, int]:
+    """Return {thread id: message count} of the main database file alone, without its -wal (raw rows of a copy)."""
+    work.mkdir()
+    alone = work / path.name
+    shutil.copyfile(path, alone)
+    conn = sqlite3.connect(alone)
+    try:
+        counts = dict.fromkeys((t for (t,) in conn.execute("SELECT id FROM mastra_threads")), 0)
+        counts.update(conn.execute("SELECT thread_id, count(*) FROM mastra_messages GROUP BY thread_id").fetchall())
+    finally:
+        conn.close()
+    return counts
+
+
+def test_live_wal_fixture_shows_rows_only_in_the_wal(studio, studio_ctx, fixture_db, tmp_path):
     path = fixture_db("live/support")
     wal = path.with_name(path.name + "-wal")
     assert wal.stat().st_size > 0
     before = (digest(path), digest(wal))
+    oracle = load_oracle("live/support")
+    counts = {tid: len(t["messages"]) for tid, t in oracle["threads"].items()}   # what Mastra reads, -wal included
+    in_main = main_file_counts(path, tmp_path / "main-only")
+    wal_threads = sorted(set(counts) - set(in_main))
+    wal_messages = sorted(t for t in in_main if counts[t] > in_main[t])
+    assert wal_threads and wal_messages, "the live fixture has no thread (or no message of an older thread) only in its -wal"
     window = studio(path)
     rows = rows_by_id(window)
-    # support-4, support-5 and support-meta exist only in the -wal; support-3 has 6 of its 18 messages there.
-    assert {"support-4", "support-5", "support-meta"} <= set(rows)
+    assert set(wal_threads) <= set(rows)                     # threads that exist only in the -wal
     model = window.thread_model
-    assert model.index(rows["support-3"], ThreadColumn.MESSAGES).data() == "18"
-    assert model.index(rows["support-5"], ThreadColumn.TITLE).data() == "Rust borrow checker"
-    oracle = load_oracle("live/support")["om"]["thread:support-5"]["status"]["support-5"]
-    bar = model.index(rows["support-5"], ThreadColumn.OBSERVATION).data(BAR_ROLE)
-    assert (bar.value, bar.threshold) == (oracle["pendingTokens"], oracle["threshold"])
-    assert window.select_thread("support-5")
+    for tid in wal_messages:                                 # threads with some of their messages only in the -wal
+        assert model.index(rows[tid], ThreadColumn.MESSAGES).data() == str(counts[tid])
+    [tid, *_] = [t for t in wal_threads if t in {s for om in oracle["om"].values() for s in om["status"]}]
+    assert model.index(rows[tid], ThreadColumn.TITLE).data() == threads("live/support")[tid]["title"]
+    want = status("live/support", tid)
+    bar = model.index(rows[tid], ThreadColumn.OBSERVATION).data(BAR_ROLE)
+    assert (bar.value, bar.threshold) == (want["pendingTokens"], want["threshold"])
+    assert window.select_thread(tid)
     studio_ctx.runner.wait_idle()
-    assert window.thread_view.om_tab.messages_bar.value() == oracle["pendingTokens"]
+    assert window.thread_view.om_tab.messages_bar.value() == want["pendingTokens"]
     window.close()
     # Read-only: neither the main file nor the -wal were touched.
     assert (digest(path), digest(wal)) == before
@@ -65,21 +91,22 @@ def test_auto_refresh_when_another_process_writes(studio, studio_ctx, fixture_db
     path = fixture_db("support")
     window = studio(path, thread_id="support-1", tab="messages")
     tab = window.thread_view.messages_tab
-    assert tab.model.rowCount() == 57
+    n = SUPPORT_1_MESSAGES
+    assert tab.model.rowCount() == n
     pending_before = window.thread_view.om_tab.messages_bar.value()
     row = rows_by_id(window)["support-1"]
-    assert window.thread_model.index(row, ThreadColumn.MESSAGES).data() == "57"
+    assert window.thread_model.index(row, ThreadColumn.MESSAGES).data() == str(n)
 
     msg_id = append_message(path, "support-1", "A new question written while the studio watches. " * 10)
 
     def refreshed() -> bool:
         r = rows_by_id(window).get("support-1")
-        return (r is not None and window.thread_model.index(r, ThreadColumn.MESSAGES).data() == "58"
-                and tab.model.rowCount() == 58 and studio_ctx.runner.pending == 0)
+        return (r is not None and window.thread_model.index(r, ThreadColumn.MESSAGES).data() == str(n + 1)
+                and tab.model.rowCount() == n + 1 and studio_ctx.runner.pending == 0)
 
     qtbot.waitUntil(refreshed, timeout=15000)
     studio_ctx.runner.wait_idle()
-    assert tab.model.index(57, 0).data(ID_ROLE) == msg_id
+    assert tab.model.index(n, 0).data(ID_ROLE) == msg_id
     assert window.current_thread_id == "support-1"                      # the selection is kept
     assert window.threads_view.currentIndex().data(ID_ROLE) == "support-1"
     assert window.thread_view.current_tab() == "messages"
@@ -113,12 +140,12 @@ def test_auto_refresh_on_a_file_nobody_had_open(studio, studio_ctx, fixture_db, 
         Path(str(path) + ext).unlink(missing_ok=True)
     window = studio(path, thread_id="support-1", tab="messages")
     tab = window.thread_view.messages_tab
-    assert tab.model.rowCount() == 57
+    assert tab.model.rowCount() == SUPPORT_1_MESSAGES
     assert not Path(str(path) + "-wal").exists()  # reading created no files
 
     append_message(path, "support-1", "Written after the studio opened a quiescent file.")
 
-    qtbot.waitUntil(lambda: tab.model.rowCount() == 58 and studio_ctx.runner.pending == 0, timeout=15000)
+    qtbot.waitUntil(lambda: tab.model.rowCount() == SUPPORT_1_MESSAGES + 1 and studio_ctx.runner.pending == 0, timeout=15000)
     assert window.current_thread_id == "support-1"
 
 

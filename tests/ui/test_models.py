@@ -16,6 +16,7 @@ from studio.ui.models import (
 from studio.ui.models.diff import DiffMode
 from studio.engine.observations import parse_log
 from studio.engine.overview import iter_statuses
+from tests.oracle_facts import generations as oracle_generations
 
 
 def test_resource_and_thread_models(qtmodeltester, fixture_db):
@@ -59,10 +60,11 @@ def test_generation_diff_log_and_chunk_models(qtmodeltester, fixture_db):
     generations = GenerationTableModel()
     generations.set_records(history)
     qtmodeltester.check(generations)
-    assert generations.rowCount() == len(history) == 7
+    assert generations.rowCount() == len(history) == len(oracle_generations("buffered", "thread:long-run")) >= 2
 
     diff = DiffModel()
-    diff.set_diff(diff_generations(history[1], history[0]), "Generation 5", "Generation 6")
+    diff.set_diff(diff_generations(history[1], history[0]), f"Generation {history[1].generation_count}",
+                  f"Generation {history[0].generation_count}")
     qtmodeltester.check(diff)
     diff.set_mode(DiffMode.SIDE_BY_SIDE)
     qtmodeltester.check(diff)

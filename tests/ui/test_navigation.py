@@ -9,6 +9,22 @@ from PySide6.QtWidgets import QApplication
 
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.widgets.thread_view import NO_THREAD
+from tests.conftest import load_oracle
+from tests.oracle_facts import threads
+
+
+def title_word(fixture: str, thread_id: str) -> str | None:
+    """Return a word of THREAD_ID's title that no other thread of FIXTURE has in its title or id (None if none).
+
+    The thread list's filter matches a title or an id, case-insensitively.
+    """
+    listed = threads(fixture)
+    for word in (listed[thread_id]["title"] or "").split():
+        w = word.casefold()
+        if len(w) >= 4 and not any(w in (t["title"] or "").casefold() or w in tid.casefold()
+                                   for tid, t in listed.items() if tid != thread_id):
+            return word
+    return None
 
 
 def select_resource(window, resource_id):
@@ -42,12 +58,15 @@ def test_resource_that_hides_the_thread_selects_its_first_thread(studio, studio_
 
 
 def test_title_filter_follows_and_empties(studio, studio_ctx, fixture_db):
+    words = {tid: title_word("support", tid) for tid in threads("support") if tid != "support-1"}
+    [(other, word), *_] = [(tid, w) for tid, w in sorted(words.items()) if w] or [(None, None)]
+    assert word, "no support thread but support-1 has a title word of its own"
     window = studio(fixture_db("support"), thread_id="support-1")
     edit = window.thread_list.filter_edit
-    edit.setText("REACT")                                         # case-insensitive, title or id
+    edit.setText(word.upper())                                    # case-insensitive, title or id
     studio_ctx.runner.wait_idle()
     assert window.thread_model.rowCount() == 1
-    assert window.current_thread_id == "support-3" == window.thread_view.thread_id
+    assert window.current_thread_id == other == window.thread_view.thread_id
     assert window.threads_heading.text() == "Threads (1)"
     edit.setText("support-5")
     studio_ctx.runner.wait_idle()
@@ -59,7 +78,7 @@ def test_title_filter_follows_and_empties(studio, studio_ctx, fixture_db):
     assert window.thread_view._empty.text() == "No thread matches “nothing like this”."
     assert window.select_thread("support-2")                      # selecting a hidden thread clears the filter
     studio_ctx.runner.wait_idle()
-    assert edit.text() == "" and window.thread_model.rowCount() == 6
+    assert edit.text() == "" and window.thread_model.rowCount() == len(threads("support"))
 
 
 def test_resource_without_threads_shows_select_a_thread(studio, studio_ctx, fixture_db):
@@ -92,12 +111,13 @@ def test_home_and_end_go_to_first_and_last_thread(studio, studio_ctx, fixture_db
     model._page_size = 2                               # the list shows two threads until End fetches the rest
     window.thread_model.set_resource_filter("user-alice")
     window.thread_model.set_resource_filter(None)
-    assert model.rowCount() == 2 and model.total_rows == 6
+    n = len(threads("support"))
+    assert model.rowCount() == 2 and model.total_rows == n > 2
     view = window.threads_view
     view.setFocus()
     view.setCurrentIndex(model.index(1, 0))
     QTest.keyClick(view, Qt.Key.Key_End)
-    assert model.rowCount() == 6 and view.currentIndex().row() == 5
+    assert model.rowCount() == n and view.currentIndex().row() == n - 1
     studio_ctx.runner.wait_idle()
     assert window.current_thread_id == model.visible_rows()[-1].thread.id
     QTest.keyClick(view, Qt.Key.Key_Home)
@@ -112,13 +132,14 @@ def test_end_loads_messages_up_to_the_last(studio, studio_ctx, fixture_db, qtbot
     tab.model._page_size = 10
     tab.set_thread("support-1")
     studio_ctx.runner.wait_idle()
-    assert tab.model.rowCount() < 57 and tab.model.total == 57      # pages of 10 (the view may ask for one more)
+    n = len(load_oracle("support")["threads"]["support-1"]["messages"])
+    assert tab.model.rowCount() < n and tab.model.total == n        # pages of 10 (the view may ask for one more)
     tab.view.setFocus()
     QTest.keyClick(tab.view, Qt.Key.Key_End)
     assert tab.following_end
-    qtbot.waitUntil(lambda: not tab.following_end and tab.model.rowCount() == 57, timeout=10000)
-    assert tab.view.currentIndex().row() == 56
-    last = tab.model.message_row(56).message
+    qtbot.waitUntil(lambda: not tab.following_end and tab.model.rowCount() == n, timeout=10000)
+    assert tab.view.currentIndex().row() == n - 1
+    last = tab.model.message_row(n - 1).message
     assert last.id in tab.header.text()
     QTest.keyClick(tab.view, Qt.Key.Key_Home)
     assert tab.view.currentIndex().row() == 0
@@ -132,7 +153,9 @@ def test_ctrl_digits_switch_tabs_and_ctrl_f_filters(studio, fixture_db, qtbot):
         assert window.thread_view.current_tab() == name
     QTest.keyClick(window.threads_view, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
     assert QApplication.focusWidget() is window.thread_list.filter_edit
-    QTest.keyClicks(window.thread_list.filter_edit, "lisbon")
+    word = title_word("support", "support-1")
+    assert word, "support-1's title has no word of its own"
+    QTest.keyClicks(window.thread_list.filter_edit, word.lower())
     assert window.thread_model.rowCount() == 1
     assert window.current_thread_id == "support-1"
 

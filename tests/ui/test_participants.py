@@ -8,7 +8,10 @@ shown literally: never as markup. Filter results are checked against Mastra's re
 
 from __future__ import annotations
 
+import collections
+import html
 import json
+import re
 import uuid
 
 import libsql
@@ -22,6 +25,7 @@ from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.models.participants import AnomalyModel, ParticipantColumn, ParticipantModel
 from studio.ui.models.roles import ID_ROLE
 from tests.conftest import load_oracle
+from tests.mastra_facts import raw_messages
 
 OBRIEN = "Siobhán O'Brien & <Co>"
 MARKUP_NAME = "<b>Eve</b> & <i>Co</i>"
@@ -49,6 +53,19 @@ def add_message(path, thread_id: str, role: str, text: str, *, metadata: dict | 
     return msg_id
 
 
+def raw_speakers(path, thread_id: str) -> tuple[collections.Counter, collections.Counter, int]:
+    """Return (messages per role, user messages per `<turn author_id>`, messages) of THREAD_ID's raw rows."""
+    messages = raw_messages(path, thread_id)
+    roles = collections.Counter(m["role"] for m in messages)
+    authors = collections.Counter()
+    for m in messages:
+        text = "".join(p.get("text") or "" for p in m["parts"] if p.get("type") == "text")
+        found = re.match(r'\s*<turn author_id="([^"]*)"', text)
+        if m["role"] == "user" and found:
+            authors[html.unescape(found.group(1))] += 1
+    return roles, authors, len(messages)
+
+
 def load_all(model, runner) -> None:
     runner.wait_idle()
     while model.canFetchMore():
@@ -65,21 +82,24 @@ def test_participants_of_collab(studio, studio_ctx, fixture_db):
     rows = [(model.index(r, ParticipantColumn.NAME).data(), model.index(r, ParticipantColumn.ROLE).data(),
              model.index(r, ParticipantColumn.AUTHOR_ID).data(), model.index(r, ParticipantColumn.MESSAGES).data())
             for r in range(model.rowCount())]
-    assert rows == [("Alice", "editor", "u_alice", "4"), ("Bob", "reviewer", "u_bob", "4"),
-                    (OBRIEN, "approver", 'u_o"brien', "3"), ("李小龍", "editor", "u_李", "3")]
+    _roles, authors, _total = raw_speakers(path, "doc_42")
+    assert rows == [("Alice", "editor", "u_alice", str(authors["u_alice"])), ("Bob", "reviewer", "u_bob",
+                    str(authors["u_bob"])), (OBRIEN, "approver", 'u_o"brien', str(authors['u_o"brien'])),
+                    ("李小龍", "editor", "u_李", str(authors["u_李"]))]
     per_message = load_oracle("collab")["tokens"]["doc_42"]["perMessage"]
     report = tab.report
     for r, sp in enumerate(report.speakers):
         mine = [mid for mid, key in report.by_message.items() if key == sp.key]
         assert model.index(r, ParticipantColumn.TOKENS).data() == f"{sum(per_message[m] for m in mine):,}"
     assert tab.summary.textFormat() == Qt.TextFormat.PlainText
-    assert tab.summary.text().startswith("4 participants · 14 tagged messages · 0 untagged")
+    assert tab.summary.text().startswith(f"4 participants · {sum(authors.values())} tagged messages · 0 untagged")
     assert tab.anomaly_model.rowCount() == 0
 
     # The speaker filter offers the same participants.
     combo = window.thread_view.messages_tab.speaker_combo
     assert [combo.itemData(i) for i in range(combo.count())] == [None, "u_alice", "u_bob", 'u_o"brien', "u_李", AGENT]
-    assert combo.itemText(3) == f"{OBRIEN} (approver) · 3"
+    obrien = authors['u_o"brien']
+    assert combo.itemText(3) == f"{OBRIEN} (approver) · {obrien}"
 
 
 def test_messages_show_speaker_and_text_without_tags_raw_on_request(studio, studio_ctx, fixture_db):
@@ -172,19 +192,22 @@ def test_speaker_filter_from_the_participants_tab(studio, studio_ctx, fixture_db
     load_all(tab.model, studio_ctx.runner)
     assert window.thread_view.current_tab() == "messages"
     ids = [tab.model.index(r, 0).data(ID_ROLE) for r in range(tab.model.rowCount())]
-    assert sorted(ids) == sorted(m for m, k in part.report.by_message.items() if k == "u_bob") and len(ids) == 4
-    assert tab.summary.text().startswith("4 messages match the filters")
+    roles, authors, total = raw_speakers(path, "doc_42")
+    bobs = authors["u_bob"]
+    assert sorted(ids) == sorted(m for m, k in part.report.by_message.items() if k == "u_bob") and len(ids) == bobs
+    assert tab.summary.text().startswith(f"{bobs} messages match the filters")
 
     tab.filter_by_speaker(AGENT)
     load_all(tab.model, studio_ctx.runner)
-    assert tab.model.rowCount() == 13 and {tab.model.index(r, MessageColumn.ROLE).data()
-                                           for r in range(13)} == {"assistant"}
+    agent = roles["assistant"]
+    assert tab.model.rowCount() == agent and {tab.model.index(r, MessageColumn.ROLE).data()
+                                              for r in range(agent)} == {"assistant"}
     tab.filter_by_speaker(UNTAGGED)
     load_all(tab.model, studio_ctx.runner)
     assert tab.model.rowCount() == 0
     tab.clear_filters()
     load_all(tab.model, studio_ctx.runner)
-    assert tab.model.rowCount() == 27 and not tab.model.filtered
+    assert tab.model.rowCount() == total and not tab.model.filtered
 
 
 def test_date_and_metadata_filters_match_recall(studio, studio_ctx, fixture_db):
@@ -330,7 +353,8 @@ def test_models_pass_the_model_tester(qtmodeltester, studio_ctx, fixture_db):
     studio_ctx.runner.wait_idle()
     qtmodeltester.check(model)
     load_all(model, studio_ctx.runner)
-    assert model.rowCount() == 4 and model.total == 4 and model.scanned == 27
+    _roles, authors, total = raw_speakers(path, "doc_42")
+    assert model.rowCount() == model.total == authors["u_alice"] and model.scanned == total
     qtmodeltester.check(model)
 
 
@@ -341,7 +365,9 @@ def test_big_databases_filter_and_list_speakers_in_the_helper_process(studio, st
     window = studio(fixture_db("collab"), thread_id="doc_42", tab="messages")
     assert window.uses_helper and studio_ctx.runner.helper.pid is not None
     part = window.thread_view.participants_tab
-    assert part.use_helper and [s.messages for s in part.report.speakers] == [4, 4, 3, 3]
+    _roles, authors, _total = raw_speakers(window.database_path, "doc_42")
+    assert part.use_helper and [s.messages for s in part.report.speakers] == [
+        authors[k] for k in ("u_alice", "u_bob", 'u_o"brien', "u_李")]
     tab = window.thread_view.messages_tab
     assert tab.model.use_helper
     tab.filter_by_speaker('u_o"brien')

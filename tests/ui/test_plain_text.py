@@ -24,10 +24,10 @@ def inject_markup(path) -> str:
     data["parts"] = [{"type": "text", "text": f"{MARKUP} <i>and</i> &amp; <script>alert(1)</script>"}]
     data["content"] = data["parts"][0]["text"]
     conn.execute("UPDATE mastra_messages SET content = ? WHERE id = ?", (json.dumps(data), msg_id))
-    (obs,) = conn.execute("SELECT activeObservations FROM mastra_observational_memory WHERE lookupKey = "
-                          "'thread:support-1' ORDER BY generationCount DESC LIMIT 1").fetchall()[0]
-    conn.execute("UPDATE mastra_observational_memory SET activeObservations = ? WHERE lookupKey = "
-                 "'thread:support-1' AND generationCount = 2", (f"* 🔴 (10:00) {MARKUP} literal\n" + obs,))
+    record_id, obs = conn.execute("SELECT id, activeObservations FROM mastra_observational_memory WHERE lookupKey = "
+                                  "'thread:support-1' ORDER BY generationCount DESC LIMIT 1").fetchall()[0]
+    conn.execute("UPDATE mastra_observational_memory SET activeObservations = ? WHERE id = ?",   # the current one
+                 (f"* 🔴 (10:00) {MARKUP} literal\n" + obs, record_id))
     conn.commit()
     conn.close()
     return msg_id

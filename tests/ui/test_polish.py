@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 
 from studio.ui.models.messages import MessageColumn
 from studio.ui.models.observations import LogColumn
+from tests.mastra_facts import marker_messages, om_rows, raw_messages
 
 DATE_HEADER = re.compile(r"^Date:\s*(.+?)\s*$")
 
@@ -44,11 +45,34 @@ def test_log_summary_counts_distinct_real_dates(studio, studio_ctx, fixture_db, 
     assert f" · {distinct} date{'s' if distinct != 1 else ''} · " in summary, summary
 
 
+def add_empty_date_header(path, thread_id: str) -> None:
+    """Append a boundary and a date header without lines to THREAD_ID's current log (raw write on the copy).
+
+    What an Observer answer holding only a `Date:` line leaves: Mastra appends the answer's text after
+    a message boundary as it is.
+    """
+    import libsql
+
+    conn = libsql.connect(str(path))
+    try:
+        record_id, text = conn.execute(
+            "SELECT id, activeObservations FROM mastra_observational_memory WHERE threadId = ? "
+            "ORDER BY generationCount DESC LIMIT 1", (thread_id,)).fetchall()[0]
+        [*_, last] = [m.group(1) for line in text.splitlines() if (m := DATE_HEADER.match(line))]
+        conn.execute("UPDATE mastra_observational_memory SET activeObservations = ? WHERE id = ?",
+                     (f"{text}\n\n--- message boundary (2026-12-31T00:00:00.000Z) ---\n\nDate: {last}", record_id))
+        conn.commit()
+    finally:
+        conn.close()
+
+
 def test_repeated_and_empty_date_headers_read_as_continuations(studio, studio_ctx, fixture_db):
     path = fixture_db("buffered")
+    add_empty_date_header(path, "long-run")
     text = active_log(path, "long-run")
     headers = [(n, m.group(1)) for n, line in enumerate(text.splitlines(), start=1)
                if (m := DATE_HEADER.match(line))]
+    assert len({date for _, date in headers}) < len(headers), "long-run's log repeats no date header"
     window = studio(path, thread_id="long-run")
     model = window.thread_view.om_tab.log_model
     rows = [(model.index(r, LogColumn.OBSERVATION).data(), model.index(r, LogColumn.LINE).data())
@@ -61,7 +85,7 @@ def test_repeated_and_empty_date_headers_read_as_continuations(studio, studio_ct
         assert title.startswith(f"{date} (continued)" if date in seen else f"{date}  ·"), title
         assert "·" in title, f"a date row without a count or 'no observations': {title!r}"
         seen.add(date)
-    assert any(t.endswith("no observations") for t, _ in dated)     # buffered holds empty repeats
+    assert dated[-1][0].endswith("no observations")                 # the empty repeat added above
 
 
 # -- Timeline: whole-turn ticks, a footer that is read whole --------------------------------------
@@ -91,8 +115,14 @@ def show_tab(window, studio_ctx, name):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_timeline_turn_ticks_are_whole_turns_and_the_footer_is_not_cut(studio, studio_ctx, fixture_db, size):
-    # support-2 has 10 messages: pyqtgraph's own spacing over ~5 turns is 0.5 (ticks at 1.5, 2.5, ...).
-    window = open_at(studio, studio_ctx, fixture_db("support"), size, "support-2")
+    # support-2 is a short thread: pyqtgraph's own spacing over ~5 turns is 0.5 (ticks at 1.5, 2.5, ...).
+    path = fixture_db("support")
+    messages = raw_messages(path, "support-2")
+    # its OM events as Mastra recorded them: observation and activation markers, reflections (new generations)
+    events = (len(marker_messages(messages, "data-om-observation-end"))
+              + len(marker_messages(messages, "data-om-activation"))
+              + sum(row["originType"] == "reflection" for row in om_rows(path, "thread:support-2")))
+    window = open_at(studio, studio_ctx, path, size, "support-2")
     tab = show_tab(window, studio_ctx, "timeline")
     axis = tab.chart.plot.getPlotItem().getAxis("bottom")
     low, high = axis.range
@@ -100,7 +130,7 @@ def test_timeline_turn_ticks_are_whole_turns_and_the_footer_is_not_cut(studio, s
     values = [v for _spacing, level in axis.tickValues(low, high, axis.width()) for v in level]
     assert values and all(float(v).is_integer() for v in values), values
     label = tab.summary
-    assert label.isVisible() and label.text().startswith("1 OM event")
+    assert label.isVisible() and label.text().startswith(f"{events} OM event")
     # Every line of the footer is shown: not elided, and tall enough for its wrapped lines.
     assert label.wordWrap() and label.height() >= label.heightForWidth(label.width()) - 1, \
         (label.size().toTuple(), label.heightForWidth(label.width()))

@@ -17,9 +17,15 @@ from studio.store.memory_store import MemoryStore
 from studio.store.writes import commit_reflection
 from studio.ui.widgets.reflect_dialog import ReflectDialog
 from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fake_llm: a fixture)
+from tests.oracle_facts import current_generation, generations, status
 from tests.ui.write_dialogs import open_write_dialog, wait_until
 
 MODEL = "openai-compatible/fake-reflector"
+# support-1 as Mastra left it (its oracle): the current generation, how many there are, the reflection threshold
+GEN = current_generation("support", "thread:support-1")
+ROWS = len(generations("support", "thread:support-1"))
+THRESHOLD = status("support", "support-1")["effectiveObservationTokensThreshold"]
+RESOURCE_THRESHOLD = status("resource", "res-a")["effectiveObservationTokensThreshold"]
 
 
 def snapshot(path: Path, *, shm: bool = True) -> dict[str, str]:
@@ -68,8 +74,9 @@ def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixt
     window = studio(path, thread_id="support-1")
     dialog = open_dialog(window)
     inp = dialog.reflection_input
-    assert (inp.lookup_key, inp.generation_count, inp.reflection_threshold) == ("thread:support-1", 2, 550)
-    assert dialog.size_bar.text() == "451 / 550 · 82%"
+    assert (inp.lookup_key, inp.generation_count, inp.reflection_threshold) == ("thread:support-1", GEN, THRESHOLD)
+    size = before.observation_token_count
+    assert dialog.size_bar.text() == f"{size:,} / {THRESHOLD:,} · {size * 100 // THRESHOLD}%"   # rounded down
     dialog.set_model(MODEL, fake_llm.base_url)
     wait_until(lambda: "No key found" in dialog.key_text())   # a local server needs none; the key is never shown
 
@@ -80,32 +87,32 @@ def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixt
     preview = dialog.preview
     assert preview is not None and preview.result.observations == observations
     assert len(fake_llm.requests) == 1 and before.active_observations.splitlines()[0] in fake_llm.requests[0].prompt
-    want = diff_logs(before.active_observations, observations, 451, count_observations(observations))
+    want = diff_logs(before.active_observations, observations, size, count_observations(observations))
     got = dialog.proposal.diff_model.diff
     assert (got.kept, got.added, got.removed) == (want.kept, want.added, want.removed)
     assert dialog.proposal.diff_model.rowCount() == len(want.rows)
     assert f"compression {want.compression_ratio:.2f}×" in dialog.proposal.summary.text()
-    assert f"tokens 451 → {want.new_tokens:,}" in dialog.proposal.summary.text()
+    assert f"tokens {size:,} → {want.new_tokens:,}" in dialog.proposal.summary.text()
     losses = want.high_priority_losses
     assert losses and dialog.proposal.losses.isVisible()                  # every dropped 🔴 line is called out
     assert f"{len(losses)} high-priority observations would be lost" in dialog.proposal.losses.text()
     for row in losses:
         assert row.text.split(") ", 1)[1] in dialog.proposal.losses.text()
     assert dialog.proposal.task_label.text() == "Primary: plan the Lisbon itinerary"
-    assert dialog.commit_button.text() == "Commit generation 3…"
+    assert dialog.commit_button.text() == f"Commit generation {GEN + 1}…"
     assert snapshot(path, shm=False) == untouched                 # the preview wrote nothing
 
     asked = []
     dialog.confirm = lambda title, text: asked.append(text) or True
     QTest.keyClick(dialog, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)   # Ctrl+Enter commits
     studio_ctx.runner.wait_idle()
-    assert asked and "generation 3" in asked[0] and "high-priority" in asked[0]
+    assert asked and f"generation {GEN + 1}" in asked[0] and "high-priority" in asked[0]
     assert "backed up" in asked[0]                                # the window's WriteSession backs up first
     backups = list(path.parent.glob("support.backup-*.db"))
     assert len(backups) == 1
     assert window.reflect_dialog is None                          # accepted and closed
     after = current(path)
-    assert after.generation_count == 3 and after.origin_type == "reflection"
+    assert after.generation_count == GEN + 1 and after.origin_type == "reflection"
     assert after.active_observations == observations
     assert after.observation_token_count == count_observations(observations)
     with MemoryStore.open(path) as store:
@@ -115,9 +122,9 @@ def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixt
     # The view refreshed: History shows the new generation first.
     studio_ctx.runner.wait_idle()
     history = window.thread_view.history_tab
-    assert history.generation_model.rowCount() == 4
-    assert history.generation_model.index(0, 0).data() == "3 (current)"
-    assert "Generation 3" in window.statusBar().currentMessage()
+    assert history.generation_model.rowCount() == ROWS + 1
+    assert history.generation_model.index(0, 0).data() == f"{GEN + 1} (current)"
+    assert f"Generation {GEN + 1}" in window.statusBar().currentMessage()
 
 
 def test_cancel_during_a_slow_answer_leaves_the_file_byte_identical(studio, studio_ctx, fixture_db, fake_llm):
@@ -143,7 +150,7 @@ def test_cancel_during_a_slow_answer_leaves_the_file_byte_identical(studio, stud
     assert snapshot(path) == before
     QTest.keyClick(dialog, Qt.Key.Key_Escape)                     # …and closes the dialog next
     assert window.reflect_dialog is None
-    assert snapshot(path) == before and current(path).generation_count == 2
+    assert snapshot(path) == before and current(path).generation_count == GEN
 
 
 def test_commit_refused_when_the_agent_reflected_meanwhile(studio, studio_ctx, fixture_db, fake_llm):
@@ -160,7 +167,7 @@ def test_commit_refused_when_the_agent_reflected_meanwhile(studio, studio_ctx, f
     dialog.confirm = lambda title, text: False                    # "Cancel" in the confirmation: nothing happens
     dialog.commit_button.click()
     assert dialog.busy is None and dialog.isVisible() and current(path).id == before.id
-    # Meanwhile "the agent" reflects: generation 3 appears.
+    # Meanwhile "the agent" reflects: generation GEN + 1 appears.
     commit_reflection(path, lookup_key="thread:support-1", expected_record_id=before.id,
                       observations="* 🔴 (10:00) written by the agent",
                       observation_tokens=count_observations("* 🔴 (10:00) written by the agent"))
@@ -195,7 +202,7 @@ def test_rule_based_preview_needs_no_network(studio, studio_ctx, fixture_db, mon
     assert dialog.start_preview()
     studio_ctx.runner.wait_idle()
     assert dialog.error_text() == ""
-    want = condense(before.active_observations, 550)
+    want = condense(before.active_observations, THRESHOLD)
     assert dialog.preview.result.observations == want.observations
     assert dialog.preview.result.observation_token_count == want.tokens
     assert "Offline rule-based condenser" in dialog.proposal.attempts_label.text()
@@ -204,8 +211,20 @@ def test_rule_based_preview_needs_no_network(studio, studio_ctx, fixture_db, mon
     assert snapshot(path) == start
 
 
+TAGS_ONLY_LOG = """<thread id="res-a">
+Date: Dec 4, 2026
+</thread>
+
+--- message boundary (2026-12-04T20:13:18.000Z) ---
+
+<thread id="res-b">
+</thread>"""  # thread sections (as Mastra writes them in resource scope) without one observation line
+
+
 def test_an_empty_proposal_cannot_be_committed(studio, studio_ctx, fixture_db):
-    path = fixture_db("resource")              # its resource record holds thread tags but no observation
+    path = fixture_db("resource")
+    commit_reflection(path, lookup_key="resource:user-erin", expected_record_id=current(path, "resource:user-erin").id,
+                      observations=TAGS_ONLY_LOG, observation_tokens=count_observations(TAGS_ONLY_LOG))
     window = studio(path, thread_id="res-a")
     dialog = open_dialog(window)
     dialog.set_strategy("rule-based")
@@ -219,7 +238,7 @@ def test_an_empty_proposal_cannot_be_committed(studio, studio_ctx, fixture_db):
 def test_a_proposal_identical_to_the_current_generation_cannot_be_committed(studio, studio_ctx, fixture_db):
     """The rules applied to a log they already condensed change nothing: Commit stays disabled and says why."""
     path = fixture_db("support")
-    log = condense(current(path).active_observations, 550).observations
+    log = condense(current(path).active_observations, THRESHOLD).observations
     commit_reflection(path, lookup_key="thread:support-1", expected_record_id=current(path).id, observations=log,
                       observation_tokens=count_observations(log))
     window = studio(path, thread_id="support-1")
@@ -230,11 +249,11 @@ def test_a_proposal_identical_to_the_current_generation_cannot_be_committed(stud
     studio_ctx.runner.wait_idle()
     assert dialog.preview is not None and dialog.preview.result.observations == log, dialog.error_text()
     assert not dialog.commit_button.isEnabled()
-    why = ("Nothing to condense: the rules leave the log as it is; a copy of generation 3 is not written.")
+    why = f"Nothing to condense: the rules leave the log as it is; a copy of generation {GEN + 1} is not written."
     assert dialog.commit_button.toolTip() == why and dialog.write_note.text() == why
     QTest.keyClick(dialog, Qt.Key_Return, Qt.ControlModifier)    # Ctrl+Enter previews again, never commits
     studio_ctx.runner.wait_idle()
-    assert current(path).generation_count == 3 and snapshot(path) == start
+    assert current(path).generation_count == GEN + 1 and snapshot(path) == start
 
 
 RESOURCE_LOG = """Date: Nov 29, 2026
@@ -251,6 +270,7 @@ Date: Nov 29, 2026
 
 def test_rule_based_commit_on_a_resource_scope_record(studio, studio_ctx, fixture_db):
     path = fixture_db("resource")
+    gen = current_generation("resource", "resource:user-erin")
     seeded = commit_reflection(path, lookup_key="resource:user-erin", expected_record_id=current(
         path, "resource:user-erin").id, observations=RESOURCE_LOG,
                                observation_tokens=count_observations(RESOURCE_LOG))
@@ -264,15 +284,16 @@ def test_rule_based_commit_on_a_resource_scope_record(studio, studio_ctx, fixtur
     studio_ctx.runner.wait_idle()
     assert dialog.preview is not None, dialog.error_text()
     proposed = dialog.preview.result.observations
-    assert proposed == condense(RESOURCE_LOG, 450).observations != RESOURCE_LOG
+    assert proposed == condense(RESOURCE_LOG, RESOURCE_THRESHOLD).observations != RESOURCE_LOG
     dialog.confirm = lambda title, text: True
     dialog.protocol_panel.quiet_spin.setValue(0)  # the seeded generation was written a moment ago, not by the dialog
     dialog.commit()
     studio_ctx.runner.wait_idle()
     after = current(path, "resource:user-erin")
-    assert after.generation_count == 2 and after.active_observations == proposed
+    assert after.generation_count == gen + 2 and after.active_observations == proposed   # seeded, then condensed
     assert after.columns["metadata"]["studio"]["strategy"] == "rule-based"
-    assert window.thread_view.history_tab.generation_model.rowCount() == 3
+    assert window.thread_view.history_tab.generation_model.rowCount() == len(generations("resource",
+                                                                                      "resource:user-erin")) + 2
 
 
 def test_stale_is_reflecting_is_cleared_only_after_asking(studio, studio_ctx, fixture_db):
@@ -300,7 +321,7 @@ def test_stale_is_reflecting_is_cleared_only_after_asking(studio, studio_ctx, fi
     dialog.commit()
     studio_ctx.runner.wait_idle()
     after = current(path)
-    assert after.generation_count == 3 and not after.flag("isReflecting")
+    assert after.generation_count == GEN + 1 and not after.flag("isReflecting")
     with MemoryStore.open(path) as store:
         assert not store.om_history("thread:support-1")[1].flag("isReflecting")   # cleared on the previous row
 

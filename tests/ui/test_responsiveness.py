@@ -34,20 +34,26 @@ def test_status_batch_touches_only_its_rows(qtbot, fixture_db):
     model.modelReset.connect(lambda: resets.append(1))
     model.sort(ThreadColumn.OBSERVATION, Qt.SortOrder.DescendingOrder)
     layouts.clear()
+    # the thread nearest its message threshold, by Mastra's getStatus (the oracle): it sorts first
+    oracle = {t: st for om in load_oracle("support")["om"].values() for t, st in om["status"].items()}
+    ratios = {t: st["pendingTokens"] / st["threshold"] for t, st in oracle.items()}
+    top = max(ratios, key=ratios.get)
+    assert sorted(ratios.values())[-2] < ratios[top], "two threads share the highest message ratio"
+    batch = "support-2" if top != "support-2" else "support-3"
 
-    one = next(s for s in statuses if s.thread_id == "support-2")
+    one = next(s for s in statuses if s.thread_id == batch)
     model.apply_statuses([one])
-    row = model.row_of("support-2")
+    row = model.row_of(batch)
     assert changed == [(row, row, ThreadColumn.OBSERVATION, ThreadColumn.REFLECTION)]
     assert layouts == [] and resets == []                     # no re-sort, no reset for a batch
     assert model.index(row, ThreadColumn.OBSERVATION).data(BAR_ROLE).value == one.pending_tokens
-    other = model.row_of("support-1")
+    other = model.row_of(top)
     assert model.index(other, ThreadColumn.OBSERVATION).data() == "…"    # still pending
 
     changed.clear()
-    model.apply_statuses([s for s in statuses if s.thread_id != "support-2"], final=True)
+    model.apply_statuses([s for s in statuses if s.thread_id != batch], final=True)
     assert layouts == [1]                                     # sorted once, at the end, by the bar column
-    assert model.index(0, 0).data(ID_ROLE) == "support-1"     # 99% of its threshold comes first
+    assert model.index(0, 0).data(ID_ROLE) == top             # the fullest message window comes first
     assert changed and changed[-1][:2] == (0, model.rowCount() - 1)   # "…" of unknown rows turns into "—"
 
 

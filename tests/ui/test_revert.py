@@ -15,7 +15,7 @@ from studio.store.memory_store import MemoryStore
 from studio.store.write.protocol import find_overtaking_writes, studio_mark, unrepaired
 from studio.store.writes import commit_reflection
 from studio.ui.widgets.revert_dialog import RevertDialog
-from tests.ui.test_reflect_dialog import snapshot
+from tests.ui.test_reflect_dialog import GEN, ROWS, snapshot
 from tests.ui.test_write_protocol_ui import touch_newest_message
 from tests.ui.write_dialogs import wait_until
 
@@ -30,8 +30,9 @@ def history(path):
 def open_revert(window, studio_ctx, row: int) -> RevertDialog:
     """Select ROW of History's generations, press Revert…, and return the dialog once it has read the agent's activity.
 
-    support-1's rows are generations 2 (current), 1, 0.
+    support-1's rows are its generations newest first: row 0 is GEN (current), row 1 GEN - 1, ….
     """
+    assert row <= GEN, f"support-1 has only generations {GEN}..0 in this fixture: no row {row} to revert to"
     tab = window.thread_view.history_tab
     tab.select_generation(row)
     generation = tab.selected_generation().generation_count
@@ -50,14 +51,14 @@ def closed(dialog) -> bool:
 
 def test_revert_asks_then_creates_a_new_generation(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
-    before = history(path)                                   # generations 2, 1, 0
+    before = history(path)                                   # generations GEN … 0
     untouched = snapshot(path, shm=False)
     window = studio(path, thread_id="support-1", tab="history")
     tab = window.thread_view.history_tab
     assert not tab.revert_button.isEnabled()                 # the current generation is selected
 
     dialog = open_revert(window, studio_ctx, 1)
-    assert "Write generation 3" in dialog.text.text() and "generation 1" in dialog.text.text()
+    assert f"Write generation {GEN + 1}" in dialog.text.text() and f"generation {GEN - 1}" in dialog.text.text()
     assert dialog.cancel_button.isDefault()                  # Enter does not write
     # the fixture's conversation is old: quiet, and the period is shown
     assert dialog.protocol_panel.activity_label.text().startswith("Quiet for")
@@ -72,7 +73,7 @@ def test_revert_asks_then_creates_a_new_generation(studio, studio_ctx, fixture_d
     dialog.revert_button.click()
     wait_until(lambda: closed(dialog))                       # watch window 0: quiet longer than a turn takes
     after = history(path)
-    assert [r.generation_count for r in after] == [3, 2, 1, 0]
+    assert [r.generation_count for r in after] == [GEN + 1, *(r.generation_count for r in before)]
     new = after[0]
     assert [r["id"] for r in written] == [new.id]
     assert new.active_observations == before[1].active_observations
@@ -80,13 +81,13 @@ def test_revert_asks_then_creates_a_new_generation(studio, studio_ctx, fixture_d
     assert new.origin_type == "reflection"
     mark = new.columns["metadata"]["studio"]
     assert {k: mark[k] for k in ("kind", "revertedFrom", "revertedFromRecordId")} == {
-        "kind": "revert", "revertedFrom": 1, "revertedFromRecordId": before[1].id}
+        "kind": "revert", "revertedFrom": GEN - 1, "revertedFromRecordId": before[1].id}
     assert mark["recordId"] == new.id  # the write protocol's self-identifying mark
     assert [r.active_observations for r in after[1:]] == [r.active_observations for r in before]  # append-only
-    # The view refreshed: the new generation is listed first and diffs against generation 2.
-    wait_until(lambda: tab.generation_model.rowCount() == 4)
-    assert tab.generation_model.index(0, 0).data() == "3 (current)"
-    assert "Generation 3" in window.statusBar().currentMessage()
+    # The view refreshed: the new generation is listed first and diffs against generation GEN.
+    wait_until(lambda: tab.generation_model.rowCount() == ROWS + 1)
+    assert tab.generation_model.index(0, 0).data() == f"{GEN + 1} (current)"
+    assert f"Generation {GEN + 1}" in window.statusBar().currentMessage()
     # ... and names the backup the write made first (a file path); the badge still says browsing is read-only.
     backup = window.history_actions.session.backup_for(path)
     assert backup is not None and backup.is_file() and str(backup) in window.statusBar().currentMessage()
@@ -100,11 +101,11 @@ def test_revert_context_menu(studio, studio_ctx, fixture_db, monkeypatch):
     shown = []
     monkeypatch.setattr(QMenu, "popup", lambda menu, *_a: shown.append(menu))
     view = tab.generations_view
-    for row, enabled in ((0, False), (2, True)):
+    for row, enabled in ((0, False), (GEN, True)):   # the current generation, then generation 0
         pos = view.visualRect(tab.generation_model.index(row, 0)).center()
         tab._on_generations_context_menu_requested(pos)
         action = shown[-1].actions()[0]
-        assert action.text() == f"Revert to generation {2 - row}…"
+        assert action.text() == f"Revert to generation {GEN - row}…"
         assert action.isEnabled() is enabled
     shown[-1].actions()[0].trigger()
     dialog = tab.revert_dialog
@@ -112,7 +113,7 @@ def test_revert_context_menu(studio, studio_ctx, fixture_db, monkeypatch):
     dialog.revert()
     wait_until(lambda: tab.revert_dialog is None)
     after = history(path)
-    assert after[0].generation_count == 3 and after[0].active_observations == after[-1].active_observations
+    assert after[0].generation_count == GEN + 1 and after[0].active_observations == after[-1].active_observations
 
 
 def test_revert_refused_when_a_generation_was_written_meanwhile(studio, studio_ctx, fixture_db):
@@ -120,7 +121,7 @@ def test_revert_refused_when_a_generation_was_written_meanwhile(studio, studio_c
     window = studio(path, thread_id="support-1", tab="history")
     tab = window.thread_view.history_tab
     window.watcher.stop()                                    # the history on screen is now outdated
-    dialog = open_revert(window, studio_ctx, 2)
+    dialog = open_revert(window, studio_ctx, GEN)
     commit_reflection(path, lookup_key=KEY, expected_record_id=history(path)[0].id,
                       observations="* 🔴 (10:00) written by the agent",
                       observation_tokens=count_observations("* 🔴 (10:00) written by the agent"))
@@ -134,7 +135,7 @@ def test_revert_refused_when_a_generation_was_written_meanwhile(studio, studio_c
     assert not dialog.revert_button.isEnabled() and dialog.cancel_button.text() == "Close"   # it cannot succeed now
     assert snapshot(path, shm=False) == written
     assert history(path)[0].active_observations == "* 🔴 (10:00) written by the agent"
-    wait_until(lambda: tab.generation_model.index(0, 0).data() == "3 (current)")   # the refusal refreshed the view
+    wait_until(lambda: tab.generation_model.index(0, 0).data() == f"{GEN + 1} (current)")   # the refusal refreshed the view
 
 
 def test_the_quiet_period_is_shown_refuses_and_can_be_forced(studio, studio_ctx, fixture_db):
@@ -160,7 +161,7 @@ def test_the_quiet_period_is_shown_refuses_and_can_be_forced(studio, studio_ctx,
     dialog.protocol.ask_agent_active = lambda text: "force"
     dialog.revert_button.click()
     wait_until(lambda: closed(dialog))
-    assert history(path)[0].generation_count == 3
+    assert history(path)[0].generation_count == GEN + 1
 
 
 def test_wait_writes_once_the_quiet_period_has_passed(studio, studio_ctx, fixture_db):
@@ -186,7 +187,7 @@ def test_wait_writes_once_the_quiet_period_has_passed(studio, studio_ctx, fixtur
     assert steps[:4] == ["commit", "wait", "commit", "watch"]   # refused, waited, written, watched
     assert probes and probes[0] == (True, True, "Stop waiting")  # progress shown while the agent was active
     assert not dialog.protocol_panel.wait_bar.isVisible()
-    assert history(path)[0].generation_count == 3
+    assert history(path)[0].generation_count == GEN + 1
 
 
 def test_stop_waiting_writes_nothing(studio, studio_ctx, fixture_db):
@@ -227,7 +228,7 @@ def test_a_turn_overtaking_the_revert_is_reported_and_repaired(studio, studio_ct
     path = fixture_db("support")
     window = studio(path, thread_id="support-1", tab="history")
     before = history(path)
-    superseded = before[0]                         # generation 2: the revert replaces it
+    superseded = before[0]                         # generation GEN: the revert replaces it
     line = "* 🟡 (10:00) Observed by the running turn after the studio's revert."
     dialog = open_revert(window, studio_ctx, 1)
     turn = overtaking_turn(path, superseded.id, line)
@@ -238,18 +239,18 @@ def test_a_turn_overtaking_the_revert_is_reported_and_repaired(studio, studio_ct
     dialog.revert()
     wait_until(lambda: closed(dialog), timeout=30)
     turn.join()
-    assert len(asked) == 1 and "wrote 1 observation line(s) onto generation 2" in asked[0]
+    assert len(asked) == 1 and f"wrote 1 observation line(s) onto generation {GEN}" in asked[0]
     rows = history(path)
-    assert [r.generation_count for r in rows] == [4, 3, 2, 1, 0]
+    assert [r.generation_count for r in rows] == [GEN + 2, GEN + 1, *(r.generation_count for r in before)]
     assert [r["id"] for r in written] == [rows[1].id, rows[0].id]    # the revert, then its repair
     repair = rows[0]
     assert studio_mark(repair)["kind"] == "repair"
-    # the studio's log (generation 1's, restored by the revert) with the agent's line carried forward
+    # the studio's log (generation GEN - 1's, restored by the revert) with the agent's line carried forward
     assert repair.active_observations.startswith(before[1].active_observations.rstrip())
     assert repair.active_observations.endswith(line)
     assert rows[2].id == superseded.id and rows[2].active_observations.endswith(line)   # Mastra's row: not edited
     assert unrepaired(find_overtaking_writes(rows)) == []
-    wait_until(lambda: window.thread_view.history_tab.generation_model.index(0, 0).data() == "4 (current)")
+    wait_until(lambda: window.thread_view.history_tab.generation_model.index(0, 0).data() == f"{GEN + 2} (current)")
 
 
 def test_the_agents_version_when_the_user_prefers_it(studio, studio_ctx, fixture_db):
@@ -257,7 +258,7 @@ def test_the_agents_version_when_the_user_prefers_it(studio, studio_ctx, fixture
     window = studio(path, thread_id="support-1", tab="history")
     superseded = history(path)[0]
     line = "* 🔴 (10:00) The agent's own line."
-    dialog = open_revert(window, studio_ctx, 2)      # generation 0
+    dialog = open_revert(window, studio_ctx, GEN)    # generation 0
     turn = overtaking_turn(path, superseded.id, line)
     dialog.protocol.watch_window_ms = 8000
     dialog.protocol.ask_overtaken = lambda text: "revert"
@@ -265,6 +266,6 @@ def test_the_agents_version_when_the_user_prefers_it(studio, studio_ctx, fixture
     wait_until(lambda: closed(dialog), timeout=30)
     turn.join()
     rows = history(path)
-    assert rows[0].generation_count == 4 and studio_mark(rows[0])["prefer"] == "revert"
-    assert rows[0].active_observations == rows[2].active_observations     # generation 2 as the agent left it
+    assert rows[0].generation_count == GEN + 2 and studio_mark(rows[0])["prefer"] == "revert"
+    assert rows[0].active_observations == rows[2].active_observations     # generation GEN as the agent left it
     assert unrepaired(find_overtaking_writes(rows)) == []

@@ -26,16 +26,18 @@ def _cell_label(window, thread_id: str, column: ThreadColumn) -> tuple[str, str]
 
 def test_over_threshold_bar_keeps_its_figures(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
-    # support-1 stands at 2,488 of 2,500 unobserved tokens (the oracle); one more message takes it over.
+    # support-1's unobserved tokens and threshold (the oracle); one more message, long enough, takes it over.
     oracle = load_oracle("support")["om"]["thread:support-1"]["status"]["support-1"]
-    assert (oracle["pendingTokens"], oracle["threshold"]) == (2488, 2500)
-    text = "A question the observer has not seen yet, long enough to pass the threshold. " * 8
+    pending, threshold = oracle["pendingTokens"], oracle["threshold"]
+    assert pending < threshold, "support-1 is already over its threshold"
+    sentence = "A question the observer has not seen yet, long enough to pass the threshold. "
+    text = sentence * (1 + (threshold * 105 // 100 - pending) // tokens.estimate_text(sentence))   # ~105 %
     append_message(path, "support-1", text)
     window = studio(path, thread_id="support-1")
     full, shown = _cell_label(window, "support-1", ThreadColumn.OBSERVATION)
     value = int(full.split(" / ")[0].replace(",", ""))
     # Mastra counts the new message with its tokenx estimate on top of what was pending.
-    assert value > 2500 and value >= 2488 + tokens.estimate_text(text)
+    assert value > threshold and value >= pending + tokens.estimate_text(text)
     assert full.endswith("%") and int(full.rsplit("· ", 1)[1][:-1]) > 100
     assert shown == full                     # "2,7xx / 2,500 · 10x%", not just "10x%"
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
+from studio.engine.diff import diff_logs
+from studio.store.memory_store import MemoryStore
 from studio.ui.models.threads import BAR_COLUMNS, SHORT_HEADERS, ThreadColumn
+from tests.oracle_facts import status, threads
+
+SUPPORT_THREADS = threads("support")
 
 SIZES = [(900, 600), (640, 420)]
 
@@ -54,7 +59,8 @@ def test_wide_window_shows_every_figure(studio, fixture_db):
     assert ThreadColumn.LAST_ACTIVITY in window.thread_list.visible_columns()
     row = window.thread_model.row_of("support-1")
     text = window.thread_model.index(row, ThreadColumn.OBSERVATION).data()
-    assert text == "2,488 / 2,500 · 99%"
+    pending, threshold = status("support", "support-1")["pendingTokens"], status("support", "support-1")["threshold"]
+    assert text == f"{pending:,} / {threshold:,} · {pending * 100 // threshold}%"
     assert header.sectionSize(ThreadColumn.OBSERVATION) >= window.fontMetrics().horizontalAdvance(text)
     assert "before" in window.thread_model.headerData(ThreadColumn.OBSERVATION, header.orientation())
 
@@ -70,7 +76,7 @@ def test_headings_do_not_run_together(studio, studio_ctx, fixture_db, size):
     shown = min(fm.horizontalAdvance(resources.text()), resources.contentsRect().width())
     text_gap = threads_left + threads.contentsRect().left() - (resources.mapTo(window, QPoint(0, 0)).x() + shown)
     assert text_gap >= 12, text_gap                               # the two headings read as two words
-    assert threads.text() == "Threads (6)"
+    assert threads.text() == f"Threads ({len(SUPPORT_THREADS)})"
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -88,12 +94,16 @@ def test_history_diff_keeps_usable_height(studio, studio_ctx, fixture_db, size):
 
 
 def test_losses_callout_scrolls_and_collapses(studio, studio_ctx, fixture_db, qtbot):
-    window = studio(fixture_db("support"), thread_id="support-1", tab="history")
+    path = fixture_db("support")
+    with MemoryStore.open(path) as store:
+        history = store.om_history("thread:support-1")
+    lost = len(diff_logs(history[1].active_observations, history[0].active_observations).high_priority_losses)
+    window = studio(path, thread_id="support-1", tab="history")
     tab = window.thread_view.history_tab
     losses = tab.losses
     assert losses.is_expanded() and losses.scroll.isVisible()
     lines = losses.body.text().split("\n")
-    assert len(lines) == 1 + 6                                    # the sentence, then all six observations
+    assert len(lines) == 1 + lost                                 # the sentence, then every lost observation
     assert losses.scroll.height() < losses.body.sizeHint().height()   # more than fits: it scrolls
     assert losses.scroll.verticalScrollBar().maximum() > 0
     before = tab.diff_view.height()
@@ -101,7 +111,7 @@ def test_losses_callout_scrolls_and_collapses(studio, studio_ctx, fixture_db, qt
     assert not losses.is_expanded() and not losses.scroll.isVisible() and losses.user_choice is False
     window.settle()
     assert tab.diff_view.height() > before                        # the diff got the room back
-    assert "6 high-priority observations removed" in losses.text()
+    assert f"{lost} high-priority observations removed" in losses.text()
 
 
 def test_short_history_tab_starts_with_the_callout_collapsed(studio, studio_ctx, fixture_db):
@@ -112,14 +122,17 @@ def test_short_history_tab_starts_with_the_callout_collapsed(studio, studio_ctx,
 
 
 def test_cut_titles_have_full_tooltips(studio, studio_ctx, fixture_db):
-    window = open_small(studio, studio_ctx, fixture_db("support"), (640, 420), thread_id="support-2")
+    listed = threads("support")
+    longest = max(listed, key=lambda t: len(listed[t]["title"] or ""))   # the title most likely cut
+    full = listed[longest]["title"]
+    window = open_small(studio, studio_ctx, fixture_db("support"), (640, 420), thread_id=longest)
     model = window.thread_model
-    row = model.row_of("support-2")
+    row = model.row_of(longest)
     tip = model.index(row, ThreadColumn.TITLE).data(Qt.ItemDataRole.ToolTipRole)
-    assert "café opening in Zürich" in tip and "support-2" in tip
+    assert full in tip and longest in tip
     title = window.thread_view.title
-    assert title.text() == "café opening in Zürich"               # the full text is kept
-    assert "café opening in Zürich" in title.toolTip() and "thread support-2" in title.toolTip()
+    assert title.text() == full                                   # the full text is kept
+    assert full in title.toolTip() and f"thread {longest}" in title.toolTip()
     title.resize(60, title.height())
     assert title.is_elided()
     assert not title.grab().isNull()                              # paints the elided text

@@ -9,6 +9,7 @@ from studio.ui.models.roles import BAR_ROLE, ID_ROLE
 from studio.ui.models.threads import ThreadColumn
 from studio.ui.widgets.om_tab import MESSAGES_BAR_TITLE, OBSERVATIONS_BAR_TITLE
 from tests.conftest import load_oracle
+from tests.oracle_facts import current_generation, threads
 
 ORACLE_FIXTURES = ["support", "buffered", "resource", "collab", "tools", "live/support"]
 
@@ -34,7 +35,8 @@ def test_support_1_bars_equal_mastra_oracle(studio, studio_ctx, fixture_db):
     assert (om.messages_bar.value(), om.messages_bar.threshold()) == (oracle["pendingTokens"], oracle["threshold"])
     assert (om.observations_bar.value(), om.observations_bar.threshold()) == (
         oracle["observationTokenCount"], oracle["effectiveObservationTokensThreshold"])
-    assert om.messages_bar.figures_text() == "2,488 / 2,500 tokens"
+    pending, threshold = oracle["pendingTokens"], oracle["threshold"]
+    assert om.messages_bar.figures_text() == f"{pending:,} / {threshold:,} tokens"
     assert om.messages_bar.is_over() is oracle["shouldObserve"]
     assert om.observations_bar.is_over() is oracle["shouldReflect"]
 
@@ -42,12 +44,13 @@ def test_support_1_bars_equal_mastra_oracle(studio, studio_ctx, fixture_db):
     row = thread_rows(window)["support-1"]
     bar = window.thread_model.index(row, ThreadColumn.OBSERVATION).data(BAR_ROLE)
     assert (bar.value, bar.threshold) == (oracle["pendingTokens"], oracle["threshold"])
-    assert window.thread_model.index(row, ThreadColumn.OBSERVATION).data() == "2,488 / 2,500 · 99%"
+    assert window.thread_model.index(row, ThreadColumn.OBSERVATION).data() == \
+        f"{pending:,} / {threshold:,} · {pending * 100 // threshold}%"   # the percentage rounded down
     bar = window.thread_model.index(row, ThreadColumn.REFLECTION).data(BAR_ROLE)
     assert (bar.value, bar.threshold) == (oracle["observationTokenCount"],
                                           oracle["effectiveObservationTokensThreshold"])
     assert window.current_thread_id == "support-1"
-    assert window.thread_view.title.text() == "a trip to Lisbon"
+    assert window.thread_view.title.text() == threads("support")["support-1"]["title"]
     assert window.thread_view.title.textFormat() == Qt.TextFormat.PlainText
 
 
@@ -81,7 +84,7 @@ def test_thread_without_om_shows_empty_state(studio, studio_ctx, fixture_db):
     assert "No Observational Memory record" in view.om_tab.empty_text()
     assert not view.history_tab.has_history
     view.set_tab("messages")
-    assert view.messages_tab.model.rowCount() == 6
+    assert view.messages_tab.model.rowCount() == len(load_oracle("support")["threads"]["support-meta"]["messages"])
 
 
 def test_opening_selects_first_thread_with_om_and_remembers_recent_file(studio, studio_ctx, fixture_db):
@@ -91,31 +94,46 @@ def test_opening_selects_first_thread_with_om_and_remembers_recent_file(studio, 
     first = window.first_thread_with_om()
     assert window.current_thread_id == first
     assert studio_ctx.recent_files()[0] == str(path)
-    assert window.count_label.text() == "6 threads"
+    assert window.count_label.text() == f"{len(threads('support'))} threads"
     assert window.mode_label.text() == "read-only"
     assert window.path_label.text() == str(path)
 
 
+def top_by(statuses: dict[str, dict], value: str, threshold: str) -> str:
+    """Return the thread whose VALUE / THRESHOLD (Mastra's getStatus figures) is highest; fail on a tie."""
+    ratios = {t: st[value] / st[threshold] for t, st in statuses.items()}
+    top = max(ratios, key=ratios.get)
+    assert sorted(ratios.values())[-2] < ratios[top], f"two threads share the highest {value} ratio"
+    return top
+
+
 def test_resource_filter_and_sorting(studio, studio_ctx, fixture_db):
+    listed = threads("support")
+    statuses = {t: st for om in load_oracle("support")["om"].values() for t, st in om["status"].items()}
+    n, with_om = len(listed), len(statuses)
+    assert n > with_om, "every support thread has OM: none to sort last"
+    bobs = {t for t, thread in listed.items() if thread["resourceId"] == "user-bob"}
     window = studio(fixture_db("support"))
     model = window.thread_model
-    assert model.rowCount() == 6
+    assert model.rowCount() == n
     row = window.resource_model.row_of("user-bob")
     window.resources_view.setCurrentIndex(window.resource_model.index(row, 0))
-    assert model.rowCount() == 2
-    assert {model.index(r, 0).data(ID_ROLE) for r in range(2)} == {"support-3", "support-4"}
+    assert model.rowCount() == len(bobs)
+    assert {model.index(r, 0).data(ID_ROLE) for r in range(len(bobs))} == bobs
     window.resources_view.setCurrentIndex(window.resource_model.index(0, 0))
-    assert model.rowCount() == 6
+    assert model.rowCount() == n
 
     window.threads_view.sortByColumn(ThreadColumn.OBSERVATION, Qt.SortOrder.DescendingOrder)
-    assert model.index(0, 0).data(ID_ROLE) == "support-1"          # 99% of its observation threshold
-    assert model.index(5, 0).data(ID_ROLE) == "support-meta"       # no OM sorts last
+    # the fullest message window first; threads without OM sort last
+    assert model.index(0, 0).data(ID_ROLE) == top_by(statuses, "pendingTokens", "threshold")
+    assert {model.index(r, 0).data(ID_ROLE) for r in range(with_om, n)} == set(listed) - set(statuses)
     window.threads_view.sortByColumn(ThreadColumn.REFLECTION, Qt.SortOrder.DescendingOrder)
-    ratios = [model.index(r, ThreadColumn.REFLECTION).data(BAR_ROLE).ratio for r in range(5)]
+    ratios = [model.index(r, ThreadColumn.REFLECTION).data(BAR_ROLE).ratio for r in range(with_om)]
     assert ratios == sorted(ratios, reverse=True)
-    assert model.index(0, 0).data(ID_ROLE) == "support-1"          # 451 / 550
+    assert model.index(0, 0).data(ID_ROLE) == top_by(statuses, "observationTokenCount",
+                                                     "effectiveObservationTokensThreshold")
     window.threads_view.sortByColumn(ThreadColumn.LAST_ACTIVITY, Qt.SortOrder.AscendingOrder)
-    times = [model.thread_row(r).thread.updated_at for r in range(6)]
+    times = [model.thread_row(r).activity_ms for r in range(n)]
     assert times == sorted(times)
     # The selection follows its thread through the sorts.
     assert window.current_thread_id == model.index(window.threads_view.currentIndex().row(), 0).data(ID_ROLE)
@@ -131,13 +149,15 @@ def test_thread_list_is_lazy(qtbot, fixture_db, studio, studio_ctx):
     with qtbot.waitSignal(model.rowsInserted) as blocker:
         model.fetchMore()
     assert blocker.args[1:] == [2, 3]          # first and last (inclusive) inserted rows
-    model.fetchMore()
-    assert model.rowCount() == 6 and not model.canFetchMore()
+    n = len(threads("support"))
+    while model.canFetchMore():
+        model.fetchMore()
+    assert model.rowCount() == n
     # row_of fetches pages up to a thread not yet exposed.
     model.set_rows(window.thread_model.all_threads())
     last = model.visible_rows()[-1].thread.id
     model.set_resource_filter(None)
-    assert model.row_of(last) == 5
+    assert model.row_of(last) == n - 1
 
 
 def test_buffered_chunks_and_flags(studio, studio_ctx, fixture_db):
@@ -191,7 +211,8 @@ def test_statuses_fill_in_batches_with_progress(studio, studio_ctx, fixture_db, 
     window.progress.valueChanged.connect(values.append)
     window.open_database(fixture_db("support"))
     studio_ctx.runner.wait_idle()
-    assert values[-1] == 5 and len(set(values)) >= 5               # 5 OM threads, one batch each
+    with_om = sum(len(record["status"]) for record in load_oracle("support")["om"].values())
+    assert values[-1] == with_om and len(set(values)) >= with_om   # one batch per OM thread
     assert not window.progress.isVisible()
     oracle = load_oracle("support")["om"]
     for key, record in oracle.items():
@@ -213,8 +234,8 @@ def test_busy_flags_show_live_and_stale(studio, studio_ctx, fixture_db):
     now = ms_to_iso(int(time.time() * 1000))
     old = ms_to_iso(int(time.time() * 1000) - 3 * 3600 * 1000)
     conn.execute('UPDATE mastra_observational_memory SET "isReflecting" = 1, "isBufferingObservation" = 1, '
-                 '"updatedAt" = ?, "lastBufferedAtTime" = ? WHERE "lookupKey" = ? AND "generationCount" = 6',
-                 (old, now, "thread:long-run"))
+                 '"updatedAt" = ?, "lastBufferedAtTime" = ? WHERE "lookupKey" = ? AND "generationCount" = ?',
+                 (old, now, "thread:long-run", current_generation("buffered", "thread:long-run")))
     conn.commit()
     conn.close()
     window = studio(path, thread_id="long-run")

@@ -11,7 +11,7 @@ import libsql
 from studio.store.memory_store import MemoryStore
 from studio.store.records import ms_to_iso
 from studio.store.write.protocol import find_overtaking_writes, unrepaired
-from tests.ui.test_reflect_dialog import open_dialog
+from tests.ui.test_reflect_dialog import GEN, open_dialog
 from tests.ui.write_dialogs import wait_until
 
 KEY = "thread:support-1"
@@ -56,7 +56,7 @@ def test_the_dialog_says_the_agent_is_active_and_force_writes(studio, studio_ctx
     dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
     assert "The agent is active" in asked[0] and "quiet period 30 s" in asked[0]
-    assert history(path)[0].generation_count == 3
+    assert history(path)[0].generation_count == GEN + 1
 
 
 def test_cancel_leaves_the_file_alone_and_wait_writes_once_it_is_quiet(studio, studio_ctx, fixture_db):
@@ -66,13 +66,13 @@ def test_cancel_leaves_the_file_alone_and_wait_writes_once_it_is_quiet(studio, s
     dialog.protocol.ask_agent_active = lambda text: "cancel"
     dialog.commit()
     wait_until(lambda: dialog.busy is None and "Commit refused" in dialog.error_text())
-    assert history(path)[0].generation_count == 2
+    assert history(path)[0].generation_count == GEN
     dialog.protocol_panel.quiet_spin.setValue(3)  # quiet about a second from now
     dialog.protocol.watch_window_ms = 0
     dialog.protocol.ask_agent_active = lambda text: "wait"
     dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None, timeout=20)
-    assert history(path)[0].generation_count == 3
+    assert history(path)[0].generation_count == GEN + 1
 
 
 def test_a_turn_overtaking_the_commit_is_found_and_repaired(studio, studio_ctx, fixture_db):
@@ -98,8 +98,8 @@ def test_a_turn_overtaking_the_commit_is_found_and_repaired(studio, studio_ctx, 
     dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None, timeout=20)
     turn.join()
-    assert "wrote 1 observation line(s) onto generation 2" in asked[0]
+    assert f"wrote 1 observation line(s) onto generation {GEN}" in asked[0]
     rows = history(path)
-    assert [r["id"] for r in repaired] == [rows[0].id] and rows[0].generation_count == 4
+    assert [r["id"] for r in repaired] == [rows[0].id] and rows[0].generation_count == GEN + 2
     assert rows[0].active_observations.endswith(line)
     assert unrepaired(find_overtaking_writes(rows)) == []

@@ -5,8 +5,12 @@ For each answer below, copies the support fixture to a temporary folder and runs
 always gives that answer), then keeps what Mastra wrote: whether it reflected, the new row's
 activeObservations and observationTokenCount, and the thread's `metadata.mastra.om`.
 
-usage: python tests/engine/data/make_reflector_oracle.py [CORPUS_DIR]
-CORPUS_DIR: a mastra-corpus copy with node_modules (default /work/ref/corpus).
+`prior` records support-1's `mastra.om` hints before the reflection (from the fixture's oracle), which
+the answers without those tags leave as they were.
+
+usage: PYTHONPATH=. python tests/engine/data/make_reflector_oracle.py [CORPUS_DIR]
+CORPUS_DIR: a mastra-corpus copy with node_modules (default: the npm-installed copy the interop tests use,
+tests/interop/conftest.py install_corpus).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ def answers() -> dict[str, str]:
         "tagged": ("<observations>\nDate: Nov 1, 2026\n* 🔴 (17:22) User stated they file taxes in April\n"
                    "* 🟡 (17:30) Discussed Postgres indexes\n</observations>\n\n<current-task>\n- Primary: taxes\n"
                    "</current-task>\n\n<suggested-response>\nAsk about the deadline.\n</suggested-response>\n\n"
-                   "<thread-title>Tax filing</thread-title>\n"),
+                   "<thread-title>April tax deadline</thread-title>\n"),
         "list-fallback": ("Here is the memory:\n- 🔴 (09:00) User likes tea\n* 🟡 (09:05) Talked about Lisbon\n"
                           "Some prose that is not a list line.\n1. numbered item\n"),
         "prose-fallback": "Just a paragraph of memory without tags or list lines.\nSecond line.",
@@ -88,11 +92,21 @@ def run(corpus: Path) -> dict:
     return out
 
 
+def prior() -> dict:
+    """Return support-1's `metadata.mastra.om` hints in the support fixture, as Mastra's oracle lists them."""
+    oracle = json.loads((SHARED / "support.oracle.json").read_text(encoding="utf-8"))
+    [thread] = [t for r in oracle["resources"].values() for t in r["threads"] if t["id"] == "support-1"]
+    om = thread["metadata"]["mastra"]["om"]
+    return {key: om.get(key) for key in ("currentTask", "suggestedResponse", "threadTitle")}
+
+
 if __name__ == "__main__":
-    corpus = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/work/ref/corpus")
+    if len(sys.argv) > 1:
+        corpus = Path(sys.argv[1])
+    else:
+        from tests.interop.conftest import install_corpus
+        corpus = install_corpus()
     data = {"mastra": "@mastra/memory 1.31.0 via mastra-corpus/mastra-reflect.mjs on support.db, thread support-1",
-            "prior": {"currentTask": "- Primary: helping with a trip to Lisbon",
-                      "suggestedResponse": "Ask a follow-up about a trip to Lisbon."},
-            "cases": run(corpus)}
+            "prior": prior(), "cases": run(corpus)}
     (HERE / "reflector_answers.oracle.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n",
                                                         encoding="utf-8")

@@ -1,6 +1,10 @@
 // Records more listThreads / listMessages / recall results of real Mastra than the fixture oracles hold:
 // paging edges, explicit orderBy, exclusive date bounds, storage-level include, rejected filters.
-// usage (from a folder with the mastra-corpus node_modules): node history_extra.mjs FIXTURES_DIR OUT_JSON
+// usage: copy this file into a folder with the mastra-corpus node_modules (node resolves its imports from
+// where the script lies; the interop tests' npm install in ~/.cache/memory-studio/mastra-corpus-*, see
+// tests/interop/conftest.py install_corpus, will do) and run it there:
+//   node history_extra.mjs ../shared/fixtures/mastra tests/store/data/history_extra.json   (absolute paths)
+// Run it again whenever the fixtures are regenerated: test_history_parity checks the file names their ids.
 import { Memory } from '@mastra/memory';
 import { LibSQLStore } from '@mastra/libsql';
 import { copyFileSync, writeFileSync, mkdtempSync, existsSync } from 'node:fs';
