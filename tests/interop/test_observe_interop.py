@@ -28,6 +28,7 @@ from studio.store.write.activation import activate_buffered
 from studio.store.write.observation import ObserverOutput, commit_observation
 from tests.conftest import copy_fixture
 from tests.interop.conftest import dump_tables, file_state, run_node
+from tests.observe_cases import observable_copy
 
 TIME_COLUMNS = {"updatedAt"}
 #: Marker fields that are write times or per-run ids.
@@ -214,17 +215,19 @@ def _now_iso() -> str:
 
 @pytest.mark.parametrize("case", ["busy-flag", "quiet-period", "record-changed"])
 def test_refusals_leave_the_file_byte_identical(tmp_path, case):
-    """First principles: each refusal is raised inside the write transaction; nothing may be written."""
-    path = copy_fixture("support", tmp_path / "db")
-    window = observation_window(path, "support-1")
+    """First principles: each refusal is raised inside the write transaction; nothing may be written.
+    The window is at observe()'s threshold (tests/observe_cases.py), so only the refusal can stop the write."""
+    path, thread_id = observable_copy("support", tmp_path / "db")
+    window = observation_window(path, thread_id)
+    assert window.meets
     idle_ms = 0
     if case == "busy-flag":  # a live isObserving: set and updated just now
         _set(path, 'UPDATE mastra_observational_memory SET "isObserving" = 1, "updatedAt" = ? WHERE id = ?',
              (_now_iso(), window.record.id))
-        window = observation_window(path, "support-1")
+        window = observation_window(path, thread_id)
     elif case == "quiet-period":  # the thread was written a moment ago by someone else
-        _set(path, 'UPDATE mastra_threads SET "updatedAt" = ? WHERE id = ?', (_now_iso(), "support-1"))
-        window = observation_window(path, "support-1")
+        _set(path, 'UPDATE mastra_threads SET "updatedAt" = ? WHERE id = ?', (_now_iso(), thread_id))
+        window = observation_window(path, thread_id)
         idle_ms = 30_000
     else:  # Mastra observed in between: the row moved on
         _set(path, 'UPDATE mastra_observational_memory SET "activeObservations" = "activeObservations" || ? '
@@ -282,8 +285,8 @@ RESOURCE_OUTPUTS = {
     "res-b": ObserverOutput("Date: Dec 1, 2026\n* 🟡 (09:05) Studio resource fact for res-b",
                             suggested_response="Say hi to res-b.", thread_title="Res B last title",
                             extracted={"suggested-response": "Say hi to res-b.", "thread-title": "Res B last title"}),
-    "res-c": ObserverOutput("Nov 30 has no date line: appended, not merged\n* 🟢 (09:07) Studio resource fact for res-c",
-                            extracted={}),
+    "res-c": ObserverOutput("Nov 30 has no date line: appended, not merged\n"
+                            "* 🟢 (09:07) Studio resource fact for res-c", extracted={}),
 }
 
 
@@ -307,7 +310,8 @@ def test_resource_observation_matches_mastra_and_mastra_continues(mastra_corpus,
     assert _thread_title_on(a), "the resource scenario is expected to run with observation.threadTitle on"
     parsed = parse_multi_thread_answer(RESOURCE_ANSWER, window.record.config)
     assert parsed == RESOURCE_OUTPUTS
-    assert {t: list(o.extracted) for t, o in parsed.items()} == {t: list(o.extracted) for t, o in RESOURCE_OUTPUTS.items()}
+    assert {t: list(o.extracted) for t, o in parsed.items()} == {
+        t: list(o.extracted) for t, o in RESOURCE_OUTPUTS.items()}   # key order too
     row = commit_resource_observation(b, window, parsed, force=mastra["forced"] is not None)
     assert row["activeObservations"] == mastra["row"]["activeObservations"]
     assert row["observedMessageIds"] == mastra["row"]["observedMessageIds"]
