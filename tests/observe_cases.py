@@ -115,3 +115,15 @@ def config_of(path: Path, lookup_key: str) -> dict:
     finally:
         conn.close()
     return json.loads(row[0])
+
+
+def raw_thread_om(path: Path, thread_id: str) -> dict:
+    """Return THREAD_ID's `metadata.mastra.om` as stored (read-only; JSONB decoded by libSQL; {} when none)."""
+    conn = libsql.connect(f"file:{path}?mode=ro")
+    try:
+        row = conn.execute("SELECT json(metadata) FROM mastra_threads WHERE id = ?", (thread_id,)).fetchone()
+    finally:
+        conn.close()
+    metadata = json.loads(row[0]) if row and row[0] else {}
+    om = (metadata.get("mastra") or {}).get("om") if isinstance(metadata, dict) else None
+    return om if isinstance(om, dict) else {}
