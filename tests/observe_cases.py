@@ -127,3 +127,35 @@ def raw_thread_om(path: Path, thread_id: str) -> dict:
     metadata = json.loads(row[0]) if row and row[0] else {}
     om = (metadata.get("mastra") or {}).get("om") if isinstance(metadata, dict) else None
     return om if isinstance(om, dict) else {}
+
+
+def current_row(path: Path, lookup_key: str) -> dict:
+    """Return LOOKUP_KEY's newest OM row as stored (read-only)."""
+    conn = libsql.connect(f"file:{path}?mode=ro")
+    try:
+        cursor = conn.execute('SELECT * FROM mastra_observational_memory WHERE "lookupKey" = ? '
+                              'ORDER BY "generationCount" DESC LIMIT 1', (lookup_key,))
+        names = [d[0] for d in cursor.description]
+        return dict(zip(names, cursor.fetchone()))
+    finally:
+        conn.close()
+
+
+def resource_window_tokens(path: Path, name: str, lookup_key: str) -> int:
+    """Return Mastra's count of what a resource-scope observe() gate counts for LOOKUP_KEY in the copy PATH of
+    fixture NAME: the resource's non-system messages after the record's lastObservedAt and not among its
+    observedMessageIds (README, "Observation and activation writes"), each at its oracle figure."""
+    from tests.mastra_facts import window_tokens
+
+    row = current_row(path, lookup_key)
+    observed = set(json.loads(row["observedMessageIds"]) if row["observedMessageIds"] else [])
+    conn = libsql.connect(f"file:{path}?mode=ro")
+    try:
+        rows = conn.execute('SELECT id, role FROM mastra_messages WHERE "resourceId" = ? AND "createdAt" > ? '
+                            'ORDER BY "createdAt"', (row["resourceId"], row["lastObservedAt"])).fetchall()
+    finally:
+        conn.close()
+    per_message = {}
+    for doc in load_oracle(name)["tokens"].values():
+        per_message.update(doc["perMessage"])
+    return window_tokens(per_message, [i for i, role in rows if i not in observed and role != "system"])
