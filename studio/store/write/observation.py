@@ -13,7 +13,11 @@ store (@mastra/libsql 1.23.1), thread scope. The writes, all in ONE BEGIN IMMEDI
    extracted, lastObservedMessageCursor}` (a missing section deletes its key), the title from
    `<thread-title>` (see `om_messages.new_thread_title`), `updatedAt`;
 3. the markers `data-om-observation-start`, (`data-om-thread-update`,) `data-om-observation-end`
-   appended to the thread's newest assistant message (whole-message upsert).
+   appended to the thread's newest assistant message (whole-message upsert). The end marker's
+   `extractedValues` are the answer's values of the record's inline extractors
+   (`studio.common.om_settings.observer_extractors`: current-task, suggested-response, and
+   thread-title when the record has `observation.threadTitle` on), in Mastra's order; the same
+   values fill `mastra.om` (`om_messages.observed_thread_om`).
 
 The protocol (`studio.store.write.protocol`): busy flags and the quiet period are checked before
 (by the caller, `observation_window` reports the activity) and again inside the transaction; the
