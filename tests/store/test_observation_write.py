@@ -338,3 +338,39 @@ def test_watch_after_an_in_place_write(tmp_path, overwritten):
     assert calls  # the watch polled at least once after the agent's write
     assert outcome.unrepaired == (1 if overwritten else 0)
     assert [f["kind"] for f in outcome.overtaken] == (["observation-overwritten"] if overwritten else [])
+
+
+def test_the_records_extractors_decide_the_extracted_values(tmp_path):
+    """Mastra's composeObservationExtractors, as the record stores it (`observation.extractors`): the built-in
+    current-task, suggested-response, thread-title (with threadTitle on), then inline user extractors, whose
+    values go to `mastra.om.extracted.<slug>` (their default metadataKeyPath); the end marker lists every value
+    in that order, an `<extracted-values>` JSON block's values first."""
+    from studio.common.om_settings import observer_extractors
+
+    assert [e.slug for e in observer_extractors({})] == ["current-task", "suggested-response"]
+    assert [e.slug for e in observer_extractors({"observation": {"threadTitle": True}})] == [
+        "current-task", "suggested-response", "thread-title"]
+    stored = [{"slug": "current-task", "mode": "inline", "metadataKeyPath": "currentTask"},
+              {"slug": "topic", "mode": "structured"}, {"slug": "mood", "mode": "inline"},
+              {"slug": "ping", "mode": "hook", "metadataKeyPath": False}]
+    assert [(e.slug, e.metadata_key_path) for e in observer_extractors({"observation": {"extractors": stored}})] == [
+        ("current-task", "currentTask"), ("mood", "extracted.mood")]
+
+    path, thread_id = observable_copy("support", tmp_path)
+    mood = json.dumps({"slug": "mood", "mode": "inline"})   # appended to the stored list: after the built-ins
+    _set(path, "UPDATE mastra_observational_memory SET config = json_insert(config, '$.observation.extractors[#]', "
+               "json(?)) WHERE \"lookupKey\" = ?", (mood, f"thread:{thread_id}"))
+    window = observation_window(path, thread_id)
+    answer = (f"<observations>\n{OBS}\n</observations>\n<mood>calm</mood>\n<thread-title>Mood thread</thread-title>\n"
+              '<extracted-values>{"suggested-response": " Ask how it went "}</extracted-values>')
+    from studio.engine.observer import parse_answer
+
+    commit_observation(path, window, parse_answer(window, answer))
+    with MemoryStore.open(path) as store:
+        om = store.get_thread(thread_id).metadata["mastra"]["om"]
+        end = [m for m in store.list_messages(thread_id) if m.role == "assistant"][-1].parts[-1]["data"]
+    assert list(end["extractedValues"].items()) == [("suggested-response", " Ask how it went "),
+                                                    ("thread-title", "Mood thread"), ("mood", "calm")]
+    assert end["suggestedResponse"] == "Ask how it went" and "currentTask" not in end   # the hints are trimmed
+    assert om["suggestedResponse"] == " Ask how it went "   # the metadata takes the extractor's value as it came
+    assert om["threadTitle"] == "Mood thread" and om["extracted"]["mood"] == "calm" and "currentTask" not in om
