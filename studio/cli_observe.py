@@ -48,21 +48,23 @@ from studio.cli_write_protocol import (
 _TAG = r"<{0}>(.*?)</{0}>"
 
 
-def parse_observer_answer(text: str):
+def parse_observer_answer(text: str, config: dict | None = None):
     """Return an ObserverOutput from an Observer answer TEXT, parsed as Mastra's parseObserverOutput does.
 
     Uses studio.engine.observer_parse (sections at line start, list-line fallback, overlong lines
-    cut); raises BadInput when Mastra would reject the answer as degenerate repetition.
+    cut) with the inline extractors of the record CONFIG (its stored config; None: Mastra's
+    defaults, no thread-title); raises BadInput when Mastra would reject the answer as degenerate repetition.
     """
     from studio.cli import BadInput
-    from studio.engine.observer_parse import parse_observer_output
+    from studio.engine.observer_parse import observer_slugs, parse_observer_output
     from studio.store.write.observation import ObserverOutput
 
-    parsed = parse_observer_output(text)
+    parsed = parse_observer_output(text, observer_slugs(config))
     if parsed.degenerate:
         raise BadInput("the Observer answer repeats itself (Mastra rejects it as degenerate); nothing written")
     return ObserverOutput(observations=parsed.observations, current_task=parsed.current_task,
-                          suggested_response=parsed.suggested_response, thread_title=parsed.thread_title)
+                          suggested_response=parsed.suggested_response, thread_title=parsed.thread_title,
+                          extracted=parsed.extracted)
 
 
 def _section(text: str, tag: str) -> str | None:
@@ -71,20 +73,21 @@ def _section(text: str, tag: str) -> str | None:
     return next((f for f in found if f), None)
 
 
-def parse_multi_thread_answer(text: str) -> dict:
+def parse_multi_thread_answer(text: str, config: dict | None = None) -> dict:
     """Return {thread id: ObserverOutput} from a resource-scope answer's `<thread id="T">…</thread>` blocks.
 
     Read as Mastra's parseMultiThreadObserverOutput reads it (studio.engine.observer_parse.
-    parse_multi_thread_output); raises BadInput when Mastra would reject the answer as degenerate.
+    parse_multi_thread_output) with the inline extractors of the record CONFIG (None: Mastra's
+    defaults); raises BadInput when Mastra would reject the answer as degenerate.
     """
     from studio.cli import BadInput
-    from studio.engine.observer_parse import parse_multi_thread_output
+    from studio.engine.observer_parse import observer_slugs, parse_multi_thread_output
     from studio.store.write.observation import ObserverOutput
 
-    parsed, degenerate = parse_multi_thread_output(text)
+    parsed, degenerate = parse_multi_thread_output(text, observer_slugs(config))
     if degenerate:
         raise BadInput("the Observer answer repeats itself (Mastra rejects it as degenerate); nothing written")
-    return {t: ObserverOutput(p.observations, p.current_task, p.suggested_response, p.thread_title)
+    return {t: ObserverOutput(p.observations, p.current_task, p.suggested_response, p.thread_title, p.extracted)
             for t, p in parsed.items()}
 
 

@@ -221,3 +221,45 @@ def projected_message_removal(chunks: list[dict], buffer_activation: float, thre
     if over_boundary > 0:
         return over_tokens
     return chunk_tokens(chunks[0], "messageTokens")
+
+
+#: Mastra's built-in extractors and the `metadata.mastra.om` field each one fills (BUILT_IN_METADATA_FIELDS).
+BUILT_IN_EXTRACTOR_FIELDS = {"current-task": "currentTask", "suggested-response": "suggestedResponse",
+                             "thread-title": "threadTitle"}
+
+
+@dataclass(frozen=True)
+class ExtractorSpec:
+    """One inline Observer extractor: SLUG (its XML tag and `extractedValues` key) and METADATA_KEY_PATH
+    (the dotted path under `metadata.mastra.om` its value is stored at; None: not stored)."""
+
+    slug: str
+    metadata_key_path: str | None
+
+
+def observer_extractors(config: dict | None) -> tuple[ExtractorSpec, ...]:
+    """Return the Observer's inline extractors for a record's stored CONFIG, in Mastra's order.
+
+    Mirrors composeObservationExtractors (@mastra/memory 1.31.0) as the record stores its result:
+    the `observation.extractors` list when there is one (its `inline` entries: the built-in
+    current-task, suggested-response, thread-title, then inline user extractors); without it (older
+    records) current-task and suggested-response, plus thread-title when `observation.threadTitle`
+    is true. Never raises.
+    """
+    config = config if isinstance(config, dict) else {}
+    obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
+    stored = obs.get("extractors")
+    if not isinstance(stored, list):
+        slugs = ["current-task", "suggested-response"] + (["thread-title"] if obs.get("threadTitle") is True else [])
+        return tuple(ExtractorSpec(s, BUILT_IN_EXTRACTOR_FIELDS[s]) for s in slugs)
+    out = []
+    for entry in stored:
+        if not isinstance(entry, dict) or not isinstance(entry.get("slug"), str) or not entry["slug"]:
+            continue
+        if entry.get("mode", "inline") != "inline":
+            continue  # structured extractors need a second model call; hooks take no value from the answer
+        slug, path = entry["slug"], entry.get("metadataKeyPath")
+        if not isinstance(path, str):
+            path = BUILT_IN_EXTRACTOR_FIELDS.get(slug, f"extracted.{slug}") if path is None else None
+        out.append(ExtractorSpec(slug, path))
+    return tuple(out)

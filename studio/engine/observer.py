@@ -205,24 +205,26 @@ def build_prompt_for(window, path: str | None = None):
 
 
 def parse_answer(window, text: str, source: str = "The Observer"):
-    """Return the write's input for WINDOW from an Observer answer TEXT, parsed as Mastra parses it.
+    """Return the write's input for WINDOW from an Observer answer TEXT, parsed as Mastra parses it
+    with the record's inline extractors (its stored config: thread-title when `threadTitle` is on).
 
     Thread scope: an ObserverOutput; resource scope: {thread id: ObserverOutput} of the observed
     threads. Raises ObservationRejected when the answer is degenerate or holds no observation lines.
     """
-    from studio.engine.observer_parse import parse_multi_thread_output, parse_observer_output
+    from studio.engine.observer_parse import observer_slugs, parse_multi_thread_output, parse_observer_output
     from studio.store.write.observation import ObserverOutput
 
     def out(p) -> ObserverOutput:
-        return ObserverOutput(p.observations, p.current_task, p.suggested_response, p.thread_title)
+        return ObserverOutput(p.observations, p.current_task, p.suggested_response, p.thread_title, p.extracted)
 
+    slugs = observer_slugs(_config(window))
     if _is_resource(window):
-        parsed, degenerate = parse_multi_thread_output(text)
+        parsed, degenerate = parse_multi_thread_output(text, slugs)
         observed = {t for t, _ in _threads(window)}
         outputs = {t: out(p) for t, p in parsed.items() if t in observed}
         empty = not any(js_trim(o.observations) for o in outputs.values())
     else:
-        p = parse_observer_output(text)
+        p = parse_observer_output(text, slugs)
         degenerate, outputs, empty = p.degenerate, out(p), p.empty
     if degenerate:
         raise ObservationRejected(f"{source}'s answer repeats itself (Mastra rejects it as degenerate); "

@@ -25,11 +25,18 @@ import re
 from dataclasses import dataclass, field
 
 from studio.common.jscompat import js_trim
+from studio.common.om_settings import observer_extractors
 from studio.engine.reflector_parse import _string_value  # noqa: PLC2701  (Mastra's parseExtractorValue for strings)
 from studio.engine.reflector_parse import detect_degenerate_repetition, sanitize_observation_lines
 
 #: Mastra's default Observer extractors (continuation hints on, thread titles off).
 DEFAULT_SLUGS = ("current-task", "suggested-response")
+
+
+def observer_slugs(config: dict | None) -> tuple[str, ...]:
+    """Return the inline extractor slugs of a record's stored CONFIG (`om_settings.observer_extractors`):
+    thread-title is one when the record has `observation.threadTitle` on."""
+    return tuple(spec.slug for spec in observer_extractors(config))
 _OBSERVATIONS = re.compile(r"^[ \t]*<observations>([\s\S]*?)^[ \t]*</observations>", re.IGNORECASE | re.MULTILINE)
 _EXTRACTED = re.compile(r"<extracted-values>([\s\S]*?)</extracted-values>", re.IGNORECASE)
 _EXTRACTED_STRIP = re.compile(r"[ \t]*<extracted-values>[\s\S]*?</extracted-values>\s*", re.IGNORECASE)
@@ -141,9 +148,9 @@ def parse_multi_thread_output(output: str, slugs: tuple[str, ...] = DEFAULT_SLUG
     Returns ({thread id: ParsedObservation}, degenerate). Degenerate output gives ({}, True).
     The first `<observations>` block whose tags start a line is read (else the whole answer);
     each `<thread id="T">…</thread>` block gives T's observations: its text without the
-    extractor sections and the first `<current-task>`, `<suggested-response>`, `<thread-title>`
-    (those sections give the hints, their first occurrence wins), trimmed, overlong lines cut.
-    An empty block is skipped, as Mastra skips it.
+    extractor sections and the first `<current-task>`, `<suggested-response>`, `<thread-title>`,
+    trimmed, overlong lines cut. The hints: an active extractor's value (SLUGS: the last section,
+    or `<extracted-values>`), else that first section. An empty block is skipped, as Mastra skips it.
     """
     output = output or ""
     if detect_degenerate_repetition(output):
@@ -163,10 +170,11 @@ def parse_multi_thread_output(output: str, slugs: tuple[str, ...] = DEFAULT_SLUG
                 found[slug] = js_trim(sm.group(1))
                 observations = re.sub(rf"<{slug}>[\s\S]*?</{slug}>", "", observations, count=1, flags=re.IGNORECASE)
         observations, _cut = sanitize_observation_lines(js_trim(observations))
+        # callMultiThread: an active extractor's value (its LAST section) wins over the first section
         threads[thread_id] = ParsedObservation(
             observations=observations,
-            current_task=found.get("current-task") or _string(values, "current-task"),
-            suggested_response=found.get("suggested-response") or _string(values, "suggested-response"),
-            thread_title=found.get("thread-title") or _string(values, "thread-title"),
+            current_task=_string(values, "current-task") or found.get("current-task"),
+            suggested_response=_string(values, "suggested-response") or found.get("suggested-response"),
+            thread_title=_string(values, "thread-title") or found.get("thread-title"),
             extracted=values)
     return threads, False

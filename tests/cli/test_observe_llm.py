@@ -20,15 +20,20 @@ from tests.conftest import copy_fixture
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
 from tests.interop.conftest import dump_tables, file_state
 from tests.interop.test_observe_interop import _comparable
+from tests.observe_cases import above_everything, observable_copy, raw_thread_om
 
 ANSWER = ("<observations>\nDate: Dec 2, 2026\n* 🔴 (10:00) User said the launch moved to Friday.\n"
           "* 🟡 (10:02) Assistant suggested a QA checklist.\n</observations>\n\n"
           "<current-task>\n- Primary: plan the Friday launch\n</current-task>\n\n"
           "<suggested-response>\nOffer the QA checklist.\n</suggested-response>\n")
-RESOURCE_ANSWER = ('<observations>\n<thread id="res-a">\nDate: Dec 2, 2026\n* 🔴 (10:00) Erin prefers tea.\n'
-                   "<current-task>\n- Primary: res-a task\n</current-task>\n</thread>\n"
-                   '<thread id="res-b">\nDate: Dec 2, 2026\n* 🟡 (10:05) Erin asked about trains.\n'
-                   "<thread-title>Train questions</thread-title>\n</thread>\n</observations>\n")
+
+
+def resource_answer(first: str, second: str) -> str:
+    """A multi-thread answer: a block for thread FIRST (with a current task) and one for SECOND (with a title)."""
+    return (f'<observations>\n<thread id="{first}">\nDate: Dec 2, 2026\n* 🔴 (10:00) Erin prefers tea.\n'
+            "<current-task>\n- Primary: first thread task\n</current-task>\n</thread>\n"
+            f'<thread id="{second}">\nDate: Dec 2, 2026\n* 🟡 (10:05) Erin asked about trains.\n'
+            "<thread-title>Train questions</thread-title>\n</thread>\n</observations>\n")
 
 
 def _run(capsys, argv):
@@ -56,11 +61,13 @@ def _same_write(before: dict, a, b) -> int:
 
 
 def test_model_write_equals_the_answer_file_write_and_the_request_carries_the_window(fake_llm, capsys, tmp_path):
-    a, b = copy_fixture("support", tmp_path / "a"), copy_fixture("support", tmp_path / "b")
+    (a, thread_id), (b, _) = observable_copy("support", tmp_path / "a"), observable_copy("support", tmp_path / "b")
     before = dump_tables(a)
-    window = load_observation_window(str(a), "support-1")
+    window = load_observation_window(str(a), thread_id)
+    prior = raw_thread_om(a, thread_id).get("currentTask")
+    assert prior, f"the case needs a thread with a prior current task; {thread_id} has none"
     fake_llm.push(Reply(text=ANSWER))
-    code, doc, err = _run(capsys, ["observe", a, "--thread", "support-1", "--model", "openai-compatible/observer",
+    code, doc, err = _run(capsys, ["observe", a, "--thread", thread_id, "--model", "openai-compatible/observer",
                                    "--base-url", fake_llm.base_url, "--yes", "--json"])
     assert code == 0, err
     assert doc["observed"] is True and doc["strategy"] == "llm" and doc["model"] == "openai-compatible/observer"
@@ -69,29 +76,36 @@ def test_model_write_equals_the_answer_file_write_and_the_request_carries_the_wi
     assert request.system == system_prompt()
     transcript = format_messages_for_observer(window.messages).strip()
     assert transcript and transcript in request.prompt
-    assert "- Primary: helping with a trip to Lisbon" in request.prompt  # the thread's prior current task
+    assert prior.strip() in request.prompt  # the thread's prior current task
     answer = tmp_path / "answer.txt"
     answer.write_text(ANSWER, encoding="utf-8")
-    code, doc_b, err = _run(capsys, ["observe", b, "--thread", "support-1", "--answer-file", answer, "--yes", "--json"])
+    code, doc_b, err = _run(capsys, ["observe", b, "--thread", thread_id, "--answer-file", answer, "--yes", "--json"])
     assert code == 0, err
     assert doc_b["observation_token_count"] == doc["observation_token_count"] == doc["observation_tokens_after"]
     assert _same_write(before, a, b) > 3
 
 
 def test_resource_scope_model_write_equals_the_answer_file_write(fake_llm, capsys, tmp_path):
+    # a threshold above everything: observe() then takes every thread with unobserved messages (below the gate,
+    # so --below-threshold), and the answer holds a block for two of them
     a, b = copy_fixture("resource", tmp_path / "a"), copy_fixture("resource", tmp_path / "b")
+    for path in (a, b):
+        above_everything(path, "resource", "resource:user-erin")
     before = dump_tables(a)
     window = load_observation_window(str(a), "res-a")
-    fake_llm.push(Reply(text=RESOURCE_ANSWER))
+    picked = [t for t, _, _ in window.threads]
+    assert len(picked) >= 2, f"the case needs two threads with unobserved messages, the window has {picked}"
+    answer_text = resource_answer(picked[0], picked[1])
+    fake_llm.push(Reply(text=answer_text))
     code, doc, err = _run(capsys, ["observe", a, "--thread", "res-a", "--model", "openai-compatible/observer",
                                    "--base-url", fake_llm.base_url, "--below-threshold", "--yes", "--json"])
     assert code == 0, err
-    assert doc["threads"]["res-b"]["thread_title"] == "Train questions"
+    assert doc["threads"][picked[1]]["thread_title"] == "Train questions"
     (request,) = fake_llm.requests
     for thread_id, messages, _ in window.threads:   # every picked thread's window, in its own block
         assert f'<thread id="{thread_id}">\n{format_messages_for_observer(messages).strip()}\n</thread>' in request.prompt
     answer = tmp_path / "answer.txt"
-    answer.write_text(RESOURCE_ANSWER, encoding="utf-8")
+    answer.write_text(answer_text, encoding="utf-8")
     code, _, err = _run(capsys, ["observe", b, "--thread", "res-a", "--answer-file", answer, "--below-threshold",
                                  "--yes", "--json"])
     assert code == 0, err
@@ -99,9 +113,9 @@ def test_resource_scope_model_write_equals_the_answer_file_write(fake_llm, capsy
 
 
 def test_degenerate_or_empty_model_answers_write_nothing(fake_llm, capsys, tmp_path):
-    path = copy_fixture("support", tmp_path / "db")
+    path, thread_id = observable_copy("support", tmp_path / "db")   # at the threshold: only the answer can stop it
     state = file_state(path)
-    argv = ["observe", path, "--thread", "support-1", "--model", "openai-compatible/observer",
+    argv = ["observe", path, "--thread", thread_id, "--model", "openai-compatible/observer",
             "--base-url", fake_llm.base_url, "--yes", "--json"]
     fake_llm.push(Reply(text="<observations>\n" + "* the same line again and again\n" * 400 + "</observations>"))
     code, _, err = _run(capsys, argv)

@@ -21,8 +21,11 @@ from studio.store.memory_store import MemoryStore
 from studio.store.records import ms_to_iso
 from studio.store.write import transaction
 from studio.store.write.transaction import write_transaction
+from tests.observe_cases import current_generation
 
 KEY = "thread:support-1"
+#: support-1's current generation as Mastra lists it (the oracle); the studio's next write is GEN + 1.
+GEN = current_generation("support", KEY)
 
 
 def run(capsys, argv):
@@ -140,7 +143,7 @@ def test_the_studios_own_writes_in_a_row_are_not_taken_for_the_agent(fixture_db,
                  reflect_argv(path, "--watch", "0"), [*revert, "--to-generation", "2"]):
         code, doc, err = run(capsys, argv)
         assert code == 0, (argv[0], err)
-    assert [r.generation_count for r in history(path)][:5] == [6, 5, 4, 3, 2]
+    assert [r.generation_count for r in history(path)][:5] == [GEN + 4, GEN + 3, GEN + 2, GEN + 1, GEN]
 
 
 def test_a_reflect_right_after_the_studios_activate_is_not_refused(fixture_db, capsys, tmp_path, monkeypatch):
@@ -183,10 +186,10 @@ def test_an_overtaking_write_during_the_watch_is_reported_and_repaired(fixture_d
     assert got == code, err
     [found] = doc["overtaken"]
     assert (found["kind"], found["record_id"], found["added_lines"]) == ("superseded-row-written", superseded.id, [line])
-    assert "wrote 1 observation line(s) onto generation 2" in err
+    assert f"wrote 1 observation line(s) onto generation {GEN}" in err
     rows = history(path)
     if choice == "repair":
-        assert doc["repairs"] == [rows[0].id] and rows[0].generation_count == 4
+        assert doc["repairs"] == [rows[0].id] and rows[0].generation_count == GEN + 2
         assert rows[0].active_observations.endswith(line)
     else:
-        assert doc["repairs"] == [] and rows[0].generation_count == 3
+        assert doc["repairs"] == [] and rows[0].generation_count == GEN + 1

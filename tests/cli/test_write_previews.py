@@ -11,8 +11,10 @@ from studio.cli import main
 from studio.engine.observe_window import observation_window, resource_observation_window
 from studio.engine.tokens import stamp_estimates
 from studio.store.memory_store import MemoryStore
-from studio.store.write.activation import activate_buffered
+from studio.store.write.activation import activate_buffered, activation_chunk_count
+from studio.store.write.transaction import write_transaction
 from tests.interop.conftest import file_state
+from tests.observe_cases import above_everything, current_row, oracle_status, resource_window_tokens
 
 
 def run(capsys, argv):
@@ -29,19 +31,28 @@ def test_activate_dry_run_shows_what_would_move_and_writes_nothing(fixture_db, c
     path = fixture_db("buffered")
     with MemoryStore.open(path) as store:
         before = store.om_current("thread:long-run")
-    (chunk,) = before.buffered_chunks   # the one chunk Mastra buffered; the rule moves it (pending < threshold)
+    chunks = before.buffered_chunks   # the chunks Mastra buffered; how many move: the chunk-count rule
+    assert chunks, "the buffered fixture is expected to end with pending chunks"
+    cfg = before.config["observation"]
+    pending = before.get_int("pendingMessageTokens") or sum(c["messageTokens"] for c in chunks)
+    moved = chunks[:activation_chunk_count(chunks, pending, cfg["messageTokens"], cfg["bufferActivation"],
+                                           pending >= cfg["blockAfter"])]
     state = file_state(path)
     code, out, err = run(capsys, ["activate", str(path), "--thread", "long-run", "--dry-run", "--json"])
     assert code == 0, err
     doc = json.loads(out)
     assert doc["activated"] is False and doc["dry_run"] is True and doc["backup"] is None
-    assert doc["activated_cycle_ids"] == [chunk["cycleId"]] and doc["chunks_after"] == 0
-    assert doc["activated_message_ids"] == chunk["messageIds"] and doc["observations"] == chunk["observations"]
-    assert doc["observation_tokens"] == chunk["tokenCount"] and doc["message_tokens"] == chunk["messageTokens"]
-    assert doc["observation_token_count"] == before.observation_token_count + chunk["tokenCount"]
+    assert doc["activated_cycle_ids"] == [c["cycleId"] for c in moved]
+    assert doc["chunks_after"] == len(chunks) - len(moved)
+    assert doc["activated_message_ids"] == [i for c in moved for i in c["messageIds"]]
+    assert doc["observations"] == "\n\n".join(c["observations"] for c in moved)
+    assert doc["observation_tokens"] == sum(c["tokenCount"] for c in moved)
+    assert doc["message_tokens"] == sum(c["messageTokens"] for c in moved)
+    assert doc["observation_token_count"] == before.observation_token_count + doc["observation_tokens"]
     code, out, err = run(capsys, ["activate", str(path), "--thread", "long-run", "--dry-run"])
-    assert code == 0 and out.startswith("Would activate 1 of 1 buffered chunk(s) of thread:long-run")
-    assert chunk["observations"] in out and err.strip() == "memory-studio: Dry run: nothing was written."
+    assert code == 0 and out.startswith(f"Would activate {len(moved)} of {len(chunks)} buffered chunk(s) of "
+                                        "thread:long-run")
+    assert doc["observations"] in out and err.strip() == "memory-studio: Dry run: nothing was written."
     assert file_state(path) == state and backups(path) == []
     # the preview is what the write then does
     row = activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run",
@@ -50,14 +61,28 @@ def test_activate_dry_run_shows_what_would_move_and_writes_nothing(fixture_db, c
     assert row["observationTokenCount"] == doc["observation_token_count"]
 
 
+def _quietest_thread(name: str) -> tuple[str, str, dict]:
+    """The thread-scope thread of NAME with the fewest unobserved tokens (>0) by Mastra's status: (id, key, status)."""
+    found = [(status["pendingTokens"], t, key, status) for t, (key, status) in oracle_status(name).items()
+             if key.startswith("thread:") and status["pendingTokens"] > 0]
+    assert found, f"fixture {name!r} has no thread-scope thread with unobserved messages"
+    _, thread_id, key, status = min(found, key=lambda f: (f[0], f[1]))
+    return thread_id, key, status
+
+
 def test_observe_dry_run_previews_below_the_threshold_and_the_write_refuses_in_named_numbers(fixture_db, capsys):
     path = fixture_db("support")
-    window = observation_window(path, "support-2")
-    assert not window.meets and window.pending_message_tokens == 0  # 492 tokens of messages, nothing pending
-    gate = f"{window.tokens:,} unobserved-message tokens, below the {window.threshold:,}-token threshold"
-    assert gate == "492 unobserved-message tokens, below the 2,500-token threshold"
+    thread_id, key, status = _quietest_thread("support")
+    assert status["pendingTokens"] < status["threshold"], f"{thread_id} is expected below Mastra's threshold"
+    with write_transaction(path) as tx:   # nothing pending in the record: the gate is the window alone
+        tx.update("mastra_observational_memory", {"pendingMessageTokens": 0}, "id = ?", (current_row(path, key)["id"],))
+    window = observation_window(path, thread_id)
+    assert not window.meets and window.pending_message_tokens == 0
+    # the figures Mastra itself reports for the thread: its unobserved tokens and the threshold
+    gate = (f"{status['pendingTokens']:,} unobserved-message tokens, below the {status['threshold']:,}-token "
+            "threshold")
     state = file_state(path)
-    argv = ["observe", str(path), "--thread", "support-2", "--strategy", "rule-based"]
+    argv = ["observe", str(path), "--thread", thread_id, "--strategy", "rule-based"]
     code, out, err = run(capsys, [*argv, "--dry-run", "--json"])
     assert code == 0, err
     doc = json.loads(out)
@@ -73,14 +98,19 @@ def test_observe_dry_run_previews_below_the_threshold_and_the_write_refuses_in_n
 
 
 def test_a_stored_pending_count_is_named_in_the_refusal(fixture_db, capsys, tmp_path):
-    path = fixture_db("resource")   # the record stores pendingMessageTokens 435; the window's messages: 642
+    path = fixture_db("resource")
+    key = "resource:user-erin"
+    threshold = above_everything(path, "resource", key)   # below the gate whatever is pending
+    stored = current_row(path, key)["pendingMessageTokens"]
+    assert stored > 0, "the case needs a record that stores a pendingMessageTokens count"
+    tokens = resource_window_tokens(path, "resource", key)   # Mastra's count of what the gate reads
     window = resource_observation_window(path, "res-a")
-    assert (window.pending_message_tokens, window.tokens, window.threshold) == (435, 642, 2500)
+    assert (window.pending_message_tokens, window.tokens, window.threshold) == (stored, tokens, threshold)
     answer = tmp_path / "answer.txt"
     answer.write_text('<observations><thread id="res-a">\n* 🔴 (09:00) A fact\n</thread></observations>\n',
                       encoding="utf-8")
     state = file_state(path)
     code, out, err = run(capsys, ["observe", str(path), "--thread", "res-a", "--answer-file", str(answer), "--yes"])
     assert code == 2 and file_state(path) == state
-    assert ("435 tokens the record still counts as pending (pendingMessageTokens) + 642 unobserved-message "
-            "tokens = 1,077, below the 2,500-token threshold") in err
+    assert (f"{stored:,} tokens the record still counts as pending (pendingMessageTokens) + {tokens:,} "
+            f"unobserved-message tokens = {stored + tokens:,}, below the {threshold:,}-token threshold") in err

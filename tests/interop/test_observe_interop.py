@@ -2,9 +2,12 @@
 
 Observation: copy A gets a synchronous observation from real Mastra (`mastra-observe.mjs`, its
 Observer answering a fixed text, `--force auto` as the script's default); copy B gets
-`commit_observation` with the same answer (force when Mastra had to force). Activation: copy A gets
-`mastra-activate.mjs`, copy B `activate_buffered`. Every changed cell must be equal, ids, write
-times, cycle ids and durations aside; then `continue.mjs` runs a real agent turn on B.
+`commit_observation` with the same answer as the studio reads it (`parse_answer`, the path of
+`observe --answer-file`: the record's own extractors, so `<thread-title>` is one where the record
+has `observation.threadTitle` on), forced when Mastra had to force. Activation: copy A gets
+`mastra-activate.mjs`, copy B `activate_buffered`. Every changed cell must be equal, key order
+of the message JSON included, ids, write times, cycle ids and durations aside; then
+`continue.mjs` runs a real agent turn on B.
 Refusals (live busy flag, quiet period, changed record) leave both files byte-identical.
 """
 
@@ -18,12 +21,14 @@ import pytest
 
 from studio.cli_observe import parse_multi_thread_answer
 from studio.engine.observe_window import observation_window
+from studio.engine.observer import parse_answer
 from studio.engine.tokens import stamp_estimates
 from studio.errors import WriteRefused
 from studio.store.write.activation import activate_buffered
 from studio.store.write.observation import ObserverOutput, commit_observation
 from tests.conftest import copy_fixture
 from tests.interop.conftest import dump_tables, file_state, run_node
+from tests.observe_cases import observable_copy
 
 TIME_COLUMNS = {"updatedAt"}
 #: Marker fields that are write times or per-run ids.
@@ -33,8 +38,20 @@ OBSERVATIONS = ("Date: Dec 1, 2026\n* 🔴 (09:00) Studio observe interop: the u
                 "* 🟡 (09:05) A medium detail.\n  * -> a sub-detail of it")
 
 
-def _answer(task: bool, response: bool, title: str | None) -> tuple[str, ObserverOutput]:
+def _answer(task: bool, response: bool, title: str | None, first_title: str | None = None,
+            json_values: dict | None = None) -> tuple[str, ObserverOutput]:
+    """Return (an Observer answer, its sections as read with Mastra's default extractors).
+
+    FIRST_TITLE: an earlier `<thread-title>` section (a thread-title extractor reads the last one,
+    the plain section reader the first); JSON_VALUES: an `<extracted-values>` block before the tags
+    (its values win over the tags and come first in extractedValues; not reflected in the sections
+    returned here).
+    """
     parts = ["<observations>", OBSERVATIONS, "</observations>"]
+    if json_values is not None:
+        parts += [f"<extracted-values>{json.dumps(json_values)}</extracted-values>"]
+    if first_title is not None:
+        parts += [f"<thread-title>{first_title}</thread-title>"]
     if task:
         parts += ["<current-task>", "- Primary: observe interop task", "</current-task>"]
     if response:
@@ -43,7 +60,17 @@ def _answer(task: bool, response: bool, title: str | None) -> tuple[str, Observe
         parts += [f"<thread-title>{title}</thread-title>"]
     return "\n".join(parts) + "\n", ObserverOutput(
         observations=OBSERVATIONS, current_task="- Primary: observe interop task" if task else None,
-        suggested_response="Continue the observed conversation." if response else None, thread_title=title)
+        suggested_response="Continue the observed conversation." if response else None,
+        thread_title=first_title if first_title is not None else title)
+
+
+def _ordered(value):
+    """VALUE with every dict turned into its list of (key, value) pairs: equality then checks key order too."""
+    if isinstance(value, dict):
+        return [(k, _ordered(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_ordered(v) for v in value]
+    return value
 
 
 def _strip(value):
@@ -70,7 +97,7 @@ def _comparable(cell, value):
     if column in TIME_COLUMNS:
         return None
     if table == "mastra_messages" and column == "content":
-        return _strip(json.loads(value))
+        return _ordered(_strip(json.loads(value)))
     return value
 
 
@@ -88,7 +115,34 @@ OBSERVE_CASES = [
     ("collab", "doc_42", dict(task=True, response=False, title="ab")),       # title too short: kept
     ("support", "support-3", dict(task=False, response=False, title=None)),  # no extracted values at all
     ("tools", "tools-1", dict(task=True, response=True, title="Tools observed")),
+    # two titles: the thread-title extractor (threadTitle on) reads the last, the plain section reader the first
+    ("support", "support-4", dict(task=True, response=False, title="Last title wins", first_title="First title")),
+    ("collab", "room_7", dict(task=False, response=True, title="Last title", first_title="First title read")),
+    # <extracted-values> JSON: its values win, untrimmed, and come first in extractedValues
+    ("support", "support-5", dict(task=True, response=True, title=None,
+                                  json_values={"thread-title": "  JSON title  ", "suggested-response": "From JSON"})),
 ]
+
+
+def _end_marker(changed: dict, thread_id: str, observations: str = OBSERVATIONS) -> dict:
+    """Return the data of the `data-om-observation-end` part the write appended for THREAD_ID (with OBSERVATIONS)."""
+    ends = [p["data"] for cell, value in changed.items() if cell[0] == "mastra_messages"
+            for p in json.loads(value)["parts"] if p.get("type") == "data-om-observation-end"
+            and p["data"].get("threadId") == thread_id and p["data"].get("observations") == observations]
+    assert len(ends) == 1, ends
+    return ends[0]
+
+
+def _thread_title_on(path) -> bool:
+    """Whether the record config Mastra stored has `observation.threadTitle` on (raw rows, not the studio)."""
+    conn = libsql.connect(f"file:{path}?mode=ro")
+    try:
+        configs = [json.loads(r[0]) for r in conn.execute("SELECT config FROM mastra_observational_memory").fetchall()]
+    finally:
+        conn.close()
+    flags = {bool((c.get("observation") or {}).get("threadTitle")) for c in configs}
+    assert len(flags) == 1, "the scenario's records disagree about observation.threadTitle"
+    return flags.pop()
 
 
 @pytest.mark.parametrize(("name", "thread_id", "shape"), OBSERVE_CASES, ids=[f"{c[0]}-{c[1]}" for c in OBSERVE_CASES])
@@ -109,12 +163,25 @@ def test_observation_matches_mastra_and_mastra_continues(mastra_corpus, tmp_path
     assert window.threshold == mastra["gate"]["threshold"]
     assert window.meets == mastra["gate"]["observeCheck"]["meets"] == (mastra["forced"] is None)
 
-    row = commit_observation(b, window, output, force=mastra["forced"] is not None)
+    parsed = parse_answer(window, text)   # what `observe --answer-file` commits
+    title_on = _thread_title_on(a)
+    if shape.get("json_values") is None:   # the sections as stated in _answer; with threadTitle on the last title
+        assert (parsed.observations, parsed.current_task, parsed.suggested_response, parsed.thread_title) == (
+            output.observations, output.current_task, output.suggested_response,
+            shape["title"] if title_on else output.thread_title)
+    row = commit_observation(b, window, parsed, force=mastra["forced"] is not None)
     assert row["activeObservations"] == mastra["row"]["activeObservations"]
     assert row["activeObservations"].endswith(OBSERVATIONS)
     changed_a, changed_b = _assert_same_changes(before, a, b)
     assert {c[2] for c in changed_b if c[0] == "mastra_observational_memory"} == set(mastra["changedColumns"])
     assert any(c[0] == "mastra_messages" for c in changed_b)  # the markers landed (every case has an assistant reply)
+    # Mastra's end marker carries the thread-title extractor's value exactly when the record has threadTitle on
+    # and the answer a title (the comparison above already holds ours to it, key order included)
+    values = _end_marker(changed_a, thread_id).get("extractedValues") or {}
+    titled = shape["title"] is not None or "thread-title" in (shape.get("json_values") or {})
+    assert ("thread-title" in values) == (title_on and titled), values
+    assert _ordered(_end_marker(changed_b, thread_id).get("extractedValues")) == _ordered(
+        _end_marker(changed_a, thread_id).get("extractedValues"))
 
     report = run_node(mastra_corpus, "continue.mjs", b, thread_id, "1")
     assert report["ok"] is True, report
@@ -148,17 +215,19 @@ def _now_iso() -> str:
 
 @pytest.mark.parametrize("case", ["busy-flag", "quiet-period", "record-changed"])
 def test_refusals_leave_the_file_byte_identical(tmp_path, case):
-    """First principles: each refusal is raised inside the write transaction; nothing may be written."""
-    path = copy_fixture("support", tmp_path / "db")
-    window = observation_window(path, "support-1")
+    """First principles: each refusal is raised inside the write transaction; nothing may be written.
+    The window is at observe()'s threshold (tests/observe_cases.py), so only the refusal can stop the write."""
+    path, thread_id = observable_copy("support", tmp_path / "db")
+    window = observation_window(path, thread_id)
+    assert window.meets
     idle_ms = 0
     if case == "busy-flag":  # a live isObserving: set and updated just now
         _set(path, 'UPDATE mastra_observational_memory SET "isObserving" = 1, "updatedAt" = ? WHERE id = ?',
              (_now_iso(), window.record.id))
-        window = observation_window(path, "support-1")
+        window = observation_window(path, thread_id)
     elif case == "quiet-period":  # the thread was written a moment ago by someone else
-        _set(path, 'UPDATE mastra_threads SET "updatedAt" = ? WHERE id = ?', (_now_iso(), "support-1"))
-        window = observation_window(path, "support-1")
+        _set(path, 'UPDATE mastra_threads SET "updatedAt" = ? WHERE id = ?', (_now_iso(), thread_id))
+        window = observation_window(path, thread_id)
         idle_ms = 30_000
     else:  # Mastra observed in between: the row moved on
         _set(path, 'UPDATE mastra_observational_memory SET "activeObservations" = "activeObservations" || ? '
@@ -192,11 +261,13 @@ Date: Dec 1, 2026
 <thread-title>Res A observed</thread-title>
 </thread>
 <thread id="res-b">
+<thread-title>First res-b title</thread-title>
 Date: Dec 1, 2026
 * 🟡 (09:05) Studio resource fact for res-b
 <suggested-response>
 Say hi to res-b.
 </suggested-response>
+<thread-title>Res B last title</thread-title>
 </thread>
 <thread id="res-c">
 Nov 30 has no date line: appended, not merged
@@ -204,12 +275,18 @@ Nov 30 has no date line: appended, not merged
 </thread>
 </observations>
 """
+#: RESOURCE_ANSWER as Mastra's parseMultiThreadObserverOutput reads it with the resource record's extractors
+#: (threadTitle on: current-task, suggested-response, thread-title): each extractor's value is its LAST section in
+#: the block (res-b's second title), and extractedValues list them in extractor order.
 RESOURCE_OUTPUTS = {
     "res-a": ObserverOutput('Date: Dec 1, 2026\n* 🔴 (09:00) Studio resource fact for res-a "quoted"',
-                            current_task="- Primary: res-a task", thread_title="Res A observed"),
+                            current_task="- Primary: res-a task", thread_title="Res A observed",
+                            extracted={"current-task": "- Primary: res-a task", "thread-title": "Res A observed"}),
     "res-b": ObserverOutput("Date: Dec 1, 2026\n* 🟡 (09:05) Studio resource fact for res-b",
-                            suggested_response="Say hi to res-b."),
-    "res-c": ObserverOutput("Nov 30 has no date line: appended, not merged\n* 🟢 (09:07) Studio resource fact for res-c"),
+                            suggested_response="Say hi to res-b.", thread_title="Res B last title",
+                            extracted={"suggested-response": "Say hi to res-b.", "thread-title": "Res B last title"}),
+    "res-c": ObserverOutput("Nov 30 has no date line: appended, not merged\n"
+                            "* 🟢 (09:07) Studio resource fact for res-c", extracted={}),
 }
 
 
@@ -230,11 +307,19 @@ def test_resource_observation_matches_mastra_and_mastra_continues(mastra_corpus,
     assert window.meets == mastra["gate"]["observeCheck"]["meets"] == (mastra["forced"] is None)
     assert sorted(t for t, _, _ in window.threads) == sorted(t["id"] for t in mastra["threads"])
     # our reading of the answer (Mastra's parseMultiThreadObserverOutput rules) gives the sections Mastra wrote
-    assert parse_multi_thread_answer(RESOURCE_ANSWER) == RESOURCE_OUTPUTS
-    row = commit_resource_observation(b, window, RESOURCE_OUTPUTS, force=mastra["forced"] is not None)
+    assert _thread_title_on(a), "the resource scenario is expected to run with observation.threadTitle on"
+    parsed = parse_multi_thread_answer(RESOURCE_ANSWER, window.record.config)
+    assert parsed == RESOURCE_OUTPUTS
+    assert {t: list(o.extracted) for t, o in parsed.items()} == {
+        t: list(o.extracted) for t, o in RESOURCE_OUTPUTS.items()}   # key order too
+    row = commit_resource_observation(b, window, parsed, force=mastra["forced"] is not None)
     assert row["activeObservations"] == mastra["row"]["activeObservations"]
     assert row["observedMessageIds"] == mastra["row"]["observedMessageIds"]
-    _, changed_b = _assert_same_changes(before, a, b)
+    changed_a, changed_b = _assert_same_changes(before, a, b)
     assert {c[2] for c in changed_b if c[0] == "mastra_observational_memory"} == set(mastra["changedColumns"])
+    # every observed thread's end marker: Mastra's extractedValues (with 'thread-title' where its block had one)
+    for tid, _, _ in window.threads:
+        values = _end_marker(changed_a, tid, RESOURCE_OUTPUTS[tid].observations).get("extractedValues") or {}
+        assert list(values) == list(RESOURCE_OUTPUTS[tid].extracted), (tid, values)
     report = run_node(mastra_corpus, "continue.mjs", b, thread_id, "1")
     assert report["ok"] is True, report

@@ -36,6 +36,9 @@ CASES = {
     "overlong-line": (f"<observations>\n{LONG}\n* 🟢 (1:00) short\n</observations>", DEFAULT_SLUGS),
     "emoji-and-cjk": ("<observations>\n* 🔴 (1:00) 東京の引っ越し 🎉 naïve café\n</observations>", WITH_TITLE),
     "empty": ("", DEFAULT_SLUGS),
+    "json-title-first": ("<observations>\n* 🔴 (1:00) k\n</observations>\n<current-task>tag task</current-task>\n"
+                         "<extracted-values>{\"thread-title\": \"  from json  \"}</extracted-values>\n"
+                         "<thread-title>tag title</thread-title>", WITH_TITLE),
 }
 
 
@@ -46,8 +49,13 @@ def test_parse_observer_output_equals_mastra(mastra_corpus, tmp_path):
     mastra = run_node(mastra_corpus, "studio-observer-parse.mjs", str(cases_file))["results"]
     assert set(mastra) == set(CASES)
     for name, (answer, slugs) in CASES.items():
-        assert parse_observer_output(answer, tuple(slugs)).to_json() == mastra[name], name
+        ours = parse_observer_output(answer, tuple(slugs))
+        # extractedValues (the end marker's): the same pairs in the same key order
+        assert {**ours.to_json(), "extractedValues": [list(kv) for kv in ours.extracted.items()]} == mastra[name], name
     # the cases exercise what they are named for
     assert mastra["degenerate-loop"]["degenerate"] and mastra["overlong-line"]["observations"].split("\n")[0].endswith(
         " … [truncated]")
     assert mastra["tagged"]["threadTitle"] == "Colours" and mastra["last-task-wins"]["currentTask"] == "second, quoted"
+    assert [k for k, _ in mastra["tagged"]["extractedValues"]] == ["current-task", "suggested-response", "thread-title"]
+    assert mastra["json-title-first"]["extractedValues"] == [["thread-title", "  from json  "],
+                                                             ["current-task", "tag task"]]

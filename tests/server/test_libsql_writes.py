@@ -19,6 +19,7 @@ import pytest
 
 from studio.cli import main
 from studio.engine.observe_window import observation_window
+from studio.engine.observer import parse_answer as parse_observer_answer
 from studio.engine.tokens import count_observations, stamp_estimates
 from studio.errors import WriteRefused
 from studio.store.memory_store import MemoryStore
@@ -27,7 +28,7 @@ from studio.store.write.observation import commit_observation
 from studio.store.writes import WriteSession, commit_reflection, undo_write
 from tests.interop.answers import answer_for, parse_answer
 from tests.interop.conftest import run_node
-from tests.interop.test_observe_interop import _answer, _strip
+from tests.interop.test_observe_interop import _answer, _end_marker, _ordered, _strip
 from tests.server.pg_rows import TIME_COLUMNS, changes, same_row
 from tests.server.sqld import dump, pipeline
 
@@ -301,7 +302,8 @@ def _same_changes(before: dict, a: str, b: str) -> dict:
         if cell[2] in TIME_COLUMNS:
             assert (value is None) == (changed_b[cell] is None), cell
         elif cell[0] == "mastra_messages" and cell[2] == "content":   # cycle ids and durations aside
-            assert _strip(json.loads(_text(changed_b[cell]))) == _strip(json.loads(_text(value))), cell
+            assert _ordered(_strip(json.loads(_text(changed_b[cell])))) == \
+                _ordered(_strip(json.loads(_text(value)))), cell   # key order too
         else:
             assert changed_b[cell] == value, cell
     return changed_b
@@ -311,16 +313,21 @@ def test_observation_on_sqld_equals_mastra_and_undo_restores(sqld_corpus, server
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     a, b = (_copy(sqld_corpus, "support", u) for u in servers)
     before, exact_before = rows(a), dump(b)[1]
-    text, output = _answer(task=True, response=True, title="Observed title here")
+    text, _ = _answer(task=True, response=True, title="Observed title here")
     window = observation_window(b, "support-1")
     mastra = _node(sqld_corpus, "mastra-observe.mjs", a, "support-1", str(_answer_file(tmp_path, text)))
     assert mastra["observed"] is True and window.message_ids == mastra["window"]["ids"]
     assert window.tokens == mastra["gate"]["observeCheck"]["unobservedTokens"]
+    output = parse_observer_answer(window, text)   # as `observe --answer-file` reads it: the record's extractors
     row = commit_observation(b, window, output, force=mastra["forced"] is not None)
     assert row["activeObservations"] == mastra["row"]["activeObservations"]
     changed = _same_changes(before, a, b)
     assert {c[2] for c in changed if c[0] == OM} >= {"activeObservations", "lastObservedAt"}
     assert any(c[0] == "mastra_messages" for c in changed)      # the markers landed
+    # support runs with observation.threadTitle on: Mastra's end marker lists the title after the hints
+    marked = {cell: _text(v) for cell, v in changed.items() if cell[0] == "mastra_messages" and cell[2] == "content"}
+    assert list(_end_marker(marked, "support-1")["extractedValues"]) == ["current-task", "suggested-response",
+                                                                         "thread-title"]
     undo_write(b)
     assert dump(b)[1] == exact_before
 

@@ -15,10 +15,17 @@ from studio.store.write.activation import activate_buffered
 from studio.store.write.observation import commit_observation
 from studio.store.write.observation_resource import commit_resource_observation
 from studio.store.writes import undo_write
-from tests.interop.test_observe_interop import RESOURCE_ANSWER, RESOURCE_OUTPUTS, _answer, _strip
+from studio.cli_observe import parse_multi_thread_answer
+from studio.engine.observer import parse_answer
+from tests.interop.test_observe_interop import RESOURCE_ANSWER, _answer, _end_marker, _ordered, _strip
 from tests.server.pg_rows import TIME_COLUMNS, changes, copy_schema, dump_schema, node_pg
 
 OM = "mastra_observational_memory"
+
+
+def _thread_ids(oracle: dict) -> list[str]:
+    """The thread-scope threads of a scenario, as Mastra's oracle lists its OM records."""
+    return [t for key, om in oracle["om"].items() if key.startswith("thread:") for t in om.get("status") or {}]
 
 
 def _same_changes(pg_corpus, before: dict, a: str, b: str) -> dict:
@@ -32,7 +39,7 @@ def _same_changes(pg_corpus, before: dict, a: str, b: str) -> dict:
         if cell[2] in TIME_COLUMNS:
             assert (value is None) == (changed_b[cell] is None), cell
         elif cell[0] == "mastra_messages" and cell[2] == "content":
-            assert _strip(json.loads(changed_b[cell])) == _strip(json.loads(value)), cell
+            assert _ordered(_strip(json.loads(changed_b[cell]))) == _ordered(_strip(json.loads(value))), cell
         else:
             assert changed_b[cell] == value, cell
     for table, key, col in changed_b:   # every time we wrote has its twin at the same instant
@@ -54,18 +61,24 @@ def test_observation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatc
     copy_schema(pg_corpus, scenario, a)
     target = copy_schema(pg_corpus, scenario, b)
     before = dump_schema(pg_corpus.url, a)
-    text, output = _answer(**shape)
+    text, _ = _answer(**shape)
     answer = tmp_path / "answer.txt"
     answer.write_text(text, encoding="utf-8")
     window = observation_window(target, thread_id)
     mastra = node_pg(pg_corpus, "mastra-observe.mjs", a, thread_id, answer)
     assert mastra["observed"] is True and window.message_ids == mastra["window"]["ids"]
     assert window.tokens == mastra["gate"]["observeCheck"]["unobservedTokens"]
+    output = parse_answer(window, text)   # as `observe --answer-file` reads it: the record's own extractors
     row = commit_observation(target, window, output, force=mastra["forced"] is not None)
     assert row["activeObservations"] == mastra["row"]["activeObservations"]
     changed = _same_changes(pg_corpus, before, a, b)
     assert {c[2] for c in changed if c[0] == OM} >= {"activeObservations", "lastObservedAt", "lastObservedAtZ"}
     assert any(c[0] == "mastra_messages" for c in changed)      # the markers landed
+    # the thread-title extractor's value is in the end marker exactly when the record has threadTitle on
+    title_on = bool(window.record.config.get("observation", {}).get("threadTitle"))
+    marker = _end_marker({c: v for c, v in changed.items() if c[0] == "mastra_messages" and c[2] == "content"},
+                         thread_id)
+    assert ("thread-title" in (marker.get("extractedValues") or {})) == title_on
     if scenario == "collab":                                    # undo restores every row exactly
         undo_write(target)
         assert dump_schema(pg_corpus.url, b) == before
@@ -86,7 +99,8 @@ def test_resource_observation_on_postgresql_equals_mastra(pg_corpus, tmp_path, m
     mastra = node_pg(pg_corpus, "mastra-observe.mjs", a, "res-a", answer)
     assert mastra["observed"] is True and mastra["scope"] == "resource"
     assert window.window_ids == mastra["window"]["ids"]
-    row = commit_resource_observation(target, window, RESOURCE_OUTPUTS, force=mastra["forced"] is not None)
+    outputs = parse_multi_thread_answer(RESOURCE_ANSWER, window.record.config)   # the record's extractors
+    row = commit_resource_observation(target, window, outputs, force=mastra["forced"] is not None)
     assert row["activeObservations"] == mastra["row"]["activeObservations"]
     _same_changes(pg_corpus, before, a, b)
     report = node_pg(pg_corpus, "continue.mjs", b, "res-a", "1")
@@ -120,8 +134,11 @@ def test_observation_commits_when_window_messages_tie_in_created_at(pg_corpus, t
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     target = copy_schema(pg_corpus, "support", "wobs_tie")
-    first = observation_window(target, "support-1")
-    assert len(first.message_ids) >= 2
+    # a thread whose unobserved window holds at least two messages (the corpus is generated at test time)
+    windows = [observation_window(target, t) for t in sorted(_thread_ids(pg_corpus.oracles["support"]))]
+    first = next((w for w in windows if len(w.message_ids) >= 2), None)
+    assert first is not None, "no support thread has two unobserved messages to tie"
+    thread_id = first.thread_id
     a, b = first.message_ids[-2:]
     smaller, other = sorted((a, b))
     with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
@@ -131,7 +148,7 @@ def test_observation_commits_when_window_messages_tie_in_created_at(pg_corpus, t
         twin = ', "createdAtZ" = o."createdAtZ"' if "createdAtZ" in cols else ""
         conn.execute(f'UPDATE mastra_messages AS s SET "createdAt" = o."createdAt"{twin} FROM mastra_messages AS o '
                      "WHERE s.id = %s AND o.id = %s", (smaller, other))
-    window = observation_window(target, "support-1")
+    window = observation_window(target, thread_id)
     assert window.message_ids[-2:] == [smaller, other]   # the tie in id order, as the store reads it
     _text, output = _answer(task=False, response=False, title="ab")
     row = commit_observation(target, window, output, force=True)

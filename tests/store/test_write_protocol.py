@@ -30,8 +30,11 @@ from studio.store.write.protocol import (
 from studio.store.write.repair import repair_overtaken_writes
 from studio.store.writes import commit_reflection, revert_to_generation
 from tests.interop.conftest import dump_tables
+from tests.observe_cases import current_generation
 
 KEY = "thread:support-1"
+#: support-1's current generation as Mastra lists it (the oracle); the studio's next write is GEN + 1.
+GEN = current_generation("support", KEY)
 NOW = 1_900_000_000_000
 OBS = "* 🔴 (09:00) Studio: the user's key fact."
 STRANDED = "* 🟡 (10:00) Mastra observed this after the studio's commit."
@@ -108,44 +111,44 @@ def test_a_message_saved_moments_ago_refuses_the_write_and_says_the_agent_is_act
     assert info.value.reason == "busy"
     assert ("The agent is active: a message was written 4.0 s ago by another program, not the studio "
             "(quiet period 30 s)") in str(info.value)
-    assert studio_commit(path, now_ms=NOW + 27_000, idle_ms=30_000)["generationCount"] == 3
+    assert studio_commit(path, now_ms=NOW + 27_000, idle_ms=30_000)["generationCount"] == GEN + 1
 
 
 def test_the_studios_own_last_write_does_not_count_as_activity(fixture_db):
     path = fixture_db("support")
     studio_commit(path, current_task="- Primary: go on")  # also writes the thread's updatedAt
     row = studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000, observations=OBS + "\n" + STRANDED)
-    assert row["generationCount"] == 4
+    assert row["generationCount"] == GEN + 2
 
 
 def test_a_chain_of_studio_writes_within_the_quiet_period_does_not_count_as_activity(fixture_db):
     """reflect, revert, reflect, 1 s apart: each write stamps the row it replaces with its own commit time,
     so by the third write the record holds the times of two earlier studio commits, not only the last one."""
     path = fixture_db("support")
-    studio_commit(path, current_task="- Primary: go on")          # generation 3 (gen 2, the thread: NOW)
+    studio_commit(path, current_task="- Primary: go on")          # GEN + 1 (GEN, the thread: NOW)
     revert_to_generation(path, lookup_key=KEY, generation_count=1, expected_record_id=history(path)[0].id,
-                         now_ms=NOW + 1000, idle_ms=30_000, count_observations=count_observations)  # generation 4
+                         now_ms=NOW + 1000, idle_ms=30_000, count_observations=count_observations)  # GEN + 2
     row = studio_commit(path, now_ms=NOW + 2000, idle_ms=30_000)
-    assert row["generationCount"] == 5
-    revert = revert_to_generation(path, lookup_key=KEY, generation_count=3, expected_record_id=row["id"],
+    assert row["generationCount"] == GEN + 3
+    revert = revert_to_generation(path, lookup_key=KEY, generation_count=GEN + 1, expected_record_id=row["id"],
                                   now_ms=NOW + 3000, idle_ms=30_000, count_observations=count_observations)
-    assert revert["generationCount"] == 6
+    assert revert["generationCount"] == GEN + 4
 
 
 def test_an_agent_write_after_a_chain_of_studio_writes_still_counts_and_is_named(fixture_db):
     path = fixture_db("support")
-    studio_commit(path)
+    first = studio_commit(path)
     second = revert_to_generation(path, lookup_key=KEY, generation_count=1, expected_record_id=history(path)[0].id,
                                   now_ms=NOW + 1000, count_observations=count_observations)
-    # a running turn that read generation 3 before the revert writes onto it 2 s later
-    gen3 = next(r for r in history(path) if r.generation_count == 3)
-    mastra_appends(path, gen3.id, STRANDED, ms_to_iso(NOW + 3000))
+    # a running turn that read the studio's first generation before the revert writes onto it 2 s later
+    assert first["generationCount"] == GEN + 1
+    mastra_appends(path, first["id"], STRANDED, ms_to_iso(NOW + 3000))
     with pytest.raises(WriteRefused) as info:
         revert_to_generation(path, lookup_key=KEY, generation_count=0, expected_record_id=second["id"],
                              now_ms=NOW + 4000, idle_ms=30_000, count_observations=count_observations)
     assert info.value.reason == "busy"
-    assert ("The agent is active: generation 3 of its observational memory was written 1.0 s ago by another "
-            "program, not the studio") in str(info.value)
+    assert (f"The agent is active: generation {GEN + 1} of its observational memory was written 1.0 s ago by "
+            "another program, not the studio") in str(info.value)
 
 
 def test_wait_for_quiet_waits_out_the_quiet_period_and_gives_up_at_the_deadline():
@@ -189,7 +192,7 @@ def test_observations_appended_to_the_superseded_row_are_found_and_carried_forwa
     # a NEW generation: no row that existed was changed
     assert {k: v for k, v in after["mastra_observational_memory"].items() if k != repair["id"]} == \
         before["mastra_observational_memory"]
-    assert repair["generationCount"] == 4 and repair["lastObservedAt"] == cursor
+    assert repair["generationCount"] == GEN + 2 and repair["lastObservedAt"] == cursor
     assert repair["activeObservations"] == f"{OBS}\n\n--- message boundary ({cursor}) ---\n\nDate: Dec 1, 2026\n{STRANDED}"
     assert unrepaired(find_overtaking_writes(history(path))) == []
     assert repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 11_000,
@@ -206,9 +209,10 @@ def test_a_fork_is_repaired_past_both_rows_keeping_the_studios_log_and_mastras_n
     ours = studio_commit(path)
     mastra_reflects(path, read_at_turn_start.id, "mastra-fork", FORKED)
     [fork] = find_overtaking_writes(history(path))
-    assert (fork.kind, fork.generation, fork.overtaken_record_id, fork.added_lines) == ("fork", 3, ours["id"], [FORKED])
+    assert (fork.kind, fork.generation, fork.overtaken_record_id, fork.added_lines) == (
+        "fork", GEN + 1, ours["id"], [FORKED])
     repair = repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 10_000, count_observations=count_observations)
-    assert repair["generationCount"] == 4  # past both rows holding generation 3: Mastra reads this one next
+    assert repair["generationCount"] == GEN + 2  # past both rows holding GEN + 1: Mastra reads this one next
     assert repair["activeObservations"].startswith(OBS) and repair["activeObservations"].endswith(FORKED)
     assert studio_mark(repair)["kind"] == "repair" and studio_mark(repair)["repairs"][-1]["recordId"] == "mastra-fork"
     assert unrepaired(find_overtaking_writes(history(path))) == []
@@ -242,9 +246,9 @@ def test_a_repair_is_refused_while_the_agent_is_observing(fixture_db):
 
 def test_duplicate_generations_without_a_studio_row_are_reported_for_doctor(fixture_db):
     path = fixture_db("support")
-    mastra_reflects(path, history(path)[1].id, "dup", "* x")  # a second generation 2 (mastra #22188's shape)
+    mastra_reflects(path, history(path)[1].id, "dup", "* x")  # a second generation GEN (mastra #22188's shape)
     found = find_overtaking_writes(history(path))
-    assert [(f.kind, f.generation, f.record_id) for f in found] == [("duplicate-generation", 2, "dup")]
+    assert [(f.kind, f.generation, f.record_id) for f in found] == [("duplicate-generation", GEN, "dup")]
     assert unrepaired(found) == []  # nothing of the studio's to repair
 
 
@@ -324,7 +328,7 @@ def test_an_agent_message_after_the_studios_delete_still_counts(fixture_db, tmp_
         oldest = store.select_rows("mastra_messages", 'WHERE thread_id = ? ORDER BY "createdAt" LIMIT 1',
                                    ("support-1",), ["id"])[0]["id"]
     assert delete_messages(path, [oldest], now_ms=NOW) == 1
-    assert studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000)["generationCount"] == 3
+    assert studio_commit(path, now_ms=NOW + 1000, idle_ms=30_000)["generationCount"] == GEN + 1
     conn = libsql.connect(str(path), isolation_level=None)
     conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = (SELECT id FROM mastra_messages '
                  'WHERE thread_id = ? ORDER BY "createdAt" DESC LIMIT 1)', (ms_to_iso(NOW + 1500), "support-1"))

@@ -28,9 +28,12 @@ from studio.store.writes import (
     revert_to_generation,
 )
 from tests.conftest import load_oracle, make_plain_sqlite
+from tests.observe_cases import current_generation, raw_thread_title
 
 NOW = 1_900_000_000_000  # a fixed write time (ms), 2030-03-17
 OBS = "* 🔴 (09:00) Condensed: the user's key fact.\n* 🟡 (09:05) A detail."
+#: The generation of support-1's current record, as Mastra lists it (the oracle); a reflection writes GEN + 1.
+GEN = current_generation("support", "thread:support-1")
 
 
 def state(path: Path) -> tuple:
@@ -79,7 +82,7 @@ def test_refused_when_the_generation_changed_since_the_read(fixture_db, name):
     with pytest.raises(WriteRefused) as info:
         reflect(path, expected_record_id=older.id)
     assert info.value.reason == "generation-changed"
-    assert "is now 2" in str(info.value)
+    assert f"is now {GEN}" in str(info.value)
     assert state(path) == before
 
 
@@ -116,7 +119,7 @@ def test_stale_reflecting_flag_is_refused_then_cleared_on_request(fixture_db):
     assert state(path) == before
     row = reflect(path, clear_stale_reflecting=True)
     old = [r for r in history(path, "thread:support-1") if r.id == rec.id][0]
-    assert row["generationCount"] == 3 and row["isReflecting"] == 0
+    assert row["generationCount"] == GEN + 1 and row["isReflecting"] == 0
     assert old.flag("isReflecting") is False and old.updated_at == ms_to_iso(NOW)
 
 
@@ -132,7 +135,7 @@ def test_refused_while_another_process_observes_or_buffers(fixture_db, flag):
     assert state(path) == before
     set_columns(path, rec.id, updatedAt=ms_to_iso(NOW - STALE_FLAG_AFTER_MS - 1),
                 lastBufferedAtTime=ms_to_iso(NOW - STALE_FLAG_AFTER_MS - 1))
-    assert reflect(path)["generationCount"] == 3  # a stale one does not block
+    assert reflect(path)["generationCount"] == GEN + 1  # a stale one does not block
 
 
 def test_refused_when_the_conversation_was_written_moments_ago(fixture_db):
@@ -143,7 +146,7 @@ def test_refused_when_the_conversation_was_written_moments_ago(fixture_db):
         reflect(path, now_ms=updated + 500, idle_ms=2000)
     assert info.value.reason == "busy" and "0.5 s ago" in str(info.value)
     assert state(path) == before
-    assert reflect(path, now_ms=updated + 2500, idle_ms=2000)["generationCount"] == 3
+    assert reflect(path, now_ms=updated + 2500, idle_ms=2000)["generationCount"] == GEN + 1
 
 
 def test_a_reflection_identical_to_the_current_generation_is_not_written(fixture_db, tmp_path):
@@ -168,7 +171,7 @@ def test_a_reflection_identical_to_the_current_generation_is_not_written(fixture
     assert session.backup_for(path) is None and not (tmp_path / "backups").exists()
     assert state(path) == before
     row = reflect(path, observations=rec.active_observations, current_task="- Primary: a new task")
-    assert row["generationCount"] == 3 and row["activeObservations"] == rec.active_observations
+    assert row["generationCount"] == GEN + 1 and row["activeObservations"] == rec.active_observations
 
 
 def test_refused_when_another_connection_holds_the_write_lock(fixture_db):
@@ -273,6 +276,7 @@ def test_commit_writes_the_next_generation_like_mastra(fixture_db):
     path = fixture_db("support")
     old = current(path, "thread:support-1")
     meta_before = thread(path, "support-1").metadata
+    title_before = raw_thread_title(path, "support-1")
     row = reflect(path, current_task="  - Primary: plan the trip  ", suggested_response=None,
                   thread_title="Not written", studio_metadata={"strategy": "rule-based", "model": None})
     assert row["generationCount"] == old.generation_count + 1
@@ -294,7 +298,7 @@ def test_commit_writes_the_next_generation_like_mastra(fixture_db):
     assert om["suggestedResponse"] == meta_before["mastra"]["om"]["suggestedResponse"]  # kept
     assert om["threadTitle"] == meta_before["mastra"]["om"]["threadTitle"]  # reflection has no title extractor
     assert {k: v for k, v in meta.items() if k != "mastra"} == {k: v for k, v in meta_before.items() if k != "mastra"}
-    assert thread(path, "support-1").title == "a trip to Lisbon"
+    assert thread(path, "support-1").title == title_before  # a reflection does not rename the thread
 
 
 def test_a_thread_without_metadata_gets_mastras_om_object(fixture_db):
@@ -321,7 +325,7 @@ def test_a_second_reflection_does_not_carry_the_studio_mark_forward(fixture_db):
     path = fixture_db("support")
     reflect(path, studio_metadata={"strategy": "llm"})
     row = reflect(path, observations=OBS + "\n* 🟢 (09:10) A second reflection's line.")
-    assert row["metadata"] is None and row["generationCount"] == 4
+    assert row["metadata"] is None and row["generationCount"] == GEN + 2
 
 
 # -- revert -----------------------------------------------------------------------------------
@@ -333,7 +337,7 @@ def test_revert_appends_a_generation_with_the_old_observations(fixture_db):
     row = revert_to_generation(path, lookup_key="thread:support-1", generation_count=0,
                                expected_record_id=rows[0].id, now_ms=NOW, count_observations=count_observations)
     gen0 = rows[-1]
-    assert row["generationCount"] == 3 and row["originType"] == "reflection"
+    assert row["generationCount"] == GEN + 1 and row["originType"] == "reflection"
     assert row["activeObservations"] == gen0.active_observations
     assert row["observationTokenCount"] == count_observations(gen0.active_observations)
     studio = json.loads(row["metadata"])["studio"]
@@ -348,9 +352,14 @@ def test_revert_appends_a_generation_with_the_old_observations(fixture_db):
     assert (t.metadata, t.updated_at) == (meta_before.metadata, meta_before.updated_at)
 
 
+LIVE_GEN = current_generation("live/support", "thread:support-1")
+
+
 @pytest.mark.parametrize(("generation", "expected", "reason"), [
-    (2, "current", "invalid"), (7, "current", "not-found"), (-1, "current", "invalid"), (0, "older", "generation-changed"),
-])
+    (LIVE_GEN, "current", "invalid"),          # the current generation itself
+    (LIVE_GEN + 5, "current", "not-found"),    # a generation that does not exist
+    (-1, "current", "invalid"), (0, "older", "generation-changed"),
+], ids=["current", "missing", "negative", "older-read"])
 def test_revert_refusals_write_nothing(fixture_db, generation, expected, reason):
     path = fixture_db("live/support")
     rows = history(path, "thread:support-1")
@@ -367,9 +376,11 @@ def test_revert_refusals_write_nothing(fixture_db, generation, expected, reason)
 
 def test_clone_defaults(fixture_db):
     path = fixture_db("support")
+    title, resource = raw_thread_title(path, "support-2"), load_oracle("support")["threads"]["support-2"]["resourceId"]
     out = clone_thread(path, "support-2", now_ms=NOW)
     t = out["thread"]
-    assert len(t["id"]) == 36 and t["title"] == "Clone of café opening in Zürich" and t["resourceId"] == "user-alice"
+    # Mastra's cloneThread default title: "Clone of " + the source's title
+    assert len(t["id"]) == 36 and t["title"] == f"Clone of {title}" and t["resourceId"] == resource
     source_ids = [m.id for m in MemoryStore.open(path).list_messages("support-2")]
     assert t["metadata"] == {"clone": {"sourceThreadId": "support-2", "clonedAt": ms_to_iso(NOW),
                                        "lastMessageId": source_ids[-1]}}
@@ -467,5 +478,5 @@ def test_concurrent_commits_from_two_threads_one_wins(fixture_db):
         w.start()
     for w in workers:
         w.join()
-    assert sorted(results, key=str) == [3, "generation-changed"]
-    assert [r.generation_count for r in history(path, "thread:support-1")] == [3, 2, 1, 0]
+    assert sorted(results, key=str) == [GEN + 1, "generation-changed"]
+    assert [r.generation_count for r in history(path, "thread:support-1")] == list(range(GEN + 1, -1, -1))

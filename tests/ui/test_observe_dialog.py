@@ -18,10 +18,13 @@ from studio.store.memory_store import MemoryStore
 from studio.store.write.activation import activate_buffered
 from studio.ui.widgets.activate_dialog import ActivateDialog
 from studio.ui.widgets.observe_dialog import ObserveDialog
-from tests.cli.test_observe_llm import ANSWER, RESOURCE_ANSWER, _same_write
+from tests.cli.test_observe_llm import ANSWER, _same_write, resource_answer
 from tests.conftest import copy_fixture
 from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fixtures)
 from tests.interop.conftest import dump_tables, file_state
+from tests.observe_cases import (
+    above_everything, at_threshold, busiest_thread, current_row, resource_window_tokens,
+)
 from tests.ui.write_dialogs import open_write_dialog, wait_until
 
 MODEL = "openai-compatible/fake-observer"
@@ -37,11 +40,13 @@ def open_observe(window) -> ObserveDialog:
 
 def test_model_preview_then_commit_writes_what_the_cli_writes(studio, studio_ctx, fixture_db, fake_llm, tmp_path,
                                                               capsys):
-    path = fixture_db("support")
-    other = copy_fixture("support", tmp_path / "cli")
+    # the busiest thread with its record at the threshold, on both copies (tests/observe_cases.py)
+    path, other, thread_id = fixture_db("support"), copy_fixture("support", tmp_path / "cli"), busiest_thread("support")
+    for copy in (path, other):
+        at_threshold(copy, "support", thread_id)
     before = dump_tables(other)
     fake_llm.push(Reply(text=ANSWER))
-    window = studio(path, thread_id="support-1")
+    window = studio(path, thread_id=thread_id)
     dialog = open_observe(window)
     w = dialog.window
     assert w.meets and not dialog.below_check.isVisible()
@@ -67,7 +72,7 @@ def test_model_preview_then_commit_writes_what_the_cli_writes(studio, studio_ctx
     assert backup is not None and dump_tables(backup) == before   # the file as it was before the write
     answer = tmp_path / "answer.txt"
     answer.write_text(ANSWER, encoding="utf-8")
-    assert main(["observe", str(other), "--thread", "support-1", "--answer-file", str(answer), "--yes"]) == 0
+    assert main(["observe", str(other), "--thread", thread_id, "--answer-file", str(answer), "--yes"]) == 0
     capsys.readouterr()
     assert _same_write(before, path, other) > 3
 
@@ -89,14 +94,20 @@ def test_cancel_with_escape_writes_nothing(studio, studio_ctx, fixture_db, fake_
 
 
 def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_db, fake_llm, tmp_path, capsys):
-    # resource fixture: 435 pending + 642 tokens < 2,500, so Mastra would not observe yet; no rule-based there
-    path = fixture_db("resource")
-    other = copy_fixture("resource", tmp_path / "cli")
+    # the resource record's threshold raised above everything its gate counts: Mastra would not observe yet;
+    # no rule-based there
+    key = "resource:user-erin"
+    path, other = fixture_db("resource"), copy_fixture("resource", tmp_path / "cli")
+    threshold = [above_everything(copy, "resource", key) for copy in (path, other)][0]
+    stored, tokens = current_row(path, key)["pendingMessageTokens"], resource_window_tokens(path, "resource", key)
     before = dump_tables(other)
     state = file_state(path)
-    fake_llm.push(Reply(text=RESOURCE_ANSWER))
     window = studio(path, thread_id="res-a")
     dialog = open_observe(window)
+    picked = [t for t, _, _ in dialog.window.threads]
+    assert len(picked) >= 2, f"the case needs two threads with unobserved messages, the window has {picked}"
+    answer_text = resource_answer(picked[0], picked[1])
+    fake_llm.push(Reply(text=answer_text))
     assert not dialog.window.meets and dialog.below_check.isVisible()
     assert not dialog.strategy_box.rule_radio.isEnabled()
     assert "below the threshold" in dialog.size_state.text()
@@ -106,9 +117,9 @@ def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_d
     wait_until(lambda: dialog.preview is not None or dialog.error_text())
     assert dialog.preview is not None, dialog.error_text()
     assert dialog.proposal.window_table.rowCount() == len(dialog.window.message_ids)
-    assert ("window: 435 tokens the record still counts as pending (pendingMessageTokens) + 642 unobserved-message "
-            "tokens = 1,077, below the 2,500-token observation threshold (Mastra would wait)") \
-        in dialog.proposal.summary.text()
+    assert (f"window: {stored:,} tokens the record still counts as pending (pendingMessageTokens) + {tokens:,} "
+            f"unobserved-message tokens = {stored + tokens:,}, below the {threshold:,}-token observation threshold "
+            "(Mastra would wait)") in dialog.proposal.summary.text()
     assert not dialog.commit_button.isEnabled()
     dialog.confirm = lambda title, text: True
     assert not dialog.commit() and "tick" in dialog.error_text()      # refused without the explicit choice
@@ -117,7 +128,7 @@ def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_d
     assert dialog.commit_button.isEnabled() and dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
     answer = tmp_path / "answer.txt"
-    answer.write_text(RESOURCE_ANSWER, encoding="utf-8")
+    answer.write_text(answer_text, encoding="utf-8")
     assert main(["observe", str(other), "--thread", "res-a", "--answer-file", str(answer), "--below-threshold",
                  "--yes", "--quiet-period", "0"]) == 0
     capsys.readouterr()
@@ -125,8 +136,9 @@ def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_d
 
 
 def test_rule_based_preview_and_refusal_when_the_record_moved_on(studio, studio_ctx, fixture_db):
-    path = fixture_db("support")
-    window = studio(path, thread_id="support-1")
+    path, thread_id = fixture_db("support"), busiest_thread("support")
+    at_threshold(path, "support", thread_id)   # the CLI's observe below runs without --below-threshold
+    window = studio(path, thread_id=thread_id)
     dialog = open_observe(window)
     dialog.set_strategy("rule-based")
     assert dialog.start_preview()
@@ -134,7 +146,7 @@ def test_rule_based_preview_and_refusal_when_the_record_moved_on(studio, studio_
     wait_until(lambda: dialog.preview is not None or dialog.error_text())
     assert "[rule-based]" in dialog.proposal.new_lines_text()
     # another process observes meanwhile: the commit is refused inside its transaction, nothing written
-    assert main(["observe", str(path), "--thread", "support-1", "--strategy", "rule-based", "--yes",
+    assert main(["observe", str(path), "--thread", thread_id, "--strategy", "rule-based", "--yes",
                  "--quiet-period", "0"]) == 0
     state = file_state(path)
     dialog.confirm = lambda title, text: True

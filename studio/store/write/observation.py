@@ -13,7 +13,11 @@ store (@mastra/libsql 1.23.1), thread scope. The writes, all in ONE BEGIN IMMEDI
    extracted, lastObservedMessageCursor}` (a missing section deletes its key), the title from
    `<thread-title>` (see `om_messages.new_thread_title`), `updatedAt`;
 3. the markers `data-om-observation-start`, (`data-om-thread-update`,) `data-om-observation-end`
-   appended to the thread's newest assistant message (whole-message upsert).
+   appended to the thread's newest assistant message (whole-message upsert). The end marker's
+   `extractedValues` are the answer's values of the record's inline extractors
+   (`studio.common.om_settings.observer_extractors`: current-task, suggested-response, and
+   thread-title when the record has `observation.threadTitle` on), in Mastra's order; the same
+   values fill `mastra.om` (`om_messages.observed_thread_om`).
 
 The protocol (`studio.store.write.protocol`): busy flags and the quiet period are checked before
 (by the caller, `observation_window` reports the activity) and again inside the transaction; the
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from studio.common.jscompat import UNDEFINED, js_trim
+from studio.common.om_settings import observer_extractors
 from studio.errors import WriteRefused
 from studio.store.records import Message, OMRecord, iso_to_ms
 from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, THREADS
@@ -42,7 +47,8 @@ from studio.store.write.common import (
     thread_metadata, to_int,
 )
 from studio.store.write.om_messages import (
-    MESSAGE_COLUMNS, new_thread_title, newest_assistant_message, set_thread_om, upsert_message,
+    MESSAGE_COLUMNS, extracted_values, new_thread_title, newest_assistant_message, observed_thread_om, set_thread_om,
+    thread_om, upsert_message,
 )
 from studio.store.write.own_writes import remember_write
 from studio.store.write.protocol import check_quiet
@@ -55,12 +61,18 @@ __all__ = ["ObserverOutput", "ObservationWindow", "commit_observation", "observa
 @dataclass(frozen=True)
 class ObserverOutput:
     """The Observer's parsed answer: OBSERVATIONS (the `<observations>` list lines, no tag) and the optional
-    CURRENT_TASK, SUGGESTED_RESPONSE, THREAD_TITLE sections (None: the answer had no such section)."""
+    CURRENT_TASK, SUGGESTED_RESPONSE, THREAD_TITLE sections (None: the answer had no such section).
+
+    EXTRACTED: Mastra's `extractedValues` of the answer ({slug: value}, in Mastra's order), as
+    `studio.engine.observer_parse` reads it with the record's extractors; None: the write builds
+    them from the three sections and the record's extractors (`om_messages.extracted_values`).
+    """
 
     observations: str
     current_task: str | None = None
     suggested_response: str | None = None
     thread_title: str | None = None
+    extracted: dict[str, Any] | None = None
 
 
 class ObserveGate:
@@ -233,14 +245,12 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
     title_text = js_trim(output.thread_title) if output.thread_title else None
     old_title = thread.get("title") if thread else None
     new_title = None
+    extractors = observer_extractors(window.record.config)
+    values = extracted_values(output, extractors)
     if thread is not None:
         metadata = thread_metadata(thread)
-        mastra_om = (metadata.get("mastra") or {}).get("om") if isinstance(metadata.get("mastra"), dict) else None
-        extracted = dict(mastra_om.get("extracted")) if isinstance(mastra_om, dict) and \
-            isinstance(mastra_om.get("extracted"), dict) else {}
         new_meta = set_thread_om(metadata, {
-            "suggestedResponse": response or UNDEFINED, "currentTask": task or UNDEFINED,
-            "threadTitle": title_text or UNDEFINED, "extracted": extracted,
+            **observed_thread_om(output, extractors, values, thread_om(metadata)),
             "lastObservedMessageCursor": {"createdAt": last_observed_at, "id": newest["id"]}})
         new_title = new_thread_title(thread, metadata, title_text)
         update_thread(tx, window.thread_id, new_meta, new_title, now)
@@ -255,11 +265,10 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
             parts.append({"type": "data-om-thread-update", "data": {
                 "cycleId": cycle, "threadId": window.thread_id, "oldTitle": old_title, "newTitle": new_title,
                 "timestamp": now}})
-        extracted_values = {k: v for k, v in (("current-task", task), ("suggested-response", response)) if v}
         end = {"cycleId": cycle, "operationType": "observation", "completedAt": now, "durationMs": 0,
                "tokensObserved": window.tokens, "observationTokens": window.count_observations(observations),
                "observations": observations, "currentTask": task, "suggestedResponse": response,
-               "extractedValues": extracted_values or None, "recordId": latest["id"], "threadId": window.thread_id}
+               "extractedValues": values or None, "recordId": latest["id"], "threadId": window.thread_id}
         parts.append({"type": "data-om-observation-end", "data": {k: v for k, v in end.items() if v is not None}})
         target["content"]["parts"] = list(target["content"]["parts"]) + parts
         upsert_message(tx, target, now)

@@ -27,9 +27,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
-from studio.common.jscompat import UNDEFINED, js_trim
+from studio.common.jscompat import js_trim
+from studio.common.om_settings import observer_extractors
 from studio.errors import WriteRefused
 from studio.store.records import OMRecord, iso_to_ms
 from studio.store.schema import THREADS
@@ -38,7 +39,10 @@ from studio.store.write.observation import (
     ObserverOutput, ObserveGate, _ids, checked_latest_row, gated_commit, record_unchanged, update_active_observations,
     update_thread,
 )
-from studio.store.write.om_messages import new_thread_title, newest_assistant_message, set_thread_om, upsert_message
+from studio.store.write.om_messages import (
+    extracted_values, new_thread_title, newest_assistant_message, observed_thread_om, set_thread_om, thread_om,
+    upsert_message,
+)
 from studio.store.write.transaction import WriteTx
 
 __all__ = ["ResourceObservationWindow", "commit_resource_observation", "replace_or_append_section"]
@@ -83,12 +87,6 @@ class ResourceObservationWindow(ObserveGate):
                 "messages": len(self.message_ids), "message_ids": self.message_ids, "tokens": self.tokens,
                 "pending_message_tokens": self.pending_message_tokens, "threshold": self.threshold,
                 "meets": self.meets}
-
-
-def _om(metadata: Any) -> dict:
-    mastra = metadata.get("mastra") if isinstance(metadata, dict) else None
-    om = mastra.get("om") if isinstance(mastra, dict) else None
-    return om if isinstance(om, dict) else {}
 
 
 def _boundary(at: str) -> str:
@@ -161,19 +159,17 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
         markers[tid].append({"type": "data-om-observation-start", "data": {
             "cycleId": cycle, "operationType": "observation", "startedAt": now, "tokensToObserve": n,
             "recordId": latest["id"], "threadId": tid, "threadIds": thread_ids, "config": window.marker_config}})
+    extractors = observer_extractors(window.record.config)
+    values = {tid: extracted_values(out, extractors) for tid, _, out, _, _ in updates}
     for tid, msgs, out, obs, at in updates:
         thread = read_thread(tx, tid)
         if thread is None:
             continue
         metadata = thread_metadata(thread)
-        task = js_trim(out.current_task) if out.current_task else None
-        response = js_trim(out.suggested_response) if out.suggested_response else None
         title = js_trim(out.thread_title) if out.thread_title else None
         newest = _newest(msgs)
         new_meta = set_thread_om(metadata, {
-            "lastObservedAt": at, "suggestedResponse": response or UNDEFINED, "currentTask": task or UNDEFINED,
-            "threadTitle": title or UNDEFINED, "extracted": dict(_om(metadata).get("extracted") or {})
-            if isinstance(_om(metadata).get("extracted"), dict) else {},
+            "lastObservedAt": at, **observed_thread_om(out, extractors, values[tid], thread_om(metadata)),
             "lastObservedMessageCursor": {"createdAt": js_date_round_trip(newest.get("createdAt")), "id": newest["id"]}})
         new_title = new_thread_title(thread, metadata, title)
         update_thread(tx, tid, new_meta, new_title, now)
@@ -182,14 +178,11 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
             markers[tid].append({"type": "data-om-thread-update", "data": {
                 "cycleId": cycle, "threadId": tid, "oldTitle": old_title, "newTitle": new_title, "timestamp": now}})
     for tid, msgs, out, obs, at in updates:
-        extracted = {k: v for k, v in (("current-task", js_trim(out.current_task) if out.current_task else None),
-                                       ("suggested-response", js_trim(out.suggested_response)
-                                        if out.suggested_response else None)) if v}
         end = {"cycleId": cycle, "operationType": "observation", "completedAt": now, "durationMs": 0,
                "tokensObserved": dict((t, n) for t, _, n in window.threads)[tid], "observationTokens": cycle_tokens,
-               "observations": obs, "currentTask": extracted.get("current-task"),
-               "suggestedResponse": extracted.get("suggested-response"), "extractedValues": extracted or None,
-               "recordId": latest["id"], "threadId": tid}
+               "observations": obs, "currentTask": js_trim(out.current_task) if out.current_task else None,
+               "suggestedResponse": js_trim(out.suggested_response) if out.suggested_response else None,
+               "extractedValues": values[tid] or None, "recordId": latest["id"], "threadId": tid}
         markers[tid].append({"type": "data-om-observation-end", "data": {k: v for k, v in end.items() if v is not None}})
     for tid in thread_ids:
         target = newest_assistant_message(tx, tid)

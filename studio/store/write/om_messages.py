@@ -95,6 +95,13 @@ def upsert_message(tx: WriteTx, message: dict, thread_updated_at: str) -> None:
     tx.update(THREADS, {"updatedAt": thread_updated_at}, "id = ?", (message.get("thread_id"),))
 
 
+def thread_om(metadata: Any) -> dict:
+    """Return thread METADATA's `mastra.om` object ({} when missing or not an object)."""
+    mastra = metadata.get("mastra") if isinstance(metadata, dict) else None
+    om = mastra.get("om") if isinstance(mastra, dict) else None
+    return om if isinstance(om, dict) else {}
+
+
 def set_thread_om(metadata: dict, values: dict[str, Any]) -> dict:
     """Return METADATA with `mastra.om` = `{...om, **VALUES}` (a value UNDEFINED or None drops that key).
 
@@ -126,3 +133,63 @@ def new_thread_title(thread: dict, metadata: dict, title: str | None) -> str | N
     if len(trimmed) < 3 or trimmed == thread.get("title") or metadata.get("titlePinned") is True:
         return None
     return trimmed
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value is not UNDEFINED and value != ""
+
+
+def extracted_values(output, extractors) -> dict:
+    """Return Mastra's `extractedValues` of an Observer OUTPUT (an ObserverOutput) for the record's EXTRACTORS.
+
+    OUTPUT.extracted (the parse's values by slug, in Mastra's order) when the parse gave it, empty
+    values left out (normalizeExtractedValues); else the trimmed built-in sections of OUTPUT for
+    the built-in EXTRACTORS (`studio.common.om_settings.observer_extractors`), in their order.
+    An empty dict stands for Mastra's undefined.
+    """
+    if output.extracted is not None:
+        return {k: v for k, v in output.extracted.items() if _present(v)}
+    sections = {"current-task": output.current_task, "suggested-response": output.suggested_response,
+                "thread-title": output.thread_title}
+    values = {}
+    for spec in extractors:
+        value = sections.get(spec.slug)
+        if isinstance(value, str) and js_trim(value):
+            values[spec.slug] = js_trim(value)
+    return values
+
+
+def _set_at_path(target: dict, path: str, value: Any) -> None:
+    segments = [s for s in path.split(".") if s]
+    if not segments or any(s in ("__proto__", "constructor", "prototype") for s in segments):
+        return
+    for segment in segments[:-1]:
+        if not isinstance(target.get(segment), dict):
+            target[segment] = {}
+        target = target[segment]
+    target[segments[-1]] = value
+
+
+def observed_thread_om(output, extractors, values: dict, previous_om: dict) -> dict:
+    """Return the `mastra.om` values an observation stores for OUTPUT (an ObserverOutput) on one thread.
+
+    Mirrors the persist step of Mastra's observation strategies (buildThreadMetadataFromExtractedValues):
+    each extractor's value in VALUES (`extracted_values`) goes to its metadata path; `suggestedResponse`,
+    `currentTask`, `threadTitle` take that value, else the answer's trimmed section, else UNDEFINED
+    (the key is deleted); `extracted` = PREVIOUS_OM's `extracted` updated with the user extractors' values.
+    """
+    update: dict = {}
+    for spec in extractors:
+        if spec.metadata_key_path and spec.slug in values:
+            _set_at_path(update, spec.metadata_key_path, values[spec.slug])
+
+    def hint(field: str, section: str | None):
+        if _present(update.get(field)):
+            return update[field]
+        return js_trim(section) if isinstance(section, str) and js_trim(section) else UNDEFINED
+
+    old = previous_om.get("extracted") if isinstance(previous_om.get("extracted"), dict) else {}
+    new = update.get("extracted") if isinstance(update.get("extracted"), dict) else {}
+    return {"suggestedResponse": hint("suggestedResponse", output.suggested_response),
+            "currentTask": hint("currentTask", output.current_task),
+            "threadTitle": hint("threadTitle", output.thread_title), "extracted": {**old, **new}}

@@ -2,7 +2,7 @@
 // a list of Observer answers, with the inline extractors each case names, so the studio's port can be
 // compared with it. usage: node studio-observer-parse.mjs CASES_JSON_FILE
 // CASES: [{name, answer, slugs}]; prints {results: {name: {observations, currentTask, suggestedContinuation,
-// threadTitle, degenerate}}}.
+// threadTitle, degenerate, extractedValues}}}, extractedValues as [slug, value] pairs in Mastra's key order.
 import { readFileSync } from 'node:fs';
 import { Extractor, parseObserverOutput } from '@mastra/memory/processors';
 import { z } from 'zod';
@@ -21,6 +21,7 @@ for (const c of cases) {
     suggestedContinuation: r.suggestedContinuation ?? null,
     threadTitle: r.threadTitle ?? null,
     degenerate: Boolean(r.degenerate),
+    extractedValues: Object.entries(r.extractedValues ?? {}),
   };
 }
 console.log(JSON.stringify({ results }));
