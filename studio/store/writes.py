@@ -20,16 +20,18 @@ Public API (implemented in `studio.store.write`):
   (`find_overtaking_writes`, `watch_for_overtaking`) and `repair_overtaken_writes` (a new generation
   carrying what overtook a studio write forward);
 - PostgreSQL stores (`postgresql://` URLs): the same functions, each one READ WRITE transaction on
-  its own connection (`studio.store.write.pg_transaction`: FOR UPDATE on the current OM row, a 9 s
+  its own connection (`studio.store.write.backends.pg`: FOR UPDATE on the current OM row, a 9 s
   lock wait, rows written as @mastra/pg writes them, twins included), saving a JSON row backup of
-  every row it changes before COMMIT (`studio.store.write.row_backup`); `undo_write(url)` restores
-  the last write's rows from it (refused when they changed since);
+  every row it changes before COMMIT (`studio.store.write.row_backup`); libSQL servers the same
+  with the file's SQL over one write stream (`studio.store.write.backends.libsql_remote`);
+  `undo_write(url)` restores the last write's rows from it (refused when they changed since);
 - `WriteRefused` (reason: generation-changed, reflecting, not-found, busy, conflict, invalid).
 
 Every function opens its own read-write libSQL connection for the one write and closes it, never
 changes the journal mode, starts with BEGIN IMMEDIATE (busy timeout, retried), re-checks its
 preconditions inside the transaction, and leaves the main file and -wal byte-identical when it
-refuses or fails (see `studio.store.write.transaction`).
+refuses or fails (see `studio.store.write.backends.sqlite`; the backend is picked by
+`studio.store.write.transaction.write_transaction`).
 
 Mastra's token estimates are engine logic (`studio.engine.tokens`): a write never computes one
 itself. It receives the count (`observation_tokens`), or the estimator when the text is only known

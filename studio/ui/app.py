@@ -12,7 +12,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from studio.paths import ICONS, SAMPLE_DATABASE
-from studio.store.credentials import strip_secrets
+from studio.store.target import strip_secrets
 from studio.ui.tasks import TaskRunner
 
 ORGANIZATION = "Memory Studio"

@@ -18,7 +18,7 @@ import pytest
 
 from studio.store import backup as backup_module
 from studio.store.backup import backup_database, child_command, remove_stale_partials
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.writes import WriteSession
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_a_name_taken_while_the_copy_runs_gets_the_next_number(fixture_db, monke
     made = backup_database(path)
     assert taken and made != taken[0] and made.name == taken[0].name.replace(".db", "-2.db")
     assert taken[0].read_bytes() == b"the other process's backup"  # never overwritten
-    with MemoryStore.open(made) as store:
+    with open_store(made) as store:
         assert store.get_thread("support-1") is not None
     assert partials(path.parent) == []
 
@@ -146,7 +146,7 @@ def test_the_frozen_app_backs_up_through_its_own_entry_point(fixture_db, frozen_
     path = fixture_db("support")
     assert child_command(["a", "b", "0", "1", "9"])[:3] == [str(frozen_app), "--studio-child", "backup"]
     made = backup_database(path)
-    with MemoryStore.open(made) as store, MemoryStore.open(path) as original:
+    with open_store(made) as store, open_store(path) as original:
         assert store.message_counts() == original.message_counts()
     assert partials(path.parent) == []
 
@@ -159,5 +159,5 @@ def test_the_frozen_app_child_reports_like_the_python_child(fixture_db, tmp_path
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["integrity"] == ["ok"]
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert report["counts"]["mastra_threads"] == len(store.list_threads())

@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import Message, Thread
 from studio.store.thread_list import list_threads
 from tests.conftest import copy_fixture
@@ -17,7 +17,7 @@ from tests.conftest import copy_fixture
 
 @pytest.fixture()
 def store(tmp_path):
-    with MemoryStore.open(copy_fixture("support", tmp_path)) as s:
+    with open_store(copy_fixture("support", tmp_path)) as s:
         yield s
 
 
