@@ -28,8 +28,6 @@ from studio.store.target import libsql_server_refusal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
-
     from studio.store.target import Target
 
 __all__ = ["LibsqlServerBackend"]
@@ -117,25 +115,15 @@ class LibsqlServerBackend:
         """Fetch every row of SQL as the server sends it (the text-safe SQL of sqlite_sql decodes it)."""
         return self.conn.execute(sql, params).fetchall()
 
-    def _ready(self) -> None:
+    def ready(self) -> None:
+        """Raise StoreError when closed (a server's next statement sees every commit: nothing to reopen)."""
         if self.conn is None:
             raise StoreError("The database is closed")
 
-    def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
-        """Run a read statement and return its rows, text decoded (studio.store.backends.sqlite_sql.rows)."""
-        self._ready()
-        return sqlite_sql.rows(self, sql, tuple(params))
-
-    def select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-               lazy: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
-        """Read WANTED columns of TABLE as Mastra reads them (studio.store.backends.sqlite_sql.select)."""
-        self._ready()
-        return sqlite_sql.select(self, table, wanted, tail, tuple(params), lazy=lazy)
-
-    def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
-        """COLUMN of TABLE's rows, one value a row (studio.store.backends.sqlite_sql.select_column)."""
-        self._ready()
-        return sqlite_sql.select_column(self, table, column, tail, tuple(params))
+    #: The reads (studio.store.backends.sqlite_sql), the same as on a local file.
+    rows = sqlite_sql.rows
+    select = sqlite_sql.select
+    select_column = sqlite_sql.select_column
 
     # -- loads and change detection ----------------------------------------------------------
 

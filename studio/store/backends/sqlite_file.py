@@ -35,8 +35,6 @@ from studio.store.connection import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
-
     from studio.store.target import Target
 
 __all__ = ["FileBackend", "IMMUTABLE_ATTEMPTS"]
@@ -229,26 +227,16 @@ class FileBackend:
             return rows
         raise AssertionError("unreachable: the last attempt is not immutable")
 
-    def _ready(self) -> None:
+    def ready(self) -> None:
+        """Raise StoreError when closed; reopen first when the file changed (`reopen_if_changed`)."""
         if self.conn is None:
             raise StoreError("The database is closed")
         self.reopen_if_changed()
 
-    def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
-        """Run a SELECT (or PRAGMA) and return its rows, text decoded (studio.store.backends.sqlite_sql.rows)."""
-        self._ready()
-        return sqlite_sql.rows(self, sql, tuple(params))
-
-    def select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-               lazy: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
-        """Read WANTED columns of TABLE as Mastra reads them (studio.store.backends.sqlite_sql.select)."""
-        self._ready()
-        return sqlite_sql.select(self, table, wanted, tail, tuple(params), lazy=lazy)
-
-    def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
-        """COLUMN of TABLE's rows, one value a row (studio.store.backends.sqlite_sql.select_column)."""
-        self._ready()
-        return sqlite_sql.select_column(self, table, column, tail, tuple(params))
+    #: The reads (studio.store.backends.sqlite_sql), the same on a libSQL server.
+    rows = sqlite_sql.rows
+    select = sqlite_sql.select
+    select_column = sqlite_sql.select_column
 
     # -- loads and change detection ----------------------------------------------------------
 

@@ -6,11 +6,13 @@ and the SQLite dialect's read expressions (`SQLITE`). No read lets a driver pani
 result travels as bytes with its type and is decoded here (studio.store.cells); a JSONB blob is
 decoded by SQLite's `json()`.
 
-The functions take the backend as it is at the call (a file's connection, schema and encoding change
-when it is reopened): anything with `conn` (`execute(sql, params)` with `.description` / `.fetchall()`),
-`schema`, `encoding`, `execute(sql, params)` (rows as fetched; a file verifies them against a torn
-immutable read), `fail(exc)` (the StoreError for a failed read) and the caches `widths` and
-`select_lists` (emptied on reopen).
+`rows`, `select` and `select_column` are the two backends' methods of those names (assigned in their
+class bodies), so they take the backend first, as it is at the call (a file's connection, schema and
+encoding change when it is reopened): anything with `ready()` (raises when closed; a file reopens when
+it changed), `conn` (`execute(sql, params)` with `.description` / `.fetchall()`), `schema`,
+`encoding`, `execute(sql, params)` (rows as fetched; a file verifies them against a torn immutable
+read), `fail(exc)` (the StoreError for a failed read) and the caches `widths` and `select_lists`
+(emptied on reopen).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from studio.store.cells import bulk_decode, contained, decode_pairs, decode_rows
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Iterable
 
 __all__ = ["SQLITE", "SqliteSql", "JSONB_COLUMNS", "rows", "row_decoder", "select", "select_column"]
 
@@ -61,12 +63,14 @@ def _width(backend, sql: str, params: tuple) -> int:
     return width
 
 
-def rows(backend, sql: str, params: tuple) -> list[tuple]:
+def rows(backend, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
     """Run a SELECT (or PRAGMA) on BACKEND and return its rows, text decoded here (never by the driver).
 
     A SELECT is wrapped so that every TEXT result travels as bytes with its type, and is decoded
     with `decode_text` (invalid UTF-8 -> DamagedText). Raises StoreError on failure.
     """
+    backend.ready()
+    params = tuple(params)
     try:
         head = sql.lstrip()[:6].upper()
         if not head.startswith(("SELECT", "WITH")):
@@ -126,7 +130,7 @@ def _keeping(whole: Callable[[tuple], list], at: int) -> Callable[[tuple], list]
     return decode
 
 
-def select(backend, table: str, wanted: list[str], tail: str = "", params: tuple = (), *,
+def select(backend, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
            lazy: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
     """`Backend.select` on SQLite: (present columns, rows as fetched, DECODE).
 
@@ -136,6 +140,12 @@ def select(backend, table: str, wanted: list[str], tail: str = "", params: tuple
     re-read raw and that value is decoded one by one (undecodable -> left as bytes, reported as
     malformed); those rows come back decoded whole (DECODE is `list`). Raises StoreError.
     """
+    backend.ready()
+    return _select(backend, table, wanted, tail, tuple(params), lazy)
+
+
+def _select(backend, table: str, wanted: list[str], tail: str, params: tuple,
+            lazy: str | None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
     lists, key = backend.select_lists, (table, tuple(wanted))
     present, selected = lists.get(key) or lists.setdefault(key, _select_list(backend.schema, table, wanted))
     sql = f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}"
@@ -179,10 +189,12 @@ def _decode_blob(backend, value: Any) -> Any:
     return _decode(text, backend.encoding)
 
 
-def select_column(backend, table: str, column: str, tail: str = "", params: tuple = ()) -> list:
+def select_column(backend, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
     """`Backend.select_column` on SQLite: one value a row, no dict a row (`threads --all` reads every id so)."""
+    backend.ready()
+    params = tuple(params)
     if column in JSONB_COLUMNS or not backend.schema.has_column(table, column):
-        present, fetched, decode = select(backend, table, [column], tail, params)
+        present, fetched, decode = _select(backend, table, [column], tail, params, None)
         with bulk_decode():
             return [dict(zip(present, decode(r))).get(column) for r in fetched]
     selected = _select_list(backend.schema, table, [column])[1]

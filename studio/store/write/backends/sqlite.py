@@ -35,19 +35,17 @@ import libsql
 
 from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
+from studio.store.backends.sqlite_sql import JSONB_COLUMNS  # decoded with json() inside a write too
 from studio.store.connection import check_file, describe_sqlite_error
 from studio.store.target import Target
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
 
-__all__ = ["SqliteWriteTx", "sqlite_write_transaction", "BEGIN_ATTEMPTS", "BUSY_TIMEOUT_MS", "JSONB_COLUMNS"]
+__all__ = ["SqliteWriteTx", "sqlite_write_transaction", "BEGIN_ATTEMPTS", "BUSY_TIMEOUT_MS"]
 
 #: BEGIN IMMEDIATE is tried this many times with backoff within WRITE_LOCK_WAIT_MS.
 BEGIN_ATTEMPTS = 3
 #: SQLite's busy timeout per BEGIN attempt (ms) by default.
 BUSY_TIMEOUT_MS = WRITE_LOCK_WAIT_MS // BEGIN_ATTEMPTS
-#: Columns Mastra declares `jsonb` that the studio may read inside a write (decoded with json()).
-JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
-                 "bufferedMessageIds"}
 
 
 def _uri(path: Path, mode: str) -> str:
