@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from typing import Callable
 
 __all__ = ["FILE", "LIBSQL_SERVER", "POSTGRESQL", "SCHEMES", "Target", "target_kind", "parse_target", "file_target",
-           "is_server_target", "libsql_server_refusal", "redact_url", "strip_secrets", "url_secret", "split_url"]
+           "is_server_target", "absolute_target", "libsql_server_refusal", "redact_url", "strip_secrets", "url_secret", "split_url"]
 
 FILE = "file"
 LIBSQL_SERVER = "libsql-server"
@@ -93,11 +93,6 @@ class Target:
     def __reduce__(self) -> tuple:  # pickle and copy rebuild it through __init__ (its __setattr__ refuses)
         return _rebuild, self._values()
 
-    @property
-    def is_server(self) -> bool:
-        """True for a server store (no local file: no file copy, writes save row backups)."""
-        return self.kind != FILE
-
 
 def _rebuild(kind: str, display: str, path, conninfo, schema, base_url, url_token) -> Target:
     return Target(kind, display, path=path, conninfo=conninfo, schema=schema, base_url=base_url, url_token=url_token)
@@ -112,6 +107,15 @@ def target_kind(target: str | os.PathLike[str]) -> str:
 def is_server_target(target: str | os.PathLike[str]) -> bool:
     """Return True for a PostgreSQL or libSQL-server URL, False for a path or a `file:` URL."""
     return target_kind(target) != FILE
+
+
+def absolute_target(target: str | os.PathLike[str]) -> str:
+    """Return TARGET with a plain path made absolute (`~` expanded, symlinks kept as named); a `file:` URL or
+    any `SCHEME://` URL as given. A relative path would name another file after a change of directory."""
+    text = os.fspath(target)
+    if text and "://" not in text and not text.startswith("file:"):
+        return os.path.abspath(os.path.expanduser(text))
+    return text
 
 
 def parse_target(target: str | os.PathLike[str]) -> Target:

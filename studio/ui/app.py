@@ -12,7 +12,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from studio.paths import ICONS, SAMPLE_DATABASE
-from studio.store.target import strip_secrets
+from studio.store.target import absolute_target, strip_secrets
 from studio.ui.tasks import TaskRunner
 
 ORGANIZATION = "Memory Studio"
@@ -51,9 +51,7 @@ class AppContext:
         user named them); `file:` URLs are stored as given, server URLs without their password or
         token (`strip_secrets`: a reopen finds it in the environment, ~/.pgpass or the keyring, or asks).
         """
-        if path and "://" not in path and not path.startswith("file:"):
-            path = os.path.abspath(os.path.expanduser(path))
-        path = strip_secrets(path)
+        path = strip_secrets(absolute_target(path))
         files = [path] + [p for p in self.recent_files() if p != path]
         self.settings.setValue("recentFiles", files[:MAX_RECENT_FILES])
         self.settings.sync()
