@@ -48,7 +48,8 @@ SCHEMES = {"postgresql": POSTGRESQL, "postgres": POSTGRESQL,
 SECRET_PARAMS = frozenset({"password", "sslpassword", "authtoken", "auth_token", "token", "jwt", "access_token"})
 #: The URL query keys that carry a libSQL auth token (@libsql/client reads `authToken`).
 TOKEN_KEYS = ("authtoken", "auth_token")
-_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+#: A schema name Mastra would use (compiled on first use: a file open never needs it).
+_SCHEMA_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"
 
 _FIELDS = ("kind", "display", "path", "conninfo", "schema", "base_url", "url_token")
 
@@ -215,7 +216,7 @@ def _parse_postgresql(text: str) -> Target:
             schema = value or "public"
         else:
             rest.append((key, value))
-    if not _SCHEMA_NAME.match(schema):
+    if not re.match(_SCHEMA_NAME, schema):
         raise StoreError(f"{schema!r} is not a PostgreSQL schema name Mastra would use (letters, digits, _)")
     conninfo = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, urllib.parse.urlencode(rest),
                                         parts.fragment))
