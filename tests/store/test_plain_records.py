@@ -38,7 +38,7 @@ def test_read_records_survive_pickle_and_copy(store):
         _round_trips(value)
     assert hash(store.location) == hash(copy.copy(store.location))
     with pytest.raises(AttributeError):
-        store.location.path = None  # a Location is immutable, as the frozen dataclass was
+        store.location.path = None  # a Target is immutable, as the frozen dataclass was
 
 
 def test_records_compare_by_value_and_are_unhashable(store):

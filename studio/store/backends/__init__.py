@@ -46,10 +46,13 @@ class ReadSql(Protocol):
 
 
 class Backend(Protocol):
-    """What `MemoryStore` needs of a backend: connect/reopen, run a query, a load's snapshot, a fingerprint,
-    its dialect's read expressions, close.
+    """What `MemoryStore` needs of a backend: run a query, a load's snapshot, a fingerprint, its dialect's read
+    expressions, close.
 
-    Every read method raises StoreError (the target named, secrets redacted) when the backend fails.
+    A backend class connects in its `open(location, *, writable=False)` classmethod (`open_store` calls it)
+    and reconnects by itself when it must (a local file replaced, or changed under an immutable read,
+    before the next read). Every read method raises StoreError (the target named, secrets redacted)
+    when the backend fails.
     """
 
     #: The parsed target (`location.display` is what the user sees; `location.path` is None for a server).
@@ -66,9 +69,6 @@ class Backend(Protocol):
     fingerprint_in_snapshot: bool
     #: The dialect's read expressions.
     sql: ReadSql
-
-    def reopen_if_changed(self) -> bool:
-        """Reconnect when the target changed under a connection that cannot see it; True if it did."""
 
     def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
         """Run one statement written with `?` placeholders; return its rows, text decoded."""
