@@ -436,7 +436,7 @@ def run_child(argv: Sequence[str]) -> int:
     """
     kind, rest = (argv[0] if argv else ""), list(argv[1:])
     if kind == "backup":
-        from studio.store.backup import run_child as run_backup
+        from studio.store.write.file_backup import run_child as run_backup
 
         return run_backup(rest)
     if kind == "helper":

@@ -13,7 +13,7 @@ Public API (implemented in `studio.store.write`):
   resource scope: `resource_observation_window` / `commit_resource_observation`);
   `activate_buffered(path, *, thread_id, lookup_key, stamp_estimates)` buffered chunks activated as
   Mastra's activate() does (thread scope);
-- `WriteSession`  one per window / CLI run: backs each file up (`studio.store.backup`) before the
+- `WriteSession`  one per window / CLI run: backs each file up (`studio.store.write.file_backup`) before the
   session's first write to it, then writes;
 - the OM write protocol (`studio.store.write.protocol`): quiet period (`read_activity`,
   `store_activity`, `wait_for_quiet`), the self-identifying mark (`studio_mark`), overtaking writes
@@ -39,7 +39,7 @@ inside its transaction (`count_observations`, `stamp_estimates`, a window's rule
 """
 
 from studio.errors import WRITE_REFUSED_REASONS, WriteRefused
-from studio.store.backup import backup_database
+from studio.store.write.file_backup import backup_database
 from studio.store.write.protocol import (
     DEFAULT_QUIET_MS,
     OvertakingWrite,

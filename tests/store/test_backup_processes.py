@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from studio.store import backup as backup_module
-from studio.store.backup import backup_database, child_command, remove_stale_partials
+from studio.store.write import file_backup as backup_module
+from studio.store.write.file_backup import backup_database, child_command, remove_stale_partials
 from studio.store import open_store
 from studio.store.writes import WriteSession
 
@@ -98,7 +98,7 @@ def _running(pid: int) -> bool:
 def test_killing_the_studio_during_a_backup_leaves_no_partial_file(tmp_path):
     path = tmp_path / "memory.db"
     _big_database(path, 300)
-    code = f"from studio.store.backup import backup_database; backup_database({str(path)!r})"
+    code = f"from studio.store.write.file_backup import backup_database; backup_database({str(path)!r})"
     parent = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)})
     child = None
     deadline = time.monotonic() + 120  # a bound on the wait, not a speed assertion

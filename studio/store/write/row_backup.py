@@ -61,7 +61,7 @@ def backup_root() -> Path:
 
 def is_row_backup_target(target: str | os.PathLike[str]) -> bool:
     """True for a server store whose writes save row backups (a PostgreSQL or libSQL server URL), False for a
-    file (backed up by a verified copy of the whole file, studio.store.backup)."""
+    file (backed up by a verified copy of the whole file, studio.store.write.file_backup)."""
     return target_kind(target) != FILE
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from studio.errors import StoreError, WriteRefused
-from studio.store.backup import backup_database
+from studio.store.write.file_backup import backup_database
 from studio.store.target import file_target, redact_url
 from studio.store.write import reflection, repair, threads
 from studio.store.write.row_backup import BackupSink, backup_sink, is_row_backup_target
@@ -33,7 +33,7 @@ class WriteSession:
     """Writes to users' databases with one verified backup per file, taken before the session's first write.
 
     BACKUP_DIR: where backups go (default: beside each database). BACKUP: the backup function
-    (`studio.store.backup.backup_database(path, folder=…)`), replaceable in tests. Thread-safe.
+    (`studio.store.write.file_backup.backup_database(path, folder=…)`), replaceable in tests. Thread-safe.
     The write methods take the same arguments as the functions of `studio.store.writes` and
     return what they return; when the backup fails, StoreError is raised and nothing is written.
     """

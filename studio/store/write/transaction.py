@@ -1,7 +1,7 @@
 """One write transaction on any store: `write_transaction(target)` picks the backend by the parsed target.
 
 - a local file: `backends.sqlite`, its own libSQL connection, BEGIN IMMEDIATE; backed up by a verified
-  copy of the file before the session's first write (studio.store.backup);
+  copy of the file before the session's first write (studio.store.write.file_backup);
 - a libSQL server: `backends.libsql_remote`, one Hrana write stream running the file's SQL; a JSON row
   backup before COMMIT (`row_backup`);
 - PostgreSQL: `backends.pg`, its own READ WRITE connection, FOR UPDATE; a JSON row backup before COMMIT.

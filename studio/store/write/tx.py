@@ -25,7 +25,7 @@ __all__ = ["WRITE_LOCK_WAIT_MS", "lock_wait_message", "Jsonb", "WriteTx"]
 
 #: The one bound on how long any write of the studio waits for another writer's lock (ms): a file's
 #: BEGIN IMMEDIATE (split over its tries with backoff), a server's lock wait, and the backup taken
-#: before a session's first write to a file (studio.store.backup) all give up after it.
+#: before a session's first write to a file (studio.store.write.file_backup) all give up after it.
 WRITE_LOCK_WAIT_MS = 9_000
 
 
