@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from typing import Callable
 
 __all__ = ["FILE", "LIBSQL_SERVER", "POSTGRESQL", "SCHEMES", "Target", "target_kind", "parse_target", "file_target",
-           "is_server_target", "absolute_target", "libsql_server_refusal", "redact_url", "strip_secrets", "url_secret", "split_url"]
+           "is_server_target", "absolute_target", "libsql_server_refusal", "redact_url", "strip_secrets", "url_secret",
+           "split_url"]
 
 FILE = "file"
 LIBSQL_SERVER = "libsql-server"
