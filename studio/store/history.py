@@ -158,8 +158,7 @@ def add_message_terms(store: MemoryStore, terms: list[str], params: list[Any], s
     caller applies `message_metadata_matches` to the rows.
     """
     pg = store.dialect == "postgresql"
-    created = 'COALESCE("createdAtZ", "createdAt" AT TIME ZONE \'UTC\')' if pg else '"createdAt"'
-    bound = "?::timestamptz" if pg else "?"
+    created, bound = store.sql.created(sc.MESSAGES), store.sql.time_param
     if start:
         terms.append(f'{created} {">" if start_excl else ">="} {bound}')
         params.append(start)
