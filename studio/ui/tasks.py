@@ -106,7 +106,7 @@ class OpenedStore:
 
 
 def _local_path(store: MemoryStore) -> str | None:
-    path = getattr(store.location, "path", None)
+    path = store.location.path   # None for a server store
     return str(path) if path is not None else None
 
 
