@@ -183,8 +183,8 @@ def _live_flags(latest: Any, now_ms: int) -> tuple[str, ...]:
 def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT_QUIET_MS) -> AgentActivity:
     """Return when the conversation of LATEST (the current OM row) was last written by someone else.
 
-    SOURCE: a read-only store (`MemoryStore`, any backend) or an open write transaction: anything
-    with `select_rows(table, tail, params, wanted)` giving times as Mastra reads them (ISO strings;
+    SOURCE: a read-only store (`MemoryStore`, any backend) or an open write transaction (`WriteTx`):
+    both have `location` and `select_rows(table, tail, params, wanted)` giving times as Mastra reads them (ISO strings;
     on PostgreSQL the `"<col>Z"` twins), so the same check runs on every backend. Looked at:
     `updatedAt` of every row of the record's lookupKey, the thread's (thread scope) or the
     resource's threads' (resource scope) `updatedAt`, and their messages' newest `createdAt`.
@@ -202,7 +202,7 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
     rows = source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,),
                               ["id", "generationCount", "updatedAt", "metadata"])
     own = {iso_to_ms(m.get("committedAt")) for m in (studio_mark(r) for r in [latest, *rows]) if m}
-    own |= own_write_times(getattr(source, "location", None))  # observe, activate, message deletes: no mark
+    own |= own_write_times(source.location)  # observe, activate, message deletes: no mark
     own.discard(None)
     stamps: list[tuple[Any, str]] = []
     for row in rows:
