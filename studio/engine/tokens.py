@@ -75,8 +75,7 @@ js_json_stringify = json_stringify  # historical name, kept for callers and test
 #: Names re-exported from modules that only attachments (images, files) or exact counts need: they
 #: load on first use, so a command that prices text alone (inspect, threads) does not import them.
 _LAZY = {"image_dimensions": "studio.engine.images", "exact_tokens": "studio.engine.exact_counts",
-         "exact_message_tokens": "studio.engine.exact_counts", "model_visible_text": "studio.engine.exact_counts",
-         "_encoding": "studio.engine.exact_counts"}
+         "exact_message_tokens": "studio.engine.exact_counts", "model_visible_text": "studio.engine.exact_counts"}
 
 
 def __getattr__(name: str) -> Any:
