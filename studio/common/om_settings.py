@@ -123,7 +123,6 @@ def resolve_settings(config: dict | None, scope: str | None = None) -> OMSetting
     obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
     ref = config.get("reflection") if isinstance(config.get("reflection"), dict) else {}
     base_msg = _number(obs.get("messageTokens"))
-    base_obs = _number(ref.get("observationTokens"))
     # A stored range (older snapshots) carries the base as its min.
     msg_stored = _threshold_value(obs.get("messageTokens"))
     if isinstance(msg_stored, ThresholdRange):

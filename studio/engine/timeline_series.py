@@ -28,8 +28,6 @@ from studio.engine.timeline import Point
 #: window comes near it (Mastra's own counters are JavaScript numbers, exact up to 2**53).
 PLOT_LIMIT = float(2**53)
 X_MODES = ("time", "turn")
-#: The series of a chart, in drawing order.
-SERIES = ("message", "observation", "buffered", "threshold", "reflection_threshold", "reconstructed")
 
 
 def plot_array(values) -> np.ndarray:
