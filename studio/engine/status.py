@@ -19,7 +19,7 @@ one batch per kind of row (their unobserved messages, their resources' messages 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from studio.engine import tokens
