@@ -36,8 +36,6 @@ def max_threshold(threshold: Threshold) -> int:
 
 def js_round(x: float) -> int:
     """Round like JavaScript's Math.round (halves go up, also for negatives)."""
-    import math
-
     return int(math.floor(x + 0.5))
 
 
