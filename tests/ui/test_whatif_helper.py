@@ -11,7 +11,8 @@ import pytest
 
 from studio.engine.timeline import load_timeline
 from studio.engine.whatif import WhatIfSettings, settings_with
-from studio.engine.whatif_chart import replay_in_store, replay_packed, timeline_key
+from studio.engine.timeline_cache import timeline_key
+from studio.engine.whatif_chart import replay_in_store, replay_packed
 from studio.store.memory_store import MemoryStore
 from studio.ui.helper_process import CANCEL, HelperProcess
 from studio.ui.widgets import main_window

@@ -1,6 +1,6 @@
 """The Timeline tab: a thread's OM saw-tooth (message window, observation log, thresholds) with events.
 
-The timeline and its chart arrays (`studio.engine.timeline_series.load_timeline_chart`) are read
+The timeline and its chart arrays (`studio.engine.timeline_cache.load_timeline_chart`) are read
 on the TaskRunner (the helper process for big databases). What-if is off until the user asks: the
 button opens the What-if panel beside the chart, which replays the thread with other settings
 (`studio.engine.whatif.simulate`, in the helper process for long threads; see `WhatIfPanel`) and
@@ -35,7 +35,8 @@ from PySide6.QtWidgets import (
 
 from studio.engine.events import THREAD_UPDATE
 from studio.engine.timeline import Point, Timeline
-from studio.engine.timeline_series import ChartSeries, X_MODES, event_y, load_timeline_chart
+from studio.engine.timeline_cache import load_timeline_chart
+from studio.engine.timeline_series import ChartSeries, X_MODES, event_y
 from studio.engine.whatif_chart import WhatIfChart
 from studio.ui import format as fmt
 from studio.ui.loaders import ThreadDetail
