@@ -38,7 +38,8 @@ def main(argv: list[str]) -> int:
     from PySide6.QtWidgets import QApplication
 
     from studio.ui import loaders
-    from studio.ui.app import AppContext, application
+    from studio.ui.app import application
+    from studio.ui.context import AppContext
     from studio.ui.tasks import TaskRunner
     from studio.ui.widgets.main_window import MainWindow
 
