@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
                 return None   # (an empty model counts as counted: nothing is pending)
             if model.counted:
                 return "counted"
-            return "waiting" if getattr(window, "_first_paint", None) is not None else "counting"
+            return "waiting" if window.loader.awaiting_paint else "counting"
 
         deadline = time.monotonic() + 60
         if wanted == "loaded":

@@ -88,6 +88,11 @@ class ListingLoader(QObject):
         """Return True when the open database is big enough for the helper process to do the heavy work."""
         return self._use_helper
 
+    @property
+    def awaiting_paint(self) -> bool:
+        """Return True while a first load's worker waits for its threads to be painted before it counts them."""
+        return self._first_paint is not None
+
     def open(self, info: OpenedStore) -> None:
         """Follow the store INFO describes from now on: the previous store's statuses are stale."""
         self._data_version = info.data_version
