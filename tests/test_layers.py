@@ -51,7 +51,7 @@ def _lint(root: Path) -> subprocess.CompletedProcess:
 
 def test_the_layer_contract_holds():
     """ui > cli > engine > llm | store > leaf (pyproject.toml [tool.importlinter]): no import goes up a layer,
-    and no import circle runs among the modules of engine, common and llm (acyclic siblings)."""
+    and no import circle runs among the modules of engine, common, llm and ui (acyclic siblings)."""
     done = _lint(ROOT)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " kept, 0 broken" in done.stdout
@@ -83,3 +83,17 @@ def test_the_contract_catches_an_import_circle_inside_the_engine(tmp_path):
     done = _lint(tmp_path)
     assert done.returncode != 0
     assert "acyclic siblings BROKEN" in done.stdout
+
+
+def test_the_ui_contract_catches_an_import_circle(tmp_path):
+    """A module of studio.ui importing one that imports it back (as the main window's parts once did) is a break."""
+    import shutil
+
+    shutil.copytree(STUDIO, tmp_path / "studio", ignore=shutil.ignore_patterns("__pycache__", "resources"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    part = tmp_path / "studio" / "ui" / "widgets" / "history_actions.py"
+    part.write_text(part.read_text(encoding="utf-8") + "\nfrom studio.ui.widgets import main_window  # noqa: E402,F401\n",
+                    encoding="utf-8")
+    done = _lint(tmp_path)
+    assert done.returncode != 0
+    assert "No cycles are allowed in studio.ui.widgets" in done.stdout
