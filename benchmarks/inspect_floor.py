@@ -96,7 +96,7 @@ def measure(db: Path, repeat: int) -> dict:
     texts = _text_parts(db, sql, params)
 
     def estimate() -> None:
-        tokens._MEMO.clear()
+        tokens.forget_counted_strings()
         for text, stamped in texts:
             if isinstance(stamped, dict):
                 key = estimate_key("text", text)

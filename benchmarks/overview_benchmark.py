@@ -45,7 +45,8 @@ def measure(db: Path) -> dict:
     from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from studio.ui.app import AppContext, application
+    from studio.ui.app import application
+    from studio.ui.context import AppContext
     from studio.ui.widgets.main_window import MainWindow
 
     app = application()
@@ -90,7 +91,7 @@ def measure(db: Path) -> dict:
 
     lateness.clear()
     t0 = time.perf_counter()
-    overview = window.show_overview()
+    overview = window.dialogs.show_overview()
     overview.resize(1000, 750)
     out["overview_window_shown_ms"] = ms(time.perf_counter() - t0)
     t_first = wait_until(lambda: len(overview.entries) > 0)

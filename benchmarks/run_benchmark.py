@@ -80,7 +80,8 @@ def studio_timings(db: Path) -> dict:
     from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from studio.ui.app import AppContext, application
+    from studio.ui.app import application
+    from studio.ui.context import AppContext
     from studio.ui.widgets.main_window import MainWindow
 
     app = application()

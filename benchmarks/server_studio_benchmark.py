@@ -43,7 +43,8 @@ def studio_on(target: str, bars: bool = True) -> dict:
     warm_up(target)   # as studio.cli does before it imports Qt
     from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
 
-    from studio.ui.app import AppContext, application
+    from studio.ui.app import application
+    from studio.ui.context import AppContext
     from studio.ui.widgets.main_window import MainWindow
 
     app = application()

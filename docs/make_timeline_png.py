@@ -31,7 +31,8 @@ def main(argv=None) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QSettings, Qt
 
-    from studio.ui.app import AppContext, application
+    from studio.ui.app import application
+    from studio.ui.context import AppContext
     from studio.ui.widgets.main_window import MainWindow
 
     app = application()

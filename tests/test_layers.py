@@ -50,7 +50,8 @@ def _lint(root: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_layer_contract_holds():
-    """ui > cli > engine > llm | store > leaf (pyproject.toml [tool.importlinter]): no import goes up a layer."""
+    """ui > cli > engine > llm | store > leaf (pyproject.toml [tool.importlinter]): no import goes up a layer,
+    and no import circle runs among the modules of engine, common, llm and ui (acyclic siblings)."""
     done = _lint(ROOT)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " kept, 0 broken" in done.stdout
@@ -68,3 +69,31 @@ def test_the_contract_catches_a_store_module_importing_the_engine(tmp_path):
     done = _lint(tmp_path)
     assert done.returncode != 0
     assert "studio.store.flags -> studio.engine.tokens" in done.stdout
+
+
+def test_the_contract_catches_an_import_circle_inside_the_engine(tmp_path):
+    """The same contracts over a copy of the package where timeline_series imports timeline_cache back are broken."""
+    import shutil
+
+    shutil.copytree(STUDIO, tmp_path / "studio", ignore=shutil.ignore_patterns("__pycache__", "resources"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    series = tmp_path / "studio" / "engine" / "timeline_series.py"
+    series.write_text(series.read_text(encoding="utf-8") + "\n\ndef _circle():\n"
+                      "    from studio.engine.timeline_cache import timeline_key  # noqa: F401\n", encoding="utf-8")
+    done = _lint(tmp_path)
+    assert done.returncode != 0
+    assert "acyclic siblings BROKEN" in done.stdout
+
+
+def test_the_ui_contract_catches_an_import_circle(tmp_path):
+    """A module of studio.ui importing one that imports it back (as the main window's parts once did) is a break."""
+    import shutil
+
+    shutil.copytree(STUDIO, tmp_path / "studio", ignore=shutil.ignore_patterns("__pycache__", "resources"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    part = tmp_path / "studio" / "ui" / "widgets" / "history_actions.py"
+    part.write_text(part.read_text(encoding="utf-8") + "\nfrom studio.ui.widgets import main_window  # noqa: E402,F401\n",
+                    encoding="utf-8")
+    done = _lint(tmp_path)
+    assert done.returncode != 0
+    assert "No cycles are allowed in studio.ui.widgets" in done.stdout

@@ -36,8 +36,6 @@ def max_threshold(threshold: Threshold) -> int:
 
 def js_round(x: float) -> int:
     """Round like JavaScript's Math.round (halves go up, also for negatives)."""
-    import math
-
     return int(math.floor(x + 0.5))
 
 
@@ -123,7 +121,6 @@ def resolve_settings(config: dict | None, scope: str | None = None) -> OMSetting
     obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
     ref = config.get("reflection") if isinstance(config.get("reflection"), dict) else {}
     base_msg = _number(obs.get("messageTokens"))
-    base_obs = _number(ref.get("observationTokens"))
     # A stored range (older snapshots) carries the base as its min.
     msg_stored = _threshold_value(obs.get("messageTokens"))
     if isinstance(msg_stored, ThresholdRange):
@@ -182,45 +179,96 @@ def chunk_tokens(chunk: dict, key: str) -> int:
     return int(value) if value is not None else 0
 
 
-def retention_floor(buffer_activation: float, threshold: int) -> float:
-    """Return tokens kept after activation (Mastra's resolveRetentionFloor)."""
+def retention_floor(buffer_activation: float, threshold: float) -> float:
+    """Return the message tokens to keep after an activation (Mastra's resolveRetentionFloor), in tokens.
+
+    BUFFER_ACTIVATION >= 1000 is an absolute retention (returned as is, even above THRESHOLD); else a
+    ratio: THRESHOLD × (1 − ratio), the ratio clamped to [0, 1].
+    """
     if buffer_activation >= 1000:
         return buffer_activation
-    ratio = max(0.0, min(1.0, buffer_activation))
-    return threshold * (1 - ratio)
+    return threshold * (1 - max(0.0, min(1.0, buffer_activation)))
+
+
+def activation_ratio(buffer_activation: float, threshold: float) -> float:
+    """Return bufferActivation as the ratio Mastra's activate() hands its storage (resolveActivationRatio), in [0, 1].
+
+    An absolute retention (>= 1000) becomes 1 − retention / THRESHOLD, clamped: a retention at or
+    above THRESHOLD gives 0, i.e. a floor of THRESHOLD itself (not the retention, unlike `retention_floor`).
+    """
+    if buffer_activation >= 1000:
+        return max(0.0, min(1.0, 1 - buffer_activation / threshold)) if threshold else 0.0
+    return max(0.0, min(1.0, buffer_activation))
+
+
+def _message_tokens(chunk: dict) -> float:
+    """A chunk's messageTokens as Mastra sums them (`chunk.messageTokens ?? 0`; not a finite number -> 0)."""
+    value = _number(chunk.get("messageTokens"))
+    return value if value is not None else 0
+
+
+def activation_boundary(chunks: list[dict], pending_tokens: float, floor: float, *,
+                        force_max: bool = False) -> tuple[int, float]:
+    """Return (how many of CHUNKS to activate, their message tokens): Mastra's chunk-boundary rule.
+
+    The rule of @mastra/libsql's swapBufferedToActive (1.23.1), which @mastra/memory 1.31.0's
+    calculateProjectedMessageRemoval replicates without FORCE_MAX. CHUNKS: the buffered chunks, oldest
+    first; PENDING_TOKENS: the message tokens pending; FLOOR: the tokens to keep (tokens). The target
+    is PENDING_TOKENS − FLOOR (at least 0); the first cumulative boundary reaching it is taken unless
+    it overshoots by more than 0.95 × FLOOR or leaves fewer than min(1000, FLOOR) tokens (FORCE_MAX,
+    pending ≥ blockAfter: no overshoot limit); else the last boundary below the target if it leaves
+    that much; else the boundary over it; else one chunk. (0, 0) when there are no chunks.
+    """
+    if not chunks:
+        return 0, 0
+    target = max(0, pending_tokens - floor)
+    cumulative = 0
+    over = over_tokens = under = under_tokens = 0
+    for i, chunk in enumerate(chunks):
+        cumulative += _message_tokens(chunk)
+        if cumulative >= target:
+            if over == 0 or cumulative < over_tokens:
+                over, over_tokens = i + 1, cumulative
+        elif cumulative > under_tokens:
+            under, under_tokens = i + 1, cumulative
+    min_remaining = min(1000, floor)
+    if force_max and over > 0 and pending_tokens - over_tokens >= min_remaining:
+        return over, over_tokens
+    if over > 0 and over_tokens - target <= floor * 0.95 and pending_tokens - over_tokens >= min_remaining:
+        return over, over_tokens
+    if under > 0 and pending_tokens - under_tokens >= min_remaining:
+        return under, under_tokens
+    if over > 0:
+        return over, over_tokens
+    return 1, _message_tokens(chunks[0])
+
+
+def activation_chunk_count(chunks: list[dict], pending_tokens: float, threshold: float, buffer_activation: float,
+                           force_max: bool) -> int:
+    """Return how many of CHUNKS (oldest first) Mastra's activate() moves (≥ 1 when any; 0 when none).
+
+    Mirrors @mastra/memory 1.31.0 `activate()`: the floor its storage's swapBufferedToActive uses is
+    THRESHOLD × (1 − `activation_ratio`), so an absolute retention (BUFFER_ACTIVATION ≥ 1000) above
+    THRESHOLD keeps THRESHOLD, not the retention; then `activation_boundary`. PENDING_TOKENS: the
+    record's pendingMessageTokens (or Σ chunk.messageTokens when that is 0); THRESHOLD: the max
+    message-token threshold (tokens); FORCE_MAX: pending ≥ blockAfter.
+    """
+    floor = threshold * (1 - activation_ratio(buffer_activation, threshold))
+    return activation_boundary(chunks, pending_tokens, floor, force_max=force_max)[0]
 
 
 def projected_message_removal(chunks: list[dict], buffer_activation: float, threshold: int, pending: int) -> int:
-    """Return message tokens an activation would remove now (Mastra's calculateProjectedMessageRemoval).
+    """Return message tokens an activation would remove now (Mastra's calculateProjectedMessageRemoval), in tokens.
 
-    Picks the chunk boundary closest to (pending - retention floor), preferring to overshoot unless
-    that eats over 95% of the floor or leaves fewer than min(1000, floor) tokens. Tokens.
+    What Mastra's status reports (`data-om-status` buffered.observations.projectedMessageRemoval): the
+    `activation_boundary` rule over the `retention_floor`, which keeps an absolute retention as is even
+    above THRESHOLD (the activation itself keeps THRESHOLD then, see `activation_chunk_count`); 0 when
+    there are no chunks or PENDING is within the floor already.
     """
-    if not chunks:
-        return 0
     floor = retention_floor(buffer_activation, threshold)
-    target = max(0, pending - floor)
-    if target == 0:
+    if not chunks or max(0, pending - floor) == 0:
         return 0
-    cumulative = 0.0
-    over_boundary = over_tokens = under_boundary = under_tokens = 0
-    for i, chunk in enumerate(chunks):
-        cumulative += chunk_tokens(chunk, "messageTokens")
-        boundary = i + 1
-        if cumulative >= target:
-            if over_boundary == 0 or cumulative < over_tokens:
-                over_boundary, over_tokens = boundary, cumulative
-        elif cumulative > under_tokens:
-            under_boundary, under_tokens = boundary, cumulative
-    overshoot = over_tokens - target
-    min_remaining = min(1000, floor)
-    if over_boundary > 0 and overshoot <= floor * 0.95 and pending - over_tokens >= min_remaining:
-        return over_tokens
-    if under_boundary > 0 and pending - under_tokens >= min_remaining:
-        return under_tokens
-    if over_boundary > 0:
-        return over_tokens
-    return chunk_tokens(chunks[0], "messageTokens")
+    return int(activation_boundary(chunks, pending, floor)[1])
 
 
 #: Mastra's built-in extractors and the `metadata.mastra.om` field each one fills (BUILT_IN_METADATA_FIELDS).

@@ -33,7 +33,6 @@ from studio.common.cancel import CancelToken
 _THREAD_OPEN = re.compile(r"^\s*<thread\b[^>]*>\s*$")
 _THREAD_CLOSE = re.compile(r"^\s*</thread>\s*$")
 _RANK = {Priority.HIGH: 3, Priority.MEDIUM: 2, Priority.LOW: 1, Priority.COMPLETED: 1}
-TIER_NAMES = {1: "✅/🟢", 2: "🟡"}
 
 
 @dataclass

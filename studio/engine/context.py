@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from studio.engine import tokens
 from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, split_segments
 from studio.engine.exact_counts import exact_message_tokens, exact_tokens
-from studio.engine.timeline import MessageWindow, Timeline, _apply, build_timeline  # noqa: PLC2701
+from studio.engine.timeline import MessageWindow, Timeline, apply_event, build_timeline, replay_state
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
 from studio.store.records import OMRecord
@@ -207,7 +207,7 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     after_marker = _after_marker(dicts, tl)
     order = _order(tl)
     window = MessageWindow(dicts, tl.message_counts, after_marker, tl.message_eligible)
-    state = _replay_state(tl)
+    state = replay_state(tl)
     chunks: dict[str, int] = {}
     applied: list[int] = []
     for ms, what, idx in order:
@@ -217,12 +217,12 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
             continue
         if step_end_ms is not None and ms >= step_end_ms:
             continue
-        _apply(tl, idx, window, state, chunks, -1)
+        apply_event(tl, idx, window, state, chunks, -1)
         applied.append(idx)
     if step_end_ms is None:
         for ei, event in enumerate(tl.events):
             if event.at_ms is None and event.changes_state:
-                _apply(tl, ei, window, state, chunks, -1)
+                apply_event(tl, ei, window, state, chunks, -1)
                 applied.append(ei)
     snapshot = list(window.indexes())
     # The Timeline numbers turns over the whole lookup key (every thread of a resource): this turn's there.
@@ -290,12 +290,6 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
                 if tl.events[ei].turn == timeline_turn])
 
 
-def _replay_state(tl: Timeline) -> dict:
-    """Return the replay state `timeline._apply` keeps, as it stands before the first event."""
-    return {"obs": 0, "buffered": 0, "generation": tl.generations[0].generation_count,
-            "reconstructed": tl.scope == "resource", "last_state": None, "pre_obs": None}
-
-
 def _next_user_ms(tl: Timeline, user_index: int, end_ms: int | None) -> int | None:
     """Return when the turn of user message USER_INDEX ended for OM: the next user message of any thread (ms).
 
@@ -320,7 +314,7 @@ def _window_after_turn(tl: Timeline, dicts: list[dict], after_marker: dict[int, 
     in time apply at the end, as they do for the Timeline's present.
     """
     window = MessageWindow(dicts, tl.message_counts, after_marker, tl.message_eligible)
-    state = _replay_state(tl)
+    state = replay_state(tl)
     chunks: dict[str, int] = {}
     for ms, what, idx in order:
         if end_ms is not None and ms >= end_ms:
@@ -328,11 +322,11 @@ def _window_after_turn(tl: Timeline, dicts: list[dict], after_marker: dict[int, 
         if what != 1:
             window.add_until(idx)
         else:
-            _apply(tl, idx, window, state, chunks, -1)
+            apply_event(tl, idx, window, state, chunks, -1)
     if end_ms is None:
         for ei, event in enumerate(tl.events):
             if event.at_ms is None and event.changes_state:
-                _apply(tl, ei, window, state, chunks, -1)
+                apply_event(tl, ei, window, state, chunks, -1)
     # A reply that holds a later cycle's markers is placed at that cycle: it had arrived all the same.
     arrived = [i for i, t in enumerate(window.times) if end_ms is None or (t is not None and t < end_ms)]
     if arrived:

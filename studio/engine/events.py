@@ -47,8 +47,6 @@ class MarkerPart:
     type: str
     data: dict
     message_id: str
-    message_index: int
-    part_index: int
     thread_id: str | None = None
 
     @property
@@ -158,14 +156,14 @@ def user_turn_times(messages: Iterable[Message]) -> list[int]:
 def extract_markers(messages: list[Message]) -> list[MarkerPart]:
     """Return every `data-om-*` part of MESSAGES in storage order (message, then part order)."""
     out = []
-    for mi, message in enumerate(messages):
-        for pi, part in enumerate(message.parts):
+    for message in messages:
+        for part in message.parts:
             if not isinstance(part, dict):
                 continue
             ptype = part.get("type")
             if isinstance(ptype, str) and ptype.startswith(MARKER_PREFIX):
                 data = part.get("data") if isinstance(part.get("data"), dict) else {}
-                out.append(MarkerPart(ptype, data, message.id, mi, pi, message.thread_id))
+                out.append(MarkerPart(ptype, data, message.id, message.thread_id))
     return out
 
 

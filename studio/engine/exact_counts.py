@@ -1,8 +1,9 @@
 """Exact token counts of what a model sees, with tiktoken's o200k_base built offline from the bundled ranks.
 
 Mastra itself only estimates (see :mod:`studio.engine.tokens`); these counts are the reference the
-studio shows next to Mastra's figures. No network is ever used: the encoding is assembled from
-tiktoken's own definition (pattern, special tokens) over the rank file bundled with the studio.
+studio shows next to Mastra's figures. No network is ever used: the encoding is assembled through
+tiktoken's public API (`tiktoken.Encoding`, `tiktoken.load.load_tiktoken_bpe`) from tiktoken's
+definition of o200k_base (pattern, special tokens) over the rank file bundled with the studio.
 """
 
 from __future__ import annotations
@@ -10,40 +11,50 @@ from __future__ import annotations
 import functools
 import os
 import re
-import threading
 
 from studio.common.jscompat import UNDEFINED, get, json_stringify
 from studio.engine.text_units import SpaceUnits, joined_units, space_units
 from studio.engine.tool_results import resolve_tool_result
 
-__all__ = ["exact_tokens", "model_visible_text", "exact_message_tokens", "split_for_bpe"]
+__all__ = ["exact_tokens", "model_visible_text", "exact_message_tokens", "split_for_bpe", "tiktoken_encoding"]
 
-_ENCODING_LOCK = threading.Lock()
-_RANK_HASHES = {"o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"}
+#: tiktoken's own definition of o200k_base (`tiktoken_ext.openai_public.o200k_base`, unchanged from
+#: tiktoken 0.7 to 0.14): its pre-tokenizer pattern, special tokens and the SHA-256 of its rank file.
+#: tests/engine/test_tokens_parity.py checks them against the installed tiktoken's.
+_O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+#: {encoding name: (pattern, special tokens, SHA-256 of the bundled rank file)}.
+ENCODINGS = {"o200k_base": (_O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+                            "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d")}
 
 
 @functools.lru_cache(maxsize=4)
-def _encoding(name: str):
-    """Build tiktoken encoding NAME from the bundled rank file; never touches the network."""
+def tiktoken_encoding(name: str = "o200k_base"):
+    """Return tiktoken encoding NAME (a `tiktoken.Encoding`) built from the bundled rank file; never uses the network.
+
+    tiktoken's definition of NAME (`ENCODINGS`: pattern, special tokens) over the ranks in
+    `studio.paths.TOKENIZERS`, read with `tiktoken.load.load_tiktoken_bpe` and checked against
+    tiktoken's published SHA-256. Built once per name. Raises ValueError for an encoding not bundled.
+    """
     import tiktoken
-    import tiktoken.load
-    import tiktoken_ext.openai_public as openai_public
-    from unittest import mock
+    from tiktoken.load import load_tiktoken_bpe
 
     from studio.paths import TOKENIZERS
 
-    constructor = openai_public.ENCODING_CONSTRUCTORS.get(name)
+    spec = ENCODINGS.get(name)
     rank_file = TOKENIZERS / f"{name}.tiktoken"
-    if constructor is None or not rank_file.is_file():
+    if spec is None or not rank_file.is_file():
         raise ValueError(f"no bundled tokenizer {name!r} in {TOKENIZERS}")
-
-    def load_local(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        # tiktoken's own definition (pattern, special tokens) over our local ranks, hash-checked.
-        return tiktoken.load.load_tiktoken_bpe(str(rank_file), expected_hash=_RANK_HASHES.get(name, expected_hash))
-
-    with _ENCODING_LOCK, mock.patch.object(openai_public, "load_tiktoken_bpe", load_local):
-        spec = constructor()
-    return tiktoken.Encoding(**spec)
+    pattern, special_tokens, sha256 = spec
+    return tiktoken.Encoding(name, pat_str=pattern, special_tokens=special_tokens,
+                             mergeable_ranks=load_tiktoken_bpe(str(rank_file), expected_hash=sha256))
 
 
 #: Texts at least this long (chars) are encoded in pieces, on several threads (see `split_for_bpe`).
@@ -112,7 +123,7 @@ def exact_tokens(text: str, encoding: str = "o200k_base", *, joined: list[str] |
     """
     if not text:
         return 0
-    enc = _encoding(encoding)
+    enc = tiktoken_encoding(encoding)
     if len(text) < CHUNKED_MIN_CHARS:
         return len(enc.encode_ordinary(text))
     key = (encoding, text)

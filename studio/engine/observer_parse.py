@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 
 from studio.common.jscompat import js_trim
 from studio.common.om_settings import observer_extractors
-from studio.engine.reflector_parse import _string_value  # noqa: PLC2701  (Mastra's parseExtractorValue for strings)
-from studio.engine.reflector_parse import detect_degenerate_repetition, sanitize_observation_lines
+from studio.engine.reflector_parse import detect_degenerate_repetition, sanitize_observation_lines, string_extractor_value
 
 #: Mastra's default Observer extractors (continuation hints on, thread titles off).
 DEFAULT_SLUGS = ("current-task", "suggested-response")
@@ -95,7 +94,7 @@ def _extracted_values(text: str, slugs: tuple[str, ...]) -> dict[str, str]:
             continue
         matches = re.findall(rf"<{re.escape(slug)}>([\s\S]*?)</{re.escape(slug)}>", text, re.IGNORECASE)
         raw = js_trim(matches[-1]) if matches else ""
-        if raw and (value := _string_value(raw)) is not None:
+        if raw and (value := string_extractor_value(raw)) is not None:
             values[slug] = value
     return values
 

@@ -131,7 +131,6 @@ class ReflectionInput:
     reflection_threshold: int
     prior_current_task: str | None = None
     prior_suggested_response: str | None = None
-    prior_thread_title: str | None = None
     default_model: str | None = None
     reflecting: str | None = None
 
@@ -237,7 +236,6 @@ def load_reflection_input(path: str, *, thread_id: str | None = None, lookup_key
         reflection_threshold=max_threshold(settings.reflection_tokens),
         prior_current_task=text(om_meta.get("currentTask")),
         prior_suggested_response=text(om_meta.get("suggestedResponse")),
-        prior_thread_title=text(om_meta.get("threadTitle")),
         default_model=default_model_from_config(record.config),
         reflecting=None if flag is None else ("stale" if flag.stale else "live"),
     )

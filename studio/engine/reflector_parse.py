@@ -137,8 +137,11 @@ def strip_observation_groups(observations: str) -> str:
     return js_trim(re.sub(r"\n{3,}", "\n\n", text))
 
 
-def _string_value(raw: str) -> str | None:
-    """Mastra's parseExtractorValue for a z.string() extractor: unquote a JSON string, else keep the text."""
+def string_extractor_value(raw: str) -> str | None:
+    """Return RAW (an extractor's tag text) as Mastra's parseExtractorValue reads a z.string() extractor's value.
+
+    Trimmed (JavaScript's trim); a JSON string is unquoted; None for empty text or an empty JSON string.
+    """
     trimmed = js_trim(raw)
     if not trimmed:
         return None
@@ -154,7 +157,7 @@ def _string_value(raw: str) -> str | None:
 
 def _tag_value(text: str, slug: str) -> str | None:
     matches = re.findall(rf"<{re.escape(slug)}>([\s\S]*?)</{re.escape(slug)}>", text, re.IGNORECASE)
-    return _string_value(matches[-1]) if matches else None
+    return string_extractor_value(matches[-1]) if matches else None
 
 
 def _extracted_values(text: str) -> dict[str, str]:

@@ -45,7 +45,6 @@ class Speaker:
     roles: list[str] = field(default_factory=list)
     messages: int = 0
     tokens: int = 0
-    first_message_id: str | None = None
 
     @property
     def label(self) -> str:
@@ -154,7 +153,7 @@ def analyze_messages(messages: Iterable[Message], *, thread_id: str | None = Non
         sp = by_key.get(att.speaker)
         if sp is None:
             sp = Speaker(key=att.speaker, author_id=first.author_id, author_name=first.author_name,
-                         functional_role=first.functional_role, first_message_id=m.id)
+                         functional_role=first.functional_role)
             by_key[att.speaker] = sp
             report.speakers.append(sp)
         if first.author_name and first.author_name not in sp.names:

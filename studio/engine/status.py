@@ -19,7 +19,7 @@ one batch per kind of row (their unobserved messages, their resources' messages 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from studio.engine import tokens
@@ -61,7 +61,6 @@ class ThreadStatus:
     should_reflect: bool
     buffered_chunk_count: int
     buffered_chunk_tokens: int
-    buffered_observation_tokens: int
     can_activate: bool
     projected_removal_tokens: int
     async_observation_enabled: bool
@@ -277,7 +276,6 @@ def status_from_rows(thread: Thread, record: OMRecord, rows: StatusRows, *, now_
         should_reflect=observation_tokens >= reflect_threshold,
         buffered_chunk_count=len(chunks),
         buffered_chunk_tokens=chunk_message_tokens,
-        buffered_observation_tokens=sum(chunk_tokens(c, "tokenCount") for c in chunks),
         can_activate=len(chunks) > 0,
         projected_removal_tokens=projected_message_removal(
             chunks, settings.buffer_activation if settings.buffer_activation is not None else 1,

@@ -404,9 +404,7 @@ def _replay_real(tl: Timeline, dicts: list[dict], counts: list[int], after_marke
     gen_settings = {n: resolve_settings(g.config, g.scope) for n, g in gens.items()}
     window = MessageWindow(dicts, counts, after_marker, tl.message_eligible, before_marker)
     user_times = tl.event_log.user_times
-    resource = tl.scope == "resource"
-    state = {"obs": 0, "buffered": 0, "generation": tl.generations[0].generation_count,
-             "reconstructed": resource, "last_state": None, "pre_obs": None}
+    state = replay_state(tl)
     chunks: dict[str, int] = {}
 
     def settings_now() -> OMSettings:
@@ -442,7 +440,7 @@ def _replay_real(tl: Timeline, dicts: list[dict], counts: list[int], after_marke
                     event = tl.events[ei]
                     event.at_ms, event.at = times[idx], m.created_at
                     event.turn = turn_at(user_times, times[idx])
-                    _apply(tl, ei, window, state, chunks, newest)
+                    apply_event(tl, ei, window, state, chunks, newest)
                     point(times[idx], event.kind, message_index=idx, event_index=ei, at=m.created_at)
             continue
         event = tl.events[idx]
@@ -451,9 +449,9 @@ def _replay_real(tl: Timeline, dicts: list[dict], counts: list[int], after_marke
             first = tl.events[ei]
             first.at_ms, first.at = ms, event.at
             first.turn = turn_at(user_times, ms)
-            _apply(tl, ei, window, state, chunks, newest)
+            apply_event(tl, ei, window, state, chunks, newest)
             point(ms, first.kind, message_index=newest if newest >= 0 else None, event_index=ei, at=event.at)
-        _apply(tl, idx, window, state, chunks, newest)
+        apply_event(tl, idx, window, state, chunks, newest)
         point(ms, event.kind, message_index=newest if newest >= 0 else None, event_index=idx, at=event.at)
     for ei in unplaced:
         if tl.events[ei].at_ms is None:
@@ -467,9 +465,24 @@ def _replay_real(tl: Timeline, dicts: list[dict], counts: list[int], after_marke
 
 
 
+def replay_state(tl: Timeline) -> dict:
+    """Return the replay state `apply_event` keeps, as it stands before TL's first event.
 
-def _apply(tl: Timeline, ei: int, window: MessageWindow, state: dict, chunks: dict, newest: int) -> None:
-    """Apply event EI to the replay state (window cursor, log size, buffer, generation)."""
+    {"obs": log size (tokens), "buffered": buffered message tokens, "generation": the generation in
+    force, "reconstructed": whether the figures are reconstructed (always in resource scope),
+    "last_state": the kind of the last state-changing event, "pre_obs": (window snapshot, turn)
+    before the last observation}.
+    """
+    return {"obs": 0, "buffered": 0, "generation": tl.generations[0].generation_count,
+            "reconstructed": tl.scope == "resource", "last_state": None, "pre_obs": None}
+
+
+def apply_event(tl: Timeline, ei: int, window: MessageWindow, state: dict, chunks: dict, newest: int) -> None:
+    """Apply event EI of TL to the replay: WINDOW's cursor and STATE (`replay_state`: log size, buffer, generation).
+
+    CHUNKS: {cycle id: message tokens} of the chunks buffered so far (updated); NEWEST: the index of
+    the newest message placed (-1 when none). An event that changes no state does nothing.
+    """
     event = tl.events[ei]
     if not event.changes_state:
         return

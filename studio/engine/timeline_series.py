@@ -22,15 +22,12 @@ from studio.engine.events import (
     REFLECTION_BUFFERING,
     OMEvent,
 )
-from studio.engine.timeline import Point, Timeline, load_timeline
-from studio.store.memory_store import MemoryStore
+from studio.engine.timeline import Point
 
 #: Largest token figure drawn (tokens); beyond it values are drawn at the limit. No real log or
 #: window comes near it (Mastra's own counters are JavaScript numbers, exact up to 2**53).
 PLOT_LIMIT = float(2**53)
 X_MODES = ("time", "turn")
-#: The series of a chart, in drawing order.
-SERIES = ("message", "observation", "buffered", "threshold", "reflection_threshold", "reconstructed")
 
 
 def plot_array(values) -> np.ndarray:
@@ -171,15 +168,3 @@ class ChartSeries:
         finite = [np.nanmax(v) for v in values if len(v) and np.isfinite(v).any()]
         return float(max(finite)) if finite else 0.0
 
-
-def load_timeline_chart(store: MemoryStore, thread_id: str) -> tuple[Timeline, ChartSeries]:
-    """Return THREAD_ID's slim timeline (`load_timeline`) and its chart arrays; errors as `build_timeline`.
-
-    The process keeps the timeline for a What-if replay of it (`studio.engine.whatif_chart`), so the
-    helper process that built it replays it without reading the thread again.
-    """
-    from studio.engine.whatif_chart import remember_timeline  # that module imports this one
-
-    timeline = load_timeline(store, thread_id)
-    remember_timeline(store, timeline)
-    return timeline, ChartSeries.from_points(timeline.points, timeline.events)

@@ -47,7 +47,7 @@ offline from the bundled ranks.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from studio.engine.estimate_cache import (
     TOKEN_ESTIMATE_CACHE_VERSION, TOKEN_ESTIMATE_SOURCE, cache_lookup, cache_merge, client_estimate, ensure_mastra,
@@ -58,6 +58,10 @@ from studio.common.jscompat import (
 )
 from studio.engine.tokenx import estimate_token_count
 from studio.engine.tool_results import resolve_tool_result, stringify_tool_result
+
+if TYPE_CHECKING:  # the names `__getattr__` loads on first use (`_LAZY`), for type checkers and linters
+    from studio.engine.exact_counts import exact_message_tokens, exact_tokens, model_visible_text
+    from studio.engine.images import image_dimensions
 
 __all__ = [
     "TOKENS_PER_MESSAGE", "TOKENS_PER_CONVERSATION", "TOKEN_ESTIMATE_CACHE_VERSION",
@@ -75,8 +79,7 @@ js_json_stringify = json_stringify  # historical name, kept for callers and test
 #: Names re-exported from modules that only attachments (images, files) or exact counts need: they
 #: load on first use, so a command that prices text alone (inspect, threads) does not import them.
 _LAZY = {"image_dimensions": "studio.engine.images", "exact_tokens": "studio.engine.exact_counts",
-         "exact_message_tokens": "studio.engine.exact_counts", "model_visible_text": "studio.engine.exact_counts",
-         "_encoding": "studio.engine.exact_counts"}
+         "exact_message_tokens": "studio.engine.exact_counts", "model_visible_text": "studio.engine.exact_counts"}
 
 
 def __getattr__(name: str) -> Any:
@@ -375,6 +378,11 @@ def count_string(text: str) -> int:
             _MEMO.clear()
         _MEMO[text] = tokens
     return tokens
+
+
+def forget_counted_strings() -> None:
+    """Forget the figures `count_string` remembers (a benchmark's cold start; figures are unchanged)."""
+    _MEMO.clear()
 
 
 def count_observations(text: str) -> int:

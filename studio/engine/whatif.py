@@ -39,7 +39,7 @@ from studio.engine.events import (
     REFLECTION_BUFFERING,
     OMEvent,
 )
-from studio.common.om_settings import js_round
+from studio.common.om_settings import activation_chunk_count, js_round
 from studio.engine.timeline import MessageWindow, Point, Timeline, build_timeline
 from studio.engine.whatif_settings import (  # re-exported: the settings part lives there
     ResolvedSettings,
@@ -378,28 +378,8 @@ class _Replay:
             return False
         rs = self.rs
         activation = rs.buffer_activation if rs.buffer_activation is not None else 0.8
-        top = rs.top
-        ratio = max(0.0, min(1.0, 1 - activation / top)) if activation >= 1000 else max(0.0, min(1.0, activation))
-        floor = top * (1 - ratio)
-        target = max(0, pending - floor)
         force = rs.block_after is not None and pending >= rs.block_after
-        cumulative, over_n, over_t, under_n, under_t = 0, 0, 0, 0, 0
-        for i, chunk in enumerate(self.chunks):
-            cumulative += chunk["messageTokens"]
-            if cumulative >= target:
-                if over_n == 0 or cumulative < over_t:
-                    over_n, over_t = i + 1, cumulative
-            elif cumulative > under_t:
-                under_n, under_t = i + 1, cumulative
-        min_remaining = min(1000, floor)
-        if force and over_n > 0 and pending - over_t >= min_remaining:
-            n = over_n
-        elif over_n > 0 and over_t - target <= floor * 0.95 and pending - over_t >= min_remaining:
-            n = over_n
-        elif under_n > 0 and pending - under_t >= min_remaining:
-            n = under_n
-        else:
-            n = over_n or 1
+        n = activation_chunk_count(self.chunks, pending, rs.top, activation, force)
         activated, self.chunks = self.chunks[:n], self.chunks[n:]
         cursor = activated[-1]["lastObservedAt"]
         self.window.observe([], cursor)

@@ -9,21 +9,20 @@ arrays instead of ~45,000 dataclass objects, so receiving it costs the GUI proce
 `Point` and `OMEvent` objects are rebuilt only when asked (CSV export, tooltips, tests).
 
 `replay_in_store` is the function the helper runs: it replays the timeline the same process last
-built for the chart (`load_timeline_chart` calls `remember_timeline`), or builds it when that one
-is not the timeline the GUI shows (`timeline_key` differs).
+built for the chart (`studio.engine.timeline_cache`), or builds it when that one is not the
+timeline the GUI shows (`timeline_key` differs).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import weakref
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any
 
 from studio.engine.events import OMEvent
-from studio.engine.timeline import Point, Timeline, load_timeline
+from studio.engine.timeline import Point, Timeline
+from studio.engine.timeline_cache import cached_timeline, timeline_key
 from studio.engine.timeline_series import ChartSeries
 from studio.engine.whatif import ResolvedSettings, WhatIfResult, WhatIfSettings, simulate
 from studio.store.memory_store import MemoryStore
@@ -31,45 +30,6 @@ from studio.store.memory_store import MemoryStore
 #: Point and event fields carried as columns (OMEvent's `parts` is never set by a replay).
 POINT_FIELDS = tuple(f.name for f in fields(Point))
 EVENT_FIELDS = tuple(f.name for f in fields(OMEvent) if f.name != "parts")
-
-
-def timeline_key(timeline: Timeline) -> tuple:
-    """Return what identifies the data TIMELINE was built from: thread, record, its generation and
-    update time, message count and newest message id (a re-read after any write gives another key)."""
-    last = timeline.generations[-1] if timeline.generations else None
-    return (timeline.thread_id, timeline.lookup_key, last.id if last is not None else None,
-            last.generation_count if last is not None else None, last.updated_at if last is not None else None,
-            len(timeline.messages), timeline.messages[-1].id if timeline.messages else None)
-
-
-#: The timeline this process built last: (weak reference to its store, its key, the timeline).
-_last: tuple[Any, tuple, Timeline] | None = None
-_last_lock = threading.Lock()
-
-
-def remember_timeline(store: MemoryStore, timeline: Timeline) -> None:
-    """Keep TIMELINE (built from STORE) for the next replay of it in this process (one timeline kept)."""
-    global _last
-    try:
-        ref = weakref.ref(store)
-    except TypeError:
-        return
-    with _last_lock:
-        _last = (ref, timeline_key(timeline), timeline)
-
-
-def cached_timeline(store: MemoryStore, thread_id: str, key: tuple | None) -> Timeline:
-    """Return the kept timeline of STORE when its key is KEY, else THREAD_ID's timeline read now (and kept).
-
-    Raises TimelineError (unknown thread, no OM record) and StoreError as `load_timeline`.
-    """
-    with _last_lock:
-        last = _last
-    if last is not None and last[0]() is store and key is not None and last[1] == key:
-        return last[2]
-    timeline = load_timeline(store, thread_id)
-    remember_timeline(store, timeline)
-    return timeline
 
 
 def _columns(items: list, names: tuple[str, ...]) -> dict[str, list]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QtMsgType, qInstallMessageHandler
@@ -12,54 +11,16 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from studio.paths import ICONS, SAMPLE_DATABASE
-from studio.store.target import absolute_target, strip_secrets
-from studio.ui.tasks import TaskRunner
+from studio.ui.context import AppContext
+from studio.ui.gc_collector import collect_garbage_on_gui_thread
 
 ORGANIZATION = "Memory Studio"
 APPLICATION = "Memory Studio"
-MAX_RECENT_FILES = 10
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 #: The interpreter's thread switch interval in the studio (s; Python's default is 0.005). A worker
 #: thread running Python holds the GIL up to this long each time the GUI thread needs it (every
 #: paint calls into the models), so a shorter interval keeps the window responsive while work runs.
 GUI_SWITCH_INTERVAL_S = 0.001
-
-
-@dataclass
-class AppContext:
-    """What the studio's windows share, passed explicitly: settings (recent files) and the TaskRunner.
-
-    INTERACTIVE False (screenshots): errors go to stderr instead of message boxes, recent files are left alone.
-    """
-
-    settings: QSettings
-    runner: TaskRunner = field(default_factory=TaskRunner)
-    interactive: bool = True
-
-    def recent_files(self) -> list[str]:
-        """Return the recently opened databases, most recent first."""
-        value = self.settings.value("recentFiles", [])
-        if isinstance(value, str):
-            value = [value]
-        return [str(v) for v in (value or []) if v]
-
-    def add_recent_file(self, path: str) -> None:
-        """Put PATH first in the recent files (at most MAX_RECENT_FILES), stored absolute.
-
-        A relative path would name another file (or none) when the studio is started from
-        another working directory, so a plain path is made absolute (symlinks are kept as the
-        user named them); `file:` URLs are stored as given, server URLs without their password or
-        token (`strip_secrets`: a reopen finds it in the environment, ~/.pgpass or the keyring, or asks).
-        """
-        path = strip_secrets(absolute_target(path))
-        files = [path] + [p for p in self.recent_files() if p != path]
-        self.settings.setValue("recentFiles", files[:MAX_RECENT_FILES])
-        self.settings.sync()
-
-    def clear_recent_files(self) -> None:
-        """Forget the recent files."""
-        self.settings.setValue("recentFiles", [])
-        self.settings.sync()
 
 
 #: Qt warnings that say nothing to a user (the offscreen platform cannot size native windows).
@@ -71,10 +32,6 @@ def _qt_message(kind: QtMsgType, _context, message: str) -> None:
     if kind == QtMsgType.QtWarningMsg and message in _QUIET_QT_MESSAGES:
         return
     print(message, file=sys.stderr)
-
-
-#: How often (s) the GUI thread runs Python's cyclic garbage collector (see collect_garbage_on_gui_thread).
-GC_INTERVAL_S = 0.5
 
 
 def application() -> QApplication:
@@ -106,21 +63,6 @@ def studio_icon() -> QIcon:
     for png in sorted(ICONS.glob("memory-studio-*.png")):
         icon.addFile(str(png))
     return icon
-
-
-def collect_garbage_on_gui_thread(app: QApplication) -> None:
-    """Run Python's cyclic garbage collector only on the GUI thread (`studio.ui.gc_collector`).
-
-    Automatic collection runs in whichever thread happens to allocate; when it frees a cycle that
-    holds a Qt object (a closed dialog, a widget's bound method) from a database or network worker,
-    Qt destroys the QObject off its thread and deadlocks with the GUI thread (seen: ~QObject
-    waiting on a mutex the GUI thread held). Collection is disabled and done on a GUI-thread timer.
-    """
-    if getattr(app, "_studio_gc", None) is not None:
-        return
-    from studio.ui.gc_collector import GuiThreadCollector
-
-    app._studio_gc = GuiThreadCollector(GC_INTERVAL_S)
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -273,9 +215,9 @@ def _wait_for_health_scan(runner, window, timeout_s: float = 120.0) -> None:
     """Let WINDOW's health scan finish (it yields between batches), at most TIMEOUT_S."""
     import time
 
-    scan = getattr(getattr(window, "health", None), "scan", None)
+    scan = window.health.scan
     end = time.monotonic() + timeout_s
-    while scan is not None and scan.running and time.monotonic() < end:
+    while scan.running and time.monotonic() < end:
         QApplication.processEvents()
         runner.wait_idle(max(0.1, end - time.monotonic()))
         time.sleep(0.01)

@@ -17,13 +17,18 @@ on the GUI thread, landing in whatever the user did next (turning What-if on). Y
 of `FREEZE_MIN_OBJECTS` or more are therefore moved out of the collector's reach (`gc.freeze`, as
 the Overview does with a big listing) after a generation-0 collection has freed the new garbage:
 that is data refcounting frees, and CPython would only have promoted it to the oldest generation.
+
+`collect_garbage_on_gui_thread` installs the collector on the application (`ensure_gui_thread_gc`
+on whichever QApplication a chart is made on); `WeakMethod` gives pyqtgraph a callable that keeps
+no widget alive, so no cycle is made in the first place.
 """
 
 from __future__ import annotations
 
 import gc
+import weakref
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QCoreApplication, QObject, QTimer
 
 #: Young generations this large (objects) are frozen, not scanned: a scan of 20,000 objects takes
 #: ~8 ms on the GUI thread, of 85,000 (a 20,000-message thread's timeline) 30–35 ms.
@@ -41,7 +46,6 @@ class GuiThreadCollector(QObject):
     def __init__(self, interval_s: float, parent: QObject | None = None):
         super().__init__(parent)
         self.threshold = gc.get_threshold()
-        self.full_collections = 0
         self.promoted = 0   # objects moved into the oldest generation since the last full collection
         self._long_lived = len(gc.get_objects(generation=2))
         gc.disable()
@@ -89,10 +93,55 @@ class GuiThreadCollector(QObject):
     def collect_all(self) -> int:
         """Run a full collection now; return how many unreachable objects it found."""
         found = gc.collect(2)
-        self.full_collections += 1
         self._long_lived = len(gc.get_objects(generation=2))
         self.promoted = 0
         return found
 
     def _full_due(self) -> bool:
         return self.promoted > self._long_lived / 4
+
+
+#: How often (s) the GUI thread runs Python's cyclic garbage collector (see collect_garbage_on_gui_thread).
+GC_INTERVAL_S = 0.5
+
+
+def collect_garbage_on_gui_thread(app: QCoreApplication) -> None:
+    """Run Python's cyclic garbage collector only on the GUI thread of APP (idempotent).
+
+    Automatic collection runs in whichever thread happens to allocate; when it frees a cycle that
+    holds a Qt object (a closed dialog, a widget's bound method) from a database or network worker,
+    Qt destroys the QObject off its thread and deadlocks with the GUI thread (seen: ~QObject
+    waiting on a mutex the GUI thread held). Collection is disabled and done on a GUI-thread timer.
+    """
+    if getattr(app, "_studio_gc", None) is not None:
+        return
+    app._studio_gc = GuiThreadCollector(GC_INTERVAL_S)
+
+
+def ensure_gui_thread_gc() -> None:
+    """Make sure cyclic garbage collection runs only on the GUI thread of the running QApplication.
+
+    pyqtgraph's items sit in reference cycles (context menus, signal lambdas); freed from a worker
+    thread they would delete Qt objects off the GUI thread. `studio.ui.app.application()` already
+    sets this up; this covers charts created on a QApplication the studio did not configure.
+    """
+    app = QCoreApplication.instance()
+    if app is not None:
+        collect_garbage_on_gui_thread(app)
+
+
+class WeakMethod:
+    """Call OWNER.NAME(...) while OWNER lives (else return ""), without keeping OWNER alive.
+
+    pyqtgraph keeps a marker tooltip callable on its item; a bound method there would tie the item
+    and the widget in a reference cycle, which Python may collect on a worker thread (deleting Qt
+    objects off the GUI thread).
+    """
+
+    def __init__(self, owner, name: str):
+        self._ref = weakref.ref(owner)
+        self._name = name
+
+    def __call__(self, *args, **kwargs):
+        owner = self._ref()
+        return getattr(owner, self._name)(*args, **kwargs) if owner is not None else ""

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 
 from studio.cli import main
+from studio.common.om_settings import activation_chunk_count
 from studio.engine.observe_window import observation_window, resource_observation_window
 from studio.engine.tokens import stamp_estimates
 from studio.store import open_store
-from studio.store.write.activation import activate_buffered, activation_chunk_count
+from studio.store.write.activation import activate_buffered
 from studio.store.write.transaction import write_transaction
 from tests.interop.conftest import file_state
 from tests.observe_cases import above_everything, current_row, oracle_status, resource_window_tokens

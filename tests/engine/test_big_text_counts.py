@@ -59,7 +59,7 @@ def test_a_big_message_is_counted_exactly_both_ways_from_one_split(monkeypatch):
     monkeypatch.setattr(tokenx, "space_units", text_units.space_units)
     text_units._MEMO.clear()
     assert tokenx.estimate_token_count(text) == per_run(text)
-    enc = exact_counts._encoding("o200k_base")
+    enc = exact_counts.tiktoken_encoding("o200k_base")
     assert exact_counts.exact_message_tokens(message) == len(enc.encode_ordinary("user\n" + text))
     big = [units for n, units in splits if n == len(text)]
     assert len(big) == 2 and big[0] is big[1]   # split and counted once, reused by the exact count
@@ -86,7 +86,7 @@ def test_word_path_prices_big_texts_exactly_like_every_run(text):
 ])
 def test_big_texts_get_tiktokens_own_count(text, units_path):
     assert len(text) >= exact_counts.CHUNKED_MIN_CHARS
-    enc = exact_counts._encoding("o200k_base")
+    enc = exact_counts.tiktoken_encoding("o200k_base")
     whole = len(enc.encode_ordinary(text))
     assert (exact_counts._count_units(enc, text_units.space_units(text)) is not None) == units_path
     assert exact_counts.exact_tokens(text) == whole

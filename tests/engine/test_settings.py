@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from studio.common.om_settings import (
     ThresholdRange,
+    activation_boundary,
+    activation_chunk_count,
+    activation_ratio,
     dynamic_threshold,
     projected_message_removal,
     resolve_settings,
+    retention_floor,
 )
 
 
@@ -55,3 +59,16 @@ def test_projected_removal_prefers_the_boundary_just_over_the_target():
     assert projected_message_removal(chunks, 0.8, 4000, 3900) == 3000
     assert projected_message_removal([], 0.8, 4000, 3900) == 0
     assert projected_message_removal(chunks, 0.8, 4000, 500) == 0  # within the floor already
+
+
+def test_an_absolute_retention_above_the_threshold_parts_projection_and_activation():
+    # Mastra's two floors (tests/interop/test_activation_boundary_interop.py holds both to real Mastra):
+    # the projection keeps the retention (5000), the activation the threshold (ratio 1 - 5000/4000 -> 0).
+    assert retention_floor(5000, 4000) == 5000 and activation_ratio(5000, 4000) == 0
+    assert retention_floor(3000, 4000) == 3000 and activation_ratio(3000, 4000) == 0.25
+    chunks = [{"messageTokens": 1805}, {"messageTokens": 600}]
+    # pending 6000: target 1000 over the retention (one chunk), 2000 over the threshold (both, forced by blockAfter)
+    assert activation_boundary(chunks, 6000, 5000) == (1, 1805)
+    assert projected_message_removal(chunks, 5000, 4000, 6000) == 1805
+    assert activation_chunk_count(chunks, 6000, 4000, 5000, True) == 2
+    assert activation_boundary([], 6000, 5000) == (0, 0)

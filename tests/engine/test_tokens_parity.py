@@ -22,6 +22,7 @@ import libsql
 import pytest
 
 from studio.engine import tokens, tokenx
+from studio.engine.exact_counts import ENCODINGS, tiktoken_encoding
 from studio.engine.tokens import (
     count_message,
     count_message_for_status,
@@ -439,7 +440,7 @@ def test_exact_tokens_work_offline(monkeypatch, tmp_path):
 
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(socket, "create_connection", no_network)
-    tokens._encoding.cache_clear()
+    tiktoken_encoding.cache_clear()
     try:
         assert exact_tokens("hello world") == 2
         assert exact_tokens("") == 0
@@ -448,7 +449,20 @@ def test_exact_tokens_work_offline(monkeypatch, tmp_path):
         with pytest.raises(ValueError):
             exact_tokens("hello", encoding="no_such_encoding")
     finally:
-        tokens._encoding.cache_clear()
+        tiktoken_encoding.cache_clear()
+
+
+def test_the_bundled_encoding_is_tiktokens_own_definition(monkeypatch):
+    """Pattern and special tokens equal the installed tiktoken's o200k_base (its ranks are what we bundle)."""
+    import tiktoken_ext.openai_public as openai_public
+
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: {})  # no download: ranks aside
+    spec = openai_public.o200k_base()
+    pattern, special_tokens, _sha256 = ENCODINGS["o200k_base"]
+    assert (spec["name"], spec["pat_str"], spec["special_tokens"]) == ("o200k_base", pattern, special_tokens)
+    enc = tiktoken_encoding("o200k_base")
+    assert enc.name == "o200k_base" and enc.n_vocab == 200019
+    assert enc.encode("<|endoftext|>", allowed_special="all") == [199999]
 
 
 def test_exact_message_tokens_count_model_visible_text():

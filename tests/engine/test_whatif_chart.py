@@ -1,5 +1,6 @@
 """A What-if replay packed for the trip from the helper process (studio.engine.whatif_chart): the same
-replay as `simulate`, carried as columns and arrays, and the timeline the helper keeps for it."""
+replay as `simulate`, carried as columns and arrays, and the timeline the helper keeps for it
+(studio.engine.timeline_cache)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,10 @@ import numpy as np
 import pytest
 
 from studio.engine.timeline import load_timeline
-from studio.engine.timeline_series import ChartSeries, load_timeline_chart
+from studio.engine.timeline_cache import cached_timeline, load_timeline_chart, timeline_key
+from studio.engine.timeline_series import ChartSeries
 from studio.engine.whatif import WhatIfSettings, settings_with, simulate
-from studio.engine.whatif_chart import (
-    WhatIfChart,
-    cached_timeline,
-    replay_in_store,
-    replay_packed,
-    timeline_key,
-)
+from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed
 from studio.errors import EngineError
 from studio.store import open_store
 

@@ -176,7 +176,8 @@ def test_damaged_copies_are_read_or_refused_cleanly(name):
 GUI_SCRIPT = r"""
 import sys
 from PySide6.QtCore import QSettings
-from studio.ui.app import AppContext, application
+from studio.ui.app import application
+from studio.ui.context import AppContext
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.main_window import MainWindow
 

@@ -38,7 +38,8 @@ def main(argv: list[str]) -> int:
     from PySide6.QtWidgets import QApplication
 
     from studio.ui import loaders
-    from studio.ui.app import AppContext, application
+    from studio.ui.app import application
+    from studio.ui.context import AppContext
     from studio.ui.tasks import TaskRunner
     from studio.ui.widgets.main_window import MainWindow
 
@@ -68,7 +69,7 @@ def main(argv: list[str]) -> int:
                 return None   # (an empty model counts as counted: nothing is pending)
             if model.counted:
                 return "counted"
-            return "waiting" if getattr(window, "_first_paint", None) is not None else "counting"
+            return "waiting" if window.loader.awaiting_paint else "counting"
 
         deadline = time.monotonic() + 60
         if wanted == "loaded":

@@ -23,7 +23,8 @@ def test_the_studio_follows_a_server_store(sqld_corpus, qtbot, tmp_path):
     here) and re-reads the listing when the agent commits."""
     from PySide6.QtCore import QSettings
 
-    from studio.ui.app import AppContext, application
+    from studio.ui.app import application
+    from studio.ui.context import AppContext
     from studio.ui.tasks import TaskRunner
     from studio.ui.widgets.main_window import MainWindow
 

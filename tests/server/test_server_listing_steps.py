@@ -34,7 +34,8 @@ CLOSE_ROUNDS = 60
 def _open_and_record(target: str, qtbot, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from studio.ui.app import AppContext, application
+    from studio.ui.app import application
+    from studio.ui.context import AppContext
     from studio.ui.tasks import TaskRunner
     from studio.ui.widgets.main_window import MainWindow
 

@@ -16,11 +16,12 @@ import libsql
 import pytest
 
 from studio.cli_observe import parse_multi_thread_answer, parse_observer_answer
+from studio.common.om_settings import activation_chunk_count
 from studio.engine.observe_window import observation_window
 from studio.engine.tokens import count_observations, stamp_estimates
 from studio.errors import WriteRefused
 from studio.store import open_store
-from studio.store.write.activation import activate_buffered, activation_chunk_count
+from studio.store.write.activation import activate_buffered
 from studio.store.write.om_messages import filter_for_persistence
 from studio.store.write.observation import ObserverOutput, commit_observation
 from tests.conftest import copy_fixture

@@ -6,7 +6,8 @@ import pytest
 from PySide6.QtCore import QEvent, QSettings
 from PySide6.QtWidgets import QApplication
 
-from studio.ui.app import AppContext, application
+from studio.ui.app import application
+from studio.ui.context import AppContext
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.main_window import MainWindow
 

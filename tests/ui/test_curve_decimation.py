@@ -189,3 +189,36 @@ def test_the_timeline_draws_the_newest_point_and_a_gap_peak_and_follows_the_view
         check_shown()
     tab.resize(600, 600)                                                # fewer columns
     check_shown()
+
+
+def test_a_curve_far_beyond_the_view_is_clipped_and_a_connect_array_follows_the_points(qtbot):
+    """The whole data stays with the curve; pyqtgraph gets the points to draw, values beyond RANGE_LIMIT view
+    heights clipped to it (Qt strokes coordinates of 10^15 pixels very slowly) and the `connect` array cut alike."""
+    import pyqtgraph as pg
+
+    from studio.ui.widgets.curve_decimation import RANGE_LIMIT, DecimatedCurve
+
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    plot.resize(400, 300)
+    plot.show()
+    n = 20000
+    x = np.arange(n, dtype=float)
+    y = np.sin(x / 50.0) * 100 + 500
+    y[n // 2] = 1e15
+    connect = np.ones(n, dtype=bool)
+    connect[: n // 4] = False
+    curve = DecimatedCurve()
+    curve.setData(x, y, connect=connect)
+    plot.getPlotItem().addItem(curve)
+    box = plot.getPlotItem().getViewBox()
+    box.setRange(xRange=(0.0, float(n)), yRange=(0.0, 1000.0), padding=0)
+    qtbot.wait(20)
+    shown_x, shown_y = curve.getData()
+    assert len(shown_x) < n / 4 and shown_x[-1] == n - 1                 # decimated, the last point kept
+    (_, _), (y0, y1) = box.viewRange()
+    assert shown_y.max() == y1 + RANGE_LIMIT * (y1 - y0)                 # the spike drawn at the limit
+    assert curve.opts["connect"].tolist() == connect[shown_x.astype(int)].tolist()
+    box.setRange(yRange=(0.0, 2e15), padding=0)                          # the whole height in view: no clip
+    qtbot.wait(20)
+    assert curve.getData()[1].max() == 1e15

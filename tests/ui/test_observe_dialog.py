@@ -68,7 +68,7 @@ def test_model_preview_then_commit_writes_what_the_cli_writes(studio, studio_ctx
     assert dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
     assert asked and "Observe" in asked[0] and "backed up" in asked[0]
-    backup = window._write_session().backup_for(path)   # the session's verified backup came first
+    backup = window.context.session.backup_for(path)   # the session's verified backup came first
     assert backup is not None and dump_tables(backup) == before   # the file as it was before the write
     answer = tmp_path / "answer.txt"
     answer.write_text(ANSWER, encoding="utf-8")

@@ -27,7 +27,7 @@ def expected_state(status: dict) -> str:
 
 def _overview(studio, fixture_db, studio_ctx, qtbot, name="support"):
     window = studio(fixture_db(name))
-    overview = window.show_overview()
+    overview = window.dialogs.show_overview()
     qtbot.waitUntil(lambda: overview.finished, timeout=20000)
     assert studio_ctx.runner.wait_idle()
     return window, overview
@@ -72,9 +72,9 @@ def test_states_and_exports(studio, fixture_db, studio_ctx, qtbot, tmp_path):
     assert entry.state in STATES and entry.status.buffered_chunk_count == chunks
     assert "buffered chunk" in entry_text(entry)
     png, svg, csv_path = tmp_path / "o.png", tmp_path / "o.svg", tmp_path / "o.csv"
-    overview.export_png(str(png), width=600)
-    overview.export_svg(str(svg))
-    overview.export_csv(str(csv_path))
+    overview.exporter.write_png(str(png), width=600)
+    overview.exporter.write_svg(str(svg))
+    overview.exporter.write_csv(str(csv_path))
     assert png.read_bytes()[:4] == b"\x89PNG" and "<svg" in svg.read_text(encoding="utf-8")
     rows = csv_path.read_text(encoding="utf-8").splitlines()
     assert rows[0].startswith("thread_id,") and rows[1].startswith("long-run,user-dana,")
@@ -82,16 +82,16 @@ def test_states_and_exports(studio, fixture_db, studio_ctx, qtbot, tmp_path):
 
 def test_export_menu_asks_where_writes_and_says_what_happened(studio, fixture_db, studio_ctx, qtbot, tmp_path,
                                                               monkeypatch):
-    from studio.ui.widgets import timeline_chart
+    from studio.ui.widgets import chart_export
 
     _window, overview = _overview(studio, fixture_db, studio_ctx, qtbot, "buffered")
     answer = tmp_path / "chosen.csv"
-    monkeypatch.setattr(timeline_chart, "ask_export_path", lambda _parent, kind, name: str(answer))
-    overview._on_export_csv_triggered()
+    monkeypatch.setattr(chart_export, "ask_export_path", lambda _parent, kind, name: str(answer))
+    overview.exporter.export("csv")
     assert answer.read_text(encoding="utf-8").startswith("thread_id,")
     assert overview.statusBar().currentMessage() == f"Exported {answer}"
     answer = tmp_path / "no-such-folder" / "o.csv"
-    overview._on_export_csv_triggered()
+    overview.exporter.export("csv")
     assert overview.statusBar().currentMessage().startswith("Export failed: ")
 
 

@@ -359,9 +359,9 @@ def test_models_pass_the_model_tester(qtmodeltester, studio_ctx, fixture_db):
 
 
 def test_big_databases_filter_and_list_speakers_in_the_helper_process(studio, studio_ctx, fixture_db, monkeypatch):
-    from studio.ui.widgets import main_window
+    from studio.ui.widgets import window_loading
 
-    monkeypatch.setattr(main_window, "HELPER_MIN_MESSAGES", 0)
+    monkeypatch.setattr(window_loading, "HELPER_MIN_MESSAGES", 0)
     window = studio(fixture_db("collab"), thread_id="doc_42", tab="messages")
     assert window.uses_helper and studio_ctx.runner.helper.pid is not None
     part = window.thread_view.participants_tab

@@ -110,7 +110,7 @@ def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixt
     assert "backed up" in asked[0]                                # the window's WriteSession backs up first
     backups = list(path.parent.glob("support.backup-*.db"))
     assert len(backups) == 1
-    assert window.reflect_dialog is None                          # accepted and closed
+    assert window.dialogs.reflect_dialog is None                          # accepted and closed
     after = current(path)
     assert after.generation_count == GEN + 1 and after.origin_type == "reflection"
     assert after.active_observations == observations
@@ -149,7 +149,7 @@ def test_cancel_during_a_slow_answer_leaves_the_file_byte_identical(studio, stud
     assert dialog.preview is None and not dialog.commit_button.isEnabled()
     assert snapshot(path) == before
     QTest.keyClick(dialog, Qt.Key.Key_Escape)                     # …and closes the dialog next
-    assert window.reflect_dialog is None
+    assert window.dialogs.reflect_dialog is None
     assert snapshot(path) == before and current(path).generation_count == GEN
 
 

@@ -13,7 +13,7 @@ from studio.store import open_store
 from studio.ui.loaders import load_listing
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE
 from studio.ui.models.threads import ThreadColumn, ThreadTableModel
-from studio.ui.widgets import main_window
+from studio.ui.widgets import window_loading
 from tests.conftest import load_oracle
 
 
@@ -124,7 +124,7 @@ def test_big_models_are_never_sized_to_contents(studio, fixture_db):
 @pytest.fixture
 def helper_for_every_database(monkeypatch):
     """Make every database 'big': statuses, details and message pages run in the helper process."""
-    monkeypatch.setattr(main_window, "HELPER_MIN_MESSAGES", 0)
+    monkeypatch.setattr(window_loading, "HELPER_MIN_MESSAGES", 0)
 
 
 def test_helper_process_computes_what_mastra_reports(studio, studio_ctx, fixture_db, helper_for_every_database):

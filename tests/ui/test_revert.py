@@ -174,7 +174,7 @@ def test_wait_writes_once_the_quiet_period_has_passed(studio, studio_ctx, fixtur
     dialog.protocol_panel.quiet_spin.setValue(2)   # adjustable
     studio_ctx.runner.wait_idle()
     assert "(quiet period 2 s)" in dialog.protocol_panel.activity_label.text()   # read again with the new period
-    assert window._ctx.settings.value("writes/quietPeriodS") in (2, "2")   # remembered
+    assert window.context.settings.value("writes/quietPeriodS") in (2, "2")   # remembered
     touch_newest_message(path, 0)                  # a turn saves a message now: quiet again 2 s from now
     dialog.protocol.watch_window_ms = 0
     dialog.protocol.ask_agent_active = lambda text: "wait"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from studio.engine.events import OBSERVATION, REFLECTION
 from studio.ui import format as fmt
-from studio.ui.widgets.timeline_tab import event_text
+from studio.ui.widgets.timeline_pointer import event_text
 from tests.mastra_facts import sync_turns
 
 
@@ -33,9 +33,9 @@ def test_timeline_draws_the_thread_and_the_stored_replay(studio, fixture_db, stu
     assert panel.table.item(3, 0).text() == reflected and panel.table.item(3, 1).text() == reflected
     assert f"{int(observed) + int(reflected)} OM events" in tab.summary.text()   # no buffering in this thread
     tab.set_x_mode("time")
-    assert tab.x_mode == "time" and tab.x_of(tab.timeline.points[0]) == tab.timeline.points[0].at_ms / 1000
+    assert tab.x_mode == "time" and tab.pointer.x_of(tab.timeline.points[0]) == tab.timeline.points[0].at_ms / 1000
     tab.set_x_mode("turn")
-    assert tab.x_of(tab.timeline.points[0]) == 1
+    assert tab.pointer.x_of(tab.timeline.points[0]) == 1
     assert tab.chart.plot.getPlotItem().getAxis("bottom").labelText == "turn"  # thread scope: the thread's turns
 
 
@@ -64,9 +64,9 @@ def test_clicking_a_point_selects_its_message_and_generation(studio, fixture_db,
     window, tab = _open_timeline(studio, fixture_db, studio_ctx)
     timeline = tab.timeline
     index = next(i for i, e in enumerate(timeline.events) if e.kind == REFLECTION)
-    tab.select_event(index)
+    tab.pointer.select_event(index)
     assert studio_ctx.runner.wait_idle()
-    point = tab.selected_point
+    point = tab.pointer.selected_point
     generation = next(g for g in timeline.generations if g.generation_count == point.generation)
     assert window.thread_view.history_tab.selected_generation().id == generation.id
     messages_tab = window.thread_view.messages_tab
@@ -88,13 +88,13 @@ def test_resource_scope_names_a_message_by_its_place_in_its_own_thread(studio, f
         own_ids = [m.id for m in store.list_messages("res-a")]
     point = max((p for p in tl.points if p.message_index is not None and tl.messages[p.message_index].thread_id == "res-a"),
                 key=lambda p: p.message_index)
-    tab.select_point(point)
+    tab.pointer.select_point(point)
     message = tl.messages[point.message_index]
     nth = own_ids.index(message.id) + 1
     assert (f"message {nth} of this thread ({message.role}; {point.message_index + 1} of {len(tl.messages)} "
             "across the resource's threads)") in tab.readout.text()
     other = next(p for p in tl.points if p.message_index is not None and tl.messages[p.message_index].thread_id != "res-a")
-    tab.select_point(other)
+    tab.pointer.select_point(other)
     assert f"a message of thread {tl.messages[other.message_index].thread_id}" in tab.readout.text()
     assert tab.chart.plot.getPlotItem().getAxis("bottom").labelText == "turn (all threads of the resource)"
 
@@ -102,9 +102,9 @@ def test_resource_scope_names_a_message_by_its_place_in_its_own_thread(studio, f
 def test_exports(studio, fixture_db, studio_ctx, tmp_path):
     _window, tab = _open_timeline(studio, fixture_db, studio_ctx, "collab", "doc_42")
     png, svg, csv_path = tmp_path / "t.png", tmp_path / "t.svg", tmp_path / "t.csv"
-    tab.export_png(str(png), width=800)
-    tab.export_svg(str(svg))
-    tab.export_csv(str(csv_path))
+    tab.exporter.write_png(str(png), width=800)
+    tab.exporter.write_svg(str(svg))
+    tab.exporter.write_csv(str(csv_path))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in svg.read_text(encoding="utf-8")
     lines = csv_path.read_text(encoding="utf-8").splitlines()
@@ -114,21 +114,21 @@ def test_exports(studio, fixture_db, studio_ctx, tmp_path):
 
 
 def test_export_menu_asks_where_writes_and_says_what_happened(studio, fixture_db, studio_ctx, tmp_path, monkeypatch):
-    from studio.ui.widgets import timeline_chart
+    from studio.ui.widgets import chart_export
 
     _window, tab = _open_timeline(studio, fixture_db, studio_ctx, "collab", "doc_42")
     offered = []
     answer = tmp_path / "chosen.csv"
-    monkeypatch.setattr(timeline_chart, "ask_export_path", lambda _parent, kind, name: offered.append((kind, name)) or str(answer))
-    tab._on_export_csv_triggered()
+    monkeypatch.setattr(chart_export, "ask_export_path", lambda _parent, kind, name: offered.append((kind, name)) or str(answer))
+    tab.exporter.export("csv")
     assert offered == [("csv", "doc_42-timeline.csv")]
     assert answer.read_text(encoding="utf-8").startswith("series,kind,at,turn")
     assert tab.readout.text() == f"Exported {answer}"
     answer = tmp_path / "no-such-folder" / "chart.svg"
-    tab._on_export_svg_triggered()
+    tab.exporter.export("svg")
     assert tab.readout.text().startswith("Export failed: ") and not answer.exists()
-    monkeypatch.setattr(timeline_chart, "ask_export_path", lambda *_: None)  # the user cancels: nothing said
-    tab._on_export_png_triggered()
+    monkeypatch.setattr(chart_export, "ask_export_path", lambda *_: None)  # the user cancels: nothing said
+    tab.exporter.export("png")
     assert tab.readout.text().startswith("Export failed: ")
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings
-from studio.ui.app import AppContext, application
+from studio.ui.app import application
+from studio.ui.context import AppContext
 from studio.ui.widgets.main_window import MainWindow
 from tests.degenerate import THREAD, make_degenerate_db
 
@@ -165,8 +166,8 @@ def test_markers_carry_their_event_for_tooltips_and_clicks(studio, fixture_db, s
     assert sorted(real) == sorted(set(real)) and len(real) == len(tab.timeline.events)
     assert sorted(-d - 1 for d in whatif) == list(range(len(tab.whatif.events)))
     reflection = next(i for i, e in enumerate(tab.timeline.events) if e.kind == "reflection")
-    assert "'>Reflection" in tab._spot_tip(0, 0, reflection)   # a plain-text tooltip
-    assert "'>What-if (estimate): Observation" in tab._spot_tip(0, 0, -1)
+    assert "'>Reflection" in tab.pointer.spot_tip(0, 0, reflection)   # a plain-text tooltip
+    assert "'>What-if (estimate): Observation" in tab.pointer.spot_tip(0, 0, -1)
 
 
 def test_the_chart_draws_edge_values_in_both_modes(qtbot, studio_ctx):
@@ -271,7 +272,7 @@ def test_a_long_overlay_is_drawn_in_steps_and_a_newer_one_replaces_it(studio, fi
     drawn = blocker.args[0]
     complete = len(whatif_items())
     assert complete == 2 + len(drawn.series.marker_groups())   # window, log, one scatter per marker look
-    tab.chart.draw_overlay(drawn.series, drawn.n_events, tab._series, thresholds=True)
+    tab.chart.draw_overlay(drawn.series, drawn.n_events, tab._drawn.series, thresholds=True)
     assert len(whatif_items()) == 1                            # the first step only, so far
     tab._redraw()                                              # a redraw (new axis, Show menu) meanwhile
     qtbot.waitUntil(lambda: len(whatif_items()) == complete, timeout=5000)
@@ -293,8 +294,8 @@ def test_a_long_timeline_is_drawn_out_of_sight_then_shown_whole(studio, fixture_
     monkeypatch.setattr(timeline_chart, "PROGRESSIVE_MIN_POINTS", 0)
     loaded = []
     tab.timeline_loaded.connect(loaded.append)
-    series, timeline = tab._series, tab.timeline
-    tab._timeline = None                          # as a thread read anew
+    series, timeline = tab._drawn.series, tab.timeline
+    tab._drawn.timeline = None                    # as a thread read anew
     tab._show_message("Reading the timeline…")
     tab._on_timeline_loaded(timeline, series, tab._loaded_for)
     assert tab.drawing and tab._stack.currentIndex() == 0 and not loaded

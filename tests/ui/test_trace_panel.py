@@ -90,7 +90,7 @@ def test_clicking_a_timeline_point_shows_that_turns_context(studio, fixture_db, 
     view = window.thread_view
     tab = view.timeline_tab
     point = next(p for p in tab.timeline.points if p.turn == turn)
-    tab.select_point(point)
+    tab.pointer.select_point(point)
     view.set_tab("context")
     assert studio_ctx.runner.wait_idle()
     ctx = view.context_view.context

@@ -11,10 +11,11 @@ import pytest
 
 from studio.engine.timeline import load_timeline
 from studio.engine.whatif import WhatIfSettings, settings_with
-from studio.engine.whatif_chart import replay_in_store, replay_packed, timeline_key
+from studio.engine.timeline_cache import timeline_key
+from studio.engine.whatif_chart import replay_in_store, replay_packed
 from studio.store import open_store
 from studio.ui.helper_process import CANCEL, HelperProcess
-from studio.ui.widgets import main_window
+from studio.ui.widgets import window_loading
 from tests.helper_calls import process_id, wait_for_cancel, wait_for_cancel_then_fail
 
 
@@ -61,7 +62,7 @@ def test_cancel_reaches_the_call_in_the_helper(fixture_db, helper, before):
 @pytest.fixture
 def long_thread_replays_in_helper(monkeypatch):
     """Make every database 'big': the Timeline reads and replays in the helper process."""
-    monkeypatch.setattr(main_window, "HELPER_MIN_MESSAGES", 0)
+    monkeypatch.setattr(window_loading, "HELPER_MIN_MESSAGES", 0)
 
 
 def test_the_timeline_draws_the_helpers_replay(studio, fixture_db, studio_ctx, qtbot, long_thread_replays_in_helper):

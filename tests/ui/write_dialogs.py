@@ -17,15 +17,16 @@ def wait_until(predicate, timeout: float = 60.0) -> None:  # a hang guard, not a
 
 
 def open_write_dialog(window, action: str, attribute: str, cls):
-    """Trigger WINDOW's ACTION (e.g. "reflect_action") and return the dialog it opened, once its first read ended.
+    """Trigger WINDOW's dialogs' ACTION (e.g. "reflect_action") and return the dialog it opened, once its first read ended.
 
-    The dialog must be a visible CLS kept as WINDOW.<ATTRIBUTE>; its `closed_with` is set to the
+    The dialog must be a visible CLS kept as WINDOW.dialogs.<ATTRIBUTE>; its `closed_with` is set to the
     dialog's result when it closes (absent while it is open).
     """
-    assert getattr(window, action).isEnabled()
-    getattr(window, action).trigger()
-    dialog = getattr(window, attribute)
+    dialogs = window.dialogs
+    assert getattr(dialogs, action).isEnabled()
+    getattr(dialogs, action).trigger()
+    dialog = getattr(dialogs, attribute)
     assert isinstance(dialog, cls) and dialog.isVisible()
     dialog.finished.connect(lambda result: setattr(dialog, "closed_with", result))
-    window._runner.wait_idle()
+    window.context.runner.wait_idle()
     return dialog

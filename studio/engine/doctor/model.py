@@ -128,12 +128,3 @@ class DoctorReport:
                                                       f.lookup_key or "", f.generation if f.generation is not None else -1,
                                                       f.message_ids[:1]))
         return {"findings": [f.to_json() for f in ranked], "checked": dict(self.checked)}
-
-    def counts_by_thread(self) -> dict[str, dict[str, int]]:
-        """Return {thread id: {severity: number of findings}} for findings that name a thread."""
-        out: dict[str, dict[str, int]] = {}
-        for f in self.findings:
-            if f.thread_id is not None:
-                per = out.setdefault(f.thread_id, {})
-                per[f.severity] = per.get(f.severity, 0) + 1
-        return out

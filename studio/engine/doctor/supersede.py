@@ -41,15 +41,13 @@ class SupersededWrite:
     """A generation written after its successor was created.
 
     `record` is the superseded generation, `successor` the row that replaced it; `late_by_ms` is
-    G.updatedAt − S.createdAt (None when a time is missing); `cursor_ahead` is True when G's
-    lastObservedAt is later than S's; `reasons` names the rules that matched ("updated-after",
-    "cursor-ahead").
+    G.updatedAt − S.createdAt (None when a time is missing); `reasons` names the rules that matched
+    ("updated-after"; "cursor-ahead": G's lastObservedAt is later than S's).
     """
 
     record: OMRecord
     successor: OMRecord
     late_by_ms: int | None
-    cursor_ahead: bool
     reasons: list[str]
 
     def to_json(self) -> dict:
@@ -100,9 +98,8 @@ def find_superseded_writes(generations: list[OMRecord], *,
         if late is not None and late > tolerance_ms:
             reasons.append("updated-after")
         mine, theirs = iso_to_ms(rec.last_observed_at), iso_to_ms(succ.last_observed_at)
-        ahead = mine is not None and (theirs is None or mine > theirs)
-        if ahead:
+        if mine is not None and (theirs is None or mine > theirs):
             reasons.append("cursor-ahead")
         if reasons:
-            out.append(SupersededWrite(rec, succ, late, ahead, reasons))
+            out.append(SupersededWrite(rec, succ, late, reasons))
     return out

@@ -4,7 +4,7 @@ Mirrors @mastra/memory 1.31.0 `ObservationalMemory.activate()` as `runThresholdO
 it, then `resetBufferingState()`, with the libSQL store (@mastra/libsql 1.23.1), all in ONE
 BEGIN IMMEDIATE transaction:
 
-1. `swapBufferedToActive`: how many chunks (`activation_chunk_count`), then the OM row updated IN
+1. `swapBufferedToActive`: how many chunks (`studio.common.om_settings.activation_chunk_count`), then the OM row updated IN
    PLACE: `activeObservations` = old + `\\n\\n--- message boundary (<last chunk's lastObservedAt>) ---\\n\\n`
    + the chunks' observations joined by `\\n\\n`; `observationTokenCount` += Σ chunk.tokenCount;
    `pendingMessageTokens` = max(0, old − Σ chunk.messageTokens); `bufferedObservationChunks` = the
@@ -38,7 +38,7 @@ import os
 from typing import Any, Callable
 
 from studio.common.jscompat import UNDEFINED
-from studio.common.om_settings import max_threshold, resolve_settings
+from studio.common.om_settings import activation_chunk_count, max_threshold, resolve_settings
 from studio.errors import WriteRefused
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
 from studio.store.records import storage_cursor
@@ -56,7 +56,7 @@ from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import write_transaction
 from studio.store.write.tx import Jsonb, WriteTx
 
-__all__ = ["activation_chunk_count", "activation_plan", "activate_buffered", "DEFAULT_BUFFER_ACTIVATION"]
+__all__ = ["activation_plan", "activate_buffered", "DEFAULT_BUFFER_ACTIVATION"]
 
 #: Mastra's default `observation.bufferActivation`.
 DEFAULT_BUFFER_ACTIVATION = 0.7
@@ -68,45 +68,6 @@ def _num(value: Any) -> float:
     except (TypeError, ValueError):
         return 0.0
     return number if number == number else 0.0
-
-
-def activation_chunk_count(chunks: list[dict], pending_tokens: float, threshold: float, buffer_activation: float,
-                           force_max: bool) -> int:
-    """Return how many of CHUNKS (oldest first) Mastra's swapBufferedToActive activates (≥ 1 when any).
-
-    PENDING_TOKENS: the record's pendingMessageTokens (or Σ chunk.messageTokens when that is 0);
-    THRESHOLD: the max message-token threshold; BUFFER_ACTIVATION: the ratio (< 1000) or an absolute
-    retention in tokens (≥ 1000); FORCE_MAX: pending ≥ blockAfter. The retention floor is
-    THRESHOLD × (1 − ratio); the target is pending − floor; the first cumulative boundary reaching
-    the target is taken unless it overshoots by more than 0.95 × floor or leaves less than
-    min(1000, floor) (no overshoot limit with FORCE_MAX); else the last boundary below the target if
-    it leaves that much; else the over boundary; else one chunk.
-    """
-    if not chunks:
-        return 0
-    if buffer_activation >= 1000:
-        ratio = max(0.0, min(1.0, 1 - buffer_activation / threshold)) if threshold else 0.0
-    else:
-        ratio = max(0.0, min(1.0, buffer_activation))
-    floor = threshold * (1 - ratio)
-    target = max(0.0, pending_tokens - floor)
-    cumulative = 0.0
-    over = over_tokens = under = under_tokens = 0
-    for i, chunk in enumerate(chunks):
-        cumulative += _num(chunk.get("messageTokens"))
-        if cumulative >= target:
-            if over == 0 or cumulative < over_tokens:
-                over, over_tokens = i + 1, cumulative
-        elif cumulative > under_tokens:
-            under, under_tokens = i + 1, cumulative
-    min_remaining = min(1000.0, floor)
-    if force_max and over > 0 and pending_tokens - over_tokens >= min_remaining:
-        return over
-    if over > 0 and over_tokens - target <= floor * 0.95 and pending_tokens - over_tokens >= min_remaining:
-        return over
-    if under > 0 and pending_tokens - under_tokens >= min_remaining:
-        return under
-    return over if over > 0 else 1
 
 
 def _chunks(value: Any) -> list[dict]:

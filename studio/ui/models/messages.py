@@ -110,11 +110,6 @@ class MessageTableModel(TableModel):
         """Return how many messages the last filtered read looked at (the thread's messages in range)."""
         return self._scanned
 
-    @property
-    def raw_tags(self) -> bool:
-        """Return True when the Text column shows `<turn>` tags as stored."""
-        return self._raw_tags
-
     def set_raw_tags(self, raw: bool) -> None:
         """Show the stored text with its `<turn>` tags (RAW) or the text without them (default)."""
         if raw != self._raw_tags:

@@ -133,9 +133,9 @@ class ChunkPlan:
 def chunk_plan(path: str, thread_id: str) -> ChunkPlan:
     """Read THREAD_ID's record and plan its activation (read-only); raises ObservationInputError, StoreError."""
     from studio.engine.observer import ObservationInputError
-    from studio.common.om_settings import max_threshold, resolve_settings
+    from studio.common.om_settings import activation_chunk_count, max_threshold, resolve_settings
     from studio.store import open_store
-    from studio.store.write.activation import DEFAULT_BUFFER_ACTIVATION, activation_chunk_count
+    from studio.store.write.activation import DEFAULT_BUFFER_ACTIVATION
 
     with open_store(path) as store:
         thread = store.get_thread(thread_id)

@@ -1,8 +1,9 @@
 """File ▸ Connect…: open a Mastra memory on a server (PostgreSQL, libSQL server) with its secret kept safe.
 
-`install_connect(window)` is the main window's one hook: it adds File ▸ Connect… (Ctrl+L, after
-Open…), and when opening a server URL fails for want of the right password or token (a reconnect
-from Open Recent finds none in the environment or the keyring), it asks for it in this dialog.
+`ConnectController` is a part of the main window, made with its `WindowContext`: it owns File ▸
+Connect… (Ctrl+L; the window puts it after Open…), and when opening a server URL fails for want of
+the right password or token (a reconnect from Open Recent finds none in the environment or the
+keyring), it asks for it in this dialog.
 
 The dialog takes a URL (`postgresql://…`, `libsql://…`, `https://…`, `http://127.0.0.1:PORT`), a
 schema for PostgreSQL (Mastra's PostgresStore `schemaName`, sent as `?schema=`) and the password or
@@ -37,6 +38,7 @@ from PySide6.QtWidgets import (
 from studio.store import credentials as cred
 from studio.store import target as tg
 from studio.store.probe import ConnectionCheck, check_connection, classify_failure
+from studio.ui.context import WindowContext
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label, set_role
 
@@ -87,7 +89,6 @@ class ConnectDialog(QDialog):
         self._runner = runner
         self._testing = False
         self._round = 0
-        self.last_check: ConnectionCheck | None = None
         self.pending_save: tuple[str, str] | None = None   # (target, secret) to save once the open succeeds
         self.setWindowTitle("Connect to a Server")
         self.setModal(False)
@@ -229,7 +230,6 @@ class ConnectDialog(QDialog):
         self.test_button.setEnabled(True)
         if is_secret_failure(check.outcome) and self.secret_edit.text():
             cred.forget_for_session(target)   # a refused secret is not kept
-        self.last_check = check
         self._show_result(check.sentence, ok=check.ok)
         self.checked.emit(check)
 
@@ -242,7 +242,6 @@ class ConnectDialog(QDialog):
         self.test_button.setEnabled(True)
         check = ConnectionCheck("unreachable", f"No answer within {TEST_TIMEOUT_MS / 1000:g} s: the server is "
                                                "down, or a firewall drops the connection.")
-        self.last_check = check
         self._show_result(check.sentence, ok=False)
         self.checked.emit(check)
 
@@ -326,17 +325,19 @@ def _secret_source(target: str) -> tuple[str, bool]:
 
 
 class ConnectController(QObject):
-    """File ▸ Connect… on a main window: the action, the dialog, asking again when a secret is refused."""
+    """File ▸ Connect… on a main window: the action, the dialog, asking again when a secret is refused.
 
-    def __init__(self, window):
+    WINDOW is the MainWindow this is a part of: Connect opens the target in it (`open_database`),
+    and follows its `database_opened` / `database_failed` signals.
+    """
+
+    def __init__(self, ctx: WindowContext, window):
         super().__init__(window)
+        self._ctx = ctx
         self._window = window
         self.dialog: ConnectDialog | None = None
-        self.save_error: str | None = None
         self.action = QAction("&Connect…", window, shortcut=QKeySequence("Ctrl+L"), triggered=self.show_dialog)
         self.action.setToolTip("Open a Mastra memory on a PostgreSQL or libSQL server")
-        file_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&File")
-        file_menu.insertAction(window.recent_menu.menuAction(), self.action)
         window.database_opened.connect(self._on_window_database_opened)
         window.database_failed.connect(self._on_window_database_failed)
 
@@ -344,7 +345,7 @@ class ConnectController(QObject):
                     message: str | None = None) -> ConnectDialog:
         """Show the Connect dialog (filled with URL and MESSAGE when given) and return it."""
         if self.dialog is None:
-            self.dialog = ConnectDialog(self._window._runner, self._window)
+            self.dialog = ConnectDialog(self._ctx.runner, self._window)
             self.dialog.connect_requested.connect(self._on_dialog_connect_requested)
         if url is not None:
             self.dialog.set_target(url, message)
@@ -361,10 +362,9 @@ class ConnectController(QObject):
             return
         self.dialog.pending_save = None
         target, secret = pending
-        self._window._runner.submit_pooled(lambda _p, _c: _save(target, secret), on_done=self._on_saved)
+        self._ctx.runner.submit_pooled(lambda _p, _c: _save(target, secret), on_done=self._on_saved)
 
     def _on_saved(self, error: str | None) -> None:
-        self.save_error = error
         if error:
             self._window.statusBar().showMessage(error, 15000)
         else:
@@ -372,7 +372,7 @@ class ConnectController(QObject):
 
     def _on_window_database_failed(self, message: str) -> None:
         """A server URL refused for want of the right secret: ask for it instead of only reporting the error."""
-        target = getattr(self._window, "_failed_path", None)
+        target = self._window.failed_target
         if not target or cred.secret_kind(target) is None:
             return
         if self.dialog is not None:
@@ -383,9 +383,9 @@ class ConnectController(QObject):
         if not is_secret_failure(check.outcome):
             return
         cred.forget_for_session(target)
-        if not self._window._ctx.interactive:
+        if not self._ctx.interactive:
             return
-        box = getattr(self._window, "error_box", None)
+        box = self._window.error_box
         if box is not None:
             box.close()
         self.show_dialog(url=tg.strip_secrets(target), message=check.sentence)
@@ -397,8 +397,3 @@ def _save(target: str, secret: str) -> str | None:
     except cred.KeyringUnavailable as exc:
         return str(exc)
     return None
-
-
-def install_connect(window) -> ConnectController:
-    """Add File ▸ Connect… to WINDOW (a MainWindow) and return its controller."""
-    return ConnectController(window)

@@ -67,6 +67,7 @@ class TurnContextView(QWidget):
         self._thread_id: str | None = None
         self._wanted: int | None = None
         self._pending = False
+        self._record_present: bool | None = None   # unknown until the thread's detail has loaded
         self.use_helper = False
         self.context: TurnContext | None = None
         self.turn_box = QSpinBox()
@@ -131,7 +132,7 @@ class TurnContextView(QWidget):
         if thread_id == self._thread_id:
             return
         self._thread_id = thread_id
-        self._record_present: bool | None = None   # unknown until the thread's detail has loaded
+        self._record_present = None
         self.context = None
         self._show_page(True)
         self.turn_box.blockSignals(True)
@@ -171,7 +172,7 @@ class TurnContextView(QWidget):
     def showEvent(self, event) -> None:
         super().showEvent(event)
         # reconstructing needs the thread's timeline: only when looked at, and once the record is known
-        if getattr(self, "_pending", False) and getattr(self, "_record_present", None):
+        if self._pending and self._record_present:
             self._pending = False
             self.show_turn(None)
 

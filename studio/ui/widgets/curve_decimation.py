@@ -6,8 +6,8 @@ over time a bin spanning a long gap then draws its peak at a shifted time, and t
 of the view are missing. `column_extremes` keeps instead, for each pixel column, the first, lowest,
 highest and last point of the column, in their order and at their own x (and a gap's ends, where the
 line breaks): the polyline drawn covers the pixels the whole curve would (to within a pixel), with at
-most four points a column. `DecimatedCurve`
-is a PlotDataItem drawn that way. Its columns are one pixel wide and counted from the data's lowest x,
+most four points a column. `DecimatedCurve` is a PlotDataItem drawn that way, through pyqtgraph's
+public API (it hands pyqtgraph the points to draw). Its columns are one pixel wide and counted from the data's lowest x,
 not from the view's edge: a pan keeps the column width, so it reuses the decimation made for that
 width and only picks the points in view (searches, no pass over the points); a zoom or a resize
 decimates anew (~0.5 ms for 20,000 points).
@@ -19,12 +19,16 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from pyqtgraph.graphicsItems.PlotDataItem import PlotDataset
 
 #: A curve with at most this many points per pixel column is drawn whole (the decimation would keep them all).
 POINTS_PER_COLUMN = 4
 #: An x that goes back more often than this is decimated whole, not piece by piece (`column_extremes`).
 MAX_PIECES = 64
+#: Values more than this many view heights beyond the view are drawn at that limit, past a margin of
+#: RANGE_HYSTERESIS times it (pyqtgraph's `dynamicRangeLimit` and `dynamicRangeHyst` defaults): Qt strokes
+#: coordinates of 10^15 pixels very slowly.
+RANGE_LIMIT = 1e6
+RANGE_HYSTERESIS = 3.0
 
 
 def ascending_pieces(x: np.ndarray) -> np.ndarray:
@@ -104,65 +108,126 @@ def column_extremes(x: np.ndarray, y: np.ndarray, x0: float, x1: float, columns:
 
 
 class DecimatedCurve(pg.PlotDataItem):
-    """A PlotDataItem drawn through `column_extremes` for its view's x range and width (in place of pyqtgraph's downsampling).
+    """A PlotDataItem that hands pyqtgraph only `column_extremes` of its data for its view's x range and width.
 
-    Keep pyqtgraph's downsampling and clip-to-view off for it (the plot's and its own), and call `refresh`
-    when the view is resized (a range change it follows by itself). With at most `POINTS_PER_COLUMN`
-    points a column it is drawn whole. While the view ranges itself over the data (auto range) all of
-    the data is drawn (decimated), so the bounds pyqtgraph reads from the drawn points stay the data's.
-    As pyqtgraph does (`dynamicRangeLimit`), values far beyond the view's height are drawn at a limit
-    (Qt strokes coordinates of 10^15 pixels very slowly).
+    The whole data stays here; pyqtgraph is given the points to draw (`setData`), anew when the view's
+    range or width asks for other points, through pyqtgraph's public API only (`setData`,
+    `viewRangeChanged`, the ViewBox's range and size). Keep pyqtgraph's downsampling and clip-to-view
+    off for it (the plot's and its own), and call `refresh` when the view is resized (a range change
+    it follows by itself). With at most `POINTS_PER_COLUMN` points a column it is drawn whole. While
+    the view ranges itself over the data (auto range) all of the data is drawn (decimated), so the
+    bounds pyqtgraph reads from the drawn points stay the data's. As pyqtgraph's `dynamicRangeLimit`
+    does (turned off for it: this one reads the whole data's height once), values far beyond the view's
+    height are drawn at a limit (`RANGE_LIMIT`). `getData` and `getOriginalDataset` return the points
+    handed to pyqtgraph.
     """
 
     def __init__(self, *args, **kwargs):
-        self._shown_for: tuple | None = None   # what the display data was made for (`_wanted`)
-        self._pieces: np.ndarray | None = None  # where x goes back (`ascending_pieces`, found out once per data)
-        self._grid: tuple | None = None   # (column width, kept indexes, their x, their pieces) of the whole data
+        self._x: np.ndarray | None = None        # the whole data, as given to `setData`
+        self._y: np.ndarray | None = None
+        self._connect: np.ndarray | None = None  # a per-point `connect` array given with it
+        self._shown_for: tuple | None = None     # what the points handed to pyqtgraph were picked for (`_wanted`)
+        self._pieces: np.ndarray | None = None   # where x goes back (`ascending_pieces`, found out once per data)
+        self._grid: tuple | None = None          # (column width, kept indexes, their x, their pieces) of the whole data
+        self._y_span: tuple | None = None        # (lowest, highest) finite y of the whole data, or () when none
         super().__init__(*args, **kwargs)
+        self.setDynamicRangeLimit(None)          # the clip is ours (`_clip`), over the whole data
 
     def setData(self, *args, **kwargs) -> None:
-        """Set the data (as PlotDataItem.setData); the display data is made anew."""
-        self._pieces = self._grid = None
-        super().setData(*args, **kwargs)
+        """Set the data and style as PlotDataItem.setData does; pyqtgraph is handed the points to draw now.
+
+        x and y arrays (positional `(x, y)` or `(y,)`, or keywords `x=`, `y=`) are kept here as given;
+        any other form of data pyqtgraph accepts is read by pyqtgraph first.
+        """
+        connect = kwargs.get("connect")
+        self._connect = connect if isinstance(connect, np.ndarray) else None
+        self._pieces = self._grid = self._shown_for = self._y_span = None
+        plain = len(args) <= 2 and all(isinstance(a, np.ndarray) for a in args) and not (
+            args and ("x" in kwargs or "y" in kwargs))
+        if not plain:
+            super().setData(*args, **kwargs)
+            x, y = self.getOriginalDataset()
+        else:
+            y = args[-1] if args else kwargs.pop("y", None)
+            x = args[0] if len(args) == 2 else kwargs.pop("x", None)
+            y = None if y is None else np.asarray(y)
+            x = (np.arange(len(y)) if y is not None else None) if x is None else np.asarray(x)
+        self._x, self._y = (None, None) if x is None or y is None or not len(x) or not len(y) else (x, y)
+        wanted = self._wanted()
+        shown_x, shown_y, shown_connect = self._points(wanted)
+        if shown_connect is not None:
+            kwargs["connect"] = shown_connect
+        kwargs.pop("x", None)
+        kwargs.pop("y", None)
+        if shown_x is None:
+            super().setData(**kwargs)
+        else:
+            super().setData(shown_x, shown_y, **kwargs)
+        self._shown_for = wanted
 
     def refresh(self) -> None:
-        """Make the display data anew if the view's range or width asks for other points (call it on a resize)."""
-        if self._datasetDisplay is not None and self._wanted() != self._shown_for:
-            self._datasetDisplay = None
-            self.updateItems(styleUpdate=False)
+        """Hand pyqtgraph other points if the view's range or width asks for them (call it on a resize)."""
+        if self._x is None or self._shown_for is None:
+            return
+        wanted = self._wanted()
+        if wanted == self._shown_for:
+            return
+        x, y, connect = self._points(wanted)
+        super().setData(x, y, **({"connect": connect} if connect is not None else {}))
+        self._shown_for = wanted
 
     def viewRangeChanged(self, vb=None, ranges=None, changed=None) -> None:
         """Follow the view's new range (pyqtgraph calls this)."""
-        self.setProperty("xViewRangeWasChanged", False)
+        super().viewRangeChanged(vb, ranges, changed)
         self.refresh()
 
     def _wanted(self) -> tuple:
-        """Return ((x0, x1, columns) or None to draw all, (low, high) y clip or None): what to show now."""
-        dataset = self._dataset
+        """Return (what to draw, (low, high) y clip or None): what to draw is (x0, x1, columns) to draw the
+        columns of, "all" to draw every point, or "none"."""
+        if self._x is None:
+            return "none", None
         view = self.getViewBox()
-        if dataset is None or not isinstance(view, pg.ViewBox) or not len(dataset.x):
-            return None, None   # not in a plot (yet)
-        span = None
+        if not isinstance(view, pg.ViewBox):
+            return "all", None   # not in a plot (yet)
+        (x0, x1), (y0, y1) = view.viewRange()
+        span = "all"
         columns = int(view.width())
-        if columns >= 1 and len(dataset.x) > POINTS_PER_COLUMN * columns:
+        if columns >= 1 and len(self._x) > POINTS_PER_COLUMN * columns:
             if view.autoRangeEnabled()[0]:
-                x0, x1 = float(np.nanmin(dataset.x)), float(np.nanmax(dataset.x))
-            else:
-                (x0, x1), _ = view.viewRange()
-            span = (x0, x1, columns) if x1 > x0 else None
-        return span, self._clip(view)
+                x0, x1 = float(np.nanmin(self._x)), float(np.nanmax(self._x))
+            if x1 > x0:
+                span = (x0, x1, columns)
+        return span, self._clip(y0, y1)
 
-    def _clip(self, view) -> tuple | None:
-        """Return the (low, high) y range values are clipped to, or None when the data fits (`dynamicRangeLimit`)."""
-        limit = self.opts["dynamicRangeLimit"]
-        rect = self._dataset.dataRect()
-        if limit is None or rect is None:
-            return None
-        _, (y0, y1) = view.viewRange()
+    def _clip(self, y0: float, y1: float) -> tuple | None:
+        """Return the (low, high) y range values are clipped to for a view of [Y0, Y1], or None when the data fits."""
+        if self._y_span is None:
+            with np.errstate(invalid="ignore"):
+                finite = self._y[np.isfinite(self._y)] if len(self._y) else self._y
+            self._y_span = (float(finite.min()), float(finite.max())) if len(finite) else ()
         height = y1 - y0
-        if not height > 0 or rect.height() <= 2 * self.opts["dynamicRangeHyst"] * limit * height:
+        if not self._y_span or not height > 0:
             return None
-        return (y0 - limit * height, y1 + limit * height)
+        low, high = self._y_span
+        if high - low <= 2 * RANGE_HYSTERESIS * RANGE_LIMIT * height:
+            return None
+        return (y0 - RANGE_LIMIT * height, y1 + RANGE_LIMIT * height)
+
+    def _points(self, wanted: tuple) -> tuple:
+        """Return (x, y, connect array or None) to hand pyqtgraph for WANTED (`_wanted`); (None, None, None): none."""
+        x, y, connect = self._x, self._y, self._connect
+        span, clip = wanted
+        if x is None:
+            return None, None, None
+        if span != "all":
+            x0, x1, columns = span
+            _width, kept, kept_x, kept_pieces = self._on_grid((x1 - x0) / columns)
+            keep = kept[in_view(kept_x, x0, x1, kept_pieces)]
+            x, y = x[keep], y[keep]
+            connect = connect[keep] if connect is not None else None
+        if clip is not None:
+            y = np.clip(y, *clip)
+        return x, y, connect
 
     def _on_grid(self, width: float) -> tuple:
         """Return (WIDTH, kept indexes, their x, where their x goes back): the whole data decimated on columns
@@ -171,7 +236,7 @@ class DecimatedCurve(pg.PlotDataItem):
         grid = self._grid
         if grid is not None and math.isclose(grid[0], width, rel_tol=1e-9):
             return grid
-        x, y = self._dataset.x, self._dataset.y
+        x, y = self._x, self._y
         if self._pieces is None:
             self._pieces = ascending_pieces(x)
         origin, end = float(np.nanmin(x)), float(np.nanmax(x))
@@ -181,26 +246,3 @@ class DecimatedCurve(pg.PlotDataItem):
         kept_pieces = np.unique(starts[starts < len(kept)])
         self._grid = (width, kept, x[kept], kept_pieces)
         return self._grid
-
-    def _getDisplayDataset(self):  # noqa: N802 (pyqtgraph's name)
-        """Return the points to draw: the column extremes of the data for the view now (pyqtgraph calls this)."""
-        dataset = self._dataset
-        if dataset is None:
-            return None
-        wanted = self._wanted()
-        if self._datasetDisplay is not None and wanted == self._shown_for:
-            return self._datasetDisplay
-        span, clip = wanted
-        x, y = dataset.x, dataset.y
-        connect = self.opts["connect"] if isinstance(self.opts["connect"], np.ndarray) else None
-        if span is not None:
-            x0, x1, columns = span
-            width, kept, kept_x, kept_pieces = self._on_grid((x1 - x0) / columns)
-            keep = kept[in_view(kept_x, x0, x1, kept_pieces)]
-            x, y = x[keep], y[keep]
-            connect = connect[keep] if connect is not None else None
-        if clip is not None:
-            y = np.clip(y, *clip)
-        self._datasetDisplay = PlotDataset(x, y, dataset.xAllFinite, dataset.yAllFinite, connect)
-        self._shown_for = wanted
-        return self._datasetDisplay

@@ -1,8 +1,9 @@
 """The studio's Health: a background doctor scan, a badge per thread, the Health tab and window.
 
-`install_health(window)` is the main window's one hook: it adds View ▸ Health… (Ctrl+Shift+H),
-paints a badge (errors + warnings, coloured by the worst) beside each thread's title, wires the
-thread view's Health tab, and starts a scan whenever a database is opened or refreshed.
+`HealthController` is a part of the main window, made with its `WindowContext`: it owns View ▸
+Health… (Ctrl+Shift+H), paints a badge (errors + warnings, coloured by the worst) beside each
+thread's title, wires the thread view's Health tab, and starts a scan whenever a database is opened
+or refreshed.
 
 The scan runs the doctor as a chain of short tasks on the TaskRunner's database worker
 (`plan_batches`, then one `run_batch` per 100 threads), so other reads interleave; badge counts
@@ -19,6 +20,7 @@ from PySide6.QtGui import QAction, QKeySequence, QPainter
 from PySide6.QtWidgets import QStyledItemDelegate, QToolTip
 
 from studio.ui import format as fmt
+from studio.ui.context import WindowContext
 from studio.ui.health_loaders import load_scan_batch, load_scan_plan
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.tasks import TaskRunner
@@ -179,14 +181,17 @@ class HealthBadgeDelegate(QStyledItemDelegate):
 
 
 class HealthController(QObject):
-    """Tie the scan to a main window: badges, the Health tab, the Health window, and navigation."""
+    """Tie the scan to a main window: badges, the Health tab, the Health window, and navigation.
 
-    def __init__(self, window):
+    WINDOW is the MainWindow this is a part of: its thread list shows the badges, its thread view
+    the Health tab; a finding opens through its `select_thread`. The window puts `action` in its View menu.
+    """
+
+    def __init__(self, ctx: WindowContext, window):
         super().__init__(window)
         self._window = window
-        self.scan = HealthScan(window._runner, self, use_helper=lambda: window.uses_helper)
+        self.scan = HealthScan(ctx.runner, self, use_helper=lambda: window.uses_helper)
         self.health_window: HealthWindow | None = None
-        self._select_timer: QTimer | None = None
         self.badges = HealthBadgeDelegate(self.scan, window.thread_list.view)
         from studio.ui.models.threads import ThreadColumn
 
@@ -195,15 +200,8 @@ class HealthController(QObject):
         window.database_opened.connect(self._on_window_database_opened)
         window.database_refreshed.connect(self._on_window_database_refreshed)
         window.statuses_finished.connect(self._on_window_statuses_finished)
-        tab = getattr(window.thread_view, "health_tab", None)
-        if tab is not None:
-            tab.finding_activated.connect(self.open_finding)
-        view_menu = next((a.menu() for a in window.menuBar().actions() if a.text() == "&View"), None)
+        window.thread_view.health_tab.finding_activated.connect(self.open_finding)
         self.action = QAction("&Health…", window, shortcut=QKeySequence("Ctrl+Shift+H"), triggered=self.show_window)
-        if view_menu is not None:
-            view_menu.addAction(self.action)
-        else:
-            window.addAction(self.action)
 
     def show_window(self, _checked: bool = False) -> HealthWindow:
         """View ▸ Health…: show every finding of the database (filled in as the scan runs)."""
@@ -269,8 +267,8 @@ class HealthController(QObject):
         self._fill_window()
 
     def _on_window_database_refreshed(self) -> None:
-        tab = getattr(self._window.thread_view, "health_tab", None)
-        if tab is not None and tab.thread_id is not None:
+        tab = self._window.thread_view.health_tab
+        if tab.thread_id is not None:
             tab.refresh()
 
     def _on_scan_batch_landed(self, batch: list[dict], done: int, total: int) -> None:
@@ -278,8 +276,3 @@ class HealthController(QObject):
         if self.health_window is not None:
             self.health_window.pane.add_findings(batch)
             self.health_window.set_progress(done, total)
-
-
-def install_health(window) -> HealthController:
-    """Add Health to WINDOW (a MainWindow): the scan, badges, Health tab navigation and View ▸ Health…."""
-    return HealthController(window)

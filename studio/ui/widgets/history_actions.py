@@ -2,15 +2,15 @@
 
 Each action opens a dialog that says what will be written and where the backup goes; nothing is
 written unless the user accepts it. The write runs on the TaskRunner's database worker (so no read
-of ours overlaps it) through the window's `WriteSession` (`studio.store.writes`): a verified
-SQLite online backup of the file before the session's first write, then ONE transaction that is
-checked against concurrent writers and leaves the file unchanged when it fails. The view is
-refreshed afterwards (a clone is selected once the thread list has it).
+of ours overlaps it) through the window's `WriteSession` (`studio.store.writes`, the session of its
+`WindowContext`): a verified SQLite online backup of the file before the session's first write, then
+ONE transaction that is checked against concurrent writers and leaves the file unchanged when it
+fails. The view is refreshed afterwards (a clone is selected once the thread list has it).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction
@@ -25,11 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from studio.ui import format as fmt
-from studio.ui.tasks import TaskRunner
+from studio.ui.context import WindowContext
 from studio.ui.widgets.common import plain_label
-
-if TYPE_CHECKING:
-    from studio.ui.widgets.main_window import MainWindow
 
 MAX_MESSAGE_LIMIT = 10_000_000
 
@@ -126,44 +123,34 @@ class ConfirmWriteDialog(QDialog):
 
 
 class HistoryActions(QObject):
-    """The window's history writes: clone a thread, delete the selected message, clear a thread's messages."""
+    """A main window's history writes: clone a thread, delete the selected message, clear a thread's messages, undo.
+
+    WINDOW is the MainWindow this is a part of: the actions apply to its thread view's thread and
+    selected message in its open database; the window puts the actions in its Thread menu and calls
+    `update_actions` when that menu opens.
+    """
 
     written = Signal(str)   # what was written (a sentence), after the write succeeded
     failed = Signal(str)    # why a write did not happen (nothing was written)
 
-    def __init__(self, window: "MainWindow", runner: TaskRunner, session=None):
+    def __init__(self, ctx: WindowContext, window):
         super().__init__(window)
-        from studio.store.writes import WriteSession
-
+        self._ctx = ctx
         self._window = window
-        self._runner = runner
-        self.session = session if session is not None else WriteSession()
+        self.session = ctx.session
         self.dialog: ConfirmWriteDialog | None = None
         self.error_box: QMessageBox | None = None
         self.last_error: str | None = None
         self.busy = False
-        bar = window.menuBar()
-        menu = next((a.menu() for a in bar.actions() if a.text() == "&Thread"), None)
-        if menu is None:
-            help_action = next((a for a in bar.actions() if a.text() == "&Help"), None)
-            menu = bar.addMenu("&Thread") if help_action is None else None
-            if menu is None:
-                from PySide6.QtWidgets import QMenu
-
-                menu = QMenu("&Thread", window)
-                bar.insertMenu(help_action, menu)
-        menu.addSeparator()
         self.clone_action = QAction("&Clone Thread…", window, triggered=self._on_clone_action_triggered)
         self.delete_action = QAction("&Delete Message…", window, triggered=self._on_delete_action_triggered)
         self.clear_action = QAction("Clear Thread's &Messages…", window, triggered=self._on_clear_action_triggered)
-        for action in (self.clone_action, self.delete_action, self.clear_action):
-            menu.addAction(action)
-        menu.addSeparator()
         self.undo_action = QAction("&Undo Last Write…", window, triggered=self._on_undo_action_triggered)
-        menu.addAction(self.undo_action)
-        menu.setToolTipsVisible(True)   # a greyed-out Undo Last Write says why
-        menu.aboutToShow.connect(self.update_actions)
         self.update_actions()
+
+    def write_actions(self) -> tuple[QAction, QAction, QAction]:
+        """Return the actions that write a thread's rows: Clone Thread…, Delete Message…, Clear Thread's Messages…."""
+        return self.clone_action, self.delete_action, self.clear_action
 
     # -- state -----------------------------------------------------------------------------
 
@@ -203,12 +190,6 @@ class HistoryActions(QObject):
         where = f"this session's backup is {done}" if done is not None else f"backups go {self._backup_folder()}"
         return (f"Not for a local file: there the backup file is the undo (the studio backs the whole file up "
                 f"before its first write of a session; {where}); close the studio and copy it back. {server}")
-
-    def announce_written(self, path: str, sentence: str) -> None:
-        """Show SENTENCE (what a studio write wrote) and the backup's path in the status bar for 10 s."""
-        backup = self.session.backup_for(path)
-        note = f" Backup: {backup}" if backup is not None else ""
-        self._window.statusBar().showMessage(sentence + note, 10000)
 
     def _backup_note(self, path: str) -> str:
         if _is_server(path):
@@ -291,8 +272,8 @@ class HistoryActions(QObject):
         self.busy = True
         self.update_actions()
         self._window.statusBar().showMessage("Writing… (backing the file up first)")
-        self._runner.submit(lambda _store, _p, _c: fn(), on_done=done, on_error=self._on_write_failed,
-                            key=None, load=False)   # a write (its own connection), not a load of the store
+        self._ctx.runner.submit(lambda _store, _p, _c: fn(), on_done=done, on_error=self._on_write_failed,
+                                key=None, load=False)   # a write (its own connection), not a load of the store
 
     def _run_clone(self, path: str, thread_id: str, options: dict) -> None:
         session = self.session
@@ -328,7 +309,7 @@ class HistoryActions(QObject):
 
     def _on_written(self, path: str, sentence: str) -> None:
         self.busy = False
-        self.announce_written(path, sentence)
+        self._window.announce_written(path, sentence)
         self._window.refresh()
         self.update_actions()
         if self.dialog is not None and self.dialog.isVisible():
@@ -345,12 +326,9 @@ class HistoryActions(QObject):
         if self.dialog is not None and self.dialog.isVisible():
             self.dialog.refuse(message)   # the dialog says why, and keeps what the user typed
             return
-        if self._window._ctx.interactive:  # noqa: SLF001  (tests and screenshots never pop up boxes)
-            box = QMessageBox(QMessageBox.Icon.Warning, "Nothing was written", message,
-                              QMessageBox.StandardButton.Ok, self._window)
-            box.setTextFormat(Qt.TextFormat.PlainText)
-            box.setWindowModality(Qt.WindowModality.WindowModal)
-            box.open()
+        box = self._ctx.interaction.report(self._window, "Nothing was written", message,
+                                           icon=QMessageBox.Icon.Warning)
+        if box is not None:   # screenshots never pop up boxes
             self.error_box = box
 
     # -- slots -----------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QPoint, QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QButtonGroup,
@@ -83,20 +83,19 @@ class HistoryTab(QWidget):
     generation_written = Signal(object)  # a generation the Revert dialog wrote (dict): the revert, or its repair
     write_failed = Signal(str)            # why a revert wrote nothing
 
-    def __init__(self, runner: TaskRunner, parent=None):
+    def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None, write_session=None):
+        """RUNNER reads (and a revert writes); SETTINGS keep the Revert dialog's quiet period; WRITE_SESSION is the
+        window's studio.store.writes.WriteSession (backs the file up before its first write), if any."""
         super().__init__(parent)
         self._runner = runner
+        self._settings = settings
+        self._write_session = write_session
         self._records: list[OMRecord] = []
         self._lookup_key: str | None = None
         #: The open database's path (set by the main window); a revert opens it for writing.
         self.database_path: str | None = None
-        #: The window's studio.store.writes.WriteSession (backs the file up before its first write), if any.
-        self.write_session = None
-        #: The application's QSettings (the Revert dialog remembers the quiet period there), if any.
-        self.settings = None
         #: The open Revert dialog (History ▸ Revert to this generation…), or None.
         self.revert_dialog = None
-        self.last_write_error: str | None = None
         self._syncing = False
         self._highlight: tuple[int, str] | None = None  # (line, side) to select once the diff is shown
         self._stack = QStackedWidget()
@@ -438,7 +437,6 @@ class HistoryTab(QWidget):
         action.setEnabled(not current and self.database_path is not None)
         action.triggered.connect(lambda _checked=False, r=record: self.revert_to(r))
         menu.popup(self.generations_view.viewport().mapToGlobal(pos))
-        self.context_menu = menu
 
     def _on_revert_button_clicked(self) -> None:
         record = self.selected_generation()
@@ -463,22 +461,14 @@ class HistoryTab(QWidget):
         if self.revert_dialog is not None:
             self.revert_dialog.close()
         dialog = RevertDialog(self._runner, self.database_path, self._lookup_key, record, current,
-                              settings=self.settings, write_session=self.write_session, parent=self)
+                              settings=self._settings, write_session=self._write_session, parent=self)
         dialog.setStyleSheet(STYLE_SHEET)
-        dialog.committed.connect(self._on_revert_committed)
-        dialog.write_failed.connect(self._on_revert_failed)
+        dialog.committed.connect(self.generation_written)
+        dialog.write_failed.connect(self.write_failed)
         dialog.finished.connect(lambda _result, d=dialog: self._on_revert_dialog_finished(d))
         self.revert_dialog = dialog
         dialog.open()
         return dialog
-
-    def _on_revert_committed(self, row: dict) -> None:
-        self.last_write_error = None
-        self.generation_written.emit(row)
-
-    def _on_revert_failed(self, message: str) -> None:
-        self.last_write_error = message
-        self.write_failed.emit(message)
 
     def _on_revert_dialog_finished(self, dialog) -> None:
         if self.revert_dialog is dialog:

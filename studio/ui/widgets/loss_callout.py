@@ -55,10 +55,6 @@ class LossCallout(QFrame):
         self.body.setText("\n".join(lines))
         self._fit_list_height()
 
-    def shown_lines(self) -> int:
-        """Return how many whole lines of the list the callout shows without scrolling."""
-        return self.scroll.height() // self.body.fontMetrics().lineSpacing()
-
     def _fit_list_height(self) -> None:
         """Make the list exactly as tall as its (wrapped) lines, up to LOSS_LINES_SHOWN whole lines:
         never a line cut in half at the bottom."""

@@ -1,11 +1,17 @@
-"""The main window: resources | threads | thread view, menus, drag-and-drop, live refresh, status bar."""
+"""The main window: resources | threads | thread view, menus, drag-and-drop, status bar, and the parts it owns.
+
+The window lays out the panes and the menus, opens stores and keeps the selection. Each other job
+is a part the window makes with its `WindowContext` and keeps by name: `loader` (the listing, the
+thread detail, statuses, live refresh), `dialogs` (Reflect / Observe / Activate, the Overview),
+`history_actions` (clone, delete, clear, undo), `health` (the doctor scan and its badges) and
+`connect_controller` (File ▸ Connect…). A part uses the window's public API only.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QModelIndex, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -22,8 +28,8 @@ from PySide6.QtWidgets import (
 
 from studio.paths import SAMPLE_DATABASE
 from studio.store.target import absolute_target, is_server_target, redact_url, strip_secrets
-from studio.store.records import Thread
 from studio.ui import format as fmt
+from studio.ui.context import AppContext, WindowContext
 from studio.ui.models.resources import ResourceListModel
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.models.threads import ThreadTableModel
@@ -31,18 +37,15 @@ from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
 from studio.ui.widgets.common import ElidedLabel, OneLineProgressBar, plain_label, set_role, table_view
-from studio.ui.widgets.connect_dialog import install_connect
+from studio.ui.widgets.connect_dialog import ConnectController
 from studio.ui.widgets.file_banner import FileGoneBanner
-from studio.ui.widgets.health import install_health
+from studio.ui.widgets.health import HealthController
 from studio.ui.widgets.history_actions import HistoryActions
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
-from studio.ui.widgets.thread_view import NO_DATABASE, TAB_NAMES, TAB_TITLES, ThreadView
+from studio.ui.widgets.thread_view import NO_DATABASE, NO_THREAD, TAB_NAMES, TAB_TITLES, ThreadView
 from studio.ui.widgets.window_dialogs import WindowDialogs
 from studio.ui.widgets.window_loading import ListingLoader
-
-if TYPE_CHECKING:
-    from studio.ui.app import AppContext
 
 APP_TITLE = "Memory Studio"
 #: The permanent "read-only" badge: browsing never writes; a write happens only when the user confirms one.
@@ -50,9 +53,6 @@ READ_ONLY_TIP = ("Browsing is read-only: the studio reads this database without 
                  "confirm a write (Thread ▸ Reflect Now…, Observe Now…, Activate…, Clone…, Delete…, or a revert): one "
                  "transaction, after a backup, then browsing is read-only again.")
 DB_FILTER = "SQLite databases (*.db *.sqlite *.sqlite3 *.db3);;All files (*)"
-#: Databases with at least this many messages compute statuses, thread details and message pages in
-#: the TaskRunner's helper process, so the GUI thread never waits for the interpreter lock.
-HELPER_MIN_MESSAGES = 20_000
 #: Least share of the window's width the thread detail gets when the window is first laid out.
 DETAIL_SHARE = 0.47
 
@@ -64,7 +64,7 @@ def open_error_text(path: str, message: str) -> str:
     return f"{path}: {message}"
 
 
-class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
+class MainWindow(QMainWindow):
     """Browse one Mastra memory.db: resources filter threads; the selected thread fills the thread view."""
 
     database_opened = Signal(str)      # path
@@ -74,21 +74,16 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
     thread_selected = Signal(str)      # thread id
     error_reported = Signal(str)
 
-    def __init__(self, ctx: "AppContext", parent=None):
+    def __init__(self, app: AppContext, parent=None):
         super().__init__(parent)
-        self._ctx = ctx
-        self._runner = ctx.runner
+        self._app = app
+        #: What this window's parts share (runner, settings, write session, interaction), handed to each.
+        self.context = ctx = WindowContext.for_window(app)
         self._path: str | None = None
-        self._data_version = None   # the open store's fingerprint as last loaded
-        self._local_path: str | None = None   # its database file (None: a server store)
-        self._check_task = None   # the last live-refresh check submitted (studio.ui.tasks.Task)
+        self._failed_path: str | None = None
         self._thread_id: str | None = None
         self._pending_thread: str | None = None
         self._pending_tab: str | None = None
-        self._status_threads: list[Thread] = []
-        self._status_done = 0
-        self._status_round = 0
-        self._use_helper = False
         self.error_box: QMessageBox | None = None
         self.last_error: str | None = None
 
@@ -96,15 +91,20 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.setAcceptDrops(True)
         self.setStyleSheet(STYLE_SHEET)
         self._build_views()
-        self._build_menus()
         self._build_status_bar()
-        self.history_actions = HistoryActions(self, self._runner)   # Thread ▸ Clone / Delete (confirmed writes)
-        self.health = install_health(self)   # badges, Health tab navigation, View ▸ Health… (Ctrl+Shift+H)
-        self.connect_controller = install_connect(self)   # File ▸ Connect… (Ctrl+L): server URLs, keyring
+        self.loader = ListingLoader(ctx, self)   # the listing, the thread detail, statuses, live refresh
+        self.dialogs = WindowDialogs(ctx, self)   # Thread ▸ Reflect / Observe / Activate…, View ▸ Overview…
+        self.history_actions = HistoryActions(ctx, self)   # Thread ▸ Clone / Delete (confirmed writes)
+        self.health = HealthController(ctx, self)   # badges, Health tab navigation, View ▸ Health… (Ctrl+Shift+H)
+        self.connect_controller = ConnectController(ctx, self)   # File ▸ Connect… (Ctrl+L): server URLs, keyring
+        self._build_menus()
+        self.loader.listed.connect(self._on_loader_listed)
+        self.loader.detail_loaded.connect(self.dialogs.follow_detail)
+        self.loader.statuses_finished.connect(self.statuses_finished)
 
         self.watcher = DatabaseWatcher(self)
-        self.watcher.check_due.connect(self._on_watcher_check_due)
-        self._runner.task_failed.connect(self._on_runner_task_failed)
+        self.watcher.check_due.connect(self.loader.check_for_changes)
+        ctx.runner.task_failed.connect(self._on_runner_task_failed)
         self.resize(1400, 900)
         self._restore_layout()
 
@@ -123,13 +123,14 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.resources_view.selectionModel().currentRowChanged.connect(self._on_resources_current_changed)
 
         self.thread_model = ThreadTableModel(self)
-        self.thread_list = ThreadListPane(self.thread_model, runner=self._runner)
+        self.thread_list = ThreadListPane(self.thread_model, runner=self.context.runner)
         self.threads_view = self.thread_list.view
         self.threads_heading = self.thread_list.heading
         self.threads_view.selectionModel().currentRowChanged.connect(self._on_threads_current_changed)
         self.thread_list.filter_changed.connect(self._on_thread_list_filter_changed)
 
-        self.thread_view = ThreadView(self._runner)
+        self.thread_view = ThreadView(self.context.runner, settings=self.context.settings,
+                                      write_session=self.context.session)
 
         left = QWidget()
         ll = QVBoxLayout(left)
@@ -166,27 +167,26 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.thread_view.show_message(NO_DATABASE)
 
     def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
+        """Lay the menus out: the window's own actions and its parts' (each part made its actions)."""
+        self.file_menu = file_menu = self.menuBar().addMenu("&File")
         self.open_action = QAction("&Open…", self, shortcut=QKeySequence.StandardKey.Open,
                                    triggered=self._on_open_action_triggered)
         file_menu.addAction(self.open_action)
+        file_menu.addAction(self.connect_controller.action)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._on_recent_menu_about_to_show)
         file_menu.addSeparator()
         self.quit_action = QAction("&Quit", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
         file_menu.addAction(self.quit_action)
 
-        view_menu = self.menuBar().addMenu("&View")
+        self.view_menu = view_menu = self.menuBar().addMenu("&View")
         self.refresh_action = QAction("&Refresh", self, shortcut=QKeySequence("F5"),
                                       triggered=self._on_refresh_action_triggered)
         view_menu.addAction(self.refresh_action)
         self.find_action = QAction("&Filter Threads…", self, shortcut=QKeySequence.StandardKey.Find,
                                    triggered=self._on_find_action_triggered)
         view_menu.addAction(self.find_action)
-        self.overview_action = QAction("&Overview…", self, shortcut=QKeySequence("Ctrl+Shift+O"),
-                                       triggered=self.show_overview)
-        view_menu.addAction(self.overview_action)
-        self.overview_window = None
+        view_menu.addAction(self.dialogs.overview_action)
         view_menu.addSeparator()
         self.tab_actions: dict[str, QAction] = {}
         for i, name in enumerate(TAB_NAMES, start=1):
@@ -194,27 +194,20 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
                              triggered=functools.partial(self._on_tab_action_triggered, name))
             view_menu.addAction(action)
             self.tab_actions[name] = action
+        view_menu.addAction(self.health.action)
 
-        thread_menu = next((a.menu() for a in self.menuBar().actions() if a.text() == "&Thread"), None) \
-            or self.menuBar().addMenu("&Thread")
-        self.reflect_action = QAction("&Reflect Now…", self, shortcut=QKeySequence("Ctrl+R"), enabled=False,
-                                      triggered=self._on_reflect_action_triggered)
-        thread_menu.addAction(self.reflect_action)
-        self.observe_action = QAction("&Observe Now…", self, shortcut=QKeySequence("Ctrl+E"), enabled=False,
-                                      triggered=self._on_observe_action_triggered)
-        thread_menu.addAction(self.observe_action)
-        self.activate_action = QAction("&Activate Buffered Chunks…", self, shortcut=QKeySequence("Ctrl+Shift+B"),
-                                       enabled=False, triggered=self._on_activate_action_triggered)
-        thread_menu.addAction(self.activate_action)
-        self.reflect_dialog = None
-        self.observe_dialog = None
-        self.thread_view.om_tab.reflect_requested.connect(self._on_reflect_action_triggered)
-        self.thread_view.om_tab.observe_requested.connect(self._on_observe_action_triggered)
-        self.thread_view.om_tab.activate_requested.connect(self._on_activate_action_triggered)
-        self.thread_view.history_tab.generation_written.connect(self._on_generation_written)
-        self.thread_view.history_tab.write_failed.connect(self._on_write_failed)
+        self.thread_menu = thread_menu = self.menuBar().addMenu("&Thread")
+        for action in (self.dialogs.reflect_action, self.dialogs.observe_action, self.dialogs.activate_action):
+            thread_menu.addAction(action)
+        thread_menu.addSeparator()
+        for action in self.history_actions.write_actions():
+            thread_menu.addAction(action)
+        thread_menu.addSeparator()
+        thread_menu.addAction(self.history_actions.undo_action)
+        thread_menu.setToolTipsVisible(True)   # a greyed-out Undo Last Write says why
+        thread_menu.aboutToShow.connect(self.history_actions.update_actions)
 
-        help_menu = self.menuBar().addMenu("&Help")
+        self.help_menu = help_menu = self.menuBar().addMenu("&Help")
         self.shortcuts_action = QAction("&Keyboard Shortcuts", self, shortcut=QKeySequence.StandardKey.HelpContents,
                                         triggered=self._on_shortcuts_action_triggered)
         help_menu.addAction(self.shortcuts_action)
@@ -247,6 +240,11 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         """Return the selected thread's id, or None."""
         return self._thread_id
 
+    @property
+    def failed_target(self) -> str | None:
+        """Return the target whose open failed last (F5 tries it again while no database is open), or None."""
+        return self._failed_path
+
     def open_database(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
                       tab: str | None = None) -> None:
         """Open PATH in the background; on failure show the error and keep the current database.
@@ -255,7 +253,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         """
         target = absolute_target(path)   # the open file stays found after a chdir
         self.statusBar().showMessage(f"Opening {redact_url(target)}…")
-        self._runner.open_store(
+        self.context.runner.open_store(
             target,
             on_done=lambda info: self._on_store_opened(info, thread_id, tab),
             on_error=lambda exc: self._on_store_failed(target, exc))
@@ -263,8 +261,8 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
     def refresh(self) -> None:
         """Re-read the database now (View ▸ Refresh), keeping the selection; retry a failed first open."""
         if self._path is not None:
-            self._reload()
-        elif getattr(self, "_failed_path", None):
+            self.loader.load(refresh=True)
+        elif self._failed_path:
             self.open_database(self._failed_path)
 
     def select_thread(self, thread_id: str) -> bool:
@@ -325,14 +323,28 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
                 return str(path.parent)
         return str(Path.home())
 
-    def _wants_helper(self, rows) -> bool:
-        """Return True when ROWS (ThreadRow list) hold enough messages for the helper process."""
-        return sum(r.thread.message_count or 0 for r in rows) >= HELPER_MIN_MESSAGES
-
     @property
     def uses_helper(self) -> bool:
         """Return True when the open database is big enough for the helper process to do the heavy work."""
-        return self._use_helper
+        return self.loader.use_helper
+
+    def report_error(self, title: str, message: str) -> None:
+        """Say MESSAGE (plain text) under TITLE: `last_error`, `error_reported`, and a box when interactive."""
+        self.note_error(message)
+        box = self.context.interaction.report(self, title, message)
+        if box is not None:
+            self.error_box = box
+
+    def note_error(self, message: str) -> None:
+        """Keep MESSAGE as the last error and emit `error_reported` (no box: the window shows it where it belongs)."""
+        self.last_error = message
+        self.error_reported.emit(message)
+
+    def announce_written(self, path: str, sentence: str) -> None:
+        """Show SENTENCE (what a studio write wrote) and the backup's path in the status bar for 10 s."""
+        backup = self.context.session.backup_for(path)
+        note = f" Backup: {backup}" if backup is not None else ""
+        self.statusBar().showMessage(sentence + note, 10000)
 
     def settle(self) -> None:
         """Process pending events and layout (before a grab), and let a long Timeline finish drawing (at most 10 s)."""
@@ -348,21 +360,15 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
 
     def _on_store_opened(self, info: OpenedStore, thread_id: str | None, tab: str | None) -> None:
         self._path = info.path
-        self._data_version = info.data_version
-        self._local_path = info.local_path
+        self.loader.open(info)   # statuses of the previous database are stale now
         self.file_banner.hide()
         self._thread_id = None
-        self._status_round += 1  # statuses of the previous database are stale now
-        self._runner.cancel("statuses")
-        self.progress.hide()
         self._pending_thread, self._pending_tab = thread_id, tab
         # "[*]" in a title is Qt's modified-marker placeholder: double it to show a file name literally
         name = strip_secrets(info.path) if is_server_target(info.path) else Path(info.path).name
         self.setWindowTitle(f"{APP_TITLE} — {name.replace('[*]', '[*][*]')}")
         self.path_label.setText(info.path)
         self.thread_view.history_tab.database_path = info.path
-        self.thread_view.history_tab.write_session = self._write_session()
-        self.thread_view.history_tab.settings = self._ctx.settings
         self.path_label.setToolTip(fmt.plain_tooltip(info.path))
         self.mode_label.setText("read-write" if info.writable else "read-only")
         set_role(self.mode_label, "badge-stale" if info.writable else "badge")
@@ -371,8 +377,8 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.statusBar().clearMessage()
         if info.notices:
             self.statusBar().showMessage(" ".join(info.notices))
-        if self._ctx.interactive:
-            self._ctx.add_recent_file(info.path)
+        if self.context.interactive:
+            self._app.add_recent_file(info.path)
             self._rebuild_recent_menu()
         self.watcher.watch(info.local_path)
         self.thread_list.filter_edit.blockSignals(True)
@@ -382,8 +388,8 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.thread_model.clear()
         self.resource_model.clear()
         self.thread_view.show_message("Loading threads…")
-        self._overview_follows(listed=False)
-        self._load_listing(refresh=False)
+        self.dialogs.overview_follows(listed=False)
+        self.loader.load(refresh=False)
         self.database_opened.emit(info.path)
 
     def _on_file_banner_reopen_requested(self) -> None:
@@ -396,19 +402,67 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self._failed_path = path  # F5 tries it again while no database is open
         self.statusBar().clearMessage()
         message = open_error_text(shown or redact_url(path), str(exc) or exc.__class__.__name__)
-        self._report_error("Cannot open database", message)
+        self.report_error("Cannot open database", message)
         self.database_failed.emit(message)
 
-    def _report_error(self, title: str, message: str) -> None:
-        self.last_error = message
-        self.error_reported.emit(message)
-        if not self._ctx.interactive:
+    # -- selection -------------------------------------------------------------------------
+
+    def _on_loader_listed(self, refresh: bool) -> None:
+        """A listing is in: keep the selection (a refresh) or select the thread asked for, else the first with OM."""
+        self.dialogs.overview_follows(listed=True)
+        if refresh:
+            self._restore_thread_selection()
+            if self._thread_id is not None:
+                self.loader.load_detail(self._thread_id, refresh=True)
+            self.database_refreshed.emit()
             return
-        box = QMessageBox(QMessageBox.Icon.Critical, title, message, QMessageBox.StandardButton.Ok, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        box.open()
-        self.error_box = box
+        if self._thread_id is not None and not self._pending_thread:
+            self._pending_tab = None
+            return   # the user picked a thread while the counts were read: keep it
+        wanted = self._pending_thread or self.first_thread_with_om()
+        tab = self._pending_tab
+        self._pending_thread = self._pending_tab = None
+        if wanted and self.select_thread(wanted):
+            if tab:
+                self.thread_view.set_tab(tab)
+        elif not self.thread_model.total_rows:
+            self.thread_view.show_message("This database has no threads.")
+        else:
+            self.thread_view.show_message(NO_THREAD)
+            if wanted:
+                self.report_error("No such thread", f"No thread {wanted!r} in {self._path}")
+
+    def _follow_filter(self) -> None:
+        """Keep the selected thread when the filtered list still has it, else select its first thread (or none)."""
+        if self._thread_id is not None and self.thread_model.row_of(self._thread_id) >= 0:
+            self._restore_thread_selection()
+            return
+        if self.thread_model.total_rows:
+            index = self.thread_model.index(0, 0)
+            self.threads_view.setCurrentIndex(index)
+            self.threads_view.scrollTo(index)
+            return
+        self._thread_id = None
+        self.threads_view.selectionModel().clearCurrentIndex()
+        text = self.thread_list.filter_edit.text().strip()
+        self.thread_view.show_message(f"No thread matches “{text}”." if text else NO_THREAD)
+
+    def _restore_thread_selection(self) -> None:
+        if self._thread_id is None:
+            return
+        row = self.thread_model.row_of(self._thread_id)
+        if row < 0 and self.thread_model.has_thread(self._thread_id):
+            self._follow_filter()   # still there, but the filters hide it now
+            return
+        if row < 0:
+            self._thread_id = None
+            self.thread_view.show_message("The selected thread no longer exists.")
+            return
+        sel = self.threads_view.selectionModel()
+        sel.blockSignals(True)
+        self.threads_view.setCurrentIndex(self.thread_model.index(row, 0))
+        sel.blockSignals(False)
+        self.threads_view.viewport().update()
 
     # -- slots -----------------------------------------------------------------------------
 
@@ -432,7 +486,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
             return
         self._thread_id = thread_id
         self.thread_selected.emit(thread_id)
-        self._load_detail(thread_id)
+        self.loader.load_detail(thread_id)
 
     def _on_open_action_triggered(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open a Mastra memory.db", self.open_dialog_directory(), DB_FILTER)
@@ -463,10 +517,10 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
                    (self.refresh_action, "Re-read the database now"),
                    (self.find_action, "Filter the threads by title or id")]
         actions += [(action, f"Show the {TAB_TITLES[name]} tab") for name, action in self.tab_actions.items()]
-        actions += [(self.reflect_action, "Reflect the thread's observation log now (preview, then commit)")]
-        actions += [(self.observe_action, "Observe the thread's unobserved messages now (preview, then commit)")]
-        actions += [(self.activate_action, "Activate the thread's buffered observation chunks now")]
-        actions += [(self.overview_action, "Show every thread by its two OM ratios")]
+        actions += [(self.dialogs.reflect_action, "Reflect the thread's observation log now (preview, then commit)")]
+        actions += [(self.dialogs.observe_action, "Observe the thread's unobserved messages now (preview, then commit)")]
+        actions += [(self.dialogs.activate_action, "Activate the thread's buffered observation chunks now")]
+        actions += [(self.dialogs.overview_action, "Show every thread by its two OM ratios")]
         actions += [(self.health.action, "Show every finding of the memory doctor")]
         return shortcut_rows(actions, self.shortcuts_action)
 
@@ -475,7 +529,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
 
     def _rebuild_recent_menu(self) -> None:
         self.recent_menu.clear()
-        files = self._ctx.recent_files()
+        files = self._app.recent_files()
         for path in files:
             action = self.recent_menu.addAction(path.replace("&", "&&"))  # "&" would mark a mnemonic
             action.triggered.connect(functools.partial(self.open_database, path))
@@ -485,7 +539,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self.recent_menu.setEnabled(bool(files))
 
     def _on_clear_recent_action_triggered(self) -> None:
-        self._ctx.clear_recent_files()
+        self._app.clear_recent_files()
         self._rebuild_recent_menu()
 
     def _on_runner_task_failed(self, message: str) -> None:
@@ -521,25 +575,25 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
 
     def _restore_layout(self) -> None:
         """Restore the window geometry and pane sizes of the last session (interactive runs only)."""
-        if not self._ctx.interactive:
+        if not self.context.interactive:
             return
-        geometry = self._ctx.settings.value("window/geometry")
+        geometry = self.context.settings.value("window/geometry")
         if isinstance(geometry, QByteArray) and not geometry.isEmpty():
             self.restoreGeometry(geometry)
-        panes = self._ctx.settings.value("window/panes")
+        panes = self.context.settings.value("window/panes")
         if isinstance(panes, QByteArray) and not panes.isEmpty():
             self._panes_placed = self.splitter.restoreState(panes)
 
     def _save_layout(self) -> None:
-        if self._ctx.interactive:
-            self._ctx.settings.setValue("window/geometry", self.saveGeometry())
-            self._ctx.settings.setValue("window/panes", self.splitter.saveState())
+        if self.context.interactive:
+            self.context.settings.setValue("window/geometry", self.saveGeometry())
+            self.context.settings.setValue("window/panes", self.splitter.saveState())
 
     def closeEvent(self, event) -> None:
         self._save_layout()
         self.watcher.stop()
-        self._stop_listing()
-        self._runner.shutdown()
+        self.loader.stop()
+        self.context.runner.shutdown()
         super().closeEvent(event)
 
     def sizeHint(self) -> QSize:

@@ -172,10 +172,6 @@ class MessagesTab(QWidget):
                 MessageColumn.EXACT: tokens,
                 MessageColumn.SPEAKER: fm.horizontalAdvance("Alice (editor)") + 12}
 
-    def text_column_width(self) -> int:
-        """Return the width (px) of the Text preview column now."""
-        return self.view.columnWidth(MessageColumn.TEXT)
-
     def _set_compact(self, compact: bool) -> None:
         merged = compact and not self._speaker_hidden
         self.view.setColumnHidden(MessageColumn.ROLE, merged)

@@ -344,7 +344,6 @@ class ObservationalMemoryTab(QWidget):
         split.addWidget(detail)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 2)
-        self.chunks_splitter = split
         layout.addWidget(split, 1)
         return page
 

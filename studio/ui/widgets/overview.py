@@ -19,7 +19,6 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QMainWindow,
-    QMenu,
     QProgressBar,
     QToolButton,
     QVBoxLayout,
@@ -29,12 +28,12 @@ from PySide6.QtWidgets import (
 from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
 from studio.ui import format as fmt
+from studio.ui.gc_collector import WeakMethod, ensure_gui_thread_gc
 from studio.ui.loaders import compute_status_batch
 from studio.ui.style import FILL, NEAR_RATIO, STYLE_SHEET
 from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.chart_export import ChartExport
 from studio.ui.widgets.common import plain_label
-from studio.ui.widgets.timeline_chart import ChartExport
-from studio.ui.widgets.timeline_tab import WeakMethod, ensure_gui_thread_gc
 
 #: States, most urgent first: (label, colour, symbol). The threshold states use the threshold bars' colours
 #: (style.FILL: red at or over, yellow near, blue below); the two "should" states differ by their shape.
@@ -105,8 +104,11 @@ def entry_text(entry: OverviewEntry) -> str:
         "Click to open the thread"])
 
 
-class OverviewWindow(ChartExport, QMainWindow):
-    """Every OM thread of the open database by its two ratios; click a point to open it."""
+class OverviewWindow(QMainWindow):
+    """Every OM thread of the open database by its two ratios; click a point to open it.
+
+    Its `exporter` runs the Export menu (the chart as PNG or SVG, the threads as CSV).
+    """
 
     thread_requested = Signal(str)   # thread id clicked
     loaded = Signal()                # every status is in
@@ -171,11 +173,9 @@ class OverviewWindow(ChartExport, QMainWindow):
         self.export_button = QToolButton()
         self.export_button.setText("Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        menu = QMenu(self.export_button)
-        menu.addAction("Chart as PNG…", self._on_export_png_triggered)  # bound methods: no reference cycle
-        menu.addAction("Chart as SVG…", self._on_export_svg_triggered)
-        menu.addAction("Threads as CSV…", self._on_export_csv_triggered)
-        self.export_button.setMenu(menu)
+        self.exporter = ChartExport(self.plot, self, title="Memory Studio overview", write_csv=self._write_csv,
+                                    default_name=_export_default_name, report=self._export_report)
+        self.export_button.setMenu(self.exporter.menu(self.export_button, "Threads as CSV…"))
         bar = QHBoxLayout()
         bar.addWidget(self.summary, 1)
         bar.addWidget(self.progress)
@@ -356,19 +356,7 @@ class OverviewWindow(ChartExport, QMainWindow):
 
     # -- export --------------------------------------------------------------------------------
 
-    def export_png(self, path: str, width: int = 1600) -> None:
-        """Write the chart as a PNG WIDTH px wide to PATH."""
-        from studio.ui.widgets.timeline_tab import write_chart_png
-
-        write_chart_png(self.plot, path, width)
-
-    def export_svg(self, path: str) -> None:
-        """Write the chart as SVG to PATH."""
-        from studio.ui.widgets.timeline_tab import write_chart_svg
-
-        write_chart_svg(self.plot, path, "Memory Studio overview")
-
-    def export_csv(self, path: str) -> None:
+    def _write_csv(self, path: str) -> None:
         """Write one row per thread (ids, state, tokens, thresholds, ratios) as CSV to PATH."""
         with open(path, "w", encoding="utf-8", newline="") as fh:
             writer = csv.writer(fh, lineterminator="\n")
@@ -379,9 +367,6 @@ class OverviewWindow(ChartExport, QMainWindow):
                 writer.writerow([e.thread.id, e.thread.resource_id, e.thread.title or "", e.state, s.pending_tokens,
                                  s.threshold, s.observation_token_count, s.reflection_threshold,
                                  f"{e.x:.4f}", f"{e.y:.4f}"])
-
-    def _export_default_name(self, kind: str) -> str:
-        return f"overview.{kind}"
 
     def _export_report(self, text: str) -> None:
         self.statusBar().showMessage(text, 10000)
@@ -397,3 +382,8 @@ class OverviewWindow(ChartExport, QMainWindow):
         self._round += 1
         self._runner.cancel("overview-statuses")
         super().closeEvent(event)
+
+
+def _export_default_name(kind: str) -> str:
+    """Return the file name the Overview's Export offers for KIND (png, svg or csv)."""
+    return f"overview.{kind}"

@@ -142,13 +142,6 @@ class ThreadListPane(QWidget):
         """Return the width (px) that shows every column at its full width."""
         return self.title_min_width + 60 + sum(self.widths.values()) + 2 * self.bar_width + 24
 
-    def readable_width(self) -> int:
-        """Return the pane width (px) where titles keep ~20 characters beside both bars in their short form.
-
-        For the window's pane split (`MainWindow.pane_sizes`): below it the Title column cuts titles short.
-        """
-        return self.title_min_width + 2 * self.bar_min_width + 8 + 24   # the pane's margin, the view's frame and scroll bar
-
     def minimumSizeHint(self):
         hint = super().minimumSizeHint()
         hint.setWidth(TITLE_MIN_WIDTH_NARROW + 2 * self.bar_min_width + 16)
@@ -206,11 +199,6 @@ class ThreadListPane(QWidget):
         """Put the keyboard focus in the filter box, its text selected (Ctrl+F)."""
         self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.filter_edit.selectAll()
-
-    @property
-    def metadata_filter(self) -> dict | None:
-        """Return the metadata filter applied (None: none)."""
-        return self._metadata
 
     def apply_metadata_filter(self) -> None:
         """Read the metadata box and keep only the threads whose metadata matches (a bad condition is shown)."""

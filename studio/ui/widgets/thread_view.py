@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
 from studio.store.records import Thread, ms_to_iso
@@ -40,15 +41,18 @@ NO_THREAD = "Select a thread to see its observational memory, history and messag
 
 
 class ThreadView(QWidget):
-    """Show one thread: title, ids and counts, then three tabs."""
+    """Show one thread: title, ids and counts, then its tabs.
 
-    def __init__(self, runner: TaskRunner, parent=None):
+    RUNNER reads for every tab; SETTINGS and WRITE_SESSION (the window's) go to the History tab's revert.
+    """
+
+    def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None, write_session=None):
         super().__init__(parent)
         self._detail: ThreadDetail | None = None
         self.title = ElidedLabel("", "heading")
         self.subtitle = ElidedLabel("", "muted")
         self.om_tab = ObservationalMemoryTab()
-        self.history_tab = HistoryTab(runner)
+        self.history_tab = HistoryTab(runner, settings=settings, write_session=write_session)
         self.messages_tab = MessagesTab(runner)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)

@@ -5,20 +5,19 @@ and never loops over a thread's points: switching the x axis swaps arrays. Step-
 without their inner run points, curves are drawn without antialiasing when long, and the What-if
 overlay uses solid pens (Qt strokes a dashed 20,000-vertex path dash by dash, ~1 s a repaint). Long
 curves are drawn through their pixel columns' extremes (`curve_decimation.DecimatedCurve`).
-A row under the chart explains the marker shapes. Also the chart exports (PNG, SVG).
+A row under the chart explains the marker shapes.
 """
 
 from __future__ import annotations
 
 import functools
-import weakref
 from typing import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPixmap
-from PySide6.QtWidgets import QFileDialog, QGridLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QWidget
 
 from studio.engine.events import (
     ACTIVATION,
@@ -31,6 +30,7 @@ from studio.engine.events import (
     OMEvent,
 )
 from studio.engine.timeline_series import ChartSeries
+from studio.ui.gc_collector import WeakMethod
 from studio.ui.widgets.curve_decimation import DecimatedCurve
 
 pg.setConfigOptions(antialias=True, background="w", foreground="#374151")
@@ -53,125 +53,6 @@ MARKER_LEGEND = [("observation", OBSERVATION), ("buffered chunk", BUFFERING), ("
 ANTIALIAS_MAX_POINTS = 2000
 #: A series (real or What-if overlay) of this many points or more is drawn an item per turn of the event loop.
 PROGRESSIVE_MIN_POINTS = 5000
-
-
-def ensure_gui_thread_gc() -> None:
-    """Make sure cyclic garbage collection runs only on the GUI thread (see studio.ui.app).
-
-    pyqtgraph's items sit in reference cycles (context menus, signal lambdas); freed from a worker
-    thread they would delete Qt objects off the GUI thread. `application()` already sets this up;
-    this covers charts created on a QApplication the studio did not configure (idempotent).
-    """
-    from studio.ui.app import collect_garbage_on_gui_thread
-
-    app = QCoreApplication.instance()
-    if app is not None:
-        collect_garbage_on_gui_thread(app)
-
-
-class WeakMethod:
-    """Call OWNER.NAME(...) while OWNER lives (else return ""), without keeping OWNER alive.
-
-    pyqtgraph keeps a marker tooltip callable on its item; a bound method there would tie the item
-    and the widget in a reference cycle, which Python may collect on a worker thread (deleting Qt
-    objects off the GUI thread).
-    """
-
-    def __init__(self, owner, name: str):
-        self._ref = weakref.ref(owner)
-        self._name = name
-
-    def __call__(self, *args, **kwargs):
-        owner = self._ref()
-        return getattr(owner, self._name)(*args, **kwargs) if owner is not None else ""
-
-
-#: File-dialog filters of the chart exports, by kind.
-EXPORT_FILTERS = {"png": "PNG images (*.png)", "svg": "SVG images (*.svg)", "csv": "CSV files (*.csv)"}
-
-
-def ask_export_path(parent, kind: str, default_name: str) -> str | None:
-    """Ask where to export a chart or its data (KIND png, svg or csv); None when the user cancels."""
-    path, _ = QFileDialog.getSaveFileName(parent, "Export", default_name, EXPORT_FILTERS[kind])
-    return path or None
-
-
-class ChartExport:
-    """Mixin of a chart widget: the Export menu's slots (PNG, SVG, CSV) and the save dialog.
-
-    The widget provides `export_png(path)`, `export_svg(path)`, `export_csv(path)` (raising OSError
-    when PATH cannot be written), `_export_default_name(kind)` (the file name the dialog offers)
-    and `_export_report(text)` (where "Exported …" / "Export failed: …" is shown).
-    """
-
-    def _on_export_png_triggered(self) -> None:
-        self._export_dialog("png")
-
-    def _on_export_svg_triggered(self) -> None:
-        self._export_dialog("svg")
-
-    def _on_export_csv_triggered(self) -> None:
-        self._export_dialog("csv")
-
-    def _export_dialog(self, kind: str) -> None:
-        path = ask_export_path(self, kind, self._export_default_name(kind))
-        if not path:
-            return
-        try:
-            {"png": self.export_png, "svg": self.export_svg, "csv": self.export_csv}[kind](path)
-        except OSError as exc:
-            self._export_report(f"Export failed: {exc}")
-        else:
-            self._export_report(f"Exported {path}")
-
-
-def write_chart_png(plot, path: str, width: int = 1600) -> None:
-    """Write pyqtgraph PlotWidget PLOT as a PNG WIDTH px wide (height in proportion) to PATH."""
-    from pyqtgraph.exporters import ImageExporter
-
-    exporter = ImageExporter(plot.getPlotItem())
-    exporter.parameters()["width"] = width
-    exporter.export(path)
-
-
-def write_chart_svg(plot: pg.PlotWidget, path: str, title: str = "Memory Studio chart") -> None:
-    """Write PLOT as SVG to PATH: pyqtgraph's exporter, else Qt's SVG generator.
-
-    pyqtgraph 0.14's SVGExporter cannot parse the closing `Z` Qt 6.11 writes into clip paths
-    (pyqtgraph issue #3485); Qt's generator renders the same widget as vectors. Raises OSError
-    when PATH cannot be written.
-    """
-    from pyqtgraph.exporters import SVGExporter
-
-    try:
-        SVGExporter(plot.getPlotItem()).export(path)
-        return
-    except ValueError:
-        pass
-    from PySide6.QtCore import QRect
-    from PySide6.QtSvg import QSvgGenerator
-
-    generator = QSvgGenerator()
-    generator.setFileName(path)
-    generator.setSize(plot.size())
-    generator.setViewBox(QRect(0, 0, plot.width(), plot.height()))
-    generator.setTitle(title)
-    painter = QPainter(generator)
-    try:
-        plot.render(painter)
-    finally:
-        painter.end()
-    try:
-        ok = "<svg" in open(path, encoding="utf-8", errors="replace").read(4096)
-    except OSError as exc:
-        raise OSError(f"Cannot write {path}: {exc}") from exc
-    if not ok:
-        raise OSError(f"Cannot write {path}")
-
-
-def spot_data(event_index: int, whatif: bool) -> int:
-    """Return the number a marker carries: the event's index, or -(index + 1) for a What-if event."""
-    return -(event_index + 1) if whatif else event_index
 
 
 def spot_event(data) -> tuple[int, bool] | None:
@@ -318,10 +199,14 @@ class MarkerLegend(WrappingLegend):
 class CurveLegend(WrappingLegend):
     """Rows naming the curves drawn (their pens as samples), under the chart instead of over the data."""
 
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._key: list[tuple] | None = None   # the names and pens shown
+
     def set_curves(self, curves: list[tuple[object, str]]) -> None:
         """Show CURVES, (pen, name) pairs in drawing order; unchanged names and pens keep the rows."""
         key = [(name, pen.color().rgba(), pen.widthF(), int(pen.style().value)) for pen, name in curves]
-        if key == getattr(self, "_key", None):
+        if key == self._key:
             return
         self._key = key
         ratio = self.devicePixelRatioF() or 1.0
@@ -342,11 +227,15 @@ class TurnAxis(pg.AxisItem):
 
 
 class TimelineChart:
-    """Draw a timeline's ChartSeries (and a What-if replay's) on PLOT, with one scatter item per marker style."""
+    """Draw a timeline's ChartSeries (and a What-if replay's) on PLOT, with one scatter item per marker style.
+
+    A marker's tooltip is TIP_OWNER.spot_tip(x, y, data) (held weakly); a click on markers calls
+    SCATTER_CLICKED(item, spots, event).
+    """
 
     def __init__(self, plot: pg.PlotWidget, tip_owner, scatter_clicked):
         self.plot = plot
-        self._tip = WeakMethod(tip_owner, "_spot_tip")
+        self._tip = WeakMethod(tip_owner, "spot_tip")
         self._scatter_clicked = scatter_clicked
         item = plot.getPlotItem()
         item.showGrid(x=True, y=True, alpha=0.15)

@@ -1,13 +1,14 @@
 """The Timeline tab: a thread's OM saw-tooth (message window, observation log, thresholds) with events.
 
-The timeline and its chart arrays (`studio.engine.timeline_series.load_timeline_chart`) are read
+The timeline and its chart arrays (`studio.engine.timeline_cache.load_timeline_chart`) are read
 on the TaskRunner (the helper process for big databases). What-if is off until the user asks: the
 button opens the What-if panel beside the chart, which replays the thread with other settings
 (`studio.engine.whatif.simulate`, in the helper process for long threads; see `WhatIfPanel`) and
 its series, packed as arrays (`WhatIfChart`), are drawn over the real ones; turning it off removes the overlay. Zoom and pan with the mouse (pyqtgraph), a crosshair
 follows the pointer, markers carry tooltips (their shapes are explained under the chart), and a
-click selects that message in Messages and that generation in History. The chart exports to PNG
-and SVG, the series to CSV (those slots, the crosshair and the clicks are in `timeline_interaction`).
+click selects that message in Messages and that generation in History (the crosshair, the clicks
+and the tooltips are the tab's `TimelinePointer`). The chart exports to PNG and SVG, the series to
+CSV (the tab's `ChartExport`).
 """
 
 from __future__ import annotations
@@ -34,29 +35,19 @@ from PySide6.QtWidgets import (
 )
 
 from studio.engine.events import THREAD_UPDATE
-from studio.engine.timeline import Point, Timeline
-from studio.engine.timeline_series import ChartSeries, X_MODES, event_y, load_timeline_chart
+from studio.engine.timeline import Timeline, series_csv
+from studio.engine.timeline_cache import load_timeline_chart
+from studio.engine.timeline_series import X_MODES, ChartSeries
 from studio.engine.whatif_chart import WhatIfChart
 from studio.ui import format as fmt
+from studio.ui.gc_collector import ensure_gui_thread_gc
 from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.chart_export import ChartExport
 from studio.ui.widgets.common import ElidedLabel, empty_state, set_role
-from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the Overview uses them)
-    CurveLegend,
-    MarkerLegend,
-    TimelineChart,
-    WeakMethod,
-    ask_export_path,
-    ensure_gui_thread_gc,
-    spot_event,
-    write_chart_png,
-    write_chart_svg,
-)
-from studio.ui.widgets.timeline_interaction import TimelineInteraction, event_text
+from studio.ui.widgets.timeline_chart import CurveLegend, MarkerLegend, TimelineChart
+from studio.ui.widgets.timeline_pointer import DrawnTimeline, TimelinePointer
 from studio.ui.widgets.whatif_panel import WhatIfPanel
-
-__all__ = ["TimelineTab", "event_text", "event_y", "ask_export_path", "write_chart_png", "write_chart_svg",
-           "WeakMethod", "ensure_gui_thread_gc"]
 
 #: Below this tab width (px) the What-if panel folds away so the chart keeps its room.
 NARROW_WIDTH = 560
@@ -71,10 +62,13 @@ class _HeldDraw:
         self.timeline, self.announce = timeline, announce
 
 
-class TimelineTab(TimelineInteraction, QWidget):
+class TimelineTab(QWidget):
     """Chart one thread's OM timeline, with the What-if panel beside it.
 
-    The pointer, clicks, selection and exports come from the `TimelineInteraction` mixin.
+    Its parts: `chart` draws, `pointer` follows the pointer and selects what is clicked (its signals
+    are the tab's `message_selected`, `generation_selected` and `time_selected`), `exporter` runs the
+    Export menu. While the tab is `drawing` a long chart anew (its old picture held) the pointer and
+    clicks are ignored.
     """
 
     message_selected = Signal(str)       # message id clicked on the chart
@@ -88,22 +82,16 @@ class TimelineTab(TimelineInteraction, QWidget):
         ensure_gui_thread_gc()
         self._runner = runner
         self._detail: ThreadDetail | None = None
-        self._timeline: Timeline | None = None
-        self._whatif: WhatIfChart | None = None
-        self._series: ChartSeries | None = None         # the timeline's chart arrays
-        self._whatif_series: ChartSeries | None = None  # the replay's
-        self._index: dict[int, int] | None = None       # id(point) -> its row in the arrays, built when first asked
+        self._drawn = DrawnTimeline("turn")               # the timeline, its chart arrays, the replay's, the x axis
         self._announced: WhatIfChart | None = None      # the last replay `whatif_drawn` was emitted for
         self._unshown: _HeldDraw | None = None          # a long timeline's drawing held out of sight, not yet shown
         self._wanted: str | None = None      # thread to load when the tab is shown
         self._loaded_for: tuple | None = None
-        self._x_mode = "turn"
-        self.selected_point: Point | None = None
 
         self.x_combo = QComboBox()
         self.x_combo.addItem("Over time", "time")
         self.x_combo.addItem("Over turns", "turn")
-        self.x_combo.setCurrentIndex(X_MODES.index(self._x_mode))
+        self.x_combo.setCurrentIndex(X_MODES.index(self._drawn.x_mode))
         self.x_combo.currentIndexChanged.connect(self._on_x_combo_current_index_changed)
         self.show_buffered = QAction("Buffered tokens", self, checkable=True, checked=True)
         self.show_thresholds = QAction("Thresholds", self, checkable=True, checked=True)
@@ -129,13 +117,6 @@ class TimelineTab(TimelineInteraction, QWidget):
         self.export_button = QToolButton()
         self.export_button.setText("Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        menu = QMenu(self.export_button)
-        # Bound methods, not lambdas: a lambda holding `self` makes a cycle the collector may break on a
-        # worker thread, deleting Qt objects there (a deadlock with the GUI thread).
-        menu.addAction("Chart as PNG…", self._on_export_png_triggered)
-        menu.addAction("Chart as SVG…", self._on_export_svg_triggered)
-        menu.addAction("Series as CSV…", self._on_export_csv_triggered)
-        self.export_button.setMenu(menu)
         # Wrapped, not elided: the footer's figures are read, and a narrow window gives it two lines.
         self.summary = QLabel("")
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
@@ -155,13 +136,18 @@ class TimelineTab(TimelineInteraction, QWidget):
 
         self.plot = pg.PlotWidget()
         self.plot.setMinimumSize(160, 120)
-        self.chart = TimelineChart(self.plot, self, self._on_scatter_clicked)
+        self.pointer = TimelinePointer(self.plot, self.readout, self._drawn, self)
+        for signal, tab_signal in ((self.pointer.message_selected, self.message_selected),
+                                   (self.pointer.generation_selected, self.generation_selected),
+                                   (self.pointer.time_selected, self.time_selected)):
+            signal.connect(tab_signal)
+        self.chart = TimelineChart(self.plot, self.pointer, self.pointer.on_scatter_clicked)
+        self.exporter = ChartExport(self.plot, self, title="Memory Studio timeline", write_csv=self._write_csv,
+                                    default_name=self._export_default_name, report=self.readout.setText)
+        self.export_button.setMenu(self.exporter.menu(self.export_button, "Series as CSV…"))
         self.legend = CurveLegend()   # the curves' names under the chart: over it, they covered the data
         self.marker_legend = MarkerLegend()
-        self.vline = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#9ca3af", width=1))
-        self.hline = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen("#9ca3af", width=1))
-        self.selection_line = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#111827", width=1,
-                                                                                      style=Qt.PenStyle.DashLine))
+        # kept: the proxy forwards the moves only while it lives
         self._mouse_proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=30,
                                            slot=self._on_scene_mouse_moved)
         self.plot.scene().sigMouseClicked.connect(self._on_scene_mouse_clicked)
@@ -207,12 +193,12 @@ class TimelineTab(TimelineInteraction, QWidget):
     @property
     def timeline(self) -> Timeline | None:
         """Return the timeline drawn, or None."""
-        return self._timeline
+        return self._drawn.timeline
 
     @property
     def whatif(self) -> WhatIfChart | None:
         """Return the what-if replay drawn over the timeline, or None."""
-        return self._whatif
+        return self._drawn.whatif
 
     @property
     def use_helper(self) -> bool:
@@ -226,7 +212,7 @@ class TimelineTab(TimelineInteraction, QWidget):
     @property
     def x_mode(self) -> str:
         """Return "time" or "turn" (what the horizontal axis shows)."""
-        return self._x_mode
+        return self._drawn.x_mode
 
     def set_x_mode(self, mode: str) -> None:
         """Draw over MODE ("time" or "turn")."""
@@ -234,9 +220,10 @@ class TimelineTab(TimelineInteraction, QWidget):
 
     def clear(self) -> None:
         """Show nothing (no thread)."""
-        self._detail, self._timeline, self._whatif, self._wanted, self._loaded_for = None, None, None, None, None
-        self._series = self._whatif_series = None
-        self._index = None
+        self._detail, self._wanted, self._loaded_for = None, None, None
+        drawn = self._drawn
+        drawn.thread_id = drawn.timeline = drawn.whatif = drawn.series = drawn.whatif_series = None
+        self.pointer.timeline_changed(same_thread=False)
         self._runner.cancel("timeline")
         self.whatif_panel.set_timeline(None)
         self._show_message("Select a thread with observational memory to see its timeline.")
@@ -248,8 +235,9 @@ class TimelineTab(TimelineInteraction, QWidget):
         """
         self.leave_other_threads(detail.thread.id)
         self._detail = detail
+        self._drawn.thread_id = detail.thread.id
         if detail.record is None:
-            self._timeline, self._loaded_for, self._series, self._whatif_series = None, None, None, None
+            self._drawn.timeline, self._loaded_for, self._drawn.series, self._drawn.whatif_series = None, None, None, None
             self.whatif_panel.set_timeline(None)
             self._show_message("This thread has no observational memory record: there is no timeline to draw.")
             return
@@ -266,7 +254,7 @@ class TimelineTab(TimelineInteraction, QWidget):
         In the helper process a long replay would hold up every read of the new thread (its detail,
         messages and timeline) until it ended.
         """
-        if self._timeline is not None and self._timeline.thread_id != thread_id:
+        if self._drawn.timeline is not None and self._drawn.timeline.thread_id != thread_id:
             self._runner.cancel("whatif")
 
     def load(self) -> None:
@@ -277,7 +265,7 @@ class TimelineTab(TimelineInteraction, QWidget):
         thread_id = detail.thread.id
         key = (thread_id, detail.record.id, detail.record.get("updatedAt"), detail.message_count)
         self._wanted = None
-        if self._timeline is None or self._timeline.thread_id != thread_id:
+        if self._drawn.timeline is None or self._drawn.timeline.thread_id != thread_id:
             self._show_message("Reading the timeline…")
         self._runner.submit_call(load_timeline_chart, thread_id, helper=self.use_helper,
                                  on_done=lambda loaded: self._on_timeline_loaded(*loaded, key),
@@ -306,12 +294,11 @@ class TimelineTab(TimelineInteraction, QWidget):
     def _on_timeline_loaded(self, timeline: Timeline, series: ChartSeries, key: tuple) -> None:
         if self._detail is None or timeline.thread_id != self._detail.thread.id:
             return
-        same_thread = self._timeline is not None and self._timeline.thread_id == timeline.thread_id
-        self._timeline, self._series, self._loaded_for = timeline, series, key
-        self._index = None
+        same_thread = self._drawn.timeline is not None and self._drawn.timeline.thread_id == timeline.thread_id
+        self._drawn.timeline, self._drawn.series, self._loaded_for = timeline, series, key
+        self.pointer.timeline_changed(same_thread=same_thread)
         if not same_thread:
-            self._whatif = self._whatif_series = None
-            self.selected_point = None
+            self._drawn.whatif = self._drawn.whatif_series = None
         self.whatif_panel.set_timeline(timeline, keep=same_thread)
         if not self.chart.is_long(series):
             held = self._unshown = _HeldDraw(timeline, announce=True)
@@ -334,7 +321,7 @@ class TimelineTab(TimelineInteraction, QWidget):
         steps still to come and draws anew: whichever ends last shows the held picture (`_on_overlay_drawn`).
         """
         announce = announce or (self._unshown is not None and self._unshown.announce)
-        self._unshown = _HeldDraw(self._timeline, announce)
+        self._unshown = _HeldDraw(self._drawn.timeline, announce)
         self._redraw()
 
     def _on_drawn(self, held: "_HeldDraw") -> None:
@@ -345,14 +332,14 @@ class TimelineTab(TimelineInteraction, QWidget):
         Nothing happens when another drawing or timeline came meanwhile (a drawing started since shows
         HELD when it ends).
         """
-        if held is not self._unshown or held.timeline is not self._timeline or self.chart.drawing:
+        if held is not self._unshown or held.timeline is not self._drawn.timeline or self.chart.drawing:
             return
         self._fit()
         QTimer.singleShot(0, self, functools.partial(self._show_held, held))
 
     def _show_held(self, held: "_HeldDraw") -> None:
         """Show HELD's drawn and fitted chart (its paint follows), and announce it if asked."""
-        if held is not self._unshown or held.timeline is not self._timeline or self.chart.drawing:
+        if held is not self._unshown or held.timeline is not self._drawn.timeline or self.chart.drawing:
             return
         self._unshown = None
         self._stack.setCurrentIndex(1)
@@ -361,20 +348,20 @@ class TimelineTab(TimelineInteraction, QWidget):
             self.timeline_loaded.emit(held.timeline)
 
     def _on_timeline_failed(self, exc: Exception) -> None:
-        self._timeline = self._series = None
+        self._drawn.timeline = self._drawn.series = None
         self._show_message(f"The timeline could not be built.\n\n{fmt.read_failure(exc)}")
 
     def _on_whatif_panel_result_ready(self, result: WhatIfChart) -> None:
-        if self._timeline is None or result.thread_id != self._timeline.thread_id:
+        if self._drawn.timeline is None or result.thread_id != self._drawn.timeline.thread_id:
             return
         if not self.whatif_button.isChecked():
             return  # turned off while it ran
-        self._whatif, self._whatif_series = result, self.whatif_panel.series
+        self._drawn.whatif, self._drawn.whatif_series = result, self.whatif_panel.series
         self._announced = None   # announced once its overlay is drawn
         self._draw_overlay()
 
     def _on_whatif_panel_cleared(self) -> None:
-        self._whatif = self._whatif_series = None
+        self._drawn.whatif = self._drawn.whatif_series = None
         self._draw_overlay()
 
     # -- drawing -------------------------------------------------------------------------------
@@ -385,22 +372,21 @@ class TimelineTab(TimelineInteraction, QWidget):
         DONE is called once the real series and the overlay are drawn (a long thread's over a few turns
         of the event loop, see `TimelineChart.draw`).
         """
-        tl, series = self._timeline, self._series
+        tl, series = self._drawn.timeline, self._drawn.series
         if tl is None or series is None:
             self.chart.clear()
             self.legend.set_curves([])
             return
-        keep = [self.vline, self.hline] + ([self.selection_line] if self.selected_point else [])
+        keep = self.pointer.items()
         # resource scope replays every thread of the resource: its turns are the resource's, not this thread's
         self.chart.turn_label = "turn (all threads of the resource)" if tl.scope == "resource" else "turn"
         if self.chart.is_long(series):
             # drawn over a few turns of the event loop: painted once, when all of it is there
             self.plot.setUpdatesEnabled(False)
-        self.chart.draw(series, tl.events, self._x_mode, buffered=self.show_buffered.isChecked(),
+        self.chart.draw(series, tl.events, self._drawn.x_mode, buffered=self.show_buffered.isChecked(),
                         thresholds=self.show_thresholds.isChecked(), keep=tuple(keep),
                         done=functools.partial(self._draw_overlay, done or self._on_redrawn))
-        if self.selected_point is not None:
-            self.selection_line.setPos(self.x_of(self.selected_point))
+        self.pointer.place_selection()
         n_recon = int(np.count_nonzero(np.isfinite(series.y["reconstructed"])))
         shown = [e for e in tl.events if e.kind != THREAD_UPDATE]
         inferred = sum(1 for e in shown if e.inferred)
@@ -419,11 +405,11 @@ class TimelineTab(TimelineInteraction, QWidget):
         curve legend follows, `whatif_drawn` is emitted for a replay not yet announced, and DONE is
         called. While the real series is still being drawn this waits: that draw ends here.
         """
-        if self._series is None or self.chart.pending("real"):
+        if self._drawn.series is None or self.chart.pending("real"):
             return
-        whatif = self._whatif if self._whatif_series is not None else None
-        self.chart.draw_overlay(self._whatif_series if whatif is not None else None,
-                                whatif.n_events if whatif is not None else None, self._series,
+        whatif = self._drawn.whatif if self._drawn.whatif_series is not None else None
+        self.chart.draw_overlay(self._drawn.whatif_series if whatif is not None else None,
+                                whatif.n_events if whatif is not None else None, self._drawn.series,
                                 thresholds=self.show_thresholds.isChecked(),
                                 done=functools.partial(self._on_overlay_drawn, done))
 
@@ -433,7 +419,7 @@ class TimelineTab(TimelineInteraction, QWidget):
 
     def _on_overlay_drawn(self, done=None) -> None:
         self._fit_legend()
-        drawn = self._whatif
+        drawn = self._drawn.whatif
         if drawn is not None and drawn is not self._announced:
             self._announced = drawn
             self.whatif_drawn.emit(drawn)
@@ -449,27 +435,34 @@ class TimelineTab(TimelineInteraction, QWidget):
 
     def _fit(self) -> None:
         """Show everything, with a little room above the data."""
-        shown = [x for x in (self._series, self._whatif_series) if x is not None]
-        self.chart.fit(shown, self._x_mode)
+        shown = [x for x in (self._drawn.series, self._drawn.whatif_series) if x is not None]
+        self.chart.fit(shown, self._drawn.x_mode)
 
     # -- slots ---------------------------------------------------------------------------------
 
     def _on_x_combo_current_index_changed(self, index: int) -> None:
-        self._x_mode = X_MODES[index] if 0 <= index < len(X_MODES) else "time"
-        if self._series is None:
+        self._drawn.x_mode = X_MODES[index] if 0 <= index < len(X_MODES) else "time"
+        if self._drawn.series is None:
             return
-        if self.drawing or self.chart.is_long(self._series):
+        if self.drawing or self.chart.is_long(self._drawn.series):
             # Every curve and marker group of the 20,007-message thread given its other x array in one turn
             # of the event loop stalled the GUI thread 30-97 ms: drawn anew in steps, the old picture held.
             self._draw_held(announce=False)
             return
-        self.chart.set_mode(self._x_mode)  # the same items, other x arrays
-        if self.selected_point is not None:
-            self.selection_line.setPos(self.x_of(self.selected_point))
+        self.chart.set_mode(self._drawn.x_mode)  # the same items, other x arrays
+        self.pointer.place_selection()
         self._fit()
 
     def _on_reset_button_clicked(self) -> None:
         self._fit()
+
+    def _on_scene_mouse_moved(self, args) -> None:
+        if not self.drawing:   # while a long chart is drawn anew the picture shown is the old one (another x axis)
+            self.pointer.move_to(args[0])
+
+    def _on_scene_mouse_clicked(self, ev) -> None:
+        if not self.drawing:
+            self.pointer.click(ev)
 
     def _on_whatif_button_toggled(self, checked: bool) -> None:
         """Open the What-if panel and replay (on), or close it and remove the overlay (off)."""
@@ -478,8 +471,8 @@ class TimelineTab(TimelineInteraction, QWidget):
         else:
             self.whatif_scroll.setVisible(False)
         self.whatif_panel.set_active(checked)
-        if not checked and self._whatif is not None:
-            self._whatif = self._whatif_series = None
+        if not checked and self._drawn.whatif is not None:
+            self._drawn.whatif = self._drawn.whatif_series = None
             self._draw_overlay()
 
     def resizeEvent(self, event) -> None:
@@ -515,3 +508,18 @@ class TimelineTab(TimelineInteraction, QWidget):
         """Return the What-if panel's width: what it asks for, at most 45% of the tab (px)."""
         scrollbar = self.whatif_scroll.verticalScrollBar().sizeHint().width()
         return min(self.whatif_panel.sizeHint().width() + scrollbar + 4, int(self.splitter.width() * 0.45))
+
+    # -- export --------------------------------------------------------------------------------
+
+    def _write_csv(self, path: str) -> None:
+        """Write the real (and what-if) series as CSV to PATH (UTF-8; nothing without a timeline); OSError if it cannot."""
+        drawn = self._drawn
+        if drawn.timeline is None:
+            return
+        text = series_csv(drawn.timeline, drawn.whatif.points if drawn.whatif else None)
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+
+    def _export_default_name(self, kind: str) -> str:
+        name = (self._drawn.timeline.thread_id or "timeline") if self._drawn.timeline else "timeline"
+        return f"{name}-timeline.{kind}"

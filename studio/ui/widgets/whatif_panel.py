@@ -41,6 +41,7 @@ from studio.engine.events import (
     REFLECTION_BUFFERING,
 )
 from studio.engine.timeline import Timeline
+from studio.engine.timeline_cache import timeline_key
 from studio.engine.timeline_series import ChartSeries
 from studio.engine.whatif import (
     WhatIfSettings,
@@ -48,7 +49,7 @@ from studio.engine.whatif import (
     measured_ratios,
     peak_context,
 )
-from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed, timeline_key
+from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed
 from studio.ui import format as fmt
 from studio.ui.tasks import CANCEL, TaskRunner
 from studio.ui.widgets.common import plain_label

@@ -1,7 +1,9 @@
-"""The main window's loading half: the listing, the thread detail, OM statuses in batches, live refresh.
+"""The main window's loading part: the listing, the thread detail, OM statuses in batches, live refresh.
 
-`ListingLoader` is a mixin of `MainWindow` (it uses the window's models, views, runner and status bar);
-it holds no state of its own beyond what `MainWindow.__init__` sets up.
+`ListingLoader` is a part of `MainWindow`, made with the window's `WindowContext`: it reads on the
+context's TaskRunner and fills the window's resource and thread models, its thread view and its
+status bar. It tells the window what it loaded through signals (`listed`, `detail_loaded`,
+`statuses_finished`); choosing what to select is the window's.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import functools
 import threading
 import time
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
 from studio.ui import format as fmt
+from studio.ui.context import WindowContext
 from studio.ui.loaders import (
     Listing,
     ListingCounts,
@@ -25,25 +28,82 @@ from studio.ui.loaders import (
     load_listing_in_two_steps,
     load_thread_detail,
 )
+from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import file_problem
-from studio.ui.widgets.thread_view import NO_THREAD
 
 #: Longest the listing's worker waits for the thread list to be painted before it counts messages (s).
 FIRST_PAINT_WAIT_S = 0.5
 #: How long after the threads are handed to the view the count may start (ms).
 FIRST_PAINT_SETTLE_MS = 60
-#: Whether a first load of a server store lists threads before their counts (see `_load_listing`).
+#: Whether a first load of a server store lists threads before their counts (see `ListingLoader.load`).
 TWO_STEP_LISTING = True
 #: Threads sent to the helper process per status batch.
 STATUS_HELPER_CHUNK = 250
+#: Databases with at least this many messages compute statuses, thread details and message pages in
+#: the TaskRunner's helper process, so the GUI thread never waits for the interpreter lock.
+HELPER_MIN_MESSAGES = 20_000
 
 
-class ListingLoader:
-    """Mixin of MainWindow: load the listing and the selected thread's detail, and follow file changes."""
+def wants_helper(rows) -> bool:
+    """Return True when ROWS (ThreadRow list) hold enough messages for the helper process."""
+    return sum(r.thread.message_count or 0 for r in rows) >= HELPER_MIN_MESSAGES
+
+
+class ListingLoader(QObject):
+    """Load the open store's listing and the selected thread's detail into a main window, and follow the store's changes.
+
+    WINDOW is the MainWindow this is a part of: the loader fills its resource and thread models and
+    views, its thread view, status-bar progress and thread count, and its file banner, and asks it
+    which thread is selected (`current_thread_id`); errors go through its `report_error` / `note_error`.
+    """
+
+    listed = Signal(bool)           # a listing is in, counts and all (True: a refresh); its statuses have started
+    detail_loaded = Signal(object)  # the selected thread's ThreadDetail now shown, or None (the thread is gone)
+    statuses_finished = Signal()    # every OM thread's status of the listing is in (or failed)
+
+    def __init__(self, ctx: WindowContext, window):
+        super().__init__(window)
+        self._runner = ctx.runner
+        self._window = window
+        self.resource_model, self.resources_view = window.resource_model, window.resources_view
+        self.thread_model, self.threads_view = window.thread_model, window.threads_view
+        self.thread_list, self.thread_view = window.thread_list, window.thread_view
+        self.progress, self.count_label, self.file_banner = window.progress, window.count_label, window.file_banner
+        self._data_version = None   # the open store's fingerprint as last loaded
+        self._local_path: str | None = None   # its database file (None: a server store)
+        self._check_task = None   # the last live-refresh check submitted (studio.ui.tasks.Task)
+        self._listing: Listing | None = None   # a first load's threads, shown while their counts are read
+        self._first_paint: threading.Event | None = None
+        self._paint_timer = QTimer(self)   # tells the listing's worker the threads are painted
+        self._paint_timer.setSingleShot(True)
+        self._paint_timer.setInterval(FIRST_PAINT_SETTLE_MS)
+        self._paint_timer.timeout.connect(self._release_first_paint)
+        self._status_threads: list[Thread] = []
+        self._status_done = 0
+        self._status_round = 0
+        self._use_helper = False
+
+    @property
+    def use_helper(self) -> bool:
+        """Return True when the open database is big enough for the helper process to do the heavy work."""
+        return self._use_helper
+
+    @property
+    def awaiting_paint(self) -> bool:
+        """Return True while a first load's worker waits for its threads to be painted before it counts them."""
+        return self._first_paint is not None
+
+    def open(self, info: OpenedStore) -> None:
+        """Follow the store INFO describes from now on: the previous store's statuses are stale."""
+        self._data_version = info.data_version
+        self._local_path = info.local_path
+        self._status_round += 1
+        self._runner.cancel("statuses")
+        self.progress.hide()
 
     # -- loading ---------------------------------------------------------------------------
 
-    def _load_listing(self, *, refresh: bool) -> None:
+    def load(self, *, refresh: bool) -> None:
         """Read the listing. A first load of a server store comes in two steps (`load_listing_in_two_steps`):
         the threads are shown as soon as they are read, the message counts and last activity when the
         aggregate is in. A refresh reads both before it shows anything (the rows shown keep their counts
@@ -52,16 +112,14 @@ class ListingLoader:
         Between the steps the worker waits (FIRST_PAINT_WAIT_S at most) until the GUI thread has painted
         the threads: the count query keeps the database (and, on the same machine, the CPU) busy. The wait
         is on a plain `threading.Event` that nothing of Qt is connected to: the GUI thread sets it from a
-        timer of this window (`_first_paint_timer`), and `_stop_listing` (the window's close) sets it and
-        cancels the task, so the worker never waits on a closed window. (It used to be set by
+        timer of this loader (`_paint_timer`), and `stop` (the window's close) sets it and cancels the
+        task, so the worker never waits on a closed window. (It used to be set by
         `QTimer.singleShot(ms, event.set)`: PySide then watches the event through a weak reference, and
         when the worker dropped the last reference to it the weak reference's callback tore down the Qt
         connection from the worker thread — SIGSEGV in `QMetaObject::Connection::~Connection`.)
         """
         on_error = functools.partial(self._on_listing_failed, refresh=refresh)
-        timer = getattr(self, "_paint_timer", None)
-        if timer is not None:
-            timer.stop()           # the previous listing's paint is no longer awaited
+        self._paint_timer.stop()   # the previous listing's paint is no longer awaited
         self._release_first_paint()
         if not TWO_STEP_LISTING or refresh or self._local_path is not None:
             # a local file counts its messages in-process, holding the GIL: painted first, the list would
@@ -88,27 +146,15 @@ class ListingLoader:
                             on_progress=self._on_threads_listed, on_done=self._on_listing_counted,
                             on_error=on_error, key="listing")
 
-    def _first_paint_timer(self) -> QTimer:
-        """Return this window's single-shot timer that tells the listing's worker the threads are painted."""
-        timer = getattr(self, "_paint_timer", None)
-        if timer is None:
-            timer = self._paint_timer = QTimer(self)
-            timer.setSingleShot(True)
-            timer.setInterval(FIRST_PAINT_SETTLE_MS)
-            timer.timeout.connect(self._release_first_paint)
-        return timer
-
     def _release_first_paint(self) -> None:
         """Let a listing's worker waiting for the first paint go on (it is painted, superseded or closing)."""
-        painted, self._first_paint = getattr(self, "_first_paint", None), None
+        painted, self._first_paint = self._first_paint, None
         if painted is not None:
             painted.set()
 
-    def _stop_listing(self) -> None:
+    def stop(self) -> None:
         """The window closes: cancel the listing and end its worker's wait for a paint that will not come."""
-        timer = getattr(self, "_paint_timer", None)
-        if timer is not None:
-            timer.stop()
+        self._paint_timer.stop()
         self._runner.cancel("listing")
         self._release_first_paint()
         self._listing = None
@@ -121,11 +167,11 @@ class ListingLoader:
         self._listing = listing
         self._show_listing(listing, refresh=False)
         # the view paints the new rows in up to two passes (rows, then their layout): let both run first
-        self._first_paint_timer().start()
+        self._paint_timer.start()
 
     def _on_listing_counted(self, counts: ListingCounts) -> None:
         """The second step: fill the counts in, then what needs them (helper process, statuses, selection)."""
-        listing = getattr(self, "_listing", None)
+        listing = self._listing
         self._listing = None
         if listing is None:
             return
@@ -146,7 +192,7 @@ class ListingLoader:
         self.resource_model.set_resources(listing.resources, orphans)
         most = max((n for _, n in listing.resources), default=0)
         self.resources_view.horizontalHeader().resizeSection(
-            1, self.fontMetrics().horizontalAdvance(f"{max(most, len(listing.rows)):,}") + 14)
+            1, self._window.fontMetrics().horizontalAdvance(f"{max(most, len(listing.rows)):,}") + 14)
         row = self.resource_model.row_of(resource)
         if row < 0:
             resource, row = None, 0
@@ -158,50 +204,14 @@ class ListingLoader:
         n = len(listing.rows) - orphans
         self.count_label.setText(f"{n:,} thread{'s' if n != 1 else ''}"
                                  + (f" · {orphans:,} without a thread" if orphans else ""))
-        self._update_threads_heading()
+        self.thread_list.update_heading()
 
     def _after_listing(self, listing: Listing, *, refresh: bool) -> None:
-        """With the counts in: choose the helper process, start the statuses, select the thread to show."""
-        self._use_helper = self._wants_helper(listing.rows)
+        """With the counts in: choose the helper process, start the statuses, let the window select the thread."""
+        self._use_helper = wants_helper(listing.rows)
         self.thread_view.set_use_helper(self._use_helper)
         self._start_statuses()
-        self._overview_follows(listed=True)
-        if refresh:
-            self._restore_thread_selection()
-            if self._thread_id is not None:
-                self._load_detail(self._thread_id, refresh=True)
-            self.database_refreshed.emit()
-            return
-        if self._thread_id is not None and not self._pending_thread:
-            self._pending_tab = None
-            return   # the user picked a thread while the counts were read: keep it
-        wanted = self._pending_thread or self.first_thread_with_om()
-        tab = self._pending_tab
-        self._pending_thread = self._pending_tab = None
-        if wanted and self.select_thread(wanted):
-            if tab:
-                self.thread_view.set_tab(tab)
-        elif not self.thread_model.total_rows:
-            self.thread_view.show_message("This database has no threads.")
-        else:
-            self.thread_view.show_message(NO_THREAD)
-            if wanted:
-                self._report_error("No such thread", f"No thread {wanted!r} in {self._path}")
-
-    def _follow_filter(self) -> None:
-        """Keep the selected thread when the filtered list still has it, else select its first thread (or none)."""
-        if self._thread_id is not None and self.thread_model.row_of(self._thread_id) >= 0:
-            self._restore_thread_selection()
-            return
-        if self.thread_model.total_rows:
-            index = self.thread_model.index(0, 0)
-            self.threads_view.setCurrentIndex(index)
-            self.threads_view.scrollTo(index)
-            return
-        self._thread_id = None
-        self.threads_view.selectionModel().clearCurrentIndex()
-        text = self.thread_list.filter_edit.text().strip()
-        self.thread_view.show_message(f"No thread matches “{text}”." if text else NO_THREAD)
+        self.listed.emit(refresh)
 
     def _select_resource_row(self, row: int) -> None:
         sel = self.resources_view.selectionModel()
@@ -209,23 +219,6 @@ class ListingLoader:
         self.resources_view.setCurrentIndex(self.resource_model.index(row, 0))
         sel.blockSignals(False)
         self.resources_view.viewport().update()
-
-    def _restore_thread_selection(self) -> None:
-        if self._thread_id is None:
-            return
-        row = self.thread_model.row_of(self._thread_id)
-        if row < 0 and self.thread_model.has_thread(self._thread_id):
-            self._follow_filter()   # still there, but the filters hide it now
-            return
-        if row < 0:
-            self._thread_id = None
-            self.thread_view.show_message("The selected thread no longer exists.")
-            return
-        sel = self.threads_view.selectionModel()
-        sel.blockSignals(True)
-        self.threads_view.setCurrentIndex(self.thread_model.index(row, 0))
-        sel.blockSignals(False)
-        self.threads_view.viewport().update()
 
     def _start_statuses(self) -> None:
         """Compute every OM thread's status in short background batches (the bars fill in as they come)."""
@@ -274,33 +267,32 @@ class ListingLoader:
         self.thread_model.mark_statuses_failed()
         self.statuses_finished.emit()
         # a damaged file is named once, by the thread view's banner: here a short pointer to it
-        self.statusBar().showMessage(f"Statuses could not be computed: {fmt.read_failure(exc)}", 10000)
+        self._window.statusBar().showMessage(f"Statuses could not be computed: {fmt.read_failure(exc)}", 10000)
 
     def _on_listing_failed(self, exc: Exception, *, refresh: bool) -> None:
         message = str(exc) or exc.__class__.__name__
-        if not refresh and getattr(self, "_listing", None) is not None:   # the threads are shown, the counts failed
+        if not refresh and self._listing is not None:   # the threads are shown, the counts failed
             self._listing = None
             self.thread_model.mark_counts_failed()
-            self._report_error("Cannot read database", f"The message counts could not be read: {message}")
+            self._window.report_error("Cannot read database", f"The message counts could not be read: {message}")
             return
         if refresh:  # a refresh that fails (say, a writer holds the lock) must not pop up a dialog each time
-            self.statusBar().showMessage(f"Refresh failed: {fmt.read_failure(exc)}", 10000)
+            self._window.statusBar().showMessage(f"Refresh failed: {fmt.read_failure(exc)}", 10000)
         else:
-            self._report_error("Cannot read database", message)
+            self._window.report_error("Cannot read database", message)
             self.thread_view.show_message(f"The threads could not be read.\n\n{message}")
 
     def _on_detail_failed(self, thread_id: str, refresh: bool, exc: Exception) -> None:
-        if thread_id != self._thread_id:
+        if thread_id != self._window.current_thread_id:
             return
-        message = str(exc) or exc.__class__.__name__
-        self.last_error = message
-        self.error_reported.emit(message)
+        self._window.note_error(str(exc) or exc.__class__.__name__)
         if refresh:
-            self.statusBar().showMessage(f"Refresh failed: {fmt.read_failure(exc)}", 10000)
+            self._window.statusBar().showMessage(f"Refresh failed: {fmt.read_failure(exc)}", 10000)
         else:
             self.thread_view.show_message(f"This thread could not be read.\n\n{fmt.read_failure(exc)}")
 
-    def _load_detail(self, thread_id: str, *, refresh: bool = False) -> None:
+    def load_detail(self, thread_id: str, *, refresh: bool = False) -> None:
+        """Read THREAD_ID's detail (shown as loading unless REFRESH: then its messages are re-read in place)."""
         if not refresh:
             row = self.thread_model.row_of(thread_id, fetch=False)
             listed = self.thread_model.thread_row(row)
@@ -312,26 +304,24 @@ class ListingLoader:
                                  on_error=functools.partial(self._on_detail_failed, thread_id, refresh), key="detail")
 
     def _on_detail_loaded(self, thread_id: str, detail: ThreadDetail | None) -> None:
-        if thread_id != self._thread_id:
+        if thread_id != self._window.current_thread_id:
             return
         if detail is None:
             self.thread_view.show_message("The selected thread no longer exists.")
-            for action in (self.reflect_action, self.observe_action, self.activate_action):
-                action.setEnabled(False)
-            return
-        self.thread_view.show_detail(detail)
-        self.reflect_action.setEnabled(detail.record is not None)
-        self.observe_action.setEnabled(detail.record is not None)
-        self.activate_action.setEnabled(detail.record is not None and bool(detail.record.buffered_chunks))
+        else:
+            self.thread_view.show_detail(detail)
+        self.detail_loaded.emit(detail)
 
     # -- refreshing ------------------------------------------------------------------------
 
     def _reload(self) -> None:
-        self._load_listing(refresh=True)
+        self.load(refresh=True)
 
-    def _on_watcher_check_due(self) -> None:
+    def check_for_changes(self) -> None:
+        """Re-read the store if another process changed it (the watcher's tick); say so if its file went away."""
         check = self._check_task
-        if self._path is None or self._runner.closed or (check is not None and not check.done and not check.cancelled):
+        if self._window.database_path is None or self._runner.closed or (check is not None and not check.done
+                                                                           and not check.cancelled):
             return                    # the previous check still waits for the worker (a long load): no pile-up
         if self._local_path is not None:
             problem = file_problem(self._local_path)

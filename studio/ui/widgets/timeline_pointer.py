@@ -1,14 +1,16 @@
-"""Pointer and selection on the Timeline tab: crosshair readout, clicks, marker tooltips, exports.
+"""Pointer and selection on the Timeline tab: crosshair readout, clicks, marker tooltips.
 
-`TimelineInteraction` is a mixin of `TimelineTab` (split out of it to keep modules small): it uses the
-tab's plot, chart, readout, crosshair and selection lines, its drawn timeline, chart arrays and What-if
-replay, and emits the tab's `message_selected`, `generation_selected` and `time_selected` signals.
-`event_text` gives a marker's tooltip text.
+`TimelinePointer` is a part of `TimelineTab`: it reads what the tab draws (a `DrawnTimeline` the
+tab keeps up to date: the timeline, its chart arrays, the What-if replay, the x axis), follows the
+pointer with a crosshair and a readout line, selects what is clicked, and gives the markers'
+tooltips. `event_text` gives a marker's tooltip text.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QLabel
 
 from studio.engine.events import (
     ACTIVATION,
@@ -20,11 +22,13 @@ from studio.engine.events import (
     THREAD_UPDATE,
     OMEvent,
 )
-from studio.engine.timeline import Point, series_csv
+from studio.engine.timeline import Point, Timeline
+from studio.engine.timeline_series import ChartSeries
+from studio.engine.whatif_chart import WhatIfChart
 from studio.ui import format as fmt
-from studio.ui.widgets.timeline_chart import ChartExport, spot_event, write_chart_png, write_chart_svg
+from studio.ui.widgets.timeline_chart import spot_event
 
-__all__ = ["TimelineInteraction", "event_text"]
+__all__ = ["DrawnTimeline", "TimelinePointer", "event_text"]
 
 
 def event_text(event: OMEvent) -> str:
@@ -58,49 +62,80 @@ def event_text(event: OMEvent) -> str:
     return "\n".join(lines)
 
 
-class TimelineInteraction(ChartExport):
-    """Mixin of TimelineTab: follow the pointer, select what is clicked, give tooltips, export.
+class DrawnTimeline:
+    """What the Timeline tab shows now (the tab writes it, its pointer reads it).
+
+    THREAD_ID: the thread shown (None: none); TIMELINE and SERIES: its timeline and chart arrays
+    (None until read); WHATIF and WHATIF_SERIES: the What-if replay drawn over it, if any; X_MODE:
+    "time" or "turn", what the horizontal axis shows.
+    """
+
+    __slots__ = ("series", "thread_id", "timeline", "whatif", "whatif_series", "x_mode")
+
+    def __init__(self, x_mode: str):
+        self.thread_id: str | None = None
+        self.timeline: Timeline | None = None
+        self.series: ChartSeries | None = None
+        self.whatif: WhatIfChart | None = None
+        self.whatif_series: ChartSeries | None = None
+        self.x_mode = x_mode
+
+
+class TimelinePointer(QObject):
+    """Follow the pointer over PLOT, select what is clicked, give the markers' tooltips, for what DRAWN shows.
 
     A click on the chart selects the nearest point (a marker: its event's point; a What-if marker: the
     real point of the same message) and emits its message id, its generation's OM record id and its
-    time (epoch ms); while the tab is `drawing` a long chart anew (its old picture held) the pointer and
-    clicks are ignored. Exports write the chart (PNG, SVG) or the series (CSV, UTF-8); a failed export
-    from the Export menu is reported in the readout line, never raised.
+    time (epoch ms); READOUT says what is under the pointer, and what was selected. The tab ignores the
+    pointer while it draws a long chart anew (`move_to` and `click` are not called then).
     """
+
+    message_selected = Signal(str)       # message id of the point selected
+    generation_selected = Signal(str)    # OM record id (generation) of the point selected
+    time_selected = Signal(object)       # epoch ms of the point selected
+
+    def __init__(self, plot: pg.PlotWidget, readout: QLabel, drawn: DrawnTimeline, parent: QObject | None = None):
+        super().__init__(parent)
+        self.plot = plot
+        self.readout = readout
+        self._drawn = drawn
+        self._index: dict[int, int] | None = None       # id(point) -> its row in the arrays, built when first asked
+        self.selected_point: Point | None = None
+        self.vline = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#9ca3af", width=1))
+        self.hline = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen("#9ca3af", width=1))
+        self.selection_line = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen("#111827", width=1,
+                                                                                      style=Qt.PenStyle.DashLine))
 
     # -- public API ----------------------------------------------------------------------------
 
-    def export_png(self, path: str, width: int = 1600) -> None:
-        """Write the chart as a PNG WIDTH px wide to PATH; OSError if it cannot be written."""
-        write_chart_png(self.plot, path, width)
+    def timeline_changed(self, *, same_thread: bool) -> None:
+        """A timeline was read anew (or dropped): forget its point index, and the selection unless SAME_THREAD."""
+        self._index = None
+        if not same_thread:
+            self.selected_point = None
 
-    def export_svg(self, path: str) -> None:
-        """Write the chart as SVG to PATH; OSError if it cannot be written."""
-        write_chart_svg(self.plot, path, "Memory Studio timeline")
+    def items(self) -> list:
+        """Return the pointer's items a redraw keeps on the plot: the crosshair, and the selection line if any."""
+        return [self.vline, self.hline] + ([self.selection_line] if self.selected_point else [])
 
-    def export_csv(self, path: str) -> None:
-        """Write the real (and what-if) series as CSV to PATH (UTF-8; nothing without a timeline).
-
-        OSError if it cannot be written.
-        """
-        if self._timeline is None:
-            return
-        text = series_csv(self._timeline, self._whatif.points if self._whatif else None)
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+    def place_selection(self) -> None:
+        """Put the selection line at the selected point in the current x mode (after an axis switch or redraw)."""
+        if self.selected_point is not None:
+            self.selection_line.setPos(self.x_of(self.selected_point))
 
     def x_of(self, point: Point) -> float:
         """Return POINT's horizontal position in the current mode (s since epoch, or turn); 0 if not drawn."""
-        if self._timeline is None or self._series is None:
+        drawn = self._drawn
+        if drawn.timeline is None or drawn.series is None:
             return 0.0
         if self._index is None:   # on the first click, not while the timeline is shown (~15 ms for 20,000 points)
-            self._index = {id(p): i for i, p in enumerate(self._timeline.points)}
+            self._index = {id(p): i for i, p in enumerate(drawn.timeline.points)}
         row = self._index.get(id(point))
-        return float(self._series.x[self._x_mode][row]) if row is not None else 0.0
+        return float(drawn.series.x[drawn.x_mode][row]) if row is not None else 0.0
 
     def select_point(self, point: Point) -> None:
         """Select POINT: emit its message and generation (History and Messages follow)."""
-        tl = self._timeline
+        tl = self._drawn.timeline
         if tl is None:
             return
         self.selected_point = point
@@ -110,7 +145,8 @@ class TimelineInteraction(ChartExport):
         bits = []
         if point.message_index is not None and 0 <= point.message_index < len(tl.messages):
             message = tl.messages[point.message_index]
-            if self._detail is None or message.thread_id == self._detail.thread.id:  # resource scope: others' too
+            own = self._drawn.thread_id
+            if own is None or message.thread_id == own:  # resource scope: others' too
                 self.message_selected.emit(message.id)
             bits.append(self._message_words(tl, point.message_index, message))
         record = next((g for g in tl.generations if g.generation_count == point.generation), None)
@@ -126,7 +162,7 @@ class TimelineInteraction(ChartExport):
         if tl.scope != "resource":
             return f"message {index + 1} ({message.role})"
         across = f"{index + 1} of {len(tl.messages):,} across the resource's threads"
-        own = self._detail.thread.id if self._detail is not None else None
+        own = self._drawn.thread_id
         if message.thread_id != own:
             return f"a message of thread {message.thread_id} ({message.role}; {across})"
         nth = sum(1 for m in tl.messages[:index + 1] if m.thread_id == own)
@@ -134,23 +170,25 @@ class TimelineInteraction(ChartExport):
 
     def select_event(self, event_index: int) -> None:
         """Select the point drawn for event EVENT_INDEX."""
-        if self._timeline is None:
+        if self._drawn.timeline is None:
             return
-        point = self._timeline.point_for_event(event_index)
+        point = self._drawn.timeline.point_for_event(event_index)
         if point is not None:
             self.select_point(point)
 
     # -- tooltips, pointer and clicks -----------------------------------------------------------
 
-    def _spot_tip(self, x: float, y: float, data) -> str:
+    def spot_tip(self, x: float, y: float, data) -> str:
+        """Return the tooltip of the marker carrying DATA (plain text as rich text; "" when none)."""
         found = spot_event(data)
         if found is None:
             return ""
         index, whatif = found
+        drawn = self._drawn
         if whatif:
-            event = self._whatif.event(index) if self._whatif else None
+            event = drawn.whatif.event(index) if drawn.whatif else None
         else:
-            events = self._timeline.events if self._timeline else []
+            events = drawn.timeline.events if drawn.timeline else []
             event = events[index] if 0 <= index < len(events) else None
         if event is None:
             return ""
@@ -160,16 +198,17 @@ class TimelineInteraction(ChartExport):
         return fmt.plain_tooltip(text)
 
     def _nearest_point(self, x: float) -> Point | None:
-        if self._timeline is None or self._series is None or not self._timeline.points:
+        drawn = self._drawn
+        if drawn.timeline is None or drawn.series is None or not drawn.timeline.points:
             return None
-        row = self._series.nearest(self._x_mode, x)
-        return self._timeline.points[row] if row is not None and row < len(self._timeline.points) else None
+        row = drawn.series.nearest(drawn.x_mode, x)
+        return drawn.timeline.points[row] if row is not None and row < len(drawn.timeline.points) else None
 
-    def _on_scene_mouse_moved(self, args) -> None:
-        pos = args[0]
+    def move_to(self, pos) -> None:
+        """The pointer moved to scene position POS: move the crosshair there and say what is under it."""
         vb = self.plot.getPlotItem().getViewBox()
-        if not self.plot.sceneBoundingRect().contains(pos) or self._timeline is None or self.drawing:
-            return   # while a long chart is drawn anew the picture shown is the old one (another x axis)
+        if not self.plot.sceneBoundingRect().contains(pos) or self._drawn.timeline is None:
+            return
         mapped = vb.mapSceneToView(pos)
         self.vline.setPos(mapped.x())
         self.hline.setPos(mapped.y())
@@ -183,8 +222,9 @@ class TimelineInteraction(ChartExport):
                 + (f" · buffered {fmt.tokens(point.buffered_tokens)}" if point.buffered_tokens else "")
                 + (" · reconstructed" if point.reconstructed else ""))
 
-    def _on_scene_mouse_clicked(self, ev) -> None:
-        if ev.button() != Qt.MouseButton.LeftButton or self._timeline is None or ev.isAccepted() or self.drawing:
+    def click(self, ev) -> None:
+        """The chart's scene was clicked (EV, pyqtgraph's event): select the nearest point on a left click."""
+        if ev.button() != Qt.MouseButton.LeftButton or self._drawn.timeline is None or ev.isAccepted():
             return
         vb = self.plot.getPlotItem().getViewBox()
         if not vb.sceneBoundingRect().contains(ev.scenePos()):
@@ -193,25 +233,20 @@ class TimelineInteraction(ChartExport):
         if point is not None:
             self.select_point(point)
 
-    def _on_scatter_clicked(self, _item, spots, _ev=None) -> None:
+    def on_scatter_clicked(self, _item, spots, _ev=None) -> None:
+        """Markers were clicked: select the first one's point (a What-if marker: the real point of its message)."""
         if not len(spots):
             return
         found = spot_event(spots[0].data())
         if found is None:
             return
         index, whatif = found
+        drawn = self._drawn
         if not whatif:
             self.select_event(index)
-        elif self._whatif is not None:
-            message_index = self._whatif.message_index_of_event(index)
-            if self._timeline is not None and message_index is not None:
-                real = next((p for p in self._timeline.points if p.message_index == message_index), None)
+        elif drawn.whatif is not None:
+            message_index = drawn.whatif.message_index_of_event(index)
+            if drawn.timeline is not None and message_index is not None:
+                real = next((p for p in drawn.timeline.points if p.message_index == message_index), None)
                 if real is not None:
                     self.select_point(real)
-
-    def _export_default_name(self, kind: str) -> str:
-        name = (self._timeline.thread_id or "timeline") if self._timeline else "timeline"
-        return f"{name}-timeline.{kind}"
-
-    def _export_report(self, text: str) -> None:
-        self.readout.setText(text)
