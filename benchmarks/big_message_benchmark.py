@@ -82,10 +82,10 @@ def main() -> None:
         run_command("tokens command", ["tokens", str(path), thread_id])
         run_command(f"--screenshot ({tab} tab)",
                     [str(path), "--screenshot", str(Path(tmp) / "shot.png"), "--thread", thread_id, "--tab", tab])
-        from studio.store.memory_store import MemoryStore
+        from studio.store import open_store
         from studio.ui import loaders  # no Qt: plain functions the GUI runs off its thread
 
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             for name, load in (("thread detail (status)", lambda: loaders.load_thread_detail(store, thread_id)),
                                ("message page", lambda: loaders.load_message_page(store, thread_id, 0, 200))):
                 cpu, started = time.process_time(), time.perf_counter()

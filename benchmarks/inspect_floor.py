@@ -46,11 +46,10 @@ def _best(fn, repeat: int) -> float:
 
 def _needed_statement(db: Path) -> tuple[str, tuple, int]:
     """(SELECT * of the messages after each thread-scope record's cursor, its params, resource-scope records)."""
-    from studio.store import batch
-    from studio.store.memory_store import MemoryStore
+    from studio.store import batch, open_store
     from studio.store.records import storage_cursor
 
-    with MemoryStore.open(str(db)) as store:
+    with open_store(str(db)) as store:
         cursors: dict[str, str | None] = {}
         resource_scope = 0
         for history in store.om_histories().values():
@@ -59,7 +58,7 @@ def _needed_statement(db: Path) -> tuple[str, tuple, int]:
                 cursors[current.thread_id] = storage_cursor(current.last_observed_at)
             else:
                 resource_scope += 1
-        tail, params = batch._tail(store, "thread_id", cursors)
+        tail, params = batch.cursor_tail(store.sql, "thread_id", cursors)
     where = tail[:tail.index(" ORDER BY")]  # "AS m JOIN (the cursors) AS c ON …": the message rows only
     return f"SELECT m.* FROM mastra_messages {where}", tuple(params), resource_scope
 

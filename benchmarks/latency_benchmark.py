@@ -37,13 +37,13 @@ def write_refusal_s() -> float:
 
     from studio.engine.tokens import count_observations
     from studio.errors import WriteRefused
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
     from studio.store.writes import commit_reflection
     from tests.conftest import copy_fixture
 
     with tempfile.TemporaryDirectory() as tmp:
         path = copy_fixture("live/support", Path(tmp))
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             record = store.om_current("thread:support-1")
         holder = libsql.connect(f"file:{path}", isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")

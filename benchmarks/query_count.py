@@ -4,10 +4,10 @@
         inspect_database(path)
     print(count.statements)
 
-Every `MemoryStore.open` (and `PgStore.open`) inside the block returns a store whose connection is
-wrapped: each `execute` of the connection or of one of its cursors counts one statement, whatever
-it is (SELECT, PRAGMA, the width probe of a SELECT). Used by benchmarks and by the test that
-`inspect` sends as many statements for N threads as for 3N.
+Every store `open_store` opens inside the block gets its backend's connection wrapped once it is open
+(and again after a local file's reopen): each `execute` of the connection or of one of its cursors
+counts one statement, whatever it is (SELECT, PRAGMA, the width probe of a SELECT). Used by benchmarks
+and by the test that `inspect` sends as many statements for N threads as for 3N.
 """
 
 from __future__ import annotations
@@ -67,24 +67,24 @@ class _CountingConnection:
 def counting_statements() -> Iterator[StatementCount]:
     """Within the block, count every statement of every store opened (see the module docstring)."""
     from studio.store import memory_store
+    from studio.store.backends import sqlite_file
 
     count = StatementCount()
-    original = memory_store.MemoryStore.__dict__["open"]
-    original_reopen = memory_store.MemoryStore._reopen
+    original_init = memory_store.MemoryStore.__init__
+    original_reopen = sqlite_file.FileBackend._reopen
 
-    def open_counted(cls, target, **kwargs):
-        store = original.__func__(cls, target, **kwargs)
-        store.conn = _CountingConnection(store.conn, count)
-        return store
+    def init_counted(self, backend):
+        original_init(self, backend)
+        backend.conn = _CountingConnection(backend.conn, count)
 
     def reopen_counted(self, **kwargs):
         original_reopen(self, **kwargs)
         self.conn = _CountingConnection(self.conn, count)
 
-    memory_store.MemoryStore.open = classmethod(open_counted)
-    memory_store.MemoryStore._reopen = reopen_counted
+    memory_store.MemoryStore.__init__ = init_counted
+    sqlite_file.FileBackend._reopen = reopen_counted
     try:
         yield count
     finally:
-        memory_store.MemoryStore.open = original
-        memory_store.MemoryStore._reopen = original_reopen
+        memory_store.MemoryStore.__init__ = original_init
+        sqlite_file.FileBackend._reopen = original_reopen

@@ -49,11 +49,11 @@ def core_timings(db: Path) -> dict:
     """Time the Qt-free core on DB."""
     from studio.engine import tokens
     from studio.engine.overview import iter_statuses
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     out = {}
     t0 = time.perf_counter()
-    store = MemoryStore.open(db)
+    store = open_store(db)
     threads = store.list_threads(with_counts=True)
     out["open_and_list_threads_ms"] = ms(time.perf_counter() - t0)
     out["threads"] = len(threads)

@@ -15,7 +15,7 @@ import sys
 
 def main(app: str, db: str) -> int:
     """Run one helper request against APP; return 0 when its listing of DB equals ours."""
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
     from studio.ui.loaders import load_listing
 
     from studio.engine.timeline import load_timeline
@@ -23,7 +23,7 @@ def main(app: str, db: str) -> int:
     from studio.engine.whatif_chart import replay_in_store, replay_packed
     from studio.ui.helper_process import CANCEL
 
-    with MemoryStore.open(db) as store:
+    with open_store(db) as store:
         thread_id = next(r.thread.id for r in load_listing(store).rows if r.has_om)
         timeline = load_timeline(store, thread_id)
     settings = WhatIfSettings.from_record(timeline.generations[-1])
@@ -47,7 +47,7 @@ def main(app: str, db: str) -> int:
     if replay.point_columns != here.point_columns or replay.event_columns != here.event_columns:
         print("smoke_helper: the helper's What-if replay differs from this process's", file=sys.stderr)
         return 1
-    with MemoryStore.open(db) as store:
+    with open_store(db) as store:
         expected = load_listing(store)
     got = ([r.thread.id for r in listing.rows], listing.resources)
     want = ([r.thread.id for r in expected.rows], expected.resources)

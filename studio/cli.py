@@ -149,12 +149,12 @@ def inspect_database(path: str, *, recount: bool = False) -> dict:
     """
     from studio.common.om_settings import max_threshold, resolve_settings
     from studio.engine.status import iter_statuses
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
     from studio.store.records import Thread
 
     if recount:  # tiktoken's o200k table costs ~30 ms to build: only when asked for
         from studio.engine.recount import recount_observations
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         # one statement per kind of row (threads, message counts, OM generations, unobserved
         # messages): the count does not grow with the number of threads (issue 13)
         threads = store.list_threads(with_counts=True)
@@ -230,9 +230,9 @@ def _run_inspect(args) -> int:
 def thread_tokens(path: str, thread_id: str) -> dict:
     """Return the `tokens --json` document: Mastra estimates and exact o200k counts per message."""
     from studio.engine import tokens
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         if store.get_thread(thread_id) is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
         messages = [m.as_mastra() for m in store.list_messages(thread_id)]
@@ -436,7 +436,7 @@ def run_child(argv: Sequence[str]) -> int:
     """
     kind, rest = (argv[0] if argv else ""), list(argv[1:])
     if kind == "backup":
-        from studio.store.backup import run_child as run_backup
+        from studio.store.write.file_backup import run_child as run_backup
 
         return run_backup(rest)
     if kind == "helper":

@@ -18,9 +18,9 @@ def doctor_database(path: str, thread_id: str | None = None) -> dict:
     """
     from studio.cli import BadInput
     from studio.engine.doctor import run_doctor
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         if thread_id is not None and store.get_thread(thread_id) is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
         return run_doctor(store, thread_id).to_json()

@@ -93,7 +93,7 @@ def list_threads_json(path: str, *, resource_id: str | None = None, metadata: di
                       per_page: int | bool | None = None) -> dict:
     """Return the `threads --json` document for the database at PATH (Memory.listThreads)."""
     from studio.store.thread_list import list_threads  # not history: recall's module is the bigger import
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     flt: dict[str, Any] = {}
     if resource_id is not None:
@@ -105,7 +105,7 @@ def list_threads_json(path: str, *, resource_id: str | None = None, metadata: di
         order = {"field": order_by or "createdAt", "direction": direction or "DESC"}
     # one sorted scan of the threads: a 256 KiB page cache (SQLite's default is 2,000 KiB) spares the
     # fresh memory of pages read once
-    with MemoryStore.open(path, cache_kib=256) as store, store.snapshot():
+    with open_store(path, cache_kib=256) as store, store.snapshot():
         result = list_threads(store, filter=flt or None, order_by=order, page=page or 0, per_page=per_page,
                               ids_only=True)
     return {"thread_ids": result.thread_ids, "total": result.total, "has_more": result.has_more}
@@ -147,14 +147,14 @@ def recall_json(path: str, thread_id: str, *, page: int | None = None, per_page:
     BadInput for an unknown thread, ValidationError for bad arguments.
     """
     from studio.store.history import get_thread_by_id, js_date_iso, recall
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     flt: dict[str, Any] = {}
     if start is not None or end is not None:
         flt["date_range"] = {k: js_date_iso(v) for k, v in (("start", start), ("end", end)) if v is not None}
     if metadata is not None:
         flt["metadata"] = metadata
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         if get_thread_by_id(store, thread_id) is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
         result = recall(store, thread_id, resource_id=resource_id, page=page, per_page=per_page,
@@ -199,9 +199,9 @@ def _run_recall(args) -> int:
 def speakers_document(path: str, thread_id: str) -> dict:
     """Return the `speakers --json` document: participants from `<turn>` tags, messages and tokens each."""
     from studio.engine.speakers import speakers_json, thread_speakers
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         if store.get_thread(thread_id) is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
         return speakers_json(thread_speakers(store, thread_id))

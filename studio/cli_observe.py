@@ -92,9 +92,9 @@ def parse_multi_thread_answer(text: str, config: dict | None = None) -> dict:
 
 
 def _lookup(path: str, thread_id: str):
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         thread = store.get_thread(thread_id)
         if thread is None:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")

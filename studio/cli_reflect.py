@@ -80,9 +80,9 @@ def _write_refused(exc) -> int:
 
 
 def _current_record_id(path: str, lookup_key: str) -> str | None:
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         record = store.om_current(lookup_key)
         return record.id if record is not None else None
 
@@ -370,11 +370,11 @@ def _run_revert(args) -> int:
     from studio.engine.status import flag_states
     from studio.engine.tokens import count_observations
     from studio.store import writes
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     if args.to_generation < 0:
         raise BadInput("--to-generation must be 0 or more")
-    with MemoryStore.open(args.path) as store, store.snapshot():
+    with open_store(args.path) as store, store.snapshot():
         thread = store.get_thread(args.thread)
         if thread is None:
             raise BadInput(f"No thread {args.thread!r} in {store.location.display}")

@@ -23,9 +23,9 @@ from studio.cli import EXIT_OK, JSON_HELP, READ_PATH_HELP, BadInput, _dump
 def timeline_document(path: str, thread_id: str) -> dict:
     """Return the `timeline --json` document of THREAD_ID in the database at PATH."""
     from studio.engine.timeline import TimelineError, build_timeline
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         try:
             return build_timeline(store, thread_id).to_json()
         except TimelineError as exc:
@@ -38,9 +38,9 @@ def whatif_document(path: str, thread_id: str, *, observation_ratio: float | Non
     """Return the `whatif --json` document: THREAD_ID replayed with SETTINGS (None keeps the stored value)."""
     from studio.engine.timeline import TimelineError, build_timeline
     from studio.engine.whatif import WhatIfSettings, WhatIfSettingsError, settings_with, simulate
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         try:
             timeline = build_timeline(store, thread_id)
         except TimelineError as exc:

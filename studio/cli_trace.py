@@ -27,9 +27,9 @@ from studio.cli import EXIT_OK, JSON_HELP, READ_PATH_HELP, BadInput, _dump
 def trace_document(path: str, thread_id: str, text: str) -> dict:
     """Return the `trace --json` document for TEXT in THREAD_ID of the database at PATH."""
     from studio.engine.trace import TraceError, trace_fact
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         try:
             return trace_fact(store, thread_id, text).to_json()
         except TraceError as exc:
@@ -39,9 +39,9 @@ def trace_document(path: str, thread_id: str, text: str) -> dict:
 def context_document(path: str, thread_id: str, turn: int) -> dict:
     """Return the `context --json` document of turn TURN of THREAD_ID in the database at PATH."""
     from studio.engine.context import ContextError, turn_context
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         try:
             return turn_context(store, thread_id, turn).to_json()
         except ContextError as exc:

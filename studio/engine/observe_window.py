@@ -29,6 +29,7 @@ from studio.common.om_settings import dynamic_threshold, max_threshold, resolve_
 from studio.engine import tokens
 from studio.engine.unobserved import is_working_memory_state_signal, storage_cursor, unobserved_messages
 from studio.errors import WriteRefused
+from studio.store import open_store
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, OMRecord, iso_to_ms, ms_to_iso
 from studio.store.write.common import to_int
@@ -84,7 +85,7 @@ def observation_window(path: str | os.PathLike[str], thread_id: str) -> Observat
     without the thread or an OM record, and ("invalid") for a resource-scope record (see
     `resource_observation_window`).
     """
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         thread, key, record = thread_and_record(store, thread_id)
         if record.scope == "resource" or key.startswith("resource:"):
             raise WriteRefused("invalid", f"{key} is a resource-scope record: its window is read by "
@@ -116,7 +117,7 @@ def resource_observation_window(path: str | os.PathLike[str], thread_id: str) ->
     oldest message (see `studio.store.write.observation_resource`). Raises WriteRefused("not-found")
     without the thread or record, ("invalid") for a thread-scope record.
     """
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         thread, key, record = thread_and_record(store, thread_id)
         if not key.startswith("resource:"):
             raise WriteRefused("invalid", f"{key} is not a resource-scope record.")

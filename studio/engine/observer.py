@@ -120,10 +120,10 @@ def load_observation_window(path: str, thread_id: str):
     file is unusable.
     """
     from studio.errors import WriteRefused
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
     from studio.engine.observe_window import observation_window, resource_observation_window
 
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         thread = store.get_thread(thread_id)
         if thread is None:
             raise ObservationInputError(f"No thread {thread_id!r} in {store.location.display}")
@@ -138,10 +138,10 @@ def load_observation_window(path: str, thread_id: str):
 
 
 def _thread_hints(path: str, thread_ids: list[str]) -> dict[str, tuple[str | None, str | None]]:
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     out = {}
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for tid in thread_ids:
             thread = store.get_thread(tid)
             om = thread.om_metadata if thread is not None else {}

@@ -199,9 +199,9 @@ def load_reflection_input(path: str, *, thread_id: str | None = None, lookup_key
     from studio.common.om_settings import max_threshold, resolve_settings
     from studio.engine.status import flag_states
     from studio.llm.providers import default_model_from_config
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         thread = None
         if thread_id is not None:
             thread = store.get_thread(thread_id)

@@ -6,19 +6,28 @@ pairs as one parameter (a JSON array read with `json_each` on libSQL, two text a
 PostgreSQL) and returns each pair's messages exactly as `MemoryStore.list_messages` /
 `list_resource_messages` with the same `since` would: the same condition, the same order.
 `om_histories` returns every lookup key's generations in one statement.
+
+The functions take the pieces of `MemoryStore`'s query API they use (its `fetch_messages`,
+`select_rows`, `sql`), so the store's methods (`messages_since_many`, `iter_messages_since_many`,
+`om_histories()`) call them without this module knowing the store.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Iterable, Iterator
 
 from studio.store import schema as sc
 from studio.store.cells import bulk_decode
+from studio.store.records import om_record_from_row
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from studio.store.memory_store import MemoryStore
+    from typing import Any, Callable, Iterable, Iterator
+
+    from studio.store.backends import ReadSql
     from studio.store.records import Message, OMRecord
+
+    FetchMessages = Callable[[str, Iterable[Any]], tuple[list, Callable[[Any], Message]]]
 
 #: Which messages column a batch key names.
 KEY_COLUMNS = {"thread": "thread_id", "resource": "resourceId"}
@@ -37,13 +46,14 @@ def _rounds(wanted: Iterable[tuple[str, str | None]]) -> list[dict[str, str | No
     return rounds
 
 
-def _tail(store: "MemoryStore", column: str, cursors: dict[str, str | None]) -> tuple[str, list]:
-    """The WHERE … ORDER BY tail selecting the messages of CURSORS ({id: since}) in storage order."""
+def cursor_tail(sql: ReadSql, column: str, cursors: dict[str, str | None]) -> tuple[str, list]:
+    """The WHERE … ORDER BY tail (in SQL's dialect) selecting the messages of CURSORS ({id: since}) of COLUMN
+    in storage order; with its params."""
     col = sc.quote_ident(column)
-    if store.dialect == "postgresql":  # a nested loop over the pairs on Mastra's (thread_id, createdAt) index
-        created = store._created(sc.MESSAGES)
+    if sql.name == "postgresql":  # a nested loop over the pairs on Mastra's (thread_id, createdAt) index
+        created = sql.created(sc.MESSAGES)
         return (f"JOIN unnest(?::text[], ?::text[]) AS c(k, s) ON {col} = c.k "
-                f"AND (c.s IS NULL OR {created} >= c.s::timestamptz) ORDER BY {col}, {store.MESSAGE_ORDER}",
+                f"AND (c.s IS NULL OR {created} >= c.s::timestamptz) ORDER BY {col}, {sql.message_order}",
                 [list(cursors), list(cursors.values())])
     # Each message row is reached from Mastra's (thread_id, createdAt) index entry, so a row the index
     # lists and the table does not hold (a damaged page) fails the read as SQLite's "malformed";
@@ -51,13 +61,15 @@ def _tail(store: "MemoryStore", column: str, cursors: dict[str, str | None]) -> 
     # list_messages' index scan yields createdAt ties in insertion (rowid) order: said here explicitly
     return ("AS m JOIN (SELECT json_extract(value, '$[0]') AS k, json_extract(value, '$[1]') AS s "
             f"FROM json_each(?)) AS c ON m.{col} = c.k AND (c.s IS NULL OR m.\"createdAt\" >= c.s) "
-            f"ORDER BY m.{col}, m.{store.MESSAGE_ORDER}, m.rowid",
+            f"ORDER BY m.{col}, m.{sql.message_order}, m.rowid",
             [json.dumps([[k, s] for k, s in cursors.items()])])
 
 
-def iter_messages_since_many(store: "MemoryStore", wanted: Iterable[tuple[str, str | None]],
-                             by: str = "thread") -> Iterator[tuple[tuple[str, str | None], list["Message"]]]:
+def iter_messages_since_many(fetch_messages: FetchMessages, sql: ReadSql, wanted: Iterable[tuple[str, str | None]],
+                             by: str = "thread") -> Iterator[tuple[tuple[str, str | None], list[Message]]]:
     """Yield ((id, since), messages) for each pair of WANTED, one pair at a time; BY is "thread" or "resource".
+
+    FETCH_MESSAGES and SQL: the store's (`MemoryStore.fetch_messages`, `MemoryStore.sql`).
 
     Each list equals `list_messages(id, since=since)` (or `list_resource_messages`): messages with
     `createdAt >= since` as the backend compares it (None = every message), in storage order; an
@@ -67,13 +79,10 @@ def iter_messages_since_many(store: "MemoryStore", wanted: Iterable[tuple[str, s
     messages at a time (inspect of 5,000 threads: one thread's, not 130,000). Raises StoreError if
     the database cannot be read.
     """
-    from studio.store.memory_store import MESSAGE_COLUMNS
-
     column = KEY_COLUMNS[by]
     for cursors in _rounds(wanted):
-        tail, params = _tail(store, column, cursors)
-        present, rows, decode = store._select_undecoded(sc.MESSAGES, MESSAGE_COLUMNS, tail, params)
-        read = store._message_reader(present, decode)
+        tail, params = cursor_tail(sql, column, cursors)
+        rows, read = fetch_messages(tail, params)
         attribute = "thread_id" if by == "thread" else "resource_id"
         done: set[str] = set()
         group: list = []
@@ -100,22 +109,23 @@ def iter_messages_since_many(store: "MemoryStore", wanted: Iterable[tuple[str, s
                 yield (key, since), []
 
 
-def messages_since_many(store: "MemoryStore", wanted: Iterable[tuple[str, str | None]],
-                        by: str = "thread") -> dict[tuple[str, str | None], list["Message"]]:
+def messages_since_many(fetch_messages: FetchMessages, sql: ReadSql, wanted: Iterable[tuple[str, str | None]],
+                        by: str = "thread") -> dict[tuple[str, str | None], list[Message]]:
     """Return {(id, since): messages} for each pair of WANTED (`iter_messages_since_many`, kept whole)."""
     out: dict[tuple[str, str | None], list] = {}
-    for pair, messages in iter_messages_since_many(store, wanted, by):
+    for pair, messages in iter_messages_since_many(fetch_messages, sql, wanted, by):
         out.setdefault(pair, []).extend(messages)
     return out
 
 
-def om_histories(store: "MemoryStore") -> dict[str, list["OMRecord"]]:
-    """Return {lookupKey: its generations, newest (highest generationCount) first}, in one statement."""
-    if not store.schema.has_observational_memory:
-        return {}
+def om_histories(select_rows: Callable[..., list[dict]]) -> dict[str, list[OMRecord]]:
+    """Return {lookupKey: its generations, newest (highest generationCount) first}, in one statement.
+
+    SELECT_ROWS: the store's (`MemoryStore.select_rows`); the store has an OM table.
+    """
     out: dict[str, list] = {}
-    rows = store._select(sc.OBSERVATIONAL_MEMORY, [], 'ORDER BY "lookupKey", "generationCount" DESC')
+    rows = select_rows(sc.OBSERVATIONAL_MEMORY, 'ORDER BY "lookupKey", "generationCount" DESC')
     with bulk_decode():
         for row in rows:
-            out.setdefault(row.get("lookupKey"), []).append(store._om(row))
+            out.setdefault(row.get("lookupKey"), []).append(om_record_from_row(row))
     return out

@@ -35,6 +35,19 @@ def is_driver_panic(exc: BaseException) -> bool:
     return type(exc).__name__ == "PanicException"
 
 
+def contained(exc: BaseException) -> bool:
+    """Return True for what a read may turn into a StoreError: an Exception or a driver panic."""
+    return isinstance(exc, Exception) or is_driver_panic(exc)
+
+
+def damaged_columns(columns, values) -> tuple[str, ...]:
+    """Return those of COLUMNS whose VALUES (same order) were read as DamagedText (bytes not valid UTF-8)."""
+    values = list(values)
+    if DamagedText not in set(map(type, values)):  # the common case, checked in C
+        return ()
+    return tuple(c for c, v in zip(columns, values) if isinstance(v, DamagedText))
+
+
 def text_safe(expr: str) -> str:
     """Return SQL that yields EXPR with TEXT turned into its bytes (BLOB); other types unchanged.
 

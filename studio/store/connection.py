@@ -1,4 +1,4 @@
-"""Open a Mastra memory.db read-only (or, on request, for one write) through libSQL.
+"""Open a Mastra memory.db read-only (or, on request, for one write) through libSQL: file checks, SQLite's sentences.
 
 Why libSQL and not the stdlib: Mastra writes `jsonb` columns as SQLite JSONB blobs, which only
 SQLite >= 3.45 can decode; Python 3.11's stdlib sqlite3 here is 3.40. The `libsql` package embeds
@@ -20,75 +20,12 @@ import libsql
 from studio.errors import StoreError
 from studio.store.cells import is_driver_panic
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
+if TYPE_CHECKING:
+    from studio.store.target import Target
+
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 5000
-
-
-class Location:
-    """Where a database file lives: a local path (server stores have their own locations).
-
-    Immutable, compared and hashed by its path (a plain class: no dataclasses import).
-    """
-
-    __slots__ = ("path",)
-
-    def __init__(self, path: Path):
-        object.__setattr__(self, "path", path)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}: a Location is immutable")
-
-    __delattr__ = __setattr__  # type: ignore[assignment]
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self.path == other.path  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((self.path,))
-
-    def __repr__(self) -> str:
-        return f"Location(path={self.path!r})"
-
-    def __reduce__(self) -> tuple:  # pickle and copy rebuild it through __init__ (its __setattr__ refuses)
-        return Location, (self.path,)
-
-    @property
-    def display(self) -> str:
-        """Return the path as the user should see it."""
-        return str(self.path)
-
-
-def parse_location(target: str | os.PathLike[str]) -> Location:
-    """Turn a path or `file:` URL into a Location.
-
-    Accepts `memory.db`, `/abs/memory.db`, `file:memory.db`, `file:///abs/memory.db` (query
-    strings such as `?mode=ro` are ignored: the studio decides the mode). Raises StoreError for
-    server URLs (`postgresql://`, `libsql://`, `http(s)://`, `ws(s)://`): their reads go through
-    `MemoryStore.open`, and their writes through `write.transaction.write_transaction`'s server backends.
-    """
-    text = os.fspath(target)
-    lowered = text.lower()
-    if lowered.startswith(("postgresql://", "postgres://")):
-        # reads of a PostgreSQL store go through studio.store.pg (MemoryStore.open); only a write gets here
-        from studio.store.credentials import redact_url
-
-        raise StoreError(f"The PostgreSQL store ({redact_url(text)}) is never opened as a file: the studio writes to "
-                         "it only inside a write's own transaction (its rows backed up). Nothing was written")
-    if lowered.startswith(("libsql://", "http://", "https://", "ws://", "wss://")):
-        # reads of a libSQL server go through studio.store.remote (MemoryStore.open); only a write gets here
-        from studio.store.pg import redact_url
-        from studio.store.remote import refusal
-
-        raise StoreError(refusal(redact_url(text)))
-    if lowered.startswith("file:"):
-        parsed = urllib.parse.urlparse(text)
-        raw = parsed.path if parsed.netloc in ("", "localhost") else f"//{parsed.netloc}{parsed.path}"
-        if not raw:  # file:relative.db puts the path in .path too, but guard anyway
-            raw = text[5:].split("?", 1)[0]
-        text = urllib.parse.unquote(raw)
-    return Location(Path(text).expanduser())
 
 
 FILE_KINDS = (
@@ -105,7 +42,7 @@ def _kind(mode: int) -> str:
     return next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
 
 
-def check_file(location: Location) -> None:
+def check_file(location: Target) -> None:
     """Raise StoreError unless LOCATION is an existing, readable, non-empty SQLite file.
 
     Refuses, with a sentence naming the problem and what to do: a missing file, a symbolic link
@@ -215,7 +152,7 @@ def file_signature(path: Path) -> tuple:
     return tuple(sig)
 
 
-def connect(location: Location, *, writable: bool = False, allow_immutable: bool = True):
+def connect(location: Target, *, writable: bool = False, allow_immutable: bool = True):
     """Open a libSQL connection to LOCATION: read-only unless WRITABLE.
 
     Returns (conn, immutable, signature): a DB-API-like `libsql.Connection`; whether it was opened

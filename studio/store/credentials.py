@@ -12,8 +12,8 @@ Where a libSQL auth token comes from (`libsql_auth_token`): the token typed in C
 
 A missing, locked or broken keyring backend counts as "nothing saved" for reads, and `save_secret`
 says so in one sentence. Secrets are never written anywhere else: every target the studio shows or
-remembers goes through `redact_url` (password and token values as `***`) or `strip_secrets` (removed).
-No Qt here; the studio's Connect dialog and `PgStore` use it.
+remembers goes through `studio.store.target.redact_url` (password and token values as `***`) or
+`strip_secrets` (removed). No Qt here; the studio's Connect dialog and the server backends use it.
 """
 
 from __future__ import annotations
@@ -26,11 +26,9 @@ from typing import Mapping
 
 from studio.common.keyring_lookup import KEYRING_SERVICE, KeyringGetter, os_keyring_get
 from studio.errors import StoreError
+from studio.store.target import LIBSQL_SERVER, POSTGRESQL, Target, split_url, target_kind, url_secret
 
-#: Query parameters whose value is a secret (lower-cased): libpq's password / sslpassword, libSQL's token.
-SECRET_PARAMS = frozenset({"password", "sslpassword", "authtoken", "auth_token", "token", "jwt", "access_token"})
-PG_SCHEMES = ("postgresql", "postgres")
-LIBSQL_SCHEMES = ("libsql", "http", "https", "ws", "wss")
+#: The environment variables holding a libSQL auth token, in the order they are read.
 TOKEN_ENV_VARS = ("LIBSQL_AUTH_TOKEN", "TURSO_AUTH_TOKEN")
 URL_TOKEN_WARNING = ("The auth token is in the URL (?authToken=): it is used, but a URL ends up in shell history "
                      "and logs; prefer $LIBSQL_AUTH_TOKEN or the system keyring (File ▸ Connect…)")
@@ -46,104 +44,14 @@ class KeyringUnavailable(StoreError):
     """No usable OS keyring backend (or it refused the write); the message is one sentence for the user."""
 
 
-# -- recognising and redacting targets -----------------------------------------------------------
-
-def scheme_of(target: str | os.PathLike[str]) -> str | None:
-    """Return the lower-cased URL scheme of TARGET (`postgresql`, `libsql`, `https`, …), None for a path / `file:`."""
-    text = os.fspath(target)
-    if "://" not in text:
-        return None
-    scheme = text.split("://", 1)[0].lower()
-    return None if scheme == "file" else scheme
-
-
-def is_server_target(target: str | os.PathLike[str]) -> bool:
-    """Return True for a PostgreSQL or libSQL-server URL (anything with a scheme other than `file`)."""
-    return scheme_of(target) is not None
-
+# -- which secret a target takes, and where it is kept -----------------------------------------
 
 def secret_kind(target: str | os.PathLike[str]) -> str | None:
     """Return "password" for a PostgreSQL URL, "token" for a libSQL server URL, None for a local file."""
-    scheme = scheme_of(target)
-    if scheme in PG_SCHEMES:
-        return "password"
-    if scheme in LIBSQL_SCHEMES:
-        return "token"
-    return None
+    return _SECRET_KINDS.get(target_kind(target))
 
 
-def _split(url: str) -> tuple[str, str, str, str, str]:
-    """Split URL into (scheme, userinfo, hostport+path, query, fragment) without trusting the password's characters.
-
-    The userinfo ends at the last `@` before the query, so a password holding an unescaped `/` or `#`
-    is still recognised as the password (and redacted) rather than read as a path.
-    """
-    scheme, rest = url.split("://", 1)
-    head, sep, query = rest.partition("?")
-    fragment = ""
-    if not sep:
-        head, _, fragment = head.partition("#") if "@" not in head.partition("#")[2] else (head, "", "")
-    else:
-        query, _, fragment = query.partition("#")
-    userinfo, at, hostpath = head.rpartition("@")
-    if not at:
-        userinfo, hostpath = "", head
-    return scheme, userinfo, hostpath, query, fragment
-
-
-def _join(scheme: str, userinfo: str, hostpath: str, query: list[tuple[str, str]], fragment: str) -> str:
-    out = f"{scheme}://{userinfo + '@' if userinfo else ''}{hostpath}"
-    if query:
-        out += "?" + urllib.parse.urlencode(query, safe="*/:")
-    return out + (f"#{fragment}" if fragment else "")
-
-
-def _clean(url: str, *, replacement: str | None) -> str:
-    if "://" not in url:
-        return url
-    scheme, userinfo, hostpath, query, fragment = _split(url)
-    if ":" in userinfo:
-        user = userinfo.split(":", 1)[0]
-        userinfo = f"{user}:{replacement}" if replacement is not None else user
-    pairs = []
-    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
-        if key.lower() in SECRET_PARAMS:
-            if replacement is None:
-                continue
-            value = replacement
-        pairs.append((key, value))
-    return _join(scheme, userinfo, hostpath, pairs, fragment)
-
-
-def redact_url(url: str | os.PathLike[str]) -> str:
-    """Return URL as windows, logs and errors show it: a password and every secret query value as `***`.
-
-    `postgresql://u:pw@h/db?sslpassword=x` → `postgresql://u:***@h/db?sslpassword=***`;
-    `libsql://db.turso.io?authToken=t` → `libsql://db.turso.io?authToken=***`; a path comes back unchanged.
-    """
-    return _clean(os.fspath(url), replacement="***")
-
-
-def strip_secrets(url: str | os.PathLike[str]) -> str:
-    """Return URL without its password and secret query parameters (what Open Recent remembers).
-
-    `postgresql://u:pw@h:5432/db?schema=s&password=x` → `postgresql://u@h:5432/db?schema=s`; reopening
-    it finds the secret in the environment, ~/.pgpass or the keyring. A path comes back unchanged.
-    """
-    return _clean(os.fspath(url), replacement=None)
-
-
-def url_secret(url: str) -> str | None:
-    """Return the secret written in URL (the password, or a `password` / token query value), else None."""
-    if "://" not in url:
-        return None
-    _scheme, userinfo, _hostpath, query, _fragment = _split(url)
-    if ":" in userinfo:
-        return urllib.parse.unquote(userinfo.split(":", 1)[1])
-    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
-        if key.lower() in ("password", "authtoken", "auth_token") and value:
-            return value
-    return None
+_SECRET_KINDS = {POSTGRESQL: "password", LIBSQL_SERVER: "token"}
 
 
 def keyring_target(url: str) -> str:
@@ -153,11 +61,11 @@ def keyring_target(url: str) -> str:
     when absent, so both spellings share one entry); libSQL: `SCHEME://HOST[:PORT][/PATH]`. The schema
     does not take part: one password serves every schema of a database.
     """
-    scheme, userinfo, hostpath, _query, _fragment = _split(url)
+    scheme, userinfo, hostpath, _query, _fragment = split_url(url)
     scheme = scheme.lower()
     user = userinfo.split(":", 1)[0]
     host, slash, path = hostpath.partition("/")
-    if scheme in PG_SCHEMES:
+    if target_kind(url) == POSTGRESQL:
         hostname, port = _host_port(host)
         return f"postgresql://{user + '@' if user else ''}{hostname}:{port or DEFAULT_PG_PORT}/{path}"
     return f"{scheme}://{host.lower()}{slash + path.rstrip('/') if path.rstrip('/') else ''}"
@@ -318,6 +226,32 @@ def libsql_auth_token(url: str, *, env: Mapping[str, str] | None = None,
     return None, "none"
 
 
+def libsql_token(target: Target) -> tuple[str | None, str]:
+    """Return (the auth token for the libSQL server TARGET, where it came from): what a read or a write sends.
+
+    Order: a token written in the URL (`?authToken=`: the most specific; a redacted `***` stands for
+    the token this process read from that URL before), then `libsql_auth_token` (a token typed in
+    File ▸ Connect… this session, `LIBSQL_AUTH_TOKEN`, `TURSO_AUTH_TOKEN`, the OS keyring). (None, "")
+    when there is none: a local sqld needs none. The source is a phrase for the user, or the
+    variable's name.
+    """
+    url_token = target.url_token
+    if url_token and url_token != "***":
+        _URL_TOKENS[target.display] = url_token
+        return url_token, "the URL's authToken"
+    if url_token == "***" and target.display in _URL_TOKENS:
+        return _URL_TOKENS[target.display], "the URL's authToken"
+    token, source = libsql_auth_token(target.display)
+    if token:
+        return token, (source if source in TOKEN_ENV_VARS else secret_source_text(source))
+    return None, ""
+
+
+#: Tokens read from URLs in this process, by redacted URL: the studio reopens a store by the URL it shows
+#: (`?authToken=***`). Memory only: never written anywhere.
+_URL_TOKENS: dict[str, str] = {}
+
+
 def secret_source_text(source: str) -> str:
     """Return a short phrase naming SOURCE (a `pg_password` / `libsql_auth_token` source) for the Connect dialog."""
     return {"url": "from the URL", "session": "typed this session", "PGPASSWORD": "from $PGPASSWORD",
@@ -335,7 +269,7 @@ def pgpass_has_entry(url: str, *, env: Mapping[str, str] | None = None) -> bool:
     database the user.
     """
     env = os.environ if env is None else env
-    _scheme, userinfo, hostpath, query, _fragment = _split(url)
+    _scheme, userinfo, hostpath, query, _fragment = split_url(url)
     params = dict(urllib.parse.parse_qsl(query))
     path = Path(params.get("passfile") or env.get("PGPASSFILE") or Path.home() / ".pgpass")
     try:
@@ -386,7 +320,6 @@ def _login() -> str:
 
 
 __all__ = ["KEYRING_SERVICE", "KeyringUnavailable", "URL_TOKEN_WARNING", "delete_secret", "forget_for_session",
-           "is_server_target", "keyring_backend", "keyring_target", "libsql_auth_token", "load_session_secrets",
-           "pg_password",
-           "pgpass_has_entry", "redact_url", "remember_for_session", "save_secret", "saved_secret", "scheme_of",
-           "secret_kind", "secret_source_text", "session_secrets", "strip_secrets", "url_secret"]
+           "keyring_backend", "keyring_target", "libsql_auth_token", "libsql_token", "load_session_secrets",
+           "pg_password", "pgpass_has_entry", "remember_for_session", "save_secret", "saved_secret",
+           "secret_kind", "secret_source_text", "session_secrets"]

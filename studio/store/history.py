@@ -21,7 +21,7 @@ import functools
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
 from studio.store import schema as sc
-from studio.store.memory_store import THREAD_COLUMNS, MemoryStore
+from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, Thread, iso_to_ms, ms_to_iso
 from studio.store.thread_list import (  # noqa: F401 (DEFAULT_LAST_MESSAGES, ThreadPage, list_threads: re-exported)
     DEFAULT_LAST_MESSAGES,
@@ -107,18 +107,14 @@ def _date_bound(value: Any) -> str | None:
 
 # -- threads ------------------------------------------------------------------------------------
 
-def _thread_from_row(store: MemoryStore, row: dict) -> Thread:
-    return store._thread(row)  # noqa: SLF001  (the store's own row -> record conversion)
-
-
 def get_thread_by_id(store: MemoryStore, thread_id: str, resource_id: str | None = None) -> Thread | None:
     """Return thread THREAD_ID (and, when given, of RESOURCE_ID), or None; Memory.getThreadById."""
     where, params = "WHERE id = ?", [thread_id]
     if resource_id is not None:
         where += ' AND "resourceId" = ?'
         params.append(resource_id)
-    rows = store._select(sc.THREADS, THREAD_COLUMNS, where, params)  # noqa: SLF001
-    return _thread_from_row(store, rows[0]) if rows else None
+    threads = store.select_threads(where, params)
+    return threads[0] if threads else None
 
 
 # -- messages -----------------------------------------------------------------------------------
@@ -162,8 +158,7 @@ def add_message_terms(store: MemoryStore, terms: list[str], params: list[Any], s
     caller applies `message_metadata_matches` to the rows.
     """
     pg = store.dialect == "postgresql"
-    created = 'COALESCE("createdAtZ", "createdAt" AT TIME ZONE \'UTC\')' if pg else '"createdAt"'
-    bound = "?::timestamptz" if pg else "?"
+    created, bound = store.sql.created(sc.MESSAGES), store.sql.time_param
     if start:
         terms.append(f'{created} {">" if start_excl else ">="} {bound}')
         params.append(start)
@@ -279,7 +274,7 @@ def _included(store: MemoryStore, include: list[tuple[str, int, int]], resource_
     ids = [i for i, _, _ in include]
     res_sql = ' AND "resourceId" = ?' if resource_id else ""
     res_params = [resource_id] if resource_id else []
-    found = store._rows(  # noqa: SLF001
+    found = store.rows(
         f'SELECT id, thread_id, "createdAt" FROM {sc.MESSAGES} WHERE id IN ({", ".join("?" * len(ids))}){res_sql}',
         [*ids, *res_params])
     targets = {r[0]: (r[1], r[2]) for r in found}
@@ -368,7 +363,7 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
         total = len(matching)
         rows = matching if per_page is False else matching[offset:offset + limit]
     else:
-        total = int(store._rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])  # noqa: SLF001
+        total = int(store.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])
         rows = _select_messages(store, f'{where} ORDER BY {order} LIMIT ? OFFSET ?',
                                 [*params, total if per_page is False else limit, offset])
     paginated = len(rows)
@@ -390,10 +385,6 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
 
 
 # -- recall -------------------------------------------------------------------------------------
-
-def _is_record(value: Any) -> bool:
-    return isinstance(value, (dict, list))
-
 
 #: What a user message's stored JSON must contain (unescaped) to be a system reminder: the
 #: `systemReminder` / `dynamicAgentsMdReminder` metadata keys or a first text starting with the tag.

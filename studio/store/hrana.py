@@ -1,7 +1,7 @@
 """Hrana over HTTP: the wire protocol of a libSQL server (`sqld`, Turso), spoken with httpx.
 
-A small DB-API-like connection (`execute(sql, params).fetchall()` / `.description`) so that
-`MemoryStore`'s query code runs unchanged on a server. Every request is one HTTP POST to
+A small DB-API-like connection (`execute(sql, params).fetchall()` / `.description`) so that the
+SQLite reads (`studio.store.backends.sqlite_sql`) run unchanged on a server. Every request is one HTTP POST to
 `/v2/pipeline` carrying one or more statements; the server answers with typed values
 (`{"type": "integer", "value": "3"}`, blobs base64-encoded), decoded here into what the local
 `libsql` driver returns (int, float, str, bytes, None).
@@ -17,7 +17,7 @@ Two ways to read:
 
 Only reads are ever sent on a `HranaConnection`: a statement that is not SELECT / WITH / VALUES / a
 PRAGMA without `=` (or the transaction's own BEGIN / ROLLBACK) is refused before it leaves the process.
-The one exception is `HranaWriteStream`, opened only by `studio.store.write.remote_transaction` for
+The one exception is `HranaWriteStream`, opened only by `studio.store.write.backends.libsql_remote` for
 a write the user asked for: one stream, `BEGIN IMMEDIATE` … `COMMIT` / `ROLLBACK`.
 """
 
@@ -133,7 +133,7 @@ class HranaConnection:
         self._began = False
         self.traffic = Traffic()
 
-    # -- DB-API-like surface used by MemoryStore -------------------------------------------
+    # -- DB-API-like surface used by the SQLite reads ----------------------------------------
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Cursor:
         """Run one read statement (inside the snapshot when one is open) and return its Cursor."""
@@ -285,7 +285,7 @@ class LockWaitTimeout(Exception):
 class HranaWriteStream(HranaConnection):
     """One write transaction on a libSQL server: a single Hrana stream from `BEGIN IMMEDIATE` to COMMIT/ROLLBACK.
 
-    Used only by `studio.store.write.remote_transaction` (a write the user asked for); every other
+    Used only by `studio.store.write.backends.libsql_remote` (a write the user asked for); every other
     connection of the studio stays a read-only `HranaConnection`. `execute(sql, params)` runs any
     statement on the stream (its Cursor's `rowcount` is the rows changed). Errors: StoreError
     (transport), HranaStatementError (a statement failed; `code` e.g. SQLITE_BUSY,

@@ -1,238 +1,117 @@
-"""Read a Mastra memory.db: resources, threads, messages and Observational Memory generations.
+"""Read a Mastra memory: resources, threads, messages and Observational Memory generations.
 
-`MemoryStore` owns one libSQL connection (a connection belongs to the thread that made it: in
-the studio, the TaskRunner's single database worker). It is read-only unless opened with
+`MemoryStore` is the read API the engine, the CLI and the studio use, whatever holds the memory. It
+is made of one backend (`studio.store.backends.Backend`: a local file, a libSQL server or
+PostgreSQL), which connects, runs the statements and isolates a load, and of the reads written here
+once, in SQL the backend's dialect completes (`backend.sql`: Mastra's orders and time comparisons
+per store). Open one with `studio.store.open_store(target)`; it is read-only unless opened with
 `writable=True`, which only an explicit user write does.
 
 A *load* is what one CLI command or one studio task reads: `with store.snapshot():` around it
-makes every read inside see the database as of one moment, and ends at once when the block
-ends (see `snapshot`). `fingerprint()` is the cheap value the studio polls to notice writes by
-other processes (live refresh).
+makes every read inside see the store as of one moment, and ends at once when the block ends.
+`fingerprint()` is the cheap value the studio polls to notice writes by other processes (live
+refresh). What each backend does for both: docs/store-layers.md.
+
+Modules that query the store beyond these methods (studio.store.history, thread_list,
+message_queries, batch) use its public query API: `rows`, `select_rows`, `select_column`,
+`select_threads`, `select_messages`, `fetch_messages`, and `sql` for the dialect's expressions.
 """
 
 from __future__ import annotations
 
-import os
+from contextlib import contextmanager
 
-import libsql
-
-from studio.errors import SchemaError, StoreDamaged, StoreError
 from studio.store import schema as sc
-from studio.store.cells import (
-    bulk_decode,
-    decode_pairs,
-    decode_rows,
-    decode_text,
-    is_driver_panic,
-    sqlite_encoding_name,
-    text_safe_pair,
-)
-from studio.store.connection import (
-    Location,
-    connect,
-    describe_sqlite_error,
-    file_identity,
-    file_signature,
-    foreign_wal_sentence,
-    has_nonempty_wal,
-    is_damage,
-    immutable_uri as _immutable_uri,
-    wal_page_size_mismatch,
-    parse_location,
-)
-from studio.store.loads import Loads
-from studio.store.message_reads import MESSAGE_COLUMNS, MessageReads, _damaged  # noqa: F401 (MESSAGE_COLUMNS re-exported)
-from studio.store.om_reads import OMReads
-from studio.store.loads import contained as _contained
-from studio.store.records import (
-    Resource,
-    Thread,
-    parse_json,
-)
+from studio.store.cells import bulk_decode, damaged_columns
+from studio.store.records import Message, OMRecord, Resource, Thread, om_record_from_row, parse_json, thread_from_row
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
+    from typing import Any, Callable, Hashable, Iterable, Iterator
+
+    from studio.store.backends import Backend, ReadSql
+    from studio.store.target import Target
+
+__all__ = ["MemoryStore", "THREAD_COLUMNS", "RESOURCE_COLUMNS", "MESSAGE_COLUMNS"]
 
 THREAD_COLUMNS = ["id", "resourceId", "title", "metadata", "createdAt", "updatedAt"]
 RESOURCE_COLUMNS = ["id", "workingMemory", "metadata", "createdAt", "updatedAt"]
-JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
-                 "bufferedMessageIds"}
+MESSAGE_COLUMNS = ["id", "thread_id", "content", "role", "type", "createdAt", "resourceId"]
 
 
-#: Reads of an immutable connection retried when the file changed under them; the last one is
-#: made through a normal (locking) read-only connection.
-IMMUTABLE_ATTEMPTS = 4
+def message_reader(present: list[str], decode: Callable[[Any], list], encoding: str) -> Callable[[Any], Message]:
+    """Return the function turning one fetched row of PRESENT message columns into a Message.
 
-
-def _explain_schema_error(location: Location, exc: SchemaError) -> StoreError:
-    """Return EXC, or a StoreError naming the -wal when the main file alone is a Mastra database.
-
-    SQLite reads pages from the -wal before the main file, so the -wal of another database (a
-    copy made at the wrong moment) makes a Mastra file look like that other database.
+    DECODE is the backend's (`Backend.select`); `content` may stay as fetched (its bytes, `lazy`):
+    `Message.stored` decodes and parses it when it is first used (recall of 20,007 messages looks at
+    few of them), and names it in `damaged_text` if its bytes are not valid text.
     """
-    if not has_nonempty_wal(location.path):
-        return SchemaError(f"{location.display}: {exc}")   # name the file (another app's database?)
-    try:
-        conn = libsql.connect(_immutable_uri(location.path))
-        try:
-            sc.discover(conn)
-        finally:
-            conn.close()
-    except BaseException as probe_exc:
-        if not _contained(probe_exc):
-            raise
-        return exc
-    evidence = (wal_page_size_mismatch(location.path)
-                or "the file alone is a Mastra memory database; read with that -wal it is not")
-    error = StoreError(f"Cannot read {location.display}: " + foreign_wal_sentence(location.path, evidence))
-    error.__cause__ = exc
-    return error
+    at = {c: i for i, c in enumerate(present)}
+    i_id, i_thread, i_content, i_role, i_type, i_created, i_resource = (at.get(c, -1) for c in MESSAGE_COLUMNS)
+
+    def read(row: Any) -> Message:
+        v = decode(row)
+        damaged = damaged_columns(present, v)
+        return Message.stored(v[i_id], v[i_thread] if i_thread >= 0 else None,
+                              (v[i_role] if i_role >= 0 else None) or "",
+                              v[i_content] if i_content >= 0 else None, v[i_created] if i_created >= 0 else None,
+                              v[i_resource] if i_resource >= 0 else None, v[i_type] if i_type >= 0 else None,
+                              damaged, encoding)
+    return read
 
 
-def _open_verified(location: Location, writable: bool, allow_immutable: bool = True, cache_kib: int | None = None):
-    """Connect and read the schema; return (conn, immutable, signature, schema, encoding).
+class MemoryStore:
+    """A Mastra memory opened for reading (default) or for one user-requested write, over BACKEND.
 
-    CACHE_KIB: the connection's SQLite page cache in KiB (None: SQLite's default, 2,000 KiB).
-
-    An immutable connection reads without locks, so a writer that checkpoints meanwhile can make
-    it read a torn file ("malformed"). The file's signature is taken before the connection is
-    made and compared after the schema is read: if it changed, the open is redone, and the last
-    attempt uses a normal read-only connection, which takes SQLite's locks.
-    """
-    for attempt in range(IMMUTABLE_ATTEMPTS):
-        last = attempt == IMMUTABLE_ATTEMPTS - 1
-        conn, immutable, signature = connect(location, writable=writable, allow_immutable=allow_immutable and not last)
-        error: BaseException | None = None
-        try:
-            if cache_kib is not None:
-                conn.execute(f"PRAGMA cache_size = {-int(cache_kib)}")  # negative: KiB, not pages
-            schema = sc.discover(conn)
-            encoding = sqlite_encoding_name(conn.execute("PRAGMA encoding").fetchall()[0][0])
-        except SchemaError as exc:
-            error = _explain_schema_error(location, exc)
-        except BaseException as exc:
-            if not _contained(exc):
-                conn.close()
-                raise
-            error = StoreError(f"Cannot read {location.display}: {describe_sqlite_error(exc, location.path)}")
-            error.__cause__ = exc
-        if immutable and file_signature(location.path) != signature:
-            conn.close()
-            continue
-        if error is not None:
-            conn.close()
-            raise error
-        return conn, immutable, signature, schema, encoding
-    raise AssertionError("unreachable: the last attempt is not immutable")
-
-
-#: URL schemes of a libSQL server (studio.store.remote.REMOTE_SCHEMES; here so a file open imports no client).
-REMOTE_LIBSQL_SCHEMES = ("libsql://", "https://", "http://", "wss://", "ws://")
-
-
-class MemoryStore(MessageReads, Loads, OMReads):
-    """A Mastra memory database opened for reading (default) or for one user-requested write.
-
-    Raises StoreError (missing, not SQLite, locked, unreadable) or SchemaError (no Mastra
-    tables) from `open`. Query methods raise StoreError when SQLite fails mid-read. No read lets
-    a driver panic escape: text is fetched as bytes and decoded here (studio.store.cells).
+    Opening (`studio.store.open_store`) raises StoreError (missing, not SQLite, locked,
+    unreachable, refused) or SchemaError (no Mastra tables). Every read raises StoreError when the
+    backend fails mid-read; none lets a driver panic escape.
     """
 
-    def __init__(self, location: Location, conn, schema: sc.Schema, writable: bool, immutable: bool = False,
-                 signature: tuple | None = None, encoding: str = "utf-8"):
-        self.location = location
-        self.conn = conn
-        self.schema = schema
-        self.writable = writable
-        self.immutable = immutable
-        self.encoding = encoding
-        self._signature = signature if signature is not None else file_signature(location.path)
-        self._identity = file_identity(location.path)
-        self._reopens = 0
-        self._widths: dict[str, int] = {}
+    def __init__(self, backend: Backend):
+        self.backend = backend
         self._snapshot_depth = 0
-        self._snapshot_conn = None   # the connection holding this load's read transaction, if any
-        self._wal: bool | None = None
 
-    #: The page cache asked for at `open` (KiB; None: SQLite's default), kept by every reopen.
-    _cache_kib: int | None = None
-    #: (table, wanted) -> `_select_list` result, made on first use (a subclass need not set it up).
-    _select_lists: dict[tuple, tuple[list[str], str]] | None = None
-    #: SQL dialect of the backend ("sqlite" for libSQL files; studio.store.pg's PgStore: "postgresql").
-    dialect = "sqlite"
-    #: Sentences the user should see about how the store was opened (status bar; the CLI prints StoreNotice warnings).
-    notices: tuple[str, ...] = ()
-    #: Messages in Mastra's storage order: createdAt, then insertion (the libSQL store has no tie-break).
-    MESSAGE_ORDER = '"createdAt" ASC'
+    # -- what was opened -------------------------------------------------------------------
 
-    @classmethod
-    def open(cls, target: str | os.PathLike[str], *, writable: bool = False,
-             cache_kib: int | None = None) -> "MemoryStore":
-        """Open TARGET read-only unless WRITABLE: a path, a `file:` URL, a `postgresql://` URL or a libSQL
-        server URL (`libsql://`, `https://`, `http://`).
+    @property
+    def location(self) -> Target:
+        """The parsed target (`display`: as the user sees it, secrets redacted; `path`: None for a server)."""
+        return self.backend.location
 
-        A PostgreSQL URL returns a `studio.store.pg.PgStore`, a libSQL server URL a
-        `studio.store.remote.RemoteStore` (same read API; both read-only: their writes go through
-        `studio.store.write.transaction.write_transaction`). CACHE_KIB (a file only): SQLite's page
-        cache in KiB, default SQLite's 2,000 KiB. A command that reads each page once (`threads`)
-        asks for a small one: filling the default cache takes fresh memory (page faults: ~2 ms of
-        listing 5,000 threads) for pages it never reads again.
-        """
-        lowered = os.fspath(target).lower()
-        if lowered.startswith(("postgresql://", "postgres://")):  # pg.is_pg_target (a file open imports no pg)
-            from studio.store.pg import PgStore
+    @property
+    def schema(self) -> sc.Schema:
+        """The Mastra tables and columns present."""
+        return self.backend.schema
 
-            return PgStore.open(target, writable=writable)
-        if lowered.startswith(REMOTE_LIBSQL_SCHEMES):  # remote.is_remote_libsql_target
-            from studio.store.remote import RemoteStore
+    @property
+    def writable(self) -> bool:
+        """True when opened for one user-requested write (a local file only)."""
+        return self.backend.writable
 
-            return RemoteStore.open(target, writable=writable)
-        location = parse_location(target)
-        conn, immutable, signature, schema, encoding = _open_verified(location, writable, cache_kib=cache_kib)
-        store = cls(location, conn, schema, writable, immutable, signature, encoding)
-        store._cache_kib = cache_kib
-        return store
+    @property
+    def notices(self) -> tuple[str, ...]:
+        """Sentences the user should see about how the store was opened (status bar; the CLI warns)."""
+        return self.backend.notices
 
-    def _reopen(self, *, allow_immutable: bool = True) -> None:
-        conn, immutable, signature, schema, encoding = _open_verified(self.location, self.writable, allow_immutable,
-                                                                      self._cache_kib)
-        old, self.conn = self.conn, conn
-        if old is not None:
-            old.close()
-        self.schema, self.immutable, self._signature, self.encoding = schema, immutable, signature, encoding
-        self._identity = file_identity(self.location.path)
-        self._widths.clear()
-        self._select_lists = None
-        self._reopens += 1
-        self._wal = None
-        if self._snapshot_depth:   # a writer appeared mid-load: the rest of the load reads one state again
-            self._begin_read()
+    @property
+    def sql(self) -> ReadSql:
+        """The dialect's read expressions (message order, createdAt as Mastra compares it, …)."""
+        return self.backend.sql
 
-    def reopen_if_changed(self) -> bool:
-        """Reopen the connection if it was opened immutable and the file has changed since; return True if so.
+    @property
+    def dialect(self) -> str:
+        """"sqlite" (a libSQL file or server) or "postgresql": the SQL the reads are written in."""
+        return self.backend.sql.name
 
-        An immutable connection (a WAL file nobody had open) never sees later writes: when a
-        writer appears (a -wal file) or the file changes, a fresh read-only connection replaces it.
-        Any read-only store is also reopened when the path now names another file (replaced by
-        a copy or a rename). Checked before every read (two stat calls: the file and its -wal, or one).
-        """
-        if self.conn is None or self.writable or self._snapshot_depth:
-            return False   # inside a load the snapshot is kept (an immutable read is verified by _execute)
-        if self.immutable:  # a replaced file has another inode: the signature (inode first) tells both
-            changed = file_signature(self.location.path) != self._signature
-        else:
-            changed = file_identity(self.location.path) not in (None, self._identity)
-        if not changed:
-            return False
-        self._reopen()
-        return True
+    @property
+    def message_order(self) -> str:
+        """ORDER BY of messages in Mastra's storage order (libSQL: createdAt then insertion; pg: then id)."""
+        return self.backend.sql.message_order
 
     def close(self) -> None:
-        """Close the connection (read-only: the main file and -wal are left as they were)."""
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        """Close the backend's connection (the store's data is left as it was)."""
+        self.backend.close()
 
     def __enter__(self) -> "MemoryStore":
         return self
@@ -240,205 +119,123 @@ class MemoryStore(MessageReads, Loads, OMReads):
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- low level -------------------------------------------------------------------------
+    # -- loads and live refresh ------------------------------------------------------------
 
-    def _fail(self, exc: BaseException) -> StoreError:
-        """Return the StoreError for a failed read (StoreDamaged when the file is damaged where it read)."""
-        kind = StoreDamaged if is_damage(exc) else StoreError
-        error = kind(f"Reading {self.location.display} failed: {describe_sqlite_error(exc, self.location.path)}")
-        error.__cause__ = exc
-        return error
+    @contextmanager
+    def snapshot(self) -> Iterator["MemoryStore"]:
+        """Run one load: every read inside the block sees the store as of one moment; yields the store.
 
-    def _execute(self, sql: str, params: tuple) -> list[tuple]:
-        """Fetch every row of SQL; verify an immutable read against the file; contain driver panics.
-
-        When the file changed while an immutable connection read it (a writer checkpointed),
-        the rows (or the error) may come from a torn file: the store reopens and reads again
-        (IMMUTABLE_ATTEMPTS, the last through a locking connection). Raises the driver's
-        Exception as is (callers word it), a driver panic as StoreError.
+        What the snapshot is depends on the backend (`Backend.begin_read`): one WAL read
+        transaction on a file (a file in rollback-journal mode, or one nobody had open, is read
+        statement by statement), one read stream on a libSQL server, one REPEATABLE READ READ ONLY
+        transaction on PostgreSQL; none of them delays a writer. Nested blocks join the outer load.
+        Raises StoreError when the snapshot cannot be started; a failure inside the block propagates
+        after the snapshot was ended.
         """
-        for attempt in range(IMMUTABLE_ATTEMPTS):
-            if attempt:
-                self._reopen(allow_immutable=attempt < IMMUTABLE_ATTEMPTS - 1)
-            error: BaseException | None = None
-            rows: list[tuple] = []
+        if self._snapshot_depth:
+            self._snapshot_depth += 1
             try:
-                rows = self.conn.execute(sql, params).fetchall()
-            except BaseException as exc:
-                if not _contained(exc):
-                    raise
-                error = exc
-            if self.immutable and file_signature(self.location.path) != self._signature:
-                continue
-            if error is not None:
-                if is_driver_panic(error):
-                    raise self._fail(error)
-                raise error
-            return rows
-        raise AssertionError("unreachable: the last attempt is not immutable")
-
-    def _width(self, sql: str, params: tuple) -> int:
-        width = self._widths.get(sql)
-        if width is None:
-            width = len(self.conn.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description or ())
-            self._widths[sql] = width
-        return width
-
-    def _rows(self, sql: str, params: Iterable[Any] = (), *, check: bool = True) -> list[tuple]:
-        """Run a SELECT (or PRAGMA) and return its rows, text decoded here (never by the driver).
-
-        A SELECT is wrapped so that every TEXT result travels as bytes with its type, and is
-        decoded with `decode_text` (invalid UTF-8 -> DamagedText). Raises StoreError on failure.
-        """
-        if self.conn is None:
-            raise StoreError("The database is closed")
-        if check:
-            self.reopen_if_changed()
-        params = tuple(params)
+                yield self
+            finally:
+                self._snapshot_depth -= 1
+            return
+        self._snapshot_depth = 1
         try:
-            head = sql.lstrip()[:6].upper()
-            if not head.startswith(("SELECT", "WITH")):
-                return self._execute(sql, params)
-            width = self._width(sql, params)
-            names = ", ".join(f"c{i}" for i in range(width))
-            pairs = ", ".join(text_safe_pair(f"c{i}") for i in range(width))
-            rows = self._execute(f"WITH q({names}) AS ({sql}) SELECT {pairs} FROM q", params)
-        except StoreError:
-            raise
-        except BaseException as exc:
-            if not _contained(exc):
-                raise
-            raise self._fail(exc) from exc
-        return decode_rows(rows, width, self.encoding)
-
-    def _select_list(self, table: str, wanted: list[str]) -> tuple[list[str], str]:
-        """Return (present columns, SELECT list): JSONB blobs decoded with json(), every text as bytes.
-
-        Each result is NULL, a number or bytes (text, or a blob that is not JSONB) for `_decode`.
-        """
-        present = [c for c in (wanted or self.schema.columns(table)) if self.schema.has_column(table, c)]
-        exprs = []
-        for col in present:
-            q = sc.quote_ident(col)
-            if col in JSONB_COLUMNS:
-                exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN CAST(json({q}) AS BLOB) "
-                             f"WHEN typeof({q}) = 'text' THEN CAST({q} AS BLOB) ELSE {q} END")
-            else:
-                exprs.append(f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
-        return present, ", ".join(exprs)
-
-    def _decode_row(self, row: tuple) -> list:  # every bytes value as text; damaged text: `_decode`
-        try:
-            return [v.decode(self.encoding) if isinstance(v, (bytes, bytearray)) else v for v in row]
-        except UnicodeDecodeError:
-            return [self._decode(v) for v in row]
-
-    def _decode(self, value: Any) -> Any:
-        if isinstance(value, (bytes, bytearray)):
-            return decode_text(value, self.encoding)
-        return value
-
-    def _select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = ()) -> list[dict]:
-        """SELECT WANTED columns (those present) from TABLE with a WHERE/ORDER TAIL; rows as dicts.
-
-        Every text value is decoded here (invalid UTF-8 -> DamagedText, see studio.store.cells);
-        a blob in a column Mastra fills with text or numbers is read as text. A JSONB blob SQLite
-        cannot decode does not fail the read: the rows are re-read raw and that value is decoded
-        one by one (undecodable -> left as bytes, reported as malformed).
-        """
-        present, rows, decode = self._select_undecoded(table, wanted, tail, params)
-        with bulk_decode():
-            return [dict(zip(present, decode(r))) for r in rows]
-
-    def _select_undecoded(self, table: str, wanted: list[str], tail: str = "",
-                          params: Iterable[Any] = ()) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
-        """`_select`'s read without its decoding: (present columns, rows as fetched, DECODE).
-
-        DECODE turns one fetched row into its values as `_select` gives them (zip with the columns
-        for the dict), so a caller can decode a large result a slice at a time and drop each slice
-        (studio.store.batch.iter_messages_since_many). The whole result is fetched (and checked
-        against a torn immutable read) before this returns. Raises StoreError.
-        """
-        if self.conn is None:
-            raise StoreError("The database is closed")
-        self.reopen_if_changed()
-        params = tuple(params)
-        lists, key = self._select_lists if self._select_lists is not None else {}, (table, tuple(wanted))
-        self._select_lists = lists
-        present, select = lists.get(key) or lists.setdefault(key, self._select_list(table, wanted))
-        sql = f"SELECT {select} FROM {sc.quote_ident(table)} {tail}"
-        try:
-            return present, self._execute(sql, params), self._decode_row
-        except StoreError:
-            raise
-        except Exception as exc:
-            if "json" not in str(exc).lower():
-                raise self._fail(exc) from exc
-            raw_select = ", ".join(text_safe_pair(sc.quote_ident(c)) for c in present)
+            self.backend.begin_read()
+            yield self
+        except BaseException:
+            self._snapshot_depth = 0
             try:
-                raw = self._execute(f"SELECT {raw_select} FROM {sc.quote_ident(table)} {tail}", params)
-            except StoreError:
-                raise
-            except Exception as exc2:
-                raise self._fail(exc2) from exc2
-            rows = []
-            for r in raw:
-                values = decode_pairs(r, self.encoding)
-                rows.append([self._decode_blob(v) if c in JSONB_COLUMNS else v for c, v in zip(present, values)])
-        return present, rows, list
-
-    def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
-        """Return COLUMN of TABLE's rows (WHERE/ORDER TAIL, `?` PARAMS) as `_select` reads it, one value a row.
-
-        `[row.get(COLUMN) for row in self._select(TABLE, [COLUMN], TAIL, PARAMS)]` without a dict a row
-        (`threads --all` reads every thread id this way). Raises StoreError.
-        """
-        if self.dialect != "sqlite" or column in JSONB_COLUMNS or not self.schema.has_column(table, column):
-            return [r.get(column) for r in self._select(table, [column], tail, params)]
-        if self.conn is None:
-            raise StoreError("The database is closed")
-        self.reopen_if_changed()
-        select = self._select_list(table, [column])[1]
-        try:
-            rows = self._execute(f"SELECT {select} FROM {sc.quote_ident(table)} {tail}", tuple(params))
-        except StoreError:
+                self.backend.end_read(failed=True)
+            except Exception:
+                pass   # the load's own error is the one to report
             raise
-        except Exception as exc:
-            raise self._fail(exc) from exc
-        encoding = self.encoding
-        try:
-            return [v.decode(encoding) if isinstance(v, (bytes, bytearray)) else v for v, in rows]
-        except UnicodeDecodeError:
-            return [self._decode(v) for v, in rows]
+        self._snapshot_depth = 0
+        self.backend.end_read()
+
+    @property
+    def in_snapshot(self) -> bool:
+        """Return True inside a `snapshot()` block."""
+        return self._snapshot_depth > 0
+
+    @property
+    def fingerprint_in_snapshot(self) -> bool:
+        """True when `fingerprint()` read inside `snapshot()` describes that snapshot's state, so a load may
+        read it last (server stores); False for a local file, whose load reads it before anything else."""
+        return self.backend.fingerprint_in_snapshot
+
+    def fingerprint(self) -> Hashable:
+        """Return a cheap value that changes when another process commits to the store; read-only.
+
+        The studio polls it at a gentle interval (live refresh) and reloads when it changes. A local
+        file: SQLite's `PRAGMA data_version` plus reopens (two stat calls, no table read); a libSQL
+        server: `content_fingerprint()`; PostgreSQL: its write counters, plus `content_fingerprint()`.
+        """
+        return self.backend.fingerprint()
+
+    def content_fingerprint(self) -> str:
+        """Return a digest of row counts and newest `updatedAt` of Mastra's tables, in one SELECT."""
+        from studio.store.backends import content_fingerprint
+
+        return content_fingerprint(self.backend)
+
+    # -- the query API of the modules that read through the store --------------------------
+
+    def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        """Run one read statement written with `?` placeholders; return its rows, text decoded. Raises StoreError."""
+        return self.backend.rows(sql, params)
 
     def select_rows(self, table: str, tail: str = "", params: Iterable[Any] = (),
                     wanted: list[str] | None = None) -> list[dict]:
         """SELECT WANTED (default: all) present columns of TABLE with a WHERE/ORDER TAIL (`?` placeholders).
 
         Rows as dicts, values as Mastra reads them in the libSQL store's form (times as ISO strings,
-        JSON as text): the same call as a write transaction's `select`, so the write protocol
-        (studio.store.write.protocol) reads through either. Raises StoreError.
+        JSON as text, damaged text as DamagedText): the same call as a write transaction's
+        `select_rows`, so the write protocol (studio.store.write.protocol) reads through either.
+        Raises StoreError.
         """
-        return self._select(table, list(wanted or []), tail, params)
+        present, fetched, decode = self.backend.select(table, list(wanted or []), tail, params)
+        with bulk_decode():
+            return [dict(zip(present, decode(r))) for r in fetched]
 
-    def _decode_blob(self, value: Any) -> Any:
-        if not isinstance(value, (bytes, bytearray)):
-            return value
-        try:
-            text = self._execute("SELECT CAST(json(?) AS BLOB)", (bytes(value),))[0][0]
-        except Exception:
-            return bytes(value)
-        return self._decode(text)
+    def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
+        """Return COLUMN of TABLE's rows (WHERE/ORDER TAIL, `?` PARAMS) as `select_rows` reads it, one value a row.
+
+        Without a dict a row (`threads --all` reads every thread id this way). Raises StoreError.
+        """
+        return self.backend.select_column(table, column, tail, params)
+
+    def select_threads(self, tail: str = "", params: Iterable[Any] = ()) -> list[Thread]:
+        """Return the threads of `SELECT … FROM mastra_threads TAIL` (a WHERE/ORDER tail, `?` params)."""
+        return [thread_from_row(r) for r in self.select_rows(sc.THREADS, tail, params, THREAD_COLUMNS)]
+
+    def fetch_messages(self, tail: str = "", params: Iterable[Any] = ()) -> tuple[list, Callable[[Any], Message]]:
+        """`select_messages` without making the Messages: (rows as fetched, READ turning one row into its Message).
+
+        The whole result is fetched first; a caller that reads a large result a slice at a time drops
+        each row once read (studio.store.batch.iter_messages_since_many). Raises StoreError.
+        """
+        present, fetched, decode = self.backend.select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params, lazy="content")
+        return fetched, message_reader(present, decode, self.backend.encoding)
+
+    def select_messages(self, tail: str = "", params: Iterable[Any] = ()) -> list[Message]:
+        """Return the messages of `SELECT … FROM mastra_messages TAIL` (a WHERE/ORDER tail, `?` params).
+
+        Each message's content is decoded and parsed on first use (`Message.stored`). Raises StoreError.
+        """
+        fetched, read = self.fetch_messages(tail, params)
+        with bulk_decode():
+            return [read(r) for r in fetched]
 
     # -- resources and threads -------------------------------------------------------------
 
     def resource_ids(self) -> list[str]:
         """Return every resource id that owns a thread, has a resources row or an OM record, sorted."""
-        ids = {r[0] for r in self._rows('SELECT DISTINCT "resourceId" FROM mastra_threads') if r[0] is not None}
+        ids = {r[0] for r in self.rows('SELECT DISTINCT "resourceId" FROM mastra_threads') if r[0] is not None}
         if self.schema.has_table(sc.RESOURCES):
-            ids |= {r[0] for r in self._rows("SELECT id FROM mastra_resources") if r[0] is not None}
+            ids |= {r[0] for r in self.rows("SELECT id FROM mastra_resources") if r[0] is not None}
         if self.schema.has_column(sc.OBSERVATIONAL_MEMORY, "resourceId"):
-            ids |= {r[0] for r in self._rows('SELECT DISTINCT "resourceId" FROM mastra_observational_memory')
+            ids |= {r[0] for r in self.rows('SELECT DISTINCT "resourceId" FROM mastra_observational_memory')
                     if r[0] is not None}
         return sorted(ids)
 
@@ -446,7 +243,7 @@ class MemoryStore(MessageReads, Loads, OMReads):
         """Return the `mastra_resources` row for RESOURCE_ID, or None."""
         if not self.schema.has_table(sc.RESOURCES):
             return None
-        rows = self._select(sc.RESOURCES, RESOURCE_COLUMNS, "WHERE id = ?", (resource_id,))
+        rows = self.select_rows(sc.RESOURCES, "WHERE id = ?", (resource_id,), RESOURCE_COLUMNS)
         if not rows:
             return None
         row = rows[0]
@@ -454,18 +251,11 @@ class MemoryStore(MessageReads, Loads, OMReads):
         return Resource(id=row["id"], working_memory=row.get("workingMemory"), metadata=meta,
                         created_at=row.get("createdAt"), updated_at=row.get("updatedAt"), metadata_error=err)
 
-    def _thread(self, row: dict) -> Thread:
-        meta, err = parse_json(row.get("metadata"))
-        return Thread(id=row["id"], resource_id=row.get("resourceId"), title=row.get("title"), metadata=meta,
-                      created_at=row.get("createdAt"), updated_at=row.get("updatedAt"), metadata_error=err,
-                      damaged_text=_damaged(row))
-
     def list_threads(self, resource_id: str | None = None, *, with_counts: bool = False) -> list[Thread]:
-        """Return threads (all, or RESOURCE_ID's), newest `createdAt` first like Mastra's listThreads."""
-        self.reopen_if_changed()
-        where, params = ("WHERE \"resourceId\" = ?", (resource_id,)) if resource_id is not None else ("", ())
-        rows = self._select(sc.THREADS, THREAD_COLUMNS, f'{where} ORDER BY "createdAt" DESC, rowid DESC', params)
-        threads = [self._thread(r) for r in rows]
+        """Return threads (all, or RESOURCE_ID's), newest `createdAt` first like Mastra's listThreads
+        (ties: libSQL in insertion order, newest first; PostgreSQL by id, as MemoryPG.listThreads)."""
+        where, params = ('WHERE "resourceId" = ?', (resource_id,)) if resource_id is not None else ("", ())
+        threads = self.select_threads(f"{where} ORDER BY {self.sql.thread_order}", params)
         if with_counts:
             stats = self.message_stats()
             for t in threads:
@@ -474,43 +264,221 @@ class MemoryStore(MessageReads, Loads, OMReads):
 
     def get_thread(self, thread_id: str) -> Thread | None:
         """Return the thread THREAD_ID, or None if it does not exist."""
-        rows = self._select(sc.THREADS, THREAD_COLUMNS, "WHERE id = ?", (thread_id,))
-        return self._thread(rows[0]) if rows else None
+        threads = self.select_threads("WHERE id = ?", (thread_id,))
+        return threads[0] if threads else None
 
     def message_counts(self) -> dict[str, int]:
         """Return {thread id: number of stored messages}."""
-        return {r[0]: int(r[1]) for r in self._rows("SELECT thread_id, COUNT(*) FROM mastra_messages GROUP BY thread_id")}
+        rows = self.rows("SELECT thread_id, COUNT(*) FROM mastra_messages GROUP BY thread_id")
+        return {r[0]: int(r[1]) for r in rows}
 
     def message_stats(self) -> dict[str, tuple[int, str | None]]:
-        """Return {thread id: (number of stored messages, createdAt of the newest)} in one pass.
+        """Return {thread id: (number of stored messages, createdAt of the newest as an ISO string)} in one pass.
 
-        The newest createdAt is the largest stored string (Mastra writes ISO-8601 UTC, which sorts as
-        time); the (thread_id, createdAt) index Mastra creates covers the query.
+        The newest createdAt is the largest stored string on libSQL (Mastra writes ISO-8601 UTC, which
+        sorts as time); the (thread_id, createdAt) index Mastra creates covers the query.
         """
-        return {r[0]: (int(r[1]), r[2]) for r in self._rows(
-            'SELECT thread_id, COUNT(*), MAX("createdAt") FROM mastra_messages GROUP BY thread_id')}
+        newest = self.sql.iso(f"MAX({self.sql.created(sc.MESSAGES)})")
+        return {r[0]: (int(r[1]), r[2]) for r in self.rows(
+            f"SELECT thread_id, COUNT(*), {newest} FROM mastra_messages GROUP BY thread_id")}
 
     def newest_message_at(self, thread_id: str) -> str | None:
-        """Return the createdAt of THREAD_ID's newest message, or None when it has none."""
-        rows = self._rows('SELECT MAX("createdAt") FROM mastra_messages WHERE thread_id = ?', (thread_id,))
+        """Return the createdAt (ISO) of THREAD_ID's newest message, or None when it has none."""
+        newest = self.sql.iso(f"MAX({self.sql.created(sc.MESSAGES)})")
+        rows = self.rows(f"SELECT {newest} FROM mastra_messages WHERE thread_id = ?", (thread_id,))
         return rows[0][0] if rows else None
 
     def message_count(self, thread_id: str) -> int:
         """Return the number of stored messages of THREAD_ID (uses the thread_id index)."""
-        return int(self._rows("SELECT COUNT(*) FROM mastra_messages WHERE thread_id = ?", (thread_id,))[0][0])
+        return int(self.rows("SELECT COUNT(*) FROM mastra_messages WHERE thread_id = ?", (thread_id,))[0][0])
 
     def timestamp_twin_mismatches(self) -> list[dict]:
-        """Return the rows whose `"<col>Z"` twin disagrees with its column: none in a libSQL file ([]).
+        """Return the rows whose `"<col>Z"` twin disagrees with its column (PostgreSQL; a libSQL store has no
+        twins: []); see `studio.store.backends.pg.timestamp_twin_mismatches`."""
+        if self.dialect != "postgresql":
+            return []
+        from studio.store.backends.pg import timestamp_twin_mismatches
 
-        PostgreSQL stores have twins (studio.store.pg.PgStore overrides this).
+        return timestamp_twin_mismatches(self.backend)
+
+    # -- messages --------------------------------------------------------------------------
+
+    def list_messages(self, thread_id: str, *, since: str | None = None, limit: int | None = None,
+                      offset: int = 0) -> list[Message]:
+        """Return THREAD_ID's messages in Mastra's storage order (`message_order`).
+
+        SINCE (ISO string) keeps messages with `createdAt >= since` as Mastra's store compares its
+        dateRange.start (libSQL: the stored strings; PostgreSQL: the TIMESTAMPTZ twin first).
+        LIMIT/OFFSET page the result.
         """
-        return []
+        cond, params = self._since(since)
+        tail = f"WHERE thread_id = ?{cond} ORDER BY {self.message_order}"
+        params = [thread_id, *params]
+        if limit is not None:
+            tail += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        return self.select_messages(tail, params)
 
-    def data_version(self) -> int:
-        """Return a number that changes when another process commits to the database.
+    def list_resource_messages(self, resource_id: str, *, since: str | None = None) -> list[Message]:
+        """Return every message of RESOURCE_ID across its threads, `createdAt` ASC (listMessagesByResourceId)."""
+        cond, params = self._since(since)
+        tail = f'WHERE "resourceId" = ?{cond} ORDER BY {self.message_order}'
+        return self.select_messages(tail, [resource_id, *params])
 
-        SQLite's `PRAGMA data_version` (per connection), offset by how often the connection was
-        reopened (see `reopen_if_changed`), so a reopen always reads as a change.
+    def _since(self, since: str | None) -> tuple[str, list]:
+        """The ` AND …` condition and params keeping messages created at or after SINCE (an ISO string)."""
+        if since is None:
+            return "", []
+        return f" AND {self.sql.created(sc.MESSAGES)} >= {self.sql.time_param}", [since]
+
+    def messages_since_many(self, wanted: Iterable[tuple[str, str | None]], *, by: str = "thread") -> dict:
+        """{(id, since): `list_messages(id, since=…)`} for WANTED (BY="resource": resource ids), one statement."""
+        from studio.store import batch  # imported by the reads that batch (a `threads` command reads none)
+
+        return batch.messages_since_many(self.fetch_messages, self.sql, wanted, by)
+
+    def iter_messages_since_many(self, wanted: Iterable[tuple[str, str | None]], *,
+                                 by: str = "thread") -> Iterator[tuple[tuple[str, str | None], list[Message]]]:
+        """((id, since), `list_messages(id, since=…)`) for WANTED one pair at a time, one statement (batch)."""
+        from studio.store import batch
+
+        return batch.iter_messages_since_many(self.fetch_messages, self.sql, wanted, by)
+
+    def message_rows(self, thread_ids: list[str]) -> list[dict]:
+        """Return the raw rows {id, thread_id, content (JSON text), role, type, createdAt, resourceId} of
+        THREAD_IDS' messages, by thread then createdAt (storage order): what the memory doctor reads."""
+        if not thread_ids:
+            return []
+        marks = ", ".join("?" * len(thread_ids))
+        return self.select_rows(sc.MESSAGES, f'WHERE thread_id IN ({marks}) ORDER BY thread_id, "createdAt" ASC',
+                                thread_ids, MESSAGE_COLUMNS)
+
+    def invalid_json_message_ids(self, thread_ids: list[str]) -> set[str]:
+        """Return the ids of THREAD_IDS' messages whose text content is not JSON (Mastra's JSON.parse fails).
+
+        libSQL: SQLite's json_valid() decides, in SQL; PostgreSQL (TEXT content, no json_valid): read and parsed here.
         """
-        self.reopen_if_changed()
-        return self._reopens * 1_000_000_000 + int(self._rows("PRAGMA data_version")[0][0])
+        if not thread_ids:
+            return set()
+        marks = ", ".join("?" * len(thread_ids))
+        if self.dialect != "postgresql":
+            return {r[0] for r in self.rows(f"SELECT id FROM mastra_messages WHERE thread_id IN ({marks}) "
+                                            "AND typeof(content) = 'text' AND json_valid(content) = 0", thread_ids)}
+        import json
+
+        bad = set()
+        for message_id, content in self.rows(f"SELECT id, content FROM mastra_messages WHERE thread_id IN ({marks})",
+                                             thread_ids):
+            if content is None:
+                continue
+            try:
+                json.loads(content)
+            except ValueError:
+                bad.add(message_id)
+        return bad
+
+    def message_threads(self, message_ids: list[str], chunk: int = 400) -> dict[str, str]:
+        """Return {message id: thread id} for those of MESSAGE_IDS that exist (CHUNK ids per query)."""
+        out: dict[str, str] = {}
+        for i in range(0, len(message_ids), chunk):
+            part = message_ids[i:i + chunk]
+            out.update({r[0]: r[1] for r in self.rows(
+                f"SELECT id, thread_id FROM mastra_messages WHERE id IN ({', '.join('?' * len(part))})", part)})
+        return out
+
+    # -- observational memory --------------------------------------------------------------
+
+    def om_lookup_keys(self) -> list[dict]:
+        """Return one dict {lookupKey, scope, resourceId, threadId} per OM lookup key, sorted by key."""
+        if not self.schema.has_observational_memory:
+            return []
+        cols = [c for c in ("lookupKey", "scope", "resourceId", "threadId")
+                if self.schema.has_column(sc.OBSERVATIONAL_MEMORY, c)]
+        sel = ", ".join(sc.quote_ident(c) for c in cols)
+        rows = self.rows(f'SELECT DISTINCT {sel} FROM mastra_observational_memory ORDER BY "lookupKey"')
+        out, seen = [], set()
+        for r in rows:
+            d = dict(zip(cols, r))
+            if d["lookupKey"] in seen:
+                continue
+            seen.add(d["lookupKey"])
+            d.setdefault("scope", "resource" if str(d["lookupKey"]).startswith("resource:") else "thread")
+            out.append(d)
+        return out
+
+    def om_history(self, lookup_key: str, limit: int | None = None) -> list[OMRecord]:
+        """Return LOOKUP_KEY's generations, newest (highest generationCount) first."""
+        if not self.schema.has_observational_memory:
+            return []
+        tail, params = 'WHERE "lookupKey" = ? ORDER BY "generationCount" DESC', [lookup_key]
+        if limit is not None:
+            tail += " LIMIT ?"
+            params.append(limit)
+        return [om_record_from_row(r) for r in self.select_rows(sc.OBSERVATIONAL_MEMORY, tail, params)]
+
+    def om_histories(self, lookup_keys: Iterable[str] | None = None, chunk: int = 500) -> dict[str, list[OMRecord]]:
+        """Return {lookup key: its generations, newest first} for LOOKUP_KEYS, CHUNK keys per query;
+        None: every lookup key, in one statement (studio.store.batch).
+
+        Every key asked for is in the result (an empty list when it has no row).
+        """
+        if lookup_keys is None:
+            if not self.schema.has_observational_memory:
+                return {}
+            from studio.store import batch  # imported by the reads that batch (a `threads` command reads none)
+
+            return batch.om_histories(self.select_rows)
+        keys = list(dict.fromkeys(lookup_keys))
+        out: dict[str, list[OMRecord]] = {k: [] for k in keys}
+        if not self.schema.has_observational_memory:
+            return out
+        for i in range(0, len(keys), chunk):
+            part = keys[i:i + chunk]
+            rows = self.select_rows(sc.OBSERVATIONAL_MEMORY, f'WHERE "lookupKey" IN ({", ".join("?" * len(part))}) '
+                                    'ORDER BY "lookupKey", "generationCount" DESC', part)
+            for row in rows:
+                out.setdefault(row["lookupKey"], []).append(om_record_from_row(row))
+        return out
+
+    def om_current(self, lookup_key: str) -> OMRecord | None:
+        """Return LOOKUP_KEY's current record (highest generationCount), or None."""
+        rows = self.om_history(lookup_key, limit=1)
+        return rows[0] if rows else None
+
+    def om_record(self, record_id: str) -> OMRecord | None:
+        """Return the OM generation with id RECORD_ID, or None."""
+        if not self.schema.has_observational_memory:
+            return None
+        rows = self.select_rows(sc.OBSERVATIONAL_MEMORY, "WHERE id = ?", (record_id,))
+        return om_record_from_row(rows[0]) if rows else None
+
+    def om_current_all(self) -> dict[str, OMRecord]:
+        """Return {lookupKey: current record} for every OM lookup key, in one query."""
+        return self._om_current_where("", ())
+
+    def om_current_many(self, lookup_keys: Iterable[str], chunk: int = 400) -> dict[str, OMRecord]:
+        """Return {lookupKey: current record} for the LOOKUP_KEYS that have one (CHUNK keys per query)."""
+        keys = list(dict.fromkeys(lookup_keys))
+        out: dict[str, OMRecord] = {}
+        for i in range(0, len(keys), chunk):
+            part = keys[i:i + chunk]
+            out.update(self._om_current_where(f'AND o."lookupKey" IN ({", ".join("?" * len(part))})', part))
+        return out
+
+    def _om_current_where(self, condition: str, params: Iterable[Any]) -> dict[str, OMRecord]:
+        if not self.schema.has_observational_memory:
+            return {}
+        rows = self.select_rows(
+            sc.OBSERVATIONAL_MEMORY,
+            'AS o WHERE "generationCount" = (SELECT MAX(i."generationCount") FROM mastra_observational_memory AS i '
+            f'WHERE i."lookupKey" = o."lookupKey") {condition} ORDER BY "lookupKey"', params)
+        return {r["lookupKey"]: om_record_from_row(r) for r in rows}
+
+    def lookup_key_for_thread(self, thread: Thread) -> str | None:
+        """Return the OM lookup key that governs THREAD (thread scope first, then its resource), or None."""
+        if not self.schema.has_column(sc.OBSERVATIONAL_MEMORY, "lookupKey"):
+            return None
+        candidates = [f"thread:{thread.id}", f"resource:{thread.resource_id}"]
+        found = {r[0] for r in self.rows(
+            'SELECT DISTINCT "lookupKey" FROM mastra_observational_memory WHERE "lookupKey" IN (?, ?)', candidates)}
+        return next((key for key in candidates if key in found), None)

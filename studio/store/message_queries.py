@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from studio.common.metadata_filter import message_metadata_matches
 from studio.store import schema as sc
 from studio.store.history import add_message_terms
-from studio.store.memory_store import MESSAGE_COLUMNS, MemoryStore
+from studio.store.memory_store import MemoryStore
 from studio.store.records import Message
 
 
@@ -33,8 +33,7 @@ def thread_message_ids(store: MemoryStore, thread_id: str, *, start: str | None 
     where, params, post = _thread_terms(store, thread_id, start, end, metadata)
     if post:
         return [m.id for m in iter_thread_messages(store, thread_id, start=start, end=end, metadata=metadata)]
-    return [r[0] for r in store._rows(  # noqa: SLF001
-        f"SELECT id FROM {sc.MESSAGES} {where} ORDER BY {store.MESSAGE_ORDER}", params)]
+    return [r[0] for r in store.rows(f"SELECT id FROM {sc.MESSAGES} {where} ORDER BY {store.message_order}", params)]
 
 
 def iter_thread_messages(store: MemoryStore, thread_id: str, *, start: str | None = None, end: str | None = None,
@@ -46,11 +45,10 @@ def iter_thread_messages(store: MemoryStore, thread_id: str, *, start: str | Non
     where, params, post = _thread_terms(store, thread_id, start, end, metadata)
     offset = 0
     while True:
-        rows = store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
-                             f"{where} ORDER BY {store.MESSAGE_ORDER} LIMIT ? OFFSET ?", [*params, batch, offset])
-        messages = [store._message(r) for r in rows]  # noqa: SLF001
+        messages = store.select_messages(f"{where} ORDER BY {store.message_order} LIMIT ? OFFSET ?",
+                                         [*params, batch, offset])
         yield [m for m in messages if message_metadata_matches(m.content, metadata)] if post else messages
-        if len(rows) < batch:
+        if len(messages) < batch:
             return
         offset += batch
 
@@ -60,21 +58,20 @@ def messages_by_id(store: MemoryStore, ids: list[str], chunk: int = 500) -> dict
     found: dict[str, Message] = {}
     for i in range(0, len(ids), chunk):
         part = ids[i:i + chunk]
-        for row in store._select(sc.MESSAGES, MESSAGE_COLUMNS,  # noqa: SLF001
-                                 f"WHERE id IN ({', '.join('?' * len(part))})", part):
-            found[row["id"]] = store._message(row)  # noqa: SLF001
+        for message in store.select_messages(f"WHERE id IN ({', '.join('?' * len(part))})", part):
+            found[message.id] = message
     return found
 
 
 def message_position(store: MemoryStore, thread_id: str, message_id: str) -> int:
-    """Return MESSAGE_ID's row in THREAD_ID's storage order (`MemoryStore.MESSAGE_ORDER`), or -1."""
+    """Return MESSAGE_ID's row in THREAD_ID's storage order (`MemoryStore.message_order`), or -1."""
     tie = "id" if store.dialect == "postgresql" else "rowid"
-    rows = store._rows(f'SELECT "createdAt", {tie} FROM {sc.MESSAGES} WHERE id = ? AND thread_id = ?',  # noqa: SLF001
-                       [message_id, thread_id])
+    rows = store.rows(f'SELECT "createdAt", {tie} FROM {sc.MESSAGES} WHERE id = ? AND thread_id = ?',
+                      [message_id, thread_id])
     if not rows:
         return -1
     created, key = rows[0]
-    before = store._rows(  # noqa: SLF001
+    before = store.rows(
         f'SELECT COUNT(*) FROM {sc.MESSAGES} WHERE thread_id = ? AND ("createdAt" < ? OR ("createdAt" = ? '
         f"AND {tie} < ?))", [thread_id, created, created, key])
     return int(before[0][0])

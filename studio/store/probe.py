@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from studio.errors import SchemaError, StoreError
-from studio.store.credentials import redact_url, secret_kind
+from studio.store.credentials import secret_kind
+from studio.store.target import redact_url
 
 #: outcome → what the user should do about it (the sentence starts with what happened).
 OUTCOMES = ("ok", "auth", "no-secret", "unreachable", "not-mastra", "no-database", "error")
@@ -75,15 +76,15 @@ def check_connection(url: str) -> ConnectionCheck:
     supported) becomes a ConnectionCheck. Takes at most the store's connect timeout when the server
     does not answer.
     """
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     try:
-        store = MemoryStore.open(url)
+        store = open_store(url)
     except StoreError as exc:
         return classify_failure(url, exc)
     try:
         threads = len(store.list_threads())
-        schema = getattr(getattr(store, "location", None), "schema", None)
+        schema = store.location.schema
         where = f" (schema {schema})" if schema else ""
         noun = "thread" if threads == 1 else "threads"
         return ConnectionCheck("ok", f"Connected: a Mastra database with {threads:,} {noun}{where}.", threads)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import json
 
+from studio.store.cells import damaged_columns
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of every command's start)
 if TYPE_CHECKING:
     from typing import Any
@@ -165,6 +167,14 @@ class Thread(_Record):
         meta = self.metadata if isinstance(self.metadata, dict) else {}
         wm = meta.get("workingMemory")
         return wm if isinstance(wm, str) else None
+
+
+def thread_from_row(row: dict) -> Thread:
+    """Return the Thread of a `mastra_threads` ROW ({column: value as read}); metadata parsed, damaged text named."""
+    meta, err = parse_json(row.get("metadata"))
+    return Thread(id=row["id"], resource_id=row.get("resourceId"), title=row.get("title"), metadata=meta,
+                  created_at=row.get("createdAt"), updated_at=row.get("updatedAt"), metadata_error=err,
+                  damaged_text=damaged_columns(row.keys(), row.values()))
 
 
 @functools.lru_cache(maxsize=16)

@@ -13,7 +13,6 @@ THREADS = "mastra_threads"
 MESSAGES = "mastra_messages"
 RESOURCES = "mastra_resources"
 OBSERVATIONAL_MEMORY = "mastra_observational_memory"
-THREAD_STATE = "mastra_thread_state"
 
 REQUIRED = {
     THREADS: {"id", "resourceId", "createdAt"},

@@ -15,7 +15,6 @@ import json
 
 from studio.common.metadata_filter import ValidationError, validate_metadata_filter
 from studio.store import schema as sc
-from studio.store.memory_store import THREAD_COLUMNS
 from studio.store.records import Thread
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -218,7 +217,7 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
         terms += more_terms
         params += more_params
     where = f"WHERE {' AND '.join(terms)}" if terms else ""
-    total = int(store._rows(f"SELECT COUNT(*) FROM {sc.THREADS} {where}", params)[0][0])  # noqa: SLF001
+    total = int(store.rows(f"SELECT COUNT(*) FROM {sc.THREADS} {where}", params)[0][0])
     response_per_page: int | bool = False if per_page is False else limit
     if total == 0:
         return ThreadPage([], 0, page, response_per_page, False)
@@ -229,5 +228,5 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
     has_more = False if per_page is False else offset + limit < total
     if ids_only:
         return ThreadPage(None, total, page, response_per_page, has_more, store.select_column(sc.THREADS, "id", tail, bounds))
-    threads = [store._thread(r) for r in store._select(sc.THREADS, THREAD_COLUMNS, tail, bounds)]  # noqa: SLF001
+    threads = store.select_threads(tail, bounds)
     return ThreadPage(threads, total, page, response_per_page, has_more)

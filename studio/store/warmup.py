@@ -6,7 +6,7 @@ painted thread list by that much. The keyring is not warmed up here: choosing it
 thread while Qt loads made the studio's process die with SIGSEGV (2 of 27 `--screenshot` runs of
 tests/server/test_pg_studio.py in CI, and again at the next try; none in 81 runs without it). A
 PostgreSQL open asks the keyring only when the server wants a password nothing else gave
-(`PgStore.open`), so a login the server trusts never loads it.
+(`studio.store.backends.pg.connect_pg`), so a login the server trusts never loads it.
 `warm_up(TARGET)` starts them in a daemon thread as soon as the target is known (before Qt is
 imported and the window built); the open then finds them done, or waits on Python's import lock for
 the rest. Nothing is connected to.
@@ -19,22 +19,17 @@ import os
 import sys
 import threading
 
-from studio.store.memory_store import REMOTE_LIBSQL_SCHEMES
+from studio.store.target import LIBSQL_SERVER, POSTGRESQL, target_kind
 
-#: The slow third-party import of a target's open, by URL scheme (a local file needs none: libsql is
-#: loaded with the store). Only these: the studio's own modules are imported by the main thread, and two
+#: The slow third-party import of a target's open, by kind (a local file needs none: libsql is loaded
+#: with the store). Only these: the studio's own modules are imported by the main thread, and two
 #: threads importing the same module of ours meanwhile would only wait for each other.
-_DRIVERS = {("postgresql://", "postgres://"): ("psycopg",),
-            REMOTE_LIBSQL_SCHEMES: ("httpx",)}
+_DRIVERS = {POSTGRESQL: ("psycopg",), LIBSQL_SERVER: ("httpx",)}
 
 
 def driver_modules(target: str | os.PathLike[str] | None) -> tuple[str, ...]:
     """Return the modules opening TARGET imports first (none for a local file or no target)."""
-    lowered = os.fspath(target).lower() if target is not None else ""
-    for schemes, modules in _DRIVERS.items():
-        if lowered.startswith(schemes):
-            return modules
-    return ()
+    return _DRIVERS.get(target_kind(target), ()) if target is not None else ()
 
 
 def warm_up(target: str | os.PathLike[str] | None) -> threading.Thread | None:

@@ -13,23 +13,25 @@ Public API (implemented in `studio.store.write`):
   resource scope: `resource_observation_window` / `commit_resource_observation`);
   `activate_buffered(path, *, thread_id, lookup_key, stamp_estimates)` buffered chunks activated as
   Mastra's activate() does (thread scope);
-- `WriteSession`  one per window / CLI run: backs each file up (`studio.store.backup`) before the
+- `WriteSession`  one per window / CLI run: backs each file up (`studio.store.write.file_backup`) before the
   session's first write to it, then writes;
 - the OM write protocol (`studio.store.write.protocol`): quiet period (`read_activity`,
   `store_activity`, `wait_for_quiet`), the self-identifying mark (`studio_mark`), overtaking writes
   (`find_overtaking_writes`, `watch_for_overtaking`) and `repair_overtaken_writes` (a new generation
   carrying what overtook a studio write forward);
 - PostgreSQL stores (`postgresql://` URLs): the same functions, each one READ WRITE transaction on
-  its own connection (`studio.store.write.pg_transaction`: FOR UPDATE on the current OM row, a 9 s
+  its own connection (`studio.store.write.backends.pg`: FOR UPDATE on the current OM row, a 9 s
   lock wait, rows written as @mastra/pg writes them, twins included), saving a JSON row backup of
-  every row it changes before COMMIT (`studio.store.write.row_backup`); `undo_write(url)` restores
-  the last write's rows from it (refused when they changed since);
+  every row it changes before COMMIT (`studio.store.write.row_backup`); libSQL servers the same
+  with the file's SQL over one write stream (`studio.store.write.backends.libsql_remote`);
+  `undo_write(url)` restores the last write's rows from it (refused when they changed since);
 - `WriteRefused` (reason: generation-changed, reflecting, not-found, busy, conflict, invalid).
 
 Every function opens its own read-write libSQL connection for the one write and closes it, never
 changes the journal mode, starts with BEGIN IMMEDIATE (busy timeout, retried), re-checks its
 preconditions inside the transaction, and leaves the main file and -wal byte-identical when it
-refuses or fails (see `studio.store.write.transaction`).
+refuses or fails (see `studio.store.write.backends.sqlite`; the backend is picked by
+`studio.store.write.transaction.write_transaction`).
 
 Mastra's token estimates are engine logic (`studio.engine.tokens`): a write never computes one
 itself. It receives the count (`observation_tokens`), or the estimator when the text is only known
@@ -37,7 +39,7 @@ inside its transaction (`count_observations`, `stamp_estimates`, a window's rule
 """
 
 from studio.errors import WRITE_REFUSED_REASONS, WriteRefused
-from studio.store.backup import backup_database
+from studio.store.write.file_backup import backup_database
 from studio.store.write.protocol import (
     DEFAULT_QUIET_MS,
     OvertakingWrite,

@@ -8,14 +8,13 @@ and there is no global application object to look them up in.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from studio.store.credentials import strip_secrets
+from studio.store.target import absolute_target, strip_secrets
 from studio.ui.tasks import TaskRunner
 
 if TYPE_CHECKING:
@@ -50,9 +49,7 @@ class AppContext:
         user named them); `file:` URLs are stored as given, server URLs without their password or
         token (`strip_secrets`: a reopen finds it in the environment, ~/.pgpass or the keyring, or asks).
         """
-        if path and "://" not in path and not path.startswith("file:"):
-            path = os.path.abspath(os.path.expanduser(path))
-        path = strip_secrets(path)
+        path = strip_secrets(absolute_target(path))
         files = [path] + [p for p in self.recent_files() if p != path]
         self.settings.setValue("recentFiles", files[:MAX_RECENT_FILES])
         self.settings.sync()

@@ -240,6 +240,7 @@ class _Inbox:
 
 def serve(requests, replies) -> None:
     """Answer pickled requests from REQUESTS on REPLIES until end of input (the child's main loop)."""
+    from studio.store import open_store
     from studio.store.memory_store import MemoryStore
 
     stores: dict[tuple[str, int], MemoryStore] = {}
@@ -256,7 +257,7 @@ def serve(requests, replies) -> None:
                 for old in stores.values():
                     old.close()
                 stores = {}
-                store = stores[(path, generation)] = MemoryStore.open(path)
+                store = stores[(path, generation)] = open_store(path)
             with store.snapshot():   # one load, as on the database worker (studio.ui.tasks.run_load)
                 reply = (seq, True, fn(store, *bind_cancel(args, cancel)))
         except BaseException as exc:  # the task boundary: every failure (a driver panic too) goes back to the parent

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
 
 from studio.errors import StoreDamaged, StoreError, StudioError
+from studio.store import open_store
 from studio.store.memory_store import MemoryStore
 from studio.ui.format import read_failure
 from studio.ui.helper_process import CANCEL, HelperProcess, HelperUnavailable, bind_cancel  # noqa: F401
@@ -105,7 +106,7 @@ class OpenedStore:
 
 
 def _local_path(store: MemoryStore) -> str | None:
-    path = getattr(store.location, "path", None)
+    path = store.location.path   # None for a server store
     return str(path) if path is not None else None
 
 
@@ -300,7 +301,7 @@ class TaskRunner(QObject):
     # -- worker side -----------------------------------------------------------------------
 
     def _open_in_worker(self, path: str) -> OpenedStore:
-        store = MemoryStore.open(path)
+        store = open_store(path)
         old, self._store = self._store, store
         if old is not None:
             old.close()

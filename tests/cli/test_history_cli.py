@@ -11,7 +11,7 @@ import pytest
 from studio.cli import main
 from studio.cli_history import parse_include
 from studio.store.history import recall
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import load_oracle
 
 
@@ -61,7 +61,7 @@ def test_recall_filters_on_the_command_line(fixture_db, capsys):
     path = fixture_db("support")
     doc = run_json(capsys, ["recall", str(path), "--thread", "support-meta", "--all", "--from", "2026-03-02T10:00:00Z",
                             "--to", "2026-03-05T10:00:00.000Z", "--metadata", '{"category": "billing"}', "--json"])
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         expected = recall(store, "support-meta", per_page=False, filter={
             "date_range": {"start": "2026-03-02T10:00:00.000Z", "end": "2026-03-05T10:00:00.000Z"},
             "metadata": {"category": "billing"}})
@@ -130,13 +130,13 @@ def test_clone_writes_after_a_backup(fixture_db, capsys):
     assert list(doc) == ["thread", "message_ids", "source_message_ids", "om_record_id", "backup"]
     assert doc["thread"]["id"] == "hist-1-copy" and doc["thread"]["title"] == "Copy"
     assert doc["thread"]["metadata"]["clone"]["sourceThreadId"] == "hist-1"
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         source = recall(store, "hist-1", per_page=False).message_ids
         clone = recall(store, "hist-1-copy", per_page=False).message_ids
     assert doc["source_message_ids"] == source[-3:] and doc["message_ids"] == clone and len(clone) == 3
     backup = Path(doc["backup"])
     assert backup.exists() and backup.parent == path.parent
-    with MemoryStore.open(backup) as store:                 # the backup is the file as it was before the write
+    with open_store(backup) as store:                 # the backup is the file as it was before the write
         assert store.get_thread("hist-1-copy") is None
         assert len(recall(store, "hist-1", per_page=False).message_ids) == len(source)
     assert path.read_bytes() != before
@@ -157,7 +157,7 @@ def test_clone_asks_on_a_terminal_like_the_other_writes(fixture_db, capsys, monk
     got, out, err = run(capsys, ["clone", str(path), "--thread", "hist-1", "--new-id", "asked", "--json"])
     assert got == code, err
     assert "Clone thread 'hist-1'" in err and "[y/N]" in err
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert (store.get_thread("asked") is not None) == (code == 0)
     assert bool(list(path.parent.glob("*backup*"))) == (code == 0)
     if code == 3:

@@ -20,7 +20,7 @@ import pytest
 from studio.cli import main
 from studio.engine.reflector_parse import parse_reflector_output
 from studio.engine.tokens import count_observations
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
 from tests.oracle_facts import current_generation, status, threads
 
@@ -53,7 +53,7 @@ def run(capsys, argv) -> tuple[int, dict | None, str]:
 
 
 def history(path, key="thread:support-1"):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.om_history(key), store.get_thread(key.split(":", 1)[1])
 
 
@@ -302,7 +302,7 @@ def test_resource_scope_thread_reflects_its_resource_record(fixture_db, fake_llm
     assert (doc["lookup_key"], doc["thread_id"], doc["reflection_threshold"]) == \
         ("resource:user-erin", "res-a", status("resource", "res-a")["effectiveObservationTokensThreshold"])
     rows, _ = history(path, "resource:user-erin")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         thread = store.get_thread("res-a")
     assert rows[0].generation_count == doc["generation_count"] and rows[0].thread_id is None
     assert thread.om_metadata["currentTask"] == parse_reflector_output(TAGGED).current_task   # the answer's

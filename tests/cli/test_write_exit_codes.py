@@ -17,9 +17,9 @@ import pytest
 
 from studio.cli import EXIT_BAD_INPUT, EXIT_IO, EXIT_REFUSED, exit_code_for, main
 from studio.errors import StoreError, WriteRefused
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import ms_to_iso
-from studio.store.write import transaction
+from studio.store.write.backends import sqlite as sqlite_writes
 from studio.store.write.transaction import write_transaction
 from tests.observe_cases import current_generation
 
@@ -43,7 +43,7 @@ def now_ms() -> int:
 
 
 def history(path):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.om_history(KEY)
 
 
@@ -63,7 +63,7 @@ def touch_newest_message(path, at_ms: int) -> None:
 ], ids=["reflect", "clone"])
 def test_a_locked_file_exits_3_for_every_write_and_says_how_long_it_waited(fixture_db, capsys, monkeypatch, argv):
     path = fixture_db("support")
-    monkeypatch.setattr(transaction, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(sqlite_writes, "BUSY_TIMEOUT_MS", 100)
     holder = libsql.connect(str(path), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:

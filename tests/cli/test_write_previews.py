@@ -11,7 +11,7 @@ from studio.cli import main
 from studio.common.om_settings import activation_chunk_count
 from studio.engine.observe_window import observation_window, resource_observation_window
 from studio.engine.tokens import stamp_estimates
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.write.activation import activate_buffered
 from studio.store.write.transaction import write_transaction
 from tests.interop.conftest import file_state
@@ -30,7 +30,7 @@ def backups(path):
 
 def test_activate_dry_run_shows_what_would_move_and_writes_nothing(fixture_db, capsys):
     path = fixture_db("buffered")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         before = store.om_current("thread:long-run")
     chunks = before.buffered_chunks   # the chunks Mastra buffered; how many move: the chunk-count rule
     assert chunks, "the buffered fixture is expected to end with pending chunks"

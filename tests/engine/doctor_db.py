@@ -14,13 +14,13 @@ import libsql
 
 from studio.engine.doctor import run_doctor
 from studio.engine.tokens import count_observations
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import iso_to_ms, ms_to_iso
 
 
 def run(path: Path, **kwargs) -> list[dict]:
     """Return the doctor's findings (JSON shape) for the database at PATH."""
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return run_doctor(store, **kwargs).to_json()["findings"]
 
 

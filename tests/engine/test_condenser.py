@@ -8,7 +8,7 @@ from studio.engine.condenser import condense
 from studio.engine.observations import Priority, classify
 from studio.engine.tokens import count_observations
 from studio.llm import Cancelled, CancelToken
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import copy_fixture, load_oracle
 
 LOG = """Date: Nov 1, 2026
@@ -125,7 +125,7 @@ def _fixture_logs(tmp_path, without_log: list[str]):
     from studio.common.om_settings import max_threshold, resolve_settings
 
     for name in CONDENSER_FIXTURES:
-        with MemoryStore.open(copy_fixture(name, tmp_path / name.replace("/", "_"))) as store:
+        with open_store(copy_fixture(name, tmp_path / name.replace("/", "_"))) as store:
             for key in store.om_lookup_keys():
                 history = store.om_history(key["lookupKey"])
                 threshold = max_threshold(resolve_settings(history[0].config, history[0].scope).reflection_tokens)
@@ -204,7 +204,7 @@ def test_fixture_threads_over_their_threshold_are_brought_below_or_explained(tmp
     skipped, condensed = [], 0
     for name in CONDENSER_FIXTURES:
         path = copy_fixture(name, tmp_path / name.replace("/", "_"))
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             threads = [t.id for t in store.list_threads()]
         for thread_id in threads:
             try:

@@ -10,7 +10,7 @@ import pytest
 from studio.engine.condenser import condense
 from studio.engine.diff import diff_logs
 from studio.engine.tokens import count_observations
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import FIXTURE_NAMES
 
 
@@ -47,7 +47,7 @@ def test_degenerate_repetition_counts_add_up():
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
 def test_fixture_logs_counts_add_up(fixture_db, name):
-    with MemoryStore.open(fixture_db(name)) as store:
+    with open_store(fixture_db(name)) as store:
         logs = [store.om_history(k["lookupKey"])[0].active_observations for k in store.om_lookup_keys()]
     for log in filter(None, logs):
         tokens = count_observations(log)

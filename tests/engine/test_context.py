@@ -12,7 +12,7 @@ from studio.engine import tokens
 from studio.engine.context import ContextError, after_turn_lines, turn_context
 from studio.engine.events import extract_markers
 from studio.engine.timeline import build_timeline
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import load_oracle
 from tests.mastra_facts import marker_messages, om_rows, raw_messages, turn_at, window_tokens
 
@@ -57,7 +57,7 @@ THREAD_SCOPE = [("support", t) for t in ("support-1", "support-2", "support-3", 
 def test_last_turn_matches_what_getstatus_and_the_record_imply(fixture_db, name, thread):
     """Last turn: the block is the current record's whole log, the window what getStatus counts as pending."""
     status = load_oracle(name)["om"][f"thread:{thread}"]["status"][thread]
-    with MemoryStore.open(fixture_db(name)) as store:
+    with open_store(fixture_db(name)) as store:
         tl = build_timeline(store, thread)
         ctx = turn_context(store, thread, len(tl.event_log.user_times), timeline=tl)
         record = store.om_current(f"thread:{thread}")
@@ -87,7 +87,7 @@ def test_a_buffered_reflections_activation_brings_its_unreflected_tail(fixture_d
                     "(a message boundary in its marker's observations): nothing for this test to check")
     data = activations[-1]
     turn = turn_at(messages, data["activatedAt"])
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         tl = build_timeline(store, "long-run")
         ctx = turn_context(store, "long-run", turn, timeline=tl)
         last = turn_context(store, "long-run", len(tl.event_log.user_times), timeline=tl)
@@ -105,7 +105,7 @@ def _support_1(store):
 
 
 def test_before_the_first_observation_the_window_is_every_message_so_far(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         tl, users = _support_1(store)
         first_obs = next(m for m in extract_markers(tl.messages) if m.type == "data-om-observation-end")
         host = next(i for i, m in enumerate(tl.messages) if m.id == first_obs.message_id)
@@ -120,7 +120,7 @@ def test_before_the_first_observation_the_window_is_every_message_so_far(fixture
 
 
 def test_the_turn_that_observed_sees_the_new_block_and_keeps_its_prompt(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         tl, users = _support_1(store)
         end = next(m for m in extract_markers(tl.messages) if m.type == "data-om-observation-end")
         host = next(i for i, m in enumerate(tl.messages) if m.id == end.message_id)
@@ -134,7 +134,7 @@ def test_the_turn_that_observed_sees_the_new_block_and_keeps_its_prompt(fixture_
 
 
 def test_turn_out_of_range_and_unknown_thread(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         with pytest.raises(ContextError):
             turn_context(store, "support-1", 0)
         with pytest.raises(ContextError):
@@ -144,7 +144,7 @@ def test_turn_out_of_range_and_unknown_thread(fixture_db):
 
 
 def test_resource_scope_turns_are_the_threads_own_user_messages(fixture_db):
-    with MemoryStore.open(fixture_db("resource")) as store:
+    with open_store(fixture_db("resource")) as store:
         tl = build_timeline(store, "res-a")
         own = sorted(m.created_ms for m in tl.messages if m.role == "user" and m.thread_id == "res-a")
         assert len(own) < len(tl.event_log.user_times)  # the Timeline counts every thread of the resource
@@ -187,7 +187,7 @@ def test_resource_last_turn_after_window_is_getstatus_pending(fixture_db, thread
     if not any(s["pendingTokens"] > own for s in statuses.values()):
         pytest.fail("no thread of the resource has other threads' unobserved context in its getStatus pending "
                     "tokens (oracle): the fixture no longer shows the case this test is about")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         tl = build_timeline(store, thread)
         users = [m for m in tl.messages if m.role == "user" and m.thread_id == thread]
         last = turn_context(store, thread, len(users), timeline=tl)
@@ -210,7 +210,7 @@ def test_resource_turn_start_holds_only_what_om_had_written_by_then(fixture_db):
     rows = om_rows(path, RESOURCE_KEY)
     current = rows[-1]["generationCount"]
     checked = []
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for thread in _resource_threads():
             own_users = [m for m in raw_messages(path, thread) if m["role"] == "user"]
             start = own_users[-1]["createdAt"]
@@ -237,7 +237,7 @@ def test_resource_turn_lists_only_the_events_of_that_turn(fixture_db):
     path = fixture_db("resource")
     messages = _resource_messages(path)
     listed = 0
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for thread in _resource_threads():
             tl = build_timeline(store, thread)
             own_users = [m for m in raw_messages(path, thread) if m["role"] == "user"]
@@ -264,7 +264,7 @@ def test_turn_start_and_after_turn_figures_are_both_named(fixture_db):
     messages = raw_messages(path, "support-1")
     last = sum(1 for m in messages if m["role"] == "user")
     unobserved = len(_unobserved(messages, om_rows(path, "thread:support-1")[-1]))
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         ctx = turn_context(store, "support-1", last)
         before = turn_context(store, "support-1", last - 1)
     assert ctx.status_pending_tokens == ctx.window_after_turn_tokens == status["pendingTokens"]

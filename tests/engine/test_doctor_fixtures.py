@@ -23,7 +23,7 @@ import libsql
 import pytest
 
 from studio.engine.doctor import find_superseded_writes, run_doctor
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import FIXTURE_NAMES, load_oracle
 from tests.mastra_facts import dropped_high_priority, dropped_without_trace, lookup_keys, timestamp_ties
 
@@ -31,7 +31,7 @@ from tests.mastra_facts import dropped_high_priority, dropped_without_trace, loo
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
 def test_doctor_finds_exactly_what_mastra_left_in_each_fixture(fixture_db, name):
     path = fixture_db(name)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         report = run_doctor(store).to_json()
         for k in store.om_lookup_keys():
             assert find_superseded_writes(store.om_history(k["lookupKey"])) == []
@@ -65,7 +65,7 @@ def test_doctor_on_one_thread_reports_only_that_thread(fixture_db):
     conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = ?', (created, second))
     conn.commit()
     conn.close()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         everything = run_doctor(store).to_json()["findings"]
         one = run_doctor(store, thread_id).to_json()
     assert one["checked"]["threads"] == 1

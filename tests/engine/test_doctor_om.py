@@ -322,12 +322,12 @@ def test_lost_high_priority_on_the_fixtures_reports_only_dropped_lines_and_every
     reported lost must be absent word for word from every later generation (tests/mastra_facts.py reads
     that from the raw rows), and a dropped `User asked about TOPIC: QUESTION` line whose topic and question
     no later 🔴 line asks again must be reported (see test_doctor_fixtures for the lines in between)."""
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     checked = 0
     for name in ("support", "buffered", "collab", "resource", "tools", "live/support"):
         path = fixture_db(name)
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             histories = {k["lookupKey"]: store.om_history(k["lookupKey"]) for k in store.om_lookup_keys()}
         for key, history in histories.items():
             got = {(lost.generation, lost.line) for lost in find_lost_high_priority(history)}
@@ -341,11 +341,11 @@ def test_lost_high_priority_on_the_fixtures_reports_only_dropped_lines_and_every
 
 def test_observation_lines_classify_as_parse_log_does(fixture_db):
     from studio.engine.doctor.lost_priority import observation_lines
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     seen = 0
     for name in ("support", "buffered", "collab", "resource", "tools"):
-        with MemoryStore.open(fixture_db(name)) as store:
+        with open_store(fixture_db(name)) as store:
             for k in store.om_lookup_keys():
                 for rec in store.om_history(k["lookupKey"]):
                     want = [(ln.number, ln.raw, ln.text, ln.priority is Priority.HIGH)

@@ -19,7 +19,7 @@ from studio.engine.events import (
     split_segments,
 )
 from studio.engine.timeline import build_timeline
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import Message, OMRecord
 from tests.conftest import load_oracle
 from tests.mastra_facts import marker_messages, om_rows, raw_messages, turn_at
@@ -52,7 +52,7 @@ def test_every_marker_in_the_messages_is_a_timeline_event_with_its_time_and_toke
     path = fixture_db(name)
     threads = marked_threads(path, name)
     assert threads, f"{name}: no thread-scope thread holds OM markers"
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for thread_id in threads:
             timeline = build_timeline(store, thread_id)
             markers = extract_markers(timeline.messages)
@@ -89,7 +89,7 @@ def test_every_marker_in_the_messages_is_a_timeline_event_with_its_time_and_toke
 def test_support_events_join_generations_and_message_boundaries(fixture_db):
     """support-1: its marked observations, and the observations and reflections only the generations show."""
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         timeline = build_timeline(store, "support-1")
         history = {g.generation_count: g for g in store.om_history("thread:support-1")}
     events = [e for e in timeline.events if e.kind != THREAD_UPDATE]
@@ -163,7 +163,7 @@ def test_failed_and_unfinished_cycles_are_paired():
 
 def test_segments_split_a_log_at_its_message_boundaries(fixture_db):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         gen0 = store.om_history("thread:support-1")[-1]
     # Mastra's row: each later observation wrote `--- message boundary (<lastObservedAt>) ---` before its lines.
     raw = next(r for r in om_rows(path, "thread:support-1") if r["generationCount"] == 0)["activeObservations"]

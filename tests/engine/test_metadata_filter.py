@@ -23,7 +23,7 @@ from studio.common.metadata_filter import (
     validate_metadata_filter,
 )
 from studio.store.history import list_threads, recall
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 
 GOOD_KEYS = ["a", "Z", "_", "_private", "category", "camelCase", "snake_case_2", "x1", "A_B_9", "k" * 128,
              "_" * 128, "__proto", "proto__", "constructor_", "Prototype", "CONSTRUCTOR"]
@@ -131,7 +131,7 @@ def test_in_memory_match_follows_strict_equality():
 @pytest.mark.parametrize("key,why", sorted(BAD_KEYS.items())[:8] + [("__proto__", "reserved")])
 def test_bad_filters_are_errors_in_both_calls_and_the_cli(fixture_db, capsys, key, why):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         with pytest.raises(ValidationError):
             list_threads(store, filter={"metadata": {key: 1}})
         with pytest.raises(ValidationError):
@@ -157,7 +157,7 @@ def test_null_rules_differ_between_messages_and_threads(fixture_db):
     """Messages: null matches only an explicit null. Threads: Mastra's libSQL listThreads uses IS NULL, so a
     thread without the key matches too (support-2 has no archivedAt; Mastra's oracle lists it)."""
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         msgs = recall(store, "support-meta", per_page=False, filter={"metadata": {"archivedAt": None}})
         assert msgs.message_ids == ["meta-msg-0", "meta-msg-5"]   # meta-msg-1/3/4 lack the key
         threads = list_threads(store, filter={"resource_id": "user-alice", "metadata": {"archivedAt": None}},

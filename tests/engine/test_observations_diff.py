@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from studio.engine.diff import diff_logs, side_by_side
 from studio.engine.observations import Priority, parse_log
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 
 LOG = """Date: Nov 4, 2026
 * 🔴 (09:15) User's name is Ada; allergic to peanuts.
@@ -48,7 +48,7 @@ def test_parse_keeps_odd_input_as_text_and_finds_no_observation():
 
 
 def test_parse_real_fixture_logs(fixture_db):
-    with MemoryStore.open(fixture_db("buffered")) as store:
+    with open_store(fixture_db("buffered")) as store:
         for rec in store.om_history("thread:long-run"):
             log = parse_log(rec.active_observations)
             nonblank = [l for l in log.lines if l.kind != "blank"]
@@ -97,7 +97,7 @@ def test_moved_high_priority_line_is_not_a_loss():
 
 
 def test_diff_real_consecutive_generations(fixture_db):
-    with MemoryStore.open(fixture_db("buffered")) as store:
+    with open_store(fixture_db("buffered")) as store:
         hist = store.om_history("thread:long-run")
     for newer, older in zip(hist, hist[1:]):
         d = diff_logs(older.active_observations, newer.active_observations,

@@ -10,7 +10,7 @@ from studio.engine.observer_prompt import build_observer_prompt, system_prompt
 from studio.engine.rule_observer import LABEL, rule_based_answer, rule_based_observation
 from studio.engine.unobserved import unobserved_messages
 from studio.errors import EngineError
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 
 
 def _msg(mid, role, text, at, parts=None):
@@ -54,7 +54,7 @@ def test_rule_based_answer_from_first_principles():
 
 
 def test_rule_based_observer_on_a_fixtures_unobserved_messages(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         record = store.om_current("thread:support-2")
         dicts = [m.as_mastra() for m in store.list_messages("support-2")]
     pending = unobserved_messages(dicts, record.last_observed_at, record.observed_message_ids)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.engine.recount import Recount, recount_observations
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import FIXTURE_NAMES, load_oracle
 
 
@@ -13,7 +13,7 @@ from tests.conftest import FIXTURE_NAMES, load_oracle
 def test_recount_uses_mastra_figures(fixture_db, name):
     """The tokenx recount equals Mastra's own countObservations of the same text (oracle)."""
     oracle = load_oracle(name)
-    with MemoryStore.open(fixture_db(name)) as store:
+    with open_store(fixture_db(name)) as store:
         for key, om in oracle["om"].items():
             records = {r.id: r for r in store.om_history(key)}
             for h in om["history"]:

@@ -190,9 +190,9 @@ def prior_task(thread_id: str) -> str:
 
 
 def _first_thread(path) -> str:
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.list_threads()[0].id
 
 

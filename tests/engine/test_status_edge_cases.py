@@ -14,7 +14,7 @@ import json
 import libsql
 
 from studio.engine.status import compute_status
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import load_oracle
 
 #: Mastra's listThreads page (getOtherThreadsContext passes no perPage): the resource case needs more threads.
@@ -109,7 +109,7 @@ def build_unparseable_time(path) -> str:
 
 
 def pending(path, thread_id: str) -> int:
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return compute_status(store, thread_id).pending_tokens
 
 

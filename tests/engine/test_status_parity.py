@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.engine.status import compute_status, iter_statuses
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import FIXTURE_NAMES, load_oracle
 
 CASES = [
@@ -24,7 +24,7 @@ def test_every_fixture_with_om_is_covered():
 @pytest.mark.parametrize("name,key,thread_id", CASES, ids=[f"{n}:{t}" for n, _, t in CASES])
 def test_status_matches_mastra(fixture_db, name, key, thread_id):
     expected = load_oracle(name)["om"][key]["status"][thread_id]
-    with MemoryStore.open(fixture_db(name)) as store:
+    with open_store(fixture_db(name)) as store:
         status = compute_status(store, thread_id)
     assert status is not None
     assert status.lookup_key == key
@@ -52,7 +52,7 @@ def test_status_matches_mastra(fixture_db, name, key, thread_id):
 def test_streamed_statuses_equal_one_at_a_time(fixture_db, name):
     """iter_statuses (inspect: each thread's messages read, counted and dropped in turn, resource
     scope read together) gives every thread the status compute_status gives it, figure for figure."""
-    with MemoryStore.open(fixture_db(name)) as store:
+    with open_store(fixture_db(name)) as store:
         threads = store.list_threads()
         pairs = []
         for key in store.om_lookup_keys():
@@ -69,7 +69,7 @@ def test_streamed_statuses_equal_one_at_a_time(fixture_db, name):
 
 
 def test_thread_without_om_has_no_status(fixture_db):
-    with MemoryStore.open(fixture_db("history")) as store:
+    with open_store(fixture_db("history")) as store:
         for thread in store.list_threads():
             assert compute_status(store, thread) is None
 
@@ -89,7 +89,7 @@ def test_busy_flags_live_or_stale_by_age(fixture_db):
                         WHERE "lookupKey" = 'thread:support-1')""")   # the current generation
     conn.commit()
     conn.close()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         record = store.om_current("thread:support-1")
         updated = iso_to_ms(record.updated_at)
         live = compute_status(store, "support-1", now_ms=updated + 1000)

@@ -10,7 +10,7 @@ import pytest
 
 from studio.engine.events import OBSERVATION, REFLECTION
 from studio.engine.timeline import TimelineError, build_timeline, series_csv
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import FIXTURES, load_oracle
 from tests.mastra_facts import TOKENS_PER_CONVERSATION, marker_messages, om_rows, raw_messages, window_tokens
 
@@ -23,7 +23,7 @@ EVENT_KEYS = ["type", "at", "turn", "cycle_id", "tokens", "generation"]
 def test_the_last_point_is_mastras_status_of_the_thread(fixture_db, name):
     """The replayed window, log, buffer and thresholds end exactly where Mastra's getStatus is."""
     oracle = load_oracle(name)
-    with MemoryStore.open(fixture_db(name)) as store:
+    with open_store(fixture_db(name)) as store:
         for record in oracle["om"].values():
             if record["scope"] != "thread":
                 continue
@@ -56,7 +56,7 @@ def test_the_window_before_each_marked_observation_is_what_mastra_observed(fixtu
     oracle = load_oracle(name)
     scope = {key.split(":", 1)[1]: record["scope"] for key, record in oracle["om"].items()}
     checked = 0
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for thread_id in oracle["threads"]:
             starts = marker_messages(raw_messages(path, thread_id), "data-om-observation-start")
             if not starts:
@@ -99,7 +99,7 @@ def test_a_cycle_marked_after_content_its_message_held_counted_that_content(fixt
                 types = [p.get("type") for p in message["parts"]]
                 if "text" not in types[:types.index("data-om-observation-start")]:
                     continue
-                with MemoryStore.open(path) as store:
+                with open_store(path) as store:
                     timeline = build_timeline(store, thread_id)
                 ei = next(i for i, e in enumerate(timeline.events) if e.cycle_id == part["data"]["cycleId"])
                 at = next(k for k, p in enumerate(timeline.points) if p.event_index == ei)
@@ -112,7 +112,7 @@ def test_a_cycle_marked_after_content_its_message_held_counted_that_content(fixt
 
 def test_points_after_an_inferred_observation_are_reconstructed(fixture_db):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         timeline = build_timeline(store, "support-1")
     points = timeline.points
     inferred = next(i for i, e in enumerate(timeline.events) if e.inferred and e.kind == OBSERVATION)
@@ -148,7 +148,7 @@ def test_points_after_an_inferred_observation_are_reconstructed(fixture_db):
 
 
 def test_json_shapes_are_exactly_the_documented_ones(fixture_db):
-    with MemoryStore.open(fixture_db("collab")) as store:
+    with open_store(fixture_db("collab")) as store:
         doc = build_timeline(store, "doc_42").to_json()
     assert list(doc) == ["points", "events"]
     assert all(list(p) == POINT_KEYS for p in doc["points"])
@@ -157,7 +157,7 @@ def test_json_shapes_are_exactly_the_documented_ones(fixture_db):
 
 
 def test_resource_scope_points_are_reconstructed(fixture_db):
-    with MemoryStore.open(fixture_db("resource")) as store:
+    with open_store(fixture_db("resource")) as store:
         timeline = build_timeline(store, "res-a")
     assert timeline.scope == "resource" and all(p.reconstructed for p in timeline.points
                                                 if p.event_index is not None or p.observation_tokens)
@@ -165,7 +165,7 @@ def test_resource_scope_points_are_reconstructed(fixture_db):
 
 
 def test_unknown_thread_and_thread_without_om(fixture_db):
-    with MemoryStore.open(fixture_db("history")) as store:
+    with open_store(fixture_db("history")) as store:
         with pytest.raises(TimelineError, match="no observational memory"):
             build_timeline(store, "hist-1")
         with pytest.raises(TimelineError, match="No thread"):
@@ -173,7 +173,7 @@ def test_unknown_thread_and_thread_without_om(fixture_db):
 
 
 def test_series_csv_has_one_row_per_point(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline = build_timeline(store, "support-2")
     rows = list(csv.reader(io.StringIO(series_csv(timeline))))
     assert rows[0][:3] == ["series", "kind", "at"]

@@ -6,7 +6,7 @@ import numpy as np
 
 from studio.engine.timeline import build_timeline
 from studio.engine.timeline_series import PLOT_LIMIT, ChartSeries, plot_array, runs_only, x_positions
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 
 
 def test_plot_array_is_float64_with_nan_for_missing_and_clipped_magnitudes():
@@ -27,7 +27,7 @@ def test_runs_only_draws_the_same_polyline():
 
 
 def test_series_of_a_real_thread(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline = build_timeline(store, "support-1")
     series = ChartSeries.from_points(timeline.points)
     assert len(series) == len(timeline.points)

@@ -9,7 +9,7 @@ import pytest
 from studio.engine import tokens
 from studio.engine.observations import Priority, parse_log
 from studio.engine.trace import TraceError, match_text, trace_fact
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import FIXTURES
 from tests.engine import trace_db as T
 from tests.engine import trace_facts as F
@@ -22,7 +22,7 @@ def trace_db(fixture_db):
 
 
 def test_known_drop_is_traced_from_first_generation_to_the_dropping_reflection(trace_db):
-    with MemoryStore.open(trace_db) as store:
+    with open_store(trace_db) as store:
         result = trace_fact(store, T.THREAD, "teal")
     assert result.generations == 3
     assert len(result.lifelines) == 1  # the reworded line of generation 1 continues generation 0's line
@@ -50,7 +50,7 @@ def test_known_drop_is_traced_from_first_generation_to_the_dropping_reflection(t
 
 
 def test_a_line_without_marker_is_bounded_by_the_cursors(trace_db):
-    with MemoryStore.open(trace_db) as store:
+    with open_store(trace_db) as store:
         life, = trace_fact(store, T.THREAD, "jazz").lifelines
     # SEG1 has no marker: it covers what came after the previous cycle's cursor (u2, 10:00:02)
     # up to its own boundary (a3, 10:00:05): a2 (its text after c1's end marker was not yet
@@ -70,14 +70,14 @@ def test_fuzzy_and_word_matches():
 
 
 def test_fuzzy_query_finds_the_line(trace_db):
-    with MemoryStore.open(trace_db) as store:
+    with open_store(trace_db) as store:
         result = trace_fact(store, T.THREAD, "teel")
     assert [ll.text for ll in result.lifelines] == [T.TEAL_0]
     assert result.lifelines[0].match == "fuzzy"
 
 
 def test_unknown_thread_and_empty_query_are_refused(trace_db):
-    with MemoryStore.open(trace_db) as store:
+    with open_store(trace_db) as store:
         with pytest.raises(TraceError):
             trace_fact(store, "nope", "teal")
         with pytest.raises(TraceError):
@@ -108,7 +108,7 @@ def test_fixtures_every_high_priority_line_of_generation_0_is_dropped_where_the_
     A line the reflection left out but a later observation of the new generation wrote again is
     still in that generation's log: it is not dropped there.
     """
-    with MemoryStore.open(fixture_db(name)) as store:
+    with open_store(fixture_db(name)) as store:
         gens = list(reversed(store.om_history(f"thread:{thread}")))
         assert len(gens) >= 2
         high = [ln for ln in parse_log(gens[0].active_observations).observations if ln.priority is Priority.HIGH]
@@ -140,7 +140,7 @@ def test_a_line_the_reflection_left_out_and_a_later_observation_wrote_again_is_n
     for name, thread in REFLECTED:
         path = fixture_db(name)
         for old, new, text in F.reobserved_lines(path, thread):
-            with MemoryStore.open(path) as store:
+            with open_store(path) as store:
                 result = trace_fact(store, thread, text)
             life = next(ll for ll in result.lifelines if ll.text == text
                         and ll.first.generation <= old["generationCount"])
@@ -156,7 +156,7 @@ def test_buffered_chunks_name_the_messages_their_activation_marker_counts(fixtur
     """Each activated chunk's lines are traced to as many messages as its marker's messagesActivated."""
     from studio.engine.events import extract_markers
 
-    with MemoryStore.open(fixture_db("buffered")) as store:
+    with open_store(fixture_db("buffered")) as store:
         markers = [m for m in extract_markers(store.list_messages("long-run")) if m.type == "data-om-activation"
                    and m.data.get("operationType") == "observation" and m.data.get("generationCount") == 0]
         assert len(markers) >= 3
@@ -170,7 +170,7 @@ def test_buffered_chunks_name_the_messages_their_activation_marker_counts(fixtur
 
 def test_without_om_messages_are_still_listed_with_no_observed_state(fixture_db):
     path = fixture_db("history")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         thread = next(t for t in store.list_threads() if raw_messages(path, t.id))
         assert store.lookup_key_for_thread(thread) is None
         # The query: the opening words of the thread's first user message, as Mastra stored it.
@@ -212,7 +212,7 @@ def test_support_trace_of_a_word_and_number_matches_only_messages_that_say_it(fi
     F.add_message(path, "support-1", "decoy-apart", f"The {word} {major} notes list {minor} items.")
     says = F.messages_saying(path, "support-1", query)
     assert says and "decoy-apart" not in says, f"no message of support-1 says {query!r}"
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         result = trace_fact(store, "support-1", query)
     assert sorted(m.id for m in result.messages) == sorted(says)
     life = next(ll for ll in result.lifelines if ll.text == line)

@@ -15,7 +15,7 @@ import pytest
 from studio.cli import main
 from studio.engine.speakers import analyze_messages, speakers_json, thread_speakers
 from studio.engine.turns import decode_entities, has_turn_tag, parse_turns
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import Message
 from tests.conftest import load_oracle
 
@@ -123,7 +123,7 @@ def _oracle_tokens(thread_id, message_ids):
 ])
 def test_collab_participants(fixture_db, capsys, thread_id, expected):
     path = fixture_db("collab")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         report = thread_speakers(store, thread_id)
     assert [(s.author_id, s.author_name, s.functional_role, s.messages) for s in report.speakers] == expected
     assert report.untagged_messages == 0 and report.anomalies == []

@@ -16,7 +16,7 @@ from studio.engine.whatif import (
     run_whatif,
     simulate,
 )
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import load_oracle
 from tests.mastra_facts import marker_messages, om_rows, raw_messages, sync_turns, window_tokens
 
@@ -31,7 +31,7 @@ def _real_turns(timeline, *kinds):
 @pytest.mark.parametrize("name,thread_id", SYNC_THREADS)
 def test_stored_settings_fire_observation_and_reflection_on_the_real_turns(fixture_db, name, thread_id):
     path = fixture_db(name)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         timeline = build_timeline(store, thread_id)
     stored = WhatIfSettings.from_record(timeline.generations[-1])
     result = simulate(timeline, stored)
@@ -47,7 +47,7 @@ def test_stored_settings_fire_observation_and_reflection_on_the_real_turns(fixtu
 
 def test_support_1_stored_settings_are_mastras(fixture_db):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         result = run_whatif(store, "support-1")
     rows = om_rows(path, "thread:support-1")
     config = json.loads(rows[-1]["config"])   # what Mastra stored with the record
@@ -63,7 +63,7 @@ def test_support_1_stored_settings_are_mastras(fixture_db):
 
 
 def test_lower_thresholds_observe_and_reflect_more(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline = build_timeline(store, "support-1")
     stored = WhatIfSettings.from_record(timeline.generations[-1])
     base = simulate(timeline, stored, use_real_sizes=False)
@@ -88,7 +88,7 @@ def test_lower_thresholds_observe_and_reflect_more(fixture_db):
 
 
 def test_ratios_are_adjustable(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline = build_timeline(store, "support-1")
     stored = WhatIfSettings.from_record(timeline.generations[-1])
     verbose = simulate(timeline, stored, observation_ratio=0.5, reflection_ratio=0.9)
@@ -99,7 +99,7 @@ def test_ratios_are_adjustable(fixture_db):
 
 
 def test_shared_budget_expands_the_message_threshold(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline = build_timeline(store, "support-1")
     shared = simulate(timeline, WhatIfSettings(message_tokens=2500, observation_tokens=550, share_token_budget=True))
     for p in shared.points:
@@ -108,7 +108,7 @@ def test_shared_budget_expands_the_message_threshold(fixture_db):
 
 
 def test_async_buffering_replay_buffers_and_activates(fixture_db):
-    with MemoryStore.open(fixture_db("buffered")) as store:
+    with open_store(fixture_db("buffered")) as store:
         timeline = build_timeline(store, "long-run")
     result = simulate(timeline, WhatIfSettings.from_record(timeline.generations[-1]))
     assert result.resolved.buffer_tokens == 1000 and result.resolved.block_after == 4800
@@ -154,7 +154,7 @@ def test_peak_context_is_window_plus_log_at_the_same_turn(fixture_db, message_to
     # window just before an observation, which no actor call got, counts in neither.
     from studio.engine.whatif import peak_context, settings_with
 
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline = build_timeline(store, "support-1")
     chosen = settings_with(WhatIfSettings.from_record(timeline.generations[-1]),
                            message_tokens=message_tokens, observation_tokens=observation_tokens)
@@ -177,7 +177,7 @@ def test_real_peak_is_measured_where_the_actor_got_it(fixture_db):
     from studio.engine.whatif import actor_points, peak_context
 
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         timeline = build_timeline(store, "support-1")
     roles = [m.role for m in timeline.messages]
     got = actor_points(timeline.points, roles)
@@ -217,7 +217,7 @@ def test_an_older_reply_hosting_a_step_0_observation_belongs_to_its_turn(fixture
                 types = [p.get("type") for p in message["parts"]]
                 if "text" not in types[:types.index("data-om-observation-start")]:
                     continue
-                with MemoryStore.open(path) as store:
+                with open_store(path) as store:
                     timeline = build_timeline(store, thread_id)
                 turn = sum(1 for m in messages if m["role"] == "user" and m["createdAt"] <= part["data"]["startedAt"])
                 got = actor_points(timeline.points, [m.role for m in timeline.messages])[turn - 1]

@@ -16,7 +16,7 @@ from studio.engine.timeline_series import ChartSeries
 from studio.engine.whatif import WhatIfSettings, settings_with, simulate
 from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed
 from studio.errors import EngineError
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 
 
 def _same_series(a: ChartSeries, b: ChartSeries) -> None:
@@ -32,7 +32,7 @@ def _same_series(a: ChartSeries, b: ChartSeries) -> None:
 
 @pytest.mark.parametrize("changes", [{}, {"message_tokens": 1200, "observation_tokens": 500}])
 def test_the_packed_replay_is_the_replay(fixture_db, changes):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline = load_timeline(store, "support-1")
     settings = settings_with(WhatIfSettings.from_record(timeline.generations[-1]), **changes)
     result = simulate(timeline, settings)
@@ -56,7 +56,7 @@ def test_the_packed_replay_is_the_replay(fixture_db, changes):
 
 
 def test_only_columns_cross_the_process_boundary(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline = load_timeline(store, "support-1")
     packed = replay_packed(timeline, WhatIfSettings.from_record(timeline.generations[-1]))
     assert packed.points and packed.events   # rebuilt (and cached) here
@@ -68,7 +68,7 @@ def test_only_columns_cross_the_process_boundary(fixture_db):
 
 
 def test_the_kept_timeline_is_replayed_and_a_changed_key_reads_again(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline, _series = load_timeline_chart(store, "support-1")   # what the helper builds for the chart
         key = timeline_key(timeline)
         assert cached_timeline(store, "support-1", key) is timeline
@@ -77,12 +77,12 @@ def test_the_kept_timeline_is_replayed_and_a_changed_key_reads_again(fixture_db)
         settings = WhatIfSettings.from_record(timeline.generations[-1])
         packed = replay_in_store(store, "support-1", key, settings)
         assert packed.points == simulate(timeline, settings).points and packed.timeline_key == key
-    with MemoryStore.open(fixture_db("support")) as again:  # another store: never its kept timeline
+    with open_store(fixture_db("support")) as again:  # another store: never its kept timeline
         assert cached_timeline(again, "support-1", key) is not other
 
 
 def test_a_cancelled_replay_stops(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         timeline = load_timeline(store, "support-1")
         cancel = threading.Event()
         cancel.set()

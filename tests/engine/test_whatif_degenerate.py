@@ -10,12 +10,12 @@ from studio.engine.events import REFLECTION, REFLECTION_ACTIVATION
 from studio.engine.timeline import build_timeline
 from studio.engine.timeline_series import PLOT_LIMIT, ChartSeries
 from studio.engine.whatif import WhatIfSettings, modelled_reflection, simulate
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.degenerate import THREAD, make_degenerate_db
 
 
 def _timeline(tmp_path):
-    with MemoryStore.open(make_degenerate_db(tmp_path)) as store:
+    with open_store(make_degenerate_db(tmp_path)) as store:
         return build_timeline(store, THREAD)
 
 

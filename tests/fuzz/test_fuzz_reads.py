@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from studio.cli import main as cli_main
 from studio.errors import StudioError
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui import loaders
 from tests.conftest import FIXTURE_NAMES, REPO, copy_fixture
 
@@ -125,7 +125,7 @@ def watchdog(seconds: int):
 def read_everything(path: Path) -> None:
     """Read PATH as the studio does; StudioError (a sentence for the user) is the only allowed failure."""
     try:
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             listing = loaders.load_listing(store)
             for row in listing.rows:
                 loaders.load_thread_detail(store, row.thread.id)

@@ -23,7 +23,7 @@ import pytest
 
 from studio.common.om_settings import max_threshold, projected_message_removal, resolve_settings
 from studio.engine.tokens import stamp_estimates
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.write.activation import activate_buffered, activation_plan
 from tests.conftest import copy_fixture
 from tests.interop.conftest import run_node
@@ -55,7 +55,7 @@ def test_the_boundary_rule_matches_mastra(mastra_corpus, tmp_path, activation, p
     assert mastra["activated"] is True
     assert (mastra["bufferActivation"], mastra["pendingMessageTokens"]) == (activation, pending)
 
-    with MemoryStore.open(b) as store:
+    with open_store(b) as store:
         record = store.om_current(RECORD)
     plan = activation_plan(record.columns)
     assert plan["threshold"] == mastra["threshold"] and plan["pending_message_tokens"] == pending

@@ -7,7 +7,7 @@ import json
 import libsql
 import pytest
 
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.write.xxhash import h32_to_string
 from studio.store.writes import clone_thread
 from tests.conftest import copy_fixture
@@ -18,7 +18,7 @@ TIME_COLUMNS = {"createdAt", "updatedAt"}
 
 
 def _ids(path, thread_id):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return [(m.id, m.created_at) for m in store.list_messages(thread_id)]
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from studio.engine.tokens import count_observations
 from studio.errors import WriteRefused
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.write.protocol import find_overtaking_writes, unrepaired
 from studio.store.write.repair import repair_overtaken_writes
 from studio.store.writes import commit_reflection
@@ -28,7 +28,7 @@ TURNS = 12
 
 
 def _state(path):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.list_messages(THREAD), [(r.id, r.generation_count) for r in store.om_history(KEY)]
 
 
@@ -46,7 +46,7 @@ def _commit_during_run(corpus, path, idle_ms: int) -> tuple[dict, list[str], int
         refusals, committed, tries_while_running = [], None, 0
         while committed is None and time.monotonic() < deadline:
             running = proc.poll() is None
-            with MemoryStore.open(path) as store:
+            with open_store(path) as store:
                 current = store.om_current(KEY)
             try:
                 committed = commit_reflection(path, lookup_key=KEY, expected_record_id=current.id,
@@ -112,7 +112,7 @@ def test_reflection_while_mastra_writes_turns(mastra_corpus, tmp_path, idle_ms):
     # generation Mastra reads next is held by one row.
     while repair_overtaken_writes(path, lookup_key=KEY, count_observations=count_observations) is not None:
         pass
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         history = store.om_history(KEY)
     assert unrepaired(find_overtaking_writes(history)) == []
     assert [h.generation_count for h in history].count(history[0].generation_count) == 1

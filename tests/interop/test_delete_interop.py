@@ -7,8 +7,9 @@ import json
 import pytest
 
 from studio.engine.tokens import count_observations
-from studio.store.memory_store import MemoryStore
-from studio.store.write.transaction import Jsonb, write_transaction
+from studio.store import open_store
+from studio.store.write.transaction import write_transaction
+from studio.store.write.tx import Jsonb
 from studio.store.writes import clear_thread, clone_thread, delete_messages, revert_to_generation
 from tests.conftest import copy_fixture
 from tests.interop.conftest import dump_tables, run_node
@@ -37,7 +38,7 @@ def _diff(before: dict, after: dict) -> dict:
 
 
 def _message_ids(path, thread_id):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return [m.id for m in store.list_messages(thread_id)]
 
 
@@ -100,7 +101,7 @@ def test_clone_with_working_memory_matches_mastra(mastra_corpus, tmp_path, name,
 
 def test_revert_then_mastra_continues_on_the_restored_generation(mastra_corpus, tmp_path):
     path = copy_fixture("support", tmp_path)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         history = store.om_history("thread:support-1")
     row = revert_to_generation(path, lookup_key="thread:support-1", generation_count=0,
                                expected_record_id=history[0].id, count_observations=count_observations)

@@ -7,7 +7,7 @@ import json
 import subprocess
 
 from studio.cli import main
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.loaders import load_listing, load_thread_detail
 from tests.conftest import copy_fixture
 from tests.interop.conftest import NODE_TIMEOUT_S, run_node
@@ -36,7 +36,7 @@ def test_orphaned_record_status_matches_mastras_get_status(mastra_corpus, tmp_pa
     assert (entry["record_id"], entry["observation_token_count"]) == (record["id"], record["observationTokenCount"])
 
     # What the GUI loads: the record is listed (a stand-in row) and its detail has the same status.
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         listing = load_listing(store)
         orphans = [r for r in listing.rows if r.orphan]
         assert [(r.thread.id, r.thread.resource_id) for r in orphans] == [("support-3", oracle["om"]["thread:support-3"]

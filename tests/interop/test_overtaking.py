@@ -27,7 +27,7 @@ import libsql
 
 from studio.engine.tokens import count_observations
 from studio.errors import StoreError, WriteRefused
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.write.protocol import find_overtaking_writes, studio_mark, unrepaired
 from studio.store.write.repair import repair_overtaken_writes
 from studio.store.writes import commit_reflection, revert_to_generation
@@ -42,7 +42,7 @@ KEEP_LINES = 24  # our "reflection" keeps the newest lines of the log, so it sta
 
 
 def _history(path):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.om_history(KEY)
 
 
@@ -127,7 +127,7 @@ def _commit(path, history, k: int, tally: Tally, running: bool) -> None:
 
 
 def _user_questions(path) -> list[str]:
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return [m.text for m in store.list_messages(THREAD) if m.role == "user"]
 
 

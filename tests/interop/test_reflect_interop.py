@@ -12,7 +12,7 @@ import libsql
 import pytest
 
 from studio.engine.tokens import count_observations
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.writes import commit_reflection
 from tests.conftest import copy_fixture
 from tests.interop.answers import answer_for, parse_answer
@@ -72,7 +72,7 @@ def test_reflection_matches_mastra_and_mastra_continues(mastra_corpus, tmp_path,
     mastra = run_node(mastra_corpus, "mastra-reflect.mjs", a, thread_id, answer_file)
     assert mastra["reflected"] is True
 
-    with MemoryStore.open(b) as store:
+    with open_store(b) as store:
         thread = store.get_thread(thread_id)
         lookup_key = store.lookup_key_for_thread(thread)
         current = store.om_current(lookup_key)

@@ -11,7 +11,7 @@ from studio.llm import (
 )
 from studio.llm.keys import KEYRING_SERVICE, find_key, require_key
 from studio.llm.providers import ANTHROPIC_MESSAGES, GEMINI_GENERATE, OPENAI_CHAT, PROVIDERS
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import FIXTURE_NAMES
 
 
@@ -74,7 +74,7 @@ def test_fixture_configs_name_a_scripted_model_we_cannot_call(tmp_path):
 
     seen = 0
     for name in FIXTURE_NAMES:
-        with MemoryStore.open(copy_fixture(name, tmp_path / name.replace("/", "_"))) as store:
+        with open_store(copy_fixture(name, tmp_path / name.replace("/", "_"))) as store:
             for record in store.om_current_all().values():
                 model = record.config.get("reflection", {}).get("model")
                 assert model["provider"] == "scripted"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from studio.cli import main
 from studio.store.history import list_threads, recall
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 
 
 #: Every tab of a thread in the studio window (`--tab` names).
@@ -119,7 +119,7 @@ def tokens_differences(target: str, oracle: dict) -> list[str]:
 def history_differences(target: str, oracle: dict) -> list[str]:
     """Differences between listThreads / recall through the Python API and ORACLE's recorded calls."""
     diffs = []
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         for rid, res in oracle["resources"].items():
             for case in res["listThreads"]:
                 args = case["args"]

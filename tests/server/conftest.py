@@ -86,9 +86,9 @@ BUFFERED_TRIES = 3
 
 def _buffered_chunks_left(target: str) -> int:
     """Buffered chunks pending on the `buffered` scenario's long-run record at TARGET (read with our store)."""
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         record = store.om_current("thread:long-run")
         return len(record.buffered_chunks) if record is not None else 0
 

@@ -16,10 +16,11 @@ import pytest
 from studio.cli import main
 from studio.errors import SchemaError, StoreError
 from studio.store import hrana
+from studio.store import open_store
+from studio.store.backends.libsql_server import LibsqlServerBackend
 from studio.store.cells import DamagedText
-from studio.store.memory_store import MemoryStore
-from studio.store.pg import redact_url
-from studio.store.remote import RemoteStore, auth_token, parse_remote_location
+from studio.store.credentials import libsql_token
+from studio.store.target import parse_target, redact_url
 from tests.server.checks import cli_json
 from tests.server.sqld import add_thread, dump, make_memory, pipeline
 
@@ -53,7 +54,7 @@ def test_the_read_store_is_never_opened_read_write(sqld_corpus, capsys):
     target = sqld_corpus.target("support")
     before = dump(target)
     with pytest.raises(StoreError, match="never opened read-write") as refused:
-        MemoryStore.open(target, writable=True)
+        open_store(target, writable=True)
     assert "remote libSQL store (http://127.0.0.1:" in str(refused.value)
     assert "Nothing was written" in str(refused.value)
     code = main(["clone", target, "--thread", "no-such-thread", "--yes", "--json"])
@@ -63,34 +64,35 @@ def test_the_read_store_is_never_opened_read_write(sqld_corpus, capsys):
 
 
 def test_only_reads_leave_the_process(sqld_corpus):
-    with MemoryStore.open(sqld_corpus.target("support")) as store:
+    with open_store(sqld_corpus.target("support")) as store:
         with pytest.raises(StoreError, match="read-only"):
-            store.conn.execute("UPDATE mastra_threads SET title = 'x'")
+            store.backend.conn.execute("UPDATE mastra_threads SET title = 'x'")
         with pytest.raises(StoreError, match="read-only"):
-            store._rows("DELETE FROM mastra_messages")
+            store.rows("DELETE FROM mastra_messages")
 
 
 def test_inspect_reads_one_snapshot_on_one_stream(sqld_corpus, monkeypatch):
     """Inside a load (`store.snapshot()`, what every command runs) the statements share one stream: BEGIN
     travels with the first statement, ROLLBACK with the stream's close, so a load costs one round trip per
     statement plus one. Outside a load, each statement is its own stream (BEGIN never sent)."""
-    stores = []
-    real_open = RemoteStore.open.__func__
-    monkeypatch.setattr(RemoteStore, "open", classmethod(lambda cls, *a, **k: stores.append(real_open(cls, *a, **k))
-                                                         or stores[-1]))
+    stores = []   # the backends opened
+    real_open = LibsqlServerBackend.open.__func__
+    monkeypatch.setattr(LibsqlServerBackend, "open",
+                        classmethod(lambda cls, *a, **k: stores.append(real_open(cls, *a, **k)) or stores[-1]))
     cli_json(["inspect", sqld_corpus.target("support"), "--json"])
     traffic = stores[0].traffic
     # the open itself (schema, encoding) runs before the block: 2 requests, 2 statements; then N statements in
     # N requests + BEGIN riding along + one ROLLBACK/close request
     assert traffic.statements == traffic.requests + 1
     assert traffic.snapshot_restarts == 0 and stores[0].conn is None
-    store = MemoryStore.open(sqld_corpus.target("support"))
+    store = open_store(sqld_corpus.target("support"))
     try:
-        start = store.traffic.requests, store.traffic.statements
+        traffic = store.backend.traffic
+        start = traffic.requests, traffic.statements
         store.list_threads()
         store.om_lookup_keys()
-        assert (store.traffic.requests - start[0], store.traffic.statements - start[1]) == (3, 3)  # + one width probe
-        assert store.conn._baton is None
+        assert (traffic.requests - start[0], traffic.statements - start[1]) == (3, 3)  # + one width probe
+        assert store.backend.conn._baton is None
     finally:
         store.close()
 
@@ -100,16 +102,16 @@ def test_a_load_sees_one_snapshot_and_never_blocks_the_agent(sqld_corpus):
     commits meanwhile without waiting. Outside a load, every statement sees the latest commit."""
     url = sqld_corpus.start("snapshot")
     make_memory(url)
-    with MemoryStore.open(url) as store, store.snapshot():   # one load: one snapshot
+    with open_store(url) as store, store.snapshot():   # one load: one snapshot
         assert [t.id for t in store.list_threads()] == ["t1"]
         started = time.monotonic()
         add_thread(url, 2)                      # the "agent" commits while the load is open
         assert time.monotonic() - started < 5    # not blocked by the reader (a lock would wait for its end)
         assert [t.id for t in store.list_threads()] == ["t1"]
         assert store.get_thread("t2") is None
-    with MemoryStore.open(url) as store:
+    with open_store(url) as store:
         assert [t.id for t in store.list_threads()] == ["t2", "t1"]
-    store = MemoryStore.open(url)                # no `with`: autocommit statements (the studio's open store)
+    store = open_store(url)                # no `with`: autocommit statements (the studio's open store)
     try:
         add_thread(url, 3)
         assert [t.id for t in store.list_threads()] == ["t3", "t2", "t1"]
@@ -117,7 +119,7 @@ def test_a_load_sees_one_snapshot_and_never_blocks_the_agent(sqld_corpus):
             assert len(store.list_threads()) == 3
             add_thread(url, 4)
             assert len(store.list_threads()) == 3 and store.get_thread("t4") is None
-        assert store.conn._baton is None         # the stream was closed with the block
+        assert store.backend.conn._baton is None         # the stream was closed with the block
         assert [t.id for t in store.list_threads()] == ["t4", "t3", "t2", "t1"]
     finally:
         store.close()
@@ -126,11 +128,11 @@ def test_a_load_sees_one_snapshot_and_never_blocks_the_agent(sqld_corpus):
 def test_a_forgotten_stream_restarts_the_snapshot(sqld_corpus):
     """sqld forgets a stream idle for ~10 s (STREAM_EXPIRED) or answers "invalid baton": the load goes on, on a
     fresh snapshot, and says so in its traffic."""
-    with MemoryStore.open(sqld_corpus.target("support")) as store, store.snapshot():
+    with open_store(sqld_corpus.target("support")) as store, store.snapshot():
         first = [t.id for t in store.list_threads()]
-        store.conn._baton = "forgotten"
+        store.backend.conn._baton = "forgotten"
         assert [t.id for t in store.list_threads()] == first
-        assert store.traffic.snapshot_restarts == 1
+        assert store.backend.traffic.snapshot_restarts == 1
 
 
 def _jwt_pair() -> tuple[str, str, str]:
@@ -172,14 +174,14 @@ def test_tokens_come_from_the_environment_or_the_url_and_never_show(sqld_corpus,
     data = json.loads(out)
     assert data["path"] == f"{url}?authToken=***" and token not in json.dumps(data)
     assert "warning: " in err and "auth token is written in the URL" in err and token not in err
-    with MemoryStore.open(f"{url}?authToken=***") as store:    # the studio reopens by the URL it shows
+    with open_store(f"{url}?authToken=***") as store:    # the studio reopens by the URL it shows
         assert store.notices == () and store.get_thread("t1") is not None
 
 
 def test_a_database_without_mastra_tables_is_a_sentence(sqld_corpus):
     url = sqld_corpus.start("empty")
     with pytest.raises(SchemaError, match=r"^http://127\.0\.0\.1:\d+: This libSQL database has no Mastra tables"):
-        MemoryStore.open(url)
+        open_store(url)
 
 
 def test_a_dead_server_is_a_sentence_not_a_hang(capsys):
@@ -249,23 +251,23 @@ def test_a_tls_server_that_never_answers_names_the_connect_timeout(monkeypatch, 
 
 
 def test_urls_are_parsed_and_shown_without_their_token(monkeypatch):
-    loc, token = parse_remote_location("libsql://db-org.turso.io?authToken=abc.def")
-    assert (loc.base_url, loc.display, token) == ("https://db-org.turso.io", "libsql://db-org.turso.io?authToken=***",
-                                                  "abc.def")
-    assert parse_remote_location("wss://h:8080/")[0].base_url == "https://h:8080"
-    assert parse_remote_location("http://127.0.0.1:9000")[0].base_url == "http://127.0.0.1:9000"
-    assert parse_remote_location("libsql://127.0.0.1:9000?tls=0")[0].base_url == "http://127.0.0.1:9000"
+    loc = parse_target("libsql://db-org.turso.io?authToken=abc.def")
+    assert (loc.base_url, loc.display, loc.url_token) == ("https://db-org.turso.io",
+                                                          "libsql://db-org.turso.io?authToken=***", "abc.def")
+    assert parse_target("wss://h:8080/").base_url == "https://h:8080"
+    assert parse_target("http://127.0.0.1:9000").base_url == "http://127.0.0.1:9000"
+    assert parse_target("libsql://127.0.0.1:9000?tls=0").base_url == "http://127.0.0.1:9000"
     with pytest.raises(StoreError, match="is not a server URL"):
-        parse_remote_location("http://h:port")
+        parse_target("http://h:port")
     assert redact_url("https://u:secret@h?authToken=t") == "https://u:***@h?authToken=***"
     with pytest.raises(StoreError, match="unknown URL parameter 'authtokn'"):
-        parse_remote_location("libsql://h?authtokn=x")
+        parse_target("libsql://h?authtokn=x")
     with pytest.raises(StoreError, match="names no server"):
-        parse_remote_location("libsql://")
+        parse_target("libsql://")
     monkeypatch.delenv("TURSO_AUTH_TOKEN", raising=False)
     monkeypatch.setenv("LIBSQL_AUTH_TOKEN", "from-env")
-    assert auth_token(loc, None) == ("from-env", "LIBSQL_AUTH_TOKEN")
-    assert auth_token(loc, token) == ("abc.def", "the URL's authToken")   # the URL is the more specific
+    assert libsql_token(parse_target("libsql://db-org.turso.io")) == ("from-env", "LIBSQL_AUTH_TOKEN")
+    assert libsql_token(loc) == ("abc.def", "the URL's authToken")   # the URL is the more specific
 
 
 def test_a_local_sqld_is_reached_without_the_environment_s_proxy(sqld_corpus, monkeypatch):
@@ -284,7 +286,7 @@ def test_text_that_is_not_utf8_reads_as_damaged_text(sqld_corpus):
     plain = httpx.post(url + "/v2/pipeline", json={"baton": None, "requests": [
         {"type": "execute", "stmt": {"sql": "SELECT title FROM mastra_threads"}}, {"type": "close"}]}, timeout=30)
     assert "utf-8" in plain.text.lower() and '"rows"' not in plain.text
-    with MemoryStore.open(url) as store:
+    with open_store(url) as store:
         title = store.get_thread("t1").title
         assert isinstance(title, DamagedText) and title == "\ufffdA"
         assert [t.id for t in store.list_threads()] == ["t1"]

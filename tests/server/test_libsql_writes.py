@@ -22,7 +22,7 @@ from studio.engine.observe_window import observation_window
 from studio.engine.observer import parse_answer as parse_observer_answer
 from studio.engine.tokens import count_observations, stamp_estimates
 from studio.errors import WriteRefused
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.write.activation import activate_buffered
 from studio.store.write.observation import commit_observation
 from studio.store.writes import WriteSession, commit_reflection, undo_write
@@ -97,7 +97,7 @@ def test_reflection_on_sqld_equals_mastra_continues_and_undo_restores(sqld_corpu
     answer = answer_for(scenario, **options)
     assert _node(sqld_corpus, "mastra-reflect.mjs", a, thread_id, str(_answer_file(tmp_path, answer)))["reflected"]
 
-    with MemoryStore.open(b) as store:
+    with open_store(b) as store:
         key = store.lookup_key_for_thread(store.get_thread(thread_id))
         current = store.om_current(key)
     parsed = parse_answer(answer)
@@ -198,7 +198,7 @@ def test_delete_and_clear_on_sqld_equal_mastra_and_undo_puts_them_back(sqld_corp
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     a, b = (_copy(sqld_corpus, "history", u) for u in servers)
     before, exact_before = rows(a), dump(b)[1]
-    with MemoryStore.open(b) as store:
+    with open_store(b) as store:
         thread_ids = [t.id for t in store.list_threads()]
         msgs = store.list_messages(thread_ids[0])
         count = store.message_count(thread_ids[1])
@@ -214,7 +214,7 @@ def test_delete_and_clear_on_sqld_equal_mastra_and_undo_puts_them_back(sqld_corp
     after_delete = dump(b)[1]
 
     assert count > 0 and session.clear_thread(b, thread_ids[1]) == count
-    with MemoryStore.open(b) as store:
+    with open_store(b) as store:
         assert store.message_count(thread_ids[1]) == 0 and store.get_thread(thread_ids[1]) is not None
     assert main(["undo", b, "--yes", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["reinserted"] == count
@@ -232,7 +232,7 @@ def test_refused_writes_on_sqld_leave_every_row_unchanged(sqld_corpus, servers, 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     backups = tmp_path / "data" / "memory-studio" / "backups"
     b = _copy(sqld_corpus, "support", servers[1])
-    with MemoryStore.open(b) as store:
+    with open_store(b) as store:
         key = store.lookup_key_for_thread(store.get_thread("support-1"))
         current = store.om_current(key)
     before = dump(b)[1]

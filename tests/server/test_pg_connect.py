@@ -95,16 +95,17 @@ def test_a_write_transaction_logs_in_with_the_password_that_opened_the_store(
     """Each write opens its own connection: it must find the password the read session found (typed in
     Connect… this session, or kept in the keyring), not only one libpq finds by itself."""
     from studio.errors import StoreError
-    from studio.store.write.pg_transaction import pg_write_transaction
+    from studio.store.target import parse_target
+    from studio.store.write.backends.pg import pg_write_transaction
 
     with pytest.raises(StoreError) as refused:   # nothing gives a password: one sentence, nothing written
-        with pg_write_transaction(password_url):
+        with pg_write_transaction(parse_target(password_url)):
             pass
     assert str(refused.value).startswith("Cannot connect to ") and "for writing" in str(refused.value)
     for give in (lambda: cred.remember_for_session(password_url, PASSWORD),
                  lambda: (cred.forget_for_session(password_url), cred.save_secret(password_url, PASSWORD))):
         give()
-        with pg_write_transaction(password_url) as tx:   # an empty transaction: logged in, nothing to write
+        with pg_write_transaction(parse_target(password_url)) as tx:   # an empty transaction: logged in
             assert tx is not None
 
 
@@ -207,15 +208,15 @@ def test_the_keyring_is_asked_only_when_the_server_wants_a_password(pg_corpus, p
                                                                    memory_keyring, monkeypatch):
     """Choosing the keyring's backend costs ~0.1–0.2 s before the first paint: a login the server trusts
     never asks it; a login it checks asks it once, after the server said it wants a password."""
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     asked = []
     get = memory_keyring.get_password
     monkeypatch.setattr(memory_keyring, "get_password", lambda service, user: asked.append(user) or get(service, user))
-    with MemoryStore.open(pg_corpus.target(SCENARIO)) as store:   # `trust` for the corpus's login
+    with open_store(pg_corpus.target(SCENARIO)) as store:   # `trust` for the corpus's login
         assert len(store.list_threads()) == mastra_thread_count(pg_corpus.oracles[SCENARIO])
     assert asked == []
     cred.save_secret(password_url, PASSWORD)
-    with MemoryStore.open(password_url) as store:                  # scram-sha-256 for ROLE: the keyring's password
+    with open_store(password_url) as store:                  # scram-sha-256 for ROLE: the keyring's password
         assert len(store.list_threads()) == mastra_thread_count(pg_corpus.oracles[SCENARIO])
     assert asked == [cred.keyring_target(password_url)]

@@ -14,16 +14,16 @@ import subprocess
 import psycopg
 
 from studio.engine.doctor import run_doctor
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 
 
 def _doctor(target: str, check: str) -> list[dict]:
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         return [f for f in run_doctor(store).to_json()["findings"] if f["check"] == check]
 
 
 def test_twins_written_by_mastra_agree(pg_corpus):
-    with MemoryStore.open(pg_corpus.target("support")) as store:
+    with open_store(pg_corpus.target("support")) as store:
         # every check of the catalogue (22) runs on PostgreSQL; libSQL files skip this one (21)
         assert run_doctor(store).to_json()["checked"]["checks"] == 22
     for scenario in pg_corpus.oracles:
@@ -57,5 +57,5 @@ def test_a_twin_left_behind_is_found(pg_corpus):
     assert record["record_id"] == record_id and record["thread_id"] == thread_id
     assert record["evidence"]["value"] is None and record["evidence"]["twin"]
     # the other threads of the copy are the negative controls: nothing else fires
-    with MemoryStore.open(f"{pg_corpus.url}?schema=twins") as store:
+    with open_store(f"{pg_corpus.url}?schema=twins") as store:
         assert len(store.timestamp_twin_mismatches()) == 2

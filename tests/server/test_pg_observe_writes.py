@@ -126,7 +126,7 @@ def test_activation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatch
 
 def test_observation_commits_when_window_messages_tie_in_created_at(pg_corpus, tmp_path, monkeypatch):
     """Two window messages with the same createdAt: the write's in-transaction check must read them in the
-    order the window was read (PgStore: createdAt, then id). Built so PostgreSQL's index order of the tie
+    order the window was read (PostgreSQL: createdAt, then id). Built so PostgreSQL's index order of the tie
     (the updated row's new tuple last) is the reverse of id order: without the id tie-break the check saw
     the ids in another order and refused the write ("Messages of thread … changed"), as it once did in CI
     on a corpus whose messages happened to tie."""

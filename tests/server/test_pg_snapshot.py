@@ -17,8 +17,8 @@ import psycopg
 import pytest
 
 from studio.errors import StoreError
-from studio.store.memory_store import MemoryStore
-from studio.store.pg import PgStore
+from studio.store import open_store
+from studio.store.backends.pg import PgBackend
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.models.threads import ThreadColumn
 from tests.ui.conftest import studio, studio_ctx  # noqa: F401 (the window fixtures)
@@ -62,8 +62,8 @@ def state_of(conn, pid: int) -> str:
 
 
 def test_a_load_sees_one_snapshot_while_another_session_commits(pg_corpus, copy_target):
-    with MemoryStore.open(copy_target) as store, other_session(pg_corpus) as agent:
-        assert isinstance(store, PgStore)
+    with open_store(copy_target) as store, other_session(pg_corpus) as agent:
+        assert isinstance(store.backend, PgBackend)
         titles = {t.id: t.title for t in store.list_threads()}
         with store.snapshot():
             first = {t.id: t.title for t in store.list_threads()}
@@ -83,19 +83,19 @@ def test_a_load_sees_one_snapshot_while_another_session_commits(pg_corpus, copy_
 
 def test_without_a_load_each_statement_sees_the_latest_commit(pg_corpus, copy_target):
     """The control: outside `snapshot()` the same sequence sees the commit (so the test above can fail)."""
-    with MemoryStore.open(copy_target) as store, other_session(pg_corpus) as agent:
+    with open_store(copy_target) as store, other_session(pg_corpus) as agent:
         store.list_threads()
         rename(agent, "support-1", "Renamed, seen at once")
         assert store.get_thread("support-1").title == "Renamed, seen at once"
 
 
 def test_a_load_is_one_read_only_repeatable_read_transaction_ended_at_once(pg_corpus, copy_target):
-    with MemoryStore.open(copy_target) as store, other_session(pg_corpus) as watcher:
-        pid = store.conn.info.backend_pid
+    with open_store(copy_target) as store, other_session(pg_corpus) as watcher:
+        pid = store.backend.conn.info.backend_pid
         assert state_of(watcher, pid) == "idle"
         with store.snapshot():
             store.list_threads()
-            level, read_only = store._rows("SELECT current_setting('transaction_isolation'), "
+            level, read_only = store.rows("SELECT current_setting('transaction_isolation'), "
                                            "current_setting('transaction_read_only')")[0]
             assert (level, read_only) == ("repeatable read", "on")
             assert state_of(watcher, pid) == "idle in transaction"   # the load's transaction is open…
@@ -109,18 +109,18 @@ def test_a_load_is_one_read_only_repeatable_read_transaction_ended_at_once(pg_co
         # a failure inside a load ends its transaction too
         with pytest.raises(StoreError):
             with store.snapshot():
-                store._rows("SELECT * FROM no_such_table")
+                store.rows("SELECT * FROM no_such_table")
         assert state_of(watcher, pid) == "idle"
         assert store.get_thread("support-1") is not None             # the session is still usable
 
 
 def test_the_session_cannot_write_even_by_mistake(copy_target):
-    with MemoryStore.open(copy_target) as store:
+    with open_store(copy_target) as store:
         with pytest.raises(StoreError, match="read-only"):
-            store._rows(f"UPDATE {SCHEMA}.mastra_threads SET title = 'x'")
+            store.rows(f"UPDATE {SCHEMA}.mastra_threads SET title = 'x'")
         with pytest.raises(StoreError, match="read-only"):
             with store.snapshot():
-                store._rows(f"DELETE FROM {SCHEMA}.mastra_messages")
+                store.rows(f"DELETE FROM {SCHEMA}.mastra_messages")
 
 
 def test_the_cli_reads_leave_no_transaction_open(pg_corpus, copy_target):
@@ -135,7 +135,7 @@ def test_the_cli_reads_leave_no_transaction_open(pg_corpus, copy_target):
 
 
 def test_the_fingerprint_changes_with_a_commit_to_this_store_only(pg_corpus, copy_target):
-    with MemoryStore.open(copy_target) as store, other_session(pg_corpus) as agent:
+    with open_store(copy_target) as store, other_session(pg_corpus) as agent:
         first = store.fingerprint()
         assert store.fingerprint() == first                           # nothing written: the same value
         agent.execute("CREATE TEMP TABLE unrelated (x int)")          # a commit elsewhere on the server
@@ -152,7 +152,7 @@ def test_the_fingerprint_changes_with_a_commit_to_this_store_only(pg_corpus, cop
         assert fourth != third
     # an update that changes no count and no updatedAt is seen through the server's write counters,
     # which a session reports at its end (or within ~10 s of a commit, PostgreSQL 15+)
-    with MemoryStore.open(copy_target) as store:
+    with open_store(copy_target) as store:
         settled = store.fingerprint()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:   # the sessions above have reported their counters

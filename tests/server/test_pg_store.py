@@ -10,8 +10,9 @@ import pytest
 
 from studio.cli import main
 from studio.errors import SchemaError, StoreError
-from studio.store.memory_store import MemoryStore
-from studio.store.pg import PgStore, parse_pg_location, redact_url
+from studio.store import open_store
+from studio.store.backends.pg import PgBackend
+from studio.store.target import parse_target, redact_url
 from tests.server.checks import cli_json
 
 
@@ -53,11 +54,11 @@ def test_reads_leave_the_server_data_byte_identical(pg_corpus, capsys):
 
 
 def test_the_session_is_read_only(pg_corpus):
-    with MemoryStore.open(pg_corpus.target("support")) as store:
-        assert isinstance(store, PgStore) and store.dialect == "postgresql"
+    with open_store(pg_corpus.target("support")) as store:
+        assert isinstance(store.backend, PgBackend) and store.dialect == "postgresql"
         with pytest.raises(StoreError, match="read-only transaction"):
-            store._rows('UPDATE mastra_threads SET title = ? WHERE id = ?', ("changed", "support-1"))
-        timeout = store._rows("SHOW statement_timeout")[0][0]
+            store.rows('UPDATE mastra_threads SET title = ? WHERE id = ?', ("changed", "support-1"))
+        timeout = store.rows("SHOW statement_timeout")[0][0]
         assert timeout not in ("0", "")           # a runaway read is cut off by the server
         assert store.get_thread("support-1").title != "changed"
 
@@ -84,14 +85,14 @@ def test_a_dead_server_is_a_sentence_not_a_hang(capsys):
 
 def test_a_schema_without_mastra_tables_names_the_schema(pg_corpus):
     with pytest.raises(SchemaError, match=r"schema 'nothing_here' has no Mastra tables.*\?schema=NAME"):
-        MemoryStore.open(f"{pg_corpus.url}?schema=nothing_here")
+        open_store(f"{pg_corpus.url}?schema=nothing_here")
 
 
 def test_urls_are_shown_without_their_password():
-    loc = parse_pg_location("postgresql://ann:pa%40ss@db.example:5433/mem?schema=agent&sslmode=require")
+    loc = parse_target("postgresql://ann:pa%40ss@db.example:5433/mem?schema=agent&sslmode=require")
     assert loc.schema == "agent"
     assert loc.display == "postgresql://ann:***@db.example:5433/mem?schema=agent&sslmode=require"
     assert "schema" not in loc.conninfo and "sslmode=require" in loc.conninfo
     assert redact_url("postgresql://ann@h/db?password=x1") == "postgresql://ann@h/db?password=***"
     with pytest.raises(StoreError, match="not a PostgreSQL schema name"):
-        parse_pg_location("postgresql://ann@h/db?schema=a;drop")
+        parse_target("postgresql://ann@h/db?schema=a;drop")

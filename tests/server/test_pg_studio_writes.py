@@ -6,7 +6,7 @@ enabled only on a server store, restores every row exactly (every column, twins 
 
 from __future__ import annotations
 
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.server.pg_rows import copy_schema, dump_schema
 from tests.ui.conftest import _studio_application, studio, studio_ctx  # noqa: F401  (fixtures)
 
@@ -21,7 +21,7 @@ def test_clear_then_undo_last_write_in_the_studio(pg_corpus, tmp_path, monkeypat
     actions = window.history_actions
     actions.update_actions()
     assert actions.clear_action.isEnabled() and actions.undo_action.isEnabled()
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         count = store.message_count("support-2")
     assert count > 0
 
@@ -30,7 +30,7 @@ def test_clear_then_undo_last_write_in_the_studio(pg_corpus, tmp_path, monkeypat
     with qtbot.waitSignal(actions.written, timeout=30000):
         dialog.accept()
     studio_ctx.runner.wait_idle()
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         assert store.message_count("support-2") == 0
     backup = actions.session.backup_for(target)
     assert backup is not None and backup.parent == tmp_path / "data" / "memory-studio" / "backups"

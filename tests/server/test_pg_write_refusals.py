@@ -14,8 +14,8 @@ import time
 import psycopg
 
 from studio.cli import main
-from studio.store.memory_store import MemoryStore
-from studio.store.write.transaction import WRITE_LOCK_WAIT_MS
+from studio.store import open_store
+from studio.store.write.tx import WRITE_LOCK_WAIT_MS
 from tests.server.pg_rows import copy_schema, pg_dump_schema
 
 SCHEMA = "wrefused"
@@ -27,7 +27,7 @@ def _reflect(target: str, *extra: str) -> int:
 
 
 def _current(target: str) -> str:
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         return store.om_current(store.lookup_key_for_thread(store.get_thread("support-1"))).id
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from studio.cli import main
 from studio.engine.tokens import count_observations
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.writes import WriteSession, clear_thread, commit_reflection, revert_to_generation
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
 from tests.interop.answers import answer_for, parse_answer
@@ -65,7 +65,7 @@ def test_reflection_on_postgresql_equals_mastra_and_mastra_continues(pg_corpus, 
     mastra = node_pg(pg_corpus, "mastra-reflect.mjs", a, thread_id, _write_answer(tmp_path, answer))
     assert mastra["reflected"] is True
 
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         lookup_key = store.lookup_key_for_thread(store.get_thread(thread_id))
         current = store.om_current(lookup_key)
     parsed = parse_answer(answer)
@@ -178,7 +178,7 @@ def test_revert_on_postgresql_equals_mastra_reflecting_that_generation_and_undo_
     copy_schema(pg_corpus, "support", a)
     target = copy_schema(pg_corpus, "support", b)
     before = dump_schema(pg_corpus.url, a)
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         key = store.lookup_key_for_thread(store.get_thread("support-1"))
         history = store.om_history(key)
     assert len(history) >= 3
@@ -211,7 +211,7 @@ def test_undo_restores_a_reflection_exactly_and_only_once(pg_corpus, tmp_path, r
     _, b = _schemas(request, "collab")
     target = copy_schema(pg_corpus, "collab", b)
     before = dump_schema(pg_corpus.url, b)
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         key = store.lookup_key_for_thread(store.get_thread("doc_42"))
         current = store.om_current(key)
     parsed = parse_answer(answer_for("collab"))
@@ -293,7 +293,7 @@ def test_delete_and_clear_on_postgresql_equal_mastra_and_undo_puts_them_back(pg_
     copy_schema(pg_corpus, "history", a)
     target = copy_schema(pg_corpus, "history", b)
     before = dump_schema(pg_corpus.url, a)
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         threads = [t.id for t in store.list_threads()]
         msgs = store.list_messages(threads[0])
     ids = [msgs[0].id, msgs[2].id, "no-such-message"]
@@ -312,11 +312,11 @@ def test_delete_and_clear_on_postgresql_equal_mastra_and_undo_puts_them_back(pg_
 
     # clear the other thread; then undo the clear, then the delete: every row back, twins included
     other = threads[1]
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         count = store.message_count(other)
     assert count > 0
     assert clear_thread(target, other) == count
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         assert store.message_count(other) == 0 and store.get_thread(other) is not None
     assert main(["undo", target, "--yes", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["reinserted"] == count
@@ -337,7 +337,7 @@ def test_an_overtaken_reflection_on_postgresql_is_caught_and_repaired(pg_corpus,
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     schema = "wovertaken"
     target = copy_schema(pg_corpus, "support", schema)
-    with MemoryStore.open(target) as store:
+    with open_store(target) as store:
         key = store.lookup_key_for_thread(store.get_thread("support-1"))
         current = store.om_current(key)
     parsed = parse_answer(answer_for("support"))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.loaders import load_listing
 from studio.ui.models.roles import ID_ROLE
 from tests.ui.listing_steps import record_steps, step_problems
@@ -66,7 +66,7 @@ def _open_and_record(target: str, qtbot, tmp_path):
 
 def _one_step(target: str) -> dict:
     """{thread id: (count, newest message, last activity ms, stale)} of a one-step listing of TARGET."""
-    with MemoryStore.open(target) as store, store.snapshot():
+    with open_store(target) as store, store.snapshot():
         listing = load_listing(store)
     return {r.thread.id: (r.thread.message_count, r.thread.newest_message_at, r.activity_ms, r.updated_at_stale)
             for r in listing.rows}

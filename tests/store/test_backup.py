@@ -10,8 +10,8 @@ import pytest
 
 from studio.engine.tokens import count_observations
 from studio.errors import StoreError, WriteRefused
-from studio.store.backup import backup_database
-from studio.store.memory_store import MemoryStore
+from studio.store.write.file_backup import backup_database
+from studio.store import open_store
 from studio.store.writes import DESTRUCTIVE_WRITES, WriteSession
 from tests.conftest import FIXTURE_NAMES
 
@@ -23,7 +23,7 @@ def state(path: Path) -> tuple:
 
 
 def counts(path: Path) -> dict:
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         out = {"messages": store.message_counts(), "threads": [t.id for t in store.list_threads()]}
         out["om"] = {k["lookupKey"]: [r.id for r in store.om_history(k["lookupKey"])] for k in store.om_lookup_keys()}
         return out
@@ -67,22 +67,22 @@ def test_session_backs_up_once_before_its_first_write(fixture_db):
 
     session = WriteSession(backup=spy)
     assert session.backup_for(path) is None
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         ids = [m.id for m in store.list_messages("support-4")]
         messages_before = store.message_count("support-4")
     assert session.delete_messages(path, ids) == messages_before
     backup = session.backup_for(path)
     assert backup is not None and len(made) == 1
-    with MemoryStore.open(backup) as store:  # taken before the delete
+    with open_store(backup) as store:  # taken before the delete
         assert store.message_count("support-4") == messages_before
     session.clear_thread(path, "support-3")
     clone = session.clone_thread(path, "support-2")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         rec = store.om_current("thread:support-1")
     session.commit_reflection(path, lookup_key="thread:support-1", expected_record_id=rec.id, observations="* 🔴 x",
                               observation_tokens=count_observations("* 🔴 x"))
     assert len(made) == 1 and session.backups == {path.resolve(): backup}
-    with MemoryStore.open(backup) as store:
+    with open_store(backup) as store:
         assert store.get_thread(clone["thread"]["id"]) is None and store.message_count("support-3") == 18
     # another file gets its own backup; a new session backs up again
     other = fixture_db("history")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from studio.store import backup as backup_module
-from studio.store.backup import backup_database, child_command, remove_stale_partials
-from studio.store.memory_store import MemoryStore
+from studio.store.write import file_backup as backup_module
+from studio.store.write.file_backup import backup_database, child_command, remove_stale_partials
+from studio.store import open_store
 from studio.store.writes import WriteSession
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_a_name_taken_while_the_copy_runs_gets_the_next_number(fixture_db, monke
     made = backup_database(path)
     assert taken and made != taken[0] and made.name == taken[0].name.replace(".db", "-2.db")
     assert taken[0].read_bytes() == b"the other process's backup"  # never overwritten
-    with MemoryStore.open(made) as store:
+    with open_store(made) as store:
         assert store.get_thread("support-1") is not None
     assert partials(path.parent) == []
 
@@ -98,7 +98,7 @@ def _running(pid: int) -> bool:
 def test_killing_the_studio_during_a_backup_leaves_no_partial_file(tmp_path):
     path = tmp_path / "memory.db"
     _big_database(path, 300)
-    code = f"from studio.store.backup import backup_database; backup_database({str(path)!r})"
+    code = f"from studio.store.write.file_backup import backup_database; backup_database({str(path)!r})"
     parent = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)})
     child = None
     deadline = time.monotonic() + 120  # a bound on the wait, not a speed assertion
@@ -146,7 +146,7 @@ def test_the_frozen_app_backs_up_through_its_own_entry_point(fixture_db, frozen_
     path = fixture_db("support")
     assert child_command(["a", "b", "0", "1", "9"])[:3] == [str(frozen_app), "--studio-child", "backup"]
     made = backup_database(path)
-    with MemoryStore.open(made) as store, MemoryStore.open(path) as original:
+    with open_store(made) as store, open_store(path) as original:
         assert store.message_counts() == original.message_counts()
     assert partials(path.parent) == []
 
@@ -159,5 +159,5 @@ def test_the_frozen_app_child_reports_like_the_python_child(fixture_db, tmp_path
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["integrity"] == ["ok"]
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert report["counts"]["mastra_threads"] == len(store.list_threads())

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from studio.errors import StoreError
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import FIXTURES, REPO
 
 HANG_LIMIT = 60  # s: a command that has not answered by then is hung (a FIFO blocks forever)
@@ -33,7 +33,7 @@ def run_cli(*args: str, user: int | None = None) -> subprocess.CompletedProcess:
 
 def open_error(path) -> str:
     with pytest.raises(StoreError) as info:
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             store.list_threads(with_counts=True)
             for key in store.om_lookup_keys():
                 store.om_history(key["lookupKey"])
@@ -156,7 +156,7 @@ def test_blobs_in_text_and_integer_columns_are_read_not_crashed_on(fixture_db):
         done = run_cli(*args)
         assert done.returncode == 0, (args, done.stderr)
         assert "unexpected error" not in done.stderr and "Traceback" not in done.stderr
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         thread = store.get_thread(thread_id)
         assert thread.created_at == "2026"          # the blob's bytes, read as the text they spell
         assert thread.updated_at == "\x00\ufffd"    # 0xFF is not UTF-8

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import copy_fixture
 
 FIXTURES = ["support", "buffered", "resource", "collab", "tools", "history"]
@@ -32,7 +32,7 @@ def _ids(messages) -> list[str]:
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_messages_since_many_equals_list_messages(name, tmp_path):
-    with MemoryStore.open(copy_fixture(name, tmp_path)) as store:
+    with open_store(copy_fixture(name, tmp_path)) as store:
         threads = store.list_threads()
         wanted = {(t.id, c) for t in threads for c in _cursors([m.created_at for m in store.list_messages(t.id)])}
         wanted.add(("no-such-thread", None))
@@ -54,7 +54,7 @@ def test_messages_since_many_equals_list_messages(name, tmp_path):
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_om_histories_equals_om_history(name, tmp_path):
-    with MemoryStore.open(copy_fixture(name, tmp_path)) as store:
+    with open_store(copy_fixture(name, tmp_path)) as store:
         histories = store.om_histories()
         keys = [k["lookupKey"] for k in store.om_lookup_keys()]
         assert sorted(histories) == sorted(keys)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.store import credentials as cred
+from studio.store import target as tg
 from studio.store.probe import classify_failure
 from studio.errors import SchemaError, StoreError
 from tests.fake_keyring import memory_keyring, no_keyring  # noqa: F401 - fixtures
@@ -39,8 +40,8 @@ SECRETS = ["pw", "p%40ss", "p/ss", "sec", "sslpassword=key", "pw", None, "abc.de
 
 @pytest.mark.parametrize("url,shown,remembered,user,secret", [f + (s,) for f, s in zip(URL_FORMS, SECRETS)])
 def test_every_url_form_is_redacted_stripped_and_keyed(url, shown, remembered, user, secret):
-    assert cred.redact_url(url) == shown
-    assert cred.strip_secrets(url) == remembered
+    assert tg.redact_url(url) == shown
+    assert tg.strip_secrets(url) == remembered
     assert cred.keyring_target(url) == user
     if secret is not None:
         assert secret in url
@@ -50,15 +51,15 @@ def test_every_url_form_is_redacted_stripped_and_keyed(url, shown, remembered, u
 
 @pytest.mark.parametrize("path", ["/tmp/memory.db", "memory.db", "file:///tmp/x.db", "file:memory.db?mode=ro"])
 def test_a_local_path_is_left_as_it_is(path):
-    assert cred.redact_url(path) == path == cred.strip_secrets(path)
-    assert cred.secret_kind(path) is None and not cred.is_server_target(path)
+    assert tg.redact_url(path) == path == tg.strip_secrets(path)
+    assert cred.secret_kind(path) is None and not tg.is_server_target(path)
 
 
 def test_the_secret_written_in_a_url_is_found_unescaped():
-    assert cred.url_secret("postgresql://u:p%40ss@h/db") == "p@ss"
-    assert cred.url_secret("postgresql://u@h/db?password=x%26y") == "x&y"
-    assert cred.url_secret("libsql://h?authToken=t1") == "t1"
-    assert cred.url_secret("postgresql://u@h/db") is None
+    assert tg.url_secret("postgresql://u:p%40ss@h/db") == "p@ss"
+    assert tg.url_secret("postgresql://u@h/db?password=x%26y") == "x&y"
+    assert tg.url_secret("libsql://h?authToken=t1") == "t1"
+    assert tg.url_secret("postgresql://u@h/db") is None
     assert cred.secret_kind("postgres://h/db") == "password" and cred.secret_kind("libsql://h") == "token"
 
 
@@ -147,7 +148,7 @@ def test_no_keyring_backend_is_tolerated_and_said(no_keyring, tmp_path):
 ])
 def test_open_failures_are_sorted_into_sentences(message, outcome):
     url = "postgresql://alice:pw@127.0.0.1:1/db"
-    check = classify_failure(url, StoreError(f"Cannot connect to {cred.redact_url(url)}: {message}"))
+    check = classify_failure(url, StoreError(f"Cannot connect to {tg.redact_url(url)}: {message}"))
     assert check.outcome == outcome and not check.ok
     assert ":pw@" not in check.sentence
 

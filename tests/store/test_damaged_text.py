@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from studio.store.cells import DamagedText
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import REPO
 
 BAD_TITLE = b"Trip \xff plan"                  # 0xFF never occurs in UTF-8
@@ -52,7 +52,7 @@ def damage(path, *, thread_id: str | None = None) -> dict:
 def test_invalid_utf8_cells_are_read_with_replacement_and_marked(fixture_db, name):
     path = fixture_db(name)
     targets = damage(path)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         thread = store.get_thread(targets["thread"])
         assert thread.title == BAD_TITLE.decode("utf-8", "replace") == "Trip \ufffd plan"
         assert isinstance(thread.title, DamagedText) and thread.damaged_text == ("title",)

@@ -8,12 +8,12 @@ import pytest
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches
 from studio.store.history import get_thread_by_id, js_date_iso, list_messages, list_threads, recall
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import load_oracle
 
 
 def test_get_thread_by_id(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         thread = get_thread_by_id(store, "support-1")
         expected = next(t for t in load_oracle("support")["resources"]["user-alice"]["threads"] if t["id"] == "support-1")
         assert (thread.resource_id, thread.title, thread.metadata, thread.created_at) == (
@@ -24,7 +24,7 @@ def test_get_thread_by_id(fixture_db):
 
 
 def test_recall_checks_the_resource_when_given(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         assert recall(store, "support-1", resource_id="user-alice").message_ids
         with pytest.raises(ValidationError, match="is for resource with id user-alice"):
             recall(store, "support-1", resource_id="user-bob")
@@ -34,7 +34,7 @@ def test_recall_checks_the_resource_when_given(fixture_db):
 
 
 def test_recall_defaults_and_history_switch(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         default = recall(store, "support-1")
         assert (len(default.messages), default.per_page, default.page) == (10, 10, 0)
         assert recall(store, "support-1", last_messages=5).message_ids == default.message_ids[-5:]
@@ -44,7 +44,7 @@ def test_recall_defaults_and_history_switch(fixture_db):
 
 
 def test_camel_and_snake_case_arguments_agree(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         a = recall(store, "support-meta", per_page=False,
                    filter={"dateRange": {"start": "2026-03-02T10:00:00.000Z", "startExclusive": True}})
         b = recall(store, "support-meta", per_page=False,
@@ -76,7 +76,7 @@ def test_camel_and_snake_case_arguments_agree(fixture_db):
     lambda s: list_messages(s, "support-1", include="x"),
 ])
 def test_bad_arguments_raise_validation_errors(fixture_db, call):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         with pytest.raises(ValidationError):
             call(store)
 
@@ -103,7 +103,7 @@ def test_jsonb_text_and_null_thread_metadata_filter_alike(fixture_db):
     conn.execute("UPDATE mastra_threads SET metadata = NULL WHERE id = 'hist-1-branch'")
     conn.commit()
     conn.close()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         billing = list_threads(store, filter={"metadata": {"category": "billing"}}, per_page=False)
         assert billing.thread_ids == ["hist-2", "hist-1"]
         assert list_threads(store, filter={"metadata": {"n": 1}}).thread_ids == ["hist-2"]
@@ -115,7 +115,7 @@ def test_sql_filter_equals_the_in_memory_rule(fixture_db):
     """recall's SQL metadata predicate and storageMessageMatchesMetadataFilter agree on every support message."""
     filters = [{"category": "billing"}, {"escalated": True}, {"escalated": False}, {"priority": 2},
                {"archivedAt": None}, {"note": "second match"}, {"category": "billing", "priority": 2}]
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         for thread_id in ("support-meta", "support-1"):
             messages = store.list_messages(thread_id)
             for metadata in filters:

@@ -18,7 +18,7 @@ import libsql
 from studio.cli import main
 from studio.common.metadata_filter import ValidationError
 from studio.store.history import list_messages, list_threads, recall
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import FIXTURE_NAMES, load_oracle
 
 EXTRA = json.loads((Path(__file__).parent / "data" / "history_extra.json").read_text(encoding="utf-8"))
@@ -106,7 +106,7 @@ def test_list_threads_equals_oracle(fixture_db, capsys, name):
     path = fixture_db(name)
     cases = _thread_cases(name)
     assert cases
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for _rid, case in cases:
             got = _api_threads(store, case["args"])
             assert (got.thread_ids, got.total, got.has_more) == (case["threadIds"], case["total"], case["hasMore"]), case
@@ -120,7 +120,7 @@ def test_recall_equals_oracle(fixture_db, capsys, name):
     path = fixture_db(name)
     cases = _recall_cases(name)
     assert cases
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for thread_id, case in cases:
             got = _api_recall(store, thread_id, case["args"])
             assert got.message_ids == case["messageIds"], (thread_id, case["args"])
@@ -176,7 +176,7 @@ def test_more_cases_equal_mastra(fixture_db, name):
     """Paging edges, orderBy, exclusive dates, storage include and rejected filters, as real Mastra answered."""
     path = fixture_db(name)
     seen_kinds = set()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for case in EXTRA[name]["listThreads"]:
             args = _decode(case["args"])
             got = _outcome(lambda: _api_threads(store, args))
@@ -200,7 +200,7 @@ def test_more_cases_equal_mastra(fixture_db, name):
 def test_recall_applies_include_like_storage_when_asked(fixture_db):
     """apply_include gives the storage's include result (recall's own paging, newest first, then chronological)."""
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         plain = recall(store, "support-meta", per_page=1, include=[{"id": "meta-msg-3", "with_previous_messages": 1,
                                                                     "with_next_messages": 1}])
         applied = recall(store, "support-meta", per_page=1, apply_include=True,
@@ -223,7 +223,7 @@ def test_system_messages_and_reminders_are_left_out_but_counted(fixture_db):
                      (m["id"], m["content"], m["role"], m["createdAt"]))
     conn.commit()
     conn.close()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for case in EXTRA["reminders"]["threads"]["support-meta"]:
             got = _api_recall(store, "support-meta", case["args"])
             assert (got.message_ids, got.total, got.has_more) == (case["messageIds"], case["total"], case["hasMore"])

@@ -16,7 +16,7 @@ import sqlite3
 import pytest
 
 from studio.store.history import is_system_reminder, recall
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import Message
 from tests.conftest import copy_fixture
 
@@ -29,7 +29,7 @@ def test_every_stored_message_parses_to_what_json_loads_gives(name, tmp_path):
     with sqlite3.connect(path) as conn:
         stored = {i: json.loads(c) for i, c in conn.execute("SELECT id, json(content) FROM mastra_messages")}
     assert stored, "the fixture has messages"
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         messages = [m for t in store.list_threads() for m in store.list_messages(t.id)]
         assert {m.id for m in messages} == set(stored)
         for m in messages:
@@ -49,7 +49,7 @@ def test_malformed_json_is_kept_as_text_with_its_error(tmp_path):
     with sqlite3.connect(path) as conn:
         thread_id, message_id = _thread_with_messages(conn)
         conn.execute("UPDATE mastra_messages SET content = ? WHERE id = ?", ('{"format": 2, "parts": [', message_id))
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         m = next(m for m in store.list_messages(thread_id) if m.id == message_id)
         assert m.content_error is not None and m.content_error.startswith("malformed JSON")  # asked first
         assert m.content == '{"format": 2, "parts": ['
@@ -61,7 +61,7 @@ def test_content_bytes_that_are_not_utf8_are_marked_once_parsed(tmp_path):
         thread_id, message_id = _thread_with_messages(conn)
         conn.execute("UPDATE mastra_messages SET content = CAST(? AS TEXT) WHERE id = ?",
                      (b'{"format":2,"parts":[{"type":"text","text":"caf\xff"}]}', message_id))
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         m = next(m for m in store.list_messages(thread_id) if m.id == message_id)
         assert m.damaged_text == ("content",)  # asked before the content: the parse runs first
         assert m.content["parts"][0]["text"] == "caf\ufffd"
@@ -102,7 +102,7 @@ def test_recall_leaves_out_a_reminder_whose_marks_are_escaped(tmp_path):
                                "ORDER BY \"createdAt\" LIMIT 1", (thread_id,)).fetchone()[0]
         conn.execute("UPDATE mastra_messages SET content = ? WHERE id = ?",
                      ('{"format":2,"parts":[{"type":"text","text":"\\u003csystem-reminder>x"}]}', user_id))
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         everything = recall(store, thread_id, per_page=False, include_system_reminders=True)
         kept = recall(store, thread_id, per_page=False)
     assert user_id in [m.id for m in everything.messages]

@@ -20,7 +20,7 @@ from studio.common.om_settings import activation_chunk_count
 from studio.engine.observe_window import observation_window
 from studio.engine.tokens import count_observations, stamp_estimates
 from studio.errors import WriteRefused
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.write.activation import activate_buffered
 from studio.store.write.om_messages import filter_for_persistence
 from studio.store.write.observation import ObserverOutput, commit_observation
@@ -92,7 +92,7 @@ def test_observation_extends_the_log_cursor_and_counts(tmp_path):
     assert row["totalTokensObserved"] == int(before.columns["totalTokensObserved"]) + row["observationTokenCount"]
     assert json.loads(row["observedMessageIds"]) == list(before.observed_message_ids) + window.message_ids
     assert row["generationCount"] == before.generation_count and row["id"] == before.id  # in place
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         thread = store.get_thread(thread_id)
         om = thread.metadata["mastra"]["om"]
         assert thread.title == "New observed title"
@@ -119,7 +119,7 @@ def test_pinned_title_is_kept_and_no_update_marker(tmp_path):
     assert title != "A pinned thread's new title"
     window = observation_window(path, thread_id)
     commit_observation(path, window, ObserverOutput(OBS, None, None, "A pinned thread's new title"))
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert store.get_thread(thread_id).title == title
         last_assistant = [m for m in store.list_messages(thread_id) if m.role == "assistant"][-1]
         assert [p.get("type") for p in last_assistant.parts[-2:]] == ["data-om-observation-start",
@@ -143,7 +143,7 @@ def test_below_threshold_needs_force_and_leaves_the_file(tmp_path):
 
 def test_activation_moves_the_chunks(tmp_path):
     path = copy_fixture("buffered", tmp_path)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         before = store.om_current("thread:long-run")
     while before.buffered_chunks:
         chunks = before.buffered_chunks
@@ -167,7 +167,7 @@ def test_activation_moves_the_chunks(tmp_path):
         assert stored == (rest or None) and row["lastBufferedAtTokens"] == 0
         assert row["totalTokensObserved"] == before.columns["totalTokensObserved"]  # activation never adds to it
         assert result["chunks_after"] == len(rest)
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             before = store.om_current("thread:long-run")
     with pytest.raises(WriteRefused) as err:  # nothing left
         activate_buffered(path, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)
@@ -190,12 +190,12 @@ def test_activate_command_exit_codes(tmp_path):
     assert file_state(path) == state
     _set(path, 'UPDATE mastra_observational_memory SET "isBufferingObservation" = 0, "updatedAt" = ?',
          ("2026-11-29T20:42:31.691Z",))
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         chunks_before = len(store.om_current("thread:long-run").buffered_chunks)
     ok = _cli("activate", path, "--thread", "long-run", "--yes", "--json")
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         chunks_left = len(store.om_current("thread:long-run").buffered_chunks)
     assert doc["activated"] is True and doc["chunks_after"] == chunks_left < chunks_before and doc["backup"]
 
@@ -212,7 +212,7 @@ def test_observe_command_dry_run_and_write(tmp_path):
     done = _cli("observe", path, "--thread", thread_id, "--answer-file", answer, "--yes", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["observed"] is True
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert store.get_thread(thread_id).title == "Via the CLI"
     # the same window again: nothing unobserved now
     assert _cli("observe", path, "--thread", thread_id, "--answer-file", answer, "--yes").returncode == 2
@@ -222,7 +222,7 @@ def test_observe_command_with_the_rule_based_observer(tmp_path):
     # offline: one dated, labelled line per unobserved message, written as Mastra writes an observation
     # (the log gains a boundary then the lines; the cursor moves to the window's newest message)
     path, thread_id = observable_copy("support", tmp_path / "db")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         before = store.om_history(f"thread:{thread_id}")[0]
     dry = _cli("observe", path, "--thread", thread_id, "--strategy", "rule-based", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
@@ -231,7 +231,7 @@ def test_observe_command_with_the_rule_based_observer(tmp_path):
     assert len(lines) == planned["window"]["messages"] and all("[rule-based]" in line for line in lines)
     done = _cli("observe", path, "--thread", thread_id, "--strategy", "rule-based", "--yes", "--json")
     assert done.returncode == 0, done.stderr
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         after = store.om_history(f"thread:{thread_id}")[0]
     assert after.id == before.id and after.generation_count == before.generation_count   # updated in place
     assert after.active_observations.startswith(before.active_observations + "\n\n--- message boundary (")
@@ -303,7 +303,7 @@ def test_observe_command_resource_scope_below_threshold(tmp_path):
     assert doc["observed"] is True and "res-a" in observed
     others = [t for t in observed if t != "res-a"]
     assert others, "the case needs a second thread observed with res-a (one without a block in the answer)"
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         log = store.om_current("resource:user-erin").active_observations
     for tid in others:  # a thread without a block gets an empty section
         assert f'<thread id="{tid}">\n\n</thread>' in log
@@ -367,7 +367,7 @@ def test_the_records_extractors_decide_the_extracted_values(tmp_path):
     from studio.engine.observer import parse_answer
 
     commit_observation(path, window, parse_answer(window, answer))
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         om = store.get_thread(thread_id).metadata["mastra"]["om"]
         end = [m for m in store.list_messages(thread_id) if m.role == "assistant"][-1].parts[-1]["data"]
     assert list(end["extractedValues"].items()) == [("suggested-response", " Ask how it went "),

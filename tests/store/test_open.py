@@ -11,8 +11,8 @@ import libsql
 import pytest
 
 from studio.errors import SchemaError, StoreError
-from studio.store.connection import parse_location
-from studio.store.memory_store import MemoryStore
+from studio.store.target import file_target
+from studio.store import open_store
 from tests.conftest import FIXTURE_NAMES, load_oracle, make_plain_sqlite
 from tests.oracle_facts import current_generation
 
@@ -25,7 +25,7 @@ def digest(path: Path) -> str | None:
 def test_open_lists_same_threads_as_mastra(fixture_db, name):
     path = fixture_db(name)
     oracle = load_oracle(name)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         for resource_id, data in oracle["resources"].items():
             threads = store.list_threads(resource_id)
             assert [t.id for t in threads] == [t["id"] for t in data["threads"]]
@@ -46,7 +46,7 @@ def test_open_and_close_leave_main_file_and_wal_byte_identical(fixture_db, name)
     path = fixture_db(name)
     wal = Path(str(path) + "-wal")
     before = (digest(path), digest(wal), wal.exists())
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         store.list_threads(with_counts=True)
         for key in store.om_lookup_keys():
             store.om_history(key["lookupKey"])
@@ -65,7 +65,7 @@ def test_live_wal_rows_are_read(fixture_db):
         main_only = plain.execute("SELECT COUNT(*) FROM mastra_messages").fetchone()[0]
     oracle = load_oracle("live/support")
     expected = sum(len(t["messages"]) for t in oracle["threads"].values())
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert sum(store.message_counts().values()) == expected
     assert main_only < expected
 
@@ -84,7 +84,7 @@ def test_jsonb_text_and_null_metadata_side_by_side(tmp_path):
     conn.execute("INSERT INTO mastra_messages VALUES ('m1','a','{not json','user','v2','2026-01-01T00:00:01.000Z','r')")
     conn.commit()
     conn.close()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         threads = {t.id: t for t in store.list_threads()}
         assert threads["a"].metadata == {"k": 1}
         assert threads["b"].metadata == {"k": 2}
@@ -97,19 +97,19 @@ def test_jsonb_text_and_null_metadata_side_by_side(tmp_path):
 
 def test_missing_path(tmp_path):
     with pytest.raises(StoreError, match="No such file"):
-        MemoryStore.open(tmp_path / "nope.db")
+        open_store(tmp_path / "nope.db")
 
 
 def test_directory(tmp_path):
     with pytest.raises(StoreError, match="is a directory"):
-        MemoryStore.open(tmp_path)
+        open_store(tmp_path)
 
 
 def test_empty_file(tmp_path):
     p = tmp_path / "empty.db"
     p.write_bytes(b"")
     with pytest.raises(StoreError, match="empty"):
-        MemoryStore.open(p)
+        open_store(p)
     assert p.read_bytes() == b""
 
 
@@ -118,7 +118,7 @@ def test_not_sqlite(tmp_path):
     p.write_text("hello, this is a text file\n" * 10)
     before = p.read_bytes()
     with pytest.raises(StoreError, match="not a SQLite database"):
-        MemoryStore.open(p)
+        open_store(p)
     assert p.read_bytes() == before
 
 
@@ -126,7 +126,7 @@ def test_sqlite_without_mastra_tables(tmp_path):
     p = make_plain_sqlite(tmp_path / "other.db")
     before = p.read_bytes()
     with pytest.raises(SchemaError, match="no Mastra tables"):
-        MemoryStore.open(p)
+        open_store(p)
     assert p.read_bytes() == before
 
 
@@ -135,7 +135,7 @@ def test_mastra_tables_without_messages_table(tmp_path):
     with sqlite3.connect(p) as c:
         c.execute('CREATE TABLE mastra_threads (id TEXT, "resourceId" TEXT, "createdAt" TEXT)')
     with pytest.raises(SchemaError, match="mastra_messages"):
-        MemoryStore.open(p)
+        open_store(p)
 
 
 def test_older_schema_without_buffering_columns(fixture_db, tmp_path):
@@ -154,7 +154,7 @@ def test_older_schema_without_buffering_columns(fixture_db, tmp_path):
     conn.commit()
     conn.execute("DETACH DATABASE src")
     conn.close()
-    with MemoryStore.open(p) as store:
+    with open_store(p) as store:
         assert not store.schema.has_buffering
         rec = store.om_current("thread:support-1")
         assert rec.generation_count == current_generation("support", "thread:support-1")
@@ -185,7 +185,7 @@ def test_database_locked_by_a_writer(fixture_db, monkeypatch):
         assert holder.stdout.readline().strip() == "locked"
         before = digest(path)
         with pytest.raises(StoreError, match="locked by another process"):
-            with MemoryStore.open(path) as store:
+            with open_store(path) as store:
                 store.list_threads()
         assert digest(path) == before
     finally:
@@ -199,7 +199,7 @@ def test_reads_while_wal_writer_holds_lock(fixture_db):
     writer.execute("BEGIN IMMEDIATE")
     writer.execute("UPDATE mastra_threads SET title = 'changing' WHERE id = 'support-1'")
     try:
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             assert store.get_thread("support-1").title != "changing"
     finally:
         writer.rollback()
@@ -207,13 +207,13 @@ def test_reads_while_wal_writer_holds_lock(fixture_db):
 
 
 def test_file_url_and_remote_url():
-    assert parse_location("file:///tmp/x%20y.db").path == Path("/tmp/x y.db")
-    assert parse_location("file:rel.db?mode=rw").path == Path("rel.db")
-    # a libSQL server is read through studio.store.remote; only a write asks parse_location for a file
-    # (a write opens its own stream: studio.store.write.remote_transaction); the token never shows
+    assert file_target("file:///tmp/x%20y.db").path == Path("/tmp/x y.db")
+    assert file_target("file:rel.db?mode=rw").path == Path("rel.db")
+    # a libSQL server is read through studio.store.backends.libsql_server; only a file copy or write asks for a
+    # file (a write opens its own stream: studio.store.write.backends.libsql_remote); the token never shows
     with pytest.raises(StoreError, match=r"remote libSQL store \(libsql://example.turso.io\?authToken=\*\*\*\) is never "
                                          r"opened read-write.*Nothing was written"):
-        parse_location("libsql://example.turso.io?authToken=secret")
+        file_target("libsql://example.turso.io?authToken=secret")
 
 
 def test_om_record_whose_thread_no_longer_exists(fixture_db):
@@ -222,7 +222,7 @@ def test_om_record_whose_thread_no_longer_exists(fixture_db):
     conn.execute("DELETE FROM mastra_threads WHERE id = 'support-2'")
     conn.commit()
     conn.close()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert store.get_thread("support-2") is None
         assert store.om_current("thread:support-2") is not None
 
@@ -233,7 +233,7 @@ def test_store_is_used_from_one_thread_at_a_time(fixture_db):
     result = {}
 
     def work():
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             result["n"] = len(store.list_threads())
 
     t = threading.Thread(target=work)
@@ -251,10 +251,10 @@ def test_quiescent_wal_file_sees_a_later_writer(fixture_db, tmp_path):
     src = fixture_db("resource")  # WAL mode; as shipped, no -wal file beside it
     for ext in ("-wal", "-shm"):  # an empty leftover -wal means the same: nobody has it open
         Path(str(src) + ext).unlink(missing_ok=True)
-    with MemoryStore.open(src) as store:
-        assert store.immutable
+    with open_store(src) as store:
+        assert store.backend.immutable
         assert not Path(str(src) + "-wal").exists()
-        version = store.data_version()
+        version = store.fingerprint()
         before = store.message_count("res-a")
         script = (
             "import libsql, sys; c = libsql.connect(sys.argv[1]); "
@@ -262,7 +262,7 @@ def test_quiescent_wal_file_sees_a_later_writer(fixture_db, tmp_path):
             "\\\"resourceId\\\") VALUES ('late-1', 'res-a', '{\\\"format\\\":2,\\\"parts\\\":[]}', 'user', 'v2', "
             "'2030-01-01T00:00:00.000Z', 'user-erin')\"); c.commit(); c.close()")
         subprocess.run([sys.executable, "-c", script, str(src)], check=True)
-        assert store.data_version() != version
+        assert store.fingerprint() != version
         assert store.message_count("res-a") == before + 1
         assert [t.id for t in store.list_threads("user-erin")]  # still readable after the reopen
 
@@ -273,8 +273,8 @@ def test_reads_after_a_writer_appears_need_no_explicit_check(fixture_db):
     path = fixture_db("support")
     for ext in ("-wal", "-shm"):
         Path(str(path) + ext).unlink(missing_ok=True)
-    with MemoryStore.open(path) as store:
-        assert store.immutable
+    with open_store(path) as store:
+        assert store.backend.immutable
         before = len(store.list_messages("support-2"))
         writer = libsql.connect(str(path))
         writer.execute("""INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
@@ -293,11 +293,11 @@ def test_a_replaced_file_is_reopened(fixture_db, tmp_path):
     from tests.conftest import copy_fixture
 
     copy_other = copy_fixture("collab", tmp_path / "other")
-    with MemoryStore.open(path) as store:
-        version = store.data_version()
+    with open_store(path) as store:
+        version = store.fingerprint()
         assert {t.id for t in store.list_threads()} >= {"support-1"}
         for ext in ("-wal", "-shm"):
             Path(str(path) + ext).unlink(missing_ok=True)
         os.replace(copy_other, path)
-        assert store.data_version() != version
+        assert store.fingerprint() != version
         assert {t.id for t in store.list_threads()} == {"doc_42", "room_7"}

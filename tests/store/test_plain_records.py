@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import Message, Thread
 from studio.store.thread_list import list_threads
 from tests.conftest import copy_fixture
@@ -17,7 +17,7 @@ from tests.conftest import copy_fixture
 
 @pytest.fixture()
 def store(tmp_path):
-    with MemoryStore.open(copy_fixture("support", tmp_path)) as s:
+    with open_store(copy_fixture("support", tmp_path)) as s:
         yield s
 
 
@@ -38,7 +38,7 @@ def test_read_records_survive_pickle_and_copy(store):
         _round_trips(value)
     assert hash(store.location) == hash(copy.copy(store.location))
     with pytest.raises(AttributeError):
-        store.location.path = None  # a Location is immutable, as the frozen dataclass was
+        store.location.path = None  # a Target is immutable, as the frozen dataclass was
 
 
 def test_records_compare_by_value_and_are_unhashable(store):

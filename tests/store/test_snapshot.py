@@ -9,7 +9,7 @@ import sys
 
 import libsql
 
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 
 
 def writer(path):
@@ -32,8 +32,8 @@ def test_a_load_on_a_wal_file_reads_one_state_and_the_agent_commits_meanwhile(fi
     path = fixture_db("support")
     agent = writer(path)
     rename(agent, "support-2", "Before the load")       # the -wal now exists: a normal (not immutable) connection
-    with MemoryStore.open(path) as store:
-        assert not store.immutable
+    with open_store(path) as store:
+        assert not store.backend.immutable
         with store.snapshot():
             first = titles(store)
             count = store.message_count("support-1")
@@ -42,8 +42,8 @@ def test_a_load_on_a_wal_file_reads_one_state_and_the_agent_commits_meanwhile(fi
             agent.commit()
             assert titles(store) == first
             assert store.message_count("support-1") == count > 0
-            assert store.conn.in_transaction
-        assert not store.conn.in_transaction                  # ended with the load
+            assert store.backend.conn.in_transaction
+        assert not store.backend.conn.in_transaction                  # ended with the load
         assert titles(store)["support-1"] == "Renamed during the load"
         assert store.message_count("support-1") == 0
     agent.close()
@@ -54,7 +54,7 @@ def test_without_a_load_each_read_sees_the_latest_commit(fixture_db):
     path = fixture_db("support")
     agent = writer(path)
     rename(agent, "support-2", "Before")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         titles(store)
         rename(agent, "support-1", "Seen at once")
         assert titles(store)["support-1"] == "Seen at once"
@@ -65,13 +65,13 @@ def test_nested_loads_join_the_outer_one(fixture_db):
     path = fixture_db("support")
     agent = writer(path)
     rename(agent, "support-2", "Before")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         with store.snapshot():
             first = titles(store)
             with store.snapshot():
                 rename(agent, "support-1", "Renamed inside the inner load")
                 assert titles(store) == first
-            assert store.conn.in_transaction and titles(store) == first   # the inner end did not end it
+            assert store.backend.conn.in_transaction and titles(store) == first   # the inner end did not end it
         assert titles(store)["support-1"] == "Renamed inside the inner load"
     agent.close()
 
@@ -83,18 +83,18 @@ def test_a_rollback_journal_file_is_not_locked_for_a_whole_load(fixture_db):
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
     conn.close()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         with store.snapshot():
             titles(store)
             agent = writer(path)
             rename(agent, "support-1", "Committed during a load")   # busy_timeout 0: fails if we held a lock
             agent.close()
-            assert not store.conn.in_transaction
+            assert not store.backend.conn.in_transaction
 
 
 def test_the_fingerprint_changes_when_another_process_commits(fixture_db):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         first = store.fingerprint()
         assert store.fingerprint() == first
         code = ("import libsql, sys\nc = libsql.connect(sys.argv[1])\n"
@@ -110,7 +110,7 @@ def test_the_fingerprint_changes_when_another_process_commits(fixture_db):
 def test_the_content_fingerprint_any_backend_can_use(fixture_db):
     """The backend-neutral default (counts and newest updatedAt in one SELECT) also sees a commit."""
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         first = store.content_fingerprint()
         assert store.content_fingerprint() == first
         agent = writer(path)

@@ -15,9 +15,9 @@ import pytest
 
 from studio.engine.tokens import count_observations
 from studio.errors import WriteRefused
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import iso_to_ms, ms_to_iso
-from studio.store.write import transaction
+from studio.store.write.backends import sqlite as sqlite_writes
 from studio.store.write.protocol import (
     AgentActivity,
     find_overtaking_writes,
@@ -42,7 +42,7 @@ FORKED = "* 🔴 (11:00) Reflection 9: Mastra's own next generation."
 
 
 def history(path):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.om_history(KEY)
 
 
@@ -256,7 +256,7 @@ def test_duplicate_generations_without_a_studio_row_are_reported_for_doctor(fixt
 
 def test_a_locked_file_is_refused_after_the_one_bound_and_the_message_states_it(fixture_db, monkeypatch):
     path = fixture_db("support")
-    monkeypatch.setattr(transaction, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(sqlite_writes, "BUSY_TIMEOUT_MS", 100)
     holder = libsql.connect(str(path), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
@@ -284,7 +284,7 @@ def test_a_long_quiet_time_reads_as_days_and_hours():
 # -- the studio's unmarked writes (observe, activate, deleting messages) -----------------------------
 
 def _reflect_buffered(path, now_ms):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         current = store.om_current("thread:long-run")
     return commit_reflection(path, lookup_key="thread:long-run", expected_record_id=current.id, observations=OBS,
                              observation_tokens=count_observations(OBS), idle_ms=30_000, now_ms=now_ms,
@@ -324,7 +324,7 @@ def test_an_agent_message_after_the_studios_delete_still_counts(fixture_db, tmp_
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         oldest = store.select_rows("mastra_messages", 'WHERE thread_id = ? ORDER BY "createdAt" LIMIT 1',
                                    ("support-1",), ["id"])[0]["id"]
     assert delete_messages(path, [oldest], now_ms=NOW) == 1

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from studio.errors import StoreError
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 
 READS = 1000
 SCRATCH_MESSAGES = 10   # messages per writer session
@@ -56,8 +56,8 @@ def test_no_false_corruption_errors_beside_a_writer_loop(fixture_db, tmp_path):
     try:
         for _ in range(READS):
             try:
-                with MemoryStore.open(path) as store:
-                    immutable_reads += store.immutable
+                with open_store(path) as store:
+                    immutable_reads += store.backend.immutable
                     threads = store.list_threads(with_counts=True)
                     store.list_messages(threads[0].id)
                     store.om_current_all()
@@ -119,9 +119,9 @@ def test_a_writer_session_in_the_middle_of_an_immutable_read_is_not_reported_as_
     thread_id = conn.execute("SELECT thread_id FROM mastra_messages GROUP BY thread_id "
                              "ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
     conn.close()
-    with MemoryStore.open(path) as store:
-        assert store.immutable
-        store.conn = WriteDuringRead(store.conn, lambda: writer_session(path, tmp_path / "stop"))
+    with open_store(path) as store:
+        assert store.backend.immutable
+        store.backend.conn = WriteDuringRead(store.backend.conn, lambda: writer_session(path, tmp_path / "stop"))
         ours = [m.id for m in store.list_messages(thread_id)]
     conn = sqlite3.connect(path)
     truth = [r[0] for r in conn.execute('SELECT id FROM mastra_messages WHERE thread_id = ? ORDER BY "createdAt"',

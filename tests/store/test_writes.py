@@ -16,7 +16,7 @@ import pytest
 from studio.engine.status import STALE_FLAG_AFTER_MS
 from studio.engine.tokens import count_observations
 from studio.errors import SchemaError, StoreError, WriteRefused
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import iso_to_ms, ms_to_iso
 from studio.store.write import threads as write_threads
 from studio.store.write.transaction import write_transaction
@@ -44,17 +44,17 @@ def state(path: Path) -> tuple:
 
 
 def current(path, key):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.om_current(key)
 
 
 def history(path, key):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.om_history(key)
 
 
 def thread(path, thread_id):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.get_thread(thread_id)
 
 
@@ -254,7 +254,7 @@ def test_resource_scope_refuses_a_thread_of_another_resource(fixture_db):
 
 def test_a_file_url_is_accepted(fixture_db):
     path = fixture_db("support")
-    ids = [m.id for m in MemoryStore.open(path).list_messages("support-4")]
+    ids = [m.id for m in open_store(path).list_messages("support-4")]
     assert delete_messages(f"file://{path}", ids) == len(ids) > 0
 
 
@@ -381,7 +381,7 @@ def test_clone_defaults(fixture_db):
     t = out["thread"]
     # Mastra's cloneThread default title: "Clone of " + the source's title
     assert len(t["id"]) == 36 and t["title"] == f"Clone of {title}" and t["resourceId"] == resource
-    source_ids = [m.id for m in MemoryStore.open(path).list_messages("support-2")]
+    source_ids = [m.id for m in open_store(path).list_messages("support-2")]
     assert t["metadata"] == {"clone": {"sourceThreadId": "support-2", "clonedAt": ms_to_iso(NOW),
                                        "lastMessageId": source_ids[-1]}}
     assert [out["messageIdMap"][i] for i in source_ids] == [m["id"] for m in out["messages"]]
@@ -412,11 +412,11 @@ def test_clone_refusals_and_failures_leave_the_file_unchanged(fixture_db, monkey
 
 def test_delete_messages_deletes_and_touches_their_threads(fixture_db):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         ids = [m.id for m in store.list_messages("support-1")[:2]] + [store.list_messages("support-3")[0].id]
         untouched = store.get_thread("support-2").updated_at
     assert delete_messages(path, ids + ["unknown"], now_ms=NOW) == 3
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert store.message_count("support-1") == 55 and store.message_count("support-3") == 17
         assert store.get_thread("support-1").updated_at == store.get_thread("support-3").updated_at == ms_to_iso(NOW)
         assert store.get_thread("support-2").updated_at == untouched
@@ -444,7 +444,7 @@ def test_clear_thread_keeps_the_thread(fixture_db):
     assert clear_thread(path, "hist-2", now_ms=NOW) == listed > 0
     t = thread(path, "hist-2")
     assert t is not None and t.updated_at == ms_to_iso(NOW)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert store.message_count("hist-2") == 0
     assert clear_thread(path, "hist-2", now_ms=NOW + 1) == 0
     assert thread(path, "hist-2").updated_at == ms_to_iso(NOW)  # nothing deleted, nothing touched
@@ -455,7 +455,7 @@ def test_writes_never_change_the_journal_mode(fixture_db):
     header = path.read_bytes()[18:20]
     reflect(path)
     clone_thread(path, "support-2")
-    delete_messages(path, [m.id for m in MemoryStore.open(path).list_messages("support-4")])
+    delete_messages(path, [m.id for m in open_store(path).list_messages("support-4")])
     assert path.read_bytes()[18:20] == header == b"\x02\x02"  # WAL
 
 

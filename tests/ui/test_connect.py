@@ -11,6 +11,7 @@ import socket
 from PySide6.QtGui import QKeySequence
 
 from studio.store import credentials as cred
+from studio.store import target as tg
 from tests.fake_keyring import memory_keyring, no_keyring  # noqa: F401 - fixtures
 
 SECRET = "hunter2-not-shown"
@@ -90,7 +91,7 @@ def test_opening_a_dead_server_is_one_message_and_keeps_secrets_out(studio, stud
     studio_ctx.settings.sync()
     settings_text = (tmp_path / "settings.ini").read_text(encoding="utf-8")
     assert SECRET not in settings_text and "postgres@127.0.0.1" in settings_text
-    assert studio_ctx.recent_files()[0] == cred.strip_secrets(url)
+    assert studio_ctx.recent_files()[0] == tg.strip_secrets(url)
 
 
 def test_a_server_that_never_answers_ends_the_test_at_the_dialogs_timeout(studio, studio_ctx, qtbot, monkeypatch):

@@ -19,7 +19,7 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPalette
 from PySide6.QtWidgets import QFileDialog, QStyle, QStyleOptionViewItem
 
 from studio.engine.diff import diff_logs
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import Thread, ms_to_iso
 from studio.ui.delegates import BarDelegate
 from studio.ui.loaders import ThreadRow
@@ -35,7 +35,7 @@ from studio.ui.widgets.history_tab import BOTH_EMPTY
 
 def test_identical_generations_say_no_differences(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         history = store.om_history("thread:support-1")
     window = studio(path, thread_id="support-1", tab="history")
     tab = window.thread_view.history_tab
@@ -71,7 +71,7 @@ def test_empty_log_against_nothing_is_explained(studio, studio_ctx, fixture_db):
 # -- 7. the marker comes first in the side-by-side diff ----------------------------------
 
 def test_side_by_side_marker_comes_before_the_priority_dot(fixture_db, qtmodeltester):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         history = store.om_history("thread:support-1")
     model = DiffModel()
     model.set_diff(diff_logs(history[1].active_observations, history[0].active_observations), "G1", "G2")
@@ -111,7 +111,7 @@ def test_side_by_side_view_lays_out_six_columns(studio, fixture_db):
 
 def test_buffered_chunk_observations_are_readable(studio, studio_ctx, fixture_db):
     path = fixture_db("buffered")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         chunks = store.om_current("thread:long-run").buffered_chunks
     window = studio(path, thread_id="long-run")
     om = window.thread_view.om_tab

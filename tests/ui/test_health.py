@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QStyle
 
 from studio.engine.doctor import run_doctor
 from studio.engine.observations import classify
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.models.threads import ThreadColumn
 from studio.ui.widgets import health as health_mod
 from studio.ui.widgets.health import badge_text
@@ -41,7 +41,7 @@ def wait_scan(runner, window, timeout_s: float = 60.0) -> bool:
 
 
 def doctor(path) -> list[dict]:
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return run_doctor(store).to_json()["findings"]
 
 

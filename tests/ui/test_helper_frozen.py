@@ -10,7 +10,7 @@ from pathlib import Path
 from studio.engine.timeline import load_timeline
 from studio.engine.whatif import WhatIfSettings
 from studio.engine.whatif_chart import replay_in_store
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.helper_process import CANCEL, HelperProcess, helper_command
 from studio.ui.loaders import load_listing
 from tests.helper_calls import wait_for_cancel
@@ -40,12 +40,12 @@ def test_frozen_app_runs_the_helper_through_its_entry_point(fixture_db, tmp_path
         assert helper.call(path, 1, wait_for_cancel, CANCEL, 600.0, cancel=cancel) == (True, helper.pid)
     finally:
         helper.close()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert listing.resources == load_listing(store).resources
         assert [r.thread.id for r in listing.rows] == [r.thread.id for r in load_listing(store).rows]
 
 
 def stored_settings(path: str) -> WhatIfSettings:
     """Return support-1's stored OM settings (read here, in the test's process)."""
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return WhatIfSettings.from_record(load_timeline(store, "support-1").generations[-1])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from studio.engine.diff import diff_logs, side_by_side
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.models.diff import OP_ROLE, DiffMode
 from tests.oracle_facts import generations
 
@@ -22,7 +22,7 @@ def ops(model) -> dict[str, int]:
 
 def test_history_diffs_match_engine(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         history = store.om_history("thread:support-1")      # newest first
     assert [h.generation_count for h in history] == generations("support", "thread:support-1")
     assert len(history) >= 3, "support-1 needs two reflections (three generations) for this test"
@@ -81,7 +81,7 @@ def test_history_diffs_match_engine(studio, studio_ctx, fixture_db):
 
 def test_high_priority_losses_are_called_out(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         history = store.om_history("thread:support-1")
     losses = expected(history[1], history[0]).high_priority_losses
     assert losses, "the fixture's last reflection drops 🔴 observations"

@@ -8,7 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from studio.store.history import recall
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.models.roles import ID_ROLE
 
 
@@ -54,13 +54,13 @@ def test_clone_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
     assert "hist-1-studio" in written.args[0]
     [backup] = backups(path)
     assert actions.session.backup_for(path) == backup
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         source = recall(store, "hist-1", per_page=False).messages
         clone = recall(store, "hist-1-studio", per_page=False).messages
         thread = store.get_thread("hist-1-studio")
     assert thread.title == "Studio branch" and thread.metadata["clone"]["sourceThreadId"] == "hist-1"
     assert [m.created_at for m in clone] == [m.created_at for m in source[-4:]]
-    with MemoryStore.open(backup) as store:
+    with open_store(backup) as store:
         assert store.get_thread("hist-1-studio") is None
     # The view was refreshed and shows the clone.
     assert window.thread_model.has_thread("hist-1-studio")
@@ -90,9 +90,9 @@ def test_delete_then_clear_with_one_backup(studio, studio_ctx, fixture_db, qtbot
         dialog.accept()
     qtbot.waitUntil(lambda: tab.model.rowCount() == 0 and studio_ctx.runner.pending == 0, timeout=15000)
     assert backups(path) == [backup]                      # one backup per session
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert store.get_thread("hist-2") is not None and store.message_count("hist-2") == 0
-    with MemoryStore.open(backup) as store:
+    with open_store(backup) as store:
         assert store.message_count("hist-2") == 5
 
 
@@ -118,7 +118,7 @@ def test_a_refused_write_leaves_the_file_unchanged(studio, studio_ctx, fixture_d
         dialog.accept()
     studio_ctx.runner.wait_idle()
     assert not dialog.isVisible()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert store.get_thread("hist-1-retry") is not None
 
 

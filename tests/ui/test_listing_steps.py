@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from studio.ui.loaders import load_listing
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import load_oracle
 from tests.ui.listing_steps import record_steps, step_problems
 
@@ -39,7 +39,7 @@ def test_one_step_listing_equals_two_steps(fixture_db):
     """`load_listing` (the refresh and the helper process) gives the rows the two steps end with."""
     from studio.ui.loaders import load_listing_in_two_steps
 
-    with MemoryStore.open(fixture_db("collab")) as store, store.snapshot():
+    with open_store(fixture_db("collab")) as store, store.snapshot():
         firsts = []
         counts = load_listing_in_two_steps(store, firsts.append)
         whole = load_listing(store)
@@ -66,7 +66,7 @@ def test_a_cancelled_two_step_listing_skips_the_count(fixture_db):
         firsts.append(listing)
         cancel.set()
 
-    with MemoryStore.open(fixture_db("collab")) as store, store.snapshot():
+    with open_store(fixture_db("collab")) as store, store.snapshot():
         counted = []
         store.message_stats = lambda: counted.append(1) or {}   # the aggregate the count step runs
         assert load_listing_in_two_steps(store, first, cancel) is None

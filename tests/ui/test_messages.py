@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from studio.engine import tokens
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.models.roles import ID_ROLE
 from tests.conftest import load_oracle
@@ -11,7 +11,7 @@ from tests.conftest import load_oracle
 
 def test_messages_tab_lists_every_message(studio, studio_ctx, fixture_db):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         messages = store.list_messages("support-1")
     window = studio(path, thread_id="support-1", tab="messages")
     tab = window.thread_view.messages_tab
@@ -51,7 +51,7 @@ def test_message_model_pages(qtbot, studio_ctx, fixture_db):
         model.fetchMore()
         studio_ctx.runner.wait_idle()
     assert model.rowCount() == n
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert [model.index(r, 0).data(ID_ROLE) for r in range(n)] == [m.id for m in store.list_messages("long-run")]
     model.set_thread(None)
     assert model.rowCount() == 0

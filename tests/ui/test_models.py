@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.loaders import diff_generations, load_listing
 from studio.ui.models import (
     BufferedChunkModel,
@@ -20,7 +20,7 @@ from tests.oracle_facts import generations as oracle_generations
 
 
 def test_resource_and_thread_models(qtmodeltester, fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         listing = load_listing(store)
         statuses = list(iter_statuses(store, [r.thread for r in listing.rows]))
     resources = ResourceListModel()
@@ -55,7 +55,7 @@ def test_message_model(qtmodeltester, studio_ctx, fixture_db):
 
 
 def test_generation_diff_log_and_chunk_models(qtmodeltester, fixture_db):
-    with MemoryStore.open(fixture_db("buffered")) as store:
+    with open_store(fixture_db("buffered")) as store:
         history = store.om_history("thread:long-run")
     generations = GenerationTableModel()
     generations.set_records(history)

@@ -14,7 +14,7 @@ from PySide6.QtTest import QTest
 from studio.engine.tokens import stamp_estimates
 from studio.cli import main
 from studio.engine.observer_format import format_messages_for_observer
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.write.activation import activate_buffered
 from studio.ui.widgets.activate_dialog import ActivateDialog
 from studio.ui.widgets.observe_dialog import ObserveDialog
@@ -173,5 +173,5 @@ def test_activate_dialog_writes_what_activate_buffered_writes(studio, studio_ctx
     ours = activate_buffered(other, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)
     assert ours["chunks_after"] == len(plan.chunks) - plan.count
     assert _same_write(before, path, other) > 3
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert len(store.om_current("thread:long-run").buffered_chunks) == len(plan.chunks) - plan.count

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from studio.engine.status import compute_status
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.widgets.overview import STATES, entry_text, thread_state
 from studio.ui.style import NEAR_RATIO
 from tests.conftest import load_oracle
@@ -96,7 +96,7 @@ def test_export_menu_asks_where_writes_and_says_what_happened(studio, fixture_db
 
 
 def test_thread_state_is_most_urgent_first(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         status = compute_status(store, "support-2")
     assert thread_state(status) == "ok"
     status.should_observe = True

@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt
 
 from studio.engine.speakers import thread_speakers
 from studio.store.history import list_threads, recall
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.history_loaders import AGENT, UNTAGGED, MessageFilters
 from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.models.participants import AnomalyModel, ParticipantColumn, ParticipantModel
@@ -108,7 +108,7 @@ def test_messages_show_speaker_and_text_without_tags_raw_on_request(studio, stud
     tab = window.thread_view.messages_tab
     model = tab.model
     load_all(model, studio_ctx.runner)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         messages = store.list_messages("doc_42")
     row = next(i for i, m in enumerate(messages) if "u_o&quot;brien" in m.text)
     assert model.index(row, MessageColumn.SPEAKER).data() == f"{OBRIEN} (approver)"
@@ -218,7 +218,7 @@ def test_date_and_metadata_filters_match_recall(studio, studio_ctx, fixture_db):
     tab.to_edit.setText("2026-03-05")                   # a date alone: the whole day, inclusive
     tab.apply_filters()
     load_all(tab.model, studio_ctx.runner)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         expected = recall(store, "support-meta", per_page=False, filter={"date_range": {
             "start": "2026-03-02T10:00:00.000Z", "end": "2026-03-05T23:59:59.999Z"}}).message_ids
         billing = recall(store, "support-meta", per_page=False,
@@ -248,7 +248,7 @@ def test_date_and_metadata_filters_match_recall(studio, studio_ctx, fixture_db):
     tab.apply_filters()
     load_all(tab.model, studio_ctx.runner)
     assert tab.filter_error.isHidden()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         hits = [m.id for m in store.list_messages("support-meta") if "second" in m.text.casefold()]
     assert [tab.model.index(r, 0).data(ID_ROLE) for r in range(tab.model.rowCount())] == hits
 
@@ -258,7 +258,7 @@ def test_show_in_context_clears_filters_and_selects_the_message(studio, studio_c
     window = studio(path, thread_id="support-1", tab="messages")
     tab = window.thread_view.messages_tab
     tab.model._page_size = 10
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         messages = store.list_messages("support-1")
     target = messages[44]
     tab.text_edit.setText(target.text[:40])
@@ -281,7 +281,7 @@ def test_working_memory_tab_says_which_applies(studio, studio_ctx, fixture_db):
     window = studio(path, thread_id="doc_42", tab="working-memory")
     studio_ctx.runner.wait_idle()
     wm = window.thread_view.working_memory_tab
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         stored = store.get_thread("doc_42").metadata["workingMemory"]
     assert wm.thread_text.toPlainText() == stored and "**Alice**" in stored   # markdown as plain text
     assert wm.info.applies == "thread" and "Thread-scoped" in wm.explanation.text()
@@ -315,7 +315,7 @@ def test_thread_list_metadata_filter(studio, studio_ctx, fixture_db):
     pane.metadata_edit.setText("category=billing, priority=2")
     pane.apply_metadata_filter()
     studio_ctx.runner.wait_idle()
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         expected = set(list_threads(store, filter={"metadata": {"category": "billing", "priority": 2}},
                                     per_page=False).thread_ids)
     shown = {r.thread.id for r in window.thread_model.visible_rows()}
@@ -337,7 +337,7 @@ def test_thread_list_metadata_filter(studio, studio_ctx, fixture_db):
 
 def test_models_pass_the_model_tester(qtmodeltester, studio_ctx, fixture_db):
     path = fixture_db("collab")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         report = thread_speakers(store, "doc_42")
     participants = ParticipantModel()
     participants.set_report(report)

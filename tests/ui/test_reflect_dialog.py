@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QLabel
 from studio.engine.condenser import condense
 from studio.engine.diff import diff_logs
 from studio.engine.tokens import count_observations
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.writes import commit_reflection
 from studio.ui.widgets.reflect_dialog import ReflectDialog
 from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fake_llm: a fixture)
@@ -43,7 +43,7 @@ def snapshot(path: Path, *, shm: bool = True) -> dict[str, str]:
 
 
 def current(path: Path, key: str = "thread:support-1"):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.om_current(key)
 
 
@@ -115,7 +115,7 @@ def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixt
     assert after.generation_count == GEN + 1 and after.origin_type == "reflection"
     assert after.active_observations == observations
     assert after.observation_token_count == count_observations(observations)
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         om = store.get_thread("support-1").om_metadata
     assert om["currentTask"] == "Primary: plan the Lisbon itinerary"
     assert om["suggestedResponse"] == "Offer a two-day Lisbon plan."
@@ -322,7 +322,7 @@ def test_stale_is_reflecting_is_cleared_only_after_asking(studio, studio_ctx, fi
     studio_ctx.runner.wait_idle()
     after = current(path)
     assert after.generation_count == GEN + 1 and not after.flag("isReflecting")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         assert not store.om_history("thread:support-1")[1].flag("isReflecting")   # cleared on the previous row
 
 

@@ -9,7 +9,7 @@ from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtWidgets import QHeaderView, QStyledItemDelegate, QStyleOptionViewItem
 
 from studio.engine.overview import iter_statuses
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.loaders import load_listing
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE
 from studio.ui.models.threads import ThreadColumn, ThreadTableModel
@@ -18,7 +18,7 @@ from tests.conftest import load_oracle
 
 
 def listing_and_statuses(path):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         listing = load_listing(store)
         statuses = list(iter_statuses(store, [r.thread for r in listing.rows]))
     return listing, statuses
@@ -190,7 +190,7 @@ def test_loaders_import_without_qt():
 
 
 def test_listing_computes_sort_keys_off_the_gui_thread(fixture_db):
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         rows = load_listing(store).rows
     assert all(r.activity_ms > 0 for r in rows)
     model = ThreadTableModel()

@@ -11,7 +11,7 @@ import libsql
 from PySide6.QtWidgets import QMenu
 
 from studio.engine.tokens import count_observations
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.write.protocol import find_overtaking_writes, studio_mark, unrepaired
 from studio.store.writes import commit_reflection
 from studio.ui.widgets.revert_dialog import RevertDialog
@@ -23,7 +23,7 @@ KEY = "thread:support-1"
 
 
 def history(path):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.om_history(KEY)
 
 

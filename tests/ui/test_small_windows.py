@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 
 from studio.engine.diff import diff_logs
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.models.threads import BAR_COLUMNS, SHORT_HEADERS, ThreadColumn
 from tests.oracle_facts import status, threads
 
@@ -95,7 +95,7 @@ def test_history_diff_keeps_usable_height(studio, studio_ctx, fixture_db, size):
 
 def test_losses_callout_scrolls_and_collapses(studio, studio_ctx, fixture_db, qtbot):
     path = fixture_db("support")
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         history = store.om_history("thread:support-1")
     lost = len(diff_logs(history[1].active_observations, history[0].active_observations).high_priority_losses)
     window = studio(path, thread_id="support-1", tab="history")

@@ -79,12 +79,12 @@ def test_resource_scope_names_a_message_by_its_place_in_its_own_thread(studio, f
     """A resource-scope record replays every thread of its resource, so the chart's message and turn
     numbers are the resource's: the readout also gives the message's place in its own thread (the order
     the Messages tab lists, read from the store here) and the turn axis says whose turns they are."""
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     window, tab = _open_timeline(studio, fixture_db, studio_ctx, "resource", "res-a", whatif=False)
     tl = tab.timeline
     assert tl.scope == "resource" and {m.thread_id for m in tl.messages} > {"res-a"}
-    with MemoryStore.open(window.database_path) as store:
+    with open_store(window.database_path) as store:
         own_ids = [m.id for m in store.list_messages("res-a")]
     point = max((p for p in tl.points if p.message_index is not None and tl.messages[p.message_index].thread_id == "res-a"),
                 key=lambda p: p.message_index)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from studio.engine.trace import trace_fact
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from tests.conftest import load_oracle
 from tests.engine import trace_db as T
 from tests.engine import trace_facts as F
@@ -63,7 +63,7 @@ def test_history_search_box_traces_fixture_lines(studio, fixture_db, studio_ctx)
         view.history_tab.trace_box.setText(text)
         view.history_tab.trace_box.returnPressed.emit()
         assert studio_ctx.runner.wait_idle()
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             expected = trace_fact(store, "support-1", text)
         assert [ll.text for ll in view.trace_panel.result.lifelines] == [ll.text for ll in expected.lifelines]
         tree = view.trace_panel.tree
@@ -128,7 +128,7 @@ def test_long_source_lists_are_cut_in_the_tree(studio, fixture_db, studio_ctx, m
 def test_context_of_a_thread_without_an_om_record_is_one_sentence_not_empty_cells(studio, fixture_db, studio_ctx):
     # support-meta has messages but no OM record (support.oracle.json: no record for it). The tab showed
     # a table of empty cells and "Turn 1" with no "of N"; now it says why there is nothing to rebuild.
-    with MemoryStore.open(fixture_db("support")) as store:
+    with open_store(fixture_db("support")) as store:
         assert store.get_thread("support-meta") is not None
         assert not any(k["threadId"] == "support-meta" for k in store.om_lookup_keys())
     window = studio(fixture_db("support"), thread_id="support-1", tab="context")

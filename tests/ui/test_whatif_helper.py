@@ -13,7 +13,7 @@ from studio.engine.timeline import load_timeline
 from studio.engine.whatif import WhatIfSettings, settings_with
 from studio.engine.timeline_cache import timeline_key
 from studio.engine.whatif_chart import replay_in_store, replay_packed
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.ui.helper_process import CANCEL, HelperProcess
 from studio.ui.widgets import window_loading
 from tests.helper_calls import process_id, wait_for_cancel, wait_for_cancel_then_fail
@@ -28,7 +28,7 @@ def helper():
 
 def test_the_helpers_replay_equals_the_in_process_replay(fixture_db, helper):
     path = str(fixture_db("support"))
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         timeline = load_timeline(store, "support-1")
     stored = WhatIfSettings.from_record(timeline.generations[-1])
     for settings in (stored, settings_with(stored, message_tokens=1200, observation_tokens=500)):

@@ -161,14 +161,14 @@ def test_thread_list_is_lazy(qtbot, fixture_db, studio, studio_ctx):
 
 
 def test_buffered_chunks_and_flags(studio, studio_ctx, fixture_db):
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     path = fixture_db("buffered")
     window = studio(path)
     assert window.select_thread("long-run")
     studio_ctx.runner.wait_idle()
     om = window.thread_view.om_tab
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         chunks = store.om_current("thread:long-run").buffered_chunks
     assert chunks
     assert om.chunk_model.rowCount() == len(chunks)

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import libsql
 
-from studio.store.memory_store import MemoryStore
+from studio.store import open_store
 from studio.store.records import ms_to_iso
 from studio.store.write.protocol import find_overtaking_writes, unrepaired
 from tests.ui.test_reflect_dialog import GEN, open_dialog
@@ -18,7 +18,7 @@ KEY = "thread:support-1"
 
 
 def history(path):
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         return store.om_history(KEY)
 
 

@@ -53,7 +53,8 @@ from studio.store.schema import MESSAGES
 from studio.store.write.own_writes import remember_write
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
-from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
+from studio.store.write.transaction import write_transaction
+from studio.store.write.tx import Jsonb, WriteTx
 
 __all__ = ["activation_plan", "activate_buffered", "DEFAULT_BUFFER_ACTIVATION"]
 

@@ -18,7 +18,7 @@ from studio.common.jsdates import normalize_created_at
 from studio.errors import WriteRefused
 from studio.store.records import ms_to_iso
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
-from studio.store.write.transaction import WriteTx
+from studio.store.write.tx import WriteTx
 
 THREAD_COLUMNS = ["id", "resourceId", "title", "metadata", "createdAt", "updatedAt"]
 

@@ -53,7 +53,8 @@ from studio.store.write.om_messages import (
 from studio.store.write.own_writes import remember_write
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
-from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
+from studio.store.write.transaction import write_transaction
+from studio.store.write.tx import Jsonb, WriteTx
 
 __all__ = ["ObserverOutput", "ObservationWindow", "commit_observation", "observation_survived"]
 
@@ -207,7 +208,7 @@ def _check_unchanged(tx: WriteTx, window: ObservationWindow, latest: dict) -> No
     tail, params = "WHERE thread_id = ?", [window.thread_id]
     if cursor is not None:
         tail, params = tail + ' AND "createdAt" >= ?', params + [cursor]
-    # ties in createdAt in the order the window was read in (the store's MESSAGE_ORDER): rowid on a file,
+    # ties in createdAt in the order the window was read in (the store's message_order): rowid on a file,
     # id on PostgreSQL; without it PostgreSQL may return tied rows in another order and refuse the write
     rows = tx.select(MESSAGES, tail + f' ORDER BY "createdAt" ASC, {tx.insertion_tie} ASC', params, wanted=MESSAGE_COLUMNS)
     raw = [Message(id=r["id"], thread_id=r["thread_id"], role=r["role"], content=js_parse(r["content"], "content")
@@ -325,8 +326,8 @@ def observation_survived(path: str | os.PathLike[str], record_id: str, written: 
     Mastra turn that read the row before the commit rewrites activeObservations from its own copy,
     which drops the committed text (False). A reflection writes a new row and leaves this one.
     """
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         row = store.om_record(record_id)
     return row is not None and (row.active_observations or "").startswith(written)

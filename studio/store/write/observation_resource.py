@@ -43,7 +43,7 @@ from studio.store.write.om_messages import (
     extracted_values, new_thread_title, newest_assistant_message, observed_thread_om, set_thread_om, thread_om,
     upsert_message,
 )
-from studio.store.write.transaction import WriteTx
+from studio.store.write.tx import WriteTx
 
 __all__ = ["ResourceObservationWindow", "commit_resource_observation", "replace_or_append_section"]
 

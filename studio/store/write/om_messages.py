@@ -14,7 +14,7 @@ from typing import Any
 from studio.common.jscompat import UNDEFINED, js_trim
 from studio.store.schema import MESSAGES, THREADS
 from studio.store.write.common import js_parse, stringify
-from studio.store.write.transaction import WriteTx
+from studio.store.write.tx import WriteTx
 
 MESSAGE_COLUMNS = ["id", "thread_id", "content", "role", "type", "createdAt", "resourceId"]
 #: How many of the thread's newest messages Mastra looks through for the marker's assistant message.

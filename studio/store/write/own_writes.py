@@ -19,9 +19,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from studio.store.write.row_backup import data_root, write_json_atomically
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from studio.store.target import Target
 
 __all__ = ["remember_write", "own_write_times", "journal_path", "KEEP_MS", "KEEP_PER_DATABASE"]
 
@@ -36,16 +39,15 @@ def journal_path() -> str:
     return str(data_root() / "own-writes.json")
 
 
-def _database(location: Any) -> str | None:
+def _database(location: Target | None) -> str | None:
     """Name LOCATION (a store's or transaction's `location`): its real path, else its display URL (+ schema)."""
-    path = getattr(location, "path", None)
-    if path is not None:
-        return os.path.realpath(os.fspath(path))
-    display = getattr(location, "display", None)
-    if not display:
+    if location is None:
         return None
-    schema = getattr(location, "schema", None)
-    return f"{display}#{schema}" if schema else str(display)
+    if location.path is not None:
+        return os.path.realpath(os.fspath(location.path))
+    if not location.display:
+        return None
+    return f"{location.display}#{location.schema}" if location.schema else str(location.display)
 
 
 def _load() -> dict[str, list[int]]:
@@ -59,7 +61,7 @@ def _load() -> dict[str, list[int]]:
     return {k: [int(v) for v in vs if isinstance(v, int)] for k, vs in data.items() if isinstance(vs, list)}
 
 
-def remember_write(location: Any, stamp_ms: int, now_ms: int | None = None) -> None:
+def remember_write(location: Target | None, stamp_ms: int, now_ms: int | None = None) -> None:
     """Record that the studio wrote STAMP_MS (epoch ms, the time its write stamped) into LOCATION's database.
 
     Called after the commit of a write that carries no studio mark. Never raises.
@@ -79,7 +81,7 @@ def remember_write(location: Any, stamp_ms: int, now_ms: int | None = None) -> N
         return
 
 
-def own_write_times(location: Any) -> set[int]:
+def own_write_times(location: Target | None) -> set[int]:
     """Return the times (epoch ms) the studio recorded for LOCATION's database (empty when none or unreadable)."""
     database = _database(location)
     if database is None:

@@ -183,8 +183,8 @@ def _live_flags(latest: Any, now_ms: int) -> tuple[str, ...]:
 def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT_QUIET_MS) -> AgentActivity:
     """Return when the conversation of LATEST (the current OM row) was last written by someone else.
 
-    SOURCE: a read-only store (`MemoryStore` / `PgStore`) or an open write transaction: anything
-    with `select_rows(table, tail, params, wanted)` giving times as Mastra reads them (ISO strings;
+    SOURCE: a read-only store (`MemoryStore`, any backend) or an open write transaction (`WriteTx`):
+    both have `location` and `select_rows(table, tail, params, wanted)` giving times as Mastra reads them (ISO strings;
     on PostgreSQL the `"<col>Z"` twins), so the same check runs on every backend. Looked at:
     `updatedAt` of every row of the record's lookupKey, the thread's (thread scope) or the
     resource's threads' (resource scope) `updatedAt`, and their messages' newest `createdAt`.
@@ -202,7 +202,7 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
     rows = source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,),
                               ["id", "generationCount", "updatedAt", "metadata"])
     own = {iso_to_ms(m.get("committedAt")) for m in (studio_mark(r) for r in [latest, *rows]) if m}
-    own |= own_write_times(getattr(source, "location", None))  # observe, activate, message deletes: no mark
+    own |= own_write_times(source.location)  # observe, activate, message deletes: no mark
     own.discard(None)
     stamps: list[tuple[Any, str]] = []
     for row in rows:
@@ -473,9 +473,9 @@ def watch_for_overtaking(read_history: Callable[[], list[Any]], window_ms: int, 
 def history_reader(path: str | os.PathLike[str], lookup_key: str) -> Callable[[], list[Any]]:
     """Return a function reading every OM row of LOOKUP_KEY in PATH read-only (a new connection each call)."""
     def read() -> list[Any]:
-        from studio.store.memory_store import MemoryStore
+        from studio.store import open_store
 
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             return store.om_history(lookup_key)
     return read
 
@@ -489,9 +489,9 @@ def _threads_of(latest: Any) -> tuple[str, tuple]:
 def store_activity(path: str | os.PathLike[str], lookup_key: str, quiet_ms: int = DEFAULT_QUIET_MS,
                    now_ms: int | None = None) -> AgentActivity | None:
     """Return the AgentActivity of LOOKUP_KEY's conversation in PATH (read-only), or None without a record."""
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         current = store.om_current(lookup_key)
         if current is None:
             return None
@@ -501,9 +501,9 @@ def store_activity(path: str | os.PathLike[str], lookup_key: str, quiet_ms: int 
 
 def store_turn_ms(path: str | os.PathLike[str], lookup_key: str, last: int = 200) -> int | None:
     """Return the longest recent turn (ms) of LOOKUP_KEY's thread(s) in PATH from the LAST stored messages, or None."""
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         current = store.om_current(lookup_key)
         if current is None:
             return None

@@ -52,7 +52,8 @@ from studio.store.write.common import (
     to_int,
 )
 from studio.store.write.protocol import STUDIO_METADATA_KEY, check_quiet, make_mark
-from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
+from studio.store.write.transaction import write_transaction
+from studio.store.write.tx import Jsonb, WriteTx
 
 __all__ = ["commit_reflection", "revert_to_generation", "reflection_changes_nothing", "check_reflection_changes",
            "UNCHANGED_MESSAGE", "STUDIO_METADATA_KEY"]
@@ -91,12 +92,12 @@ def check_reflection_changes(path: str | os.PathLike[str], *, lookup_key: str, o
     Read-only (a look before the backup a write session takes; the write transaction checks again).
     Takes `commit_reflection`'s keyword arguments; a file the store cannot read is left to the write to report.
     """
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
     if not isinstance(observations, str) or not isinstance(lookup_key, str):
         return
     try:
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             current = store.om_current(lookup_key)
             if current is None:
                 return
@@ -312,11 +313,11 @@ def _precheck_quiet(path: str | os.PathLike[str], lookup_key: str, now_ms: int, 
     """
     if quiet_ms <= 0:
         return
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
     from studio.store.write.protocol import read_activity
 
     try:
-        with MemoryStore.open(path) as store:
+        with open_store(path) as store:
             current = store.om_current(lookup_key)
             if current is None or current.id != expected_record_id or (
                     expected_active_observations is not None

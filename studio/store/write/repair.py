@@ -21,7 +21,6 @@ from studio.store.write.protocol import (
     find_overtaking_writes,
     make_mark,
     observations_hash,
-    studio_mark,
     unrepaired,
 )
 from studio.store.write.reflection import _check_counter, _check_flags, _check_lookup_key, _insert_generation
@@ -157,8 +156,3 @@ def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str,
                            observation_tokens=count(text))
         return read_om_row(tx, record_id)
 
-
-def is_repair(row: Any) -> bool:
-    """True when ROW is a repair generation the studio wrote."""
-    mark = studio_mark(row)
-    return mark is not None and mark.get("kind") == "repair"

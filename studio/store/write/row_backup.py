@@ -1,8 +1,9 @@
 """Row backups of server writes: a local JSON file of every row one write changed, for "Undo last write".
 
 Copying a server database before each write is not what a user wants, so every PostgreSQL write of
-the studio (`studio.store.write.pg_transaction`) and every libSQL-server write
-(`studio.store.write.remote_transaction`) saves, before its COMMIT, the rows it touches:
+the studio (`studio.store.write.backends.pg`) and every libSQL-server write
+(`studio.store.write.backends.libsql_remote`) saves, before its COMMIT, the rows it touches
+(`row_backup_before_commit`; where to: the context's `BackupSink`, which a `WriteSession` routes):
 
     {"format": "memory-studio-row-backup", "version": 1, "operation": "reflect" | "revert" | "clone" |
      "delete-messages" | "clear-thread" | "repair" | "observe" | "activate" | "undo", "created_at": ISO UTC,
@@ -24,20 +25,24 @@ folder 0700 and files 0600 (they hold conversation text), named
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import re
 import tempfile
 import urllib.parse
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from studio.errors import StoreError
+from studio.store.target import FILE, Target, parse_target, target_kind
 
-__all__ = ["BACKUP_FORMAT", "is_row_backup_target", "server_location",
-           "data_root", "backup_root", "write_json_atomically", "target_identity", "target_slug", "save_row_backup", "load_row_backup",
-           "list_row_backups", "mark_undone"]
+__all__ = ["BACKUP_FORMAT", "BackupSink", "backup_sink", "current_backup_sink", "row_backup_before_commit",
+           "is_row_backup_target", "server_location", "data_root", "backup_root", "write_json_atomically",
+           "target_identity", "target_slug", "save_row_backup", "load_row_backup", "list_row_backups", "mark_undone"]
 
 BACKUP_FORMAT = "memory-studio-row-backup"
 _UNSAFE = re.compile(r"[^A-Za-z0-9@._-]+")
@@ -54,33 +59,84 @@ def backup_root() -> Path:
     return data_root() / "backups"
 
 
-def is_row_backup_target(target) -> bool:
-    """True for a server store whose writes save row backups: a PostgreSQL or libSQL server URL."""
-    from studio.store.pg import is_pg_target
-    from studio.store.remote import is_remote_libsql_target
-
-    return is_pg_target(target) or is_remote_libsql_target(target)
+def is_row_backup_target(target: str | os.PathLike[str]) -> bool:
+    """True for a server store whose writes save row backups (a PostgreSQL or libSQL server URL), False for a
+    file (backed up by a verified copy of the whole file, studio.store.write.file_backup)."""
+    return target_kind(target) != FILE
 
 
-def server_location(target: str):
-    """The location of server URL TARGET (PgLocation or RemoteLocation), or None for a local file."""
-    from studio.store.pg import is_pg_target, parse_pg_location
-    from studio.store.remote import is_remote_libsql_target, parse_remote_location
-
-    if is_pg_target(target):
-        return parse_pg_location(target)
-    if is_remote_libsql_target(target):
-        return parse_remote_location(target)[0]
-    return None
+def server_location(target: str) -> Target | None:
+    """The parsed server URL TARGET, or None for a local file. Raises StoreError for a malformed URL."""
+    return parse_target(target) if is_row_backup_target(target) else None
 
 
-def target_identity(location) -> dict:
+# -- where the backups of this context's writes go ---------------------------------------------------
+
+@dataclass
+class BackupSink:
+    """Where the row backups of server writes (PostgreSQL, libSQL server) go and the files made.
+
+    FOLDER: None for the user's data folder.
+    """
+
+    folder: Path | None = None
+    made: list[Path] = field(default_factory=list)
+    #: Extra fields for the next backup's JSON (an undo names the backup it undoes).
+    extra: dict = field(default_factory=dict)
+
+
+_SINK: contextvars.ContextVar[BackupSink | None] = contextvars.ContextVar("memory_studio_pg_backup_sink", default=None)
+
+
+@contextmanager
+def backup_sink(sink: BackupSink) -> Iterator[BackupSink]:
+    """Route the row backups of the server writes made inside the block to SINK (WriteSession uses it)."""
+    token = _SINK.set(sink)
+    try:
+        yield sink
+    finally:
+        _SINK.reset(token)
+
+
+def current_backup_sink() -> BackupSink | None:
+    """The BackupSink routing this context's row backups (None: the user's data folder)."""
+    return _SINK.get()
+
+
+@contextmanager
+def row_backup_before_commit(location: Target, journal: list[dict], schema, *, label: str) -> Iterator[None]:
+    """Save JOURNAL (a server transaction's `journal()`) as a backup file, then run the block (its COMMIT).
+
+    The file goes where this context's BackupSink says (default `backup_root()`), with the sink's extra
+    fields; nothing is saved for an empty journal. When the block raises (the COMMIT failed), the file
+    is deleted (it would describe a write that did not happen); when it succeeds, the file is added to
+    the sink's `made`. Raises StoreError when the file cannot be saved: the caller rolls back.
+    """
+    sink = _SINK.get()
+    made = None
+    if journal:
+        made = save_row_backup(location, journal, schema, label=label,
+                               folder=sink.folder if sink is not None else None,
+                               extra=sink.extra if sink is not None else None)
+    try:
+        yield
+    except BaseException:
+        if made is not None:
+            made.unlink(missing_ok=True)
+        raise
+    if made is not None and sink is not None:
+        sink.made.append(made)
+
+
+# -- the backup files ---------------------------------------------------------------------------------
+
+def target_identity(location: Target) -> dict:
     """Return what names a server store's backups (never a password or token).
 
-    A PgLocation: {host, port, dbname, user, schema}; a libSQL server (RemoteLocation): {"libsql":
-    its base URL `http(s)://host[:port][/path]`, token-free}.
+    PostgreSQL: {host, port, dbname, user, schema}; a libSQL server: {"libsql": its base URL
+    `http(s)://host[:port][/path]`, token-free}.
     """
-    if not hasattr(location, "conninfo"):
+    if location.conninfo is None:
         return {"libsql": location.base_url}
     parts = urllib.parse.urlsplit(location.conninfo)
     query = dict(urllib.parse.parse_qsl(parts.query))
@@ -119,7 +175,7 @@ def write_json_atomically(path: Path, document: dict) -> None:
         raise
 
 
-def save_row_backup(location, journal: list[dict], schema, *, label: str, folder: Path | None = None,
+def save_row_backup(location: Target, journal: list[dict], schema, *, label: str, folder: Path | None = None,
                     extra: dict | None = None) -> Path:
     """Save JOURNAL (PgWriteTx.journal()) of a write to LOCATION as a new backup file; return its path.
 
@@ -163,7 +219,7 @@ def load_row_backup(path: str | os.PathLike[str]) -> dict:
     return document
 
 
-def list_row_backups(location, folder: Path | None = None) -> list[tuple[Path, dict]]:
+def list_row_backups(location: Target, folder: Path | None = None) -> list[tuple[Path, dict]]:
     """Return [(path, document)] of LOCATION's backups in FOLDER (default backup_root()), newest first."""
     identity = target_identity(location)
     folder = Path(folder) if folder is not None else backup_root()

@@ -1,8 +1,8 @@
 """A write session (one per studio window or CLI run): a backup before its first destructive write per file.
 
 On a PostgreSQL store or a libSQL server there is no file to copy: every write saves the rows it changes as a JSON row
-backup before its COMMIT (`studio.store.write.pg_transaction`, `remote_transaction`, `row_backup`); the session routes
-those files to its folder and remembers the last one per store (`backup_for`).
+backup before its COMMIT (`studio.store.write.row_backup`); the session routes those files to its folder and remembers
+the last one per store (`backup_for`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from studio.errors import StoreError, WriteRefused
-from studio.store.backup import backup_database
-from studio.store.connection import parse_location
-from studio.store.pg import redact_url
+from studio.store.write.file_backup import backup_database
+from studio.store.target import file_target, redact_url
 from studio.store.write import reflection, repair, threads
-from studio.store.write.row_backup import is_row_backup_target
-from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
+from studio.store.write.row_backup import BackupSink, backup_sink, is_row_backup_target
+from studio.store.write.tx import WRITE_LOCK_WAIT_MS, lock_wait_message
 
 __all__ = ["WriteSession", "DESTRUCTIVE_WRITES"]
 
@@ -34,7 +33,7 @@ class WriteSession:
     """Writes to users' databases with one verified backup per file, taken before the session's first write.
 
     BACKUP_DIR: where backups go (default: beside each database). BACKUP: the backup function
-    (`studio.store.backup.backup_database(path, folder=…)`), replaceable in tests. Thread-safe.
+    (`studio.store.write.file_backup.backup_database(path, folder=…)`), replaceable in tests. Thread-safe.
     The write methods take the same arguments as the functions of `studio.store.writes` and
     return what they return; when the backup fails, StoreError is raised and nothing is written.
     """
@@ -50,7 +49,7 @@ class WriteSession:
     def _key(path: str | os.PathLike[str]) -> Path | str:
         if is_row_backup_target(path):
             return redact_url(os.fspath(path))
-        return Path(os.path.realpath(parse_location(path).path))
+        return Path(os.path.realpath(file_target(path).path))
 
     @contextmanager
     def routed(self, path: str | os.PathLike[str]):
@@ -59,8 +58,6 @@ class WriteSession:
         if not is_row_backup_target(path):
             yield
             return
-        from studio.store.write.pg_transaction import BackupSink, backup_sink
-
         sink = BackupSink(folder=self.backup_dir)
         try:
             with backup_sink(sink):

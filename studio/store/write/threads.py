@@ -36,7 +36,8 @@ from studio.store.write.common import (
     to_int,
 )
 from studio.store.write.own_writes import remember_write
-from studio.store.write.transaction import Jsonb, WriteTx, write_transaction
+from studio.store.write.transaction import write_transaction
+from studio.store.write.tx import Jsonb, WriteTx
 from studio.store.write.xxhash import h32_to_string
 
 __all__ = ["clone_thread", "delete_messages", "clear_thread", "DELETE_BATCH_SIZE"]
@@ -198,11 +199,11 @@ def check_clone_ids(path: str | os.PathLike[str], source_thread_id: str, new_thr
 
     Raises WriteRefused("not-found") when SOURCE_THREAD_ID is no thread and WriteRefused("conflict") when
     NEW_THREAD_ID is taken, with clone_thread's sentences; clone_thread checks both again in its transaction.
-    StoreError / SchemaError as MemoryStore.open raises them.
+    StoreError / SchemaError as open_store raises them.
     """
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
 
-    with MemoryStore.open(path) as store, store.snapshot():
+    with open_store(path) as store, store.snapshot():
         if isinstance(source_thread_id, str) and source_thread_id and store.get_thread(source_thread_id) is None:
             raise WriteRefused("not-found", f"There is no thread {source_thread_id!r} to clone.")
         if isinstance(new_thread_id, str) and new_thread_id and store.get_thread(new_thread_id) is not None:

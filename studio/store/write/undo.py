@@ -2,7 +2,7 @@
 
 `undo_write(target)` restores the rows the last write changed, exactly as they were before it: rows
 it inserted are deleted, rows it updated get every column (twins included) back, rows it deleted are
-inserted again. It is one transaction (`pg_write_transaction`) that first locks every row concerned
+inserted again. It is one write transaction (`write_transaction`) that first locks every row concerned
 (`FOR UPDATE`) and refuses, writing nothing, when any of them changed since the write (a running
 agent wrote onto it, or another write came after): an undo never overwrites someone else's work.
 The undo saves its own row backup (`"undoes": <file>`), and the undone backup is marked `undone`.
@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 
 from studio.errors import WriteRefused
-from studio.store.write.pg_transaction import BackupSink, backup_sink
 from studio.store.write.row_backup import (
+    BackupSink,
+    backup_sink,
     backup_root,
     list_row_backups,
     load_row_backup,

@@ -134,10 +134,10 @@ def chunk_plan(path: str, thread_id: str) -> ChunkPlan:
     """Read THREAD_ID's record and plan its activation (read-only); raises ObservationInputError, StoreError."""
     from studio.engine.observer import ObservationInputError
     from studio.common.om_settings import activation_chunk_count, max_threshold, resolve_settings
-    from studio.store.memory_store import MemoryStore
+    from studio.store import open_store
     from studio.store.write.activation import DEFAULT_BUFFER_ACTIVATION
 
-    with MemoryStore.open(path) as store:
+    with open_store(path) as store:
         thread = store.get_thread(thread_id)
         key = store.lookup_key_for_thread(thread) if thread is not None else None
         record = store.om_current(key) if key else None

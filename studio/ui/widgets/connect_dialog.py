@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio.store import credentials as cred
+from studio.store import target as tg
 from studio.store.probe import ConnectionCheck, check_connection, classify_failure
 from studio.ui.context import WindowContext
 from studio.ui.tasks import TaskRunner
@@ -57,7 +58,7 @@ def compose_target(url: str, schema: str) -> str:
 
     An empty SCHEMA keeps the URL's own `schema` (or Mastra's default, `public`).
     """
-    url = cred.strip_secrets(url.strip())
+    url = tg.strip_secrets(url.strip())
     schema = schema.strip()
     if not schema or cred.secret_kind(url) != "password":
         return url
@@ -185,7 +186,7 @@ class ConnectDialog(QDialog):
         current = self._round
         self._testing = True
         self.test_button.setEnabled(False)
-        self._show_result(f"Testing {cred.redact_url(target)}…", ok=None)
+        self._show_result(f"Testing {tg.redact_url(target)}…", ok=None)
         self.timer.start(TEST_TIMEOUT_MS)
         self._runner.submit_pooled(lambda _p, _c: check_connection(target), key=TEST_KEY,
                                    on_done=lambda check: self._on_checked(current, target, check),
@@ -254,10 +255,10 @@ class ConnectDialog(QDialog):
         text = self.url_edit.text().strip()
         if "://" not in text:
             return
-        secret = cred.url_secret(text)
+        secret = tg.url_secret(text)
         if secret and cred.secret_kind(text):
             self.secret_edit.setText(secret)
-        base, _, query = cred.strip_secrets(text).partition("?")
+        base, _, query = tg.strip_secrets(text).partition("?")
         pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
         schema = next((v for k, v in pairs if k in ("schema", "schemaName")), None)
         if schema is not None and cred.secret_kind(text) == "password":
@@ -357,7 +358,7 @@ class ConnectController(QObject):
 
     def _on_window_database_opened(self, path: str) -> None:
         pending = self.dialog.pending_save if self.dialog is not None else None
-        if pending is None or cred.strip_secrets(path) != cred.strip_secrets(pending[0]):
+        if pending is None or tg.strip_secrets(path) != tg.strip_secrets(pending[0]):
             return
         self.dialog.pending_save = None
         target, secret = pending
@@ -387,7 +388,7 @@ class ConnectController(QObject):
         box = self._window.error_box
         if box is not None:
             box.close()
-        self.show_dialog(url=cred.strip_secrets(target), message=check.sentence)
+        self.show_dialog(url=tg.strip_secrets(target), message=check.sentence)
 
 
 def _save(target: str, secret: str) -> str | None:

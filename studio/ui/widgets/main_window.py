@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio.paths import SAMPLE_DATABASE
-from studio.store.credentials import is_server_target, redact_url, strip_secrets
+from studio.store.target import absolute_target, is_server_target, redact_url, strip_secrets
 from studio.ui import format as fmt
 from studio.ui.context import AppContext, WindowContext
 from studio.ui.models.resources import ResourceListModel
@@ -251,9 +251,7 @@ class MainWindow(QMainWindow):
 
         THREAD_ID and TAB are selected once the thread list is loaded (default: the first thread with OM).
         """
-        target = os.fspath(path)
-        if not target.startswith("file:") and "://" not in target:
-            target = os.path.abspath(os.path.expanduser(target))   # the open file stays found after a chdir
+        target = absolute_target(path)   # the open file stays found after a chdir
         self.statusBar().showMessage(f"Opening {redact_url(target)}…")
         self.context.runner.open_store(
             target,

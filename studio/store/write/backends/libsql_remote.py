@@ -1,10 +1,10 @@
 """One write transaction on a libSQL server (`sqld`, Turso), with the rows it touches saved locally first.
 
-The libSQL-server side of `studio.store.write.transaction.write_transaction` (which dispatches here for
-`libsql://`, `https://`, `http://` URLs). A libSQL server holds a SQLite database, so the write
-functions run exactly the SQL they run on a local `memory.db` (`RemoteWriteTx` is a `WriteTx`: same
-dialect, JSONB through `jsonb(?)` / `json()`, rowid tie-breaks); what differs is the transport and
-the backup:
+The libSQL-server backend of `studio.store.write.transaction.write_transaction` (which dispatches here
+for `libsql://`, `https://`, `http://`, `ws(s)://` URLs). A libSQL server holds a SQLite database, so the
+write functions run exactly the SQL they run on a local `memory.db` (`LibsqlRemoteWriteTx` is a
+`studio.store.write.backends.sqlite.SqliteWriteTx`: same dialect, JSONB through `jsonb(?)` / `json()`,
+rowid tie-breaks); what differs is the transport and the backup:
 
 * one Hrana stream opened only for the write (`studio.store.hrana.HranaWriteStream`; every read of
   the studio stays on read-only connections): `BEGIN IMMEDIATE`, the write's reads and changes,
@@ -32,9 +32,13 @@ from typing import Any, Iterable, Iterator
 
 from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
-from studio.store.write.transaction import WriteTx
+from studio.store.credentials import libsql_token
+from studio.store.target import Target
+from studio.store.write.backends.sqlite import SqliteWriteTx
+from studio.store.write.row_backup import row_backup_before_commit
+from studio.store.write.tx import WRITE_LOCK_WAIT_MS, lock_wait_message
 
-__all__ = ["RemoteWriteTx", "remote_write_transaction", "ROWID"]
+__all__ = ["LibsqlRemoteWriteTx", "libsql_remote_write_transaction", "ROWID"]
 
 #: The key of a row image's rowid (SQLite's alias that a column named `rowid` cannot shadow).
 ROWID = "_rowid_"
@@ -54,10 +58,10 @@ def _stored_value(value: Any) -> Any:
     return value
 
 
-class RemoteWriteTx(WriteTx):
-    """The open write transaction on a libSQL server: `WriteTx`'s SQL, every change journaled for the row backup."""
+class LibsqlRemoteWriteTx(SqliteWriteTx):
+    """The open write transaction on a libSQL server: `SqliteWriteTx`'s SQL, every change journaled (row backup)."""
 
-    def __init__(self, conn, location, schema: sc.Schema):
+    def __init__(self, conn, location: Target, schema: sc.Schema):
         super().__init__(conn, location, schema)
         #: {(table, id): image before the first change, or None (inserted by this transaction)}
         self.before: dict[tuple[str, str], dict | None] = {}
@@ -102,10 +106,10 @@ class RemoteWriteTx(WriteTx):
             out.append({"table": table, "id": row_id, "before": before, "after": after[0] if after else None})
         return out
 
-    # -- writes (WriteTx's SQL, journaled) ------------------------------------------------------
+    # -- writes (SqliteWriteTx's SQL, journaled) ------------------------------------------------------
 
     def insert(self, table: str, values: dict[str, Any], *, raw: bool = False) -> None:
-        """INSERT one row as `WriteTx.insert` does; journaled. RAW: VALUES is a row image being restored."""
+        """INSERT one row as `SqliteWriteTx.insert` does; journaled. RAW: VALUES is a row image being restored."""
         if raw:
             cols = [c for c in values if c == ROWID or self.schema.has_column(table, c)]
             names = ", ".join(c if c == ROWID else sc.quote_ident(c) for c in cols)
@@ -118,7 +122,7 @@ class RemoteWriteTx(WriteTx):
 
     def update(self, table: str, values: dict[str, Any], where: str, params: Iterable[Any], *,
                raw: bool = False) -> int:
-        """UPDATE as `WriteTx.update` does; journaled. RAW: VALUES is a row image being restored (rowid kept)."""
+        """UPDATE as `SqliteWriteTx.update` does; journaled. RAW: VALUES is a row image being restored (rowid kept)."""
         params = tuple(params)
         self._journal_existing(table, where, params)
         if not raw:
@@ -135,7 +139,7 @@ class RemoteWriteTx(WriteTx):
         return super().delete(table, where, params)
 
     def copy_message(self, source_id: str, new_id: str, thread_id: str, resource_id: str) -> int:
-        """Copy a message as `WriteTx.copy_message` (MemoryLibSQL.copyThread) does; journaled."""
+        """Copy a message as `SqliteWriteTx.copy_message` (MemoryLibSQL.copyThread) does; journaled."""
         changed = super().copy_message(source_id, new_id, thread_id, resource_id)
         if changed:
             self.before.setdefault((sc.MESSAGES, new_id), None)
@@ -145,7 +149,6 @@ class RemoteWriteTx(WriteTx):
 def _write_error(exc: BaseException, display: str) -> StoreError:
     """Turn a failure inside a remote write into WriteRefused("busy") (the lock went elsewhere) or StoreError."""
     from studio.store.hrana import HranaStatementError, StreamExpired
-    from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
 
     if isinstance(exc, StoreError):
         return exc
@@ -166,26 +169,21 @@ def _write_error(exc: BaseException, display: str) -> StoreError:
 
 
 @contextmanager
-def remote_write_transaction(target: str, *, label: str = "write",
-                             lock_wait_ms: int | None = None) -> Iterator[RemoteWriteTx]:
-    """Open the libSQL server URL TARGET for one `BEGIN IMMEDIATE` transaction; yield a RemoteWriteTx.
+def libsql_remote_write_transaction(location: Target, *, label: str = "write",
+                                    lock_wait_ms: int | None = None) -> Iterator[LibsqlRemoteWriteTx]:
+    """Open the libSQL server LOCATION for one `BEGIN IMMEDIATE` transaction; yield a LibsqlRemoteWriteTx.
 
     Commits when the block ends normally, after saving the JSON backup of every row it changed
-    (`row_backup.save_row_backup`, named with LABEL, routed by `pg_transaction.backup_sink` like a
-    PostgreSQL write's); rolls back when it raises, or when the backup cannot be saved.
+    (`row_backup.row_backup_before_commit`, named with LABEL, routed by the context's BackupSink like
+    a PostgreSQL write's); rolls back when it raises, or when the backup cannot be saved.
     LOCK_WAIT_MS: the longest wait for the server's write lock (default WRITE_LOCK_WAIT_MS).
     Raises StoreError (unreachable server, refused token, failed statements), SchemaError (no
     Mastra tables), WriteRefused("busy") when the lock cannot be had; nothing is written then.
     """
     from studio.store.hrana import HranaStatementError, HranaWriteStream, LockWaitTimeout
-    from studio.store.remote import auth_token, parse_remote_location
-    from studio.store.write.pg_transaction import current_backup_sink
-    from studio.store.write.row_backup import save_row_backup
-    from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
 
-    location, url_token = parse_remote_location(target)
     wait = WRITE_LOCK_WAIT_MS if lock_wait_ms is None else int(lock_wait_ms)
-    token, source = auth_token(location, url_token)
+    token, source = libsql_token(location)
     conn = HranaWriteStream(location.base_url, token, location.display, token_source=source or "the URL")
     try:
         try:
@@ -201,23 +199,13 @@ def remote_write_transaction(target: str, *, label: str = "write",
                 raise SchemaError(f"{location.display}: {str(exc).replace('SQLite file', 'libSQL database')}") from exc
             except HranaStatementError as exc:
                 raise _write_error(exc, location.display) from exc
-            tx = RemoteWriteTx(conn, location, schema)
+            tx = LibsqlRemoteWriteTx(conn, location, schema)
             yield tx
-            journal = tx.journal()
-            sink = current_backup_sink()
-            made = None
-            if journal:
-                made = save_row_backup(location, journal, schema, label=label,
-                                       folder=sink.folder if sink is not None else None,
-                                       extra=sink.extra if sink is not None else None)
-            try:
-                conn.commit()
-            except Exception as exc:
-                if made is not None:
-                    made.unlink(missing_ok=True)   # it would describe a write that did not happen
-                raise _write_error(exc, location.display) from exc
-            if made is not None and sink is not None:
-                sink.made.append(made)
+            with row_backup_before_commit(location, tx.journal(), schema, label=label):
+                try:
+                    conn.commit()
+                except Exception as exc:
+                    raise _write_error(exc, location.display) from exc
         except BaseException:
             conn.rollback()
             raise

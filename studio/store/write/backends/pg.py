@@ -1,15 +1,15 @@
 """One write transaction on a PostgreSQL store (`@mastra/pg`), with the rows it touches saved locally first.
 
-The PostgreSQL side of `studio.store.write.transaction.write_transaction` (which dispatches here for
-`postgresql://` URLs). The write functions (reflection, observation, activation, threads, repair, undo)
-call the same `WriteTx`
-methods on both backends; what differs in SQL lives here:
+The PostgreSQL backend of `studio.store.write.transaction.write_transaction` (which dispatches here
+for `postgresql://` URLs). The write functions (reflection, observation, activation, threads, repair,
+undo) call the same `WriteTx` methods (studio.store.write.tx) on every backend; what differs in SQL
+lives here:
 
 * its own connection, opened only for the write: the session stays `default_transaction_read_only`
   and the write starts an explicit `BEGIN READ WRITE` (READ COMMITTED); `lock_timeout` is the bound
   every write shares (`WRITE_LOCK_WAIT_MS`, 9 s): a lock held longer by another session refuses the
   write (`WriteRefused("busy")`, nothing written); a statement timeout bounds the rest;
-* rows are read as Mastra reads them (`studio.store.pg.read_expr`: the `"<col>Z"` twins, times as
+* rows are read as Mastra reads them (`studio.store.backends.pg.read_expr`: the `"<col>Z"` twins, times as
   toISOString text, JSONB as text), and `select(..., lock=True)` adds `FOR UPDATE`;
 * rows are written as `@mastra/pg` writes them: quoted camelCase columns, JSONB from JSON text, real
   booleans, and every timestamp with its TIMESTAMPTZ twin set to the same instant, except
@@ -23,61 +23,22 @@ methods on both backends; what differs in SQL lives here:
 
 from __future__ import annotations
 
-import contextvars
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
-from studio.store.pg import (
-    PgLocation,
-    describe_pg_error,
-    discover_pg_schema,
-    parse_pg_location,
-    read_expr,
-)
+from studio.store.backends.pg import connect_pg, describe_pg_error, discover_pg_schema, read_expr
+from studio.store.target import Target
+from studio.store.write.row_backup import row_backup_before_commit
+from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
 
-__all__ = ["PgWriteTx", "pg_write_transaction", "BackupSink", "backup_sink", "current_backup_sink",
-           "WRITE_STATEMENT_TIMEOUT_MS",
-           "TWIN_NOT_WRITTEN"]
+__all__ = ["PgWriteTx", "pg_write_transaction", "WRITE_STATEMENT_TIMEOUT_MS", "TWIN_NOT_WRITTEN"]
 
 #: Bound of one statement of a write (ms); lock waits are bounded separately by WRITE_LOCK_WAIT_MS.
 WRITE_STATEMENT_TIMEOUT_MS = 30_000
 #: Timestamp columns whose "<col>Z" twin @mastra/pg never writes (the twin keeps its default NOW()).
 TWIN_NOT_WRITTEN = {(sc.OBSERVATIONAL_MEMORY, "lastBufferedAtTime")}
-
-
-@dataclass
-class BackupSink:
-    """Where the row backups of server writes (PostgreSQL, libSQL server) go and the files made.
-
-    FOLDER: None for the user's data folder.
-    """
-
-    folder: Path | None = None
-    made: list[Path] = field(default_factory=list)
-    #: Extra fields for the next backup's JSON (an undo names the backup it undoes).
-    extra: dict = field(default_factory=dict)
-
-
-_SINK: contextvars.ContextVar[BackupSink | None] = contextvars.ContextVar("memory_studio_pg_backup_sink", default=None)
-
-
-@contextmanager
-def backup_sink(sink: BackupSink) -> Iterator[BackupSink]:
-    """Route the row backups of the PostgreSQL writes made inside the block to SINK (WriteSession uses it)."""
-    token = _SINK.set(sink)
-    try:
-        yield sink
-    finally:
-        _SINK.reset(token)
-
-
-def current_backup_sink() -> BackupSink | None:
-    """The BackupSink routing this context's row backups (None: the user's data folder); server writes read it."""
-    return _SINK.get()
 
 
 def _canonical(schema: sc.Schema, table: str, column: str) -> str:
@@ -89,7 +50,7 @@ def _canonical(schema: sc.Schema, table: str, column: str) -> str:
 
 
 class PgWriteTx:
-    """The open PostgreSQL write transaction handed to a write function (same methods as `WriteTx`)."""
+    """The open PostgreSQL write transaction handed to a write function (studio.store.write.tx.WriteTx)."""
 
     dialect = "postgresql"
     #: Tie-break of rows with equal createdAt (no rowid on PostgreSQL: MemoryPG breaks ties by id).
@@ -99,7 +60,7 @@ class PgWriteTx:
     #: copyThread's LIMIT subquery needs an alias on PostgreSQL.
     subquery_alias = " AS limited"
 
-    def __init__(self, conn, location: PgLocation, schema: sc.Schema):
+    def __init__(self, conn, location: Target, schema: sc.Schema):
         self.conn = conn
         self.location = location
         self.schema = schema
@@ -178,8 +139,6 @@ class PgWriteTx:
 
     def _bind(self, table: str, values: dict[str, Any], *, raw: bool) -> tuple[list[str], list[Any]]:
         """Return (columns, parameters) for VALUES as @mastra/pg binds them (twins added, booleans real)."""
-        from studio.store.write.transaction import Jsonb
-
         cols, params = [], []
         types = self.schema.types.get(table, {})
         for col, value in values.items():
@@ -255,10 +214,8 @@ class PgWriteTx:
         self._count(f'UPDATE mastra_threads SET "updatedAt" = NOW(){twin} WHERE id IN ({marks})', thread_ids)
 
 
-def _write_error(exc: BaseException, location: PgLocation) -> StoreError:
+def _write_error(exc: BaseException, location: Target) -> StoreError:
     """Turn a psycopg error inside a write into WriteRefused("busy") (lock wait ran out) or StoreError."""
-    from studio.store.write.transaction import WRITE_LOCK_WAIT_MS, lock_wait_message
-
     if isinstance(exc, StoreError):
         return exc
     sqlstate = getattr(exc, "sqlstate", None)
@@ -274,26 +231,21 @@ def _write_error(exc: BaseException, location: PgLocation) -> StoreError:
 
 
 @contextmanager
-def pg_write_transaction(target: str, *, label: str = "write", lock_wait_ms: int | None = None) -> Iterator[PgWriteTx]:
-    """Open the PostgreSQL URL TARGET for one READ WRITE transaction; yield a PgWriteTx.
+def pg_write_transaction(location: Target, *, label: str = "write",
+                         lock_wait_ms: int | None = None) -> Iterator[PgWriteTx]:
+    """Open the PostgreSQL target LOCATION for one READ WRITE transaction; yield a PgWriteTx.
 
     Commits when the block ends normally, after saving the JSON backup of every row it changed
-    (`studio.store.write.row_backup.save_row_backup`, named with LABEL, e.g. "reflect"); rolls back
-    when it raises, or when the backup cannot be saved. LOCK_WAIT_MS: the longest wait for a row
-    lock (default WRITE_LOCK_WAIT_MS). Raises StoreError (unreachable server, refused login, SQL
-    errors), SchemaError (no Mastra tables in the schema), WriteRefused("busy") when a lock is
-    held longer than the bound; nothing is written then.
+    (`studio.store.write.row_backup.row_backup_before_commit`, named with LABEL, e.g. "reflect");
+    rolls back when it raises, or when the backup cannot be saved. LOCK_WAIT_MS: the longest wait
+    for a row lock (default WRITE_LOCK_WAIT_MS). Raises StoreError (unreachable server, refused
+    login, SQL errors), SchemaError (no Mastra tables in the schema), WriteRefused("busy") when a
+    lock is held longer than the bound; nothing is written then.
     """
-    from studio.store.write.row_backup import save_row_backup
-    from studio.store.write.transaction import WRITE_LOCK_WAIT_MS
-
-    location = parse_pg_location(target)
     wait = WRITE_LOCK_WAIT_MS if lock_wait_ms is None else int(lock_wait_ms)
     options = (f"-c default_transaction_read_only=on -c statement_timeout={WRITE_STATEMENT_TIMEOUT_MS} "
                f"-c lock_timeout={wait} -c idle_in_transaction_session_timeout={WRITE_STATEMENT_TIMEOUT_MS * 2} "
                f"-c search_path={location.schema} -c datestyle=ISO,YMD -c extra_float_digits=3")
-    from studio.store.pg import connect_pg
-
     # the same password order as the read session: a password typed in Connect… or kept in the keyring writes too
     conn = connect_pg(location, options=options, application_name="memory-studio write", purpose="for writing")
     try:
@@ -308,21 +260,11 @@ def pg_write_transaction(target: str, *, label: str = "write", lock_wait_ms: int
         tx = PgWriteTx(conn, location, schema)
         try:
             yield tx
-            journal = tx.journal()
-            made = None
-            sink = _SINK.get()
-            if journal:
-                made = save_row_backup(location, journal, schema, label=label,
-                                       folder=sink.folder if sink is not None else None,
-                                       extra=sink.extra if sink is not None else None)
-            try:
-                conn.execute("COMMIT")
-            except Exception as exc:
-                if made is not None:
-                    made.unlink(missing_ok=True)  # it would describe a write that did not happen
-                raise _write_error(exc, location) from exc
-            if made is not None and sink is not None:
-                sink.made.append(made)
+            with row_backup_before_commit(location, tx.journal(), schema, label=label):
+                try:
+                    conn.execute("COMMIT")
+                except Exception as exc:
+                    raise _write_error(exc, location) from exc
         except BaseException:
             try:
                 conn.execute("ROLLBACK")

@@ -34,8 +34,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from studio.errors import StoreError
-from studio.store.connection import check_file, is_quiescent_wal, parse_location
-from studio.store.write.transaction import WRITE_LOCK_WAIT_MS  # the one lock-wait bound of every write
+from studio.store.connection import check_file, is_quiescent_wal
+from studio.store.target import file_target
+from studio.store.write.tx import WRITE_LOCK_WAIT_MS  # the one lock-wait bound of every write
 
 __all__ = ["backup_database", "default_backup_path", "remove_stale_partials", "child_command", "run_child",
            "BACKUP_TIMEOUT_S"]
@@ -163,7 +164,7 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
     or its verification fails (no partial file is left behind). The source's main file and -wal
     are not changed.
     """
-    location = parse_location(path)
+    location = file_target(path)
     check_file(location)
     source = location.path.resolve()
     folder = Path(folder).expanduser() if folder is not None else source.parent

@@ -1,0 +1,375 @@
+"""The backend of a Mastra memory stored in PostgreSQL (`@mastra/pg`'s `PostgresStore`), through psycopg 3.
+
+`PgBackend` gives `MemoryStore` (studio.store.memory_store) the same rows a libSQL store gives, so
+the engine, the CLI and the studio work on it unchanged; dialect differences stay here (`PgSql`,
+`read_expr`) and in `studio.store.history`. What Mastra does differently on PostgreSQL (@mastra/pg
+1.x, read from its `MemoryPG` and `parseOMRow`), and how each is mirrored:
+
+- Tables live in the store's `schemaName` (default `public`): the session's `search_path` is set to it.
+- Thread / resource `metadata` and the OM id and chunk columns are JSONB (read as JSON text, so a
+  JSONB object keeps the key order PostgreSQL gives it, as Mastra sees it); OM `config` and message
+  `content` are TEXT holding JSON; booleans are real booleans.
+- Every timestamp has a `"<col>Z"` TIMESTAMPTZ twin. Threads, messages and resources read the twin
+  first (`row.createdAtZ || row.createdAt`); OM records read *only* the twin for `createdAt`,
+  `updatedAt` and `lastObservedAt`. Times are returned as JavaScript `toISOString()` strings
+  (milliseconds, `Z`), the format the libSQL store holds, so every figure is computed the same way.
+- Threads and messages break `createdAt` ties by `id` (listThreads, listMessages).
+
+Reads never get in the agent's way: the session is read-only (`default_transaction_read_only`),
+with a statement timeout; nothing takes a lock beyond a plain read (ACCESS SHARE). Outside a load
+every statement is its own autocommit transaction; a load (`with store.snapshot():`) is one
+REPEATABLE READ READ ONLY transaction, ended (COMMIT) as soon as the load ends, so the session is
+never left idle in a transaction (`idle_in_transaction_session_timeout` bounds it if the studio
+ever hangs mid-load). `writable=True` is refused: a write opens its own read-write transaction
+(`studio.store.write.backends.pg`).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+from studio.errors import SchemaError, StoreError
+from studio.store import credentials as cred
+from studio.store import schema as sc
+from studio.store.backends import content_fingerprint
+from studio.store.target import url_secret
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
+    from studio.store.target import Target
+
+__all__ = ["PgBackend", "PgSql", "connect_pg", "read_expr", "describe_pg_error", "discover_pg_schema",
+           "timestamp_twin_mismatches", "PG_TIME_TYPES", "asks_for_password"]
+
+#: Bound of one statement on the server (ms): a read never runs away on a big or slow database.
+STATEMENT_TIMEOUT_MS = 60_000
+#: Bound of the TCP connect (s): a dead server answers "unreachable" instead of hanging.
+CONNECT_TIMEOUT_S = 10
+#: The server ends our session if it ever sits this long inside a load's transaction (ms): a safety
+#: net for a hung studio, far above any pause between the queries of a load.
+IDLE_IN_TRANSACTION_TIMEOUT_MS = 300_000
+
+#: OM columns Mastra reads only through their TIMESTAMPTZ twin (parseOMRow).
+OM_TWIN_ONLY = {"createdAt", "updatedAt", "lastObservedAt"}
+#: Tables whose timestamps Mastra reads twin first (`row.<col>Z || row.<col>`).
+TWIN_FIRST_TABLES = {sc.THREADS, sc.MESSAGES, sc.RESOURCES}
+PG_TIME_TYPES = ("TIMESTAMP WITHOUT TIME ZONE", "TIMESTAMP WITH TIME ZONE")
+
+
+def _iso(expr: str) -> str:
+    """SQL turning the TIMESTAMPTZ expression EXPR into JavaScript's toISOString() text (NULL stays NULL)."""
+    return f"to_char(({expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+
+def _utc(column: str) -> str:
+    """SQL reading a TIMESTAMP WITHOUT TIME ZONE column as UTC (Mastra writes UTC wall time into it)."""
+    return f"({sc.quote_ident(column)} AT TIME ZONE 'UTC')"
+
+
+def _qmarks(sql: str) -> str:
+    """Turn the store's `?` placeholders into psycopg's `%s` (a literal `%` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+#: libpq's words when the server wants a password and the connection gave none.
+_NO_PASSWORD = ("no password supplied",)
+
+
+def asks_for_password(exc: BaseException) -> bool:
+    """Return True when EXC (a failed connect) says the server asked for a password and none was given."""
+    text = str(exc)
+    return any(words in text for words in _NO_PASSWORD)
+
+
+def describe_pg_error(exc: BaseException, location: Target, password: str | None = None) -> str:
+    """One sentence for a psycopg error, with the target's password (and PASSWORD) redacted."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    for secret in (urllib.parse.urlsplit(location.conninfo).password, url_secret(location.conninfo), password):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def read_expr(schema: sc.Schema, table: str, column: str) -> str:
+    """SQL reading COLUMN of TABLE as Mastra reads it, in the libSQL store's form, aliased to COLUMN.
+
+    Timestamps: the TIMESTAMPTZ twin as Mastra reads it (OM createdAt / updatedAt / lastObservedAt:
+    the twin only; threads, messages, resources: twin first; others: the column as UTC), rendered
+    as JavaScript's toISOString() text. JSONB: its JSON text. Anything else as stored.
+    """
+    q = sc.quote_ident(column)
+    kind = schema.types.get(table, {}).get(column, "")
+    if kind.startswith("TIMESTAMP"):
+        twin = column + "Z"
+        has_twin = schema.has_column(table, twin)
+        utc = _utc(column) if "WITHOUT" in kind else q
+        if table == sc.OBSERVATIONAL_MEMORY and column in OM_TWIN_ONLY and has_twin:
+            value = sc.quote_ident(twin)
+        elif table in TWIN_FIRST_TABLES and has_twin:
+            value = f"COALESCE({sc.quote_ident(twin)}, {utc})"
+        else:
+            value = utc
+        return f"{_iso(value)} AS {q}"
+    if kind in ("JSONB", "JSON"):
+        return f"{q}::text AS {q}"
+    return q
+
+
+def connect_pg(location: Target, *, options: str, application_name: str, purpose: str = ""):
+    """Open an autocommit psycopg connection to LOCATION with libpq OPTIONS; the studio's password order.
+
+    The password: the URL's, one typed this session, `$PGPASSWORD` or `~/.pgpass`
+    (`credentials.pg_password`); the OS keyring's only when the server asked for one and none of
+    those had it (libpq's "no password supplied"), then the connection is tried again with it.
+    The read session (`PgBackend.open`) and each write transaction
+    (`studio.store.write.backends.pg`) connect through here, so a password that opened the
+    store also writes. Raises StoreError (the password redacted) when the server cannot be
+    reached or refuses ("Cannot connect to LOCATION PURPOSE: …", PURPOSE e.g. "for writing").
+    """
+    import psycopg
+
+    # The keyring is asked only when the server asks for a password that nothing else gives: choosing
+    # its backend costs ~0.1–0.2 s (entry points, D-Bus probes) before the first paint, and a server
+    # that trusts the login, or gets the password from libpq (URL, $PGPASSWORD, ~/.pgpass), needs none.
+    password, source = cred.pg_password(location.conninfo, keyring_get=None)
+
+    def connect(secret: str | None):
+        extra = {"password": secret} if secret else {}
+        return psycopg.connect(location.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                               options=options, application_name=application_name, **extra)
+
+    try:
+        try:
+            return connect(password if source == "session" else None)
+        except psycopg.OperationalError as exc:
+            saved = (cred.OS_KEYRING(cred.KEYRING_SERVICE, cred.keyring_target(location.conninfo))
+                     if source == "none" and asks_for_password(exc) else None)
+            if not saved:
+                raise
+            password = saved
+            return connect(saved)
+    except Exception as exc:
+        where = f"{location.display} {purpose}" if purpose else location.display
+        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc, location, password)}") from exc
+
+
+class PgSql:
+    """The read expressions of @mastra/pg (studio.store.backends.ReadSql): the TIMESTAMPTZ twins first, ties by id."""
+
+    name = "postgresql"
+    #: MemoryPG.listMessages breaks createdAt ties by id.
+    message_order = '"createdAt" ASC, id ASC'
+    #: Bound times are compared as TIMESTAMPTZ (Mastra binds dateRange.start as a Date).
+    time_param = "?::timestamptz"
+
+    def __init__(self, schema: sc.Schema):
+        self._schema = schema
+        #: MemoryPG.listThreads: newest createdAt (twin first) first, ties by id.
+        self.thread_order = f"{self.created(sc.THREADS)} DESC, id DESC"
+
+    def created(self, table: str) -> str:
+        """The createdAt Mastra reads for TABLE's rows (twin first), as TIMESTAMPTZ SQL."""
+        if self._schema.has_column(table, "createdAtZ"):
+            return f'COALESCE("createdAtZ", {_utc("createdAt")})'
+        return _utc("createdAt")
+
+    def iso(self, expr: str) -> str:
+        """EXPR (a TIMESTAMPTZ) as JavaScript's toISOString() text."""
+        return _iso(expr)
+
+
+class PgBackend:
+    """A Mastra memory in PostgreSQL, opened read-only (studio.store.backends.Backend).
+
+    Raises StoreError from `open` when the server cannot be reached or refuses the login (the
+    message names the redacted URL), SchemaError when the schema holds no Mastra tables. Reads
+    raise StoreError when a statement fails (timeout, dropped connection).
+    """
+
+    #: A load's REPEATABLE READ transaction: `fingerprint()` inside it describes what the load reads.
+    fingerprint_in_snapshot = True
+    writable = False
+    encoding = "utf-8"
+    notices: tuple[str, ...] = ()
+
+    def __init__(self, location: Target, conn, schema: sc.Schema):
+        self.location = location
+        self.conn = conn
+        self.schema = schema
+        self.sql = PgSql(schema)
+        self._snapshot_conn = None
+        self._xmax: str | None = None   # the server's transaction snapshot at the last fingerprint
+        self._content: str | None = None
+
+    @classmethod
+    def open(cls, location: Target, *, writable: bool = False) -> "PgBackend":
+        """Connect to the PostgreSQL target LOCATION read-only; the password is found as `connect_pg` finds it.
+
+        Raises StoreError (the password redacted) when the server cannot be reached or refuses, and
+        for WRITABLE (each write opens its own transaction).
+        """
+        if writable:
+            raise StoreError(f"A PostgreSQL store ({location.display}) is opened read-only: each write opens "
+                             "its own transaction (studio.store.writes)")
+        options = (f"-c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_MS} "
+                   f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS} "
+                   f"-c search_path={location.schema}")
+        conn = connect_pg(location, options=options, application_name="memory-studio")
+        try:
+            schema = discover_pg_schema(conn, location)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(location, conn, schema)
+
+    def close(self) -> None:
+        """Close the session (the server's data is left as it was: the session never wrote)."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    # -- running a query -------------------------------------------------------------------
+
+    def fail(self, exc: BaseException) -> StoreError:
+        """Return the StoreError for a failed read (the password redacted)."""
+        error = StoreError(f"Reading {self.location.display} failed: {describe_pg_error(exc, self.location)}")
+        error.__cause__ = exc
+        return error
+
+    def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        """Run a statement written with `?` placeholders and return its rows (values as psycopg gives them)."""
+        if self.conn is None:
+            raise StoreError("The database is closed")
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(_qmarks(sql), tuple(params))
+                return cur.fetchall() if cur.description is not None else []
+        except Exception as exc:
+            raise self.fail(exc) from exc
+
+    def select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
+               lazy: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+        """Read WANTED columns of TABLE (all but the Z twins when empty) as Mastra reads them (`read_expr`).
+
+        psycopg has decoded every value already: DECODE is `list`, LAZY changes nothing.
+        """
+        columns = wanted or [c for c in self.schema.columns(table)
+                             if not (c.endswith("Z") and self.schema.has_column(table, c[:-1]))]
+        present = [c for c in columns if self.schema.has_column(table, c)]
+        selected = ", ".join(read_expr(self.schema, table, c) for c in present)
+        return present, self.rows(f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}", params), list
+
+    def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
+        """COLUMN of TABLE's rows, one value a row, as `select` reads it."""
+        present, fetched, _decode = self.select(table, [column], tail, params)
+        if column not in present:
+            return [None] * len(fetched)
+        at = present.index(column)
+        return [r[at] for r in fetched]
+
+    # -- loads and change detection ----------------------------------------------------------
+
+    def begin_read(self) -> None:
+        """Start the load's REPEATABLE READ READ ONLY transaction (one snapshot for every read of the load)."""
+        self._snapshot_conn = None
+        if self.conn is None:
+            raise StoreError("The database is closed")
+        try:
+            self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        except Exception as exc:
+            raise self.fail(exc) from exc
+        self._snapshot_conn = self.conn
+
+    def end_read(self, failed: bool = False) -> None:
+        """End the load's transaction at once: COMMIT (a read-only transaction writes nothing), ROLLBACK when FAILED."""
+        conn, self._snapshot_conn = self._snapshot_conn, None
+        if conn is None or conn is not self.conn or conn.closed:
+            return
+        try:
+            conn.execute("ROLLBACK" if failed else "COMMIT")
+        except Exception as exc:
+            raise self.fail(exc) from exc
+
+    def fingerprint(self) -> str:
+        """Return a value that changes when a commit reaches Mastra's tables; cheap when nothing was written.
+
+        Two parts, both read-only and outside any transaction of ours:
+        - the server's write counters of this schema's `mastra_*` tables (`pg_stat_user_tables`
+          n_tup_ins + n_tup_upd + n_tup_del; catalog views, no table read). They count every
+          insert, update and delete, also one that leaves counts and `updatedAt` as they were,
+          but another session reports them up to ~10 s after its commit (PostgreSQL 15+);
+        - `content_fingerprint` (counts and newest `updatedAt`, one statement), which sees a commit
+          at once; recomputed only when the server's transaction snapshot
+          (`txid_current_snapshot()`) moved, i.e. some transaction ended since the last call.
+        """
+        snap, written = self.rows(
+            "SELECT txid_current_snapshot()::text, (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) "
+            "FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname LIKE 'mastra\\_%')")[0]
+        if snap != self._xmax or self._content is None:
+            self._content = content_fingerprint(self)
+            self._xmax = snap
+        return f"{self._content}:{written}"
+
+
+def discover_pg_schema(conn, location: Target) -> sc.Schema:
+    """Read the `mastra_*` tables and columns of LOCATION's schema; raise SchemaError if there are none."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT table_name, column_name, upper(data_type) FROM information_schema.columns "
+                        "WHERE table_schema = %s AND table_name LIKE 'mastra\\_%%' ORDER BY table_name, ordinal_position",
+                        (location.schema,))
+            rows = cur.fetchall()
+    except Exception as exc:
+        raise StoreError(f"Cannot read {location.display}: {describe_pg_error(exc, location)}") from exc
+    schema = sc.Schema()
+    for table, column, kind in rows:
+        schema.tables.setdefault(table, []).append(column)
+        schema.types.setdefault(table, {})[column] = kind
+    if not schema.tables:
+        raise SchemaError(f"{location.display}: schema {location.schema!r} has no Mastra tables (mastra_threads, "
+                          "mastra_messages…). Name the schema Mastra's PostgresStore uses with ?schema=NAME")
+    sc.check_required(schema)
+    return schema
+
+
+
+#: The twins Mastra reads, per table: {table: (columns read twin first, columns read through the twin only)}.
+TWINS_READ = {sc.THREADS: (("createdAt", "updatedAt"), ()), sc.MESSAGES: (("createdAt",), ()),
+              sc.RESOURCES: (("createdAt", "updatedAt"), ()),
+              sc.OBSERVATIONAL_MEMORY: ((), ("createdAt", "updatedAt", "lastObservedAt"))}
+
+
+def timestamp_twin_mismatches(backend: "PgBackend") -> list[dict]:
+    """Return [{table, id, column, value, twin, thread_id, resource_id, lookup_key}] for rows whose twin
+    Mastra reads disagrees with the column (to the millisecond, both as UTC ISO strings or None).
+
+    Twin-first columns (threads, messages, resources) mismatch when the twin is set and differs;
+    twin-only OM columns also when exactly one of the two is NULL (`lastObservedAt` NULL with
+    `lastObservedAtZ` set: Mastra reads a cursor nobody wrote). `lastBufferedAtTime`'s twin is
+    never read (nor written) by Mastra and is not checked.
+    """
+    out = []
+    for table, (first, only) in TWINS_READ.items():
+        if not backend.schema.has_table(table):
+            continue
+        ids = {sc.THREADS: ("id", None, "id", '"resourceId"'), sc.MESSAGES: ("id", None, "thread_id", '"resourceId"'),
+               sc.RESOURCES: ("id", None, "NULL", "id"),
+               sc.OBSERVATIONAL_MEMORY: ("id", '"lookupKey"', '"threadId"', '"resourceId"')}[table]
+        for column in (*first, *only):
+            twin = column + "Z"
+            if not (backend.schema.has_column(table, column) and backend.schema.has_column(table, twin)):
+                continue
+            value = f"date_trunc('milliseconds', {_utc(column)})"
+            twin_value = f"date_trunc('milliseconds', {sc.quote_ident(twin)})"
+            differs = (f"{value} IS DISTINCT FROM {twin_value}" if column in only
+                       else f"{sc.quote_ident(twin)} IS NOT NULL AND {value} IS DISTINCT FROM {twin_value}")
+            rows = backend.rows(f"SELECT {ids[0]}, {ids[1] or 'NULL'}, {ids[2]}, {ids[3]}, {_iso(_utc(column))}, "
+                                f"{_iso(sc.quote_ident(twin))} FROM {sc.quote_ident(table)} WHERE {differs} "
+                                "ORDER BY 1")
+            for row_id, key, thread_id, resource_id, val, tw in rows:
+                out.append({"table": table, "id": row_id, "column": column, "value": val, "twin": tw,
+                            "thread_id": thread_id, "resource_id": resource_id, "lookup_key": key,
+                            "twin_only": column in only})
+    return out

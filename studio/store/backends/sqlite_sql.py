@@ -1,0 +1,212 @@
+"""Reads of a SQLite database (a local file, or a libSQL server: the same SQL), text fetched as bytes.
+
+The SQLite half of `Backend.rows` / `select` / `select_column`, shared by
+`studio.store.backends.sqlite_file.FileBackend` and `studio.store.backends.libsql_server.LibsqlServerBackend`,
+and the SQLite dialect's read expressions (`SQLITE`). No read lets a driver panic escape: every TEXT
+result travels as bytes with its type and is decoded here (studio.store.cells); a JSONB blob is
+decoded by SQLite's `json()`.
+
+`rows`, `select` and `select_column` are the two backends' methods of those names (assigned in their
+class bodies), so they take the backend first, as it is at the call (a file's connection, schema and
+encoding change when it is reopened): anything with `ready()` (raises when closed; a file reopens when
+it changed), `conn` (`execute(sql, params)` with `.description` / `.fetchall()`), `schema`,
+`encoding`, `execute(sql, params)` (rows as fetched; a file verifies them against a torn immutable
+read), `fail(exc)` (the StoreError for a failed read) and the caches `widths` and `select_lists`
+(emptied on reopen).
+"""
+
+from __future__ import annotations
+
+from studio.errors import StoreError
+from studio.store import schema as sc
+from studio.store.cells import bulk_decode, contained, decode_pairs, decode_rows, decode_text, text_safe_pair
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
+__all__ = ["SQLITE", "SqliteSql", "JSONB_COLUMNS", "rows", "row_decoder", "select", "select_column"]
+
+#: Columns Mastra declares `jsonb` (read through SQLite's json()).
+JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
+                 "bufferedMessageIds"}
+
+
+class SqliteSql:
+    """The read expressions of Mastra's libSQL store (studio.store.backends.ReadSql)."""
+
+    name = "sqlite"
+    #: Messages in Mastra's storage order: createdAt, then insertion (the libSQL store has no tie-break).
+    message_order = '"createdAt" ASC'
+    #: listThreads: newest first; ties in insertion order, newest first, as SQLite's index scan yields them.
+    thread_order = '"createdAt" DESC, rowid DESC'
+    #: Times compare as the stored strings (Mastra's libSQL store binds dateRange.start as given).
+    time_param = "?"
+
+    def created(self, table: str) -> str:
+        """The stored createdAt string (ISO-8601 UTC sorts as time)."""
+        return '"createdAt"'
+
+    def iso(self, expr: str) -> str:
+        """EXPR as it is: the libSQL store holds times as toISOString() text already."""
+        return expr
+
+
+SQLITE = SqliteSql()
+
+
+def _width(backend, sql: str, params: tuple) -> int:
+    width = backend.widths.get(sql)
+    if width is None:
+        width = len(backend.conn.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description or ())
+        backend.widths[sql] = width
+    return width
+
+
+def rows(backend, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+    """Run a SELECT (or PRAGMA) on BACKEND and return its rows, text decoded here (never by the driver).
+
+    A SELECT is wrapped so that every TEXT result travels as bytes with its type, and is decoded
+    with `decode_text` (invalid UTF-8 -> DamagedText). Raises StoreError on failure.
+    """
+    backend.ready()
+    params = tuple(params)
+    try:
+        head = sql.lstrip()[:6].upper()
+        if not head.startswith(("SELECT", "WITH")):
+            return backend.execute(sql, params)
+        width = _width(backend, sql, params)
+        names = ", ".join(f"c{i}" for i in range(width))
+        pairs = ", ".join(text_safe_pair(f"c{i}") for i in range(width))
+        fetched = backend.execute(f"WITH q({names}) AS ({sql}) SELECT {pairs} FROM q", params)
+    except StoreError:
+        raise
+    except BaseException as exc:
+        if not contained(exc):
+            raise
+        raise backend.fail(exc) from exc
+    return decode_rows(fetched, width, backend.encoding)
+
+
+def _select_list(schema: sc.Schema, table: str, wanted: list[str]) -> tuple[list[str], str]:
+    """Return (present columns, SELECT list): JSONB blobs decoded with json(), every text as bytes.
+
+    Each result is NULL, a number or bytes (text, or a blob that is not JSONB) for the row decoder.
+    """
+    present = [c for c in (wanted or schema.columns(table)) if schema.has_column(table, c)]
+    exprs = []
+    for col in present:
+        q = sc.quote_ident(col)
+        if col in JSONB_COLUMNS:
+            exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN CAST(json({q}) AS BLOB) "
+                         f"WHEN typeof({q}) = 'text' THEN CAST({q} AS BLOB) ELSE {q} END")
+        else:
+            exprs.append(f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
+    return present, ", ".join(exprs)
+
+
+def _decode(value: Any, encoding: str) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return decode_text(value, encoding)
+    return value
+
+
+def row_decoder(encoding: str) -> Callable[[tuple], list]:
+    """Return the function turning a fetched row (every text as bytes) into its values (damaged text: DamagedText)."""
+    def decode_row(row: tuple) -> list:
+        try:
+            return [v.decode(encoding) if isinstance(v, (bytes, bytearray)) else v for v in row]
+        except UnicodeDecodeError:
+            return [_decode(v, encoding) for v in row]
+    return decode_row
+
+
+def _keeping(whole: Callable[[tuple], list], at: int) -> Callable[[tuple], list]:
+    """WHOLE, leaving column AT as fetched."""
+    def decode(row: tuple) -> list:
+        values = whole((*row[:at], None, *row[at + 1:]))
+        values[at] = row[at]
+        return values
+    return decode
+
+
+def select(backend, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
+           lazy: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+    """`Backend.select` on SQLite: (present columns, rows as fetched, DECODE).
+
+    Every text value is decoded by DECODE (invalid UTF-8 -> DamagedText, see studio.store.cells),
+    except column LAZY, left as fetched (its bytes); a blob in a column Mastra fills with text or
+    numbers is read as text. A JSONB blob SQLite cannot decode does not fail the read: the rows are
+    re-read raw and that value is decoded one by one (undecodable -> left as bytes, reported as
+    malformed); those rows come back decoded whole (DECODE is `list`). Raises StoreError.
+    """
+    backend.ready()
+    return _select(backend, table, wanted, tail, tuple(params), lazy)
+
+
+def _select(backend, table: str, wanted: list[str], tail: str, params: tuple,
+            lazy: str | None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+    lists, key = backend.select_lists, (table, tuple(wanted))
+    present, selected = lists.get(key) or lists.setdefault(key, _select_list(backend.schema, table, wanted))
+    sql = f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}"
+    try:
+        fetched = backend.execute(sql, params)
+    except StoreError:
+        raise
+    except Exception as exc:
+        if "json" not in str(exc).lower():
+            raise backend.fail(exc) from exc
+        return present, _select_raw(backend, table, present, tail, params), list
+    decode = row_decoder(backend.encoding)
+    if lazy is not None and lazy in present:
+        decode = _keeping(decode, present.index(lazy))
+    return present, fetched, decode
+
+
+def _select_raw(backend, table: str, present: list[str], tail: str, params: tuple) -> list[list]:
+    """The rows of `select`, JSONB blobs left to `_decode_blob` one by one (SQLite failed on one of them)."""
+    raw_select = ", ".join(text_safe_pair(sc.quote_ident(c)) for c in present)
+    try:
+        raw = backend.execute(f"SELECT {raw_select} FROM {sc.quote_ident(table)} {tail}", params)
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise backend.fail(exc) from exc
+    out = []
+    for r in raw:
+        values = decode_pairs(r, backend.encoding)
+        out.append([_decode_blob(backend, v) if c in JSONB_COLUMNS else v for c, v in zip(present, values)])
+    return out
+
+
+def _decode_blob(backend, value: Any) -> Any:
+    if not isinstance(value, (bytes, bytearray)):
+        return value
+    try:
+        text = backend.execute("SELECT CAST(json(?) AS BLOB)", (bytes(value),))[0][0]
+    except Exception:
+        return bytes(value)
+    return _decode(text, backend.encoding)
+
+
+def select_column(backend, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
+    """`Backend.select_column` on SQLite: one value a row, no dict a row (`threads --all` reads every id so)."""
+    backend.ready()
+    params = tuple(params)
+    if column in JSONB_COLUMNS or not backend.schema.has_column(table, column):
+        present, fetched, decode = _select(backend, table, [column], tail, params, None)
+        with bulk_decode():
+            return [dict(zip(present, decode(r))).get(column) for r in fetched]
+    selected = _select_list(backend.schema, table, [column])[1]
+    try:
+        fetched = backend.execute(f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}", params)
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise backend.fail(exc) from exc
+    encoding = backend.encoding
+    try:
+        return [v.decode(encoding) if isinstance(v, (bytes, bytearray)) else v for v, in fetched]
+    except UnicodeDecodeError:
+        return [_decode(v, encoding) for v, in fetched]
+

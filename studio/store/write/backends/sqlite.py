@@ -1,0 +1,224 @@
+"""One write transaction on a user's memory.db: its own libSQL connection, BEGIN IMMEDIATE, retry.
+
+The local-file backend of `studio.store.write.transaction.write_transaction`; its `SqliteWriteTx` is
+also the SQL of a libSQL server's writes (`studio.store.write.backends.libsql_remote`). Every
+write to a file:
+
+* a fresh read-write libSQL connection is opened just for the write and closed afterwards (the
+  studio's read-only connections are never made writable);
+* the journal mode is never changed (no PRAGMA journal_mode);
+* the transaction starts with `BEGIN IMMEDIATE`, so the write lock is held from the first read:
+  preconditions checked inside the transaction stay true until COMMIT. A busy database is waited
+  for (busy timeout) and retried a few times with backoff before the write is refused ("busy");
+* on any error the transaction is rolled back before the exception leaves; the cache never
+  spills uncommitted pages into the -wal, so a rolled-back write leaves the -wal's bytes alone.
+
+Why a second, read-only "guard" connection: when the last connection to a WAL database closes,
+SQLite checkpoints the WAL into the main file and deletes -wal/-shm. A refused or failed write
+must leave the main file and -wal byte-identical, so while a -wal exists (another process may
+have the file open, or left un-checkpointed frames in it) a read-only connection of ours holds a
+shared lock until the write connection is closed: the write connection is then never the last
+one, and a read-only connection cannot checkpoint. Successful writes therefore stay in the WAL,
+exactly as a running Mastra app leaves its own. When no -wal exists, nothing is pending: the
+write connection creates the -wal and, being the last connection, removes it again on close.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import libsql
+
+from studio.errors import SchemaError, StoreError, WriteRefused
+from studio.store import schema as sc
+from studio.store.backends.sqlite_sql import JSONB_COLUMNS  # decoded with json() inside a write too
+from studio.store.connection import check_file, describe_sqlite_error
+from studio.store.target import Target
+from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
+
+__all__ = ["SqliteWriteTx", "sqlite_write_transaction", "BEGIN_ATTEMPTS", "BUSY_TIMEOUT_MS"]
+
+#: BEGIN IMMEDIATE is tried this many times with backoff within WRITE_LOCK_WAIT_MS.
+BEGIN_ATTEMPTS = 3
+#: SQLite's busy timeout per BEGIN attempt (ms) by default.
+BUSY_TIMEOUT_MS = WRITE_LOCK_WAIT_MS // BEGIN_ATTEMPTS
+
+
+def _uri(path: Path, mode: str) -> str:
+    quoted = urllib.parse.quote(str(path.resolve()), safe="/:~-._ ")
+    return f"file:{quoted}?mode={mode}"
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+class SqliteWriteTx:
+    """The open write transaction on a memory.db (studio.store.write.tx.WriteTx): SQL helpers over one connection.
+
+    The libSQL dialect; `studio.store.write.backends.pg.PgWriteTx` has the same methods for
+    PostgreSQL, so the write functions never write dialect-specific SQL themselves.
+    """
+
+    dialect = "sqlite"
+    #: Tie-break of rows with equal createdAt: insertion order.
+    insertion_tie = "rowid"
+    #: The time copyThread's message filter compares (MemoryLibSQL: the stored column).
+    clone_message_time = '"createdAt"'
+    #: copyThread's LIMIT subquery takes no alias on SQLite.
+    subquery_alias = ""
+
+    def __init__(self, conn, location: Target, schema: sc.Schema):
+        self.conn = conn
+        self.location = location
+        self.schema = schema
+
+    def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        """Run SQL with bound PARAMS and return all rows (StoreError on an SQLite error)."""
+        try:
+            return self.conn.execute(sql, tuple(params)).fetchall()
+        except Exception as exc:
+            raise StoreError(f"Writing {self.location.display} failed: {describe_sqlite_error(exc)}") from exc
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """Run one data-changing statement; return the number of rows it changed."""
+        try:
+            self.conn.execute(sql, tuple(params))
+            return int(self.conn.execute("SELECT changes()").fetchall()[0][0])
+        except Exception as exc:
+            raise StoreError(f"Writing {self.location.display} failed: {describe_sqlite_error(exc)}") from exc
+
+    def columns(self, table: str) -> list[str]:
+        """Return TABLE's columns ([] when it does not exist)."""
+        return self.schema.columns(table)
+
+    def select(self, table: str, tail: str = "", params: Iterable[Any] = (), wanted: list[str] | None = None,
+               *, lock: bool = False) -> list[dict]:
+        """SELECT the WANTED (default: all) present columns of TABLE with a WHERE/ORDER TAIL, as dicts.
+
+        JSONB blobs come back as JSON text (SQLite's json()); JSON text and NULL as stored. LOCK is
+        for PostgreSQL's FOR UPDATE: BEGIN IMMEDIATE already holds the whole file's write lock.
+        """
+        present = [c for c in (wanted or self.columns(table)) if self.schema.has_column(table, c)]
+        if not present:
+            return []
+        exprs = []
+        for col in present:
+            q = sc.quote_ident(col)
+            exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN json({q}) ELSE {q} END" if col in JSONB_COLUMNS else q)
+        rows = self.rows(f"SELECT {', '.join(exprs)} FROM {sc.quote_ident(table)} {tail}", params)
+        return [dict(zip(present, r)) for r in rows]
+
+    def select_rows(self, table: str, tail: str = "", params: Iterable[Any] = (),
+                    wanted: list[str] | None = None) -> list[dict]:
+        """The read-store spelling of `select` (studio.store.write.protocol reads through either)."""
+        return self.select(table, tail, params, wanted)
+
+    def delete(self, table: str, where: str, params: Iterable[Any]) -> int:
+        """DELETE FROM TABLE WHERE ...; return rows deleted."""
+        return self.execute(f"DELETE FROM {sc.quote_ident(table)} WHERE {where}", params)
+
+    def copy_message(self, source_id: str, new_id: str, thread_id: str, resource_id: str) -> int:
+        """Copy message SOURCE_ID as NEW_ID into THREAD_ID / RESOURCE_ID as MemoryLibSQL.copyThread does."""
+        return self.execute(
+            'INSERT INTO "mastra_messages" (id, thread_id, content, role, type, "createdAt", "resourceId") '
+            'SELECT ?, ?, content, role, type, "createdAt", ? FROM "mastra_messages" WHERE id = ?',
+            (new_id, thread_id, resource_id, source_id))
+
+    def touch_threads(self, thread_ids: list[str], now: str) -> None:
+        """Set the threads' updatedAt to NOW (ISO) as MemoryLibSQL.deleteMessages does."""
+        for tid in thread_ids:
+            self.update(sc.THREADS, {"updatedAt": now}, "id = ?", (tid,))
+
+    def insert(self, table: str, values: dict[str, Any]) -> None:
+        """INSERT one row of VALUES into TABLE, leaving out columns the table does not have.
+
+        A `Jsonb` value is stored with `jsonb(?)`; other values are bound as they are.
+        """
+        cols = [c for c in values if self.schema.has_column(table, c)]
+        marks = ["jsonb(?)" if isinstance(values[c], Jsonb) else "?" for c in cols]
+        params = [values[c].text if isinstance(values[c], Jsonb) else values[c] for c in cols]
+        sql = (f"INSERT INTO {sc.quote_ident(table)} ({', '.join(sc.quote_ident(c) for c in cols)}) "
+               f"VALUES ({', '.join(marks)})")
+        self.execute(sql, params)
+
+    def update(self, table: str, values: dict[str, Any], where: str, params: Iterable[Any]) -> int:
+        """UPDATE TABLE SET VALUES (present columns only; `Jsonb` via jsonb(?)) WHERE ...; return rows changed."""
+        cols = [c for c in values if self.schema.has_column(table, c)]
+        if not cols:
+            return 0
+        sets = [f"{sc.quote_ident(c)} = {'jsonb(?)' if isinstance(values[c], Jsonb) else '?'}" for c in cols]
+        bound = [values[c].text if isinstance(values[c], Jsonb) else values[c] for c in cols]
+        return self.execute(f"UPDATE {sc.quote_ident(table)} SET {', '.join(sets)} WHERE {where}", [*bound, *params])
+
+
+def _begin(conn, location: Target, attempts: int, busy_timeout_ms: int) -> None:
+    """BEGIN IMMEDIATE, retrying a busy database ATTEMPTS times with backoff; WriteRefused("busy") after."""
+    for attempt in range(attempts):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except Exception as exc:
+            if not _is_busy(exc):
+                raise StoreError(f"Cannot write {location.display}: {describe_sqlite_error(exc)}") from exc
+            if attempt + 1 < attempts:
+                time.sleep(0.05 * (2 ** attempt))
+    raise WriteRefused("busy", lock_wait_message(location.display, busy_timeout_ms * attempts))
+
+
+@contextmanager
+def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = None,
+                             attempts: int = BEGIN_ATTEMPTS) -> Iterator[SqliteWriteTx]:
+    """Open the file LOCATION read-write for one BEGIN IMMEDIATE transaction; yield a SqliteWriteTx.
+
+    Commits when the block ends normally, rolls back when it raises (the exception propagates),
+    and always closes the connection. BUSY_TIMEOUT_MS (ms) is SQLite's busy timeout per attempt
+    (default: WRITE_LOCK_WAIT_MS over ATTEMPTS tries, the bound every write shares).
+    Raises StoreError (missing / not SQLite / unreadable file, SQLite errors), SchemaError (not a
+    Mastra database) and WriteRefused("busy") when the write lock cannot be had.
+    """
+    if busy_timeout_ms is None:
+        busy_timeout_ms = BUSY_TIMEOUT_MS
+    check_file(location)
+    path = location.path
+    guard = conn = None
+    try:
+        try:
+            if Path(str(path) + "-wal").exists():
+                guard = libsql.connect(_uri(path, "ro"))
+                guard.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            conn = libsql.connect(_uri(path, "rw"), isolation_level=None, timeout=busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            # never write uncommitted pages into the -wal early: a rolled-back write must not change its bytes
+            conn.execute("PRAGMA cache_spill = false")
+        except Exception as exc:
+            raise StoreError(f"Cannot open {location.display} for writing: {describe_sqlite_error(exc)}") from exc
+        _begin(conn, location, attempts, busy_timeout_ms)
+        try:
+            try:
+                schema = sc.discover(conn)
+            except SchemaError:
+                raise  # not a Mastra database: said as it is
+            except Exception as exc:
+                raise StoreError(f"Cannot read {location.display}: {describe_sqlite_error(exc)}") from exc
+            yield SqliteWriteTx(conn, location, schema)
+            try:
+                conn.execute("COMMIT")
+            except Exception as exc:
+                raise StoreError(f"Committing to {location.display} failed: {describe_sqlite_error(exc)}") from exc
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except Exception:
+                pass  # SQLite already rolled back (e.g. the COMMIT itself failed with the transaction gone)
+            raise
+    finally:
+        if conn is not None:
+            conn.close()
+        if guard is not None:
+            guard.close()
