@@ -83,7 +83,7 @@ def main() -> None:
         run_command(f"--screenshot ({tab} tab)",
                     [str(path), "--screenshot", str(Path(tmp) / "shot.png"), "--thread", thread_id, "--tab", tab])
         from studio.store.memory_store import MemoryStore
-        from studio.ui import loaders  # no Qt: plain functions the GUI runs off its thread
+        from studio.app import listing as loaders  # no Qt: plain functions the GUI runs off its thread
 
         with MemoryStore.open(path) as store:
             for name, load in (("thread detail (status)", lambda: loaders.load_thread_detail(store, thread_id)),

@@ -48,7 +48,7 @@ def peak_rss_mb() -> float:
 def core_timings(db: Path) -> dict:
     """Time the Qt-free core on DB."""
     from studio.engine import tokens
-    from studio.engine.overview import iter_statuses
+    from studio.app.statuses import iter_statuses
     from studio.store.memory_store import MemoryStore
 
     out = {}

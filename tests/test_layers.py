@@ -29,7 +29,7 @@ def test_no_qt_import_outside_ui():
 
 
 def test_core_and_cli_import_without_loading_qt():
-    code = ("import sys, studio.cli, studio.store.memory_store, studio.engine.status, studio.engine.overview, "
+    code = ("import sys, studio.cli, studio.store.memory_store, studio.engine.status, studio.app.statuses, "
             "studio.engine.diff, studio.engine.observations; "
             f"print(sorted(m for m in sys.modules if m.split('.')[0] in {QT_MODULES!r}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

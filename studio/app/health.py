@@ -9,7 +9,7 @@ from __future__ import annotations
 from studio.engine.doctor import plan_batches, run_batch
 from studio.engine.doctor.runner import DoctorPlan
 from studio.store.memory_store import MemoryStore
-from studio.ui.loaders import require_store
+from studio.app.listing import require_store
 
 #: (id of the store, scan round) -> the plan that round's batches follow (one entry: the newest round).
 _plans: dict[tuple[int, int], DoctorPlan] = {}

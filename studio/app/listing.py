@@ -2,7 +2,7 @@
 
 Each function takes the store first and returns plain (picklable) data for the GUI thread; it
 raises StoreError on failed reads. The TaskRunner runs them on its database worker, or, for big
-databases, in its helper process (`studio.ui.helper_process`), which imports this module without Qt.
+databases, in its helper process (`studio.app.helper_process`), which imports this module without Qt.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any, Callable
 from studio.engine import tokens
 from studio.engine.diff import GenerationDiff, diff_logs
 from studio.engine.observations import ObservationLog, parse_log
-from studio.engine.overview import iter_statuses
+from studio.app.statuses import iter_statuses
 from studio.engine.status import ThreadStatus, compute_status
 from studio.errors import StoreDamaged, StoreError, StudioError
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, OMRecord, Thread, iso_to_ms
-from studio.ui import format as fmt
+from studio.app import text as fmt
 
 #: Time one background status batch may take before it hands the database worker back (s).
 STATUS_BATCH_SECONDS = 0.2

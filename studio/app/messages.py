@@ -20,7 +20,7 @@ from studio.store.message_queries import iter_thread_messages, messages_by_id, t
 from studio.store.message_queries import message_position as store_message_position
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, Resource, Thread
-from studio.ui.loaders import MessagePage, MessageRow, message_row, require_store
+from studio.app.listing import MessagePage, MessageRow, message_row, require_store
 
 #: Speaker filter values besides a speaker key: user messages without a tag, and the agent's messages.
 UNTAGGED = "\x00untagged"

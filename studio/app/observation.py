@@ -3,7 +3,7 @@
 Each function opens the database itself: `load_window`, `preview` and `chunk_plan` read-only,
 `commit` and `activate` for writing (only after the user confirmed; the backup of the session
 first). Errors are raised as they come (StoreError, ProviderError, EngineError, WriteRefused,
-Cancelled); `studio.ui.models.reflection.describe_error` turns them into one sentence.
+Cancelled); `studio.app.reflection.describe_error` turns them into one sentence.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from studio.engine.observer import (
     run_observation,
 )
 from studio.llm import CancelToken
-from studio.ui.models.reflection import LLM, make_client
+from studio.app.reflection import LLM, make_client
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from studio.engine.context import TurnContext, turn_context
 from studio.engine.trace import TraceResult, trace_fact
 from studio.store.memory_store import MemoryStore
-from studio.ui.loaders import require_store
+from studio.app.listing import require_store
 
 
 def load_trace(store: MemoryStore | None, thread_id: str, text: str) -> TraceResult:

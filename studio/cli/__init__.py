@@ -278,21 +278,21 @@ def _from_module(module: str, function: str) -> Callable:
 COMMANDS: dict[str, Callable] = {
     "inspect": add_inspect_command,
     "tokens": add_tokens_command,
-    "timeline": _from_module("studio.cli_timeline", "add_timeline_command"),
-    "whatif": _from_module("studio.cli_timeline", "add_whatif_command"),
-    "threads": _from_module("studio.cli_history", "add_threads_command"),
-    "recall": _from_module("studio.cli_history", "add_recall_command"),
-    "speakers": _from_module("studio.cli_history", "add_speakers_command"),
-    "clone": _from_module("studio.cli_history", "add_clone_command"),
-    "reflect": _from_module("studio.cli_reflect", "add_reflect_command"),
-    "revert": _from_module("studio.cli_reflect", "add_revert_command"),
-    "trace": _from_module("studio.cli_trace", "add_trace_command"),
-    "context": _from_module("studio.cli_trace", "add_context_command"),
-    "doctor": _from_module("studio.cli_doctor", "add_doctor_command"),
-    "activate": _from_module("studio.cli_observe", "add_activate_command"),
-    "observe": _from_module("studio.cli_observe", "add_observe_command"),
-    "undo": _from_module("studio.cli_undo", "add_undo_command"),
-    "sample-path": _from_module("studio.cli_sample", "add_sample_path_command"),
+    "timeline": _from_module("studio.cli.timeline", "add_timeline_command"),
+    "whatif": _from_module("studio.cli.timeline", "add_whatif_command"),
+    "threads": _from_module("studio.cli.history", "add_threads_command"),
+    "recall": _from_module("studio.cli.history", "add_recall_command"),
+    "speakers": _from_module("studio.cli.history", "add_speakers_command"),
+    "clone": _from_module("studio.cli.history", "add_clone_command"),
+    "reflect": _from_module("studio.cli.reflect", "add_reflect_command"),
+    "revert": _from_module("studio.cli.reflect", "add_revert_command"),
+    "trace": _from_module("studio.cli.trace", "add_trace_command"),
+    "context": _from_module("studio.cli.trace", "add_context_command"),
+    "doctor": _from_module("studio.cli.doctor", "add_doctor_command"),
+    "activate": _from_module("studio.cli.observe", "add_activate_command"),
+    "observe": _from_module("studio.cli.observe", "add_observe_command"),
+    "undo": _from_module("studio.cli.undo", "add_undo_command"),
+    "sample-path": _from_module("studio.cli.sample", "add_sample_path_command"),
 }
 
 
@@ -440,7 +440,7 @@ def run_child(argv: Sequence[str]) -> int:
 
         return run_backup(rest)
     if kind == "helper":
-        from studio.ui.helper_process import main as serve_helper  # no Qt: the helper runs loaders only
+        from studio.app.helper_process import main as serve_helper  # no Qt: the helper runs loaders only
 
         serve_helper()
         return EXIT_OK

@@ -263,7 +263,7 @@ def add_clone_command(subparsers) -> None:
 def _run_clone(args) -> int:
     confirmed = args.yes
     if not confirmed:
-        from studio import cli_reflect   # the one terminal prompt of every write command
+        from studio.cli import reflect as cli_reflect   # the one terminal prompt of every write command
 
         if cli_reflect._is_terminal():
             if not cli_reflect._confirm(f"Clone thread {args.thread!r} into a new thread in {args.path} "

@@ -14,7 +14,7 @@ unobserved window, exactly as Mastra's observe() writes it. Exit 1 when the mode
 answer was degenerate or empty, or the preview was cancelled (nothing written).
 
 Both back the file up first (`WriteSession`), follow the OM write protocol's quiet period and
-busy flags (`--quiet-period`, `--wait-idle`, `--force`; see studio.cli_write_protocol), and
+busy flags (`--quiet-period`, `--wait-idle`, `--force`; see studio.cli.write_options), and
 exit with the CLI's codes: 0 written (or dry run; `observe --dry-run` previews below the threshold
 too and says a write would refuse), 2 bad input (no thread, no record, no chunks, empty answer,
 below the threshold without --below-threshold), 3 refused (busy, changed, the
@@ -29,14 +29,14 @@ from __future__ import annotations
 import re
 
 from studio.cli import EXIT_OK, EXIT_REFUSED, JSON_HELP, BadInput, _dump
-from studio.cli_reflect import (  # one terminal prompt for every write command
+from studio.cli.reflect import (  # one terminal prompt for every write command
     _confirm,
     _is_terminal,
     _positive_seconds,
     _run_cancellable,
     _write_refused,
 )
-from studio.cli_write_protocol import (
+from studio.cli.write_options import (
     ProtocolOutcome,
     _say,
     add_protocol_arguments,

@@ -24,7 +24,7 @@ generation latest+1 holding generation N's observations (history stays append-on
 {"reverted", "thread_id", "lookup_key", "from_generation", "to_generation", "record_id",
 "generation_count", "observation_token_count", "diff", "observations", "backup"}.
 
-Both follow the OM write protocol (studio.cli_write_protocol: --quiet-period, --wait-idle, --force,
+Both follow the OM write protocol (studio.cli.write_options: --quiet-period, --wait-idle, --force,
 --watch, --on-overtaken; the document gains "activity", "watched_s", "overtaken", "repairs").
 
 Exit codes (studio.cli): 0 written (or previewed with --dry-run); 1 unexpected failure (provider
@@ -39,7 +39,7 @@ from __future__ import annotations
 import sys
 
 from studio.cli import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, JSON_HELP, BadInput, _dump, exit_code_for
-from studio.cli_write_protocol import (
+from studio.cli.write_options import (
     ProtocolOutcome,
     add_protocol_arguments,
     preflight,

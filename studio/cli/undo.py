@@ -29,7 +29,7 @@ def _say(text: str) -> None:
 
 
 def _run_undo(args) -> int:
-    from studio.cli_reflect import _confirm, _is_terminal
+    from studio.cli.reflect import _confirm, _is_terminal
     from studio.store.write.undo import describe_backup, pick_backup, undo_write
     from studio.store.writes import WriteRefused
 

@@ -8,7 +8,7 @@ the GUI thread through a queued Qt signal, where the caller's callbacks run. A t
 a `key` supersedes the previous task of that key: the older one is cancelled and its result dropped.
 
 CPU-heavy loader calls of big databases (`submit_call(..., helper=True)`) run in a helper process
-with its own read-only connection (`studio.ui.helper_process`): Python threads share one GIL, and
+with its own read-only connection (`studio.app.helper_process`): Python threads share one GIL, and
 a worker thread busy computing statuses would otherwise stall every paint of the GUI thread.
 
 Each database task is one *load* of the store API: it runs inside `store.snapshot()`, so all its
@@ -28,9 +28,9 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
 
 from studio.errors import StoreDamaged, StoreError, StudioError
 from studio.store.memory_store import MemoryStore
-from studio.ui.format import read_failure
-from studio.ui.helper_process import CANCEL, HelperProcess, HelperUnavailable, bind_cancel  # noqa: F401
-from studio.ui.loaders import require_store  # noqa: F401  (re-exported: tasks use it)
+from studio.app.text import read_failure
+from studio.app.helper_process import CANCEL, HelperProcess, HelperUnavailable, bind_cancel  # noqa: F401
+from studio.app.listing import require_store  # noqa: F401  (re-exported: tasks use it)
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ class TaskRunner(QObject):
 
         The helper opens the database the worker last opened; when it cannot run (not startable, died),
         the call runs on the database worker instead. Same delivery, keys and cancellation as `submit`,
-        without progress; a `CANCEL` among ARGS (`studio.ui.helper_process.CANCEL`) reaches FN as an
+        without progress; a `CANCEL` among ARGS (`studio.app.helper_process.CANCEL`) reaches FN as an
         event set when the task is cancelled, in the helper process as on the worker.
         """
         task = self._register(key)

@@ -277,7 +277,7 @@ def test_revert_bad_input(fixture_db, capsys, argv, message):
 
 
 def test_asks_on_a_terminal(fixture_db, fake_llm, capsys, monkeypatch):
-    import studio.cli_reflect as cr
+    import studio.cli.reflect as cr
 
     path = fixture_db("support")
     before = digest(path)

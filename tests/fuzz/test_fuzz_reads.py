@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from studio.cli import main as cli_main
 from studio.errors import StudioError
 from studio.store.memory_store import MemoryStore
-from studio.ui import loaders
+from studio.app import listing as loaders
 from tests.conftest import FIXTURE_NAMES, REPO, copy_fixture
 
 EXAMPLES_PER_FIXTURE = 40

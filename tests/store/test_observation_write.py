@@ -15,7 +15,7 @@ import time
 import libsql
 import pytest
 
-from studio.cli_observe import parse_multi_thread_answer, parse_observer_answer
+from studio.cli.observe import parse_multi_thread_answer, parse_observer_answer
 from studio.engine.observe_window import observation_window
 from studio.engine.tokens import count_observations, stamp_estimates
 from studio.errors import WriteRefused
@@ -315,8 +315,8 @@ def test_watch_after_an_in_place_write(tmp_path, overwritten):
     A turn that read our row appends to it: nothing is reported."""
     import argparse
 
-    from studio.cli_observe import watch_in_place
-    from studio.cli_write_protocol import ProtocolOutcome
+    from studio.cli.observe import watch_in_place
+    from studio.cli.write_options import ProtocolOutcome
 
     path, thread_id = observable_copy("support", tmp_path)
     window = observation_window(path, thread_id)

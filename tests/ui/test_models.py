@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from studio.store.memory_store import MemoryStore
-from studio.ui.loaders import diff_generations, load_listing
+from studio.app.listing import diff_generations, load_listing
 from studio.ui.models import (
     BufferedChunkModel,
     DiffModel,
@@ -15,7 +15,7 @@ from studio.ui.models import (
 )
 from studio.ui.models.diff import DiffMode
 from studio.engine.observations import parse_log
-from studio.engine.overview import iter_statuses
+from studio.app.statuses import iter_statuses
 from tests.oracle_facts import generations as oracle_generations
 
 

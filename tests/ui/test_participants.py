@@ -20,7 +20,7 @@ from PySide6.QtCore import Qt
 from studio.engine.speakers import thread_speakers
 from studio.store.history import list_threads, recall
 from studio.store.memory_store import MemoryStore
-from studio.ui.history_loaders import AGENT, UNTAGGED, MessageFilters
+from studio.app.messages import AGENT, UNTAGGED, MessageFilters
 from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.models.participants import AnomalyModel, ParticipantColumn, ParticipantModel
 from studio.ui.models.roles import ID_ROLE

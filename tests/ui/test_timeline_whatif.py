@@ -195,8 +195,8 @@ def test_the_chart_draws_edge_values_in_both_modes(qtbot, studio_ctx):
 def test_whatif_table_peak_is_the_cli_figure(studio, fixture_db, studio_ctx, qtbot):
     # One computation (studio.engine.whatif): the table's "Peak window + log" of the replay is the CLI's
     # `whatif --json` peak_context_tokens for the same settings, and never below the peak window.
-    from studio.cli_timeline import whatif_document
-    from studio.ui import format as fmt
+    from studio.cli.timeline import whatif_document
+    from studio.app import text as fmt
     from studio.ui.widgets.whatif_panel import ROWS
 
     path = fixture_db("support")

@@ -13,7 +13,7 @@ from studio.engine.timeline import load_timeline
 from studio.engine.whatif import WhatIfSettings, settings_with
 from studio.engine.whatif_chart import replay_in_store, replay_packed, timeline_key
 from studio.store.memory_store import MemoryStore
-from studio.ui.helper_process import CANCEL, HelperProcess
+from studio.app.helper_process import CANCEL, HelperProcess
 from studio.ui.widgets import main_window
 from tests.helper_calls import process_id, wait_for_cancel, wait_for_cancel_then_fail
 

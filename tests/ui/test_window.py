@@ -203,7 +203,7 @@ def test_menus_shortcuts_and_recent_files(studio, studio_ctx, fixture_db):
 
 
 def test_statuses_fill_in_batches_with_progress(studio, studio_ctx, fixture_db, monkeypatch, qtbot):
-    from studio.ui import loaders
+    from studio.app import listing as loaders
 
     monkeypatch.setattr(loaders, "STATUS_BATCH_SECONDS", 0.0)     # one thread per batch
     window = studio()

@@ -17,8 +17,8 @@ from PySide6.QtGui import QBrush, QFont
 from studio.engine.status import ThreadStatus
 from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.records import iso_to_ms, ms_to_iso
-from studio.ui import format as fmt
-from studio.ui.loaders import ListingCounts, ThreadRow
+from studio.app import text as fmt
+from studio.app.listing import ListingCounts, ThreadRow
 from studio.ui.models.base import TableModel
 from studio.ui.models.resources import ORPHANS
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE, RECORD_ROLE, SORT_ROLE

@@ -11,8 +11,8 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QHeaderView, QPushButton, QVBoxLayout, QWidget
 
-from studio.ui.models import observation as obs_jobs
-from studio.ui.models import reflection as jobs
+from studio.app import observation as obs_jobs
+from studio.app import reflection as jobs
 from studio.ui.models.chunks import BufferedChunkModel
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, plain_label, table_view

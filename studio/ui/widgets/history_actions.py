@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 

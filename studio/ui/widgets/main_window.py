@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from studio.paths import SAMPLE_DATABASE
 from studio.store.credentials import is_server_target, redact_url, strip_secrets
 from studio.store.records import Thread
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.models.resources import ResourceListModel
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.models.threads import ThreadTableModel

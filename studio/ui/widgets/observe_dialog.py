@@ -3,7 +3,7 @@ unobserved window in the background, show what would be observed and the new lin
 only when the user confirms, exactly as Mastra's observe() writes an observation.
 
 The dialog never holds a database connection: reading the window, previewing and committing run
-on the TaskRunner (`studio.ui.models.observation`), each opening the file itself, read-only except
+on the TaskRunner (`studio.app.observation`), each opening the file itself, read-only except
 for the commit. The commit is checked inside its transaction against the previewed window and
 record, so an observation the agent made meanwhile is refused rather than overwritten; the quiet
 period, Wait / Force and the watch after the commit are the write protocol's
@@ -15,9 +15,9 @@ from __future__ import annotations
 from PySide6.QtWidgets import QCheckBox, QWidget
 
 from studio.engine.observer import ObservationProgress
-from studio.ui import format as fmt
-from studio.ui.models import observation as obs_jobs
-from studio.ui.models import reflection as jobs
+from studio.app import text as fmt
+from studio.app import observation as obs_jobs
+from studio.app import reflection as jobs
 from studio.ui.widgets.om_tab import MESSAGES_BAR_TITLE
 from studio.ui.widgets.observe_preview import ObservePreviewView
 from studio.ui.widgets.preview_run import InPlaceWriter

@@ -1,7 +1,7 @@
 """The Overview window: every thread of the database as a point by its two OM ratios, coloured by state.
 
 x = pending message tokens / observation threshold, y = observation tokens / reflection threshold
-(Mastra's getStatus figures, `studio.engine.overview.iter_statuses`), computed on the TaskRunner
+(Mastra's getStatus figures, `studio.app.statuses.iter_statuses`), computed on the TaskRunner
 in short batches (the helper process for big databases) so the GUI thread never waits; points
 appear as batches arrive. Hover a point for its figures, click it to open the thread.
 """
@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 
 from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
-from studio.ui import format as fmt
-from studio.ui.loaders import compute_status_batch
+from studio.app import text as fmt
+from studio.app.listing import compute_status_batch
 from studio.ui.style import FILL, NEAR_RATIO, STYLE_SHEET
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label

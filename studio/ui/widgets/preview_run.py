@@ -5,7 +5,7 @@ preview-then-write dialogs themselves is `studio.ui.widgets.write_dialog.Preview
 `InPlaceWriter` runs one confirmed write on the database worker with the protocol's quiet period
 (`ProtocolPanel.quiet_ms`), offers Wait / Force when the agent is active
 (`ProtocolController.choice_for_refusal`), then watches the written row for the protocol's window
-(`studio.ui.models.observation.watch_in_place`): a running turn that read the row before the
+(`studio.app.observation.watch_in_place`): a running turn that read the row before the
 commit rewrites it from its own copy; that is reported (observe again), never hidden.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QMessageBox, QProgressBar, QPushButton, QWidget
 
-from studio.ui.models import reflection as jobs
+from studio.app import reflection as jobs
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel
 from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
@@ -114,7 +114,7 @@ class InPlaceWriter(QObject):
         self.failed.emit(WriteRefused("busy", f"the agent is active: {text}"))
 
     def _on_written(self, result: Any) -> None:
-        from studio.ui.models.observation import watch_in_place
+        from studio.app.observation import watch_in_place
 
         self.written.emit(result)
         row = result.get("row", result) if isinstance(result, dict) else {}

@@ -2,7 +2,7 @@
 proposed generation beside the current one, and write it only when the user confirms.
 
 The dialog never holds a database connection: reading the record, previewing and committing run
-on the TaskRunner's pool (`studio.ui.models.reflection`), each opening the file itself, read-only
+on the TaskRunner's pool (`studio.app.reflection`), each opening the file itself, read-only
 except for the commit. The commit is checked against the previewed generation, so a reflection
 the agent made meanwhile is refused rather than overwritten. The dialog's frame is
 `PreviewWriteDialog`.
@@ -13,8 +13,8 @@ from __future__ import annotations
 from PySide6.QtWidgets import QWidget
 
 from studio.engine.reflector import ReflectionInput, ReflectionProgress, nothing_to_condense, proposal_changes_nothing
-from studio.ui import format as fmt
-from studio.ui.models import reflection as jobs
+from studio.app import text as fmt
+from studio.app import reflection as jobs
 from studio.ui.widgets.common import plain_label
 from studio.ui.widgets.om_tab import OBSERVATIONS_BAR_TITLE
 from studio.ui.widgets.reflect_preview import ProposalView, attempts_text

@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from studio.llm import key_status
-from studio.ui import format as fmt
-from studio.ui.models.reflection import LLM, RULE_BASED, submit
+from studio.app import text as fmt
+from studio.app.reflection import LLM, RULE_BASED, submit
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label, set_role
 

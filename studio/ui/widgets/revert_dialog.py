@@ -15,7 +15,7 @@ from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from studio.store.records import OMRecord
-from studio.ui.models import reflection as jobs
+from studio.app import reflection as jobs
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, plain_label
 from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel

@@ -21,7 +21,7 @@ from studio.engine.events import (
     OMEvent,
 )
 from studio.engine.timeline import Point, series_csv
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.widgets.timeline_chart import ChartExport, spot_event, write_chart_png, write_chart_svg
 
 __all__ = ["TimelineInteraction", "event_text"]

@@ -49,7 +49,7 @@ from studio.engine.whatif import (
     peak_context,
 )
 from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed, timeline_key
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.tasks import CANCEL, TaskRunner
 from studio.ui.widgets.common import plain_label
 

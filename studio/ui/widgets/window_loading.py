@@ -14,8 +14,8 @@ from PySide6.QtCore import QTimer
 
 from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
-from studio.ui import format as fmt
-from studio.ui.loaders import (
+from studio.app import text as fmt
+from studio.app.listing import (
     Listing,
     ListingCounts,
     ThreadDetail,

@@ -21,8 +21,8 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from studio.llm import CancelToken
-from studio.ui import format as fmt
-from studio.ui.models import reflection as jobs
+from studio.app import text as fmt
+from studio.app import reflection as jobs
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
 from studio.ui.widgets.preview_run import RunRow, ask_yes_cancel

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QProgressBar, QSpinBox, QWidget
 
-from studio.ui.models import reflection as jobs
+from studio.app import reflection as jobs
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, plain_label
 
