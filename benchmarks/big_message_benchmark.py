@@ -83,11 +83,12 @@ def main() -> None:
         run_command(f"--screenshot ({tab} tab)",
                     [str(path), "--screenshot", str(Path(tmp) / "shot.png"), "--thread", thread_id, "--tab", tab])
         from studio.store.memory_store import MemoryStore
-        from studio.app import listing as loaders  # no Qt: plain functions the GUI runs off its thread
+        from studio.app.messages import load_message_page  # no Qt: plain functions the GUI runs off its thread
+        from studio.app.thread_detail import load_thread_detail
 
         with MemoryStore.open(path) as store:
-            for name, load in (("thread detail (status)", lambda: loaders.load_thread_detail(store, thread_id)),
-                               ("message page", lambda: loaders.load_message_page(store, thread_id, 0, 200))):
+            for name, load in (("thread detail (status)", lambda: load_thread_detail(store, thread_id)),
+                               ("message page", lambda: load_message_page(store, thread_id, 0, 200))):
                 cpu, started = time.process_time(), time.perf_counter()
                 load()
                 print(f"{name}: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")

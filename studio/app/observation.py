@@ -1,38 +1,44 @@
-"""What the *Observe now…* and *Activate buffered chunks…* dialogs run off the GUI thread (plain functions, no Qt).
+"""Mastra's observation writes by hand, for both faces (no Qt): observe the unobserved window, activate chunks.
 
-Each function opens the database itself: `load_window`, `preview` and `chunk_plan` read-only,
-`commit` and `activate` for writing (only after the user confirmed; the backup of the session
-first). Errors are raised as they come (StoreError, ProviderError, EngineError, WriteRefused,
-Cancelled); `studio.app.reflection.describe_error` turns them into one sentence.
+`memory-studio observe` / `activate` and the studio's *Observe now…* and *Activate buffered
+chunks…* run these: `load_window`, `preview` and `chunk_plan` read the database read-only,
+`commit` and `activate` write (only after the user confirmed; the session's backup first) through
+the OM write protocol (`studio.app.write_protocol`: they take its quiet period; Mastra's own row is
+updated in place, so the protocol watches that the write survives) and return what they changed
+(`studio.app.changes.Written`). Errors are raised as they come (StoreError, ProviderError,
+EngineError, WriteRefused, Cancelled; BadInput for an answer Mastra would reject).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Callable
 
-from studio.engine.observer import (
-    ObservationProgress,
-    ObservationProposal,
-    commit_proposal,
-    default_observer_model,
-    load_observation_window,
-    run_observation,
-)
-from studio.llm import CancelToken
+from studio.app.changes import Written, record_changes
+from studio.app.failures import BadInput
 from studio.app.reflection import LLM, make_client
+
+TYPE_CHECKING = False  # the Observer and the LLM client load when an observation runs (`activate` needs neither)
+if TYPE_CHECKING:
+    from studio.engine.observer import ObservationProgress, ObservationProposal
+    from studio.llm import CancelToken
 
 
 @dataclass
 class ObserveRequest:
-    """What to preview: the database PATH, THREAD_ID, the strategy ("llm" with MODEL / BASE_URL, or "rule-based")."""
+    """What to preview: the database PATH, THREAD_ID, the strategy ("llm" with MODEL / BASE_URL, or "rule-based").
+
+    ANSWER: a given Observer answer (the command line's --answer-file) instead of either;
+    TIMEOUT_S: the longest wait for one model answer (None: the client's default).
+    """
 
     path: str
     thread_id: str
     strategy: str = LLM
     model: str | None = None
     base_url: str | None = None
+    answer: str | None = None
+    timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -80,12 +86,29 @@ class ObservePreview:
 
 def load_window(path: str, thread_id: str):
     """Read THREAD_ID's unobserved window (read-only); raises ObservationInputError, StoreError."""
+    from studio.engine.observer import load_observation_window
+
     return load_observation_window(path, thread_id)
 
 
 def stored_model(window) -> str | None:
     """The Observer model stored in the window's record config, when one we can call."""
+    from studio.engine.observer import default_observer_model
+
     return default_observer_model(window)
+
+
+def propose(request: ObserveRequest, window, client, progress: Callable[[ObservationProgress], None] | None,
+            cancel: CancelToken) -> ObservationProposal:
+    """Run the Observer (CLIENT), the rule-based Observer, or REQUEST.answer on WINDOW; write nothing.
+
+    Raises ObservationRejected (a degenerate or empty answer), ObservationInputError, ProviderError, Cancelled.
+    """
+    from studio.engine.observer import run_observation
+
+    strategy = request.strategy or LLM
+    return run_observation(window, strategy=strategy, client=client, answer=request.answer, path=request.path,
+                           progress=progress, cancel=cancel)
 
 
 def preview(request: ObserveRequest, progress: Callable[[ObservationProgress], None] | None,
@@ -96,30 +119,81 @@ def preview(request: ObserveRequest, progress: Callable[[ObservationProgress], N
     """
     window = load_window(request.path, request.thread_id)
     cancel.raise_if_cancelled()
-    client = make_client(request.model or "", request.base_url) if request.strategy == LLM else None
-    proposal = run_observation(window, strategy=request.strategy, client=client, path=request.path,
-                               progress=progress, cancel=cancel)
+    client = make_client(request.model or "", request.base_url, request.timeout_s) \
+        if request.strategy == LLM and request.answer is None else None
+    proposal = propose(request, window, client, progress, cancel)
     return ObservePreview(request, proposal, window_rows(window))
 
 
-def commit(p: ObservePreview, *, below_threshold: bool = False, session=None, quiet_ms: int = 0) -> dict:
-    """Write P as Mastra's observe() writes it, after the session's backup; return the updated OM row.
+def commit(path: str, proposal: ObservationProposal, *, below_threshold: bool = False, session=None,
+           quiet_ms: int = 0) -> Written:
+    """Write PROPOSAL as Mastra's observe() writes it, after the session's backup; return the updated OM row.
 
+    On a server store SESSION keeps the row backup the write saves (`WriteSession.routed`).
     Refused (WriteRefused, nothing written) when the window or record changed since the preview,
     a busy flag is live, the window is below the threshold without BELOW_THRESHOLD, or ("busy",
-    "the agent is active") the conversation was written less than QUIET_MS (ms) ago.
+    "the agent is active") the conversation was written less than QUIET_MS (ms) ago. Changes: the
+    record, the window's threads, and the messages it observed.
     """
-    if session is not None:
-        session.before_destructive_write(p.request.path)
-    return commit_proposal(p.request.path, p.proposal, force=below_threshold, idle_ms=quiet_ms)
+    from studio.engine.observer import commit_proposal
 
+    window = proposal.window
+    if session is None:
+        row = commit_proposal(path, proposal, force=below_threshold, idle_ms=quiet_ms)
+    else:
+        session.before_destructive_write(path)
+        with session.routed(path):
+            row = commit_proposal(path, proposal, force=below_threshold, idle_ms=quiet_ms)
+    threads = [t for t, _msgs, _ids in window.threads] if hasattr(window, "window_ids") else [window.thread_id]
+    return Written(row, record_changes(window.lookup_key, threads=threads, messages=window.message_ids))
+
+
+def parse_observer_answer(text: str, config: dict | None = None):
+    """Return an ObserverOutput from an Observer answer TEXT, parsed as Mastra's parseObserverOutput does.
+
+    Uses studio.engine.observer_parse (sections at line start, list-line fallback, overlong lines
+    cut) with the inline extractors of the record CONFIG (its stored config; None: Mastra's
+    defaults, no thread-title); raises BadInput when Mastra would reject the answer as degenerate repetition.
+    """
+    from studio.engine.observer_parse import observer_slugs, parse_observer_output
+    from studio.store.write.observation import ObserverOutput
+
+    parsed = parse_observer_output(text, observer_slugs(config))
+    if parsed.degenerate:
+        raise BadInput("the Observer answer repeats itself (Mastra rejects it as degenerate); nothing written")
+    return ObserverOutput(observations=parsed.observations, current_task=parsed.current_task,
+                          suggested_response=parsed.suggested_response, thread_title=parsed.thread_title,
+                          extracted=parsed.extracted)
+
+
+def parse_multi_thread_answer(text: str, config: dict | None = None) -> dict:
+    """Return {thread id: ObserverOutput} from a resource-scope answer's `<thread id="T">…</thread>` blocks.
+
+    Read as Mastra's parseMultiThreadObserverOutput reads it (studio.engine.observer_parse.
+    parse_multi_thread_output) with the inline extractors of the record CONFIG (None: Mastra's
+    defaults); raises BadInput when Mastra would reject the answer as degenerate.
+    """
+    from studio.engine.observer_parse import observer_slugs, parse_multi_thread_output
+    from studio.store.write.observation import ObserverOutput
+
+    parsed, degenerate = parse_multi_thread_output(text, observer_slugs(config))
+    if degenerate:
+        raise BadInput("the Observer answer repeats itself (Mastra rejects it as degenerate); nothing written")
+    return {t: ObserverOutput(p.observations, p.current_task, p.suggested_response, p.thread_title, p.extracted)
+            for t, p in parsed.items()}
+
+
+# -- activation --------------------------------------------------------------------------------------
 
 @dataclass
 class ChunkPlan:
-    """A record's buffered chunks and how many an activation moves (Mastra's swapBufferedToActive rule).
+    """A record's buffered chunks and what an activation moves (Mastra's swapBufferedToActive rule).
 
-    CHUNKS: the stored chunk dicts, oldest first; COUNT: how many are activated; PENDING_TOKENS,
-    THRESHOLD: the figures the rule used (tokens).
+    THREAD_ID / LOOKUP_KEY / RECORD_ID: the record as read; CHUNKS: the stored chunk dicts, oldest
+    first; COUNT: how many are activated; PENDING_TOKENS, THRESHOLD: the figures the rule used
+    (tokens); MOVES: `studio.store.write.activation.activation_plan` of the row (the ids, tokens and
+    text the activation moves: the rule the write itself applies); OBSERVATION_TOKEN_COUNT: the
+    record's stored log size (tokens).
     """
 
     lookup_key: str
@@ -128,70 +202,53 @@ class ChunkPlan:
     count: int
     pending_tokens: int
     threshold: int
+    thread_id: str = ""
+    moves: dict | None = None
+    observation_token_count: int = 0
 
 
 def chunk_plan(path: str, thread_id: str) -> ChunkPlan:
-    """Read THREAD_ID's record and plan its activation (read-only); raises ObservationInputError, StoreError."""
-    from studio.engine.observer import ObservationInputError
-    from studio.common.om_settings import max_threshold, resolve_settings
-    from studio.store.memory_store import MemoryStore
-    from studio.store.write.activation import DEFAULT_BUFFER_ACTIVATION, activation_chunk_count
+    """Read THREAD_ID's record and plan its activation (read-only).
 
-    with MemoryStore.open(path) as store:
+    Raises BadInput for an unknown thread or one without OM, StoreError.
+    """
+    from studio.store.memory_store import MemoryStore
+    from studio.store.write.activation import activation_plan
+
+    with MemoryStore.open(path) as store, store.snapshot():
         thread = store.get_thread(thread_id)
-        key = store.lookup_key_for_thread(thread) if thread is not None else None
+        if thread is None:
+            raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
+        key = store.lookup_key_for_thread(thread)
         record = store.om_current(key) if key else None
     if record is None:
-        raise ObservationInputError(f"Thread {thread_id!r} has no observational memory")
-    chunks = list(record.buffered_chunks or [])
-    config = record.config if isinstance(record.config, dict) else {}
-    obs = config.get("observation") if isinstance(config.get("observation"), dict) else {}
-    settings = resolve_settings(config, record.scope)
-    threshold = max_threshold(settings.message_tokens)
-    pending = int(record.columns.get("pendingMessageTokens") or 0) or sum(int(c.get("messageTokens") or 0)
-                                                                         for c in chunks)
-    ratio = obs.get("bufferActivation")
-    ratio = DEFAULT_BUFFER_ACTIVATION if not isinstance(ratio, (int, float)) else float(ratio)
-    block_after = obs.get("blockAfter") if isinstance(obs.get("blockAfter"), (int, float)) else 0
-    count = activation_chunk_count(chunks, pending, threshold, ratio, bool(block_after) and pending >= block_after)
-    return ChunkPlan(key, record.id, chunks, count, pending, threshold)
+        raise BadInput(f"Thread {thread_id!r} has no observational memory")
+    moves = activation_plan(record.columns)
+    count = moves["chunks_before"] - moves["chunks_after"]
+    return ChunkPlan(key, record.id, list(record.buffered_chunks or []), count, moves["pending_message_tokens"],
+                     moves["threshold"], thread_id, moves, record.observation_token_count)
 
 
-def activate(path: str, thread_id: str, plan: ChunkPlan, *, session=None, quiet_ms: int = 0) -> dict:
+def activate(path: str, plan: ChunkPlan, *, session=None, quiet_ms: int = 0) -> Written:
     """Activate PLAN's chunks as Mastra's activate() does (studio.store.write.activation), after the session's backup.
 
-    Refused (WriteRefused, nothing written) when the record moved on, a busy flag is live, or the
-    agent wrote less than QUIET_MS (ms) ago. Returns activate_buffered's result.
+    On a server store SESSION keeps the row backup the write saves. Refused (WriteRefused,
+    nothing written) when the record moved on, a busy flag is live, or the agent wrote less than
+    QUIET_MS (ms) ago. Returns activate_buffered's result ({"row", "chunks_after",
+    "activated_cycle_ids", "activated_message_ids"}) and what changed.
     """
     from studio.engine.tokens import stamp_estimates
     from studio.store.write.activation import activate_buffered
 
-    if session is not None:
+    def write() -> dict:
+        return activate_buffered(path, thread_id=plan.thread_id, lookup_key=plan.lookup_key,
+                                 stamp_estimates=stamp_estimates, expected_record_id=plan.record_id, idle_ms=quiet_ms)
+
+    if session is None:
+        result = write()
+    else:
         session.before_destructive_write(path)
-    return activate_buffered(path, thread_id=thread_id, lookup_key=plan.lookup_key, stamp_estimates=stamp_estimates,
-                             expected_record_id=plan.record_id, idle_ms=quiet_ms)
-
-
-def watch_in_place(path: str, lookup_key: str, record_id: str, written: str, ago_ms: int | None,
-                   cancelled: Callable[[], bool], window_ms: int | None = None) -> bool:
-    """Watch an in-place write (observe / activate) for the protocol's window; return False when it was overwritten.
-
-    The written row carries no studio mark, so what is watched is its text: a turn that read the
-    row before the commit rewrites `activeObservations` from its own copy and drops ours
-    (studio.store.write.observation.observation_survived). WINDOW_MS defaults to the stored turn
-    timings' window, 0 when the conversation was quiet for longer (AGO_MS) than a turn takes.
-    """
-    from studio.store.write.observation import observation_survived
-    from studio.store.write.protocol import store_turn_ms, watch_window_ms
-
-    if window_ms is None:
-        window_ms = watch_window_ms(store_turn_ms(path, lookup_key))
-        if ago_ms is None or ago_ms > window_ms:
-            window_ms = 0
-    deadline = time.monotonic() + window_ms / 1000
-    while True:
-        if not observation_survived(path, record_id, written):
-            return False
-        if time.monotonic() >= deadline or cancelled():
-            return True
-        time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+        with session.routed(path):
+            result = write()
+    return Written(result, record_changes(plan.lookup_key, threads=[plan.thread_id],
+                                          messages=result.get("activated_message_ids") or ()))

@@ -1,6 +1,9 @@
-"""The OM write protocol on the command line (`reflect`, `revert`): quiet period, wait, watch, repair.
+"""The OM write protocol on the command line (`reflect`, `revert`, `observe`, `activate`): its options and report.
 
-Options added to each OM-writing command (see `add_protocol_arguments`):
+The protocol itself is `studio.app.write_protocol` (the studio runs the same one); this module
+adds its options to a command, checks the quiet period before the model is called, runs the write
+through it with the terminal's answers (`studio.cli.interaction.TerminalInteraction`) and prints
+what it did. Options added to each OM-writing command (see `add_protocol_arguments`):
 
     --quiet-period S   refuse while the record, its thread(s) or their messages were written by
                        another program less than S seconds ago (default 30; 0 = off); checked
@@ -16,20 +19,32 @@ Options added to each OM-writing command (see `add_protocol_arguments`):
                        default), revert (a new generation with the agent's version), report only
 
 The JSON document gets `"activity"` (the quiet check), `"overtaken"` (findings, see
-`studio.store.write.protocol.OvertakingWrite.to_json`) and `"repairs"` (generations written to repair
-them). Exit 3 when the agent is active and the wait ran out, or when an overtaking write is left
-unrepaired (`report`, or a repair that was refused).
+`studio.store.write.protocol.OvertakingWrite.to_json`), `"repairs"` (generations written to repair
+them) and `"watched_s"`. Exit 3 when the agent is active and the wait ran out, or when an
+overtaking write is left unrepaired (`report`, or a repair that was refused).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-__all__ = ["add_protocol_arguments", "ProtocolOutcome", "preflight", "write_with_protocol", "watch_after_commit",
-           "report_write"]
+from studio.app.failures import EXIT_OK, EXIT_REFUSED, say
+from studio.app.write_protocol import (
+    ProtocolOptions,
+    ProtocolOutcome,
+    WriteJob,
+    activity_json,
+    preflight,
+    protocol_steps,
+    refuses,
+    run_steps,
+)
+from studio.cli.interaction import TerminalInteraction
+from studio.cli.output import print_json
+
+__all__ = ["add_protocol_arguments", "protocol_options", "check_quiet", "write_through_protocol", "report_write",
+           "refused_document", "positive_seconds"]
 
 
 def _seconds(text: str) -> float:
@@ -39,6 +54,17 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not value >= 0:
         raise argparse.ArgumentTypeError("must be 0 or more seconds")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """Parse a `--timeout` value: a number of seconds above 0 (argparse's type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
     return value
 
 
@@ -64,130 +90,40 @@ def add_protocol_arguments(p: argparse.ArgumentParser) -> None:
                         "version, or only report it (exit 3)")
 
 
-def _say(text: str) -> None:
-    print(f"memory-studio: {text}", file=sys.stderr)
+def protocol_options(args) -> ProtocolOptions:
+    """Return the write protocol's options of a command's ARGS (seconds turned into ms)."""
+    return ProtocolOptions(quiet_ms=int(args.quiet_period * 1000), force=args.force, wait_s=args.wait_idle,
+                           watch_ms=None if args.watch == "auto" else int(args.watch * 1000))
 
 
-@dataclass
-class ProtocolOutcome:
-    """What the protocol did around one write: the quiet check, the watch, the repairs (JSON-ready)."""
+def check_quiet(args, lookup_key: str, outcome: ProtocolOutcome):
+    """Check the quiet period before the model is called (waiting up to --wait-idle).
 
-    activity: dict | None = None
-    watched_s: float = 0.0
-    overtaken: list[dict] = field(default_factory=list)
-    repairs: list[str] = field(default_factory=list)
-    unrepaired: int = 0
-
-    def to_json(self) -> dict:
-        """The document's protocol fields."""
-        return {"activity": self.activity, "watched_s": round(self.watched_s, 3), "overtaken": self.overtaken,
-                "repairs": self.repairs}
-
-
-def _activity_json(activity) -> dict | None:
-    if activity is None:
-        return None
-    return {"active": activity.active, "last_write_ago_s": None if activity.ago_ms is None else activity.ago_ms / 1000,
-            "quiet_period_s": activity.quiet_ms / 1000, "live_flags": list(activity.live_flags),
-            "message": activity.message()}
-
-
-def preflight(args, path: str, lookup_key: str, outcome: ProtocolOutcome) -> bool:
-    """Check the quiet period before the model call (waiting up to --wait-idle); False when the write must not go on."""
-    from studio.store.write.protocol import store_activity, wait_for_quiet
-
-    quiet_ms = int(args.quiet_period * 1000)
-    probe = lambda: store_activity(path, lookup_key, quiet_ms)  # noqa: E731
-    activity = probe()
-    if activity is None:
-        return True
-    if activity.active and not args.force and args.wait_idle > 0:
-        _say(activity.message().replace("wait until it is quiet, or force the write",
-                                        f"waiting up to {args.wait_idle:g} s"))
-        activity = wait_for_quiet(probe, args.wait_idle)
-    outcome.activity = _activity_json(activity)
-    if activity.live_flags or (activity.active and not args.force and quiet_ms > 0):
-        _say(activity.message() + " Nothing was written (use --wait-idle SECONDS to wait, --force to write anyway).")
-        return False
-    return True
-
-
-def write_with_protocol(args, write: Callable[[int], dict]) -> dict:
-    """Call WRITE(quiet_ms) (it re-checks the quiet period inside its transaction); retry within --wait-idle.
-
-    Raises the last WriteRefused when the agent stays active.
+    Returns the AgentActivity read (None: no record), or False when the write must not go on (said
+    on stderr). OUTCOME gets the activity.
     """
-    import time
+    options = protocol_options(args)
 
-    from studio.store.writes import WriteRefused
+    def waiting(activity) -> None:
+        say(activity.message().replace("wait until it is quiet, or force the write",
+                                       f"waiting up to {args.wait_idle:g} s"))
 
-    quiet_ms = 0 if args.force else int(args.quiet_period * 1000)
-    deadline = time.monotonic() + args.wait_idle
-    while True:
-        try:
-            return write(quiet_ms)
-        except WriteRefused as exc:
-            if exc.reason != "busy" or "agent is active" not in str(exc) or time.monotonic() >= deadline:
-                raise
-            time.sleep(min(1.0, max(0.05, deadline - time.monotonic())))
-
-
-def watch_after_commit(args, path: str, lookup_key: str, outcome: ProtocolOutcome,
-                       sleep: Callable[[float], None] | None = None) -> None:
-    """Watch LOOKUP_KEY after a commit for --watch seconds; repair or report what overtook it (fills OUTCOME)."""
-    import time
-
-    from studio.store.write.protocol import (
-        find_overtaking_writes,
-        history_reader,
-        store_turn_ms,
-        unrepaired,
-        watch_window_ms,
-    )
-    from studio.engine.tokens import count_observations
-    from studio.store.write.repair import repair_overtaken_writes
-    from studio.store.writes import WriteRefused
-
-    if args.watch == "auto":
-        window_ms = watch_window_ms(store_turn_ms(path, lookup_key))
-        before = outcome.activity or {}
-        ago = before.get("last_write_ago_s")
-        if ago is None or ago * 1000 > window_ms:
-            window_ms = 0  # quiet for longer than a turn takes: nothing can still be in flight
-    else:
-        window_ms = int(args.watch * 1000)
-    read = history_reader(path, lookup_key)
-    started = time.monotonic()
-    deadline = started + window_ms / 1000
-    seen: set[str] = set()
-    while True:
-        found = unrepaired(find_overtaking_writes(read()))
-        for f in found:
-            if f.record_id + f.observations_hash not in seen:
-                seen.add(f.record_id + f.observations_hash)
-                outcome.overtaken.append(f.to_json())
-                _say(f.describe())
-        if found and args.on_overtaken != "report":
-            try:
-                row = repair_overtaken_writes(path, lookup_key=lookup_key, count_observations=count_observations,
-                                              prefer="carry" if args.on_overtaken == "repair" else "revert")
-            except WriteRefused as exc:
-                _say(f"The repair was refused: {exc}")
-                row = None
-            if row is not None:
-                outcome.repairs.append(row["id"])
-                _say(f"Wrote generation {row['generationCount']} to repair it (record {row['id']}).")
-                continue
-        if time.monotonic() >= deadline:
-            break
-        (sleep or time.sleep)(min(0.5, max(0.0, deadline - time.monotonic())))
-    outcome.watched_s = time.monotonic() - started
-    outcome.unrepaired = len(unrepaired(find_overtaking_writes(read())))
+    activity = preflight(args.path, lookup_key, options, on_wait=waiting)
+    outcome.activity = activity_json(activity)
+    if refuses(activity, options):
+        say(activity.message() + " Nothing was written (use --wait-idle SECONDS to wait, --force to write anyway).")
+        return False
+    return activity
 
 
-def protocol_fields(outcome: ProtocolOutcome) -> dict[str, Any]:
-    """Return OUTCOME's JSON fields for a command's document."""
-    return outcome.to_json()
+def write_through_protocol(args, job: WriteJob, outcome: ProtocolOutcome, activity=None) -> Any:
+    """Run JOB's write through the OM write protocol with ARGS' options; return what the write returned.
+
+    ACTIVITY: `check_quiet`'s. Raises the write's WriteRefused (nothing written) when it stays refused.
+    """
+    interaction = TerminalInteraction(assume_yes=True, on_overtaken=args.on_overtaken)
+    return run_steps(protocol_steps(job, protocol_options(args), interaction, outcome, activity=activity or None),
+                     job)
 
 
 def report_write(args, doc: dict, outcome: ProtocolOutcome, summary: str) -> int:
@@ -197,11 +133,17 @@ def report_write(args, doc: dict, outcome: ProtocolOutcome, summary: str) -> int
     the one-line SUMMARY and DOC["backup"] when there is one. Returns 0, or 3 (refused) when an
     overtaking write was left unrepaired.
     """
-    from studio.cli import EXIT_OK, EXIT_REFUSED, _dump
-
     doc.update(outcome.to_json())
     if args.json:
-        _dump(doc)
+        print_json(doc)
     else:
         print(summary + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
     return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
+
+
+def refused_document(args, outcome: ProtocolOutcome, doc: dict) -> int:
+    """Print DOC with the protocol's fields (--json) for a write that did not happen; return exit 3."""
+    doc.update(outcome.to_json())
+    if args.json:
+        print_json(doc)
+    return EXIT_REFUSED

@@ -11,6 +11,7 @@ from PySide6.QtCore import QSettings, Qt, QtMsgType, qInstallMessageHandler
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from studio.app.failures import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from studio.paths import ICONS, SAMPLE_DATABASE
 from studio.store.credentials import strip_secrets
 from studio.ui.tasks import TaskRunner
@@ -18,7 +19,6 @@ from studio.ui.tasks import TaskRunner
 ORGANIZATION = "Memory Studio"
 APPLICATION = "Memory Studio"
 MAX_RECENT_FILES = 10
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 #: The interpreter's thread switch interval in the studio (s; Python's default is 0.005). A worker
 #: thread running Python holds the GIL up to this long each time the GUI thread needs it (every
 #: paint calls into the models), so a shorter interval keeps the window responsive while work runs.
@@ -126,8 +126,9 @@ def collect_garbage_on_gui_thread(app: QApplication) -> None:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (see studio.cli.parse_window_size)."""
-    from studio.cli import BadInput, parse_window_size
+    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (see studio.ui.start.parse_window_size)."""
+    from studio.app.failures import BadInput
+    from studio.ui.start import parse_window_size
 
     try:
         return parse_window_size(text)
@@ -219,7 +220,8 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
             print(f"memory-studio: {message}; no screenshot written", file=sys.stderr)
             return code
         out = Path(args.screenshot)
-        from studio.cli import BadInput, screenshot_format
+        from studio.app.failures import BadInput
+        from studio.ui.start import screenshot_format
 
         try:
             image_format = screenshot_format(str(out))   # the suffix's format; no folder is created
@@ -255,10 +257,10 @@ def _failed_reads(errors: list[tuple[str, Exception]]) -> tuple[str, int]:
 
     Reads that fail for one cause (a damaged file fails every read of its damaged part) share one
     sentence: each distinct message once, then which parts of the window it kept out. The exit code
-    is the command line's for that error (`studio.cli.exit_code_for`: a store error 2, a lock 3, I/O 4, a
-    bug 1); errors of different codes give 1.
+    is the command line's for that error (`studio.app.failures.exit_code_for`: a store error 2, a lock 3, I/O 4,
+    a bug 1); errors of different codes give 1.
     """
-    from studio.cli import exit_code_for
+    from studio.app.failures import exit_code_for
 
     messages: dict[str, list[str]] = {}
     for key, exc in errors:

@@ -149,10 +149,10 @@ def test_clone_asks_on_a_terminal_like_the_other_writes(fixture_db, capsys, monk
     # reflect, revert, activate and observe ask "[y/N]" on a terminal; clone only said "add --yes".
     import io
 
-    import studio.cli.reflect
+    import studio.cli.interaction
 
     path = fixture_db("history")
-    monkeypatch.setattr(studio.cli.reflect, "_is_terminal", lambda: True)
+    monkeypatch.setattr(studio.cli.interaction, "is_terminal", lambda: True)
     monkeypatch.setattr("sys.stdin", io.StringIO(answer))
     got, out, err = run(capsys, ["clone", str(path), "--thread", "hist-1", "--new-id", "asked", "--json"])
     assert got == code, err

@@ -8,7 +8,8 @@ import subprocess
 
 from studio.cli import main
 from studio.store.memory_store import MemoryStore
-from studio.app.listing import load_listing, load_thread_detail
+from studio.app.listing import load_listing
+from studio.app.thread_detail import load_thread_detail
 from tests.conftest import copy_fixture
 from tests.interop.conftest import NODE_TIMEOUT_S, run_node
 

@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtWidgets import QHeaderView, QStyledItemDelegate, QStyleOptionViewItem
 
-from studio.app.statuses import iter_statuses
+from studio.app.statuses import iter_thread_statuses
 from studio.store.memory_store import MemoryStore
 from studio.app.listing import load_listing
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE
@@ -20,7 +20,7 @@ from tests.conftest import load_oracle
 def listing_and_statuses(path):
     with MemoryStore.open(path) as store:
         listing = load_listing(store)
-        statuses = list(iter_statuses(store, [r.thread for r in listing.rows]))
+        statuses = list(iter_thread_statuses(store, [r.thread for r in listing.rows]))
     return listing, statuses
 
 

@@ -16,8 +16,15 @@ from PySide6.QtGui import QBrush
 
 from studio.engine.speakers import MessageAttribution, attribute_message
 from studio.app import text as fmt
-from studio.app.messages import FilteredIds, MessageFilters, load_filtered_ids, load_message_rows
-from studio.app.listing import MessagePage, MessageRow, load_message_page
+from studio.app.messages import (
+    FilteredIds,
+    MessageFilters,
+    MessagePage,
+    MessageRow,
+    load_filtered_ids,
+    load_message_page,
+    load_message_rows,
+)
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RAW_ROLE, RECORD_ROLE, SORT_ROLE
 from studio.ui.style import MUTED

@@ -1,8 +1,8 @@
 """The thread list: a lazy table (rows exposed a page at a time) with two threshold-bar columns.
 
-Rows come from one background read (`loaders.load_listing`); they are handed to the view in
+Rows come from one background read (`studio.app.listing.load_listing`); they are handed to the view in
 pages through `canFetchMore`/`fetchMore`, filtered by resource and title and sorted in memory.
-Statuses arrive later, in batches, from a background `iter_statuses` task; until then a bar shows
+Statuses arrive later, in batches, from background `studio.app.statuses.status_batch` tasks; until then a bar shows
 "…". A batch touches only its own rows (no re-sort, `dataChanged` for the changed rows only).
 """
 

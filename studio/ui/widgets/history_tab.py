@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from studio.engine.diff import GenerationDiff, side_by_side
 from studio.store.records import OMRecord
 from studio.app import text as fmt
-from studio.app.listing import ThreadDetail, diff_generations
+from studio.app.thread_detail import ThreadDetail, diff_generations
 from studio.ui.models.diff import DiffMode, DiffModel, display_line
 from studio.ui.models.generations import GenerationColumn, GenerationTableModel
 from studio.ui.tasks import TaskRunner

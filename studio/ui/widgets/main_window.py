@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
 
 from studio.paths import SAMPLE_DATABASE
 from studio.store.credentials import is_server_target, redact_url, strip_secrets
-from studio.store.records import Thread
 from studio.app import text as fmt
+from studio.app.statuses import StatusRound
 from studio.ui.models.resources import ResourceListModel
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.models.threads import ThreadTableModel
@@ -85,8 +85,7 @@ class MainWindow(ListingLoader, WindowDialogs, QMainWindow):
         self._thread_id: str | None = None
         self._pending_thread: str | None = None
         self._pending_tab: str | None = None
-        self._status_threads: list[Thread] = []
-        self._status_done = 0
+        self._statuses = StatusRound()   # the threads whose bars are still computed (studio.app.statuses)
         self._status_round = 0
         self._use_helper = False
         self.error_box: QMessageBox | None = None

@@ -33,8 +33,7 @@ from studio.engine.speakers import SpeakerReport
 from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.history import js_date_iso
 from studio.app import text as fmt
-from studio.app.messages import AGENT, UNTAGGED, MessageFilters, describe_speaker_filter, message_position
-from studio.app.listing import MessageRow
+from studio.app.messages import AGENT, UNTAGGED, MessageFilters, MessageRow, describe_speaker_filter, message_position
 from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label, table_view

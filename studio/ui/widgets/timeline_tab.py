@@ -38,7 +38,7 @@ from studio.engine.timeline import Point, Timeline
 from studio.engine.timeline_series import ChartSeries, X_MODES, event_y, load_timeline_chart
 from studio.engine.whatif_chart import WhatIfChart
 from studio.app import text as fmt
-from studio.app.listing import ThreadDetail
+from studio.app.thread_detail import ThreadDetail
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state, set_role
 from studio.ui.widgets.timeline_chart import (  # noqa: F401  (re-exported: the Overview uses them)

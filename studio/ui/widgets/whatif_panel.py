@@ -50,7 +50,8 @@ from studio.engine.whatif import (
 )
 from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed, timeline_key
 from studio.app import text as fmt
-from studio.ui.tasks import CANCEL, TaskRunner
+from studio.app.helper_process import CANCEL
+from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 
 #: Pause after the last change before the replay runs (ms).

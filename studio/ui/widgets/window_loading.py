@@ -12,19 +12,12 @@ import time
 
 from PySide6.QtCore import QTimer
 
-from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
 from studio.app import text as fmt
-from studio.app.listing import (
-    Listing,
-    ListingCounts,
-    ThreadDetail,
-    check_changed,
-    compute_status_batch,
-    load_listing,
-    load_listing_in_two_steps,
-    load_thread_detail,
-)
+from studio.app.helper_process import CANCEL
+from studio.app.listing import Listing, ListingCounts, check_changed, load_listing, load_listing_in_two_steps
+from studio.app.statuses import StatusBatch, StatusRound, status_batch
+from studio.app.thread_detail import ThreadDetail, load_thread_detail
 from studio.ui.watcher import file_problem
 from studio.ui.widgets.thread_view import NO_THREAD
 
@@ -34,8 +27,6 @@ FIRST_PAINT_WAIT_S = 0.5
 FIRST_PAINT_SETTLE_MS = 60
 #: Whether a first load of a server store lists threads before their counts (see `_load_listing`).
 TWO_STEP_LISTING = True
-#: Threads sent to the helper process per status batch.
-STATUS_HELPER_CHUNK = 250
 
 
 class ListingLoader:
@@ -229,38 +220,30 @@ class ListingLoader:
 
     def _start_statuses(self) -> None:
         """Compute every OM thread's status in short background batches (the bars fill in as they come)."""
-        self._status_threads = [r.thread for r in self.thread_model.all_threads() if r.has_om]
-        self._status_done = 0
+        self._statuses = StatusRound(r.thread for r in self.thread_model.all_threads() if r.has_om)
         self._status_round += 1
-        if not self._status_threads:
+        if not self._statuses.total:
             self.progress.hide()
             self.thread_model.apply_statuses([], final=True)
             self.statuses_finished.emit()
             return
-        self.progress.setRange(0, len(self._status_threads))
+        self.progress.setRange(0, self._statuses.total)
         self.progress.setValue(0)
         self.progress.show()
         self._next_status_batch(self._status_round)
 
     def _next_status_batch(self, round_: int) -> None:
-        remaining = self._status_threads[self._status_done:]
-        on_done = functools.partial(self._on_status_batch_done, round_)
-        on_error = functools.partial(self._on_status_batch_failed, round_)
-        if self._use_helper:
-            self._runner.submit_call(compute_status_batch, remaining[:STATUS_HELPER_CHUNK], helper=True,
-                                     on_done=on_done, on_error=on_error, key="statuses")
-        else:
-            self._runner.submit(lambda store, _p, cancel: compute_status_batch(store, remaining, cancel),
-                                on_done=on_done, on_error=on_error, key="statuses")
+        self._runner.submit_call(status_batch, self._statuses.next_threads(self._use_helper), CANCEL,
+                                 helper=self._use_helper, key="statuses",
+                                 on_done=functools.partial(self._on_status_batch_done, round_),
+                                 on_error=functools.partial(self._on_status_batch_failed, round_))
 
-    def _on_status_batch_done(self, round_: int, result: tuple[list[ThreadStatus], int]) -> None:
+    def _on_status_batch_done(self, round_: int, batch: StatusBatch) -> None:
         if round_ != self._status_round:
             return
-        statuses, handled = result
-        self._status_done += max(handled, 1)
-        finished = self._status_done >= len(self._status_threads)
-        self.thread_model.apply_statuses(statuses, final=finished)
-        self.progress.setValue(min(self._status_done, len(self._status_threads)))
+        finished = self._statuses.take(batch)
+        self.thread_model.apply_statuses(batch.statuses, final=finished)
+        self.progress.setValue(self._statuses.done)
         if finished:
             self.progress.hide()
             self.statuses_finished.emit()

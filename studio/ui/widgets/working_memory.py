@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
 
 from studio.app import text as fmt
-from studio.app.messages import WorkingMemoryInfo, load_working_memory
+from studio.app.thread_detail import WorkingMemoryInfo, load_working_memory
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 
