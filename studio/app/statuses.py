@@ -66,42 +66,30 @@ def iter_statuses(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]], 
             together.append((thread, record))
         else:
             by_key.setdefault((thread.id, storage_cursor(record.last_observed_at)), []).append((thread, record))
-    if by_key:
-        for key, messages in store.iter_messages_since_many(by_key):
-            rows = StatusRows(thread_messages={key: messages})
-            for thread, record in by_key.get(key, ()):
-                if cancel is not None and cancel.is_set():
-                    return
-                status = _status(thread, record, rows, now_ms, on_error)
-                if status is not None:
-                    yield status
-                if handled is not None:
-                    handled(thread)
-    if together:
-        if cancel is not None and cancel.is_set():
-            return
-        rows = load_status_rows(store, together, threads)
-        for thread, record in together:
+    def batches() -> Iterator[tuple[list[tuple[Thread, OMRecord]], StatusRows]]:
+        if by_key:
+            for key, messages in store.iter_messages_since_many(by_key):
+                yield by_key.get(key, []), StatusRows(thread_messages={key: messages})
+        if together and not (cancel is not None and cancel.is_set()):
+            yield together, load_status_rows(store, together, threads)
+
+    for batch, rows in batches():
+        for thread, record in batch:
             if cancel is not None and cancel.is_set():
                 return
-            status = _status(thread, record, rows, now_ms, on_error)
+            try:
+                status = status_from_rows(thread, record, rows, now_ms=now_ms)
+            except StoreError:
+                raise  # the database itself failed: stop
+            except Exception as exc:  # one odd record must not hide every other thread's bars
+                if on_error is None:
+                    raise
+                on_error(thread, exc)
+                status = None
             if status is not None:
                 yield status
             if handled is not None:
                 handled(thread)
-
-
-def _status(thread: Thread, record: OMRecord, rows: StatusRows, now_ms: int | None,
-            on_error: Callable[[Thread, Exception], None] | None) -> ThreadStatus | None:
-    try:
-        return status_from_rows(thread, record, rows, now_ms=now_ms)
-    except StoreError:
-        raise  # the database itself failed: stop
-    except Exception as exc:  # one odd record must not hide every other thread's bars
-        if on_error is None:
-            raise
-        on_error(thread, exc)
-        return None
 
 
 def iter_thread_statuses(store: MemoryStore, threads: list[Thread] | None = None, *,

@@ -28,7 +28,7 @@ the watch after the commit (`--watch`) checks that the written text survives
 
 from __future__ import annotations
 
-from studio.app.failures import EXIT_FAILURE, EXIT_OK, BadInput, exit_code_for, say
+from studio.app.failures import EXIT_FAILURE, EXIT_OK, BadInput, say
 from studio.app.observation import ChunkPlan
 from studio.cli import JSON_HELP
 from studio.cli import interaction as tty
@@ -40,13 +40,9 @@ from studio.cli.write_options import (
     positive_seconds,
     refused_document,
     report_write,
+    write_refused,
     write_through_protocol,
 )
-
-
-def _write_refused(exc) -> int:
-    say(str(exc))
-    return exit_code_for(exc)
 
 
 def _run_activate(args) -> int:
@@ -78,7 +74,7 @@ def _run_activate(args) -> int:
     try:
         result = write_through_protocol(args, job, outcome, activity).result
     except WriteRefused as exc:
-        return _write_refused(exc)
+        return write_refused(exc)
     row = result["row"]
     doc.update({"activated": True, "chunks_after": result["chunks_after"],
                 "activated_cycle_ids": result["activated_cycle_ids"],
@@ -214,7 +210,7 @@ def _run_observe(args) -> int:
     try:
         row = write_through_protocol(args, job, outcome, activity).result
     except WriteRefused as exc:
-        return _write_refused(exc)
+        return write_refused(exc)
     doc.update({"observed": True, "record_id": row["id"], "observation_token_count": row["observationTokenCount"],
                 "last_observed_at": row["lastObservedAt"],
                 "backup": str(session.backup_for(args.path) or "") or None})

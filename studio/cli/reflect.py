@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import sys
 
-from studio.app.failures import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, BadInput, exit_code_for, say
+from studio.app.failures import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, BadInput, say
 from studio.cli import JSON_HELP
 from studio.cli import interaction as tty
 from studio.cli.interaction import TerminalInteraction, run_cancellable, stdout_to_stderr
@@ -49,6 +49,7 @@ from studio.cli.write_options import (
     positive_seconds,
     refused_document,
     report_write,
+    write_refused,
     write_through_protocol,
 )
 from studio.errors import StoreError, StudioError
@@ -56,9 +57,13 @@ from studio.errors import StoreError, StudioError
 __all__ = ["add_reflect_command", "add_revert_command"]
 
 
-def _write_refused(exc) -> int:
-    say(str(exc))
-    return exit_code_for(exc)
+def _confirm_generation(stale: str | None, question: str) -> bool:
+    """Ask STALE (clear a stale isReflecting), when given, then QUESTION on the terminal; a no says so (False)."""
+    terminal = TerminalInteraction()
+    if (stale is None or terminal.confirm("Clear isReflecting?", stale)) and terminal.confirm("Write", question):
+        return True
+    say("Nothing was written.")
+    return False
 
 
 def _progress_printer(enabled: bool):
@@ -172,13 +177,9 @@ def _run_reflect(args) -> int:
                            "or --dry-run to preview")
         with stdout_to_stderr():
             _print_summary(reflect_document(p, dry_run=True, written=None))
-        terminal = TerminalInteraction()
-        if clear_stale and not terminal.confirm(
-                "Clear isReflecting?", "isReflecting is set but looks stale (left by a process that stopped). Clear it?"):
-            say("Nothing was written.")
-            return EXIT_REFUSED
-        if not terminal.confirm("Commit reflection", f"Write generation {inp.generation_count + 1} to {inp.path}?"):
-            say("Nothing was written.")
+        if not _confirm_generation("isReflecting is set but looks stale (left by a process that stopped). Clear it?"
+                                   if clear_stale else None,
+                                   f"Write generation {inp.generation_count + 1} to {inp.path}?"):
             return EXIT_REFUSED
 
     try:
@@ -190,7 +191,7 @@ def _run_reflect(args) -> int:
             p, clear_stale_reflecting=clear_stale, session=session, quiet_ms=quiet_ms, via="cli"))
         written = write_through_protocol(args, job, outcome, activity)
     except writes.WriteRefused as exc:
-        return _write_refused(exc)
+        return write_refused(exc)
     doc = reflect_document(p, dry_run=False, written=written.result, backup=session.backup_for(args.path))
     doc.update(outcome.to_json())
     print_json(doc) if args.json else _print_summary(doc)
@@ -258,12 +259,8 @@ def _run_revert(args) -> int:
         say(f"Generation {preview['generation_count']} would restore generation {args.to_generation}'s "
             f"{preview['observation_token_count']:,} tokens (lines: {preview['diff']['kept']} kept, "
             f"{preview['diff']['added']} added, {preview['diff']['removed']} removed).")
-        terminal = TerminalInteraction()
-        if clear_stale and not terminal.confirm("Clear isReflecting?", "isReflecting is set but looks stale. Clear it?"):
-            say("Nothing was written.")
-            return EXIT_REFUSED
-        if not terminal.confirm("Revert", f"Write generation {preview['generation_count']} to {args.path}?"):
-            say("Nothing was written.")
+        if not _confirm_generation("isReflecting is set but looks stale. Clear it?" if clear_stale else None,
+                                   f"Write generation {preview['generation_count']} to {args.path}?"):
             return EXIT_REFUSED
     try:
         session = writes.WriteSession()
@@ -272,7 +269,7 @@ def _run_revert(args) -> int:
             session=session, quiet_ms=quiet_ms, clear_stale_reflecting=clear_stale))
         written = write_through_protocol(args, job, outcome, activity)
     except writes.WriteRefused as exc:
-        return _write_refused(exc)
+        return write_refused(exc)
     doc = revert_document(plan, written=written.result, backup=session.backup_for(args.path))
     return report_write(args, doc, outcome, f"Wrote generation {doc['generation_count']} of {key}: generation "
                                             f"{args.to_generation}'s log ({doc['observation_token_count']:,} tokens)")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from studio.app.failures import EXIT_OK, EXIT_REFUSED, say
+from studio.app.failures import EXIT_OK, EXIT_REFUSED, exit_code_for, say
 from studio.app.write_protocol import (
     ProtocolOptions,
     ProtocolOutcome,
@@ -44,7 +44,7 @@ from studio.cli.interaction import TerminalInteraction
 from studio.cli.output import print_json
 
 __all__ = ["add_protocol_arguments", "protocol_options", "check_quiet", "write_through_protocol", "report_write",
-           "refused_document", "positive_seconds"]
+           "refused_document", "write_refused", "positive_seconds"]
 
 
 def _seconds(text: str) -> float:
@@ -139,6 +139,12 @@ def report_write(args, doc: dict, outcome: ProtocolOutcome, summary: str) -> int
     else:
         print(summary + (f"; backup: {doc['backup']}" if doc["backup"] else ""))
     return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
+
+
+def write_refused(exc) -> int:
+    """Say why a write was refused (WriteRefused: nothing written) and return its exit code (2 or 3)."""
+    say(str(exc))
+    return exit_code_for(exc)
 
 
 def refused_document(args, outcome: ProtocolOutcome, doc: dict) -> int:

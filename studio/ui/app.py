@@ -126,9 +126,9 @@ def collect_garbage_on_gui_thread(app: QApplication) -> None:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (see studio.ui.start.parse_window_size)."""
+    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (see studio.ui.arguments.parse_window_size)."""
     from studio.app.failures import BadInput
-    from studio.ui.start import parse_window_size
+    from studio.ui.arguments import parse_window_size
 
     try:
         return parse_window_size(text)
@@ -221,7 +221,7 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
             return code
         out = Path(args.screenshot)
         from studio.app.failures import BadInput
-        from studio.ui.start import screenshot_format
+        from studio.ui.arguments import screenshot_format
 
         try:
             image_format = screenshot_format(str(out))   # the suffix's format; no folder is created

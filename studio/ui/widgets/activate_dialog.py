@@ -20,7 +20,7 @@ from studio.errors import WriteRefused
 from studio.ui.models.chunks import BufferedChunkModel
 from studio.ui.tasks import TaskRunner, submit_job
 from studio.ui.widgets.common import ElidedLabel, plain_label, table_view
-from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
+from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
 
 TITLE = "Activate Buffered Chunks"
 
@@ -116,14 +116,7 @@ class ActivateDialog(QDialog):
         """The error shown (plain text), or ""."""
         return self.error_label.text() if not self.error_label.isHidden() else ""
 
-    @property
-    def interaction(self) -> Interaction:
-        """Return what asks the user (the confirmation and the write protocol's questions)."""
-        return self.protocol.interaction
-
-    @interaction.setter
-    def interaction(self, interaction: Interaction) -> None:
-        self.protocol.interaction = interaction
+    interaction = dialog_interaction
 
     def _on_plan(self, plan: obs_jobs.ChunkPlan) -> None:
         self._busy = None

@@ -19,7 +19,7 @@ from studio.app.write_protocol import Interaction
 from studio.store.records import OMRecord
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, plain_label
-from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
+from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
 
 TITLE = "Revert to this generation"
 REVERT_REFUSALS = {
@@ -126,14 +126,7 @@ class RevertDialog(QDialog):
         """Return what runs in the background: "commit", "wait", "watch", or None."""
         return self._busy
 
-    @property
-    def interaction(self) -> Interaction:
-        """Return what answers the write protocol's questions."""
-        return self.protocol.interaction
-
-    @interaction.setter
-    def interaction(self, interaction: Interaction) -> None:
-        self.protocol.interaction = interaction
+    interaction = dialog_interaction
 
     def error_text(self) -> str:
         """Return the error shown (plain text), or ""."""

@@ -30,7 +30,7 @@ from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
 from studio.ui.widgets.preview_run import RunRow
 from studio.ui.widgets.reflect_preview import SizeBar
 from studio.ui.widgets.reflect_strategy import StrategyBox
-from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
+from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
 
 __all__ = ["PreviewWriteDialog"]
 
@@ -169,14 +169,7 @@ class PreviewWriteDialog(QDialog):
 
     # -- state read by tests and the window ------------------------------------------------
 
-    @property
-    def interaction(self) -> Interaction:
-        """Return what asks the user (confirmations and the write protocol's questions)."""
-        return self.protocol.interaction
-
-    @interaction.setter
-    def interaction(self, interaction: Interaction) -> None:
-        self.protocol.interaction = interaction
+    interaction = dialog_interaction
 
     @property
     def preview(self):

@@ -45,6 +45,16 @@ from studio.ui.widgets.interaction import QtInteraction
 QUIET_SETTING = "writes/quietPeriodS"
 
 
+def _set_interaction(dialog, interaction: Interaction) -> None:
+    dialog.protocol.interaction = interaction
+
+
+#: A write dialog's `interaction` (class attribute of a dialog holding a `protocol` ProtocolController):
+#: what asks its user, the commit's confirmation and the write protocol's questions; tests set a scripted one.
+dialog_interaction = property(lambda dialog: dialog.protocol.interaction, _set_interaction,
+                              doc="What asks the user: the confirmation and the write protocol's questions.")
+
+
 class ProtocolPanel(QWidget):
     """Agent activity + the quiet period (s) spin box, for a dialog that writes an OM generation.
 
