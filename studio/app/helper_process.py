@@ -3,7 +3,7 @@
 Why a process: the studio's engine is pure Python and libSQL holds the GIL while it steps a
 query, so a busy worker *thread* makes the GUI thread wait for the interpreter lock before every
 paint, model call and slot (measured: a 12 ms repaint of the thread list took 230–310 ms while a
-worker computed statuses). The helper runs the same loader functions (`studio.app.listing`)
+worker computed statuses). The helper runs the same loads (`studio.app`: listing, statuses, …)
 against its own read-only connection, so the GUI process stays idle while it works.
 
 Protocol: the parent writes pickled requests `(seq, path, generation, function, args)` to the

@@ -1,8 +1,10 @@
-"""Database work the studio runs off the GUI thread: plain functions over a MemoryStore (no Qt).
+"""The thread list: every resource and thread of a store, with counts, last activity and OM lookup keys (no Qt).
 
-Each function takes the store first and returns plain (picklable) data for the GUI thread; it
-raises StoreError on failed reads. The TaskRunner runs them on its database worker, or, for big
-databases, in its helper process (`studio.app.helper_process`), which imports this module without Qt.
+Loads (`studio.app.loads`): module-level functions of the store returning plain (picklable) data,
+run by the studio's TaskRunner on its database worker or, for big databases, in its helper
+process (`studio.app.helper_process`). They raise StoreError on failed reads. The threads' OM
+statuses come later, in batches (`studio.app.statuses`); the thread list's metadata filter is
+`load_metadata_thread_ids`, the live refresh's check `check_changed`.
 """
 
 from __future__ import annotations
