@@ -55,7 +55,9 @@ def load_scan_batch(store: MemoryStore | None, round_: int, index: int) -> tuple
 
 
 def doctor_document(store: MemoryStore, thread_id: str | None = None) -> dict:
-    """Return the `doctor --json` document of STORE (only THREAD_ID when given): `{"findings": [...], "checked": {...}}`.
+    """Return the `doctor --json` document of STORE (only THREAD_ID when given).
+
+    `{"findings": [...], "checked": {...}}` (studio.engine.doctor; docs/doctor.md).
 
     Raises BadInput for an unknown thread, StoreError on a failed read.
     """

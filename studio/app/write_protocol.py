@@ -153,7 +153,7 @@ class WaitEnded(WriteRefused):
 
 @dataclass(frozen=True)
 class Commit:
-    """Run the write with QUIET_MS (ms; 0 when forced); result: the `Written` WRITE returned (on the database worker)."""
+    """Run the write with QUIET_MS (ms; 0 when forced) on the database worker; result: the `Written` WRITE returned."""
 
     quiet_ms: int
 
@@ -180,14 +180,20 @@ class WatchOvertaking:
 
 @dataclass(frozen=True)
 class Repair:
-    """Write the repair generation (PREFER "carry": the studio's log with the agent's lines; "revert"); result: row or None."""
+    """Write the repair generation; result: its row, or None (nothing to repair).
+
+    PREFER "carry": the studio's log with the agent's lines carried forward; "revert": the agent's version.
+    """
 
     prefer: str
 
 
 @dataclass(frozen=True)
 class WatchSurvival:
-    """Watch the row RECORD_ID written in place with text WRITTEN for WINDOW_MS (None: auto with AGO_MS); result: bool."""
+    """Watch the row RECORD_ID written in place with text WRITTEN for WINDOW_MS (None: auto with AGO_MS).
+
+    Result: True when the text survived the window, False when a running turn rewrote it.
+    """
 
     record_id: str
     written: str

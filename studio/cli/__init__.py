@@ -159,13 +159,14 @@ def takes(word: str) -> bool:
 
 
 def _refuse_unknown_command(word: str) -> None:
-    """Raise BadInput naming the closest command to WORD, if any."""
+    """Raise BadInput naming the closest command to WORD, if any (`takes` sends the studio's files elsewhere)."""
     import difflib
+    import os
 
     close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.75)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise BadInput(f"{word!r} is not a command{hint} nor a file; commands: {', '.join(COMMANDS)} "
-                   "(memory-studio --help)")
+    where = "" if os.path.lexists(word) else " nor a file"
+    raise BadInput(f"{word!r} is not a command{hint}{where}; commands: {', '.join(COMMANDS)} (memory-studio --help)")
 
 
 def _run(argv: list[str]) -> int:

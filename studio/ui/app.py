@@ -126,7 +126,7 @@ def collect_garbage_on_gui_thread(app: QApplication) -> None:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (see studio.ui.arguments.parse_window_size)."""
+    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (studio.ui.arguments.parse_window_size)."""
     from studio.app.failures import BadInput
     from studio.ui.arguments import parse_window_size
 
