@@ -82,12 +82,13 @@ def main() -> None:
         run_command("tokens command", ["tokens", str(path), thread_id])
         run_command(f"--screenshot ({tab} tab)",
                     [str(path), "--screenshot", str(Path(tmp) / "shot.png"), "--thread", thread_id, "--tab", tab])
+        from studio.app.messages import load_message_page  # no Qt: plain functions the GUI runs off its thread
+        from studio.app.thread_detail import load_thread_detail
         from studio.store import open_store
-        from studio.ui import loaders  # no Qt: plain functions the GUI runs off its thread
 
         with open_store(path) as store:
-            for name, load in (("thread detail (status)", lambda: loaders.load_thread_detail(store, thread_id)),
-                               ("message page", lambda: loaders.load_message_page(store, thread_id, 0, 200))):
+            for name, load in (("thread detail (status)", lambda: load_thread_detail(store, thread_id)),
+                               ("message page", lambda: load_message_page(store, thread_id, 0, 200))):
                 cpu, started = time.process_time(), time.perf_counter()
                 load()
                 print(f"{name}: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")

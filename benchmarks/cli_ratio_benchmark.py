@@ -164,12 +164,11 @@ def measure(db: Path, tiny: Path, repeat: int, checkout: Path = REPO) -> dict:
                                        "cpu_less_bare_ms": round((tiny_cpu - start_cpu) * 1000, 1), "target_ms": 40}
     out["bare_python_ms"] = round(bare * 1000, 1)
     out["bare_python_cpu_ms"] = round(bare_cpu * 1000, 1)
-    from benchmarks.query_count import counting_statements
-    from studio.cli import inspect_database
+    from benchmarks.query_count import counting_statements, inspect_path
 
     if checkout == REPO:  # counted in this process: this checkout's inspect
         with counting_statements() as count:
-            inspect_database(str(db))
+            inspect_path(str(db))
         out["inspect_statements"] = count.statements
     return out
 

@@ -15,7 +15,7 @@ each as cheap as it can be done, and divides their sum by that raw read:
     gets it: the estimate stamped on the part when its key (sha256 of the text) matches, else tokenx
     through the command's memo of texts already priced (`tokens.count_string`, emptied first, as in
     a new process) — no dispatch over part kinds, no unobserved-window rules;
-  * `output_ms`: writing inspect's JSON document (`cli.pretty_json`, as the command writes it).
+  * `output_ms`: writing inspect's JSON document (`studio.cli.output.pretty_json`, as the command writes it).
 
 `floor_ratio` = (needed_read + estimate + output) / raw_read: an inspect doing nothing else would
 still take that share of the raw read. Figures are measurements, not assertions.
@@ -84,7 +84,8 @@ def _text_parts(db: Path, sql: str, params: tuple) -> list[tuple[str, object]]:
 
 def measure(db: Path, repeat: int) -> dict:
     """Return the figures of the module docstring (ms)."""
-    from studio.cli import inspect_database, pretty_json
+    from benchmarks.query_count import inspect_path
+    from studio.cli.output import pretty_json
     from studio.engine import tokens
     from studio.engine.estimate_cache import cache_lookup, estimate_key, is_valid
 
@@ -104,7 +105,7 @@ def measure(db: Path, repeat: int) -> dict:
                     continue
             tokens.count_string(text)
 
-    document = inspect_database(str(db))
+    document = inspect_path(str(db))
     out = {"raw_read_ms": _best(everything, repeat), "needed_read_ms": _best(needed, repeat),
            "estimate_ms": _best(estimate, repeat), "output_ms": _best(lambda: pretty_json(document), repeat)}
     out = {k: round(v * 1000) for k, v in out.items()}

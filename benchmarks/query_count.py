@@ -1,7 +1,7 @@
 """Count the SQL statements a store sends to its database (libSQL connection or psycopg session).
 
     with counting_statements() as count:
-        inspect_database(path)
+        inspect_path(path)
     print(count.statements)
 
 Every store `open_store` opens inside the block gets its backend's connection wrapped once it is open
@@ -88,3 +88,12 @@ def counting_statements() -> Iterator[StatementCount]:
     finally:
         memory_store.MemoryStore.__init__ = original_init
         sqlite_file.FileBackend._reopen = original_reopen
+
+
+def inspect_path(path: str) -> dict:
+    """Return `memory-studio inspect PATH --json`'s document, opened and read as the command does."""
+    from studio.app.inspection import inspect_document
+    from studio.store import open_store
+
+    with open_store(path) as store, store.snapshot():
+        return inspect_document(store)

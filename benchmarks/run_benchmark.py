@@ -48,7 +48,7 @@ def peak_rss_mb() -> float:
 def core_timings(db: Path) -> dict:
     """Time the Qt-free core on DB."""
     from studio.engine import tokens
-    from studio.engine.overview import iter_statuses
+    from studio.app.statuses import iter_thread_statuses
     from studio.store import open_store
 
     out = {}
@@ -59,7 +59,7 @@ def core_timings(db: Path) -> dict:
     out["threads"] = len(threads)
     out["messages"] = sum(t.message_count or 0 for t in threads)
     t0 = time.perf_counter()
-    n = sum(1 for _ in iter_statuses(store, threads))
+    n = sum(1 for _ in iter_thread_statuses(store, threads))
     out["all_statuses_ms"] = ms(time.perf_counter() - t0)
     out["statuses"] = n
     t0 = time.perf_counter()

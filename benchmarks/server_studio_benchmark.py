@@ -40,7 +40,7 @@ def studio_on(target: str, bars: bool = True) -> dict:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from studio.store.warmup import warm_up
 
-    warm_up(target)   # as studio.cli does before it imports Qt
+    warm_up(target)   # as studio.ui.start does before it imports Qt
     from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
 
     from studio.ui.app import application
@@ -107,12 +107,11 @@ def studio_on(target: str, bars: bool = True) -> dict:
 
 def inspect_on(target: str) -> dict:
     """Time `inspect` in this process and count its statements (benchmarks/query_count.py)."""
-    from benchmarks.query_count import counting_statements
-    from studio.cli import inspect_database
+    from benchmarks.query_count import counting_statements, inspect_path
 
     t0 = time.perf_counter()
     with counting_statements() as count:
-        doc = inspect_database(target)
+        doc = inspect_path(target)
     return {"inspect_ms": ms(time.perf_counter() - t0), "inspect_statements": count.statements,
             "threads": len(doc["threads"]), "lookup_keys": len(doc["observational_memory"])}
 

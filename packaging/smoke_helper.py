@@ -1,6 +1,6 @@
 """Check that an app's helper child answers: `python packaging/smoke_helper.py APP DB` (packaging/smoke.sh).
 
-Starts `APP --studio-child helper` (the frozen app's helper process, studio.ui.helper_process),
+Starts `APP --studio-child helper` (the frozen app's helper process, studio.app.helper_process),
 sends it two requests (the thread listing of DB, then the What-if replay of its first thread with an
 OM record, with the stored settings) and compares the replies with what this process computes.
 Exit 0 when they match, 1 otherwise.
@@ -15,13 +15,13 @@ import sys
 
 def main(app: str, db: str) -> int:
     """Run one helper request against APP; return 0 when its listing of DB equals ours."""
+    from studio.app.listing import load_listing
     from studio.store import open_store
-    from studio.ui.loaders import load_listing
 
     from studio.engine.timeline import load_timeline
     from studio.engine.whatif import WhatIfSettings
     from studio.engine.whatif_chart import replay_in_store, replay_packed
-    from studio.ui.helper_process import CANCEL
+    from studio.app.helper_process import CANCEL
 
     with open_store(db) as store:
         thread_id = next(r.thread.id for r in load_listing(store).rows if r.has_om)

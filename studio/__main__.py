@@ -1,5 +1,5 @@
 """Run Memory Studio with `python -m studio`."""
 
-from studio.cli import run_program
+from studio.main import run_program
 
 run_program()

@@ -68,6 +68,6 @@ ICONS = RESOURCES / "icons"
 
 #: Hidden first argument with which the studio starts its own child processes when it is a frozen
 #: app (PyInstaller: `sys.executable` is the app, not Python): `CHILD_FLAG backup SRC DST IMMUTABLE
-#: PARENT_PID LOCK_WAIT_S` (studio.store.write.file_backup) and `CHILD_FLAG helper` (studio.ui.helper_process).
+#: PARENT_PID LOCK_WAIT_S` (studio.store.write.file_backup) and `CHILD_FLAG helper` (studio.app.helper_process).
 #: Here, in the leaf module, so the store need not import the CLI.
 CHILD_FLAG = "--studio-child"

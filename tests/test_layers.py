@@ -1,4 +1,5 @@
-"""The layers hold: only studio/ui imports Qt, and the import-linter contract (ui > cli > engine > llm | store > leaf)."""
+"""The layers hold: only studio/ui imports Qt, and the import-linter contracts (main > ui | cli > app > engine >
+llm | store > leaf; no Qt outside studio.ui; no import circle inside engine, common, llm, store, ui)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,10 @@ def test_no_qt_import_outside_ui():
 
 
 def test_core_and_cli_import_without_loading_qt():
-    code = ("import sys, studio.cli, studio.store.memory_store, studio.engine.status, studio.engine.overview, "
-            "studio.engine.diff, studio.engine.observations; "
+    code = ("import sys, pkgutil, importlib, studio.main, studio.cli, studio.app, studio.store.memory_store, "
+            "studio.engine.status, studio.engine.diff, studio.engine.observations; "
+            "[importlib.import_module(m.name) for p in (studio.app, studio.cli) "
+            " for m in pkgutil.iter_modules(p.__path__, p.__name__ + '.')]; "
             f"print(sorted(m for m in sys.modules if m.split('.')[0] in {QT_MODULES!r}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -50,11 +53,12 @@ def _lint(root: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_layer_contract_holds():
-    """ui > cli > engine > llm | store > leaf (pyproject.toml [tool.importlinter]): no import goes up a layer,
-    and no import circle runs among the modules of engine, common, llm and ui (acyclic siblings)."""
+    """main > ui | cli > app > engine > llm | store > leaf (pyproject.toml [tool.importlinter]): no import goes up a
+    layer, the two faces never import each other, no module outside studio.ui reaches Qt, and no import circle
+    runs among the modules of engine, common, llm, store and ui (acyclic siblings); nothing ignored."""
     done = _lint(ROOT)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert " kept, 0 broken" in done.stdout
+    assert " kept, 0 broken" in done.stdout and "ignored" not in done.stdout
 
 
 def test_the_contract_catches_a_store_module_importing_the_engine(tmp_path):
@@ -97,3 +101,17 @@ def test_the_ui_contract_catches_an_import_circle(tmp_path):
     done = _lint(tmp_path)
     assert done.returncode != 0
     assert "No cycles are allowed in studio.ui.widgets" in done.stdout
+
+
+def test_the_contract_catches_the_command_line_importing_the_studio(tmp_path):
+    """The faces never import each other: a CLI module importing studio.ui breaks the contract."""
+    import shutil
+
+    shutil.copytree(STUDIO, tmp_path / "studio", ignore=shutil.ignore_patterns("__pycache__", "resources"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    sample = tmp_path / "studio" / "cli" / "sample.py"
+    sample.write_text(sample.read_text(encoding="utf-8") + "\nfrom studio.ui import start  # noqa: E402,F401\n",
+                      encoding="utf-8")
+    done = _lint(tmp_path)
+    assert done.returncode != 0
+    assert "studio.cli.sample -> studio.ui.start" in done.stdout

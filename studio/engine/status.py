@@ -20,7 +20,7 @@ one batch per kind of row (their unobserved messages, their resources' messages 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from studio.engine import tokens
 from studio.common.om_settings import (
@@ -163,35 +163,6 @@ def load_status_rows(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]
     if resource_wanted:
         rows.resource_messages = store.messages_since_many(resource_wanted, by="resource")
     return rows
-
-
-def iter_statuses(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]], threads: list[Thread] | None = None,
-                  *, now_ms: int | None = None) -> Iterator[ThreadStatus]:
-    """Yield the status (`status_from_rows`) of each (thread, its current record) of PAIRS, in no set order.
-
-    The same figures as `load_status_rows` + `status_from_rows`, read with as few statements, but
-    a thread-scope pair's unobserved messages are decoded, counted and dropped one thread at a
-    time (`iter_messages_since_many`): `inspect` of 5,000 threads holds one thread's messages
-    instead of 130,000. Resource-scope pairs, whose status needs other threads' messages too, are
-    read together with `load_status_rows`. THREADS as there. Raises StoreError if the database
-    cannot be read.
-    """
-    by_key: dict[tuple[str, str | None], list[tuple[Thread, OMRecord]]] = {}
-    together = []
-    for thread, record in pairs:
-        if record.scope == "resource" and thread.resource_id:
-            together.append((thread, record))
-        else:
-            by_key.setdefault((thread.id, storage_cursor(record.last_observed_at)), []).append((thread, record))
-    if by_key:
-        for key, messages in store.iter_messages_since_many(by_key):
-            rows = StatusRows(thread_messages={key: messages})
-            for thread, record in by_key.get(key, ()):
-                yield status_from_rows(thread, record, rows, now_ms=now_ms)
-    if together:
-        rows = load_status_rows(store, together, threads)
-        for thread, record in together:
-            yield status_from_rows(thread, record, rows, now_ms=now_ms)
 
 
 def _other_threads_tokens(rows: StatusRows, record: OMRecord, resource_id: str, thread_id: str) -> int:

@@ -10,13 +10,13 @@ from PySide6.QtCore import QSettings, Qt, QtMsgType, qInstallMessageHandler
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from studio.app.failures import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from studio.paths import ICONS, SAMPLE_DATABASE
 from studio.ui.context import AppContext
 from studio.ui.gc_collector import collect_garbage_on_gui_thread
 
 ORGANIZATION = "Memory Studio"
 APPLICATION = "Memory Studio"
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 #: The interpreter's thread switch interval in the studio (s; Python's default is 0.005). A worker
 #: thread running Python holds the GIL up to this long each time the GUI thread needs it (every
 #: paint calls into the models), so a shorter interval keeps the window responsive while work runs.
@@ -66,8 +66,9 @@ def studio_icon() -> QIcon:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (see studio.cli.parse_window_size)."""
-    from studio.cli import BadInput, parse_window_size
+    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (studio.ui.arguments.parse_window_size)."""
+    from studio.app.failures import BadInput
+    from studio.ui.arguments import parse_window_size
 
     try:
         return parse_window_size(text)
@@ -159,7 +160,8 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
             print(f"memory-studio: {message}; no screenshot written", file=sys.stderr)
             return code
         out = Path(args.screenshot)
-        from studio.cli import BadInput, screenshot_format
+        from studio.app.failures import BadInput
+        from studio.ui.arguments import screenshot_format
 
         try:
             image_format = screenshot_format(str(out))   # the suffix's format; no folder is created
@@ -195,10 +197,10 @@ def _failed_reads(errors: list[tuple[str, Exception]]) -> tuple[str, int]:
 
     Reads that fail for one cause (a damaged file fails every read of its damaged part) share one
     sentence: each distinct message once, then which parts of the window it kept out. The exit code
-    is the command line's for that error (`studio.cli.exit_code_for`: a store error 2, a lock 3, I/O 4, a
-    bug 1); errors of different codes give 1.
+    is the command line's for that error (`studio.app.failures.exit_code_for`: a store error 2, a lock 3, I/O 4,
+    a bug 1); errors of different codes give 1.
     """
-    from studio.cli import exit_code_for
+    from studio.app.failures import exit_code_for
 
     messages: dict[str, list[str]] = {}
     for key, exc in errors:

@@ -9,7 +9,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QIcon, QPainter, QPainterPath, QPen, QPixmap
 
 from studio.engine.observations import Priority
-from studio.ui import format as fmt
+from studio.app import text as fmt
 
 #: Fraction of a threshold from which a bar turns amber (near) before red (at or over).
 NEAR_RATIO = 0.9

@@ -8,7 +8,7 @@ the GUI thread through a queued Qt signal, where the caller's callbacks run. A t
 a `key` supersedes the previous task of that key: the older one is cancelled and its result dropped.
 
 CPU-heavy loader calls of big databases (`submit_call(..., helper=True)`) run in a helper process
-with its own read-only connection (`studio.ui.helper_process`): Python threads share one GIL, and
+with its own read-only connection (`studio.app.helper_process`): Python threads share one GIL, and
 a worker thread busy computing statuses would otherwise stall every paint of the GUI thread.
 
 Each database task is one *load* of the store API: it runs inside `store.snapshot()`, so all its
@@ -29,9 +29,8 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
 from studio.errors import StoreDamaged, StoreError, StudioError
 from studio.store import open_store
 from studio.store.memory_store import MemoryStore
-from studio.ui.format import read_failure
-from studio.ui.helper_process import CANCEL, HelperProcess, HelperUnavailable, bind_cancel  # noqa: F401
-from studio.ui.loaders import require_store  # noqa: F401  (re-exported: tasks use it)
+from studio.app.helper_process import HelperProcess, HelperUnavailable, bind_cancel
+from studio.app.text import read_failure
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +190,7 @@ class TaskRunner(QObject):
 
         The helper opens the database the worker last opened; when it cannot run (not startable, died),
         the call runs on the database worker instead. Same delivery, keys and cancellation as `submit`,
-        without progress; a `CANCEL` among ARGS (`studio.ui.helper_process.CANCEL`) reaches FN as an
+        without progress; a `CANCEL` among ARGS (`studio.app.helper_process.CANCEL`) reaches FN as an
         event set when the task is cancelled, in the helper process as on the worker.
         """
         task = self._register(key)
@@ -382,4 +381,54 @@ class TaskRunner(QObject):
             self.pending_changed.emit(value)
 
 
+@dataclass
+class Failure:
+    """An expected failure (a StudioError: refused, no key, HTTP 401, cancelled…) handed back as a value."""
 
+    error: Exception
+
+
+def submit_job(runner: TaskRunner, fn: Callable[[Any, threading.Event], Any], *, on_done: Callable[[Any], None],
+               on_error: Callable[[Exception], None], on_progress: Callable[..., None] | None = None,
+               key: str | None = None, on_worker: bool = False) -> Task:
+    """Run FN(progress, cancel), an app-layer job that opens the database itself, on RUNNER; return the Task.
+
+    ON_WORKER runs it on the database worker, between the studio's own reads (writes go there, so
+    no read of ours overlaps a write); otherwise on the pool (network calls). A StudioError raised
+    by FN reaches ON_ERROR as a value, so the runner does not log a user's missing key or a refused
+    write as a crash; any other exception still goes through the runner.
+    """
+    def guarded(progress, cancel):
+        try:
+            return fn(progress, cancel)
+        except StudioError as exc:
+            return Failure(exc)
+
+    def deliver(value):
+        if isinstance(value, Failure):
+            on_error(value.error)
+        else:
+            on_done(value)
+
+    if on_worker:
+        return runner.submit(lambda _store, progress, cancel: guarded(progress, cancel), on_done=deliver,
+                             on_error=on_error, on_progress=on_progress, key=key, load=False)  # opens its own
+    return runner.submit_pooled(guarded, on_done=deliver, on_error=on_error, on_progress=on_progress, key=key)
+
+
+def run_in_pool(fn: Callable[[Any], Any], cancel_event: threading.Event, token) -> Any:
+    """Run FN(TOKEN) (a studio.llm.CancelToken), firing TOKEN when the TaskRunner's CANCEL_EVENT is set."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            if cancel_event.wait(0.05):
+                token.cancel()
+                return
+
+    watcher = threading.Thread(target=watch, name="studio-reflect-cancel", daemon=True)
+    watcher.start()
+    try:
+        return fn(token)
+    finally:
+        stop.set()

@@ -8,7 +8,7 @@ from argparse import Namespace
 import pytest
 from PySide6.QtGui import QImage
 
-from studio.cli import main
+from studio.main import main
 from studio.ui.app import run_studio
 from tests.conftest import make_plain_sqlite
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from studio.cli import main
-from studio.cli_history import parse_include
+from studio.cli.history import parse_include
 from studio.store.history import recall
 from studio.store import open_store
 from tests.conftest import load_oracle
@@ -149,10 +149,10 @@ def test_clone_asks_on_a_terminal_like_the_other_writes(fixture_db, capsys, monk
     # reflect, revert, activate and observe ask "[y/N]" on a terminal; clone only said "add --yes".
     import io
 
-    import studio.cli_reflect
+    import studio.cli.interaction
 
     path = fixture_db("history")
-    monkeypatch.setattr(studio.cli_reflect, "_is_terminal", lambda: True)
+    monkeypatch.setattr(studio.cli.interaction, "is_terminal", lambda: True)
     monkeypatch.setattr("sys.stdin", io.StringIO(answer))
     got, out, err = run(capsys, ["clone", str(path), "--thread", "hist-1", "--new-id", "asked", "--json"])
     assert got == code, err

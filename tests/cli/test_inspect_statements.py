@@ -12,8 +12,7 @@ import sqlite3
 
 import pytest
 
-from benchmarks.query_count import counting_statements
-from studio.cli import inspect_database
+from benchmarks.query_count import counting_statements, inspect_path
 from tests.conftest import copy_fixture
 
 FIXTURES_WITH_OM = ["support", "resource", "collab", "buffered"]
@@ -53,7 +52,7 @@ def add_copies(path, copies: int) -> None:
 
 def _inspect_counted(path) -> tuple[dict, int]:
     with counting_statements() as count:
-        doc = inspect_database(str(path))
+        doc = inspect_path(str(path))
     return doc, count.statements
 
 

@@ -10,7 +10,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from studio.cli import pretty_json
+from studio.cli.output import pretty_json
 
 _SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)
             | st.text(max_size=12))

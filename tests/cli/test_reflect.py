@@ -277,11 +277,11 @@ def test_revert_bad_input(fixture_db, capsys, argv, message):
 
 
 def test_asks_on_a_terminal(fixture_db, fake_llm, capsys, monkeypatch):
-    import studio.cli_reflect as cr
+    import studio.cli.interaction
 
     path = fixture_db("support")
     before = digest(path)
-    monkeypatch.setattr(cr, "_is_terminal", lambda: True)
+    monkeypatch.setattr(studio.cli.interaction, "is_terminal", lambda: True)
     fake_llm.default = Reply(text=TAGGED)
     monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
     code, _, err = run(capsys, reflect(path, fake_llm))

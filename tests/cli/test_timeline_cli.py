@@ -1,4 +1,4 @@
-"""`memory-studio timeline` and `memory-studio whatif` (studio.cli_timeline), called through main()."""
+"""`memory-studio timeline` and `memory-studio whatif` (studio.cli.timeline), called through main()."""
 
 from __future__ import annotations
 

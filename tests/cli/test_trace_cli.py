@@ -1,4 +1,4 @@
-"""`memory-studio trace` and `memory-studio context` (studio.cli_trace), called through main()."""
+"""`memory-studio trace` and `memory-studio context` (studio.cli.trace), called through main()."""
 
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 import libsql
 import pytest
 
-from studio.cli import EXIT_BAD_INPUT, EXIT_IO, EXIT_REFUSED, exit_code_for, main
+from studio.app.failures import EXIT_BAD_INPUT, EXIT_IO, EXIT_REFUSED, exit_code_for
+from studio.cli import main
 from studio.errors import StoreError, WriteRefused
 from studio.store import open_store
 from studio.store.records import ms_to_iso

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from studio.engine.status import compute_status, iter_statuses
+from studio.app.statuses import iter_statuses
+from studio.engine.status import compute_status
 from studio.store import open_store
 from tests.conftest import FIXTURE_NAMES, load_oracle
 

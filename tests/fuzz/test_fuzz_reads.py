@@ -30,8 +30,10 @@ from hypothesis import strategies as st
 
 from studio.cli import main as cli_main
 from studio.errors import StudioError
+from studio.app.listing import load_listing
+from studio.app.messages import load_message_page
+from studio.app.thread_detail import load_thread_detail
 from studio.store import open_store
-from studio.ui import loaders
 from tests.conftest import FIXTURE_NAMES, REPO, copy_fixture
 
 EXAMPLES_PER_FIXTURE = 40
@@ -126,10 +128,10 @@ def read_everything(path: Path) -> None:
     """Read PATH as the studio does; StudioError (a sentence for the user) is the only allowed failure."""
     try:
         with open_store(path) as store:
-            listing = loaders.load_listing(store)
+            listing = load_listing(store)
             for row in listing.rows:
-                loaders.load_thread_detail(store, row.thread.id)
-                loaders.load_message_page(store, row.thread.id, 0, 50)
+                load_thread_detail(store, row.thread.id)
+                load_message_page(store, row.thread.id, 0, 50)
             for key in store.om_lookup_keys():
                 store.om_history(key["lookupKey"])
     except StudioError:

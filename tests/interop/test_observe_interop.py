@@ -19,7 +19,7 @@ import time
 import libsql
 import pytest
 
-from studio.cli_observe import parse_multi_thread_answer
+from studio.app.observation import parse_multi_thread_answer
 from studio.engine.observe_window import observation_window
 from studio.engine.observer import parse_answer
 from studio.engine.tokens import stamp_estimates

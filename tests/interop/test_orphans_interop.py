@@ -7,8 +7,9 @@ import json
 import subprocess
 
 from studio.cli import main
+from studio.app.listing import load_listing
+from studio.app.thread_detail import load_thread_detail
 from studio.store import open_store
-from studio.ui.loaders import load_listing, load_thread_detail
 from tests.conftest import copy_fixture
 from tests.interop.conftest import NODE_TIMEOUT_S, run_node
 

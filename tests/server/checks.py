@@ -36,7 +36,7 @@ def tab_failures(target: str, thread_id: str, out_dir: Path) -> list[str]:
     failed = []
     for tab in TABS:
         out = out_dir / f"{tab}.png"
-        done = subprocess.run([sys.executable, "-m", "studio.cli", target, "--screenshot", str(out), "--thread",
+        done = subprocess.run([sys.executable, "-m", "studio", target, "--screenshot", str(out), "--thread",
                                thread_id, "--tab", tab], capture_output=True, text=True, timeout=180, env=env)
         if done.returncode != 0 or "Traceback" in done.stderr or out.read_bytes()[:8] != PNG_MAGIC:
             failed.append(f"{tab}: exit {done.returncode}: {done.stderr[-1500:]}")

@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     from PySide6.QtCore import QEvent, QSettings
     from PySide6.QtWidgets import QApplication
 
-    from studio.ui import loaders
+    from studio.app import listing as loaders
     from studio.ui.app import application
     from studio.ui.context import AppContext
     from studio.ui.tasks import TaskRunner

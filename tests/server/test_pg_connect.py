@@ -184,8 +184,8 @@ def test_a_reconnect_without_the_password_asks_for_it(pg_corpus, password_url, c
 def test_the_helper_process_opens_the_url_with_its_password(pg_corpus, password_url, clean_env, studio_ctx):
     """Big databases load in the helper process: it opens the URL as given (not its display form, whose
     password is ***), and gets the password typed this session (the helper is another process)."""
-    from studio.ui.helper_process import HelperProcess
-    from studio.ui.loaders import load_listing
+    from studio.app.helper_process import HelperProcess
+    from studio.app.listing import load_listing
 
     expected = mastra_thread_count(pg_corpus.oracles[SCENARIO])
     cred.remember_for_session(password_url, PASSWORD)

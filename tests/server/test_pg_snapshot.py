@@ -127,7 +127,7 @@ def test_the_cli_reads_leave_no_transaction_open(pg_corpus, copy_target):
     """Every CLI command is one load; afterwards no session of ours is idle in a transaction."""
     for args in (["inspect", copy_target, "--json"], ["threads", copy_target, "--json"],
                  ["recall", copy_target, "--thread", "support-1", "--json"]):
-        done = subprocess.run([sys.executable, "-m", "studio.cli", *args], capture_output=True, text=True, timeout=180)
+        done = subprocess.run([sys.executable, "-m", "studio", *args], capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stderr[-2000:]
     with other_session(pg_corpus) as watcher:
         rows = watcher.execute("SELECT state FROM pg_stat_activity WHERE application_name = 'memory-studio'").fetchall()

@@ -12,8 +12,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from benchmarks.query_count import counting_statements
-from studio.cli import inspect_database
+from benchmarks.query_count import counting_statements, inspect_path
 
 TABLES = ("mastra_threads", "mastra_messages", "mastra_resources", "mastra_observational_memory")
 RENAMED = {
@@ -53,9 +52,9 @@ def test_inspect_statements_on_postgresql_do_not_grow_with_threads(pg_corpus, sc
         _copy_schema(conn, scenario, three, 2)
     try:
         with counting_statements() as count1:
-            doc1 = inspect_database(f"{pg_corpus.url}?schema={one}")
+            doc1 = inspect_path(f"{pg_corpus.url}?schema={one}")
         with counting_statements() as count3:
-            doc3 = inspect_database(f"{pg_corpus.url}?schema={three}")
+            doc3 = inspect_path(f"{pg_corpus.url}?schema={three}")
     finally:
         with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{one}" CASCADE')

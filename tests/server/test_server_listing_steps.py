@@ -2,7 +2,7 @@
 
 On PostgreSQL and a libSQL server the threads query is cheap and the per-thread message aggregate is
 not: the list is painted from the first, Messages and Last activity show "…" (never 0) until the
-second is in (`studio.ui.loaders.load_listing_in_two_steps`), then equal what Mastra's oracle lists
+second is in (`studio.app.listing.load_listing_in_two_steps`), then equal what Mastra's oracle lists
 and what a one-step listing (`load_listing`, the refresh's) of the same store gives.
 
 Closing the window at any moment of the two steps must never crash the process: the worker waits for
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from studio.app.listing import load_listing
 from studio.store import open_store
-from studio.ui.loaders import load_listing
 from studio.ui.models.roles import ID_ROLE
 from tests.ui.listing_steps import record_steps, step_problems
 

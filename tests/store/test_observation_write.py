@@ -15,7 +15,7 @@ import time
 import libsql
 import pytest
 
-from studio.cli_observe import parse_multi_thread_answer, parse_observer_answer
+from studio.app.observation import parse_multi_thread_answer, parse_observer_answer
 from studio.common.om_settings import activation_chunk_count
 from studio.engine.observe_window import observation_window
 from studio.engine.tokens import count_observations, stamp_estimates
@@ -244,7 +244,7 @@ def test_observe_command_with_the_rule_based_observer(tmp_path):
 def test_parse_observer_answer_sections():
     # the CLI reads an answer with the engine's parser, whose parity with Mastra's parseObserverOutput
     # is checked live in tests/interop/test_observer_parse_interop.py: sections count at line start only
-    from studio.cli import BadInput
+    from studio.app.failures import BadInput
     from studio.engine.observer_parse import parse_observer_output
 
     answer = ("<observations>\n* a\n</observations>\n<current-task> t </current-task>\n"
@@ -314,10 +314,9 @@ def test_observe_command_resource_scope_below_threshold(tmp_path):
 def test_watch_after_an_in_place_write(tmp_path, overwritten):
     """An agent turn that read the row before our commit writes its own copy back: our lines are gone (exit 3).
     A turn that read our row appends to it: nothing is reported."""
-    import argparse
-
-    from studio.cli_observe import watch_in_place
-    from studio.cli_write_protocol import ProtocolOutcome
+    from studio.app.changes import Written, record_changes
+    from studio.app.write_protocol import ProtocolOptions, ProtocolOutcome, WriteJob, protocol_steps, run_steps
+    from tests.scripted_interaction import ScriptedInteraction
 
     path, thread_id = observable_copy("support", tmp_path)
     window = observation_window(path, thread_id)
@@ -333,12 +332,14 @@ def test_watch_after_an_in_place_write(tmp_path, overwritten):
         calls.append(seconds)
         time.sleep(min(seconds, 0.05))
 
-    outcome = ProtocolOutcome()
-    watch_in_place(argparse.Namespace(watch=0.5), path, f"thread:{thread_id}", row["id"], row["activeObservations"],
-                   outcome, sleep=agent_turn)
+    key = f"thread:{thread_id}"
+    job = WriteJob(str(path), key, write=lambda _quiet_ms: Written(row, record_changes(key)), in_place=True)
+    outcome, told = ProtocolOutcome(), ScriptedInteraction()
+    run_steps(protocol_steps(job, ProtocolOptions(watch_ms=500), told, outcome), job, sleep=agent_turn)
     assert calls  # the watch polled at least once after the agent's write
     assert outcome.unrepaired == (1 if overwritten else 0)
     assert [f["kind"] for f in outcome.overtaken] == (["observation-overwritten"] if overwritten else [])
+    assert [kind for kind, _text in told.asked] == (["inform"] if overwritten else [])
 
 
 def test_the_records_extractors_decide_the_extracted_values(tmp_path):

@@ -3,14 +3,14 @@
 Shared by the two-step listing tests on a local file (tests/ui) and on PostgreSQL / sqld (tests/server).
 The expected values come from Mastra's oracle: a thread's message count is the number of messages
 Mastra lists for it, its last activity the later of its updatedAt and its newest message's createdAt
-(first principles of the Last activity column: `studio.ui.loaders.last_activity`).
+(first principles of the Last activity column: `studio.app.listing.last_activity`).
 """
 
 from __future__ import annotations
 
 from studio.store.records import iso_to_ms, ms_to_iso
-from studio.ui import format as fmt
-from studio.ui.loaders import STALE_UPDATED_AT_MS
+from studio.app import text as fmt
+from studio.app.listing import STALE_UPDATED_AT_MS
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.models.threads import STALE_MARK, ThreadColumn
 

@@ -22,7 +22,7 @@ from studio.engine.diff import diff_logs
 from studio.store import open_store
 from studio.store.records import Thread, ms_to_iso
 from studio.ui.delegates import BarDelegate
-from studio.ui.loaders import ThreadRow
+from studio.app.listing import ThreadRow
 from studio.ui.models.diff import OP_ROLE, DiffMode, DiffModel, display_line
 from studio.ui.models.roles import ID_ROLE, RAW_ROLE
 from studio.ui.models.threads import NO_OM, ThreadColumn, ThreadTableModel
@@ -200,7 +200,7 @@ def test_last_activity_shows_the_date_unless_today_and_sorts_newest_first():
 @pytest.mark.parametrize("tz", ["Asia/Tokyo", "America/New_York"])
 def test_last_activity_is_shown_in_the_local_zone(tz):
     """A thread updated at a fixed UTC instant is shown at that zone's wall-clock time (tz database offsets)."""
-    from studio.ui import format as fmt
+    from studio.app import text as fmt
 
     now = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
     with local_zone(tz):
@@ -345,7 +345,7 @@ CALENDAR_EDGES = [
 
 @pytest.mark.parametrize(("tz", "iso", "local", "short"), CALENDAR_EDGES)
 def test_times_at_the_edges_of_the_calendar_are_shown_as_stored(tz, iso, local, short):
-    from studio.ui import format as fmt
+    from studio.app import text as fmt
 
     now = datetime(2026, 6, 1, tzinfo=timezone.utc)  # another year than both edges: the date form
     with local_zone(tz):

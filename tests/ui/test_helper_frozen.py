@@ -10,9 +10,9 @@ from pathlib import Path
 from studio.engine.timeline import load_timeline
 from studio.engine.whatif import WhatIfSettings
 from studio.engine.whatif_chart import replay_in_store
+from studio.app.helper_process import CANCEL, HelperProcess, helper_command
+from studio.app.listing import load_listing
 from studio.store import open_store
-from studio.ui.helper_process import CANCEL, HelperProcess, helper_command
-from studio.ui.loaders import load_listing
 from tests.helper_calls import wait_for_cancel
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from studio.ui.loaders import load_listing
+from studio.app.listing import load_listing
 from studio.store import open_store
 from tests.conftest import load_oracle
 from tests.ui.listing_steps import record_steps, step_problems
@@ -37,7 +37,7 @@ def test_a_refresh_keeps_the_counts_shown(studio, studio_ctx, fixture_db):
 
 def test_one_step_listing_equals_two_steps(fixture_db):
     """`load_listing` (the refresh and the helper process) gives the rows the two steps end with."""
-    from studio.ui.loaders import load_listing_in_two_steps
+    from studio.app.listing import load_listing_in_two_steps
 
     with open_store(fixture_db("collab")) as store, store.snapshot():
         firsts = []
@@ -57,7 +57,7 @@ def test_a_cancelled_two_step_listing_skips_the_count(fixture_db):
     """A window closed while the threads were being shown: the worker does not count (the close waits for it)."""
     import threading
 
-    from studio.ui.loaders import load_listing_in_two_steps
+    from studio.app.listing import load_listing_in_two_steps
 
     cancel = threading.Event()
     firsts = []

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from studio.app.listing import load_listing
+from studio.app.thread_detail import diff_generations
 from studio.store import open_store
-from studio.ui.loaders import diff_generations, load_listing
 from studio.ui.models import (
     BufferedChunkModel,
     DiffModel,
@@ -15,14 +16,14 @@ from studio.ui.models import (
 )
 from studio.ui.models.diff import DiffMode
 from studio.engine.observations import parse_log
-from studio.engine.overview import iter_statuses
+from studio.app.statuses import iter_thread_statuses
 from tests.oracle_facts import generations as oracle_generations
 
 
 def test_resource_and_thread_models(qtmodeltester, fixture_db):
     with open_store(fixture_db("support")) as store:
         listing = load_listing(store)
-        statuses = list(iter_statuses(store, [r.thread for r in listing.rows]))
+        statuses = list(iter_thread_statuses(store, [r.thread for r in listing.rows]))
     resources = ResourceListModel()
     resources.set_resources(listing.resources)
     qtmodeltester.check(resources)

@@ -22,6 +22,7 @@ from tests.cli.test_observe_llm import ANSWER, _same_write, resource_answer
 from tests.conftest import copy_fixture
 from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fixtures)
 from tests.interop.conftest import dump_tables, file_state
+from tests.scripted_interaction import ScriptedInteraction
 from tests.observe_cases import (
     above_everything, at_threshold, busiest_thread, current_row, resource_window_tokens,
 )
@@ -63,10 +64,10 @@ def test_model_preview_then_commit_writes_what_the_cli_writes(studio, studio_ctx
     assert dialog.proposal.new_lines_text() == p.proposal.new_lines
     assert f"{p.proposal.tokens_before:,} → {p.proposal.tokens_after:,}" in dialog.proposal.summary.text()
     assert "plan the Friday launch" in dialog.proposal.state.toPlainText()
-    asked = []
-    dialog.confirm = lambda title, text: asked.append(text) or True
+    dialog.interaction = told = ScriptedInteraction(confirm=True)
     assert dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
+    asked = told.texts("confirm")
     assert asked and "Observe" in asked[0] and "backed up" in asked[0]
     backup = window.context.session.backup_for(path)   # the session's verified backup came first
     assert backup is not None and dump_tables(backup) == before   # the file as it was before the write
@@ -121,7 +122,7 @@ def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_d
             f"unobserved-message tokens = {stored + tokens:,}, below the {threshold:,}-token observation threshold "
             "(Mastra would wait)") in dialog.proposal.summary.text()
     assert not dialog.commit_button.isEnabled()
-    dialog.confirm = lambda title, text: True
+    dialog.interaction = ScriptedInteraction(confirm=True)
     assert not dialog.commit() and "tick" in dialog.error_text()      # refused without the explicit choice
     assert file_state(path) == state
     dialog.below_check.setChecked(True)
@@ -149,7 +150,7 @@ def test_rule_based_preview_and_refusal_when_the_record_moved_on(studio, studio_
     assert main(["observe", str(path), "--thread", thread_id, "--strategy", "rule-based", "--yes",
                  "--quiet-period", "0"]) == 0
     state = file_state(path)
-    dialog.confirm = lambda title, text: True
+    dialog.interaction = ScriptedInteraction(confirm=True)
     assert dialog.commit()
     wait_until(lambda: dialog.busy is None)
     assert "Commit refused" in dialog.error_text() and not dialog.commit_button.isEnabled()
@@ -167,7 +168,7 @@ def test_activate_dialog_writes_what_activate_buffered_writes(studio, studio_ctx
     plan = dialog.plan
     assert plan.count >= 1 and f"moves the oldest {plan.count}" in dialog.summary.text()
     dialog.protocol_panel.quiet_spin.setValue(0)
-    dialog.confirm = lambda title, text: True
+    dialog.interaction = ScriptedInteraction(confirm=True)
     assert dialog.activate()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
     ours = activate_buffered(other, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)

@@ -19,8 +19,8 @@ from PySide6.QtCore import Qt
 
 from studio.engine.speakers import thread_speakers
 from studio.store.history import list_threads, recall
+from studio.app.messages import AGENT, UNTAGGED, MessageFilters
 from studio.store import open_store
-from studio.ui.history_loaders import AGENT, UNTAGGED, MessageFilters
 from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.models.participants import AnomalyModel, ParticipantColumn, ParticipantModel
 from studio.ui.models.roles import ID_ROLE

@@ -18,6 +18,7 @@ from studio.store.writes import commit_reflection
 from studio.ui.widgets.reflect_dialog import ReflectDialog
 from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fake_llm: a fixture)
 from tests.oracle_facts import current_generation, generations, status
+from tests.scripted_interaction import ScriptedInteraction
 from tests.ui.write_dialogs import open_write_dialog, wait_until
 
 MODEL = "openai-compatible/fake-reflector"
@@ -102,10 +103,10 @@ def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixt
     assert dialog.commit_button.text() == f"Commit generation {GEN + 1}…"
     assert snapshot(path, shm=False) == untouched                 # the preview wrote nothing
 
-    asked = []
-    dialog.confirm = lambda title, text: asked.append(text) or True
+    dialog.interaction = told = ScriptedInteraction(confirm=True)
     QTest.keyClick(dialog, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)   # Ctrl+Enter commits
     studio_ctx.runner.wait_idle()
+    asked = told.texts("confirm")
     assert asked and f"generation {GEN + 1}" in asked[0] and "high-priority" in asked[0]
     assert "backed up" in asked[0]                                # the window's WriteSession backs up first
     backups = list(path.parent.glob("support.backup-*.db"))
@@ -164,7 +165,7 @@ def test_commit_refused_when_the_agent_reflected_meanwhile(studio, studio_ctx, f
     dialog.start_preview()
     studio_ctx.runner.wait_idle()
     assert dialog.preview is not None
-    dialog.confirm = lambda title, text: False                    # "Cancel" in the confirmation: nothing happens
+    dialog.interaction = ScriptedInteraction(confirm=False)      # "Cancel" in the confirmation: nothing happens
     dialog.commit_button.click()
     assert dialog.busy is None and dialog.isVisible() and current(path).id == before.id
     # Meanwhile "the agent" reflects: generation GEN + 1 appears.
@@ -172,7 +173,7 @@ def test_commit_refused_when_the_agent_reflected_meanwhile(studio, studio_ctx, f
                       observations="* 🔴 (10:00) written by the agent",
                       observation_tokens=count_observations("* 🔴 (10:00) written by the agent"))
     written = snapshot(path, shm=False)
-    dialog.confirm = lambda title, text: True
+    dialog.interaction = ScriptedInteraction(confirm=True)
     assert dialog.commit()
     studio_ctx.runner.wait_idle()
     assert dialog.isVisible()
@@ -285,7 +286,7 @@ def test_rule_based_commit_on_a_resource_scope_record(studio, studio_ctx, fixtur
     assert dialog.preview is not None, dialog.error_text()
     proposed = dialog.preview.result.observations
     assert proposed == condense(RESOURCE_LOG, RESOURCE_THRESHOLD).observations != RESOURCE_LOG
-    dialog.confirm = lambda title, text: True
+    dialog.interaction = ScriptedInteraction(confirm=True)
     dialog.protocol_panel.quiet_spin.setValue(0)  # the seeded generation was written a moment ago, not by the dialog
     dialog.commit()
     studio_ctx.runner.wait_idle()
@@ -310,14 +311,13 @@ def test_stale_is_reflecting_is_cleared_only_after_asking(studio, studio_ctx, fi
     dialog.set_strategy("rule-based")
     dialog.start_preview()
     studio_ctx.runner.wait_idle()
-    questions = []
-    dialog.confirm = lambda title, text: questions.append(title) or len(questions) == 1   # yes, then no
+    dialog.interaction = told = ScriptedInteraction(confirm=[True, False])   # yes, then no
     before = snapshot(path, shm=False)
     dialog.commit()
     studio_ctx.runner.wait_idle()
-    assert questions == ["Commit reflection", "Clear the stale isReflecting flag?"]
+    assert told.titles == ["Commit reflection", "Clear the stale isReflecting flag?"]
     assert "Commit refused" in dialog.error_text() and snapshot(path, shm=False) == before
-    dialog.confirm = lambda title, text: True
+    dialog.interaction = ScriptedInteraction(confirm=True)
     dialog.commit()
     studio_ctx.runner.wait_idle()
     after = current(path)

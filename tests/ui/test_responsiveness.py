@@ -8,9 +8,9 @@ import pytest
 from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtWidgets import QHeaderView, QStyledItemDelegate, QStyleOptionViewItem
 
-from studio.engine.overview import iter_statuses
+from studio.app.listing import load_listing
+from studio.app.statuses import iter_thread_statuses
 from studio.store import open_store
-from studio.ui.loaders import load_listing
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE
 from studio.ui.models.threads import ThreadColumn, ThreadTableModel
 from studio.ui.widgets import window_loading
@@ -20,7 +20,7 @@ from tests.conftest import load_oracle
 def listing_and_statuses(path):
     with open_store(path) as store:
         listing = load_listing(store)
-        statuses = list(iter_statuses(store, [r.thread for r in listing.rows]))
+        statuses = list(iter_thread_statuses(store, [r.thread for r in listing.rows]))
     return listing, statuses
 
 
@@ -147,7 +147,7 @@ def test_helper_process_computes_what_mastra_reports(studio, studio_ctx, fixture
 
 
 def test_dead_helper_falls_back_to_the_worker(studio, studio_ctx, fixture_db, helper_for_every_database, monkeypatch):
-    from studio.ui.helper_process import HelperProcess
+    from studio.app.helper_process import HelperProcess
 
     def cannot_start(self):
         raise OSError("no python here")
@@ -164,8 +164,8 @@ def test_dead_helper_falls_back_to_the_worker(studio, studio_ctx, fixture_db, he
 
 def test_helper_reports_store_errors(qapp, fixture_db, tmp_path):
     from studio.errors import StoreError
-    from studio.ui import loaders
-    from studio.ui.helper_process import HelperProcess
+    from studio.app import listing as loaders
+    from studio.app.helper_process import HelperProcess
 
     helper = HelperProcess()
     try:
@@ -183,7 +183,7 @@ def test_loaders_import_without_qt():
     import subprocess
     import sys
 
-    code = ("import sys, studio.ui.loaders, studio.ui.helper_process; "
+    code = ("import sys, studio.app.listing, studio.app.helper_process; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -15,6 +15,7 @@ from studio.store import open_store
 from studio.store.write.protocol import find_overtaking_writes, studio_mark, unrepaired
 from studio.store.writes import commit_reflection
 from studio.ui.widgets.revert_dialog import RevertDialog
+from tests.scripted_interaction import ScriptedInteraction
 from tests.ui.test_reflect_dialog import GEN, ROWS, snapshot
 from tests.ui.test_write_protocol_ui import touch_newest_message
 from tests.ui.write_dialogs import wait_until
@@ -149,16 +150,16 @@ def test_the_quiet_period_is_shown_refuses_and_can_be_forced(studio, studio_ctx,
     dialog = open_revert(window, studio_ctx, 1)
     shown = dialog.protocol_panel.activity_label.text()
     assert shown.startswith("The agent is active: a message was written") and "(quiet period 30 s)" in shown
-    asked = []
-    dialog.protocol.ask_agent_active = lambda text: asked.append(text) or "cancel"
+    dialog.interaction = told = ScriptedInteraction(wait_or_force="cancel")
     dialog.revert_button.click()
     wait_until(lambda: dialog.busy is None and dialog.error_text())
+    asked = told.texts("wait_or_force")
     assert "The agent is active" in asked[0] and "quiet period 30 s" in asked[0] and "quiet for 30 s" in asked[0]
     assert "(quiet period 30 s)" in dialog.error_text() and "Nothing was written" in dialog.error_text()
     assert snapshot(path, shm=False) == before and dialog.revert_button.isEnabled()
 
     dialog.protocol.watch_window_ms = 0  # (the watch is tested below)
-    dialog.protocol.ask_agent_active = lambda text: "force"
+    dialog.interaction = ScriptedInteraction(wait_or_force="force")
     dialog.revert_button.click()
     wait_until(lambda: closed(dialog))
     assert history(path)[0].generation_count == GEN + 1
@@ -177,7 +178,7 @@ def test_wait_writes_once_the_quiet_period_has_passed(studio, studio_ctx, fixtur
     assert window.context.settings.value("writes/quietPeriodS") in (2, "2")   # remembered
     touch_newest_message(path, 0)                  # a turn saves a message now: quiet again 2 s from now
     dialog.protocol.watch_window_ms = 0
-    dialog.protocol.ask_agent_active = lambda text: "wait"
+    dialog.interaction = ScriptedInteraction(wait_or_force="wait")
     steps, probes = [], []
     dialog.protocol.step.connect(lambda what, text: steps.append(what))
     dialog.protocol.waiting.connect(
@@ -197,7 +198,7 @@ def test_stop_waiting_writes_nothing(studio, studio_ctx, fixture_db):
     window.watcher.stop()
     before = snapshot(path, shm=False)
     dialog = open_revert(window, studio_ctx, 1)
-    dialog.protocol.ask_agent_active = lambda text: "wait"
+    dialog.interaction = ScriptedInteraction(wait_or_force="wait")
     dialog.revert()
     wait_until(lambda: dialog.busy == "wait")
     dialog.reject()                                # Esc / Stop waiting: the wait ends, the dialog stays
@@ -232,13 +233,14 @@ def test_a_turn_overtaking_the_revert_is_reported_and_repaired(studio, studio_ct
     line = "* 🟡 (10:00) Observed by the running turn after the studio's revert."
     dialog = open_revert(window, studio_ctx, 1)
     turn = overtaking_turn(path, superseded.id, line)
-    asked, written = [], []
+    written = []
     dialog.protocol.watch_window_ms = 8000
-    dialog.protocol.ask_overtaken = lambda text: asked.append(text) or "repair"
+    dialog.interaction = told = ScriptedInteraction(overtaken="repair")
     dialog.committed.connect(written.append)
     dialog.revert()
     wait_until(lambda: closed(dialog), timeout=30)
     turn.join()
+    asked = told.texts("overtaken")
     assert len(asked) == 1 and f"wrote 1 observation line(s) onto generation {GEN}" in asked[0]
     rows = history(path)
     assert [r.generation_count for r in rows] == [GEN + 2, GEN + 1, *(r.generation_count for r in before)]
@@ -261,7 +263,7 @@ def test_the_agents_version_when_the_user_prefers_it(studio, studio_ctx, fixture
     dialog = open_revert(window, studio_ctx, GEN)    # generation 0
     turn = overtaking_turn(path, superseded.id, line)
     dialog.protocol.watch_window_ms = 8000
-    dialog.protocol.ask_overtaken = lambda text: "revert"
+    dialog.interaction = ScriptedInteraction(overtaken="revert")
     dialog.revert()
     wait_until(lambda: closed(dialog), timeout=30)
     turn.join()

@@ -19,7 +19,7 @@ CODE = """
 import sys
 import studio.ui.platform_check as pc
 pc.missing_xcb_packages = lambda loader=None: ["libxcb-cursor0"]
-from studio.cli import main
+from studio.main import main
 sys.exit(main([]))
 """
 

@@ -7,7 +7,8 @@ import threading
 import pytest
 
 from studio.errors import StoreError
-from studio.ui.tasks import TaskRunner, require_store
+from studio.app.loads import require_store
+from studio.ui.tasks import TaskRunner
 
 
 @pytest.fixture

@@ -196,8 +196,9 @@ def test_the_chart_draws_edge_values_in_both_modes(qtbot, studio_ctx):
 def test_whatif_table_peak_is_the_cli_figure(studio, fixture_db, studio_ctx, qtbot):
     # One computation (studio.engine.whatif): the table's "Peak window + log" of the replay is the CLI's
     # `whatif --json` peak_context_tokens for the same settings, and never below the peak window.
-    from studio.cli_timeline import whatif_document
-    from studio.ui import format as fmt
+    from studio.app import text as fmt
+    from studio.app.timeline import thread_timeline, whatif_document
+    from studio.store import open_store
     from studio.ui.widgets.whatif_panel import ROWS
 
     path = fixture_db("support")
@@ -212,8 +213,9 @@ def test_whatif_table_peak_is_the_cli_figure(studio, fixture_db, studio_ctx, qtb
             panel.message_tokens.setValue(message_tokens)
             panel.observation_tokens.setValue(observation_tokens)
         assert studio_ctx.runner.wait_idle()
-        doc = whatif_document(str(path), "support-1", message_tokens=message_tokens,
-                              observation_tokens=observation_tokens)
+        with open_store(path) as store, store.snapshot():
+            timeline = thread_timeline(store, "support-1")
+        doc = whatif_document(timeline, message_tokens=message_tokens, observation_tokens=observation_tokens)
         cell = lambda name, col=1: panel.table.item(ROWS.index(name), col).text()
         assert cell("Peak window + log") == fmt.tokens(doc["peak_context_tokens"])
         assert cell("Peak window") == fmt.tokens(doc["peak_message_tokens"])

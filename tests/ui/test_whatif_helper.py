@@ -11,10 +11,10 @@ import pytest
 
 from studio.engine.timeline import load_timeline
 from studio.engine.whatif import WhatIfSettings, settings_with
+from studio.app.helper_process import CANCEL, HelperProcess
 from studio.engine.timeline_cache import timeline_key
 from studio.engine.whatif_chart import replay_in_store, replay_packed
 from studio.store import open_store
-from studio.ui.helper_process import CANCEL, HelperProcess
 from studio.ui.widgets import window_loading
 from tests.helper_calls import process_id, wait_for_cancel, wait_for_cancel_then_fail
 

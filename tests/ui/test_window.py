@@ -203,9 +203,9 @@ def test_menus_shortcuts_and_recent_files(studio, studio_ctx, fixture_db):
 
 
 def test_statuses_fill_in_batches_with_progress(studio, studio_ctx, fixture_db, monkeypatch, qtbot):
-    from studio.ui import loaders
+    from studio.app import statuses
 
-    monkeypatch.setattr(loaders, "STATUS_BATCH_SECONDS", 0.0)     # one thread per batch
+    monkeypatch.setattr(statuses, "STATUS_BATCH_SECONDS", 0.0)     # one thread per batch
     window = studio()
     values = []
     window.progress.valueChanged.connect(values.append)

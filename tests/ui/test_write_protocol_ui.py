@@ -11,6 +11,7 @@ import libsql
 from studio.store import open_store
 from studio.store.records import ms_to_iso
 from studio.store.write.protocol import find_overtaking_writes, unrepaired
+from tests.scripted_interaction import ScriptedInteraction
 from tests.ui.test_reflect_dialog import GEN, open_dialog
 from tests.ui.write_dialogs import wait_until
 
@@ -41,7 +42,7 @@ def previewed(studio, studio_ctx, path):
     dialog.start_preview()
     studio_ctx.runner.wait_idle()
     assert dialog.preview is not None, dialog.error_text()
-    dialog.confirm = lambda title, text: True
+    dialog.interaction = ScriptedInteraction(confirm=True)
     return dialog
 
 
@@ -50,11 +51,11 @@ def test_the_dialog_says_the_agent_is_active_and_force_writes(studio, studio_ctx
     touch_newest_message(path, 2)
     dialog = previewed(studio, studio_ctx, path)
     assert dialog.protocol_panel.activity_label.text().startswith("The agent is active: a message was written")
-    asked = []
     dialog.protocol.watch_window_ms = 0  # (the protocol's watch is tested below)
-    dialog.protocol.ask_agent_active = lambda text: asked.append(text) or "force"
+    dialog.interaction = told = ScriptedInteraction(wait_or_force="force")
     dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
+    asked = told.texts("wait_or_force")
     assert "The agent is active" in asked[0] and "quiet period 30 s" in asked[0]
     assert history(path)[0].generation_count == GEN + 1
 
@@ -63,13 +64,13 @@ def test_cancel_leaves_the_file_alone_and_wait_writes_once_it_is_quiet(studio, s
     path = fixture_db("support")
     touch_newest_message(path, 2)
     dialog = previewed(studio, studio_ctx, path)
-    dialog.protocol.ask_agent_active = lambda text: "cancel"
+    dialog.interaction = ScriptedInteraction(wait_or_force="cancel")
     dialog.commit()
     wait_until(lambda: dialog.busy is None and "Commit refused" in dialog.error_text())
     assert history(path)[0].generation_count == GEN
     dialog.protocol_panel.quiet_spin.setValue(3)  # quiet about a second from now
     dialog.protocol.watch_window_ms = 0
-    dialog.protocol.ask_agent_active = lambda text: "wait"
+    dialog.interaction = ScriptedInteraction(wait_or_force="wait")
     dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None, timeout=20)
     assert history(path)[0].generation_count == GEN + 1
@@ -91,13 +92,14 @@ def test_a_turn_overtaking_the_commit_is_found_and_repaired(studio, studio_ctx, 
         conn.close()
     turn = threading.Thread(target=running_turn, daemon=True)
     turn.start()
-    asked, repaired = [], []
+    repaired = []
     dialog.protocol.watch_window_ms = 4000
-    dialog.protocol.ask_overtaken = lambda text: asked.append(text) or "repair"
+    dialog.interaction = told = ScriptedInteraction(overtaken="repair")
     dialog.protocol.repaired.connect(repaired.append)
     dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None, timeout=20)
     turn.join()
+    asked = told.texts("overtaken")
     assert f"wrote 1 observation line(s) onto generation {GEN}" in asked[0]
     rows = history(path)
     assert [r["id"] for r in repaired] == [rows[0].id] and rows[0].generation_count == GEN + 2

@@ -373,8 +373,9 @@ def find_overtaking_writes(history: Iterable[Any]) -> list[OvertakingWrite]:
     generation recorded the row in its current state (`repairs` of a "repair" mark, or the
     `basedOn` of a studio write computed from it). Pure: reads
     nothing but HISTORY. Used by the watch after a commit (`watch_for_overtaking`, run by the
-    studio's Reflect now and Revert dialogs; the CLI's `--watch`, `cli_write_protocol.
-    watch_after_commit`) and by `repair.repair_overtaken_writes`. The doctor's `superseded-write` check is a different rule
+    studio's Reflect now and Revert dialogs and the CLI's `--watch`, through
+    `studio.app.write_protocol`) and by `repair.repair_overtaken_writes`. The doctor's
+    `superseded-write` check is a different rule
     (`studio.engine.doctor.supersede.find_superseded_writes`): it judges any writer by timestamps
     alone, where this one needs the studio's marks and so knows exactly what a repair carried.
     """

@@ -6,7 +6,7 @@ from enum import IntEnum
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import RAW_ROLE, RECORD_ROLE
 

@@ -8,7 +8,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QFont
 
 from studio.store.records import OMRecord
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RECORD_ROLE, SORT_ROLE
 

@@ -1,7 +1,7 @@
 """A thread's messages, read a page at a time in the background (role, speaker, time, token counts, preview).
 
 Unfiltered, pages are read by offset in storage order. With filters (date range, metadata, speaker,
-text: `studio.ui.history_loaders.MessageFilters`) the ids of the matching messages are read first,
+text: `studio.app.messages.MessageFilters`) the ids of the matching messages are read first,
 off the GUI thread, then pages of rows by id (Anki's browser: ids first, rows on demand), so a
 20,000-message thread stays lazy either way. The Speaker column shows the `<turn>` speaker's name
 and role; the Text column shows the message without its tags unless raw tags are asked for.
@@ -15,9 +15,16 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush
 
 from studio.engine.speakers import MessageAttribution, attribute_message
-from studio.ui import format as fmt
-from studio.ui.history_loaders import FilteredIds, MessageFilters, load_filtered_ids, load_message_rows
-from studio.ui.loaders import MessagePage, MessageRow, load_message_page
+from studio.app import text as fmt
+from studio.app.messages import (
+    FilteredIds,
+    MessageFilters,
+    MessagePage,
+    MessageRow,
+    load_filtered_ids,
+    load_message_page,
+    load_message_rows,
+)
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RAW_ROLE, RECORD_ROLE, SORT_ROLE
 from studio.ui.style import MUTED

@@ -13,7 +13,7 @@ from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelInde
 from PySide6.QtGui import QBrush, QFont
 
 from studio.engine.observations import LogLine, ObservationLog
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.models.roles import RAW_ROLE, RECORD_ROLE
 from studio.ui.style import MUTED, priority_colour, priority_icon
 

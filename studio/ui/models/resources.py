@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QFont
 
-from studio.ui.format import plain_tooltip
+from studio.app.text import plain_tooltip
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE
 

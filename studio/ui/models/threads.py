@@ -1,8 +1,8 @@
 """The thread list: a lazy table (rows exposed a page at a time) with two threshold-bar columns.
 
-Rows come from one background read (`loaders.load_listing`); they are handed to the view in
+Rows come from one background read (`studio.app.listing.load_listing`); they are handed to the view in
 pages through `canFetchMore`/`fetchMore`, filtered by resource and title and sorted in memory.
-Statuses arrive later, in batches, from a background `iter_statuses` task; until then a bar shows
+Statuses arrive later, in batches, from background `studio.app.statuses.status_batch` tasks; until then a bar shows
 "…". A batch touches only its own rows (no re-sort, `dataChanged` for the changed rows only).
 """
 
@@ -17,8 +17,8 @@ from PySide6.QtGui import QBrush, QFont
 from studio.engine.status import ThreadStatus
 from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.records import iso_to_ms, ms_to_iso
-from studio.ui import format as fmt
-from studio.ui.loaders import ListingCounts, ThreadRow
+from studio.app import text as fmt
+from studio.app.listing import ListingCounts, ThreadRow
 from studio.ui.models.base import TableModel
 from studio.ui.models.resources import ORPHANS
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE, RECORD_ROLE, SORT_ROLE

@@ -3,7 +3,8 @@ now, as Mastra's activate() does when the window reaches the threshold (no model
 
 Shows the chunks and which of them an activation moves (Mastra's swapBufferedToActive rule), then
 writes after the user confirms, with the write protocol of every OM write (quiet period, Wait /
-Force, busy flags, backup, one transaction, the watch after the commit).
+Force, busy flags, backup, one transaction, the watch after the commit). `memory-studio activate`
+writes the same way (`studio.app.observation`).
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QHeaderView, QPushButton, QVBoxLayout, QWidget
 
-from studio.ui.models import observation as obs_jobs
-from studio.ui.models import reflection as jobs
+from studio.app import observation as obs_jobs
+from studio.app import reflection as jobs
+from studio.app.failures import describe_error, refusal_reason
+from studio.app.write_protocol import Interaction
+from studio.errors import WriteRefused
 from studio.ui.models.chunks import BufferedChunkModel
-from studio.ui.tasks import TaskRunner
+from studio.ui.tasks import TaskRunner, submit_job
 from studio.ui.widgets.common import ElidedLabel, plain_label, table_view
-from studio.ui.widgets.preview_run import InPlaceWriter, ask_yes_cancel
-from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
+from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
 
 TITLE = "Activate Buffered Chunks"
 
@@ -36,13 +39,18 @@ def plan_text(plan: obs_jobs.ChunkPlan) -> str:
 
 
 class ActivateDialog(QDialog):
-    """Show THREAD_ID's buffered chunks and the activation plan; activate after confirmation."""
+    """Show THREAD_ID's buffered chunks and the activation plan; activate after confirmation.
+
+    INTERACTION asks the user (the confirmation, the write protocol's questions; default: message
+    boxes); `interaction` replaces it (tests).
+    """
 
     committed = Signal(object)        # activate_buffered's result (dict with "row")
     commit_failed = Signal(str)
 
     def __init__(self, runner: TaskRunner, path: str, thread_id: str, *, thread_title: str | None = None,
-                 settings: QSettings | None = None, write_session=None, parent: QWidget | None = None):
+                 settings: QSettings | None = None, write_session=None, interaction: Interaction | None = None,
+                 parent: QWidget | None = None):
         super().__init__(parent)
         self._runner, self._path, self._thread_id = runner, path, thread_id
         self._session = write_session
@@ -60,13 +68,13 @@ class ActivateDialog(QDialog):
         self.chunks_view.horizontalHeader().setStretchLastSection(True)
         self.protocol_panel = ProtocolPanel(settings)
         self.protocol = ProtocolController(runner, self.protocol_panel, path, session=write_session,
-                                           parent_widget=self)
-        self.writer = InPlaceWriter(runner, self.protocol_panel, self.protocol, self)
-        self.writer.busy.connect(self._on_writer_busy)
-        self.writer.written.connect(self.committed)
-        self.writer.failed.connect(self._on_failed)
-        self.writer.overwritten.connect(self._on_overwritten)
-        self.writer.finished.connect(self.accept)
+                                           interaction=interaction, parent_widget=self)
+        self.protocol.step.connect(self._on_protocol_step)
+        self.protocol.committed.connect(self.committed)
+        self.protocol.write_failed.connect(self._on_failed)
+        self.protocol.wait_failed.connect(self._on_protocol_wait_failed)
+        self.protocol.overwritten.connect(self._on_overwritten)
+        self.protocol.watch_finished.connect(self._on_protocol_watch_finished)
         self.progress_label = plain_label("", "muted", wrap=True)
         self.error_label = plain_label("", "loss", wrap=True)
         self.error_label.hide()
@@ -91,8 +99,8 @@ class ActivateDialog(QDialog):
         layout.addLayout(bottom)
         self.resize(860, 480)
         self._busy = "loading"
-        jobs.submit(runner, lambda _p, _c: obs_jobs.chunk_plan(path, thread_id), on_done=self._on_plan,
-                    on_error=self._on_plan_failed, key=f"activate-plan-{id(self)}")
+        submit_job(runner, lambda _p, _c: obs_jobs.chunk_plan(path, thread_id), on_done=self._on_plan,
+                   on_error=self._on_plan_failed, key=f"activate-plan-{id(self)}")
 
     @property
     def plan(self) -> obs_jobs.ChunkPlan | None:
@@ -108,6 +116,8 @@ class ActivateDialog(QDialog):
         """The error shown (plain text), or ""."""
         return self.error_label.text() if not self.error_label.isHidden() else ""
 
+    interaction = dialog_interaction
+
     def _on_plan(self, plan: obs_jobs.ChunkPlan) -> None:
         self._busy = None
         self._plan = plan
@@ -122,12 +132,8 @@ class ActivateDialog(QDialog):
     def _on_plan_failed(self, exc: Exception) -> None:
         self._busy = None
         self.summary.setText("")
-        self._show_error(f"Nothing to activate: {jobs.describe_error(exc)}")
+        self._show_error(f"Nothing to activate: {describe_error(exc)}")
         self._update()
-
-    def confirm(self, title: str, text: str) -> bool:
-        """Ask TITLE / TEXT (plain text) with Yes / Cancel; return True on Yes. Tests replace it."""
-        return ask_yes_cancel(self, title, text)
 
     def activate(self) -> bool:
         """Ask, then activate; return False when nothing was started."""
@@ -136,30 +142,39 @@ class ActivateDialog(QDialog):
             return False
         text = "\n\n".join(x for x in (plan_text(plan), f"The file is changed: {self._path}",
                                        jobs.backup_note(self._session, self._path)) if x)
-        if not self.confirm("Activate buffered chunks", text):
+        if not self.interaction.confirm("Activate buffered chunks", text):
             return False
         self._hide_error()
-        path, thread_id, session = self._path, self._thread_id, self._session
-        self.writer.start(lambda quiet_ms: obs_jobs.activate(path, thread_id, plan, session=session,
-                                                             quiet_ms=quiet_ms),
-                          path=path, lookup_key=plan.lookup_key)
+        path, session = self._path, self._session
+        self.protocol.write(plan.lookup_key, lambda quiet_ms: obs_jobs.activate(path, plan, session=session,
+                                                                                 quiet_ms=quiet_ms),
+                            in_place=True)
         return True
 
-    def _on_writer_busy(self, what: str, text: str) -> None:
+    def _on_protocol_step(self, what: str | None, text: str) -> None:
         self._busy = what or None
         self.progress_label.setText(text)
         self._update()
 
+    def _on_protocol_wait_failed(self, text: str) -> None:
+        self._on_protocol_step(None, "")
+        self._on_failed(WriteRefused("busy", f"the agent is active: {text}"))
+
+    def _on_protocol_watch_finished(self) -> None:
+        self._on_protocol_step(None, "")
+        self.accept()
+
     def _on_failed(self, exc: Exception) -> None:
-        message = jobs.describe_error(exc)
-        self._show_error(("Refused: " if jobs.refusal_reason(exc) else "Failed: ") + message)
+        message = describe_error(exc)
+        self._show_error(("Refused: " if refusal_reason(exc) else "Failed: ") + message)
         self.progress_label.setText("Nothing was written.")
-        if jobs.refusal_reason(exc) == "generation-changed":
+        if refusal_reason(exc) == "generation-changed":
             self._plan = None  # the record moved on: close and open the dialog again
         self._update()
         self.commit_failed.emit(message)
 
     def _on_overwritten(self, text: str) -> None:
+        self._on_protocol_step(None, "")
         self._plan = None
         self._show_error(text.replace("Observe again", "Activate again"))
         self._update()
@@ -187,11 +202,11 @@ class ActivateDialog(QDialog):
         if self._busy == "commit":
             return
         if self._busy in ("watch", "wait"):
-            self.writer.stop()
+            self.protocol.stop()
             return
         super().reject()
 
     def done(self, result: int) -> None:
-        self.writer.stop()
+        self.protocol.stop()
         self._runner.cancel(f"activate-plan-{id(self)}")
         super().done(result)

@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
 )
 
 from studio.engine.context import TurnContext, after_turn_lines
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.tasks import TaskRunner
-from studio.ui.trace_loaders import load_turn_context
+from studio.app.trace import load_turn_context
 from studio.ui.widgets.common import empty_state, plain_label
 
 #: The tab's whole content for a thread no OM record governs (there is no turn, section or figure to show).

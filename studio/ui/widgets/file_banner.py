@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton
 
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.widgets.common import plain_label
 
 BANNER_STYLE = ("QFrame#fileBanner { background: #fef3c7; border: 1px solid #f59e0b; border-radius: 4px; }"

@@ -19,9 +19,9 @@ from PySide6.QtCore import QObject, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QPainter
 from PySide6.QtWidgets import QStyledItemDelegate, QToolTip
 
-from studio.ui import format as fmt
+from studio.app import text as fmt
+from studio.app.health import load_scan_batch, load_scan_plan
 from studio.ui.context import WindowContext
-from studio.ui.health_loaders import load_scan_batch, load_scan_plan
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.health_views import SEVERITY_COLOURS, HealthWindow

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import empty_state, plain_label, table_view

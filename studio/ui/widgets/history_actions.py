@@ -24,7 +24,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from studio.ui import format as fmt
+from studio.app import text as fmt
+from studio.app import thread_writes
 from studio.ui.context import WindowContext
 from studio.ui.widgets.common import plain_label
 
@@ -277,27 +278,28 @@ class HistoryActions(QObject):
 
     def _run_clone(self, path: str, thread_id: str, options: dict) -> None:
         session = self.session
-        self._submit(lambda: session.clone_thread(path, thread_id, **options),
-                     lambda result: self._on_cloned(path, result))
+        self._submit(lambda: thread_writes.clone_thread(path, thread_id, session=session, **options),
+                     lambda cloned: self._on_cloned(path, cloned))
 
     def _run_delete(self, path: str, ids: list[str]) -> None:
         session = self.session
-        self._submit(lambda: session.delete_messages(path, ids),
-                     lambda n: self._on_written(path, f"Deleted {n} message{'s' if n != 1 else ''}."))
+        self._submit(lambda: thread_writes.delete_messages(path, ids, session=session),
+                     lambda w: self._on_written(path, f"Deleted {w.result} message{'s' if w.result != 1 else ''}."))
 
     def _run_clear(self, path: str, thread_id: str) -> None:
         session = self.session
-        self._submit(lambda: session.clear_thread(path, thread_id),
-                     lambda n: self._on_written(path, f"Deleted {n:,} message{'s' if n != 1 else ''} of {thread_id}."))
+        self._submit(lambda: thread_writes.clear_thread(path, thread_id, session=session),
+                     lambda w: self._on_written(path, f"Deleted {w.result:,} message{'s' if w.result != 1 else ''} of "
+                                                      f"{thread_id}."))
 
     def _run_undo(self, path: str, backup) -> None:
         session = self.session
         self._submit(lambda: session.undo_write(path, backup),
                      lambda r: self._on_written(path, f"Undid the {r['operation']} of {r['created_at']}."))
 
-    def _on_cloned(self, path: str, result: dict) -> None:
-        new_id = result["thread"]["id"]
-        n = len(result.get("messages", []))
+    def _on_cloned(self, path: str, cloned: thread_writes.ClonedThread) -> None:
+        new_id = cloned.thread["id"]
+        n = len(cloned.message_ids)
         window = self._window
 
         def select_clone() -> None:

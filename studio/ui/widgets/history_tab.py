@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
 
 from studio.engine.diff import GenerationDiff, side_by_side
 from studio.store.records import OMRecord
-from studio.ui import format as fmt
-from studio.ui.loaders import ThreadDetail, diff_generations
+from studio.app import text as fmt
+from studio.app.thread_detail import ThreadDetail, diff_generations
 from studio.ui.models.diff import DiffMode, DiffModel, display_line
 from studio.ui.models.generations import GenerationColumn, GenerationTableModel
 from studio.ui.tasks import TaskRunner

@@ -32,9 +32,8 @@ from studio.common.metadata_filter import ValidationError, parse_key_values
 from studio.engine.speakers import SpeakerReport
 from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.history import js_date_iso
-from studio.ui import format as fmt
-from studio.ui.history_loaders import AGENT, UNTAGGED, MessageFilters, describe_speaker_filter, message_position
-from studio.ui.loaders import MessageRow
+from studio.app import text as fmt
+from studio.app.messages import AGENT, UNTAGGED, MessageFilters, MessageRow, describe_speaker_filter, message_position
 from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label, table_view

@@ -3,24 +3,25 @@ unobserved window in the background, show what would be observed and the new lin
 only when the user confirms, exactly as Mastra's observe() writes an observation.
 
 The dialog never holds a database connection: reading the window, previewing and committing run
-on the TaskRunner (`studio.ui.models.observation`), each opening the file itself, read-only except
+on the TaskRunner (`studio.app.observation`), each opening the file itself, read-only except
 for the commit. The commit is checked inside its transaction against the previewed window and
 record, so an observation the agent made meanwhile is refused rather than overwritten; the quiet
 period, Wait / Force and the watch after the commit are the write protocol's
-(`studio.ui.widgets.preview_run.InPlaceWriter`). The dialog's frame is `PreviewWriteDialog`.
+(`studio.ui.widgets.write_protocol.ProtocolController`, a write in place). The dialog's frame is
+`PreviewWriteDialog`; `memory-studio observe` writes the same way (`studio.app.observation`).
 """
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox, QWidget
 
+from studio.app import observation as obs_jobs
+from studio.app import reflection as jobs
+from studio.app import text as fmt
 from studio.engine.observer import ObservationProgress
-from studio.ui import format as fmt
-from studio.ui.models import observation as obs_jobs
-from studio.ui.models import reflection as jobs
+from studio.errors import WriteRefused
 from studio.ui.widgets.om_tab import MESSAGES_BAR_TITLE
 from studio.ui.widgets.observe_preview import ObservePreviewView
-from studio.ui.widgets.preview_run import InPlaceWriter
 from studio.ui.widgets.write_dialog import PreviewWriteDialog
 
 TITLE = "Observe Now"
@@ -67,12 +68,12 @@ class ObserveDialog(PreviewWriteDialog):
         return [self.below_check]
 
     def _connect_writes(self) -> None:
-        self.writer = InPlaceWriter(self._runner, self.protocol_panel, self.protocol, self)
-        self.writer.busy.connect(self._on_writer_busy)
-        self.writer.written.connect(self._on_written)
-        self.writer.failed.connect(self._report_commit_failure)
-        self.writer.overwritten.connect(self._on_overwritten)
-        self.writer.finished.connect(self.accept)
+        self.protocol.step.connect(self._on_protocol_step)
+        self.protocol.committed.connect(self._on_written)
+        self.protocol.write_failed.connect(self._report_commit_failure)
+        self.protocol.wait_failed.connect(self._on_protocol_wait_failed)
+        self.protocol.overwritten.connect(self._on_overwritten)
+        self.protocol.watch_finished.connect(self._on_protocol_watch_finished)
 
     @property
     def window(self):
@@ -152,22 +153,31 @@ class ObserveDialog(PreviewWriteDialog):
         note = jobs.backup_note(self._session, self._path)
         if note:
             lines.append(note)
-        if not self.confirm("Commit observation", "\n\n".join(lines)):
+        if not self.interaction.confirm("Commit observation", "\n\n".join(lines)):
             return False
         self._hide_error()
         session, path = self._session, self._path
-        self.writer.start(lambda quiet_ms: obs_jobs.commit(p, below_threshold=below, session=session,
-                                                           quiet_ms=quiet_ms),
-                          path=path, lookup_key=w.lookup_key)
+        self.protocol.write(w.lookup_key, lambda quiet_ms: obs_jobs.commit(path, r, below_threshold=below,
+                                                                            session=session, quiet_ms=quiet_ms),
+                            in_place=True)
         return True
 
-    def _on_writer_busy(self, what: str, text: str) -> None:
+    def _on_protocol_step(self, what: str | None, text: str) -> None:
         self._set_busy(what or None, text)
 
     def _on_written(self, row: dict) -> None:
         self.committed.emit(row)
 
+    def _on_protocol_wait_failed(self, text: str) -> None:
+        self._set_busy(None)
+        self._report_commit_failure(WriteRefused("busy", f"the agent is active: {text}"))
+
+    def _on_protocol_watch_finished(self) -> None:
+        self._set_busy(None)
+        self.accept()
+
     def _on_overwritten(self, text: str) -> None:
+        self._set_busy(None)
         self._outdated = True
         self._show_error(text)
         self.progress_label.setText("")
@@ -176,7 +186,7 @@ class ObserveDialog(PreviewWriteDialog):
     # -- state -----------------------------------------------------------------------------
 
     def _stop_write(self) -> None:
-        self.writer.stop()
+        self.protocol.stop()
 
     def _commit_blocked(self) -> str | None:
         w = self._source

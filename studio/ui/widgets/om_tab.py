@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 from studio.common.om_settings import ThresholdRange, max_threshold
 from studio.engine.status import FlagState, ThreadStatus
 from studio.store.records import OMRecord, Thread
-from studio.ui import format as fmt
-from studio.ui.loaders import ThreadDetail
+from studio.app import text as fmt
+from studio.app.thread_detail import ThreadDetail
 from studio.ui.models.chunks import BufferedChunkModel, ChunkColumn
 from studio.ui.models.observations import LogColumn, ObservationLogModel
 from studio.ui.models.roles import RECORD_ROLE

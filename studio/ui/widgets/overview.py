@@ -1,7 +1,7 @@
 """The Overview window: every thread of the database as a point by its two OM ratios, coloured by state.
 
 x = pending message tokens / observation threshold, y = observation tokens / reflection threshold
-(Mastra's getStatus figures, `studio.engine.overview.iter_statuses`), computed on the TaskRunner
+(Mastra's getStatus figures, batched by `studio.app.statuses`), computed on the TaskRunner
 in short batches (the helper process for big databases) so the GUI thread never waits; points
 appear as batches arrive. Hover a point for its figures, click it to open the thread.
 """
@@ -27,9 +27,10 @@ from PySide6.QtWidgets import (
 
 from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
-from studio.ui import format as fmt
+from studio.app import text as fmt
+from studio.app.helper_process import CANCEL
+from studio.app.statuses import StatusBatch, StatusRound, status_batch
 from studio.ui.gc_collector import WeakMethod, ensure_gui_thread_gc
-from studio.ui.loaders import compute_status_batch
 from studio.ui.style import FILL, NEAR_RATIO, STYLE_SHEET
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.chart_export import ChartExport
@@ -50,8 +51,6 @@ STATES = {
 CLIP = 2.5
 #: Up to this many threads, each point is labelled with its title.
 LABEL_LIMIT = 40
-#: Threads per helper-process batch (the database worker uses time-boxed batches instead).
-HELPER_CHUNK = 250
 
 
 def thread_state(status: ThreadStatus) -> str:
@@ -120,9 +119,8 @@ class OverviewWindow(QMainWindow):
         self.setWindowTitle("Overview — Memory Studio")
         self.setStyleSheet(STYLE_SHEET)
         self._runner = runner
-        self._threads: list[Thread] = []
+        self._statuses = StatusRound()   # the threads whose points are still computed (studio.app.statuses)
         self._by_id: dict[str, Thread] = {}
-        self._done = 0
         self._round = 0
         self._use_helper = False
         self._without_om = 0
@@ -201,8 +199,8 @@ class OverviewWindow(QMainWindow):
         """
         self._round += 1
         self._runner.cancel("overview-statuses")
-        self._threads, self._done, self._use_helper = list(threads), 0, use_helper
-        self._by_id = {t.id: t for t in self._threads}
+        self._statuses, self._use_helper = StatusRound(threads), use_helper
+        self._by_id = {t.id: t for t in self._statuses.threads}
         self._without_om = without_om
         self.entries, self.finished = [], False
         self.database = database
@@ -212,39 +210,33 @@ class OverviewWindow(QMainWindow):
         self.clipped.clear()
         self.counts = {}
         self.legend.clear()
-        self.progress.setRange(0, max(1, len(self._threads)))
+        self.progress.setRange(0, max(1, self._statuses.total))
         self.progress.setValue(0)
-        self.progress.setVisible(bool(self._threads))
+        self.progress.setVisible(bool(self._statuses.total))
         self._update_summary()
-        if not self._threads:
+        if not self._statuses.total:
             self._finish()
             return
         self._next_batch(self._round)
 
     def _next_batch(self, round_: int) -> None:
-        remaining = self._threads[self._done:]
-        on_done = functools.partial(self._on_batch_done, round_)
-        on_error = functools.partial(self._on_batch_failed, round_)
-        if self._use_helper:
-            self._runner.submit_call(compute_status_batch, remaining[:HELPER_CHUNK], helper=True,
-                                     on_done=on_done, on_error=on_error, key="overview-statuses")
-        else:
-            self._runner.submit(lambda store, _p, cancel: compute_status_batch(store, remaining, cancel),
-                                on_done=on_done, on_error=on_error, key="overview-statuses")
+        self._runner.submit_call(status_batch, self._statuses.next_threads(self._use_helper), CANCEL,
+                                 helper=self._use_helper, key="overview-statuses",
+                                 on_done=functools.partial(self._on_batch_done, round_),
+                                 on_error=functools.partial(self._on_batch_failed, round_))
 
-    def _on_batch_done(self, round_: int, result: tuple[list[ThreadStatus], int]) -> None:
+    def _on_batch_done(self, round_: int, batch: StatusBatch) -> None:
         if round_ != self._round:
             return
-        statuses, handled = result
-        self._done += max(handled, 1)
+        finished = self._statuses.take(batch)
         first = len(self.entries)
-        for status in statuses:
+        for status in batch.statuses:
             thread = self._by_id.get(status.thread_id)
             if thread is not None:
                 self.entries.append(OverviewEntry(thread, status, thread_state(status)))
-        self.progress.setValue(min(self._done, len(self._threads)))
+        self.progress.setValue(self._statuses.done)
         self._draw(first)
-        if self._done >= len(self._threads):
+        if finished:
             self._finish()
         else:
             self._next_batch(round_)
@@ -336,7 +328,7 @@ class OverviewWindow(QMainWindow):
         parts += [f"{n:,} {STATES[k][0].lower()}" for k, n in counts.items() if k != "ok" and n]
         if self._without_om:
             parts.append(f"{self._without_om:,} without OM (not drawn)")
-        if not self.finished and self._threads:
+        if not self.finished and self._statuses.total:
             parts.append("computing…")
         clipped = sum(1 for e in self.entries if e.x > CLIP or e.y > CLIP)
         if clipped:

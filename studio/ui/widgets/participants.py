@@ -1,6 +1,6 @@
 """Thread ▸ Participants: who speaks in a multi-user thread (from `<turn>` tags), their counts, and tag anomalies.
 
-The report is read off the GUI thread (`studio.ui.history_loaders.load_speakers`). Names, roles and
+The report is read off the GUI thread (`studio.app.history.load_speakers`). Names, roles and
 ids are decoded tag text and always shown as plain text. Activating a participant asks for their
 messages (the Messages tab filtered by speaker); activating an anomaly asks for its message in context.
 """
@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from studio.engine.speakers import SpeakerReport
-from studio.ui import format as fmt
-from studio.ui.history_loaders import load_speakers
+from studio.app import text as fmt
+from studio.app.history import load_speakers
 from studio.ui.models.participants import AnomalyColumn, AnomalyModel, ParticipantColumn, ParticipantModel
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label, table_view

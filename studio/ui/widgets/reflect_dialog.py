@@ -2,7 +2,7 @@
 proposed generation beside the current one, and write it only when the user confirms.
 
 The dialog never holds a database connection: reading the record, previewing and committing run
-on the TaskRunner's pool (`studio.ui.models.reflection`), each opening the file itself, read-only
+on the TaskRunner's pool (`studio.app.reflection`, which `memory-studio reflect` runs too), each opening the file itself, read-only
 except for the commit. The commit is checked against the previewed generation, so a reflection
 the agent made meanwhile is refused rather than overwritten. The dialog's frame is
 `PreviewWriteDialog`.
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QWidget
 
+from studio.app import reflection as jobs
+from studio.app import text as fmt
+from studio.app.failures import refusal_reason
 from studio.engine.reflector import ReflectionInput, ReflectionProgress, nothing_to_condense, proposal_changes_nothing
-from studio.ui import format as fmt
-from studio.ui.models import reflection as jobs
+from studio.ui.tasks import submit_job
 from studio.ui.widgets.common import plain_label
 from studio.ui.widgets.om_tab import OBSERVATIONS_BAR_TITLE
 from studio.ui.widgets.reflect_preview import ProposalView, attempts_text
@@ -162,7 +164,7 @@ class ReflectDialog(PreviewWriteDialog):
                 lines.append(jobs.backup_note(self._session, p.request.path))
             lines.append("Mastra reads the new generation on the agent's next turn; every older generation stays "
                          "in the history and can be restored.")
-            if not self.confirm("Commit reflection", "\n\n".join(lines)):
+            if not self.interaction.confirm("Commit reflection", "\n\n".join(lines)):
                 return False
         self._start_commit(clear_stale_reflecting, force=False)
         return True
@@ -199,7 +201,7 @@ class ReflectDialog(PreviewWriteDialog):
         self._update_buttons()
 
     def _on_protocol_write_failed(self, exc: Exception) -> None:
-        if jobs.refusal_reason(exc) == "reflecting" and not self._cleared:
+        if refusal_reason(exc) == "reflecting" and not self._cleared:
             self._check_stale_then_ask(exc)
             return
         self._report_commit_failure(exc)
@@ -218,7 +220,7 @@ class ReflectDialog(PreviewWriteDialog):
             text = ("isReflecting is set on this record, but it has not changed for a long time: most likely it was "
                     "left behind by a process that stopped.\n\nClear the flag and commit the reflection? "
                     "(Mastra clears such a flag before its own manual reflection.)")
-            if self.confirm("Clear the stale isReflecting flag?", text):
+            if self.interaction.confirm("Clear the stale isReflecting flag?", text):
                 self.commit(clear_stale_reflecting=True)
             else:
                 self._report_commit_failure(refusal)
@@ -227,8 +229,8 @@ class ReflectDialog(PreviewWriteDialog):
             self._set_busy(None)
             self._report_commit_failure(refusal)
 
-        jobs.submit(self._runner, lambda _p, _c: jobs.load_input(path, thread_id), on_done=checked, on_error=failed,
-                    key=f"{self.LOAD_TASK}-{id(self)}", on_worker=True)
+        submit_job(self._runner, lambda _p, _c: jobs.load_input(path, thread_id), on_done=checked, on_error=failed,
+                   key=f"{self.LOAD_TASK}-{id(self)}", on_worker=True)
 
     # -- state -----------------------------------------------------------------------------
 

@@ -17,9 +17,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.models.diff import DiffMode, DiffModel, display_line
-from studio.ui.models.reflection import LLM, Preview
+from studio.app.reflection import LLM, Preview
 from studio.ui.style import BarValue, paint_bar
 from studio.ui.widgets.common import plain_label
 from studio.ui.widgets.history_tab import diff_table_view, layout_diff_columns

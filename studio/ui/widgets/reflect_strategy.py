@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
 )
 
 from studio.llm import key_status
-from studio.ui import format as fmt
-from studio.ui.models.reflection import LLM, RULE_BASED, submit
-from studio.ui.tasks import TaskRunner
+from studio.app import text as fmt
+from studio.app.reflection import LLM, RULE_BASED
+from studio.ui.tasks import TaskRunner, submit_job
 from studio.ui.widgets.common import plain_label, set_role
 
 #: QSettings keys: recently used models (most recent first), base URLs per model (a JSON object), strategy.
@@ -255,9 +255,9 @@ class StrategyBox(QGroupBox):
             self._show_key("No model chosen", "badge")
             return
         self._show_key("Checking the key…", "badge")
-        submit(self._runner, lambda _p, _c: key_status(model, base_url=base_url),
-               on_done=lambda status: self._on_key_checked(model, status),
-               on_error=lambda exc: self._on_key_checked(model, exc), key=self._task_key)
+        submit_job(self._runner, lambda _p, _c: key_status(model, base_url=base_url),
+                   on_done=lambda status: self._on_key_checked(model, status),
+                   on_error=lambda exc: self._on_key_checked(model, exc), key=self._task_key)
 
     def _on_key_checked(self, model: str, status: Any) -> None:
         if model != self.model_text():

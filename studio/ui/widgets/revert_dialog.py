@@ -14,11 +14,12 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
+from studio.app import reflection as jobs
+from studio.app.write_protocol import Interaction
 from studio.store.records import OMRecord
-from studio.ui.models import reflection as jobs
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, plain_label
-from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
+from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
 
 TITLE = "Revert to this generation"
 REVERT_REFUSALS = {
@@ -39,15 +40,18 @@ class RevertDialog(QDialog):
 
     CURRENT is the latest generation as the history showed it (the write is refused when it is no
     longer the latest). SETTINGS remembers the quiet period; WRITE_SESSION (studio.store.writes.
-    WriteSession) backs the file up before its first write.
+    WriteSession) backs the file up before its first write. INTERACTION answers the write protocol's
+    questions (default: message boxes); `interaction` replaces it (tests).
     """
 
     committed = Signal(object)   # each generation written (dict): the revert, then any repair
     write_failed = Signal(str)   # why nothing was written (plain text)
 
     def __init__(self, runner: TaskRunner, path: str, lookup_key: str, target: OMRecord, current: OMRecord, *,
-                 settings: QSettings | None = None, write_session=None, parent: QWidget | None = None):
+                 settings: QSettings | None = None, write_session=None, interaction: Interaction | None = None,
+                 parent: QWidget | None = None):
         super().__init__(parent)
+        self._interaction = interaction
         self._runner = runner
         self._path = path
         self._key = lookup_key
@@ -79,7 +83,7 @@ class RevertDialog(QDialog):
         self.backup_note.setVisible(bool(self.backup_note.text()))
         self.protocol_panel = ProtocolPanel(self._settings, wrap=True)
         self.protocol = ProtocolController(self._runner, self.protocol_panel, self._path, session=self._session,
-                                           parent_widget=self)
+                                           interaction=self._interaction, parent_widget=self)
         self.protocol.step.connect(self._on_protocol_step)
         self.protocol.committed.connect(self._on_protocol_committed)
         self.protocol.write_failed.connect(self._on_protocol_write_failed)
@@ -121,6 +125,8 @@ class RevertDialog(QDialog):
     def busy(self) -> str | None:
         """Return what runs in the background: "commit", "wait", "watch", or None."""
         return self._busy
+
+    interaction = dialog_interaction
 
     def error_text(self) -> str:
         """Return the error shown (plain text), or ""."""

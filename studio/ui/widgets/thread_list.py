@@ -1,7 +1,7 @@
 """The middle pane: the "Threads (n)" heading, title and metadata filters, and the thread table with its two bars.
 
 The metadata filter (`key=value, …`, Mastra's listThreads metadata filter and its validation rules)
-runs in SQL off the GUI thread (`history_loaders.load_metadata_thread_ids`); the model then keeps
+runs in SQL off the GUI thread (`studio.app.listing.load_metadata_thread_ids`); the model then keeps
 the matching ids, so paging and sorting stay in memory and fast on large files.
 """
 
@@ -12,8 +12,8 @@ from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QLineEdit, QVBoxLayout, QWidget
 
 from studio.common.metadata_filter import ValidationError, parse_key_values
-from studio.ui import format as fmt
-from studio.ui.history_loaders import load_metadata_thread_ids
+from studio.app import text as fmt
+from studio.app.listing import load_metadata_thread_ids
 from studio.ui.delegates import BAR_PADDING, BarDelegate
 from studio.ui.models.threads import BAR_COLUMNS, ThreadColumn, ThreadTableModel
 from studio.ui.widgets.common import ElidedLabel, plain_label, table_view

@@ -6,8 +6,9 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
 from studio.store.records import Thread, ms_to_iso
-from studio.ui import format as fmt
-from studio.ui.loaders import ThreadDetail, last_activity
+from studio.app import text as fmt
+from studio.app.listing import last_activity
+from studio.app.thread_detail import ThreadDetail
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state
 from studio.ui.widgets.health_views import HealthTab

@@ -6,7 +6,7 @@ from PySide6.QtCore import QRectF, QSize
 from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QVBoxLayout, QWidget
 
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.style import BarValue, paint_bar
 from studio.ui.widgets.common import ElidedLabel, plain_label, set_role
 

@@ -25,7 +25,7 @@ from studio.engine.events import (
 from studio.engine.timeline import Point, Timeline
 from studio.engine.timeline_series import ChartSeries
 from studio.engine.whatif_chart import WhatIfChart
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.widgets.timeline_chart import spot_event
 
 __all__ = ["DrawnTimeline", "TimelinePointer", "event_text"]

@@ -39,9 +39,9 @@ from studio.engine.timeline import Timeline, series_csv
 from studio.engine.timeline_cache import load_timeline_chart
 from studio.engine.timeline_series import X_MODES, ChartSeries
 from studio.engine.whatif_chart import WhatIfChart
-from studio.ui import format as fmt
+from studio.app import text as fmt
+from studio.app.thread_detail import ThreadDetail
 from studio.ui.gc_collector import ensure_gui_thread_gc
-from studio.ui.loaders import ThreadDetail
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.chart_export import ChartExport
 from studio.ui.widgets.common import ElidedLabel, empty_state, set_role

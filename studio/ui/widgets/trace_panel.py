@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
 
 from studio.engine.observations import Priority
 from studio.engine.trace import Lifeline, LifelineStep, TraceResult
-from studio.ui import format as fmt
+from studio.app import text as fmt
 from studio.ui.tasks import TaskRunner
-from studio.ui.trace_loaders import load_trace
+from studio.app.trace import load_trace
 from studio.ui.widgets.common import plain_label
 
 TARGET = Qt.ItemDataRole.UserRole

@@ -50,8 +50,9 @@ from studio.engine.whatif import (
     peak_context,
 )
 from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed
-from studio.ui import format as fmt
-from studio.ui.tasks import CANCEL, TaskRunner
+from studio.app import text as fmt
+from studio.app.helper_process import CANCEL
+from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 
 #: Pause after the last change before the replay runs (ms).

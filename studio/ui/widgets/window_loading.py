@@ -14,20 +14,13 @@ import time
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
-from studio.ui import format as fmt
+from studio.app import text as fmt
+from studio.app.helper_process import CANCEL
+from studio.app.listing import Listing, ListingCounts, check_changed, load_listing, load_listing_in_two_steps
+from studio.app.statuses import StatusBatch, StatusRound, status_batch
+from studio.app.thread_detail import ThreadDetail, load_thread_detail
 from studio.ui.context import WindowContext
-from studio.ui.loaders import (
-    Listing,
-    ListingCounts,
-    ThreadDetail,
-    check_changed,
-    compute_status_batch,
-    load_listing,
-    load_listing_in_two_steps,
-    load_thread_detail,
-)
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import file_problem
 
@@ -37,8 +30,6 @@ FIRST_PAINT_WAIT_S = 0.5
 FIRST_PAINT_SETTLE_MS = 60
 #: Whether a first load of a server store lists threads before their counts (see `ListingLoader.load`).
 TWO_STEP_LISTING = True
-#: Threads sent to the helper process per status batch.
-STATUS_HELPER_CHUNK = 250
 #: Databases with at least this many messages compute statuses, thread details and message pages in
 #: the TaskRunner's helper process, so the GUI thread never waits for the interpreter lock.
 HELPER_MIN_MESSAGES = 20_000
@@ -78,8 +69,7 @@ class ListingLoader(QObject):
         self._paint_timer.setSingleShot(True)
         self._paint_timer.setInterval(FIRST_PAINT_SETTLE_MS)
         self._paint_timer.timeout.connect(self._release_first_paint)
-        self._status_threads: list[Thread] = []
-        self._status_done = 0
+        self._statuses = StatusRound()   # the threads whose bars are still computed (studio.app.statuses)
         self._status_round = 0
         self._use_helper = False
 
@@ -222,38 +212,30 @@ class ListingLoader(QObject):
 
     def _start_statuses(self) -> None:
         """Compute every OM thread's status in short background batches (the bars fill in as they come)."""
-        self._status_threads = [r.thread for r in self.thread_model.all_threads() if r.has_om]
-        self._status_done = 0
+        self._statuses = StatusRound(r.thread for r in self.thread_model.all_threads() if r.has_om)
         self._status_round += 1
-        if not self._status_threads:
+        if not self._statuses.total:
             self.progress.hide()
             self.thread_model.apply_statuses([], final=True)
             self.statuses_finished.emit()
             return
-        self.progress.setRange(0, len(self._status_threads))
+        self.progress.setRange(0, self._statuses.total)
         self.progress.setValue(0)
         self.progress.show()
         self._next_status_batch(self._status_round)
 
     def _next_status_batch(self, round_: int) -> None:
-        remaining = self._status_threads[self._status_done:]
-        on_done = functools.partial(self._on_status_batch_done, round_)
-        on_error = functools.partial(self._on_status_batch_failed, round_)
-        if self._use_helper:
-            self._runner.submit_call(compute_status_batch, remaining[:STATUS_HELPER_CHUNK], helper=True,
-                                     on_done=on_done, on_error=on_error, key="statuses")
-        else:
-            self._runner.submit(lambda store, _p, cancel: compute_status_batch(store, remaining, cancel),
-                                on_done=on_done, on_error=on_error, key="statuses")
+        self._runner.submit_call(status_batch, self._statuses.next_threads(self._use_helper), CANCEL,
+                                 helper=self._use_helper, key="statuses",
+                                 on_done=functools.partial(self._on_status_batch_done, round_),
+                                 on_error=functools.partial(self._on_status_batch_failed, round_))
 
-    def _on_status_batch_done(self, round_: int, result: tuple[list[ThreadStatus], int]) -> None:
+    def _on_status_batch_done(self, round_: int, batch: StatusBatch) -> None:
         if round_ != self._status_round:
             return
-        statuses, handled = result
-        self._status_done += max(handled, 1)
-        finished = self._status_done >= len(self._status_threads)
-        self.thread_model.apply_statuses(statuses, final=finished)
-        self.progress.setValue(min(self._status_done, len(self._status_threads)))
+        finished = self._statuses.take(batch)
+        self.thread_model.apply_statuses(batch.statuses, final=finished)
+        self.progress.setValue(self._statuses.done)
         if finished:
             self.progress.hide()
             self.statuses_finished.emit()

@@ -10,8 +10,8 @@ from __future__ import annotations
 from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
 
-from studio.ui import format as fmt
-from studio.ui.history_loaders import WorkingMemoryInfo, load_working_memory
+from studio.app import text as fmt
+from studio.app.thread_detail import WorkingMemoryInfo, load_working_memory
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 

@@ -20,15 +20,17 @@ from PySide6.QtCore import QSettings, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
+from studio.app import text as fmt
+from studio.app.failures import describe_error, refusal_reason
+from studio.app.reflection import LLM
+from studio.app.write_protocol import Interaction
 from studio.llm import CancelToken
-from studio.ui import format as fmt
-from studio.ui.models import reflection as jobs
-from studio.ui.tasks import TaskRunner
+from studio.ui.tasks import TaskRunner, run_in_pool, submit_job
 from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
-from studio.ui.widgets.preview_run import RunRow, ask_yes_cancel
+from studio.ui.widgets.preview_run import RunRow
 from studio.ui.widgets.reflect_preview import SizeBar
 from studio.ui.widgets.reflect_strategy import StrategyBox
-from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel
+from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
 
 __all__ = ["PreviewWriteDialog"]
 
@@ -38,7 +40,8 @@ class PreviewWriteDialog(QDialog):
 
     PATH: the open database; THREAD_ID: the thread shown. SETTINGS remembers the strategy, models
     and base URLs (never keys). WRITE_SESSION (studio.store.writes.WriteSession) backs the file up
-    before its first write, when given.
+    before its first write, when given. INTERACTION asks the user (the commit's confirmation, the
+    write protocol's questions; default: message boxes); `interaction` replaces it (tests).
 
     A subclass sets the class texts below and provides: `_read(path, thread_id)` and
     `_run_preview(request, report, token)` (static: they run on the pool), `_request(strategy,
@@ -69,8 +72,10 @@ class PreviewWriteDialog(QDialog):
     COMMIT_TIP = ""         # the Commit button's tooltip
 
     def __init__(self, runner: TaskRunner, path: str, thread_id: str, *, thread_title: str | None = None,
-                 settings: QSettings | None = None, write_session=None, parent: QWidget | None = None):
+                 settings: QSettings | None = None, write_session=None, interaction: Interaction | None = None,
+                 parent: QWidget | None = None):
         super().__init__(parent)
+        self._interaction = interaction
         self._runner = runner
         self._path = path
         self._thread_id = thread_id
@@ -106,7 +111,7 @@ class PreviewWriteDialog(QDialog):
         notes = self._build_notes()
         self.protocol_panel = ProtocolPanel(self._settings)
         self.protocol = ProtocolController(self._runner, self.protocol_panel, self._path, session=self._session,
-                                           parent_widget=self)
+                                           interaction=self._interaction, parent_widget=self)
         self._connect_writes()
 
         self.strategy_box = StrategyBox(self._runner, self._settings, **self.STRATEGY_OPTIONS)
@@ -164,6 +169,8 @@ class PreviewWriteDialog(QDialog):
 
     # -- state read by tests and the window ------------------------------------------------
 
+    interaction = dialog_interaction
+
     @property
     def preview(self):
         """Return the preview shown, or None."""
@@ -183,8 +190,8 @@ class PreviewWriteDialog(QDialog):
     def _load(self) -> None:
         self._set_busy("loading", self.LOADING)
         read, path, thread_id = self._read, self._path, self._thread_id
-        jobs.submit(self._runner, lambda _p, _c: read(path, thread_id), on_done=self._on_loaded,
-                    on_error=self._on_load_failed, key=f"{self.LOAD_TASK}-{id(self)}")
+        submit_job(self._runner, lambda _p, _c: read(path, thread_id), on_done=self._on_loaded,
+                   on_error=self._on_load_failed, key=f"{self.LOAD_TASK}-{id(self)}")
 
     @staticmethod
     def _read(path: str, thread_id: str):
@@ -204,7 +211,7 @@ class PreviewWriteDialog(QDialog):
         self._set_busy(None)
         self.progress_label.setText("")
         self.heading.setText(f"{self.TITLE} · {self._thread_title or self._thread_id}")
-        self._show_error(f"{self.NOTHING}: {jobs.describe_error(exc)}")
+        self._show_error(f"{self.NOTHING}: {describe_error(exc)}")
         self._update_buttons()
 
     def _set_source(self, source) -> None:
@@ -267,12 +274,12 @@ class PreviewWriteDialog(QDialog):
             return False
         strategy = self.strategy()
         model = self.model_text()
-        if strategy == jobs.LLM and not model:
+        if strategy == LLM and not model:
             self._show_error(self.NO_MODEL)
             self.model_combo.setFocus()
             return False
         self.strategy_box.remember()
-        llm = strategy == jobs.LLM
+        llm = strategy == LLM
         request = self._request(strategy, model if llm else None, self.base_url() if llm else None)
         self._clear_preview()
         self._hide_error()
@@ -283,12 +290,12 @@ class PreviewWriteDialog(QDialog):
         self._set_busy("preview", "Starting…" if llm else self.OFFLINE)
 
         def work(progress, cancel_event):
-            return jobs.run_in_pool(lambda t: preview(request, lambda p: progress(0, 0, p), t), cancel_event, token)
+            return run_in_pool(lambda t: preview(request, lambda p: progress(0, 0, p), t), cancel_event, token)
 
-        jobs.submit(self._runner, work, on_done=lambda p: self._on_preview_done(run, p),
-                    on_error=lambda exc: self._on_preview_failed(run, exc),
-                    on_progress=lambda _d, _t, payload: self._on_preview_progress(run, payload),
-                    key=f"{self.PREVIEW_TASK}-{id(self)}")
+        submit_job(self._runner, work, on_done=lambda p: self._on_preview_done(run, p),
+                   on_error=lambda exc: self._on_preview_failed(run, exc),
+                   on_progress=lambda _d, _t, payload: self._on_preview_progress(run, payload),
+                   key=f"{self.PREVIEW_TASK}-{id(self)}")
         return True
 
     def _request(self, strategy: str, model: str | None, base_url: str | None):
@@ -350,7 +357,7 @@ class PreviewWriteDialog(QDialog):
         if run != self._run:
             return
         self._set_busy(None)
-        message = jobs.describe_error(exc)
+        message = describe_error(exc)
         self.progress_label.setText(self._failure_progress(exc))
         self._show_error(f"Preview failed: {message}" + ("" if "nothing was written" in message.lower()
                                                            else " Nothing was written."))
@@ -369,21 +376,17 @@ class PreviewWriteDialog(QDialog):
 
     # -- committing ------------------------------------------------------------------------
 
-    def confirm(self, title: str, text: str) -> bool:
-        """Ask TITLE / TEXT (plain text) with Yes / Cancel; return True on Yes. Tests replace it."""
-        return ask_yes_cancel(self, title, text)
-
     def commit(self) -> bool:
         """Ask, then write the preview; return False when nothing was started (the subclass writes)."""
         raise NotImplementedError
 
     def _report_commit_failure(self, exc: Exception) -> None:
         """Show why the commit wrote nothing; a "generation-changed" refusal makes the preview uncommittable."""
-        message = jobs.describe_error(exc)
-        refused = jobs.refusal_reason(exc) is not None
+        message = describe_error(exc)
+        refused = refusal_reason(exc) is not None
         self._show_error(("Commit refused: " if refused else "Commit failed: ") + message)
         self.progress_label.setText("Nothing was written.")
-        if jobs.refusal_reason(exc) == "generation-changed":
+        if refusal_reason(exc) == "generation-changed":
             self._outdated = True  # this preview can never be committed now
         self._update_buttons()
         self.commit_failed.emit(message)

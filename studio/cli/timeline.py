@@ -17,49 +17,10 @@ from __future__ import annotations
 
 import argparse
 
-from studio.cli import EXIT_OK, JSON_HELP, READ_PATH_HELP, BadInput, _dump
-
-
-def timeline_document(path: str, thread_id: str) -> dict:
-    """Return the `timeline --json` document of THREAD_ID in the database at PATH."""
-    from studio.engine.timeline import TimelineError, build_timeline
-    from studio.store import open_store
-
-    with open_store(path) as store, store.snapshot():
-        try:
-            return build_timeline(store, thread_id).to_json()
-        except TimelineError as exc:
-            raise BadInput(str(exc)) from exc
-
-
-def whatif_document(path: str, thread_id: str, *, observation_ratio: float | None = None,
-                    reflection_ratio: float | None = None, use_real_sizes: bool | None = None,
-                    **settings) -> dict:
-    """Return the `whatif --json` document: THREAD_ID replayed with SETTINGS (None keeps the stored value)."""
-    from studio.engine.timeline import TimelineError, build_timeline
-    from studio.engine.whatif import WhatIfSettings, WhatIfSettingsError, settings_with, simulate
-    from studio.store import open_store
-
-    with open_store(path) as store, store.snapshot():
-        try:
-            timeline = build_timeline(store, thread_id)
-        except TimelineError as exc:
-            raise BadInput(str(exc)) from exc
-    base = WhatIfSettings.from_record(timeline.generations[-1])
-    buffer = settings.pop("buffer_tokens", None)
-    chosen = settings_with(base, **settings)
-    if buffer is not None:
-        from dataclasses import replace
-
-        chosen = replace(chosen, buffer_tokens=buffer or None)
-        if not buffer:  # buffering off: its companions go too, as Mastra resolves them
-            chosen = replace(chosen, buffer_activation=None, block_after=None,
-                             reflection_buffer_activation=None, reflection_block_after=None)
-    try:
-        return simulate(timeline, chosen, observation_ratio=observation_ratio, reflection_ratio=reflection_ratio,
-                        use_real_sizes=use_real_sizes).to_json()
-    except WhatIfSettingsError as exc:
-        raise BadInput(name_options(str(exc))) from exc
+from studio.app.failures import EXIT_OK, BadInput
+from studio.app.timeline import thread_timeline, timeline_document, whatif_document
+from studio.cli import JSON_HELP, READ_PATH_HELP, reading
+from studio.cli.output import print_json
 
 
 #: The `whatif` option that sets each of Mastra's observationalMemory settings named in its errors.
@@ -122,7 +83,14 @@ def add_timeline_command(subparsers) -> None:
     p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(run=lambda a: (_dump(timeline_document(a.path, a.thread)), EXIT_OK)[1])
+    p.set_defaults(run=_run_timeline)
+
+
+def _run_timeline(args) -> int:
+    with reading(args.path) as store:
+        doc = timeline_document(store, args.thread)
+    print_json(doc)
+    return EXIT_OK
 
 
 def add_whatif_command(subparsers) -> None:
@@ -155,9 +123,17 @@ def add_whatif_command(subparsers) -> None:
 
 
 def _run_whatif(args) -> int:
-    _dump(whatif_document(
-        args.path, args.thread, message_tokens=args.message_tokens, observation_tokens=args.observation_tokens,
-        buffer_tokens=args.buffer_tokens, buffer_activation=args.buffer_activation, block_after=args.block_after,
-        share_token_budget=args.share_token_budget, observation_ratio=args.observation_ratio,
-        reflection_ratio=args.reflection_ratio, use_real_sizes=False if args.no_real_sizes else None))
+    from studio.engine.whatif import WhatIfSettingsError
+
+    with reading(args.path) as store:
+        timeline = thread_timeline(store, args.thread)
+    try:
+        doc = whatif_document(
+            timeline, message_tokens=args.message_tokens, observation_tokens=args.observation_tokens,
+            buffer_tokens=args.buffer_tokens, buffer_activation=args.buffer_activation, block_after=args.block_after,
+            share_token_budget=args.share_token_budget, observation_ratio=args.observation_ratio,
+            reflection_ratio=args.reflection_ratio, use_real_sizes=False if args.no_real_sizes else None)
+    except WhatIfSettingsError as exc:
+        raise BadInput(name_options(str(exc))) from exc
+    print_json(doc)
     return EXIT_OK

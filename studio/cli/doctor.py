@@ -10,20 +10,10 @@ from __future__ import annotations
 
 import sys
 
-
-def doctor_database(path: str, thread_id: str | None = None) -> dict:
-    """Return the `doctor --json` document for the database at PATH (only THREAD_ID when given).
-
-    Raises StoreError (cannot open), BadInput (unknown thread).
-    """
-    from studio.cli import BadInput
-    from studio.engine.doctor import run_doctor
-    from studio.store import open_store
-
-    with open_store(path) as store, store.snapshot():
-        if thread_id is not None and store.get_thread(thread_id) is None:
-            raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
-        return run_doctor(store, thread_id).to_json()
+from studio.app.failures import EXIT_OK
+from studio.app.health import doctor_document
+from studio.cli import JSON_HELP, READ_PATH_HELP, reading
+from studio.cli.output import print_json
 
 
 def format_human(report: dict) -> str:
@@ -54,8 +44,6 @@ def _counted(key: str, count: int) -> str:
 
 def add_doctor_command(subparsers) -> None:
     """Register `doctor TARGET [--thread ID] [--json]`."""
-    from studio.cli import JSON_HELP, READ_PATH_HELP
-
     p = subparsers.add_parser("doctor", help="check a memory.db for known Mastra memory failures")
     p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", metavar="ID", help="check only this thread (and its OM record)")
@@ -64,11 +52,10 @@ def add_doctor_command(subparsers) -> None:
 
 
 def _run_doctor(args) -> int:
-    from studio.cli import EXIT_OK, _dump
-
-    report = doctor_database(args.path, args.thread)
+    with reading(args.path) as store:
+        report = doctor_document(store, args.thread)
     if args.json:
-        _dump(report)
+        print_json(report)
     else:
         sys.stdout.write(format_human(report) + "\n")
     return EXIT_OK

@@ -3,7 +3,7 @@
 Why a process: the studio's engine is pure Python and libSQL holds the GIL while it steps a
 query, so a busy worker *thread* makes the GUI thread wait for the interpreter lock before every
 paint, model call and slot (measured: a 12 ms repaint of the thread list took 230–310 ms while a
-worker computed statuses). The helper runs the same loader functions (`studio.ui.loaders`)
+worker computed statuses). The helper runs the same loads (`studio.app`: listing, statuses, …)
 against its own read-only connection, so the GUI process stays idle while it works.
 
 Protocol: the parent writes pickled requests `(seq, path, generation, function, args)` to the
@@ -175,13 +175,13 @@ class HelperProcess:
 
 
 def helper_command() -> list[str]:
-    """Return the command that starts the helper: `python -m studio.ui.helper_process`, or in the frozen
+    """Return the command that starts the helper: `python -m studio.app.helper_process`, or in the frozen
     app (sys.frozen; `sys.executable` is the app itself) `memory-studio --studio-child helper`."""
     if getattr(sys, "frozen", False):
         from studio.paths import CHILD_FLAG
 
         return [sys.executable, CHILD_FLAG, "helper"]
-    return [sys.executable, "-m", "studio.ui.helper_process"]
+    return [sys.executable, "-m", "studio.app.helper_process"]
 
 
 def _reply_error(exc: BaseException) -> StudioError:
@@ -284,7 +284,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     # Serve from the imported module, not from __main__: `CANCEL` placeholders are unpickled as
-    # `studio.ui.helper_process.CANCEL`, which must be the object `bind_cancel` looks for.
-    from studio.ui.helper_process import main as serve_main
+    # `studio.app.helper_process.CANCEL`, which must be the object `bind_cancel` looks for.
+    from studio.app.helper_process import main as serve_main
 
     serve_main()

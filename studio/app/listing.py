@@ -1,30 +1,24 @@
-"""Database work the studio runs off the GUI thread: plain functions over a MemoryStore (no Qt).
+"""The thread list: every resource and thread of a store, with counts, last activity and OM lookup keys (no Qt).
 
-Each function takes the store first and returns plain (picklable) data for the GUI thread; it
-raises StoreError on failed reads. The TaskRunner runs them on its database worker, or, for big
-databases, in its helper process (`studio.ui.helper_process`), which imports this module without Qt.
+Loads (`studio.app.loads`): module-level functions of the store returning plain (picklable) data,
+run by the studio's TaskRunner on its database worker or, for big databases, in its helper
+process (`studio.app.helper_process`). They raise StoreError on failed reads. The threads' OM
+statuses come later, in batches (`studio.app.statuses`); the thread list's metadata filter is
+`load_metadata_thread_ids`, the live refresh's check `check_changed`.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from studio.engine import tokens
-from studio.engine.diff import GenerationDiff, diff_logs
-from studio.engine.observations import ObservationLog, parse_log
-from studio.engine.overview import iter_statuses
-from studio.engine.status import ThreadStatus, compute_status
-from studio.errors import StoreDamaged, StoreError, StudioError
+from studio.app.changes import ChangeSet
+from studio.app.loads import require_store
+from studio.engine.status import ThreadStatus
+from studio.store.history import list_threads
 from studio.store.memory_store import MemoryStore
-from studio.store.records import Message, OMRecord, Thread, iso_to_ms
-from studio.ui import format as fmt
-
-#: Time one background status batch may take before it hands the database worker back (s).
-STATUS_BATCH_SECONDS = 0.2
-
+from studio.store.records import Thread, iso_to_ms
 
 #: A thread whose newest message is this much later than its updatedAt is marked (Mastra #17932 leaves
 #: updatedAt stale); real Mastra writes updatedAt a millisecond or two before the last message's createdAt.
@@ -73,6 +67,11 @@ class Listing:
     data_version: Any   # store.fingerprint() as of the listing (None in a first step that reads it later)
     counted: bool = True   # False: message counts and newest messages not read yet (`load_listing_in_two_steps`)
 
+    @property
+    def changes(self) -> ChangeSet:
+        """What this load read afresh: everything (a listing replaces what was shown)."""
+        return ChangeSet.full_reload()
+
 
 @dataclass
 class ListingCounts:
@@ -93,52 +92,6 @@ class ListingCounts:
                 t.message_count, t.newest_message_at = 0, None
                 continue
             t.message_count, t.newest_message_at, row.activity_ms, row.updated_at_stale = known
-
-
-@dataclass
-class ThreadDetail:
-    """What the thread view shows: the thread, its OM status, generations and parsed active log."""
-
-    thread: Thread
-    lookup_key: str | None
-    status: ThreadStatus | None
-    status_error: str | None
-    history: list[OMRecord] = field(default_factory=list)  # newest generation first
-    log: ObservationLog | None = None
-    message_count: int = 0
-    orphan: bool = False   # the thread was deleted; its OM record remains (Mastra #16621)
-    damage: str | None = None   # the StoreDamaged sentence when the status read met a damaged part of the file
-
-    @property
-    def record(self) -> OMRecord | None:
-        """Return the current generation, or None when the thread has no OM record."""
-        return self.history[0] if self.history else None
-
-
-@dataclass
-class MessageRow:
-    """One message with its token counts: Mastra's estimate and the exact o200k count (tokens)."""
-
-    message: Message
-    estimate: int | None
-    exact: int | None
-
-
-@dataclass
-class MessagePage:
-    """Messages OFFSET.. of a thread, and the thread's message count."""
-
-    thread_id: str
-    offset: int
-    rows: list[MessageRow]
-    total: int
-
-
-def require_store(store: MemoryStore | None) -> MemoryStore:
-    """Return STORE, or raise StoreError when no database is open."""
-    if store is None:
-        raise StoreError("No database is open")
-    return store
 
 
 def _lookup_key(thread: Thread, keys: set[str]) -> str | None:
@@ -239,90 +192,12 @@ def orphaned_threads(store: MemoryStore, thread_ids: set[str], lookup_keys: list
     return out
 
 
-def compute_status_batch(store: MemoryStore | None, threads: list[Thread], cancel: threading.Event | None = None,
-                         budget: float | None = None) -> tuple[list[ThreadStatus], int]:
-    """Compute statuses of THREADS in order until BUDGET s (STATUS_BATCH_SECONDS) pass; return (statuses, handled).
-
-    Short batches keep the single database worker (or helper process) free for what the user clicks in between.
-    """
-    store = require_store(store)
-    budget = STATUS_BATCH_SECONDS if budget is None else budget
-    stop = threading.Event()
-    handled = 0
-    started = time.monotonic()
-
-    def on_progress(done: int, _total: int) -> None:
-        nonlocal handled
-        handled = done
-        if (cancel is not None and cancel.is_set()) or time.monotonic() - started >= budget:
-            stop.set()
-
-    statuses = list(iter_statuses(store, threads, progress=on_progress, cancel=stop))
-    return statuses, handled
-
-
-def load_thread_detail(store: MemoryStore | None, thread_id: str) -> ThreadDetail | None:
-    """Return THREAD_ID's detail; a deleted thread whose OM record remains gets a stand-in (`orphan`).
-
-    None when neither the thread nor a thread-scope OM record of that id exists.
-    """
-    store = require_store(store)
-    thread = store.get_thread(thread_id)
-    orphan = False
-    if thread is None:   # an OM record may outlive its thread (Mastra #16621): show the record
-        history = store.om_history(f"thread:{thread_id}") if store.schema.has_observational_memory else []
-        if not history:
-            return None
-        thread, orphan = Thread(id=thread_id, resource_id=history[0].resource_id or ""), True
-    thread.message_count = store.message_count(thread.id)
-    thread.newest_message_at = store.newest_message_at(thread.id)
-    key = store.lookup_key_for_thread(thread)
-    history = store.om_history(key) if key else []
-    status, error, damage = None, None, None
-    if history:
-        try:
-            status = compute_status(store, thread, history[0])
-        except StudioError as exc:
-            error = fmt.read_failure(exc)   # a damaged file: named once by the thread view's banner
-            damage = str(exc) if isinstance(exc, StoreDamaged) else None
-    log = parse_log(history[0].active_observations) if history else None
-    return ThreadDetail(thread=thread, lookup_key=key, status=status, status_error=error, history=history,
-                        log=log, message_count=thread.message_count, orphan=orphan, damage=damage)
-
-
-def message_row(message: Message) -> MessageRow:
-    """Return MESSAGE with its Mastra estimate and exact o200k token counts (None if uncountable)."""
-    shaped = message.as_mastra()
-    try:
-        estimate = tokens.count_messages([shaped])
-    except StudioError:
-        estimate = None
-    try:
-        exact = tokens.exact_message_tokens(shaped)
-    except StudioError:
-        exact = None
-    return MessageRow(message, estimate, exact)
-
-
-def load_message_page(store: MemoryStore | None, thread_id: str, offset: int, limit: int,
-                      cancel: threading.Event | None = None) -> MessagePage:
-    """Return messages OFFSET..OFFSET+LIMIT of THREAD_ID (storage order) with their token counts."""
-    store = require_store(store)
-    total = store.message_count(thread_id)
-    rows = []
-    for message in store.list_messages(thread_id, limit=limit, offset=offset):
-        if cancel is not None and cancel.is_set():
-            break
-        rows.append(message_row(message))
-    return MessagePage(thread_id=thread_id, offset=offset, rows=rows, total=total)
-
-
-def diff_generations(old: OMRecord | None, new: OMRecord) -> GenerationDiff:
-    """Diff OLD's log (None: an empty log) against NEW's, with their stored token counts."""
-    return diff_logs(old.active_observations if old else "", new.active_observations,
-                     old.observation_token_count if old else 0, new.observation_token_count)
-
-
 def check_changed(store: MemoryStore | None) -> Any:
     """Return the store's fingerprint (`MemoryStore.fingerprint`: it changes when another process commits)."""
     return require_store(store).fingerprint()
+
+
+def load_metadata_thread_ids(store: MemoryStore | None, metadata: dict) -> set[str]:
+    """Return the ids of every thread whose metadata matches METADATA (Memory.listThreads' filter, all pages)."""
+    store = require_store(store)
+    return set(list_threads(store, filter={"metadata": metadata}, per_page=False).thread_ids)

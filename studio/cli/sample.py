@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import sys
 
-from studio.cli import EXIT_OK, JSON_HELP, _dump
+from studio.app.failures import EXIT_OK
+from studio.cli import JSON_HELP
+from studio.cli.output import print_json
 from studio.errors import StudioError
 
 
@@ -39,7 +41,7 @@ def add_sample_path_command(subparsers) -> None:
 def _run_sample_path(args) -> int:
     path = sample_path()
     if args.json:
-        _dump({"path": path})
+        print_json({"path": path})
     else:
         sys.stdout.write(path + "\n")
     return EXIT_OK

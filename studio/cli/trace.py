@@ -21,31 +21,10 @@ from __future__ import annotations
 
 import argparse
 
-from studio.cli import EXIT_OK, JSON_HELP, READ_PATH_HELP, BadInput, _dump
-
-
-def trace_document(path: str, thread_id: str, text: str) -> dict:
-    """Return the `trace --json` document for TEXT in THREAD_ID of the database at PATH."""
-    from studio.engine.trace import TraceError, trace_fact
-    from studio.store import open_store
-
-    with open_store(path) as store, store.snapshot():
-        try:
-            return trace_fact(store, thread_id, text).to_json()
-        except TraceError as exc:
-            raise BadInput(str(exc)) from exc
-
-
-def context_document(path: str, thread_id: str, turn: int) -> dict:
-    """Return the `context --json` document of turn TURN of THREAD_ID in the database at PATH."""
-    from studio.engine.context import ContextError, turn_context
-    from studio.store import open_store
-
-    with open_store(path) as store, store.snapshot():
-        try:
-            return turn_context(store, thread_id, turn).to_json()
-        except ContextError as exc:
-            raise BadInput(str(exc)) from exc
+from studio.app.failures import EXIT_OK
+from studio.app.trace import context_document, trace_document
+from studio.cli import JSON_HELP, READ_PATH_HELP, reading
+from studio.cli.output import print_json
 
 
 def _print_trace(doc: dict) -> None:
@@ -106,8 +85,9 @@ def add_trace_command(subparsers) -> None:
 
 
 def _run_trace(args) -> int:
-    doc = trace_document(args.path, args.thread, args.text)
-    _dump(doc) if args.json else _print_trace(doc)
+    with reading(args.path) as store:
+        doc = trace_document(store, args.thread, args.text)
+    print_json(doc) if args.json else _print_trace(doc)
     return EXIT_OK
 
 
@@ -122,6 +102,7 @@ def add_context_command(subparsers) -> None:
 
 
 def _run_context(args) -> int:
-    doc = context_document(args.path, args.thread, args.turn)
-    _dump(doc) if args.json else _print_context(doc)
+    with reading(args.path) as store:
+        doc = context_document(store, args.thread, args.turn)
+    print_json(doc) if args.json else _print_context(doc)
     return EXIT_OK

@@ -18,9 +18,11 @@ Validation errors (a bad metadata filter, page, date) and unknown threads exit 2
 from __future__ import annotations
 
 import argparse
-import sys
 
-from studio.cli import EXIT_OK, EXIT_REFUSED, JSON_HELP, READ_PATH_HELP, BadInput, _dump
+from studio.app.failures import EXIT_OK, EXIT_REFUSED, BadInput, say
+from studio.app.history import recall_document, speakers_document, threads_document
+from studio.cli import JSON_HELP, READ_PATH_HELP, reading
+from studio.cli.output import print_json
 from studio.common.metadata_filter import ValidationError, parse_metadata_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -88,29 +90,6 @@ def _per_page(args) -> int | bool | None:
 
 # -- threads ------------------------------------------------------------------------------------
 
-def list_threads_json(path: str, *, resource_id: str | None = None, metadata: dict | None = None,
-                      order_by: str | None = None, direction: str | None = None, page: int | None = None,
-                      per_page: int | bool | None = None) -> dict:
-    """Return the `threads --json` document for the database at PATH (Memory.listThreads)."""
-    from studio.store.thread_list import list_threads  # not history: recall's module is the bigger import
-    from studio.store import open_store
-
-    flt: dict[str, Any] = {}
-    if resource_id is not None:
-        flt["resource_id"] = resource_id
-    if metadata is not None:
-        flt["metadata"] = metadata
-    order = None
-    if order_by is not None or direction is not None:
-        order = {"field": order_by or "createdAt", "direction": direction or "DESC"}
-    # one sorted scan of the threads: a 256 KiB page cache (SQLite's default is 2,000 KiB) spares the
-    # fresh memory of pages read once
-    with open_store(path, cache_kib=256) as store, store.snapshot():
-        result = list_threads(store, filter=flt or None, order_by=order, page=page or 0, per_page=per_page,
-                              ids_only=True)
-    return {"thread_ids": result.thread_ids, "total": result.total, "has_more": result.has_more}
-
-
 def add_threads_command(subparsers) -> None:
     """Register `threads PATH ... --json`."""
     p = subparsers.add_parser("threads", help="list threads as Mastra's listThreads does, as JSON")
@@ -124,43 +103,29 @@ def add_threads_command(subparsers) -> None:
     p.set_defaults(run=_run_threads)
 
 
+def _validated(run):
+    """Run the command RUN with its arguments checked: a ValidationError (metadata, page, date) is bad input (2)."""
+    def checked(args) -> int:
+        try:
+            return run(args)
+        except ValidationError as exc:
+            raise BadInput(str(exc)) from exc
+    return checked
+
+
+@_validated
 def _run_threads(args) -> int:
-    try:
-        doc = list_threads_json(args.path, resource_id=args.resource, metadata=_metadata(args.metadata),
-                                order_by=args.order_by, direction=args.direction, page=args.page,
-                                per_page=_per_page(args))
-    except ValidationError as exc:
-        raise BadInput(str(exc)) from exc
-    _dump(doc)
+    metadata = _metadata(args.metadata)
+    # one sorted scan of the threads: a 256 KiB page cache (SQLite's default is 2,000 KiB) spares the
+    # fresh memory of pages read once
+    with reading(args.path, cache_kib=256) as store:
+        doc = threads_document(store, resource_id=args.resource, metadata=metadata, order_by=args.order_by,
+                               direction=args.direction, page=args.page, per_page=_per_page(args))
+    print_json(doc)
     return EXIT_OK
 
 
 # -- recall -------------------------------------------------------------------------------------
-
-def recall_json(path: str, thread_id: str, *, page: int | None = None, per_page: int | bool | None = None,
-                start: str | None = None, end: str | None = None, metadata: dict | None = None,
-                include: list[dict] | None = None, apply_include: bool = False,
-                resource_id: str | None = None) -> dict:
-    """Return the `recall --json` document (Memory.recall with Mastra's defaults: 10 per page, newest first).
-
-    START/END are dates as `new Date(...)` reads them (ISO 8601), sent as toISOString; raises
-    BadInput for an unknown thread, ValidationError for bad arguments.
-    """
-    from studio.store.history import get_thread_by_id, js_date_iso, recall
-    from studio.store import open_store
-
-    flt: dict[str, Any] = {}
-    if start is not None or end is not None:
-        flt["date_range"] = {k: js_date_iso(v) for k, v in (("start", start), ("end", end)) if v is not None}
-    if metadata is not None:
-        flt["metadata"] = metadata
-    with open_store(path) as store, store.snapshot():
-        if get_thread_by_id(store, thread_id) is None:
-            raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
-        result = recall(store, thread_id, resource_id=resource_id, page=page, per_page=per_page,
-                        filter=flt or None, include=include, apply_include=apply_include)
-    return {"message_ids": result.message_ids, "total": result.total, "has_more": result.has_more}
-
 
 def add_recall_command(subparsers) -> None:
     """Register `recall PATH --thread ID ... --json`."""
@@ -179,33 +144,22 @@ def add_recall_command(subparsers) -> None:
     p.set_defaults(run=_run_recall)
 
 
+@_validated
 def _run_recall(args) -> int:
     include = [parse_include(text) for text in args.include] or None
     if include and not args.apply_include:
-        print("memory-studio: note: Mastra's Memory.recall ignores include; the result is what Mastra returns "
-              "(add --apply-include to apply it as the storage's listMessages does)", file=sys.stderr)
-    try:
-        doc = recall_json(args.path, args.thread, page=args.page, per_page=_per_page(args), start=args.start,
-                          end=args.end, metadata=_metadata(args.metadata), include=include,
-                          apply_include=args.apply_include, resource_id=args.resource)
-    except ValidationError as exc:
-        raise BadInput(str(exc)) from exc
-    _dump(doc)
+        say("note: Mastra's Memory.recall ignores include; the result is what Mastra returns "
+            "(add --apply-include to apply it as the storage's listMessages does)")
+    metadata = _metadata(args.metadata)
+    with reading(args.path) as store:
+        doc = recall_document(store, args.thread, page=args.page, per_page=_per_page(args), start=args.start,
+                              end=args.end, metadata=metadata, include=include,
+                              apply_include=args.apply_include, resource_id=args.resource)
+    print_json(doc)
     return EXIT_OK
 
 
 # -- speakers -----------------------------------------------------------------------------------
-
-def speakers_document(path: str, thread_id: str) -> dict:
-    """Return the `speakers --json` document: participants from `<turn>` tags, messages and tokens each."""
-    from studio.engine.speakers import speakers_json, thread_speakers
-    from studio.store import open_store
-
-    with open_store(path) as store, store.snapshot():
-        if store.get_thread(thread_id) is None:
-            raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
-        return speakers_json(thread_speakers(store, thread_id))
-
 
 def add_speakers_command(subparsers) -> None:
     """Register `speakers PATH --thread ID --json`."""
@@ -213,38 +167,17 @@ def add_speakers_command(subparsers) -> None:
     p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
-    p.set_defaults(run=lambda a: (_dump(speakers_document(a.path, a.thread)), EXIT_OK)[1])
+    p.set_defaults(run=_run_speakers)
+
+
+def _run_speakers(args) -> int:
+    with reading(args.path) as store:
+        doc = speakers_document(store, args.thread)
+    print_json(doc)
+    return EXIT_OK
 
 
 # -- clone --------------------------------------------------------------------------------------
-
-def clone_document(path: str, thread_id: str, *, new_id: str | None = None, title: str | None = None,
-                   message_limit: int | None = None, confirmed: bool = False) -> dict:
-    """Clone THREAD_ID in PATH as Memory.cloneThread does, after a backup; return the `clone --json` document.
-
-    Refuses (BadInput, nothing written) unless CONFIRMED. The write is `studio.store.writes`'
-    WriteSession.clone_thread: a verified backup of the file first, then one transaction.
-    Returns {"thread": {id, resource_id, title, metadata}, "message_ids": [new ids, createdAt order],
-    "source_message_ids": [the ids they copy, same order], "om_record_id": copied OM record or null,
-    "backup": path of the backup}. WriteRefused (exit 2) when the thread is missing or the id is taken:
-    checked before the backup (WriteSession.clone_thread), so a refused clone leaves no backup behind.
-    """
-    if not confirmed:
-        raise BadInput(f"clone writes a new thread into {path}; add --yes to confirm (not a terminal; a backup is "
-                       "made first)")
-    from studio.store.writes import WriteSession
-
-    session = WriteSession()
-    result = session.clone_thread(path, thread_id, new_thread_id=new_id, title=title, message_limit=message_limit)
-    thread = result["thread"]
-    back = {new: old for old, new in result.get("messageIdMap", {}).items()}
-    ids = [m["id"] for m in result["messages"]]
-    backup = session.backup_for(path)
-    return {"thread": {"id": thread["id"], "resource_id": thread["resourceId"], "title": thread["title"],
-                       "metadata": thread["metadata"]},
-            "message_ids": ids, "source_message_ids": [back.get(i) for i in ids],
-            "om_record_id": result.get("omRecordId"), "backup": str(backup) if backup is not None else None}
-
 
 def add_clone_command(subparsers) -> None:
     """Register `clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json`."""
@@ -260,21 +193,17 @@ def add_clone_command(subparsers) -> None:
     p.set_defaults(run=_run_clone)
 
 
+@_validated
 def _run_clone(args) -> int:
-    confirmed = args.yes
-    if not confirmed:
-        from studio import cli_reflect   # the one terminal prompt of every write command
+    from studio.app.thread_writes import clone_thread
+    from studio.cli.interaction import TerminalInteraction
 
-        if cli_reflect._is_terminal():
-            if not cli_reflect._confirm(f"Clone thread {args.thread!r} into a new thread in {args.path} "
-                                        "(a backup is made first)?"):
-                print("memory-studio: Nothing was written.", file=sys.stderr)
-                return EXIT_REFUSED
-            confirmed = True
-    try:
-        doc = clone_document(args.path, args.thread, new_id=args.new_id, title=args.title,
-                             message_limit=args.message_limit, confirmed=confirmed)
-    except ValidationError as exc:
-        raise BadInput(str(exc)) from exc
-    _dump(doc)
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(
+            f"Clone thread {args.thread!r} into a new thread in {args.path} (a backup is made first)?",
+            f"clone writes a new thread into {args.path}; add --yes to confirm (not a terminal; a backup is made "
+            "first)"):
+        return EXIT_REFUSED
+    cloned = clone_thread(args.path, args.thread, new_thread_id=args.new_id, title=args.title,
+                          message_limit=args.message_limit)
+    print_json(cloned.to_json())
     return EXIT_OK

@@ -1,26 +1,75 @@
-"""Database work of the history views (messages filters, participants, working memory, thread filter); no Qt.
+"""A thread's messages as the Messages tab shows them: pages with token counts, filters, positions (no Qt).
 
-Plain functions over a MemoryStore returning picklable data, run by the TaskRunner on its database
-worker or, for big databases, in its helper process (which imports this module without Qt).
-Filters mirror Mastra's recall filters: the date range compares ISO strings as the libSQL store
-does and the metadata filter is the same SQL predicate (`studio.store.history`); speaker and text
-filters read the message text (the `<turn>` speaker, the text without tags) in batches.
+Loads (`studio.app.loads`): module-level functions of the store returning plain (picklable)
+data, run by the studio's TaskRunner on its database worker or, for big databases, in its helper
+process. Filters mirror Mastra's recall filters: the date range compares ISO strings as the
+libSQL store does and the metadata filter is the same SQL predicate (`studio.store.history`);
+speaker and text filters read the message text (the `<turn>` speaker, the text without tags) in
+batches.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from studio.app.loads import require_store
 from studio.common.metadata_filter import validate_metadata_filter
-from studio.engine.speakers import SpeakerReport, attribute_message, thread_speakers
-from studio.store.history import list_threads
+from studio.engine import tokens
+from studio.engine.speakers import SpeakerReport, attribute_message
+from studio.errors import StudioError
 from studio.store.message_queries import iter_thread_messages, messages_by_id, thread_message_ids
 from studio.store.message_queries import message_position as store_message_position
 from studio.store.memory_store import MemoryStore
-from studio.store.records import Message, Resource, Thread
-from studio.ui.loaders import MessagePage, MessageRow, message_row, require_store
+from studio.store.records import Message
+
+
+@dataclass
+class MessageRow:
+    """One message with its token counts: Mastra's estimate and the exact o200k count (tokens)."""
+
+    message: Message
+    estimate: int | None
+    exact: int | None
+
+
+@dataclass
+class MessagePage:
+    """Messages OFFSET.. of a thread, and the thread's message count."""
+
+    thread_id: str
+    offset: int
+    rows: list[MessageRow]
+    total: int
+
+
+def message_row(message: Message) -> MessageRow:
+    """Return MESSAGE with its Mastra estimate and exact o200k token counts (None if uncountable)."""
+    shaped = message.as_mastra()
+    try:
+        estimate = tokens.count_messages([shaped])
+    except StudioError:
+        estimate = None
+    try:
+        exact = tokens.exact_message_tokens(shaped)
+    except StudioError:
+        exact = None
+    return MessageRow(message, estimate, exact)
+
+
+def load_message_page(store: MemoryStore | None, thread_id: str, offset: int, limit: int,
+                      cancel: threading.Event | None = None) -> MessagePage:
+    """Return messages OFFSET..OFFSET+LIMIT of THREAD_ID (storage order) with their token counts."""
+    store = require_store(store)
+    total = store.message_count(thread_id)
+    rows = []
+    for message in store.list_messages(thread_id, limit=limit, offset=offset):
+        if cancel is not None and cancel.is_set():
+            break
+        rows.append(message_row(message))
+    return MessagePage(thread_id=thread_id, offset=offset, rows=rows, total=total)
+
 
 #: Speaker filter values besides a speaker key: user messages without a tag, and the agent's messages.
 UNTAGGED = "\x00untagged"
@@ -131,69 +180,6 @@ def load_message_rows(store: MemoryStore | None, thread_id: str, ids: list[str],
 def message_position(store: MemoryStore | None, thread_id: str, message_id: str) -> int:
     """Return MESSAGE_ID's row in THREAD_ID's storage order (createdAt, then insertion), or -1."""
     return store_message_position(require_store(store), thread_id, message_id)
-
-
-def load_speakers(store: MemoryStore | None, thread_id: str, cancel: threading.Event | None = None) -> SpeakerReport:
-    """Return THREAD_ID's participants (studio.engine.speakers) with Mastra's token estimates."""
-    return thread_speakers(require_store(store), thread_id, cancel=cancel)
-
-
-@dataclass
-class WorkingMemoryInfo:
-    """A thread's and its resource's working memory (markdown, shown as plain text) and which one applies."""
-
-    thread_id: str
-    resource_id: str | None
-    thread_text: str | None
-    resource_text: str | None
-    resource_exists: bool
-    applies: str          # "thread", "resource", "either" or "none"
-    explanation: str
-    extra: dict = field(default_factory=dict)
-
-
-def working_memory_info(thread: Thread, resource: Resource | None) -> WorkingMemoryInfo:
-    """Say which working memory Mastra's agent reads for THREAD (Memory.getWorkingMemory).
-
-    Mastra reads `mastra_resources.workingMemory` with `workingMemory.scope: 'resource'` (its
-    default) and the thread's `metadata.workingMemory` with scope 'thread'. The scope is the app's
-    configuration, not stored in the file, so when both are stored the studio says so.
-    """
-    thread_text = thread.working_memory
-    resource_text = resource.working_memory if resource is not None and isinstance(resource.working_memory, str) \
-        else None
-    if thread_text and resource_text:
-        applies = "either"
-        text = ("Both are stored. With Mastra's default scope (workingMemory.scope: 'resource') the agent reads the "
-                "resource's working memory; with scope: 'thread' it reads the thread's.")
-    elif thread_text:
-        applies = "thread"
-        text = ("Thread-scoped: this thread's metadata.workingMemory is what the agent reads "
-                "(workingMemory.scope: 'thread'). The resource has none stored.")
-    elif resource_text:
-        applies = "resource"
-        text = (f"Resource-scoped (Mastra's default): every thread of {thread.resource_id} shares the resource's "
-                "working memory. This thread has none of its own.")
-    else:
-        applies = "none"
-        text = "No working memory is stored for this thread or its resource."
-    return WorkingMemoryInfo(thread.id, thread.resource_id, thread_text, resource_text, resource is not None,
-                             applies, text)
-
-
-def load_working_memory(store: MemoryStore | None, thread_id: str) -> WorkingMemoryInfo | None:
-    """Return the working memory of THREAD_ID and its resource (None when the thread is gone)."""
-    store = require_store(store)
-    thread = store.get_thread(thread_id)
-    if thread is None:
-        return None
-    return working_memory_info(thread, store.get_resource(thread.resource_id))
-
-
-def load_metadata_thread_ids(store: MemoryStore | None, metadata: dict) -> set[str]:
-    """Return the ids of every thread whose metadata matches METADATA (Memory.listThreads' filter, all pages)."""
-    store = require_store(store)
-    return set(list_threads(store, filter={"metadata": metadata}, per_page=False).thread_ids)
 
 
 def describe_speaker_filter(value: Any, report: SpeakerReport | None) -> str:

@@ -1,15 +1,17 @@
-"""Module-level loaders of the studio's health scan (no Qt: they run on the database worker or in the helper).
+"""The memory doctor for both faces (no Qt): `memory-studio doctor`'s document and the studio's health scan.
 
-The scan's plan (every thread and lookup key of the file) is built once per process and store and
-kept here, so a batch sent to the helper process carries only its index, not the whole plan.
+The scan's loaders run on the database worker or in the helper process, batch by batch; its plan
+(every thread and lookup key of the file) is built once per process and store and kept here, so
+a batch sent to the helper process carries only its index, not the whole plan.
 """
 
 from __future__ import annotations
 
+from studio.app.failures import BadInput
 from studio.engine.doctor import plan_batches, run_batch
 from studio.engine.doctor.runner import DoctorPlan
 from studio.store.memory_store import MemoryStore
-from studio.ui.loaders import require_store
+from studio.app.loads import require_store
 
 #: (id of the store, scan round) -> the plan that round's batches follow (one entry: the newest round).
 _plans: dict[tuple[int, int], DoctorPlan] = {}
@@ -50,3 +52,17 @@ def load_scan_batch(store: MemoryStore | None, round_: int, index: int) -> tuple
     """
     findings, counts = run_batch(require_store(store), _plan(require_store(store), round_), index)
     return [f.to_json() for f in findings], counts
+
+
+def doctor_document(store: MemoryStore, thread_id: str | None = None) -> dict:
+    """Return the `doctor --json` document of STORE (only THREAD_ID when given).
+
+    `{"findings": [...], "checked": {...}}` (studio.engine.doctor; docs/doctor.md).
+
+    Raises BadInput for an unknown thread, StoreError on a failed read.
+    """
+    from studio.engine.doctor import run_doctor
+
+    if thread_id is not None and store.get_thread(thread_id) is None:
+        raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
+    return run_doctor(store, thread_id).to_json()

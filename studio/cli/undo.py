@@ -17,19 +17,16 @@ write, a lock held by another session for the whole 9 s, declined at the prompt)
 
 from __future__ import annotations
 
-import sys
-
-from studio.cli import EXIT_OK, EXIT_REFUSED, JSON_HELP, BadInput, _dump, exit_code_for
+from studio.app.failures import EXIT_OK, EXIT_REFUSED, exit_code_for
+from studio.app.failures import say as _say
+from studio.cli import JSON_HELP
+from studio.cli.output import print_json
 
 __all__ = ["add_undo_command"]
 
 
-def _say(text: str) -> None:
-    print(f"memory-studio: {text}", file=sys.stderr)
-
-
 def _run_undo(args) -> int:
-    from studio.cli_reflect import _confirm, _is_terminal
+    from studio.cli.interaction import TerminalInteraction
     from studio.store.write.undo import describe_backup, pick_backup, undo_write
     from studio.store.writes import WriteRefused
 
@@ -39,20 +36,16 @@ def _run_undo(args) -> int:
         _say(str(exc))
         return exit_code_for(exc)
     summary = f"{describe_backup(document)} Store: {document.get('target')}; backup: {path}."
-    if not args.yes:
-        if not _is_terminal():
-            raise BadInput("undo writes to the store: add --yes to confirm (not a terminal)")
-        _say(summary)
-        if not _confirm("Restore these rows?"):
-            _say("Nothing was written.")
-            return EXIT_REFUSED
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(
+            "Restore these rows?", "undo writes to the store: add --yes to confirm (not a terminal)", shown=summary):
+        return EXIT_REFUSED
     try:
         result = undo_write(args.target, path)
     except WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
     if args.json:
-        _dump(result)
+        print_json(result)
     else:
         print(f"Undid the {result['operation']} of {result['created_at']}: {result['deleted']} row(s) deleted, "
               f"{result['restored']} restored, {result['reinserted']} put back. Its own backup: {result['undo_backup']}")
