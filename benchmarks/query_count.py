@@ -13,8 +13,8 @@ and by the test that `inspect` sends as many statements for N threads as for 3N.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 
 @dataclass

@@ -47,8 +47,8 @@ def peak_rss_mb() -> float:
 
 def core_timings(db: Path) -> dict:
     """Time the Qt-free core on DB."""
-    from studio.engine import tokens
     from studio.app.statuses import iter_thread_statuses
+    from studio.engine import tokens
     from studio.store import open_store
 
     out = {}
@@ -78,7 +78,6 @@ def studio_timings(db: Path) -> dict:
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
-    from PySide6.QtWidgets import QApplication
 
     from studio.ui.app import application
     from studio.ui.context import AppContext

@@ -15,13 +15,12 @@ import sys
 
 def main(app: str, db: str) -> int:
     """Run one helper request against APP; return 0 when its listing of DB equals ours."""
+    from studio.app.helper_process import CANCEL
     from studio.app.listing import load_listing
-    from studio.store import open_store
-
     from studio.engine.timeline import load_timeline
     from studio.engine.whatif import WhatIfSettings
     from studio.engine.whatif_chart import replay_in_store, replay_packed
-    from studio.app.helper_process import CANCEL
+    from studio.store import open_store
 
     with open_store(db) as store:
         thread_id = next(r.thread.id for r in load_listing(store).rows if r.has_om)

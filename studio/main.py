@@ -17,7 +17,7 @@ from studio.paths import CHILD_FLAG  # the hidden first argument of the studio's
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Sequence
+    from collections.abc import Sequence
 
 
 def run_child(argv: Sequence[str]) -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Iterator
+    from collections.abc import Iterator
 
 #: A file every complete resources folder holds (how a folder is recognised as ours).
 _MARKER = Path("tokenizers") / "o200k_base.tiktoken"

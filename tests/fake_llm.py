@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -114,7 +115,7 @@ class FakeLLM:
         self._thread: threading.Thread | None = None
 
     # -- scripting -----------------------------------------------------------------------------
-    def push(self, *replies: Reply) -> "FakeLLM":
+    def push(self, *replies: Reply) -> FakeLLM:
         """Queue REPLIES, served in order."""
         with self._lock:
             self.replies.extend(replies)
@@ -151,7 +152,7 @@ class FakeLLM:
         return f"http://127.0.0.1:{self.port}/v1beta"
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> "FakeLLM":
+    def start(self) -> FakeLLM:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -214,7 +215,7 @@ class FakeLLM:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fake_llm import FakeLLM, Reply  # noqa: E402
+from tests.fake_llm import FakeLLM, Reply
 
 ORACLE = Path(__file__).resolve().parent / "engine" / "data" / "reflector_answers.oracle.json"
 

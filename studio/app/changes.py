@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["ChangeSet", "NO_CHANGES", "Written", "record_changes"]
+__all__ = ["NO_CHANGES", "ChangeSet", "Written", "record_changes"]
 
 
 def _ids(values) -> frozenset[str]:
@@ -43,17 +43,17 @@ class ChangeSet:
 
     @classmethod
     def of(cls, *, threads=(), threads_created=(), threads_deleted=(), om_records=(), messages=(),
-           messages_created=(), messages_deleted=()) -> "ChangeSet":
+           messages_created=(), messages_deleted=()) -> ChangeSet:
         """Return the ChangeSet of these ids (any iterables of ids; None entries are left out)."""
         return cls(_ids(threads), _ids(threads_created), _ids(threads_deleted), _ids(om_records), _ids(messages),
                    _ids(messages_created), _ids(messages_deleted))
 
     @classmethod
-    def full_reload(cls) -> "ChangeSet":
+    def full_reload(cls) -> ChangeSet:
         """Return the ChangeSet of a full reload (anything may have changed)."""
         return cls(everything=True)
 
-    def __or__(self, other: "ChangeSet") -> "ChangeSet":
+    def __or__(self, other: ChangeSet) -> ChangeSet:
         """Return what SELF and OTHER changed together."""
         if not isinstance(other, ChangeSet):
             return NotImplemented

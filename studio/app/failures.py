@@ -20,7 +20,7 @@ from studio.errors import StoreError, StoreNotice, StudioError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Callable
+    from collections.abc import Callable
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_IO = 0, 1, 2, 3, 4
 #: The exit code of a run stopped with Ctrl-C.

@@ -8,10 +8,10 @@ a batch sent to the helper process carries only its index, not the whole plan.
 from __future__ import annotations
 
 from studio.app.failures import BadInput
+from studio.app.loads import require_store
 from studio.engine.doctor import plan_batches, run_batch
 from studio.engine.doctor.runner import DoctorPlan
 from studio.store.memory_store import MemoryStore
-from studio.app.loads import require_store
 
 #: (id of the store, scan round) -> the plan that round's batches follow (one entry: the newest round).
 _plans: dict[tuple[int, int], DoctorPlan] = {}

@@ -28,8 +28,9 @@ import select
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from studio.errors import StoreError, StudioError
 from studio.store.credentials import load_session_secrets, session_secrets

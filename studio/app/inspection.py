@@ -22,8 +22,8 @@ def inspect_document(store: MemoryStore, *, recount: bool = False) -> dict:
     RECOUNT adds to each history entry the tokenx and exact o200k recounts of its log and which
     one the stored observationTokenCount matches (see studio.engine.recount).
     """
-    from studio.common.om_settings import max_threshold, resolve_settings
     from studio.app.statuses import iter_statuses
+    from studio.common.om_settings import max_threshold, resolve_settings
     from studio.store.records import Thread
 
     if recount:  # tiktoken's o200k table costs ~30 ms to build: only when asked for

@@ -10,8 +10,9 @@ statuses come later, in batches (`studio.app.statuses`); the thread list's metad
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from studio.app.changes import ChangeSet
 from studio.app.loads import require_store

@@ -19,9 +19,9 @@ from studio.common.metadata_filter import validate_metadata_filter
 from studio.engine import tokens
 from studio.engine.speakers import SpeakerReport, attribute_message
 from studio.errors import StudioError
+from studio.store.memory_store import MemoryStore
 from studio.store.message_queries import iter_thread_messages, messages_by_id, thread_message_ids
 from studio.store.message_queries import message_position as store_message_position
-from studio.store.memory_store import MemoryStore
 from studio.store.records import Message
 
 

@@ -11,8 +11,8 @@ EngineError, WriteRefused, Cancelled; BadInput for an answer Mastra would reject
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from studio.app.changes import Written, record_changes
 from studio.app.failures import BadInput

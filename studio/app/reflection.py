@@ -12,8 +12,9 @@ and return what they changed (`studio.app.changes.Written`). Errors are raised a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from studio.app.changes import Written, record_changes
 from studio.app.failures import BadInput

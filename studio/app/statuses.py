@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
 
 from studio.engine.status import StatusRows, ThreadStatus, load_status_rows, status_from_rows
 from studio.engine.unobserved import storage_cursor

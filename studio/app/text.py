@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from studio.store.records import iso_to_ms
 
@@ -54,7 +54,7 @@ def _local(iso: str | None) -> datetime | str:
     if ms is None:
         return NONE if iso is None else str(iso)
     try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).astimezone()
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).astimezone()
     except (OverflowError, ValueError, OSError):
         return str(iso)
 
@@ -72,7 +72,7 @@ def short_time(iso: str | None, now: datetime | None = None, *, seconds: bool = 
     dt = _local(iso)
     if isinstance(dt, str):
         return dt
-    now = (now or datetime.now(timezone.utc)).astimezone()
+    now = (now or datetime.now(UTC)).astimezone()
     clock = dt.strftime("%H:%M:%S" if seconds else "%H:%M")
     if dt.date() == now.date():
         return clock

@@ -31,17 +31,35 @@ on the GUI thread). Both perform a step with `perform`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator
+from typing import Any
 
 from studio.app.changes import NO_CHANGES, ChangeSet, Written, record_changes
 from studio.errors import StudioError, WriteRefused
 from studio.store.write.protocol import DEFAULT_QUIET_MS, AgentActivity, OvertakingWrite
 
 __all__ = [
-    "WAIT_LIMIT_S", "Interaction", "ProtocolOptions", "ProtocolOutcome", "WriteJob", "WaitEnded", "Commit",
-    "WaitForQuiet", "WatchOvertaking", "Repair", "WatchSurvival", "protocol_steps", "perform", "run_steps",
-    "preflight", "refuses", "is_agent_active", "activity_json", "waiting_text", "watch_in_place",
+    "WAIT_LIMIT_S",
+    "Commit",
+    "Interaction",
+    "ProtocolOptions",
+    "ProtocolOutcome",
+    "Repair",
+    "WaitEnded",
+    "WaitForQuiet",
+    "WatchOvertaking",
+    "WatchSurvival",
+    "WriteJob",
+    "activity_json",
+    "is_agent_active",
+    "perform",
+    "preflight",
+    "protocol_steps",
+    "refuses",
+    "run_steps",
+    "waiting_text",
+    "watch_in_place",
 ]
 
 #: How long one wait for the quiet period lasts at most when the options set no total (the studio's "Wait") (s).

@@ -23,7 +23,7 @@ from studio.app.failures import BadInput, report_failures, show_notices
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from studio.store.memory_store import MemoryStore
 

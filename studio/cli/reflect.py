@@ -103,8 +103,15 @@ def _print_summary(doc: dict) -> None:
 
 
 def _run_reflect(args) -> int:
-    from studio.app.reflection import PreviewRequest, commit, load_input, make_client, propose, reflect_document, \
-        still_current
+    from studio.app.reflection import (
+        PreviewRequest,
+        commit,
+        load_input,
+        make_client,
+        propose,
+        reflect_document,
+        still_current,
+    )
     from studio.app.write_protocol import ProtocolOutcome, WriteJob
     from studio.engine.reflector import (
         ReflectionInputError,

@@ -22,7 +22,6 @@ from studio.app.timeline import thread_timeline, timeline_document, whatif_docum
 from studio.cli import JSON_HELP, READ_PATH_HELP, reading
 from studio.cli.output import print_json
 
-
 #: The `whatif` option that sets each of Mastra's observationalMemory settings named in its errors.
 OPTION_OF_SETTING = {
     "blockAfter": "--block-after", "bufferActivation": "--buffer-activation", "bufferTokens": "--buffer-tokens",

@@ -43,8 +43,16 @@ from studio.app.write_protocol import (
 from studio.cli.interaction import TerminalInteraction
 from studio.cli.output import print_json
 
-__all__ = ["add_protocol_arguments", "protocol_options", "check_quiet", "write_through_protocol", "report_write",
-           "refused_document", "write_refused", "positive_seconds"]
+__all__ = [
+    "add_protocol_arguments",
+    "check_quiet",
+    "positive_seconds",
+    "protocol_options",
+    "refused_document",
+    "report_write",
+    "write_refused",
+    "write_through_protocol",
+]
 
 
 def _seconds(text: str) -> float:

@@ -8,7 +8,7 @@ the in-flight request's connection as soon as the token fires (see `studio.llm.c
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from studio.errors import StudioError
 

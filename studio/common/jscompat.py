@@ -18,15 +18,36 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from json.encoder import encode_basestring as _c_quote
 from typing import Any
 
 __all__ = [
-    "UNDEFINED", "JS_WHITESPACE", "JS_WHITESPACE_CHARS", "is_number", "is_finite", "truthy",
-    "coalesce", "get", "js_trim", "is_nonblank", "utf16_len", "to_utf16", "from_utf16",
-    "safe_slice", "safe_tail", "number_to_string", "js_string", "property_key", "js_items",
-    "json_quote", "json_stringify", "iso_string", "js_round", "node_utf8", "sha256_hex",
+    "JS_WHITESPACE",
+    "JS_WHITESPACE_CHARS",
+    "UNDEFINED",
+    "coalesce",
+    "from_utf16",
+    "get",
+    "is_finite",
+    "is_nonblank",
+    "is_number",
+    "iso_string",
+    "js_items",
+    "js_round",
+    "js_string",
+    "js_trim",
+    "json_quote",
+    "json_stringify",
+    "node_utf8",
+    "number_to_string",
+    "property_key",
+    "safe_slice",
+    "safe_tail",
+    "sha256_hex",
+    "to_utf16",
+    "truthy",
+    "utf16_len",
 ]
 
 
@@ -325,7 +346,7 @@ def json_quote(text: str) -> str:
 
 def iso_string(value: datetime) -> str:
     """Return `Date#toISOString()` of VALUE (UTC, millisecond precision; a naive datetime is taken as UTC)."""
-    utc = value.astimezone(timezone.utc) if value.tzinfo else value
+    utc = value.astimezone(UTC) if value.tzinfo else value
     return (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
             f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z")
 

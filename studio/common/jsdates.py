@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from email.utils import parsedate_tz
 from zoneinfo import ZoneInfo
 
 from studio.common.jscompat import from_utf16, is_number
 
-__all__ = ["resolve_tz", "normalize_created_at", "format_date", "format_time"]
+__all__ = ["format_date", "format_time", "normalize_created_at", "resolve_tz"]
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ISO_DATE = re.compile(
     r"([+-][0-9]{6}|[0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?"
     r"(?:[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]+))?)?"
@@ -32,9 +32,9 @@ _ISO_DATE = re.compile(
 def resolve_tz(tz: tzinfo | str | None) -> tzinfo:
     """Return TZ as a tzinfo: None or "UTC" is UTC, another string an IANA zone name."""
     if tz is None:
-        return timezone.utc
+        return UTC
     if isinstance(tz, str):
-        return timezone.utc if tz.upper() == "UTC" else ZoneInfo(tz)
+        return UTC if tz.upper() == "UTC" else ZoneInfo(tz)
     return tz
 
 
@@ -73,14 +73,14 @@ def _parse_date_string(text: str, tz: tzinfo) -> datetime | None:
             return None
         naive = base + timedelta(days=day - 1, hours=hour, minutes=minute, seconds=second, milliseconds=millis)
         if hour_s is None:
-            return naive.replace(tzinfo=timezone.utc)
+            return naive.replace(tzinfo=UTC)
         if offset_s is None:
             return _localize(naive, tz)
         if offset_s in ("Z", "z"):
-            return naive.replace(tzinfo=timezone.utc)
+            return naive.replace(tzinfo=UTC)
         digits = offset_s[1:].replace(":", "")
         delta = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-        return (naive - delta if offset_s[0] == "+" else naive + delta).replace(tzinfo=timezone.utc)
+        return (naive - delta if offset_s[0] == "+" else naive + delta).replace(tzinfo=UTC)
     parsed = parsedate_tz(text)
     if parsed is None:
         return None
@@ -90,11 +90,11 @@ def _parse_date_string(text: str, tz: tzinfo) -> datetime | None:
         return None
     if parsed[9] is None:
         return _localize(naive, tz)
-    return (naive - timedelta(seconds=parsed[9])).replace(tzinfo=timezone.utc)
+    return (naive - timedelta(seconds=parsed[9])).replace(tzinfo=UTC)
 
 
 def _localize(naive: datetime, tz: tzinfo) -> datetime:
-    return naive.replace(tzinfo=tz).astimezone(timezone.utc)
+    return naive.replace(tzinfo=tz).astimezone(UTC)
 
 
 def normalize_created_at(value, tz: tzinfo) -> datetime | None:
@@ -103,7 +103,7 @@ def normalize_created_at(value, tz: tzinfo) -> datetime | None:
     Mirrors normalizeObserverCreatedAt; a naive datetime is taken as UTC, a string without offset as TZ local time.
     """
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if is_number(value):
         return _from_epoch_ms(value)
     if isinstance(value, str):

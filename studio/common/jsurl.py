@@ -24,7 +24,7 @@ import re
 
 from studio.common.jscompat import from_utf16
 
-__all__ = ["parse_url", "decode_uri_component"]
+__all__ = ["decode_uri_component", "parse_url"]
 
 _STRIP = "".join(chr(c) for c in range(0x21))  # C0 controls and space
 _TAB_OR_NEWLINE = re.compile("[\t\n\r]")

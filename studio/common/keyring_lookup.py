@@ -10,7 +10,7 @@ a value.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 KEYRING_SERVICE = "memory-studio"
 #: A keyring lookup: (service, username) -> the secret or None.

@@ -24,8 +24,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "MAX_KEY_LENGTH", "RESERVED_KEYS", "ValidationError", "key_problem", "validate_metadata_filter",
-    "parse_metadata_json", "parse_key_value", "parse_key_values", "message_metadata_matches",
+    "MAX_KEY_LENGTH",
+    "RESERVED_KEYS",
+    "ValidationError",
+    "key_problem",
+    "message_metadata_matches",
+    "parse_key_value",
+    "parse_key_values",
+    "parse_metadata_json",
+    "validate_metadata_filter",
 ]
 
 MAX_KEY_LENGTH = 128

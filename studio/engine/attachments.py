@@ -16,17 +16,33 @@ import math
 import re
 from typing import Any
 
-from studio.engine.estimate_cache import ensure_mastra, part_mastra
-from studio.engine.images import decode_image_bytes, image_dimensions, is_http_url, is_image_like_file
 from studio.common.jscompat import (
-    JS_WHITESPACE, UNDEFINED, coalesce, get, is_finite, is_nonblank, js_round, js_trim, json_stringify,
-    sha256_hex, utf16_len,
+    JS_WHITESPACE,
+    UNDEFINED,
+    coalesce,
+    get,
+    is_finite,
+    is_nonblank,
+    js_round,
+    js_trim,
+    json_stringify,
+    sha256_hex,
+    utf16_len,
 )
 from studio.common.jsurl import decode_uri_component, parse_url
+from studio.engine.estimate_cache import ensure_mastra, part_mastra
+from studio.engine.images import decode_image_bytes, image_dimensions, is_http_url, is_image_like_file
 
 __all__ = [
-    "is_image_file", "attachment_filename", "attachment_mime", "source_stats", "resolve_dimensions",
-    "image_estimate", "file_bytes_estimate", "file_descriptor", "remote_payload",
+    "attachment_filename",
+    "attachment_mime",
+    "file_bytes_estimate",
+    "file_descriptor",
+    "image_estimate",
+    "is_image_file",
+    "remote_payload",
+    "resolve_dimensions",
+    "source_stats",
 ]
 
 _JS_WS_RUN = re.compile(f"[{JS_WHITESPACE}]+")

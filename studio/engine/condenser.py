@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from studio.common.cancel import CancelToken
 from studio.engine import tokens as tk
 from studio.engine.observations import Priority, classify
-from studio.common.cancel import CancelToken
 
 _THREAD_OPEN = re.compile(r"^\s*<thread\b[^>]*>\s*$")
 _THREAD_CLOSE = re.compile(r"^\s*</thread>\s*$")
@@ -45,9 +45,9 @@ class _Line:
     depth: int = 0
     text: str = ""
     rank: int = 2
-    children: list["_Line"] = field(default_factory=list)
+    children: list[_Line] = field(default_factory=list)
 
-    def subtree(self) -> list["_Line"]:
+    def subtree(self) -> list[_Line]:
         out = [self]
         for child in self.children:
             out.extend(child.subtree())

@@ -14,8 +14,16 @@ from typing import Any
 from studio.common.jscompat import get, is_finite, is_number, js_items, sha256_hex
 
 __all__ = [
-    "TOKEN_ESTIMATE_CACHE_VERSION", "TOKEN_ESTIMATE_SOURCE", "CLIENT_ESTIMATE_SOURCE", "estimate_key",
-    "cache_lookup", "cache_merge", "is_valid", "part_mastra", "ensure_mastra", "client_estimate",
+    "CLIENT_ESTIMATE_SOURCE",
+    "TOKEN_ESTIMATE_CACHE_VERSION",
+    "TOKEN_ESTIMATE_SOURCE",
+    "cache_lookup",
+    "cache_merge",
+    "client_estimate",
+    "ensure_mastra",
+    "estimate_key",
+    "is_valid",
+    "part_mastra",
 ]
 
 TOKEN_ESTIMATE_CACHE_VERSION = 7

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from studio.engine import tokens
 from studio.store.records import Message, OMRecord, iso_to_ms

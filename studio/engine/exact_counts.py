@@ -16,7 +16,7 @@ from studio.common.jscompat import UNDEFINED, get, json_stringify
 from studio.engine.text_units import SpaceUnits, joined_units, space_units
 from studio.engine.tool_results import resolve_tool_result
 
-__all__ = ["exact_tokens", "model_visible_text", "exact_message_tokens", "split_for_bpe", "tiktoken_encoding"]
+__all__ = ["exact_message_tokens", "exact_tokens", "model_visible_text", "split_for_bpe", "tiktoken_encoding"]
 
 #: tiktoken's own definition of o200k_base (`tiktoken_ext.openai_public.o200k_base`, unchanged from
 #: tiktoken 0.7 to 0.14): its pre-tokenizer pattern, special tokens and the SHA-256 of its rank file.

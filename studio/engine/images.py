@@ -19,11 +19,16 @@ from studio.common.jscompat import JS_WHITESPACE, get, node_utf8, utf16_len
 from studio.common.jsurl import decode_uri_component, parse_url
 
 __all__ = [
-    "IMAGE_EXTENSIONS", "path_extension", "has_image_extension", "is_http_url", "is_image_like_file",
-    "image_dimensions", "decode_image_bytes",
+    "IMAGE_EXTENSIONS",
+    "decode_image_bytes",
+    "has_image_extension",
+    "image_dimensions",
+    "is_http_url",
+    "is_image_like_file",
+    "path_extension",
 ]
 
-IMAGE_EXTENSIONS = frozenset("png jpg jpeg webp gif bmp tiff tif heic heif avif".split())
+IMAGE_EXTENSIONS = frozenset(["png", "jpg", "jpeg", "webp", "gif", "bmp", "tiff", "tif", "heic", "heif", "avif"])
 _EXTENSION = re.compile(r"\.([a-zA-Z0-9]+)\Z")
 _HTTP = re.compile(r"https?://", re.IGNORECASE)
 

@@ -28,13 +28,13 @@ studio.llm.errors classes, studio.llm.Cancelled.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from studio.engine import tokens
-from studio.common.jscompat import js_trim
-from studio.errors import EngineError
 from studio.common.cancel import CancelToken
+from studio.common.jscompat import js_trim
+from studio.engine import tokens
+from studio.errors import EngineError
 from studio.llm.wire import Usage
 
 STRATEGIES = ("llm", "rule-based")
@@ -119,9 +119,9 @@ def load_observation_window(path: str, thread_id: str):
     Raises ObservationInputError when the thread or its OM record is missing; StoreError when the
     file is unusable.
     """
+    from studio.engine.observe_window import observation_window, resource_observation_window
     from studio.errors import WriteRefused
     from studio.store import open_store
-    from studio.engine.observe_window import observation_window, resource_observation_window
 
     with open_store(path) as store:
         thread = store.get_thread(thread_id)

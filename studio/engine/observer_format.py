@@ -41,18 +41,26 @@ from __future__ import annotations
 import math
 from datetime import datetime, tzinfo
 
-from studio.engine.images import is_image_like_file
 from studio.common.jscompat import (
-    UNDEFINED, from_utf16, is_nonblank, is_number, js_string, js_trim, property_key, safe_slice, to_utf16,
+    UNDEFINED,
+    from_utf16,
+    is_nonblank,
+    is_number,
+    js_string,
+    js_trim,
+    property_key,
+    safe_slice,
+    to_utf16,
     truthy,
 )
 from studio.common.jsdates import format_date, format_time, normalize_created_at, resolve_tz
 from studio.common.jsurl import decode_uri_component, parse_url
+from studio.engine.images import is_image_like_file
 from studio.engine.tokenx import estimate_token_count
 from studio.engine.tool_arguments import format_tool_arguments
 from studio.engine.tool_results import format_tool_result, resolve_tool_result
 
-__all__ = ["format_messages_for_observer", "format_other_threads_context", "estimate_token_count"]
+__all__ = ["estimate_token_count", "format_messages_for_observer", "format_other_threads_context"]
 
 OTHER_THREADS_MAX_PART_LENGTH = 500
 
@@ -224,9 +232,7 @@ class _ToolState:
                 self.exchanges[key] = exchange
                 occurrence += 1
         for exchange in self.exchanges.values():
-            if exchange.terminal is not None and "args" in exchange.terminal:
-                exchange.signature = exchange.terminal
-            elif exchange.signature is None and exchange.terminal is not None:
+            if (exchange.terminal is not None and "args" in exchange.terminal) or (exchange.signature is None and exchange.terminal is not None):
                 exchange.signature = exchange.terminal
 
 

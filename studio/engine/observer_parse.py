@@ -26,7 +26,11 @@ from dataclasses import dataclass, field
 
 from studio.common.jscompat import js_trim
 from studio.common.om_settings import observer_extractors
-from studio.engine.reflector_parse import detect_degenerate_repetition, sanitize_observation_lines, string_extractor_value
+from studio.engine.reflector_parse import (
+    detect_degenerate_repetition,
+    sanitize_observation_lines,
+    string_extractor_value,
+)
 
 #: Mastra's default Observer extractors (continuation hints on, thread titles off).
 DEFAULT_SLUGS = ("current-task", "suggested-response")

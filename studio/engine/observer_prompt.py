@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import tzinfo
-from functools import lru_cache
+from functools import cache
 
 from studio.engine import tokens
 from studio.engine.observer_format import format_messages_for_observer
@@ -40,7 +40,7 @@ class ObserverPrompt:
     prompt: str
 
 
-@lru_cache(maxsize=None)
+@cache
 def _read(name: str) -> str:
     path = PROMPTS / name
     try:

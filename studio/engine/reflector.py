@@ -37,15 +37,15 @@ reflection). Tokens are Mastra's estimate (`studio.engine.tokens.count_observati
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
+from studio.common.cancel import CancelToken
 from studio.engine import tokens
 from studio.engine.diff import GenerationDiff, diff_logs
 from studio.engine.reflector_parse import has_observation_groups, parse_reflector_output
 from studio.engine.reflector_prompt import MAX_COMPRESSION_LEVEL, build_prompt
 from studio.errors import EngineError
-from studio.common.cancel import CancelToken
 from studio.llm.wire import Usage
 
 STRATEGIES = ("llm", "rule-based")
@@ -61,7 +61,7 @@ class ReflectionRejected(EngineError):
     `reason` is "degenerate", "empty" or "mixed"; `attempts` lists every Attempt.
     """
 
-    def __init__(self, message: str, reason: str, attempts: list["Attempt"]):
+    def __init__(self, message: str, reason: str, attempts: list[Attempt]):
         super().__init__(message)
         self.reason = reason
         self.attempts = attempts

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from studio.engine.reflector_parse import strip_observation_groups
@@ -33,7 +33,7 @@ class ReflectorPrompt:
     level: int
 
 
-@lru_cache(maxsize=None)
+@cache
 def _read(name: str, folder: Path = PROMPTS) -> str:
     path = folder / name
     try:
@@ -42,7 +42,7 @@ def _read(name: str, folder: Path = PROMPTS) -> str:
         raise EngineError(f"The Reflector prompt {path} is missing or unreadable: {exc.strerror or exc}") from exc
 
 
-@lru_cache(maxsize=None)
+@cache
 def compression_guidance() -> dict[int, str]:
     """Return {level: guidance text} for levels 1-4 (level 0 adds none), from reflector_compression.md."""
     text = _read("reflector_compression.md")

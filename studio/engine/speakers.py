@@ -11,15 +11,25 @@ unterminated or malformed tags, tags missing speaker attributes, several speaker
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from studio.engine.turns import TurnParse, has_turn_tag, parse_turns
 from studio.errors import StudioError
 from studio.store.records import Message
 
-__all__ = ["Speaker", "Anomaly", "SpeakerReport", "MessageAttribution", "speaker_key", "attribute_message",
-           "analyze_messages", "thread_speakers", "speakers_json", "UNKNOWN_SPEAKER"]
+__all__ = [
+    "UNKNOWN_SPEAKER",
+    "Anomaly",
+    "MessageAttribution",
+    "Speaker",
+    "SpeakerReport",
+    "analyze_messages",
+    "attribute_message",
+    "speaker_key",
+    "speakers_json",
+    "thread_speakers",
+]
 
 UNKNOWN_SPEAKER = "unknown"
 

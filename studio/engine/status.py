@@ -19,10 +19,9 @@ one batch per kind of row (their unobserved messages, their resources' messages 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
-from studio.engine import tokens
 from studio.common.om_settings import (
     OMSettings,
     ThresholdRange,
@@ -32,9 +31,10 @@ from studio.common.om_settings import (
     projected_message_removal,
     resolve_settings,
 )
+from studio.engine import tokens
 from studio.engine.unobserved import is_working_memory_state_signal, storage_cursor, unobserved_messages
-from studio.store.memory_store import MemoryStore
 from studio.store.flags import FLAG_COLUMNS, STALE_FLAG_AFTER_MS, FlagState, flag_states  # noqa: F401 (re-exported)
+from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, OMRecord, Thread
 
 #: Mastra's getOtherThreadsContext calls listThreads without perPage: the default page of 100 threads.

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["SpaceUnits", "space_units", "joined_units", "MEMO_MIN_CHARS"]
+__all__ = ["MEMO_MIN_CHARS", "SpaceUnits", "joined_units", "space_units"]
 
 #: Texts at least this long (chars) have their units remembered (the last MEMO_ENTRIES of them).
 MEMO_MIN_CHARS = 1 << 16
@@ -22,7 +22,7 @@ MEMO_ENTRIES = 4
 #: Units with more distinct pieces than this are not remembered (a text of unique tokens: memory).
 MEMO_MAX_DISTINCT = 1 << 20
 
-_MEMO: dict[str, "SpaceUnits"] = {}
+_MEMO: dict[str, SpaceUnits] = {}
 
 
 @dataclass(frozen=True)

@@ -24,24 +24,24 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
+from studio.common.om_settings import OMSettings, ThresholdRange, dynamic_threshold, max_threshold, resolve_settings
 from studio.engine import tokens
 from studio.engine.events import (
-    iso_or_none,
-    MARKER_PREFIX,
     ACTIVATION,
     BUFFERING,
+    MARKER_PREFIX,
     OBSERVATION,
     REFLECTION,
     REFLECTION_ACTIVATION,
     EventLog,
     OMEvent,
     build_events,
+    iso_or_none,
     turn_at,
 )
-from studio.common.om_settings import OMSettings, ThresholdRange, dynamic_threshold, max_threshold, resolve_settings
 from studio.engine.unobserved import (
     OBSERVATION_START,
     is_working_memory_state_signal,
@@ -218,7 +218,7 @@ class Timeline:
     message_counts: list[int] = field(default_factory=list)
     message_eligible: list[bool] = field(default_factory=list)
 
-    def slim(self) -> "Timeline":
+    def slim(self) -> Timeline:
         """Return this timeline without message contents (ids, roles, times kept), to send between processes.
 
         The what-if replay needs only each message's id, role, time and token counts, all kept.

@@ -110,7 +110,7 @@ class ChartSeries:
     event_styles: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
 
     @classmethod
-    def from_points(cls, points: list[Point], events: list[OMEvent] | None = None) -> "ChartSeries":
+    def from_points(cls, points: list[Point], events: list[OMEvent] | None = None) -> ChartSeries:
         """Return the arrays of POINTS (a Timeline's or a WhatIfResult's points) and of their EVENTS."""
         rows: dict[int, int] = {}
         for i, p in enumerate(points):

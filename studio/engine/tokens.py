@@ -47,14 +47,31 @@ offline from the bundled ranks.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from studio.engine.estimate_cache import (
-    TOKEN_ESTIMATE_CACHE_VERSION, TOKEN_ESTIMATE_SOURCE, cache_lookup, cache_merge, client_estimate, ensure_mastra,
-    estimate_key, is_valid, part_mastra,
-)
 from studio.common.jscompat import (
-    UNDEFINED, coalesce, get, is_nonblank, js_round, js_string, js_trim, json_stringify, sha256_hex, truthy,
+    UNDEFINED,
+    coalesce,
+    get,
+    is_nonblank,
+    js_round,
+    js_string,
+    js_trim,
+    json_stringify,
+    sha256_hex,
+    truthy,
+)
+from studio.engine.estimate_cache import (
+    TOKEN_ESTIMATE_CACHE_VERSION,
+    TOKEN_ESTIMATE_SOURCE,
+    cache_lookup,
+    cache_merge,
+    client_estimate,
+    ensure_mastra,
+    estimate_key,
+    is_valid,
+    part_mastra,
 )
 from studio.engine.tokenx import estimate_token_count
 from studio.engine.tool_results import resolve_tool_result, stringify_tool_result
@@ -64,11 +81,23 @@ if TYPE_CHECKING:  # the names `__getattr__` loads on first use (`_LAZY`), for t
     from studio.engine.images import image_dimensions
 
 __all__ = [
-    "TOKENS_PER_MESSAGE", "TOKENS_PER_CONVERSATION", "TOKEN_ESTIMATE_CACHE_VERSION",
-    "TOKEN_ESTIMATE_SOURCE", "estimate_text", "count_string", "count_observations",
-    "count_message", "count_messages", "count_message_for_status", "count_messages_for_status",
-    "estimate_key", "js_json_stringify", "image_dimensions", "exact_tokens",
-    "exact_message_tokens", "model_visible_text",
+    "TOKENS_PER_CONVERSATION",
+    "TOKENS_PER_MESSAGE",
+    "TOKEN_ESTIMATE_CACHE_VERSION",
+    "TOKEN_ESTIMATE_SOURCE",
+    "count_message",
+    "count_message_for_status",
+    "count_messages",
+    "count_messages_for_status",
+    "count_observations",
+    "count_string",
+    "estimate_key",
+    "estimate_text",
+    "exact_message_tokens",
+    "exact_tokens",
+    "image_dimensions",
+    "js_json_stringify",
+    "model_visible_text",
 ]
 
 TOKENS_PER_MESSAGE = 3.8

@@ -35,7 +35,7 @@ from bisect import bisect_right
 from studio.common.jscompat import JS_WHITESPACE, JS_WHITESPACE_CHARS, utf16_len
 from studio.engine.text_units import space_units
 
-__all__ = ["estimate_token_count", "utf16_len", "JS_WHITESPACE"]
+__all__ = ["JS_WHITESPACE", "estimate_token_count", "utf16_len"]
 
 # tokenx's punctuation class: ASCII only, and without the quote characters ' and ".
 _PUNCT_CHARS = ".,!?;(){}[]<>:/\\|@#$%^&*+=`~_-"

@@ -17,11 +17,18 @@ import re
 from collections import deque
 
 from studio.common.jscompat import (
-    UNDEFINED, js_items, js_string, json_quote, property_key, safe_slice, safe_tail, to_utf16,
+    UNDEFINED,
+    js_items,
+    js_string,
+    json_quote,
+    property_key,
+    safe_slice,
+    safe_tail,
+    to_utf16,
 )
 from studio.engine.tokenx import estimate_token_count
 
-__all__ = ["format_tool_arguments", "DEFAULT_MAX_TOKENS"]
+__all__ = ["DEFAULT_MAX_TOKENS", "format_tool_arguments"]
 
 DEFAULT_MAX_TOKENS = 2_000
 _ARG_INLINE_STRING_MAX_CHARS = 160

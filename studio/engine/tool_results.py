@@ -14,8 +14,12 @@ from studio.common.jscompat import get, js_items, json_stringify, safe_slice, ut
 from studio.engine.tokenx import estimate_token_count
 
 __all__ = [
-    "DEFAULT_TOOL_RESULT_MAX_TOKENS", "resolve_tool_result", "sanitize_tool_result", "stringify_tool_result",
-    "truncate_by_tokens", "format_tool_result",
+    "DEFAULT_TOOL_RESULT_MAX_TOKENS",
+    "format_tool_result",
+    "resolve_tool_result",
+    "sanitize_tool_result",
+    "stringify_tool_result",
+    "truncate_by_tokens",
 ]
 
 DEFAULT_TOOL_RESULT_MAX_TOKENS = 5_000

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Turn", "TurnParse", "parse_turns", "decode_entities", "has_turn_tag", "SPEAKER_ATTRIBUTES"]
+__all__ = ["SPEAKER_ATTRIBUTES", "Turn", "TurnParse", "decode_entities", "has_turn_tag", "parse_turns"]
 
 SPEAKER_ATTRIBUTES = ("author_id", "author_name", "functional_role")
 _OPEN = re.compile(r"<turn(?=[\s>/]|$)", re.IGNORECASE)

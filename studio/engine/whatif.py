@@ -29,6 +29,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from studio.common.om_settings import activation_chunk_count, js_round
 from studio.engine import tokens
 from studio.engine.events import (
     ACTIVATION,
@@ -39,7 +40,6 @@ from studio.engine.events import (
     REFLECTION_BUFFERING,
     OMEvent,
 )
-from studio.common.om_settings import activation_chunk_count, js_round
 from studio.engine.timeline import MessageWindow, Point, Timeline, build_timeline
 from studio.engine.whatif_settings import (  # re-exported: the settings part lives there
     ResolvedSettings,

@@ -64,7 +64,7 @@ class WhatIfChart:
     pid: int = 0
 
     @classmethod
-    def pack(cls, result: WhatIfResult, key: tuple = ()) -> "WhatIfChart":
+    def pack(cls, result: WhatIfResult, key: tuple = ()) -> WhatIfChart:
         """Return RESULT packed, with its chart arrays; KEY is the `timeline_key` of the timeline replayed."""
         return cls(settings=result.settings, resolved=result.resolved, observation_ratio=result.observation_ratio,
                    reflection_ratio=result.reflection_ratio, uses_real_sizes=result.uses_real_sizes,

@@ -40,7 +40,7 @@ class WhatIfSettings:
     reflection_block_after: float | None = None
 
     @classmethod
-    def from_record(cls, record: OMRecord) -> "WhatIfSettings":
+    def from_record(cls, record: OMRecord) -> WhatIfSettings:
         """Return the settings stored in RECORD's `config` (Mastra's resolved snapshot, overrides applied)."""
         settings = resolve_settings(record.config, record.scope)
         config = record.config
@@ -56,7 +56,7 @@ class WhatIfSettings:
                    reflection_buffer_activation=settings.reflection_buffer_activation,
                    reflection_block_after=refl_block if isinstance(refl_block, (int, float)) else None)
 
-    def resolve(self, scope: str = "thread") -> "ResolvedSettings":
+    def resolve(self, scope: str = "thread") -> ResolvedSettings:
         """Return absolute thresholds as Mastra's constructor resolves them.
 
         Raises WhatIfSettingsError for what Mastra rejects: non-positive thresholds, a shared

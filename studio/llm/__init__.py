@@ -11,17 +11,45 @@ studio.llm.client (timeouts, retries, cancellation) and studio.llm.errors.
 from studio.common.cancel import Cancelled, CancelToken
 from studio.llm.client import ClientEvent, Completion, LLMClient, RetryPolicy, Timeouts
 from studio.llm.errors import (
-    AuthenticationError, MissingKeyError, ModelNotFoundError, ProviderConfigError, ProviderResponseError,
-    ProviderServerError, ProviderTimeoutError, ProviderUnreachableError, RateLimitedError,
+    AuthenticationError,
+    MissingKeyError,
+    ModelNotFoundError,
+    ProviderConfigError,
+    ProviderResponseError,
+    ProviderServerError,
+    ProviderTimeoutError,
+    ProviderUnreachableError,
+    RateLimitedError,
 )
 from studio.llm.keys import KeyStatus, Secret, key_status, redact
 from studio.llm.providers import PROVIDERS, ModelSpec, Provider, default_model_from_config, parse_model
 from studio.llm.wire import Usage
 
 __all__ = [
-    "Cancelled", "CancelToken", "ClientEvent", "Completion", "LLMClient", "RetryPolicy", "Timeouts",
-    "AuthenticationError", "MissingKeyError", "ModelNotFoundError", "ProviderConfigError", "ProviderResponseError",
-    "ProviderServerError", "ProviderTimeoutError", "ProviderUnreachableError", "RateLimitedError",
-    "KeyStatus", "Secret", "key_status", "redact", "PROVIDERS", "ModelSpec", "Provider",
-    "default_model_from_config", "parse_model", "Usage",
+    "PROVIDERS",
+    "AuthenticationError",
+    "CancelToken",
+    "Cancelled",
+    "ClientEvent",
+    "Completion",
+    "KeyStatus",
+    "LLMClient",
+    "MissingKeyError",
+    "ModelNotFoundError",
+    "ModelSpec",
+    "Provider",
+    "ProviderConfigError",
+    "ProviderResponseError",
+    "ProviderServerError",
+    "ProviderTimeoutError",
+    "ProviderUnreachableError",
+    "RateLimitedError",
+    "RetryPolicy",
+    "Secret",
+    "Timeouts",
+    "Usage",
+    "default_model_from_config",
+    "key_status",
+    "parse_model",
+    "redact",
 ]

@@ -24,16 +24,21 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 from urllib.parse import urlsplit
 
 import httpx
 
 from studio.common.cancel import Cancelled, CancelToken
 from studio.llm.errors import (
-    AuthenticationError, ModelNotFoundError, ProviderResponseError, ProviderServerError, ProviderTimeoutError,
-    ProviderUnreachableError, RateLimitedError,
+    AuthenticationError,
+    ModelNotFoundError,
+    ProviderResponseError,
+    ProviderServerError,
+    ProviderTimeoutError,
+    ProviderUnreachableError,
+    RateLimitedError,
 )
 from studio.llm.keys import OS_KEYRING, KeyringGetter, Secret, redact, require_key
 from studio.llm.providers import GEMINI_GENERATE, ModelSpec, parse_model
@@ -162,7 +167,7 @@ class LLMClient:
 
     @classmethod
     def for_model(cls, model: str, *, base_url: str | None = None, env: Mapping[str, str] | None = None,
-                  keyring_get: KeyringGetter | None = OS_KEYRING, **kwargs) -> "LLMClient":
+                  keyring_get: KeyringGetter | None = OS_KEYRING, **kwargs) -> LLMClient:
         """Return a client for `provider/model` with its key from ENV or the keyring.
 
         Raises ProviderConfigError (unknown provider, bad URL) or MissingKeyError.

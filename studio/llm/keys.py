@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from studio.common.keyring_lookup import KEYRING_SERVICE, KeyringGetter, os_keyring_get
 from studio.llm.errors import MissingKeyError
 from studio.llm.providers import ModelSpec, Provider
-
 
 
 class Secret:

@@ -32,7 +32,7 @@ class Usage:
     output_tokens: int | None = None
     total_tokens: int | None = None
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         def add(a: int | None, b: int | None) -> int | None:
             return None if a is None and b is None else (a or 0) + (b or 0)
         return Usage(add(self.input_tokens, other.input_tokens), add(self.output_tokens, other.output_tokens),

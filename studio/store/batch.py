@@ -22,7 +22,8 @@ from studio.store.records import om_record_from_row
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
+    from typing import Any
 
     from studio.store.backends import ReadSql
     from studio.store.records import Message, OMRecord

@@ -18,7 +18,8 @@ import gc
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Iterator
+    from collections.abc import Iterator
+    from typing import Any
 
 #: What a damaged value is marked with in the UI and in notes about a record.
 DAMAGED_TEXT_NOTE = "contains bytes that are not valid UTF-8 (shown as \N{REPLACEMENT CHARACTER})"

@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 import threading
 import urllib.parse
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from studio.common.keyring_lookup import KEYRING_SERVICE, KeyringGetter, os_keyring_get
 from studio.errors import StoreError
@@ -319,7 +319,23 @@ def _login() -> str:
         return ""
 
 
-__all__ = ["KEYRING_SERVICE", "KeyringUnavailable", "URL_TOKEN_WARNING", "delete_secret", "forget_for_session",
-           "keyring_backend", "keyring_target", "libsql_auth_token", "libsql_token", "load_session_secrets",
-           "pg_password", "pgpass_has_entry", "remember_for_session", "save_secret", "saved_secret",
-           "secret_kind", "secret_source_text", "session_secrets"]
+__all__ = [
+    "KEYRING_SERVICE",
+    "URL_TOKEN_WARNING",
+    "KeyringUnavailable",
+    "delete_secret",
+    "forget_for_session",
+    "keyring_backend",
+    "keyring_target",
+    "libsql_auth_token",
+    "libsql_token",
+    "load_session_secrets",
+    "pg_password",
+    "pgpass_has_entry",
+    "remember_for_session",
+    "save_secret",
+    "saved_secret",
+    "secret_kind",
+    "secret_source_text",
+    "session_secrets",
+]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from studio.store.records import OMRecord, iso_to_ms
 
-__all__ = ["STALE_FLAG_AFTER_MS", "FLAG_COLUMNS", "FlagState", "flag_states"]
+__all__ = ["FLAG_COLUMNS", "STALE_FLAG_AFTER_MS", "FlagState", "flag_states"]
 
 #: A busy flag whose record has not been updated for this long is taken as left by a dead process (ms).
 STALE_FLAG_AFTER_MS = 10 * 60 * 1000

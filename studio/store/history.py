@@ -18,12 +18,13 @@ Bad arguments raise ValidationError (studio.common.metadata_filter); failed read
 from __future__ import annotations
 
 import functools
+from datetime import UTC
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
 from studio.store import schema as sc
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, Thread, iso_to_ms, ms_to_iso
-from studio.store.thread_list import (  # noqa: F401 (DEFAULT_LAST_MESSAGES, ThreadPage, list_threads: re-exported)
+from studio.store.thread_list import (
     DEFAULT_LAST_MESSAGES,
     DEFAULT_STORAGE_PER_PAGE,
     Page,
@@ -45,8 +46,16 @@ if TYPE_CHECKING:
     PerPage = int | Literal[False] | None
 
 __all__ = [
-    "DEFAULT_LAST_MESSAGES", "ThreadPage", "MessagePage", "list_threads", "get_thread_by_id",
-    "list_messages", "recall", "js_date_iso", "is_system_reminder", "message_metadata_sql",
+    "DEFAULT_LAST_MESSAGES",
+    "MessagePage",
+    "ThreadPage",
+    "get_thread_by_id",
+    "is_system_reminder",
+    "js_date_iso",
+    "list_messages",
+    "list_threads",
+    "message_metadata_sql",
+    "recall",
 ]
 
 #: NaN, what `new Date(x).getTime()` gives for a value that is not a date (no math import for it).
@@ -80,13 +89,12 @@ def js_date_iso(value: Any) -> str:
     reads it (ISO 8601; a date-time without an offset is taken as UTC here). Raises
     ValidationError when it is not a date.
     """
-    from datetime import timezone
 
     from studio.common.jsdates import normalize_created_at
 
     if isinstance(value, bool):
         raise ValidationError(f"{value!r} is not a date")
-    dt = normalize_created_at(value, timezone.utc)
+    dt = normalize_created_at(value, UTC)
     if dt is None:
         raise ValidationError(f"{value!r} is not a date (write ISO 8601, e.g. 2026-03-01T10:00:00Z)")
     ms = int(round(dt.timestamp() * 1000))
@@ -303,7 +311,7 @@ def _included(store: MemoryStore, include: list[tuple[str, int, int]], resource_
     return out
 
 
-def _message_filter(filter: Any) -> tuple[dict | None, str | None, str | None, bool, bool]:  # noqa: A002
+def _message_filter(filter: Any) -> tuple[dict | None, str | None, str | None, bool, bool]:
     flt = _check_keys(filter, ("metadata", "date_range", "dateRange"), "filter")
     metadata = validate_metadata_filter(flt.get("metadata"))
     rng = _check_keys(_pick(flt, "date_range", "dateRange"),
@@ -315,7 +323,7 @@ def _message_filter(filter: Any) -> tuple[dict | None, str | None, str | None, b
 
 
 def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id: str | None = None,
-                  include: list | None = None, filter: dict | None = None,  # noqa: A002
+                  include: list | None = None, filter: dict | None = None,
                   per_page: PerPage = None, page: int = 0, order_by: dict | None = None) -> MessagePage:
     """Return a page of THREAD_ID's messages as the libSQL store's listMessages does.
 
@@ -420,7 +428,7 @@ def is_system_reminder(message: Message) -> bool:
 
 
 def recall(store: MemoryStore, thread_id: str, *, resource_id: str | None = None, page: int | None = None,
-           per_page: PerPage = None, order_by: dict | None = None, filter: dict | None = None,  # noqa: A002
+           per_page: PerPage = None, order_by: dict | None = None, filter: dict | None = None,
            include: list | None = None, apply_include: bool = False,
            last_messages: int | Literal[False] = DEFAULT_LAST_MESSAGES,
            include_system_reminders: bool = False) -> MessagePage:

@@ -26,8 +26,9 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import httpx
 
@@ -346,6 +347,14 @@ class HranaWriteStream(HranaConnection):
             self._client.close()
 
 
-__all__ = ["HranaConnection", "HranaWriteStream", "LockWaitTimeout", "HranaStatementError", "StreamExpired", "Cursor",
-           "Traffic", "encode_value",
-           "decode_value"]
+__all__ = [
+    "Cursor",
+    "HranaConnection",
+    "HranaStatementError",
+    "HranaWriteStream",
+    "LockWaitTimeout",
+    "StreamExpired",
+    "Traffic",
+    "decode_value",
+    "encode_value",
+]

@@ -27,12 +27,13 @@ from studio.store.records import Message, OMRecord, Resource, Thread, om_record_
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Hashable, Iterable, Iterator
+    from collections.abc import Callable, Hashable, Iterable, Iterator
+    from typing import Any
 
     from studio.store.backends import Backend, ReadSql
     from studio.store.target import Target
 
-__all__ = ["MemoryStore", "THREAD_COLUMNS", "RESOURCE_COLUMNS", "MESSAGE_COLUMNS"]
+__all__ = ["MESSAGE_COLUMNS", "RESOURCE_COLUMNS", "THREAD_COLUMNS", "MemoryStore"]
 
 THREAD_COLUMNS = ["id", "resourceId", "title", "metadata", "createdAt", "updatedAt"]
 RESOURCE_COLUMNS = ["id", "workingMemory", "metadata", "createdAt", "updatedAt"]
@@ -113,7 +114,7 @@ class MemoryStore:
         """Close the backend's connection (the store's data is left as it was)."""
         self.backend.close()
 
-    def __enter__(self) -> "MemoryStore":
+    def __enter__(self) -> MemoryStore:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -122,7 +123,7 @@ class MemoryStore:
     # -- loads and live refresh ------------------------------------------------------------
 
     @contextmanager
-    def snapshot(self) -> Iterator["MemoryStore"]:
+    def snapshot(self) -> Iterator[MemoryStore]:
         """Run one load: every read inside the block sees the store as of one moment; yields the store.
 
         What the snapshot is depends on the backend (`Backend.begin_read`): one WAL read

@@ -6,7 +6,8 @@ order is createdAt, then insertion (libSQL) or id (PostgreSQL, as MemoryPG order
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from studio.common.metadata_filter import message_metadata_matches
 from studio.store import schema as sc

@@ -94,4 +94,4 @@ def check_connection(url: str) -> ConnectionCheck:
         store.close()
 
 
-__all__ = ["ConnectionCheck", "OUTCOMES", "check_connection", "classify_failure"]
+__all__ = ["OUTCOMES", "ConnectionCheck", "check_connection", "classify_failure"]

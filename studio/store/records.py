@@ -117,7 +117,7 @@ class Resource(_Record):
 
     __slots__ = _fields = ("id", "working_memory", "metadata", "created_at", "updated_at", "metadata_error")
 
-    def __init__(self, id: str, working_memory: str | None = None, metadata: Any = None,  # noqa: A002
+    def __init__(self, id: str, working_memory: str | None = None, metadata: Any = None,
                  created_at: str | None = None, updated_at: str | None = None, metadata_error: str | None = None):
         self.id = id
         self.working_memory = working_memory
@@ -138,7 +138,7 @@ class Thread(_Record):
     __slots__ = _fields = ("id", "resource_id", "title", "metadata", "created_at", "updated_at", "metadata_error",
                            "message_count", "newest_message_at", "damaged_text")
 
-    def __init__(self, id: str, resource_id: str, title: str | None = None, metadata: Any = None,  # noqa: A002
+    def __init__(self, id: str, resource_id: str, title: str | None = None, metadata: Any = None,
                  created_at: str | None = None, updated_at: str | None = None, metadata_error: str | None = None,
                  message_count: int | None = None, newest_message_at: str | None = None,
                  damaged_text: tuple[str, ...] = ()):
@@ -214,20 +214,31 @@ class Message:
     of 20,007 messages, the thread list) never pays for JSON it does not look at.
     """
 
-    __slots__ = ("id", "thread_id", "role", "_content", "created_at", "resource_id", "type", "_content_error",
-                 "_damaged", "_stored", "_encoding")
+    __slots__ = (
+        "_content",
+        "_content_error",
+        "_damaged",
+        "_encoding",
+        "_stored",
+        "created_at",
+        "id",
+        "resource_id",
+        "role",
+        "thread_id",
+        "type",
+    )
 
-    def __init__(self, id: str, thread_id: str, role: str, content: Any, created_at: str | None,  # noqa: A002
-                 resource_id: str | None = None, type: str | None = None,  # noqa: A002
+    def __init__(self, id: str, thread_id: str, role: str, content: Any, created_at: str | None,
+                 resource_id: str | None = None, type: str | None = None,
                  content_error: str | None = None, damaged_text: tuple[str, ...] = ()) -> None:
         self.id, self.thread_id, self.role, self.created_at = id, thread_id, role, created_at
         self.resource_id, self.type, self._damaged = resource_id, type, damaged_text
         self._content, self._content_error, self._stored, self._encoding = content, content_error, _UNPARSED, "utf-8"
 
     @classmethod
-    def stored(cls, id: str, thread_id: str, role: str, stored_content: Any, created_at: str | None,  # noqa: A002
-               resource_id: str | None = None, type: str | None = None,  # noqa: A002
-               damaged_text: tuple[str, ...] = (), encoding: str = "utf-8") -> "Message":
+    def stored(cls, id: str, thread_id: str, role: str, stored_content: Any, created_at: str | None,
+               resource_id: str | None = None, type: str | None = None,
+               damaged_text: tuple[str, ...] = (), encoding: str = "utf-8") -> Message:
         """Return the message of a stored row whose `content` column holds STORED_CONTENT, parsed when
         first asked for, as Mastra's storage parses it (malformed JSON: the raw text).
 

@@ -29,11 +29,25 @@ from studio.errors import StoreError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Callable
+    from collections.abc import Callable
 
-__all__ = ["FILE", "LIBSQL_SERVER", "POSTGRESQL", "SCHEMES", "Target", "target_kind", "parse_target", "file_target",
-           "is_server_target", "absolute_target", "libsql_server_refusal", "redact_url", "strip_secrets", "url_secret",
-           "split_url"]
+__all__ = [
+    "FILE",
+    "LIBSQL_SERVER",
+    "POSTGRESQL",
+    "SCHEMES",
+    "Target",
+    "absolute_target",
+    "file_target",
+    "is_server_target",
+    "libsql_server_refusal",
+    "parse_target",
+    "redact_url",
+    "split_url",
+    "strip_secrets",
+    "target_kind",
+    "url_secret",
+]
 
 FILE = "file"
 LIBSQL_SERVER = "libsql-server"

@@ -19,7 +19,8 @@ from studio.store.records import Thread
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Literal
+    from collections.abc import Iterable
+    from typing import Any, Literal
 
     from studio.store.memory_store import MemoryStore
 
@@ -42,7 +43,7 @@ class Page:
     every command's start.
     """
 
-    __slots__ = ("total", "page", "per_page", "has_more")
+    __slots__ = ("has_more", "page", "per_page", "total")
     __hash__ = None  # type: ignore[assignment]
 
     def _values(self) -> tuple:
@@ -64,7 +65,7 @@ class ThreadPage(Page):
     on first use, each Thread holding its id alone.
     """
 
-    __slots__ = ("_threads", "_ids")
+    __slots__ = ("_ids", "_threads")
 
     def __init__(self, threads: list[Thread] | None, total: int, page: int, per_page: int | bool, has_more: bool,
                  thread_ids: list[str] | None = None):
@@ -184,7 +185,7 @@ def _thread_metadata_pg(metadata: dict) -> tuple[list[str], list[Any]]:
     return terms, params
 
 
-def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: dict | None = None,  # noqa: A002
+def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: dict | None = None,
                  page: int = 0, per_page: PerPage = None, ids_only: bool = False) -> ThreadPage:
     """Return a page of threads as Memory.listThreads does.
 

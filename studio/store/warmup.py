@@ -45,7 +45,7 @@ def warm_up(target: str | os.PathLike[str] | None) -> threading.Thread | None:
         for name in modules:
             try:
                 importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - the open repeats it and says what is wrong
+            except Exception:
                 continue
 
     thread = threading.Thread(target=load, name="studio-driver-import", daemon=True)

@@ -39,7 +39,10 @@ inside its transaction (`count_observations`, `stamp_estimates`, a window's rule
 """
 
 from studio.errors import WRITE_REFUSED_REASONS, WriteRefused
+from studio.store.write.activation import activate_buffered
 from studio.store.write.file_backup import backup_database
+from studio.store.write.observation import ObservationWindow, ObserverOutput, commit_observation
+from studio.store.write.observation_resource import ResourceObservationWindow, commit_resource_observation
 from studio.store.write.protocol import (
     DEFAULT_QUIET_MS,
     OvertakingWrite,
@@ -53,15 +56,31 @@ from studio.store.write.repair import repair_overtaken_writes
 from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
 from studio.store.write.threads import clear_thread, clone_thread, delete_messages
 from studio.store.write.undo import undo_write
-from studio.store.write.activation import activate_buffered
-from studio.store.write.observation import ObservationWindow, ObserverOutput, commit_observation
-from studio.store.write.observation_resource import ResourceObservationWindow, commit_resource_observation
 
 __all__ = [
-    "WriteRefused", "WRITE_REFUSED_REASONS", "commit_reflection", "revert_to_generation", "clone_thread",
-    "delete_messages", "clear_thread", "backup_database", "WriteSession", "DESTRUCTIVE_WRITES",
-    "STUDIO_METADATA_KEY", "DEFAULT_QUIET_MS", "OvertakingWrite", "find_overtaking_writes", "store_activity",
-    "studio_mark", "unrepaired", "repair_overtaken_writes",
-    "ObserverOutput", "ObservationWindow", "commit_observation", "activate_buffered",
-    "ResourceObservationWindow", "commit_resource_observation", "undo_write",
+    "DEFAULT_QUIET_MS",
+    "DESTRUCTIVE_WRITES",
+    "STUDIO_METADATA_KEY",
+    "WRITE_REFUSED_REASONS",
+    "ObservationWindow",
+    "ObserverOutput",
+    "OvertakingWrite",
+    "ResourceObservationWindow",
+    "WriteRefused",
+    "WriteSession",
+    "activate_buffered",
+    "backup_database",
+    "clear_thread",
+    "clone_thread",
+    "commit_observation",
+    "commit_reflection",
+    "commit_resource_observation",
+    "delete_messages",
+    "find_overtaking_writes",
+    "repair_overtaken_writes",
+    "revert_to_generation",
+    "store_activity",
+    "studio_mark",
+    "undo_write",
+    "unrepaired",
 ]

@@ -10,7 +10,7 @@ from studio.app.failures import BadInput
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import argparse
-    from typing import Sequence
+    from collections.abc import Sequence
 
 
 #: Image formats `--screenshot` writes, by file suffix (Qt image-writer names).

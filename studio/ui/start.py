@@ -14,7 +14,7 @@ from studio.ui.arguments import build_parser, parse_window_size, screenshot_form
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from typing import Sequence
+    from collections.abc import Sequence
 
 
 def main(argv: Sequence[str], *, commands: Sequence[str] = ()) -> int:

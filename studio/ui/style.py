@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QIcon, QPainter, QPainterPath, QPen, QPixmap
 
-from studio.engine.observations import Priority
 from studio.app import text as fmt
+from studio.engine.observations import Priority
 
 #: Fraction of a threshold from which a bar turns amber (near) before red (at or over).
 NEAR_RATIO = 0.9
@@ -120,7 +120,7 @@ def paint_bar(painter: QPainter, rect: QRectF, bar: BarValue, *, light: bool, te
     painter.restore()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _priority_pixmap(priority: Priority, size: int) -> QPixmap:
     pm = QPixmap(size, size)
     pm.fill(Qt.GlobalColor.transparent)
@@ -144,7 +144,7 @@ def _priority_pixmap(priority: Priority, size: int) -> QPixmap:
     return pm
 
 
-@lru_cache(maxsize=None)
+@cache
 def priority_icon(priority: Priority | None) -> QIcon | None:
     """Return the coloured marker of PRIORITY (a dot; a tick for completed), or None."""
     if priority is None:

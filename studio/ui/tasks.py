@@ -20,17 +20,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QEventLoop, QObject, Qt, Signal
 
+from studio.app.helper_process import HelperProcess, HelperUnavailable, bind_cancel
+from studio.app.text import read_failure
 from studio.errors import StoreDamaged, StoreError, StudioError
 from studio.store import open_store
 from studio.store.memory_store import MemoryStore
-from studio.app.helper_process import HelperProcess, HelperUnavailable, bind_cancel
-from studio.app.text import read_failure
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class Task:
     on_error: Callable[[Exception], None] | None = field(default=None, repr=False)
     on_progress: Callable[..., None] | None = field(default=None, repr=False)
 
-    def bind(self, fn, on_done, on_error, on_progress) -> "Task":
+    def bind(self, fn, on_done, on_error, on_progress) -> Task:
         """Attach the work function and callbacks (GUI thread, before the task is queued)."""
         self.fn, self.on_done, self.on_error, self.on_progress = fn, on_done, on_error, on_progress
         return self

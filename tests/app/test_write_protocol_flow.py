@@ -60,7 +60,7 @@ def run(script, *, options=ProtocolOptions(), told=None, in_place=False, activit
             step = steps.throw(error) if error is not None else steps.send(value)
         except StopIteration as done:
             return done.value, seen, outcome, told
-        except Exception as exc:  # noqa: BLE001  (what the flow raised is the result here)
+        except Exception as exc:
             return exc, seen, outcome, told
         seen.append(step)
         assert len(seen) < 50, f"the flow does not end: {seen[-5:]}"

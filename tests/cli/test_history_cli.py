@@ -10,8 +10,8 @@ import pytest
 
 from studio.cli import main
 from studio.cli.history import parse_include
-from studio.store.history import recall
 from studio.store import open_store
+from studio.store.history import recall
 from tests.conftest import load_oracle
 
 

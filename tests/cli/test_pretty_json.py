@@ -8,7 +8,8 @@ keys, unicode, NaN, big numbers).
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from studio.cli.output import pretty_json
 

@@ -11,7 +11,7 @@ import json
 import os
 import signal
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import libsql
@@ -150,7 +150,7 @@ def test_refusals_leave_the_file_byte_identical(fixture_db, fake_llm, capsys, ca
 
 def _set_reflecting(path: Path, minutes_ago: float) -> None:
     """Set isReflecting on support-1's current generation, as a process that started MINUTES_AGO left it."""
-    stamp = (datetime.now(timezone.utc) - timedelta(minutes=minutes_ago)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    stamp = (datetime.now(UTC) - timedelta(minutes=minutes_ago)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     conn = libsql.connect(str(path))
     conn.execute('UPDATE mastra_observational_memory SET "isReflecting" = 1, "updatedAt" = ? '
                  'WHERE "lookupKey" = ? AND "generationCount" = ?', (stamp, "thread:support-1", GEN))

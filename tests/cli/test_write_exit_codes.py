@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import libsql
 import pytest
@@ -40,7 +40,7 @@ def reflect_argv(path, *extra):
 
 
 def now_ms() -> int:
-    return int(datetime.now(timezone.utc).timestamp() * 1000)
+    return int(datetime.now(UTC).timestamp() * 1000)
 
 
 def history(path):
@@ -78,12 +78,11 @@ def test_a_locked_file_exits_3_for_every_write_and_says_how_long_it_waited(fixtu
 
 def test_disk_full_inside_a_write_exits_4(fixture_db):
     path = fixture_db("support")
-    with pytest.raises(StoreError) as info:
-        with write_transaction(path) as tx:
-            pages = tx.rows("PRAGMA page_count")[0][0]
-            tx.rows(f"PRAGMA max_page_count = {pages}")  # SQLite: no page more may be added (SQLITE_FULL)
-            tx.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE "lookupKey" = ?',
-                       ("x" * 2_000_000, KEY))
+    with pytest.raises(StoreError) as info, write_transaction(path) as tx:
+        pages = tx.rows("PRAGMA page_count")[0][0]
+        tx.rows(f"PRAGMA max_page_count = {pages}")  # SQLite: no page more may be added (SQLITE_FULL)
+        tx.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE "lookupKey" = ?',
+                   ("x" * 2_000_000, KEY))
     assert "full" in str(info.value).lower()
     assert exit_code_for(info.value) == EXIT_IO
 

@@ -22,8 +22,8 @@ from studio.common.metadata_filter import (
     parse_metadata_json,
     validate_metadata_filter,
 )
-from studio.store.history import list_threads, recall
 from studio.store import open_store
+from studio.store.history import list_threads, recall
 
 GOOD_KEYS = ["a", "Z", "_", "_private", "category", "camelCase", "snake_case_2", "x1", "A_B_9", "k" * 128,
              "_" * 128, "__proto", "proto__", "constructor_", "Prototype", "CONSTRUCTOR"]

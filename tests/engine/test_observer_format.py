@@ -9,7 +9,7 @@ them with real Mastra on every run.
 from __future__ import annotations
 
 import json
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 
 import libsql
@@ -124,7 +124,7 @@ def test_empty_inputs():
 def test_time_zone_argument():
     msg = {"id": "m", "role": "user", "createdAt": "2026-05-05T23:30:00.000Z", "content": "hi"}
     assert format_messages_for_observer([msg]) == "May 5 2026:\nUser (11:30 PM): hi"
-    assert format_messages_for_observer([msg], tz=timezone.utc) == "May 5 2026:\nUser (11:30 PM): hi"
+    assert format_messages_for_observer([msg], tz=UTC) == "May 5 2026:\nUser (11:30 PM): hi"
     assert format_messages_for_observer([msg], tz="Asia/Tokyo") == "May 6 2026:\nUser (8:30 AM): hi"
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from studio.common.cancel import Cancelled
 from studio.engine import tokens
 from studio.engine.observer import ObservationRejected, load_observation_window, run_observation
 from studio.engine.observer_parse import parse_multi_thread_output
 from studio.engine.observer_prompt import tail_within
 from studio.llm import CancelToken, LLMClient
-from studio.common.cancel import Cancelled
 from tests.conftest import copy_fixture
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
 

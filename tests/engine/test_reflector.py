@@ -7,8 +7,13 @@ import hashlib
 import pytest
 
 from studio.engine.reflector import (
-    ReflectionInputError, ReflectionRejected, compression_start_level, load_reflection_input, proposal_diff,
-    reflect_observations, run_reflection,
+    ReflectionInputError,
+    ReflectionRejected,
+    compression_start_level,
+    load_reflection_input,
+    proposal_diff,
+    reflect_observations,
+    run_reflection,
 )
 from studio.engine.reflector_prompt import build_prompt, compression_guidance, system_prompt
 from studio.engine.tokens import count_observations

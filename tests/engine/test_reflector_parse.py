@@ -7,12 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from studio.common.jscompat import utf16_len
 from studio.engine.reflector_parse import (
-    TRUNCATION_MARK, detect_degenerate_repetition, parse_reflector_output, sanitize_observation_lines,
-    strip_anchor_ids, strip_observation_groups,
+    TRUNCATION_MARK,
+    detect_degenerate_repetition,
+    parse_reflector_output,
+    sanitize_observation_lines,
+    strip_anchor_ids,
+    strip_observation_groups,
 )
 from studio.engine.tokens import count_observations
-from studio.common.jscompat import utf16_len
 
 ORACLE = json.loads((Path(__file__).parent / "data" / "reflector_answers.oracle.json").read_text(encoding="utf-8"))
 CASES = ORACLE["cases"]

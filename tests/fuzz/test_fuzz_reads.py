@@ -28,11 +28,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from studio.cli import main as cli_main
-from studio.errors import StudioError
 from studio.app.listing import load_listing
 from studio.app.messages import load_message_page
 from studio.app.thread_detail import load_thread_detail
+from studio.cli import main as cli_main
+from studio.errors import StudioError
 from studio.store import open_store
 from tests.conftest import FIXTURE_NAMES, REPO, copy_fixture
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 
-from studio.cli import main
 from studio.app.listing import load_listing
 from studio.app.thread_detail import load_thread_detail
+from studio.cli import main
 from studio.store import open_store
 from tests.conftest import copy_fixture
 from tests.interop.conftest import NODE_TIMEOUT_S, run_node

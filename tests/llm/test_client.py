@@ -8,9 +8,19 @@ import threading
 import pytest
 
 from studio.llm import (
-    AuthenticationError, Cancelled, CancelToken, LLMClient, MissingKeyError, ModelNotFoundError,
-    ProviderResponseError, ProviderServerError, ProviderTimeoutError, ProviderUnreachableError, RateLimitedError,
-    RetryPolicy, Timeouts,
+    AuthenticationError,
+    Cancelled,
+    CancelToken,
+    LLMClient,
+    MissingKeyError,
+    ModelNotFoundError,
+    ProviderResponseError,
+    ProviderServerError,
+    ProviderTimeoutError,
+    ProviderUnreachableError,
+    RateLimitedError,
+    RetryPolicy,
+    Timeouts,
 )
 from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
 

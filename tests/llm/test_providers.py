@@ -7,7 +7,13 @@ import json
 import pytest
 
 from studio.llm import (
-    MissingKeyError, ProviderConfigError, Secret, default_model_from_config, key_status, parse_model, redact,
+    MissingKeyError,
+    ProviderConfigError,
+    Secret,
+    default_model_from_config,
+    key_status,
+    parse_model,
+    redact,
 )
 from studio.llm.keys import KEYRING_SERVICE, find_key, require_key
 from studio.llm.providers import ANTHROPIC_MESSAGES, GEMINI_GENERATE, OPENAI_CHAT, PROVIDERS

@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 
 from studio.cli import main
-from studio.store.history import list_threads, recall
 from studio.store import open_store
-
+from studio.store.history import list_threads, recall
 
 #: Every tab of a thread in the studio window (`--tab` names).
 TABS = ["observations", "history", "messages", "participants", "working-memory", "timeline", "trace", "context",
@@ -126,7 +125,7 @@ def history_differences(target: str, oracle: dict) -> list[str]:
                 try:
                     got = list_threads(store, filter=args.get("filter"), order_by=args.get("orderBy"),
                                        page=args.get("page", 0), per_page=args.get("perPage"))
-                except Exception as exc:  # noqa: BLE001 - reported as a difference
+                except Exception as exc:
                     diffs.append(f"listThreads {args}: {exc}")
                     continue
                 if (got.thread_ids, got.total, got.has_more) != (case["threadIds"], case["total"], case["hasMore"]):
@@ -138,7 +137,7 @@ def history_differences(target: str, oracle: dict) -> list[str]:
                 try:
                     got = recall(store, thread_id, page=args.get("page"), per_page=args.get("perPage"),
                                  order_by=args.get("orderBy"), filter=args.get("filter"), include=args.get("include"))
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     diffs.append(f"recall {thread_id} {args}: {exc}")
                     continue
                 if got.message_ids != case["messageIds"]:

@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
     loaders.listing_counts = slow_count
     app = application()
     settings = os.path.join(tempfile.mkdtemp(prefix="listing-close-"), "settings.ini")
-    closed = {m: 0 for m in MOMENTS}
+    closed = dict.fromkeys(MOMENTS, 0)
     for i in range(rounds):
         wanted = MOMENTS[i % len(MOMENTS)]
         ctx = AppContext(settings=QSettings(settings, QSettings.Format.IniFormat), runner=TaskRunner(),

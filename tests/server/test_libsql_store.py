@@ -15,8 +15,7 @@ import pytest
 
 from studio.cli import main
 from studio.errors import SchemaError, StoreError
-from studio.store import hrana
-from studio.store import open_store
+from studio.store import hrana, open_store
 from studio.store.backends.libsql_server import LibsqlServerBackend
 from studio.store.cells import DamagedText
 from studio.store.credentials import libsql_token
@@ -193,7 +192,7 @@ def test_a_dead_server_is_a_sentence_not_a_hang(capsys):
 
 
 class _NotSqld(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802 - http.server's naming
+    def do_POST(self):
         self.send_response(404)
         self.send_header("Content-Type", "text/html")
         self.end_headers()

@@ -9,14 +9,14 @@ import json
 
 import pytest
 
+from studio.app.observation import parse_multi_thread_answer
 from studio.engine.observe_window import observation_window, resource_observation_window
+from studio.engine.observer import parse_answer
 from studio.engine.tokens import stamp_estimates
 from studio.store.write.activation import activate_buffered
 from studio.store.write.observation import commit_observation
 from studio.store.write.observation_resource import commit_resource_observation
 from studio.store.writes import undo_write
-from studio.app.observation import parse_multi_thread_answer
-from studio.engine.observer import parse_answer
 from tests.interop.test_observe_interop import RESOURCE_ANSWER, _answer, _end_marker, _ordered, _strip
 from tests.server.pg_rows import TIME_COLUMNS, changes, copy_schema, dump_schema, node_pg
 

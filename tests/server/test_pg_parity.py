@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.server.conftest import SCENARIOS
 from tests.server.checks import history_differences, inspect_differences, tokens_differences
+from tests.server.conftest import SCENARIOS
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -107,9 +107,8 @@ def test_a_load_is_one_read_only_repeatable_read_transaction_ended_at_once(pg_co
                                "AND state LIKE 'idle in transaction%%'").fetchone()[0]
         assert ours == 0
         # a failure inside a load ends its transaction too
-        with pytest.raises(StoreError):
-            with store.snapshot():
-                store.rows("SELECT * FROM no_such_table")
+        with pytest.raises(StoreError), store.snapshot():
+            store.rows("SELECT * FROM no_such_table")
         assert state_of(watcher, pid) == "idle"
         assert store.get_thread("support-1") is not None             # the session is still usable
 
@@ -118,9 +117,8 @@ def test_the_session_cannot_write_even_by_mistake(copy_target):
     with open_store(copy_target) as store:
         with pytest.raises(StoreError, match="read-only"):
             store.rows(f"UPDATE {SCHEMA}.mastra_threads SET title = 'x'")
-        with pytest.raises(StoreError, match="read-only"):
-            with store.snapshot():
-                store.rows(f"DELETE FROM {SCHEMA}.mastra_messages")
+        with pytest.raises(StoreError, match="read-only"), store.snapshot():
+            store.rows(f"DELETE FROM {SCHEMA}.mastra_messages")
 
 
 def test_the_cli_reads_leave_no_transaction_open(pg_corpus, copy_target):

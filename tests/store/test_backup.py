@@ -10,8 +10,8 @@ import pytest
 
 from studio.engine.tokens import count_observations
 from studio.errors import StoreError, WriteRefused
-from studio.store.write.file_backup import backup_database
 from studio.store import open_store
+from studio.store.write.file_backup import backup_database
 from studio.store.writes import DESTRUCTIVE_WRITES, WriteSession
 from tests.conftest import FIXTURE_NAMES
 

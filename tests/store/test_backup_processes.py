@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from studio.store import open_store
 from studio.store.write import file_backup as backup_module
 from studio.store.write.file_backup import backup_database, child_command, remove_stale_partials
-from studio.store import open_store
 from studio.store.writes import WriteSession
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_concurrent_backups_all_succeed_with_distinct_names(fixture_db, tmp_path
         barrier.wait()
         try:
             made.append(WriteSession(backup_dir=folder).before_destructive_write(path))
-        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=one, args=(tmp_path,)) for _ in range(n)]

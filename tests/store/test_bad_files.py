@@ -32,11 +32,10 @@ def run_cli(*args: str, user: int | None = None) -> subprocess.CompletedProcess:
 
 
 def open_error(path) -> str:
-    with pytest.raises(StoreError) as info:
-        with open_store(path) as store:
-            store.list_threads(with_counts=True)
-            for key in store.om_lookup_keys():
-                store.om_history(key["lookupKey"])
+    with pytest.raises(StoreError) as info, open_store(path) as store:
+        store.list_threads(with_counts=True)
+        for key in store.om_lookup_keys():
+            store.om_history(key["lookupKey"])
     return str(info.value)
 
 

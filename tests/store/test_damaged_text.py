@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from studio.store.cells import DamagedText
 from studio.store import open_store
+from studio.store.cells import DamagedText
 from tests.conftest import REPO
 
 BAD_TITLE = b"Trip \xff plan"                  # 0xFF never occurs in UTF-8

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches
-from studio.store.history import get_thread_by_id, js_date_iso, list_messages, list_threads, recall
 from studio.store import open_store
+from studio.store.history import get_thread_by_id, js_date_iso, list_messages, list_threads, recall
 from tests.conftest import load_oracle
 
 
@@ -48,7 +48,7 @@ def test_camel_and_snake_case_arguments_agree(fixture_db):
         a = recall(store, "support-meta", per_page=False,
                    filter={"dateRange": {"start": "2026-03-02T10:00:00.000Z", "startExclusive": True}})
         b = recall(store, "support-meta", per_page=False,
-                   filter={"date_range": {"start": datetime(2026, 3, 2, 10, tzinfo=timezone.utc),
+                   filter={"date_range": {"start": datetime(2026, 3, 2, 10, tzinfo=UTC),
                                           "start_exclusive": True}})
         assert a.message_ids == b.message_ids == ["meta-msg-2", "meta-msg-3", "meta-msg-4", "meta-msg-5"]
         t1 = list_threads(store, filter={"resourceId": "user-alice"})
@@ -76,9 +76,8 @@ def test_camel_and_snake_case_arguments_agree(fixture_db):
     lambda s: list_messages(s, "support-1", include="x"),
 ])
 def test_bad_arguments_raise_validation_errors(fixture_db, call):
-    with open_store(fixture_db("support")) as store:
-        with pytest.raises(ValidationError):
-            call(store)
+    with open_store(fixture_db("support")) as store, pytest.raises(ValidationError):
+        call(store)
 
 
 def test_js_date_iso():

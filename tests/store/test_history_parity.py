@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import libsql
+import pytest
 
 from studio.cli import main
 from studio.common.metadata_filter import ValidationError
-from studio.store.history import list_messages, list_threads, recall
 from studio.store import open_store
+from studio.store.history import list_messages, list_threads, recall
 from tests.conftest import FIXTURE_NAMES, load_oracle
 
 EXTRA = json.loads((Path(__file__).parent / "data" / "history_extra.json").read_text(encoding="utf-8"))

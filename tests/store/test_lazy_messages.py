@@ -15,8 +15,8 @@ import sqlite3
 
 import pytest
 
-from studio.store.history import is_system_reminder, recall
 from studio.store import open_store
+from studio.store.history import is_system_reminder, recall
 from studio.store.records import Message
 from tests.conftest import copy_fixture
 

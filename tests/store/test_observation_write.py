@@ -22,8 +22,8 @@ from studio.engine.tokens import count_observations, stamp_estimates
 from studio.errors import WriteRefused
 from studio.store import open_store
 from studio.store.write.activation import activate_buffered
-from studio.store.write.om_messages import filter_for_persistence
 from studio.store.write.observation import ObserverOutput, commit_observation
+from studio.store.write.om_messages import filter_for_persistence
 from tests.conftest import copy_fixture
 from tests.interop.conftest import file_state
 from tests.observe_cases import above_everything, observable_copy, oracle_status, raw_thread_title

@@ -11,8 +11,8 @@ import libsql
 import pytest
 
 from studio.errors import SchemaError, StoreError
-from studio.store.target import file_target
 from studio.store import open_store
+from studio.store.target import file_target
 from tests.conftest import FIXTURE_NAMES, load_oracle, make_plain_sqlite
 from tests.oracle_facts import current_generation
 
@@ -184,9 +184,8 @@ def test_database_locked_by_a_writer(fixture_db, monkeypatch):
     try:
         assert holder.stdout.readline().strip() == "locked"
         before = digest(path)
-        with pytest.raises(StoreError, match="locked by another process"):
-            with open_store(path) as store:
-                store.list_threads()
+        with pytest.raises(StoreError, match="locked by another process"), open_store(path) as store:
+            store.list_threads()
         assert digest(path) == before
     finally:
         holder.communicate("\n", timeout=10)

@@ -83,13 +83,12 @@ def test_a_rollback_journal_file_is_not_locked_for_a_whole_load(fixture_db):
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
     conn.close()
-    with open_store(path) as store:
-        with store.snapshot():
-            titles(store)
-            agent = writer(path)
-            rename(agent, "support-1", "Committed during a load")   # busy_timeout 0: fails if we held a lock
-            agent.close()
-            assert not store.backend.conn.in_transaction
+    with open_store(path) as store, store.snapshot():
+        titles(store)
+        agent = writer(path)
+        rename(agent, "support-1", "Committed during a load")   # busy_timeout 0: fails if we held a lock
+        agent.close()
+        assert not store.backend.conn.in_transaction
 
 
 def test_the_fingerprint_changes_when_another_process_commits(fixture_db):

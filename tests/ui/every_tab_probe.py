@@ -15,7 +15,7 @@ import sys
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # a segfault in Qt or pyqtgraph then prints the Python stack of every thread to stderr
-import faulthandler  # noqa: E402
+import faulthandler
 
 faulthandler.enable()
 

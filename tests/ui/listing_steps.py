@@ -8,9 +8,9 @@ Mastra lists for it, its last activity the later of its updatedAt and its newest
 
 from __future__ import annotations
 
-from studio.store.records import iso_to_ms, ms_to_iso
 from studio.app import text as fmt
 from studio.app.listing import STALE_UPDATED_AT_MS
+from studio.store.records import iso_to_ms, ms_to_iso
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.models.threads import STALE_MARK, ThreadColumn
 

@@ -11,8 +11,8 @@ from argparse import Namespace
 
 from PySide6.QtWidgets import QLabel
 
-from studio.store.history import recall
 from studio.app import text as fmt
+from studio.store.history import recall
 from studio.ui.app import run_studio
 from tests.conftest import damage_table_root
 from tests.oracle_facts import generations, threads

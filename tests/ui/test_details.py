@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from tests.conftest import load_oracle, make_plain_sqlite
-from tests.oracle_facts import current_generation, generations
-
 import contextlib
 import os
 import sqlite3
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import libsql
@@ -18,18 +15,19 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPalette
 from PySide6.QtWidgets import QFileDialog, QStyle, QStyleOptionViewItem
 
+from studio.app.listing import ThreadRow
 from studio.engine.diff import diff_logs
 from studio.store import open_store
 from studio.store.records import Thread, ms_to_iso
 from studio.ui.delegates import BarDelegate
-from studio.app.listing import ThreadRow
 from studio.ui.models.diff import OP_ROLE, DiffMode, DiffModel, display_line
 from studio.ui.models.roles import ID_ROLE, RAW_ROLE
 from studio.ui.models.threads import NO_OM, ThreadColumn, ThreadTableModel
 from studio.ui.style import MUTED
 from studio.ui.widgets import main_window
 from studio.ui.widgets.history_tab import BOTH_EMPTY
-
+from tests.conftest import load_oracle, make_plain_sqlite
+from tests.oracle_facts import current_generation, generations
 
 # -- 5. empty diffs say so ---------------------------------------------------------------
 
@@ -179,7 +177,7 @@ def thread_at(thread_id: str, when: datetime) -> ThreadRow:
 
 
 def test_last_activity_shows_the_date_unless_today_and_sorts_newest_first():
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = [thread_at("old", now - timedelta(days=400)), thread_at("today", now),
             thread_at("yesterday", now - timedelta(days=1))]
     model = ThreadTableModel()
@@ -202,7 +200,7 @@ def test_last_activity_is_shown_in_the_local_zone(tz):
     """A thread updated at a fixed UTC instant is shown at that zone's wall-clock time (tz database offsets)."""
     from studio.app import text as fmt
 
-    now = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     with local_zone(tz):
         # 2026-11-29T20:42:26.901Z: Tokyo +09:00 -> the next day 05:42; New York -05:00 (EST) -> 15:42
         expected = {"Asia/Tokyo": ("2026-11-30 05:42", "Nov 30 05:42"),
@@ -347,6 +345,6 @@ CALENDAR_EDGES = [
 def test_times_at_the_edges_of_the_calendar_are_shown_as_stored(tz, iso, local, short):
     from studio.app import text as fmt
 
-    now = datetime(2026, 6, 1, tzinfo=timezone.utc)  # another year than both edges: the date form
+    now = datetime(2026, 6, 1, tzinfo=UTC)  # another year than both edges: the date form
     with local_zone(tz):
         assert (fmt.local_time(iso), fmt.short_time(iso, now)) == (local, short)

@@ -13,7 +13,6 @@ from PySide6.QtWidgets import QLabel, QTabWidget
 
 from studio.ui.models.threads import ThreadColumn
 from studio.ui.widgets.common import ElidedLabel
-from studio.ui.widgets.thread_view import TAB_NAMES
 
 SIZES = [(1024, 700), (1400, 900)]
 

@@ -7,11 +7,11 @@ import sys
 import threading
 from pathlib import Path
 
+from studio.app.helper_process import CANCEL, HelperProcess, helper_command
+from studio.app.listing import load_listing
 from studio.engine.timeline import load_timeline
 from studio.engine.whatif import WhatIfSettings
 from studio.engine.whatif_chart import replay_in_store
-from studio.app.helper_process import CANCEL, HelperProcess, helper_command
-from studio.app.listing import load_listing
 from studio.store import open_store
 from tests.helper_calls import wait_for_cancel
 

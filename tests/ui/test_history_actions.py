@@ -7,8 +7,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from studio.store.history import recall
 from studio.store import open_store
+from studio.store.history import recall
 from studio.ui.models.roles import ID_ROLE
 
 

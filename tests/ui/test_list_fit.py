@@ -11,8 +11,8 @@ import pytest
 from PySide6.QtGui import QFont, QFontMetrics
 
 from studio.ui.delegates import BAR_PADDING
-from studio.ui.models.threads import BAR_COLUMNS, ThreadColumn
 from studio.ui.models.roles import BAR_ROLE
+from studio.ui.models.threads import BAR_COLUMNS, ThreadColumn
 
 #: Characters of a title the list must show.
 TITLE_CHARS = 20
@@ -66,7 +66,7 @@ def test_titles_and_bars_are_readable(studio, studio_ctx, fixture_db, size):
         assert not header.isSectionHidden(col)
         cell = header.sectionSize(col) - 2 * BAR_PADDING
         left = header.sectionViewportPosition(col)
-        assert 0 <= left and left + header.sectionSize(col) <= view.viewport().width()
+        assert left >= 0 and left + header.sectionSize(col) <= view.viewport().width()
         for r in range(model.rowCount()):
             bar = model.index(r, col).data(BAR_ROLE)
             if bar.known:

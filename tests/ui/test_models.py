@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from studio.app.listing import load_listing
+from studio.app.statuses import iter_thread_statuses
 from studio.app.thread_detail import diff_generations
+from studio.engine.observations import parse_log
 from studio.store import open_store
 from studio.ui.models import (
     BufferedChunkModel,
@@ -15,8 +17,6 @@ from studio.ui.models import (
     ThreadTableModel,
 )
 from studio.ui.models.diff import DiffMode
-from studio.engine.observations import parse_log
-from studio.app.statuses import iter_thread_statuses
 from tests.oracle_facts import generations as oracle_generations
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from studio.engine.tokens import stamp_estimates
 from studio.cli import main
 from studio.engine.observer_format import format_messages_for_observer
+from studio.engine.tokens import stamp_estimates
 from studio.store import open_store
 from studio.store.write.activation import activate_buffered
 from studio.ui.widgets.activate_dialog import ActivateDialog
@@ -22,10 +22,14 @@ from tests.cli.test_observe_llm import ANSWER, _same_write, resource_answer
 from tests.conftest import copy_fixture
 from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fixtures)
 from tests.interop.conftest import dump_tables, file_state
-from tests.scripted_interaction import ScriptedInteraction
 from tests.observe_cases import (
-    above_everything, at_threshold, busiest_thread, current_row, resource_window_tokens,
+    above_everything,
+    at_threshold,
+    busiest_thread,
+    current_row,
+    resource_window_tokens,
 )
+from tests.scripted_interaction import ScriptedInteraction
 from tests.ui.write_dialogs import open_write_dialog, wait_until
 
 MODEL = "openai-compatible/fake-observer"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from tests.conftest import make_plain_sqlite
-
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
+
+from tests.conftest import make_plain_sqlite
 
 
 def drop_file(window, path) -> bool:

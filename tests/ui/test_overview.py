@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+
 from studio.engine.status import compute_status
 from studio.store import open_store
-from studio.ui.widgets.overview import STATES, entry_text, thread_state
 from studio.ui.style import NEAR_RATIO
+from studio.ui.widgets.overview import STATES, entry_text, thread_state
 from tests.conftest import load_oracle
 from tests.oracle_facts import threads
 

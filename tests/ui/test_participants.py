@@ -17,10 +17,10 @@ import uuid
 import libsql
 from PySide6.QtCore import Qt
 
-from studio.engine.speakers import thread_speakers
-from studio.store.history import list_threads, recall
 from studio.app.messages import AGENT, UNTAGGED, MessageFilters
+from studio.engine.speakers import thread_speakers
 from studio.store import open_store
+from studio.store.history import list_threads, recall
 from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.models.participants import AnomalyModel, ParticipantColumn, ParticipantModel
 from studio.ui.models.roles import ID_ROLE

@@ -163,9 +163,9 @@ def test_dead_helper_falls_back_to_the_worker(studio, studio_ctx, fixture_db, he
 
 
 def test_helper_reports_store_errors(qapp, fixture_db, tmp_path):
-    from studio.errors import StoreError
     from studio.app import listing as loaders
     from studio.app.helper_process import HelperProcess
+    from studio.errors import StoreError
 
     helper = HelperProcess()
     try:

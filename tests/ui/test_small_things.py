@@ -44,11 +44,11 @@ def test_over_threshold_bar_keeps_its_figures(studio, studio_ctx, fixture_db):
 
 def test_over_bar_at_mastras_default_threshold_keeps_its_figures(studio, fixture_db):
     # Mastra's default observation threshold is 30,000 tokens (messageTokens); 32,400 pending is 108 %.
-    from studio.ui.style import BarValue
-
     # The bar columns are sized from the widest bar the statuses give: a thread at 32,400 / 30,000 widens
     # the column until that bar shows its figures, not only its percentage.
     import copy
+
+    from studio.ui.style import BarValue
 
     window = studio(fixture_db("support"), thread_id="support-1")
     view = window.threads_view

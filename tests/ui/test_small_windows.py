@@ -42,7 +42,7 @@ def test_bar_columns_stay_visible(studio, studio_ctx, fixture_db, size):
     for col in BAR_COLUMNS:
         assert not header.isSectionHidden(col)
         left = header.sectionViewportPosition(col)
-        assert 0 <= left and left + header.sectionSize(col) <= width, (col, left, header.sectionSize(col), width)
+        assert left >= 0 and left + header.sectionSize(col) <= width, (col, left, header.sectionSize(col), width)
     assert view.horizontalScrollBar().maximum() == 0             # no scrolling needed to see the bars
     assert header.sectionSize(ThreadColumn.TITLE) >= 80          # the title got the stretch, and room
     assert window.thread_view.width() >= window.thread_view.minimumSizeHint().width()

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from studio.errors import StoreError
 from studio.app.loads import require_store
+from studio.errors import StoreError
 from studio.ui.tasks import TaskRunner
 
 

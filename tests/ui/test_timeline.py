@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from studio.engine.events import OBSERVATION, REFLECTION
 from studio.app import text as fmt
+from studio.engine.events import OBSERVATION, REFLECTION
 from studio.ui.widgets.timeline_pointer import event_text
 from tests.mastra_facts import sync_turns
 

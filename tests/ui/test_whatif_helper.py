@@ -9,10 +9,10 @@ import threading
 import numpy as np
 import pytest
 
-from studio.engine.timeline import load_timeline
-from studio.engine.whatif import WhatIfSettings, settings_with
 from studio.app.helper_process import CANCEL, HelperProcess
+from studio.engine.timeline import load_timeline
 from studio.engine.timeline_cache import timeline_key
+from studio.engine.whatif import WhatIfSettings, settings_with
 from studio.engine.whatif_chart import replay_in_store, replay_packed
 from studio.store import open_store
 from studio.ui.widgets import window_loading

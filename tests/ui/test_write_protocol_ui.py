@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import libsql
 
@@ -25,7 +25,7 @@ def history(path):
 
 def touch_newest_message(path, seconds_ago: float) -> None:
     """Make support-1's newest message look saved SECONDS_AGO (a running turn just saved it)."""
-    at = int(datetime.now(timezone.utc).timestamp() * 1000 - seconds_ago * 1000)
+    at = int(datetime.now(UTC).timestamp() * 1000 - seconds_ago * 1000)
     conn = libsql.connect(str(path), isolation_level=None)
     try:
         conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = (SELECT id FROM mastra_messages '

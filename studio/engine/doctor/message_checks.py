@@ -28,11 +28,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from studio.engine import tokens
-from studio.engine.doctor.model import Finding, finding
 from studio.common.om_settings import max_threshold, resolve_settings
-from studio.engine.unobserved import storage_cursor, unobserved_messages
+from studio.engine import tokens
 from studio.engine.doctor.messages import StoredMessage
+from studio.engine.doctor.model import Finding, finding
+from studio.engine.unobserved import storage_cursor, unobserved_messages
 from studio.store.records import OMRecord, Thread, iso_to_ms
 
 DUPLICATE_WINDOW_MS = 60_000

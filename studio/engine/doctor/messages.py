@@ -24,8 +24,18 @@ class StoredMessage:
     `invalid_json` is set by the loader when SQLite's json_valid rejects the content.
     """
 
-    __slots__ = ("id", "thread_id", "role", "created_at", "raw", "type", "resource_id", "invalid_json",
-                 "_ms", "_message")
+    __slots__ = (
+        "_message",
+        "_ms",
+        "created_at",
+        "id",
+        "invalid_json",
+        "raw",
+        "resource_id",
+        "role",
+        "thread_id",
+        "type",
+    )
 
     def __init__(self, row: dict):
         self.id = row["id"]

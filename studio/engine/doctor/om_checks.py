@@ -35,17 +35,17 @@ Rules and thresholds (each also in docs/doctor.md with the Mastra report it come
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from studio.engine.events import split_segments
-from studio.engine.observations import classify
-from studio.engine.tokens import count_observations
+from studio.common.om_settings import max_threshold, resolve_settings
 from studio.engine.doctor.lost_priority import find_lost_high_priority
 from studio.engine.doctor.model import Finding, finding
 from studio.engine.doctor.supersede import find_superseded_writes
+from studio.engine.events import split_segments
+from studio.engine.observations import classify
 from studio.engine.reflector_parse import detect_degenerate_repetition
-from studio.common.om_settings import max_threshold, resolve_settings
 from studio.engine.status import flag_states
+from studio.engine.tokens import count_observations
 from studio.store.records import OMRecord, Thread
 from studio.store.write.protocol import find_overtaking_writes
 

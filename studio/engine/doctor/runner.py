@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from studio.engine.doctor.message_checks import check_thread_messages
 from studio.engine.doctor.messages import load_messages
 from studio.engine.doctor.model import CHECKS, DoctorReport, Finding
 from studio.engine.doctor.om_checks import check_current, check_generations, check_orphan
-from studio.engine.doctor.schema_checks import (check_resource_json, check_schema, check_thread_json,
-                                                check_timestamp_twins)
+from studio.engine.doctor.schema_checks import (
+    check_resource_json,
+    check_schema,
+    check_thread_json,
+    check_timestamp_twins,
+)
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
 from studio.store.records import OMRecord, Thread

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Hashable, Iterable, Protocol
+    from collections.abc import Callable, Hashable, Iterable
+    from typing import Any, Protocol
 
     from studio.store.schema import Schema
     from studio.store.target import Target

@@ -60,14 +60,14 @@ class LibsqlServerBackend:
         self._snapshot_conn = None
 
     @classmethod
-    def open(cls, location: Target, *, writable: bool = False) -> "LibsqlServerBackend":
+    def open(cls, location: Target, *, writable: bool = False) -> LibsqlServerBackend:
         """Connect to the libSQL server LOCATION read-only (token: `credentials.libsql_token`).
 
         A token written in the URL works but is announced with a StoreNotice warning (URLs end up
         in shell histories and recent-file lists); the URL is shown redacted everywhere.
         WRITABLE is refused (StoreError): nothing is sent.
         """
-        from studio.store.hrana import HranaConnection, HranaStatementError   # httpx: only for server stores
+        from studio.store.hrana import HranaConnection, HranaStatementError  # httpx: only for server stores
 
         if writable:
             raise StoreError(libsql_server_refusal(location.display))

@@ -36,12 +36,22 @@ from studio.store.target import url_secret
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
     from studio.store.target import Target
 
-__all__ = ["PgBackend", "PgSql", "connect_pg", "read_expr", "describe_pg_error", "discover_pg_schema",
-           "timestamp_twin_mismatches", "PG_TIME_TYPES", "asks_for_password"]
+__all__ = [
+    "PG_TIME_TYPES",
+    "PgBackend",
+    "PgSql",
+    "asks_for_password",
+    "connect_pg",
+    "describe_pg_error",
+    "discover_pg_schema",
+    "read_expr",
+    "timestamp_twin_mismatches",
+]
 
 #: Bound of one statement on the server (ms): a read never runs away on a big or slow database.
 STATEMENT_TIMEOUT_MS = 60_000
@@ -204,7 +214,7 @@ class PgBackend:
         self._content: str | None = None
 
     @classmethod
-    def open(cls, location: Target, *, writable: bool = False) -> "PgBackend":
+    def open(cls, location: Target, *, writable: bool = False) -> PgBackend:
         """Connect to the PostgreSQL target LOCATION read-only; the password is found as `connect_pg` finds it.
 
         Raises StoreError (the password redacted) when the server cannot be reached or refuses, and
@@ -341,7 +351,7 @@ TWINS_READ = {sc.THREADS: (("createdAt", "updatedAt"), ()), sc.MESSAGES: (("crea
               sc.OBSERVATIONAL_MEMORY: ((), ("createdAt", "updatedAt", "lastObservedAt"))}
 
 
-def timestamp_twin_mismatches(backend: "PgBackend") -> list[dict]:
+def timestamp_twin_mismatches(backend: PgBackend) -> list[dict]:
     """Return [{table, id, column, value, twin, thread_id, resource_id, lookup_key}] for rows whose twin
     Mastra reads disagrees with the column (to the millisecond, both as UTC ISO strings or None).
 

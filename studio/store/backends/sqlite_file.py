@@ -37,7 +37,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of
 if TYPE_CHECKING:
     from studio.store.target import Target
 
-__all__ = ["FileBackend", "IMMUTABLE_ATTEMPTS"]
+__all__ = ["IMMUTABLE_ATTEMPTS", "FileBackend"]
 
 #: Reads of an immutable connection retried when the file changed under them; the last one is
 #: made through a normal (locking) read-only connection.
@@ -139,7 +139,7 @@ class FileBackend:
         self._wal: bool | None = None
 
     @classmethod
-    def open(cls, location: Target, *, writable: bool = False, cache_kib: int | None = None) -> "FileBackend":
+    def open(cls, location: Target, *, writable: bool = False, cache_kib: int | None = None) -> FileBackend:
         """Open the file LOCATION read-only unless WRITABLE; CACHE_KIB: SQLite's page cache (KiB, None: 2,000).
 
         A command that reads each page once (`threads`) asks for a small cache: filling the default

@@ -23,9 +23,10 @@ from studio.store.cells import bulk_decode, contained, decode_pairs, decode_rows
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
-__all__ = ["SQLITE", "SqliteSql", "JSONB_COLUMNS", "rows", "row_decoder", "select", "select_column"]
+__all__ = ["JSONB_COLUMNS", "SQLITE", "SqliteSql", "row_decoder", "rows", "select", "select_column"]
 
 #: Columns Mastra declares `jsonb` (read through SQLite's json()).
 JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",

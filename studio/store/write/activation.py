@@ -35,28 +35,40 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from studio.common.jscompat import UNDEFINED
 from studio.common.om_settings import activation_chunk_count, max_threshold, resolve_settings
 from studio.errors import WriteRefused
-from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
 from studio.store.records import storage_cursor
+from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, THREADS
 from studio.store.write.common import (
-    iso, js_date_round_trip, js_parse, latest_om_row, now_ms_or_clock, read_om_row, read_thread, stringify,
-    thread_metadata, to_int,
+    iso,
+    js_date_round_trip,
+    js_parse,
+    latest_om_row,
+    now_ms_or_clock,
+    read_om_row,
+    read_thread,
+    stringify,
+    thread_metadata,
+    to_int,
 )
 from studio.store.write.om_messages import (
-    MESSAGE_COLUMNS, new_thread_title, newest_assistant_message, set_thread_om, upsert_message,
+    MESSAGE_COLUMNS,
+    new_thread_title,
+    newest_assistant_message,
+    set_thread_om,
+    upsert_message,
 )
-from studio.store.schema import MESSAGES
 from studio.store.write.own_writes import remember_write
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import write_transaction
 from studio.store.write.tx import Jsonb, WriteTx
 
-__all__ = ["activation_plan", "activate_buffered", "DEFAULT_BUFFER_ACTIVATION"]
+__all__ = ["DEFAULT_BUFFER_ACTIVATION", "activate_buffered", "activation_plan"]
 
 #: Mastra's default `observation.bufferActivation`.
 DEFAULT_BUFFER_ACTIVATION = 0.7

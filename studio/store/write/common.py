@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from studio.common.jscompat import json_stringify, js_trim
+from studio.common.jscompat import js_trim, json_stringify
 from studio.common.jsdates import normalize_created_at
 from studio.errors import WriteRefused
 from studio.store.records import ms_to_iso
@@ -49,7 +49,7 @@ def js_date_round_trip(value: Any) -> Any:
     """
     if value is None or value == "":
         return None
-    dt = normalize_created_at(value, timezone.utc)
+    dt = normalize_created_at(value, UTC)
     if dt is None:
         return value
     try:
@@ -140,7 +140,7 @@ def check_datetime(value: Any, name: str) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, datetime):
-        return ms_to_iso(int(round((value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp() * 1000)))
+        return ms_to_iso(int(round((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp() * 1000)))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return ms_to_iso(int(value))

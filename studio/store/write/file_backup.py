@@ -30,7 +30,7 @@ import re
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from studio.errors import StoreError
@@ -38,8 +38,14 @@ from studio.store.connection import check_file, is_quiescent_wal
 from studio.store.target import file_target
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS  # the one lock-wait bound of every write
 
-__all__ = ["backup_database", "default_backup_path", "remove_stale_partials", "child_command", "run_child",
-           "BACKUP_TIMEOUT_S"]
+__all__ = [
+    "BACKUP_TIMEOUT_S",
+    "backup_database",
+    "child_command",
+    "default_backup_path",
+    "remove_stale_partials",
+    "run_child",
+]
 
 #: Longest a backup may take before it is abandoned (s): ~1 GB databases copy in seconds.
 BACKUP_TIMEOUT_S = 1800
@@ -144,7 +150,7 @@ def remove_stale_partials(folder: Path) -> list[Path]:
 
 def default_backup_path(path: Path, now: datetime | None = None) -> Path:
     """Return `<dir>/<stem>.backup-<UTC YYYYmmddTHHMMSSZ>.db` beside PATH, numbered (-2, -3…) if taken."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     base = path.with_name(f"{path.stem}.backup-{stamp}")
     candidate, n = Path(f"{base}.db"), 1
     while candidate.exists():

@@ -34,8 +34,9 @@ write's quiet period does not take this one for the agent.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from studio.common.jscompat import UNDEFINED, js_trim
 from studio.common.om_settings import observer_extractors
@@ -43,12 +44,27 @@ from studio.errors import WriteRefused
 from studio.store.records import Message, OMRecord, iso_to_ms
 from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, THREADS
 from studio.store.write.common import (
-    iso, js_date_round_trip, js_parse, latest_om_row, new_id, now_ms_or_clock, read_om_row, read_thread, stringify,
-    thread_metadata, to_int,
+    iso,
+    js_date_round_trip,
+    js_parse,
+    latest_om_row,
+    new_id,
+    now_ms_or_clock,
+    read_om_row,
+    read_thread,
+    stringify,
+    thread_metadata,
+    to_int,
 )
 from studio.store.write.om_messages import (
-    MESSAGE_COLUMNS, extracted_values, new_thread_title, newest_assistant_message, observed_thread_om, set_thread_om,
-    thread_om, upsert_message,
+    MESSAGE_COLUMNS,
+    extracted_values,
+    new_thread_title,
+    newest_assistant_message,
+    observed_thread_om,
+    set_thread_om,
+    thread_om,
+    upsert_message,
 )
 from studio.store.write.own_writes import remember_write
 from studio.store.write.protocol import check_quiet
@@ -56,7 +72,7 @@ from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import write_transaction
 from studio.store.write.tx import Jsonb, WriteTx
 
-__all__ = ["ObserverOutput", "ObservationWindow", "commit_observation", "observation_survived"]
+__all__ = ["ObservationWindow", "ObserverOutput", "commit_observation", "observation_survived"]
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from studio.common.jscompat import js_trim
 from studio.common.om_settings import observer_extractors
@@ -36,11 +36,22 @@ from studio.store.records import OMRecord, iso_to_ms
 from studio.store.schema import THREADS
 from studio.store.write.common import iso, js_date_round_trip, new_id, read_om_row, read_thread, thread_metadata
 from studio.store.write.observation import (
-    ObserverOutput, ObserveGate, _ids, checked_latest_row, gated_commit, record_unchanged, update_active_observations,
+    ObserveGate,
+    ObserverOutput,
+    _ids,
+    checked_latest_row,
+    gated_commit,
+    record_unchanged,
+    update_active_observations,
     update_thread,
 )
 from studio.store.write.om_messages import (
-    extracted_values, new_thread_title, newest_assistant_message, observed_thread_om, set_thread_om, thread_om,
+    extracted_values,
+    new_thread_title,
+    newest_assistant_message,
+    observed_thread_om,
+    set_thread_om,
+    thread_om,
     upsert_message,
 )
 from studio.store.write.tx import WriteTx

@@ -26,7 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from studio.store.target import Target
 
-__all__ = ["remember_write", "own_write_times", "journal_path", "KEEP_MS", "KEEP_PER_DATABASE"]
+__all__ = ["KEEP_MS", "KEEP_PER_DATABASE", "journal_path", "own_write_times", "remember_write"]
 
 #: How long a stamp is kept (ms): longer than any quiet period the studio offers.
 KEEP_MS = 6 * 3600 * 1000

@@ -31,18 +31,35 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from studio.errors import WriteRefused
 from studio.store.records import iso_to_ms
 from studio.store.write.own_writes import own_write_times
 
 __all__ = [
-    "DEFAULT_QUIET_MS", "STUDIO_METADATA_KEY", "AgentActivity", "OvertakingWrite", "observations_hash", "make_mark",
-    "studio_mark", "read_activity", "check_quiet", "wait_for_quiet", "turn_duration_ms", "watch_window_ms",
-    "find_overtaking_writes", "watch_for_overtaking", "unrepaired", "history_reader", "store_activity",
-    "store_turn_ms", "MIN_WATCH_MS", "MAX_WATCH_MS",
+    "DEFAULT_QUIET_MS",
+    "MAX_WATCH_MS",
+    "MIN_WATCH_MS",
+    "STUDIO_METADATA_KEY",
+    "AgentActivity",
+    "OvertakingWrite",
+    "check_quiet",
+    "find_overtaking_writes",
+    "history_reader",
+    "make_mark",
+    "observations_hash",
+    "read_activity",
+    "store_activity",
+    "store_turn_ms",
+    "studio_mark",
+    "turn_duration_ms",
+    "unrepaired",
+    "wait_for_quiet",
+    "watch_for_overtaking",
+    "watch_window_ms",
 ]
 
 #: The key of the OM row's `metadata` object under which the studio marks the rows it wrote.

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from studio.common.jscompat import UNDEFINED, to_utf16
-from studio.store.flags import STALE_FLAG_AFTER_MS, flag_states
 from studio.errors import StoreError, WriteRefused
+from studio.store.flags import STALE_FLAG_AFTER_MS, flag_states
 from studio.store.records import OM_BOOL_COLUMNS, OMRecord
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
 from studio.store.write.common import (
@@ -55,8 +56,14 @@ from studio.store.write.protocol import STUDIO_METADATA_KEY, check_quiet, make_m
 from studio.store.write.transaction import write_transaction
 from studio.store.write.tx import Jsonb, WriteTx
 
-__all__ = ["commit_reflection", "revert_to_generation", "reflection_changes_nothing", "check_reflection_changes",
-           "UNCHANGED_MESSAGE", "STUDIO_METADATA_KEY"]
+__all__ = [
+    "STUDIO_METADATA_KEY",
+    "UNCHANGED_MESSAGE",
+    "check_reflection_changes",
+    "commit_reflection",
+    "reflection_changes_nothing",
+    "revert_to_generation",
+]
 
 #: The refusal (reason "unchanged") of a reflection that would write a copy of the current generation.
 UNCHANGED_MESSAGE = ("Nothing to condense: this reflection leaves the log, current task and suggested response as "

@@ -10,7 +10,8 @@ re-estimated), plus the lines and cursor the overtaking writes left on rows no l
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from studio.errors import WriteRefused
 from studio.store.records import iso_to_ms
@@ -26,7 +27,7 @@ from studio.store.write.protocol import (
 from studio.store.write.reflection import _check_counter, _check_flags, _check_lookup_key, _insert_generation
 from studio.store.write.transaction import write_transaction
 
-__all__ = ["repair_overtaken_writes", "REPAIR_CHOICES"]
+__all__ = ["REPAIR_CHOICES", "repair_overtaken_writes"]
 
 #: "carry": keep the studio's generation and add what overtook it; "revert": take the agent's
 #: version (the forked row, or the row it wrote onto) and drop the studio's generation.

@@ -31,18 +31,34 @@ import os
 import re
 import tempfile
 import urllib.parse
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from studio.errors import StoreError
 from studio.store.target import FILE, Target, parse_target, target_kind
 
-__all__ = ["BACKUP_FORMAT", "BackupSink", "backup_sink", "current_backup_sink", "row_backup_before_commit",
-           "is_row_backup_target", "server_location", "data_root", "backup_root", "write_json_atomically",
-           "target_identity", "target_slug", "save_row_backup", "load_row_backup", "list_row_backups", "mark_undone"]
+__all__ = [
+    "BACKUP_FORMAT",
+    "BackupSink",
+    "backup_root",
+    "backup_sink",
+    "current_backup_sink",
+    "data_root",
+    "is_row_backup_target",
+    "list_row_backups",
+    "load_row_backup",
+    "mark_undone",
+    "row_backup_before_commit",
+    "save_row_backup",
+    "server_location",
+    "target_identity",
+    "target_slug",
+    "write_json_atomically",
+]
 
 BACKUP_FORMAT = "memory-studio-row-backup"
 _UNSAFE = re.compile(r"[^A-Za-z0-9@._-]+")
@@ -183,7 +199,7 @@ def save_row_backup(location: Target, journal: list[dict], schema, *, label: str
     is then rolled back by its transaction).
     """
     identity = target_identity(location)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     stamp = now.strftime("%Y%m%dT%H%M%S.%f") + "Z"
     tables = sorted({r["table"] for r in journal})
     document: dict[str, Any] = {
@@ -238,6 +254,6 @@ def list_row_backups(location: Target, folder: Path | None = None) -> list[tuple
 def mark_undone(path: Path, document: dict, by: Path | None) -> None:
     """Record in the backup at PATH that it was undone (now, by the undo's own backup BY)."""
     document = dict(document)
-    document["undone"] = {"at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    document["undone"] = {"at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                           "by": str(by) if by is not None else None}
     write_json_atomically(Path(path), document)

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from studio.errors import StoreError, WriteRefused
-from studio.store.write.file_backup import backup_database
 from studio.store.target import file_target, redact_url
 from studio.store.write import reflection, repair, threads
+from studio.store.write.file_backup import backup_database
 from studio.store.write.row_backup import BackupSink, backup_sink, is_row_backup_target
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, lock_wait_message
 
-__all__ = ["WriteSession", "DESTRUCTIVE_WRITES"]
+__all__ = ["DESTRUCTIVE_WRITES", "WriteSession"]
 
 #: The writes a session backs up before. delete_messages and clear_thread remove rows;
 #: commit_reflection and revert_to_generation overwrite the thread's current task / suggested

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from studio.common.jscompat import node_utf8
 from studio.errors import WriteRefused
@@ -40,7 +41,7 @@ from studio.store.write.transaction import write_transaction
 from studio.store.write.tx import Jsonb, WriteTx
 from studio.store.write.xxhash import h32_to_string
 
-__all__ = ["clone_thread", "delete_messages", "clear_thread", "DELETE_BATCH_SIZE"]
+__all__ = ["DELETE_BATCH_SIZE", "clear_thread", "clone_thread", "delete_messages"]
 
 #: Mastra deletes messages in batches of 100 ids (SQL parameter limits).
 DELETE_BATCH_SIZE = 100

@@ -14,8 +14,8 @@ back when it raises. Only the chosen backend's driver is imported.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from studio.store.target import LIBSQL_SERVER, POSTGRESQL, parse_target
 from studio.store.write.tx import WriteTx

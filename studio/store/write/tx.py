@@ -14,14 +14,15 @@ from dataclasses import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Protocol
+    from collections.abc import Iterable
+    from typing import Any, Protocol
 
     from studio.store.schema import Schema
     from studio.store.target import Target
 else:
     Protocol = object
 
-__all__ = ["WRITE_LOCK_WAIT_MS", "lock_wait_message", "Jsonb", "WriteTx"]
+__all__ = ["WRITE_LOCK_WAIT_MS", "Jsonb", "WriteTx", "lock_wait_message"]
 
 #: The one bound on how long any write of the studio waits for another writer's lock (ms): a file's
 #: BEGIN IMMEDIATE (split over its tries with backoff), a server's lock wait, and the backup taken

@@ -16,8 +16,8 @@ from pathlib import Path
 from studio.errors import WriteRefused
 from studio.store.write.row_backup import (
     BackupSink,
-    backup_sink,
     backup_root,
+    backup_sink,
     list_row_backups,
     load_row_backup,
     mark_undone,
@@ -26,7 +26,7 @@ from studio.store.write.row_backup import (
 )
 from studio.store.write.transaction import write_transaction
 
-__all__ = ["undo_write", "pick_backup", "describe_backup"]
+__all__ = ["describe_backup", "pick_backup", "undo_write"]
 
 #: At most this many changed rows are named in a refusal.
 _NAMED = 5

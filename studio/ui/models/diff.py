@@ -12,9 +12,9 @@ from enum import Enum
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QFont
 
+from studio.app import text as fmt
 from studio.engine.diff import DiffRow, GenerationDiff, side_by_side
 from studio.engine.observations import classify
-from studio.app import text as fmt
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import RAW_ROLE, RECORD_ROLE
 from studio.ui.style import DIFF_BACKGROUND, DIFF_FOREGROUND, DIFF_MARKER, LOSS_BACKGROUND, priority_icon

@@ -7,8 +7,8 @@ from enum import IntEnum
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QFont
 
-from studio.store.records import OMRecord
 from studio.app import text as fmt
+from studio.store.records import OMRecord
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RECORD_ROLE, SORT_ROLE
 

@@ -14,7 +14,6 @@ from enum import IntEnum
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush
 
-from studio.engine.speakers import MessageAttribution, attribute_message
 from studio.app import text as fmt
 from studio.app.messages import (
     FilteredIds,
@@ -25,6 +24,7 @@ from studio.app.messages import (
     load_message_page,
     load_message_rows,
 )
+from studio.engine.speakers import MessageAttribution, attribute_message
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RAW_ROLE, RECORD_ROLE, SORT_ROLE
 from studio.ui.style import MUTED

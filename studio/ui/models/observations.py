@@ -12,8 +12,8 @@ from enum import IntEnum
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QFont
 
-from studio.engine.observations import LogLine, ObservationLog
 from studio.app import text as fmt
+from studio.engine.observations import LogLine, ObservationLog
 from studio.ui.models.roles import RAW_ROLE, RECORD_ROLE
 from studio.ui.style import MUTED, priority_colour, priority_icon
 
@@ -40,10 +40,10 @@ class _Node:
     title: str = ""
     header_line: int | None = None     # date rows: line number of the `Date:` header
     repeated: bool = False             # date rows: an earlier header carries the same date
-    parent: "_Node | None" = None
-    children: list["_Node"] = field(default_factory=list)
+    parent: _Node | None = None
+    children: list[_Node] = field(default_factory=list)
 
-    def add(self, child: "_Node") -> "_Node":
+    def add(self, child: _Node) -> _Node:
         child.parent = self
         self.children.append(child)
         return child

@@ -6,8 +6,8 @@ from enum import IntEnum
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 
-from studio.engine.speakers import Anomaly, Speaker, SpeakerReport
 from studio.app import text as fmt
+from studio.engine.speakers import Anomaly, Speaker, SpeakerReport
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RECORD_ROLE, SORT_ROLE
 

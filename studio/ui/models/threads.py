@@ -14,11 +14,11 @@ from enum import IntEnum
 from PySide6.QtCore import QModelIndex, QModelRoleDataSpan, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QFont
 
+from studio.app import text as fmt
+from studio.app.listing import ListingCounts, ThreadRow
 from studio.engine.status import ThreadStatus
 from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.records import iso_to_ms, ms_to_iso
-from studio.app import text as fmt
-from studio.app.listing import ListingCounts, ThreadRow
 from studio.ui.models.base import TableModel
 from studio.ui.models.resources import ORPHANS
 from studio.ui.models.roles import BAR_ROLE, ID_ROLE, RECORD_ROLE, SORT_ROLE

@@ -96,13 +96,13 @@ class OneLineProgressBar(QProgressBar):
         self._sample = text_format.replace("%v", sample).replace("%m", sample).replace("%p", "100")
         self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
 
-    def sizeHint(self) -> QSize:  # noqa: N802  (Qt's name)
+    def sizeHint(self) -> QSize:
         """Return a size that shows the widest text whole, on one line (pixels)."""
         metrics = self.fontMetrics()
         width = max(metrics.horizontalAdvance(self._sample), metrics.horizontalAdvance(self.text())) + 24
         return QSize(width, max(16, metrics.height() + 2))
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802  (Qt's name)
+    def minimumSizeHint(self) -> QSize:
         """The same as sizeHint: below it the text no longer fits."""
         return self.sizeHint()
 

@@ -24,10 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.context import TurnContext, after_turn_lines
 from studio.app import text as fmt
-from studio.ui.tasks import TaskRunner
 from studio.app.trace import load_turn_context
+from studio.engine.context import TurnContext, after_turn_lines
+from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import empty_state, plain_label
 
 #: The tab's whole content for a thread no OM record governs (there is no turn, section or figure to show).

@@ -10,7 +10,7 @@ fails. The view is refreshed afterwards (a clone is selected once the thread lis
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction

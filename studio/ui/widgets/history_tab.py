@@ -19,16 +19,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.diff import GenerationDiff, side_by_side
-from studio.store.records import OMRecord
 from studio.app import text as fmt
 from studio.app.thread_detail import ThreadDetail, diff_generations
+from studio.engine.diff import GenerationDiff, side_by_side
+from studio.store.records import OMRecord
 from studio.ui.models.diff import DiffMode, DiffModel, display_line
 from studio.ui.models.generations import GenerationColumn, GenerationTableModel
 from studio.ui.tasks import TaskRunner
-from studio.ui.widgets.trace_panel import TraceSearchBox
 from studio.ui.widgets.common import empty_state, plain_label, table_view
 from studio.ui.widgets.loss_callout import LossCallout
+from studio.ui.widgets.trace_panel import TraceSearchBox
 
 EMPTY_LOG = "empty log"
 #: Generations visible without scrolling the generations table (it may be dragged smaller or larger).

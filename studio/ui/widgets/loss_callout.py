@@ -67,7 +67,7 @@ class LossCallout(QFrame):
         if self.scroll.height() != rows * line or self.scroll.minimumHeight() != rows * line:
             self.scroll.setFixedHeight(rows * line)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt name)
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_list_height()
 

@@ -26,8 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.paths import SAMPLE_DATABASE
 from studio.app import text as fmt
+from studio.paths import SAMPLE_DATABASE
 from studio.store.target import absolute_target, is_server_target, redact_url, strip_secrets
 from studio.ui.context import AppContext, WindowContext
 from studio.ui.models.resources import ResourceListModel

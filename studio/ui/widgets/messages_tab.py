@@ -28,12 +28,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.app import text as fmt
+from studio.app.messages import AGENT, UNTAGGED, MessageFilters, MessageRow, describe_speaker_filter, message_position
 from studio.common.metadata_filter import ValidationError, parse_key_values
 from studio.engine.speakers import SpeakerReport
 from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.history import js_date_iso
-from studio.app import text as fmt
-from studio.app.messages import AGENT, UNTAGGED, MessageFilters, MessageRow, describe_speaker_filter, message_position
 from studio.ui.models.messages import MessageColumn, MessageTableModel
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label, table_view
@@ -193,7 +193,7 @@ class MessagesTab(QWidget):
                     if c != MessageColumn.SPEAKER or not self._speaker_hidden)
         self._set_compact(width - fixed < TEXT_SHARE * width)
 
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt name)
+    def eventFilter(self, watched, event) -> bool:
         if watched is self.view.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_columns()
         return super().eventFilter(watched, event)

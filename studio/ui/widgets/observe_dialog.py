@@ -20,8 +20,8 @@ from studio.app import reflection as jobs
 from studio.app import text as fmt
 from studio.engine.observer import ObservationProgress
 from studio.errors import WriteRefused
-from studio.ui.widgets.om_tab import MESSAGES_BAR_TITLE
 from studio.ui.widgets.observe_preview import ObservePreviewView
+from studio.ui.widgets.om_tab import MESSAGES_BAR_TITLE
 from studio.ui.widgets.write_dialog import PreviewWriteDialog
 
 TITLE = "Observe Now"

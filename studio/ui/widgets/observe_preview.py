@@ -16,11 +16,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.app import text as fmt
+from studio.app.observation import ObservePreview
 from studio.engine import tokens
 from studio.engine.diff import diff_logs
-from studio.app import text as fmt
 from studio.ui.models.diff import DiffModel
-from studio.app.observation import ObservePreview
 from studio.ui.widgets.common import plain_label
 from studio.ui.widgets.history_tab import diff_table_view, layout_diff_columns
 from studio.ui.widgets.reflect_preview import in_words

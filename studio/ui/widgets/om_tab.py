@@ -6,9 +6,9 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QBoxLayout,
     QFormLayout,
     QFrame,
-    QBoxLayout,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
@@ -26,17 +26,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.app import text as fmt
+from studio.app.thread_detail import ThreadDetail
 from studio.common.om_settings import ThresholdRange, max_threshold
 from studio.engine.status import FlagState, ThreadStatus
 from studio.store.records import OMRecord, Thread
-from studio.app import text as fmt
-from studio.app.thread_detail import ThreadDetail
 from studio.ui.models.chunks import BufferedChunkModel, ChunkColumn
 from studio.ui.models.observations import LogColumn, ObservationLogModel
 from studio.ui.models.roles import RECORD_ROLE
-from studio.ui.widgets.trace_panel import TraceSearchBox
 from studio.ui.widgets.common import empty_state, plain_label, set_role, table_view
 from studio.ui.widgets.threshold_bar import ThresholdBar
+from studio.ui.widgets.trace_panel import TraceSearchBox
 
 #: Page width (px) from which the summary and the actions (trace box, Observe / Reflect buttons) share a row.
 WIDE_SUMMARY_MIN_WIDTH = 820

@@ -25,11 +25,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.engine.status import ThreadStatus
-from studio.store.records import Thread
 from studio.app import text as fmt
 from studio.app.helper_process import CANCEL
 from studio.app.statuses import StatusBatch, StatusRound, status_batch
+from studio.engine.status import ThreadStatus
+from studio.store.records import Thread
 from studio.ui.gc_collector import WeakMethod, ensure_gui_thread_gc
 from studio.ui.style import FILL, NEAR_RATIO, STYLE_SHEET
 from studio.ui.tasks import TaskRunner

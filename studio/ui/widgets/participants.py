@@ -10,9 +10,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QPushButton, QSplitter, QVBoxLayout, QWidget
 
-from studio.engine.speakers import SpeakerReport
 from studio.app import text as fmt
 from studio.app.history import load_speakers
+from studio.engine.speakers import SpeakerReport
 from studio.ui.models.participants import AnomalyColumn, AnomalyModel, ParticipantColumn, ParticipantModel
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label, table_view

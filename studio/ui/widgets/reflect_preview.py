@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
 )
 
 from studio.app import text as fmt
-from studio.ui.models.diff import DiffMode, DiffModel, display_line
 from studio.app.reflection import LLM, Preview
+from studio.ui.models.diff import DiffMode, DiffModel, display_line
 from studio.ui.style import BarValue, paint_bar
 from studio.ui.widgets.common import plain_label
 from studio.ui.widgets.history_tab import diff_table_view, layout_diff_columns

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.llm import key_status
 from studio.app import text as fmt
 from studio.app.reflection import LLM, RULE_BASED
+from studio.llm import key_status
 from studio.ui.tasks import TaskRunner, submit_job
 from studio.ui.widgets.common import plain_label, set_role
 

@@ -11,9 +11,9 @@ from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QHeaderView, QLineEdit, QVBoxLayout, QWidget
 
-from studio.common.metadata_filter import ValidationError, parse_key_values
 from studio.app import text as fmt
 from studio.app.listing import load_metadata_thread_ids
+from studio.common.metadata_filter import ValidationError, parse_key_values
 from studio.ui.delegates import BAR_PADDING, BarDelegate
 from studio.ui.models.threads import BAR_COLUMNS, ThreadColumn, ThreadTableModel
 from studio.ui.widgets.common import ElidedLabel, plain_label, table_view

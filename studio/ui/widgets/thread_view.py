@@ -5,19 +5,19 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
-from studio.store.records import Thread, ms_to_iso
 from studio.app import text as fmt
 from studio.app.listing import last_activity
 from studio.app.thread_detail import ThreadDetail
+from studio.store.records import Thread, ms_to_iso
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state
+from studio.ui.widgets.context_view import TurnContextView
+from studio.ui.widgets.file_banner import DamageBanner
 from studio.ui.widgets.health_views import HealthTab
 from studio.ui.widgets.history_tab import HistoryTab
 from studio.ui.widgets.messages_tab import MessagesTab
 from studio.ui.widgets.om_tab import ObservationalMemoryTab
 from studio.ui.widgets.participants import ParticipantsTab
-from studio.ui.widgets.context_view import TurnContextView
-from studio.ui.widgets.file_banner import DamageBanner
 from studio.ui.widgets.timeline_tab import TimelineTab
 from studio.ui.widgets.trace_panel import TracePanel
 from studio.ui.widgets.working_memory import WorkingMemoryTab

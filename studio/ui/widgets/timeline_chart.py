@@ -11,7 +11,7 @@ A row under the chart explains the marker shapes.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -220,7 +220,7 @@ class TurnAxis(pg.AxisItem):
     than one turn still gets a tick at every whole turn.
     """
 
-    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802 (Qt/pyqtgraph name)
+    def tickSpacing(self, minVal, maxVal, size):
         levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size)
                   if spacing >= 1 and float(spacing).is_integer()]
         return levels or [(1.0, 0.0)]

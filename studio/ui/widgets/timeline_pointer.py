@@ -12,6 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QLabel
 
+from studio.app import text as fmt
 from studio.engine.events import (
     ACTIVATION,
     BUFFERING,
@@ -25,7 +26,6 @@ from studio.engine.events import (
 from studio.engine.timeline import Point, Timeline
 from studio.engine.timeline_series import ChartSeries
 from studio.engine.whatif_chart import WhatIfChart
-from studio.app import text as fmt
 from studio.ui.widgets.timeline_chart import spot_event
 
 __all__ = ["DrawnTimeline", "TimelinePointer", "event_text"]

@@ -34,13 +34,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.app import text as fmt
+from studio.app.thread_detail import ThreadDetail
 from studio.engine.events import THREAD_UPDATE
 from studio.engine.timeline import Timeline, series_csv
 from studio.engine.timeline_cache import load_timeline_chart
 from studio.engine.timeline_series import X_MODES, ChartSeries
 from studio.engine.whatif_chart import WhatIfChart
-from studio.app import text as fmt
-from studio.app.thread_detail import ThreadDetail
 from studio.ui.gc_collector import ensure_gui_thread_gc
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.chart_export import ChartExport
@@ -56,7 +56,7 @@ NARROW_WIDTH = 560
 class _HeldDraw:
     """A long timeline's drawing held out of sight until it is all there: which TIMELINE, and whether to announce it."""
 
-    __slots__ = ("timeline", "announce")
+    __slots__ = ("announce", "timeline")
 
     def __init__(self, timeline: Timeline | None, announce: bool):
         self.timeline, self.announce = timeline, announce
@@ -324,7 +324,7 @@ class TimelineTab(QWidget):
         self._unshown = _HeldDraw(self._drawn.timeline, announce)
         self._redraw()
 
-    def _on_drawn(self, held: "_HeldDraw") -> None:
+    def _on_drawn(self, held: _HeldDraw) -> None:
         """Fit HELD's chart once all of it is drawn, and show it in the next turn of the event loop.
 
         Fitting decimates the curves for the new view (a few ms on the 20,007-message thread) and the
@@ -337,7 +337,7 @@ class TimelineTab(QWidget):
         self._fit()
         QTimer.singleShot(0, self, functools.partial(self._show_held, held))
 
-    def _show_held(self, held: "_HeldDraw") -> None:
+    def _show_held(self, held: _HeldDraw) -> None:
         """Show HELD's drawn and fitted chart (its paint follows), and announce it if asked."""
         if held is not self._unshown or held.timeline is not self._drawn.timeline or self.chart.drawing:
             return

@@ -23,11 +23,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.app import text as fmt
+from studio.app.trace import load_trace
 from studio.engine.observations import Priority
 from studio.engine.trace import Lifeline, LifelineStep, TraceResult
-from studio.app import text as fmt
 from studio.ui.tasks import TaskRunner
-from studio.app.trace import load_trace
 from studio.ui.widgets.common import plain_label
 
 TARGET = Qt.ItemDataRole.UserRole

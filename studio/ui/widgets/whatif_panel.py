@@ -32,6 +32,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from studio.app import text as fmt
+from studio.app.helper_process import CANCEL
 from studio.engine.events import (
     ACTIVATION,
     BUFFERING,
@@ -50,8 +52,6 @@ from studio.engine.whatif import (
     peak_context,
 )
 from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed
-from studio.app import text as fmt
-from studio.app.helper_process import CANCEL
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 

@@ -14,8 +14,8 @@ import functools
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QKeySequence
 
-from studio.ui.context import WindowContext
 from studio.app.thread_detail import ThreadDetail
+from studio.ui.context import WindowContext
 from studio.ui.style import STYLE_SHEET
 
 

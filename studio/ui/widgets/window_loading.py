@@ -14,12 +14,12 @@ import time
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from studio.store.records import Thread
 from studio.app import text as fmt
 from studio.app.helper_process import CANCEL
 from studio.app.listing import Listing, ListingCounts, check_changed, load_listing, load_listing_in_two_steps
 from studio.app.statuses import StatusBatch, StatusRound, status_batch
 from studio.app.thread_detail import ThreadDetail, load_thread_detail
+from studio.store.records import Thread
 from studio.ui.context import WindowContext
 from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import file_problem

@@ -7,8 +7,8 @@ from what is stored. Both texts are markdown shown as plain text (stored data is
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QVBoxLayout, QWidget
 
 from studio.app import text as fmt
 from studio.app.thread_detail import WorkingMemoryInfo, load_working_memory

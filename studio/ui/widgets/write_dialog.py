@@ -14,7 +14,8 @@ on the runner, read-only except for the commit.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtGui import QKeySequence, QShortcut

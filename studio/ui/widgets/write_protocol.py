@@ -15,7 +15,8 @@ reverted as the user chooses; a write in place for a turn rewriting it).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QSpinBox, QWidget

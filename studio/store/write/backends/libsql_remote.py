@@ -27,8 +27,9 @@ rowid tie-breaks); what differs is the transport and the backup:
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
@@ -38,7 +39,7 @@ from studio.store.write.backends.sqlite import SqliteWriteTx
 from studio.store.write.row_backup import row_backup_before_commit
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, lock_wait_message
 
-__all__ = ["LibsqlRemoteWriteTx", "libsql_remote_write_transaction", "ROWID"]
+__all__ = ["ROWID", "LibsqlRemoteWriteTx", "libsql_remote_write_transaction"]
 
 #: The key of a row image's rowid (SQLite's alias that a column named `rowid` cannot shadow).
 ROWID = "_rowid_"

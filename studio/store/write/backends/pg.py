@@ -23,8 +23,9 @@ lives here:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
@@ -33,7 +34,7 @@ from studio.store.target import Target
 from studio.store.write.row_backup import row_backup_before_commit
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
 
-__all__ = ["PgWriteTx", "pg_write_transaction", "WRITE_STATEMENT_TIMEOUT_MS", "TWIN_NOT_WRITTEN"]
+__all__ = ["TWIN_NOT_WRITTEN", "WRITE_STATEMENT_TIMEOUT_MS", "PgWriteTx", "pg_write_transaction"]
 
 #: Bound of one statement of a write (ms); lock waits are bounded separately by WRITE_LOCK_WAIT_MS.
 WRITE_STATEMENT_TIMEOUT_MS = 30_000

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import time
 import urllib.parse
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import libsql
 
@@ -40,7 +41,7 @@ from studio.store.connection import check_file, describe_sqlite_error
 from studio.store.target import Target
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
 
-__all__ = ["SqliteWriteTx", "sqlite_write_transaction", "BEGIN_ATTEMPTS", "BUSY_TIMEOUT_MS"]
+__all__ = ["BEGIN_ATTEMPTS", "BUSY_TIMEOUT_MS", "SqliteWriteTx", "sqlite_write_transaction"]
 
 #: BEGIN IMMEDIATE is tried this many times with backoff within WRITE_LOCK_WAIT_MS.
 BEGIN_ATTEMPTS = 3
