@@ -11,6 +11,11 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+#: Fixtures every test directory may ask for by name, without importing them: `fake_llm` (a local fake
+#: model server, no host but loopback reachable), `memory_keyring` and `no_keyring` (the OS keyring
+#: replaced for one test).
+pytest_plugins = ["tests.fake_llm", "tests.fake_keyring"]
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MEMORY_STUDIO_SHARED", REPO.parent / "shared"))
 FIXTURES = SHARED / "fixtures" / "mastra"

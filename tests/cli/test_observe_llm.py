@@ -17,7 +17,7 @@ from studio.engine.observer import load_observation_window
 from studio.engine.observer_format import format_messages_for_observer
 from studio.engine.observer_prompt import system_prompt
 from tests.conftest import copy_fixture
-from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
+from tests.fake_llm import Reply
 from tests.interop.conftest import dump_tables, file_state
 from tests.interop.test_observe_interop import _comparable
 from tests.observe_cases import above_everything, observable_copy, raw_thread_om

@@ -21,7 +21,7 @@ from studio.cli import main
 from studio.engine.reflector_parse import parse_reflector_output
 from studio.engine.tokens import count_observations
 from studio.store import open_store
-from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
+from tests.fake_llm import Reply
 from tests.oracle_facts import current_generation, status, threads
 
 ORACLE = json.loads((Path(__file__).resolve().parents[1] / "engine" / "data" / "reflector_answers.oracle.json")

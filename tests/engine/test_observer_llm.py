@@ -15,7 +15,7 @@ from studio.engine.observer_parse import parse_multi_thread_output
 from studio.engine.observer_prompt import tail_within
 from studio.llm import CancelToken, LLMClient
 from tests.conftest import copy_fixture
-from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
+from tests.fake_llm import Reply
 
 ANSWER = "<observations>\nDate: Dec 2, 2026\n* 🔴 (10:00) A fact.\n</observations>\n"
 

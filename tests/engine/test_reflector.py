@@ -21,7 +21,7 @@ from studio.llm import Cancelled, CancelToken, LLMClient, RetryPolicy
 from studio.llm.client import Completion
 from studio.llm.wire import Usage
 from tests.conftest import load_oracle
-from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
+from tests.fake_llm import Reply
 from tests.mastra_facts import lookup_keys, om_rows, oracle_thread
 
 LOG = "\n".join(["Date: Nov 1, 2026"] + [f"* 🟡 (10:{i:02d}) observation number {i} about the project" for i in range(40)])

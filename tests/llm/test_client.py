@@ -22,7 +22,7 @@ from studio.llm import (
     RetryPolicy,
     Timeouts,
 )
-from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
+from tests.fake_llm import Reply
 
 KEY = "sk-test-secret-0123456789"
 FAST = RetryPolicy(max_retries=3, initial_delay_s=0.001, max_delay_s=0.01, jitter=0)

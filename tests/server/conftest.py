@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.interop.conftest import install_corpus
+from tests.ui.conftest import studio, studio_ctx  # noqa: F401  (the window fixtures, for the tests that open one)
 
 SCENARIOS = ["support", "buffered", "resource", "collab", "tools", "history"]
 GEN_TIMEOUT_S = 300

@@ -9,7 +9,6 @@ from __future__ import annotations
 from studio.store import open_store
 from tests.interop.conftest import run_node
 from tests.server.sqld import dump
-from tests.ui.conftest import _studio_application, studio, studio_ctx  # noqa: F401  (fixtures)
 
 
 def test_clear_then_undo_last_write_in_the_studio_on_sqld(sqld_corpus, tmp_path, monkeypatch, studio, studio_ctx,

@@ -15,8 +15,6 @@ import pytest
 from studio.store import credentials as cred
 from studio.store.probe import check_connection
 from tests.conftest import copy_fixture
-from tests.fake_keyring import memory_keyring  # noqa: F401 - fixture
-from tests.ui.conftest import _studio_application, studio, studio_ctx  # noqa: F401 - fixtures
 
 ROLE, PASSWORD = "studio_reader", "right-horse-battery"
 SCENARIO = "support"

@@ -21,7 +21,6 @@ from studio.store import open_store
 from studio.store.backends.pg import PgBackend
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.models.threads import ThreadColumn
-from tests.ui.conftest import studio, studio_ctx  # noqa: F401 (the window fixtures)
 
 SCHEMA = "snapshot_copy"
 TABLES = ("mastra_threads", "mastra_messages", "mastra_resources", "mastra_observational_memory")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from studio.store import open_store
 from tests.server.pg_rows import copy_schema, dump_schema
-from tests.ui.conftest import _studio_application, studio, studio_ctx  # noqa: F401  (fixtures)
 
 SCHEMA = "wstudio"
 

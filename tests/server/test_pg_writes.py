@@ -18,7 +18,7 @@ from studio.cli import main
 from studio.engine.tokens import count_observations
 from studio.store import open_store
 from studio.store.writes import WriteSession, clear_thread, commit_reflection, revert_to_generation
-from tests.fake_llm import Reply, fake_llm  # noqa: F401  (fixture)
+from tests.fake_llm import Reply
 from tests.interop.answers import answer_for, parse_answer
 from tests.server.pg_rows import TIME_COLUMNS, changes, copy_schema, dump_schema, node_pg, same_row
 

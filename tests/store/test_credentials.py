@@ -8,7 +8,6 @@ from studio.errors import SchemaError, StoreError
 from studio.store import credentials as cred
 from studio.store import target as tg
 from studio.store.probe import classify_failure
-from tests.fake_keyring import memory_keyring, no_keyring  # noqa: F401 - fixtures
 
 # (URL, as shown: redact_url, as remembered: strip_secrets, keyring username: keyring_target)
 URL_FORMS = [

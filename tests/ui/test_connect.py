@@ -12,7 +12,6 @@ from PySide6.QtGui import QKeySequence
 
 from studio.store import credentials as cred
 from studio.store import target as tg
-from tests.fake_keyring import memory_keyring, no_keyring  # noqa: F401 - fixtures
 
 SECRET = "hunter2-not-shown"
 

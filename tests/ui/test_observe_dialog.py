@@ -20,7 +20,7 @@ from studio.ui.widgets.activate_dialog import ActivateDialog
 from studio.ui.widgets.observe_dialog import ObserveDialog
 from tests.cli.test_observe_llm import ANSWER, _same_write, resource_answer
 from tests.conftest import copy_fixture
-from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fixtures)
+from tests.fake_llm import Reply
 from tests.interop.conftest import dump_tables, file_state
 from tests.observe_cases import (
     above_everything,

@@ -16,7 +16,7 @@ from studio.engine.tokens import count_observations
 from studio.store import open_store
 from studio.store.writes import commit_reflection
 from studio.ui.widgets.reflect_dialog import ReflectDialog
-from tests.fake_llm import Reply, fake_llm, refuse_remote_hosts  # noqa: F401  (fake_llm: a fixture)
+from tests.fake_llm import Reply, refuse_remote_hosts
 from tests.oracle_facts import current_generation, generations, status
 from tests.scripted_interaction import ScriptedInteraction
 from tests.ui.write_dialogs import open_write_dialog, wait_until
