@@ -7,4 +7,4 @@ studio/ plus that one.
 
 from setuptools import find_packages, setup
 
-setup(packages=find_packages(include=["studio", "studio.*"]) + ["studio.resources"])
+setup(packages=[*find_packages(include=["studio", "studio.*"]), "studio.resources"])

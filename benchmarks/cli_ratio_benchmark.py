@@ -123,7 +123,10 @@ def measure(db: Path, tiny: Path, repeat: int, checkout: Path = REPO) -> dict:
     _CWD = checkout
     for warm in (["threads", str(db), "--per-page", "1"], ["inspect", str(db)]):  # compile every .pyc once
         _run([py, "-m", "studio", *warm, "--json"])
-    run_bare = lambda: _run([py, "-c", "pass"])  # noqa: E731
+
+    def run_bare():
+        return _run([py, "-c", "pass"])
+
     bare, bare_cpu = _best(run_bare, max(repeat, 5))
     out["bare_python_ms"] = out["bare_python_cpu_ms"] = None  # the best of every round, filled in last
     cli = [py, "-m", "studio"]
@@ -139,10 +142,15 @@ def measure(db: Path, tiny: Path, repeat: int, checkout: Path = REPO) -> dict:
         "threads_all": [("SELECT * FROM mastra_threads", ())],
     }
     for name, args in commands.items():
-        lean = lambda q=reads[name]: [raw_read(db, sql, p) for sql, p in q]  # noqa: E731
-        kept = lambda q=reads[name]: [raw_read(db, sql, p, keep=True) for sql, p in q]  # noqa: E731
+
+        def lean(q=reads[name]):
+            return [raw_read(db, sql, p) for sql, p in q]
+
+        def kept(q=reads[name]):
+            return [raw_read(db, sql, p, keep=True) for sql, p in q]
+
         (start, start_cpu), (command, command_cpu), (raw, raw_cpu), (held, held_cpu) = _best_rounds(
-            [run_bare, lambda: _run(args), lean, kept], repeat)
+            [run_bare, lambda a=args: _run(a), lean, kept], repeat)
         bare, bare_cpu = min(bare, start), min(bare_cpu, start_cpu)
         command, command_cpu = command - start, command_cpu - start_cpu
         out[name] = {"command_ms": round(command * 1000), "raw_read_ms": round(raw * 1000),

@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks.cli_ratio_benchmark import JSON_COLUMNS, raw_read  # noqa: E402
+from benchmarks.cli_ratio_benchmark import JSON_COLUMNS, raw_read  # noqa: E402  (once sys.path holds the repository)
 
 
 def _best(fn, repeat: int) -> float:
@@ -89,11 +89,16 @@ def measure(db: Path, repeat: int) -> dict:
     from studio.engine import tokens
     from studio.engine.estimate_cache import cache_lookup, estimate_key, is_valid
 
-    everything = lambda: [raw_read(db, f"SELECT * FROM {t}") for t in  # noqa: E731
-                          ("mastra_threads", "mastra_messages", "mastra_observational_memory")]
+    def everything():
+        return [raw_read(db, f"SELECT * FROM {t}")
+                for t in ("mastra_threads", "mastra_messages", "mastra_observational_memory")]
+
     sql, params, resource_scope = _needed_statement(db)
-    needed = lambda: (raw_read(db, "SELECT * FROM mastra_threads"),  # noqa: E731
-                      raw_read(db, "SELECT * FROM mastra_observational_memory"), raw_read(db, sql, params))
+
+    def needed():
+        return (raw_read(db, "SELECT * FROM mastra_threads"),
+                raw_read(db, "SELECT * FROM mastra_observational_memory"), raw_read(db, sql, params))
+
     texts = _text_parts(db, sql, params)
 
     def estimate() -> None:

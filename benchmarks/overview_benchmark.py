@@ -28,7 +28,7 @@ TICK_MS = 5
 
 
 def ms(seconds: float) -> int:
-    return int(round(seconds * 1000))
+    return round(seconds * 1000)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -49,7 +49,7 @@ def measure(db: Path) -> dict:
     from studio.ui.context import AppContext
     from studio.ui.widgets.main_window import MainWindow
 
-    app = application()
+    _app = application()   # held while the window lives
     settings_dir = tempfile.mkdtemp(prefix="studio-overview-bench-")
     ctx = AppContext(settings=QSettings(str(Path(settings_dir) / "s.ini"), QSettings.Format.IniFormat),
                      interactive=False)

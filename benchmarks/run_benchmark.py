@@ -38,7 +38,7 @@ BIG_THREAD = "bench-big"
 
 
 def ms(seconds: float) -> int:
-    return int(round(seconds * 1000))
+    return round(seconds * 1000)
 
 
 def peak_rss_mb() -> float:
@@ -215,10 +215,10 @@ def timeline_timings(app, window, ctx, stall, wait_until) -> dict:
     frames = []
     for mode in ("turn", "time"):
         tab.set_x_mode(mode)
-        wait_until(lambda: tab.x_mode == mode and not tab.drawing)   # a long thread's switch is drawn in steps
+        wait_until(lambda m=mode: tab.x_mode == m and not tab.drawing)   # a long thread's switch is drawn in steps
         app.processEvents()
         phase(f"switch_to_{mode}")
-        for step in range(20):  # pan a twentieth of the view at a time: move, paint (one frame), then events
+        for _ in range(20):  # pan a twentieth of the view at a time: move, paint (one frame), then events
             t0 = time.perf_counter()
             (x0, x1), _ = box.viewRange()
             box.translateBy(x=(x1 - x0) / 20)
@@ -230,7 +230,7 @@ def timeline_timings(app, window, ctx, stall, wait_until) -> dict:
     phase("pan")
     for mode in ("turn", "time", "turn"):
         tab.set_x_mode(mode)
-        wait_until(lambda: tab.x_mode == mode and not tab.drawing)
+        wait_until(lambda m=mode: tab.x_mode == m and not tab.drawing)
         viewport.repaint()
         for _ in range(20):
             app.processEvents()

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 
 def ms(seconds: float) -> int:
-    return int(round(seconds * 1000))
+    return round(seconds * 1000)
 
 
 def studio_on(target: str, bars: bool = True) -> dict:

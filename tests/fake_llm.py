@@ -21,6 +21,7 @@ import json
 import socket
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -177,10 +178,8 @@ class FakeLLM:
                     return
                 if reply.drop:
                     self.close_connection = True
-                    try:
+                    with suppress(OSError):
                         self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
                     return
                 if reply.text is not None and reply.status == 200:
                     payload: Any = _answer_body(request.api, reply)

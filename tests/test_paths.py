@@ -64,9 +64,9 @@ def test_sample_path_names_the_installed_sample_and_read_commands_take_it(tmp_pa
         return subprocess.run([sys.executable, "-c", prelude + f"sys.exit(main({list(argv)!r}))"],
                               capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
 
-    done = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r); "
+    done = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(site)!r}); "
                            "from importlib.resources import files; "
-                           "print(files('studio.resources') / 'sample' / 'memory.db')" % str(site)],
+                           "print(files('studio.resources') / 'sample' / 'memory.db')"],
                           capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     packaged = done.stdout.strip()
     assert packaged == str(site / "studio" / "resources" / "sample" / "memory.db")

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -146,10 +147,8 @@ class HelperProcess:
         else:
             proc = self._proc  # read once: the calling thread may clear it meanwhile
             if proc is not None:
-                try:
+                with suppress(OSError):
                     proc.terminate()  # the calling thread reads end-of-file, then cleans up
-                except OSError:
-                    pass
 
     def _ensure(self) -> subprocess.Popen:
         if self._proc is None:
@@ -164,10 +163,8 @@ class HelperProcess:
         if proc is None:
             return
         for stream in (proc.stdin, proc.stdout):
-            try:
+            with suppress(OSError):
                 stream.close()
-            except OSError:
-                pass
         try:
             proc.wait(timeout=EXIT_TIMEOUT)
         except subprocess.TimeoutExpired:

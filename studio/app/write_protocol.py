@@ -433,7 +433,9 @@ def preflight(path: str, lookup_key: str, options: ProtocolOptions,
     """
     from studio.store.write.protocol import store_activity, wait_for_quiet
 
-    probe = lambda: store_activity(path, lookup_key, options.quiet_ms)  # noqa: E731
+    def probe():
+        return store_activity(path, lookup_key, options.quiet_ms)
+
     activity = probe()
     if activity is not None and activity.active and not options.force and options.wait_s:
         if on_wait is not None:

@@ -28,6 +28,8 @@ the watch after the commit (`--watch`) checks that the written text survives
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from studio.app.failures import EXIT_FAILURE, EXIT_OK, BadInput, say
 from studio.app.observation import ChunkPlan
 from studio.cli import JSON_HELP
@@ -140,7 +142,7 @@ def _run_observe(args) -> int:
     answer = None
     if args.answer_file is not None:
         try:
-            answer = open(args.answer_file, encoding="utf-8").read()
+            answer = Path(args.answer_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInput(f"Cannot read the answer file {args.answer_file}: "
                            f"{getattr(exc, 'strerror', None) or exc}") from exc

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 
 from studio.errors import StudioError
 
@@ -41,10 +42,8 @@ class CancelToken:
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
-            try:
+            with suppress(Exception):  # a failing abort hook must not hide the cancellation
                 callback()
-            except Exception:  # a failing abort hook must not hide the cancellation
-                pass
 
     def wait(self, timeout: float | None) -> bool:
         """Sleep up to TIMEOUT seconds or until cancelled; return True if cancelled."""

@@ -36,7 +36,7 @@ def max_threshold(threshold: Threshold) -> int:
 
 def js_round(x: float) -> int:
     """Round like JavaScript's Math.round (halves go up, also for negatives)."""
-    return int(math.floor(x + 0.5))
+    return math.floor(x + 0.5)
 
 
 def dynamic_threshold(threshold: Threshold, observation_tokens: int) -> int:

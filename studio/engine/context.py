@@ -138,7 +138,7 @@ class TurnContext:
 
 def _order(tl: Timeline) -> list[tuple[int, int, int]]:
     """Messages and events in the order the Timeline replays them: (ms, 0=message/2=moved host, 1=event, index)."""
-    times = [t for t in (m.created_ms for m in tl.messages)]
+    times = [m.created_ms for m in tl.messages]
     order, last = [], None
     for i, t in enumerate(times):
         last = t if t is not None else last

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
-class Priority(str, Enum):
+class Priority(str, Enum):  # noqa: UP042  (StrEnum would change what str() and format() of a member give)
     """An observation's priority marker."""
 
     HIGH = "🔴"

@@ -118,7 +118,7 @@ def resource_observation_window(path: str | os.PathLike[str], thread_id: str) ->
     without the thread or record, ("invalid") for a thread-scope record.
     """
     with open_store(path) as store, store.snapshot():
-        thread, key, record = thread_and_record(store, thread_id)
+        _thread, key, record = thread_and_record(store, thread_id)
         if not key.startswith("resource:"):
             raise WriteRefused("invalid", f"{key} is not a resource-scope record.")
         resource_id = record.resource_id

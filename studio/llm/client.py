@@ -25,6 +25,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -277,10 +278,8 @@ class LLMClient:
         def abort() -> None:
             _shutdown_sockets(client)  # first: once `done` is set the caller closes the client (no shutdown)
             done.set()
-            try:
+            with suppress(Exception):
                 client.close()
-            except Exception:
-                pass
 
         unregister = cancel.on_cancel(abort)
         try:

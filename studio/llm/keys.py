@@ -66,7 +66,7 @@ class KeyStatus:
 
 
 #: Default for `keyring_get`: the OS keyring through the `keyring` package (looked up at call time).
-OS_KEYRING: KeyringGetter = lambda service, user: _keyring_get(service, user)  # noqa: E731
+OS_KEYRING: KeyringGetter = lambda service, user: _keyring_get(service, user)  # noqa: E731  (a constant: the default of every keyring_get)
 
 
 def _keyring_get(service: str, user: str) -> str | None:

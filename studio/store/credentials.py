@@ -119,7 +119,7 @@ def _os_keyring_get(service: str, user: str) -> str | None:
 
 
 #: Default for `keyring_get`: the OS keyring (looked up at call time, so `keyring.set_keyring` applies).
-OS_KEYRING: KeyringGetter = lambda service, user: _os_keyring_get(service, user)  # noqa: E731
+OS_KEYRING: KeyringGetter = lambda service, user: _os_keyring_get(service, user)  # noqa: E731  (a constant: the default of every keyring_get)
 
 
 def keyring_backend() -> str | None:

@@ -18,6 +18,7 @@ Bad arguments raise ValidationError (studio.common.metadata_filter); failed read
 from __future__ import annotations
 
 import functools
+import itertools
 from datetime import UTC
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
@@ -97,7 +98,7 @@ def js_date_iso(value: Any) -> str:
     dt = normalize_created_at(value, UTC)
     if dt is None:
         raise ValidationError(f"{value!r} is not a date (write ISO 8601, e.g. 2026-03-01T10:00:00Z)")
-    ms = int(round(dt.timestamp() * 1000))
+    ms = round(dt.timestamp() * 1000)
     try:
         return ms_to_iso(ms)
     except (ValueError, OverflowError) as exc:
@@ -230,8 +231,8 @@ def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]
         return list(messages)
     times = [_time_of(c) if isinstance(c, str) else _time_of.__wrapped__(c) for c in created]
     if not any(t != t for t in times):
-        if all(a <= b for a, b in zip(times, times[1:])) if not descending else \
-                all(a >= b for a, b in zip(times, times[1:])):
+        if all(a <= b for a, b in itertools.pairwise(times)) if not descending else \
+                all(a >= b for a, b in itertools.pairwise(times)):
             return list(messages)  # already in order: a stable sort keeps it as it is (storage order is)
         order = sorted(range(len(messages)), key=(lambda i: -times[i]) if descending else times.__getitem__)
         return [messages[i] for i in order]

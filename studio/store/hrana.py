@@ -27,6 +27,7 @@ import base64
 import json
 import re
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,10 +335,8 @@ class HranaWriteStream(HranaConnection):
         baton, self._baton, was_open, self._open = self._baton, None, self._open, False
         if baton is None or not was_open:
             return
-        try:
+        with suppress(StoreError, StreamExpired):
             self._pipeline([{"type": "execute", "stmt": {"sql": "ROLLBACK"}}, {"type": "close"}], baton=baton)
-        except (StoreError, StreamExpired):
-            pass
 
     def close(self) -> None:
         """Roll back anything still open and close the HTTP client."""

@@ -19,7 +19,7 @@ message_queries, batch) use its public query API: `rows`, `select_rows`, `select
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from studio.store import schema as sc
 from studio.store.cells import bulk_decode, damaged_columns
@@ -146,10 +146,8 @@ class MemoryStore:
             yield self
         except BaseException:
             self._snapshot_depth = 0
-            try:
+            with suppress(Exception):  # the load's own error is the one to report
                 self.backend.end_read(failed=True)
-            except Exception:
-                pass   # the load's own error is the one to report
             raise
         self._snapshot_depth = 0
         self.backend.end_read()

@@ -92,7 +92,7 @@ def iso_to_ms(value: Any) -> int | None:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=timezone.utc)
-        return int(round(dt.timestamp() * 1000))
+        return round(dt.timestamp() * 1000)
     except (ValueError, OverflowError, OSError):
         return None
 

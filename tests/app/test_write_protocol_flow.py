@@ -39,12 +39,14 @@ QUIET = AgentActivity(now_ms=100_000, last_write_ms=10_000, live_flags=(), quiet
 STILL_ACTIVE = AgentActivity(now_ms=100_000, last_write_ms=99_000, live_flags=(), quiet_ms=30_000)
 FINDING = OvertakingWrite("superseded-row-written", KEY, "r1", 1, "r2", added_text="* the agent's line")
 
+DEFAULT_OPTIONS = ProtocolOptions()
+
 
 def written(row=ROW) -> Written:
     return Written(row, record_changes(KEY))
 
 
-def run(script, *, options=ProtocolOptions(), told=None, in_place=False, activity=None, stopped=lambda: False):
+def run(script, *, options=DEFAULT_OPTIONS, told=None, in_place=False, activity=None, stopped=lambda: False):
     """Run the flow; SCRIPT maps each step type to what it returns (a list: one per step, in turn; a function
     of the step) or raises.
 
@@ -161,12 +163,12 @@ def test_a_refused_repair_is_said_and_left_unrepaired():
 
 
 def test_a_write_in_place_is_watched_for_survival_and_never_repaired():
-    result, seen, outcome, told = run({Commit: written({"row": ROW}), WatchSurvival: False}, in_place=True,
-                                      activity=QUIET)
+    _result, seen, outcome, told = run({Commit: written({"row": ROW}), WatchSurvival: False}, in_place=True,
+                                       activity=QUIET)
     assert seen == [Commit(30_000), WatchSurvival("r2", "* new", None, QUIET.ago_ms)]
     assert outcome.unrepaired == 1 and outcome.overtaken[0]["kind"] == "observation-overwritten"
     assert told.texts("inform") == [OVERWRITTEN.format(record_id="r2")]
-    result, seen, outcome, told = run({Commit: written(ROW), WatchSurvival: True}, in_place=True)
+    _result, seen, outcome, told = run({Commit: written(ROW), WatchSurvival: True}, in_place=True)
     assert outcome.unrepaired == 0 and outcome.overtaken == [] and told.asked == []
 
 

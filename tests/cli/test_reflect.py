@@ -172,7 +172,7 @@ def test_stale_reflecting_flag_is_cleared_with_yes(fixture_db, fake_llm, capsys)
     path = fixture_db("support")
     _set_reflecting(path, minutes_ago=60)
     fake_llm.push(Reply(text=TAGGED))
-    code, doc, err = run(capsys, reflect(path, fake_llm, "--yes", "--json"))
+    code, _doc, err = run(capsys, reflect(path, fake_llm, "--yes", "--json"))
     assert code == 0, err
     rows, _ = history(path)
     assert rows[0].generation_count == GEN + 1 and not rows[1].flag("isReflecting")
@@ -219,7 +219,7 @@ def test_bad_input_exits_2_and_changes_nothing(fixture_db, fake_llm, capsys, arg
 
 
 def test_missing_file_exits_2(tmp_path, capsys):
-    code, _, err = run(capsys, ["reflect", str(tmp_path / "none.db"), "--thread", "t", "--strategy", "rule-based"])
+    code, _, _err = run(capsys, ["reflect", str(tmp_path / "none.db"), "--thread", "t", "--strategy", "rule-based"])
     assert code == 2
 
 

@@ -39,7 +39,7 @@ def test_timeline_json(fixture_db, capsys):
         "support-1"]["pendingTokens"]
     # The first event is the first cycle Mastra marked: its start, turn, cycle, tokens and generation.
     messages = raw_messages(path, "support-1")
-    host, start = marker_messages(messages, "data-om-observation-start")[0]
+    _host, start = marker_messages(messages, "data-om-observation-start")[0]
     end = next(p for _, p in marker_messages(messages, "data-om-observation-end")
                if p["data"]["cycleId"] == start["data"]["cycleId"])
     generation = next(r["generationCount"] for r in om_rows(path, "thread:support-1")

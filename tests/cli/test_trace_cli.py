@@ -44,7 +44,7 @@ def test_trace_text_output_and_bad_input(fixture_db, capsys):
     code, out, _ = _run(capsys, "trace", db, "--thread", "support-1", "--text", F.dropped_line(path, "support-1"))
     assert code == 0 and "dropped by the reflection" in out
     # A line a reflection left out and a later observation of its generation wrote again.
-    old, new, text = F.reobserved_lines(path, "support-1")[0]
+    _old, new, text = F.reobserved_lines(path, "support-1")[0]
     code, out, _ = _run(capsys, "trace", db, "--thread", "support-1", "--text", text)
     assert code == 0
     assert f"gen {new['generationCount']}: left out by the reflection, observed again at" in out
@@ -80,7 +80,7 @@ def test_trace_number_text_lists_no_false_messages_and_names_the_marker(fixture_
     # messages that say it come from Mastra's rows (tests/engine/trace_facts.py), plus one added message
     # holding the word and both digit groups apart; the line's cycle marker host is named.
     path = fixture_db("support")
-    query, number, line, hosts = F.number_case(path, "support-1")
+    query, number, _line, hosts = F.number_case(path, "support-1")
     word, (major, minor) = query.split()[0], number.split(".")
     F.add_message(path, "support-1", "decoy-apart", f"The {word} {major} notes list {minor} items.")
     says = F.messages_saying(path, "support-1", query)

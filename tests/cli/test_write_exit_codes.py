@@ -141,7 +141,7 @@ def test_the_studios_own_writes_in_a_row_are_not_taken_for_the_agent(fixture_db,
     revert = ["revert", str(path), "--thread", "support-1", "--yes", "--json", "--watch", "0"]
     for argv in (reflect_argv(path, "--watch", "0"), [*revert, "--to-generation", "1"],
                  reflect_argv(path, "--watch", "0"), [*revert, "--to-generation", "2"]):
-        code, doc, err = run(capsys, argv)
+        code, _doc, err = run(capsys, argv)
         assert code == 0, (argv[0], err)
     assert [r.generation_count for r in history(path)][:5] == [GEN + 4, GEN + 3, GEN + 2, GEN + 1, GEN]
 

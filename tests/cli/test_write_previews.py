@@ -111,7 +111,7 @@ def test_a_stored_pending_count_is_named_in_the_refusal(fixture_db, capsys, tmp_
     answer.write_text('<observations><thread id="res-a">\n* 🔴 (09:00) A fact\n</thread></observations>\n',
                       encoding="utf-8")
     state = file_state(path)
-    code, out, err = run(capsys, ["observe", str(path), "--thread", "res-a", "--answer-file", str(answer), "--yes"])
+    code, _out, err = run(capsys, ["observe", str(path), "--thread", "res-a", "--answer-file", str(answer), "--yes"])
     assert code == 2 and file_state(path) == state
     assert (f"{stored:,} tokens the record still counts as pending (pendingMessageTokens) + {tokens:,} "
             f"unobserved-message tokens = {stored + tokens:,}, below the {threshold:,}-token threshold") in err

@@ -90,7 +90,7 @@ def test_duplicate_messages_saved_once_per_agent_step(fixture_db):
     assert [sorted(f["message_ids"]) for f in dup] == [sorted(made["ids"])]
     # Same createdAt: the thread now also has a timestamp tie (support-2 had none).
     assert sorted(f["check"] for f in found) == ["duplicate-messages", "timestamp-ties"]
-    ties = [f for f in found if f["check"] == "timestamp-ties"][0]
+    ties = next(f for f in found if f["check"] == "timestamp-ties")
     assert sorted(ties["message_ids"]) == sorted(made["ids"])
 
 

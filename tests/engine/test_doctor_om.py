@@ -3,6 +3,7 @@ and nowhere else (every other finding of the file stays as it was)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from studio.engine.doctor.lost_priority import LOST_SIMILARITY, find_lost_high_priority, similarity
@@ -203,7 +204,7 @@ def test_superseded_write_ignores_mastras_own_touch_of_the_old_row(fixture_db):
         path = fixture_db(name)
         for key in facts.lookup_keys(path):
             rows = facts.om_rows(path, key)
-            gaps = [iso_to_ms(a["updatedAt"]) - iso_to_ms(b["createdAt"]) for a, b in zip(rows, rows[1:])]
+            gaps = [iso_to_ms(a["updatedAt"]) - iso_to_ms(b["createdAt"]) for a, b in itertools.pairwise(rows)]
             touched += [(name, key, gap) for gap in gaps if gap > 0]
         assert [f for f in run(path) if f["check"] == "superseded-write"] == [], name
     assert touched, "no fixture has an old generation updated after its successor was created"
@@ -302,10 +303,10 @@ def test_lost_high_priority_tells_rewording_from_loss(fixture_db):
         kept = "* 🔴 (09:30) User's daughter Emma starts kindergarten on September 3 at Lindenhof school."
         dropped = "* 🔴 (09:31) User is allergic to penicillin; never suggest it."
         conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?',
-                     ("\n".join(lines + [kept, dropped]), rows[-1]["id"]))
+                     ("\n".join([*lines, kept, dropped]), rows[-1]["id"]))
         reworded = "* 🔴 (09:30) Emma (the user's daughter) begins kindergarten Sept 3, Lindenhof school."
-        rows[-1]["activeObservations"] = "\n".join(lines + [kept, dropped])
-        insert_om(conn, reflect_row(rows[-1], "\n".join(lines + [reworded])))
+        rows[-1]["activeObservations"] = "\n".join([*lines, kept, dropped])
+        insert_om(conn, reflect_row(rows[-1], "\n".join([*lines, reworded])))
         picked.update(kept=kept, dropped=dropped, reworded=reworded)
 
     found = new_findings(path, edit)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from studio.engine.diff import diff_logs, side_by_side
 from studio.engine.observations import Priority, parse_log
 from studio.store import open_store
@@ -32,7 +34,7 @@ def test_parse_dates_priorities_sublines_and_boundaries():
     assert log.lines[-1].kind == "text" and log.lines[-1].text == "free text line"
     assert log.count_by_priority() == {"high": 2, "medium": 1, "low": 1, "completed": 1}
     # Every character of the log is kept: the raw lines rebuild it.
-    assert "\n".join(l.raw for l in log.lines) + "\n" == LOG
+    assert "\n".join(line.raw for line in log.lines) + "\n" == LOG
 
 
 def test_parse_keeps_odd_input_as_text_and_finds_no_observation():
@@ -51,9 +53,9 @@ def test_parse_real_fixture_logs(fixture_db):
     with open_store(fixture_db("buffered")) as store:
         for rec in store.om_history("thread:long-run"):
             log = parse_log(rec.active_observations)
-            nonblank = [l for l in log.lines if l.kind != "blank"]
+            nonblank = [line for line in log.lines if line.kind != "blank"]
             assert nonblank, rec.generation_count
-            assert all(l.kind in ("date", "observation", "boundary") for l in nonblank)
+            assert all(line.kind in ("date", "observation", "boundary") for line in nonblank)
             # Each line's priority marker is what the raw line carries.
             for line in log.observations:
                 assert line.priority is None or line.priority.value in line.raw
@@ -69,13 +71,13 @@ def test_diff_counts_and_high_priority_losses():
     kept_old = [r.old_number for r in d.rows if r.op == "kept"]
     assert kept_old == [1, 4]
     pairs = side_by_side(d)
-    assert all(l is not None or r is not None for l, r in pairs)
-    assert sum(1 for l, _ in pairs if l is not None and l.op == "removed") == 2
+    assert all(left is not None or right is not None for left, right in pairs)
+    assert sum(1 for left, _ in pairs if left is not None and left.op == "removed") == 2
 
 
 def test_diff_identical_logs_is_all_kept():
     d = diff_logs(LOG, LOG, 10, 10)
-    assert d.added == d.removed == 0 and d.kept == len([l for l in LOG.splitlines() if l.strip()])
+    assert d.added == d.removed == 0 and d.kept == len([line for line in LOG.splitlines() if line.strip()])
 
 
 def test_reworded_high_priority_line_is_a_loss():
@@ -99,11 +101,11 @@ def test_moved_high_priority_line_is_not_a_loss():
 def test_diff_real_consecutive_generations(fixture_db):
     with open_store(fixture_db("buffered")) as store:
         hist = store.om_history("thread:long-run")
-    for newer, older in zip(hist, hist[1:]):
+    for newer, older in itertools.pairwise(hist):
         d = diff_logs(older.active_observations, newer.active_observations,
                       older.observation_token_count, newer.observation_token_count)
-        old_n = len([l for l in older.active_observations.splitlines() if l.strip()])
-        new_n = len([l for l in newer.active_observations.splitlines() if l.strip()])
+        old_n = len([line for line in older.active_observations.splitlines() if line.strip()])
+        new_n = len([line for line in newer.active_observations.splitlines() if line.strip()])
         assert d.kept + d.removed == old_n
         assert d.kept + d.added == new_n
 

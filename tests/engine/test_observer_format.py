@@ -110,7 +110,7 @@ def test_synthetic_case_matches_mastra(case, variant):
 @pytest.mark.parametrize("case", sorted(SYNTHETIC_CONTEXT))
 def test_synthetic_other_threads_context_matches_mastra(case):
     data = SYNTHETIC_CONTEXT[case]
-    by_thread = {thread_id: messages for thread_id, messages in data["threads"]}
+    by_thread = dict(data["threads"])
     for current, block in data["expected"].items():
         assert format_other_threads_context(by_thread, current) == block, current
 

@@ -24,7 +24,9 @@ OBRIEN = "Siobhán O'Brien & <Co>"
 
 
 def tag(author_id, name, role, body):
-    esc = lambda v: v.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")  # noqa: E731
+    def esc(v: str) -> str:
+        return v.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
     return f'<turn author_id="{esc(author_id)}" author_name="{esc(name)}" functional_role="{esc(role)}">\n{body}\n</turn>'
 
 

@@ -185,7 +185,7 @@ def test_real_peak_is_measured_where_the_actor_got_it(fixture_db):
     users = [m for m in messages if m["role"] == "user"]
     assert [p.turn for p in got] == list(range(1, len(users) + 1))  # one state per user message
     reflected_at = next(r["createdAt"] for r in om_rows(path, "thread:support-1") if r["originType"] == "reflection")
-    host, start = next((m, p) for m, p in marker_messages(messages, "data-om-observation-start")
+    _host, start = next((m, p) for m, p in marker_messages(messages, "data-om-observation-start")
                        if m["createdAt"] > reflected_at)
     turn = sum(1 for m in users if m["createdAt"] <= start["data"]["startedAt"])
     before = next(p for p in timeline.points if p.kind == "message" and p.turn == turn

@@ -72,7 +72,7 @@ def test_the_kept_timeline_is_replayed_and_a_changed_key_reads_again(fixture_db)
         timeline, _series = load_timeline_chart(store, "support-1")   # what the helper builds for the chart
         key = timeline_key(timeline)
         assert cached_timeline(store, "support-1", key) is timeline
-        other = cached_timeline(store, "support-1", key[:-1] + ("another newest message",))
+        other = cached_timeline(store, "support-1", (*key[:-1], "another newest message"))
         assert other is not timeline and timeline_key(other) == key   # the same data, read again
         settings = WhatIfSettings.from_record(timeline.generations[-1])
         packed = replay_in_store(store, "support-1", key, settings)

@@ -6,6 +6,7 @@ with a sentence when no such line exists.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sqlite3
@@ -85,7 +86,7 @@ def reobserved_lines(path: Path, thread: str) -> list[tuple[dict, dict, str]]:
     """
     rows = om_rows(path, f"thread:{thread}")
     out = []
-    for old, new in zip(rows, rows[1:]):
+    for old, new in itertools.pairwise(rows):
         if new["originType"] != "reflection":
             continue
         reflector, *outputs = BOUNDARY_RE.split(new["activeObservations"])

@@ -162,7 +162,7 @@ def test_damaged_copies_are_read_or_refused_cleanly(name):
             with watchdog(CASE_LIMIT_S):
                 read_everything(path)
             assert (digest(path), digest(wal)) == before, "the damaged file was changed by a read"
-            created = sorted(set(p.name for p in folder.iterdir()) - set(files))
+            created = sorted({p.name for p in folder.iterdir()} - set(files))
             assert created in ([], [path.name + "-shm"], [path.name + "-wal", path.name + "-shm"]), created
             CASES_RUN.append(f"{name}:{case[0]}")
         finally:

@@ -130,7 +130,10 @@ def test_clone_matches_mastra(mastra_corpus, tmp_path, name, source, args, copie
     # what the call returns matches what Mastra's returns
     assert {k: ours["thread"][k] for k in ("id", "resourceId", "title")} == \
            {k: mastra["thread"][k] for k in ("id", "resourceId", "title")}
-    strip = lambda meta: {**meta, "clone": {k: v for k, v in meta["clone"].items() if k != "clonedAt"}}  # noqa: E731
+
+    def strip(meta: dict) -> dict:
+        return {**meta, "clone": {k: v for k, v in meta["clone"].items() if k != "clonedAt"}}
+
     assert strip(ours["thread"]["metadata"]) == strip(mastra["thread"]["metadata"])
     assert [(m["role"], m["createdAt"], m["content"]) for m in ours["messages"]] == \
            [(m["role"], m["createdAt"], m["content"]) for m in mastra["messages"]]

@@ -101,7 +101,7 @@ def test_reflection_while_mastra_writes_turns(mastra_corpus, tmp_path, idle_ms):
     messages_before, rows_before = _state(path)
     committed, refusals, tries_while_running, report = _commit_during_run(mastra_corpus, path, idle_ms)
     assert tries_while_running >= 1  # at least one attempt was made while Mastra was writing
-    generations = _check_nothing_lost(path, messages_before, rows_before, committed, report)
+    _check_nothing_lost(path, messages_before, rows_before, committed, report)
     if idle_ms:
         # the quiet period refuses while the agent writes ...
         assert "busy" in refusals

@@ -110,17 +110,17 @@ def _assert_same_changes(before, a, b):
 
 
 OBSERVE_CASES = [
-    ("support", "support-1", dict(task=True, response=True, title="Observed title here")),   # title changes
-    ("support", "support-2", dict(task=False, response=True, title=None)),   # sections missing: keys deleted
-    ("collab", "doc_42", dict(task=True, response=False, title="ab")),       # title too short: kept
-    ("support", "support-3", dict(task=False, response=False, title=None)),  # no extracted values at all
-    ("tools", "tools-1", dict(task=True, response=True, title="Tools observed")),
+    ("support", "support-1", {"task": True, "response": True, "title": "Observed title here"}),   # title changes
+    ("support", "support-2", {"task": False, "response": True, "title": None}),   # sections missing: keys deleted
+    ("collab", "doc_42", {"task": True, "response": False, "title": "ab"}),       # title too short: kept
+    ("support", "support-3", {"task": False, "response": False, "title": None}),  # no extracted values at all
+    ("tools", "tools-1", {"task": True, "response": True, "title": "Tools observed"}),
     # two titles: the thread-title extractor (threadTitle on) reads the last, the plain section reader the first
-    ("support", "support-4", dict(task=True, response=False, title="Last title wins", first_title="First title")),
-    ("collab", "room_7", dict(task=False, response=True, title="Last title", first_title="First title read")),
+    ("support", "support-4", {"task": True, "response": False, "title": "Last title wins", "first_title": "First title"}),
+    ("collab", "room_7", {"task": False, "response": True, "title": "Last title", "first_title": "First title read"}),
     # <extracted-values> JSON: its values win, untrimmed, and come first in extractedValues
-    ("support", "support-5", dict(task=True, response=True, title=None,
-                                  json_values={"thread-title": "  JSON title  ", "suggested-response": "From JSON"})),
+    ("support", "support-5", {"task": True, "response": True, "title": None,
+                                  "json_values": {"thread-title": "  JSON title  ", "suggested-response": "From JSON"}}),
 ]
 
 

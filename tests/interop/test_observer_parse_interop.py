@@ -11,7 +11,7 @@ from tests.interop.conftest import run_node
 LOOP = "* 🔴 (10:00) The assistant keeps repeating the very same sentence again.\n" * 80
 # 10,050 characters that never repeat a 200-character window (so not degenerate): a sha256 chain
 LONG = "* 🟡 (10:00) " + "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(315))[:10_050]
-WITH_TITLE = DEFAULT_SLUGS + ("thread-title",)
+WITH_TITLE = (*DEFAULT_SLUGS, "thread-title")
 CASES = {
     "tagged": ("<observations>\nDate: Jan 1, 2026\n* 🔴 (10:00) User's favourite colour is teal.\n</observations>\n"
                "<current-task>\n- Primary: remember colours\n</current-task>\n"

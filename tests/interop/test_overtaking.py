@@ -48,7 +48,7 @@ def _history(path):
 
 def _reflection_of(text: str, k: int) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("--- message boundary")]
-    return "\n".join([f"* 🔴 (09:00) Studio commit {k}: kept the newest {KEEP_LINES} lines."] + lines[-KEEP_LINES:])
+    return "\n".join([f"* 🔴 (09:00) Studio commit {k}: kept the newest {KEEP_LINES} lines.", *lines[-KEEP_LINES:]])
 
 
 class Tally:

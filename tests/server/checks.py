@@ -119,7 +119,7 @@ def history_differences(target: str, oracle: dict) -> list[str]:
     """Differences between listThreads / recall through the Python API and ORACLE's recorded calls."""
     diffs = []
     with open_store(target) as store:
-        for rid, res in oracle["resources"].items():
+        for res in oracle["resources"].values():
             for case in res["listThreads"]:
                 args = case["args"]
                 try:

@@ -54,6 +54,16 @@ def main(argv: list[str]) -> int:
     app = application()
     settings = os.path.join(tempfile.mkdtemp(prefix="listing-close-"), "settings.ini")
     closed = dict.fromkeys(MOMENTS, 0)
+
+    def moment(window: MainWindow) -> str | None:
+        """Where WINDOW's listing stands: None (nothing listed yet), "counting", "waiting" or "counted"."""
+        model = window.thread_model
+        if model.rowCount() == 0:
+            return None   # (an empty model counts as counted: nothing is pending)
+        if model.counted:
+            return "counted"
+        return "waiting" if window.loader.awaiting_paint else "counting"
+
     for i in range(rounds):
         wanted = MOMENTS[i % len(MOMENTS)]
         ctx = AppContext(settings=QSettings(settings, QSettings.Format.IniFormat), runner=TaskRunner(),
@@ -63,14 +73,6 @@ def main(argv: list[str]) -> int:
         window.show()
         window.open_database(target)
         model = window.thread_model
-
-        def moment() -> str | None:
-            if model.rowCount() == 0:
-                return None   # (an empty model counts as counted: nothing is pending)
-            if model.counted:
-                return "counted"
-            return "waiting" if window.loader.awaiting_paint else "counting"
-
         deadline = time.monotonic() + 60
         if wanted == "loaded":
             if not ctx.runner.wait_idle(60) or not model.counted:
@@ -80,10 +82,10 @@ def main(argv: list[str]) -> int:
             ctx.runner.wait_idle(60)
             landed = "loaded"
         else:
-            while moment() not in (wanted, "counted") and time.monotonic() < deadline:
+            while moment(window) not in (wanted, "counted") and time.monotonic() < deadline:
                 app.processEvents()
                 time.sleep(0.0005)
-            landed = moment()
+            landed = moment(window)
             landed = "loaded" if landed == "counted" else landed
         if landed in closed:
             closed[landed] += 1

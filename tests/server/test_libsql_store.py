@@ -57,7 +57,7 @@ def test_the_read_store_is_never_opened_read_write(sqld_corpus, capsys):
     assert "remote libSQL store (http://127.0.0.1:" in str(refused.value)
     assert "Nothing was written" in str(refused.value)
     code = main(["clone", target, "--thread", "no-such-thread", "--yes", "--json"])
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in err and "no-such-thread" in err
     assert dump(target) == before
 

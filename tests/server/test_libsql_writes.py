@@ -12,6 +12,7 @@ and `continue.mjs --store libsql-remote` runs real agent turns on B.
 from __future__ import annotations
 
 import json
+import operator
 import time
 
 import httpx
@@ -168,7 +169,7 @@ def test_clone_on_sqld_equals_mastra_clone(sqld_corpus, servers, tmp_path, monke
     added_b, changed_b, removed_b = changes(before, rows(b))
     assert removed_a == removed_b == [] and changed_a == changed_b == {}
     assert sorted(added_a) == sorted(added_b)
-    key = lambda r: (r["createdAt"], r["content"])  # noqa: E731  (Mastra's new ids are random)
+    key = operator.itemgetter("createdAt", "content")   # Mastra's new ids are random
     msgs_a, msgs_b = sorted(added_a["mastra_messages"], key=key), sorted(added_b["mastra_messages"], key=key)
     assert len(msgs_a) == len(msgs_b) == len(result["messages"]) > 0
     for ma, mb in zip(msgs_a, msgs_b):

@@ -96,9 +96,9 @@ def test_a_write_transaction_logs_in_with_the_password_that_opened_the_store(
     from studio.store.target import parse_target
     from studio.store.write.backends.pg import pg_write_transaction
 
-    with pytest.raises(StoreError) as refused:   # nothing gives a password: one sentence, nothing written
-        with pg_write_transaction(parse_target(password_url)):
-            pass
+    # nothing gives a password: one sentence, nothing written
+    with pytest.raises(StoreError) as refused, pg_write_transaction(parse_target(password_url)):
+        pass
     assert str(refused.value).startswith("Cannot connect to ") and "for writing" in str(refused.value)
     for give in (lambda: cred.remember_for_session(password_url, PASSWORD),
                  lambda: (cred.forget_for_session(password_url), cred.save_secret(password_url, PASSWORD))):

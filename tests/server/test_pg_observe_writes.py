@@ -49,8 +49,8 @@ def _same_changes(pg_corpus, before: dict, a: str, b: str) -> dict:
 
 
 OBSERVE_CASES = [
-    ("support", "support-1", dict(task=True, response=True, title="Observed title here")),
-    ("collab", "doc_42", dict(task=True, response=False, title="ab")),
+    ("support", "support-1", {"task": True, "response": True, "title": "Observed title here"}),
+    ("collab", "doc_42", {"task": True, "response": False, "title": "ab"}),
 ]
 
 

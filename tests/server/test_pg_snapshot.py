@@ -168,7 +168,7 @@ def test_the_fingerprint_changes_with_a_commit_to_this_store_only(pg_corpus, cop
         assert store.fingerprint() != fourth                          # …the counters did
 
 
-def test_the_window_refreshes_when_another_process_writes(pg_corpus, copy_target, studio, studio_ctx, qtbot):  # noqa: F811
+def test_the_window_refreshes_when_another_process_writes(pg_corpus, copy_target, studio, studio_ctx, qtbot):
     window = studio(copy_target)
     model = window.thread_model
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
+from pathlib import Path
 
 import pytest
 
@@ -224,7 +226,7 @@ def test_undo_restores_a_reflection_exactly_and_only_once(pg_corpus, tmp_path, r
     doc = json.loads(capsys.readouterr().out)
     assert (doc["operation"], doc["deleted"], doc["restored"], doc["reinserted"]) == ("reflect", 1, 2, 0)
     assert dump_schema(pg_corpus.url, b) == before    # every column of every row, twins included
-    assert json.loads(open(doc["backup"], encoding="utf-8").read())["undone"]["by"] == doc["undo_backup"]
+    assert json.loads(Path(doc["backup"]).read_text(encoding="utf-8"))["undone"]["by"] == doc["undo_backup"]
     assert main(["undo", target, "--yes", "--json"]) == 2   # nothing left to undo
     assert dump_schema(pg_corpus.url, b) == before
 
@@ -256,7 +258,7 @@ def test_clone_on_postgresql_equals_mastra_clone(pg_corpus, tmp_path, request, m
     assert removed_a == removed_b == [] and changed_a == {} and changed_b == {}
     assert sorted(added_a) == sorted(added_b)
     # messages: Mastra's new ids are random; pair them by the source message they copy (same content, createdAt)
-    key = lambda r: (r["createdAt"], r["createdAtZ"], r["content"])  # noqa: E731
+    key = operator.itemgetter("createdAt", "createdAtZ", "content")
     msgs_a = sorted(added_a["mastra_messages"], key=key)
     msgs_b = sorted(added_b["mastra_messages"], key=key)
     assert len(msgs_a) == len(msgs_b) == len(result["messages"]) > 0

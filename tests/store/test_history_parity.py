@@ -137,9 +137,10 @@ def test_recall_equals_oracle(fixture_db, capsys, name):
             assert doc["has_more"] == case["hasMore"]
 
 
-def _outcome(fn):
+def _outcome(fn, *args, **kwargs):
+    """FN(*ARGS, **KWARGS)'s page as the oracle records it (ids, total, hasMore), or its ValidationError."""
     try:
-        page = fn()
+        page = fn(*args, **kwargs)
     except ValidationError as exc:
         return {"error": str(exc)}
     ids = page.thread_ids if hasattr(page, "thread_ids") else page.message_ids
@@ -178,7 +179,7 @@ def test_more_cases_equal_mastra(fixture_db, name):
     with open_store(path) as store:
         for case in EXTRA[name]["listThreads"]:
             args = _decode(case["args"])
-            got = _outcome(lambda: _api_threads(store, args))
+            got = _outcome(_api_threads, store, args)
             got = {"error": True} if "error" in got else got
             assert got == _expected(case), args
         for thread_id, cases in EXTRA[name]["threads"].items():
@@ -186,11 +187,10 @@ def test_more_cases_equal_mastra(fixture_db, name):
                 args = _decode(case["args"])
                 seen_kinds.add(case["kind"])
                 if case["kind"] == "recall":
-                    got = _outcome(lambda: _api_recall(store, thread_id, args))
+                    got = _outcome(_api_recall, store, thread_id, args)
                 else:
-                    got = _outcome(lambda: list_messages(
-                        store, thread_id, page=args.get("page", 0), per_page=args.get("perPage"),
-                        order_by=args.get("orderBy"), filter=args.get("filter"), include=args.get("include")))
+                    got = _outcome(list_messages, store, thread_id, page=args.get("page", 0), per_page=args.get("perPage"),
+                                   order_by=args.get("orderBy"), filter=args.get("filter"), include=args.get("include"))
                 got = {"error": True} if "error" in got else got
                 assert got == _expected(case), (thread_id, case["kind"], args)
     assert seen_kinds == {"recall", "listMessages"}

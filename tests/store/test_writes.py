@@ -118,7 +118,7 @@ def test_stale_reflecting_flag_is_refused_then_cleared_on_request(fixture_db):
     assert info.value.reason == "reflecting" and "stale" in str(info.value) and "clear" in str(info.value)
     assert state(path) == before
     row = reflect(path, clear_stale_reflecting=True)
-    old = [r for r in history(path, "thread:support-1") if r.id == rec.id][0]
+    old = next(r for r in history(path, "thread:support-1") if r.id == rec.id)
     assert row["generationCount"] == GEN + 1 and row["isReflecting"] == 0
     assert old.flag("isReflecting") is False and old.updated_at == ms_to_iso(NOW)
 
@@ -415,7 +415,7 @@ def test_delete_messages_deletes_and_touches_their_threads(fixture_db):
     with open_store(path) as store:
         ids = [m.id for m in store.list_messages("support-1")[:2]] + [store.list_messages("support-3")[0].id]
         untouched = store.get_thread("support-2").updated_at
-    assert delete_messages(path, ids + ["unknown"], now_ms=NOW) == 3
+    assert delete_messages(path, [*ids, "unknown"], now_ms=NOW) == 3
     with open_store(path) as store:
         assert store.message_count("support-1") == 55 and store.message_count("support-3") == 17
         assert store.get_thread("support-1").updated_at == store.get_thread("support-3").updated_at == ms_to_iso(NOW)

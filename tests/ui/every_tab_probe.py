@@ -19,13 +19,13 @@ import faulthandler
 
 faulthandler.enable()
 
-from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402  (after QT_QPA_PLATFORM and faulthandler)
 
-from studio.ui.app import application  # noqa: E402
-from studio.ui.context import AppContext  # noqa: E402
-from studio.ui.tasks import TaskRunner  # noqa: E402
-from studio.ui.widgets.main_window import MainWindow  # noqa: E402
-from studio.ui.widgets.thread_view import TAB_NAMES  # noqa: E402
+from studio.ui.app import application  # noqa: E402  (after QT_QPA_PLATFORM and faulthandler)
+from studio.ui.context import AppContext  # noqa: E402  (after QT_QPA_PLATFORM and faulthandler)
+from studio.ui.tasks import TaskRunner  # noqa: E402  (after QT_QPA_PLATFORM and faulthandler)
+from studio.ui.widgets.main_window import MainWindow  # noqa: E402  (after QT_QPA_PLATFORM and faulthandler)
+from studio.ui.widgets.thread_view import TAB_NAMES  # noqa: E402  (after QT_QPA_PLATFORM and faulthandler)
 
 WAIT_S = 120.0
 

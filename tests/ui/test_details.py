@@ -119,7 +119,7 @@ def test_buffered_chunk_observations_are_readable(studio, studio_ctx, fixture_db
     assert om.chunk_heading.text() == "Chunk 1 · observations"
     window.select_thread("long-run")
     om.chunks_view.clearSelection()
-    om.chunk_model.set_chunks(chunks + [{"observations": "<b>second</b>", "tokenCount": 1}])
+    om.chunk_model.set_chunks([*chunks, {"observations": "<b>second</b>", "tokenCount": 1}])
     om.chunks_view.setCurrentIndex(om.chunk_model.index(len(chunks), 0))
     assert om.chunk_text.toPlainText() == "<b>second</b>"
     om.clear()

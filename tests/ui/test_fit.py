@@ -89,7 +89,7 @@ def test_tab_bar_fits_and_the_detail_gets_the_room(studio, studio_ctx, fixture_d
     tabs = window.thread_view.tabs
     bar = tabs.tabBar()
     assert bar.tabRect(bar.count() - 1).right() <= bar.width(), "the tab bar scrolls"
-    resources, threads, detail = window.splitter.sizes()
+    _resources, threads, detail = window.splitter.sizes()
     assert detail >= 0.45 * sum(window.splitter.sizes()), window.splitter.sizes()
     if size[0] >= 1400:                   # room for the Last activity column beside full-figure bars
         assert ThreadColumn.LAST_ACTIVITY in window.thread_list.visible_columns()

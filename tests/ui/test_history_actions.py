@@ -47,9 +47,9 @@ def test_clone_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
     dialog.new_id.setText("hist-1-studio")
     dialog.title_edit.setText("Studio branch")
     dialog.limit.setValue(4)
-    with qtbot.waitSignal(window.database_refreshed, timeout=15000):
-        with qtbot.waitSignal(actions.written, timeout=15000) as written:
-            dialog.accept()
+    with (qtbot.waitSignal(window.database_refreshed, timeout=15000),
+          qtbot.waitSignal(actions.written, timeout=15000) as written):
+        dialog.accept()
     studio_ctx.runner.wait_idle()
     assert "hist-1-studio" in written.args[0]
     [backup] = backups(path)

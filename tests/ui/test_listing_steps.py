@@ -22,7 +22,7 @@ def test_a_local_file_shows_its_counts_at_once(studio, studio_ctx, fixture_db, n
     window.open_database(fixture_db(name))
     assert studio_ctx.runner.wait_idle()
     assert seen and all(counted for counted, _ in seen)
-    assert step_problems([(False, {})] + seen, load_oracle(name)) == []   # (no first step expected here)
+    assert step_problems([(False, {}), *seen], load_oracle(name)) == []   # (no first step expected here)
 
 
 def test_a_refresh_keeps_the_counts_shown(studio, studio_ctx, fixture_db):
@@ -32,7 +32,7 @@ def test_a_refresh_keeps_the_counts_shown(studio, studio_ctx, fixture_db):
     window.refresh()
     assert studio_ctx.runner.wait_idle()
     assert seen and all(counted for counted, _ in seen)
-    assert step_problems([(False, {})] + seen, load_oracle("support")) == []
+    assert step_problems([(False, {}), *seen], load_oracle("support")) == []
 
 
 def test_one_step_listing_equals_two_steps(fixture_db):

@@ -103,7 +103,8 @@ def test_below_threshold_needs_the_explicit_choice(studio, studio_ctx, fixture_d
     # no rule-based there
     key = "resource:user-erin"
     path, other = fixture_db("resource"), copy_fixture("resource", tmp_path / "cli")
-    threshold = [above_everything(copy, "resource", key) for copy in (path, other)][0]
+    threshold = above_everything(path, "resource", key)
+    above_everything(other, "resource", key)   # the same threshold in the copy the CLI writes
     stored, tokens = current_row(path, key)["pendingMessageTokens"], resource_window_tokens(path, "resource", key)
     before = dump_tables(other)
     state = file_state(path)

@@ -36,7 +36,7 @@ def _overview(studio, fixture_db, studio_ctx, qtbot, name="support"):
 
 @pytest.mark.parametrize("name", ["support", "resource"])   # resource: threads near the message threshold
 def test_overview_places_every_om_thread_by_mastras_ratios(studio, fixture_db, studio_ctx, qtbot, name):
-    window, overview = _overview(studio, fixture_db, studio_ctx, qtbot, name)
+    _window, overview = _overview(studio, fixture_db, studio_ctx, qtbot, name)
     oracle = load_oracle(name)
     expected = {tid: st for rec in oracle["om"].values() for tid, st in rec["status"].items()}
     got = {e.thread.id: e for e in overview.entries}

@@ -186,7 +186,7 @@ def test_speaker_filter_from_the_participants_tab(studio, studio_ctx, fixture_db
     window = studio(path, thread_id="doc_42", tab="participants")
     studio_ctx.runner.wait_idle()
     part = window.thread_view.participants_tab
-    bob = [r for r in range(part.model.rowCount()) if part.model.speaker(r).key == "u_bob"][0]
+    bob = next(r for r in range(part.model.rowCount()) if part.model.speaker(r).key == "u_bob")
     part.view.activated.emit(part.model.index(bob, 0))
     tab = window.thread_view.messages_tab
     load_all(tab.model, studio_ctx.runner)

@@ -86,7 +86,10 @@ def test_whatif_is_off_until_asked_and_off_removes_the_overlay(studio, fixture_d
     assert not tab.whatif_button.isChecked() and tab.whatif is None and tab.whatif_panel.result is None
     assert not tab.whatif_scroll.isVisible()
     assert tab.plot.width() >= tab.splitter.width() - 30
-    names = lambda: [item.name() for item in tab.plot.getPlotItem().listDataItems() if item.name()]
+
+    def names() -> list[str]:
+        return [item.name() for item in tab.plot.getPlotItem().listDataItems() if item.name()]
+
     assert not any(name.startswith("What-if") for name in names())
     with qtbot.waitSignal(tab.whatif_drawn, timeout=10000) as blocker:
         tab.whatif_button.setChecked(True)
@@ -216,7 +219,10 @@ def test_whatif_table_peak_is_the_cli_figure(studio, fixture_db, studio_ctx, qtb
         with open_store(path) as store, store.snapshot():
             timeline = thread_timeline(store, "support-1")
         doc = whatif_document(timeline, message_tokens=message_tokens, observation_tokens=observation_tokens)
-        cell = lambda name, col=1: panel.table.item(ROWS.index(name), col).text()
+
+        def cell(name: str, col: int = 1) -> str:
+            return panel.table.item(ROWS.index(name), col).text()
+
         assert cell("Peak window + log") == fmt.tokens(doc["peak_context_tokens"])
         assert cell("Peak window") == fmt.tokens(doc["peak_message_tokens"])
         assert doc["peak_context_tokens"] >= doc["peak_message_tokens"]
@@ -267,8 +273,10 @@ def test_a_long_overlay_is_drawn_in_steps_and_a_newer_one_replaces_it(studio, fi
     window = studio(fixture_db("support"), thread_id="support-1", tab="timeline")
     assert studio_ctx.runner.wait_idle()
     tab = window.thread_view.timeline_tab
-    whatif_items = lambda: [i for i in tab.plot.getPlotItem().items
-                            if i in [entry[0] for entry in tab.chart._layers["whatif"]]]
+
+    def whatif_items() -> list:
+        return [i for i in tab.plot.getPlotItem().items if i in [entry[0] for entry in tab.chart._layers["whatif"]]]
+
     with qtbot.waitSignal(tab.whatif_drawn, timeout=10000) as blocker:
         tab.whatif_button.setChecked(True)
     drawn = blocker.args[0]

@@ -215,7 +215,7 @@ def test_statuses_fill_in_batches_with_progress(studio, studio_ctx, fixture_db, 
     assert values[-1] == with_om and len(set(values)) >= with_om   # one batch per OM thread
     assert not window.progress.isVisible()
     oracle = load_oracle("support")["om"]
-    for key, record in oracle.items():
+    for record in oracle.values():
         for thread_id, st in record["status"].items():
             row = thread_rows(window)[thread_id]
             bar = window.thread_model.index(row, ThreadColumn.OBSERVATION).data(BAR_ROLE)

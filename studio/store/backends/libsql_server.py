@@ -76,7 +76,7 @@ class LibsqlServerBackend:
         if location.url_token and location.url_token != "***":
             notices = ("The auth token is written in the URL (it ends up in shell histories): prefer "
                        "LIBSQL_AUTH_TOKEN or TURSO_AUTH_TOKEN",)
-            warnings.warn(StoreNotice(f"{location.display}: {notices[0]}"))
+            warnings.warn(StoreNotice(f"{location.display}: {notices[0]}"), stacklevel=1)
         conn = HranaConnection(location.base_url, token, location.display, token_source=source or "the URL")
         try:
             schema = sc.discover(conn)

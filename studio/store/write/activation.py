@@ -98,7 +98,7 @@ def _newest_resource_assistant(tx: WriteTx, resource_id: str, last_observed_at: 
     cursor = storage_cursor(last_observed_at)
     tail, params = 'WHERE "resourceId" = ?', [resource_id]
     if cursor is not None:
-        tail, params = tail + ' AND "createdAt" >= ?', params + [cursor]
+        tail, params = tail + ' AND "createdAt" >= ?', [*params, cursor]
     for row in tx.select(MESSAGES, tail + f' ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC', params, wanted=MESSAGE_COLUMNS):
         if row.get("role") != "assistant":
             continue

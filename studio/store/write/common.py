@@ -53,7 +53,7 @@ def js_date_round_trip(value: Any) -> Any:
     if dt is None:
         return value
     try:
-        return ms_to_iso(int(round(dt.timestamp() * 1000)))
+        return ms_to_iso(round(dt.timestamp() * 1000))
     except (ValueError, OverflowError):
         return value
 
@@ -140,7 +140,7 @@ def check_datetime(value: Any, name: str) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, datetime):
-        return ms_to_iso(int(round((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp() * 1000)))
+        return ms_to_iso(round((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp() * 1000))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return ms_to_iso(int(value))

@@ -30,6 +30,7 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -213,10 +214,8 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
         raise StoreError(f"Cannot name the backup of {source}: {MAX_NAME_TRIES} names in {folder} were taken meanwhile.")
     finally:
         for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm"), Path(f"{partial}-journal")):
-            try:
+            with suppress(OSError):
                 leftover.unlink()
-            except OSError:
-                pass
 
 
 #: How many numbered names an automatic backup name tries when other processes take them meanwhile.

@@ -223,7 +223,7 @@ def _check_unchanged(tx: WriteTx, window: ObservationWindow, latest: dict) -> No
     cursor = window.since
     tail, params = "WHERE thread_id = ?", [window.thread_id]
     if cursor is not None:
-        tail, params = tail + ' AND "createdAt" >= ?', params + [cursor]
+        tail, params = tail + ' AND "createdAt" >= ?', [*params, cursor]
     # ties in createdAt in the order the window was read in (the store's message_order): rowid on a file,
     # id on PostgreSQL; without it PostgreSQL may return tied rows in another order and refuse the write
     rows = tx.select(MESSAGES, tail + f' ORDER BY "createdAt" ASC, {tx.insertion_tie} ASC', params, wanted=MESSAGE_COLUMNS)

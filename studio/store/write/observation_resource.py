@@ -166,13 +166,13 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
 
     thread_ids = [t for t, _, _ in window.threads]
     markers: dict[str, list[dict]] = {t: [] for t in thread_ids}
-    for tid, msgs, n in window.threads:
+    for tid, _msgs, n in window.threads:
         markers[tid].append({"type": "data-om-observation-start", "data": {
             "cycleId": cycle, "operationType": "observation", "startedAt": now, "tokensToObserve": n,
             "recordId": latest["id"], "threadId": tid, "threadIds": thread_ids, "config": window.marker_config}})
     extractors = observer_extractors(window.record.config)
     values = {tid: extracted_values(out, extractors) for tid, _, out, _, _ in updates}
-    for tid, msgs, out, obs, at in updates:
+    for tid, msgs, out, _obs, at in updates:
         thread = read_thread(tx, tid)
         if thread is None:
             continue
@@ -188,9 +188,10 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
             old_title = js_trim(thread["title"]) if isinstance(thread.get("title"), str) else thread.get("title")
             markers[tid].append({"type": "data-om-thread-update", "data": {
                 "cycleId": cycle, "threadId": tid, "oldTitle": old_title, "newTitle": new_title, "timestamp": now}})
-    for tid, msgs, out, obs, at in updates:
+    tokens_observed = {t: n for t, _, n in window.threads}
+    for tid, _msgs, out, obs, _at in updates:
         end = {"cycleId": cycle, "operationType": "observation", "completedAt": now, "durationMs": 0,
-               "tokensObserved": dict((t, n) for t, _, n in window.threads)[tid], "observationTokens": cycle_tokens,
+               "tokensObserved": tokens_observed[tid], "observationTokens": cycle_tokens,
                "observations": obs, "currentTask": js_trim(out.current_task) if out.current_task else None,
                "suggestedResponse": js_trim(out.suggested_response) if out.suggested_response else None,
                "extractedValues": values[tid] or None, "recordId": latest["id"], "threadId": tid}

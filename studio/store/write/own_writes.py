@@ -75,7 +75,7 @@ def remember_write(location: Target | None, stamp_ms: int, now_ms: int | None = 
         mine = [t for t in data.pop(database, []) if abs(stamp_ms - t) < KEEP_MS and t != stamp_ms]
         data = {k: v for k, v in data.items() if any(abs(now - t) < KEEP_MS for t in v)}
         data = dict(list(data.items())[-(KEEP_DATABASES - 1):])
-        data[database] = (mine + [int(stamp_ms)])[-KEEP_PER_DATABASE:]   # last: the most recently written
+        data[database] = [*mine, int(stamp_ms)][-KEEP_PER_DATABASE:]   # last: the most recently written
         write_json_atomically(Path(journal_path()), data)
     except OSError:
         return

@@ -365,7 +365,7 @@ def _accounted(record_id: str, marks: list[dict]) -> list[tuple[int, str, Any]]:
     """Return [(length, hash, cursor)] the studio recorded for RECORD_ID (basedOn of its writes, repairs)."""
     out = []
     for mark in marks:
-        entries = [mark.get("basedOn")] + list(mark.get("repairs") or [])
+        entries = [mark.get("basedOn"), *(mark.get("repairs") or [])]
         for entry in entries:
             if isinstance(entry, dict) and entry.get("recordId") == record_id:
                 out.append((_int(entry.get("observationsLength")), str(entry.get("observationsHash") or ""),

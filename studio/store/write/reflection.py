@@ -198,7 +198,7 @@ def _thread_om_update(metadata: dict, current_task: str | None, suggested_respon
     om = mastra.get("om") if isinstance(mastra.get("om"), dict) else {}
 
     def previous(key: str) -> Any:
-        return om[key] if key in om else UNDEFINED
+        return om.get(key, UNDEFINED)
 
     new_om = dict(om)
     for key, value in (("currentTask", current_task if current_task is not None else previous("currentTask")),

@@ -88,9 +88,9 @@ def _check_options(new_thread_id, title, resource_id, metadata, message_limit, m
     if message_limit is not None and (isinstance(message_limit, bool) or not isinstance(message_limit, int)
                                       or message_limit < 0):
         raise WriteRefused("invalid", f"message_limit must be an int >= 0 (0 = all messages), not {message_limit!r}")
-    if message_ids is not None:
-        if isinstance(message_ids, (str, bytes)) or not all(isinstance(i, str) and i for i in message_ids):
-            raise WriteRefused("invalid", "message_ids must be a list of non-empty strings")
+    if message_ids is not None and (isinstance(message_ids, (str, bytes))
+                                    or not all(isinstance(i, str) and i for i in message_ids)):
+        raise WriteRefused("invalid", "message_ids must be a list of non-empty strings")
     if working_memory_scope not in WORKING_MEMORY_SCOPES:
         raise WriteRefused("invalid", f"working_memory_scope must be None, 'thread' or 'resource', not {working_memory_scope!r}")
 

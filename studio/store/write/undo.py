@@ -107,30 +107,29 @@ def undo_write(target: str, backup: str | os.PathLike[str] | None = None, *,
     rows = document["rows"]
     counts = {"deleted": 0, "restored": 0, "reinserted": 0}
     sink = BackupSink(folder=Path(folder) if folder else None, extra={"undoes": str(path)})
-    with backup_sink(sink):
-        with write_transaction(target, busy_timeout_ms=busy_timeout_ms, label="undo") as tx:
-            changed = []
-            for row in rows:
-                current = tx.canonical_rows(row["table"], "id = ?", (row["id"],))
-                if (current[0] if current else None) != row["after"]:
-                    changed.append(row)
-            if changed:
-                named = ", ".join(_describe(r) for r in changed[:_NAMED])
-                more = f" and {len(changed) - _NAMED} more" if len(changed) > _NAMED else ""
-                raise WriteRefused("generation-changed", f"{len(changed)} row(s) changed since the {document.get('operation')} of "
-                                               f"{document.get('created_at')} ({named}{more}): undoing it now would "
-                                               "overwrite that. Nothing was written.")
-            for row in rows:
-                if row["before"] is None:
-                    counts["deleted"] += tx.delete(row["table"], "id = ?", (row["id"],))
-            for row in rows:
-                if row["before"] is None:
-                    continue
-                if row["after"] is None:
-                    tx.insert(row["table"], row["before"], raw=True)
-                    counts["reinserted"] += 1
-                else:
-                    counts["restored"] += tx.update(row["table"], row["before"], "id = ?", (row["id"],), raw=True)
+    with backup_sink(sink), write_transaction(target, busy_timeout_ms=busy_timeout_ms, label="undo") as tx:
+        changed = []
+        for row in rows:
+            current = tx.canonical_rows(row["table"], "id = ?", (row["id"],))
+            if (current[0] if current else None) != row["after"]:
+                changed.append(row)
+        if changed:
+            named = ", ".join(_describe(r) for r in changed[:_NAMED])
+            more = f" and {len(changed) - _NAMED} more" if len(changed) > _NAMED else ""
+            raise WriteRefused("generation-changed", f"{len(changed)} row(s) changed since the {document.get('operation')} of "
+                                           f"{document.get('created_at')} ({named}{more}): undoing it now would "
+                                           "overwrite that. Nothing was written.")
+        for row in rows:
+            if row["before"] is None:
+                counts["deleted"] += tx.delete(row["table"], "id = ?", (row["id"],))
+        for row in rows:
+            if row["before"] is None:
+                continue
+            if row["after"] is None:
+                tx.insert(row["table"], row["before"], raw=True)
+                counts["reinserted"] += 1
+            else:
+                counts["restored"] += tx.update(row["table"], row["before"], "id = ?", (row["id"],), raw=True)
     made = sink.made[-1] if sink.made else None
     mark_undone(path, document, made)
     return {"undone": True, "backup": str(path), "operation": document.get("operation"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import ClassVar
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QModelRoleDataSpan, QPersistentModelIndex, Qt
 
@@ -19,8 +20,8 @@ class TableModel(QAbstractTableModel):
 
     #: Subclasses with fixed columns set these: the column enum, its header texts and tooltips.
     COLUMNS: type[IntEnum] | None = None
-    HEADERS: dict = {}
-    HEADER_TIPS: dict = {}
+    HEADERS: ClassVar[dict] = {}
+    HEADER_TIPS: ClassVar[dict] = {}
 
     def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() or self.COLUMNS is None else len(self.COLUMNS)

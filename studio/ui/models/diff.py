@@ -23,7 +23,7 @@ from studio.ui.style import DIFF_BACKGROUND, DIFF_FOREGROUND, DIFF_MARKER, LOSS_
 OP_ROLE = Qt.ItemDataRole.UserRole.value + 20
 
 
-class DiffMode(str, Enum):
+class DiffMode(str, Enum):  # noqa: UP042  (StrEnum would change what str() and format() of a member give)
     """How the diff is laid out."""
 
     UNIFIED = "unified"

@@ -210,7 +210,10 @@ class MessageTableModel(TableModel):
     def _request_ids(self, *, refresh: bool = False) -> None:
         thread_id, filters = self._thread_id, self._filters
         self._fetching = True
-        on_done = lambda found: self._on_ids_loaded(found, refresh)  # noqa: E731
+
+        def on_done(found) -> None:
+            self._on_ids_loaded(found, refresh)
+
         if self.use_helper:
             self._runner.submit_call(load_filtered_ids, thread_id, filters, helper=True, on_done=on_done,
                                      on_error=self._on_page_failed, key=self._key)
@@ -231,7 +234,10 @@ class MessageTableModel(TableModel):
         self._fetching = True
         if self._ids is not None:
             ids, total = self._ids[offset:offset + limit], len(self._ids)
-            on_done = lambda page: self._on_page_loaded(page, refresh)  # noqa: E731
+
+            def on_done(page) -> None:
+                self._on_page_loaded(page, refresh)
+
             if self.use_helper:
                 self._runner.submit_call(load_message_rows, thread_id, ids, offset, total, helper=True,
                                          on_done=on_done, on_error=self._on_page_failed, key=self._key)

@@ -27,7 +27,7 @@ class ResourceListModel(TableModel):
         """Replace the rows with RESOURCES [(resource id, thread count)], then ORPHANS (records without a thread)."""
         self.beginResetModel()
         total = sum(n for _, n in resources)
-        self._rows = [(None, total)] + list(resources) if resources or total else []
+        self._rows = [(None, total), *resources] if resources or total else []
         if orphans:
             self._rows.append((ORPHANS, orphans))
         self.endResetModel()

@@ -508,7 +508,7 @@ class ThreadTableModel(TableModel):
         first_col, last_col = min(columns), max(columns)
         rows = sorted(set(rows))
         start = prev = rows[0]
-        for r in rows[1:] + [None]:
+        for r in [*rows[1:], None]:
             if r is not None and r == prev + 1:
                 prev = r
                 continue

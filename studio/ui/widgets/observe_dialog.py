@@ -13,6 +13,8 @@ period, Wait / Force and the watch after the commit are the write protocol's
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from PySide6.QtWidgets import QCheckBox, QWidget
 
 from studio.app import observation as obs_jobs
@@ -47,8 +49,9 @@ class ObserveDialog(PreviewWriteDialog):
     SIZE_TITLE = MESSAGES_BAR_TITLE
     SIZE_TIP = ("The unobserved window (pendingMessageTokens + Mastra's estimate of the unobserved messages) against "
                 "the observation threshold: Mastra observes when it is reached.")
-    STRATEGY_OPTIONS = dict(title="How to observe", rule_label="&Offline rule-based Observer", rule_note=RULE_NOTE,
-                            rule_tip=RULE_TIP, settings_prefix="observe")
+    STRATEGY_OPTIONS: ClassVar[dict[str, Any]] = {
+        "title": "How to observe", "rule_label": "&Offline rule-based Observer", "rule_note": RULE_NOTE,
+        "rule_tip": RULE_TIP, "settings_prefix": "observe"}
     PREVIEW_TIP = "Run the Observer in the background and show the result (Ctrl+Enter)"
     PROPOSAL_VIEW = ObservePreviewView
     NO_PREVIEW = NO_PREVIEW

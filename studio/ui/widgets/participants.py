@@ -112,8 +112,13 @@ class ParticipantsTab(QWidget):
         thread_id = self._thread_id
         if thread_id is None:
             return
-        on_done = lambda report: self._on_report_loaded(thread_id, report)  # noqa: E731
-        on_error = lambda exc: self._on_report_failed(thread_id, exc)  # noqa: E731
+
+        def on_done(report) -> None:
+            self._on_report_loaded(thread_id, report)
+
+        def on_error(exc: Exception) -> None:
+            self._on_report_failed(thread_id, exc)
+
         if self.use_helper:
             self._runner.submit_call(load_speakers, thread_id, helper=True, on_done=on_done, on_error=on_error,
                                      key="participants")

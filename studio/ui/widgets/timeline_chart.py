@@ -302,7 +302,10 @@ class TimelineChart:
         self.mode = mode
         self.set_axis(mode)
         layer = self._layers["real"]
-        pen = lambda key, width=2.0, style=Qt.PenStyle.SolidLine: pg.mkPen(COLOURS[key], width=width, style=style)
+
+        def pen(key: str, width: float = 2.0, style: Qt.PenStyle = Qt.PenStyle.SolidLine):
+            return pg.mkPen(COLOURS[key], width=width, style=style)
+
         curve = functools.partial(self._add_curve, layer, series)
         steps: list[Callable[[], None]] = [
             functools.partial(curve, "message", pen("message"), "Message window"),
@@ -426,10 +429,10 @@ class TimelineChart:
         kind, status, members = group
         symbol, size, fill, line = marker_style(kind, status, whatif)
         ids = series.event_ids[members]
-        style = dict(data=-(ids + 1) if whatif else ids, symbol=symbol, size=size,
-                     pen=pg.mkPen(line, width=1.5),
-                     brush=pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
-                     hoverable=True, tip=self._tip, hoverPen=pg.mkPen("#111827", width=2))
+        style = {"data": -(ids + 1) if whatif else ids, "symbol": symbol, "size": size,
+                 "pen": pg.mkPen(line, width=1.5),
+                 "brush": pg.mkBrush(fill) if fill else pg.mkBrush(255, 255, 255, 0),
+                 "hoverable": True, "tip": self._tip, "hoverPen": pg.mkPen("#111827", width=2)}
         rows, ys = series.event_rows[members], series.event_y[members]
         scatter = pg.ScatterPlotItem(x=series.x[self.mode][rows], y=ys, **style)
         scatter.sigClicked.connect(self._scatter_clicked)

@@ -15,7 +15,7 @@ on the runner, read-only except for the commit.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -61,7 +61,7 @@ class PreviewWriteDialog(QDialog):
     PREVIEW_TASK = ""       # runner key prefix of the preview
     SIZE_TITLE = ""         # the size bar's label
     SIZE_TIP = ""           # the size bar's tooltip
-    STRATEGY_OPTIONS: dict[str, Any] = {}   # keyword arguments of the StrategyBox
+    STRATEGY_OPTIONS: ClassVar[dict[str, Any]] = {}   # keyword arguments of the StrategyBox
     PREVIEW_TIP = ""        # the Preview button's tooltip
     PROPOSAL_VIEW: Callable[[], QWidget]   # the view of a preview: show_preview(preview), clear()
     NO_PREVIEW = ""         # the placeholder before a preview

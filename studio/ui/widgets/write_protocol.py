@@ -247,7 +247,9 @@ class ProtocolController(QObject):
         quiet_ms = step.quiet_ms
 
         def work(progress, task_cancel):
-            report = lambda activity: progress(max(0, quiet_ms - activity.wait_ms), quiet_ms, activity)  # noqa: E731
+            def report(activity) -> None:
+                progress(max(0, quiet_ms - activity.wait_ms), quiet_ms, activity)
+
             return perform(step, job, cancelled=lambda: cancel.is_set() or task_cancel.is_set(), progress=report)
 
         def done(activity) -> None:

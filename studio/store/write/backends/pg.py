@@ -24,7 +24,7 @@ lives here:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from studio.errors import SchemaError, StoreError, WriteRefused
@@ -267,10 +267,8 @@ def pg_write_transaction(location: Target, *, label: str = "write",
                 except Exception as exc:
                     raise _write_error(exc, location) from exc
         except BaseException:
-            try:
+            with suppress(Exception):  # the connection is gone: the server rolled back
                 conn.execute("ROLLBACK")
-            except Exception:
-                pass  # the connection is gone: the server rolled back
             raise
     finally:
         conn.close()

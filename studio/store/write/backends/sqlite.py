@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -213,10 +213,8 @@ def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = 
             except Exception as exc:
                 raise StoreError(f"Committing to {location.display} failed: {describe_sqlite_error(exc)}") from exc
         except BaseException:
-            try:
+            with suppress(Exception):  # SQLite already rolled back (e.g. the COMMIT itself failed with the transaction gone)
                 conn.execute("ROLLBACK")
-            except Exception:
-                pass  # SQLite already rolled back (e.g. the COMMIT itself failed with the transaction gone)
             raise
     finally:
         if conn is not None:
