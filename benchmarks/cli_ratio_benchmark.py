@@ -71,7 +71,7 @@ def _best_rounds(fns: list, repeat: int) -> list[tuple[float, float]]:
     """
     best = [(float("inf"), float("inf"))] * len(fns)
     for _ in range(repeat):
-        best = [(min(w, bw), min(c, bc)) for fn, (bw, bc) in zip(fns, best) for w, c in [_best(fn, 1)]]
+        best = [(min(w, bw), min(c, bc)) for fn, (bw, bc) in zip(fns, best, strict=True) for w, c in [_best(fn, 1)]]
     return best
 
 
@@ -98,7 +98,7 @@ def raw_read(db: Path, sql: str, params: tuple = (), *, keep: bool = False) -> i
         if keep:
             kept = []
             for row in cur.fetchall():
-                record = dict(zip(names, row))
+                record = dict(zip(names, row))  # noqa: B905  (per row: strict= slows zip)
                 for i in json_at:
                     if isinstance(row[i], str):  # a JSONB blob is binary, not JSON text
                         record[names[i]] = json.loads(row[i])

@@ -121,7 +121,7 @@ def copy_to_pg(db: Path, url: str, corpus: Path | None = None) -> dict:
             n = 0
             with pg.cursor() as cur, cur.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
                 for row in local.rows(table, select):
-                    copy.write_row([_pg_value(v, kind) for v, (_, kind) in zip(row, sources)])
+                    copy.write_row([_pg_value(v, kind) for v, (_, kind) in zip(row, sources, strict=True)])
                     n += 1
             counts[table] = n
         pg.execute("ANALYZE")

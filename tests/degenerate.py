@@ -51,7 +51,7 @@ def make_degenerate_db(dest_dir: Path) -> Path:
                             "AND originType = 'reflection' ORDER BY generationCount",
                             (f"thread:{THREAD}",)).fetchall()
         assert len(rows) >= 2, f"the support fixture's {THREAD} should have two reflections"
-        for (record_id,), log in zip(rows, degenerate_logs(len(rows))):
+        for (record_id,), log in zip(rows, degenerate_logs(len(rows)), strict=True):
             conn.execute("UPDATE mastra_observational_memory SET activeObservations = ?, "
                          "observationTokenCount = ? WHERE id = ?",
                          (log, tokens.count_observations(log), record_id))

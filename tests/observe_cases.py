@@ -136,7 +136,7 @@ def current_row(path: Path, lookup_key: str) -> dict:
         cursor = conn.execute('SELECT * FROM mastra_observational_memory WHERE "lookupKey" = ? '
                               'ORDER BY "generationCount" DESC LIMIT 1', (lookup_key,))
         names = [d[0] for d in cursor.description]
-        return dict(zip(names, cursor.fetchone()))
+        return dict(zip(names, cursor.fetchone(), strict=True))
     finally:
         conn.close()
 

@@ -80,7 +80,7 @@ def diff_logs(old: str | None, new: str | None, old_tokens: int = 0, new_tokens:
     result = GenerationDiff(rows=rows, old_tokens=old_tokens, new_tokens=new_tokens)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            for (on, text), (nn, _) in zip(old_lines[i1:i2], new_lines[j1:j2]):
+            for (on, text), (nn, _) in zip(old_lines[i1:i2], new_lines[j1:j2], strict=True):
                 rows.append(DiffRow("kept", text, on, nn))
             result.kept += i2 - i1
             continue

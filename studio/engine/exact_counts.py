@@ -93,7 +93,7 @@ def _count_units(enc, units: SpaceUnits) -> int | None:
             keys.append(key)
             times.append(n)
     lengths = enc.encode_ordinary_batch([" " + k for k in keys], num_threads=os.cpu_count() or 2)
-    total = sum(len(tokens) * n for tokens, n in zip(lengths, times))
+    total = sum(len(tokens) * n for tokens, n in zip(lengths, times, strict=True))
     return total + (len(enc.encode_ordinary(first)) if first else 0)
 
 

@@ -412,7 +412,7 @@ class _Sources:
         """Return the newest message time before EVENT started (its own message aside)."""
         if event is None or event.at_ms is None:
             return None
-        known = [t for m, t in zip(self.messages, self.times)
+        known = [t for m, t in zip(self.messages, self.times, strict=True)
                  if t is not None and t < event.at_ms and m.id != event.message_id]
         return max(known) if known else None
 
@@ -446,7 +446,7 @@ class _Sources:
         if covered is None:
             previous = max((c for c in self.cursors if c < cursor), default=None)
             covered = [SourceMessage(m.id, m.thread_id, m.role, m.created_at, _lead(m.text))
-                       for m, t in zip(self.messages, self.times)
+                       for m, t in zip(self.messages, self.times, strict=True)
                        if m.role != "system" and t is not None and t <= cursor and (previous is None or t > previous)]
             self._covered[cursor] = covered
         return ("markers" if event is not None else "cursor"), cycle, host, list(covered)

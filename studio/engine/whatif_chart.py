@@ -95,7 +95,7 @@ class WhatIfChart:
 
     def turns_of(self, *kinds: str) -> list[int]:
         """Return the turns on which events of KINDS fired, in order."""
-        return [turn for kind, turn in zip(self.event_columns["kind"], self.event_columns["turn"]) if kind in kinds]
+        return [turn for kind, turn in zip(self.event_columns["kind"], self.event_columns["turn"], strict=True) if kind in kinds]
 
     def event(self, index: int) -> OMEvent | None:
         """Return event INDEX (rebuilt), or None when there is no such event."""
@@ -120,7 +120,7 @@ class WhatIfChart:
     def points(self) -> list[Point]:
         """Return the replay's points, rebuilt from their columns."""
         columns = [self.point_columns[name] for name in POINT_FIELDS]
-        return [Point(*values) for values in zip(*columns)]
+        return [Point(*values) for values in zip(*columns, strict=True)]
 
 
 def replay_packed(timeline: Timeline, settings: WhatIfSettings, observation_ratio: float | None = None,

@@ -46,7 +46,7 @@ def damaged_columns(columns, values) -> tuple[str, ...]:
     values = list(values)
     if DamagedText not in set(map(type, values)):  # the common case, checked in C
         return ()
-    return tuple(c for c, v in zip(columns, values) if isinstance(v, DamagedText))
+    return tuple(c for c, v in zip(columns, values, strict=True) if isinstance(v, DamagedText))
 
 
 def text_safe(expr: str) -> str:

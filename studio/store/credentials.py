@@ -288,7 +288,7 @@ def pgpass_has_entry(url: str, *, env: Mapping[str, str] | None = None) -> bool:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = _pgpass_fields(line)
-        if len(fields) >= 5 and all(f == "*" or f == w for f, w in zip(fields[:4], want)):
+        if len(fields) >= 5 and all(f == "*" or f == w for f, w in zip(fields[:4], want, strict=True)):
             return True
     return False
 

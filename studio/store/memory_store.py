@@ -195,7 +195,7 @@ class MemoryStore:
         """
         present, fetched, decode = self.backend.select(table, list(wanted or []), tail, params)
         with bulk_decode():
-            return [dict(zip(present, decode(r))) for r in fetched]
+            return [dict(zip(present, decode(r))) for r in fetched]  # noqa: B905  (per row: strict= slows zip)
 
     def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
         """Return COLUMN of TABLE's rows (WHERE/ORDER TAIL, `?` PARAMS) as `select_rows` reads it, one value a row.
@@ -397,7 +397,7 @@ class MemoryStore:
         rows = self.rows(f'SELECT DISTINCT {sel} FROM mastra_observational_memory ORDER BY "lookupKey"')
         out, seen = [], set()
         for r in rows:
-            d = dict(zip(cols, r))
+            d = dict(zip(cols, r))  # noqa: B905  (per row: strict= slows zip)
             if d["lookupKey"] in seen:
                 continue
             seen.add(d["lookupKey"])

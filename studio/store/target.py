@@ -84,7 +84,7 @@ class Target:
 
     def __init__(self, kind: str, display: str, *, path: Path | None = None, conninfo: str | None = None,
                  schema: str | None = None, base_url: str | None = None, url_token: str | None = None):
-        for name, value in zip(_FIELDS, (kind, display, path, conninfo, schema, base_url, url_token)):
+        for name, value in zip(_FIELDS, (kind, display, path, conninfo, schema, base_url, url_token), strict=True):
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:

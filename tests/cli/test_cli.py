@@ -37,7 +37,7 @@ def test_inspect_equals_oracle(fixture_db, capsys, name):
     for resource_id, res in oracle["resources"].items():
         ours = [t for t in data["threads"] if t["resource_id"] == resource_id]
         assert [t["id"] for t in ours] == [t["id"] for t in res["threads"]]
-        for o, m in zip(ours, res["threads"]):
+        for o, m in zip(ours, res["threads"], strict=True):
             assert (o["title"], o["metadata"], o["created_at"], o["updated_at"]) == (
                 m["title"], m["metadata"], m["createdAt"], m["updatedAt"])
     for t in data["threads"]:

@@ -47,7 +47,7 @@ def om_rows(conn, lookup_key: str) -> list[dict]:
     cur = conn.execute('SELECT * FROM mastra_observational_memory WHERE "lookupKey" = ? ORDER BY "generationCount"',
                        (lookup_key,))
     cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
 
 def insert_om(conn, row: dict) -> None:

@@ -92,7 +92,7 @@ def test_ladder_escalates_to_level_4_and_keeps_the_smallest_answer():
     assert result.observations.count("kept fact") == 12  # the smallest, not the last
     assert not result.reached_target and any("below the reflection threshold" in n for n in result.notes)
     guidance = compression_guidance()
-    for (_, prompt), level in zip(client.prompts, [1, 2, 3, 4]):
+    for (_, prompt), level in zip(client.prompts, [1, 2, 3, 4], strict=True):
         assert guidance[level] in prompt
         assert all(guidance[other] not in prompt for other in (1, 2, 3, 4) if other != level)
 

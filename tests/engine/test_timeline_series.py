@@ -38,7 +38,7 @@ def test_series_of_a_real_thread(fixture_db):
     assert series.x["time"][0] == first.at_ms / 1000
     assert series.x["turn"][0] == first.turn
     assert (np.diff(series.x["time"]) >= 0).all()
-    assert all(p.turn <= x < p.turn + 0.8 for p, x in zip(timeline.points, series.x["turn"]))
+    assert all(p.turn <= x < p.turn + 0.8 for p, x in zip(timeline.points, series.x["turn"], strict=True))
     i = len(timeline.points) // 2
     assert series.nearest("turn", float(series.x["turn"][i])) == i or \
         series.x["turn"][series.nearest("turn", float(series.x["turn"][i]))] == series.x["turn"][i]

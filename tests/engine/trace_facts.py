@@ -90,7 +90,7 @@ def reobserved_lines(path: Path, thread: str) -> list[tuple[dict, dict, str]]:
         if new["originType"] != "reflection":
             continue
         reflector, *outputs = BOUNDARY_RE.split(new["activeObservations"])
-        later = "\n".join(text for at, text in zip(outputs[::2], outputs[1::2])
+        later = "\n".join(text for at, text in zip(outputs[::2], outputs[1::2], strict=True)
                           if f"--- message boundary ({at}) ---" not in old["activeObservations"])
         for ln in parse_log(old["activeObservations"]).observations:
             text = ln.text.strip()

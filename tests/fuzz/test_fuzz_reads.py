@@ -212,7 +212,7 @@ def test_the_gui_survives_a_sample_of_damaged_copies(tmp_path):
              ("value", "mastra_messages", 3, 2, ("invalid-utf8", b'{"format":2,"parts":[],"x":"\xff"}'))]
     names = ["support", "collab", "tools", "live/support", "history", "buffered"]
     paths = []
-    for i, (name, case) in enumerate(zip(names, cases[:GUI_CASES])):
+    for i, (name, case) in enumerate(zip(names, cases[:GUI_CASES], strict=True)):
         path = copy_fixture(name, tmp_path / f"case{i}")
         assert damage(path, case)
         paths.append(str(path))

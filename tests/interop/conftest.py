@@ -133,7 +133,7 @@ def dump_tables(path: Path) -> dict[str, dict[str, dict]]:
             select = ", ".join(f"CASE WHEN typeof(\"{c}\") = 'blob' THEN 'jsonb:' || json(\"{c}\") ELSE \"{c}\" END"
                                for c in cols)
             rows = conn.execute(f'SELECT {select} FROM "{table}"').fetchall()
-            out[table] = {str(r[0]): dict(zip(cols, r)) for r in rows}
+            out[table] = {str(r[0]): dict(zip(cols, r, strict=True)) for r in rows}
         return out
     finally:
         conn.close()

@@ -59,7 +59,7 @@ def inspect_differences(target: str, oracle: dict) -> list[str]:
         ours = [t for t in data["threads"] if t["resource_id"] == resource_id]
         if [t["id"] for t in ours] != [t["id"] for t in res["threads"]]:
             diffs.append(f"{resource_id}: threads {[t['id'] for t in ours]} != {[t['id'] for t in res['threads']]}")
-        for o, m in zip(ours, res["threads"]):
+        for o, m in zip(ours, res["threads"], strict=False):
             got = (o["title"], o["metadata"], o["created_at"], o["updated_at"])
             want = (m["title"], m["metadata"], m["createdAt"], m["updatedAt"])
             if got != want:

@@ -141,7 +141,7 @@ def _parallel(commands: list[list[str]], cwd: Path, timeout: int) -> None:
     """Run COMMANDS at once (each oracle starts its own private sqld); fail naming the first that failed."""
     procs = [subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
     failures = []
-    for args, proc in zip(commands, procs):
+    for args, proc in zip(commands, procs, strict=True):
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

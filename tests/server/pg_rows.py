@@ -41,7 +41,7 @@ def dump_schema(url: str, schema: str) -> dict[str, dict[str, dict]]:
             exprs = ", ".join(f"((\"{c}\" AT TIME ZONE 'UTC')::text || '+00')" if t == "timestamp with time zone"
                               else f'"{c}"::text' for c, t in cols)
             rows = conn.execute(f'SELECT {exprs} FROM "{schema}"."{table}"').fetchall()
-            out[table] = {r[names.index("id")]: dict(zip(names, r)) for r in rows}
+            out[table] = {r[names.index("id")]: dict(zip(names, r, strict=True)) for r in rows}
     return out
 
 

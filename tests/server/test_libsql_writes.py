@@ -57,13 +57,13 @@ def rows(url: str) -> dict[str, dict[str, dict]]:
     tables = [r[0]["value"] for r in pipeline(url, ["SELECT name FROM sqlite_master WHERE type = 'table' AND name "
                                                     "LIKE 'mastra%' ORDER BY name"])[0]["rows"]]
     out = {}
-    for table, result in zip(tables, pipeline(url, [f'SELECT * FROM "{t}"' for t in tables])):
+    for table, result in zip(tables, pipeline(url, [f'SELECT * FROM "{t}"' for t in tables]), strict=True):
         names = [c["name"] for c in result["cols"]]
         if "id" not in names:
             continue
         out[table] = {}
         for row in result["rows"]:
-            values = {n: (None if v["type"] == "null" else json.dumps(v, sort_keys=True)) for n, v in zip(names, row)}
+            values = {n: (None if v["type"] == "null" else json.dumps(v, sort_keys=True)) for n, v in zip(names, row, strict=True)}
             out[table][row[names.index("id")]["value"]] = values
     return out
 
@@ -172,7 +172,7 @@ def test_clone_on_sqld_equals_mastra_clone(sqld_corpus, servers, tmp_path, monke
     key = operator.itemgetter("createdAt", "content")   # Mastra's new ids are random
     msgs_a, msgs_b = sorted(added_a["mastra_messages"], key=key), sorted(added_b["mastra_messages"], key=key)
     assert len(msgs_a) == len(msgs_b) == len(result["messages"]) > 0
-    for ma, mb in zip(msgs_a, msgs_b):
+    for ma, mb in zip(msgs_a, msgs_b, strict=True):
         assert {k: v for k, v in ma.items() if k != "id"} == {k: v for k, v in mb.items() if k != "id"}
     (ta,), (tb,) = added_a["mastra_threads"], added_b["mastra_threads"]
     type_a, type_b = (json.loads(t["metadata"])["type"] for t in (ta, tb))

@@ -262,7 +262,7 @@ def test_clone_on_postgresql_equals_mastra_clone(pg_corpus, tmp_path, request, m
     msgs_a = sorted(added_a["mastra_messages"], key=key)
     msgs_b = sorted(added_b["mastra_messages"], key=key)
     assert len(msgs_a) == len(msgs_b) == len(result["messages"]) > 0
-    for ma, mb in zip(msgs_a, msgs_b):
+    for ma, mb in zip(msgs_a, msgs_b, strict=True):
         assert {k: v for k, v in ma.items() if k != "id"} == {k: v for k, v in mb.items() if k != "id"}
     (ta,), (tb,) = added_a["mastra_threads"], added_b["mastra_threads"]
     meta_a, meta_b = json.loads(ta.pop("metadata")), json.loads(tb.pop("metadata"))

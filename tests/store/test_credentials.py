@@ -37,7 +37,7 @@ URL_FORMS = [
 SECRETS = ["pw", "p%40ss", "p/ss", "sec", "sslpassword=key", "pw", None, "abc.def", "abc", "authToken=t", None, "tok"]
 
 
-@pytest.mark.parametrize("url,shown,remembered,user,secret", [(*f, s) for f, s in zip(URL_FORMS, SECRETS)])
+@pytest.mark.parametrize("url,shown,remembered,user,secret", [(*f, s) for f, s in zip(URL_FORMS, SECRETS, strict=True)])
 def test_every_url_form_is_redacted_stripped_and_keyed(url, shown, remembered, user, secret):
     assert tg.redact_url(url) == shown
     assert tg.strip_secrets(url) == remembered

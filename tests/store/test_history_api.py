@@ -140,7 +140,7 @@ def test_storage_order_of_canonical_times_is_taken_as_is_only_when_it_is_time_or
                   ["2026-11-29T21:40:53.819+01:00", "2026-11-29T20:40:53.900Z"],  # offsets: text order is not time order
                   [" 2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.800Z"]):
         ms = [iso_to_ms(t) for t in times]
-        expected = [m.id for _, m in sorted(zip(ms, messages(times)), key=lambda p: p[0])]
+        expected = [m.id for _, m in sorted(zip(ms, messages(times), strict=True), key=lambda p: p[0])]
         assert [m.id for m in _js_sort(messages(times))] == expected, times
     assert not _canonical_in_order(["2026-02-30T00:00:00.000Z"])   # no such day: NaN for JS, not canonical here
     assert not _canonical_in_order(["2026-11-29T20:40:5a.819Z"])

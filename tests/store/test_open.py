@@ -29,7 +29,7 @@ def test_open_lists_same_threads_as_mastra(fixture_db, name):
         for resource_id, data in oracle["resources"].items():
             threads = store.list_threads(resource_id)
             assert [t.id for t in threads] == [t["id"] for t in data["threads"]]
-            for ours, theirs in zip(threads, data["threads"]):
+            for ours, theirs in zip(threads, data["threads"], strict=True):
                 assert ours.title == theirs["title"]
                 assert ours.metadata == theirs["metadata"]
                 assert ours.created_at == theirs["createdAt"]

@@ -346,7 +346,7 @@ def test_revert_appends_a_generation_with_the_old_observations(fixture_db):
     assert studio["recordId"] == row["id"] and studio["basedOn"]["recordId"] == rows[0].id
     after = history(path, "thread:support-1")
     assert [r.id for r in after[1:]] == [r.id for r in rows]  # append-only
-    for old, new in zip(rows[1:], after[2:]):
+    for old, new in zip(rows[1:], after[2:], strict=True):
         assert old.columns == new.columns
     t = thread(path, "support-1")
     assert (t.metadata, t.updated_at) == (meta_before.metadata, meta_before.updated_at)

@@ -35,7 +35,7 @@ def _check(x, y, x0, x1, columns):
     keep = column_extremes(x, y, x0, x1, columns)
     assert list(keep) == sorted(set(keep.tolist()))                   # each point once, in order
     kept = set(keep.tolist())
-    col = [(_column(v, x0, x1, columns), bool(np.isnan(w))) for v, w in zip(x, y)]
+    col = [(_column(v, x0, x1, columns), bool(np.isnan(w))) for v, w in zip(x, y, strict=True)]
     for i in range(len(x) - 1):   # where the line changes column or meets a gap, both ends are kept
         beyond = col[i][0] == col[i + 1][0] and col[i][0] in (-1, columns)   # unseen: left or right of the view
         if col[i] != col[i + 1] and not beyond:
@@ -124,8 +124,8 @@ def _check_drawn(raw_x, raw_y, shown_x, shown_y, x0, x1, columns):
     """Assert that the curve drawn over [X0, X1] (COLUMNS pixels) keeps the rules above, on columns one pixel
     wide counted from the data's first x (so that a pan reuses them): each column wholly in view shows the
     raw first, last, lowest and highest point; every point drawn is a raw one."""
-    raw = set(zip(raw_x.tolist(), raw_y.tolist()))
-    assert all(pair in raw for pair in zip(shown_x.tolist(), shown_y.tolist()))
+    raw = set(zip(raw_x.tolist(), raw_y.tolist(), strict=True))
+    assert all(pair in raw for pair in zip(shown_x.tolist(), shown_y.tolist(), strict=True))
     width = (x1 - x0) / columns
     origin = float(raw_x.min())
     raw_col = np.floor((raw_x - origin) / width)
@@ -159,7 +159,7 @@ def test_the_timeline_draws_the_newest_point_and_a_gap_peak_and_follows_the_view
     tokens[-1], tokens[10000] = 90_000, 70_000
     points = [Point(at=None, at_ms=int(ms), turn=i, message_tokens=int(v), observation_tokens=0, buffered_tokens=0,
                     threshold=30000, reflection_threshold=40000, reconstructed=False)
-              for i, (ms, v) in enumerate(zip(at, tokens))]
+              for i, (ms, v) in enumerate(zip(at, tokens, strict=True))]
     series = ChartSeries.from_points(points, [])
     tab.chart.draw(series, [], "time", buffered=False, thresholds=False)
     qtbot.waitUntil(lambda: not tab.chart.drawing, timeout=10000)

@@ -185,7 +185,7 @@ def test_last_activity_shows_the_date_unless_today_and_sorts_newest_first():
     assert [model.index(r, 0).data(ID_ROLE) for r in range(3)] == ["today", "yesterday", "old"]
     text = {model.index(r, 0).data(ID_ROLE): model.index(r, ThreadColumn.LAST_ACTIVITY).data() for r in range(3)}
     local = {k: datetime.fromisoformat(r.thread.updated_at.replace("Z", "+00:00")).astimezone() for k, r in
-             zip(["old", "today", "yesterday"], rows)}
+             zip(["old", "today", "yesterday"], rows, strict=True)}
     assert text["today"] == local["today"].strftime("%H:%M")
     y = local["yesterday"]
     if y.year == local["today"].year:

@@ -81,7 +81,7 @@ def test_repeated_and_empty_date_headers_read_as_continuations(studio, studio_ct
     # One row per stored header, in order, with its line number: the log's real structure.
     assert [int(line) for _, line in dated] == [n for n, _ in headers]
     seen: set[str] = set()
-    for (title, _), (_, date) in zip(dated, headers):
+    for (title, _), (_, date) in zip(dated, headers, strict=True):
         assert title.startswith(f"{date} (continued)" if date in seen else f"{date}  ·"), title
         assert "·" in title, f"a date row without a count or 'no observations': {title!r}"
         seen.add(date)

@@ -21,4 +21,4 @@ def test_void_qt_calls_keep_none_and_bool_refcounts(qtbot):
         widget.isVisible()
     after = (sys.getrefcount(None), sys.getrefcount(True), sys.getrefcount(False))
     # A few references may come and go with caches; a leak would show as -1000 or worse.
-    assert all(a - b > -50 for a, b in zip(after, before)), (before, after)
+    assert all(a - b > -50 for a, b in zip(after, before, strict=True)), (before, after)

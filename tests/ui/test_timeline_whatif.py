@@ -313,7 +313,7 @@ def test_a_long_timeline_is_drawn_out_of_sight_then_shown_whole(studio, fixture_
     assert tab._stack.currentIndex() == 1 and loaded == [timeline] and tab.plot.updatesEnabled()
     drawn = [(item.name(), item.getData()[1].tolist()) for item in tab.plot.getPlotItem().listDataItems()]
     assert [name for name, _y in drawn] == [name for name, _y in at_once]
-    assert all(np.array_equal(a, b, equal_nan=True) for (_n, a), (_m, b) in zip(drawn, at_once))
+    assert all(np.array_equal(a, b, equal_nan=True) for (_n, a), (_m, b) in zip(drawn, at_once, strict=True))
 
 
 def _drawn_items(tab) -> list[tuple]:
@@ -332,7 +332,7 @@ def _drawn_items(tab) -> list[tuple]:
 def _same(a: list[tuple], b: list[tuple]) -> bool:
     return len(a) == len(b) and all(
         p[:2] == q[:2] and np.array_equal(p[2], q[2], equal_nan=True) and np.array_equal(p[3], q[3], equal_nan=True)
-        for p, q in zip(a, b))
+        for p, q in zip(a, b, strict=True))
 
 
 def test_a_long_timeline_switches_its_axis_in_steps_behind_the_old_picture(studio, fixture_db, studio_ctx, qtbot,

@@ -129,7 +129,7 @@ class ThreadTableModel(TableModel):
         self._status_state = "pending"
         new_rows = self._filtered_sorted()
         if self._rows and len(new_rows) == len(self._rows) and all(
-                a.thread.id == b.thread.id for a, b in zip(new_rows, self._rows)):
+                a.thread.id == b.thread.id for a, b in zip(new_rows, self._rows, strict=True)):
             self._set_visible(new_rows)
             self._emit_all_changed()
             self.rows_replaced.emit()
@@ -395,7 +395,7 @@ class ThreadTableModel(TableModel):
         ids = [self._rows[p.row()].thread.id if 0 <= p.row() < len(self._rows) else None for p in persistent]
         self._set_visible(rows)
         moved = []
-        for p, tid in zip(persistent, ids):
+        for p, tid in zip(persistent, ids, strict=True):
             i = self._position.get(tid, -1)
             moved.append(self.index(i, p.column()) if 0 <= i < self._loaded else QModelIndex())
         self.changePersistentIndexList(persistent, moved)

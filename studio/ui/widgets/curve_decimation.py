@@ -48,7 +48,7 @@ def in_view(x: np.ndarray, x0: float, x1: float, pieces: np.ndarray) -> np.ndarr
         return np.arange(n)
     ends = len(pieces) > 1
     ranges = []   # in increasing order, each index once
-    for a, b in zip(pieces.tolist(), [*pieces[1:].tolist(), n]):
+    for a, b in zip(pieces.tolist(), [*pieces[1:].tolist(), n], strict=True):
         lo = a + max(int(np.searchsorted(x[a:b], x0, side="left")) - 1, 0)
         hi = a + min(int(np.searchsorted(x[a:b], x1, side="right")) + 1, b - a)
         if ends and a < lo:

@@ -91,7 +91,9 @@ class LibsqlRemoteWriteTx(SqliteWriteTx):
         cols = self.schema.columns(table)
         exprs = ", ".join([ROWID] + [sc.quote_ident(c) for c in cols])
         rows = self.rows(f"SELECT {exprs} FROM {sc.quote_ident(table)} WHERE {where}", params)
-        return [{ROWID: r[0], **{c: _image_value(v) for c, v in zip(cols, r[1:])}} for r in rows]
+        return [{ROWID: r[0], **{c: _image_value(v)
+                                 for c, v in zip(cols, r[1:])}}  # noqa: B905  (per row: strict= slows zip)
+                for r in rows]
 
     def _journal_existing(self, table: str, where: str, params: Iterable[Any]) -> None:
         if not self.schema.has_column(table, "id"):

@@ -104,7 +104,7 @@ class PgWriteTx:
             return []
         exprs = ", ".join(read_expr(self.schema, table, c) for c in present)
         rows = self.rows(f"SELECT {exprs} FROM {sc.quote_ident(table)} {tail}{' FOR UPDATE' if lock else ''}", params)
-        return [dict(zip(present, r)) for r in rows]
+        return [dict(zip(present, r)) for r in rows]  # noqa: B905  (per row: strict= slows zip)
 
     select_rows = select
 
@@ -114,7 +114,7 @@ class PgWriteTx:
         exprs = ", ".join(_canonical(self.schema, table, c) for c in cols)
         rows = self.rows(f"SELECT {exprs} FROM {sc.quote_ident(table)} WHERE {where}{' FOR UPDATE' if lock else ''}",
                          params)
-        return [dict(zip(cols, r)) for r in rows]
+        return [dict(zip(cols, r)) for r in rows]  # noqa: B905  (per row: strict= slows zip)
 
     # -- the journal ----------------------------------------------------------------------------
 

@@ -113,7 +113,7 @@ class SqliteWriteTx:
             q = sc.quote_ident(col)
             exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN json({q}) ELSE {q} END" if col in JSONB_COLUMNS else q)
         rows = self.rows(f"SELECT {', '.join(exprs)} FROM {sc.quote_ident(table)} {tail}", params)
-        return [dict(zip(present, r)) for r in rows]
+        return [dict(zip(present, r)) for r in rows]  # noqa: B905  (per row: strict= slows zip)
 
     def select_rows(self, table: str, tail: str = "", params: Iterable[Any] = (),
                     wanted: list[str] | None = None) -> list[dict]:
