@@ -28,7 +28,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO.parent / "shared" / "fixtures" / "mastra" / "support.db"
-WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "memory", "observation", "agent", "reflection", "token", "12345", "café", "über"]
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "memory", "observation", "agent",
+         "reflection", "token", "12345", "café", "über"]
 
 
 def build(folder: Path, megabytes: int) -> tuple[Path, str]:

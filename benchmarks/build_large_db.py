@@ -114,7 +114,8 @@ def build(out: Path, source: Path, threads: int, per_thread: int, big: int) -> d
     counts = {
         "threads": db.execute("SELECT COUNT(*) FROM mastra_threads").fetchone()[0],
         "messages": db.execute("SELECT COUNT(*) FROM mastra_messages").fetchone()[0],
-        "big_thread_messages": db.execute("SELECT COUNT(*) FROM mastra_messages WHERE thread_id='bench-big'").fetchone()[0],
+        "big_thread_messages": db.execute("SELECT COUNT(*) FROM mastra_messages WHERE thread_id='bench-big'")
+                                .fetchone()[0],
         "om_records": db.execute("SELECT COUNT(*) FROM mastra_observational_memory").fetchone()[0],
     }
     db.close()

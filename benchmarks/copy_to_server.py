@@ -160,7 +160,8 @@ def copy_to_libsql(db: Path, url: str, batch_bytes: int = 4 << 20) -> dict:
     import httpx
 
     base = url.replace("libsql://", "https://", 1).rstrip("/")
-    headers = {"Authorization": f"Bearer {os.environ['LIBSQL_AUTH_TOKEN']}"} if os.environ.get("LIBSQL_AUTH_TOKEN") else {}
+    token = os.environ.get("LIBSQL_AUTH_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     local = _Local(db)  # text as str, blobs as bytes (Mastra's rows are valid UTF-8)
 
     with httpx.Client(timeout=600, headers=headers) as http:

@@ -1,4 +1,4 @@
-"""Time `memory-studio doctor` against `memory-studio inspect` on one database (the issue's budget: doctor ≤ 2× inspect).
+"""Time `memory-studio doctor` against `memory-studio inspect` on one database (the budget: doctor ≤ 2× inspect).
 
     python benchmarks/doctor_benchmark.py DB [--rounds N]
 

@@ -9,13 +9,14 @@ DB defaults to benchmarks/out/large.db, built by build_large_db.py when missing.
         every thread's bars are exact, time to open the 20,000-message thread (its OM bars and
         first message page shown), the longest GUI-thread stall while loading (a 5 ms timer's
         largest lateness), and the process's peak resident memory;
-  timeline (that thread's Timeline tab): opening it (until the chart is painted), the What-if replay with the stored settings
-        (`whatif_replay_ms`, and whether it ran in the helper process) and after a changed setting
-        typed twice (the first replay cancelled), a repaint with the overlay, the pan frame (move a
-        twentieth of the view and paint; median and max over 20 frames per x axis) and the longest
-        stall of each phase (`timeline_stall_*_ms`) and of all (`timeline_longest_stall_ms`), with the
-        GUI thread's CPU time in its longest busy stretch (`timeline_gui_work_*_ms`: the stall without
-        the waits for the OS and the interpreter lock, a figure the machine's load hardly moves).
+  timeline (that thread's Timeline tab): opening it (until the chart is painted), the What-if replay
+        with the stored settings (`whatif_replay_ms`, and whether it ran in the helper process) and
+        after a changed setting typed twice (the first replay cancelled), a repaint with the overlay,
+        the pan frame (move a twentieth of the view and paint; median and max over 20 frames per x
+        axis) and the longest stall of each phase (`timeline_stall_*_ms`) and of all
+        (`timeline_longest_stall_ms`), with the GUI thread's CPU time in its longest busy stretch
+        (`timeline_gui_work_*_ms`: the stall without the waits for the OS and the interpreter lock, a
+        figure the machine's load hardly moves).
 Figures are measurements, not assertions: rerun to compare before and after a change. The machine's
 load shows in the stalls (a timer is late when the OS runs another process): compare runs made
 under the same load, and repeat.

@@ -1,6 +1,8 @@
 """The studio on a server store (PostgreSQL URL, or any target): thread list, bars, stalls, statements.
 
-    python benchmarks/server_studio_benchmark.py 'postgresql://USER@127.0.0.1:PORT/DB?schema=bench' [--runs N] [--json OUT]
+    python benchmarks/server_studio_benchmark.py TARGET [--runs N] [--json OUT]
+
+TARGET: e.g. 'postgresql://USER@127.0.0.1:PORT/DB?schema=bench'.
 
 The target is what build_large_db.py --pg / --libsql-url wrote (5,007 threads, ~220k messages), or
 the local file itself. Reports, in ms: first painted thread list (issue 13: ≤ 300; the threads

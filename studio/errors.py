@@ -32,10 +32,10 @@ class WriteRefused(StoreError):
     `reason` is one of WRITE_REFUSED_REASONS:
     "generation-changed" (the latest generation or its observations changed since they were read; for
     an undo: the rows it would restore changed since the write),
-    "reflecting" (isReflecting is set: live, or stale and not cleared), "not-found" (no such
-    thread, record or generation), "busy" (another process holds the write lock, or is observing
-    or buffering this record), "conflict" (the new id already exists), "invalid" (bad arguments), "unchanged" (the write would
-    copy the current state: a reflection identical to the current generation).
+    "reflecting" (isReflecting is set: live, or stale and not cleared), "not-found" (no such thread,
+    record or generation), "busy" (another process holds the write lock, or is observing or buffering
+    this record), "conflict" (the new id already exists), "invalid" (bad arguments), "unchanged" (the
+    write would copy the current state: a reflection identical to the current generation).
     """
 
     def __init__(self, reason: str, message: str):

@@ -96,8 +96,8 @@ def test_the_ui_contract_catches_an_import_circle(tmp_path):
     shutil.copytree(STUDIO, tmp_path / "studio", ignore=shutil.ignore_patterns("__pycache__", "resources"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     part = tmp_path / "studio" / "ui" / "widgets" / "history_actions.py"
-    part.write_text(part.read_text(encoding="utf-8") + "\nfrom studio.ui.widgets import main_window  # noqa: E402,F401\n",
-                    encoding="utf-8")
+    part.write_text(part.read_text(encoding="utf-8")
+                    + "\nfrom studio.ui.widgets import main_window  # noqa: E402,F401\n", encoding="utf-8")
     done = _lint(tmp_path)
     assert done.returncode != 0
     assert "No cycles are allowed in studio.ui.widgets" in done.stdout

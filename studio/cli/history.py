@@ -80,7 +80,8 @@ def _metadata(text: str | None) -> dict | None:
 def _page_args(p: argparse.ArgumentParser, what: str, *, allow_zero: bool = True) -> None:
     p.add_argument("--page", type=_non_negative, default=None, help="page number, from 0 (default 0)")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--per-page", type=_non_negative if allow_zero else _positive, default=None, metavar="M", help=f"{what} per page")
+    size.add_argument("--per-page", type=_non_negative if allow_zero else _positive, default=None, metavar="M",
+                      help=f"{what} per page")
     size.add_argument("--all", action="store_true", help=f"every {what[:-1]} (Mastra's perPage: false)")
 
 

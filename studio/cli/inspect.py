@@ -20,7 +20,8 @@ def add_inspect_command(subparsers) -> None:
     p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--recount", action="store_true",
-                   help="recount every generation's log (tokenx and exact o200k) and say which the stored count matches")
+                   help="recount every generation's log (tokenx and exact o200k) and say which the stored count "
+                        "matches")
     p.set_defaults(run=_run_inspect)
 
 

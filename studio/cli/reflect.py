@@ -4,13 +4,14 @@
                           [--strategy llm|rule-based] [--timeout S] [--dry-run] [--yes] [--json]
     memory-studio revert  PATH --thread ID --to-generation N [--yes] [--json]
 
-`reflect` reads the thread's OM record read-only, proposes a new generation (the Reflector
-against a model, studio.engine.reflector; or the offline condenser), and writes it only after a
-yes: `--yes`, or an answer on a terminal (without a terminal and without --yes it refuses). The
-write is `studio.app.reflection.commit` (`studio.store.writes.commit_reflection`: one transaction, refused when the
-generation changed since the preview or a live process is reflecting), after a backup of the file
-(`WriteSession`); the studio's Reflect now… and Revert write the same way. The model defaults to the Reflector model stored in the record's config when it
-names a provider we support. `--json` prints:
+`reflect` reads the thread's OM record read-only, proposes a new generation (the Reflector against a
+model, studio.engine.reflector; or the offline condenser), and writes it only after a yes: `--yes`,
+or an answer on a terminal (without a terminal and without --yes it refuses). The write is
+`studio.app.reflection.commit` (`studio.store.writes.commit_reflection`: one transaction, refused
+when the generation changed since the preview or a live process is reflecting), after a backup of
+the file (`WriteSession`); the studio's Reflect now… and Revert write the same way. The model
+defaults to the Reflector model stored in the record's config when it names a provider we support.
+`--json` prints:
 
     {"reflected", "dry_run", "thread_id", "lookup_key", "from_generation", "record_id",
      "generation_count", "input_tokens", "observation_token_count", "reflection_threshold",
@@ -27,11 +28,12 @@ generation latest+1 holding generation N's observations (history stays append-on
 Both follow the OM write protocol (studio.cli.write_options: --quiet-period, --wait-idle, --force,
 --watch, --on-overtaken; the document gains "activity", "watched_s", "overtaken", "repairs").
 
-Exit codes (studio.app.failures): 0 written (or previewed with --dry-run); 1 unexpected failure (provider
-error, degenerate or empty answers); 2 bad input (missing file or thread, no OM record, unknown
-provider, missing key, no --yes without a terminal); 3 refused (busy, locked, changed since read,
-nothing to condense: the proposal is the current generation unchanged, the agent is active, an overtaking write left unrepaired, declined at the prompt); 4 I/O (disk
-full, read-only). Except for 0 and an unrepaired overtaking write, the database is unchanged.
+Exit codes (studio.app.failures): 0 written (or previewed with --dry-run); 1 unexpected failure
+(provider error, degenerate or empty answers); 2 bad input (missing file or thread, no OM record,
+unknown provider, missing key, no --yes without a terminal); 3 refused (busy, locked, changed since
+read, nothing to condense: the proposal is the current generation unchanged, the agent is active, an
+overtaking write left unrepaired, declined at the prompt); 4 I/O (disk full, read-only). Except for
+0 and an unrepaired overtaking write, the database is unchanged.
 """
 
 from __future__ import annotations
@@ -225,8 +227,8 @@ def add_reflect_command(subparsers) -> None:
     p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to reflect")
     p.add_argument("--model", metavar="PROVIDER/MODEL",
-                   help="e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5, google/gemini-2.5-flash, ollama/llama3.1 "
-                        "(default: the Reflector model in the record's config)")
+                   help="e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5, google/gemini-2.5-flash, "
+                        "ollama/llama3.1 (default: the Reflector model in the record's config)")
     p.add_argument("--base-url", metavar="URL", help="the provider's base URL (local servers, proxies, "
                                                       "openai-compatible/<model>)")
     p.add_argument("--strategy", choices=["llm", "rule-based"], default="llm",

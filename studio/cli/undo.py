@@ -48,7 +48,8 @@ def _run_undo(args) -> int:
         print_json(result)
     else:
         print(f"Undid the {result['operation']} of {result['created_at']}: {result['deleted']} row(s) deleted, "
-              f"{result['restored']} restored, {result['reinserted']} put back. Its own backup: {result['undo_backup']}")
+              f"{result['restored']} restored, {result['reinserted']} put back. "
+              f"Its own backup: {result['undo_backup']}")
     return EXIT_OK
 
 

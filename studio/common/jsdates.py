@@ -124,7 +124,8 @@ def _local(value: datetime | None, tz: tzinfo) -> datetime | None:
 
 
 def format_date(value: datetime | None, tz: tzinfo) -> str:
-    """Return "Mon D YYYY" in TZ (`toLocaleDateString('en-US', {month: 'short'})`, getDate, getFullYear; "" if unset)."""
+    """Return "Mon D YYYY" in TZ ("" if unset), as `toLocaleDateString('en-US', {month: 'short'})`, getDate and
+    getFullYear build it."""
     local = _local(value, tz)
     return "" if local is None else f"{_MONTHS[local.month - 1]} {local.day} {local.year}"
 

@@ -263,7 +263,8 @@ def file_bytes_estimate(part: dict, provider: str | None, model_id: Any) -> tupl
 
 
 def remote_payload(part: dict, is_image: bool, provider: str | None, model_id: Any) -> dict:
-    """Return what identifies an attachment to a provider's count-tokens endpoint (buildRemoteAttachmentCachePayload)."""
+    """Return what identifies an attachment to a provider's count-tokens endpoint (Mastra's
+    buildRemoteAttachmentCachePayload)."""
     asset = coalesce(part.get("image"), part.get("data"))
     source, size = source_stats(asset)
     url = asset if isinstance(asset, str) and _REMOTE_ASSET.match(asset) else None

@@ -234,7 +234,8 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     shown = _segments_written(tl, [tl.events[ei] for ei in applied], record, segments)
     block = record.active_observations[:segments[shown - 1].prefix_end] if shown else ""
 
-    activated = [tl.events[ei].cycle_id for ei in applied if tl.events[ei].kind == ACTIVATION and tl.events[ei].cycle_id]
+    activated = [tl.events[ei].cycle_id for ei in applied
+                 if tl.events[ei].kind == ACTIVATION and tl.events[ei].cycle_id]
     pending = list(chunks)  # buffered cycles not activated (a new generation starts without chunks)
     task = suggestion = None
     for ei in applied:

@@ -112,7 +112,8 @@ def decode_image_bytes(value: Any) -> bytes | None:
         decoded = decode_uri_component(payload)
         return None if decoded is None else node_utf8(decoded)
     length = utf16_len(value)
-    if length < 16 or length % 4 or _JS_WS.search(value) or _looks_like_path(value) or not _BASE64_TEXT.fullmatch(value):
+    if (length < 16 or length % 4 or _JS_WS.search(value) or _looks_like_path(value)
+            or not _BASE64_TEXT.fullmatch(value)):
         return None
     return _node_base64(value)
 

@@ -186,7 +186,9 @@ def _is_resource(window) -> bool:
 
 
 def _threads(window) -> list[tuple[str, list[dict]]]:
-    return [(t, msgs) for t, msgs, _ in window.threads] if _is_resource(window) else [(window.thread_id, window.messages)]
+    if _is_resource(window):
+        return [(t, msgs) for t, msgs, _ in window.threads]
+    return [(window.thread_id, window.messages)]
 
 
 def build_prompt_for(window, path: str | None = None):

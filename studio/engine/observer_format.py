@@ -232,7 +232,7 @@ class _ToolState:
                 self.exchanges[key] = exchange
                 occurrence += 1
         for exchange in self.exchanges.values():
-            if (exchange.terminal is not None and "args" in exchange.terminal) or (exchange.signature is None and exchange.terminal is not None):
+            if exchange.terminal is not None and ("args" in exchange.terminal or exchange.signature is None):
                 exchange.signature = exchange.terminal
 
 
@@ -249,7 +249,8 @@ def _temporal_gap_text(message: dict):
     if metadata.get("reminderType") == "temporal-gap" and isinstance(metadata.get("gapText"), str):
         return metadata["gapText"]
     reminder = metadata.get("systemReminder")
-    if isinstance(reminder, dict) and reminder.get("type") == "temporal-gap" and isinstance(reminder.get("gapText"), str):
+    if (isinstance(reminder, dict) and reminder.get("type") == "temporal-gap"
+            and isinstance(reminder.get("gapText"), str)):
         return reminder["gapText"]
     return None
 

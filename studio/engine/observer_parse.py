@@ -145,7 +145,8 @@ _THREAD_BLOCK = re.compile(r'<thread\s+id="([^"]+)">([\s\S]*?)</thread>', re.IGN
 _OBSERVATIONS_FIRST = re.compile(r"^[ \t]*<observations>([\s\S]*?)^[ \t]*</observations>", re.IGNORECASE | re.MULTILINE)
 
 
-def parse_multi_thread_output(output: str, slugs: tuple[str, ...] = DEFAULT_SLUGS) -> tuple[dict[str, ParsedObservation], bool]:
+def parse_multi_thread_output(output: str, slugs: tuple[str, ...] = DEFAULT_SLUGS
+                              ) -> tuple[dict[str, ParsedObservation], bool]:
     """Parse a resource-scope Observer answer as Mastra's parseMultiThreadObserverOutput does.
 
     Returns ({thread id: ParsedObservation}, degenerate). Degenerate output gives ({}, True).

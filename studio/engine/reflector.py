@@ -282,7 +282,8 @@ def reflect_observations(observations: str, *, client, reflection_threshold: int
                 report(ReflectionProgress("retry-wait", f"{event.message}; retrying in {event.delay_s:.1f} s",
                                           number, level, delay_s=event.delay_s))
             elif event.kind == "request":
-                report(ReflectionProgress("request", f"Waiting for {client.model} (try {event.attempt})", number, level))
+                report(ReflectionProgress("request", f"Waiting for {client.model} (try {event.attempt})",
+                                          number, level))
 
         answer = client.complete(prompt.system, prompt.prompt, cancel=cancel, on_event=on_event)
         usage = usage + answer.usage
@@ -293,7 +294,8 @@ def reflect_observations(observations: str, *, client, reflection_threshold: int
             attempt = Attempt(level, tokens.count_observations(parsed.observations), empty=parsed.empty)
         attempt.usage, attempt.finish_reason = answer.usage, answer.finish_reason
         attempts.append(attempt)
-        what = "degenerate (repetitive)" if attempt.degenerate else "empty" if attempt.empty else f"{attempt.tokens:,} tokens"
+        what = ("degenerate (repetitive)" if attempt.degenerate else "empty" if attempt.empty
+                else f"{attempt.tokens:,} tokens")
         report(ReflectionProgress("answer", f"Attempt {number}: {what}", number, level, attempt.tokens))
         if attempt.acceptable:
             if best is None or attempt.tokens < best[0]:
@@ -311,7 +313,8 @@ def reflect_observations(observations: str, *, client, reflection_threshold: int
         said = {"degenerate": "degenerate (the model repeated itself)", "empty": "empty (no observations)",
                 "mixed": "degenerate or empty"}[reason]
         raise ReflectionRejected(
-            f"Every Reflector answer was {said} after {len(attempts)} attempt(s); nothing was written", reason, attempts)
+            f"Every Reflector answer was {said} after {len(attempts)} attempt(s); nothing was written",
+            reason, attempts)
     chosen = best[1]
     notes = []
     if truncated:

@@ -220,7 +220,8 @@ def status_from_rows(thread: Thread, record: OMRecord, rows: StatusRows, *, now_
     loaded = [m for m in loaded if m["role"] != "system" and not is_working_memory_state_signal(m)]
     window = unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
     context_tokens = tokens.count_messages_for_status(window, model=settings.counter_model)
-    other = _other_threads_tokens(rows, record, thread.resource_id, thread.id) if resource_scope and thread.resource_id else 0
+    other = (_other_threads_tokens(rows, record, thread.resource_id, thread.id)
+             if resource_scope and thread.resource_id else 0)
     pending = max(0, context_tokens + other)
 
     observation_tokens = record.observation_token_count

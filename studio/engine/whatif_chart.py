@@ -95,7 +95,8 @@ class WhatIfChart:
 
     def turns_of(self, *kinds: str) -> list[int]:
         """Return the turns on which events of KINDS fired, in order."""
-        return [turn for kind, turn in zip(self.event_columns["kind"], self.event_columns["turn"], strict=True) if kind in kinds]
+        columns = self.event_columns
+        return [turn for kind, turn in zip(columns["kind"], columns["turn"], strict=True) if kind in kinds]
 
     def event(self, index: int) -> OMEvent | None:
         """Return event INDEX (rebuilt), or None when there is no such event."""

@@ -321,7 +321,8 @@ class LLMClient:
         if status in (401, 403) or (self.spec.provider.api == GEMINI_GENERATE and status == 400
                                     and ("API_KEY_INVALID" in detail or "API key not valid" in detail)):
             return AuthenticationError(self._say(
-                f"{self._label} rejected the API key (HTTP {status}){detail}. Check the key for {self.spec.provider.name}."))
+                f"{self._label} rejected the API key (HTTP {status}){detail}. "
+                f"Check the key for {self.spec.provider.name}."))
         if status == 404:
             return ModelNotFoundError(self._say(
                 f"{self._label} does not know model {self.spec.model_id!r} at {self.spec.base_url} "
@@ -335,7 +336,8 @@ class LLMClient:
     def _timeout_error(self, exc: httpx.TimeoutException) -> ProviderTimeoutError:
         if isinstance(exc, httpx.ConnectTimeout):
             return ProviderTimeoutError(self._say(
-                f"No connection to {self._host} within {self.timeouts.connect_s:g} s (network down or host unreachable)"))
+                f"No connection to {self._host} within {self.timeouts.connect_s:g} s "
+                "(network down or host unreachable)"))
         return ProviderTimeoutError(self._say(
             f"{self._label} did not answer within {self.timeouts.read_s:g} s ({exc.__class__.__name__})"))
 

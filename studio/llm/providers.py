@@ -111,7 +111,8 @@ def parse_model(model: str, base_url: str | None = None) -> ModelSpec:
     text = str(model or "").strip()
     provider_name, slash, model_id = text.partition("/")
     if not slash or not provider_name or not model_id.strip():
-        raise ProviderConfigError(f"Model names look like provider/model (for example openai/gpt-4o-mini), not {model!r}")
+        raise ProviderConfigError(
+            f"Model names look like provider/model (for example openai/gpt-4o-mini), not {model!r}")
     provider = provider_named(provider_name)
     if provider is None:
         known = ", ".join(sorted(PROVIDERS))

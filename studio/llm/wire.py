@@ -123,7 +123,8 @@ def parse_answer(spec: ModelSpec, data: Any) -> WireAnswer:
         message = choices[0].get("message") or {}
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):  # some servers send content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+            content = "".join(p.get("text", "") for p in content
+                              if isinstance(p, dict) and isinstance(p.get("text"), str))
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return WireAnswer(content if isinstance(content, str) else "",
                           Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),

@@ -109,8 +109,8 @@ def decode_rows(rows: list, width: int, encoding: str = "utf-8") -> list[tuple]:
 
 def sqlite_encoding_name(pragma_value: Any) -> str:
     """Map `PRAGMA encoding` output (bytes or str: "UTF-8", "UTF-16le", "UTF-16be") to a Python codec."""
-    text = pragma_value.decode("ascii", "replace") if isinstance(pragma_value, (bytes, bytearray)) else str(pragma_value)
-    text = text.lower()
+    raw = pragma_value.decode("ascii", "replace") if isinstance(pragma_value, (bytes, bytearray)) else str(pragma_value)
+    text = raw.lower()
     if "16le" in text:
         return "utf-16-le"
     if "16be" in text:

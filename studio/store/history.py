@@ -425,7 +425,8 @@ def is_system_reminder(message: Message) -> bool:
     parts = content.get("parts")
     first = next((p for p in parts if isinstance(p, dict) and p.get("type") == "text"), None) \
         if isinstance(parts, list) else None
-    return isinstance(first, dict) and isinstance(first.get("text"), str) and first["text"].startswith("<system-reminder")
+    return (isinstance(first, dict) and isinstance(first.get("text"), str)
+            and first["text"].startswith("<system-reminder"))
 
 
 def recall(store: MemoryStore, thread_id: str, *, resource_id: str | None = None, page: int | None = None,

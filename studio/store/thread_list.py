@@ -225,9 +225,11 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
     # PostgreSQL: MemoryPG orders by the TIMESTAMPTZ twin first and breaks ties by id
     order = (f'COALESCE("{field}Z", "{field}" AT TIME ZONE \'UTC\') {direction}, "id" {direction}' if pg
              else f'"{field}" {direction}')
-    tail, bounds = f'{where} ORDER BY {order} LIMIT ? OFFSET ?', [*params, total if per_page is False else limit, offset]
+    tail = f'{where} ORDER BY {order} LIMIT ? OFFSET ?'
+    bounds = [*params, total if per_page is False else limit, offset]
     has_more = False if per_page is False else offset + limit < total
     if ids_only:
-        return ThreadPage(None, total, page, response_per_page, has_more, store.select_column(sc.THREADS, "id", tail, bounds))
+        return ThreadPage(None, total, page, response_per_page, has_more,
+                          store.select_column(sc.THREADS, "id", tail, bounds))
     threads = store.select_threads(tail, bounds)
     return ThreadPage(threads, total, page, response_per_page, has_more)

@@ -66,7 +66,8 @@ def studio_icon() -> QIcon:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (studio.ui.arguments.parse_window_size)."""
+    """Parse "1400x900" into (1400, 900) (pixels); raise ValueError otherwise (as
+    studio.ui.arguments.parse_window_size)."""
     from studio.app.failures import BadInput
     from studio.ui.arguments import parse_window_size
 
@@ -135,7 +136,8 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
         return EXIT_BAD_INPUT
     failures: list[str] = []
     window.database_failed.connect(failures.append)
-    task_errors: list[tuple[str, Exception]] = []   # any read that failed (a tab that could not load): the picture would lie
+    # any read that failed (a tab that could not load): the picture would lie
+    task_errors: list[tuple[str, Exception]] = []
     ctx.runner.failure_delivered.connect(lambda key, exc: task_errors.append((key, exc)))
     window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     window.resize(*size)
@@ -209,7 +211,8 @@ def _failed_reads(errors: list[tuple[str, Exception]]) -> tuple[str, int]:
         if name not in parts:
             parts.append(name)
     codes = {exit_code_for(exc) for _key, exc in errors}
-    said = "; ".join(f"{message.rstrip('.')} ({_listed(parts)} could not be read)" for message, parts in messages.items())
+    said = "; ".join(f"{message.rstrip('.')} ({_listed(parts)} could not be read)"
+                     for message, parts in messages.items())
     return said, codes.pop() if len(codes) == 1 else EXIT_FAILURE
 
 

@@ -161,16 +161,19 @@ def priority_colour(priority: Priority | None) -> QColor | None:
 
 
 STYLE_SHEET = """
-QGroupBox { font-weight: 600; border: 1px solid #d1d5db; border-radius: 6px; margin-top: 10px; padding: 8px 6px 6px 6px; }
+QGroupBox { font-weight: 600; border: 1px solid #d1d5db; border-radius: 6px; margin-top: 10px;
+            padding: 8px 6px 6px 6px; }
 QGroupBox::title { subcontrol-origin: margin; left: 8px; padding: 0 4px; color: #374151; }
 QLabel[role="muted"] { color: #6b7280; }
-QLabel[role="ok"] { color: #14532d; background: #dcfce7; border: 1px solid #86efac; border-radius: 4px; padding: 4px 6px; }
+QLabel[role="ok"] { color: #14532d; background: #dcfce7; border: 1px solid #86efac; border-radius: 4px;
+                    padding: 4px 6px; }
 QLabel[role="heading"] { font-size: 15px; font-weight: 600; color: #111827; }
 QLabel[role="empty"] { color: #6b7280; font-size: 13px; }
 QLabel[role="badge"] { border-radius: 8px; padding: 1px 8px; background: #e5e7eb; color: #374151; }
 QLabel[role="badge-live"] { border-radius: 8px; padding: 1px 8px; background: #dbeafe; color: #1e3a8a; }
 QLabel[role="badge-stale"] { border-radius: 8px; padding: 1px 8px; background: #fef3c7; color: #78350f; }
-QLabel[role="loss"] { color: #7f1d1d; background: #fee2e2; border: 1px solid #fca5a5; border-radius: 4px; padding: 4px 6px; }
+QLabel[role="loss"] { color: #7f1d1d; background: #fee2e2; border: 1px solid #fca5a5; border-radius: 4px;
+                      padding: 4px 6px; }
 QFrame[role="loss"] { background: #fee2e2; border: 1px solid #fca5a5; border-radius: 4px; }
 QLabel[role="loss-head"] { color: #7f1d1d; font-weight: 600; background: transparent; border: none; }
 QLabel[role="loss-body"] { color: #7f1d1d; background: #fee2e2; border: none; }

@@ -1,4 +1,5 @@
-"""`threads`, `recall`, `speakers`, `clone`: stable JSON shapes, exit 2 on bad input, clone's confirmation and backup."""
+"""`threads`, `recall`, `speakers`, `clone`: stable JSON shapes, exit 2 on bad input, clone's confirmation and
+backup."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def test_json_shapes_and_read_only(fixture_db, capsys):
 
     messages = run_json(capsys, ["recall", str(path), "--thread", "support-1", "--json"])
     assert list(messages) == ["message_ids", "total", "has_more"]
-    oracle = next(c for c in load_oracle("support")["threads"]["support-1"]["recall"] if c["args"] == {"perPage": False})
+    oracle = next(c for c in load_oracle("support")["threads"]["support-1"]["recall"]
+                  if c["args"] == {"perPage": False})
     assert messages["message_ids"] == oracle["messageIds"][-10:]       # Mastra's default: the newest 10
     assert (messages["total"], messages["has_more"]) == (57, True)
     everything = run_json(capsys, ["recall", str(path), "--thread", "support-1", "--all", "--json"])

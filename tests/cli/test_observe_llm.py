@@ -103,7 +103,8 @@ def test_resource_scope_model_write_equals_the_answer_file_write(fake_llm, capsy
     assert doc["threads"][picked[1]]["thread_title"] == "Train questions"
     (request,) = fake_llm.requests
     for thread_id, messages, _ in window.threads:   # every picked thread's window, in its own block
-        assert f'<thread id="{thread_id}">\n{format_messages_for_observer(messages).strip()}\n</thread>' in request.prompt
+        block = f'<thread id="{thread_id}">\n{format_messages_for_observer(messages).strip()}\n</thread>'
+        assert block in request.prompt
     answer = tmp_path / "answer.txt"
     answer.write_text(answer_text, encoding="utf-8")
     code, _, err = _run(capsys, ["observe", b, "--thread", "res-a", "--answer-file", answer, "--below-threshold",

@@ -197,7 +197,8 @@ def test_generation_changed_while_the_model_was_thinking(fixture_db, fake_llm, c
     assert code == 3 and "changed" in err  # 3: refused
     assert digest(path) == state["after"]
     rows, _ = history(path)
-    assert [r.generation_count for r in rows] == [GEN + 1, *generations] and rows[0].get("metadata")  # only the other write
+    # only the other write
+    assert [r.generation_count for r in rows] == [GEN + 1, *generations] and rows[0].get("metadata")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -246,7 +247,8 @@ def test_rule_based_reflect_and_revert(fixture_db, capsys, monkeypatch):
 
 
 def test_a_second_rule_based_reflect_has_nothing_to_condense_and_writes_nothing(fixture_db, capsys):
-    """The rules applied to their own output change nothing: no generation GEN + 2 identical to GEN + 1, no second backup."""
+    """The rules applied to their own output change nothing: no generation GEN + 2 identical to GEN + 1, no second
+    backup."""
     path = fixture_db("support")
     argv = ["reflect", str(path), "--thread", "support-1", "--strategy", "rule-based", "--watch", "0"]
     code, doc, err = run(capsys, [*argv, "--yes", "--json"])

@@ -185,7 +185,8 @@ def test_an_overtaking_write_during_the_watch_is_reported_and_repaired(fixture_d
     worker.join()
     assert got == code, err
     [found] = doc["overtaken"]
-    assert (found["kind"], found["record_id"], found["added_lines"]) == ("superseded-row-written", superseded.id, [line])
+    assert (found["kind"], found["record_id"], found["added_lines"]) == (
+        "superseded-row-written", superseded.id, [line])
     assert f"wrote 1 observation line(s) onto generation {GEN}" in err
     rows = history(path)
     if choice == "repair":

@@ -17,7 +17,10 @@ import pytest
 
 from studio.engine import exact_counts, text_units, tokenx
 
-WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog;", "memory", "observation", "(agent)", "reflection", "token", "12,345", "3.14", "café", "über", "straße", "Zürich", "naïve", "żółć", "łódź", "don't", "it's", "we've", "東京", "データベース", "😀", "a+b=c", "snake_case", "kebab-case", "CamelCase", "URL:https://example.com/a?b=1", "...!!!", "{json:[1,2]}"]
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog;", "memory", "observation", "(agent)",
+         "reflection", "token", "12,345", "3.14", "café", "über", "straße", "Zürich", "naïve", "żółć", "łódź", "don't",
+         "it's", "we've", "東京", "データベース", "😀", "a+b=c", "snake_case", "kebab-case", "CamelCase",
+         "URL:https://example.com/a?b=1", "...!!!", "{json:[1,2]}"]
 
 
 def sample(chars: int, seed: int, sep=lambda rng: " ") -> str:

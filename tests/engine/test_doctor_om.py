@@ -157,7 +157,8 @@ def test_superseded_write_fires_when_an_agent_appended_to_the_old_generation(fix
         late = iso_to_ms(gen2["createdAt"]) + 5000
         cursor = ms_to_iso(iso_to_ms(gen2["lastObservedAt"]) + 4000)
         # A running turn read generation 1 at its start and observed onto it after generation 2 existed.
-        text = gen1["activeObservations"] + f"\n\n--- message boundary ({cursor}) ---\n\n* 🟡 (20:45) User asked for a refund."
+        text = (gen1["activeObservations"]
+                + f"\n\n--- message boundary ({cursor}) ---\n\n* 🟡 (20:45) User asked for a refund.")
         conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ?, "lastObservedAt" = ?, '
                      '"updatedAt" = ? WHERE id = ?', (text, cursor, ms_to_iso(late), gen1["id"]))
 
@@ -245,7 +246,8 @@ def test_prompt_leak_in_the_log_and_the_current_task(fixture_db):
                 "to the latest message.</system-reminder>")
         conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?',
                      (row["activeObservations"] + "\n" + leak, row["id"]))
-        meta = json.loads(conn.execute("SELECT json(metadata) FROM mastra_threads WHERE id = 'support-3'").fetchall()[0][0])
+        meta = json.loads(conn.execute("SELECT json(metadata) FROM mastra_threads WHERE id = 'support-3'")
+                          .fetchall()[0][0])
         meta["mastra"]["om"]["currentTask"] = "You are the memory consciousness of an AI assistant."
         conn.execute("UPDATE mastra_threads SET metadata = jsonb(?) WHERE id = 'support-3'", (json.dumps(meta),))
 

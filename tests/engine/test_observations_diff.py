@@ -26,7 +26,8 @@ def test_parse_dates_priorities_sublines_and_boundaries():
     log = parse_log(LOG)
     assert [g.date for g in log.groups] == ["Nov 4, 2026", "Nov 5, 2026"]
     obs = log.observations
-    assert [o.priority for o in obs] == [Priority.HIGH, Priority.MEDIUM, Priority.LOW, Priority.COMPLETED, Priority.HIGH]
+    assert [o.priority for o in obs] == [Priority.HIGH, Priority.MEDIUM, Priority.LOW, Priority.COMPLETED,
+                                         Priority.HIGH]
     assert [o.time for o in obs] == ["09:15", "09:20", "09:21", "10:00", "08:00"]
     assert [o.depth for o in obs] == [0, 0, 1, 0, 0]
     assert obs[1].text == "Asked about <b>bold</b> travel plans."  # kept verbatim, never interpreted

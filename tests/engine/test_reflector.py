@@ -24,7 +24,8 @@ from tests.conftest import load_oracle
 from tests.fake_llm import Reply
 from tests.mastra_facts import lookup_keys, om_rows, oracle_thread
 
-LOG = "\n".join(["Date: Nov 1, 2026"] + [f"* 🟡 (10:{i:02d}) observation number {i} about the project" for i in range(40)])
+LOG = "\n".join(["Date: Nov 1, 2026"]
+                + [f"* 🟡 (10:{i:02d}) observation number {i} about the project" for i in range(40)])
 DEGENERATE = "<observations>\n" + "* 🟡 (10:00) the same observation again and again\n" * 60 + "</observations>"
 
 
@@ -122,7 +123,8 @@ def test_degenerate_and_empty_answers_escalate_and_a_good_one_is_kept():
     assert result.observations.count("kept fact") == 3
 
 
-@pytest.mark.parametrize("answers, reason", [([DEGENERATE] * 4, "degenerate"), (["", "  ", "<observations>\n</observations>", ""], "empty"),
+@pytest.mark.parametrize("answers, reason", [([DEGENERATE] * 4, "degenerate"),
+                                             (["", "  ", "<observations>\n</observations>", ""], "empty"),
                                              ([DEGENERATE, "", DEGENERATE, ""], "mixed")])
 def test_all_attempts_failing_is_refused(answers, reason):
     client = Scripted(*answers)

@@ -27,7 +27,8 @@ def tag(author_id, name, role, body):
     def esc(v: str) -> str:
         return v.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
-    return f'<turn author_id="{esc(author_id)}" author_name="{esc(name)}" functional_role="{esc(role)}">\n{body}\n</turn>'
+    return (f'<turn author_id="{esc(author_id)}" author_name="{esc(name)}" functional_role="{esc(role)}">\n'
+            f'{body}\n</turn>')
 
 
 def msg(i, role, text):

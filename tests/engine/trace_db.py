@@ -73,9 +73,10 @@ def build_trace_db(template: Path) -> Path:
             created = REFLECTED_AT.get(gen, _at(3, 200))
             conn.execute(
                 'INSERT INTO mastra_observational_memory (id, "lookupKey", scope, "resourceId", "threadId", '
-                '"activeObservations", "originType", config, "generationCount", "lastObservedAt", "lastReflectionAt", '
-                '"pendingMessageTokens", "totalTokensObserved", "observationTokenCount", "isObserving", "isReflecting", '
-                '"observedMessageIds", "isBufferingObservation", "isBufferingReflection", "lastBufferedAtTokens", '
+                '"activeObservations", "originType", config, "generationCount", "lastObservedAt", '
+                '"lastReflectionAt", "pendingMessageTokens", "totalTokensObserved", "observationTokenCount", '
+                '"isObserving", "isReflecting", "observedMessageIds", "isBufferingObservation", '
+                '"isBufferingReflection", "lastBufferedAtTokens", '
                 '"createdAt", "updatedAt") '
                 "VALUES (?, ?, 'thread', ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, 0, 0, '[]', 0, 0, 0, ?, ?)",
                 (f"om-{gen}", f"thread:{THREAD}", RESOURCE, THREAD, text, "reflection" if gen else "initial",

@@ -71,7 +71,8 @@ def dropped_line(path: Path, thread: str) -> str:
     rows = om_rows(path, f"thread:{thread}")
     for ln in parse_log(rows[0]["activeObservations"]).observations:
         text = ln.text.strip()
-        if ln.priority is Priority.HIGH and len(rows) > 1 and all(text not in r["activeObservations"] for r in rows[1:]):
+        if (ln.priority is Priority.HIGH and len(rows) > 1
+                and all(text not in r["activeObservations"] for r in rows[1:])):
             return text
     raise AssertionError(f"{thread} has no high-priority line of generation 0 that a reflection dropped")
 

@@ -41,13 +41,16 @@ def _add_chunks(path) -> list[dict]:
         assert len(ids) >= 2, ids
         chunks = [
             {"id": "ombuf-studio-1", "cycleId": "buffer-obs-studio-1",
-             "observations": '<thread id="res-c">\nDate: Nov 29, 2026\n* 🔴 (20:42) Chunk one: the user\'s "key" fact\n</thread>',
-             "tokenCount": 20, "messageIds": ids[:1], "messageTokens": 200, "lastObservedAt": "2026-11-29T20:42:34.100Z",
+             "observations": ('<thread id="res-c">\nDate: Nov 29, 2026\n'
+                              '* 🔴 (20:42) Chunk one: the user\'s "key" fact\n</thread>'),
+             "tokenCount": 20, "messageIds": ids[:1], "messageTokens": 200,
+             "lastObservedAt": "2026-11-29T20:42:34.100Z",
              "createdAt": "2026-11-29T20:42:34.200Z", "suggestedContinuation": "Chunk one hint",
              "currentTask": "- Primary: chunk one", "threadTitle": "Chunk title one"},
             {"id": "ombuf-studio-2", "cycleId": "buffer-obs-studio-2",
              "observations": '<thread id="res-c">\nDate: Nov 29, 2026\n* 🟡 (20:43) Chunk two fact\n</thread>',
-             "tokenCount": 22, "messageIds": ids[1:], "messageTokens": 235, "lastObservedAt": "2026-11-29T20:42:34.123Z",
+             "tokenCount": 22, "messageIds": ids[1:], "messageTokens": 235,
+             "lastObservedAt": "2026-11-29T20:42:34.123Z",
              "createdAt": "2026-11-29T20:42:34.300Z", "suggestedContinuation": "Chunk two hint",
              "currentTask": "- Primary: chunk two", "threadTitle": "Chunk title two"},
         ]
@@ -92,7 +95,8 @@ def test_resource_activation_matches_mastra_and_mastra_continues(mastra_corpus, 
     # the one allowed difference: Mastra's empty thread row with id "" (see the module docstring)
     assert added_b == {}
     assert list(added_a) == [("mastra_threads", "")]
-    assert added_a[("mastra_threads", "")]["title"] == "" and added_a[("mastra_threads", "")]["resourceId"] == "user-erin"
+    junk = added_a[("mastra_threads", "")]
+    assert junk["title"] == "" and junk["resourceId"] == "user-erin"
     assert set(changed_b) == set(changed_a)
     for cell in changed_a:
         assert _comparable(cell, changed_b[cell]) == _comparable(cell, changed_a[cell]), cell

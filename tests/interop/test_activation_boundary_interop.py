@@ -38,7 +38,8 @@ CASES = [(5000, 2736), (5000, 4500), (5000, 6000), (9000, 7000), (3000, 6000), (
 def _set_record(path, activation: float, pending: int) -> None:
     conn = libsql.connect(f"file:{path}")
     try:
-        conn.execute('UPDATE mastra_observational_memory SET config = json_set(config, \'$.observation.bufferActivation\', ?), '
+        conn.execute('UPDATE mastra_observational_memory '
+                     'SET config = json_set(config, \'$.observation.bufferActivation\', ?), '
                      '"pendingMessageTokens" = ? WHERE id = (SELECT id FROM mastra_observational_memory '
                      'WHERE "lookupKey" = ? ORDER BY "generationCount" DESC LIMIT 1)', (activation, pending, RECORD))
         conn.commit()

@@ -65,7 +65,8 @@ def test_clear_thread_matches_mastra_deleting_every_message(mastra_corpus, tmp_p
 def _seed_resource(path, resource_id, working_memory):
     with write_transaction(path) as tx:
         tx.insert("mastra_resources", {"id": resource_id, "workingMemory": working_memory, "metadata": Jsonb("{}"),
-                                       "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z"})
+                                       "createdAt": "2026-01-01T00:00:00.000Z",
+                                       "updatedAt": "2026-01-01T00:00:00.000Z"})
 
 
 @pytest.mark.parametrize(("name", "source", "scope", "args", "seed"), [
@@ -95,7 +96,8 @@ def test_clone_with_working_memory_matches_mastra(mastra_corpus, tmp_path, name,
         (thread,) = got["added"]["mastra_threads"]
         assert thread["metadata"]["workingMemory"]
     else:  # the destination resource got the working memory only when the clone moved to another resource
-        touched = bool(got["added"].get("mastra_resources")) or any(t == "mastra_resources" for t, _, _ in got["changed"])
+        touched = (bool(got["added"].get("mastra_resources"))
+                   or any(t == "mastra_resources" for t, _, _ in got["changed"]))
         assert touched == bool(args)
 
 

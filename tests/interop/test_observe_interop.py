@@ -34,7 +34,8 @@ TIME_COLUMNS = {"updatedAt"}
 #: Marker fields that are write times or per-run ids.
 VOLATILE = {"cycleId", "startedAt", "completedAt", "timestamp", "durationMs", "activatedAt"}
 
-OBSERVATIONS = ("Date: Dec 1, 2026\n* 🔴 (09:00) Studio observe interop: the user's key fact \"quoted\" & <kept> ünï 🎉\n"
+OBSERVATIONS = ("Date: Dec 1, 2026\n"
+                "* 🔴 (09:00) Studio observe interop: the user's key fact \"quoted\" & <kept> ünï 🎉\n"
                 "* 🟡 (09:05) A medium detail.\n  * -> a sub-detail of it")
 
 
@@ -116,11 +117,12 @@ OBSERVE_CASES = [
     ("support", "support-3", {"task": False, "response": False, "title": None}),  # no extracted values at all
     ("tools", "tools-1", {"task": True, "response": True, "title": "Tools observed"}),
     # two titles: the thread-title extractor (threadTitle on) reads the last, the plain section reader the first
-    ("support", "support-4", {"task": True, "response": False, "title": "Last title wins", "first_title": "First title"}),
+    ("support", "support-4",
+     {"task": True, "response": False, "title": "Last title wins", "first_title": "First title"}),
     ("collab", "room_7", {"task": False, "response": True, "title": "Last title", "first_title": "First title read"}),
     # <extracted-values> JSON: its values win, untrimmed, and come first in extractedValues
     ("support", "support-5", {"task": True, "response": True, "title": None,
-                                  "json_values": {"thread-title": "  JSON title  ", "suggested-response": "From JSON"}}),
+                              "json_values": {"thread-title": "  JSON title  ", "suggested-response": "From JSON"}}),
 ]
 
 
@@ -236,7 +238,8 @@ def test_refusals_leave_the_file_byte_identical(tmp_path, case):
     _, output = _answer(True, True, "Another title")
     with pytest.raises(WriteRefused) as err:
         commit_observation(path, window, output, idle_ms=idle_ms)
-    assert err.value.reason == {"busy-flag": "busy", "quiet-period": "busy", "record-changed": "generation-changed"}[case]
+    reasons = {"busy-flag": "busy", "quiet-period": "busy", "record-changed": "generation-changed"}
+    assert err.value.reason == reasons[case]
     assert file_state(path) == state
 
 

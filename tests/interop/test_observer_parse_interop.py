@@ -17,8 +17,8 @@ CASES = {
                "<current-task>\n- Primary: remember colours\n</current-task>\n"
                "<suggested-response>\nAsk about the next colour.\n</suggested-response>\n"
                "<thread-title>Colours</thread-title>", WITH_TITLE),
-    "title-not-an-extractor": ("<observations>\n* 🟢 (09:00) A\n</observations>\n<thread-title>Plain title</thread-title>",
-                               DEFAULT_SLUGS),
+    "title-not-an-extractor": ("<observations>\n* 🟢 (09:00) A\n</observations>\n"
+                               "<thread-title>Plain title</thread-title>", DEFAULT_SLUGS),
     "two-blocks-one-empty": ("<observations>\n* 🔴 (1:00) one\n</observations>\ntext\n<observations>\n\n"
                              "</observations>\n  <observations>\n  * 🟡 (2:00) two\n  </observations>", DEFAULT_SLUGS),
     "inline-mention-only": ("The user asked about <observations> tags.\n- a list line\n  * nested item\n"

@@ -177,7 +177,8 @@ def test_studio_commits_overtaken_by_running_turns_are_all_repaired(mastra_corpu
     findings = find_overtaking_writes(history)
     forks = [f for f in findings if f.kind == "fork"]
     stranded = [f for f in findings if f.kind == "superseded-row-written"]
-    print(f"\nruns {runs} x {TURNS_PER_RUN} turns ({failed_starts} agent starts refused by a lock); studio commits {tally.commits} "
+    print(f"\nruns {runs} x {TURNS_PER_RUN} turns ({failed_starts} agent starts refused by a lock); "
+          f"studio commits {tally.commits} "
           f"({tally.commits_while_running} while Mastra ran, {tally.reverts} reverts); refusals {tally.refusals}; "
           f"overtaking writes found {tally.findings}, repaired by {tally.repairs} repair generations carrying "
           f"{tally.carried_lines} lines; forks in the history {len(forks)} (unrepaired "

@@ -93,7 +93,8 @@ def inspect_differences(target: str, oracle: dict) -> list[str]:
                     diffs.append(f"{key} {theirs}: {got[ours]} != {st[theirs]}")
         hist = [(h["record_id"], h["generation_count"], h["origin_type"], h["observation_token_count"])
                 for h in got["history"]]
-        want = [(h["id"], h["generationCount"], h["originType"], h["observationTokenCount"]) for h in expected["history"]]
+        want = [(h["id"], h["generationCount"], h["originType"], h["observationTokenCount"])
+                for h in expected["history"]]
         if hist != want:
             diffs.append(f"{key} history {hist} != {want}")
     return diffs

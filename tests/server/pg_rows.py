@@ -26,7 +26,8 @@ def node_pg(pg_corpus, script: str, *args: str) -> dict:
 
 
 def dump_schema(url: str, schema: str) -> dict[str, dict[str, dict]]:
-    """Return {table: {id: {column: exact text}}} of every mastra_* table of SCHEMA (twins included; TIMESTAMPTZ in UTC)."""
+    """Return {table: {id: {column: exact text}}} of every mastra_* table of SCHEMA (twins included; TIMESTAMPTZ in
+    UTC)."""
     out: dict[str, dict[str, dict]] = {}
     with psycopg.connect(url, autocommit=True) as conn:
         tables = [r[0] for r in conn.execute(

@@ -1,4 +1,5 @@
-"""Helpers of the libSQL-server tests: talk to a throwaway sqld with plain httpx (independent of the studio's client)."""
+"""Helpers of the libSQL-server tests: talk to a throwaway sqld with plain httpx (independent of the studio's
+client)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,8 @@ def rows(url: str) -> dict[str, dict[str, dict]]:
             continue
         out[table] = {}
         for row in result["rows"]:
-            values = {n: (None if v["type"] == "null" else json.dumps(v, sort_keys=True)) for n, v in zip(names, row, strict=True)}
+            values = {n: (None if v["type"] == "null" else json.dumps(v, sort_keys=True))
+                      for n, v in zip(names, row, strict=True)}
             out[table][row[names.index("id")]["value"]] = values
     return out
 

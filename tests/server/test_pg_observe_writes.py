@@ -115,7 +115,8 @@ def test_activation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatch
     before = dump_schema(pg_corpus.url, a)
     mastra = node_pg(pg_corpus, "mastra-activate.mjs", a, "long-run")
     assert mastra["activated"] is True
-    ours = activate_buffered(target, thread_id="long-run", lookup_key="thread:long-run", stamp_estimates=stamp_estimates)
+    ours = activate_buffered(target, thread_id="long-run", lookup_key="thread:long-run",
+                             stamp_estimates=stamp_estimates)
     assert ours["activated_cycle_ids"] == mastra["chunks"]["activatedCycleIds"]
     assert ours["chunks_after"] == mastra["chunks"]["after"]
     changed = _same_changes(pg_corpus, before, a, b)

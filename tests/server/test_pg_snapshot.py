@@ -180,8 +180,10 @@ def test_the_window_refreshes_when_another_process_writes(pg_corpus, copy_target
     new_id = f"added-{uuid.uuid4().hex[:8]}"
     code = ("import psycopg, sys\n"
             "with psycopg.connect(sys.argv[1], autocommit=True) as c:\n"
-            f"    c.execute('UPDATE {SCHEMA}.mastra_threads SET title = %s WHERE id = %s', ('Renamed by another process', 'support-1'))\n"
-            f"    c.execute('INSERT INTO {SCHEMA}.mastra_threads (id, \"resourceId\", title, metadata, \"createdAt\", \"updatedAt\") "
+            f"    c.execute('UPDATE {SCHEMA}.mastra_threads SET title = %s WHERE id = %s', "
+            "('Renamed by another process', 'support-1'))\n"
+            f"    c.execute('INSERT INTO {SCHEMA}.mastra_threads "
+            "(id, \"resourceId\", title, metadata, \"createdAt\", \"updatedAt\") "
             f"SELECT %s, \"resourceId\", %s, metadata, now(), now() FROM {SCHEMA}.mastra_threads WHERE id = %s', "
             "(sys.argv[2], 'New thread', 'support-1'))\n")
     subprocess.run([sys.executable, "-c", code, pg_corpus.url, new_id], check=True, timeout=60)

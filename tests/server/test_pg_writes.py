@@ -28,7 +28,8 @@ OM = "mastra_observational_memory"
 
 
 def _twins_match(row: dict) -> None:
-    """Every timestamp we wrote has its TIMESTAMPTZ twin at the same instant (lastBufferedAtTime: Mastra writes none)."""
+    """Every timestamp we wrote has its TIMESTAMPTZ twin at the same instant (not lastBufferedAtTime: Mastra writes
+    none)."""
     for col in ("createdAt", "updatedAt", "lastReflectionAt", "lastObservedAt"):
         if col in row and row[col] is not None:
             assert row[col + "Z"] == row[col] + "+00", (col, row[col], row[col + "Z"])
@@ -165,7 +166,8 @@ def test_llm_reflect_cli_on_postgresql_equals_mastra_with_the_same_answer(pg_cor
     assert same_row(row_a, row_b, skip={"metadata"}) == []
     assert json.loads(row_b["metadata"])["studio"]["model"] == "openai-compatible/reflector"
     assert set(changed_a) == set(changed_b)
-    assert changed_b[("mastra_threads", "support-1", "metadata")] == changed_a[("mastra_threads", "support-1", "metadata")]
+    metadata = ("mastra_threads", "support-1", "metadata")
+    assert changed_b[metadata] == changed_a[metadata]
     _twins_match(row_b)
     report = node_pg(pg_corpus, "continue.mjs", b, "support-1", "1")
     assert report["ok"] is True and report["before"]["recordId"] == row_b["id"], report
@@ -274,7 +276,8 @@ def test_clone_on_postgresql_equals_mastra_clone(pg_corpus, tmp_path, request, m
     assert tb["createdAtZ"] == tb["createdAt"] + "+00"
     if OM in added_a:
         (oa,), (ob,) = added_a[OM], added_b[OM]
-        ids_a, ids_b = json.loads(oa.pop("observedMessageIds") or "null"), json.loads(ob.pop("observedMessageIds") or "null")
+        ids_a = json.loads(oa.pop("observedMessageIds") or "null")
+        ids_b = json.loads(ob.pop("observedMessageIds") or "null")
         assert (ids_a is None) == (ids_b is None)
         assert same_row(oa, ob, skip={"bufferedObservationChunks"}) == []
         _twins_match(ob)

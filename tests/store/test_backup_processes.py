@@ -155,7 +155,8 @@ def test_the_frozen_app_child_reports_like_the_python_child(fixture_db, tmp_path
     path = fixture_db("support")
     out = tmp_path / "copy.db"
     done = subprocess.run([sys.executable, "-m", "studio", "--studio-child", "backup", str(path), str(out), "0",
-                           str(os.getpid()), "9"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           str(os.getpid()), "9"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["integrity"] == ["ok"]

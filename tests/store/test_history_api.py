@@ -15,7 +15,8 @@ from tests.conftest import load_oracle
 def test_get_thread_by_id(fixture_db):
     with open_store(fixture_db("support")) as store:
         thread = get_thread_by_id(store, "support-1")
-        expected = next(t for t in load_oracle("support")["resources"]["user-alice"]["threads"] if t["id"] == "support-1")
+        expected = next(t for t in load_oracle("support")["resources"]["user-alice"]["threads"]
+                        if t["id"] == "support-1")
         assert (thread.resource_id, thread.title, thread.metadata, thread.created_at) == (
             expected["resourceId"], expected["title"], expected["metadata"], expected["createdAt"])
         assert get_thread_by_id(store, "support-1", "user-alice").id == "support-1"
@@ -133,11 +134,12 @@ def test_storage_order_of_canonical_times_is_taken_as_is_only_when_it_is_time_or
     def messages(times):
         return [Message(id=f"m{i}", thread_id="t", role="user", content="x", created_at=t) for i, t in enumerate(times)]
 
-    ascending = ["2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.819Z", "2026-11-29T20:41:00.000Z", "2027-01-01T00:00:00.000Z"]
+    ascending = ["2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.819Z", "2026-11-29T20:41:00.000Z",
+                 "2027-01-01T00:00:00.000Z"]
     assert _canonical_in_order(ascending)
     for times in (ascending, ascending[::-1],
                   ["2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.9Z"],          # not fixed width: times decide
-                  ["2026-11-29T21:40:53.819+01:00", "2026-11-29T20:40:53.900Z"],  # offsets: text order is not time order
+                  ["2026-11-29T21:40:53.819+01:00", "2026-11-29T20:40:53.900Z"],  # offsets: text order ≠ time order
                   [" 2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.800Z"]):
         ms = [iso_to_ms(t) for t in times]
         expected = [m.id for _, m in sorted(zip(ms, messages(times), strict=True), key=lambda p: p[0])]

@@ -108,7 +108,8 @@ def test_list_threads_equals_oracle(fixture_db, capsys, name):
     with open_store(path) as store:
         for _rid, case in cases:
             got = _api_threads(store, case["args"])
-            assert (got.thread_ids, got.total, got.has_more) == (case["threadIds"], case["total"], case["hasMore"]), case
+            want = (case["threadIds"], case["total"], case["hasMore"])
+            assert (got.thread_ids, got.total, got.has_more) == want, case
     for _rid, case in cases:
         doc = _cli_json(capsys, threads_argv(path, case["args"]))
         assert doc == {"thread_ids": case["threadIds"], "total": case["total"], "has_more": case["hasMore"]}, case
@@ -155,7 +156,8 @@ def _expected(case):
 
 def _ids_in_extra(name) -> tuple[set[str], set[str]]:
     """Return (thread ids, message ids) that EXTRA's answers for fixture NAME name."""
-    threads = {t for case in EXTRA[name]["listThreads"] for t in case.get("threadIds", [])} | set(EXTRA[name]["threads"])
+    threads = ({t for case in EXTRA[name]["listThreads"] for t in case.get("threadIds", [])}
+               | set(EXTRA[name]["threads"]))
     messages = {m for cases in EXTRA[name]["threads"].values() for case in cases for m in case.get("messageIds", [])}
     return threads, messages
 
@@ -189,8 +191,9 @@ def test_more_cases_equal_mastra(fixture_db, name):
                 if case["kind"] == "recall":
                     got = _outcome(_api_recall, store, thread_id, args)
                 else:
-                    got = _outcome(list_messages, store, thread_id, page=args.get("page", 0), per_page=args.get("perPage"),
-                                   order_by=args.get("orderBy"), filter=args.get("filter"), include=args.get("include"))
+                    got = _outcome(list_messages, store, thread_id, page=args.get("page", 0),
+                                   per_page=args.get("perPage"), order_by=args.get("orderBy"),
+                                   filter=args.get("filter"), include=args.get("include"))
                 got = {"error": True} if "error" in got else got
                 assert got == _expected(case), (thread_id, case["kind"], args)
     assert seen_kinds == {"recall", "listMessages"}

@@ -328,7 +328,8 @@ def test_watch_after_an_in_place_write(tmp_path, overwritten):
         if not calls:
             text = stale + "\n\n* 🔴 (10:00) the agent's own line" if overwritten else \
                 row["activeObservations"] + "\n\n* 🔴 (10:00) the agent's next observation"
-            _set(path, 'UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?', (text, row["id"]))
+            _set(path, 'UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?',
+                 (text, row["id"]))
         calls.append(seconds)
         time.sleep(min(seconds, 0.05))
 

@@ -77,10 +77,14 @@ def test_jsonb_text_and_null_metadata_side_by_side(tmp_path):
                  '"createdAt" TEXT, "updatedAt" TEXT)')
     conn.execute('CREATE TABLE mastra_messages (id TEXT PRIMARY KEY, thread_id TEXT, content TEXT, role TEXT, '
                  'type TEXT, "createdAt" TEXT, "resourceId" TEXT)')
-    conn.execute("INSERT INTO mastra_threads VALUES ('a','r','A', jsonb('{\"k\":1}'), '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')")
-    conn.execute("INSERT INTO mastra_threads VALUES ('b','r','B', '{\"k\":2}', '2026-01-02T00:00:00.000Z', '2026-01-02T00:00:00.000Z')")
-    conn.execute("INSERT INTO mastra_threads VALUES ('c','r','C', NULL, '2026-01-03T00:00:00.000Z', '2026-01-03T00:00:00.000Z')")
-    conn.execute("INSERT INTO mastra_threads VALUES ('d','r','D', '{broken', '2026-01-04T00:00:00.000Z', '2026-01-04T00:00:00.000Z')")
+    conn.execute("INSERT INTO mastra_threads VALUES ('a','r','A', jsonb('{\"k\":1}'), "
+                 "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')")
+    conn.execute("INSERT INTO mastra_threads VALUES ('b','r','B', '{\"k\":2}', "
+                 "'2026-01-02T00:00:00.000Z', '2026-01-02T00:00:00.000Z')")
+    conn.execute("INSERT INTO mastra_threads VALUES ('c','r','C', NULL, "
+                 "'2026-01-03T00:00:00.000Z', '2026-01-03T00:00:00.000Z')")
+    conn.execute("INSERT INTO mastra_threads VALUES ('d','r','D', '{broken', "
+                 "'2026-01-04T00:00:00.000Z', '2026-01-04T00:00:00.000Z')")
     conn.execute("INSERT INTO mastra_messages VALUES ('m1','a','{not json','user','v2','2026-01-01T00:00:01.000Z','r')")
     conn.commit()
     conn.close()
@@ -210,8 +214,8 @@ def test_file_url_and_remote_url():
     assert file_target("file:rel.db?mode=rw").path == Path("rel.db")
     # a libSQL server is read through studio.store.backends.libsql_server; only a file copy or write asks for a
     # file (a write opens its own stream: studio.store.write.backends.libsql_remote); the token never shows
-    with pytest.raises(StoreError, match=r"remote libSQL store \(libsql://example.turso.io\?authToken=\*\*\*\) is never "
-                                         r"opened read-write.*Nothing was written"):
+    with pytest.raises(StoreError, match=r"remote libSQL store \(libsql://example.turso.io\?authToken=\*\*\*\) "
+                                         r"is never opened read-write.*Nothing was written"):
         file_target("libsql://example.turso.io?authToken=secret")
 
 

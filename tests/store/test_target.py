@@ -58,7 +58,8 @@ def test_a_target_is_an_immutable_value_that_shows_no_secret():
 
 
 @pytest.mark.parametrize("url, words", [
-    ("postgresql://ann:s3cret@h/db", r"The PostgreSQL store \(postgresql://ann:\*\*\*@h/db\) is never opened as a file"),
+    ("postgresql://ann:s3cret@h/db",
+     r"The PostgreSQL store \(postgresql://ann:\*\*\*@h/db\) is never opened as a file"),
     ("https://h?authToken=t0k", r"The remote libSQL store \(https://h\?authToken=\*\*\*\) is never opened read-write"),
 ])
 def test_a_server_url_is_never_taken_for_a_file(url, words):

@@ -60,7 +60,8 @@ def mastra_appends(path, record_id, text, cursor):
     try:
         conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = "activeObservations" || ?, '
                      '"lastObservedAt" = ?, "updatedAt" = ? WHERE id = ?',
-                     (f"\n\n--- message boundary ({cursor}) ---\n\nDate: Dec 1, 2026\n{text}", cursor, cursor, record_id))
+                     (f"\n\n--- message boundary ({cursor}) ---\n\nDate: Dec 1, 2026\n{text}", cursor, cursor,
+                      record_id))
     finally:
         conn.close()
 
@@ -193,7 +194,8 @@ def test_observations_appended_to_the_superseded_row_are_found_and_carried_forwa
     assert {k: v for k, v in after["mastra_observational_memory"].items() if k != repair["id"]} == \
         before["mastra_observational_memory"]
     assert repair["generationCount"] == GEN + 2 and repair["lastObservedAt"] == cursor
-    assert repair["activeObservations"] == f"{OBS}\n\n--- message boundary ({cursor}) ---\n\nDate: Dec 1, 2026\n{STRANDED}"
+    assert repair["activeObservations"] == (
+        f"{OBS}\n\n--- message boundary ({cursor}) ---\n\nDate: Dec 1, 2026\n{STRANDED}")
     assert unrepaired(find_overtaking_writes(history(path))) == []
     assert repair_overtaken_writes(path, lookup_key=KEY, now_ms=NOW + 11_000,
                                    count_observations=count_observations) is None  # nothing left

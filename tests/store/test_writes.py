@@ -127,7 +127,8 @@ def test_stale_reflecting_flag_is_refused_then_cleared_on_request(fixture_db):
 def test_refused_while_another_process_observes_or_buffers(fixture_db, flag):
     path = fixture_db("support")
     rec = current(path, "thread:support-1")
-    set_columns(path, rec.id, **{flag: 1, "updatedAt": ms_to_iso(NOW - 1000), "lastBufferedAtTime": ms_to_iso(NOW - 1000)})
+    set_columns(path, rec.id,
+                **{flag: 1, "updatedAt": ms_to_iso(NOW - 1000), "lastBufferedAtTime": ms_to_iso(NOW - 1000)})
     before = state(path)
     with pytest.raises(WriteRefused) as info:
         reflect(path)

@@ -24,7 +24,8 @@ def record_steps(window) -> list[tuple[bool, dict[str, tuple[str, str]]]]:
         rows = {}
         for r in range(model.rowCount()):
             tid = model.index(r, ThreadColumn.TITLE).data(ID_ROLE)
-            rows[tid] = (model.index(r, ThreadColumn.MESSAGES).data(), model.index(r, ThreadColumn.LAST_ACTIVITY).data())
+            rows[tid] = (model.index(r, ThreadColumn.MESSAGES).data(),
+                         model.index(r, ThreadColumn.LAST_ACTIVITY).data())
         if rows:
             seen.append((model.counted, rows))
 
@@ -49,7 +50,8 @@ def expected_cells(oracle: dict) -> dict[str, tuple[str, str]]:
 
 
 def step_problems(seen, oracle: dict) -> list[str]:
-    """Return what was wrong in SEEN: a first step missing, a count or time shown before it was known, or wrong after."""
+    """Return what was wrong in SEEN: a first step missing, a count or time shown before it was known, or wrong
+    after."""
     want = expected_cells(oracle)
     problems = []
     if not seen or seen[0][0]:

@@ -86,7 +86,8 @@ def test_each_column_keeps_its_extremes_for_any_view(seed):
     x = np.maximum.accumulate(x)    # ... never backwards
     y = rng.normal(1000, 300, n)
     y[rng.random(n) < 0.05] = np.nan                                  # gaps in the curve
-    views = [(x[0], x[-1], 300), (x[n // 3], x[n // 2], 97), (x[10] - 50, x[-10] + 50, 1), (x[-1] - 5, x[-1] + 100, 400)]
+    views = [(x[0], x[-1], 300), (x[n // 3], x[n // 2], 97), (x[10] - 50, x[-10] + 50, 1),
+             (x[-1] - 5, x[-1] + 100, 400)]
     for x0, x1, columns in views:
         _check(x, y, float(x0), float(x1), columns)
     # x going back now and then (as turns do on the benchmark's thread): piece by piece, and past

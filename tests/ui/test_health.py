@@ -212,7 +212,8 @@ def test_a_pending_generation_select_dies_with_the_window(studio_ctx, fixture_db
 
 
 def test_badged_title_keeps_its_full_title_tooltip(studio, studio_ctx, fixture_db, qtbot):
-    """The badge narrows the title's cell: its tooltip still gives the whole title (plain text), then the Health line."""
+    """The badge narrows the title's cell: its tooltip still gives the whole title (plain text), then the Health
+    line."""
     from PySide6.QtCore import QEvent
     from PySide6.QtGui import QHelpEvent
     from PySide6.QtWidgets import QStyleOptionViewItem, QToolTip

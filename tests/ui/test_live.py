@@ -52,7 +52,8 @@ def test_live_wal_fixture_shows_rows_only_in_the_wal(studio, studio_ctx, fixture
     in_main = main_file_counts(path, tmp_path / "main-only")
     wal_threads = sorted(set(counts) - set(in_main))
     wal_messages = sorted(t for t in in_main if counts[t] > in_main[t])
-    assert wal_threads and wal_messages, "the live fixture has no thread (or no message of an older thread) only in its -wal"
+    assert wal_threads and wal_messages, \
+        "the live fixture has no thread (or no message of an older thread) only in its -wal"
     window = studio(path)
     rows = rows_by_id(window)
     assert set(wal_threads) <= set(rows)                     # threads that exist only in the -wal
@@ -145,7 +146,8 @@ def test_auto_refresh_on_a_file_nobody_had_open(studio, studio_ctx, fixture_db, 
 
     append_message(path, "support-1", "Written after the studio opened a quiescent file.")
 
-    qtbot.waitUntil(lambda: tab.model.rowCount() == SUPPORT_1_MESSAGES + 1 and studio_ctx.runner.pending == 0, timeout=15000)
+    qtbot.waitUntil(lambda: tab.model.rowCount() == SUPPORT_1_MESSAGES + 1 and studio_ctx.runner.pending == 0,
+                    timeout=15000)
     assert window.current_thread_id == "support-1"
 
 

@@ -19,7 +19,8 @@ def inject_markup(path) -> str:
     conn = libsql.connect(str(path))
     conn.execute("UPDATE mastra_threads SET title = ? WHERE id = 'support-1'", (MARKUP,))
     msg_id, content = conn.execute(
-        "SELECT id, content FROM mastra_messages WHERE thread_id = 'support-1' ORDER BY createdAt LIMIT 1").fetchall()[0]
+        "SELECT id, content FROM mastra_messages WHERE thread_id = 'support-1' ORDER BY createdAt LIMIT 1"
+    ).fetchall()[0]
     data = json.loads(content)
     data["parts"] = [{"type": "text", "text": f"{MARKUP} <i>and</i> &amp; <script>alert(1)</script>"}]
     data["content"] = data["parts"][0]["text"]

@@ -136,7 +136,8 @@ def test_revert_refused_when_a_generation_was_written_meanwhile(studio, studio_c
     assert not dialog.revert_button.isEnabled() and dialog.cancel_button.text() == "Close"   # it cannot succeed now
     assert snapshot(path, shm=False) == written
     assert history(path)[0].active_observations == "* 🔴 (10:00) written by the agent"
-    wait_until(lambda: tab.generation_model.index(0, 0).data() == f"{GEN + 1} (current)")   # the refusal refreshed the view
+    # the refusal refreshed the view
+    wait_until(lambda: tab.generation_model.index(0, 0).data() == f"{GEN + 1} (current)")
 
 
 def test_the_quiet_period_is_shown_refuses_and_can_be_forced(studio, studio_ctx, fixture_db):

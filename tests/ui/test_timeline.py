@@ -86,14 +86,16 @@ def test_resource_scope_names_a_message_by_its_place_in_its_own_thread(studio, f
     assert tl.scope == "resource" and {m.thread_id for m in tl.messages} > {"res-a"}
     with open_store(window.database_path) as store:
         own_ids = [m.id for m in store.list_messages("res-a")]
-    point = max((p for p in tl.points if p.message_index is not None and tl.messages[p.message_index].thread_id == "res-a"),
-                key=lambda p: p.message_index)
+    def thread_of(p):
+        return tl.messages[p.message_index].thread_id if p.message_index is not None else None
+
+    point = max((p for p in tl.points if thread_of(p) == "res-a"), key=lambda p: p.message_index)
     tab.pointer.select_point(point)
     message = tl.messages[point.message_index]
     nth = own_ids.index(message.id) + 1
     assert (f"message {nth} of this thread ({message.role}; {point.message_index + 1} of {len(tl.messages)} "
             "across the resource's threads)") in tab.readout.text()
-    other = next(p for p in tl.points if p.message_index is not None and tl.messages[p.message_index].thread_id != "res-a")
+    other = next(p for p in tl.points if p.message_index is not None and thread_of(p) != "res-a")
     tab.pointer.select_point(other)
     assert f"a message of thread {tl.messages[other.message_index].thread_id}" in tab.readout.text()
     assert tab.chart.plot.getPlotItem().getAxis("bottom").labelText == "turn (all threads of the resource)"
@@ -119,7 +121,8 @@ def test_export_menu_asks_where_writes_and_says_what_happened(studio, fixture_db
     _window, tab = _open_timeline(studio, fixture_db, studio_ctx, "collab", "doc_42")
     offered = []
     answer = tmp_path / "chosen.csv"
-    monkeypatch.setattr(chart_export, "ask_export_path", lambda _parent, kind, name: offered.append((kind, name)) or str(answer))
+    monkeypatch.setattr(chart_export, "ask_export_path",
+                        lambda _parent, kind, name: offered.append((kind, name)) or str(answer))
     tab.exporter.export("csv")
     assert offered == [("csv", "doc_42-timeline.csv")]
     assert answer.read_text(encoding="utf-8").startswith("series,kind,at,turn")

@@ -17,7 +17,7 @@ def wait_until(predicate, timeout: float = 60.0) -> None:  # a hang guard, not a
 
 
 def open_write_dialog(window, action: str, attribute: str, cls):
-    """Trigger WINDOW's dialogs' ACTION (e.g. "reflect_action") and return the dialog it opened, once its first read ended.
+    """Trigger WINDOW's dialogs' ACTION (e.g. "reflect_action"); return the dialog it opened once its first read ended.
 
     The dialog must be a visible CLS kept as WINDOW.dialogs.<ATTRIBUTE>; its `closed_with` is set to the
     dialog's result when it closes (absent while it is open).

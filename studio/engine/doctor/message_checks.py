@@ -3,8 +3,9 @@
 Rules and thresholds (each also in docs/doctor.md with the Mastra report it comes from):
 
 * message-over-threshold (#16523): an unobserved message (as Mastra's getStatus loads them:
-  createdAt ≥ lastObservedAt + 1 ms, then its unobserved rules and observedMessageIds) whose own estimate (`count_message_for_status`,
-  tokens) is ≥ the record's observation threshold (`observation.messageTokens`, top of a range).
+  createdAt ≥ lastObservedAt + 1 ms, then its unobserved rules and observedMessageIds) whose own
+  estimate (`count_message_for_status`, tokens) is ≥ the record's observation threshold
+  (`observation.messageTokens`, top of a range).
 * oversized-tool-result (#20930, #13301): a tool-invocation result whose estimate (tokenx of its
   JSON) is ≥ 50% (OVERSIZED_SHARE) of the thread's observation threshold (30,000 without OM),
   or a file part carrying ≥ 100,000 (INLINE_BINARY_CHARS) characters of inline base64 data.
@@ -99,7 +100,8 @@ def check_ties(thread: Thread, messages: list[StoredMessage]) -> list[Finding]:
 
 
 def check_updated_at(thread: Thread, messages: list[StoredMessage]) -> list[Finding]:
-    """Return stale-thread-updatedat when THREAD.updatedAt is over UPDATED_AT_TOLERANCE_MS older than its newest message."""
+    """Return stale-thread-updatedat when THREAD.updatedAt is over UPDATED_AT_TOLERANCE_MS older than its newest
+    message."""
     updated = iso_to_ms(thread.updated_at)
     dated = [m for m in messages if m.created_ms is not None]
     if updated is None or not dated:
@@ -133,8 +135,9 @@ def _check_tool_part(thread: Thread, msg: StoredMessage, index: int, part: dict,
                    f"Tool result of {inv.get('toolName')!s} is {est:,} tokens, "
                    f"{est / message_tokens:.0%} of the {message_tokens:,}-token message window",
                    message_ids=[msg.id],
-                   evidence={"part_index": index, "tool_name": inv.get("toolName"), "tool_call_id": inv.get("toolCallId"),
-                             "tokens": est, "chars": len(text), "message_tokens": message_tokens}, **_where(thread))
+                   evidence={"part_index": index, "tool_name": inv.get("toolName"),
+                             "tool_call_id": inv.get("toolCallId"), "tokens": est, "chars": len(text),
+                             "message_tokens": message_tokens}, **_where(thread))
 
 
 def check_parts(thread: Thread, messages: list[StoredMessage], message_tokens: int) -> list[Finding]:

@@ -27,7 +27,8 @@ class Check:
 
 #: Every check id of issue 11, in the order the documentation lists them.
 CHECKS: dict[str, Check] = {c.id: c for c in (
-    Check("reflection-not-compressing", "warning", "mastra #14110 (reflection loop that cannot get under the threshold)",
+    Check("reflection-not-compressing", "warning",
+          "mastra #14110 (reflection loop that cannot get under the threshold)",
           "Reflect now with a stronger model, or raise reflection.observationTokens"),
     Check("empty-generation", "error", "mastra PR #22074 (empty reflections wiped memory)",
           "Revert to the last non-empty generation (History ▸ Revert to this generation)"),
@@ -35,7 +36,8 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "Revert to the generation before it, then Reflect now"),
     Check("message-over-threshold", "warning", "mastra #16523 (a single message over messageTokens is never observed)",
           "Reflect now, or raise observation.messageTokens above this message's size"),
-    Check("oversized-tool-result", "warning", "mastra #20930, #13301 (tool results and inline binaries flood the context)",
+    Check("oversized-tool-result", "warning",
+          "mastra #20930, #13301 (tool results and inline binaries flood the context)",
           "Delete the message or clone the thread without it (Thread menu); keep tool results small"),
     Check("stale-flag", "warning", "mastra PR #22210 (a busy flag left by a dead process blocks OM)",
           "Clear the stale flag (Reflect now offers to clear it)"),
@@ -47,7 +49,8 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "Nothing reads these rows; delete them with SQL if the data must go"),
     Check("duplicate-messages", "warning", "mastra #13089 (OM saved a user message once per agent step)",
           "Clone the thread without the duplicates, or delete them (Messages ▸ Delete message)"),
-    Check("timestamp-ties", "info", "mastra #3735, PR #17598, #24237 (ties in createdAt make order and paging unstable)",
+    Check("timestamp-ties", "info",
+          "mastra #3735, PR #17598, #24237 (ties in createdAt make order and paging unstable)",
           "Nothing to fix in the file; expect the order of these messages to vary between reads"),
     Check("stale-thread-updatedat", "info", "mastra #17932 (thread updatedAt not bumped when messages are saved)",
           "Sort the thread list by last message instead of updatedAt; the file is otherwise fine"),
@@ -67,11 +70,13 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "Revert to the generation that still has it, or Reflect now with a stronger model"),
     Check("malformed-json", "error", "Mastra reads these columns with JSON.parse; a bad value breaks or resets them",
           "Restore the value from a backup; Mastra treats it as empty"),
-    Check("schema-drift", "info", "columns missing or unknown for the Mastra version this studio reads (@mastra/libsql 1.23.1)",
+    Check("schema-drift", "info",
+          "columns missing or unknown for the Mastra version this studio reads (@mastra/libsql 1.23.1)",
           "Open the file with the Mastra version that wrote it; the studio reads missing columns as NULL"),
     Check("timestamp-twin-mismatch", "error", "@mastra/pg reads the TIMESTAMPTZ twin (\"<col>Z\"), not the column "
           "another writer set (a twin left out gets its insert time: NOW())",
-          "Set the twin to the column's time with SQL (the column holds what the writer meant), or write through Mastra"),
+          "Set the twin to the column's time with SQL (the column holds what the writer meant), "
+          "or write through Mastra"),
 )}
 
 
@@ -125,6 +130,7 @@ class DoctorReport:
         """Return the `doctor --json` document (findings sorted by severity, check, thread, generation)."""
         order = {s: i for i, s in enumerate(SEVERITIES)}
         ranked = sorted(self.findings, key=lambda f: (order.get(f.severity, 9), f.check, f.thread_id or "",
-                                                      f.lookup_key or "", f.generation if f.generation is not None else -1,
+                                                      f.lookup_key or "",
+                                                      f.generation if f.generation is not None else -1,
                                                       f.message_ids[:1]))
         return {"findings": [f.to_json() for f in ranked], "checked": dict(self.checked)}

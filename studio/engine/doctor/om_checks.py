@@ -121,7 +121,8 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
     prev = None
     for rec in gens:
         text = rec.active_observations
-        if rec.origin_type == "reflection" and prev is not None and not text.strip() and prev.active_observations.strip():
+        if (rec.origin_type == "reflection" and prev is not None and not text.strip()
+                and prev.active_observations.strip()):
             out.append(finding("empty-generation",
                                f"Generation {rec.generation_count} has an empty log after generation "
                                f"{prev.generation_count}'s {prev.observation_token_count:,} tokens: memory wiped",
@@ -155,9 +156,11 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
     carried = {w.record_id for w in find_overtaking_writes(gens)
                if w.kind == "superseded-row-written" and w.repaired} if superseded else set()
     for sw in superseded:
-        why = " and ".join({"updated-after": f"updated {sw.late_by_ms:,} ms after its successor was created",
-                            "cursor-ahead": "its observation cursor is ahead of its successor's"}[r] for r in sw.reasons)
-        head = f"Generation {sw.record.generation_count} was written after generation {sw.successor.generation_count} replaced it ({why})"
+        reasons = {"updated-after": f"updated {sw.late_by_ms:,} ms after its successor was created",
+                   "cursor-ahead": "its observation cursor is ahead of its successor's"}
+        why = " and ".join(reasons[r] for r in sw.reasons)
+        head = (f"Generation {sw.record.generation_count} was written after generation "
+                f"{sw.successor.generation_count} replaced it ({why})")
         if sw.record.id in carried:
             out.append(finding("superseded-write", f"{head}: a studio repair generation already carries those writes",
                                severity="info", fix="Nothing to do; the doctor reports it again if the agent writes "
@@ -213,7 +216,8 @@ def check_current(rec: OMRecord, thread: Thread | None, thread_of_message: Calla
         for key in ("currentTask", "suggestedResponse"):
             if isinstance(om.get(key), str):
                 sources[f"thread.metadata.mastra.om.{key}"] = om[key]
-    leaks = {src: found for src, found in ((s, _leaks(t if isinstance(t, str) else None)) for s, t in sources.items()) if found}
+    leaks = {src: found for src, found in ((s, _leaks(t if isinstance(t, str) else None)) for s, t in sources.items())
+             if found}
     if leaks:
         out.append(finding("prompt-leak", "Mastra's own instructions are stored as memory in "
                            + ", ".join(sorted(leaks)), evidence={"markers": leaks}, **where))
@@ -270,7 +274,8 @@ def check_current(rec: OMRecord, thread: Thread | None, thread_of_message: Calla
     return out
 
 
-def check_orphan(rec: OMRecord, thread_exists: Callable[[str], bool], resource_exists: Callable[[str], bool]) -> Finding | None:
+def check_orphan(rec: OMRecord, thread_exists: Callable[[str], bool],
+                 resource_exists: Callable[[str], bool]) -> Finding | None:
     """Return an orphan-record finding when REC's thread (thread scope) or resource (resource scope) is gone."""
     where = _where(rec)
     if rec.scope == "resource":

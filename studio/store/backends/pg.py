@@ -328,8 +328,8 @@ def discover_pg_schema(conn, location: Target) -> sc.Schema:
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT table_name, column_name, upper(data_type) FROM information_schema.columns "
-                        "WHERE table_schema = %s AND table_name LIKE 'mastra\\_%%' ORDER BY table_name, ordinal_position",
-                        (location.schema,))
+                        "WHERE table_schema = %s AND table_name LIKE 'mastra\\_%%' "
+                        "ORDER BY table_name, ordinal_position", (location.schema,))
             rows = cur.fetchall()
     except Exception as exc:
         raise StoreError(f"Cannot read {location.display}: {describe_pg_error(exc, location)}") from exc

@@ -4,9 +4,10 @@ Mirrors @mastra/memory 1.31.0 `ObservationalMemory.activate()` as `runThresholdO
 it, then `resetBufferingState()`, with the libSQL store (@mastra/libsql 1.23.1), all in ONE
 BEGIN IMMEDIATE transaction:
 
-1. `swapBufferedToActive`: how many chunks (`studio.common.om_settings.activation_chunk_count`), then the OM row updated IN
-   PLACE: `activeObservations` = old + `\\n\\n--- message boundary (<last chunk's lastObservedAt>) ---\\n\\n`
-   + the chunks' observations joined by `\\n\\n`; `observationTokenCount` += Σ chunk.tokenCount;
+1. `swapBufferedToActive`: how many chunks (`studio.common.om_settings.activation_chunk_count`),
+   then the OM row updated IN PLACE: `activeObservations` = old +
+   `\\n\\n--- message boundary (<last chunk's lastObservedAt>) ---\\n\\n` + the chunks'
+   observations joined by `\\n\\n`; `observationTokenCount` += Σ chunk.tokenCount;
    `pendingMessageTokens` = max(0, old − Σ chunk.messageTokens); `bufferedObservationChunks` = the
    rest (NULL when none); `lastObservedAt`; `updatedAt`. `resetBufferingState`:
    `lastBufferedAtTokens` 0, `isBufferingObservation` 0;
@@ -16,15 +17,16 @@ BEGIN IMMEDIATE transaction:
    which also keeps the token-estimate caches Mastra stamps on its parts while counting.
 
 Resource scope (a `resource:<id>` record; Mastra 1.31.0 never buffers there itself, its constructor
-refuses async buffering with scope 'resource', but `activate()` swaps whatever chunks the row holds):
-the same row update; the metadata and title go to the thread the activation runs for; the marker
-goes on the newest assistant message of the turn's context, i.e. of the whole resource's messages
-created after the record's `lastObservedAt` (possibly another thread's), with `threadId` "" (the
-record's null threadId, as Mastra writes it), and without the token-estimate caches (Mastra counts the
-window in activate() only when async observation is on, never in resource scope). One deliberate difference: Mastra persists that
-marker with `threadId: ""`, which makes its store insert an empty thread row with id "" for the
-resource; we update the message only and create no such row (a junk thread; Mastra reads the
-database the same either way, see tests/interop/test_activate_resource_interop.py).
+refuses async buffering with scope 'resource', but `activate()` swaps whatever chunks the row
+holds): the same row update; the metadata and title go to the thread the activation runs for; the
+marker goes on the newest assistant message of the turn's context, i.e. of the whole resource's
+messages created after the record's `lastObservedAt` (possibly another thread's), with `threadId` ""
+(the record's null threadId, as Mastra writes it), and without the token-estimate caches (Mastra
+counts the window in activate() only when async observation is on, never in resource scope). One
+deliberate difference: Mastra persists that marker with `threadId: ""`, which makes its store insert
+an empty thread row with id "" for the resource; we update the message only and create no such row
+(a junk thread; Mastra reads the database the same either way, see
+tests/interop/test_activate_resource_interop.py).
 
 Protocol: as the observation write (`studio.store.write.observation`): flags and quiet period
 inside the transaction, the row must be as read ("generation-changed"), no studio mark (the row
@@ -99,7 +101,8 @@ def _newest_resource_assistant(tx: WriteTx, resource_id: str, last_observed_at: 
     tail, params = 'WHERE "resourceId" = ?', [resource_id]
     if cursor is not None:
         tail, params = tail + ' AND "createdAt" >= ?', [*params, cursor]
-    for row in tx.select(MESSAGES, tail + f' ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC', params, wanted=MESSAGE_COLUMNS):
+    order = f' ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC'
+    for row in tx.select(MESSAGES, tail + order, params, wanted=MESSAGE_COLUMNS):
         if row.get("role") != "assistant":
             continue
         content = js_parse(row.get("content"), f"content of message {row.get('id')!r}")
@@ -109,7 +112,8 @@ def _newest_resource_assistant(tx: WriteTx, resource_id: str, last_observed_at: 
 
 
 def _plan(row: dict, chunks: list[dict]) -> tuple[dict, Any, int, float, int]:
-    """Return (config, settings, chunks to activate, pending tokens, threshold) for ROW's CHUNKS (swapBufferedToActive)."""
+    """Return (config, settings, chunks to activate, pending tokens, threshold) for ROW's CHUNKS, as
+    swapBufferedToActive reckons them."""
     config = row.get("config") or {}
     config = js_parse(config, "OM record config") if isinstance(config, (str, bytes, bytearray)) else config
     config = config if isinstance(config, dict) else {}
@@ -169,7 +173,8 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
     active = f"{old}\n\n--- message boundary ({last_observed_at}) ---\n\n{content}" if old else content
     tx.update(OBSERVATIONAL_MEMORY, {
         "activeObservations": active,
-        "observationTokenCount": to_int(latest.get("observationTokenCount")) + sum(to_int(c.get("tokenCount")) for c in done),
+        "observationTokenCount": to_int(latest.get("observationTokenCount"))
+                                 + sum(to_int(c.get("tokenCount")) for c in done),
         "pendingMessageTokens": to_int(max(0, _num(latest.get("pendingMessageTokens"))
                                            - sum(_num(c.get("messageTokens")) for c in done))),
         "bufferedObservationChunks": stringify(rest) if rest else None,
@@ -193,7 +198,8 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
                 "chunksActivated": 1, "tokensActivated": chunk.get("messageTokens"),
                 "observationTokens": chunk.get("tokenCount"), "messagesActivated": len(chunk.get("messageIds") or []),
                 "recordId": latest["id"],
-                "threadId": latest["threadId"] if latest.get("threadId") is not None else ("" if resource else thread_id),
+                "threadId": (latest["threadId"] if latest.get("threadId") is not None
+                             else "" if resource else thread_id),
                 "generationCount": to_int(latest.get("generationCount")), "config": marker_config,
                 "observations": chunk.get("observations"), "triggeredBy": "threshold"}})
         target["content"]["parts"] = parts

@@ -202,7 +202,8 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
         except (ValueError, IndexError) as exc:
             raise StoreError(f"Backing up {source} failed: the backup process gave no report") from exc
         if report.get("integrity") != ["ok"]:
-            raise StoreError(f"The backup of {source} failed its integrity check: {'; '.join(report.get('integrity', []))[:500]}")
+            problems = "; ".join(report.get("integrity", []))[:500]
+            raise StoreError(f"The backup of {source} failed its integrity check: {problems}")
         if target is not None:
             if not _claim(partial, target):
                 raise StoreError(f"Will not overwrite {target}: it appeared while the backup was made.")
@@ -211,7 +212,8 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
             candidate = default_backup_path(folder / source.name)
             if _claim(partial, candidate):
                 return candidate
-        raise StoreError(f"Cannot name the backup of {source}: {MAX_NAME_TRIES} names in {folder} were taken meanwhile.")
+        raise StoreError(f"Cannot name the backup of {source}: {MAX_NAME_TRIES} names in {folder} were taken "
+                         "meanwhile.")
     finally:
         for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm"), Path(f"{partial}-journal")):
             with suppress(OSError):

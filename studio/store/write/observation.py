@@ -226,7 +226,8 @@ def _check_unchanged(tx: WriteTx, window: ObservationWindow, latest: dict) -> No
         tail, params = tail + ' AND "createdAt" >= ?', [*params, cursor]
     # ties in createdAt in the order the window was read in (the store's message_order): rowid on a file,
     # id on PostgreSQL; without it PostgreSQL may return tied rows in another order and refuse the write
-    rows = tx.select(MESSAGES, tail + f' ORDER BY "createdAt" ASC, {tx.insertion_tie} ASC', params, wanted=MESSAGE_COLUMNS)
+    rows = tx.select(MESSAGES, tail + f' ORDER BY "createdAt" ASC, {tx.insertion_tie} ASC', params,
+                     wanted=MESSAGE_COLUMNS)
     raw = [Message(id=r["id"], thread_id=r["thread_id"], role=r["role"], content=js_parse(r["content"], "content")
                    if isinstance(r["content"], str) and r["content"][:1] in "{[" else r["content"],
                    created_at=r["createdAt"], resource_id=r.get("resourceId"), type=r.get("type")) for r in rows]

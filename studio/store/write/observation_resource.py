@@ -136,8 +136,8 @@ def _newest(msgs: list[dict]) -> dict:
 
 def _check_unchanged(tx: WriteTx, window: ResourceObservationWindow, latest: dict) -> None:
     same = record_unchanged(window.record, latest)
-    threads = {r["id"]: r["updatedAt"] for r in tx.select(THREADS, 'WHERE "resourceId" = ?', (latest.get("resourceId"),),
-                                                          wanted=["id", "updatedAt"])}
+    rows = tx.select(THREADS, 'WHERE "resourceId" = ?', (latest.get("resourceId"),), wanted=["id", "updatedAt"])
+    threads = {r["id"]: r["updatedAt"] for r in rows}
     same = same and threads == {t: s[0] for t, s in window.snapshot.items()}
     if not same:
         raise WriteRefused("generation-changed",
@@ -181,7 +181,8 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
         newest = _newest(msgs)
         new_meta = set_thread_om(metadata, {
             "lastObservedAt": at, **observed_thread_om(out, extractors, values[tid], thread_om(metadata)),
-            "lastObservedMessageCursor": {"createdAt": js_date_round_trip(newest.get("createdAt")), "id": newest["id"]}})
+            "lastObservedMessageCursor": {"createdAt": js_date_round_trip(newest.get("createdAt")),
+                                          "id": newest["id"]}})
         new_title = new_thread_title(thread, metadata, title)
         update_thread(tx, tid, new_meta, new_title, now)
         if new_title is not None:
@@ -195,7 +196,8 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
                "observations": obs, "currentTask": js_trim(out.current_task) if out.current_task else None,
                "suggestedResponse": js_trim(out.suggested_response) if out.suggested_response else None,
                "extractedValues": values[tid] or None, "recordId": latest["id"], "threadId": tid}
-        markers[tid].append({"type": "data-om-observation-end", "data": {k: v for k, v in end.items() if v is not None}})
+        markers[tid].append({"type": "data-om-observation-end",
+                             "data": {k: v for k, v in end.items() if v is not None}})
     for tid in thread_ids:
         target = newest_assistant_message(tx, tid)
         if target is not None:
@@ -209,9 +211,9 @@ def commit_resource_observation(path: str | os.PathLike[str], window: ResourceOb
                                 now_ms: int | None = None, busy_timeout_ms: int | None = None) -> dict:
     """Write OUTPUTS ({thread id: ObserverOutput}) as the resource-scope observation of WINDOW.
 
-    FORCE, IDLE_MS, NOW_MS as in `commit_observation`. Returns the updated OM row. Raises
-    WriteRefused: "invalid" (no thread to observe, gate not met without FORCE; sections for
-    threads not observed are ignored, as Mastra ignores them), "not-found", "generation-changed", "busy"; the file is unchanged then.
+    FORCE, IDLE_MS, NOW_MS as in `commit_observation`. Returns the updated OM row. Raises WriteRefused:
+    "invalid" (no thread to observe, gate not met without FORCE; sections for threads not observed are
+    ignored, as Mastra ignores them), "not-found", "generation-changed", "busy"; the file is unchanged then.
     """
     if not isinstance(outputs, dict) or not all(isinstance(v, ObserverOutput) for v in outputs.values()):
         raise WriteRefused("invalid", "outputs must map thread ids to ObserverOutput")

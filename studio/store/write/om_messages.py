@@ -87,7 +87,8 @@ def filter_for_persistence(content: dict) -> dict:
 def upsert_message(tx: WriteTx, message: dict, thread_updated_at: str) -> None:
     """Store MESSAGE (a row dict with parsed `content`) as Mastra's saveMessages upsert does; bump its thread.
 
-    Columns written: content (MessageHistory's filter, then JSON.stringify), role, type, thread_id, resourceId; createdAt kept.
+    Columns written: content (MessageHistory's filter, then JSON.stringify), role, type, thread_id, resourceId;
+    createdAt kept.
     """
     tx.update(MESSAGES, {"content": stringify(filter_for_persistence(message["content"])), "role": message.get("role"),
                          "type": message.get("type"), "thread_id": message.get("thread_id"),

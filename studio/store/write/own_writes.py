@@ -5,12 +5,12 @@ Reflect, revert and repair rows carry the studio's mark (`studio.store.write.pro
 in place and carry no mark (`studio.store.write.observation` says why), and deleting or clearing
 messages touches only the thread: without a record, the `updatedAt` they leave would read as "the
 agent is active" to the next studio write within the quiet period. Each such write, once committed,
-adds its time stamp here: `$XDG_DATA_HOME/memory-studio/own-writes.json` (default
-~/.local/share/…), {database: [epoch ms, …]}, stamps more than KEEP_MS from the newest (other databases': from now) dropped, at most
-KEEP_PER_DATABASE per database and KEEP_DATABASES databases, replaced atomically. The database is named by its real path, or by
-its server URL as shown (no password or token). `read_activity` skips a time found here. A journal
-that cannot be read or written only means the quiet period is waited out, as without it; it
-never blocks a write nor fails one.
+adds its time stamp here: `$XDG_DATA_HOME/memory-studio/own-writes.json` (default ~/.local/share/…),
+{database: [epoch ms, …]}, stamps more than KEEP_MS from the newest (other databases': from now)
+dropped, at most KEEP_PER_DATABASE per database and KEEP_DATABASES databases, replaced atomically.
+The database is named by its real path, or by its server URL as shown (no password or token).
+`read_activity` skips a time found here. A journal that cannot be read or written only means the
+quiet period is waited out, as without it; it never blocks a write nor fails one.
 """
 
 from __future__ import annotations

@@ -165,9 +165,10 @@ class AgentActivity:
             return (f"The agent is active: {', '.join(self.live_flags)} is set on this record. "
                     "Wait for it to finish, or force the write.")
         if self.active:
-            return (f"The agent is active: {self.what or 'this conversation'} was written {self.ago_ms / 1000:.1f} s ago "
-                    f"by another program, not the studio (quiet period {self.quiet_ms / 1000:g} s). A turn in "
-                    "progress could overtake a new generation; wait until it is quiet, or force the write.")
+            return (f"The agent is active: {self.what or 'this conversation'} was written "
+                    f"{self.ago_ms / 1000:.1f} s ago by another program, not the studio (quiet period "
+                    f"{self.quiet_ms / 1000:g} s). A turn in progress could overtake a new generation; wait until "
+                    "it is quiet, or force the write.")
         if self.ago_ms is None:
             return "No write time is stored for this conversation."
         return f"Quiet for {quiet_duration(self.ago_ms)} (quiet period {self.quiet_ms / 1000:g} s)."
@@ -254,8 +255,9 @@ def check_quiet(source: Any, latest: Any, now_ms: int, quiet_ms: int) -> AgentAc
     return activity
 
 
-def wait_for_quiet(probe: Callable[[], AgentActivity], timeout_s: float, *, cancelled: Callable[[], bool] = lambda: False,
-                   sleep: Callable[[float], None] = time.sleep, poll_s: float = 0.5) -> AgentActivity:
+def wait_for_quiet(probe: Callable[[], AgentActivity], timeout_s: float, *,
+                   cancelled: Callable[[], bool] = lambda: False, sleep: Callable[[float], None] = time.sleep,
+                   poll_s: float = 0.5) -> AgentActivity:
     """Call PROBE until it reports no activity or TIMEOUT_S (s) have passed; return the last activity.
 
     PROBE reads the activity afresh (e.g. `lambda: store_activity(path, key, quiet_ms)`; None, as

@@ -150,17 +150,17 @@ def _check_flags(latest: dict, now_ms: int, clear_stale_reflecting: bool) -> Non
         age = "" if flag.age_ms is None else f" (the record was last updated {flag.age_ms // 1000} s ago)"
         if flag.name == "isReflecting":
             if not flag.stale:
-                raise WriteRefused("reflecting", f"Another process is reflecting generation {generation} right now{age}; "
-                                                 "nothing was written. Try again when it has finished.")
+                raise WriteRefused("reflecting", f"Another process is reflecting generation {generation} right "
+                                                 f"now{age}; nothing was written. Try again when it has finished.")
             if not clear_stale_reflecting:
-                raise WriteRefused("reflecting", f"isReflecting is set on generation {generation}, but it looks stale{age}: "
-                                                 f"no update for more than {minutes} minutes, most likely left by a "
-                                                 "process that stopped. Nothing was written; confirm to clear the "
-                                                 "flag and reflect.")
+                raise WriteRefused("reflecting", f"isReflecting is set on generation {generation}, but it looks "
+                                                 f"stale{age}: no update for more than {minutes} minutes, most likely "
+                                                 "left by a process that stopped. Nothing was written; confirm to "
+                                                 "clear the flag and reflect.")
         elif not flag.stale:
-            raise WriteRefused("busy", f"Another process is busy with generation {generation} ({flag.name} is set{age}); "
-                                       "a new generation now could lose its work. Nothing was written; try again "
-                                       "in a moment.")
+            raise WriteRefused("busy", f"Another process is busy with generation {generation} ({flag.name} is "
+                                       f"set{age}); a new generation now could lose its work. Nothing was written; "
+                                       "try again in a moment.")
 
 
 def _row_metadata(latest: dict, studio: dict | None) -> str | None:
@@ -171,7 +171,8 @@ def _row_metadata(latest: dict, studio: dict | None) -> str | None:
     parsed = js_parse(stored, "OM record metadata")
     if not isinstance(parsed, dict):
         if studio is not None:
-            raise WriteRefused("invalid", "The OM record's metadata is not a JSON object; the studio mark cannot be added.")
+            raise WriteRefused("invalid", "The OM record's metadata is not a JSON object; the studio mark cannot be "
+                                          "added.")
         return stringify(parsed)
     out = {k: v for k, v in parsed.items() if k != STUDIO_METADATA_KEY}  # it described the previous row
     if studio is not None:
@@ -278,7 +279,8 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
                            f"The latest generation of {lookup_key} is now {generation} (record {latest['id']}), "
                            f"not the one this was based on (record {expected_record_id}); nothing was written. "
                            "Look at the new generation and try again.")
-    if expected_active_observations is not None and (latest.get("activeObservations") or "") != expected_active_observations:
+    if (expected_active_observations is not None
+            and (latest.get("activeObservations") or "") != expected_active_observations):
         raise WriteRefused("generation-changed",
                            f"Observations were added to generation {generation} of {lookup_key} since it was read; "
                            "nothing was written. Look at them and try again.")
@@ -468,7 +470,8 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
             raise WriteRefused("not-found", f"{lookup_key} has no generation {generation_count}.")
         text = rows[0].get("activeObservations") or ""
         if not text.strip():
-            raise WriteRefused("invalid", f"Generation {generation_count} of {lookup_key} has no observations to restore.")
+            raise WriteRefused("invalid",
+                               f"Generation {generation_count} of {lookup_key} has no observations to restore.")
         return text, {"kind": "revert", "revertedFrom": generation_count, "revertedFromRecordId": rows[0]["id"]}
 
     _precheck_quiet(path, lookup_key, now, idle, expected_record_id)

@@ -92,7 +92,8 @@ def _check_options(new_thread_id, title, resource_id, metadata, message_limit, m
                                     or not all(isinstance(i, str) and i for i in message_ids)):
         raise WriteRefused("invalid", "message_ids must be a list of non-empty strings")
     if working_memory_scope not in WORKING_MEMORY_SCOPES:
-        raise WriteRefused("invalid", f"working_memory_scope must be None, 'thread' or 'resource', not {working_memory_scope!r}")
+        raise WriteRefused("invalid",
+                           f"working_memory_scope must be None, 'thread' or 'resource', not {working_memory_scope!r}")
 
 
 def _remap_ids(value: Any, id_map: dict[str, str]) -> Any:
@@ -111,7 +112,8 @@ def _clone_om(tx: WriteTx, source: dict, new_thread: dict, id_map: dict[str, str
     if record.get("scope") == "resource" and not resource_changed:
         return None  # resource-scoped OM is shared by the resource's threads
     thread_id = new_thread["id"] if record.get("scope") == "thread" else None
-    observed = js_parse(record.get("observedMessageIds"), "observedMessageIds") if record.get("observedMessageIds") else None
+    observed = (js_parse(record.get("observedMessageIds"), "observedMessageIds")
+                if record.get("observedMessageIds") else None)
     chunks = js_parse(record.get("bufferedObservationChunks"), "bufferedObservationChunks") \
         if record.get("bufferedObservationChunks") else None
     chunks = [{**c, "messageIds": _remap_ids(c.get("messageIds"), id_map) if isinstance(c.get("messageIds"), list)
@@ -266,7 +268,8 @@ def clone_thread(path: str | os.PathLike[str], source_thread_id: str, *, new_thr
             id_map[source_id] = copied
             changed = tx.copy_message(source_id, copied, thread_id, thread["resourceId"])
             if changed != 1:
-                raise WriteRefused("conflict", f"Message {source_id} changed while it was being copied; nothing was written.")
+                raise WriteRefused("conflict",
+                                   f"Message {source_id} changed while it was being copied; nothing was written.")
         if working_memory_scope:
             _copy_working_memory(tx, working_memory_scope, source, thread, now)
         om_id = _clone_om(tx, source, thread, id_map, now)

@@ -116,9 +116,10 @@ def undo_write(target: str, backup: str | os.PathLike[str] | None = None, *,
         if changed:
             named = ", ".join(_describe(r) for r in changed[:_NAMED])
             more = f" and {len(changed) - _NAMED} more" if len(changed) > _NAMED else ""
-            raise WriteRefused("generation-changed", f"{len(changed)} row(s) changed since the {document.get('operation')} of "
-                                           f"{document.get('created_at')} ({named}{more}): undoing it now would "
-                                           "overwrite that. Nothing was written.")
+            raise WriteRefused("generation-changed",
+                               f"{len(changed)} row(s) changed since the {document.get('operation')} of "
+                               f"{document.get('created_at')} ({named}{more}): undoing it now would overwrite that. "
+                               "Nothing was written.")
         for row in rows:
             if row["before"] is None:
                 counts["deleted"] += tx.delete(row["table"], "id = ?", (row["id"],))

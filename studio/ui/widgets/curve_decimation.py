@@ -72,9 +72,9 @@ def column_extremes(x: np.ndarray, y: np.ndarray, x0: float, x1: float, columns:
     found out here when None) is looked at piece by piece the same way, each piece's first and last
     point kept too (the line between two pieces may cross the view); one that goes back more than
     `MAX_PIECES` times is decimated whole. A gap keeps its first and last NaN, so the line breaks where
-    the whole curve's does, even inside one column (a line across it would draw a stretch the curve
-    has not: a rise and a fall on either side of a gap are not one vertical stroke). Raises ValueError for COLUMNS < 1 or X1 <= X0. Cost: a few passes over the
-    points looked at (~0.2 ms for 20,000).
+    the whole curve's does, even inside one column (a line across it would draw a stretch the curve has
+    not: a rise and a fall on either side of a gap are not one vertical stroke). Raises ValueError for
+    COLUMNS < 1 or X1 <= X0. Cost: a few passes over the points looked at (~0.2 ms for 20,000).
     """
     if columns < 1 or not x1 > x0:
         raise ValueError(f"need at least one column over a non-empty range, not {columns} over [{x0}, {x1}]")

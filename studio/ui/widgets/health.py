@@ -173,7 +173,8 @@ class HealthBadgeDelegate(QStyledItemDelegate):
         thread_id = index.data(ID_ROLE)
         counts = self._scan.thread_counts(thread_id) if isinstance(thread_id, str) else {}
         if counts and self._badge(index) is not None:
-            parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning", "info") if counts.get(s)]
+            parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning", "info")
+                     if counts.get(s)]
             health = "Health: " + ", ".join(parts) + " (Health tab)"
             QToolTip.showText(event.globalPos(), badge_tooltip(index.data(Qt.ItemDataRole.ToolTipRole), health), view)
             return True

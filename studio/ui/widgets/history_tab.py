@@ -53,7 +53,8 @@ def diff_table_view(model: DiffModel) -> QTableView:
 
 
 def layout_diff_columns(view, model: DiffModel) -> None:
-    """Stretch the diff's text columns; give markers and line numbers fixed widths (sizing to contents reads every row)."""
+    """Stretch the diff's text columns; give markers and line numbers fixed widths (sizing to contents would read
+    every row)."""
     header = view.horizontalHeader()
     header.setStretchLastSection(False)
     fm = view.fontMetrics()
@@ -209,7 +210,8 @@ class HistoryTab(QWidget):
         self._stack.setCurrentIndex(0)
 
     def show_detail(self, detail: ThreadDetail) -> None:
-        """Show DETAIL's generations; keep the compared pair when both still exist, else the current vs its predecessor."""
+        """Show DETAIL's generations; keep the compared pair when both still exist, else the current vs its
+        predecessor."""
         if not detail.history:
             self.clear()
             return
@@ -444,7 +446,7 @@ class HistoryTab(QWidget):
             self.revert_to(record)
 
     def revert_to(self, record: OMRecord):
-        """Open the Revert dialog for RECORD (it asks, then writes through the OM write protocol); None when not possible.
+        """Open the Revert dialog for RECORD (it asks, then writes through the OM write protocol); None if not possible.
 
         The dialog (studio.ui.widgets.revert_dialog.RevertDialog) writes a new generation whose log
         is RECORD's, opening the database for writing only after the user pressed Revert; it is

@@ -293,8 +293,9 @@ class MainWindow(QMainWindow):
         """Return the widths of the resources, threads and thread-view panes for a window WIDTH px wide.
 
         The thread detail is what the user reads, so it gets at least DETAIL_SHARE of the width, and at
-        least the width its tab bar needs without scroll buttons; the resources pane takes about an eighth; the thread list gets the rest up to
-        the width that shows all its columns (below that its optional columns hide, the bars stay).
+        least the width its tab bar needs without scroll buttons; the resources pane takes about an eighth;
+        the thread list gets the rest up to the width that shows all its columns (below that its optional
+        columns hide, the bars stay).
         """
         width -= 2 * self.splitter.handleWidth()
         left_min = self.resources_view.minimumWidth() + 8
@@ -517,8 +518,9 @@ class MainWindow(QMainWindow):
                    (self.refresh_action, "Re-read the database now"),
                    (self.find_action, "Filter the threads by title or id")]
         actions += [(action, f"Show the {TAB_TITLES[name]} tab") for name, action in self.tab_actions.items()]
-        actions += [(self.dialogs.reflect_action, "Reflect the thread's observation log now (preview, then commit)")]
-        actions += [(self.dialogs.observe_action, "Observe the thread's unobserved messages now (preview, then commit)")]
+        actions += [(self.dialogs.reflect_action, "Reflect the thread's observation log now (preview, then commit)"),
+                    (self.dialogs.observe_action,
+                     "Observe the thread's unobserved messages now (preview, then commit)")]
         actions += [(self.dialogs.activate_action, "Activate the thread's buffered observation chunks now")]
         actions += [(self.dialogs.overview_action, "Show every thread by its two OM ratios")]
         actions += [(self.health.action, "Show every finding of the memory doctor")]

@@ -38,7 +38,8 @@ def summary_text(p: ObservePreview) -> str:
     gate = "window: " + w.gate_text().replace("-token threshold", "-token observation threshold") + \
         ("" if w.meets else " (Mastra would wait)")
     return (f"{len(w.message_ids):,} message(s) observed · {gate} · observation log {r.tokens_before:,} → "
-            f"{r.tokens_after:,} tokens ({fmt.signed(r.tokens_after - r.tokens_before)}; the new lines {new:,}) · {after}")
+            f"{r.tokens_after:,} tokens ({fmt.signed(r.tokens_after - r.tokens_before)}; the new lines {new:,}) "
+            f"· {after}")
 
 
 class ObservePreviewView(QWidget):
@@ -136,7 +137,8 @@ class ObservePreviewView(QWidget):
         parts = []
         for thread_id, hints in r.hints().items():
             prefix = f"[{thread_id}] " if r.resource_scope else ""
-            parts.append(f"{prefix}Current task: {hints['current_task'] or '(none: the key is removed, as Mastra does)'}")
+            task = hints["current_task"] or "(none: the key is removed, as Mastra does)"
+            parts.append(f"{prefix}Current task: {task}")
             parts.append(f"{prefix}Suggested response: {hints['suggested_response'] or '(none: the key is removed)'}")
             if hints["thread_title"]:
                 parts.append(f"{prefix}Thread title: {hints['thread_title']} (set when 3+ characters, different "

@@ -1,11 +1,11 @@
 """Thread ▸ *Reflect now…*: run the Reflector (or the offline condenser) in the background, show the
 proposed generation beside the current one, and write it only when the user confirms.
 
-The dialog never holds a database connection: reading the record, previewing and committing run
-on the TaskRunner's pool (`studio.app.reflection`, which `memory-studio reflect` runs too), each opening the file itself, read-only
-except for the commit. The commit is checked against the previewed generation, so a reflection
-the agent made meanwhile is refused rather than overwritten. The dialog's frame is
-`PreviewWriteDialog`.
+The dialog never holds a database connection: reading the record, previewing and committing run on
+the TaskRunner's pool (`studio.app.reflection`, which `memory-studio reflect` runs too), each
+opening the file itself, read-only except for the commit. The commit is checked against the
+previewed generation, so a reflection the agent made meanwhile is refused rather than overwritten.
+The dialog's frame is `PreviewWriteDialog`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from studio.ui.widgets.reflect_preview import ProposalView, attempts_text
 from studio.ui.widgets.write_dialog import PreviewWriteDialog
 
 TITLE = "Reflect Now"
-NO_PREVIEW = "Choose a model or the offline strategy, then press Preview (Ctrl+Enter).\nNothing is written until you commit."
+NO_PREVIEW = ("Choose a model or the offline strategy, then press Preview (Ctrl+Enter).\n"
+              "Nothing is written until you commit.")
 
 
 class ReflectDialog(PreviewWriteDialog):

@@ -147,7 +147,8 @@ class StrategyBox(QGroupBox):
             self.rule_note.setText(why)
 
     def offer_default_model(self, model: str | None) -> None:
-        """Put the record's own Reflector MODEL first and choose it (the model strategy, unless the user chose offline)."""
+        """Put the record's own Reflector MODEL first and choose it (the model strategy, unless the user chose
+        offline)."""
         if not model:
             return
         if self.model_combo.findText(model) < 0:

@@ -59,7 +59,8 @@ class ThreadView(QWidget):
         self.tabs.setDocumentMode(True)
         # Six tabs fit in the detail pane of a 1024 px window without scroll buttons.
         self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 7px; }")
-        for name, tab in (("observations", self.om_tab), ("history", self.history_tab), ("messages", self.messages_tab)):
+        for name, tab in (("observations", self.om_tab), ("history", self.history_tab),
+                          ("messages", self.messages_tab)):
             self.tabs.addTab(tab, TAB_TITLES[name])
         self.participants_tab, self.working_memory_tab = ParticipantsTab(runner), WorkingMemoryTab(runner)
         self.tabs.addTab(self.participants_tab, TAB_TITLES["participants"])

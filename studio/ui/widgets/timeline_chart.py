@@ -279,7 +279,8 @@ class TimelineChart:
 
     @staticmethod
     def is_long(series: ChartSeries) -> bool:
-        """Return whether SERIES is drawn progressively, an item per turn of the event loop (`PROGRESSIVE_MIN_POINTS`)."""
+        """Return whether SERIES is drawn progressively, an item per turn of the event loop (from
+        `PROGRESSIVE_MIN_POINTS` points on)."""
         return len(series) >= PROGRESSIVE_MIN_POINTS
 
     def pending(self, layer: str) -> bool:

@@ -3,12 +3,12 @@
 The timeline and its chart arrays (`studio.engine.timeline_cache.load_timeline_chart`) are read
 on the TaskRunner (the helper process for big databases). What-if is off until the user asks: the
 button opens the What-if panel beside the chart, which replays the thread with other settings
-(`studio.engine.whatif.simulate`, in the helper process for long threads; see `WhatIfPanel`) and
-its series, packed as arrays (`WhatIfChart`), are drawn over the real ones; turning it off removes the overlay. Zoom and pan with the mouse (pyqtgraph), a crosshair
-follows the pointer, markers carry tooltips (their shapes are explained under the chart), and a
-click selects that message in Messages and that generation in History (the crosshair, the clicks
-and the tooltips are the tab's `TimelinePointer`). The chart exports to PNG and SVG, the series to
-CSV (the tab's `ChartExport`).
+(`studio.engine.whatif.simulate`, in the helper process for long threads; see `WhatIfPanel`) and its
+series, packed as arrays (`WhatIfChart`), are drawn over the real ones; turning it off removes the
+overlay. Zoom and pan with the mouse (pyqtgraph), a crosshair follows the pointer, markers carry
+tooltips (their shapes are explained under the chart), and a click selects that message in Messages
+and that generation in History (the crosshair, the clicks and the tooltips are the tab's
+`TimelinePointer`). The chart exports to PNG and SVG, the series to CSV (the tab's `ChartExport`).
 """
 
 from __future__ import annotations
@@ -237,7 +237,8 @@ class TimelineTab(QWidget):
         self._detail = detail
         self._drawn.thread_id = detail.thread.id
         if detail.record is None:
-            self._drawn.timeline, self._loaded_for, self._drawn.series, self._drawn.whatif_series = None, None, None, None
+            self._drawn.timeline = self._drawn.series = self._drawn.whatif_series = None
+            self._loaded_for = None
             self.whatif_panel.set_timeline(None)
             self._show_message("This thread has no observational memory record: there is no timeline to draw.")
             return
@@ -278,7 +279,8 @@ class TimelineTab(QWidget):
 
     @property
     def drawing(self) -> bool:
-        """Return whether the chart is still being drawn (a long thread's items go in over a few turns of the event loop)."""
+        """Return whether the chart is still being drawn (a long thread's items go in over a few turns of the event
+        loop)."""
         return self.chart.drawing or self._unshown is not None
 
     # -- loading -------------------------------------------------------------------------------
@@ -512,7 +514,8 @@ class TimelineTab(QWidget):
     # -- export --------------------------------------------------------------------------------
 
     def _write_csv(self, path: str) -> None:
-        """Write the real (and what-if) series as CSV to PATH (UTF-8; nothing without a timeline); OSError if it cannot."""
+        """Write the real (and what-if) series as CSV to PATH (UTF-8; nothing without a timeline); raise OSError if it
+        cannot."""
         drawn = self._drawn
         if drawn.timeline is None:
             return

@@ -1,11 +1,11 @@
 """The Trace panel: follow a fact through a thread's observation generations, and the search box that starts it.
 
 Every observation line that matches the text is a top-level row; under it, its lifeline: the
-messages it was observed from, the generation it first appears in, every later generation that
-keeps it (verbatim or reworded, with the similarity; or observed again after its reflection left it
-out) and the reflection that dropped it (time, model, compression). The messages that mention the text are listed last. Clicking a step opens
-that generation in History with the line highlighted in the diff; clicking a message opens it in
-Messages. All text is stored data and is shown as plain text.
+messages it was observed from, the generation it first appears in, every later generation that keeps
+it (verbatim or reworded, with the similarity; or observed again after its reflection left it out)
+and the reflection that dropped it (time, model, compression). The messages that mention the text
+are listed last. Clicking a step opens that generation in History with the line highlighted in the
+diff; clicking a message opens it in Messages. All text is stored data and is shown as plain text.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def wants_helper(rows) -> bool:
 
 
 class ListingLoader(QObject):
-    """Load the open store's listing and the selected thread's detail into a main window, and follow the store's changes.
+    """Load the open store's listing and the selected thread's detail into a main window; follow the store's changes.
 
     WINDOW is the MainWindow this is a part of: the loader fills its resource and thread models and
     views, its thread view, status-bar progress and thread count, and its file banner, and asks it

@@ -41,21 +41,27 @@ def answers() -> dict[str, str]:
         "list-fallback": ("Here is the memory:\n- 🔴 (09:00) User likes tea\n* 🟡 (09:05) Talked about Lisbon\n"
                           "Some prose that is not a list line.\n1. numbered item\n"),
         "prose-fallback": "Just a paragraph of memory without tags or list lines.\nSecond line.",
-        "multi-blocks": ("<observations>\n* 🔴 (10:00) First block\n</observations>\nUser discussed <observations> tags inline\n"
+        "multi-blocks": ("<observations>\n* 🔴 (10:00) First block\n</observations>\n"
+                         "User discussed <observations> tags inline\n"
                          "  <observations>\n* 🟡 (11:00) Second block\n  </observations>\n"),
-        "last-current-task": ("<observations>\n* 🔴 (10:00) A\n</observations>\n<current-task>\nfirst\n</current-task>\n"
+        "last-current-task": ("<observations>\n* 🔴 (10:00) A\n</observations>\n"
+                              "<current-task>\nfirst\n</current-task>\n"
                               "<current-task>\"second, quoted\"</current-task>\n<suggested-response>\n123\n"
                               "</suggested-response>\n"),
         "extracted-values": ("<observations>\n* 🔴 (10:00) B\n</observations>\n<extracted-values>\n"
                              "{\"current-task\": \"from json\", \"suggested-response\": \"\"}\n</extracted-values>\n"
-                             "<current-task>from tag</current-task>\n<suggested-response>tag response</suggested-response>\n"),
+                             "<current-task>from tag</current-task>\n"
+                             "<suggested-response>tag response</suggested-response>\n"),
         "tasks-without-observation-tags": ("<current-task>\n- Primary: keep me out of the log\n</current-task>\n"
                                            "* 🔴 (10:00) Only line\n"),
-        "anchors": "<observations>\n[O1] * 🔴 (10:00) Anchored\n  [O2-N1] * -> step\n[X1] not an anchor\n</observations>\n",
-        "uppercase-tags": "<OBSERVATIONS>\n* 🔴 (10:00) Upper\n</OBSERVATIONS>\n<Current-Task>upper task</Current-Task>\n",
+        "anchors": ("<observations>\n[O1] * 🔴 (10:00) Anchored\n  [O2-N1] * -> step\n[X1] not an anchor\n"
+                    "</observations>\n"),
+        "uppercase-tags": ("<OBSERVATIONS>\n* 🔴 (10:00) Upper\n</OBSERVATIONS>\n"
+                           "<Current-Task>upper task</Current-Task>\n"),
         "blank-task": "<observations>\n* 🔴 (10:00) C\n</observations>\n<current-task>\n   \n</current-task>\n",
         "overlong-line": f"<observations>\n* 🔴 (10:00) {LONG}\n* 🟡 (10:01) short\n</observations>\n",
-        "degenerate-lines": "<observations>\n" + "* 🟡 (10:00) the same observation again and again\n" * 60 + "</observations>\n",
+        "degenerate-lines": ("<observations>\n" + "* 🟡 (10:00) the same observation again and again\n" * 60
+                             + "</observations>\n"),
         "degenerate-windows": "<observations>\n* 🟡 (10:00) " + "abcdefghij" * 400 + "\n</observations>\n",
         "empty-block": "<observations>\n\n</observations>\n<current-task>something</current-task>\n",
         "empty-answer": "",

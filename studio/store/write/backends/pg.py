@@ -223,8 +223,8 @@ def _write_error(exc: BaseException, location: Target) -> StoreError:
     if sqlstate in ("55P03", "40P01"):  # lock_not_available (lock_timeout), deadlock_detected
         return WriteRefused("busy", lock_wait_message(location.display, WRITE_LOCK_WAIT_MS))
     if sqlstate == "57014":
-        return StoreError(f"Writing {location.display} took longer than {WRITE_STATEMENT_TIMEOUT_MS / 1000:g} s and was "
-                          "cancelled; nothing was written.")
+        return StoreError(f"Writing {location.display} took longer than {WRITE_STATEMENT_TIMEOUT_MS / 1000:g} s "
+                          "and was cancelled; nothing was written.")
     if sqlstate == "25006":
         return StoreError(f"{location.display} accepts no writes (read-only transaction or hot standby); "
                           "nothing was written.")

@@ -213,7 +213,8 @@ def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = 
             except Exception as exc:
                 raise StoreError(f"Committing to {location.display} failed: {describe_sqlite_error(exc)}") from exc
         except BaseException:
-            with suppress(Exception):  # SQLite already rolled back (e.g. the COMMIT itself failed with the transaction gone)
+            # SQLite may have rolled back already (e.g. the COMMIT itself failed with the transaction gone)
+            with suppress(Exception):
                 conn.execute("ROLLBACK")
             raise
     finally:
