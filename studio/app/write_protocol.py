@@ -74,7 +74,7 @@ class Interaction:
     """The questions a write asks its user, answered by a face (git-cola's interaction.py).
 
     The command line answers from its options (`studio.cli.interaction.TerminalInteraction`), the
-    studio with message boxes (`studio.ui.widgets.interaction.QtInteraction`), tests from a script
+    studio with message boxes (`studio.ui.interaction.QtInteraction`), tests from a script
     (`tests/scripted_interaction.py`). Called between the protocol's steps: in the studio on the
     GUI thread, never while a step runs.
     """

@@ -3,7 +3,8 @@
 `AppContext` is made once by `studio.ui.app.run_studio` (or a test): the settings and the TaskRunner.
 A main window makes its own `WindowContext` from it and hands it to each of its parts (the listing
 loader, the dialogs, the history actions, Connect, Health): no part reads the window's privates,
-and there is no global application object to look them up in.
+and there is no global application object to look them up in. The window's `QtInteraction`
+(`studio.ui.interaction`) is in it: the one thing that asks or tells the user.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QWidget
 
 from studio.store.target import absolute_target, strip_secrets
+from studio.ui.interaction import QtInteraction
 from studio.ui.tasks import TaskRunner
 
 if TYPE_CHECKING:
@@ -60,41 +62,21 @@ class AppContext:
         self.settings.sync()
 
 
-class WindowInteraction:
-    """Tell the user that something failed: a window-modal message box of plain text, opened without blocking.
-
-    When the studio is not INTERACTIVE (screenshots, which report on stderr) no box is shown.
-    """
-
-    def __init__(self, interactive: bool):
-        self.interactive = interactive
-
-    def report(self, parent: QWidget, title: str, message: str, *,
-               icon: QMessageBox.Icon = QMessageBox.Icon.Critical) -> QMessageBox | None:
-        """Show MESSAGE (plain text) under TITLE over PARENT and return the box; None when not interactive."""
-        if not self.interactive:
-            return None
-        box = QMessageBox(icon, title, message, QMessageBox.StandardButton.Ok, parent)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        box.open()
-        return box
-
-
 @dataclass(frozen=True)
 class WindowContext:
     """What one main window's parts share, handed to each part when the window makes it.
 
     RUNNER runs every read and write off the GUI thread; SETTINGS keep what the dialogs remember
     (quiet period, models); SESSION is the window's `studio.store.writes.WriteSession` (one verified
-    backup per file before its first write, shared by every write of the window); INTERACTION tells
-    the user what failed.
+    backup per file before its first write, shared by every write of the window); INTERACTION (over
+    the window) tells the user what failed and, over each dialog that writes (`interaction.over`),
+    asks the write protocol's questions.
     """
 
     runner: TaskRunner
     settings: QSettings
     session: WriteSession
-    interaction: WindowInteraction
+    interaction: QtInteraction
 
     @property
     def interactive(self) -> bool:
@@ -102,9 +84,9 @@ class WindowContext:
         return self.interaction.interactive
 
     @classmethod
-    def for_window(cls, app: AppContext) -> WindowContext:
-        """Return a new window's context on APP's runner and settings, with a write session of its own."""
+    def for_window(cls, app: AppContext, window: QWidget) -> WindowContext:
+        """Return WINDOW's context on APP's runner and settings, with a write session and an interaction of its own."""
         from studio.store.writes import WriteSession
 
         return cls(runner=app.runner, settings=app.settings, session=WriteSession(),
-                   interaction=WindowInteraction(app.interactive))
+                   interaction=QtInteraction(window, interactive=app.interactive))

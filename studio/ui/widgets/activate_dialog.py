@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QDialog, QHBoxLayout, QHeaderView, QPushButton, QV
 from studio.app import observation as obs_jobs
 from studio.app import reflection as jobs
 from studio.app.failures import describe_error, refusal_reason
-from studio.app.write_protocol import Interaction
 from studio.errors import WriteRefused
+from studio.ui.interaction import QtInteraction
 from studio.ui.models.chunks import BufferedChunkModel
 from studio.ui.tasks import TaskRunner, submit_job
 from studio.ui.widgets.common import ElidedLabel, plain_label, table_view
@@ -41,15 +41,15 @@ def plan_text(plan: obs_jobs.ChunkPlan) -> str:
 class ActivateDialog(QDialog):
     """Show THREAD_ID's buffered chunks and the activation plan; activate after confirmation.
 
-    INTERACTION asks the user (the confirmation, the write protocol's questions; default: message
-    boxes); `interaction` replaces it (tests).
+    INTERACTION (the window's `QtInteraction`) asks the user, over this dialog: the confirmation, the
+    write protocol's questions (default: message boxes over the dialog); `interaction` replaces it (tests).
     """
 
     committed = Signal(object)        # activate_buffered's result (dict with "row")
     commit_failed = Signal(str)
 
     def __init__(self, runner: TaskRunner, path: str, thread_id: str, *, thread_title: str | None = None,
-                 settings: QSettings | None = None, write_session=None, interaction: Interaction | None = None,
+                 settings: QSettings | None = None, write_session=None, interaction: QtInteraction | None = None,
                  parent: QWidget | None = None):
         super().__init__(parent)
         self._runner, self._path, self._thread_id = runner, path, thread_id
@@ -68,7 +68,8 @@ class ActivateDialog(QDialog):
         self.chunks_view.horizontalHeader().setStretchLastSection(True)
         self.protocol_panel = ProtocolPanel(settings)
         self.protocol = ProtocolController(runner, self.protocol_panel, path, session=write_session,
-                                           interaction=interaction, parent_widget=self)
+                                           interaction=QtInteraction.for_dialog(self, interaction),
+                                           parent_widget=self)
         self.protocol.step.connect(self._on_protocol_step)
         self.protocol.committed.connect(self.committed)
         self.protocol.write_failed.connect(self._on_failed)

@@ -328,8 +328,7 @@ class HistoryActions(QObject):
         if self.dialog is not None and self.dialog.isVisible():
             self.dialog.refuse(message)   # the dialog says why, and keeps what the user typed
             return
-        box = self._ctx.interaction.report(self._window, "Nothing was written", message,
-                                           icon=QMessageBox.Icon.Warning)
+        box = self._ctx.interaction.report("Nothing was written", message, icon=QMessageBox.Icon.Warning)
         if box is not None:   # screenshots never pop up boxes
             self.error_box = box
 

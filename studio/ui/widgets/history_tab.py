@@ -23,6 +23,7 @@ from studio.app import text as fmt
 from studio.app.thread_detail import ThreadDetail, diff_generations
 from studio.engine.diff import GenerationDiff, side_by_side
 from studio.store.records import OMRecord
+from studio.ui.interaction import QtInteraction
 from studio.ui.models.diff import DiffMode, DiffModel, display_line
 from studio.ui.models.generations import GenerationColumn, GenerationTableModel
 from studio.ui.tasks import TaskRunner
@@ -84,13 +85,16 @@ class HistoryTab(QWidget):
     generation_written = Signal(object)  # a generation the Revert dialog wrote (dict): the revert, or its repair
     write_failed = Signal(str)            # why a revert wrote nothing
 
-    def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None, write_session=None):
+    def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None, write_session=None,
+                 interaction: QtInteraction | None = None):
         """RUNNER reads (and a revert writes); SETTINGS keep the Revert dialog's quiet period; WRITE_SESSION is the
-        window's studio.store.writes.WriteSession (backs the file up before its first write), if any."""
+        window's studio.store.writes.WriteSession (backs the file up before its first write), if any; INTERACTION
+        the window's (the Revert dialog asks through it), if any."""
         super().__init__(parent)
         self._runner = runner
         self._settings = settings
         self._write_session = write_session
+        self._interaction = interaction
         self._records: list[OMRecord] = []
         self._lookup_key: str | None = None
         #: The open database's path (set by the main window); a revert opens it for writing.
@@ -463,7 +467,8 @@ class HistoryTab(QWidget):
         if self.revert_dialog is not None:
             self.revert_dialog.close()
         dialog = RevertDialog(self._runner, self.database_path, self._lookup_key, record, current,
-                              settings=self._settings, write_session=self._write_session, parent=self)
+                              settings=self._settings, write_session=self._write_session,
+                              interaction=self._interaction, parent=self)
         dialog.setStyleSheet(STYLE_SHEET)
         dialog.committed.connect(self.generation_written)
         dialog.write_failed.connect(self.write_failed)

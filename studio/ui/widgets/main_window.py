@@ -78,7 +78,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self._app = app
         #: What this window's parts share (runner, settings, write session, interaction), handed to each.
-        self.context = ctx = WindowContext.for_window(app)
+        self.context = ctx = WindowContext.for_window(app, self)
         self._path: str | None = None
         self._failed_path: str | None = None
         self._thread_id: str | None = None
@@ -130,7 +130,7 @@ class MainWindow(QMainWindow):
         self.thread_list.filter_changed.connect(self._on_thread_list_filter_changed)
 
         self.thread_view = ThreadView(self.context.runner, settings=self.context.settings,
-                                      write_session=self.context.session)
+                                      write_session=self.context.session, interaction=self.context.interaction)
 
         left = QWidget()
         ll = QVBoxLayout(left)
@@ -332,7 +332,7 @@ class MainWindow(QMainWindow):
     def report_error(self, title: str, message: str) -> None:
         """Say MESSAGE (plain text) under TITLE: `last_error`, `error_reported`, and a box when interactive."""
         self.note_error(message)
-        box = self.context.interaction.report(self, title, message)
+        box = self.context.interaction.report(title, message)
         if box is not None:
             self.error_box = box
 

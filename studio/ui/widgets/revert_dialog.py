@@ -15,8 +15,8 @@ from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from studio.app import reflection as jobs
-from studio.app.write_protocol import Interaction
 from studio.store.records import OMRecord
+from studio.ui.interaction import QtInteraction
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, plain_label
 from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
@@ -40,18 +40,19 @@ class RevertDialog(QDialog):
 
     CURRENT is the latest generation as the history showed it (the write is refused when it is no
     longer the latest). SETTINGS remembers the quiet period; WRITE_SESSION (studio.store.writes.
-    WriteSession) backs the file up before its first write. INTERACTION answers the write protocol's
-    questions (default: message boxes); `interaction` replaces it (tests).
+    WriteSession) backs the file up before its first write. INTERACTION (the window's `QtInteraction`)
+    answers the write protocol's questions, over this dialog (default: message boxes over the dialog);
+    `interaction` replaces it (tests).
     """
 
     committed = Signal(object)   # each generation written (dict): the revert, then any repair
     write_failed = Signal(str)   # why nothing was written (plain text)
 
     def __init__(self, runner: TaskRunner, path: str, lookup_key: str, target: OMRecord, current: OMRecord, *,
-                 settings: QSettings | None = None, write_session=None, interaction: Interaction | None = None,
+                 settings: QSettings | None = None, write_session=None, interaction: QtInteraction | None = None,
                  parent: QWidget | None = None):
         super().__init__(parent)
-        self._interaction = interaction
+        self._interaction = QtInteraction.for_dialog(self, interaction)
         self._runner = runner
         self._path = path
         self._key = lookup_key

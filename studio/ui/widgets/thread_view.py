@@ -9,6 +9,7 @@ from studio.app import text as fmt
 from studio.app.listing import last_activity
 from studio.app.thread_detail import ThreadDetail
 from studio.store.records import Thread, ms_to_iso
+from studio.ui.interaction import QtInteraction
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, empty_state
 from studio.ui.widgets.context_view import TurnContextView
@@ -44,16 +45,18 @@ NO_THREAD = "Select a thread to see its observational memory, history and messag
 class ThreadView(QWidget):
     """Show one thread: title, ids and counts, then its tabs.
 
-    RUNNER reads for every tab; SETTINGS and WRITE_SESSION (the window's) go to the History tab's revert.
+    RUNNER reads for every tab; SETTINGS, WRITE_SESSION and INTERACTION (the window's) go to the History tab's
+    revert.
     """
 
-    def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None, write_session=None):
+    def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None, write_session=None,
+                 interaction: QtInteraction | None = None):
         super().__init__(parent)
         self._detail: ThreadDetail | None = None
         self.title = ElidedLabel("", "heading")
         self.subtitle = ElidedLabel("", "muted")
         self.om_tab = ObservationalMemoryTab()
-        self.history_tab = HistoryTab(runner, settings=settings, write_session=write_session)
+        self.history_tab = HistoryTab(runner, settings=settings, write_session=write_session, interaction=interaction)
         self.messages_tab = MessagesTab(runner)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)

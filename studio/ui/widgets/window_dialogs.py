@@ -65,7 +65,8 @@ class WindowDialogs(QObject):
             self._window.statusBar().showMessage("Select a thread with observational memory to reflect.", 5000)
             return
         dialog = ReflectDialog(self._ctx.runner, path, detail.thread.id, thread_title=detail.thread.title,
-                               settings=self._ctx.settings, write_session=self._ctx.session, parent=self._window)
+                               settings=self._ctx.settings, write_session=self._ctx.session,
+                               interaction=self._ctx.interaction, parent=self._window)
         dialog.setStyleSheet(STYLE_SHEET)
         dialog.committed.connect(self._on_generation_written)
         dialog.commit_failed.connect(self._on_write_failed)
@@ -80,7 +81,8 @@ class WindowDialogs(QObject):
             self._window.statusBar().showMessage(f"Select a thread with observational memory to {what}.", 5000)
             return None
         dialog = cls(self._ctx.runner, path, detail.thread.id, thread_title=detail.thread.title,
-                     settings=self._ctx.settings, write_session=self._ctx.session, parent=self._window)
+                     settings=self._ctx.settings, write_session=self._ctx.session,
+                     interaction=self._ctx.interaction, parent=self._window)
         dialog.setStyleSheet(STYLE_SHEET)
         dialog.committed.connect(self._on_observation_written)
         dialog.commit_failed.connect(self._on_write_failed)

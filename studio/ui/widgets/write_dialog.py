@@ -24,8 +24,8 @@ from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QStackedWidget,
 from studio.app import text as fmt
 from studio.app.failures import describe_error, refusal_reason
 from studio.app.reflection import LLM
-from studio.app.write_protocol import Interaction
 from studio.llm import CancelToken
+from studio.ui.interaction import QtInteraction
 from studio.ui.tasks import TaskRunner, run_in_pool, submit_job
 from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
 from studio.ui.widgets.preview_run import RunRow
@@ -41,8 +41,9 @@ class PreviewWriteDialog(QDialog):
 
     PATH: the open database; THREAD_ID: the thread shown. SETTINGS remembers the strategy, models
     and base URLs (never keys). WRITE_SESSION (studio.store.writes.WriteSession) backs the file up
-    before its first write, when given. INTERACTION asks the user (the commit's confirmation, the
-    write protocol's questions; default: message boxes); `interaction` replaces it (tests).
+    before its first write, when given. INTERACTION (the window's `QtInteraction`) asks the user, over
+    this dialog: the commit's confirmation, the write protocol's questions (default: message boxes over
+    the dialog); `interaction` replaces it (tests).
 
     A subclass sets the class texts below and provides: `_read(path, thread_id)` and
     `_run_preview(request, report, token)` (static: they run on the pool), `_request(strategy,
@@ -73,10 +74,10 @@ class PreviewWriteDialog(QDialog):
     COMMIT_TIP = ""         # the Commit button's tooltip
 
     def __init__(self, runner: TaskRunner, path: str, thread_id: str, *, thread_title: str | None = None,
-                 settings: QSettings | None = None, write_session=None, interaction: Interaction | None = None,
+                 settings: QSettings | None = None, write_session=None, interaction: QtInteraction | None = None,
                  parent: QWidget | None = None):
         super().__init__(parent)
-        self._interaction = interaction
+        self._interaction = QtInteraction.for_dialog(self, interaction)
         self._runner = runner
         self._path = path
         self._thread_id = thread_id

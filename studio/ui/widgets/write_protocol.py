@@ -5,8 +5,8 @@ active: a message was written 4.2 s ago") and holds the quiet period (seconds, r
 the settings). `ProtocolController` runs the protocol (`studio.app.write_protocol`, the one flow
 the command line runs too) for one dialog: each step on the TaskRunner, never on the GUI thread
 (the write and the repair on the database worker, the waits and watches on its pool), the
-questions on the GUI thread through its `Interaction` (message boxes, `studio.ui.widgets.
-interaction.QtInteraction`; tests give a scripted one). *Reflect now…*, History ▸ *Revert*,
+questions on the GUI thread through its `Interaction` (the window's `studio.ui.interaction.
+QtInteraction` over the dialog; tests give a scripted one). *Reflect now…*, History ▸ *Revert*,
 *Observe now…* and *Activate buffered chunks…* run the same sequence: write → "the agent is
 active": wait / force / cancel → watch (a new generation for overtaking writes, repaired or
 reverted as the user chooses; a write in place for a turn rewriting it).
@@ -41,7 +41,6 @@ from studio.app.write_protocol import (
 from studio.errors import StudioError
 from studio.ui.tasks import TaskRunner, submit_job
 from studio.ui.widgets.common import ElidedLabel, plain_label
-from studio.ui.widgets.interaction import QtInteraction
 
 QUIET_SETTING = "writes/quietPeriodS"
 
@@ -132,7 +131,7 @@ class ProtocolPanel(QWidget):
 class ProtocolController(QObject):
     """Runs the write protocol's steps for one dialog on the TaskRunner; reports through signals (GUI thread).
 
-    INTERACTION answers the protocol's questions (default: message boxes over PARENT_WIDGET).
+    INTERACTION answers the protocol's questions (the dialog's: message boxes over it, or a scripted one).
     `watch_window_ms` sets the watch after a commit (ms; None: from the thread's stored turn timings).
     """
 
@@ -148,14 +147,14 @@ class ProtocolController(QObject):
     overwritten = Signal(str)           # a write in place was rewritten by a running turn while watched (plain text)
     watch_finished = Signal()           # the watch window passed (after any repairs), or the user left it
 
-    def __init__(self, runner: TaskRunner, panel: ProtocolPanel, path: str, *, session=None,
-                 interaction: Interaction | None = None, parent_widget: QWidget | None = None):
+    def __init__(self, runner: TaskRunner, panel: ProtocolPanel, path: str, *, interaction: Interaction, session=None,
+                 parent_widget: QWidget | None = None):
         super().__init__(parent_widget)
         self._runner = runner
         self._panel = panel
         self._path = path
         self._session = session
-        self.interaction: Interaction = interaction if interaction is not None else QtInteraction(parent_widget)
+        self.interaction = interaction
         self._cancel = threading.Event()
         self.activity = None
         #: The watch window after a commit (ms); None: from the thread's stored turn timings.
