@@ -60,7 +60,7 @@ class ThreadView(QWidget):
         self.messages_tab = MessagesTab(runner)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        # Six tabs fit in the detail pane of a 1024 px window without scroll buttons.
+        # The nine tabs fit in the detail pane of a 1024 px window without scroll buttons.
         self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 7px; }")
         for name, tab in (("observations", self.om_tab), ("history", self.history_tab),
                           ("messages", self.messages_tab)):
