@@ -112,6 +112,7 @@ class TurnContext:
     status_pending_tokens: int | None = None
     status_unobserved_messages: int | None = None
     events: list[dict] = field(default_factory=list)
+    model_view: dict = field(default_factory=dict)
 
     @property
     def total_estimate(self) -> int:
@@ -237,18 +238,14 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     activated = [tl.events[ei].cycle_id for ei in applied
                  if tl.events[ei].kind == ACTIVATION and tl.events[ei].cycle_id]
     pending = list(chunks)  # buffered cycles not activated (a new generation starts without chunks)
-    task = suggestion = None
-    for ei in applied:
-        e = tl.events[ei]
-        if e.kind == OBSERVATION and e.status == "completed":
-            task = _marker_value(e, "currentTask") or task
-            suggestion = _marker_value(e, "suggestedResponse") or suggestion
+    hints = _continuation_hints(tl, applied)
     thread = store.get_thread(thread_id)
     if end_ms is None and thread is not None:  # the last turn: the thread's stored values
         om_meta = thread.om_metadata
-        task = om_meta.get("currentTask") if isinstance(om_meta.get("currentTask"), str) else task
-        suggestion = om_meta.get("suggestedResponse") if isinstance(om_meta.get("suggestedResponse"), str) \
-            else suggestion
+        for key in ("currentTask", "suggestedResponse"):
+            if isinstance(om_meta.get(key), str):
+                hints[key] = (om_meta[key], {"kind": "thread-metadata", "thread_id": thread_id})
+    task, suggestion = hints["currentTask"][0], hints["suggestedResponse"][0]
 
     mine = [i for i in snapshot if tl.messages[i].thread_id == thread_id]
     in_flight = user_index not in snapshot
@@ -272,7 +269,9 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         if status is not None and tl.scope == "resource":
             other_after = status.other_threads_tokens
             after_tokens += other_after
+    view = _model_view(tl, dicts, record, block, shown, hints, task, suggestion, window_rows, user_index)
     return TurnContext(
+        model_view=view,
         thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),
         user_message_id=tl.messages[user_index].id, at=tl.messages[user_index].created_at,
         until=tl.messages[users[turn][1]].created_at if end_ms is not None else None,
@@ -289,6 +288,58 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         status_unobserved_messages=status.unobserved_message_count if status is not None else None,
         events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
                 if tl.events[ei].turn == timeline_turn])
+
+
+def _model_view(tl: Timeline, dicts: list[dict], record: OMRecord, block: str, shown: int, hints: dict,
+                task: str | None, suggestion: str | None, window_rows: list[WindowMessage], user_index: int) -> dict:
+    """Return the `model_view` document: what the model was given at the turn, in Mastra's rendering.
+
+    {observations, current_task, suggested_response: {text, tokens: {estimate, exact}, source},
+    messages: [{role, text, id, thread_id, tokens} | {role: "user", kind: "continuation-hint"}]}
+    in the model's order; see `studio.engine.model_view`. The rendering's date is the turn's user
+    message's (UTC).
+    """
+    from datetime import UTC, datetime
+
+    from studio.engine import model_view as mv
+
+    at = tl.messages[user_index].created_ms
+    now = datetime.fromtimestamp(at / 1000, UTC) if at is not None else datetime.now(UTC)
+    rendered = mv.render_observations(block, now)
+    source = {"kind": "record", "record_id": record.id, "generation": record.generation_count,
+              "segments": shown} if rendered else None
+    messages: list[dict] = [{"role": "user", "kind": mv.CONTINUATION_HINT}] if rendered else []
+    ids = {m.id: i for i, m in enumerate(tl.messages)}
+    for w in window_rows:
+        messages.append({"role": w.role, "text": mv.message_text(dicts[ids[w.id]]), "id": w.id,
+                         "thread_id": w.thread_id, "tokens": {"estimate": w.estimate, "exact": w.exact}})
+    return {
+        "observations": mv.section(rendered, source, observations=True),
+        "current_task": mv.section(task, hints["currentTask"][1] if task or hints["currentTask"][1] else None),
+        "suggested_response": mv.section(suggestion, hints["suggestedResponse"][1]),
+        "messages": messages,
+    }
+
+
+def _continuation_hints(tl: Timeline, applied: list[int]) -> dict[str, tuple[str | None, dict | None]]:
+    """Return {"currentTask"|"suggestedResponse": (text, source)} as the APPLIED events (indexes) left them.
+
+    An Observer's value is kept on its cycle's end marker (source `{"kind": "marker", "message_id"}`).
+    A synchronous reflection may write its own values into the thread's metadata, which keeps no
+    history of them: after one, until an Observer writes a value again, the value the model saw
+    is not in the rows (`(None, {"kind": "unknown"})`).
+    """
+    hints: dict[str, tuple[str | None, dict | None]] = {"currentTask": (None, None), "suggestedResponse": (None, None)}
+    for ei in applied:
+        e = tl.events[ei]
+        if e.kind == OBSERVATION and e.status == "completed":
+            for key in hints:
+                value = _marker_value(e, key)
+                if value:
+                    hints[key] = (value, {"kind": "marker", "message_id": e.message_id})
+        elif e.kind == REFLECTION and e.changes_state:
+            hints = {key: (None, {"kind": "unknown"}) for key in hints}
+    return hints
 
 
 def _next_user_ms(tl: Timeline, user_index: int, end_ms: int | None) -> int | None:
