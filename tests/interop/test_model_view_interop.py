@@ -1,0 +1,81 @@
+"""`context --json`'s model_view equals what real Mastra gave the model, turn by turn (the prompt log).
+
+Corpora are generated here with MC_PROMPT_LOG (tests/interop/prompt_log.py): every main-agent
+call is one turn; its observation block (rendered: relative dates, sub-bullets, chunks), current
+task, suggested response and messages (the continuation reminder by kind) must equal the
+studio's model view of that turn. Thread scope (`support`, synchronous observation and
+reflection) and buffered activation (`buffered`).
+
+Known gap, asserted exactly so that it cannot grow unnoticed: at a turn whose step 0 ran a
+synchronous observation followed by a reflection, and at the next turn, the replayed message window
+differs from the model's (Mastra's in-turn cleanup around a reflection is not reconstructed yet).
+At those reflection turns the task and suggestion came from the Reflector and are not kept in the
+rows: the view says their source is unknown (text None) instead of guessing. In `buffered`, turns
+may overlap (timing-dependent): a call that ends with the previous turn's reply is not replayed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from studio.app.trace import context_document
+from studio.engine.context import thread_turns
+from studio.engine.events import REFLECTION
+from studio.engine.timeline import build_timeline
+from studio.store import open_store
+from tests.interop.prompt_log import generate, last_user_text, logged_view, studio_view, text_of
+
+
+def _compare(db, calls) -> tuple[int, dict, set]:
+    """Return (turns compared, {(thread, turn): differing keys}, {(thread, turn) run after a sync reflection})."""
+    diffs, reflected = {}, set()
+    with open_store(str(db)) as store, store.snapshot():
+        users = {}
+        for thread in store.list_threads():
+            for m in store.list_messages(thread.id):
+                if m.role == "user":
+                    users.setdefault(text_of(m.content), []).append(m)
+        timelines = {}
+        for call in calls:
+            [message] = users[last_user_text(call)]
+            tid = message.thread_id
+            tl = timelines.get(tid) or timelines.setdefault(tid, build_timeline(store, tid))
+            turn = [tl.messages[i].id for _, i in thread_turns(tl, tid)].index(message.id) + 1
+            doc = context_document(store, tid, turn)
+            if any(e["type"] == REFLECTION for e in doc["events"]):
+                reflected.add((tid, turn))
+            want, got = logged_view(call), studio_view(doc["model_view"])
+            for key in ("current_task", "suggested_response"):
+                if (doc["model_view"][key]["source"] or {}).get("kind") == "unknown":
+                    assert got[key] is None
+                    want[key] = None
+            diff = [k for k in want if want[k] != got[k]]
+            if diff:
+                diffs[(tid, turn)] = diff
+    return len(calls), diffs, reflected
+
+
+@pytest.fixture(scope="module")
+def corpus_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("model-view")
+
+
+def test_thread_scope_every_turn_equals_the_prompt_log(mastra_corpus, corpus_dir):
+    db, calls = generate(mastra_corpus, corpus_dir, "support")
+    count, diffs, reflected = _compare(db, calls)
+    assert count == 58 and reflected  # the corpus's support scenario: 58 turns, three synchronous reflections
+    gap = reflected | {(tid, turn + 1) for tid, turn in reflected}
+    assert set(diffs) <= gap and all(keys == ["messages"] for keys in diffs.values()), diffs
+    with_observations = [c for c in calls if logged_view(c)["observations"]]
+    assert len(with_observations) > 20 and any("(today)" in logged_view(c)["observations"] for c in with_observations)
+
+
+def test_buffered_activation_every_turn_equals_the_prompt_log(mastra_corpus, corpus_dir):
+    db, calls = generate(mastra_corpus, corpus_dir, "buffered")
+    count, diffs, _ = _compare(db, calls)
+    assert count == len(calls) > 30
+    # The buffered scenario's turns may overlap (timing-dependent, corpus README): a call then ends
+    # with the previous turn's reply, which arrived after this turn's input. Those calls only.
+    overlapping = {c["seq"] for c in calls if c["messages"][-1]["role"] == "assistant"}
+    assert len(overlapping) <= 5
+    assert all(keys == ["messages"] for keys in diffs.values()) and len(diffs) <= len(overlapping), diffs
