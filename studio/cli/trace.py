@@ -11,7 +11,9 @@
   memory-studio context PATH --thread ID --turn N [--json]
       {"turn", "turns", "generation", "segments_shown", "activated_chunks", "pending_chunks",
        "observations": {"text", "estimate", "exact"}, "window": [...], "working_memory": {...},
-       "tokens": {"observations"|"window"|"working_memory"|"total": {"estimate", "exact"}}, ...}
+       "tokens": {"observations"|"window"|"working_memory"|"total": {"estimate", "exact"}},
+       "model_view": {"observations"|"current_task"|"suggested_response": {"text", "tokens", "source"},
+                      "messages": [{"role", "text", "id", "thread_id", "tokens"} | {"role", "kind"}]}, ...}
 
 Without --json both print a short human-readable summary. Read-only. Exit codes as
 `memory-studio`: 2 for a missing file, an unknown thread, an empty text or a turn out of range.
@@ -62,6 +64,17 @@ def _print_context(doc: dict) -> None:
 
     for line in after_turn_lines(doc):
         print(f"  {line}")
+    view = doc["model_view"]
+    print("  What the model was given (Mastra's rendering):")
+    for name in ("observations", "current_task", "suggested_response"):
+        part = view[name]
+        source = (part["source"] or {}).get("kind", "none")
+        text = "source unknown" if source == "unknown" else ("none" if part["text"] is None else
+                                                            f"{part['tokens']['estimate']:,} tokens, from {source}")
+        print(f"    {name:19} {text}")
+    hints = sum(1 for m in view["messages"] if m.get("kind"))
+    print(f"    messages            {len(view['messages']) - hints} stored"
+          f"{' + the continuation reminder' if hints else ''}")
 
 
 def _positive_int(text: str) -> int:
