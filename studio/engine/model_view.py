@@ -202,3 +202,54 @@ def section(text: str | None, source: dict | None, *, observations: bool = False
     count = tokens.count_observations if observations else tokens.count_string
     figures = {"estimate": count(text), "exact": exact_tokens(text)} if text else {"estimate": 0, "exact": 0}
     return {"text": text, "tokens": figures, "source": source}
+
+
+def source_text(source: dict | None) -> str:
+    """Return a sentence naming the stored rows a model-view part came from (SOURCE: a part's `source`)."""
+    kind = (source or {}).get("kind")
+    if kind == "record":
+        return (f"generation {source['generation']}'s log ({source['segments']} observer output(s)), rendered; "
+                f"OM record {source['record_id']}")
+    if kind == "marker":
+        return f"the Observer's end marker on message {source['message_id']}"
+    if kind == "thread-metadata":
+        return f"thread {source['thread_id']}'s OM metadata"
+    if kind == "unknown":
+        return "source unknown: written by a reflection, not kept in the rows"
+    return ""
+
+
+def view_rows(view: dict) -> list[tuple[str, int, int, str]]:
+    """Return (part, Mastra estimate, exact o200k, where it came from) for each part of a model view, in order."""
+    rows = []
+    for name, label in (("observations", "Observation block (rendered)"), ("current_task", "Current task"),
+                        ("suggested_response", "Suggested response")):
+        part = view[name]
+        if part["text"] is not None or (part["source"] or {}).get("kind") == "unknown":
+            rows.append((label, part["tokens"]["estimate"], part["tokens"]["exact"], source_text(part["source"])))
+    for m in view["messages"]:
+        if m.get("kind") == CONTINUATION_HINT:
+            rows.append((f"{m['role']}: continuation reminder", 0, 0, "injected by Mastra, never stored"))
+        else:
+            rows.append((f"{m['role']} message", m["tokens"]["estimate"], m["tokens"]["exact"],
+                         f"message {m['id']}" + (f" (thread {m['thread_id']})" if m.get("thread_id") else "")))
+    return rows
+
+
+def view_text(view: dict) -> str:
+    """Return the model view as plain text, in the model's order (section names in brackets, not Mastra's prose)."""
+    out = []
+    if view["observations"]["text"] is not None:
+        out.append(f"[observations]\n{view['observations']['text']}")
+    for name in ("current_task", "suggested_response"):
+        part = view[name]
+        if part["text"] is not None:
+            out.append(f"[{name.replace('_', ' ')}]\n{part['text']}")
+        elif (part["source"] or {}).get("kind") == "unknown":
+            out.append(f"[{name.replace('_', ' ')}]\n(source unknown: a reflection wrote it; the rows do not keep it)")
+    for m in view["messages"]:
+        if m.get("kind") == CONTINUATION_HINT:
+            out.append(f"[{m['role']}: Mastra's continuation reminder]")
+        else:
+            out.append(f"[{m['role']}]\n{m['text']}")
+    return "\n\n".join(out)

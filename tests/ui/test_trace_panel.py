@@ -147,3 +147,27 @@ def test_context_of_a_thread_without_an_om_record_is_one_sentence_not_empty_cell
     assert cv.page.isVisible() and not cv.no_record.isVisible()
     assert cv.context is not None and cv.turn_box.suffix() == f" of {cv.context.turns}"
     assert cv.sections.item(0, 0).text() == f"{cv.context.observations.estimate:,}"
+
+
+def test_context_tab_shows_what_the_model_saw_with_tokens_and_rows(studio, fixture_db, studio_ctx):
+    # support-1's first reflection turn (Mastra's rows): the model view lists the rendered block,
+    # the task and suggestion a reflection wrote (source unknown), Mastra's reminder (not stored)
+    # and the window's messages by id, each with its tokens; the text pane shows them in order.
+    path = fixture_db("support")
+    _, reflections = sync_turns(path, "support-1")
+    window = studio(path, thread_id="support-1", tab="context")
+    assert studio_ctx.runner.wait_idle()
+    cv = window.thread_view.context_view
+    cv.show_turn(reflections[0])
+    assert studio_ctx.runner.wait_idle()
+    view = cv.context.model_view
+    table = cv.model_table
+    cells = [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
+    assert cells[0][:2] == ["Observation block (rendered)", f"{view['observations']['tokens']['estimate']:,}"]
+    assert cells[1][0] == "Current task" and cells[1][3].startswith("source unknown")
+    assert cells[3] == ["user: continuation reminder", "0", "0", "injected by Mastra, never stored"]
+    stored = [m for m in view["messages"] if "id" in m]
+    assert len(cells) == 4 + len(stored) and all(m["id"] in row[3] for m, row in zip(stored, cells[4:], strict=True))
+    text = cv.model_text.toPlainText()
+    assert text.startswith("[observations]\nDate: ") and "(today)" in text.split("\n")[1]
+    assert "->" not in view["observations"]["text"] and "🟡" not in view["observations"]["text"]

@@ -3,7 +3,8 @@
 A turn box (a Timeline point clicked selects the turn in progress at its time), a summary (generation, Observer
 outputs written, buffered chunks activated / waiting), a table of each section's tokens (Mastra's
 estimate and the exact o200k count), and the sections themselves: the observation block, the
-unobserved messages in the window, working memory. Stored text is shown as plain text.
+unobserved messages in the window, working memory; "What the model saw" lists the model view (each
+part as Mastra rendered it, its tokens and the rows it came from). Stored text is shown as plain text.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 from studio.app import text as fmt
 from studio.app.trace import load_turn_context
 from studio.engine.context import TurnContext, after_turn_lines
+from studio.engine.model_view import view_rows, view_text
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import empty_state, plain_label
 
@@ -38,6 +40,7 @@ NO_OM_TEXT = ("No Observational Memory record governs this thread yet, so there 
               "are in the Messages tab.")
 SECTION_ROWS = ["Observation block", "Unobserved messages", "Working memory", "Total"]
 WINDOW_COLUMNS = ["Role", "Time", "Mastra estimate", "Exact o200k", "Note"]
+MODEL_COLUMNS = ["Part", "Mastra estimate", "Exact o200k", "From"]
 
 
 def _read_only_text() -> QPlainTextEdit:
@@ -104,6 +107,20 @@ class TurnContextView(QWidget):
         self.working_memory = _read_only_text()
         self.parts = QTabWidget()
         self.parts.setDocumentMode(True)
+        # What the model was given, in Mastra's rendering and order: each part, its tokens, its rows.
+        self.model_table = QTableWidget(0, len(MODEL_COLUMNS))
+        self.model_table.setHorizontalHeaderLabels(MODEL_COLUMNS)
+        self.model_table.horizontalHeader().setStretchLastSection(True)
+        self.model_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.model_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.model_table.setWordWrap(False)
+        self.model_table.verticalHeader().hide()
+        self.model_text = _read_only_text()
+        model = QSplitter(Qt.Orientation.Vertical)
+        model.setChildrenCollapsible(False)
+        model.addWidget(self.model_table)
+        model.addWidget(self.model_text)
+        self.parts.addTab(model, "What the model saw")
         self.parts.addTab(self.observations, "Observation block")
         self.parts.addTab(self.window_table, "Unobserved messages")
         self.parts.addTab(self.working_memory, "Working memory")
@@ -243,6 +260,16 @@ class TurnContextView(QWidget):
                     item.setData(Qt.ItemDataRole.UserRole, w.id)
                 self.window_table.setItem(r, c, item)
         self.window_table.resizeColumnsToContents()
+        rows = view_rows(ctx.model_view)
+        self.model_table.setRowCount(len(rows))
+        for r, (part, estimate, exact, source) in enumerate(rows):
+            for c, (text, right) in enumerate(((part, False), (fmt.tokens(estimate), True),
+                                               (fmt.tokens(exact), True), (source, False))):
+                item = _cell(text, right)
+                item.setToolTip(source)
+                self.model_table.setItem(r, c, item)
+        self.model_table.resizeColumnsToContents()
+        self.model_text.setPlainText(view_text(ctx.model_view))
         self.context_shown.emit(ctx)
 
     def _on_window_table_cell_activated(self, row: int, _column: int) -> None:
