@@ -4,7 +4,9 @@ Corpora are generated here with MC_PROMPT_LOG (tests/interop/prompt_log.py): eve
 call is one turn; its observation block (rendered: relative dates, sub-bullets, chunks), current
 task, suggested response and messages (the continuation reminder by kind) must equal the
 studio's model view of that turn. Thread scope (`support`, synchronous observation and
-reflection) and buffered activation (`buffered`).
+reflection), buffered activation (`buffered`), and a token-limited message history without OM
+(`limiter`: `lastMessages: 20`, code, passed as the agent has it; the trim boundary replayed from
+the rows, its newest state equal to the stored `memoryTokenLimiter`).
 
 Known gap, asserted exactly so that it cannot grow unnoticed: at a turn whose step 0 ran a
 synchronous observation followed by a reflection, and at the next turn, the replayed message window
@@ -16,17 +18,19 @@ may overlap (timing-dependent): a call that ends with the previous turn's reply 
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from studio.app.trace import context_document
+from studio.app.trace import context_document, without_om
 from studio.engine.context import thread_turns
 from studio.engine.events import REFLECTION
 from studio.engine.timeline import build_timeline
 from studio.store import open_store
-from tests.interop.prompt_log import generate, last_user_text, logged_view, studio_view, text_of
+from tests.prompt_log import generate, last_user_text, logged_view, studio_view, text_of
 
 
-def _compare(db, calls) -> tuple[int, dict, set]:
+def _compare(db, calls, last_messages: int | None = None) -> tuple[int, dict, set]:
     """Return (turns compared, {(thread, turn): differing keys}, {(thread, turn) run after a sync reflection})."""
     diffs, reflected = {}, set()
     with open_store(str(db)) as store, store.snapshot():
@@ -39,10 +43,13 @@ def _compare(db, calls) -> tuple[int, dict, set]:
         for call in calls:
             [message] = users[last_user_text(call)]
             tid = message.thread_id
-            tl = timelines.get(tid) or timelines.setdefault(tid, build_timeline(store, tid))
-            turn = [tl.messages[i].id for _, i in thread_turns(tl, tid)].index(message.id) + 1
-            doc = context_document(store, tid, turn)
-            if any(e["type"] == REFLECTION for e in doc["events"]):
+            if without_om(store, tid):
+                turn = [m.id for m in store.list_messages(tid) if m.role == "user"].index(message.id) + 1
+            else:
+                tl = timelines.get(tid) or timelines.setdefault(tid, build_timeline(store, tid))
+                turn = [tl.messages[i].id for _, i in thread_turns(tl, tid)].index(message.id) + 1
+            doc = context_document(store, tid, turn, last_messages=last_messages)
+            if any(e["type"] == REFLECTION for e in doc.get("events", [])):
                 reflected.add((tid, turn))
             want, got = logged_view(call), studio_view(doc["model_view"])
             for key in ("current_task", "suggested_response"):
@@ -79,3 +86,15 @@ def test_buffered_activation_every_turn_equals_the_prompt_log(mastra_corpus, cor
     overlapping = {c["seq"] for c in calls if c["messages"][-1]["role"] == "assistant"}
     assert len(overlapping) <= 5
     assert all(keys == ["messages"] for keys in diffs.values()) and len(diffs) <= len(overlapping), diffs
+
+
+def test_token_limited_history_every_turn_equals_the_prompt_log(mastra_corpus, corpus_dir):
+    db, calls = generate(mastra_corpus, corpus_dir, "limiter")
+    count, diffs, _ = _compare(db, calls, last_messages=20)
+    assert diffs == {} and count == len(calls) > 10
+    windows = [len(c["messages"]) for c in calls]
+    assert any(b < a for a, b in itertools.pairwise(windows)), "the budget never trimmed: no test"
+    with open_store(str(db)) as store, store.snapshot():
+        docs = [context_document(store, t.id, 1, last_messages=20) for t in store.list_threads()]
+    trimmed = [d for d in docs if d["stored_boundary"]]
+    assert trimmed and all(d["boundary_matches"] for d in trimmed)

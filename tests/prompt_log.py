@@ -15,13 +15,13 @@ import os
 import re
 from pathlib import Path
 
-from tests.interop.conftest import run_node
-
 HINT_START = "<system-reminder>"
 
 
 def generate(corpus: Path, out: Path, scenario: str) -> tuple[Path, list[dict]]:
     """Run gen.mjs for SCENARIO into OUT with a prompt log; return (the .db, the main agent's calls in order)."""
+    from tests.interop.conftest import run_node
+
     log = out / f"{scenario}.prompts.jsonl"
     old = os.environ.get("MC_PROMPT_LOG")
     os.environ["MC_PROMPT_LOG"] = str(log)
@@ -32,8 +32,13 @@ def generate(corpus: Path, out: Path, scenario: str) -> tuple[Path, list[dict]]:
             os.environ.pop("MC_PROMPT_LOG", None)
         else:
             os.environ["MC_PROMPT_LOG"] = old
+    return out / f"{scenario}.db", main_calls(log)
+
+
+def main_calls(log: Path) -> list[dict]:
+    """Return the main agent's calls of prompt log LOG, in order."""
     calls = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return out / f"{scenario}.db", [c for c in calls if c["kind"] == "main"]
+    return [c for c in calls if c["kind"] == "main"]
 
 
 def logged_view(call: dict) -> dict:
