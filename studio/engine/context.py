@@ -211,6 +211,7 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     state = replay_state(tl)
     chunks: dict[str, int] = {}
     applied: list[int] = []
+    step0: list[tuple[str, list[int]]] = []   # this turn's step-0 observations / reflections, window before each
     for ms, what, idx in order:
         if what != 1:
             if idx <= user_index:
@@ -218,6 +219,10 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
             continue
         if step_end_ms is not None and ms >= step_end_ms:
             continue
+        event = tl.events[idx]
+        if ms >= start_ms and event.changes_state and tl.scope != "resource" and (
+                event.kind == REFLECTION or (event.kind == OBSERVATION and event.status == "completed")):
+            step0.append((event.kind, list(window.indexes())))
         apply_event(tl, idx, window, state, chunks, -1)
         applied.append(idx)
     if step_end_ms is None:
@@ -269,7 +274,13 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         if status is not None and tl.scope == "resource":
             other_after = status.other_threads_tokens
             after_tokens += other_after
-    view = _model_view(tl, dicts, record, block, shown, hints, task, suggestion, window_rows, user_index)
+    view_rows = _step0_cleanup(tl, dicts, step0, after_marker, window_rows, user_index)
+    if others:  # resource scope: Mastra's window holds the resource's unobserved messages, every thread's
+        view_rows = [WindowMessage(tl.messages[i].id, tl.messages[i].thread_id, tl.messages[i].role,
+                                   tl.messages[i].created_at, tl.message_counts[i], exact_message_tokens(dicts[i]))
+                     for i in others]
+        view_rows = sorted([*window_rows, *view_rows], key=lambda w: (_created_ms(w.created_at), w.id))
+    view = _model_view(tl, dicts, record, block, shown, hints, task, suggestion, view_rows, user_index)
     return TurnContext(
         model_view=view,
         thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),
@@ -319,6 +330,42 @@ def _model_view(tl: Timeline, dicts: list[dict], record: OMRecord, block: str, s
         "suggested_response": mv.section(suggestion, hints["suggestedResponse"][1]),
         "messages": messages,
     }
+
+
+def _step0_cleanup(tl: Timeline, dicts: list[dict], step0: list[tuple[str, list[int]]],
+                   after_marker: dict[int, int | None], window_rows: list[WindowMessage],
+                   user_index: int) -> list[WindowMessage]:
+    """Return the window the model got after a synchronous observation at the turn's step 0 (thread scope).
+
+    Mastra (@mastra/memory 1.31.0, `ObservationStep.prepare` then `cleanupMessages`) removes what
+    the Observer saw from the live context itself, by the record's `observedMessageIds`; a message
+    that already held an earlier cycle's end marker keeps its parts after that marker, so it stays.
+    When a reflection followed in the same step, the new generation has no observed ids yet and the
+    cleanup cuts at the newest marker instead (the turn's own reply): only the turn's input stays,
+    although the replayed record state, whose cursor the reflection set, shows more.
+    STEP0: (event kind, window indexes before it) of this turn's step-0 events, in order.
+    """
+    kinds = [kind for kind, _ in step0]
+    if OBSERVATION not in kinds:
+        return window_rows
+    first_obs = kinds.index(OBSERVATION)
+    inflight = [w for w in window_rows if w.in_flight or w.id == tl.messages[user_index].id]
+    if REFLECTION in kinds[first_obs:]:
+        return inflight
+    before = step0[first_obs][1]
+    kept = {w.id for w in window_rows}
+    partial = [i for i in before if after_marker.get(i) is not None and tl.messages[i].id not in kept
+               and tl.messages[i].thread_id == tl.messages[user_index].thread_id]
+    extra = [WindowMessage(tl.messages[i].id, tl.messages[i].thread_id, tl.messages[i].role,
+                           tl.messages[i].created_at, after_marker[i] or 0, exact_message_tokens(dicts[i]))
+             for i in partial]
+    return sorted([*extra, *window_rows], key=lambda w: (_created_ms(w.created_at), w.id))
+
+
+def _created_ms(iso: str | None) -> int:
+    from studio.engine.timeline import iso_to_ms
+
+    return (iso_to_ms(iso) if iso else None) or 0
 
 
 def _continuation_hints(tl: Timeline, applied: list[int]) -> dict[str, tuple[str | None, dict | None]]:
