@@ -243,9 +243,11 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     activated = [tl.events[ei].cycle_id for ei in applied
                  if tl.events[ei].kind == ACTIVATION and tl.events[ei].cycle_id]
     pending = list(chunks)  # buffered cycles not activated (a new generation starts without chunks)
-    hints = _continuation_hints(tl, applied)
+    hints = _continuation_hints(tl, applied, thread_id)
     thread = store.get_thread(thread_id)
-    if end_ms is None and thread is not None:  # the last turn: the thread's stored values
+    later_cycles = step_end_ms is not None and any(  # resource scope: another thread's cycle after this turn
+        e.kind == OBSERVATION and e.at_ms is not None and e.at_ms >= step_end_ms for e in tl.events)
+    if end_ms is None and thread is not None and not later_cycles:  # the last turn: the thread's stored values
         om_meta = thread.om_metadata
         for key in ("currentTask", "suggestedResponse"):
             if isinstance(om_meta.get(key), str):
@@ -368,18 +370,23 @@ def _created_ms(iso: str | None) -> int:
     return (iso_to_ms(iso) if iso else None) or 0
 
 
-def _continuation_hints(tl: Timeline, applied: list[int]) -> dict[str, tuple[str | None, dict | None]]:
-    """Return {"currentTask"|"suggestedResponse": (text, source)} as the APPLIED events (indexes) left them.
+def _continuation_hints(tl: Timeline, applied: list[int], thread_id: str) -> dict[str, tuple[str | None, dict | None]]:
+    """Return {"currentTask"|"suggestedResponse": (text, source)} of THREAD_ID as the APPLIED events left them.
 
     An Observer's value is kept on its cycle's end marker (source `{"kind": "marker", "message_id"}`).
     A synchronous reflection may write its own values into the thread's metadata, which keeps no
     history of them: after one, until an Observer writes a value again, the value the model saw
-    is not in the rows (`(None, {"kind": "unknown"})`).
+    is not in the rows (`(None, {"kind": "unknown"})`). In resource scope a cycle's marker sits in
+    one thread only, while the multi-thread Observer may rewrite every observed thread's values:
+    after another thread's cycle (or one the Timeline inferred) this thread's values are unknown.
     """
     hints: dict[str, tuple[str | None, dict | None]] = {"currentTask": (None, None), "suggestedResponse": (None, None)}
     for ei in applied:
         e = tl.events[ei]
-        if e.kind == OBSERVATION and e.status == "completed":
+        if tl.scope == "resource" and e.kind == OBSERVATION and e.status == "completed" and e.changes_state \
+                and e.thread_id != thread_id:
+            hints = {key: (None, {"kind": "unknown"}) for key in hints}
+        elif e.kind == OBSERVATION and e.status == "completed":
             for key in hints:
                 value = _marker_value(e, key)
                 if value:
