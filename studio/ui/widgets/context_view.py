@@ -134,8 +134,9 @@ class TurnContextView(QWidget):
         self.model_text = _read_only_text()
         model = QSplitter(Qt.Orientation.Vertical)
         model.setChildrenCollapsible(False)
-        model.addWidget(self.model_table)
-        model.addWidget(self.model_text)
+        for part in (self.model_table, self.model_text):  # small windows (640×420) must not grow for them
+            part.setMinimumHeight(24)
+            model.addWidget(part)
         self.parts.addTab(model, "What the model saw")
         self.parts.addTab(self.observations, "Observation block")
         self.parts.addTab(self.window_table, "Unobserved messages")
