@@ -13,6 +13,7 @@ from studio.app.loads import require_store
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from studio.engine.context import TurnContext
+    from studio.engine.history_view import HistoryContext
     from studio.engine.trace import TraceResult
     from studio.store.memory_store import MemoryStore
 
@@ -54,12 +55,43 @@ def trace_document(store: MemoryStore, thread_id: str, text: str) -> dict:
         raise BadInput(str(exc)) from exc
 
 
-def context_document(store: MemoryStore, thread_id: str, turn: int) -> dict:
-    """Return the `context --json` document of turn TURN (from 1) of THREAD_ID (`TurnContext.to_json`); BadInput
-    for an unknown thread, one without OM, or a turn out of range."""
+def context_document(store: MemoryStore, thread_id: str, turn: int, last_messages: int | None = None) -> dict:
+    """Return the `context --json` document of turn TURN (from 1) of THREAD_ID; BadInput for an unknown thread or a
+    turn out of range.
+
+    With OM: `TurnContext.to_json`. Without: `HistoryContext.to_json` (`scope: "history"`), the
+    message history Mastra gave the model with `lastMessages` LAST_MESSAGES (None: Mastra's default).
+    """
     from studio.engine.context import ContextError, turn_context
+    from studio.engine.history_view import HistoryViewError, history_turn_view
 
     try:
+        if without_om(store, thread_id):
+            return history_turn_view(store, thread_id, turn, last_messages=last_messages).to_json()
         return turn_context(store, thread_id, turn).to_json()
-    except ContextError as exc:
+    except (ContextError, HistoryViewError) as exc:
         raise BadInput(str(exc)) from exc
+
+
+def without_om(store: MemoryStore, thread_id: str) -> bool:
+    """Return True when THREAD_ID exists and no OM record governs it (its context is its message history)."""
+    thread = store.get_thread(thread_id)
+    return thread is not None and store.lookup_key_for_thread(thread) is None
+
+
+def load_history_context(store: MemoryStore | None, thread_id: str, turn: int | None,
+                         last_messages: int | None = None) -> HistoryContext:
+    """Return the message-history context of TURN (None: the last) of THREAD_ID, a thread without OM.
+
+    LAST_MESSAGES: the agent's `lastMessages` (None: Mastra's default). Raises StoreError without a
+    database, HistoryViewError (unknown thread, turn out of range).
+    """
+    from studio.engine.history_view import HistoryViewError, history_turn_view
+
+    store = require_store(store)
+    if turn is None:
+        thread = store.get_thread(thread_id)
+        if thread is None:
+            raise HistoryViewError(f"No thread {thread_id!r}")
+        turn = max(1, sum(1 for m in store.list_messages(thread_id) if m.role == "user"))
+    return history_turn_view(store, thread_id, turn, last_messages=last_messages)

@@ -8,10 +8,16 @@
                                  "similarity", "priority", "model", "compression",
                                  "tokens_before", "tokens_after"}]}],
        "messages": [{"id", "thread_id", "role", "created_at", "excerpt", "observed", "match", "score"}]}
-  memory-studio context PATH --thread ID --turn N [--json]
+  memory-studio context PATH --thread ID --turn N [--last-messages N] [--json]
       {"turn", "turns", "generation", "segments_shown", "activated_chunks", "pending_chunks",
        "observations": {"text", "estimate", "exact"}, "window": [...], "working_memory": {...},
-       "tokens": {"observations"|"window"|"working_memory"|"total": {"estimate", "exact"}}, ...}
+       "tokens": {"observations"|"window"|"working_memory"|"total": {"estimate", "exact"}},
+       "model_view": {"observations"|"current_task"|"suggested_response": {"text", "tokens", "source"},
+                      "messages": [{"role", "text", "id", "thread_id", "tokens"} | {"role", "kind"}]}, ...}
+
+A thread without OM gets {"scope": "history", "turn", "turns", "last_messages", "token_limit",
+  "boundary_at_turn", "replayed_boundary", "stored_boundary", "boundary_matches", "model_view"}: its
+  message history (`studio.engine.history_view`).
 
 Without --json both print a short human-readable summary. Read-only. Exit codes as
 `memory-studio`: 2 for a missing file, an unknown thread, an empty text or a turn out of range.
@@ -50,7 +56,25 @@ def _print_trace(doc: dict) -> None:
         print(f"\n  message {m['id']} ({m['role']}, {m['created_at']}, {state}): {m['excerpt']}")
 
 
+def _print_history_context(doc: dict) -> None:
+    view = doc["model_view"]["messages"]
+    print(f"Turn {doc['turn']} of {doc['turns']} in thread {doc['thread_id']} (from {doc['at']}): no Observational "
+          f"Memory; the model got its message history")
+    limit = doc["token_limit"]
+    cap = "no count cap" if doc["last_messages"] is None else f"lastMessages {doc['last_messages']}"
+    if limit:
+        match = "equals" if doc["boundary_matches"] else "differs from"
+        print(f"  token budget {limit['maxTokens']:,} (remove {limit['atMaxRemoveTokens']:,} at the limit), {cap}; "
+              f"the replayed boundary {match} the stored memoryTokenLimiter")
+    else:
+        print(f"  {cap} (code, not data: --last-messages), no token budget stored")
+    print(f"  messages            {len(view)} ({sum(m['tokens']['estimate'] for m in view):,} tokens, Mastra estimate)")
+
+
 def _print_context(doc: dict) -> None:
+    if doc.get("scope") == "history":
+        _print_history_context(doc)
+        return
     t = doc["tokens"]
     print(f"Turn {doc['turn']} of {doc['turns']} in thread {doc['thread_id']} (from {doc['at']}): "
           f"generation {doc['generation']}, {doc['segments_shown']} of {doc['segments_total']} observer output(s)")
@@ -62,6 +86,17 @@ def _print_context(doc: dict) -> None:
 
     for line in after_turn_lines(doc):
         print(f"  {line}")
+    view = doc["model_view"]
+    print("  What the model was given (Mastra's rendering):")
+    for name in ("observations", "current_task", "suggested_response"):
+        part = view[name]
+        source = (part["source"] or {}).get("kind", "none")
+        text = "source unknown" if source == "unknown" else ("none" if part["text"] is None else
+                                                            f"{part['tokens']['estimate']:,} tokens, from {source}")
+        print(f"    {name:19} {text}")
+    hints = sum(1 for m in view["messages"] if m.get("kind"))
+    print(f"    messages            {len(view['messages']) - hints} stored"
+          f"{' + the continuation reminder' if hints else ''}")
 
 
 def _positive_int(text: str) -> int:
@@ -71,6 +106,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a turn number, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError("turns are numbered from 1")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of messages, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("a number of messages is 0 or more")
     return value
 
 
@@ -97,12 +142,14 @@ def add_context_command(subparsers) -> None:
     p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--turn", required=True, type=_positive_int, metavar="N", help="the turn (1 = first user message)")
+    p.add_argument("--last-messages", type=_count, metavar="N", default=None,
+                   help="the agent's lastMessages, for a thread without OM (default: Mastra's, 10; 0: no history)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_context)
 
 
 def _run_context(args) -> int:
     with reading(args.path) as store:
-        doc = context_document(store, args.thread, args.turn)
+        doc = context_document(store, args.thread, args.turn, last_messages=args.last_messages)
     print_json(doc) if args.json else _print_context(doc)
     return EXIT_OK

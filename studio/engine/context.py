@@ -112,6 +112,7 @@ class TurnContext:
     status_pending_tokens: int | None = None
     status_unobserved_messages: int | None = None
     events: list[dict] = field(default_factory=list)
+    model_view: dict = field(default_factory=dict)
 
     @property
     def total_estimate(self) -> int:
@@ -210,6 +211,7 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     state = replay_state(tl)
     chunks: dict[str, int] = {}
     applied: list[int] = []
+    step0: list[tuple[str, list[int]]] = []   # this turn's step-0 observations / reflections, window before each
     for ms, what, idx in order:
         if what != 1:
             if idx <= user_index:
@@ -217,6 +219,10 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
             continue
         if step_end_ms is not None and ms >= step_end_ms:
             continue
+        event = tl.events[idx]
+        if ms >= start_ms and event.changes_state and tl.scope != "resource" and (
+                event.kind == REFLECTION or (event.kind == OBSERVATION and event.status == "completed")):
+            step0.append((event.kind, list(window.indexes())))
         apply_event(tl, idx, window, state, chunks, -1)
         applied.append(idx)
     if step_end_ms is None:
@@ -237,18 +243,16 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     activated = [tl.events[ei].cycle_id for ei in applied
                  if tl.events[ei].kind == ACTIVATION and tl.events[ei].cycle_id]
     pending = list(chunks)  # buffered cycles not activated (a new generation starts without chunks)
-    task = suggestion = None
-    for ei in applied:
-        e = tl.events[ei]
-        if e.kind == OBSERVATION and e.status == "completed":
-            task = _marker_value(e, "currentTask") or task
-            suggestion = _marker_value(e, "suggestedResponse") or suggestion
+    hints = _continuation_hints(tl, applied, thread_id)
     thread = store.get_thread(thread_id)
-    if end_ms is None and thread is not None:  # the last turn: the thread's stored values
+    later_cycles = step_end_ms is not None and any(  # resource scope: another thread's cycle after this turn
+        e.kind == OBSERVATION and e.at_ms is not None and e.at_ms >= step_end_ms for e in tl.events)
+    if end_ms is None and thread is not None and not later_cycles:  # the last turn: the thread's stored values
         om_meta = thread.om_metadata
-        task = om_meta.get("currentTask") if isinstance(om_meta.get("currentTask"), str) else task
-        suggestion = om_meta.get("suggestedResponse") if isinstance(om_meta.get("suggestedResponse"), str) \
-            else suggestion
+        for key in ("currentTask", "suggestedResponse"):
+            if isinstance(om_meta.get(key), str):
+                hints[key] = (om_meta[key], {"kind": "thread-metadata", "thread_id": thread_id})
+    task, suggestion = hints["currentTask"][0], hints["suggestedResponse"][0]
 
     mine = [i for i in snapshot if tl.messages[i].thread_id == thread_id]
     in_flight = user_index not in snapshot
@@ -272,7 +276,15 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         if status is not None and tl.scope == "resource":
             other_after = status.other_threads_tokens
             after_tokens += other_after
+    view_rows = _step0_cleanup(tl, dicts, step0, after_marker, window_rows, user_index)
+    if others:  # resource scope: Mastra's window holds the resource's unobserved messages, every thread's
+        view_rows = [WindowMessage(tl.messages[i].id, tl.messages[i].thread_id, tl.messages[i].role,
+                                   tl.messages[i].created_at, tl.message_counts[i], exact_message_tokens(dicts[i]))
+                     for i in others]
+        view_rows = sorted([*window_rows, *view_rows], key=lambda w: (_created_ms(w.created_at), w.id))
+    view = _model_view(tl, dicts, record, block, shown, hints, task, suggestion, view_rows, user_index)
     return TurnContext(
+        model_view=view,
         thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),
         user_message_id=tl.messages[user_index].id, at=tl.messages[user_index].created_at,
         until=tl.messages[users[turn][1]].created_at if end_ms is not None else None,
@@ -289,6 +301,99 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         status_unobserved_messages=status.unobserved_message_count if status is not None else None,
         events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
                 if tl.events[ei].turn == timeline_turn])
+
+
+def _model_view(tl: Timeline, dicts: list[dict], record: OMRecord, block: str, shown: int, hints: dict,
+                task: str | None, suggestion: str | None, window_rows: list[WindowMessage], user_index: int) -> dict:
+    """Return the `model_view` document: what the model was given at the turn, in Mastra's rendering.
+
+    {observations, current_task, suggested_response: {text, tokens: {estimate, exact}, source},
+    messages: [{role, text, id, thread_id, tokens} | {role: "user", kind: "continuation-hint"}]}
+    in the model's order; see `studio.engine.model_view`. The rendering's date is the turn's user
+    message's (UTC).
+    """
+    from datetime import UTC, datetime
+
+    from studio.engine import model_view as mv
+
+    at = tl.messages[user_index].created_ms
+    now = datetime.fromtimestamp(at / 1000, UTC) if at is not None else datetime.now(UTC)
+    rendered = mv.render_observations(block, now)
+    source = {"kind": "record", "record_id": record.id, "generation": record.generation_count,
+              "segments": shown} if rendered else None
+    messages: list[dict] = [{"role": "user", "kind": mv.CONTINUATION_HINT}] if rendered else []
+    ids = {m.id: i for i, m in enumerate(tl.messages)}
+    for w in window_rows:
+        messages.append({"role": w.role, "text": mv.message_text(dicts[ids[w.id]]), "id": w.id,
+                         "thread_id": w.thread_id, "tokens": {"estimate": w.estimate, "exact": w.exact}})
+    return {
+        "observations": mv.section(rendered, source, observations=True),
+        "current_task": mv.section(task, hints["currentTask"][1] if task or hints["currentTask"][1] else None),
+        "suggested_response": mv.section(suggestion, hints["suggestedResponse"][1]),
+        "messages": messages,
+    }
+
+
+def _step0_cleanup(tl: Timeline, dicts: list[dict], step0: list[tuple[str, list[int]]],
+                   after_marker: dict[int, int | None], window_rows: list[WindowMessage],
+                   user_index: int) -> list[WindowMessage]:
+    """Return the window the model got after a synchronous observation at the turn's step 0 (thread scope).
+
+    Mastra (@mastra/memory 1.31.0, `ObservationStep.prepare` then `cleanupMessages`) removes what
+    the Observer saw from the live context itself, by the record's `observedMessageIds`; a message
+    that already held an earlier cycle's end marker keeps its parts after that marker, so it stays.
+    When a reflection followed in the same step, the new generation has no observed ids yet and the
+    cleanup cuts at the newest marker instead (the turn's own reply): only the turn's input stays,
+    although the replayed record state, whose cursor the reflection set, shows more.
+    STEP0: (event kind, window indexes before it) of this turn's step-0 events, in order.
+    """
+    kinds = [kind for kind, _ in step0]
+    if OBSERVATION not in kinds:
+        return window_rows
+    first_obs = kinds.index(OBSERVATION)
+    inflight = [w for w in window_rows if w.in_flight or w.id == tl.messages[user_index].id]
+    if REFLECTION in kinds[first_obs:]:
+        return inflight
+    before = step0[first_obs][1]
+    kept = {w.id for w in window_rows}
+    partial = [i for i in before if after_marker.get(i) is not None and tl.messages[i].id not in kept
+               and tl.messages[i].thread_id == tl.messages[user_index].thread_id]
+    extra = [WindowMessage(tl.messages[i].id, tl.messages[i].thread_id, tl.messages[i].role,
+                           tl.messages[i].created_at, after_marker[i] or 0, exact_message_tokens(dicts[i]))
+             for i in partial]
+    return sorted([*extra, *window_rows], key=lambda w: (_created_ms(w.created_at), w.id))
+
+
+def _created_ms(iso: str | None) -> int:
+    from studio.engine.timeline import iso_to_ms
+
+    return (iso_to_ms(iso) if iso else None) or 0
+
+
+def _continuation_hints(tl: Timeline, applied: list[int], thread_id: str) -> dict[str, tuple[str | None, dict | None]]:
+    """Return {"currentTask"|"suggestedResponse": (text, source)} of THREAD_ID as the APPLIED events left them.
+
+    An Observer's value is kept on its cycle's end marker (source `{"kind": "marker", "message_id"}`).
+    A synchronous reflection may write its own values into the thread's metadata, which keeps no
+    history of them: after one, until an Observer writes a value again, the value the model saw
+    is not in the rows (`(None, {"kind": "unknown"})`). In resource scope a cycle's marker sits in
+    one thread only, while the multi-thread Observer may rewrite every observed thread's values:
+    after another thread's cycle (or one the Timeline inferred) this thread's values are unknown.
+    """
+    hints: dict[str, tuple[str | None, dict | None]] = {"currentTask": (None, None), "suggestedResponse": (None, None)}
+    for ei in applied:
+        e = tl.events[ei]
+        if tl.scope == "resource" and e.kind == OBSERVATION and e.status == "completed" and e.changes_state \
+                and e.thread_id != thread_id:
+            hints = {key: (None, {"kind": "unknown"}) for key in hints}
+        elif e.kind == OBSERVATION and e.status == "completed":
+            for key in hints:
+                value = _marker_value(e, key)
+                if value:
+                    hints[key] = (value, {"kind": "marker", "message_id": e.message_id})
+        elif e.kind == REFLECTION and e.changes_state:
+            hints = {key: (None, {"kind": "unknown"}) for key in hints}
+    return hints
 
 
 def _next_user_ms(tl: Timeline, user_index: int, end_ms: int | None) -> int | None:

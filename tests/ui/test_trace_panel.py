@@ -125,25 +125,59 @@ def test_long_source_lists_are_cut_in_the_tree(studio, fixture_db, studio_ctx, m
     assert sources.child(1).text(0).startswith("… and 2 more")
 
 
-def test_context_of_a_thread_without_an_om_record_is_one_sentence_not_empty_cells(studio, fixture_db, studio_ctx):
-    # support-meta has messages but no OM record (support.oracle.json: no record for it). The tab showed
-    # a table of empty cells and "Turn 1" with no "of N"; now it says why there is nothing to rebuild.
-    with open_store(fixture_db("support")) as store:
+def test_context_of_a_thread_without_an_om_record_is_its_message_history(studio, fixture_db, studio_ctx):
+    # support-meta has messages but no OM record (support.oracle.json: no record for it). The tab
+    # says so and shows what the model got: its message history as lastMessages selects it (Mastra's
+    # default 10 until the user sets the agent's value, which is remembered for the database).
+    path = fixture_db("support")
+    with open_store(path) as store:
         assert store.get_thread("support-meta") is not None
         assert not any(k["threadId"] == "support-meta" for k in store.om_lookup_keys())
-    window = studio(fixture_db("support"), thread_id="support-1", tab="context")
+        messages = store.list_messages("support-meta")
+    window = studio(path, thread_id="support-1", tab="context")
     assert studio_ctx.runner.wait_idle()
     cv = window.thread_view.context_view
-    assert cv.page.isVisible() and not cv.no_record.isVisible() and cv.sections.item(0, 0).text()
+    assert cv.sections.isVisible() and not cv.no_record.isVisible() and cv.sections.item(0, 0).text()
     assert window.select_thread("support-meta")
     assert studio_ctx.runner.wait_idle()
-    assert not cv.page.isVisible() and cv.no_record.isVisible()
+    assert not cv.sections.isVisible() and cv.no_record.isVisible() and cv.last_messages_box.isVisible()
     assert "No Observational Memory record governs this thread" in cv.no_record.text()
-    assert "Messages tab" in cv.no_record.text()
-    assert cv.context is None
+    last_user = max(i for i, m in enumerate(messages) if m.role == "user")
+    shown = messages[max(0, last_user - 10):last_user + 1]   # ten before the input, and the input
+    assert cv.context.turn == cv.context.turns and cv.model_table.rowCount() == len(shown)
+    assert [cv.model_table.item(r, 3).text() for r in range(len(shown))] == [
+        f"message {m.id} (thread support-meta)" for m in shown]
+    cv.last_messages_box.setValue(2)
+    assert studio_ctx.runner.wait_idle()
+    assert cv.model_table.rowCount() == 3
+    assert int(studio_ctx.settings.value(f"context/lastMessages/{window.database_path}")) == 2
     # back to a thread with a record: its turns, figures and "of N" again, nothing left of the other thread
     assert window.select_thread("support-1")
     assert studio_ctx.runner.wait_idle()
-    assert cv.page.isVisible() and not cv.no_record.isVisible()
+    assert cv.sections.isVisible() and not cv.no_record.isVisible() and not cv.last_messages_box.isVisible()
     assert cv.context is not None and cv.turn_box.suffix() == f" of {cv.context.turns}"
     assert cv.sections.item(0, 0).text() == f"{cv.context.observations.estimate:,}"
+
+
+def test_context_tab_shows_what_the_model_saw_with_tokens_and_rows(studio, fixture_db, studio_ctx):
+    # support-1's first reflection turn (Mastra's rows): the model view lists the rendered block,
+    # the task and suggestion a reflection wrote (source unknown), Mastra's reminder (not stored)
+    # and the window's messages by id, each with its tokens; the text pane shows them in order.
+    path = fixture_db("support")
+    _, reflections = sync_turns(path, "support-1")
+    window = studio(path, thread_id="support-1", tab="context")
+    assert studio_ctx.runner.wait_idle()
+    cv = window.thread_view.context_view
+    cv.show_turn(reflections[0])
+    assert studio_ctx.runner.wait_idle()
+    view = cv.context.model_view
+    table = cv.model_table
+    cells = [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
+    assert cells[0][:2] == ["Observation block (rendered)", f"{view['observations']['tokens']['estimate']:,}"]
+    assert cells[1][0] == "Current task" and cells[1][3].startswith("source unknown")
+    assert cells[3] == ["user: continuation reminder", "0", "0", "injected by Mastra, never stored"]
+    stored = [m for m in view["messages"] if "id" in m]
+    assert len(cells) == 4 + len(stored) and all(m["id"] in row[3] for m, row in zip(stored, cells[4:], strict=True))
+    text = cv.model_text.toPlainText()
+    assert text.startswith("[observations]\nDate: ") and "(today)" in text.split("\n")[1]
+    assert "->" not in view["observations"]["text"] and "🟡" not in view["observations"]["text"]

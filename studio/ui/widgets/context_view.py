@@ -3,12 +3,13 @@
 A turn box (a Timeline point clicked selects the turn in progress at its time), a summary (generation, Observer
 outputs written, buffered chunks activated / waiting), a table of each section's tokens (Mastra's
 estimate and the exact o200k count), and the sections themselves: the observation block, the
-unobserved messages in the window, working memory. Stored text is shown as plain text.
+unobserved messages in the window, working memory; "What the model saw" lists the model view (each
+part as Mastra rendered it, its tokens and the rows it came from). Stored text is shown as plain text.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -25,19 +26,21 @@ from PySide6.QtWidgets import (
 )
 
 from studio.app import text as fmt
-from studio.app.trace import load_turn_context
+from studio.app.trace import load_history_context, load_turn_context
 from studio.engine.context import TurnContext, after_turn_lines
+from studio.engine.model_view import view_rows, view_text
 from studio.ui.tasks import TaskRunner
-from studio.ui.widgets.common import empty_state, plain_label
+from studio.ui.widgets.common import plain_label
 
-#: The tab's whole content for a thread no OM record governs (there is no turn, section or figure to show).
-NO_OM_TEXT = ("No Observational Memory record governs this thread yet, so there is no OM context to rebuild.\n\n"
-              "Without one, the model's context at every turn is the thread's message history alone (as the "
-              "agent's Memory settings select it, e.g. lastMessages) and working memory when it is on: no "
-              "observation block, no buffered chunks, no thresholds. The messages and their token estimates "
-              "are in the Messages tab.")
+#: Said above a thread's turns when no OM record governs it: the model got its message history.
+NO_OM_TEXT = ("No Observational Memory record governs this thread: at every turn the model got the thread's "
+              "message history, as the agent's lastMessages (code: set it here, remembered for this database) "
+              "and a token budget (its boundary is stored on the thread) selected it.")
+#: The settings key of a database's lastMessages (secrets stripped from server addresses).
+LAST_MESSAGES_KEY = "context/lastMessages/{}"
 SECTION_ROWS = ["Observation block", "Unobserved messages", "Working memory", "Total"]
 WINDOW_COLUMNS = ["Role", "Time", "Mastra estimate", "Exact o200k", "Note"]
+MODEL_COLUMNS = ["Part", "Mastra estimate", "Exact o200k", "From"]
 
 
 def _read_only_text() -> QPlainTextEdit:
@@ -61,9 +64,11 @@ class TurnContextView(QWidget):
     context_shown = Signal(object)   # the TurnContext now shown
     message_requested = Signal(str)  # a window message was activated
 
-    def __init__(self, runner: TaskRunner, parent=None):
+    def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None):
         super().__init__(parent)
         self._runner = runner
+        self._settings = settings
+        self.database_path: str | None = None   # the settings' key for lastMessages (no secret in it)
         self._thread_id: str | None = None
         self._wanted: int | None = None
         self._pending = False
@@ -77,9 +82,23 @@ class TurnContextView(QWidget):
         self.turn_box.valueChanged.connect(self._on_turn_box_value_changed)
         self.last_button = QPushButton("Last turn")
         self.last_button.clicked.connect(lambda: self.show_turn(None))
+        # lastMessages is the agent's code, not data: asked here for threads without OM, kept per database.
+        self.last_messages_box = QSpinBox()
+        self.last_messages_box.setRange(-1, 100_000)
+        self.last_messages_box.setSpecialValueText("lastMessages: not set")
+        self.last_messages_box.setMaximumWidth(200)
+        self.last_messages_box.setPrefix("lastMessages: ")
+        self.last_messages_box.setValue(-1)
+        self.last_messages_box.setKeyboardTracking(False)
+        self.last_messages_box.setToolTip("The agent's lastMessages (0: no history). Code, not data: the studio "
+                                          "cannot read it from the database, so it asks, and remembers it "
+                                          "per database.")
+        self.last_messages_box.valueChanged.connect(self._on_last_messages_box_value_changed)
+        self.last_messages_box.hide()
         row = QHBoxLayout()
         row.addWidget(self.turn_box)
         row.addWidget(self.last_button)
+        row.addWidget(self.last_messages_box)
         self.summary = plain_label("", "muted", wrap=True)
         row.addWidget(self.summary, 1)
 
@@ -104,28 +123,44 @@ class TurnContextView(QWidget):
         self.working_memory = _read_only_text()
         self.parts = QTabWidget()
         self.parts.setDocumentMode(True)
+        # What the model was given, in Mastra's rendering and order: each part, its tokens, its rows.
+        self.model_table = QTableWidget(0, len(MODEL_COLUMNS))
+        self.model_table.setHorizontalHeaderLabels(MODEL_COLUMNS)
+        self.model_table.horizontalHeader().setStretchLastSection(True)
+        self.model_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.model_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.model_table.setWordWrap(False)
+        self.model_table.verticalHeader().hide()
+        self.model_text = _read_only_text()
+        model = QSplitter(Qt.Orientation.Vertical)
+        model.setChildrenCollapsible(False)
+        for part in (self.model_table, self.model_text):  # small windows (640×420) must not grow for them
+            part.setMinimumHeight(24)
+            model.addWidget(part)
+        self.parts.addTab(model, "What the model saw")
         self.parts.addTab(self.observations, "Observation block")
         self.parts.addTab(self.window_table, "Unobserved messages")
         self.parts.addTab(self.working_memory, "Working memory")
 
+        self.om_parts = [self.observations, self.window_table, self.working_memory]
         split = QSplitter(Qt.Orientation.Vertical)
         split.setChildrenCollapsible(False)
         split.addWidget(self.sections)
         split.addWidget(self.parts)
         split.setStretchFactor(1, 1)
-        # everything above is one page; a thread without an OM record shows `no_record` instead
+        # everything above is one page; a thread without an OM record shows its history part only
         self.page = QWidget()
         page = QVBoxLayout(self.page)
         page.setContentsMargins(0, 0, 0, 0)
         page.addLayout(row)
         page.addWidget(self.after_turn)
         page.addWidget(split, 1)
-        self.no_record = empty_state(NO_OM_TEXT)
+        self.no_record = plain_label(NO_OM_TEXT, "muted", wrap=True)
         self.no_record.hide()
+        page.insertWidget(1, self.no_record)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
         layout.addWidget(self.page, 1)
-        layout.addWidget(self.no_record, 1)
 
     def set_thread(self, thread_id: str | None) -> None:
         """Show THREAD_ID's last turn once `set_record_present` says it has an OM record (None: empty)."""
@@ -147,6 +182,8 @@ class TurnContextView(QWidget):
         self.observations.setPlainText("")
         self.working_memory.setPlainText("")
         self.window_table.setRowCount(0)
+        self.model_table.setRowCount(0)
+        self.model_text.setPlainText("")
         self._pending = thread_id is not None
 
     def set_record_present(self, present: bool) -> None:
@@ -154,25 +191,43 @@ class TurnContextView(QWidget):
         if self._thread_id is None:
             return
         self._record_present = present
+        self._show_page(present)
         if not present:
-            self._pending = False
-            self.context = None
             self.after_turn.setText("")
-            self.summary.setText("")
-            self._show_page(False)
-        elif self._pending and self.isVisible():
+            self.last_messages_box.blockSignals(True)
+            self.last_messages_box.setValue(self._stored_last_messages())
+            self.last_messages_box.blockSignals(False)
+        if self._pending and self.isVisible():
             self._pending = False
             self.show_turn(None)
 
-    def _show_page(self, page: bool) -> None:
-        """Show the turn page (PAGE True) or, for a thread without an OM record, the one sentence saying so."""
-        self.page.setVisible(page)
-        self.no_record.setVisible(not page)
+    def _show_page(self, om: bool) -> None:
+        """Show the OM parts (OM True) or, for a thread without an OM record, its message history only."""
+        self.sections.setVisible(om)
+        self.after_turn.setVisible(om)
+        self.no_record.setVisible(not om)
+        self.last_messages_box.setVisible(not om)
+        for widget in self.om_parts:
+            self.parts.setTabVisible(self.parts.indexOf(widget), om)
+
+    def _stored_last_messages(self) -> int:
+        if self._settings is None or not self.database_path:
+            return -1
+        try:
+            return int(self._settings.value(LAST_MESSAGES_KEY.format(self.database_path), -1))
+        except (TypeError, ValueError):
+            return -1
+
+    def _on_last_messages_box_value_changed(self, value: int) -> None:
+        if self._settings is not None and self.database_path:
+            self._settings.setValue(LAST_MESSAGES_KEY.format(self.database_path), value)
+        if self._record_present is False:
+            self.show_turn(self.context.turn if self.context is not None else None)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
         # reconstructing needs the thread's timeline: only when looked at, and once the record is known
-        if self._pending and self._record_present:
+        if self._pending and self._record_present is not None:
             self._pending = False
             self.show_turn(None)
 
@@ -187,6 +242,12 @@ class TurnContextView(QWidget):
         self._pending = False
         self._wanted = turn
         self.summary.setText("Reconstructing the context…")
+        if self._record_present is False:
+            value = self.last_messages_box.value()
+            self._runner.submit_call(load_history_context, self._thread_id, turn, None if value < 0 else value,
+                                     helper=self.use_helper, on_done=self._on_history_done,
+                                     on_error=self._on_context_failed, key="turn-context")
+            return
         self._runner.submit_call(load_turn_context, self._thread_id, turn, at_ms, helper=self.use_helper,
                                  on_done=self._on_context_done, on_error=self._on_context_failed,
                                  key="turn-context")
@@ -204,11 +265,7 @@ class TurnContextView(QWidget):
         if ctx.thread_id != self._thread_id:
             return
         self.context = ctx
-        self.turn_box.blockSignals(True)
-        self.turn_box.setRange(1, max(1, ctx.turns))
-        self.turn_box.setSuffix(f" of {ctx.turns}")
-        self.turn_box.setValue(ctx.turn)
-        self.turn_box.blockSignals(False)
+        self._set_turn_box(ctx.turn, ctx.turns)
         chunks = ""
         if ctx.activated_chunks or ctx.pending_chunks:
             chunks = (f" · {len(ctx.activated_chunks)} buffered chunk(s) activated so far, "
@@ -243,7 +300,45 @@ class TurnContextView(QWidget):
                     item.setData(Qt.ItemDataRole.UserRole, w.id)
                 self.window_table.setItem(r, c, item)
         self.window_table.resizeColumnsToContents()
+        self._show_model_view(ctx.model_view)
         self.context_shown.emit(ctx)
+
+    def _on_history_done(self, ctx) -> None:
+        """Show a thread without OM at one turn (a `HistoryContext`): its message history as the model got it."""
+        if ctx.thread_id != self._thread_id:
+            return
+        self.context = ctx
+        self._set_turn_box(ctx.turn, ctx.turns)
+        limit = ctx.token_limit
+        if limit is None:
+            budget = "no token budget stored"
+        else:
+            budget = (f"token budget {limit['maxTokens']:,}; the replayed trim boundary "
+                      f"{'equals' if ctx.boundary_matches else 'differs from'} the one stored")
+        cap = "no count cap" if ctx.last_messages is None else f"{ctx.last_messages} last messages"
+        if self.last_messages_box.value() < 0:
+            cap += ", Mastra's default" if limit is None else " (a token budget replaces the default count)"
+        self.summary.setText(f"From {fmt.local_time(ctx.at)}: message history only ({cap}, {budget})")
+        self._show_model_view(ctx.model_view)
+
+    def _set_turn_box(self, turn: int, turns: int) -> None:
+        self.turn_box.blockSignals(True)
+        self.turn_box.setRange(1, max(1, turns))
+        self.turn_box.setSuffix(f" of {turns}")
+        self.turn_box.setValue(turn)
+        self.turn_box.blockSignals(False)
+
+    def _show_model_view(self, view: dict) -> None:
+        rows = view_rows(view)
+        self.model_table.setRowCount(len(rows))
+        for r, (part, estimate, exact, source) in enumerate(rows):
+            for c, (text, right) in enumerate(((part, False), (fmt.tokens(estimate), True),
+                                               (fmt.tokens(exact), True), (source, False))):
+                item = _cell(text, right)
+                item.setToolTip(source)
+                self.model_table.setItem(r, c, item)
+        self.model_table.resizeColumnsToContents()
+        self.model_text.setPlainText(view_text(view))
 
     def _on_window_table_cell_activated(self, row: int, _column: int) -> None:
         item = self.window_table.item(row, 0)

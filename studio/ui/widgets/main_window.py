@@ -370,6 +370,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{APP_TITLE} — {name.replace('[*]', '[*][*]')}")
         self.path_label.setText(info.path)
         self.thread_view.history_tab.database_path = info.path
+        self.thread_view.context_view.database_path = strip_secrets(info.path)
         self.path_label.setToolTip(fmt.plain_tooltip(info.path))
         self.mode_label.setText("read-write" if info.writable else "read-only")
         set_role(self.mode_label, "badge-stale" if info.writable else "badge")

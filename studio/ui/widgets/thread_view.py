@@ -75,7 +75,7 @@ class ThreadView(QWidget):
         self.tabs.addTab(self.timeline_tab, TAB_TITLES["timeline"])
         self.timeline_tab.message_selected.connect(self.messages_tab.show_in_context)
         self.timeline_tab.generation_selected.connect(self.history_tab.select_record)
-        self._add_trace_tabs(runner)
+        self._add_trace_tabs(runner, settings)
         self.health_tab = HealthTab(runner)   # the doctor's findings for this thread (studio.ui.widgets.health)
         self.tabs.addTab(self.health_tab, TAB_TITLES["health"])
         for index, name in enumerate(TAB_NAMES):
@@ -105,9 +105,9 @@ class ThreadView(QWidget):
         layout.addWidget(self.damage_banner)
         layout.addWidget(self._stack)
 
-    def _add_trace_tabs(self, runner: TaskRunner) -> None:
+    def _add_trace_tabs(self, runner: TaskRunner, settings: QSettings | None) -> None:
         """Add the Trace and Turn context tabs and wire them to the search boxes, History, Messages and Timeline."""
-        self.trace_panel, self.context_view = TracePanel(runner), TurnContextView(runner)
+        self.trace_panel, self.context_view = TracePanel(runner), TurnContextView(runner, settings=settings)
         self.tabs.addTab(self.trace_panel, TAB_TITLES["trace"])
         self.tabs.addTab(self.context_view, TAB_TITLES["context"])
         for box in (self.om_tab.trace_box, self.history_tab.trace_box):
