@@ -336,15 +336,15 @@ def pg_write_transaction(location: Target, *, label: str = "write",
         conn.close()
 
 
-def _connect(location: Target, options: str, purpose: str):
-    """`connect_pg` for a write; a server that cannot be reached raises ServerUnreachable (nothing written)."""
+def _connect(location: Target, options: str, purpose: str, *, writing: bool = True):
+    """`connect_pg` for a write (WRITING) or its check; a server that cannot be reached raises ServerUnreachable."""
     try:
         return connect_pg(location, options=options, application_name="memory-studio write", purpose=purpose)
     except ServerUnreachable:
         raise
     except StoreError as exc:
         if exc.__cause__ is not None and _unreachable(exc.__cause__):
-            raise ServerUnreachable(f"{exc}; nothing was written.") from exc.__cause__
+            raise ServerUnreachable(f"{exc}; nothing was written." if writing else str(exc)) from exc.__cause__
         raise
 
 
@@ -363,7 +363,7 @@ def _probe_commit(location: Target, options: str, schema: sc.Schema, xid: int, j
     transaction (NULL), the rows of JOURNAL are read again (`outcome.journal_outcome`). Raises
     StoreError when the server cannot be reached.
     """
-    conn = _connect(location, options, "to check the write")
+    conn = _connect(location, options, "to check the write", writing=False)
     try:
         status = conn.execute("SELECT txid_status(%s)", (xid,)).fetchone()[0]
         if status == "committed":
