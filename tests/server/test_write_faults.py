@@ -415,3 +415,84 @@ def test_cause_chains_that_loop_are_walked_once():
     assert cause_chain(inner) == [inner, error]
     assert _reason(inner) == "gone"
     assert exit_code_for(error) == 2
+
+
+# -- held locks: one deadline for the whole write (issue 22 item 6) ------------------------------------------
+
+class _Holder:
+    """Another session of the server holding a lock until `release()` (or SAFETY_S, so that a bug cannot hang)."""
+
+    SAFETY_S = 60.0
+
+    def __init__(self, url: str, sqls: list[tuple[str, tuple]]):
+        self.conn = psycopg.connect(url, autocommit=False)
+        self.conn.execute(f"SET search_path = {PG_SCHEMA}")
+        for sql, params in sqls:
+            self.conn.execute(sql, params)
+        self.released = threading.Event()
+        self._timer = threading.Timer(self.SAFETY_S, self.release)
+        self._timer.start()
+
+    def release(self) -> None:
+        if not self.released.is_set():
+            self.released.set()
+            self.conn.rollback()
+            self.conn.close()
+        self._timer.cancel()
+
+
+def test_a_table_lock_refuses_a_postgresql_write_at_the_deadline_not_after_the_statement_timeout(
+        pg_server, tmp_path, capsys, monkeypatch):
+    """`LOCK TABLE … IN ACCESS EXCLUSIVE MODE` held by another session: the clone is refused (exit 3, nothing written,
+    no backup) while the lock is still held — it did not wait for the lock's release nor for a statement timeout."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    url = _make_pg_store(pg_server)
+    target = f"{url}?schema={PG_SCHEMA}"
+    for table in ("mastra_messages", "mastra_threads"):
+        holder = _Holder(url, [(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE", ())])
+        try:
+            code, _, err = _clone(target, f"locked-{table}", capsys)
+            still_held = not holder.released.is_set()
+        finally:
+            holder.release()
+        assert still_held, "the write waited for the lock's release"
+        assert code == 3, err
+        assert "locked by another process" in err
+        assert _pg_truth(url, f"locked-{table}") == (False, 0)
+        assert not _backups_of(f"locked-{table}", tmp_path / "data")
+
+
+def test_successive_row_locks_share_one_deadline(pg_server, tmp_path, capsys, monkeypatch):
+    """Three row locks, each released LAG s after the one before, each shorter than the write's bound but together
+    longer: PostgreSQL's lock_timeout alone would wait for each in turn and write; one deadline refuses the write."""
+    from studio.errors import WriteRefused
+    from studio.store.write.undo import undo_write
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    url = _make_pg_store(pg_server)
+    target = f"{url}?schema={PG_SCHEMA}"
+    assert _clone(target, "row-locked", capsys)[0] == 0
+    bound_ms, lag_s = 1_500, 1.0
+    # the undo of that clone locks its thread row, then its messages (FOR UPDATE, one statement per row)
+    with psycopg.connect(url, autocommit=True) as conn:
+        messages = [r[0] for r in conn.execute(f"SELECT id FROM {PG_SCHEMA}.mastra_messages "
+                                               "WHERE thread_id = 'row-locked' ORDER BY \"createdAt\"")]
+    ids = ["row-locked", *messages[:2]]
+    tables = ["mastra_threads", "mastra_messages", "mastra_messages"]
+    holders = [_Holder(url, [(f"SELECT 1 FROM {t} WHERE id = %s FOR UPDATE", (i,))]) for t, i in zip(tables, ids,
+                                                                                                       strict=True)]
+    timers = [threading.Timer(lag_s * (n + 1), h.release) for n, h in enumerate(holders)]
+    for timer in timers:
+        timer.start()
+    try:
+        with pytest.raises(WriteRefused) as refused:
+            undo_write(target, busy_timeout_ms=bound_ms)
+        still_held = not holders[-1].released.is_set()
+    finally:
+        for timer in timers:
+            timer.cancel()
+        for holder in holders:
+            holder.release()
+    assert refused.value.reason == "busy"
+    assert still_held, "the write waited for every lock in turn"
+    assert _pg_truth(url, "row-locked") == (True, SOURCE_MESSAGES)   # nothing undone

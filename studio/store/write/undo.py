@@ -35,12 +35,13 @@ _NAMED = 5
 
 
 def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
-                folder: str | os.PathLike[str] | None = None) -> tuple[Path, dict]:
+                folder: str | os.PathLike[str] | None = None, *, set_aside: bool = True) -> tuple[Path, dict]:
     """Return (path, document) of the backup to undo: BACKUP, or TARGET's newest write not undone yet.
 
-    FOLDER: where backups are (default `row_backup.backup_root()`). Raises WriteRefused ("invalid":
-    not a server URL, a backup of another store, already undone; "not-found": no backup) and
-    StoreError (unreadable file).
+    FOLDER: where backups are (default `row_backup.backup_root()`). SET_ASIDE: first set aside the
+    backups of writes that never happened (`set_aside_never_written`, one read of the server).
+    Raises WriteRefused ("invalid": not a server URL, a backup of another store, already undone;
+    "not-found": no backup) and StoreError (unreadable file).
     """
     location = server_location(target)
     if location is None:
@@ -48,8 +49,9 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
                                       "a local file's backup is a verified copy of the whole file, made beside it "
                                       "before the first write: copy "
                                       "it back while no agent runs.")
-    if backup is None:
+    if backup is None and set_aside:
         set_aside_never_written(target, folder)
+    if backup is None:
         found = candidate_backups(target, folder)
         if not found:
             raise WriteRefused("not-found", f"No backup of a studio write to {location.display} is left to undo in "
@@ -144,7 +146,7 @@ def undo_write(target: str, backup: str | os.PathLike[str] | None = None, *,
     lock held longer than the write bound; "invalid", "not-found") and StoreError; nothing is
     written then.
     """
-    path, document = pick_backup(target, backup, folder)
+    path, document = pick_backup(target, backup, folder, set_aside=False)
     # the newest backups first, then older ones: a backup whose write never happened is set aside
     candidates = [(path, document)] if backup is not None else candidate_backups(target, folder)
     never_written: list[tuple[Path, dict]] = []
