@@ -38,7 +38,8 @@ EXIT_INTERRUPTED = 130
 _IO_WORDS = ("database or disk is full", "disk is full", "no space left", "readonly", "read-only", "disk i/o error",
              "errno 28", "errno 30", "permission denied", "errno 13")
 #: Words that mean another process holds the file (exit 3).
-_LOCK_WORDS = ("database is locked", "is locked by another process", "database is busy")
+_LOCK_WORDS = ("database is locked", "is locked by another process", "database is busy",
+               "canceling statement due to lock timeout")
 #: Words of a driver's error that mean the server is gone or the connection to it died (exit 6).
 _GONE_WORDS = ("connection refused", "server closed the connection", "terminating connection due to administrator",
                "the database system is shutting down", "the database system is starting up", "connection reset",

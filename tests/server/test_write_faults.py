@@ -496,3 +496,20 @@ def test_successive_row_locks_share_one_deadline(pg_server, tmp_path, capsys, mo
     assert refused.value.reason == "busy"
     assert still_held, "the write waited for every lock in turn"
     assert _pg_truth(url, "row-locked") == (True, SOURCE_MESSAGES)   # nothing undone
+
+
+def test_a_read_under_a_table_lock_says_locked_at_the_bound(pg_server, tmp_path, capsys, monkeypatch):
+    """A command reading a table another session locks (ACCESS EXCLUSIVE) ends with "locked" (exit 3) while the lock
+    is still held: it did not wait for the 60 s statement timeout to end as "bad input" (exit 2)."""
+    url = _make_pg_store(pg_server)
+    holder = _Holder(url, [("LOCK TABLE mastra_threads IN ACCESS EXCLUSIVE MODE", ())])
+    try:
+        capsys.readouterr()
+        code = cli_main(["threads", f"{url}?schema={PG_SCHEMA}"])
+        still_held = not holder.released.is_set()
+    finally:
+        holder.release()
+    err = capsys.readouterr().err
+    assert still_held
+    assert code == 3, err
+    assert "lock timeout" in err
