@@ -127,17 +127,21 @@ def report_failures(work: Callable[[], int]) -> int:
         return EXIT_FAILURE
 
 
+#: The notices this command printed already (`show_notices` prints each once).
+_SHOWN: set[str] = set()
+
+
 def show_notices() -> None:
     """Print each StoreNotice (e.g. a token written in a URL) as `memory-studio: warning: …` on stderr."""
     import warnings
 
     default = warnings.showwarning
-    shown: set[str] = set()
+    _SHOWN.clear()   # a new command: each notice once more
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, StoreNotice):
-            if str(message) not in shown:   # once per command, however often the store is opened
-                shown.add(str(message))
+            if str(message) not in _SHOWN:   # once per command, however often the store is opened
+                _SHOWN.add(str(message))
                 say(f"warning: {message}")
         else:
             default(message, category, filename, lineno, file, line)
@@ -172,3 +176,39 @@ def describe_error(exc: BaseException) -> str:
     if not text.endswith((".", "!", "?")):
         text += "."
     return text
+
+
+def write_outcome(exc: BaseException) -> str:
+    """What became of a write that raised EXC: "written" (its COMMIT answer was lost, and re-reading the server
+    after reconnecting found it), "unknown" (COMMIT sent, the server never answered again: backup kept) or
+    "not-written" (every other failure or refusal)."""
+    from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable
+
+    if isinstance(exc, (OutcomeFoundAfterReconnect, ServerUnreachable)):
+        return exc.outcome
+    return "not-written"
+
+
+def outcome_heading(exc: BaseException) -> str:
+    """The few words a face puts before a failed write's sentence (status bar, box title), true to its outcome.
+
+    "Written (found after reconnecting)", "Nothing was written (found after reconnecting)", "Outcome unknown
+    (the server is unreachable)", "Nothing was written (the server is unreachable)" or "Nothing was written".
+    """
+    from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable
+
+    outcome = write_outcome(exc)
+    if outcome == "written":
+        return "Written (found after reconnecting)"
+    if outcome == "unknown":
+        return "Outcome unknown (the server is unreachable)"
+    if isinstance(exc, OutcomeFoundAfterReconnect):
+        return "Nothing was written (found after reconnecting)"
+    if isinstance(exc, ServerUnreachable):
+        return "Nothing was written (the server is unreachable)"
+    return "Nothing was written"
+
+
+def outcome_line(exc: BaseException) -> str:
+    """The progress line a write dialog leaves after EXC: `outcome_heading(EXC)` as a sentence."""
+    return outcome_heading(exc) + "."
