@@ -5,7 +5,8 @@ opened read-only plus one call of the application layer (`studio.app`), whose do
 as JSON (`studio.cli.output`) or as text; a write command asks first (`studio.cli.interaction`)
 and goes through the OM write protocol (`studio.app.write_protocol`, options in
 `studio.cli.write_options`). Exit codes are `studio.app.failures`': 0 done, 1 unexpected failure,
-2 bad input, 3 refused (nothing written), 4 I/O, 130 on Ctrl-C.
+2 bad input, 3 refused (nothing written), 4 I/O, 5 a write's outcome found after reconnecting, 6 dead
+server, 130 on Ctrl-C; a write command's JSON says the outcome on 5 and 6 (`_print_write_outcome`).
 
 `memory-studio` without a command starts the studio: `studio.main` picks the face, and this
 package never imports `studio.ui`. A command imports only its own module (`build_parser(only=…)`),
