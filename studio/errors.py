@@ -18,6 +18,55 @@ class SchemaError(StoreError):
     """The file is SQLite but not a Mastra memory database this studio understands."""
 
 
+class ServerUnreachable(StoreError):
+    """A server store could not be reached, or the connection to it died during the command ("dead server", exit 6).
+
+    For a write, `outcome` says what became of it: "not-written" (the connection died before COMMIT was
+    sent, or the server refused it: no backup is left) or "unknown" (COMMIT was sent, its answer never
+    came, and the server could not be reached again to find out: the row backup is kept, `backup`, and
+    `memory-studio undo` tells a write that happened from one that did not).
+    """
+
+    def __init__(self, message: str, *, outcome: str = "not-written", backup: str | None = None):
+        super().__init__(message)
+        self.outcome = outcome
+        self.backup = backup
+
+
+class OutcomeFoundAfterReconnect(StoreError):
+    """A write's COMMIT was sent but its answer was lost with the connection; re-reading the server after
+    reconnecting found what happened (exit 5).
+
+    `written`: True when the write is there (its row backup `backup` is kept and `undo` restores it),
+    False when nothing of it is (no backup is left).
+    """
+
+    def __init__(self, message: str, *, written: bool, backup: str | None = None):
+        super().__init__(message)
+        self.written = written
+        self.backup = backup
+
+    @property
+    def outcome(self) -> str:
+        """"written" or "not-written"."""
+        return "written" if self.written else "not-written"
+
+
+def cause_chain(exc: BaseException | None, limit: int = 16) -> list[BaseException]:
+    """EXC and its causes (`__cause__`, else `__context__`), each once, at most LIMIT of them.
+
+    Safe on a chain that loops (an error made its own cause, or two that name each other): the walk
+    stops at the first exception already seen.
+    """
+    out: list[BaseException] = []
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen and len(out) < limit:
+        seen.add(id(exc))
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
 class StoreNotice(UserWarning):
     """Something the user should know about how a store was opened (issued with `warnings.warn`).
 

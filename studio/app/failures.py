@@ -5,7 +5,11 @@ to one): 0 done; 1 unexpected failure (a bug, a provider/engine failure); 2 bad 
 file or thread, not SQLite, not a Mastra database, a damaged file where the command reads,
 invalid arguments); 3 refused, nothing written (the file is busy or locked, changed since it was
 read, the agent is active, a write was overtaken and left unrepaired, or the answer at a prompt
-was no); 4 I/O (disk full, read-only file or folder, disk I/O error). 130 on Ctrl-C.
+was no); 4 I/O (disk full, read-only file or folder, disk I/O error); 5 outcome found after
+reconnecting (a write's COMMIT was sent, the connection dropped before its answer, and a re-read
+after reconnecting found it written, backup kept, or not written); 6 dead server (a server store
+could not be reached or the connection died: nothing was written, or, when it died after COMMIT
+was sent and never came back, the outcome is unknown and the backup kept). 130 on Ctrl-C.
 
 `report_failures` runs a face's work and turns what it raises into one line on stderr and that
 code; `describe_error` gives the studio's one sentence for a failed read, preview or write.
@@ -16,13 +20,17 @@ from __future__ import annotations
 
 import sys
 
-from studio.errors import StoreError, StoreNotice, StudioError
+from studio.errors import StoreError, StoreNotice, StudioError, cause_chain
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_REFUSED, EXIT_IO = 0, 1, 2, 3, 4
+#: A write whose COMMIT answer was lost; its outcome was found by re-reading after reconnecting (JSON `outcome`).
+EXIT_RECONNECTED = 5
+#: A server store could not be reached, or the connection died (JSON `outcome`: "not-written" or "unknown").
+EXIT_SERVER_DOWN = 6
 #: The exit code of a run stopped with Ctrl-C.
 EXIT_INTERRUPTED = 130
 
@@ -30,7 +38,13 @@ EXIT_INTERRUPTED = 130
 _IO_WORDS = ("database or disk is full", "disk is full", "no space left", "readonly", "read-only", "disk i/o error",
              "errno 28", "errno 30", "permission denied", "errno 13")
 #: Words that mean another process holds the file (exit 3).
-_LOCK_WORDS = ("database is locked", "is locked by another process", "database is busy")
+_LOCK_WORDS = ("database is locked", "is locked by another process", "database is busy",
+               "canceling statement due to lock timeout")
+#: Words of a driver's error that mean the server is gone or the connection to it died (exit 6).
+_GONE_WORDS = ("connection refused", "server closed the connection", "terminating connection due to administrator",
+               "the database system is shutting down", "the database system is starting up", "connection reset",
+               "consuming input failed", "no route to host", "network is unreachable", "timeout expired",
+               "the connection is lost", "the connection is closed", "ssl syscall error: eof")
 
 #: Sentences for the write refusals of studio.store.writes (WriteRefused.reason), as the studio says them.
 REFUSALS = {
@@ -50,22 +64,25 @@ class BadInput(StudioError):
 def exit_code_for(exc: BaseException) -> int:
     """Return the documented exit code for EXC (see the module docstring).
 
-    WriteRefused: "invalid" / "not-found" / "conflict" -> 2, the others (busy, reflecting,
-    generation-changed) -> 3. StoreError: an I/O cause (disk full, read-only, I/O error; the
+    OutcomeFoundAfterReconnect -> 5, ServerUnreachable -> 6 (and a StoreError whose causes say the
+    server is gone or the connection died). WriteRefused: "invalid" / "not-found" / "conflict" -> 2,
+    the others (busy, reflecting, generation-changed) -> 3.
+    StoreError: an I/O cause (disk full, read-only, I/O error; the
     message or any chained cause) -> 4, a lock -> 3, otherwise 2. BadInput -> 2. Any other
     StudioError -> 1.
     """
-    from studio.errors import WriteRefused
+    from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable, WriteRefused
 
+    if isinstance(exc, OutcomeFoundAfterReconnect):
+        return EXIT_RECONNECTED
+    if isinstance(exc, ServerUnreachable):
+        return EXIT_SERVER_DOWN
     if isinstance(exc, WriteRefused):
         return EXIT_BAD_INPUT if exc.reason in ("invalid", "not-found", "conflict") else EXIT_REFUSED
     if isinstance(exc, BadInput):
         return EXIT_BAD_INPUT
     if isinstance(exc, StoreError):
-        texts, seen = [], exc
-        while seen is not None and len(texts) < 8:
-            texts.append(str(seen).lower())
-            seen = seen.__cause__ or seen.__context__
+        texts = [str(seen).lower() for seen in cause_chain(exc, limit=8)]
         text = " ".join(texts)
         # SQLite's own "disk I/O error" under a read that the store explained is a damaged file (bad
         # input, 2); it means I/O (4) only when the studio's message itself says so
@@ -73,6 +90,8 @@ def exit_code_for(exc: BaseException) -> int:
             return EXIT_IO
         if any(w in text for w in _LOCK_WORDS):
             return EXIT_REFUSED
+        if any(w in text for w in _GONE_WORDS):
+            return EXIT_SERVER_DOWN
         return EXIT_BAD_INPUT
     return EXIT_FAILURE
 
@@ -108,15 +127,22 @@ def report_failures(work: Callable[[], int]) -> int:
         return EXIT_FAILURE
 
 
+#: The notices this command printed already (`show_notices` prints each once).
+_SHOWN: set[str] = set()
+
+
 def show_notices() -> None:
     """Print each StoreNotice (e.g. a token written in a URL) as `memory-studio: warning: …` on stderr."""
     import warnings
 
     default = warnings.showwarning
+    _SHOWN.clear()   # a new command: each notice once more
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, StoreNotice):
-            say(f"warning: {message}")
+            if str(message) not in _SHOWN:   # once per command, however often the store is opened
+                _SHOWN.add(str(message))
+                say(f"warning: {message}")
         else:
             default(message, category, filename, lineno, file, line)
 
@@ -150,3 +176,39 @@ def describe_error(exc: BaseException) -> str:
     if not text.endswith((".", "!", "?")):
         text += "."
     return text
+
+
+def write_outcome(exc: BaseException) -> str:
+    """What became of a write that raised EXC: "written" (its COMMIT answer was lost, and re-reading the server
+    after reconnecting found it), "unknown" (COMMIT sent, the server never answered again: backup kept) or
+    "not-written" (every other failure or refusal)."""
+    from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable
+
+    if isinstance(exc, (OutcomeFoundAfterReconnect, ServerUnreachable)):
+        return exc.outcome
+    return "not-written"
+
+
+def outcome_heading(exc: BaseException) -> str:
+    """The few words a face puts before a failed write's sentence (status bar, box title), true to its outcome.
+
+    "Written (found after reconnecting)", "Nothing was written (found after reconnecting)", "Outcome unknown
+    (the server is unreachable)", "Nothing was written (the server is unreachable)" or "Nothing was written".
+    """
+    from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable
+
+    outcome = write_outcome(exc)
+    if outcome == "written":
+        return "Written (found after reconnecting)"
+    if outcome == "unknown":
+        return "Outcome unknown (the server is unreachable)"
+    if isinstance(exc, OutcomeFoundAfterReconnect):
+        return "Nothing was written (found after reconnecting)"
+    if isinstance(exc, ServerUnreachable):
+        return "Nothing was written (the server is unreachable)"
+    return "Nothing was written"
+
+
+def outcome_line(exc: BaseException) -> str:
+    """The progress line a write dialog leaves after EXC: `outcome_heading(EXC)` as a sentence."""
+    return outcome_heading(exc) + "."

@@ -122,3 +122,15 @@ def plain_tooltip(text: str | None, limit: int = 2000) -> str:
     if text and len(text) > limit:
         body += ELLIPSIS
     return f"<p style='white-space:pre-wrap'>{html.escape(body)}</p>"
+
+
+def changed_store_line(path: str) -> str:
+    """The line a write's confirmation says about what it changes: "The file is changed: PATH" for a local file,
+    "The store on the server is changed: URL" for a PostgreSQL or libSQL server (URL as the studio shows it)."""
+    from studio.store.target import FILE, target_kind
+
+    try:
+        local = target_kind(path) == FILE
+    except Exception:
+        local = True
+    return f"The file is changed: {path}" if local else f"The store on the server is changed: {path}"

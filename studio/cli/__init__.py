@@ -5,7 +5,8 @@ opened read-only plus one call of the application layer (`studio.app`), whose do
 as JSON (`studio.cli.output`) or as text; a write command asks first (`studio.cli.interaction`)
 and goes through the OM write protocol (`studio.app.write_protocol`, options in
 `studio.cli.write_options`). Exit codes are `studio.app.failures`': 0 done, 1 unexpected failure,
-2 bad input, 3 refused (nothing written), 4 I/O, 130 on Ctrl-C.
+2 bad input, 3 refused (nothing written), 4 I/O, 5 a write's outcome found after reconnecting, 6 dead
+server, 130 on Ctrl-C; a write command's JSON says the outcome on 5 and 6 (`_print_write_outcome`).
 
 `memory-studio` without a command starts the studio: `studio.main` picks the face, and this
 package never imports `studio.ui`. A command imports only its own module (`build_parser(only=…)`),
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 
 from studio import __version__
 from studio.app.failures import BadInput, report_failures, show_notices
+from studio.errors import StudioError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -181,10 +183,36 @@ def _run(argv: list[str]) -> int:
     try:
         only = argv[0] if argv and argv[0] in COMMANDS else None
         args = build_parser(only).parse_args(argv)  # a command imports only its own module
-        return args.run(args)
+        try:
+            return args.run(args)
+        except StudioError as exc:
+            if only in WRITE_COMMANDS and (vars(args).get("json") or only == "clone"):
+                _print_write_outcome(exc)
+            raise
     finally:
         if collecting:
             gc.enable()
+
+
+#: The commands that write (their JSON says what became of a write that did not end normally).
+WRITE_COMMANDS = frozenset({"clone", "reflect", "revert", "observe", "activate", "undo"})
+
+
+def _print_write_outcome(exc: BaseException) -> None:
+    """Print the JSON of a write that ended with a lost connection: `{"outcome", "found_after_reconnecting",
+    "backup", "error"}` (outcome "written", "not-written" or "unknown"; exit 5 or 6). Other failures print
+    nothing (their exit code says that nothing was written)."""
+    from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable
+
+    if isinstance(exc, OutcomeFoundAfterReconnect):
+        doc = {"outcome": exc.outcome, "found_after_reconnecting": True, "backup": exc.backup, "error": str(exc)}
+    elif isinstance(exc, ServerUnreachable):
+        doc = {"outcome": exc.outcome, "found_after_reconnecting": False, "backup": exc.backup, "error": str(exc)}
+    else:
+        return
+    from studio.cli.output import print_json
+
+    print_json(doc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,8 +32,10 @@ Exit codes (studio.app.failures): 0 written (or previewed with --dry-run); 1 une
 (provider error, degenerate or empty answers); 2 bad input (missing file or thread, no OM record,
 unknown provider, missing key, no --yes without a terminal); 3 refused (busy, locked, changed since
 read, nothing to condense: the proposal is the current generation unchanged, the agent is active, an
-overtaking write left unrepaired, declined at the prompt); 4 I/O (disk full, read-only). Except for
-0 and an unrepaired overtaking write, the database is unchanged.
+overtaking write left unrepaired, declined at the prompt); 4 I/O (disk full, read-only); 5 the
+connection dropped after COMMIT was sent and a re-read after reconnecting found the outcome (JSON
+`outcome`: "written" or "not-written"); 6 dead server (JSON `outcome`: "not-written" or "unknown").
+Except for 0, 5 "written" and an unrepaired overtaking write, the database is unchanged.
 """
 
 from __future__ import annotations

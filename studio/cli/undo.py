@@ -8,11 +8,14 @@ Every studio write there saved the rows it changed as a JSON file in
 one of TARGET not undone yet (or FILE), shows what it will restore, asks (or `--yes`), and restores
 those rows in one transaction (`studio.store.write.undo.undo_write`). It refuses, writing nothing,
 when any of the rows changed since the write. `--json` prints
-{"undone", "backup", "operation", "created_at", "deleted", "restored", "reinserted", "undo_backup"}.
+{"undone", "backup", "operation", "created_at", "deleted", "restored", "reinserted", "undo_backup",
+"skipped_never_written"}.
 
 Exit codes (studio.cli): 0 restored; 2 bad input (not a server URL, no backup left, a backup of
 another store or already undone, no --yes without a terminal); 3 refused (rows changed since the
-write, a lock held by another session for the whole 9 s, declined at the prompt); 4 I/O.
+write, a lock held by another session for the whole 9 s, declined at the prompt); 4 I/O; 5 and 6 as
+every write (`studio.app.failures`). A backup whose write never happened (every row as before it) is
+set aside (`never_written`) and the write before it is offered; `--json` adds "skipped_never_written".
 """
 
 from __future__ import annotations

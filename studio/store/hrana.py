@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from studio.errors import StoreError
+from studio.errors import ServerUnreachable, StoreError, cause_chain
 
 #: Bound of one request (s): a statement on a big table over a slow link still answers, a dead link does not hang.
 READ_TIMEOUT_S = 60.0
@@ -124,12 +124,16 @@ class HranaConnection:
         self.display = display
         self._token = token
         self._token_source = token_source
+        # "from $LIBSQL_AUTH_TOKEN", "typed this session", "from the URL": a source already a phrase is kept
+        phrase = token_source.strip()
+        self._token_from = phrase if phrase.startswith(("from ", "typed ", "saved ")) else f"from {phrase}"
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         # a sqld on this machine is reached directly, never through an HTTP(S)_PROXY of the environment
         local = httpx.URL(self.base_url).host in ("127.0.0.1", "localhost", "::1")
         self._client = httpx.Client(headers=headers, follow_redirects=False, trust_env=not local,
                                     timeout=httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT_S, self.timeout)))
         self._baton: str | None = None
+        self.writes = False   # True on the one connection that writes (HranaWriteStream): a 403 means read-only
         self._stream_url: str | None = None
         self._in_snapshot = False
         self._began = False
@@ -209,14 +213,14 @@ class HranaConnection:
             response = self._client.post(url, content=json.dumps({"baton": baton, "requests": requests}),
                                          headers={"Content-Type": "application/json"}, **extra)
         except httpx.ConnectTimeout as exc:   # the TCP connect or the TLS handshake: the shorter connect timeout
-            raise StoreError(f"{self.display} did not complete the connection within "
+            raise ServerUnreachable(f"{self.display} did not complete the connection within "
                              f"{min(CONNECT_TIMEOUT_S, timeout or self.timeout):g} s "
                              "(server down, overloaded or unreachable)") from exc
         except httpx.TimeoutException as exc:
-            raise StoreError(f"{self.display} did not answer within {timeout or self.timeout:g} s "
+            raise ServerUnreachable(f"{self.display} did not answer within {timeout or self.timeout:g} s "
                              "(server down, overloaded or unreachable)") from exc
         except httpx.HTTPError as exc:
-            raise StoreError(f"Cannot connect to {self.display}: {self._scrub(_reason(exc))}") from exc
+            raise ServerUnreachable(f"Cannot connect to {self.display}: {self._scrub(_reason(exc))}") from exc
         body = self._body(response)
         if keep:
             self._baton = body.get("baton")
@@ -233,7 +237,11 @@ class HranaConnection:
             if not self._token:
                 raise StoreError(f"{self.display} asks for an auth token (HTTP {status}): set LIBSQL_AUTH_TOKEN or "
                                  "TURSO_AUTH_TOKEN to a token for this database")
-            raise StoreError(f"{self.display} refused the auth token from {self._token_source} (HTTP {status}): "
+            if status == 403 and self.writes:
+                raise StoreError(f"{self.display} refused to write with the auth token {self._token_from} "
+                                 "(HTTP 403): a read-only token cannot write (or the token is for another "
+                                 "database); nothing was written. Give a token with write access.")
+            raise StoreError(f"{self.display} refused the auth token {self._token_from} (HTTP {status}): "
                              "it is wrong, expired, or for another database")
         try:
             body = response.json()
@@ -258,12 +266,10 @@ class HranaConnection:
 
 def _reason(exc: httpx.HTTPError) -> str:
     """The innermost cause of a transport error in a few words (refused, name not found, TLS…)."""
-    seen: BaseException | None = exc
     last = str(exc)
-    while seen is not None:
+    for seen in cause_chain(exc):   # each once: a chain that loops (an error its own cause) ends
         if str(seen):
             last = str(seen)
-        seen = seen.__cause__ or seen.__context__
     text = last.strip().splitlines()[0] if last.strip() else type(exc).__name__
     return re.sub(r"^\[Errno -?\d+\]\s*", "", text)
 
@@ -278,6 +284,10 @@ def _cursor(result: dict) -> Cursor:
     rows = [tuple(decode_value(c) for c in row) for row in body.get("rows") or []]
     description = tuple((c.get("name"), c.get("decltype"), None, None, None, None, None) for c in cols)
     return Cursor(rows=rows, description=description, rowcount=int(body.get("affected_row_count") or 0))
+
+
+class CommitUnanswered(Exception):
+    """COMMIT was sent on the write stream and its answer never came back: the outcome is unknown."""
 
 
 class LockWaitTimeout(Exception):
@@ -298,6 +308,7 @@ class HranaWriteStream(HranaConnection):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._open = False
+        self.writes = True
 
     def begin_immediate(self, wait_ms: int) -> None:
         """Open the stream with `BEGIN IMMEDIATE`, waiting at most WAIT_MS (ms) for the server's write lock.
@@ -309,7 +320,8 @@ class HranaWriteStream(HranaConnection):
             results = self._pipeline([{"type": "execute", "stmt": {"sql": "BEGIN IMMEDIATE"}}], baton=None, keep=True,
                                      timeout=wait_ms / 1000)
         except StoreError as exc:
-            if isinstance(exc.__cause__, httpx.TimeoutException):
+            if isinstance(exc.__cause__, httpx.TimeoutException) and not isinstance(exc.__cause__,
+                                                                                    httpx.ConnectTimeout):
                 raise LockWaitTimeout(str(exc)) from exc
             raise
         self._open = self._baton is not None
@@ -324,10 +336,20 @@ class HranaWriteStream(HranaConnection):
         return _cursor(results[0])
 
     def commit(self) -> None:
-        """COMMIT and close the stream (one round trip); raises when the server did not commit."""
-        results = self._pipeline([{"type": "execute", "stmt": {"sql": "COMMIT"}}, {"type": "close"}],
-                                 baton=self._baton)
-        self._open, self._baton = False, None
+        """COMMIT and close the stream (one round trip); raises when the server did not commit.
+
+        CommitUnanswered when the request may have reached the server but no answer came back (the
+        connection dropped or the answer timed out): whether it committed is unknown until asked
+        again. A connect that failed (the request never left) raises ServerUnreachable.
+        """
+        baton, self._baton, self._open = self._baton, None, False
+        try:
+            results = self._pipeline([{"type": "execute", "stmt": {"sql": "COMMIT"}}, {"type": "close"}],
+                                     baton=baton)
+        except ServerUnreachable as exc:
+            if isinstance(exc.__cause__, (httpx.ConnectError, httpx.ConnectTimeout)):
+                raise
+            raise CommitUnanswered(str(exc)) from exc
         _cursor(results[0])
 
     def rollback(self) -> None:
@@ -347,6 +369,7 @@ class HranaWriteStream(HranaConnection):
 
 
 __all__ = [
+    "CommitUnanswered",
     "Cursor",
     "HranaConnection",
     "HranaStatementError",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from studio.errors import SchemaError, StoreError
+from studio.errors import SchemaError, StoreError, cause_chain
 from studio.store.credentials import secret_kind
 from studio.store.target import redact_url
 
@@ -49,11 +49,7 @@ def classify_failure(url: str, exc: BaseException) -> ConnectionCheck:
     shown = redact_url(url)
     kind = secret_kind(url) or "password"
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    causes = [detail.lower()]
-    cause = exc.__cause__
-    while cause is not None and len(causes) < 5:
-        causes.append(str(cause).lower())
-        cause = cause.__cause__
+    causes = [detail.lower()] + [str(cause).lower() for cause in cause_chain(exc.__cause__, limit=4)]
     text = " ".join(causes)
     if isinstance(exc, SchemaError):
         return ConnectionCheck("not-mastra", f"Connected, but this is not a Mastra database: {detail}")

@@ -187,7 +187,7 @@ def test_a_dead_server_is_a_sentence_not_a_hang(capsys):
     # port 1 on 127.0.0.1: nothing listens there, the connect is refused at once
     code = main(["inspect", "http://127.0.0.1:1", "--json"])
     out, err = capsys.readouterr()
-    assert code == 2 and out == ""
+    assert code == 6 and out == ""   # a dead server's own exit code (issue 22)
     assert err.strip() == "memory-studio: Cannot connect to http://127.0.0.1:1: Connection refused"
 
 
@@ -225,7 +225,7 @@ def test_a_server_that_never_answers_times_out(monkeypatch, capsys):
     monkeypatch.setattr(hrana, "READ_TIMEOUT_S", 1.0)
     try:
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        assert main(["inspect", url, "--json"]) == 2
+        assert main(["inspect", url, "--json"]) == 6
         assert f"{url} did not answer within 1 s" in capsys.readouterr().err
     finally:
         listener.close()
@@ -241,7 +241,7 @@ def test_a_tls_server_that_never_answers_names_the_connect_timeout(monkeypatch, 
     monkeypatch.setattr(hrana, "CONNECT_TIMEOUT_S", 0.5)
     try:
         url = f"libsql://127.0.0.1:{listener.getsockname()[1]}"
-        assert main(["inspect", url, "--json"]) == 2
+        assert main(["inspect", url, "--json"]) == 6
         err = capsys.readouterr().err
         assert f"{url} did not complete the connection within 0.5 s" in err
         assert "60 s" not in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import shutil
 import subprocess
 
@@ -68,7 +69,9 @@ def test_a_write_to_an_unreachable_server_is_a_sentence_and_leaves_no_backup(cap
     code = main(["clone", "postgresql://postgres:s3cret@127.0.0.1:1/postgres?schema=support", "--thread", "support-1",
                  "--yes", "--json"])
     out, err = capsys.readouterr()
-    assert code == 2 and out == "" and "Traceback" not in err
+    # a dead server (exit 6, issue 22), not bad input; the JSON says nothing was written
+    assert code == 6 and "Traceback" not in err
+    assert json.loads(out)["outcome"] == "not-written" and json.loads(out)["backup"] is None
     assert "Cannot connect to postgresql://postgres:***@127.0.0.1:1/postgres?schema=support for writing" in err
     assert "s3cret" not in err
     assert not (tmp_path / "data").exists()
@@ -78,7 +81,7 @@ def test_a_dead_server_is_a_sentence_not_a_hang(capsys):
     # port 1 on 127.0.0.1: nothing listens there, the connect is refused at once
     code = main(["inspect", "postgresql://postgres:s3cret@127.0.0.1:1/postgres", "--json"])
     out, err = capsys.readouterr()
-    assert code == 2 and out == ""
+    assert code == 6 and out == ""   # a dead server's own exit code (issue 22)
     assert "Cannot connect to postgresql://postgres:***@127.0.0.1:1/postgres" in err
     assert "s3cret" not in err and "Traceback" not in err
 

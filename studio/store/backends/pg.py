@@ -60,6 +60,9 @@ CONNECT_TIMEOUT_S = 10
 #: The server ends our session if it ever sits this long inside a load's transaction (ms): a safety
 #: net for a hung studio, far above any pause between the queries of a load.
 IDLE_IN_TRANSACTION_TIMEOUT_MS = 300_000
+#: How long a read waits for a lock another session holds on a table (ms; the write bound, WRITE_LOCK_WAIT_MS):
+#: then it says the store is locked (exit 3) instead of waiting for the statement timeout.
+READ_LOCK_WAIT_MS = 9_000
 
 #: OM columns Mastra reads only through their TIMESTAMPTZ twin (parseOMRow).
 OM_TWIN_ONLY = {"createdAt", "updatedAt", "lastObservedAt"}
@@ -223,7 +226,9 @@ class PgBackend:
         if writable:
             raise StoreError(f"A PostgreSQL store ({location.display}) is opened read-only: each write opens "
                              "its own transaction (studio.store.writes)")
+        # a read waits for another session's lock (a LOCK TABLE … ACCESS EXCLUSIVE) as long as a write would
         options = (f"-c default_transaction_read_only=on -c statement_timeout={STATEMENT_TIMEOUT_MS} "
+                   f"-c lock_timeout={READ_LOCK_WAIT_MS} "
                    f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS} "
                    f"-c search_path={location.schema}")
         conn = connect_pg(location, options=options, application_name="memory-studio")

@@ -10,7 +10,8 @@ adds its time stamp here: `$XDG_DATA_HOME/memory-studio/own-writes.json` (defaul
 dropped, at most KEEP_PER_DATABASE per database and KEEP_DATABASES databases, replaced atomically.
 The database is named by its real path, or by its server URL as shown (no password or token).
 `read_activity` skips a time found here. A journal that cannot be read or written only means the
-quiet period is waited out, as without it; it never blocks a write nor fails one.
+quiet period is waited out, as without it; it never blocks a write nor fails one (a journal that
+cannot be saved is said with a StoreNotice warning).
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def _load() -> dict[str, list[int]]:
 def remember_write(location: Target | None, stamp_ms: int, now_ms: int | None = None) -> None:
     """Record that the studio wrote STAMP_MS (epoch ms, the time its write stamped) into LOCATION's database.
 
-    Called after the commit of a write that carries no studio mark. Never raises.
+    Called after the commit of a write that carries no studio mark. Never raises: a journal that cannot
+    be saved (disk full, read-only folder) is said with a StoreNotice warning.
     """
     database = _database(location)
     if database is None:
@@ -77,8 +79,15 @@ def remember_write(location: Target | None, stamp_ms: int, now_ms: int | None = 
         data = dict(list(data.items())[-(KEEP_DATABASES - 1):])
         data[database] = [*mine, int(stamp_ms)][-KEEP_PER_DATABASE:]   # last: the most recently written
         write_json_atomically(Path(journal_path()), data)
-    except OSError:
-        return
+    except OSError as exc:
+        # said, not raised: the write is done; only the next quiet check may take it for the agent's
+        import warnings
+
+        from studio.errors import StoreNotice
+
+        warnings.warn(StoreNotice(f"The write is done, but the studio could not note it in {journal_path()} "
+                                  f"({exc.strerror or exc}): a write within the quiet period may take it for "
+                                  "the agent's and wait or refuse (--force skips that check)."), stacklevel=2)
 
 
 def own_write_times(location: Target | None) -> set[int]:

@@ -11,7 +11,8 @@ the studio (`studio.store.write.backends.pg`) and every libSQL-server write
      "columns": {table: {column: PostgreSQL type}},
      "rows": [{"table", "id", "before": {column: exact text} | null (inserted by the write),
                "after": {column: exact text} | null (deleted by the write)}],
-     "inserted": [[table, id], ...], "undone": null | {"at", "by"}, + "undoes" (an undo's own backup)}
+     "inserted": [[table, id], ...], "undone": null | {"at", "by"}, + "undoes" (an undo's own backup),
+     + "never_written": {"found_at"} (set by an undo that found every row as before the write)}
 
 On a libSQL server `identity` is {"libsql": base URL}, `columns` the declared SQLite types, and each
 image holds the values as SQLite stores them (a blob as {"blob": base64}) plus `_rowid_`; files are
@@ -51,6 +52,7 @@ __all__ = [
     "is_row_backup_target",
     "list_row_backups",
     "load_row_backup",
+    "mark_never_written",
     "mark_undone",
     "row_backup_before_commit",
     "save_row_backup",
@@ -120,14 +122,19 @@ def current_backup_sink() -> BackupSink | None:
 
 
 @contextmanager
-def row_backup_before_commit(location: Target, journal: list[dict], schema, *, label: str) -> Iterator[None]:
+def row_backup_before_commit(location: Target, journal: list[dict], schema, *, label: str) -> Iterator[Path | None]:
     """Save JOURNAL (a server transaction's `journal()`) as a backup file, then run the block (its COMMIT).
 
-    The file goes where this context's BackupSink says (default `backup_root()`), with the sink's extra
-    fields; nothing is saved for an empty journal. When the block raises (the COMMIT failed), the file
-    is deleted (it would describe a write that did not happen); when it succeeds, the file is added to
-    the sink's `made`. Raises StoreError when the file cannot be saved: the caller rolls back.
+    Yields the file's path (None for an empty journal: nothing is saved). The file goes where this
+    context's BackupSink says (default `backup_root()`), with the sink's extra fields. When the block
+    raises (the COMMIT failed), the file is deleted (it would describe a write that did not happen),
+    except when the outcome says the write may be there: `OutcomeFoundAfterReconnect` with
+    `written` (kept and added to the sink's `made`, undo works) or `ServerUnreachable` with outcome
+    "unknown" (kept: undo tells later). When the block succeeds, the file is added to the sink's
+    `made`. Raises StoreError when the file cannot be saved: the caller rolls back.
     """
+    from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable
+
     sink = _SINK.get()
     made = None
     if journal:
@@ -135,7 +142,17 @@ def row_backup_before_commit(location: Target, journal: list[dict], schema, *, l
                                folder=sink.folder if sink is not None else None,
                                extra=sink.extra if sink is not None else None)
     try:
-        yield
+        yield made
+    except OutcomeFoundAfterReconnect as exc:
+        if made is not None and exc.written and sink is not None:
+            sink.made.append(made)
+        elif made is not None and not exc.written:
+            made.unlink(missing_ok=True)
+        raise
+    except ServerUnreachable as exc:
+        if made is not None and exc.outcome != "unknown":
+            made.unlink(missing_ok=True)
+        raise
     except BaseException:
         if made is not None:
             made.unlink(missing_ok=True)
@@ -249,6 +266,18 @@ def list_row_backups(location: Target, folder: Path | None = None) -> list[tuple
             out.append((path, document))
     out.sort(key=lambda item: str(item[1].get("created_at")), reverse=True)
     return out
+
+
+def mark_never_written(path: Path, document: dict) -> None:
+    """Record in the backup at PATH that its write never happened (found by an undo: every row as before it).
+
+    Such a backup is left by a write stopped before its COMMIT took effect (the process killed, or the
+    server lost after COMMIT was sent); `undo` passes over it to the write before.
+    """
+    document = dict(document)
+    document["never_written"] = {"found_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00",
+                                                                                                            "Z")}
+    write_json_atomically(Path(path), document)
 
 
 def mark_undone(path: Path, document: dict, by: Path | None) -> None:

@@ -14,31 +14,34 @@ import os
 from pathlib import Path
 
 from studio.errors import WriteRefused
+from studio.store.write.outcome import journal_outcome
 from studio.store.write.row_backup import (
     BackupSink,
     backup_root,
     backup_sink,
     list_row_backups,
     load_row_backup,
+    mark_never_written,
     mark_undone,
     server_location,
     target_identity,
 )
 from studio.store.write.transaction import write_transaction
 
-__all__ = ["describe_backup", "pick_backup", "undo_write"]
+__all__ = ["candidate_backups", "describe_backup", "pick_backup", "set_aside_never_written", "undo_write"]
 
 #: At most this many changed rows are named in a refusal.
 _NAMED = 5
 
 
 def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
-                folder: str | os.PathLike[str] | None = None) -> tuple[Path, dict]:
+                folder: str | os.PathLike[str] | None = None, *, set_aside: bool = True) -> tuple[Path, dict]:
     """Return (path, document) of the backup to undo: BACKUP, or TARGET's newest write not undone yet.
 
-    FOLDER: where backups are (default `row_backup.backup_root()`). Raises WriteRefused ("invalid":
-    not a server URL, a backup of another store, already undone; "not-found": no backup) and
-    StoreError (unreadable file).
+    FOLDER: where backups are (default `row_backup.backup_root()`). SET_ASIDE: first set aside the
+    backups of writes that never happened (`set_aside_never_written`, one read of the server).
+    Raises WriteRefused ("invalid": not a server URL, a backup of another store, already undone;
+    "not-found": no backup) and StoreError (unreadable file).
     """
     location = server_location(target)
     if location is None:
@@ -46,9 +49,10 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
                                       "a local file's backup is a verified copy of the whole file, made beside it "
                                       "before the first write: copy "
                                       "it back while no agent runs.")
+    if backup is None and set_aside:
+        set_aside_never_written(target, folder)
     if backup is None:
-        found = [(p, d) for p, d in list_row_backups(location, Path(folder) if folder else None)
-                 if not d.get("undone") and d.get("operation") != "undo"]
+        found = candidate_backups(target, folder)
         if not found:
             raise WriteRefused("not-found", f"No backup of a studio write to {location.display} is left to undo in "
                                             f"{folder or backup_root()}.")
@@ -62,6 +66,45 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
         raise WriteRefused("conflict", f"The write in {path} was already undone at {document['undone'].get('at')}; "
                                        "nothing was written.")
     return path, document
+
+
+def candidate_backups(target: str, folder: str | os.PathLike[str] | None = None) -> list[tuple[Path, dict]]:
+    """[(path, document)] of TARGET's backups an undo may restore, newest first: not undone, not an undo's own,
+    not set aside as the backup of a write that never happened (`never_written`)."""
+    location = server_location(target)
+    if location is None:
+        return []
+    return [(p, d) for p, d in list_row_backups(location, Path(folder) if folder else None)
+            if not d.get("undone") and not d.get("never_written") and d.get("operation") != "undo"]
+
+
+def set_aside_never_written(target: str, folder: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Mark `never_written` the newest backups of TARGET whose write never happened; return their paths.
+
+    A write killed before its COMMIT (or lost with the server after COMMIT was sent and never
+    resolved) leaves its row backup behind; it would otherwise be the "last write" an undo offers,
+    and refuse with rows "changed since" a write that never took place. The rows of each backup,
+    newest first, are read inside one write transaction that changes nothing (locked, so a write
+    still running is waited for); the walk stops at the first backup whose write did happen. A
+    server that cannot be read leaves every backup as it is ([]): the undo itself then says why.
+    """
+    from studio.errors import StoreError
+
+    found: list[tuple[Path, dict]] = []
+    candidates = candidate_backups(target, folder)
+    if not candidates:
+        return []
+    try:
+        with write_transaction(target, label="undo-check") as tx:
+            for path, document in candidates:
+                if not _changed_rows(tx, document["rows"]) or not _never_written(tx, document["rows"]):
+                    break
+                found.append((path, document))
+    except StoreError:
+        return []
+    for path, document in found:
+        mark_never_written(path, document)
+    return [path for path, _ in found]
 
 
 def describe_backup(document: dict) -> str:
@@ -103,35 +146,72 @@ def undo_write(target: str, backup: str | os.PathLike[str] | None = None, *,
     lock held longer than the write bound; "invalid", "not-found") and StoreError; nothing is
     written then.
     """
-    path, document = pick_backup(target, backup, folder)
-    rows = document["rows"]
+    path, document = pick_backup(target, backup, folder, set_aside=False)
+    # the newest backups first, then older ones: a backup whose write never happened is set aside
+    candidates = [(path, document)] if backup is not None else candidate_backups(target, folder)
+    never_written: list[tuple[Path, dict]] = []
     counts = {"deleted": 0, "restored": 0, "reinserted": 0}
     sink = BackupSink(folder=Path(folder) if folder else None, extra={"undoes": str(path)})
-    with backup_sink(sink), write_transaction(target, busy_timeout_ms=busy_timeout_ms, label="undo") as tx:
-        changed = []
-        for row in rows:
-            current = tx.canonical_rows(row["table"], "id = ?", (row["id"],))
-            if (current[0] if current else None) != row["after"]:
-                changed.append(row)
-        if changed:
-            named = ", ".join(_describe(r) for r in changed[:_NAMED])
-            more = f" and {len(changed) - _NAMED} more" if len(changed) > _NAMED else ""
-            raise WriteRefused("generation-changed",
-                               f"{len(changed)} row(s) changed since the {document.get('operation')} of "
-                               f"{document.get('created_at')} ({named}{more}): undoing it now would overwrite that. "
-                               "Nothing was written.")
-        for row in rows:
-            if row["before"] is None:
-                counts["deleted"] += tx.delete(row["table"], "id = ?", (row["id"],))
-        for row in rows:
-            if row["before"] is None:
-                continue
-            if row["after"] is None:
-                tx.insert(row["table"], row["before"], raw=True)
-                counts["reinserted"] += 1
+    try:
+        with backup_sink(sink), write_transaction(target, busy_timeout_ms=busy_timeout_ms, label="undo") as tx:
+            for path, document in candidates:
+                changed = _changed_rows(tx, document["rows"])
+                if not changed or not _never_written(tx, document["rows"]):
+                    break
+                never_written.append((path, document))
+                if backup is not None:
+                    raise WriteRefused("not-found", f"The write in {path} never happened (the studio stopped or lost "
+                                                    "the server before its COMMIT took effect: every row is as it was "
+                                                    "before it), so there is nothing to undo. Nothing was written.")
             else:
-                counts["restored"] += tx.update(row["table"], row["before"], "id = ?", (row["id"],), raw=True)
+                raise WriteRefused("not-found", f"No write of the studio to {document.get('target')} is left to "
+                                                f"undo: the {len(never_written)} backup(s) left belong to writes that "
+                                                "never happened (stopped before their COMMIT). Nothing was written.")
+            sink.extra["undoes"] = str(path)
+            _restore(tx, document, changed, counts)
+    finally:
+        for skipped, doc in never_written:
+            mark_never_written(skipped, doc)
     made = sink.made[-1] if sink.made else None
     mark_undone(path, document, made)
     return {"undone": True, "backup": str(path), "operation": document.get("operation"),
-            "created_at": document.get("created_at"), **counts, "undo_backup": str(made) if made else None}
+            "created_at": document.get("created_at"), **counts, "undo_backup": str(made) if made else None,
+            "skipped_never_written": [str(p) for p, _ in never_written]}
+
+
+def _current(tx, table: str, row_id: str) -> dict | None:
+    found = tx.canonical_rows(table, "id = ?", (row_id,))
+    return found[0] if found else None
+
+
+def _changed_rows(tx, rows: list[dict]) -> list[dict]:
+    """The rows of a backup that are no longer as its write left them (locked: FOR UPDATE where it applies)."""
+    return [row for row in rows if _current(tx, row["table"], row["id"]) != row["after"]]
+
+
+def _never_written(tx, rows: list[dict]) -> bool:
+    """True when every row of a backup is as it was BEFORE its write: the write never took effect."""
+    return journal_outcome(rows, lambda table, row_id: _current(tx, table, row_id)) == "not-written"
+
+
+def _restore(tx, document: dict, changed: list[dict], counts: dict) -> None:
+    """Put back the rows of DOCUMENT into COUNTS' tallies; WriteRefused when CHANGED names rows changed since."""
+    rows = document["rows"]
+    if changed:
+        named = ", ".join(_describe(r) for r in changed[:_NAMED])
+        more = f" and {len(changed) - _NAMED} more" if len(changed) > _NAMED else ""
+        raise WriteRefused("generation-changed",
+                           f"{len(changed)} row(s) changed since the {document.get('operation')} of "
+                           f"{document.get('created_at')} ({named}{more}): undoing it now would overwrite that. "
+                           "Nothing was written.")
+    for row in rows:
+        if row["before"] is None:
+            counts["deleted"] += tx.delete(row["table"], "id = ?", (row["id"],))
+    for row in rows:
+        if row["before"] is None:
+            continue
+        if row["after"] is None:
+            tx.insert(row["table"], row["before"], raw=True)
+            counts["reinserted"] += 1
+        else:
+            counts["restored"] += tx.update(row["table"], row["before"], "id = ?", (row["id"],), raw=True)

@@ -14,7 +14,8 @@ from PySide6.QtWidgets import QDialog, QHBoxLayout, QHeaderView, QPushButton, QV
 
 from studio.app import observation as obs_jobs
 from studio.app import reflection as jobs
-from studio.app.failures import describe_error, refusal_reason
+from studio.app import text as fmt
+from studio.app.failures import describe_error, outcome_line, refusal_reason, write_outcome
 from studio.errors import WriteRefused
 from studio.ui.interaction import QtInteraction
 from studio.ui.models.chunks import BufferedChunkModel
@@ -141,7 +142,7 @@ class ActivateDialog(QDialog):
         plan = self._plan
         if plan is None or not plan.chunks or self._busy is not None:
             return False
-        text = "\n\n".join(x for x in (plan_text(plan), f"The file is changed: {self._path}",
+        text = "\n\n".join(x for x in (plan_text(plan), fmt.changed_store_line(self._path),
                                        jobs.backup_note(self._session, self._path)) if x)
         if not self.interaction.confirm("Activate buffered chunks", text):
             return False
@@ -167,8 +168,9 @@ class ActivateDialog(QDialog):
 
     def _on_failed(self, exc: Exception) -> None:
         message = describe_error(exc)
-        self._show_error(("Refused: " if refusal_reason(exc) else "Failed: ") + message)
-        self.progress_label.setText("Nothing was written.")
+        failed = "Failed: " if write_outcome(exc) == "not-written" else ""
+        self._show_error(("Refused: " if refusal_reason(exc) else failed) + message)
+        self.progress_label.setText(outcome_line(exc))
         if refusal_reason(exc) == "generation-changed":
             self._plan = None  # the record moved on: close and open the dialog again
         self._update()

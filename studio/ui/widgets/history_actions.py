@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from studio.app import text as fmt
 from studio.app import thread_writes
+from studio.app.failures import outcome_heading
 from studio.ui.context import WindowContext
 from studio.ui.widgets.common import plain_label
 
@@ -323,12 +324,13 @@ class HistoryActions(QObject):
         self.update_actions()
         message = str(exc) or exc.__class__.__name__
         self.last_error = message
-        self._window.statusBar().showMessage(f"Nothing was written: {message}", 15000)
+        heading = outcome_heading(exc)
+        self._window.statusBar().showMessage(f"{heading}: {message}", 15000)
         self.failed.emit(message)
         if self.dialog is not None and self.dialog.isVisible():
             self.dialog.refuse(message)   # the dialog says why, and keeps what the user typed
             return
-        box = self._ctx.interaction.report("Nothing was written", message, icon=QMessageBox.Icon.Warning)
+        box = self._ctx.interaction.report(heading, message, icon=QMessageBox.Icon.Warning)
         if box is not None:   # screenshots never pop up boxes
             self.error_box = box
 

@@ -152,7 +152,7 @@ class ObserveDialog(PreviewWriteDialog):
                          f"{w.threshold:,} tokens): Mastra would not observe yet.")
         if r.tokens_after >= r.reflection_threshold:
             lines.append("The log is then at or over the reflection threshold: Mastra reflects on its next turn.")
-        lines.append(f"The file is changed: {self._path}")
+        lines.append(fmt.changed_store_line(self._path))
         note = jobs.backup_note(self._session, self._path)
         if note:
             lines.append(note)

@@ -160,7 +160,7 @@ class ReflectDialog(PreviewWriteDialog):
                 lines.append(f"{losses} high-priority observation{'s' if losses != 1 else ''} would be lost.")
             if not p.result.reached_target:
                 lines.append("The proposed log is not below the reflection threshold.")
-            lines.append(f"The file is changed: {p.request.path}")
+            lines.append(fmt.changed_store_line(p.request.path))
             if jobs.backup_note(self._session, p.request.path):
                 lines.append(jobs.backup_note(self._session, p.request.path))
             lines.append("Mastra reads the new generation on the agent's next turn; every older generation stays "

@@ -15,6 +15,8 @@ from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from studio.app import reflection as jobs
+from studio.app import text as fmt
+from studio.app.failures import outcome_line, write_outcome
 from studio.store.records import OMRecord
 from studio.ui.interaction import QtInteraction
 from studio.ui.tasks import TaskRunner
@@ -77,7 +79,7 @@ class RevertDialog(QDialog):
             f"Write generation {current.generation_count + 1} with the observation log of generation "
             f"{target.generation_count} ({target.observation_token_count:,} tokens; the current generation "
             f"{current.generation_count} has {current.observation_token_count:,}).\n\n"
-            f"The file is changed: {self._path}\n"
+            f"{fmt.changed_store_line(self._path)}\n"
             "Nothing is deleted; every generation stays in the history, and the revert itself can be reverted.",
             wrap=True)
         self.backup_note = plain_label(jobs.backup_note(self._session, self._path), "muted", wrap=True)
@@ -177,11 +179,11 @@ class RevertDialog(QDialog):
         self._update_buttons()
         self.accept()
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str, outcome: str = "Nothing was written.") -> None:
         self._busy = None
         self.error_label.setText(message)
         self.error_label.show()
-        self.progress_label.setText("Nothing was written.")
+        self.progress_label.setText(outcome)
         self._update_buttons()
         self.write_failed.emit(message)
 
@@ -189,7 +191,9 @@ class RevertDialog(QDialog):
         if getattr(exc, "reason", None) == "generation-changed":
             self._outdated = True   # the history moved on: revert again from the refreshed one
         prefix = "Revert refused: " if getattr(exc, "reason", None) else "Revert failed: "
-        self._fail(prefix + revert_refusal_text(exc))
+        if write_outcome(exc) != "not-written":
+            prefix = ""
+        self._fail(prefix + revert_refusal_text(exc), outcome_line(exc))
 
     def _on_protocol_wait_failed(self, text: str) -> None:
         self._fail(f"Revert refused: {text}")

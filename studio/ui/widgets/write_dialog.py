@@ -22,7 +22,7 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from studio.app import text as fmt
-from studio.app.failures import describe_error, refusal_reason
+from studio.app.failures import describe_error, outcome_line, refusal_reason, write_outcome
 from studio.app.reflection import LLM
 from studio.llm import CancelToken
 from studio.ui.interaction import QtInteraction
@@ -386,8 +386,9 @@ class PreviewWriteDialog(QDialog):
         """Show why the commit wrote nothing; a "generation-changed" refusal makes the preview uncommittable."""
         message = describe_error(exc)
         refused = refusal_reason(exc) is not None
-        self._show_error(("Commit refused: " if refused else "Commit failed: ") + message)
-        self.progress_label.setText("Nothing was written.")
+        failed = "Commit failed: " if write_outcome(exc) == "not-written" else ""
+        self._show_error(("Commit refused: " if refused else failed) + message)
+        self.progress_label.setText(outcome_line(exc))
         if refusal_reason(exc) == "generation-changed":
             self._outdated = True  # this preview can never be committed now
         self._update_buttons()

@@ -31,11 +31,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from studio.errors import SchemaError, StoreError, WriteRefused
+from studio.errors import SchemaError, ServerUnreachable, StoreError, WriteRefused
 from studio.store import schema as sc
 from studio.store.credentials import libsql_token
 from studio.store.target import Target
 from studio.store.write.backends.sqlite import SqliteWriteTx
+from studio.store.write.outcome import journal_outcome, resolve_commit
 from studio.store.write.row_backup import row_backup_before_commit
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, lock_wait_message
 
@@ -72,14 +73,14 @@ class LibsqlRemoteWriteTx(SqliteWriteTx):
         try:
             return self.conn.execute(sql, tuple(params)).fetchall()
         except Exception as exc:
-            raise _write_error(exc, self.location.display) from exc
+            _raise_write_error(exc, self.location.display)
 
     def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
         """Run one data-changing statement; return the rows it changed (the server's affected_row_count)."""
         try:
             return self.conn.execute(sql, tuple(params)).rowcount
         except Exception as exc:
-            raise _write_error(exc, self.location.display) from exc
+            _raise_write_error(exc, self.location.display)
 
     # -- the journal ----------------------------------------------------------------------------
 
@@ -149,10 +150,25 @@ class LibsqlRemoteWriteTx(SqliteWriteTx):
         return changed
 
 
+def _raise_write_error(exc: BaseException, display: str):
+    """Raise `_write_error(EXC)` from EXC (EXC itself, unchained, when it is already a StoreError).
+
+    Never `raise exc from exc`: an error made its own cause turns every walk of its causes into a
+    loop without end (issue 22: a write spinning at 100 % CPU when the server died).
+    """
+    error = _write_error(exc, display)
+    if error is exc:
+        raise error
+    raise error from exc
+
+
 def _write_error(exc: BaseException, display: str) -> StoreError:
-    """Turn a failure inside a remote write into WriteRefused("busy") (the lock went elsewhere) or StoreError."""
+    """Turn a failure inside a remote write into WriteRefused("busy") (the lock went elsewhere),
+    ServerUnreachable (the server cannot be reached or dropped the connection: nothing written) or StoreError."""
     from studio.store.hrana import HranaStatementError, StreamExpired
 
+    if isinstance(exc, ServerUnreachable):
+        return ServerUnreachable(f"{exc}; the write was not committed and nothing was written.")
     if isinstance(exc, StoreError):
         return exc
     if isinstance(exc, HranaStatementError):
@@ -183,7 +199,7 @@ def libsql_remote_write_transaction(location: Target, *, label: str = "write",
     Raises StoreError (unreachable server, refused token, failed statements), SchemaError (no
     Mastra tables), WriteRefused("busy") when the lock cannot be had; nothing is written then.
     """
-    from studio.store.hrana import HranaStatementError, HranaWriteStream, LockWaitTimeout
+    from studio.store.hrana import CommitUnanswered, HranaStatementError, HranaWriteStream, LockWaitTimeout
 
     wait = WRITE_LOCK_WAIT_MS if lock_wait_ms is None else int(lock_wait_ms)
     token, source = libsql_token(location)
@@ -193,24 +209,61 @@ def libsql_remote_write_transaction(location: Target, *, label: str = "write",
             conn.begin_immediate(wait)
         except LockWaitTimeout as exc:
             raise WriteRefused("busy", lock_wait_message(location.display, wait)) from exc
-        except HranaStatementError as exc:
-            raise _write_error(exc, location.display) from exc
+        except (HranaStatementError, StoreError) as exc:
+            _raise_write_error(exc, location.display)
         try:
             try:
                 schema = sc.discover(conn)
             except SchemaError as exc:
                 raise SchemaError(f"{location.display}: {str(exc).replace('SQLite file', 'libSQL database')}") from exc
-            except HranaStatementError as exc:
-                raise _write_error(exc, location.display) from exc
+            except (HranaStatementError, StoreError) as exc:
+                _raise_write_error(exc, location.display)
             tx = LibsqlRemoteWriteTx(conn, location, schema)
             yield tx
-            with row_backup_before_commit(location, tx.journal(), schema, label=label):
+            journal = tx.journal()
+            with row_backup_before_commit(location, journal, schema, label=label) as backup:
                 try:
                     conn.commit()
+                except CommitUnanswered as exc:
+                    # COMMIT may have reached the server: ask it again (the write lock first: the
+                    # transaction has ended, one way or the other, when another stream gets it)
+                    found = resolve_commit(location.display, lambda: _probe_commit(location, schema, journal, wait),
+                                           backup=str(backup) if backup else None)
+                    raise found from exc
                 except Exception as exc:
-                    raise _write_error(exc, location.display) from exc
+                    _raise_write_error(exc, location.display)
         except BaseException:
             conn.rollback()
             raise
+    finally:
+        conn.close()
+
+
+def _probe_commit(location: Target, schema: sc.Schema, journal: list[dict], wait_ms: int) -> str | None:
+    """Reconnect to the libSQL server LOCATION and read the rows of JOURNAL again: "written", "not-written" or None.
+
+    Read inside `BEGIN IMMEDIATE` on a new stream: sqld hands the write lock over only once the lost
+    write's transaction has ended (committed, or rolled back when its stream died), so the rows read
+    are final. Raises StoreError when the server cannot be reached (or the lock not had in WAIT_MS).
+    """
+    from studio.store.hrana import HranaWriteStream, LockWaitTimeout
+
+    token, source = libsql_token(location)
+    conn = HranaWriteStream(location.base_url, token, location.display, token_source=source or "the URL")
+    try:
+        try:
+            conn.begin_immediate(wait_ms)
+        except LockWaitTimeout as exc:
+            raise StoreError(str(exc)) from exc
+        reader = LibsqlRemoteWriteTx(conn, location, schema)
+
+        def current(table: str, row_id: str) -> dict | None:
+            found = reader.canonical_rows(table, "id = ?", (row_id,))
+            return found[0] if found else None
+        return journal_outcome(journal, current)
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise StoreError(f"Reading {location.display} again failed: {exc}") from exc
     finally:
         conn.close()

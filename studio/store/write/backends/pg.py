@@ -23,21 +23,25 @@ lives here:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from studio.errors import SchemaError, StoreError, WriteRefused
+from studio.errors import SchemaError, ServerUnreachable, StoreError, WriteRefused
 from studio.store import schema as sc
 from studio.store.backends.pg import connect_pg, describe_pg_error, discover_pg_schema, read_expr
 from studio.store.target import Target
+from studio.store.write.outcome import journal_outcome, resolve_commit
 from studio.store.write.row_backup import row_backup_before_commit
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
 
-__all__ = ["TWIN_NOT_WRITTEN", "WRITE_STATEMENT_TIMEOUT_MS", "PgWriteTx", "pg_write_transaction"]
+__all__ = ["DEADLINE_SLACK_MS", "TWIN_NOT_WRITTEN", "WRITE_STATEMENT_TIMEOUT_MS", "PgWriteTx", "pg_write_transaction"]
 
 #: Bound of one statement of a write (ms); lock waits are bounded separately by WRITE_LOCK_WAIT_MS.
 WRITE_STATEMENT_TIMEOUT_MS = 30_000
+#: lock_timeout is lowered to what is left of the write's deadline when it would overshoot it by this much (ms).
+DEADLINE_SLACK_MS = 200
 #: Timestamp columns whose "<col>Z" twin @mastra/pg never writes (the twin keeps its default NOW()).
 TWIN_NOT_WRITTEN = {(sc.OBSERVATIONAL_MEMORY, "lastBufferedAtTime")}
 
@@ -61,12 +65,33 @@ class PgWriteTx:
     #: copyThread's LIMIT subquery needs an alias on PostgreSQL.
     subquery_alias = " AS limited"
 
-    def __init__(self, conn, location: Target, schema: sc.Schema):
+    def __init__(self, conn, location: Target, schema: sc.Schema, *, deadline: float | None = None,
+                 lock_timeout_ms: int | None = None):
         self.conn = conn
         self.location = location
         self.schema = schema
         #: {(table, id): canonical row before the first change, or None (inserted by this transaction)}
         self.before: dict[tuple[str, str], dict | None] = {}
+        #: time.monotonic() by which every lock of the write must be had (None: no deadline)
+        self.deadline = deadline
+        #: the session's lock_timeout now (ms): lowered to what is left of the deadline before a statement
+        self._lock_timeout_ms = lock_timeout_ms
+
+    def _keep_deadline(self, cur) -> None:
+        """Lower lock_timeout to what is left of the write's deadline (one deadline for every lock of the write).
+
+        PostgreSQL's lock_timeout bounds each lock wait on its own: three locks released one after the
+        other would each be waited for in full. Before a statement the transaction's lock_timeout is set
+        to the time left (when that is DEADLINE_SLACK_MS below the current value), so the sum of every
+        wait stays within the write's bound; once it is spent, any wait refuses the write at once.
+        """
+        if self.deadline is None:
+            return
+        left = max(1, int((self.deadline - time.monotonic()) * 1000))
+        if self._lock_timeout_ms is not None and self._lock_timeout_ms - left < DEADLINE_SLACK_MS:
+            return
+        cur.execute("SELECT set_config('lock_timeout', %s, true)", (f"{left}ms",))
+        self._lock_timeout_ms = left
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -74,16 +99,22 @@ class PgWriteTx:
         """Run a query written with `?` placeholders; return its rows (StoreError / WriteRefused("busy"))."""
         try:
             with self.conn.cursor() as cur:
+                self._keep_deadline(cur)
                 cur.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
                 return cur.fetchall() if cur.description is not None else []
+        except StoreError:
+            raise
         except Exception as exc:
             raise _write_error(exc, self.location) from exc
 
     def _count(self, sql: str, params: Iterable[Any]) -> int:
         try:
             with self.conn.cursor() as cur:
+                self._keep_deadline(cur)
                 cur.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
                 return max(0, cur.rowcount)
+        except StoreError:
+            raise
         except Exception as exc:
             raise _write_error(exc, self.location) from exc
 
@@ -215,10 +246,23 @@ class PgWriteTx:
         self._count(f'UPDATE mastra_threads SET "updatedAt" = NOW(){twin} WHERE id IN ({marks})', thread_ids)
 
 
+def _connection_lost(exc: BaseException) -> bool:
+    """True when EXC says the connection to the server is gone (closed, reset, server shut down)."""
+    import psycopg
+
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    return (isinstance(exc, psycopg.OperationalError) and not sqlstate) or sqlstate.startswith(("08", "57P"))
+
+
 def _write_error(exc: BaseException, location: Target) -> StoreError:
-    """Turn a psycopg error inside a write into WriteRefused("busy") (lock wait ran out) or StoreError."""
+    """Turn a psycopg error inside a write into WriteRefused("busy") (lock wait ran out), ServerUnreachable
+    (the connection died before COMMIT: nothing was written) or StoreError."""
     if isinstance(exc, StoreError):
         return exc
+    if _connection_lost(exc):
+        return ServerUnreachable(f"The connection to {location.display} died during the write "
+                                 f"({describe_pg_error(exc, location)}): the server rolled it back and nothing "
+                                 "was written.")
     sqlstate = getattr(exc, "sqlstate", None)
     if sqlstate in ("55P03", "40P01"):  # lock_not_available (lock_timeout), deadlock_detected
         return WriteRefused("busy", lock_wait_message(location.display, WRITE_LOCK_WAIT_MS))
@@ -238,37 +282,105 @@ def pg_write_transaction(location: Target, *, label: str = "write",
 
     Commits when the block ends normally, after saving the JSON backup of every row it changed
     (`studio.store.write.row_backup.row_backup_before_commit`, named with LABEL, e.g. "reflect");
-    rolls back when it raises, or when the backup cannot be saved. LOCK_WAIT_MS: the longest wait
-    for a row lock (default WRITE_LOCK_WAIT_MS). Raises StoreError (unreachable server, refused
-    login, SQL errors), SchemaError (no Mastra tables in the schema), WriteRefused("busy") when a
-    lock is held longer than the bound; nothing is written then.
+    rolls back when it raises, or when the backup cannot be saved. LOCK_WAIT_MS: one deadline for
+    every lock wait of the write together (default WRITE_LOCK_WAIT_MS; `PgWriteTx._keep_deadline`).
+    Raises StoreError (refused login, SQL errors), ServerUnreachable (the server cannot be reached
+    or the connection died before COMMIT: nothing written), SchemaError (no Mastra tables in the
+    schema), WriteRefused("busy") when the locks were not had within the deadline; nothing is
+    written then. When the connection dies after COMMIT was sent, the outcome is found by asking
+    the server again (`studio.store.write.outcome.resolve_commit`: `txid_status` of the write's
+    transaction): OutcomeFoundAfterReconnect (written: backup kept; or not written), or
+    ServerUnreachable(outcome="unknown") with the backup kept when the server never answers again.
     """
     wait = WRITE_LOCK_WAIT_MS if lock_wait_ms is None else int(lock_wait_ms)
+    deadline = time.monotonic() + wait / 1000
     options = (f"-c default_transaction_read_only=on -c statement_timeout={WRITE_STATEMENT_TIMEOUT_MS} "
                f"-c lock_timeout={wait} -c idle_in_transaction_session_timeout={WRITE_STATEMENT_TIMEOUT_MS * 2} "
                f"-c search_path={location.schema} -c datestyle=ISO,YMD -c extra_float_digits=3")
     # the same password order as the read session: a password typed in Connect… or kept in the keyring writes too
-    conn = connect_pg(location, options=options, application_name="memory-studio write", purpose="for writing")
+    conn = _connect(location, options, "for writing")
     try:
         try:
             schema = discover_pg_schema(conn, location)
         except SchemaError:
             raise
+        except StoreError as exc:
+            if _connection_lost(exc.__cause__):
+                raise _write_error(exc.__cause__, location) from exc
+            raise
         try:
             conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
+            xid = conn.execute("SELECT txid_current()").fetchone()[0]
         except Exception as exc:
             raise _write_error(exc, location) from exc
-        tx = PgWriteTx(conn, location, schema)
+        tx = PgWriteTx(conn, location, schema, deadline=deadline, lock_timeout_ms=wait)
         try:
             yield tx
-            with row_backup_before_commit(location, tx.journal(), schema, label=label):
+            journal = tx.journal()
+            with row_backup_before_commit(location, journal, schema, label=label) as backup:
                 try:
                     conn.execute("COMMIT")
                 except Exception as exc:
-                    raise _write_error(exc, location) from exc
+                    if not _connection_lost(exc):
+                        raise _write_error(exc, location) from exc
+                    # COMMIT may have reached the server: ask it again what became of the transaction
+                    found = resolve_commit(location.display, lambda: _probe_commit(location, options, schema, xid,
+                                                                                    journal),
+                                           backup=str(backup) if backup else None)
+                    raise found from exc
         except BaseException:
             with suppress(Exception):  # the connection is gone: the server rolled back
                 conn.execute("ROLLBACK")
             raise
+    finally:
+        conn.close()
+
+
+def _connect(location: Target, options: str, purpose: str, *, writing: bool = True):
+    """`connect_pg` for a write (WRITING) or its check; a server that cannot be reached raises ServerUnreachable."""
+    try:
+        return connect_pg(location, options=options, application_name="memory-studio write", purpose=purpose)
+    except ServerUnreachable:
+        raise
+    except StoreError as exc:
+        if exc.__cause__ is not None and _unreachable(exc.__cause__):
+            raise ServerUnreachable(f"{exc}; nothing was written." if writing else str(exc)) from exc.__cause__
+        raise
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """True when a failed connect means no server answered (refused, timed out, reset), not a refused login."""
+    text = str(exc).lower()
+    return _connection_lost(exc) and any(w in text for w in (
+        "connection refused", "timeout expired", "timed out", "server closed the connection", "no route to host",
+        "network is unreachable", "connection reset", "shutting down", "starting up", "could not receive data"))
+
+
+def _probe_commit(location: Target, options: str, schema: sc.Schema, xid: int, journal: list[dict]) -> str | None:
+    """Reconnect and ask what became of transaction XID: "written", "not-written" or None (still running).
+
+    `txid_status` is exact (committed / aborted / in progress); when the server no longer knows the
+    transaction (NULL), the rows of JOURNAL are read again (`outcome.journal_outcome`). Raises
+    StoreError when the server cannot be reached.
+    """
+    conn = _connect(location, options, "to check the write", writing=False)
+    try:
+        status = conn.execute("SELECT txid_status(%s)", (xid,)).fetchone()[0]
+        if status == "committed":
+            return "written"
+        if status == "aborted":
+            return "not-written"
+        if status == "in progress":
+            return None
+        reader = PgWriteTx(conn, location, schema)
+
+        def current(table: str, row_id: str) -> dict | None:
+            found = reader.canonical_rows(table, "id = ?", (row_id,), lock=False)
+            return found[0] if found else None
+        return journal_outcome(journal, current)
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise _write_error(exc, location) from exc
     finally:
         conn.close()
