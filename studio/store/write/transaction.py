@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from studio.store.target import LIBSQL_SERVER, POSTGRESQL, parse_target
+from studio.store.target import LIBSQL_SERVER, MONGODB, POSTGRESQL, parse_target
 from studio.store.write.tx import WriteTx
 
 __all__ = ["write_transaction"]
@@ -38,6 +38,12 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | 
     lock cannot be had; nothing is written then.
     """
     location = parse_target(target)
+    if location.kind == MONGODB:
+        from studio.errors import WriteRefused
+
+        raise WriteRefused("invalid", f"The studio only reads MongoDB stores so far ({location.display}): writes "
+                                      "(reflect, observe, activate, clone, delete, clear, undo) are not built for "
+                                      "@mastra/mongodb yet. Nothing was written")
     if location.kind == POSTGRESQL:
         from studio.store.write.backends.pg import pg_write_transaction
 
