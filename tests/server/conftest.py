@@ -11,6 +11,12 @@ missing server binary, node or npm fails the tests: they never skip (`.ci/run` i
 `servers.sh sqld start DIR a,b,…`: one server holds one database), runs `gen.mjs --store
 libsql-remote` and `oracle.mjs --store libsql-remote` (the oracle reads a private copy on its own
 sqld, never the served database), and stops every sqld it started at the end of the session.
+
+`mongo_corpus` (session-scoped) starts the corpus's jongodb (a MongoDB wire-protocol server, in memory) as a
+single-node replica set on a free 127.0.0.1 port, runs `gen.mjs --store mongodb` (one database per scenario,
+real @mastra/mongodb 1.19.0), `oracle.mjs --store mongodb` per scenario and `mongo-dump.mjs` (the "before"
+dump), and stops the server at the end. `mongo_standalone` is a second, standalone jongodb holding the
+`support` database reloaded from that dump. A missing jongodb fails the tests (it comes with the corpus's npm ci).
 """
 
 from __future__ import annotations
@@ -204,6 +210,12 @@ class MongoServer:
         """The studio's URL of database DB (MongoDBStore's `dbName`)."""
         return f"{self.url}{db}{self.query}"
 
+    @property
+    def node_url(self) -> str:
+        """The URL the corpus's node scripts get: Mastra's driver polls the server (its streaming `hello`, an
+        exhaust cursor, sometimes ends with "Server ended moreToCome unexpectedly" on jongodb under load)."""
+        return f"{self.url}{self.query}{'&' if self.query else '?'}serverMonitoringMode=poll"
+
 
 @dataclass
 class MongoCorpus:
@@ -220,7 +232,7 @@ class MongoCorpus:
 
     def dump_now(self, out: Path) -> Path:
         """Dump every scenario's database to OUT (canonical Extended JSON, the corpus's mongo-dump.mjs)."""
-        _run(["node", "mongo-dump.mjs", self.server.url + self.server.query, str(out), ",".join(MONGO_SCENARIOS)],
+        _run(["node", "mongo-dump.mjs", self.server.node_url, str(out), ",".join(MONGO_SCENARIOS)],
              self.corpus, 120)
         return out
 
@@ -278,7 +290,7 @@ def mongo_corpus(tmp_path_factory) -> MongoCorpus:
     out = tmp_path_factory.mktemp("mongo-corpus")
     server = start_jongodb(corpus, out / "jongodb.log", replica_set=True)
     try:
-        url = server.url + server.query
+        url = server.node_url
         _run(["node", "gen.mjs", str(out), "--store", "mongodb", "--url", url, "--seed", "1", "--only",
               ",".join(MONGO_SCENARIOS)], corpus, GEN_TIMEOUT_S)
         oracles = {}
@@ -301,7 +313,7 @@ def mongo_standalone(mongo_corpus, tmp_path_factory) -> MongoServer:
     out = tmp_path_factory.mktemp("mongo-standalone")
     server = start_jongodb(mongo_corpus.corpus, out / "jongodb.log", replica_set=False)
     try:
-        _run(["node", "mongo-load.mjs", str(mongo_corpus.dump / "support"), server.url, "support"],
+        _run(["node", "mongo-load.mjs", str(mongo_corpus.dump / "support"), server.node_url, "support"],
              mongo_corpus.corpus, 120)
         yield server
     finally:

@@ -17,9 +17,12 @@ selection and connecting 10 s, a socket read 60 s, a query `maxTimeMS` 60 s.
 
 from __future__ import annotations
 
+import re
+
 from studio.errors import SchemaError, StoreError
 from studio.store import credentials as cred
 from studio.store import schema as sc
+from studio.store.target import split_url
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -50,8 +53,10 @@ MONGO_FIELDS = {
         "bufferedReflectionInputTokens", "reflectedObservationLineCount", "isBufferingObservation",
         "isBufferingReflection", "lastBufferedAtTokens", "lastBufferedAtTime", "metadata", "createdAt", "updatedAt"],
 }
-#: The server's error codes for a refused login, and for a command it does not have.
-_AUTH_FAILED, _COMMAND_NOT_FOUND = 18, 59
+#: The server's error codes for a refused login, a command the login may not run, a command it does not have.
+_AUTH_FAILED, _UNAUTHORIZED, _COMMAND_NOT_FOUND = 18, 13, 59
+#: Authentication mechanisms that take no password (a certificate, cloud credentials, Kerberos).
+_PASSWORDLESS = re.compile(r"authMechanism=(MONGODB-X509|MONGODB-AWS|MONGODB-OIDC|GSSAPI)", re.IGNORECASE)
 
 
 def to_mastra(value: Any) -> Any:
@@ -136,6 +141,8 @@ def describe_error(exc: BaseException, secret: str | None = None) -> str:
         return f"the server is down or unreachable (no answer within {SERVER_SELECTION_TIMEOUT_MS // 1000} s): {text}"
     if getattr(exc, "code", None) == _AUTH_FAILED:
         return f"password authentication failed (the server refused the login): {text}"
+    if getattr(exc, "code", None) == _UNAUTHORIZED:
+        return f"no password supplied, or the user may not read this database: {text}"
     if name == "ExecutionTimeout":
         return f"the query took longer than {QUERY_TIME_MS // 1000} s (maxTimeMS): {text}"
     return text
@@ -173,6 +180,12 @@ class MongoBackend:
             raise StoreError(f"A MongoDB store ({location.display}) is opened read-only. Nothing was written")
         pymongo = _pymongo()
         password, source = cred.mongodb_password(location.conninfo, keyring_get=None)
+        if source == "none" and split_url(location.conninfo)[1] and not _PASSWORDLESS.search(location.conninfo):
+            # a user and no password anywhere else: the keyring's (choosing its backend costs ~0.1 s, so only now)
+            password, source = cred.mongodb_password(location.conninfo)
+            if password is None:
+                raise StoreError(f"Cannot connect to {location.display}: no password supplied for its user (type it "
+                                 "in File ▸ Connect…, or set $MONGODB_PASSWORD)")
 
         def connect(secret: str | None):
             extra = {"password": secret} if secret and source != "url" else {}
@@ -188,15 +201,7 @@ class MongoBackend:
             return client, hello
 
         try:
-            try:
-                client, hello = connect(password)
-            except pymongo.errors.OperationFailure as exc:
-                saved = (cred.OS_KEYRING(cred.KEYRING_SERVICE, cred.keyring_target(location.conninfo))
-                         if source == "none" and exc.code == _AUTH_FAILED else None)
-                if not saved:
-                    raise
-                password, source = saved, "keyring"
-                client, hello = connect(saved)
+            client, hello = connect(password)
         except pymongo.errors.PyMongoError as exc:
             raise StoreError(f"Cannot connect to {location.display}: {describe_error(exc, password)}") from exc
         except pymongo.errors.ConfigurationError as exc:  # pragma: no cover - a PyMongoError too
