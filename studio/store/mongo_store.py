@@ -316,13 +316,31 @@ class MongoMemoryStore(MemoryStore):
         rows = self._om({"id": record_id}, [], 1)
         return rows[0] if rows else None
 
+    def _om_current(self, match: dict) -> dict[str, OMRecord]:
+        """{lookupKey: its highest-generationCount document} of the records matching MATCH, in one aggregation
+        (`$sort` on Mastra's `{lookupKey, generationCount}` index, `$group` keeping the first whole document)."""
+        if not self.schema.has_observational_memory:
+            return {}
+        rows = self.backend.aggregate(sc.OBSERVATIONAL_MEMORY, [
+            {"$match": match}, {"$sort": {"lookupKey": 1, "generationCount": -1}},
+            {"$group": {"_id": "$lookupKey", "doc": {"$first": "$$ROOT"}}}])
+        out = {}
+        for row in sorted((r for r in rows if isinstance(r.get("_id"), str)), key=lambda r: r["_id"].encode()):
+            doc = row["doc"]
+            doc.pop("_id", None)
+            out[row["_id"]] = om_record_from_row(doc)
+        return out
+
     def om_current_all(self) -> dict[str, OMRecord]:
-        """Return {lookupKey: current record} for every OM lookup key (one query)."""
-        return {k: v[0] for k, v in self.om_histories(None).items() if v}
+        """Return {lookupKey: current record} for every OM lookup key (one aggregation, no older generation read)."""
+        return self._om_current({})
 
     def om_current_many(self, lookup_keys: Iterable[str], chunk: int = CHUNK) -> dict[str, OMRecord]:
-        """Return {lookupKey: current record} for the LOOKUP_KEYS that have one (CHUNK keys per query)."""
-        return {k: v[0] for k, v in self.om_histories(lookup_keys, chunk).items() if v}
+        """Return {lookupKey: current record} for the LOOKUP_KEYS that have one (CHUNK keys per aggregation)."""
+        out: dict[str, OMRecord] = {}
+        for part in _chunks(list(dict.fromkeys(lookup_keys)), chunk):
+            out.update(self._om_current({"lookupKey": {"$in": part}}))
+        return out
 
     def lookup_key_for_thread(self, thread: Thread) -> str | None:
         """Return the OM lookup key that governs THREAD (thread scope first, then its resource), or None."""
