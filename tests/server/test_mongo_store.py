@@ -227,3 +227,19 @@ def test_the_studio_opens_a_mongodb_store_with_every_tab_working(mongo_corpus, t
     """Every tab of the support-1 thread loads from the replica set (`--screenshot` exits non-zero otherwise)."""
     assert tab_failures(mongo_corpus.target("support"), "support-1", tmp_path) == []
 
+
+
+def test_the_studio_refuses_om_writes_on_mongodb_before_any_dialog(mongo_corpus, studio, qtbot):
+    """Reflect Now… / Observe Now… on a MongoDB store: no dialog opens (no model call), the status bar says
+    the studio only reads MongoDB stores and that nothing was written; the window shows the store's threads."""
+    window = studio(mongo_corpus.target("support"))
+    assert window.select_thread("support-1")
+    dialogs = window.dialogs
+    qtbot.waitUntil(lambda: dialogs.reflect_action.isEnabled() and dialogs.observe_action.isEnabled(), timeout=60_000)
+    dialogs.reflect_action.trigger()
+    assert dialogs.reflect_dialog is None
+    assert "only reads MongoDB stores" in window.statusBar().currentMessage()
+    window.statusBar().clearMessage()
+    dialogs.observe_action.trigger()
+    assert dialogs.observe_dialog is None
+    assert "Nothing was written" in window.statusBar().currentMessage()
