@@ -18,23 +18,29 @@ __all__ = ["open_store"]
 
 def open_store(target: str | os.PathLike[str], *, writable: bool = False, cache_kib: int | None = None) -> MemoryStore:
     """Open TARGET read-only unless WRITABLE: a path, a `file:` URL, a libSQL server URL (`libsql://`,
-    `https://`, `http://`, `ws(s)://`) or a `postgresql://` URL; return its MemoryStore.
+    `https://`, `http://`, `ws(s)://`), a `postgresql://` URL or a `mongodb://` / `mongodb+srv://` URL; return
+    its MemoryStore (a MongoDB store's is `studio.store.mongo_store.MongoMemoryStore`).
 
     Server stores are read-only (WRITABLE raises StoreError: their writes open their own transaction,
     `studio.store.write.transaction.write_transaction`). CACHE_KIB (a file only): SQLite's page cache
     in KiB, default SQLite's 2,000 KiB; a command that reads each page once (`threads`) asks for a
-    small one. Only the target's driver is imported (a file open imports neither psycopg nor httpx).
+    small one. Only the target's driver is imported (a file open imports neither psycopg, httpx nor pymongo).
     Raises StoreError (missing, not SQLite, locked, unreadable, unreachable, refused, a malformed
     URL) or SchemaError (no Mastra tables).
     """
     from studio.store.memory_store import MemoryStore
-    from studio.store.target import LIBSQL_SERVER, POSTGRESQL, parse_target
+    from studio.store.target import LIBSQL_SERVER, MONGODB, POSTGRESQL, parse_target
 
     location = parse_target(target)
     if location.kind == POSTGRESQL:
         from studio.store.backends.pg import PgBackend
 
         return MemoryStore(PgBackend.open(location, writable=writable))
+    if location.kind == MONGODB:
+        from studio.store.backends.mongodb import MongoBackend
+        from studio.store.mongo_store import MongoMemoryStore
+
+        return MongoMemoryStore(MongoBackend.open(location, writable=writable))
     if location.kind == LIBSQL_SERVER:
         from studio.store.backends.libsql_server import LibsqlServerBackend
 

@@ -9,6 +9,9 @@ Where a PostgreSQL password comes from, first found wins (`pg_password`):
 Where a libSQL auth token comes from (`libsql_auth_token`): the token typed in Connect… this session,
 `$LIBSQL_AUTH_TOKEN`, `$TURSO_AUTH_TOKEN`, the keyring (username e.g. `libsql://db-org.turso.io`), then
 `?authToken=` in the URL (accepted with `URL_TOKEN_WARNING`: a URL ends up in shell history and logs).
+Where a MongoDB password comes from (`mongodb_password`): the URL (`mongodb://user:PASSWORD@…`), the
+password typed in Connect… this session, `$MONGODB_PASSWORD`, then the keyring (username e.g.
+`mongodb://user@host:27017/db`).
 
 A missing, locked or broken keyring backend counts as "nothing saved" for reads, and `save_secret`
 says so in one sentence. Secrets are never written anywhere else: every target the studio shows or
@@ -26,13 +29,15 @@ from pathlib import Path
 
 from studio.common.keyring_lookup import KEYRING_SERVICE, KeyringGetter, os_keyring_get
 from studio.errors import StoreError
-from studio.store.target import LIBSQL_SERVER, POSTGRESQL, Target, split_url, target_kind, url_secret
+from studio.store.target import LIBSQL_SERVER, MONGODB, POSTGRESQL, Target, split_url, target_kind, url_secret
 
 #: The environment variables holding a libSQL auth token, in the order they are read.
 TOKEN_ENV_VARS = ("LIBSQL_AUTH_TOKEN", "TURSO_AUTH_TOKEN")
 URL_TOKEN_WARNING = ("The auth token is in the URL (?authToken=): it is used, but a URL ends up in shell history "
                      "and logs; prefer $LIBSQL_AUTH_TOKEN or the system keyring (File ▸ Connect…)")
 DEFAULT_PG_PORT = 5432
+#: The environment variable holding a MongoDB password (the URL names the user).
+MONGODB_PASSWORD_ENV = "MONGODB_PASSWORD"
 
 
 
@@ -47,19 +52,19 @@ class KeyringUnavailable(StoreError):
 # -- which secret a target takes, and where it is kept -----------------------------------------
 
 def secret_kind(target: str | os.PathLike[str]) -> str | None:
-    """Return "password" for a PostgreSQL URL, "token" for a libSQL server URL, None for a local file."""
+    """Return "password" for a PostgreSQL or MongoDB URL, "token" for a libSQL server URL, None for a local file."""
     return _SECRET_KINDS.get(target_kind(target))
 
 
-_SECRET_KINDS = {POSTGRESQL: "password", LIBSQL_SERVER: "token"}
+_SECRET_KINDS = {POSTGRESQL: "password", LIBSQL_SERVER: "token", MONGODB: "password"}
 
 
 def keyring_target(url: str) -> str:
     """Return the keyring username of URL's secret: the target without secrets, query or default-less port.
 
     PostgreSQL: `postgresql://USER@HOST:PORT/DB` (scheme `postgres` spelled `postgresql`, port 5432
-    when absent, so both spellings share one entry); libSQL: `SCHEME://HOST[:PORT][/PATH]`. The schema
-    does not take part: one password serves every schema of a database.
+    when absent, so both spellings share one entry); libSQL: `SCHEME://HOST[:PORT][/PATH]`; MongoDB:
+    `SCHEME://USER@HOSTS/DB`. The schema does not take part: one password serves every schema of a database.
     """
     scheme, userinfo, hostpath, _query, _fragment = split_url(url)
     scheme = scheme.lower()
@@ -68,6 +73,8 @@ def keyring_target(url: str) -> str:
     if target_kind(url) == POSTGRESQL:
         hostname, port = _host_port(host)
         return f"postgresql://{user + '@' if user else ''}{hostname}:{port or DEFAULT_PG_PORT}/{path}"
+    if target_kind(url) == MONGODB:
+        return f"{scheme}://{user + '@' if user else ''}{host.lower()}/{path.rstrip('/')}"
     return f"{scheme}://{host.lower()}{slash + path.rstrip('/') if path.rstrip('/') else ''}"
 
 
@@ -201,6 +208,32 @@ def pg_password(url: str, *, env: Mapping[str, str] | None = None,
     return None, "none"
 
 
+def mongodb_password(url: str, *, env: Mapping[str, str] | None = None,
+                     keyring_get: KeyringGetter | None = OS_KEYRING) -> tuple[str | None, str]:
+    """Return (password or None, source) for the MongoDB URL: the URL's, one typed this session,
+    `$MONGODB_PASSWORD`, the OS keyring (KEYRING_GET=None skips it).
+
+    source: "url" | "session" | "MONGODB_PASSWORD" | "keyring" | "none". A URL without a user name
+    needs no password (a local server), and then none is looked up: (None, "none").
+    """
+    env = os.environ if env is None else env
+    written = url_secret(url)
+    if written and written != "***":
+        return written, "url"
+    if not split_url(url)[1]:
+        return None, "none"
+    typed = _session_secret(url)
+    if typed:
+        return typed, "session"
+    if env.get(MONGODB_PASSWORD_ENV):
+        return env[MONGODB_PASSWORD_ENV], MONGODB_PASSWORD_ENV
+    if keyring_get is not None:
+        value = keyring_get(KEYRING_SERVICE, keyring_target(url))
+        if value:
+            return value, "keyring"
+    return None, "none"
+
+
 def libsql_auth_token(url: str, *, env: Mapping[str, str] | None = None,
                       keyring_get: KeyringGetter | None = OS_KEYRING) -> tuple[str | None, str]:
     """Return (auth token or None, source) for a libSQL server URL (`libsql://`, `http(s)://`, `ws(s)://`).
@@ -255,7 +288,8 @@ _URL_TOKENS: dict[str, str] = {}
 def secret_source_text(source: str) -> str:
     """Return a short phrase naming SOURCE (a `pg_password` / `libsql_auth_token` source) for the Connect dialog."""
     return {"url": "from the URL", "session": "typed this session", "PGPASSWORD": "from $PGPASSWORD",
-            "pgpass": "from the password file (~/.pgpass)", "keyring": "saved in the system keyring",
+            "pgpass": "from the password file (~/.pgpass)",
+            "MONGODB_PASSWORD": "from $MONGODB_PASSWORD", "keyring": "saved in the system keyring",
             "LIBSQL_AUTH_TOKEN": "from $LIBSQL_AUTH_TOKEN", "TURSO_AUTH_TOKEN": "from $TURSO_AUTH_TOKEN",
             "none": "none found"}.get(source, source)
 
@@ -330,6 +364,7 @@ __all__ = [
     "libsql_auth_token",
     "libsql_token",
     "load_session_secrets",
+    "mongodb_password",
     "pg_password",
     "pgpass_has_entry",
     "remember_for_session",

@@ -5,6 +5,10 @@ depends on it (ties in `createdAt` come back in the order SQLite returns them, a
 
 - `list_threads`   Memory.listThreads → MemoryLibSQL.listThreads (@mastra/libsql 1.23.1), from
                    studio.store.thread_list (with the argument checks both share)
+
+On PostgreSQL the SQL is MemoryPG's; on MongoDB (`dialect == "mongodb"`) the queries are
+MongoDBStore's (@mastra/mongodb 1.19.0: filter documents, `sort` without a tie-break, metadata of
+messages filtered after the read), through `studio.store.mongo_store.MongoMemoryStore`.
 - `get_thread_by_id` Memory.getThreadById → MemoryLibSQL.getThreadById
 - `list_messages`  MemoryLibSQL.listMessages (the storage call, which applies `include`)
 - `recall`         Memory.recall (@mastra/memory 1.31.0): the newest page first, returned in
@@ -117,7 +121,13 @@ def _date_bound(value: Any) -> str | None:
 # -- threads ------------------------------------------------------------------------------------
 
 def get_thread_by_id(store: MemoryStore, thread_id: str, resource_id: str | None = None) -> Thread | None:
-    """Return thread THREAD_ID (and, when given, of RESOURCE_ID), or None; Memory.getThreadById."""
+    """Return thread THREAD_ID (and, when given, of RESOURCE_ID), or None; Memory.getThreadById.
+
+    MongoDB: `findOne({id})`, then None when RESOURCE_ID is given and differs (MongoDBStore.getThreadById).
+    """
+    if store.dialect == "mongodb":
+        found = store.find_threads({"id": thread_id}, limit=1)
+        return found[0] if found and (resource_id is None or found[0].resource_id == resource_id) else None
     where, params = "WHERE id = ?", [thread_id]
     if resource_id is not None:
         where += ' AND "resourceId" = ?'
@@ -280,6 +290,8 @@ def _included(store: MemoryStore, include: list[tuple[str, int, int]], resource_
     """The include targets with their neighbours, as MemoryLibSQL._getIncludedMessages reads them."""
     if not include:
         return []
+    if store.dialect == "mongodb":
+        return _included_mongo(store, include, resource_id)
     ids = [i for i, _, _ in include]
     res_sql = ' AND "resourceId" = ?' if resource_id else ""
     res_params = [resource_id] if resource_id else []
@@ -309,6 +321,31 @@ def _included(store: MemoryStore, include: list[tuple[str, int, int]], resource_
         if m.id not in seen:
             seen.add(m.id)
             out.append(m)
+    return out
+
+
+def _included_mongo(store: Any, include: list[tuple[str, int, int]], resource_id: str | None) -> list[Message]:
+    """MongoDBStore._getIncludedMessages: the targets in one `$in` query, then per include the target and its
+    previous messages (`sort({createdAt: -1, id: -1})`, limit) and the next ones (`sort({createdAt: 1, id: 1})`),
+    first occurrence kept in that order (Mastra sorts them afterwards)."""
+    res = {"resourceId": resource_id} if resource_id else {}
+    targets = {m.id: m for m in store.find_messages({"id": {"$in": [i for i, _, _ in include]}, **res})}
+    out: list[Message] = []
+    seen: set[str] = set()
+    for message_id, before, after in include:
+        target = targets.get(message_id)
+        if target is None or target.created_at is None:
+            continue
+        created = store.message_query(start=target.created_at)["createdAt"]["$gte"]
+        part = store.find_messages({"thread_id": target.thread_id, "createdAt": {"$lte": created}, **res},
+                                   [("createdAt", -1), ("id", -1)], limit=before + 1)
+        if after > 0:
+            part += store.find_messages({"thread_id": target.thread_id, "createdAt": {"$gt": created}, **res},
+                                        [("createdAt", 1), ("id", 1)], limit=after)
+        for m in part:
+            if m.id not in seen:
+                seen.add(m.id)
+                out.append(m)
     return out
 
 
@@ -347,18 +384,23 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
     items = _include_items(include)
     field, direction = _parse_order_by(order_by, "ASC", ("createdAt",))
 
-    terms = [f"thread_id IN ({', '.join('?' * len(thread_ids))})"]
-    params: list[Any] = list(thread_ids)
-    if resource_id:
-        terms.append('"resourceId" = ?')
-        params.append(resource_id)
-    pg = store.dialect == "postgresql"
-    add_message_terms(store, terms, params, start, end, metadata, start_excl=start_excl, end_excl=end_excl)
-    where = f"WHERE {' AND '.join(terms)}"
     descending = direction == "DESC"
-    # PostgreSQL: MemoryPG breaks order ties by id
-    order = f'"{field}" {direction}, "id" {direction}' if pg else f'"{field}" {direction}'
-
+    mongo = store.dialect == "mongodb"
+    pg = store.dialect == "postgresql"
+    if mongo:  # MongoDBStore.listMessages: a filter document, sort({createdAt: ±1}) with no tie-break
+        query = store.message_query(thread_ids, resource_id=resource_id, start=start, end=end,
+                                    start_exclusive=start_excl, end_exclusive=end_excl)
+        sort = [(field, -1 if descending else 1)]
+    else:
+        terms = [f"thread_id IN ({', '.join('?' * len(thread_ids))})"]
+        params: list[Any] = list(thread_ids)
+        if resource_id:
+            terms.append('"resourceId" = ?')
+            params.append(resource_id)
+        add_message_terms(store, terms, params, start, end, metadata, start_excl=start_excl, end_excl=end_excl)
+        where = f"WHERE {' AND '.join(terms)}"
+        # PostgreSQL: MemoryPG breaks order ties by id
+        order = f'"{field}" {direction}, "id" {direction}' if pg else f'"{field}" {direction}'
 
     if limit == 0 and not items:
         return MessagePage([], 0, page, response_per_page, False)
@@ -366,11 +408,15 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
         included = _message_list(_included(store, items, resource_id))
         return MessagePage(_js_sort(included, descending), 0, page, response_per_page, False)
 
-    if metadata and pg:
-        matching = [m for m in _select_messages(store, f"{where} ORDER BY {order}", params)
-                    if message_metadata_matches(m.content, metadata)]
+    if metadata and (pg or mongo):  # Mastra filters message metadata after the read on both
+        candidates = (store.find_messages(query, sort) if mongo
+                      else _select_messages(store, f"{where} ORDER BY {order}", params))
+        matching = [m for m in candidates if message_metadata_matches(m.content, metadata)]
         total = len(matching)
         rows = matching if per_page is False else matching[offset:offset + limit]
+    elif mongo:
+        total = store.count_messages(query)
+        rows = store.find_messages(query, sort, skip=offset, limit=0 if per_page is False else limit)
     else:
         total = int(store.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])
         rows = _select_messages(store, f'{where} ORDER BY {order} LIMIT ? OFFSET ?',

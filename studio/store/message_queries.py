@@ -1,7 +1,9 @@
 """Queries of the studio's Messages tab: a thread's messages by date range and metadata, in storage order.
 
 The conditions are recall's (`studio.store.history.add_message_terms`), on either backend; storage
-order is createdAt, then insertion (libSQL) or id (PostgreSQL, as MemoryPG orders).
+order is createdAt, then insertion (libSQL) or id (PostgreSQL, as MemoryPG orders). On MongoDB the
+same conditions are a filter document (`MongoMemoryStore.message_query`), createdAt ascending with
+ties as the server returns them (MongoDBStore.listMessages), metadata filtered after the read.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def _thread_terms(store: MemoryStore, thread_id: str, start: str | None, end: st
 def thread_message_ids(store: MemoryStore, thread_id: str, *, start: str | None = None, end: str | None = None,
                        metadata: dict | None = None) -> list[str]:
     """Return the ids of THREAD_ID's messages within [START, END] matching METADATA, in storage order."""
+    if store.dialect == "mongodb":
+        return [m.id for batch in iter_thread_messages(store, thread_id, start=start, end=end, metadata=metadata)
+                for m in batch]
     where, params, post = _thread_terms(store, thread_id, start, end, metadata)
     if post:
         return [m.id for m in iter_thread_messages(store, thread_id, start=start, end=end, metadata=metadata)]
@@ -43,6 +48,14 @@ def iter_thread_messages(store: MemoryStore, thread_id: str, *, start: str | Non
 
     A batch may hold fewer than BATCH messages when the metadata filter runs after the read (PostgreSQL).
     """
+    if store.dialect == "mongodb":
+        query, offset = store.message_query([thread_id], start=start, end=end), 0
+        while True:
+            messages = store.find_messages(query, [("createdAt", 1)], skip=offset, limit=batch)
+            yield [m for m in messages if message_metadata_matches(m.content, metadata)] if metadata else messages
+            if len(messages) < batch:
+                return
+            offset += batch
     where, params, post = _thread_terms(store, thread_id, start, end, metadata)
     offset = 0
     while True:
@@ -59,6 +72,9 @@ def messages_by_id(store: MemoryStore, ids: list[str], chunk: int = 500) -> dict
     found: dict[str, Message] = {}
     for i in range(0, len(ids), chunk):
         part = ids[i:i + chunk]
+        if store.dialect == "mongodb":
+            found.update((m.id, m) for m in store.find_messages({"id": {"$in": part}}))
+            continue
         for message in store.select_messages(f"WHERE id IN ({', '.join('?' * len(part))})", part):
             found[message.id] = message
     return found
@@ -66,6 +82,9 @@ def messages_by_id(store: MemoryStore, ids: list[str], chunk: int = 500) -> dict
 
 def message_position(store: MemoryStore, thread_id: str, message_id: str) -> int:
     """Return MESSAGE_ID's row in THREAD_ID's storage order (`MemoryStore.message_order`), or -1."""
+    if store.dialect == "mongodb":
+        ids = thread_message_ids(store, thread_id)
+        return ids.index(message_id) if message_id in ids else -1
     tie = "id" if store.dialect == "postgresql" else "rowid"
     rows = store.rows(f'SELECT "createdAt", {tie} FROM {sc.MESSAGES} WHERE id = ? AND thread_id = ?',
                       [message_id, thread_id])

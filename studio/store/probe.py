@@ -19,11 +19,11 @@ OUTCOMES = ("ok", "auth", "no-secret", "unreachable", "not-mastra", "no-database
 
 _AUTH = ("password authentication failed", "authentication failed", "401", "unauthorized", "forbidden",
          "invalid token", "jwt")
-_NO_SECRET = ("no password supplied", "fe_sendauth")
+_NO_SECRET = ("no password supplied", "fe_sendauth", "requires authentication")
 _UNREACHABLE = ("connection refused", "could not connect", "timeout expired", "timed out",
                 "name or service not known", "could not translate host name", "no route to host",
                 "network is unreachable", "connection reset", "server closed the connection",
-                "temporary failure in name resolution", "nodename nor servname")
+                "temporary failure in name resolution", "nodename nor servname", "down or unreachable")
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,8 @@ def check_connection(url: str) -> ConnectionCheck:
     try:
         threads = len(store.list_threads())
         schema = store.location.schema
-        where = f" (schema {schema})" if schema else ""
+        noun_of = "database" if store.dialect == "mongodb" else "schema"
+        where = f" ({noun_of} {schema})" if schema else ""
         noun = "thread" if threads == 1 else "threads"
         return ConnectionCheck("ok", f"Connected: a Mastra database with {threads:,} {noun}{where}.", threads)
     except StoreError as exc:

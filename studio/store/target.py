@@ -6,10 +6,13 @@ Every place that needs to know what kind of store a string names asks here:
 - `LIBSQL_SERVER`: `libsql://HOST`, `https://HOST[:PORT]`, `http://HOST:PORT`, `ws(s)://…`; pieces:
   `base_url`, `url_token`;
 - `POSTGRESQL`: `postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?schema=NAME]` (or `postgres://`);
-  pieces: `conninfo`, `schema`.
+  pieces: `conninfo`, `schema`;
+- `MONGODB`: `mongodb://[USER[:PASSWORD]@]HOST[:PORT][,HOST…]/DBNAME[?…]` or `mongodb+srv://…/DBNAME`
+  (DBNAME is @mastra/mongodb's MongoDBStore `dbName`); pieces: `conninfo` (the URL the driver gets),
+  `schema` (the database name).
 
 Any other `SCHEME://` is read as a path (as before: opening it then says there is no such file).
-A kind is added (e.g. `mongodb://` / `mongodb+srv://`) by naming its schemes in `SCHEMES`, its
+A kind is added by naming its schemes in `SCHEMES`, its
 parser in `_PARSERS`, its read backend in `studio.store.open_store` and its write backend in
 `studio.store.write.transaction`.
 
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FILE",
     "LIBSQL_SERVER",
+    "MONGODB",
     "POSTGRESQL",
     "SCHEMES",
     "Target",
@@ -52,12 +56,14 @@ __all__ = [
 FILE = "file"
 LIBSQL_SERVER = "libsql-server"
 POSTGRESQL = "postgresql"
+MONGODB = "mongodb"
 
 #: URL scheme (lower case) -> kind. `libsql://` is `https://` as @libsql/client reads it; `ws(s)://` is read
 #: as http(s) (sqld serves both on one port).
 SCHEMES = {"postgresql": POSTGRESQL, "postgres": POSTGRESQL,
            "libsql": LIBSQL_SERVER, "https": LIBSQL_SERVER, "http": LIBSQL_SERVER,
-           "wss": LIBSQL_SERVER, "ws": LIBSQL_SERVER}
+           "wss": LIBSQL_SERVER, "ws": LIBSQL_SERVER,
+           "mongodb": MONGODB, "mongodb+srv": MONGODB}
 
 #: Query parameters whose value is a secret (lower-cased): libpq's password / sslpassword, libSQL's token.
 SECRET_PARAMS = frozenset({"password", "sslpassword", "authtoken", "auth_token", "token", "jwt", "access_token"})
@@ -74,7 +80,8 @@ class Target:
 
     FILE: `path` (a Path). LIBSQL_SERVER: `base_url` (the HTTP base URL the client posts to) and
     `url_token` (a token written in the URL, else None). POSTGRESQL: `conninfo` (the libpq URL
-    without `schema`) and `schema` (Mastra's PostgresStore `schemaName`). Pieces a kind has not are
+    without `schema`) and `schema` (Mastra's PostgresStore `schemaName`). MONGODB: `conninfo` (the
+    URL as written, for the driver) and `schema` (the database, MongoDBStore's `dbName`). Pieces a kind has not are
     None (`path` is None for every server: file-only features check it). Immutable, compared and
     hashed by value, picklable (the studio's helper process receives it); its repr shows no secret.
     A plain class: no dataclasses import (~8 ms of a command's start).
@@ -115,13 +122,13 @@ def _rebuild(kind: str, display: str, path, conninfo, schema, base_url, url_toke
 
 
 def target_kind(target: str | os.PathLike[str]) -> str:
-    """Return the kind of TARGET (FILE, LIBSQL_SERVER or POSTGRESQL) from its scheme alone; never raises."""
+    """Return the kind of TARGET (FILE, LIBSQL_SERVER, POSTGRESQL or MONGODB) from its scheme alone; never raises."""
     scheme, sep, _rest = os.fspath(target).partition("://")
     return SCHEMES.get(scheme.lower(), FILE) if sep else FILE
 
 
 def is_server_target(target: str | os.PathLike[str]) -> bool:
-    """Return True for a PostgreSQL or libSQL-server URL, False for a path or a `file:` URL."""
+    """Return True for a PostgreSQL, libSQL-server or MongoDB URL, False for a path or a `file:` URL."""
     return target_kind(target) != FILE
 
 
@@ -158,6 +165,8 @@ def file_target(target: str | os.PathLike[str]) -> Target:
                          "it only inside a write's own transaction (its rows backed up). Nothing was written")
     if kind == LIBSQL_SERVER:
         raise StoreError(libsql_server_refusal(redact_url(text)))
+    if kind == MONGODB:
+        raise StoreError(f"The MongoDB store ({redact_url(text)}) is never opened as a file. Nothing was written")
     return _parse_file(text)
 
 
@@ -238,8 +247,33 @@ def _parse_postgresql(text: str) -> Target:
     return Target(POSTGRESQL, redact_url(text), conninfo=conninfo, schema=schema)
 
 
+#: A database name MongoDB accepts (no `/\\. "$` characters, at most 63 bytes; checked here so a typo is
+#: named before any connection is made).
+_DB_NAME = r'^[^/\\. "$*<>:|?]{1,63}$'
+
+
+def _parse_mongodb(text: str) -> Target:
+    """`mongodb://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]…]/DBNAME[?options]` or `mongodb+srv://…/DBNAME`.
+
+    DBNAME is MongoDBStore's `dbName` (required: Mastra has no default database); the query options
+    (`replicaSet`, `authSource`, `tls`, …) go to the driver as written. A password may also come from
+    `$MONGODB_PASSWORD`, Connect… or the OS keyring (`studio.store.credentials.mongodb_password`).
+    """
+    _scheme, _userinfo, hostpath, _query, _fragment = split_url(text)
+    hosts, _slash, path = hostpath.partition("/")
+    if not hosts:
+        raise StoreError(f"{redact_url(text)} names no server: write mongodb://HOST[:PORT]/DBNAME")
+    db_name = urllib.parse.unquote(path.rstrip("/"))
+    if not db_name:
+        raise StoreError(f"{redact_url(text)} names no database: add /DBNAME (the dbName of Mastra's MongoDBStore), "
+                         "e.g. mongodb://127.0.0.1:27017/mastra")
+    if not re.match(_DB_NAME, db_name):
+        raise StoreError(f"{db_name!r} is not a MongoDB database name (no / \\ . \" $ and at most 63 characters)")
+    return Target(MONGODB, redact_url(text), conninfo=text, schema=db_name)
+
+
 _PARSERS: dict[str, Callable[[str], Target]] = {FILE: _parse_file, LIBSQL_SERVER: _parse_libsql_server,
-                                                POSTGRESQL: _parse_postgresql}
+                                                POSTGRESQL: _parse_postgresql, MONGODB: _parse_mongodb}
 
 
 # -- secrets in URLs -------------------------------------------------------------------------------

@@ -212,6 +212,9 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
     if resource_id:
         terms.append('"resourceId" = ?')
         params.append(resource_id)
+    if store.dialect == "mongodb":
+        return _list_threads_mongo(store, resource_id, metadata, field, direction, page, per_page, limit, offset,
+                                   ids_only)
     pg = store.dialect == "postgresql"
     if metadata:
         more_terms, more_params = (_thread_metadata_pg(metadata) if pg else _thread_metadata_sql(metadata))
@@ -232,4 +235,26 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
         return ThreadPage(None, total, page, response_per_page, has_more,
                           store.select_column(sc.THREADS, "id", tail, bounds))
     threads = store.select_threads(tail, bounds)
+    return ThreadPage(threads, total, page, response_per_page, has_more)
+
+
+def _list_threads_mongo(store: Any, resource_id: str | None, metadata: dict | None, field: str, direction: str,
+                        page: int, per_page: PerPage, limit: int, offset: int, ids_only: bool) -> ThreadPage:
+    """MongoDBStore.listThreads: `{resourceId, "metadata.<key>": value}` (MongoDB's own matching: null also
+    matches a missing key, a scalar matches inside an array), countDocuments, then
+    `find().sort({FIELD: ±1}).skip().limit()` with no tie-break; perPage 0 reads no thread."""
+    query: dict[str, Any] = {}
+    if resource_id:
+        query["resourceId"] = resource_id
+    for key, value in (metadata or {}).items():
+        query[f"metadata.{key}"] = value
+    total = store.count_threads(query)
+    response_per_page: int | bool = False if per_page is False else limit
+    if limit == 0 and per_page is not False:
+        return ThreadPage([], total, page, response_per_page, offset < total)
+    threads = store.find_threads(query, [(field, 1 if direction == "ASC" else -1)], skip=offset,
+                                 limit=0 if per_page is False else limit)
+    has_more = False if per_page is False else offset + limit < total
+    if ids_only:
+        return ThreadPage(None, total, page, response_per_page, has_more, [t.id for t in threads])
     return ThreadPage(threads, total, page, response_per_page, has_more)

@@ -19,12 +19,12 @@ import os
 import sys
 import threading
 
-from studio.store.target import LIBSQL_SERVER, POSTGRESQL, target_kind
+from studio.store.target import LIBSQL_SERVER, MONGODB, POSTGRESQL, target_kind
 
 #: The slow third-party import of a target's open, by kind (a local file needs none: libsql is loaded
 #: with the store). Only these: the studio's own modules are imported by the main thread, and two
 #: threads importing the same module of ours meanwhile would only wait for each other.
-_DRIVERS = {POSTGRESQL: ("psycopg",), LIBSQL_SERVER: ("httpx",)}
+_DRIVERS = {POSTGRESQL: ("psycopg",), LIBSQL_SERVER: ("httpx",), MONGODB: ("pymongo",)}
 
 
 def driver_modules(target: str | os.PathLike[str] | None) -> tuple[str, ...]:

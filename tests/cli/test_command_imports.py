@@ -1,7 +1,7 @@
 """A command loads only what it needs: a read of a local file imports neither Qt nor a server driver nor httpx.
 
 `memory-studio COMMAND` goes through the entry module (studio.main) to the command line's package;
-the studio (Qt) and the drivers of server stores (psycopg, httpx) stay out of a local read, which
+the studio (Qt) and the drivers of server stores (psycopg, pymongo, httpx) stay out of a local read, which
 is what keeps a command's start-up cost where it was (benchmarks/cli_ratio_benchmark.py).
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import REPO
 
-HEAVY = ("PySide6", "shiboken6", "pyqtgraph", "psycopg", "httpx", "tiktoken", "keyring")
+HEAVY = ("PySide6", "shiboken6", "pyqtgraph", "psycopg", "pymongo", "bson", "httpx", "tiktoken", "keyring")
 CODE = """
 import contextlib, io, json, sys
 from studio.main import main

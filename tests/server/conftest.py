@@ -11,6 +11,12 @@ missing server binary, node or npm fails the tests: they never skip (`.ci/run` i
 `servers.sh sqld start DIR a,b,…`: one server holds one database), runs `gen.mjs --store
 libsql-remote` and `oracle.mjs --store libsql-remote` (the oracle reads a private copy on its own
 sqld, never the served database), and stops every sqld it started at the end of the session.
+
+`mongo_corpus` (session-scoped) starts the corpus's jongodb (a MongoDB wire-protocol server, in memory) as a
+single-node replica set on a free 127.0.0.1 port, runs `gen.mjs --store mongodb` (one database per scenario,
+real @mastra/mongodb 1.19.0), `oracle.mjs --store mongodb` per scenario and `mongo-dump.mjs` (the "before"
+dump), and stops the server at the end. `mongo_standalone` is a second, standalone jongodb holding the
+`support` database reloaded from that dump. A missing jongodb fails the tests (it comes with the corpus's npm ci).
 """
 
 from __future__ import annotations
@@ -182,3 +188,133 @@ def sqld_corpus(tmp_path_factory) -> SqldCorpus:
 def _private_data_folder(tmp_path, monkeypatch):
     """Row backups of PostgreSQL writes go to $XDG_DATA_HOME: a private folder per test, never the user's home."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
+# -- MongoDB (jongodb) -----------------------------------------------------------------------------
+
+#: The jongodb binary inside the corpus's npm install (pinned in its package.json).
+JONGODB = Path("node_modules/@jongodb/memory-server-bin-linux-x64-gnu/bin/jongodb")
+#: The scenarios written on MongoDB (`semantic` fails there: jongodb has no listCollections, corpus README).
+MONGO_SCENARIOS = SCENARIOS
+
+
+@dataclass
+class MongoServer:
+    """A running jongodb on 127.0.0.1: its base URL (`mongodb://127.0.0.1:PORT/`), query and process."""
+
+    url: str
+    query: str
+    process: subprocess.Popen
+
+    def target(self, db: str) -> str:
+        """The studio's URL of database DB (MongoDBStore's `dbName`)."""
+        return f"{self.url}{db}{self.query}"
+
+    @property
+    def node_url(self) -> str:
+        """The URL the corpus's node scripts get: Mastra's driver polls the server (its streaming `hello`, an
+        exhaust cursor, sometimes ends with "Server ended moreToCome unexpectedly" on jongodb under load)."""
+        return f"{self.url}{self.query}{'&' if self.query else '?'}serverMonitoringMode=poll"
+
+
+@dataclass
+class MongoCorpus:
+    """Mastra's corpus written by real @mastra/mongodb on a single-node replica set, its oracles and a dump."""
+
+    server: MongoServer
+    corpus: Path
+    oracles: dict[str, dict]
+    dump: Path
+
+    def target(self, scenario: str) -> str:
+        """The studio's URL of SCENARIO's database."""
+        return self.server.target(scenario)
+
+    def dump_now(self, out: Path) -> Path:
+        """Dump every scenario's database to OUT (canonical Extended JSON, the corpus's mongo-dump.mjs)."""
+        _run(["node", "mongo-dump.mjs", self.server.node_url, str(out), ",".join(MONGO_SCENARIOS)],
+             self.corpus, 120)
+        return out
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_jongodb(corpus: Path, log: Path, *, replica_set: bool) -> MongoServer:
+    """Start the corpus's jongodb on a free 127.0.0.1 port (REPLICA_SET: as the single-node replica set `rs0`,
+    which answers `hello` with a setName, so clients use sessions and transactions); fail when it cannot start."""
+    import socket
+    import time
+
+    binary = corpus / JONGODB
+    if not binary.exists():
+        pytest.fail(f"jongodb is missing ({binary}): the corpus's npm ci installs it")
+    port = _free_port()
+    args = [str(binary), "--host=127.0.0.1", f"--port={port}"]
+    if replica_set:
+        args += ["--topology-profile=singleNodeReplicaSet", "--replica-set-name=rs0"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    for _ in range(200):   # at most ~20 s
+        if process.poll() is not None:
+            pytest.fail(f"jongodb exited ({process.returncode}): {log.read_text(errors='replace')[-2000:]}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                query = "?replicaSet=rs0" if replica_set else ""
+                return MongoServer(f"mongodb://127.0.0.1:{port}/", query, process)
+        time.sleep(0.1)
+    process.kill()
+    pytest.fail(f"jongodb did not listen on 127.0.0.1:{port} within 20 s")
+
+
+def stop_jongodb(server: MongoServer) -> None:
+    """Stop SERVER (its data, kept in memory only, is gone)."""
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def mongo_corpus(tmp_path_factory) -> MongoCorpus:
+    """Start jongodb as a single-node replica set, have real Mastra (@mastra/mongodb 1.19.0) write the corpus
+    (`gen.mjs --store mongodb`, one database per scenario), record its oracles and dump it."""
+    corpus = install_corpus()
+    out = tmp_path_factory.mktemp("mongo-corpus")
+    server = start_jongodb(corpus, out / "jongodb.log", replica_set=True)
+    try:
+        url = server.node_url
+        _run(["node", "gen.mjs", str(out), "--store", "mongodb", "--url", url, "--seed", "1", "--only",
+              ",".join(MONGO_SCENARIOS)], corpus, GEN_TIMEOUT_S)
+        oracles = {}
+        for scenario in MONGO_SCENARIOS:
+            path = out / f"{scenario}.oracle.json"
+            _run(["node", "oracle.mjs", scenario, str(path), "--store", "mongodb", "--url", url], corpus,
+                 GEN_TIMEOUT_S)
+            oracles[scenario] = json.loads(path.read_text(encoding="utf-8"))
+        mongo = MongoCorpus(server=server, corpus=corpus, oracles=oracles, dump=out / "dump-before")
+        mongo.dump_now(mongo.dump)
+        yield mongo
+    finally:
+        stop_jongodb(server)
+
+
+@pytest.fixture(scope="session")
+def mongo_standalone(mongo_corpus, tmp_path_factory) -> MongoServer:
+    """A second jongodb, standalone (no replica set: no snapshot sessions), holding the corpus's `support`
+    database reloaded from the replica set's dump (the corpus's mongo-load.mjs: same `_id`s and BSON types)."""
+    out = tmp_path_factory.mktemp("mongo-standalone")
+    server = start_jongodb(mongo_corpus.corpus, out / "jongodb.log", replica_set=False)
+    try:
+        _run(["node", "mongo-load.mjs", str(mongo_corpus.dump / "support"), server.node_url, "support"],
+             mongo_corpus.corpus, 120)
+        yield server
+    finally:
+        stop_jongodb(server)

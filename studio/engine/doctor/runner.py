@@ -148,7 +148,8 @@ def run_batch(store: MemoryStore, plan: DoctorPlan, index: int,
         return currents[key]
 
     if index == 0:
-        findings.extend(check_schema(store.schema.tables))
+        if store.dialect in DIALECT_ONLY["schema-drift"]:
+            findings.extend(check_schema(store.schema.tables))
         twins = check_timestamp_twins(store.timestamp_twin_mismatches())
         findings.extend(f for f in twins if plan.single_thread is None or f.thread_id == plan.single_thread)
         if plan.single_thread is None:
@@ -176,13 +177,15 @@ def run_batch(store: MemoryStore, plan: DoctorPlan, index: int,
     return findings, counts
 
 
-#: Checks that only a store of that SQL dialect can fail (the others apply to every store).
-DIALECT_ONLY = {"timestamp-twin-mismatch": "postgresql"}
+#: Checks that only stores of those dialects can fail (the others apply to every store).
+DIALECT_ONLY = {"timestamp-twin-mismatch": ("postgresql",),
+                # a MongoDB collection has no columns to drift: every document carries its own fields
+                "schema-drift": ("sqlite", "postgresql")}
 
 
 def applies(check, store: MemoryStore) -> bool:
     """Return True when CHECK (a model.Check) can fire on STORE: not pending, and of STORE's dialect if it has one."""
-    return not check.pending and DIALECT_ONLY.get(check.id, store.dialect) == store.dialect
+    return not check.pending and store.dialect in DIALECT_ONLY.get(check.id, (store.dialect,))
 
 
 def run_doctor(store: MemoryStore, thread_id: str | None = None, *,

@@ -508,8 +508,14 @@ def _threads_of(latest: Any) -> tuple[str, tuple]:
 
 def store_activity(path: str | os.PathLike[str], lookup_key: str, quiet_ms: int = DEFAULT_QUIET_MS,
                    now_ms: int | None = None) -> AgentActivity | None:
-    """Return the AgentActivity of LOOKUP_KEY's conversation in PATH (read-only), or None without a record."""
+    """Return the AgentActivity of LOOKUP_KEY's conversation in PATH (read-only), or None without a record.
+
+    Raises WriteRefused("invalid") first for a store the studio only reads (MongoDB): every write starts here.
+    """
     from studio.store import open_store
+    from studio.store.write.transaction import refuse_read_only_store
+
+    refuse_read_only_store(path)
 
     with open_store(path) as store:
         current = store.om_current(lookup_key)

@@ -17,10 +17,24 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from studio.store.target import LIBSQL_SERVER, POSTGRESQL, parse_target
+from studio.store.target import LIBSQL_SERVER, MONGODB, POSTGRESQL, parse_target, redact_url, target_kind
 from studio.store.write.tx import WriteTx
 
-__all__ = ["write_transaction"]
+__all__ = ["refuse_read_only_store", "write_transaction"]
+
+
+def refuse_read_only_store(target: str | os.PathLike[str]) -> None:
+    """Raise WriteRefused("invalid") when TARGET is a store the studio only reads (MongoDB, for now).
+
+    Called before anything of a write is read or computed (`studio.store.write.protocol.store_activity`,
+    `write_transaction`), so a refused write costs no model call and changes nothing.
+    """
+    if target_kind(target) == MONGODB:
+        from studio.errors import WriteRefused
+
+        raise WriteRefused("invalid", f"The studio only reads MongoDB stores so far ({redact_url(target)}): its writes "
+                                      "(reflect, revert, observe, activate, clone, delete, clear, undo) are not built "
+                                      "for @mastra/mongodb yet. Nothing was written")
 
 
 @contextmanager
@@ -37,6 +51,7 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | 
     URL, SQL errors), SchemaError (not a Mastra database) and WriteRefused("busy") when the write
     lock cannot be had; nothing is written then.
     """
+    refuse_read_only_store(target)
     location = parse_target(target)
     if location.kind == POSTGRESQL:
         from studio.store.write.backends.pg import pg_write_transaction

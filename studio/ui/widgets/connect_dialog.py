@@ -47,10 +47,11 @@ from studio.ui.widgets.common import plain_label, set_role
 TEST_TIMEOUT_MS = 20_000
 TEST_KEY = "connect-test"
 SOURCE_KEY = "connect-secret-source"
-URL_PLACEHOLDER = "postgresql://user@host:5432/db   ·   libsql://db-org.turso.io   ·   http://127.0.0.1:8080"
+URL_PLACEHOLDER = ("postgresql://user@host:5432/db   ·   libsql://db-org.turso.io   ·   http://127.0.0.1:8080   ·   "
+                   "mongodb://user@host:27017/db")
 NO_KEYRING = " There is no system keyring here: a typed secret is used for this session only."
-INTRO = ("Open a Mastra memory kept on a server: PostgreSQL (@mastra/pg), a libSQL server (Turso) or a local "
-         "sqld. The studio only reads it.")
+INTRO = ("Open a Mastra memory kept on a server: PostgreSQL (@mastra/pg), a libSQL server (Turso), a local "
+         "sqld or MongoDB (@mastra/mongodb, the database in the URL's path). The studio only reads it.")
 
 
 def compose_target(url: str, schema: str) -> str:
@@ -60,13 +61,20 @@ def compose_target(url: str, schema: str) -> str:
     """
     url = tg.strip_secrets(url.strip())
     schema = schema.strip()
-    if not schema or cred.secret_kind(url) != "password":
+    if not schema or tg.target_kind(url) != tg.POSTGRESQL:
         return url
     base, _, query = url.partition("?")
     pairs = [(k, v) for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True)
              if k not in ("schema", "schemaName")]
     pairs.append(("schema", schema))
     return f"{base}?{urllib.parse.urlencode(pairs, safe='*/:')}"
+
+
+def _password_places(url: str) -> str:
+    """Where a password of URL's kind is looked up when none is typed (the secret field's hint)."""
+    if tg.target_kind(url) == tg.MONGODB:
+        return "$MONGODB_PASSWORD or the keyring"
+    return "$PGPASSWORD, ~/.pgpass or the keyring"
 
 
 def is_secret_failure(outcome: str) -> bool:
@@ -211,7 +219,8 @@ class ConnectDialog(QDialog):
             self._show_result("Type the server's URL first.", ok=False)
             return False
         if cred.secret_kind(target) is None:
-            self._show_result("This is not a server URL: use postgresql://, libsql://, https:// or http://. "
+            self._show_result("This is not a server URL: use postgresql://, libsql://, https://, http:// or "
+                              "mongodb://. "
                               "Open a local memory.db with File ▸ Open… (Ctrl+O).", ok=False)
             return False
         return True
@@ -261,7 +270,7 @@ class ConnectDialog(QDialog):
         base, _, query = tg.strip_secrets(text).partition("?")
         pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
         schema = next((v for k, v in pairs if k in ("schema", "schemaName")), None)
-        if schema is not None and cred.secret_kind(text) == "password":
+        if schema is not None and tg.target_kind(text) == tg.POSTGRESQL:
             self.schema_edit.setText(schema)
             pairs = [(k, v) for k, v in pairs if k not in ("schema", "schemaName")]
         clean = base + (f"?{urllib.parse.urlencode(pairs, safe='*/:')}" if pairs else "")
@@ -275,13 +284,13 @@ class ConnectDialog(QDialog):
     def _update_fields(self) -> None:
         url = self.url_edit.text().strip()
         kind = cred.secret_kind(url)
-        self.schema_edit.setEnabled(kind != "token")
+        self.schema_edit.setEnabled(tg.target_kind(url) in (tg.POSTGRESQL, tg.FILE))
         label = self._form.labelForField(self.secret_edit)
         if label is not None:
             label.setText("&Token:" if kind == "token" else "&Password:")
         self.secret_edit.setPlaceholderText(
             "Auth token (a local sqld needs none)" if kind == "token" else "Password (leave empty to use "
-            "$PGPASSWORD, ~/.pgpass or the keyring)")
+            f"{_password_places(url)})")
         if kind is None or "://" not in url:
             self.source_label.setText("")
             self.forget_button.setEnabled(False)
@@ -298,7 +307,7 @@ class ConnectDialog(QDialog):
         noun = "token" if cred.secret_kind(target) == "token" else "password"
         if source == "none":
             where = ("$LIBSQL_AUTH_TOKEN, $TURSO_AUTH_TOKEN or the system keyring (a local sqld needs none)"
-                     if noun == "token" else "$PGPASSWORD, ~/.pgpass or the system keyring")
+                     if noun == "token" else _password_places(target).replace("the keyring", "the system keyring"))
             self.source_label.setText(f"No {noun} in {where}." + NO_KEYRING * (self.keyring_name is None))
         else:
             self.source_label.setText(f"A {noun} is available ({cred.secret_source_text(source)}); type one to "
@@ -319,6 +328,8 @@ def _secret_source(target: str) -> tuple[str, bool]:
     """(source of the secret Connect would use, whether the keyring holds one) — off the GUI thread."""
     if cred.secret_kind(target) == "token":
         _token, source = cred.libsql_auth_token(target)
+    elif tg.target_kind(target) == tg.MONGODB:
+        _password, source = cred.mongodb_password(target)
     else:
         _password, source = cred.pg_password(target)
     return source, cred.saved_secret(target)

@@ -56,9 +56,27 @@ class WindowDialogs(QObject):
         self.observe_action.setEnabled(record is not None)
         self.activate_action.setEnabled(record is not None and bool(record.buffered_chunks))
 
+    def refused_here(self) -> bool:
+        """True, with the sentence in the status bar, when the open store is one the studio only reads (MongoDB):
+        its write dialogs then do not open (no model is called for a write that cannot be made)."""
+        from studio.errors import WriteRefused
+        from studio.store.write.transaction import refuse_read_only_store
+
+        path = self._window.database_path
+        try:
+            if path is not None:
+                refuse_read_only_store(path)
+        except WriteRefused as exc:
+            self._window.statusBar().showMessage(f"Nothing was written: {exc}", 15000)
+            return True
+        return False
+
     def _on_reflect_action_triggered(self, _checked: bool = False) -> None:
         """Thread ▸ Reflect Now…: open the dialog on the thread shown (its thread- or resource-scope record)."""
         from studio.ui.widgets.reflect_dialog import ReflectDialog
+
+        if self.refused_here():
+            return
 
         detail, path = self.thread_view.detail, self._window.database_path
         if path is None or detail is None or detail.record is None:
@@ -77,6 +95,8 @@ class WindowDialogs(QObject):
     def _om_dialog(self, cls, what: str):
         """Open the modal OM write dialog CLS on the thread shown, or say why not (WHAT: "observe", …)."""
         detail, path = self.thread_view.detail, self._window.database_path
+        if self.refused_here():
+            return None
         if path is None or detail is None or detail.record is None:
             self._window.statusBar().showMessage(f"Select a thread with observational memory to {what}.", 5000)
             return None
