@@ -10,6 +10,10 @@
         -> {"speakers": [{"author_id", "author_name", "functional_role", "messages", "tokens"}],
             "untagged_messages": N}
     memory-studio clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json
+    memory-studio lineage PATH --thread ID [--json]
+        -> {"thread", "is_clone", "source", "cloned_at", "last_message_id", "last_message_position",
+            "source_message_count", "clones", "history", "cycle"}   (isClone, getSourceThread, listClones,
+                                                                     getCloneHistory)
 
 Validation errors (a bad metadata filter, page, date) and unknown threads exit 2 with a message.
 `clone` changes the file: it refuses without --yes, and backs the file up before the first write.
@@ -207,4 +211,56 @@ def _run_clone(args) -> int:
     cloned = clone_thread(args.path, args.thread, new_thread_id=args.new_id, title=args.title,
                           message_limit=args.message_limit)
     print_json(cloned.to_json())
+    return EXIT_OK
+
+
+# -- lineage ------------------------------------------------------------------------------------
+
+def add_lineage_command(subparsers) -> None:
+    """Register `lineage PATH --thread ID [--json]`."""
+    p = subparsers.add_parser("lineage", help="a thread's clone lineage as Mastra's clone utilities report it "
+                                              "(isClone, getSourceThread, listClones, getCloneHistory)")
+    p.add_argument("path", help=READ_PATH_HELP)
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_lineage)
+
+
+def _named(link) -> str:
+    title = f" ({link.title})" if link.title else ""
+    return f"{link.id}{title}" + ("" if link.exists else " — deleted")
+
+
+def lineage_lines(lineage) -> list[str]:
+    """The human-readable text of a Lineage (studio.app.lineage), one line per fact."""
+    lines = [f"thread {_named(lineage.thread)}"]
+    if lineage.is_clone:
+        source = _named(lineage.source) if lineage.source else "an unknown thread (no sourceThreadId)"
+        at = ""
+        if lineage.last_message_position is not None:
+            at = f" at message {lineage.last_message_position:,} of {lineage.source_message_count:,}"
+        elif lineage.last_message_id:
+            at = f" at message {lineage.last_message_id} (no longer in the source)"
+        when = f", cloned {lineage.cloned_at}" if lineage.cloned_at else ""
+        lines.append(f"clone of {source}{at}{when}")
+    else:
+        lines.append("not a clone")
+    lines.append("clones: " + (", ".join(_named(c) for c in lineage.clones) if lineage.clones else "none"))
+    if len(lineage.history) > 1 or lineage.cycle:
+        chain = " -> ".join(h.id for h in lineage.history)
+        lines.append(f"history: {chain}" + (" (the chain comes back on itself here)" if lineage.cycle else ""))
+    return lines
+
+
+def _run_lineage(args) -> int:
+    from studio.app.lineage import load_lineage
+
+    with reading(args.path) as store:
+        lineage = load_lineage(store, args.thread)
+    if lineage is None:
+        raise BadInput(f"No thread {args.thread!r} in {args.path}")
+    if args.json:
+        print_json(lineage.as_json())
+    else:
+        print("\n".join(lineage_lines(lineage)))
     return EXIT_OK
