@@ -131,6 +131,7 @@ class MainWindow(QMainWindow):
 
         self.thread_view = ThreadView(self.context.runner, settings=self.context.settings,
                                       write_session=self.context.session, interaction=self.context.interaction)
+        self.thread_view.lineage_bar.thread_activated.connect(self.select_thread)
 
         left = QWidget()
         ll = QVBoxLayout(left)
