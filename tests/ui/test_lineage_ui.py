@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from studio.ui.widgets.lineage_bar import LINK_CHARS, link_text
 from studio.app.lineage import ThreadLink
+from studio.ui.widgets.lineage_bar import LINK_CHARS, link_text
 from tests.oracle_facts import threads
 
 

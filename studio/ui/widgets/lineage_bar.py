@@ -1,4 +1,4 @@
-"""The thread header's clone line: "Clone of ‹source› at message N of M, cloned …", its clones, its lineage.
+"""The thread header's clone line: "Clone of SOURCE at message N of M, cloned …", its clones, its lineage.
 
 Each thread named is a flat button (plain text, elided, the full title and id in its tooltip) that emits
 `thread_activated(id)`; clones and the clone history are menus when there are several. Hidden for a
@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QSizePolicy, QToolButt
 
 from studio.app import text as fmt
 from studio.app.lineage import Lineage, ThreadLink, load_lineage
-from studio.ui.widgets.common import ElidedLabel, set_role
 from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.common import ElidedLabel, set_role
 
 #: Characters of a title shown on a link button before it is elided (its tooltip has the whole title).
 LINK_CHARS = 40
