@@ -11,6 +11,8 @@
             "untagged_messages": N}
     memory-studio clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json
     memory-studio lineage PATH --thread ID [--json]
+    memory-studio export PATH --thread ID [--format json|markdown] [--output FILE]
+        -> the thread and its messages as Mastra's objects (json), or a Markdown transcript
         -> {"thread", "is_clone", "source", "cloned_at", "last_message_id", "last_message_position",
             "source_message_count", "clones", "history", "cycle"}   (isClone, getSourceThread, listClones,
                                                                      getCloneHistory)
@@ -22,6 +24,7 @@ Validation errors (a bad metadata filter, page, date) and unknown threads exit 2
 from __future__ import annotations
 
 import argparse
+import sys
 
 from studio.app.failures import EXIT_OK, EXIT_REFUSED, BadInput, say
 from studio.app.history import recall_document, speakers_document, threads_document
@@ -263,4 +266,36 @@ def _run_lineage(args) -> int:
         print_json(lineage.as_json())
     else:
         print("\n".join(lineage_lines(lineage)))
+    return EXIT_OK
+
+
+# -- export -------------------------------------------------------------------------------------
+
+def add_export_command(subparsers) -> None:
+    """Register `export PATH --thread ID [--format json|markdown] [--output FILE]`."""
+    p = subparsers.add_parser("export", help="a thread and its messages as Mastra's objects (JSON) or a Markdown "
+                                             "transcript, to stdout or a file")
+    p.add_argument("path", help=READ_PATH_HELP)
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
+    p.add_argument("--format", choices=["json", "markdown"], default="json", help="json (default) or markdown")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.set_defaults(run=_run_export)
+
+
+def _run_export(args) -> int:
+    from studio.app.export import export_text, write_export
+
+    with reading(args.path) as store:
+        text = export_text(store, args.thread, args.format)
+    if args.output:
+        try:
+            write_export(text, args.output, store_path=str(args.path))
+        except OSError as exc:
+            from studio.errors import StoreError
+
+            # exit 4 for a disk or permission refusal, 2 for a folder that does not exist (exit_code_for)
+            raise StoreError(f"Writing the export to {args.output} failed: {exc.strerror or exc}") from exc
+        say(f"exported thread {args.thread} ({args.format}) to {args.output}")
+    else:
+        sys.stdout.write(text)
     return EXIT_OK

@@ -38,6 +38,7 @@ from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
 from studio.ui.widgets.common import ElidedLabel, OneLineProgressBar, plain_label, set_role, table_view
 from studio.ui.widgets.connect_dialog import ConnectController
+from studio.ui.widgets.export_actions import ExportActions
 from studio.ui.widgets.file_banner import FileGoneBanner
 from studio.ui.widgets.health import HealthController
 from studio.ui.widgets.history_actions import HistoryActions
@@ -97,9 +98,11 @@ class MainWindow(QMainWindow):
         self.history_actions = HistoryActions(ctx, self)   # Thread ▸ Clone / Delete (confirmed writes)
         self.health = HealthController(ctx, self)   # badges, Health tab navigation, View ▸ Health… (Ctrl+Shift+H)
         self.connect_controller = ConnectController(ctx, self)   # File ▸ Connect… (Ctrl+L): server URLs, keyring
+        self.exports = ExportActions(ctx, self)   # Thread ▸ Export Thread… (Ctrl+Shift+S), Help ▸ About
         self._build_menus()
         self.loader.listed.connect(self._on_loader_listed)
         self.loader.detail_loaded.connect(self.dialogs.follow_detail)
+        self.loader.detail_loaded.connect(self.exports.follow_detail)
         self.loader.statuses_finished.connect(self.statuses_finished)
 
         self.watcher = DatabaseWatcher(self)
@@ -205,6 +208,8 @@ class MainWindow(QMainWindow):
             thread_menu.addAction(action)
         thread_menu.addSeparator()
         thread_menu.addAction(self.history_actions.undo_action)
+        thread_menu.addSeparator()
+        thread_menu.addAction(self.exports.export_action)
         thread_menu.setToolTipsVisible(True)   # a greyed-out Undo Last Write says why
         thread_menu.aboutToShow.connect(self.history_actions.update_actions)
 
@@ -212,6 +217,7 @@ class MainWindow(QMainWindow):
         self.shortcuts_action = QAction("&Keyboard Shortcuts", self, shortcut=QKeySequence.StandardKey.HelpContents,
                                         triggered=self._on_shortcuts_action_triggered)
         help_menu.addAction(self.shortcuts_action)
+        help_menu.addAction(self.exports.about_action)
         self.shortcuts_dialog: ShortcutsDialog | None = None
         self._rebuild_recent_menu()
 
@@ -525,6 +531,7 @@ class MainWindow(QMainWindow):
         actions += [(self.dialogs.activate_action, "Activate the thread's buffered observation chunks now")]
         actions += [(self.dialogs.overview_action, "Show every thread by its two OM ratios")]
         actions += [(self.health.action, "Show every finding of the memory doctor")]
+        actions += [(self.exports.export_action, "Export the thread as JSON or a Markdown transcript")]
         return shortcut_rows(actions, self.shortcuts_action)
 
     def _on_recent_menu_about_to_show(self) -> None:
