@@ -10,6 +10,8 @@
         -> {"speakers": [{"author_id", "author_name", "functional_role", "messages", "tokens"}],
             "untagged_messages": N}
     memory-studio clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json
+    memory-studio delete-thread PATH --thread ID [--yes] [--json]
+        -> {"thread_ids", "messages", "threads", "om_records", "vectors", "backup"}   (Memory.deleteThread)
     memory-studio lineage PATH --thread ID [--json]
     memory-studio export PATH --thread ID [--format json|markdown] [--output FILE]
         -> the thread and its messages as Mastra's objects (json), or a Markdown transcript
@@ -298,4 +300,42 @@ def _run_export(args) -> int:
         say(f"exported thread {args.thread} ({args.format}) to {args.output}")
     else:
         sys.stdout.write(text)
+    return EXIT_OK
+
+
+# -- delete-thread ------------------------------------------------------------------------------
+
+def add_delete_thread_command(subparsers) -> None:
+    """Register `delete-thread PATH --thread ID [--yes] [--json]`."""
+    p = subparsers.add_parser("delete-thread", help="delete a thread as Mastra's Memory.deleteThread does "
+                                                    "(writes: asks on a terminal, or --yes)")
+    p.add_argument("path", help="memory.db path or server URL (opened for writing once the write is confirmed)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread to delete")
+    p.add_argument("--yes", action="store_true", help="write without asking")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_delete_thread)
+
+
+def _run_delete_thread(args) -> int:
+    from studio.app.thread_writes import delete_thread
+    from studio.cli.interaction import TerminalInteraction
+    from studio.store.writes import WriteSession
+
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(
+            f"Delete thread {args.thread!r} from {args.path} with its messages, thread-scope OM records, vectors "
+            "and owned reminder thread (a backup is made first)?",
+            f"delete-thread removes thread {args.thread!r} from {args.path}; add --yes to confirm (not a terminal; "
+            "a backup is made first)"):
+        return EXIT_REFUSED
+    session = WriteSession()
+    written = delete_thread(args.path, args.thread, session=session)
+    backup = session.backup_for(args.path)
+    doc = {**written.result, "backup": str(backup) if backup is not None else None}
+    if args.json:
+        print_json(doc)
+    else:
+        r = written.result
+        print(f"deleted thread {args.thread}: {r['messages']:,} messages, {r['om_records']:,} OM records, "
+              f"{r['vectors']:,} vectors" + (", its reminder thread" if len(r["thread_ids"]) > 1 else "")
+              + (f"; backup {backup}" if backup is not None else ""))
     return EXIT_OK

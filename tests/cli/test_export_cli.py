@@ -99,3 +99,25 @@ def test_fence_outlasts_the_text():
     fence = block.split("\n", 1)[0].removesuffix("text")
     assert fence == "`" * 5 and block.endswith("\n" + fence)
     assert all(not line.startswith(fence) for line in text.splitlines())
+
+
+def test_delete_thread_cli(fixture_db, capsys, tmp_path):
+    """`delete-thread`: refused without --yes off a terminal (nothing written, no backup), an unknown thread
+    refused before any backup, and with --yes the counts of the raw rows it removed."""
+    path = fixture_db("support")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    n_messages = conn.execute("SELECT count(*) FROM mastra_messages WHERE thread_id = 'support-2'").fetchone()[0]
+    n_om = conn.execute("SELECT count(*) FROM mastra_observational_memory "
+                        "WHERE lookupKey = 'thread:support-2'").fetchone()[0]
+    conn.close()
+    listing = lambda: sorted(p.name for p in path.parent.iterdir())  # noqa: E731
+    before = listing()
+    assert run(capsys, ["delete-thread", str(path), "--thread", "support-2"])[0] != 0
+    assert run(capsys, ["delete-thread", str(path), "--thread", "nope", "--yes"])[0] == 2
+    assert listing() == before
+    code, out, err = run(capsys, ["delete-thread", str(path), "--thread", "support-2", "--yes", "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["thread_ids"], doc["messages"], doc["threads"], doc["om_records"], doc["vectors"]) == (
+        ["support-2"], n_messages, 1, n_om, 0)
+    assert doc["backup"] and doc["backup"] not in before

@@ -154,3 +154,33 @@ def test_undo_on_a_local_file_says_why_it_is_greyed_out(studio, studio_ctx, fixt
     backup = actions.session.backup_for(path)
     assert backup is not None and str(backup) in actions.undo_action.toolTip()
     assert not actions.undo_action.isEnabled()
+
+
+def test_delete_thread_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
+    """Thread ▸ Delete Thread… on support-1 (thread-scope OM): the thread, its messages and OM generations go
+    (counts from the raw rows before the write), the backup holds them, the list no longer shows the thread."""
+    import sqlite3
+
+    path = fixture_db("support")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    n_messages = conn.execute("SELECT count(*) FROM mastra_messages WHERE thread_id = 'support-1'").fetchone()[0]
+    n_om = conn.execute("SELECT count(*) FROM mastra_observational_memory "
+                        "WHERE lookupKey = 'thread:support-1'").fetchone()[0]
+    conn.close()
+    window = studio(path, thread_id="support-1")
+    actions = window.history_actions
+    actions.update_actions()
+    assert actions.delete_thread_action.isEnabled()
+    dialog = actions.delete_thread()
+    assert f"{n_messages:,} messages" in dialog.text.text() and "every generation" in dialog.text.text()
+    with (qtbot.waitSignal(window.database_refreshed, timeout=15000),
+          qtbot.waitSignal(actions.written, timeout=15000) as written):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    assert written.args[0] == f"Deleted thread support-1 ({n_messages:,} messages, {n_om:,} OM records)."
+    assert not window.thread_model.has_thread("support-1")
+    [backup] = backups(path)
+    with open_store(path) as store:
+        assert store.get_thread("support-1") is None and store.om_history("thread:support-1") == []
+    with open_store(backup) as store:
+        assert store.message_count("support-1") == n_messages and len(store.om_history("thread:support-1")) == n_om

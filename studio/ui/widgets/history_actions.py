@@ -146,12 +146,15 @@ class HistoryActions(QObject):
         self.clone_action = QAction("&Clone Thread…", window, triggered=self._on_clone_action_triggered)
         self.delete_action = QAction("&Delete Message…", window, triggered=self._on_delete_action_triggered)
         self.clear_action = QAction("Clear Thread's &Messages…", window, triggered=self._on_clear_action_triggered)
+        self.delete_thread_action = QAction("Delete &Thread…", window,
+                                            triggered=self._on_delete_thread_action_triggered)
         self.undo_action = QAction("&Undo Last Write…", window, triggered=self._on_undo_action_triggered)
         self.update_actions()
 
-    def write_actions(self) -> tuple[QAction, QAction, QAction]:
-        """Return the actions that write a thread's rows: Clone Thread…, Delete Message…, Clear Thread's Messages…."""
-        return self.clone_action, self.delete_action, self.clear_action
+    def write_actions(self) -> tuple[QAction, QAction, QAction, QAction]:
+        """Return the actions that write a thread's rows: Clone Thread…, Delete Message…, Clear Thread's Messages…,
+        Delete Thread…."""
+        return self.clone_action, self.delete_action, self.clear_action, self.delete_thread_action
 
     # -- state -----------------------------------------------------------------------------
 
@@ -171,6 +174,7 @@ class HistoryActions(QObject):
         ready = thread is not None and self._window.database_path is not None and not self.busy
         self.clone_action.setEnabled(ready)
         self.clear_action.setEnabled(ready)
+        self.delete_thread_action.setEnabled(ready and not self._window.thread_view.detail.orphan)
         self.delete_action.setEnabled(ready and self._selected_message() is not None)
         path = self._window.database_path
         self.undo_action.setEnabled(path is not None and _is_server(path) and not self.busy)
@@ -248,6 +252,24 @@ class HistoryActions(QObject):
                                     parent=self._window)
         return self._ask(dialog, lambda: self._run_clear(path, thread.id))
 
+    def delete_thread(self) -> ConfirmWriteDialog | None:
+        """Ask to delete the thread shown as Mastra's Memory.deleteThread does; write only when accepted."""
+        thread, path = self._thread(), self._window.database_path
+        if thread is None or path is None:
+            return None
+        detail = self._window.thread_view.detail
+        n = detail.message_count if detail is not None else 0
+        record = detail.record if detail is not None else None
+        om = ("its Observational Memory record (every generation)" if record is not None and record.scope == "thread"
+              else "no OM record (a resource's shared record stays)" if record is not None else "no OM record")
+        text = (f"Delete the thread “{thread.title or thread.id}” ({thread.id}) from {path}: the thread, its "
+                f"{n:,} message{'s' if n != 1 else ''}, {om}, its vectors in this store's vector indexes and its "
+                "reminder thread if it owns one — as Mastra's Memory.deleteThread does. "
+                "This cannot be undone except from the backup.")
+        dialog = ConfirmWriteDialog("Delete Thread", text, self._backup_note(path), action="Delete Thread",
+                                    parent=self._window)
+        return self._ask(dialog, lambda: self._run_delete_thread(path, thread.id))
+
     def undo_last_write(self) -> ConfirmWriteDialog | None:
         """Ask to restore the rows of the last studio write to the open server store; undo only when accepted."""
         from studio.errors import StudioError
@@ -291,6 +313,20 @@ class HistoryActions(QObject):
         self._submit(lambda: thread_writes.clear_thread(path, thread_id, session=session),
                      lambda w: self._on_written(path, f"Deleted {w.result:,} message{'s' if w.result != 1 else ''} of "
                                                       f"{thread_id}."))
+
+    def _run_delete_thread(self, path: str, thread_id: str) -> None:
+        session = self.session
+
+        def said(w) -> str:
+            r = w.result
+            extra = [f"{r['om_records']:,} OM record{'s' if r['om_records'] != 1 else ''}"] if r["om_records"] else []
+            extra += [f"{r['vectors']:,} vector{'s' if r['vectors'] != 1 else ''}"] if r["vectors"] else []
+            extra += ["its reminder thread"] if len(r["thread_ids"]) > 1 else []
+            return (f"Deleted thread {thread_id} ({r['messages']:,} message{'s' if r['messages'] != 1 else ''}"
+                    + "".join(f", {e}" for e in extra) + ").")
+
+        self._submit(lambda: thread_writes.delete_thread(path, thread_id, session=session),
+                     lambda w: self._on_written(path, said(w)))
 
     def _run_undo(self, path: str, backup) -> None:
         session = self.session
@@ -342,6 +378,9 @@ class HistoryActions(QObject):
 
     def _on_clear_action_triggered(self, _checked: bool = False) -> None:
         self.clear_thread()
+
+    def _on_delete_thread_action_triggered(self, _checked: bool = False) -> None:
+        self.delete_thread()
 
     def _on_undo_action_triggered(self, _checked: bool = False) -> None:
         self.undo_last_write()
