@@ -101,3 +101,17 @@ def delete_thread(path: str, thread_id: str, *, session=None) -> Written:
     done = session.delete_thread(path, thread_id)
     gone = done["thread_ids"]
     return Written(done, ChangeSet.of(threads_deleted=gone, om_records=[f"thread:{t}" for t in gone]))
+
+
+def update_thread(path: str, thread_id: str, *, title: str | None = None, metadata: dict | None = None,
+                  session=None) -> Written:
+    """Set THREAD_ID's title and merge METADATA into its metadata as Mastra's Memory.updateThread does (after
+    SESSION's backup; a new session when None). Returns the thread after ({"id", "resourceId", "title",
+    "metadata", "updatedAt"}) and what changed. Raises WriteRefused / StoreError (nothing written then).
+    """
+    if session is None:
+        from studio.store.writes import WriteSession
+
+        session = WriteSession()
+    thread = session.update_thread(path, thread_id, title=title, metadata=metadata)
+    return Written(thread, ChangeSet.of(threads=[thread_id]))

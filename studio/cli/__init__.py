@@ -66,6 +66,7 @@ COMMANDS: dict[str, Callable] = {
     "speakers": _from_module("studio.cli.history", "add_speakers_command"),
     "clone": _from_module("studio.cli.history", "add_clone_command"),
     "delete-thread": _from_module("studio.cli.history", "add_delete_thread_command"),
+    "update-thread": _from_module("studio.cli.history", "add_update_thread_command"),
     "lineage": _from_module("studio.cli.history", "add_lineage_command"),
     "export": _from_module("studio.cli.history", "add_export_command"),
     "reflect": _from_module("studio.cli.reflect", "add_reflect_command"),

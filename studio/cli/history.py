@@ -12,6 +12,8 @@
     memory-studio clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json
     memory-studio delete-thread PATH --thread ID [--yes] [--json]
         -> {"thread_ids", "messages", "threads", "om_records", "vectors", "backup"}   (Memory.deleteThread)
+    memory-studio update-thread PATH --thread ID [--title T] [--metadata JSON] [--yes] [--json]
+        -> the thread after: {"id", "resourceId", "title", "metadata", "updatedAt", "backup"}  (Memory.updateThread)
     memory-studio lineage PATH --thread ID [--json]
     memory-studio export PATH --thread ID [--format json|markdown] [--output FILE]
         -> the thread and its messages as Mastra's objects (json), or a Markdown transcript
@@ -337,5 +339,56 @@ def _run_delete_thread(args) -> int:
         r = written.result
         print(f"deleted thread {args.thread}: {r['messages']:,} messages, {r['om_records']:,} OM records, "
               f"{r['vectors']:,} vectors" + (", its reminder thread" if len(r["thread_ids"]) > 1 else "")
+              + (f"; backup {backup}" if backup is not None else ""))
+    return EXIT_OK
+
+
+# -- update-thread ------------------------------------------------------------------------------
+
+def add_update_thread_command(subparsers) -> None:
+    """Register `update-thread PATH --thread ID [--title T] [--metadata JSON] [--yes] [--json]`."""
+    p = subparsers.add_parser("update-thread", help="set a thread's title and merge keys into its metadata as "
+                                                    "Mastra's Memory.updateThread does (writes: asks, or --yes)")
+    p.add_argument("path", help="memory.db path or server URL (opened for writing once the write is confirmed)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread to update")
+    p.add_argument("--title", metavar="T", help="the new title (default: keep it)")
+    p.add_argument("--metadata", metavar="JSON", help='keys to set in the metadata, merged into it as Mastra does '
+                                                      '(a key is replaced or added, never removed), e.g. '
+                                                      '\'{"category": "billing"}\'')
+    p.add_argument("--yes", action="store_true", help="write without asking")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_update_thread)
+
+
+def _run_update_thread(args) -> int:
+    import json
+
+    from studio.app.thread_writes import update_thread
+    from studio.cli.interaction import TerminalInteraction
+    from studio.store.writes import WriteSession
+
+    metadata = None
+    if args.metadata is not None:
+        try:
+            metadata = json.loads(args.metadata)
+        except ValueError as exc:
+            raise BadInput(f"--metadata is not valid JSON: {exc}") from exc
+        if not isinstance(metadata, dict):
+            raise BadInput('--metadata must be a JSON object, e.g. \'{"category": "billing"}\'')
+    if args.title is None and metadata is None:
+        raise BadInput("Nothing to update: give --title, --metadata or both")
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(
+            f"Update thread {args.thread!r} in {args.path} (a backup is made first)?",
+            f"update-thread writes thread {args.thread!r} in {args.path}; add --yes to confirm (not a terminal; a "
+            "backup is made first)"):
+        return EXIT_REFUSED
+    session = WriteSession()
+    written = update_thread(args.path, args.thread, title=args.title, metadata=metadata, session=session)
+    backup = session.backup_for(args.path)
+    doc = {**written.result, "backup": str(backup) if backup is not None else None}
+    if args.json:
+        print_json(doc)
+    else:
+        print(f"updated thread {args.thread}: title {doc['title']!r}, metadata {json.dumps(doc['metadata'])}"
               + (f"; backup {backup}" if backup is not None else ""))
     return EXIT_OK

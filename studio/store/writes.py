@@ -9,6 +9,7 @@ Public API (implemented in `studio.store.write`):
 - `clone_thread(path, source_thread_id, *, ...) -> dict`  Memory.cloneThread;
 - `delete_messages(path, ids) -> int`  Memory.deleteMessages; `clear_thread(path, thread_id) -> int`;
   `delete_thread(path, thread_id) -> dict`  Memory.deleteThread (reminder thread, OM records, vectors);
+  `update_thread(path, thread_id, *, title, metadata) -> dict`  Memory.updateThread (metadata merged);
 - `commit_observation(path, window, ObserverOutput(...))` a synchronous observation as Mastra's
   observe() writes it, of a window the engine read (`studio.engine.observe_window.observation_window`;
   resource scope: `resource_observation_window` / `commit_resource_observation`);
@@ -55,7 +56,7 @@ from studio.store.write.protocol import (
 from studio.store.write.reflection import STUDIO_METADATA_KEY, commit_reflection, revert_to_generation
 from studio.store.write.repair import repair_overtaken_writes
 from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
-from studio.store.write.threads import clear_thread, clone_thread, delete_messages, delete_thread
+from studio.store.write.threads import clear_thread, clone_thread, delete_messages, delete_thread, update_thread
 from studio.store.write.undo import undo_write
 
 __all__ = [
@@ -85,4 +86,5 @@ __all__ = [
     "studio_mark",
     "undo_write",
     "unrepaired",
+    "update_thread",
 ]

@@ -347,3 +347,23 @@ def test_activation_on_sqld_equals_mastra_and_mastra_continues(sqld_corpus, serv
     assert {c[2] for c in changed if c[0] == OM} >= set(mastra["changedColumns"])
     report = _node(sqld_corpus, "continue.mjs", b, "long-run", "1")
     assert report["ok"] is True, report
+
+
+def test_delete_thread_on_sqld_equals_mastra_and_undo_puts_it_back(sqld_corpus, servers, tmp_path, monkeypatch,
+                                                                  capsys):
+    """Memory.deleteThread (with its LibSQLVector on the server) on support-1: the same rows go as in Mastra's
+    own call; undo restores the exact rows, rowids included."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = (_copy(sqld_corpus, "support", u) for u in servers)
+    before, exact_before = rows(a), dump(b)[1]
+    _node(sqld_corpus, "studio-memory-delete-thread-server.mjs", a, "support-1")
+    done = WriteSession().delete_thread(b, "support-1")
+    added_a, changed_a, removed_a = changes(before, rows(a))
+    added_b, changed_b, removed_b = changes(before, rows(b))
+    assert added_a == added_b == {} and changed_a == changed_b == {}
+    assert sorted(removed_a) == sorted(removed_b) and ("mastra_threads", "support-1") in removed_b
+    assert done["messages"] == sum(1 for t, _ in removed_b if t == "mastra_messages") > 0
+    assert done["om_records"] == sum(1 for t, _ in removed_b if t == "mastra_observational_memory") > 0
+    assert main(["undo", b, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump(b)[1] == exact_before

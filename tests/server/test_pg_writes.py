@@ -373,3 +373,26 @@ def test_an_overtaken_reflection_on_postgresql_is_caught_and_repaired(pg_corpus,
     assert unrepaired(find_overtaking_writes(history_reader(target, key)())) == []
     report = node_pg(pg_corpus, "continue.mjs", schema, "support-1", "1")
     assert report["ok"] is True and report["before"]["recordId"] == repaired["id"], report
+
+
+def test_delete_thread_on_postgresql_equals_mastra_and_undo_puts_it_back(pg_corpus, tmp_path, request,
+                                                                        monkeypatch, capsys):
+    """Memory.deleteThread on support-1 (thread-scope OM generations): the same rows go as in Mastra's own call;
+    undo brings every row back."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _schemas(request, "support")
+    copy_schema(pg_corpus, "support", a)
+    target = copy_schema(pg_corpus, "support", b)
+    before = dump_schema(pg_corpus.url, a)
+    node_pg(pg_corpus, "studio-memory-delete-thread-server.mjs", a, "support-1")
+    done = WriteSession().delete_thread(target, "support-1")
+    added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
+    added_b, changed_b, removed_b = changes(before, dump_schema(pg_corpus.url, b))
+    assert added_a == added_b == {} and changed_a == changed_b == {}
+    assert sorted(removed_a) == sorted(removed_b)
+    assert ("mastra_threads", "support-1") in removed_b
+    assert done["messages"] == sum(1 for t, _ in removed_b if t == "mastra_messages") > 0
+    assert done["om_records"] == sum(1 for t, _ in removed_b if t == "mastra_observational_memory") > 0
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump_schema(pg_corpus.url, b) == before

@@ -184,3 +184,36 @@ def test_delete_thread_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
         assert store.get_thread("support-1") is None and store.om_history("thread:support-1") == []
     with open_store(backup) as store:
         assert store.message_count("support-1") == n_messages and len(store.om_history("thread:support-1")) == n_om
+
+
+def test_edit_thread_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
+    """Thread ▸ Edit Thread… (F2): invalid JSON cannot be saved; a removed key is said to stay (Mastra merges);
+    Save writes the new title and the changed keys merged into the stored metadata (the oracle's)."""
+    import json
+
+    from tests.oracle_facts import threads
+
+    stored = threads("support")["support-meta"]["metadata"]
+    assert isinstance(stored, dict) and stored   # the fixture's thread has metadata to edit
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-meta")
+    actions = window.history_actions
+    actions.update_actions()
+    assert actions.edit_thread_action.isEnabled() and actions.edit_thread_action.shortcut().toString() == "F2"
+    dialog = actions.edit_thread()
+    assert json.loads(dialog.metadata_edit.toPlainText()) == stored and not dialog.ok_button.isEnabled()
+    dialog.metadata_edit.setPlainText("{not json")
+    assert not dialog.ok_button.isEnabled() and "not valid JSON" in dialog.check.text()
+    first = next(iter(stored))
+    edited = {k: v for k, v in stored.items() if k != first}
+    edited["added"] = {"nested": [1, "two"]}
+    dialog.metadata_edit.setPlainText(json.dumps(edited))
+    dialog.title_edit.setText("Renamed <b>here</b>")
+    assert dialog.ok_button.isEnabled() and f"kept by Mastra's update (it merges keys): {first}" in dialog.check.text()
+    assert dialog.values() == {"title": "Renamed <b>here</b>", "metadata": {"added": {"nested": [1, "two"]}}}
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    with open_store(path) as store:
+        thread = store.get_thread("support-meta")
+    assert thread.title == "Renamed <b>here</b>" and thread.metadata == {**stored, "added": {"nested": [1, "two"]}}

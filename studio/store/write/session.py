@@ -28,7 +28,7 @@ __all__ = ["DESTRUCTIVE_WRITES", "WriteSession"]
 #: response and the previous generation's flags; clone_thread only adds rows, but it is the first
 #: write many users make, and issue #4 asks for the backup before it too. So: every write.
 DESTRUCTIVE_WRITES = ("commit_reflection", "revert_to_generation", "clone_thread", "delete_messages", "clear_thread",
-                      "delete_thread")
+                      "delete_thread", "update_thread")
 
 
 class WriteSession:
@@ -162,6 +162,17 @@ class WriteSession:
         self.before_destructive_write(path)
         with self.routed(path):
             return threads.delete_thread(path, thread_id, **kwargs)
+
+    def update_thread(self, path: str | os.PathLike[str], thread_id: str, **kwargs: Any) -> dict:
+        """Back up PATH once, then `writes.update_thread(path, thread_id, **kwargs)` (Memory.updateThread).
+
+        A missing thread is refused (WriteRefused "not-found") before the backup of a file.
+        """
+        if not is_row_backup_target(path):
+            threads.check_thread_exists(path, thread_id)
+        self.before_destructive_write(path)
+        with self.routed(path):
+            return threads.update_thread(path, thread_id, **kwargs)
 
     def undo_write(self, path: str | os.PathLike[str], backup: str | os.PathLike[str] | None = None,
                    **kwargs: Any) -> dict:

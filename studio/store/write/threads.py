@@ -15,6 +15,9 @@
   and its vectors in the store's own vector indexes (LibSQLVector's `memory_messages*` / `memory_observations*`
   tables in the same file or server; on PostgreSQL the `memory_messages*` tables PostgresStore.deleteThread
   clears). Mastra writes these in several steps; here they are one transaction.
+- `update_thread` mirrors `Memory.updateThread` over the store's updateThread: a new title (None keeps it; "" is a
+  title), metadata merged key by key into the stored object (`{...stored, ...patch}`: a key is replaced or added,
+  never removed), `updatedAt` now.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from studio.store.write.tx import Jsonb, WriteTx
 from studio.store.write.xxhash import h32_to_string
 
 __all__ = ["DELETE_BATCH_SIZE", "check_thread_exists", "clear_thread", "clone_thread", "delete_messages",
-           "delete_thread", "reminder_thread_id"]
+           "delete_thread", "reminder_thread_id", "update_thread"]
 
 #: Mastra deletes messages in batches of 100 ids (SQL parameter limits).
 DELETE_BATCH_SIZE = 100
@@ -415,3 +418,38 @@ def delete_thread(path: str | os.PathLike[str], thread_id: str, *, now_ms: int |
             total["thread_ids"].append(tid)
     remember_write(tx.location, stamp)
     return total
+
+
+def update_thread(path: str | os.PathLike[str], thread_id: str, *, title: str | None = None,
+                  metadata: dict | None = None, now_ms: int | None = None, busy_timeout_ms: int | None = None) -> dict:
+    """Update THREAD_ID's title and metadata as Mastra's Memory.updateThread does; return the thread as it is after.
+
+    TITLE: the new title (None keeps the stored one; "" is stored as ""). METADATA: keys to set, merged into
+    the stored metadata (`{...stored, ...metadata}`; None adds nothing); `updatedAt` is set to now either way.
+    Returns {"id", "resourceId", "title", "metadata", "updatedAt"}. Raises WriteRefused ("invalid": a title
+    that is not a string, metadata that is not an object, or a string `workingMemory` key — Mastra hands that
+    to its working memory, which depends on the agent's code; "not-found"; "busy") and StoreError.
+    """
+    if not isinstance(thread_id, str) or not thread_id:
+        raise WriteRefused("invalid", "thread_id must be a non-empty string")
+    if title is not None and not isinstance(title, str):
+        raise WriteRefused("invalid", "The title must be text.")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise WriteRefused("invalid", "The metadata must be a JSON object ({\"key\": value, …}).")
+    if isinstance((metadata or {}).get("workingMemory"), str):
+        raise WriteRefused("invalid", "A text metadata.workingMemory is written by Mastra into the working memory "
+                                      "(Memory.updateThread), which depends on the agent's configuration: edit the "
+                                      "working memory itself instead.")
+    stamp = now_ms_or_clock(now_ms)
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="update-thread") as tx:
+        row = read_thread(tx, thread_id, lock=True)
+        if row is None:
+            raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
+        merged = {**thread_metadata(row), **(metadata or {})}
+        values: dict[str, Any] = {"metadata": Jsonb(stringify(merged)), "updatedAt": iso(stamp)}
+        if title is not None:
+            values["title"] = title
+        tx.update(THREADS, values, "id = ?", [thread_id])
+    remember_write(tx.location, stamp)   # the thread's updatedAt: the studio's, not the agent's
+    return {"id": thread_id, "resourceId": row.get("resourceId"),
+            "title": title if title is not None else row.get("title"), "metadata": merged, "updatedAt": iso(stamp)}

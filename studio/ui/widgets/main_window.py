@@ -532,6 +532,7 @@ class MainWindow(QMainWindow):
         actions += [(self.dialogs.overview_action, "Show every thread by its two OM ratios")]
         actions += [(self.health.action, "Show every finding of the memory doctor")]
         actions += [(self.exports.export_action, "Export the thread as JSON or a Markdown transcript")]
+        actions += [(self.history_actions.edit_thread_action, "Edit the thread's title and metadata")]
         return shortcut_rows(actions, self.shortcuts_action)
 
     def _on_recent_menu_about_to_show(self) -> None:
