@@ -367,3 +367,24 @@ def test_delete_thread_on_sqld_equals_mastra_and_undo_puts_it_back(sqld_corpus, 
     assert main(["undo", b, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump(b)[1] == exact_before
+
+
+def test_update_thread_on_sqld_equals_mastra(sqld_corpus, servers, tmp_path, monkeypatch, capsys):
+    """Memory.updateThread on a libSQL server: the same title and metadata (JSONB bytes included) as Mastra's own
+    call, updatedAt now; undo restores the exact row."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = (_copy(sqld_corpus, "support", u) for u in servers)
+    before, exact_before = rows(a), dump(b)[1]
+    args = {"title": "", "metadata": {"priority": 3, "nested": {"a": [1, "2"]}, "10": None}}
+    _node(sqld_corpus, "studio-update-thread.mjs", a, "support-meta", json.dumps(args))
+    WriteSession().update_thread(b, "support-meta", **args)
+    added_a, changed_a, removed_a = changes(before, rows(a))
+    added_b, changed_b, removed_b = changes(before, rows(b))
+    assert added_a == added_b == {} and not removed_a and not removed_b
+    assert set(changed_a) == set(changed_b) == {("mastra_threads", "support-meta", c)
+                                                for c in ("title", "metadata", "updatedAt")}
+    ta, tb = rows(a)["mastra_threads"]["support-meta"], rows(b)["mastra_threads"]["support-meta"]
+    assert (ta["title"], ta["metadata"]) == (tb["title"], tb["metadata"])
+    assert main(["undo", b, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump(b)[1] == exact_before

@@ -396,3 +396,27 @@ def test_delete_thread_on_postgresql_equals_mastra_and_undo_puts_it_back(pg_corp
     assert main(["undo", target, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump_schema(pg_corpus.url, b) == before
+
+
+def test_update_thread_on_postgresql_equals_mastra(pg_corpus, tmp_path, request, monkeypatch, capsys):
+    """Memory.updateThread (title and merged metadata): the same columns change as in Mastra's own call (the times
+    aside: both now), twins included; undo puts the row back."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _schemas(request, "support")
+    copy_schema(pg_corpus, "support", a)
+    target = copy_schema(pg_corpus, "support", b)
+    before = dump_schema(pg_corpus.url, a)
+    args = {"title": "Renamed", "metadata": {"priority": 3, "nested": {"a": [1, "2"]}, "10": None}}
+    node_pg(pg_corpus, "studio-update-thread.mjs", a, "support-meta", json.dumps(args))
+    WriteSession().update_thread(target, "support-meta", **args)
+    added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
+    after_b = dump_schema(pg_corpus.url, b)
+    added_b, changed_b, removed_b = changes(before, after_b)
+    assert added_a == added_b == {} and not removed_a and not removed_b
+    assert set(changed_a) == set(changed_b) == {("mastra_threads", "support-meta", c)
+                                                for c in ("title", "metadata", "updatedAt", "updatedAtZ")}
+    ta, tb = dump_schema(pg_corpus.url, a)["mastra_threads"]["support-meta"], after_b["mastra_threads"]["support-meta"]
+    assert (ta["title"], json.loads(ta["metadata"])) == (tb["title"], json.loads(tb["metadata"]))
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump_schema(pg_corpus.url, b) == before
