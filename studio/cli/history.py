@@ -14,6 +14,8 @@
         -> {"thread_ids", "messages", "threads", "om_records", "vectors", "backup"}   (Memory.deleteThread)
     memory-studio update-thread PATH --thread ID [--title T] [--metadata JSON] [--yes] [--json]
         -> the thread after: {"id", "resourceId", "title", "metadata", "updatedAt", "backup"}  (Memory.updateThread)
+    memory-studio search PATH QUERY [--metadata JSON] [--limit N] [--json]
+        -> [{"thread_id", "message_id", "role", "time", "snippet", "resource_id", "thread_title"}, ...]
     memory-studio lineage PATH --thread ID [--json]
     memory-studio export PATH --thread ID [--format json|markdown] [--output FILE]
         -> the thread and its messages as Mastra's objects (json), or a Markdown transcript
@@ -391,4 +393,46 @@ def _run_update_thread(args) -> int:
     else:
         print(f"updated thread {args.thread}: title {doc['title']!r}, metadata {json.dumps(doc['metadata'])}"
               + (f"; backup {backup}" if backup is not None else ""))
+    return EXIT_OK
+
+
+# -- search -------------------------------------------------------------------------------------
+
+def add_search_command(subparsers) -> None:
+    """Register `search PATH QUERY [--metadata JSON] [--limit N] [--json]`."""
+    p = subparsers.add_parser("search", help="find messages across every thread by text (words, \"phrases\"; "
+                                             "Unicode case folding) and message metadata")
+    p.add_argument("path", help=READ_PATH_HELP)
+    p.add_argument("query", help='words and "quoted phrases", all required; case and accents folded as Unicode '
+                                 'does ("" with --metadata lists every message the filter keeps)')
+    p.add_argument("--metadata", metavar="JSON", help='message metadata filter (Mastra\'s rules), e.g. '
+                                                      '\'{"source": "email"}\'')
+    p.add_argument("--limit", type=_non_negative, metavar="N", help="at most N results (default: all)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_search)
+
+
+@_validated
+def _run_search(args) -> int:
+    from studio.app import text as fmt
+    from studio.app.search import parse_query, search
+
+    metadata = _metadata(args.metadata)
+    if not parse_query(args.query) and not metadata:
+        raise BadInput("Give words to search for (or --metadata to list the messages it keeps)")
+    with reading(args.path) as store:
+        hits = search(store, args.query, metadata=metadata, limit=args.limit)
+    if args.json:
+        print_json([h.as_json() for h in hits])
+        return EXIT_OK
+    if not hits:
+        print("no message matches")
+        return EXIT_OK
+    last = None
+    for h in hits:
+        if (h.resource_id, h.thread_id) != last:
+            last = (h.resource_id, h.thread_id)
+            print(f"\n{h.resource_id} / {h.thread_title or h.thread_id} ({h.thread_id})")
+        print(f"  {fmt.local_time(h.created_at, seconds=True)}  {h.role:<9} {h.snippet}")
+    print(f"\n{len(hits):,} message{'s' if len(hits) != 1 else ''}")
     return EXIT_OK

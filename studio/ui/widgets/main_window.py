@@ -190,6 +190,10 @@ class MainWindow(QMainWindow):
         self.find_action = QAction("&Filter Threads…", self, shortcut=QKeySequence.StandardKey.Find,
                                    triggered=self._on_find_action_triggered)
         view_menu.addAction(self.find_action)
+        self.search_action = QAction("&Search All Threads…", self, shortcut=QKeySequence("Ctrl+Shift+F"),
+                                     triggered=self.show_search)
+        view_menu.addAction(self.search_action)
+        self.search_window = None
         view_menu.addAction(self.dialogs.overview_action)
         view_menu.addSeparator()
         self.tab_actions: dict[str, QAction] = {}
@@ -271,6 +275,28 @@ class MainWindow(QMainWindow):
             self.loader.load(refresh=True)
         elif self._failed_path:
             self.open_database(self._failed_path)
+
+    def show_search(self, _checked: bool = False):
+        """View ▸ Search All Threads…: the search window over this store (one per window, kept between uses)."""
+        from studio.ui.widgets.search_window import SearchWindow
+
+        if self.search_window is None:
+            self.search_window = SearchWindow(self.context.runner, self)
+            self.search_window.message_activated.connect(self.show_message)
+        self.search_window.show()
+        self.search_window.raise_()
+        self.search_window.activateWindow()
+        self.search_window.query_edit.setFocus()
+        return self.search_window
+
+    def show_message(self, thread_id: str, message_id: str) -> bool:
+        """Select THREAD_ID and show MESSAGE_ID in its Messages tab; False when the thread is not listed."""
+        if not self.select_thread(thread_id):
+            self.statusBar().showMessage(f"Thread {thread_id} is no longer in the list.", 5000)
+            return False
+        self.thread_view.set_tab("messages")
+        self.thread_view.messages_tab.show_in_context(message_id)
+        return True
 
     def select_thread(self, thread_id: str) -> bool:
         """Select THREAD_ID in the thread list (switching to "All resources" if needed); False if absent."""
@@ -533,6 +559,7 @@ class MainWindow(QMainWindow):
         actions += [(self.health.action, "Show every finding of the memory doctor")]
         actions += [(self.exports.export_action, "Export the thread as JSON or a Markdown transcript")]
         actions += [(self.history_actions.edit_thread_action, "Edit the thread's title and metadata")]
+        actions += [(self.search_action, "Search every thread's messages for text and metadata")]
         return shortcut_rows(actions, self.shortcuts_action)
 
     def _on_recent_menu_about_to_show(self) -> None:
