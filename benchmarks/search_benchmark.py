@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from studio.app.search import iter_search  # noqa: E402
-from studio.store import open_store  # noqa: E402
+from studio.app.search import iter_search
+from studio.store import open_store
 
 DEFAULT_QUERIES = ["budget", "lisbon trip", '"the decision"', "zzz-no-such-word"]
 
