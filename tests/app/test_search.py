@@ -83,7 +83,8 @@ def _plant(path, thread_id: str, texts: list[str], *, ascii_json: bool = False) 
 
 def test_unicode_and_escapes_are_found(tmp_path):
     path = copy_fixture("history", tmp_path)
-    _plant(path, "hist-2", ["Meet at the Straße corner", "cafe\u0301 au lait (decomposed)", 'path C:\\temp\\x and "quoted"'])
+    _plant(path, "hist-2", ["Meet at the Straße corner", "cafe\u0301 au lait (decomposed)",
+                            'path C:\\temp\\x and "quoted"'])
     _plant(path, "hist-1", ["Ζήτω CAFÉ in Athens"], ascii_json=True)   # stored as \\u escapes
     planted = {"STRASSE": {"planted-hist-2-0-False"}, "café": {"planted-hist-2-1-False", "planted-hist-1-0-True"},
                "ΖΉΤΩ": {"planted-hist-1-0-True"}, "c:\\temp": {"planted-hist-2-2-False"},
