@@ -115,3 +115,17 @@ def update_thread(path: str, thread_id: str, *, title: str | None = None, metada
         session = WriteSession()
     thread = session.update_thread(path, thread_id, title=title, metadata=metadata)
     return Written(thread, ChangeSet.of(threads=[thread_id]))
+
+
+def update_working_memory(path: str, thread_id: str, *, scope: str, text: str, session=None) -> Written:
+    """Write TEXT as THREAD_ID's working memory in SCOPE ("resource": its resource's row; "thread": its
+    metadata.workingMemory) as Mastra's Memory.updateWorkingMemory does, after SESSION's backup (a new session
+    when None). Returns {"scope", "thread_id", "resource_id", "created_resource", "updatedAt"} and what changed.
+    Raises WriteRefused / StoreError (nothing written then).
+    """
+    if session is None:
+        from studio.store.writes import WriteSession
+
+        session = WriteSession()
+    done = session.update_working_memory(path, thread_id=thread_id, scope=scope, text=text)
+    return Written(done, ChangeSet.of(threads=[thread_id]))

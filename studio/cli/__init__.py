@@ -68,6 +68,7 @@ COMMANDS: dict[str, Callable] = {
     "delete-thread": _from_module("studio.cli.history", "add_delete_thread_command"),
     "update-thread": _from_module("studio.cli.history", "add_update_thread_command"),
     "lineage": _from_module("studio.cli.history", "add_lineage_command"),
+    "working-memory": _from_module("studio.cli.history", "add_working_memory_command"),
     "search": _from_module("studio.cli.history", "add_search_command"),
     "export": _from_module("studio.cli.history", "add_export_command"),
     "reflect": _from_module("studio.cli.reflect", "add_reflect_command"),

@@ -16,6 +16,8 @@
         -> the thread after: {"id", "resourceId", "title", "metadata", "updatedAt", "backup"}  (Memory.updateThread)
     memory-studio search PATH QUERY [--metadata JSON] [--limit N] [--json]
         -> [{"thread_id", "message_id", "role", "time", "snippet", "resource_id", "thread_title"}, ...]
+    memory-studio working-memory PATH --thread ID [--scope resource|thread (--text T | --file F) [--yes]] [--json]
+        -> without --text/--file: {"thread_text", "resource_text", "applies", ...}; with: the write
     memory-studio lineage PATH --thread ID [--json]
     memory-studio export PATH --thread ID [--format json|markdown] [--output FILE]
         -> the thread and its messages as Mastra's objects (json), or a Markdown transcript
@@ -435,4 +437,71 @@ def _run_search(args) -> int:
             print(f"\n{h.resource_id} / {h.thread_title or h.thread_id} ({h.thread_id})")
         print(f"  {fmt.local_time(h.created_at, seconds=True)}  {h.role:<9} {h.snippet}")
     print(f"\n{len(hits):,} message{'s' if len(hits) != 1 else ''}")
+    return EXIT_OK
+
+
+# -- working-memory -----------------------------------------------------------------------------
+
+def add_working_memory_command(subparsers) -> None:
+    """Register `working-memory PATH --thread ID [--scope S (--text T | --file F) [--yes]] [--json]`."""
+    p = subparsers.add_parser("working-memory", help="show a thread's and its resource's working memory, or write "
+                                                     "one as Mastra's Memory.updateWorkingMemory does (asks, or --yes)")
+    p.add_argument("path", help="memory.db path or server URL")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread")
+    p.add_argument("--scope", choices=["resource", "thread"],
+                   help="write this scope (Mastra's workingMemory.scope; its default is resource)")
+    text = p.add_mutually_exclusive_group()
+    text.add_argument("--text", metavar="T", help="the new working memory")
+    text.add_argument("--file", metavar="F", help="read the new working memory from F (UTF-8; - for stdin)")
+    p.add_argument("--yes", action="store_true", help="write without asking")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_working_memory)
+
+
+def _run_working_memory(args) -> int:
+    if args.text is None and args.file is None:
+        from studio.app.thread_detail import load_working_memory
+
+        if args.scope is not None:
+            raise BadInput("--scope writes: give the new working memory with --text or --file")
+        with reading(args.path) as store:
+            info = load_working_memory(store, args.thread)
+        if info is None:
+            raise BadInput(f"No thread {args.thread!r} in {args.path}")
+        doc = {"thread_id": info.thread_id, "resource_id": info.resource_id, "thread_text": info.thread_text,
+               "resource_text": info.resource_text, "applies": info.applies, "explanation": info.explanation}
+        if args.json:
+            print_json(doc)
+        else:
+            print(info.explanation)
+            for label, value in (("thread", info.thread_text), ("resource", info.resource_text)):
+                print(f"\n-- {label} working memory --\n{value if value else '(none stored)'}")
+        return EXIT_OK
+    if args.scope is None:
+        raise BadInput("Say which working memory to write: --scope resource (Mastra's default) or --scope thread")
+    if args.file is not None:
+        try:
+            value = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()  # noqa: SIM115
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"Cannot read {args.file}: {exc}") from exc
+    else:
+        value = args.text
+    from studio.app.thread_writes import update_working_memory
+    from studio.cli.interaction import TerminalInteraction
+    from studio.store.writes import WriteSession
+
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(
+            f"Write the {args.scope}-scope working memory of thread {args.thread!r} in {args.path} (a backup is made "
+            "first)?",
+            f"working-memory writes to {args.path}; add --yes to confirm (not a terminal; a backup is made first)"):
+        return EXIT_REFUSED
+    session = WriteSession()
+    written = update_working_memory(args.path, args.thread, scope=args.scope, text=value, session=session)
+    backup = session.backup_for(args.path)
+    doc = {**written.result, "backup": str(backup) if backup is not None else None}
+    if args.json:
+        print_json(doc)
+    else:
+        print(f"wrote the {args.scope}-scope working memory of {args.thread}"
+              + (f"; backup {backup}" if backup is not None else ""))
     return EXIT_OK

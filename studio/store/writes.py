@@ -10,6 +10,7 @@ Public API (implemented in `studio.store.write`):
 - `delete_messages(path, ids) -> int`  Memory.deleteMessages; `clear_thread(path, thread_id) -> int`;
   `delete_thread(path, thread_id) -> dict`  Memory.deleteThread (reminder thread, OM records, vectors);
   `update_thread(path, thread_id, *, title, metadata) -> dict`  Memory.updateThread (metadata merged);
+  `update_working_memory(path, *, thread_id, scope, text) -> dict`  Memory.updateWorkingMemory;
 - `commit_observation(path, window, ObserverOutput(...))` a synchronous observation as Mastra's
   observe() writes it, of a window the engine read (`studio.engine.observe_window.observation_window`;
   resource scope: `resource_observation_window` / `commit_resource_observation`);
@@ -58,6 +59,7 @@ from studio.store.write.repair import repair_overtaken_writes
 from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
 from studio.store.write.threads import clear_thread, clone_thread, delete_messages, delete_thread, update_thread
 from studio.store.write.undo import undo_write
+from studio.store.write.working_memory import update_working_memory
 
 __all__ = [
     "DEFAULT_QUIET_MS",
@@ -87,4 +89,5 @@ __all__ = [
     "undo_write",
     "unrepaired",
     "update_thread",
+    "update_working_memory",
 ]

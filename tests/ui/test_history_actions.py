@@ -217,3 +217,46 @@ def test_edit_thread_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
     with open_store(path) as store:
         thread = store.get_thread("support-meta")
     assert thread.title == "Renamed <b>here</b>" and thread.metadata == {**stored, "added": {"nested": [1, "two"]}}
+
+
+def test_edit_working_memory_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
+    """Working memory tab ▸ Edit… : the scope starts at the one the tab says applies (resource: Mastra's default,
+    nothing stored here), the diff shows the change, Save writes the resource row; a JSON (schema mode) text must
+    stay JSON."""
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1", tab="working-memory")
+    tab = window.thread_view.working_memory_tab
+    qtbot.waitUntil(lambda: tab.info is not None and tab.edit_button.isEnabled(), timeout=10000)
+    actions = window.history_actions
+    with qtbot.waitSignal(tab.edit_requested, timeout=2000):
+        tab.edit_button.click()
+    dialog = actions.dialog
+    assert dialog.scope == "resource" and dialog.editor.toPlainText() == "" and not dialog.ok_button.isEnabled()
+    dialog.editor.setPlainText("# Notes\n- likes teal")
+    assert "+# Notes" in dialog.diff_view.toPlainText() and dialog.ok_button.isEnabled()
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    with open_store(path) as store:
+        assert store.get_resource("user-alice").working_memory == "# Notes\n- likes teal"
+    qtbot.waitUntil(lambda: tab.info is not None and tab.info.resource_text == "# Notes\n- likes teal", timeout=10000)
+
+    dialog = actions.edit_working_memory()
+    dialog.scope_combo.setCurrentIndex(1)   # thread scope: nothing stored
+    dialog.editor.setPlainText('{"name": "Ann"}')
+    assert dialog.ok_button.isEnabled()
+    dialog.reject()
+
+
+def test_working_memory_dialog_keeps_schema_mode_json(qtbot):
+    from studio.app.thread_detail import WorkingMemoryInfo
+    from studio.ui.widgets.working_memory_dialog import WorkingMemoryDialog
+
+    info = WorkingMemoryInfo("t", "r", None, '{"name": "Ann", "tags": []}', True, "resource", "")
+    dialog = WorkingMemoryDialog(info, "edit", "backup")
+    qtbot.addWidget(dialog)
+    dialog.editor.setPlainText('{"name": "Ann", "tags": [}')
+    assert not dialog.ok_button.isEnabled() and "valid JSON" in dialog.check.text()
+    dialog.editor.setPlainText('{"name": "Bo", "tags": []}')
+    assert dialog.ok_button.isEnabled() and dialog.values() == {"scope": "resource",
+                                                                 "text": '{"name": "Bo", "tags": []}'}

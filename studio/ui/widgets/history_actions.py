@@ -59,16 +59,19 @@ class HistoryActions(QObject):
         self.clear_action = QAction("Clear Thread's &Messages…", window, triggered=self._on_clear_action_triggered)
         self.edit_thread_action = QAction("&Edit Thread…", window, shortcut=QKeySequence("F2"),
                                           triggered=self._on_edit_thread_action_triggered)
+        self.working_memory_action = QAction("Edit &Working Memory…", window,
+                                             triggered=self._on_working_memory_action_triggered)
+        window.thread_view.working_memory_tab.edit_requested.connect(self._on_working_memory_action_triggered)
         self.delete_thread_action = QAction("Delete &Thread…", window,
                                             triggered=self._on_delete_thread_action_triggered)
         self.undo_action = QAction("&Undo Last Write…", window, triggered=self._on_undo_action_triggered)
         self.update_actions()
 
     def write_actions(self) -> tuple[QAction, ...]:
-        """Return the actions that write a thread's rows: Edit Thread…, Clone Thread…, Delete Message…, Clear
-        Thread's Messages…, Delete Thread…."""
-        return self.edit_thread_action, self.clone_action, self.delete_action, self.clear_action, \
-            self.delete_thread_action
+        """Return the actions that write a thread's rows: Edit Thread…, Edit Working Memory…, Clone Thread…, Delete
+        Message…, Clear Thread's Messages…, Delete Thread…."""
+        return self.edit_thread_action, self.working_memory_action, self.clone_action, self.delete_action, \
+            self.clear_action, self.delete_thread_action
 
     # -- state -----------------------------------------------------------------------------
 
@@ -90,6 +93,7 @@ class HistoryActions(QObject):
         self.clear_action.setEnabled(ready)
         self.delete_thread_action.setEnabled(ready and not self._window.thread_view.detail.orphan)
         self.edit_thread_action.setEnabled(ready and not self._window.thread_view.detail.orphan)
+        self.working_memory_action.setEnabled(ready and not self._window.thread_view.detail.orphan)
         self.delete_action.setEnabled(ready and self._selected_message() is not None)
         path = self._window.database_path
         self.undo_action.setEnabled(path is not None and _is_server(path) and not self.busy)
@@ -179,6 +183,24 @@ class HistoryActions(QObject):
         dialog = EditThreadDialog(thread, text, self._backup_note(path), parent=self._window)
         return self._ask(dialog, lambda: self._run_update_thread(path, thread.id, dialog.values()))
 
+    def edit_working_memory(self) -> ConfirmWriteDialog | None:
+        """Open Edit Working Memory on the thread shown; write as Memory.updateWorkingMemory only when saved."""
+        from studio.ui.widgets.working_memory_dialog import WorkingMemoryDialog
+
+        thread, path = self._thread(), self._window.database_path
+        info = self._window.thread_view.working_memory_tab.info
+        if thread is None or path is None:
+            return None
+        if info is None or info.thread_id != thread.id:
+            self._window.statusBar().showMessage("The working memory is still being read; try again in a moment.",
+                                                 5000)
+            return None
+        text = (f"Edit the working memory of “{thread.title or thread.id}” ({thread.id}) in {path} as Mastra's "
+                "Memory.updateWorkingMemory does. Which one the agent reads is its workingMemory.scope (code, not "
+                "data): choose it below.")
+        dialog = WorkingMemoryDialog(info, text, self._backup_note(path), parent=self._window)
+        return self._ask(dialog, lambda: self._run_working_memory(path, thread.id, dialog.values()))
+
     def delete_thread(self) -> ConfirmWriteDialog | None:
         """Ask to delete the thread shown as Mastra's Memory.deleteThread does; write only when accepted."""
         thread, path = self._thread(), self._window.database_path
@@ -260,6 +282,12 @@ class HistoryActions(QObject):
         self._submit(lambda: thread_writes.update_thread(path, thread_id, session=session, **values),
                      lambda w: self._on_written(path, f"Updated thread {thread_id}."))
 
+    def _run_working_memory(self, path: str, thread_id: str, values: dict) -> None:
+        session = self.session
+        self._submit(lambda: thread_writes.update_working_memory(path, thread_id, session=session, **values),
+                     lambda w: self._on_written(path, f"Wrote the {values['scope']}-scope working memory of "
+                                                      f"{thread_id}."))
+
     def _run_undo(self, path: str, backup) -> None:
         session = self.session
         self._submit(lambda: session.undo_write(path, backup),
@@ -313,6 +341,9 @@ class HistoryActions(QObject):
 
     def _on_edit_thread_action_triggered(self, _checked: bool = False) -> None:
         self.edit_thread()
+
+    def _on_working_memory_action_triggered(self, _checked: bool = False) -> None:
+        self.edit_working_memory()
 
     def _on_delete_thread_action_triggered(self, _checked: bool = False) -> None:
         self.delete_thread()
