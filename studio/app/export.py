@@ -137,3 +137,28 @@ def write_export(text: str, destination: str | os.PathLike, *, store_path: str |
         Path(tmp).unlink(missing_ok=True)
         raise
     return dest
+
+
+def doctor_markdown(report: dict, *, source: str) -> str:
+    """Return a `doctor --json` REPORT as Markdown: a heading per severity, one list item per finding (where, check,
+    summary, fix), then what was checked. Stored text is escaped so a viewer shows it as written. SOURCE: the store's
+    display name (secrets already hidden)."""
+    lines = [f"# Memory doctor: {_heading_text(source)}", ""]
+    for severity in ("error", "warning", "info"):
+        group = [f for f in report["findings"] if f["severity"] == severity]
+        if not group:
+            continue
+        lines += [f"## {severity.capitalize()} ({len(group)})", ""]
+        for f in group:
+            where = f.get("thread_id") or f.get("lookup_key") or f.get("resource_id") or "database"
+            gen = f", generation {f['generation']}" if f.get("generation") is not None else ""
+            lines.append(f"- **{_heading_text(f['check'])}** · {_heading_text(where)}{gen}: "
+                         f"{_heading_text(f['summary'])}")
+            if f.get("fix"):
+                lines.append(f"  - fix: {_heading_text(f['fix'])}")
+        lines.append("")
+    if not report["findings"]:
+        lines += ["No findings.", ""]
+    checked = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in report["checked"].items())
+    lines.append(f"Checked {checked}.")
+    return "\n".join(lines) + "\n"

@@ -121,3 +121,19 @@ def test_delete_thread_cli(fixture_db, capsys, tmp_path):
     assert (doc["thread_ids"], doc["messages"], doc["threads"], doc["om_records"], doc["vectors"]) == (
         ["support-2"], n_messages, 1, n_om, 0)
     assert doc["backup"] and doc["backup"] not in before
+
+
+def test_doctor_markdown_holds_every_finding(fixture_db, capsys):
+    """`doctor --markdown`: one list item per finding of `doctor --json` (same count, each check named), stored
+    text escaped (no raw `<` or `*` of a summary reaches the Markdown)."""
+    path = fixture_db("support")
+    assert main(["doctor", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert main(["doctor", str(path), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    items = [line for line in out.splitlines() if line.startswith("- **")]
+    assert len(items) == len(report["findings"])
+    assert sorted(re.findall(r"^- \*\*(.+?)\*\*", out, flags=re.M)) == sorted(
+        f["check"].replace("_", "\\_") for f in report["findings"])
+    for f in report["findings"]:
+        assert "* 🟡" not in f["summary"] or "\\* 🟡" in out

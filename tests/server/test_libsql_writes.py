@@ -388,3 +388,29 @@ def test_update_thread_on_sqld_equals_mastra(sqld_corpus, servers, tmp_path, mon
     assert main(["undo", b, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump(b)[1] == exact_before
+
+
+@pytest.mark.parametrize(("scope", "thread_id"), [("resource", "support-1"), ("thread", "support-meta")])
+def test_working_memory_on_sqld_equals_mastra(sqld_corpus, servers, tmp_path, monkeypatch, capsys, scope, thread_id):
+    """Memory.updateWorkingMemory on a libSQL server in each scope: the same rows as Mastra's own call (times
+    aside); undo restores the exact rows."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = (_copy(sqld_corpus, "support", u) for u in servers)
+    before, exact_before = rows(a), dump(b)[1]
+    text = "# Notes\n- Zoë likes teal"
+    _node(sqld_corpus, "studio-working-memory.mjs", a, thread_id, scope, json.dumps(text))
+    WriteSession().update_working_memory(b, thread_id=thread_id, scope=scope, text=text)
+    after_a, after_b = rows(a), rows(b)
+    added_a, changed_a, removed_a = changes(before, after_a)
+    added_b, changed_b, removed_b = changes(before, after_b)
+    assert sorted(added_a) == sorted(added_b) and set(changed_a) == set(changed_b) and not removed_a and not removed_b
+    assert added_b or changed_b
+    def strip(rows: dict, table: str) -> dict:
+        return {k: {c: v for c, v in r.items() if c not in {"createdAt", "updatedAt"}}
+                for k, r in rows.get(table, {}).items()}
+
+    for table in ("mastra_resources", "mastra_threads"):
+        assert strip(after_a, table) == strip(after_b, table)
+    assert main(["undo", b, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump(b)[1] == exact_before

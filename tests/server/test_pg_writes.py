@@ -420,3 +420,32 @@ def test_update_thread_on_postgresql_equals_mastra(pg_corpus, tmp_path, request,
     assert main(["undo", target, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump_schema(pg_corpus.url, b) == before
+
+
+@pytest.mark.parametrize(("scope", "thread_id"), [("resource", "support-1"), ("thread", "support-meta")])
+def test_working_memory_on_postgresql_equals_mastra(pg_corpus, tmp_path, request, monkeypatch, capsys, scope,
+                                                    thread_id):
+    """Memory.updateWorkingMemory in each scope: the same rows as Mastra's own call (times aside, twins included);
+    undo puts the store back."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _schemas(request, "support")
+    copy_schema(pg_corpus, "support", a)
+    target = copy_schema(pg_corpus, "support", b)
+    before = dump_schema(pg_corpus.url, a)
+    text = "# Notes\n- Zoë likes teal"
+    node_pg(pg_corpus, "studio-working-memory.mjs", a, thread_id, scope, json.dumps(text))
+    WriteSession().update_working_memory(target, thread_id=thread_id, scope=scope, text=text)
+    added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
+    added_b, changed_b, removed_b = changes(before, dump_schema(pg_corpus.url, b))
+    assert sorted(added_a) == sorted(added_b) and set(changed_a) == set(changed_b) and not removed_a and not removed_b
+    assert added_b or changed_b
+    after_a, after_b = dump_schema(pg_corpus.url, a), dump_schema(pg_corpus.url, b)
+    times = {"createdAt", "updatedAt", "createdAtZ", "updatedAtZ"}
+    def strip(rows: dict, table: str) -> dict:
+        return {k: {c: v for c, v in r.items() if c not in times} for k, r in rows.get(table, {}).items()}
+
+    for table in ("mastra_resources", "mastra_threads"):
+        assert strip(after_a, table) == strip(after_b, table)
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump_schema(pg_corpus.url, b) == before
