@@ -285,14 +285,18 @@ def add_export_command(subparsers) -> None:
                                              "transcript, to stdout or a file")
     p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
-    p.add_argument("--format", choices=["json", "markdown"], default="json", help="json (default) or markdown")
+    p.add_argument("--format", choices=["json", "markdown"], default=None, help="json (default) or markdown")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("--json", action="store_true", help=JSON_HELP + " (the same as --format json, the default)")
     p.set_defaults(run=_run_export)
 
 
 def _run_export(args) -> int:
     from studio.app.export import export_text, write_export
 
+    if args.json and args.format == "markdown":
+        raise BadInput("--json and --format markdown ask for two formats: give one")
+    args.format = args.format or "json"
     with reading(args.path) as store:
         text = export_text(store, args.thread, args.format)
     if args.output:
