@@ -3,7 +3,8 @@
 Mastra's scope (`workingMemory.scope`, "resource" by default) is the agent's configuration, not data, so the
 caller says which one to write:
 - "resource": the store's updateResource — the resource row's `workingMemory` and `updatedAt` set; a resource
-  without a row gets one (saveResource: `metadata` {}, both times now);
+  without a row gets one (saveResource: `metadata` {} — on PostgreSQL the JSONB string "{}", as @mastra/pg
+  double-encodes it —, both times now);
 - "thread": the thread's `metadata.workingMemory` set, the rest of its metadata kept, `updatedAt` now (patchThread).
 The text is stored as given: a markdown template's text, or the JSON text of schema mode.
 """
@@ -58,7 +59,10 @@ def update_working_memory(path: str | os.PathLike[str], *, thread_id: str, scope
             if tx.select(RESOURCES, "WHERE id = ?", (resource_id,), wanted=["id"], lock=True):
                 tx.update(RESOURCES, {"workingMemory": text, "updatedAt": now}, "id = ?", [resource_id])
             else:
-                tx.insert(RESOURCES, {"id": resource_id, "workingMemory": text, "metadata": Jsonb("{}"),
+                # @mastra/pg's saveResource stores the metadata it serialised once more (toPgJson, then its
+                # insert's own JSON): a JSONB string "{}", not an object; @mastra/libsql stores the object
+                empty = Jsonb(stringify("{}")) if tx.dialect == "postgresql" else Jsonb("{}")
+                tx.insert(RESOURCES, {"id": resource_id, "workingMemory": text, "metadata": empty,
                                       "createdAt": now, "updatedAt": now})
                 created = True
     remember_write(tx.location, stamp)
