@@ -1,7 +1,8 @@
 """The history writes both faces make (no Qt): clone a thread, delete messages, clear a thread.
 
 `clone_thread` is the `clone` command's and Thread ▸ Clone Thread…'s; `delete_messages` and
-`clear_thread` are the studio's Delete Message… and Clear Thread's Messages…. Each goes through a
+`clear_thread` are the studio's Delete Message… and Clear Thread's Messages…; `delete_thread` is
+`memory-studio delete-thread` and Thread ▸ Delete Thread…. Each goes through a
 `WriteSession` (a verified backup of the file before its first write, then one transaction, as
 Mastra's Memory.cloneThread / deleteMessages write) and returns what it changed
 (`studio.app.changes`).
@@ -84,3 +85,47 @@ def clear_thread(path: str, thread_id: str, *, session) -> Written:
     """
     deleted = session.clear_thread(path, thread_id)
     return Written(deleted, ChangeSet.of(threads=[thread_id]))
+
+
+def delete_thread(path: str, thread_id: str, *, session=None) -> Written:
+    """Delete THREAD_ID as Mastra's Memory.deleteThread does (its owned reminder thread, messages, row, thread-scope
+    OM records and vectors in the same store), after SESSION's backup (a new session when None).
+
+    Returns the rows deleted ({"thread_ids", "messages", "threads", "om_records", "vectors"}) and what changed.
+    Raises WriteRefused ("not-found", "invalid", "busy") / StoreError (nothing written then).
+    """
+    if session is None:
+        from studio.store.writes import WriteSession
+
+        session = WriteSession()
+    done = session.delete_thread(path, thread_id)
+    gone = done["thread_ids"]
+    return Written(done, ChangeSet.of(threads_deleted=gone, om_records=[f"thread:{t}" for t in gone]))
+
+
+def update_thread(path: str, thread_id: str, *, title: str | None = None, metadata: dict | None = None,
+                  session=None) -> Written:
+    """Set THREAD_ID's title and merge METADATA into its metadata as Mastra's Memory.updateThread does (after
+    SESSION's backup; a new session when None). Returns the thread after ({"id", "resourceId", "title",
+    "metadata", "updatedAt"}) and what changed. Raises WriteRefused / StoreError (nothing written then).
+    """
+    if session is None:
+        from studio.store.writes import WriteSession
+
+        session = WriteSession()
+    thread = session.update_thread(path, thread_id, title=title, metadata=metadata)
+    return Written(thread, ChangeSet.of(threads=[thread_id]))
+
+
+def update_working_memory(path: str, thread_id: str, *, scope: str, text: str, session=None) -> Written:
+    """Write TEXT as THREAD_ID's working memory in SCOPE ("resource": its resource's row; "thread": its
+    metadata.workingMemory) as Mastra's Memory.updateWorkingMemory does, after SESSION's backup (a new session
+    when None). Returns {"scope", "thread_id", "resource_id", "created_resource", "updatedAt"} and what changed.
+    Raises WriteRefused / StoreError (nothing written then).
+    """
+    if session is None:
+        from studio.store.writes import WriteSession
+
+        session = WriteSession()
+    done = session.update_working_memory(path, thread_id=thread_id, scope=scope, text=text)
+    return Written(done, ChangeSet.of(threads=[thread_id]))

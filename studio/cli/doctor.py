@@ -47,7 +47,9 @@ def add_doctor_command(subparsers) -> None:
     p = subparsers.add_parser("doctor", help="check a memory.db for known Mastra memory failures")
     p.add_argument("path", help=READ_PATH_HELP)
     p.add_argument("--thread", metavar="ID", help="check only this thread (and its OM record)")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help=JSON_HELP)
+    fmt.add_argument("--markdown", action="store_true", help="print the report as Markdown (stored text escaped)")
     p.set_defaults(run=_run_doctor)
 
 
@@ -56,6 +58,11 @@ def _run_doctor(args) -> int:
         report = doctor_document(store, args.thread)
     if args.json:
         print_json(report)
+    elif args.markdown:
+        from studio.app.export import doctor_markdown
+        from studio.store.target import redact_url
+
+        sys.stdout.write(doctor_markdown(report, source=redact_url(str(args.path))))
     else:
         sys.stdout.write(format_human(report) + "\n")
     return EXIT_OK

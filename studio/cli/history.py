@@ -10,6 +10,20 @@
         -> {"speakers": [{"author_id", "author_name", "functional_role", "messages", "tokens"}],
             "untagged_messages": N}
     memory-studio clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json
+    memory-studio delete-thread PATH --thread ID [--yes] [--json]
+        -> {"thread_ids", "messages", "threads", "om_records", "vectors", "backup"}   (Memory.deleteThread)
+    memory-studio update-thread PATH --thread ID [--title T] [--metadata JSON] [--yes] [--json]
+        -> the thread after: {"id", "resourceId", "title", "metadata", "updatedAt", "backup"}  (Memory.updateThread)
+    memory-studio search PATH QUERY [--metadata JSON] [--limit N] [--json]
+        -> [{"thread_id", "message_id", "role", "time", "snippet", "resource_id", "thread_title"}, ...]
+    memory-studio working-memory PATH --thread ID [--scope resource|thread (--text T | --file F) [--yes]] [--json]
+        -> without --text/--file: {"thread_text", "resource_text", "applies", ...}; with: the write
+    memory-studio lineage PATH --thread ID [--json]
+    memory-studio export PATH --thread ID [--format json|markdown] [--output FILE]
+        -> the thread and its messages as Mastra's objects (json), or a Markdown transcript
+        -> {"thread", "is_clone", "source", "cloned_at", "last_message_id", "last_message_position",
+            "source_message_count", "clones", "history", "cycle"}   (isClone, getSourceThread, listClones,
+                                                                     getCloneHistory)
 
 Validation errors (a bad metadata filter, page, date) and unknown threads exit 2 with a message.
 `clone` changes the file: it refuses without --yes, and backs the file up before the first write.
@@ -18,6 +32,7 @@ Validation errors (a bad metadata filter, page, date) and unknown threads exit 2
 from __future__ import annotations
 
 import argparse
+import sys
 
 from studio.app.failures import EXIT_OK, EXIT_REFUSED, BadInput, say
 from studio.app.history import recall_document, speakers_document, threads_document
@@ -207,4 +222,290 @@ def _run_clone(args) -> int:
     cloned = clone_thread(args.path, args.thread, new_thread_id=args.new_id, title=args.title,
                           message_limit=args.message_limit)
     print_json(cloned.to_json())
+    return EXIT_OK
+
+
+# -- lineage ------------------------------------------------------------------------------------
+
+def add_lineage_command(subparsers) -> None:
+    """Register `lineage PATH --thread ID [--json]`."""
+    p = subparsers.add_parser("lineage", help="a thread's clone lineage as Mastra's clone utilities report it "
+                                              "(isClone, getSourceThread, listClones, getCloneHistory)")
+    p.add_argument("path", help=READ_PATH_HELP)
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_lineage)
+
+
+def _named(link) -> str:
+    title = f" ({link.title})" if link.title else ""
+    return f"{link.id}{title}" + ("" if link.exists else " — deleted")
+
+
+def lineage_lines(lineage) -> list[str]:
+    """The human-readable text of a Lineage (studio.app.lineage), one line per fact."""
+    lines = [f"thread {_named(lineage.thread)}"]
+    if lineage.is_clone:
+        source = _named(lineage.source) if lineage.source else "an unknown thread (no sourceThreadId)"
+        at = ""
+        if lineage.last_message_position is not None:
+            at = f" at message {lineage.last_message_position:,} of {lineage.source_message_count:,}"
+        elif lineage.last_message_id:
+            at = f" at message {lineage.last_message_id} (no longer in the source)"
+        when = f", cloned {lineage.cloned_at}" if lineage.cloned_at else ""
+        lines.append(f"clone of {source}{at}{when}")
+    else:
+        lines.append("not a clone")
+    lines.append("clones: " + (", ".join(_named(c) for c in lineage.clones) if lineage.clones else "none"))
+    if len(lineage.history) > 1 or lineage.cycle:
+        chain = " -> ".join(h.id for h in lineage.history)
+        lines.append(f"history: {chain}" + (" (the chain comes back on itself here)" if lineage.cycle else ""))
+    return lines
+
+
+def _run_lineage(args) -> int:
+    from studio.app.lineage import load_lineage
+
+    with reading(args.path) as store:
+        lineage = load_lineage(store, args.thread)
+    if lineage is None:
+        raise BadInput(f"No thread {args.thread!r} in {args.path}")
+    if args.json:
+        print_json(lineage.as_json())
+    else:
+        print("\n".join(lineage_lines(lineage)))
+    return EXIT_OK
+
+
+# -- export -------------------------------------------------------------------------------------
+
+def add_export_command(subparsers) -> None:
+    """Register `export PATH --thread ID [--format json|markdown] [--output FILE]`."""
+    p = subparsers.add_parser("export", help="a thread and its messages as Mastra's objects (JSON) or a Markdown "
+                                             "transcript, to stdout or a file")
+    p.add_argument("path", help=READ_PATH_HELP)
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
+    p.add_argument("--format", choices=["json", "markdown"], default=None, help="json (default) or markdown")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("--json", action="store_true", help=JSON_HELP + " (the same as --format json, the default)")
+    p.set_defaults(run=_run_export)
+
+
+def _run_export(args) -> int:
+    from studio.app.export import export_text, write_export
+
+    if args.json and args.format == "markdown":
+        raise BadInput("--json and --format markdown ask for two formats: give one")
+    args.format = args.format or "json"
+    with reading(args.path) as store:
+        text = export_text(store, args.thread, args.format)
+    if args.output:
+        try:
+            write_export(text, args.output, store_path=str(args.path))
+        except OSError as exc:
+            from studio.errors import StoreError
+
+            # exit 4 for a disk or permission refusal, 2 for a folder that does not exist (exit_code_for)
+            raise StoreError(f"Writing the export to {args.output} failed: {exc.strerror or exc}") from exc
+        say(f"exported thread {args.thread} ({args.format}) to {args.output}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+# -- delete-thread ------------------------------------------------------------------------------
+
+def add_delete_thread_command(subparsers) -> None:
+    """Register `delete-thread PATH --thread ID [--yes] [--json]`."""
+    p = subparsers.add_parser("delete-thread", help="delete a thread as Mastra's Memory.deleteThread does "
+                                                    "(writes: asks on a terminal, or --yes)")
+    p.add_argument("path", help="memory.db path or server URL (opened for writing once the write is confirmed)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread to delete")
+    p.add_argument("--yes", action="store_true", help="write without asking")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_delete_thread)
+
+
+def _run_delete_thread(args) -> int:
+    from studio.app.thread_writes import delete_thread
+    from studio.cli.interaction import TerminalInteraction
+    from studio.store.writes import WriteSession
+
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(
+            f"Delete thread {args.thread!r} from {args.path} with its messages, thread-scope OM records, vectors "
+            "and owned reminder thread (a backup is made first)?",
+            f"delete-thread removes thread {args.thread!r} from {args.path}; add --yes to confirm (not a terminal; "
+            "a backup is made first)"):
+        return EXIT_REFUSED
+    session = WriteSession()
+    written = delete_thread(args.path, args.thread, session=session)
+    backup = session.backup_for(args.path)
+    doc = {**written.result, "backup": str(backup) if backup is not None else None}
+    if args.json:
+        print_json(doc)
+    else:
+        r = written.result
+        print(f"deleted thread {args.thread}: {r['messages']:,} messages, {r['om_records']:,} OM records, "
+              f"{r['vectors']:,} vectors" + (", its reminder thread" if len(r["thread_ids"]) > 1 else "")
+              + (f"; backup {backup}" if backup is not None else ""))
+    return EXIT_OK
+
+
+# -- update-thread ------------------------------------------------------------------------------
+
+def add_update_thread_command(subparsers) -> None:
+    """Register `update-thread PATH --thread ID [--title T] [--metadata JSON] [--yes] [--json]`."""
+    p = subparsers.add_parser("update-thread", help="set a thread's title and merge keys into its metadata as "
+                                                    "Mastra's Memory.updateThread does (writes: asks, or --yes)")
+    p.add_argument("path", help="memory.db path or server URL (opened for writing once the write is confirmed)")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread to update")
+    p.add_argument("--title", metavar="T", help="the new title (default: keep it)")
+    p.add_argument("--metadata", metavar="JSON", help='keys to set in the metadata, merged into it as Mastra does '
+                                                      '(a key is replaced or added, never removed), e.g. '
+                                                      '\'{"category": "billing"}\'')
+    p.add_argument("--yes", action="store_true", help="write without asking")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_update_thread)
+
+
+def _run_update_thread(args) -> int:
+    import json
+
+    from studio.app.thread_writes import update_thread
+    from studio.cli.interaction import TerminalInteraction
+    from studio.store.writes import WriteSession
+
+    metadata = None
+    if args.metadata is not None:
+        try:
+            metadata = json.loads(args.metadata)
+        except ValueError as exc:
+            raise BadInput(f"--metadata is not valid JSON: {exc}") from exc
+        if not isinstance(metadata, dict):
+            raise BadInput('--metadata must be a JSON object, e.g. \'{"category": "billing"}\'')
+    if args.title is None and metadata is None:
+        raise BadInput("Nothing to update: give --title, --metadata or both")
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(
+            f"Update thread {args.thread!r} in {args.path} (a backup is made first)?",
+            f"update-thread writes thread {args.thread!r} in {args.path}; add --yes to confirm (not a terminal; a "
+            "backup is made first)"):
+        return EXIT_REFUSED
+    session = WriteSession()
+    written = update_thread(args.path, args.thread, title=args.title, metadata=metadata, session=session)
+    backup = session.backup_for(args.path)
+    doc = {**written.result, "backup": str(backup) if backup is not None else None}
+    if args.json:
+        print_json(doc)
+    else:
+        print(f"updated thread {args.thread}: title {doc['title']!r}, metadata {json.dumps(doc['metadata'])}"
+              + (f"; backup {backup}" if backup is not None else ""))
+    return EXIT_OK
+
+
+# -- search -------------------------------------------------------------------------------------
+
+def add_search_command(subparsers) -> None:
+    """Register `search PATH QUERY [--metadata JSON] [--limit N] [--json]`."""
+    p = subparsers.add_parser("search", help="find messages across every thread by text (words, \"phrases\"; "
+                                             "Unicode case folding) and message metadata")
+    p.add_argument("path", help=READ_PATH_HELP)
+    p.add_argument("query", help='words and "quoted phrases", all required; case and accents folded as Unicode '
+                                 'does ("" with --metadata lists every message the filter keeps)')
+    p.add_argument("--metadata", metavar="JSON", help='message metadata filter (Mastra\'s rules), e.g. '
+                                                      '\'{"source": "email"}\'')
+    p.add_argument("--limit", type=_non_negative, metavar="N", help="at most N results (default: all)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_search)
+
+
+@_validated
+def _run_search(args) -> int:
+    from studio.app import text as fmt
+    from studio.app.search import parse_query, search
+
+    metadata = _metadata(args.metadata)
+    if not parse_query(args.query) and not metadata:
+        raise BadInput("Give words to search for (or --metadata to list the messages it keeps)")
+    with reading(args.path) as store:
+        hits = search(store, args.query, metadata=metadata, limit=args.limit)
+    if args.json:
+        print_json([h.as_json() for h in hits])
+        return EXIT_OK
+    if not hits:
+        print("no message matches")
+        return EXIT_OK
+    last = None
+    for h in hits:
+        if (h.resource_id, h.thread_id) != last:
+            last = (h.resource_id, h.thread_id)
+            print(f"\n{h.resource_id} / {h.thread_title or h.thread_id} ({h.thread_id})")
+        print(f"  {fmt.local_time(h.created_at, seconds=True)}  {h.role:<9} {h.snippet}")
+    print(f"\n{len(hits):,} message{'s' if len(hits) != 1 else ''}")
+    return EXIT_OK
+
+
+# -- working-memory -----------------------------------------------------------------------------
+
+def add_working_memory_command(subparsers) -> None:
+    """Register `working-memory PATH --thread ID [--scope S (--text T | --file F) [--yes]] [--json]`."""
+    p = subparsers.add_parser("working-memory", help="show a thread's and its resource's working memory, or write "
+                                                     "one as Mastra's Memory.updateWorkingMemory does (asks, or --yes)")
+    p.add_argument("path", help="memory.db path or server URL")
+    p.add_argument("--thread", required=True, metavar="ID", help="the thread")
+    p.add_argument("--scope", choices=["resource", "thread"],
+                   help="write this scope (Mastra's workingMemory.scope; its default is resource)")
+    text = p.add_mutually_exclusive_group()
+    text.add_argument("--text", metavar="T", help="the new working memory")
+    text.add_argument("--file", metavar="F", help="read the new working memory from F (UTF-8; - for stdin)")
+    p.add_argument("--yes", action="store_true", help="write without asking")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.set_defaults(run=_run_working_memory)
+
+
+def _run_working_memory(args) -> int:
+    if args.text is None and args.file is None:
+        from studio.app.thread_detail import load_working_memory
+
+        if args.scope is not None:
+            raise BadInput("--scope writes: give the new working memory with --text or --file")
+        with reading(args.path) as store:
+            info = load_working_memory(store, args.thread)
+        if info is None:
+            raise BadInput(f"No thread {args.thread!r} in {args.path}")
+        doc = {"thread_id": info.thread_id, "resource_id": info.resource_id, "thread_text": info.thread_text,
+               "resource_text": info.resource_text, "applies": info.applies, "explanation": info.explanation}
+        if args.json:
+            print_json(doc)
+        else:
+            print(info.explanation)
+            for label, value in (("thread", info.thread_text), ("resource", info.resource_text)):
+                print(f"\n-- {label} working memory --\n{value if value else '(none stored)'}")
+        return EXIT_OK
+    if args.scope is None:
+        raise BadInput("Say which working memory to write: --scope resource (Mastra's default) or --scope thread")
+    if args.file is not None:
+        try:
+            value = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()  # noqa: SIM115
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"Cannot read {args.file}: {exc}") from exc
+    else:
+        value = args.text
+    from studio.app.thread_writes import update_working_memory
+    from studio.cli.interaction import TerminalInteraction
+    from studio.store.writes import WriteSession
+
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(
+            f"Write the {args.scope}-scope working memory of thread {args.thread!r} in {args.path} (a backup is made "
+            "first)?",
+            f"working-memory writes to {args.path}; add --yes to confirm (not a terminal; a backup is made first)"):
+        return EXIT_REFUSED
+    session = WriteSession()
+    written = update_working_memory(args.path, args.thread, scope=args.scope, text=value, session=session)
+    backup = session.backup_for(args.path)
+    doc = {**written.result, "backup": str(backup) if backup is not None else None}
+    if args.json:
+        print_json(doc)
+    else:
+        print(f"wrote the {args.scope}-scope working memory of {args.thread}"
+              + (f"; backup {backup}" if backup is not None else ""))
     return EXIT_OK

@@ -8,6 +8,9 @@ Public API (implemented in `studio.store.write`):
   undo: generation latest+1 with generation N's observations, marked `metadata.studio`;
 - `clone_thread(path, source_thread_id, *, ...) -> dict`  Memory.cloneThread;
 - `delete_messages(path, ids) -> int`  Memory.deleteMessages; `clear_thread(path, thread_id) -> int`;
+  `delete_thread(path, thread_id) -> dict`  Memory.deleteThread (reminder thread, OM records, vectors);
+  `update_thread(path, thread_id, *, title, metadata) -> dict`  Memory.updateThread (metadata merged);
+  `update_working_memory(path, *, thread_id, scope, text) -> dict`  Memory.updateWorkingMemory;
 - `commit_observation(path, window, ObserverOutput(...))` a synchronous observation as Mastra's
   observe() writes it, of a window the engine read (`studio.engine.observe_window.observation_window`;
   resource scope: `resource_observation_window` / `commit_resource_observation`);
@@ -54,8 +57,9 @@ from studio.store.write.protocol import (
 from studio.store.write.reflection import STUDIO_METADATA_KEY, commit_reflection, revert_to_generation
 from studio.store.write.repair import repair_overtaken_writes
 from studio.store.write.session import DESTRUCTIVE_WRITES, WriteSession
-from studio.store.write.threads import clear_thread, clone_thread, delete_messages
+from studio.store.write.threads import clear_thread, clone_thread, delete_messages, delete_thread, update_thread
 from studio.store.write.undo import undo_write
+from studio.store.write.working_memory import update_working_memory
 
 __all__ = [
     "DEFAULT_QUIET_MS",
@@ -76,6 +80,7 @@ __all__ = [
     "commit_reflection",
     "commit_resource_observation",
     "delete_messages",
+    "delete_thread",
     "find_overtaking_writes",
     "repair_overtaken_writes",
     "revert_to_generation",
@@ -83,4 +88,6 @@ __all__ = [
     "studio_mark",
     "undo_write",
     "unrepaired",
+    "update_thread",
+    "update_working_memory",
 ]

@@ -347,3 +347,70 @@ def test_activation_on_sqld_equals_mastra_and_mastra_continues(sqld_corpus, serv
     assert {c[2] for c in changed if c[0] == OM} >= set(mastra["changedColumns"])
     report = _node(sqld_corpus, "continue.mjs", b, "long-run", "1")
     assert report["ok"] is True, report
+
+
+def test_delete_thread_on_sqld_equals_mastra_and_undo_puts_it_back(sqld_corpus, servers, tmp_path, monkeypatch,
+                                                                  capsys):
+    """Memory.deleteThread (with its LibSQLVector on the server) on support-1: the same rows go as in Mastra's
+    own call; undo restores the exact rows, rowids included."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = (_copy(sqld_corpus, "support", u) for u in servers)
+    before, exact_before = rows(a), dump(b)[1]
+    _node(sqld_corpus, "studio-memory-delete-thread-server.mjs", a, "support-1")
+    done = WriteSession().delete_thread(b, "support-1")
+    added_a, changed_a, removed_a = changes(before, rows(a))
+    added_b, changed_b, removed_b = changes(before, rows(b))
+    assert added_a == added_b == {} and changed_a == changed_b == {}
+    assert sorted(removed_a) == sorted(removed_b) and ("mastra_threads", "support-1") in removed_b
+    assert done["messages"] == sum(1 for t, _ in removed_b if t == "mastra_messages") > 0
+    assert done["om_records"] == sum(1 for t, _ in removed_b if t == "mastra_observational_memory") > 0
+    assert main(["undo", b, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump(b)[1] == exact_before
+
+
+def test_update_thread_on_sqld_equals_mastra(sqld_corpus, servers, tmp_path, monkeypatch, capsys):
+    """Memory.updateThread on a libSQL server: the same title and metadata (JSONB bytes included) as Mastra's own
+    call, updatedAt now; undo restores the exact row."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = (_copy(sqld_corpus, "support", u) for u in servers)
+    before, exact_before = rows(a), dump(b)[1]
+    args = {"title": "", "metadata": {"priority": 3, "nested": {"a": [1, "2"]}, "10": None}}
+    _node(sqld_corpus, "studio-update-thread.mjs", a, "support-meta", json.dumps(args))
+    WriteSession().update_thread(b, "support-meta", **args)
+    added_a, changed_a, removed_a = changes(before, rows(a))
+    added_b, changed_b, removed_b = changes(before, rows(b))
+    assert added_a == added_b == {} and not removed_a and not removed_b
+    assert set(changed_a) == set(changed_b) == {("mastra_threads", "support-meta", c)
+                                                for c in ("title", "metadata", "updatedAt")}
+    ta, tb = rows(a)["mastra_threads"]["support-meta"], rows(b)["mastra_threads"]["support-meta"]
+    assert (ta["title"], ta["metadata"]) == (tb["title"], tb["metadata"])
+    assert main(["undo", b, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump(b)[1] == exact_before
+
+
+@pytest.mark.parametrize(("scope", "thread_id"), [("resource", "support-1"), ("thread", "support-meta")])
+def test_working_memory_on_sqld_equals_mastra(sqld_corpus, servers, tmp_path, monkeypatch, capsys, scope, thread_id):
+    """Memory.updateWorkingMemory on a libSQL server in each scope: the same rows as Mastra's own call (times
+    aside); undo restores the exact rows."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = (_copy(sqld_corpus, "support", u) for u in servers)
+    before, exact_before = rows(a), dump(b)[1]
+    text = "# Notes\n- Zoë likes teal"
+    _node(sqld_corpus, "studio-working-memory.mjs", a, thread_id, scope, json.dumps(text))
+    WriteSession().update_working_memory(b, thread_id=thread_id, scope=scope, text=text)
+    after_a, after_b = rows(a), rows(b)
+    added_a, changed_a, removed_a = changes(before, after_a)
+    added_b, changed_b, removed_b = changes(before, after_b)
+    assert sorted(added_a) == sorted(added_b) and set(changed_a) == set(changed_b) and not removed_a and not removed_b
+    assert added_b or changed_b
+    def strip(rows: dict, table: str) -> dict:
+        return {k: {c: v for c, v in r.items() if c not in {"createdAt", "updatedAt"}}
+                for k, r in rows.get(table, {}).items()}
+
+    for table in ("mastra_resources", "mastra_threads"):
+        assert strip(after_a, table) == strip(after_b, table)
+    assert main(["undo", b, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump(b)[1] == exact_before

@@ -373,3 +373,79 @@ def test_an_overtaken_reflection_on_postgresql_is_caught_and_repaired(pg_corpus,
     assert unrepaired(find_overtaking_writes(history_reader(target, key)())) == []
     report = node_pg(pg_corpus, "continue.mjs", schema, "support-1", "1")
     assert report["ok"] is True and report["before"]["recordId"] == repaired["id"], report
+
+
+def test_delete_thread_on_postgresql_equals_mastra_and_undo_puts_it_back(pg_corpus, tmp_path, request,
+                                                                        monkeypatch, capsys):
+    """Memory.deleteThread on support-1 (thread-scope OM generations): the same rows go as in Mastra's own call;
+    undo brings every row back."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _schemas(request, "support")
+    copy_schema(pg_corpus, "support", a)
+    target = copy_schema(pg_corpus, "support", b)
+    before = dump_schema(pg_corpus.url, a)
+    node_pg(pg_corpus, "studio-memory-delete-thread-server.mjs", a, "support-1")
+    done = WriteSession().delete_thread(target, "support-1")
+    added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
+    added_b, changed_b, removed_b = changes(before, dump_schema(pg_corpus.url, b))
+    assert added_a == added_b == {} and changed_a == changed_b == {}
+    assert sorted(removed_a) == sorted(removed_b)
+    assert ("mastra_threads", "support-1") in removed_b
+    assert done["messages"] == sum(1 for t, _ in removed_b if t == "mastra_messages") > 0
+    assert done["om_records"] == sum(1 for t, _ in removed_b if t == "mastra_observational_memory") > 0
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump_schema(pg_corpus.url, b) == before
+
+
+def test_update_thread_on_postgresql_equals_mastra(pg_corpus, tmp_path, request, monkeypatch, capsys):
+    """Memory.updateThread (title and merged metadata): the same columns change as in Mastra's own call (the times
+    aside: both now), twins included; undo puts the row back."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _schemas(request, "support")
+    copy_schema(pg_corpus, "support", a)
+    target = copy_schema(pg_corpus, "support", b)
+    before = dump_schema(pg_corpus.url, a)
+    args = {"title": "Renamed", "metadata": {"priority": 3, "nested": {"a": [1, "2"]}, "10": None}}
+    node_pg(pg_corpus, "studio-update-thread.mjs", a, "support-meta", json.dumps(args))
+    WriteSession().update_thread(target, "support-meta", **args)
+    added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
+    after_b = dump_schema(pg_corpus.url, b)
+    added_b, changed_b, removed_b = changes(before, after_b)
+    assert added_a == added_b == {} and not removed_a and not removed_b
+    assert set(changed_a) == set(changed_b) == {("mastra_threads", "support-meta", c)
+                                                for c in ("title", "metadata", "updatedAt", "updatedAtZ")}
+    ta, tb = dump_schema(pg_corpus.url, a)["mastra_threads"]["support-meta"], after_b["mastra_threads"]["support-meta"]
+    assert (ta["title"], json.loads(ta["metadata"])) == (tb["title"], json.loads(tb["metadata"]))
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump_schema(pg_corpus.url, b) == before
+
+
+@pytest.mark.parametrize(("scope", "thread_id"), [("resource", "support-1"), ("thread", "support-meta")])
+def test_working_memory_on_postgresql_equals_mastra(pg_corpus, tmp_path, request, monkeypatch, capsys, scope,
+                                                    thread_id):
+    """Memory.updateWorkingMemory in each scope: the same rows as Mastra's own call (times aside, twins included);
+    undo puts the store back."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _schemas(request, "support")
+    copy_schema(pg_corpus, "support", a)
+    target = copy_schema(pg_corpus, "support", b)
+    before = dump_schema(pg_corpus.url, a)
+    text = "# Notes\n- Zoë likes teal"
+    node_pg(pg_corpus, "studio-working-memory.mjs", a, thread_id, scope, json.dumps(text))
+    WriteSession().update_working_memory(target, thread_id=thread_id, scope=scope, text=text)
+    added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
+    added_b, changed_b, removed_b = changes(before, dump_schema(pg_corpus.url, b))
+    assert sorted(added_a) == sorted(added_b) and set(changed_a) == set(changed_b) and not removed_a and not removed_b
+    assert added_b or changed_b
+    after_a, after_b = dump_schema(pg_corpus.url, a), dump_schema(pg_corpus.url, b)
+    times = {"createdAt", "updatedAt", "createdAtZ", "updatedAtZ"}
+    def strip(rows: dict, table: str) -> dict:
+        return {k: {c: v for c, v in r.items() if c not in times} for k, r in rows.get(table, {}).items()}
+
+    for table in ("mastra_resources", "mastra_threads"):
+        assert strip(after_a, table) == strip(after_b, table)
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert dump_schema(pg_corpus.url, b) == before

@@ -81,6 +81,9 @@ def test_session_backs_up_once_before_its_first_write(fixture_db):
         rec = store.om_current("thread:support-1")
     session.commit_reflection(path, lookup_key="thread:support-1", expected_record_id=rec.id, observations="* 🔴 x",
                               observation_tokens=count_observations("* 🔴 x"))
+    session.update_thread(path, "support-2", title="Renamed")
+    session.update_working_memory(path, thread_id="support-2", scope="resource", text="# notes")
+    session.delete_thread(path, "support-meta")
     assert len(made) == 1 and session.backups == {path.resolve(): backup}
     with open_store(backup) as store:
         assert store.get_thread(clone["thread"]["id"]) is None and store.message_count("support-3") == 18
@@ -91,7 +94,8 @@ def test_session_backs_up_once_before_its_first_write(fixture_db):
     WriteSession(backup=spy).clear_thread(path, "support-5")
     assert len(made) == 3
     assert set(DESTRUCTIVE_WRITES) == {"commit_reflection", "revert_to_generation", "clone_thread",
-                                       "delete_messages", "clear_thread"}
+                                       "delete_messages", "clear_thread", "delete_thread", "update_thread",
+                                       "update_working_memory"}
 
 
 def test_session_backup_dir_and_failed_backup_means_no_write(fixture_db, tmp_path):

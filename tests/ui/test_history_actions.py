@@ -154,3 +154,109 @@ def test_undo_on_a_local_file_says_why_it_is_greyed_out(studio, studio_ctx, fixt
     backup = actions.session.backup_for(path)
     assert backup is not None and str(backup) in actions.undo_action.toolTip()
     assert not actions.undo_action.isEnabled()
+
+
+def test_delete_thread_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
+    """Thread ▸ Delete Thread… on support-1 (thread-scope OM): the thread, its messages and OM generations go
+    (counts from the raw rows before the write), the backup holds them, the list no longer shows the thread."""
+    import sqlite3
+
+    path = fixture_db("support")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    n_messages = conn.execute("SELECT count(*) FROM mastra_messages WHERE thread_id = 'support-1'").fetchone()[0]
+    n_om = conn.execute("SELECT count(*) FROM mastra_observational_memory "
+                        "WHERE lookupKey = 'thread:support-1'").fetchone()[0]
+    conn.close()
+    window = studio(path, thread_id="support-1")
+    actions = window.history_actions
+    actions.update_actions()
+    assert actions.delete_thread_action.isEnabled()
+    dialog = actions.delete_thread()
+    assert f"{n_messages:,} messages" in dialog.text.text() and "every generation" in dialog.text.text()
+    with (qtbot.waitSignal(window.database_refreshed, timeout=15000),
+          qtbot.waitSignal(actions.written, timeout=15000) as written):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    assert written.args[0] == f"Deleted thread support-1 ({n_messages:,} messages, {n_om:,} OM records)."
+    assert not window.thread_model.has_thread("support-1")
+    [backup] = backups(path)
+    with open_store(path) as store:
+        assert store.get_thread("support-1") is None and store.om_history("thread:support-1") == []
+    with open_store(backup) as store:
+        assert store.message_count("support-1") == n_messages and len(store.om_history("thread:support-1")) == n_om
+
+
+def test_edit_thread_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
+    """Thread ▸ Edit Thread… (F2): invalid JSON cannot be saved; a removed key is said to stay (Mastra merges);
+    Save writes the new title and the changed keys merged into the stored metadata (the oracle's)."""
+    import json
+
+    from tests.oracle_facts import threads
+
+    stored = threads("support")["support-meta"]["metadata"]
+    assert isinstance(stored, dict) and stored   # the fixture's thread has metadata to edit
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-meta")
+    actions = window.history_actions
+    actions.update_actions()
+    assert actions.edit_thread_action.isEnabled() and actions.edit_thread_action.shortcut().toString() == "F2"
+    dialog = actions.edit_thread()
+    assert json.loads(dialog.metadata_edit.toPlainText()) == stored and not dialog.ok_button.isEnabled()
+    dialog.metadata_edit.setPlainText("{not json")
+    assert not dialog.ok_button.isEnabled() and "not valid JSON" in dialog.check.text()
+    first = next(iter(stored))
+    edited = {k: v for k, v in stored.items() if k != first}
+    edited["added"] = {"nested": [1, "two"]}
+    dialog.metadata_edit.setPlainText(json.dumps(edited))
+    dialog.title_edit.setText("Renamed <b>here</b>")
+    assert dialog.ok_button.isEnabled() and f"kept by Mastra's update (it merges keys): {first}" in dialog.check.text()
+    assert dialog.values() == {"title": "Renamed <b>here</b>", "metadata": {"added": {"nested": [1, "two"]}}}
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    with open_store(path) as store:
+        thread = store.get_thread("support-meta")
+    assert thread.title == "Renamed <b>here</b>" and thread.metadata == {**stored, "added": {"nested": [1, "two"]}}
+
+
+def test_edit_working_memory_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
+    """Working memory tab ▸ Edit… : the scope starts at the one the tab says applies (resource: Mastra's default,
+    nothing stored here), the diff shows the change, Save writes the resource row; a JSON (schema mode) text must
+    stay JSON."""
+    path = fixture_db("support")
+    window = studio(path, thread_id="support-1", tab="working-memory")
+    tab = window.thread_view.working_memory_tab
+    qtbot.waitUntil(lambda: tab.info is not None and tab.edit_button.isEnabled(), timeout=10000)
+    actions = window.history_actions
+    with qtbot.waitSignal(tab.edit_requested, timeout=2000):
+        tab.edit_button.click()
+    dialog = actions.dialog
+    assert dialog.scope == "resource" and dialog.editor.toPlainText() == "" and not dialog.ok_button.isEnabled()
+    dialog.editor.setPlainText("# Notes\n- likes teal")
+    assert "+# Notes" in dialog.diff_view.toPlainText() and dialog.ok_button.isEnabled()
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    with open_store(path) as store:
+        assert store.get_resource("user-alice").working_memory == "# Notes\n- likes teal"
+    qtbot.waitUntil(lambda: tab.info is not None and tab.info.resource_text == "# Notes\n- likes teal", timeout=10000)
+
+    dialog = actions.edit_working_memory()
+    dialog.scope_combo.setCurrentIndex(1)   # thread scope: nothing stored
+    dialog.editor.setPlainText('{"name": "Ann"}')
+    assert dialog.ok_button.isEnabled()
+    dialog.reject()
+
+
+def test_working_memory_dialog_keeps_schema_mode_json(qtbot):
+    from studio.app.thread_detail import WorkingMemoryInfo
+    from studio.ui.widgets.working_memory_dialog import WorkingMemoryDialog
+
+    info = WorkingMemoryInfo("t", "r", None, '{"name": "Ann", "tags": []}', True, "resource", "")
+    dialog = WorkingMemoryDialog(info, "edit", "backup")
+    qtbot.addWidget(dialog)
+    dialog.editor.setPlainText('{"name": "Ann", "tags": [}')
+    assert not dialog.ok_button.isEnabled() and "valid JSON" in dialog.check.text()
+    dialog.editor.setPlainText('{"name": "Bo", "tags": []}')
+    assert dialog.ok_button.isEnabled() and dialog.values() == {"scope": "resource",
+                                                                 "text": '{"name": "Bo", "tags": []}'}

@@ -27,7 +27,8 @@ __all__ = ["DESTRUCTIVE_WRITES", "WriteSession"]
 #: commit_reflection and revert_to_generation overwrite the thread's current task / suggested
 #: response and the previous generation's flags; clone_thread only adds rows, but it is the first
 #: write many users make, and issue #4 asks for the backup before it too. So: every write.
-DESTRUCTIVE_WRITES = ("commit_reflection", "revert_to_generation", "clone_thread", "delete_messages", "clear_thread")
+DESTRUCTIVE_WRITES = ("commit_reflection", "revert_to_generation", "clone_thread", "delete_messages", "clear_thread",
+                      "delete_thread", "update_thread", "update_working_memory")
 
 
 class WriteSession:
@@ -150,6 +151,41 @@ class WriteSession:
         self.before_destructive_write(path)
         with self.routed(path):
             return threads.clear_thread(path, thread_id, **kwargs)
+
+    def delete_thread(self, path: str | os.PathLike[str], thread_id: str, **kwargs: Any) -> dict:
+        """Back up PATH once, then `writes.delete_thread(path, thread_id, **kwargs)` (Memory.deleteThread).
+
+        A missing thread is refused (WriteRefused "not-found") before the backup of a file.
+        """
+        if not is_row_backup_target(path):
+            threads.check_thread_exists(path, thread_id)
+        self.before_destructive_write(path)
+        with self.routed(path):
+            return threads.delete_thread(path, thread_id, **kwargs)
+
+    def update_thread(self, path: str | os.PathLike[str], thread_id: str, **kwargs: Any) -> dict:
+        """Back up PATH once, then `writes.update_thread(path, thread_id, **kwargs)` (Memory.updateThread).
+
+        A missing thread is refused (WriteRefused "not-found") before the backup of a file.
+        """
+        if not is_row_backup_target(path):
+            threads.check_thread_exists(path, thread_id)
+        self.before_destructive_write(path)
+        with self.routed(path):
+            return threads.update_thread(path, thread_id, **kwargs)
+
+    def update_working_memory(self, path: str | os.PathLike[str], **kwargs: Any) -> dict:
+        """Back up PATH once, then `writes.update_working_memory(path, **kwargs)` (Memory.updateWorkingMemory).
+
+        A missing thread is refused (WriteRefused "not-found") before the backup of a file.
+        """
+        from studio.store.write.working_memory import update_working_memory
+
+        if not is_row_backup_target(path):
+            threads.check_thread_exists(path, kwargs.get("thread_id"))
+        self.before_destructive_write(path)
+        with self.routed(path):
+            return update_working_memory(path, **kwargs)
 
     def undo_write(self, path: str | os.PathLike[str], backup: str | os.PathLike[str] | None = None,
                    **kwargs: Any) -> dict:

@@ -10,6 +10,14 @@
   deleted and the `updatedAt` of every thread that lost a message is set to now. OM records are
   not touched (Mastra leaves `observedMessageIds` as they are).
 - `clear_thread` deletes all of a thread's messages the same way (the thread itself stays).
+- `delete_thread` mirrors `Memory.deleteThread`: the thread's owned reminder thread first, then the thread — each
+  one's messages and row (the store's deleteThread), its thread-scope OM records (`clearObservationalMemory`),
+  and its vectors in the store's own vector indexes (LibSQLVector's `memory_messages*` / `memory_observations*`
+  tables in the same file or server; on PostgreSQL the `memory_messages*` tables PostgresStore.deleteThread
+  clears). Mastra writes these in several steps; here they are one transaction.
+- `update_thread` mirrors `Memory.updateThread` over the store's updateThread: a new title (None keeps it; "" is a
+  title), metadata merged key by key into the stored object (`{...stored, ...patch}`: a key is replaced or added,
+  never removed), `updatedAt` now.
 """
 
 from __future__ import annotations
@@ -41,7 +49,8 @@ from studio.store.write.transaction import write_transaction
 from studio.store.write.tx import Jsonb, WriteTx
 from studio.store.write.xxhash import h32_to_string
 
-__all__ = ["DELETE_BATCH_SIZE", "clear_thread", "clone_thread", "delete_messages"]
+__all__ = ["DELETE_BATCH_SIZE", "check_thread_exists", "clear_thread", "clone_thread", "delete_messages",
+           "delete_thread", "reminder_thread_id", "update_thread"]
 
 #: Mastra deletes messages in batches of 100 ids (SQL parameter limits).
 DELETE_BATCH_SIZE = 100
@@ -331,3 +340,116 @@ def clear_thread(path: str | os.PathLike[str], thread_id: str, *, now_ms: int | 
     if deleted:
         remember_write(tx.location, stamp)  # the thread's updatedAt: the studio's, not the agent's
     return deleted
+
+
+#: The prefixes of the vector indexes Memory.deleteThreadVectors clears (messages, observations).
+VECTOR_INDEX_PREFIXES = ("memory_messages", "memory_observations")
+
+
+def reminder_thread_id(thread_id: str) -> str:
+    """The id of THREAD_ID's reminder thread (@mastra/memory's getRemindThreadId)."""
+    return f"subconscious:{thread_id}:remind"
+
+
+def _vector_tables(tx: WriteTx) -> list[str]:
+    """The store's own vector indexes a thread delete clears, in name order.
+
+    SQLite / libSQL: LibSQLVector.listIndexes (tables whose SQL holds F32_BLOB) with Memory's two prefixes.
+    PostgreSQL: the `memory_messages` / `memory_messages_*` tables of the schema (PostgresStore.deleteThread).
+    """
+    if tx.dialect == "postgresql":
+        names = [r[0] for r in tx.rows("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                                       "AND (tablename = 'memory_messages' OR tablename LIKE 'memory_messages_%')")]
+        return sorted(names)
+    names = [r[0] for r in tx.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%F32_BLOB%'")]
+    return sorted(n for n in names if n.startswith(VECTOR_INDEX_PREFIXES))
+
+
+def _delete_stored_thread(tx: WriteTx, thread_id: str, resource_id: str | None, vector_tables: list[str]) -> dict:
+    """Memory.deleteStoredThread of one thread; return {messages, threads, om_records, vectors} deleted."""
+    done = {"messages": tx.delete(MESSAGES, "thread_id = ?", [thread_id]),
+            "threads": tx.delete(THREADS, "id = ?", [thread_id]), "om_records": 0, "vectors": 0}
+    if resource_id and tx.schema.has_observational_memory:
+        done["om_records"] = tx.delete(OBSERVATIONAL_MEMORY, '"lookupKey" = ?', [f"thread:{thread_id}"])
+    for table in vector_tables:
+        where = ("metadata->>'thread_id' = ?" if tx.dialect == "postgresql"
+                 else "json_extract(metadata, '$.thread_id') = ?")
+        done["vectors"] += tx.delete(table, where, [thread_id])
+    return done
+
+
+def check_thread_exists(path: str | os.PathLike[str], thread_id: str) -> None:
+    """Refuse a write to THREAD_ID of PATH that cannot succeed, on a read-only open: before a backup, so none is
+    left behind. Raises WriteRefused("not-found") with delete_thread's sentence; StoreError as open_store raises."""
+    from studio.store import open_store
+
+    with open_store(path) as store, store.snapshot():
+        if isinstance(thread_id, str) and thread_id and store.get_thread(thread_id) is None:
+            raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
+
+
+def delete_thread(path: str | os.PathLike[str], thread_id: str, *, now_ms: int | None = None,
+                  busy_timeout_ms: int | None = None) -> dict:
+    """Delete THREAD_ID as Mastra's Memory.deleteThread does, in one transaction; return what went.
+
+    Returns {"thread_ids": [the reminder thread (when owned), THREAD_ID], "messages", "threads", "om_records",
+    "vectors": rows deleted}. The reminder thread `subconscious:<id>:remind` goes too when it is owned (same
+    resource, `metadata.subconsciousRemindParentThreadId` = THREAD_ID). OM records are cleared for thread
+    scope only (`lookupKey` thread:<id>; a resource's shared record stays, as in Mastra). Raises
+    WriteRefused ("invalid", "not-found": no such thread, "busy") and StoreError; nothing is written then.
+    """
+    if not isinstance(thread_id, str) or not thread_id:
+        raise WriteRefused("invalid", "thread_id must be a non-empty string")
+    stamp = now_ms_or_clock(now_ms)
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="delete-thread") as tx:
+        thread = read_thread(tx, thread_id, lock=True)
+        if thread is None:
+            raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
+        resource_id = thread.get("resourceId")
+        vector_tables = _vector_tables(tx)
+        total = {"thread_ids": [], "messages": 0, "threads": 0, "om_records": 0, "vectors": 0}
+        remind_id = reminder_thread_id(thread_id)
+        remind = read_thread(tx, remind_id, lock=True) if resource_id else None
+        owned = (remind is not None and remind.get("resourceId") == resource_id
+                 and (thread_metadata(remind) or {}).get("subconsciousRemindParentThreadId") == thread_id)
+        for tid, rid in ([(remind_id, remind.get("resourceId"))] if owned else []) + [(thread_id, resource_id)]:
+            for key, n in _delete_stored_thread(tx, tid, rid, vector_tables).items():
+                total[key] += n
+            total["thread_ids"].append(tid)
+    remember_write(tx.location, stamp)
+    return total
+
+
+def update_thread(path: str | os.PathLike[str], thread_id: str, *, title: str | None = None,
+                  metadata: dict | None = None, now_ms: int | None = None, busy_timeout_ms: int | None = None) -> dict:
+    """Update THREAD_ID's title and metadata as Mastra's Memory.updateThread does; return the thread as it is after.
+
+    TITLE: the new title (None keeps the stored one; "" is stored as ""). METADATA: keys to set, merged into
+    the stored metadata (`{...stored, ...metadata}`; None adds nothing); `updatedAt` is set to now either way.
+    Returns {"id", "resourceId", "title", "metadata", "updatedAt"}. Raises WriteRefused ("invalid": a title
+    that is not a string, metadata that is not an object, or a string `workingMemory` key — Mastra hands that
+    to its working memory, which depends on the agent's code; "not-found"; "busy") and StoreError.
+    """
+    if not isinstance(thread_id, str) or not thread_id:
+        raise WriteRefused("invalid", "thread_id must be a non-empty string")
+    if title is not None and not isinstance(title, str):
+        raise WriteRefused("invalid", "The title must be text.")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise WriteRefused("invalid", "The metadata must be a JSON object ({\"key\": value, …}).")
+    if isinstance((metadata or {}).get("workingMemory"), str):
+        raise WriteRefused("invalid", "A text metadata.workingMemory is written by Mastra into the working memory "
+                                      "(Memory.updateThread), which depends on the agent's configuration: edit the "
+                                      "working memory itself instead.")
+    stamp = now_ms_or_clock(now_ms)
+    with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="update-thread") as tx:
+        row = read_thread(tx, thread_id, lock=True)
+        if row is None:
+            raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
+        merged = {**thread_metadata(row), **(metadata or {})}
+        values: dict[str, Any] = {"metadata": Jsonb(stringify(merged)), "updatedAt": iso(stamp)}
+        if title is not None:
+            values["title"] = title
+        tx.update(THREADS, values, "id = ?", [thread_id])
+    remember_write(tx.location, stamp)   # the thread's updatedAt: the studio's, not the agent's
+    return {"id": thread_id, "resourceId": row.get("resourceId"),
+            "title": title if title is not None else row.get("title"), "metadata": merged, "updatedAt": iso(stamp)}

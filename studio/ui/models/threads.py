@@ -96,6 +96,7 @@ class ThreadTableModel(TableModel):
         self._resource: str | None = None
         self._text = ""                      # casefolded title/id filter ("" = none)
         self._ids: frozenset[str] | None = None   # ids passing the metadata filter (None = no such filter)
+        self._lineage_ids: frozenset[str] | None = None   # ids passing the clone filter (None = no such filter)
         self._sort_column = ThreadColumn.LAST_ACTIVITY
         self._sort_order = Qt.SortOrder.DescendingOrder
         self._status_state = "pending"   # "pending" | "done" | "failed"
@@ -162,6 +163,19 @@ class ThreadTableModel(TableModel):
             return
         self._ids = ids
         self._refilter()
+
+    def set_lineage_filter(self, ids) -> None:
+        """Show only the threads whose id is in IDS (clones only / sources only; None: no such filter)."""
+        ids = frozenset(ids) if ids is not None else None
+        if ids == self._lineage_ids:
+            return
+        self._lineage_ids = ids
+        self._refilter()
+
+    @property
+    def lineage_filter(self) -> frozenset[str] | None:
+        """Return the ids the clone filter keeps (None: no clone filter)."""
+        return self._lineage_ids
 
     @property
     def id_filter(self) -> frozenset[str] | None:
@@ -243,10 +257,10 @@ class ThreadTableModel(TableModel):
         return self._status_state == "done"
 
     def clear(self) -> None:
-        """Remove every row (another database: the metadata filter is dropped too)."""
+        """Remove every row (another database: the metadata and clone filters are dropped too)."""
         self.beginResetModel()
         self._all, self._by_id, self._loaded = [], {}, 0
-        self._ids = None
+        self._ids = self._lineage_ids = None
         self._set_visible([])
         self.endResetModel()
         self.cleared.emit()
@@ -420,12 +434,14 @@ class ThreadTableModel(TableModel):
             return False
         if self._ids is not None and t.id not in self._ids:
             return False
+        if self._lineage_ids is not None and t.id not in self._lineage_ids:
+            return False
         return not self._text or self._text in (t.title or "").casefold() or self._text in t.id.casefold()
 
     def _filtered_sorted(self) -> list[ThreadRow]:
         """Return the rows the filters keep, sorted (cheap enough for the GUI thread with 5,000 threads: the
         unfiltered list is copied, not tested row by row, and Last activity sorts on the attribute itself)."""
-        if self._resource is None and self._ids is None and not self._text:
+        if self._resource is None and self._ids is None and self._lineage_ids is None and not self._text:
             rows = list(self._all)
         else:
             rows = [r for r in self._all if self._matches(r)]

@@ -12,25 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
-    QFormLayout,
-    QLineEdit,
     QMessageBox,
-    QSpinBox,
-    QVBoxLayout,
 )
 
 from studio.app import text as fmt
 from studio.app import thread_writes
 from studio.app.failures import outcome_heading
 from studio.ui.context import WindowContext
-from studio.ui.widgets.common import plain_label
-
-MAX_MESSAGE_LIMIT = 10_000_000
+from studio.ui.widgets.confirm_write_dialog import ConfirmWriteDialog
 
 
 def _is_server(path) -> bool:
@@ -41,87 +33,6 @@ def _is_server(path) -> bool:
 
 
 # What the clone fields must show whole: a UUID-length thread id (36 characters) and a title of that length.
-_UUID_SAMPLE = "00000000-0000-0000-0000-000000000000"
-
-
-class ConfirmWriteDialog(QDialog):
-    """Ask before a write: what it does (plain text), where the backup goes; optional clone fields.
-
-    Accepting it (`accept()`, the action button) is the user's confirmation: it emits `confirmed`
-    and the dialog stays open, its button disabled, while the write runs. `finish()` closes it after
-    a successful write; `refuse(sentence)` shows why the write was refused (plain text) and keeps the
-    dialog open with what the user typed, so a taken clone id can be corrected and retried.
-    `values()` returns the fields as typed.
-    """
-
-    confirmed = Signal()
-
-    def __init__(self, title: str, text: str, backup_note: str, *, action: str, clone_of=None, parent=None):
-        super().__init__(parent)
-        self.setWindowTitle(title)
-        self.setWindowModality(Qt.WindowModality.WindowModal)
-        layout = QVBoxLayout(self)
-        self.text = plain_label(text, wrap=True)
-        layout.addWidget(self.text)
-        self.new_id = self.title_edit = self.limit = None
-        if clone_of is not None:
-            form = QFormLayout()
-            self.new_id = QLineEdit()
-            room = self.new_id.fontMetrics().horizontalAdvance(_UUID_SAMPLE + "00")   # + the frame's padding
-            self.new_id.setMinimumWidth(room)
-            self.new_id.setPlaceholderText("a new UUID")
-            self.title_edit = QLineEdit()
-            self.title_edit.setMinimumWidth(room)
-            self.title_edit.setPlaceholderText(f"Clone of {clone_of.title}" if clone_of.title else "(no title)")
-            self.limit = QSpinBox()
-            self.limit.setRange(0, MAX_MESSAGE_LIMIT)
-            self.limit.setSpecialValueText("all messages")
-            self.limit.setToolTip("Clone only the newest N messages (Mastra's messageLimit); 0 clones them all")
-            form.addRow("New thread id", self.new_id)
-            form.addRow("Title", self.title_edit)
-            form.addRow("Messages", self.limit)
-            layout.addLayout(form)
-        self.backup_note = plain_label(backup_note, "muted", wrap=True)
-        layout.addWidget(self.backup_note)
-        self.refusal = plain_label("", "loss", wrap=True)   # why the last try was refused (nothing was written)
-        self.refusal.hide()
-        layout.addWidget(self.refusal)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
-        self.ok_button = buttons.addButton(action, QDialogButtonBox.ButtonRole.AcceptRole)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
-        self.cancel_button = buttons.button(QDialogButtonBox.StandardButton.Cancel)
-        self.cancel_button.setDefault(True)   # Enter does not write
-        # Wide enough for the sentences and (in a clone) a UUID-length id beside its label; 72 average
-        # characters wrap the sentences into a few readable lines.
-        self.setMinimumWidth(min(self.fontMetrics().averageCharWidth() * 72, 760))
-
-    def accept(self) -> None:
-        """The user confirmed: emit `confirmed`, keep the dialog open (button disabled) while the write runs."""
-        self.refusal.hide()
-        self.ok_button.setEnabled(False)
-        self.confirmed.emit()
-
-    def finish(self) -> None:
-        """The write succeeded: close the dialog as accepted."""
-        super().accept()
-
-    def refuse(self, sentence: str) -> None:
-        """The write was refused (nothing written): show SENTENCE as plain text, keep the fields, allow a retry."""
-        self.refusal.setText(f"Nothing was written: {sentence}")
-        self.refusal.show()
-        self.ok_button.setEnabled(True)
-        if self.new_id is not None:
-            self.new_id.setFocus()
-            self.new_id.selectAll()
-
-    def values(self) -> dict:
-        """Return the clone options typed: {new_thread_id, title, message_limit} (None when left empty)."""
-        if self.new_id is None:
-            return {}
-        return {"new_thread_id": self.new_id.text().strip() or None, "title": self.title_edit.text() or None,
-                "message_limit": self.limit.value() or None}
 
 
 class HistoryActions(QObject):
@@ -147,12 +58,21 @@ class HistoryActions(QObject):
         self.clone_action = QAction("&Clone Thread…", window, triggered=self._on_clone_action_triggered)
         self.delete_action = QAction("&Delete Message…", window, triggered=self._on_delete_action_triggered)
         self.clear_action = QAction("Clear Thread's &Messages…", window, triggered=self._on_clear_action_triggered)
+        self.edit_thread_action = QAction("&Edit Thread…", window, shortcut=QKeySequence("F2"),
+                                          triggered=self._on_edit_thread_action_triggered)
+        self.working_memory_action = QAction("Edit &Working Memory…", window,
+                                             triggered=self._on_working_memory_action_triggered)
+        window.thread_view.working_memory_tab.edit_requested.connect(self._on_working_memory_action_triggered)
+        self.delete_thread_action = QAction("Delete &Thread…", window,
+                                            triggered=self._on_delete_thread_action_triggered)
         self.undo_action = QAction("&Undo Last Write…", window, triggered=self._on_undo_action_triggered)
         self.update_actions()
 
-    def write_actions(self) -> tuple[QAction, QAction, QAction]:
-        """Return the actions that write a thread's rows: Clone Thread…, Delete Message…, Clear Thread's Messages…."""
-        return self.clone_action, self.delete_action, self.clear_action
+    def write_actions(self) -> tuple[QAction, ...]:
+        """Return the actions that write a thread's rows: Edit Thread…, Edit Working Memory…, Clone Thread…, Delete
+        Message…, Clear Thread's Messages…, Delete Thread…."""
+        return self.edit_thread_action, self.working_memory_action, self.clone_action, self.delete_action, \
+            self.clear_action, self.delete_thread_action
 
     # -- state -----------------------------------------------------------------------------
 
@@ -172,6 +92,9 @@ class HistoryActions(QObject):
         ready = thread is not None and self._window.database_path is not None and not self.busy
         self.clone_action.setEnabled(ready)
         self.clear_action.setEnabled(ready)
+        self.delete_thread_action.setEnabled(ready and not self._window.thread_view.detail.orphan)
+        self.edit_thread_action.setEnabled(ready and not self._window.thread_view.detail.orphan)
+        self.working_memory_action.setEnabled(ready and not self._window.thread_view.detail.orphan)
         self.delete_action.setEnabled(ready and self._selected_message() is not None)
         path = self._window.database_path
         self.undo_action.setEnabled(path is not None and _is_server(path) and not self.busy)
@@ -249,6 +172,54 @@ class HistoryActions(QObject):
                                     parent=self._window)
         return self._ask(dialog, lambda: self._run_clear(path, thread.id))
 
+    def edit_thread(self) -> ConfirmWriteDialog | None:
+        """Open Edit Thread (title, metadata) on the thread shown; write as Memory.updateThread only when saved."""
+        from studio.ui.widgets.edit_thread_dialog import EditThreadDialog
+
+        thread, path = self._thread(), self._window.database_path
+        if thread is None or path is None:
+            return None
+        text = (f"Edit the thread “{thread.title or thread.id}” ({thread.id}) in {path} as Mastra's "
+                "Memory.updateThread does: a new title, metadata keys set or added (never removed), updatedAt now.")
+        dialog = EditThreadDialog(thread, text, self._backup_note(path), parent=self._window)
+        return self._ask(dialog, lambda: self._run_update_thread(path, thread.id, dialog.values()))
+
+    def edit_working_memory(self) -> ConfirmWriteDialog | None:
+        """Open Edit Working Memory on the thread shown; write as Memory.updateWorkingMemory only when saved."""
+        from studio.ui.widgets.working_memory_dialog import WorkingMemoryDialog
+
+        thread, path = self._thread(), self._window.database_path
+        info = self._window.thread_view.working_memory_tab.info
+        if thread is None or path is None:
+            return None
+        if info is None or info.thread_id != thread.id:
+            self._window.statusBar().showMessage("The working memory is still being read; try again in a moment.",
+                                                 5000)
+            return None
+        text = (f"Edit the working memory of “{thread.title or thread.id}” ({thread.id}) in {path} as Mastra's "
+                "Memory.updateWorkingMemory does. Which one the agent reads is its workingMemory.scope (code, not "
+                "data): choose it below.")
+        dialog = WorkingMemoryDialog(info, text, self._backup_note(path), parent=self._window)
+        return self._ask(dialog, lambda: self._run_working_memory(path, thread.id, dialog.values()))
+
+    def delete_thread(self) -> ConfirmWriteDialog | None:
+        """Ask to delete the thread shown as Mastra's Memory.deleteThread does; write only when accepted."""
+        thread, path = self._thread(), self._window.database_path
+        if thread is None or path is None:
+            return None
+        detail = self._window.thread_view.detail
+        n = detail.message_count if detail is not None else 0
+        record = detail.record if detail is not None else None
+        om = ("its Observational Memory record (every generation)" if record is not None and record.scope == "thread"
+              else "no OM record (a resource's shared record stays)" if record is not None else "no OM record")
+        text = (f"Delete the thread “{thread.title or thread.id}” ({thread.id}) from {path}: the thread, its "
+                f"{n:,} message{'s' if n != 1 else ''}, {om}, its vectors in this store's vector indexes and its "
+                "reminder thread if it owns one — as Mastra's Memory.deleteThread does. "
+                "This cannot be undone except from the backup.")
+        dialog = ConfirmWriteDialog("Delete Thread", text, self._backup_note(path), action="Delete Thread",
+                                    parent=self._window)
+        return self._ask(dialog, lambda: self._run_delete_thread(path, thread.id))
+
     def undo_last_write(self) -> ConfirmWriteDialog | None:
         """Ask to restore the rows of the last studio write to the open server store; undo only when accepted."""
         from studio.errors import StudioError
@@ -291,6 +262,31 @@ class HistoryActions(QObject):
         session = self.session
         self._submit(lambda: thread_writes.clear_thread(path, thread_id, session=session),
                      lambda w: self._on_written(path, f"Deleted {w.result:,} message{'s' if w.result != 1 else ''} of "
+                                                      f"{thread_id}."))
+
+    def _run_delete_thread(self, path: str, thread_id: str) -> None:
+        session = self.session
+
+        def said(w) -> str:
+            r = w.result
+            extra = [f"{r['om_records']:,} OM record{'s' if r['om_records'] != 1 else ''}"] if r["om_records"] else []
+            extra += [f"{r['vectors']:,} vector{'s' if r['vectors'] != 1 else ''}"] if r["vectors"] else []
+            extra += ["its reminder thread"] if len(r["thread_ids"]) > 1 else []
+            return (f"Deleted thread {thread_id} ({r['messages']:,} message{'s' if r['messages'] != 1 else ''}"
+                    + "".join(f", {e}" for e in extra) + ").")
+
+        self._submit(lambda: thread_writes.delete_thread(path, thread_id, session=session),
+                     lambda w: self._on_written(path, said(w)))
+
+    def _run_update_thread(self, path: str, thread_id: str, values: dict) -> None:
+        session = self.session
+        self._submit(lambda: thread_writes.update_thread(path, thread_id, session=session, **values),
+                     lambda w: self._on_written(path, f"Updated thread {thread_id}."))
+
+    def _run_working_memory(self, path: str, thread_id: str, values: dict) -> None:
+        session = self.session
+        self._submit(lambda: thread_writes.update_working_memory(path, thread_id, session=session, **values),
+                     lambda w: self._on_written(path, f"Wrote the {values['scope']}-scope working memory of "
                                                       f"{thread_id}."))
 
     def _run_undo(self, path: str, backup) -> None:
@@ -344,6 +340,15 @@ class HistoryActions(QObject):
 
     def _on_clear_action_triggered(self, _checked: bool = False) -> None:
         self.clear_thread()
+
+    def _on_edit_thread_action_triggered(self, _checked: bool = False) -> None:
+        self.edit_thread()
+
+    def _on_working_memory_action_triggered(self, _checked: bool = False) -> None:
+        self.edit_working_memory()
+
+    def _on_delete_thread_action_triggered(self, _checked: bool = False) -> None:
+        self.delete_thread()
 
     def _on_undo_action_triggered(self, _checked: bool = False) -> None:
         self.undo_last_write()

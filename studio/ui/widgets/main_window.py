@@ -38,6 +38,7 @@ from studio.ui.tasks import OpenedStore
 from studio.ui.watcher import DatabaseWatcher
 from studio.ui.widgets.common import ElidedLabel, OneLineProgressBar, plain_label, set_role, table_view
 from studio.ui.widgets.connect_dialog import ConnectController
+from studio.ui.widgets.export_actions import ExportActions
 from studio.ui.widgets.file_banner import FileGoneBanner
 from studio.ui.widgets.health import HealthController
 from studio.ui.widgets.history_actions import HistoryActions
@@ -97,9 +98,11 @@ class MainWindow(QMainWindow):
         self.history_actions = HistoryActions(ctx, self)   # Thread ▸ Clone / Delete (confirmed writes)
         self.health = HealthController(ctx, self)   # badges, Health tab navigation, View ▸ Health… (Ctrl+Shift+H)
         self.connect_controller = ConnectController(ctx, self)   # File ▸ Connect… (Ctrl+L): server URLs, keyring
+        self.exports = ExportActions(ctx, self)   # Thread ▸ Export Thread… (Ctrl+Shift+S), Help ▸ About
         self._build_menus()
         self.loader.listed.connect(self._on_loader_listed)
         self.loader.detail_loaded.connect(self.dialogs.follow_detail)
+        self.loader.detail_loaded.connect(self.exports.follow_detail)
         self.loader.statuses_finished.connect(self.statuses_finished)
 
         self.watcher = DatabaseWatcher(self)
@@ -131,6 +134,7 @@ class MainWindow(QMainWindow):
 
         self.thread_view = ThreadView(self.context.runner, settings=self.context.settings,
                                       write_session=self.context.session, interaction=self.context.interaction)
+        self.thread_view.lineage_bar.thread_activated.connect(self.select_thread)
 
         left = QWidget()
         ll = QVBoxLayout(left)
@@ -186,6 +190,10 @@ class MainWindow(QMainWindow):
         self.find_action = QAction("&Filter Threads…", self, shortcut=QKeySequence.StandardKey.Find,
                                    triggered=self._on_find_action_triggered)
         view_menu.addAction(self.find_action)
+        self.search_action = QAction("&Search All Threads…", self, shortcut=QKeySequence("Ctrl+Shift+F"),
+                                     triggered=self.show_search)
+        view_menu.addAction(self.search_action)
+        self.search_window = None
         view_menu.addAction(self.dialogs.overview_action)
         view_menu.addSeparator()
         self.tab_actions: dict[str, QAction] = {}
@@ -204,6 +212,8 @@ class MainWindow(QMainWindow):
             thread_menu.addAction(action)
         thread_menu.addSeparator()
         thread_menu.addAction(self.history_actions.undo_action)
+        thread_menu.addSeparator()
+        thread_menu.addAction(self.exports.export_action)
         thread_menu.setToolTipsVisible(True)   # a greyed-out Undo Last Write says why
         thread_menu.aboutToShow.connect(self.history_actions.update_actions)
 
@@ -211,6 +221,7 @@ class MainWindow(QMainWindow):
         self.shortcuts_action = QAction("&Keyboard Shortcuts", self, shortcut=QKeySequence.StandardKey.HelpContents,
                                         triggered=self._on_shortcuts_action_triggered)
         help_menu.addAction(self.shortcuts_action)
+        help_menu.addAction(self.exports.about_action)
         self.shortcuts_dialog: ShortcutsDialog | None = None
         self._rebuild_recent_menu()
 
@@ -264,6 +275,28 @@ class MainWindow(QMainWindow):
             self.loader.load(refresh=True)
         elif self._failed_path:
             self.open_database(self._failed_path)
+
+    def show_search(self, _checked: bool = False):
+        """View ▸ Search All Threads…: the search window over this store (one per window, kept between uses)."""
+        from studio.ui.widgets.search_window import SearchWindow
+
+        if self.search_window is None:
+            self.search_window = SearchWindow(self.context.runner, self)
+            self.search_window.message_activated.connect(self.show_message)
+        self.search_window.show()
+        self.search_window.raise_()
+        self.search_window.activateWindow()
+        self.search_window.query_edit.setFocus()
+        return self.search_window
+
+    def show_message(self, thread_id: str, message_id: str) -> bool:
+        """Select THREAD_ID and show MESSAGE_ID in its Messages tab; False when the thread is not listed."""
+        if not self.select_thread(thread_id):
+            self.statusBar().showMessage(f"Thread {thread_id} is no longer in the list.", 5000)
+            return False
+        self.thread_view.set_tab("messages")
+        self.thread_view.messages_tab.show_in_context(message_id)
+        return True
 
     def select_thread(self, thread_id: str) -> bool:
         """Select THREAD_ID in the thread list (switching to "All resources" if needed); False if absent."""
@@ -525,6 +558,9 @@ class MainWindow(QMainWindow):
         actions += [(self.dialogs.activate_action, "Activate the thread's buffered observation chunks now")]
         actions += [(self.dialogs.overview_action, "Show every thread by its two OM ratios")]
         actions += [(self.health.action, "Show every finding of the memory doctor")]
+        actions += [(self.exports.export_action, "Export the thread as JSON or a Markdown transcript")]
+        actions += [(self.history_actions.edit_thread_action, "Edit the thread's title and metadata")]
+        actions += [(self.search_action, "Search every thread's messages for text and metadata")]
         return shortcut_rows(actions, self.shortcuts_action)
 
     def _on_recent_menu_about_to_show(self) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QHeaderView, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLineEdit, QVBoxLayout, QWidget
 
 from studio.app import text as fmt
+from studio.app.lineage import clone_roles
 from studio.app.listing import load_metadata_thread_ids
 from studio.common.metadata_filter import ValidationError, parse_key_values
 from studio.ui.delegates import BAR_PADDING, BarDelegate
@@ -33,6 +34,8 @@ FILTER_PLACEHOLDER = "Filter by title or id (Ctrl+F)"
 METADATA_PLACEHOLDER = "Metadata: key=value, … (e.g. category=billing)"
 #: Milliseconds the metadata filter waits after the last keystroke.
 METADATA_DELAY_MS = 350
+#: The clone filter's choices: (text, the roles of `studio.app.lineage.clone_roles` it keeps; None: all).
+LINEAGE_CHOICES = (("All threads", None), ("Clones only", ("clone", "both")), ("Sources only", ("source", "both")))
 
 
 class ThreadListPane(QWidget):
@@ -66,6 +69,15 @@ class ThreadListPane(QWidget):
         self._metadata_timer.setSingleShot(True)
         self._metadata_timer.setInterval(METADATA_DELAY_MS)
         self._metadata_timer.timeout.connect(self.apply_metadata_filter)
+        self.lineage_combo = QComboBox()
+        for text, role in LINEAGE_CHOICES:
+            self.lineage_combo.addItem(text, role)
+        self.lineage_combo.setToolTip("Show every thread, only clones (Mastra's cloneThread wrote metadata.clone), "
+                                      "or only the threads that clones were made from")
+        self.lineage_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.lineage_combo.currentIndexChanged.connect(self._apply_lineage_filter)
+        self.lineage_combo.hide()   # shown when the store holds a clone
+        self._roles: dict[str, str] = {}
         model.rows_replaced.connect(self._on_model_rows_replaced)
         model.cleared.connect(self._on_model_cleared)
 
@@ -110,7 +122,11 @@ class ThreadListPane(QWidget):
         layout.setSpacing(4)
         layout.addWidget(self.heading)
         layout.addWidget(self.filter_edit)
-        layout.addWidget(self.metadata_edit)
+        filters = QHBoxLayout()
+        filters.setContentsMargins(0, 0, 0, 0)
+        filters.addWidget(self.metadata_edit, 1)
+        filters.addWidget(self.lineage_combo)
+        layout.addLayout(filters)
         layout.addWidget(self.metadata_error)
         layout.addWidget(self.view, 1)
 
@@ -192,7 +208,8 @@ class ThreadListPane(QWidget):
         n = self.model.total_rows
         where = f" of {resource}" if resource is not None else ""
         matching = " matching the metadata" if self.model.id_filter is not None else ""
-        self.heading.setText(f"Threads{where}{matching} ({n:,})")
+        kind = {1: "Clones", 2: "Clone sources"}.get(self.lineage_combo.currentIndex(), "Threads")
+        self.heading.setText(f"{kind}{where}{matching} ({n:,})")
         self.heading.setToolTip(fmt.plain_tooltip(self.heading.text()))
 
     def focus_filter(self) -> None:
@@ -245,8 +262,26 @@ class ThreadListPane(QWidget):
     def _on_model_rows_replaced(self) -> None:
         if self._metadata is not None:
             self._query_metadata()   # a new listing: threads may have come, gone or changed metadata
+        self._roles = clone_roles([r.thread for r in self.model.all_threads()])
+        self.lineage_combo.setVisible(bool(self._roles) or self.lineage_combo.currentIndex() > 0)
+        self._apply_lineage_filter()
+
+    def _apply_lineage_filter(self, *_args) -> None:
+        """Keep the clones, the sources or every thread, as the clone filter says (the listing's metadata)."""
+        wanted = self.lineage_combo.currentData()
+        ids = None if wanted is None else {tid for tid, role in self._roles.items() if role in wanted}
+        before = self.model.lineage_filter
+        self.model.set_lineage_filter(ids)
+        if self.model.lineage_filter != before:
+            self.update_heading()
+            self.filter_changed.emit(self.filter_edit.text())
 
     def _on_model_cleared(self) -> None:
+        self._roles = {}
+        self.lineage_combo.blockSignals(True)
+        self.lineage_combo.setCurrentIndex(0)
+        self.lineage_combo.blockSignals(False)
+        self.lineage_combo.hide()
         self._metadata_timer.stop()
         self._metadata = None
         self.metadata_edit.blockSignals(True)

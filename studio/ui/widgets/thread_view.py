@@ -16,6 +16,7 @@ from studio.ui.widgets.context_view import TurnContextView
 from studio.ui.widgets.file_banner import DamageBanner
 from studio.ui.widgets.health_views import HealthTab
 from studio.ui.widgets.history_tab import HistoryTab
+from studio.ui.widgets.lineage_bar import LineageBar
 from studio.ui.widgets.messages_tab import MessagesTab
 from studio.ui.widgets.om_tab import ObservationalMemoryTab
 from studio.ui.widgets.participants import ParticipantsTab
@@ -55,6 +56,7 @@ class ThreadView(QWidget):
         self._detail: ThreadDetail | None = None
         self.title = ElidedLabel("", "heading")
         self.subtitle = ElidedLabel("", "muted")
+        self.lineage_bar = LineageBar(runner)
         self.om_tab = ObservationalMemoryTab()
         self.history_tab = HistoryTab(runner, settings=settings, write_session=write_session, interaction=interaction)
         self.messages_tab = MessagesTab(runner)
@@ -89,6 +91,7 @@ class ThreadView(QWidget):
         header.setContentsMargins(12, 0, 12, 6)
         header.addWidget(self.title)
         header.addWidget(self.subtitle)
+        header.addWidget(self.lineage_bar)
         pl.addLayout(header)
         pl.addWidget(self.tabs, 1)
 
@@ -170,6 +173,7 @@ class ThreadView(QWidget):
         self.messages_tab.set_thread(None)
         self.participants_tab.set_thread(None)
         self.working_memory_tab.set_thread(None)
+        self.lineage_bar.set_thread(None)
         self.timeline_tab.clear()
         self.trace_panel.set_thread(None)
         self.context_view.set_thread(None)
@@ -181,6 +185,8 @@ class ThreadView(QWidget):
         if self._detail is None or self._detail.thread.id != thread.id:
             self._set_title(thread)
             self.subtitle.setText(f"thread {thread.id} · resource {thread.resource_id}\nLoading…")
+        if self.lineage_bar.thread_id != thread.id:
+            self.lineage_bar.set_thread(thread.id)
         self.messages_tab.set_thread(thread.id)
         self.participants_tab.set_thread(thread.id)
         self.working_memory_tab.set_thread(thread.id)
@@ -194,6 +200,7 @@ class ThreadView(QWidget):
         if self._detail is not None and self._detail.thread.id == detail.thread.id:  # a refresh
             self.participants_tab.refresh()
             self.working_memory_tab.refresh()
+            self.lineage_bar.refresh()
         self._detail = detail
         if detail.damage:   # the status read met the damage (the load itself succeeded: the runner saw no error)
             self.damage_banner.show_damage(detail.damage)

@@ -7,8 +7,8 @@ from what is stored. Both texts are markdown shown as plain text (stored data is
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QPlainTextEdit, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from studio.app import text as fmt
 from studio.app.thread_detail import WorkingMemoryInfo, load_working_memory
@@ -19,7 +19,12 @@ APPLIES = "applies"
 
 
 class WorkingMemoryTab(QWidget):
-    """Show a thread's and its resource's working memory and which one Mastra's agent reads."""
+    """Show a thread's and its resource's working memory and which one Mastra's agent reads.
+
+    `edit_requested` asks the window to open Edit Working Memory (the Edit… button).
+    """
+
+    edit_requested = Signal()
 
     def __init__(self, runner: TaskRunner, parent=None):
         super().__init__(parent)
@@ -45,7 +50,15 @@ class WorkingMemoryTab(QWidget):
             split.addWidget(box)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 10, 10, 10)
-        layout.addWidget(self.explanation)
+        self.edit_button = QPushButton("Edit…")
+        self.edit_button.setToolTip("Edit the thread's or the resource's working memory (Thread ▸ Edit Working "
+                                    "Memory…), written as Mastra's Memory.updateWorkingMemory writes it")
+        self.edit_button.clicked.connect(self.edit_requested)
+        self.edit_button.setEnabled(False)
+        top = QHBoxLayout()
+        top.addWidget(self.explanation, 1)
+        top.addWidget(self.edit_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(top)
         layout.addWidget(split, 1)
 
     def set_thread(self, thread_id: str | None) -> None:
@@ -75,6 +88,7 @@ class WorkingMemoryTab(QWidget):
 
     def _show(self, info: WorkingMemoryInfo | None) -> None:
         self.info = info
+        self.edit_button.setEnabled(info is not None)
         if info is None:
             self.explanation.setText("")
             for text in (self.thread_text, self.resource_text):
