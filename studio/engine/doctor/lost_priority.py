@@ -33,8 +33,23 @@ LOST_SIMILARITY = 0.6
 _FOLD = re.compile(r"(?:[^\w.]|\.(?!\w)|(?<!\w)\.)+", re.UNICODE)
 
 
+# ASCII characters that are not word characters (\w) and not a dot: each folds to a space.
+_ASCII_FOLD = str.maketrans({c: " " for c in map(chr, range(128)) if not re.match(r"[\w.]", c)})
+# A dot not between two word characters (after _ASCII_FOLD, whose spaces are not word characters either).
+_LONE_DOT = re.compile(r"\.(?!\w)|(?<!\w)\.")
+
+
 def normalise(text: str) -> str:
-    """Return TEXT lower-cased with punctuation runs folded to single spaces."""
+    """Return TEXT lower-cased with punctuation runs folded to single spaces.
+
+    ASCII text (nearly every observation) takes a faster road to the same string: each folded
+    character becomes a space, then runs of spaces collapse (`_FOLD`'s runs end up as one space).
+    """
+    if text.isascii():
+        low = text.lower().translate(_ASCII_FOLD)
+        if "." in low:
+            low = _LONE_DOT.sub(" ", low)
+        return " ".join(low.split())
     return _FOLD.sub(" ", text.lower()).strip()
 
 
@@ -72,7 +87,7 @@ def observation_lines(log: str | None) -> list[_Line]:
 
 
 def _weight(words: frozenset[str], weights: dict[str, float]) -> float:
-    return sum(weights.get(w, 1.0) for w in words)
+    return math.fsum(weights.get(w, 1.0) for w in words)   # fsum: the same total in any set order
 
 
 def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights: dict[str, float]) -> float:
@@ -80,7 +95,7 @@ def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights
     shared = wa & wb
     if not shared or ta <= 0 or tb <= 0:
         return 0.0
-    return min(1.0, sum(weights.get(w, 1.0) for w in shared) / min(ta, tb))
+    return min(1.0, math.fsum(weights.get(w, 1.0) for w in shared) / min(ta, tb))
 
 
 def similarity(a: str, b: str, weights: dict[str, float] | None = None) -> float:
@@ -115,9 +130,13 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     """Return the 🔴 observations lost across GENERATIONS (one lookup key's rows, any order).
 
     A row is compared with every row of a higher generationCount (rows sharing a count are not
-    compared with each other). Cost: 🔴 lines × later lines set intersections.
+    compared with each other). Cost: 🔴 lines × later lines set intersections, paid only when some
+    earlier 🔴 line is not found word for word in a later generation (`_all_kept`): a chain of
+    generations that carry their 🔴 lines forward costs one parse of each log.
     """
     ordered = sorted(generations, key=lambda r: (r.generation_count, r.created_at or "", r.id))
+    if _all_kept(ordered):
+        return []
     groups: dict[int, list] = {}
     df: Counter[str] = Counter()
     for rec in ordered:
@@ -141,6 +160,27 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
         exact |= {norm for _, _, norm, _, _ in mine}
     out.sort(key=lambda lost: (lost.generation, lost.line_number))
     return out
+
+
+def _all_kept(ordered: list[OMRecord]) -> bool:
+    """Return True when no 🔴 line of ORDERED (ascending generationCount) can be lost: each one's text
+    is the text of a line of a higher generation (then their normalised texts are equal too, and
+    `find_lost_high_priority` skips it), or no row below the current generation has a 🔴 line.
+    """
+    top = ordered[-1].generation_count if ordered else 0
+    older = [r for r in ordered if r.generation_count != top and "🔴" in (r.active_observations or "")]
+    if not older:
+        return True
+    later_texts: dict[int, set[str]] = {}   # generationCount -> texts of the lines of that count
+    for rec in ordered:
+        if rec.generation_count > older[0].generation_count:
+            later_texts.setdefault(rec.generation_count, set()).update(
+                ln.text for ln in observation_lines(rec.active_observations))
+    for rec in older:
+        kept = set().union(*(t for count, t in later_texts.items() if count > rec.generation_count))
+        if any(ln.high and ln.text not in kept for ln in observation_lines(rec.active_observations)):
+            return False
+    return True
 
 
 def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weights: dict[str, float],
