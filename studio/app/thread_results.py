@@ -93,6 +93,7 @@ def _feed_row(digest, row: dict) -> None:
 
 def _feed(digest, values: Iterable) -> None:
     """Add VALUES to DIGEST, each as its kind, its length and its bytes (text encoded, not escaped: fast)."""
+    parts = []
     for value in values:
         if isinstance(value, str):
             data, kind = value.encode("utf-8", "surrogatepass"), b"s"
@@ -100,8 +101,8 @@ def _feed(digest, values: Iterable) -> None:
             data, kind = bytes(value), b"b"
         else:
             data, kind = repr(value).encode("utf-8", "surrogatepass"), b"r"
-        digest.update(kind + len(data).to_bytes(8, "little"))
-        digest.update(data)
+        parts += (kind, len(data).to_bytes(8, "little"), data)
+    digest.update(b"".join(parts))
 
 
 def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
@@ -112,8 +113,13 @@ def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
 
 
 def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
-                   histories: dict[str, list[OMRecord]], rows: list[dict]) -> dict[str, str | None]:
-    """Return `thread_digests` of CHUNK (existing threads) from rows already read (`_chunk_rows`)."""
+                   histories: dict[str, list[OMRecord]], rows: list[dict],
+                   owners: dict[str, str | None] | None = None) -> dict[str, str | None]:
+    """Return `thread_digests` of CHUNK (existing threads) from rows already read (`_chunk_rows`).
+
+    OWNERS: message id -> its thread (None: no such message), ids already resolved; the ids
+    resolved here are added to it (the doctor's `DoctorPlan.message_threads` is such a map).
+    """
     from studio.engine.doctor.runner import referenced_ids
 
     hashes = {t: hashlib.blake2b(digest_size=20) for t in chunk}
@@ -125,6 +131,7 @@ def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread
             own[tid].add(row.get("id"))
     out: dict[str, str | None] = {}
     outside: dict[str, list[str]] = {}
+    inside: dict[str, set[str]] = {}
     for tid in chunk:
         thread = by_id[tid]
         digest = hashes[tid]
@@ -136,9 +143,15 @@ def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread
             continue
         for rec in histories.get(f"thread:{tid}", []):
             _feed(digest, (x for kv in sorted(rec.columns.items(), key=lambda kv: kv[0]) for x in kv))
-        outside[tid] = sorted(referenced_ids(current) - own[tid]) if current is not None else []
-    wanted = sorted({m for ids in outside.values() for m in ids})
-    owners = store.message_threads(wanted, chunk=ID_CHUNK) if wanted else {}
+        named = referenced_ids(current) if current is not None else set()
+        outside[tid] = sorted(named - own[tid])
+        inside[tid] = named & own[tid]
+    owners = {} if owners is None else owners
+    for tid, ids in inside.items():   # a message id is the primary key: its thread is the row's
+        owners.update(dict.fromkeys(ids, tid))
+    wanted = sorted({m for ids in outside.values() for m in ids} - owners.keys())
+    found = store.message_threads(wanted, chunk=ID_CHUNK) if wanted else {}
+    owners.update({m: found.get(m) for m in wanted})
     for tid, ids in outside.items():
         _feed(hashes[tid], (x for m in ids for x in (m, owners.get(m))))
         out[tid] = hashes[tid].hexdigest()
@@ -201,7 +214,7 @@ def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads
         histories, rows = _chunk_rows(store, chunk, by_id)   # one read for the digests and the checks
         known = digests or {}
         mine = {t: known[t] for t in chunk if t in known} if all(t in known for t in chunk) \
-            else _chunk_digests(store, chunk, by_id, histories, rows)
+            else _chunk_digests(store, chunk, by_id, histories, rows, plan.message_threads)
         for tid in chunk:
             results[tid].digest = mine.get(tid)
         findings, _counts = run_batch(store, plan, index, store_wide=False, histories=histories,
