@@ -4,7 +4,7 @@ forms) gives, for valid and invalid fields alike."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -20,7 +20,7 @@ CASES = ["2026-11-29T20:40:53.819Z", "1970-01-01T00:00:00.000Z", "1969-12-31T23:
 
 def _general(text: str) -> int | None:
     try:
-        return round(datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc).timestamp() * 1000)
+        return round(datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).timestamp() * 1000)
     except ValueError:
         return None
 
