@@ -71,3 +71,21 @@ ICONS = RESOURCES / "icons"
 #: PARENT_PID LOCK_WAIT_S` (studio.store.write.file_backup) and `CHILD_FLAG helper` (studio.app.helper_process).
 #: Here, in the leaf module, so the store need not import the CLI.
 CHILD_FLAG = "--studio-child"
+
+
+def user_cache_dir() -> Path:
+    """Return the studio's folder for caches it can rebuild (never the user's data): `memory-studio` under
+    `$MEMORY_STUDIO_CACHE_DIR` when set (tests), else the platform's user cache folder (`$XDG_CACHE_HOME`
+    or ~/.cache on Linux, ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows). Not created here."""
+    import os
+
+    override = os.environ.get("MEMORY_STUDIO_CACHE_DIR")
+    if override:
+        return Path(override)
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "memory-studio"

@@ -78,6 +78,10 @@ def iso_to_ms(value: Any) -> int | None:
     """
     if value is None:
         return None
+    if type(value) is str and len(value) == 24:   # exactly str: the shape toISOString writes
+        fast = _js_iso_ms(value)
+        if fast is not None:
+            return fast
     try:
         if isinstance(value, (int, float)):
             return int(value) if abs(value) <= MAX_JS_DATE_MS else None
@@ -99,6 +103,33 @@ def iso_to_ms(value: Any) -> int | None:
 
 #: JavaScript Dates span ±8.64e15 ms around the epoch.
 MAX_JS_DATE_MS = 8_640_000_000_000_000
+#: Epoch ms of midnight UTC of each `YYYY-MM-DD` met (None: not a date), for `_js_iso_ms`.
+_DAY_MS: dict[str, int | None] = {}
+
+
+def _js_iso_ms(text: str) -> int | None:
+    """Return epoch ms of TEXT when it is exactly `YYYY-MM-DDTHH:MM:SS.mmmZ` with valid fields, else None.
+
+    The shape Mastra writes (`Date.toISOString()`), converted without datetime: the date part once
+    per day (through `iso_to_ms`'s own road), the time by arithmetic. Anything else returns None and
+    takes `iso_to_ms`'s general road, so the result is always the general road's.
+    """
+    if (text[10] != "T" or text[23] != "Z" or text[13] != ":" or text[16] != ":" or text[19] != "."
+            or not (text[11:13] + text[14:16] + text[17:19] + text[20:23]).isdigit()
+            or not text[11:23].isascii()):
+        return None
+    hours, minutes, seconds = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    if hours > 23 or minutes > 59 or seconds > 59:
+        return None
+    day = text[:10]
+    if day not in _DAY_MS:
+        if len(_DAY_MS) > 100_000:
+            _DAY_MS.clear()
+        _DAY_MS[day] = iso_to_ms(f"{day}T00:00:00.000+00:00") if day.isascii() else None
+    base = _DAY_MS[day]
+    if base is None:
+        return None
+    return base + hours * 3_600_000 + minutes * 60_000 + seconds * 1000 + int(text[20:23])
 
 
 def ms_to_iso(ms: int) -> str:

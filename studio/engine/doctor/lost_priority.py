@@ -33,8 +33,23 @@ LOST_SIMILARITY = 0.6
 _FOLD = re.compile(r"(?:[^\w.]|\.(?!\w)|(?<!\w)\.)+", re.UNICODE)
 
 
+# ASCII characters that are not word characters (\w) and not a dot: each folds to a space.
+_ASCII_FOLD = str.maketrans({c: " " for c in map(chr, range(128)) if not re.match(r"[\w.]", c)})
+# A dot not between two word characters (after _ASCII_FOLD, whose spaces are not word characters either).
+_LONE_DOT = re.compile(r"\.(?!\w)|(?<!\w)\.")
+
+
 def normalise(text: str) -> str:
-    """Return TEXT lower-cased with punctuation runs folded to single spaces."""
+    """Return TEXT lower-cased with punctuation runs folded to single spaces.
+
+    ASCII text (nearly every observation) takes a faster road to the same string: each folded
+    character becomes a space, then runs of spaces collapse (`_FOLD`'s runs end up as one space).
+    """
+    if text.isascii():
+        low = text.lower().translate(_ASCII_FOLD)
+        if "." in low:
+            low = _LONE_DOT.sub(" ", low)
+        return " ".join(low.split())
     return _FOLD.sub(" ", text.lower()).strip()
 
 
@@ -72,7 +87,7 @@ def observation_lines(log: str | None) -> list[_Line]:
 
 
 def _weight(words: frozenset[str], weights: dict[str, float]) -> float:
-    return sum(weights.get(w, 1.0) for w in words)
+    return math.fsum(weights.get(w, 1.0) for w in words)   # fsum: the same total in any set order
 
 
 def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights: dict[str, float]) -> float:
@@ -80,7 +95,7 @@ def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights
     shared = wa & wb
     if not shared or ta <= 0 or tb <= 0:
         return 0.0
-    return min(1.0, sum(weights.get(w, 1.0) for w in shared) / min(ta, tb))
+    return min(1.0, math.fsum(weights.get(w, 1.0) for w in shared) / min(ta, tb))
 
 
 def similarity(a: str, b: str, weights: dict[str, float] | None = None) -> float:
@@ -115,32 +130,69 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     """Return the 🔴 observations lost across GENERATIONS (one lookup key's rows, any order).
 
     A row is compared with every row of a higher generationCount (rows sharing a count are not
-    compared with each other). Cost: 🔴 lines × later lines set intersections.
+    compared with each other). Cost: 🔴 lines × later lines set intersections, paid only when some
+    earlier 🔴 line is not found word for word in a later generation (`_all_kept`): a chain of
+    generations that carry their 🔴 lines forward costs one parse of each log.
     """
     ordered = sorted(generations, key=lambda r: (r.generation_count, r.created_at or "", r.id))
+    parsed = [observation_lines(rec.active_observations) for rec in ordered]   # each log parsed once
+    if _all_kept(ordered, parsed):
+        return []
     groups: dict[int, list] = {}
     df: Counter[str] = Counter()
-    for rec in ordered:
+    texts: dict[str, tuple[str, frozenset[str]]] = {}   # a line carried word for word is normalised once
+    for rec, rec_lines in zip(ordered, parsed):  # noqa: B905 (one list per row, by construction)
         lines = []
-        for ln in observation_lines(rec.active_observations):
-            norm = normalise(ln.text)
-            lines.append((ln, norm, words_of(norm)))
-            df.update(lines[-1][2])
+        for ln in rec_lines:
+            known = texts.get(ln.text)
+            if known is None:
+                norm = normalise(ln.text)
+                known = texts[ln.text] = (norm, words_of(norm))
+            lines.append((ln, *known))
+            df.update(known[1])
         groups.setdefault(rec.generation_count, []).append((rec, lines))
     total = sum(len(lines) for rows in groups.values() for _rec, lines in rows) or 1
     weights = {w: math.log(1 + total / n) for w, n in df.items()}
+    line_weight: dict[str, float] = {}
     out: list[LostObservation] = []
     later: list = []          # (generation, line, normalised text, words, weight) of every higher generation
     exact: set[str] = set()
     for rank, count in enumerate(sorted(groups, reverse=True)):
         for rec, lines in groups[count] if rank else ():   # rank 0: the current generation, nothing after it
             out.extend(_lost_lines(rec, lines, later, exact, weights, threshold))
-        mine = [(count, ln, norm, words, _weight(words, weights))
-                for _rec, lines in groups[count] for ln, norm, words in lines]
+        mine = []
+        for _rec, lines in groups[count]:
+            for ln, norm, words in lines:
+                weight = line_weight.get(norm)
+                if weight is None:
+                    weight = line_weight[norm] = _weight(words, weights)
+                mine.append((count, ln, norm, words, weight))
         later = mine + later
         exact |= {norm for _, _, norm, _, _ in mine}
     out.sort(key=lambda lost: (lost.generation, lost.line_number))
     return out
+
+
+def _all_kept(ordered: list[OMRecord], parsed: list[list[_Line]]) -> bool:
+    """Return True when no 🔴 line of ORDERED (ascending generationCount; PARSED: each row's lines) can
+    be lost: each one's text is the text of a line of a higher generation (then their normalised
+    texts are equal too, and `find_lost_high_priority` skips it), or no row below the current
+    generation has a 🔴 line.
+    """
+    top = ordered[-1].generation_count if ordered else 0
+    older = [i for i, r in enumerate(ordered) if r.generation_count != top and "🔴" in (r.active_observations or "")]
+    if not older:
+        return True
+    later_texts: dict[int, set[str]] = {}   # generationCount -> texts of the lines of that count
+    for rec, lines in zip(ordered, parsed):  # noqa: B905 (one list per row, by construction)
+        if rec.generation_count > ordered[older[0]].generation_count:
+            later_texts.setdefault(rec.generation_count, set()).update(ln.text for ln in lines)
+    for i in older:
+        count = ordered[i].generation_count
+        kept = set().union(*(t for c, t in later_texts.items() if c > count))
+        if any(ln.high and ln.text not in kept for ln in parsed[i]):
+            return False
+    return True
 
 
 def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weights: dict[str, float],

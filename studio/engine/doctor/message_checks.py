@@ -31,7 +31,7 @@ from typing import Any
 
 from studio.common.om_settings import max_threshold, resolve_settings
 from studio.engine import tokens
-from studio.engine.doctor.messages import StoredMessage
+from studio.engine.doctor.messages import BOUND_SLACK, StoredMessage
 from studio.engine.doctor.model import Finding, finding
 from studio.engine.unobserved import storage_cursor, unobserved_messages
 from studio.store.records import OMRecord, Thread, iso_to_ms
@@ -53,11 +53,16 @@ def _where(thread: Thread) -> dict:
 
 def check_duplicates(thread: Thread, messages: list[StoredMessage]) -> list[Finding]:
     """Return duplicate-messages findings: same role and content within DUPLICATE_WINDOW_MS."""
+    same: dict[tuple[str, str], list[StoredMessage]] = {}
+    for msg in messages:
+        if msg.raw:
+            same.setdefault((msg.role, msg.raw), []).append(msg)
     groups: dict[tuple[str, str], list[list[StoredMessage]]] = {}
     first_ms: dict[int, int] = {}
-    for msg in messages:
+    # only contents stored twice can make a run: a lone message's time is never converted
+    for msg in (m for members in same.values() if len(members) > 1 for m in members):
         ms = msg.created_ms
-        if not msg.raw or ms is None:
+        if ms is None:
             continue
         runs = groups.setdefault((msg.role, msg.raw), [])
         if runs and ms - first_ms[id(runs[-1])] <= DUPLICATE_WINDOW_MS:
@@ -103,10 +108,11 @@ def check_updated_at(thread: Thread, messages: list[StoredMessage]) -> list[Find
     """Return stale-thread-updatedat when THREAD.updatedAt is over UPDATED_AT_TOLERANCE_MS older than its newest
     message."""
     updated = iso_to_ms(thread.updated_at)
-    dated = [m for m in messages if m.created_ms is not None]
-    if updated is None or not dated:
+    if updated is None:
         return []
-    newest = max(dated, key=lambda m: m.created_ms)
+    newest = _newest(messages)
+    if newest is None:
+        return []
     behind = newest.created_ms - updated
     if behind <= UPDATED_AT_TOLERANCE_MS:
         return []
@@ -114,6 +120,26 @@ def check_updated_at(thread: Thread, messages: list[StoredMessage]) -> list[Find
                     message_ids=[newest.id],
                     evidence={"updated_at": thread.updated_at, "newest_message_at": newest.created_at,
                               "behind_ms": behind, "tolerance_ms": UPDATED_AT_TOLERANCE_MS}, **_where(thread))]
+
+
+def _is_js_iso(value: Any) -> bool:
+    """Return True when VALUE has the shape of JavaScript's `toISOString()`: `YYYY-MM-DDTHH:MM:SS.mmmZ`."""
+    return (isinstance(value, str) and len(value) == 24 and value[10] == "T" and value[23] == "Z"
+            and value[4] == value[7] == "-" and value[13] == value[16] == ":" and value[19] == ".")
+
+
+def _newest(messages: list[StoredMessage]) -> StoredMessage | None:
+    """Return the first message with the latest createdAt (epoch ms), None when no createdAt parses.
+
+    When every createdAt is written as `toISOString()` writes it (what Mastra stores), the latest
+    string is the latest time and only it is converted; otherwise every time is converted.
+    """
+    if messages and all(_is_js_iso(m.created_at) for m in messages):
+        latest = max(messages, key=lambda m: m.created_at)
+        if latest.created_ms is not None:   # a valid date: equal strings are equal times, later strings later
+            return latest
+    dated = [m for m in messages if m.created_ms is not None]
+    return max(dated, key=lambda m: m.created_ms) if dated else None
 
 
 def _part_type(part: Any) -> str:
@@ -208,9 +234,12 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
         unobserved_ids = {m["id"] for m in window}
         settings = resolve_settings(record.config, record.scope)
         threshold = max_threshold(settings.message_tokens)
-        for light in window:
+        for light in window if threshold else ():
             stored = by_id[light["id"]]
-            if not threshold or stored.estimate_bound() < threshold:
+            raw = stored.raw
+            if 2 * len(raw) + BOUND_SLACK < threshold and '"type":"file"' not in raw and '"type":"image"' not in raw:
+                continue   # estimate_bound() <= 2 per character + BOUND_SLACK: below the threshold too
+            if stored.estimate_bound() < threshold:
                 continue
             full = stored.mastra() if not light["content"] else light
             est = tokens.count_message_for_status(full, model=settings.counter_model)

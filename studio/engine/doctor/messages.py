@@ -101,15 +101,17 @@ class StoredMessage:
                 + BOUND_SLACK)
 
 
-def load_messages(store: MemoryStore, thread_ids: list[str]) -> dict[str, list[StoredMessage]]:
+def load_messages(store: MemoryStore, thread_ids: list[str], rows: list[dict] | None = None,
+                  ) -> dict[str, list[StoredMessage]]:
     """Return {thread id: its messages in storage order (createdAt ASC)} for THREAD_IDS, raw.
 
+    ROWS: `store.message_rows(thread_ids)` when the caller read them already (else read here).
     Rows whose content SQLite's json_valid rejects get `invalid_json`. Raises StoreError.
     """
     out: dict[str, list[StoredMessage]] = {t: [] for t in thread_ids}
     if not thread_ids:
         return out
-    for row in store.message_rows(thread_ids):
+    for row in store.message_rows(thread_ids) if rows is None else rows:
         out.setdefault(row.get("thread_id"), []).append(StoredMessage(row))
     bad = store.invalid_json_message_ids(thread_ids)
     if bad:

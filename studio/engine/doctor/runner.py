@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from studio.engine.doctor.message_checks import check_thread_messages
-from studio.engine.doctor.messages import load_messages
+from studio.engine.doctor.messages import StoredMessage, load_messages
 from studio.engine.doctor.model import CHECKS, DoctorReport, Finding
 from studio.engine.doctor.om_checks import check_current, check_generations, check_orphan
 from studio.engine.doctor.schema_checks import (
@@ -84,7 +84,8 @@ def _resolve_message_threads(store: MemoryStore, plan: DoctorPlan, ids: set[str]
         plan.message_threads[mid] = found.get(mid)
 
 
-def _referenced_ids(rec: OMRecord) -> set[str]:
+def referenced_ids(rec: OMRecord) -> set[str]:
+    """Return the message ids REC names: observedMessageIds, bufferedMessageIds and its chunks' messageIds."""
     ids = {i for i in rec.observed_message_ids if isinstance(i, str)}
     buffered = rec.get("bufferedMessageIds")
     if isinstance(buffered, list):
@@ -119,23 +120,27 @@ def _check_key(store: MemoryStore, plan: DoctorPlan, key: str,
     else:
         thread = plan.threads.get(current.thread_id or key[len("thread:"):])
         governed = {thread.id} if thread is not None else set()
-    _resolve_message_threads(store, plan, _referenced_ids(current))
+    _resolve_message_threads(store, plan, referenced_ids(current))
     out += check_current(current, thread, plan.message_threads.get, governed, now_ms=plan.now_ms)
     return out, len(history), current
 
 
-def run_batch(store: MemoryStore, plan: DoctorPlan, index: int,
-              cancel: threading.Event | None = None) -> tuple[list[Finding], dict[str, int]]:
+def run_batch(store: MemoryStore, plan: DoctorPlan, index: int, cancel: threading.Event | None = None, *,
+              store_wide: bool | None = None, histories: dict[str, list[OMRecord]] | None = None,
+              messages: dict[str, list[StoredMessage]] | None = None) -> tuple[list[Finding], dict[str, int]]:
     """Check batch INDEX of PLAN; return (findings, counts {"threads", "records", "messages", "lookup_keys"}).
 
-    Batch 0 also runs the database-wide checks. Stops early (partial result) when CANCEL is set.
+    Batch 0 also runs the database-wide checks (STORE_WIDE: True / False overrides, whatever the
+    index). HISTORIES (`store.om_histories` of the batch's thread and resource keys) and MESSAGES
+    (`load_messages` of the batch's threads): rows the caller read already. Stops early (partial
+    result) when CANCEL is set.
     """
     findings: list[Finding] = []
     counts = {"threads": 0, "records": 0, "messages": 0, "lookup_keys": 0}
     currents: dict[str, OMRecord | None] = {}
     wanted = [k for t in plan.batches[index] for k in (f"thread:{t}", f"resource:{plan.threads[t].resource_id}")
               if k in plan.keys]
-    prefetched = _histories(store, list(dict.fromkeys(wanted)))
+    prefetched = _histories(store, list(dict.fromkeys(wanted))) if histories is None else histories
 
     def key_once(key: str) -> OMRecord | None:
         if key not in currents:
@@ -147,7 +152,7 @@ def run_batch(store: MemoryStore, plan: DoctorPlan, index: int,
             currents[key] = current
         return currents[key]
 
-    if index == 0:
+    if (index == 0) if store_wide is None else store_wide:
         if store.dialect in DIALECT_ONLY["schema-drift"]:
             findings.extend(check_schema(store.schema.tables))
         twins = check_timestamp_twins(store.timestamp_twin_mismatches())
@@ -161,7 +166,7 @@ def run_batch(store: MemoryStore, plan: DoctorPlan, index: int,
                 resource = store.get_resource(rid)
                 if resource is not None:
                     findings.extend(check_resource_json(resource))
-    loaded = load_messages(store, plan.batches[index])
+    loaded = load_messages(store, plan.batches[index]) if messages is None else messages
     for thread_id in plan.batches[index]:
         if cancel is not None and cancel.is_set():
             break

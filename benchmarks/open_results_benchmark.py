@@ -1,0 +1,109 @@
+"""First open and reopen of a store: every thread's bar, count and health badge, against `inspect` (issue 21).
+
+    python benchmarks/open_results_benchmark.py [DB] [--before CHECKOUT] [--json OUT.json]
+
+DB defaults to benchmarks/out/large.db (built by build_large_db.py when missing). Each figure is
+one run in a fresh process (CPU = user + sys of that process, wall = its whole run, imports included):
+
+* `inspect`: `memory-studio inspect DB --json` (the yardstick);
+* `scan`: what the studio computed before per-thread results: every thread's status
+  (`iter_thread_statuses`) and the whole-file health scan (`load_scan_plan` + every `load_scan_batch`);
+  with --before CHECKOUT also run from that checkout's `studio` (the code before the change);
+* `first_open`: `thread_results` of every thread + `store_findings`, with an empty result cache;
+* `reopen`: the same again, the file unchanged, the cache the first open wrote.
+
+Ratios: first_open / inspect (the issue's target: <= 1.5) and reopen wall (target: <= 1 s).
+The cache lives in a temporary folder (MEMORY_STUDIO_CACHE_DIR), never the user's. Figures are
+measurements, not assertions; the machine's load (`os.getloadavg()`) is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DB = REPO / "benchmarks" / "out" / "large.db"
+
+CHILD = r"""
+import sys, time
+mode, db = sys.argv[1], sys.argv[2]
+from studio.store import open_store
+with open_store(db) as store:
+    if mode == "scan":
+        from studio.app.health import load_scan_batch, load_scan_plan
+        from studio.app.statuses import iter_thread_statuses
+        threads = store.list_threads()
+        statuses = sum(1 for _ in iter_thread_statuses(store, threads, on_error=lambda _t, _e: None))
+        _total, batches = load_scan_plan(store, 1)
+        findings = sum(len(load_scan_batch(store, 1, i)[0]) for i in range(batches))
+    else:
+        from studio.app.result_cache import ResultCache
+        from studio.app.thread_results import store_findings, thread_results
+        with store.snapshot():
+            threads = store.list_threads()
+            results = thread_results(store, [t.id for t in threads], ResultCache.for_store(store))
+            statuses = sum(1 for r in results.values() if r.status is not None)
+            findings = sum(len(r.findings) for r in results.values()) + len(store_findings(store))
+print(statuses, findings)
+"""
+
+
+def run(args: list[str], pythonpath: Path, env: dict | None = None) -> tuple[float, float, str]:
+    """Return (wall s, CPU s, stdout) of ARGS run with PYTHONPATH."""
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(pythonpath)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(args, env=env, check=True, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout.strip()
+
+
+def main(argv=None) -> int:
+    """Measure once each and print the figures (and write them to --json)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("db", nargs="?", type=Path, default=DEFAULT_DB)
+    p.add_argument("--before", type=Path, help="a checkout of the code before the change (its scan is measured too)")
+    p.add_argument("--json", type=Path)
+    a = p.parse_args(argv)
+    if not a.db.exists():
+        from benchmarks.build_large_db import main as build
+
+        build([str(a.db)])
+    figures: dict[str, dict] = {"load_before": list(os.getloadavg())}
+    with tempfile.TemporaryDirectory() as cache:
+        env = {"MEMORY_STUDIO_CACHE_DIR": cache}
+        py = [sys.executable, "-c", CHILD]
+        steps = [("inspect", [sys.executable, "-m", "studio", "inspect", str(a.db), "--json"], REPO)]
+        if a.before:
+            steps.append(("scan_before", [*py, "scan", str(a.db)], a.before))
+        steps += [("scan", [*py, "scan", str(a.db)], REPO), ("first_open", [*py, "results", str(a.db)], REPO),
+                  ("reopen", [*py, "results", str(a.db)], REPO)]
+        for name, args, path in steps:
+            wall, cpu, out = run(args, path, env)
+            figures[name] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+            if name != "inspect":
+                figures[name]["statuses_findings"] = out
+            print(f"{name}: wall {wall:.2f} s, CPU {cpu:.2f} s {'' if name == 'inspect' else out}", flush=True)
+    figures["load_after"] = list(os.getloadavg())
+    inspect = figures["inspect"]["cpu_s"]
+    for name in ("scan_before", "scan", "first_open", "reopen"):
+        if name in figures:
+            figures[name]["cpu_vs_inspect"] = round(figures[name]["cpu_s"] / inspect, 2)
+    print(json.dumps(figures, indent=1))
+    if a.json:
+        a.json.write_text(json.dumps(figures, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    sys.exit(main())

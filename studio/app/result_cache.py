@@ -1,0 +1,170 @@
+"""The cross-session cache of per-thread results (no Qt): an unchanged store reopens without recomputing.
+
+One JSON file per store under `studio.paths.user_cache_dir() / "thread-results"` (never beside the
+user's data), named by a hash of the store's identity (a file's real path; a server's redacted
+display). It holds, per thread, a `ThreadResult` (status, message count, findings) with:
+
+* `digest`: `thread_results.thread_digests` of the rows it was computed from. A result is reused
+  when the thread's digest is the same (any change to the thread's rows changes it, a message
+  edited in place to a text of the same length included);
+* `stamp`: the file's stamp when the result was last computed or checked (`file_stamp`: device,
+  inode, size and mtime of the file and its -wal, SQLite's file change counter, the WAL header).
+  While a file's stamp is what an entry holds, the entry is reused without reading a row: SQLite
+  changes the file's mtime and its change counter or WAL on every commit, and a replaced file
+  (another inode, size or mtime) gets another stamp. Servers have no stamp: digests decide.
+
+Everything here is best effort: a cache that is missing, unreadable, corrupt, of another version or
+unwritable is ignored (its results are computed again) and nothing is reported to the user.
+CACHE_VERSION changes whenever what a result holds or how it is computed changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from studio import __version__
+from studio.common.om_settings import OMSettings, ThresholdRange
+from studio.engine.status import FlagState, ThreadStatus
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from studio.store.memory_store import MemoryStore
+
+#: The shape and meaning of a cached result; a file of another version is ignored.
+CACHE_VERSION = 1
+#: Bytes of the SQLite header / WAL header read for a stamp (the change counter is at 24..27).
+HEADER_BYTES = 100
+WAL_HEADER_BYTES = 32
+
+
+def file_stamp(path: Path | None) -> list | None:
+    """Return the stamp of the SQLite file at PATH (see module docstring), or None (no file, unreadable).
+
+    Reads the first HEADER_BYTES of the file and WAL_HEADER_BYTES of its -wal, without locking either.
+    """
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as f:
+            header = f.read(HEADER_BYTES)
+        stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, header.hex()]
+        wal = Path(f"{path}-wal")
+        if wal.exists():
+            wst = os.stat(wal)
+            with open(wal, "rb") as f:
+                stamp += [wst.st_ino, wst.st_size, wst.st_mtime_ns, f.read(WAL_HEADER_BYTES).hex()]
+        return stamp
+    except OSError:
+        return None
+
+
+def status_to_json(status: ThreadStatus) -> dict:
+    """Return every field of STATUS as JSON values (settings and flags as objects)."""
+    return dataclasses.asdict(status)
+
+
+def status_from_json(data: dict) -> ThreadStatus:
+    """Return the ThreadStatus that `status_to_json` wrote. Raises TypeError/KeyError/ValueError on another shape."""
+    settings = dict(data["settings"])
+    for name in ("message_tokens", "reflection_tokens"):
+        if isinstance(settings[name], dict):
+            settings[name] = ThresholdRange(**settings[name])
+    return ThreadStatus(**{**data, "settings": OMSettings(**settings),
+                           "flags": [FlagState(**f) for f in data["flags"]]})
+
+
+class ResultCache:
+    """The cached results of one store (see module docstring); load on first use, `put` writes the file."""
+
+    def __init__(self, file: Path, identity: str, store_path: Path | None):
+        self.file = file
+        self._identity = identity
+        self._store_path = store_path
+        self._entries: dict[str, dict] | None = None
+
+    @classmethod
+    def for_store(cls, store: MemoryStore, directory: Path | None = None) -> ResultCache:
+        """Return the cache of STORE, in DIRECTORY (default: `user_cache_dir() / "thread-results"`)."""
+        from studio.paths import user_cache_dir
+
+        path = store.location.path
+        identity = f"file:{os.path.realpath(path)}" if path is not None else f"{store.dialect}:{store.location.display}"
+        directory = user_cache_dir() / "thread-results" if directory is None else directory
+        name = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return cls(directory / f"{name}.json", identity, None if path is None else Path(path))
+
+    def stamp_now(self) -> list | None:
+        """Return the store's stamp now (`file_stamp`; None for a server)."""
+        return file_stamp(self._store_path)
+
+    def _load(self) -> dict[str, dict]:
+        if self._entries is None:
+            self._entries = {}
+            try:
+                data = json.loads(self.file.read_text(encoding="utf-8"))
+                if (isinstance(data, dict) and data.get("version") == [CACHE_VERSION, __version__]
+                        and data.get("identity") == self._identity and isinstance(data.get("threads"), dict)):
+                    self._entries = data["threads"]
+            except (OSError, ValueError):   # missing or corrupt: start empty
+                pass
+        return self._entries
+
+    def has(self, thread_id: str) -> bool:
+        """Return True when the cache holds an entry for THREAD_ID (valid or not)."""
+        return isinstance(self._load().get(thread_id), dict)
+
+    def valid(self, thread_id: str, *, stamp: list | None = None, digest: str | None = None) -> dict | None:
+        """Return the cached result of THREAD_ID when it still holds: its entry's stamp is STAMP (not None),
+        or its digest is DIGEST (not None); else None (an entry that does not decode is None too).
+
+        The result: {"status": ThreadStatus or None, "messages": int, "findings": [dicts], "digest": str}.
+        """
+        entry = self._load().get(thread_id)
+        if not isinstance(entry, dict) or entry.get("digest") is None:
+            return None
+        if not ((stamp is not None and entry.get("stamp") == stamp)
+                or (digest is not None and entry.get("digest") == digest)):
+            return None
+        try:
+            status = entry["status"]
+            findings = entry["findings"]
+            if not isinstance(findings, list) or not all(isinstance(f, dict) for f in findings):
+                return None
+            return {"status": None if status is None else status_from_json(status),
+                    "messages": int(entry["messages"]), "findings": list(findings), "digest": entry["digest"]}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def put(self, results: dict[str, dict], stamp: list | None, checked: list[str] = ()) -> None:
+        """Store RESULTS ({thread id: a result shaped as `valid` returns it}; those without a digest are
+        left out) under STAMP, mark the entries of CHECKED (ids whose digest was found unchanged) with
+        STAMP too, and write the file; a write that fails is ignored."""
+        entries = self._load()
+        changed = False
+        for tid in checked:
+            if isinstance(entries.get(tid), dict) and entries[tid].get("stamp") != stamp:
+                entries[tid]["stamp"] = stamp
+                changed = True
+        for tid, r in results.items():
+            if r["digest"]:
+                entries[tid] = {"digest": r["digest"], "stamp": stamp, "messages": r["messages"],
+                                "status": None if r["status"] is None else status_to_json(r["status"]),
+                                "findings": r["findings"]}
+                changed = True
+        if not changed:
+            return
+        data = {"version": [CACHE_VERSION, __version__], "identity": self._identity, "threads": entries}
+        tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, self.file)
+        except (OSError, ValueError, TypeError):   # unwritable (or a value JSON cannot hold): keep computing
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)

@@ -1,0 +1,280 @@
+"""Per-thread results of an open (no Qt): each thread's OM status, message count and health findings.
+
+What the thread list's bars and the health badges show, computed for a set of threads and reused
+across sessions from the result cache (`studio.app.result_cache`):
+
+* `compute_thread_results(store, ids)`: the results of IDS, computed afresh: statuses as
+  `studio.app.statuses.iter_thread_statuses` computes them, findings as the memory doctor's batches
+  (`studio.engine.doctor.run_batch`) find them, without the store-wide checks;
+* `thread_results(store, ids, cache)`: the same results, an entry of the cache reused when it is
+  still the result of the thread's rows (see `studio.app.result_cache`), the others computed and
+  stored;
+* `store_findings(store)`: the store-wide findings a scan adds (schema, timestamp twins, resources,
+  resource-scope and orphaned OM records): not per thread, computed each time (a few statements).
+
+A live refresh that knows which threads changed calls `thread_results(store, changed)`; an open
+calls it with every thread. The scan's findings are `store_findings` plus every thread's findings
+(the doctor's document lists the same findings; tests/app/test_thread_results.py compares them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from studio.engine.status import ThreadStatus
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from studio.app.result_cache import ResultCache
+    from studio.store.memory_store import MemoryStore
+    from studio.store.records import OMRecord, Thread
+
+#: Threads whose rows are read and checked together (the doctor's batch size).
+CHUNK = 100
+#: Message ids resolved to their thread per statement (a digest's foreign ids).
+ID_CHUNK = 500
+
+
+@dataclass
+class ThreadResult:
+    """What the studio shows of one thread without opening it.
+
+    `status`: its OM status (None when no OM record governs it, or the stored values are ones Mastra
+    itself could not use); `messages`: its stored messages; `findings`: its health findings
+    (`Finding.to_json()` dicts, in the doctor's order); `digest`: the hex digest of the rows these
+    were computed from (`thread_digests`), or None when they also depend on rows of other threads
+    (resource scope) or on the clock (a busy flag is set): such a result is never reused.
+    """
+
+    thread_id: str
+    status: ThreadStatus | None
+    messages: int
+    findings: list[dict] = field(default_factory=list)
+    digest: str | None = None
+
+    @property
+    def severities(self) -> dict[str, int]:
+        """Return {severity: findings} (the health badge's counts)."""
+        out: dict[str, int] = {}
+        for f in self.findings:
+            out[f["severity"]] = out.get(f["severity"], 0) + 1
+        return out
+
+
+def _threads_by_id(store: MemoryStore, threads: list[Thread] | None) -> dict[str, Thread]:
+    return {t.id: t for t in (store.list_threads() if threads is None else threads)}
+
+
+def _governing(histories: dict[str, list[OMRecord]], thread: Thread) -> OMRecord | None:
+    """Return the current record governing THREAD (its thread key's, else its resource key's), as Mastra picks it."""
+    for key in (f"thread:{thread.id}", f"resource:{thread.resource_id}"):
+        if histories.get(key):
+            return histories[key][0]
+    return None
+
+
+def _feed_row(digest, row: dict) -> None:
+    """Add a message row to DIGEST: its content's bytes, after the repr of its other columns and the
+    content's kind and length (one small repr and two updates a row: a 745 MB file hashes in well under a second)."""
+    content = row.get("content")
+    if isinstance(content, str):
+        data = content.encode("utf-8", "surrogatepass")
+    elif isinstance(content, (bytes, bytearray, memoryview)):
+        data = bytes(content)
+    else:
+        data = repr(content).encode("utf-8", "surrogatepass")
+    head = tuple((k, v) for k, v in row.items() if k != "content")
+    digest.update(repr((head, type(content).__name__, len(data))).encode("utf-8", "surrogatepass"))
+    digest.update(data)
+
+
+def _feed(digest, values: Iterable) -> None:
+    """Add VALUES to DIGEST, each as its kind, its length and its bytes (text encoded, not escaped: fast)."""
+    parts = []
+    for value in values:
+        if isinstance(value, str):
+            data, kind = value.encode("utf-8", "surrogatepass"), b"s"
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            data, kind = bytes(value), b"b"
+        else:
+            data, kind = repr(value).encode("utf-8", "surrogatepass"), b"r"
+        parts += (kind, len(data).to_bytes(8, "little"), data)
+    digest.update(b"".join(parts))
+
+
+def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
+                ) -> tuple[dict[str, list[OMRecord]], list[dict]]:
+    """Read CHUNK's OM histories (thread and resource keys) and message rows: what digests and checks share."""
+    keys = [k for t in chunk for k in (f"thread:{t}", f"resource:{by_id[t].resource_id}")]
+    return store.om_histories(list(dict.fromkeys(keys)), chunk=ID_CHUNK), store.message_rows(chunk)
+
+
+def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
+                   histories: dict[str, list[OMRecord]], rows: list[dict],
+                   owners: dict[str, str | None] | None = None) -> dict[str, str | None]:
+    """Return `thread_digests` of CHUNK (existing threads) from rows already read (`_chunk_rows`).
+
+    OWNERS: message id -> its thread (None: no such message), ids already resolved; the ids
+    resolved here are added to it (the doctor's `DoctorPlan.message_threads` is such a map).
+    """
+    from studio.engine.doctor.runner import referenced_ids
+
+    hashes = {t: hashlib.blake2b(digest_size=20) for t in chunk}
+    own: dict[str, set[str]] = {t: set() for t in chunk}
+    for row in rows:
+        tid = row.get("thread_id")
+        if tid in hashes:
+            _feed_row(hashes[tid], row)
+            own[tid].add(row.get("id"))
+    out: dict[str, str | None] = {}
+    outside: dict[str, list[str]] = {}
+    inside: dict[str, set[str]] = {}
+    for tid in chunk:
+        thread = by_id[tid]
+        digest = hashes[tid]
+        _feed(digest, (x for f in thread.__slots__ if f not in ("message_count", "newest_message_at")
+                       for x in (f, getattr(thread, f))))
+        current = _governing(histories, thread)
+        if current is not None and (current.scope == "resource" or any(s.set for s in _flags(current))):
+            out[tid] = None
+            continue
+        for rec in histories.get(f"thread:{tid}", []):
+            _feed(digest, (x for kv in sorted(rec.columns.items(), key=lambda kv: kv[0]) for x in kv))
+        named = referenced_ids(current) if current is not None else set()
+        outside[tid] = sorted(named - own[tid])
+        inside[tid] = named & own[tid]
+    owners = {} if owners is None else owners
+    for tid, ids in inside.items():   # a message id is the primary key: its thread is the row's
+        owners.update(dict.fromkeys(ids, tid))
+    wanted = sorted({m for ids in outside.values() for m in ids} - owners.keys())
+    found = store.message_threads(wanted, chunk=ID_CHUNK) if wanted else {}
+    owners.update({m: found.get(m) for m in wanted})
+    for tid, ids in outside.items():
+        _feed(hashes[tid], (x for m in ids for x in (m, owners.get(m))))
+        out[tid] = hashes[tid].hexdigest()
+    return out
+
+
+def thread_digests(store: MemoryStore, thread_ids: list[str], threads: dict[str, Thread] | None = None,
+                   ) -> dict[str, str | None]:
+    """Return {thread id: hex digest of the rows its results depend on, or None} for THREAD_IDS.
+
+    The digest covers the thread's row, every stored column of its messages the status and the
+    doctor read (content byte for byte: a message edited in place to a text of the same length
+    changes it), every generation of its thread-scope OM record, and the thread each message id
+    the current generation names belongs to when that message is not the thread's own. None:
+    the results also depend on other threads (a resource-scope record governs the thread) or on
+    the clock (a busy flag is set on the current generation); such results are not reusable.
+    A thread id that does not exist gets None. THREADS: {id: Thread} of every thread (default:
+    listed here). Raises StoreError on a failed read.
+    """
+    by_id = _threads_by_id(store, None if threads is None else list(threads.values()))
+    out: dict[str, str | None] = {t: None for t in thread_ids if t not in by_id}
+    ids = [t for t in dict.fromkeys(thread_ids) if t in by_id]
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start:start + CHUNK]
+        out.update(_chunk_digests(store, chunk, by_id, *_chunk_rows(store, chunk, by_id)))
+    return out
+
+
+def _flags(record: OMRecord):
+    from studio.store.flags import flag_states
+
+    return flag_states(record, 0)
+
+
+def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads: list[Thread] | None = None,
+                           now_ms: int | None = None, digests: dict[str, str | None] | None = None,
+                           ) -> dict[str, ThreadResult]:
+    """Return {thread id: ThreadResult} for THREAD_IDS (ids of no thread are left out), computed afresh.
+
+    Statuses: `iter_thread_statuses` (Mastra's getStatus; a status that cannot be computed is None);
+    findings: the doctor's thread batches (`run_batch` without the store-wide checks) at NOW_MS
+    (default: now), split by thread. THREADS: every thread of the store (default: listed here).
+    DIGESTS: `thread_digests` of these threads when already computed (else computed here, in the
+    same reads' snapshot). Raises StoreError on a failed read.
+    """
+    from studio.app.statuses import iter_thread_statuses
+    from studio.engine.doctor.messages import load_messages
+    from studio.engine.doctor.runner import DoctorPlan, run_batch
+
+    by_id = _threads_by_id(store, threads)
+    ids = [t for t in dict.fromkeys(thread_ids) if t in by_id]
+    results = {t: ThreadResult(t, None, 0) for t in ids}
+    for status in iter_thread_statuses(store, [by_id[t] for t in ids], on_error=lambda _t, _e: None):
+        results[status.thread_id].status = status
+    keys = {k["lookupKey"]: k for k in store.om_lookup_keys()}
+    batches = [ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK)]
+    plan = DoctorPlan(batches=batches, threads=by_id, keys=keys,
+                      now_ms=int(time.time() * 1000) if now_ms is None else now_ms)
+    for index, chunk in enumerate(batches):
+        histories, rows = _chunk_rows(store, chunk, by_id)   # one read for the digests and the checks
+        known = digests or {}
+        mine = {t: known[t] for t in chunk if t in known} if all(t in known for t in chunk) \
+            else _chunk_digests(store, chunk, by_id, histories, rows, plan.message_threads)
+        for tid in chunk:
+            results[tid].digest = mine.get(tid)
+        findings, _counts = run_batch(store, plan, index, store_wide=False, histories=histories,
+                                      messages=load_messages(store, chunk, rows))
+        del rows
+        for f in findings:
+            if f.thread_id in results:
+                results[f.thread_id].findings.append(f.to_json())
+    counts = store.message_counts()
+    for tid, result in results.items():
+        result.messages = counts.get(tid, 0)
+    return results
+
+
+def thread_results(store: MemoryStore, thread_ids: list[str], cache: ResultCache | None = None, *,
+                   threads: list[Thread] | None = None, now_ms: int | None = None) -> dict[str, ThreadResult]:
+    """Return {thread id: ThreadResult} for THREAD_IDS (ids of no thread left out), reusing CACHE's entries.
+
+    CACHE: `ResultCache.for_store(store)` (None: compute everything, store nothing). An entry is
+    reused without reading a row while the file's stamp is the one it was stored or checked under;
+    otherwise the thread's `thread_digests` is compared with the entry's. Only the threads with no
+    reusable entry are computed (`compute_thread_results`), and stored back (a cache that cannot be
+    written is left as it is, silently). Results whose digest is None (resource scope, a busy
+    flag set) are computed every time. Call it inside `store.snapshot()` for one moment's results.
+    Raises StoreError on a failed read.
+    """
+    if cache is None:
+        return compute_thread_results(store, thread_ids, threads=threads, now_ms=now_ms)
+    stamp = cache.stamp_now()
+    by_id = _threads_by_id(store, threads)
+    ids = [t for t in dict.fromkeys(thread_ids) if t in by_id]
+    reused: dict[str, ThreadResult] = {}
+    for tid in ids:
+        hit = cache.valid(tid, stamp=stamp) if stamp is not None else None
+        if hit is not None:
+            reused[tid] = ThreadResult(tid, **hit)
+    unsure = [t for t in ids if t not in reused and cache.has(t)]   # no entry at all: computed below
+    digests = thread_digests(store, unsure, by_id) if unsure else {}
+    checked = []
+    for tid in unsure:
+        hit = cache.valid(tid, digest=digests[tid]) if digests.get(tid) else None
+        if hit is not None:
+            reused[tid] = ThreadResult(tid, **hit)
+            checked.append(tid)
+    todo = [t for t in ids if t not in reused]
+    fresh = compute_thread_results(store, todo, threads=list(by_id.values()), now_ms=now_ms, digests=digests) \
+        if todo else {}
+    if checked or fresh:
+        still = stamp if stamp is not None and stamp == cache.stamp_now() else None   # a commit meanwhile: no stamp
+        cache.put({t: {"status": r.status, "messages": r.messages, "findings": r.findings, "digest": r.digest}
+                   for t, r in fresh.items()}, still, checked)
+    return {t: reused.get(t) or fresh[t] for t in ids}
+
+
+def store_findings(store: MemoryStore, *, now_ms: int | None = None) -> list[dict]:
+    """Return the store-wide findings of a scan (`Finding.to_json()` dicts): schema, timestamp twins,
+    resource rows, resource-scope and orphaned OM records. Raises StoreError on a failed read."""
+    from studio.engine.doctor.runner import plan_batches, run_batch
+
+    plan = plan_batches(store, now_ms=now_ms)
+    plan.batches = [[]]
+    findings, _counts = run_batch(store, plan, 0)
+    return [f.to_json() for f in findings]

@@ -1,0 +1,183 @@
+"""Per-thread results and their cross-session cache (issue 21: the health scan costs what a status costs,
+reopening an unchanged store is instant).
+
+* `compute_thread_results` + `store_findings` find what the doctor finds and compute what the
+  thread list's status batches compute, on every fixture and on a small benchmark database;
+* a second session reuses every cached result; a message edited in place to a text of the same
+  length, or the file replaced by another, makes exactly the threads whose rows differ computed
+  again, and what is shown then equals a fresh computation of the new rows;
+* a corrupt or unwritable cache is ignored: the same results, no error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import libsql
+import pytest
+
+from studio.app import thread_results as tr
+from studio.app.result_cache import ResultCache, status_from_json, status_to_json
+from studio.app.statuses import iter_thread_statuses
+from studio.store import open_store
+
+DATA = Path(__file__).resolve().parents[1] / "engine" / "data"
+sys.path.insert(0, str(DATA))
+
+import make_doctor_baseline as baseline  # noqa: E402  (the fixtures, copies and clock of the scan's baseline)
+
+NOW_MS = baseline.NOW_MS
+NAMES = [*baseline.fixture_paths(), "bench"]
+
+
+def _copy(name: str, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    return baseline.bench_db(dest) if name == "bench" else baseline.private_copy(baseline.fixture_paths()[name], dest)
+
+
+def _shown(results: dict[str, tr.ThreadResult]) -> dict[str, tuple]:
+    """What the studio shows of each thread: its status, message count and findings (canonical)."""
+    return {t: (None if r.status is None else status_to_json(r.status), r.messages, baseline.canonical(r.findings))
+            for t, r in results.items()}
+
+
+def _fresh(path: Path) -> dict[str, tuple]:
+    with open_store(path) as store:
+        return _shown(tr.compute_thread_results(store, [t.id for t in store.list_threads()], now_ms=NOW_MS))
+
+
+def _cached(path: Path, cache_dir: Path, computed: list[str]) -> dict[str, tuple]:
+    """Results through the cache in CACHE_DIR (a new session: a new store and cache object); COMPUTED
+    receives the ids computed afresh."""
+    real = tr.compute_thread_results
+
+    def spy(store, ids, **kw):
+        computed.extend(ids)
+        return real(store, ids, **kw)
+
+    tr.compute_thread_results = spy
+    try:
+        with open_store(path) as store, store.snapshot():
+            ids = [t.id for t in store.list_threads()]
+            return _shown(tr.thread_results(store, ids, ResultCache.for_store(store, cache_dir), now_ms=NOW_MS))
+    finally:
+        tr.compute_thread_results = real
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_thread_results_are_the_doctors_findings_and_the_status_batches_statuses(name, tmp_path):
+    path = _copy(name, tmp_path)
+    expected, _checked = baseline.doctor_findings(path)
+    with open_store(path) as store:
+        threads = store.list_threads()
+        results = tr.compute_thread_results(store, [t.id for t in threads], now_ms=NOW_MS)
+        statuses = {s.thread_id: s for s in iter_thread_statuses(store, threads, on_error=lambda _t, _e: None)}
+        counts = store.message_counts()
+        wide = tr.store_findings(store, now_ms=NOW_MS)
+    assert sorted(baseline.canonical(wide) + [x for r in results.values() for x in baseline.canonical(r.findings)]) \
+        == expected
+    assert {t: r.status for t, r in results.items() if r.status is not None} == statuses
+    assert {t: r.messages for t, r in results.items()} == {t.id: counts.get(t.id, 0) for t in threads}
+    for status in statuses.values():   # what the cache stores of a status is the whole status
+        assert status_from_json(json.loads(json.dumps(status_to_json(status)))) == status
+
+
+def test_a_second_session_reuses_every_result(tmp_path):
+    path = _copy("support", tmp_path / "db")
+    first: list[str] = []
+    shown = _cached(path, tmp_path / "cache", first)
+    assert shown == _fresh(path) and sorted(first) == sorted(shown)
+    again: list[str] = []
+    assert _cached(path, tmp_path / "cache", again) == shown
+    assert again == []
+
+
+def _edit_same_length(path: Path) -> str:
+    """Change one character of one message's stored content in place (same length); return its thread id."""
+    conn = libsql.connect(str(path))
+    try:
+        mid, thread_id, content = conn.execute(
+            "SELECT id, thread_id, content FROM mastra_messages WHERE content LIKE '%\"text\":\"%' "
+            "ORDER BY id LIMIT 1").fetchone()
+        at = content.index('"text":"') + len('"text":"')
+        edited = content[:at] + ("Q" if content[at] != "Q" else "R") + content[at + 1:]
+        assert len(edited) == len(content) and edited != content
+        conn.execute("UPDATE mastra_messages SET content = ? WHERE id = ?", (edited, mid))
+        conn.commit()
+    finally:
+        conn.close()
+    return thread_id
+
+
+def test_a_message_edited_in_place_to_the_same_length_is_computed_again(tmp_path):
+    path = _copy("support", tmp_path / "db")
+    _cached(path, tmp_path / "cache", [])
+    with open_store(path) as store:
+        before = tr.thread_digests(store, [t.id for t in store.list_threads()])
+    thread_id = _edit_same_length(path)
+    with open_store(path) as store:
+        after = tr.thread_digests(store, list(before))
+    assert {t for t in before if before[t] != after[t]} == {thread_id}   # the digest alone tells the edited thread
+    computed: list[str] = []
+    assert _cached(path, tmp_path / "cache", computed) == _fresh(path)
+    assert computed == [thread_id]
+
+
+def test_a_replaced_file_is_computed_again_where_its_rows_differ(tmp_path):
+    path = _copy("support", tmp_path / "db")
+    other = _copy("support", tmp_path / "other")
+    thread_id = _edit_same_length(other)
+    _cached(path, tmp_path / "cache", [])
+    stat = os.stat(path)
+    os.replace(other, path)   # another file at the same path, its size and mtime made the old file's
+    for ext in ("-wal", "-shm"):
+        if os.path.exists(f"{other}{ext}"):
+            os.replace(f"{other}{ext}", f"{path}{ext}")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    computed: list[str] = []
+    assert _cached(path, tmp_path / "cache", computed) == _fresh(path)
+    assert computed == [thread_id]
+
+
+def test_a_corrupt_cache_is_ignored_and_replaced(tmp_path):
+    path = _copy("support", tmp_path / "db")
+    _cached(path, tmp_path / "cache", [])
+    [file] = (tmp_path / "cache").iterdir()
+    for garbage in (b"\x00\xff not json", b'{"version": [1, "0.1.0"], "threads": {"x": 1}}', b"[]",
+                    json.dumps({**json.loads(file.read_text()), "threads": {
+                        t: {"digest": "d", "stamp": None, "status": {"nonsense": 1}, "messages": "many",
+                            "findings": 3} for t in json.loads(file.read_text())["threads"]}}).encode()):
+        file.write_bytes(garbage)
+        computed: list[str] = []
+        assert _cached(path, tmp_path / "cache", computed) == _fresh(path)
+        assert computed   # nothing usable was reused
+    again: list[str] = []
+    _cached(path, tmp_path / "cache", again)
+    assert again == []   # the last run wrote a good cache
+
+
+def test_an_unwritable_cache_is_ignored(tmp_path):
+    path = _copy("support", tmp_path / "db")
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be")
+    computed: list[str] = []
+    assert _cached(path, blocker / "cache", computed) == _fresh(path)
+    again: list[str] = []
+    assert _cached(path, blocker / "cache", again) == _fresh(path)
+    assert sorted(again) == sorted(computed)
+
+
+def test_the_cache_lives_under_the_user_cache_folder_not_beside_the_data(tmp_path, monkeypatch):
+    path = _copy("support", tmp_path / "db")
+    monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "user-cache"))
+    before = sorted(p.name for p in path.parent.iterdir())
+    with open_store(path) as store:
+        cache = ResultCache.for_store(store)
+        tr.thread_results(store, [t.id for t in store.list_threads()], cache)
+    assert cache.file.parent == tmp_path / "user-cache" / "thread-results" and cache.file.exists()
+    assert sorted(p.name for p in path.parent.iterdir()) == before
+    shutil.rmtree(tmp_path / "user-cache")
