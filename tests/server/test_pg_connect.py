@@ -218,3 +218,34 @@ def test_the_keyring_is_asked_only_when_the_server_wants_a_password(pg_corpus, p
     with open_store(password_url) as store:                  # scram-sha-256 for ROLE: the keyring's password
         assert len(store.list_threads()) == mastra_thread_count(pg_corpus.oracles[SCENARIO])
     assert asked == [cred.keyring_target(password_url)]
+
+
+def test_a_password_of_any_characters_connects_and_a_wrong_one_is_said_the_same_way(pg_corpus, password_url,
+                                                                                    clean_env):
+    """Issue 22.2 on the real server: a password holding @ ? # / : % & (percent-encoded, or a raw @) reaches
+    libpq whole; a wrong password's message does not depend on what was typed."""
+    from studio.errors import StoreError
+    from studio.store import open_store
+    from tests.store.test_redaction import random_secrets
+
+    odd = "a@b?c#d/e:f%g&h p"
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        conn.execute(f"ALTER ROLE {ROLE} PASSWORD %s".replace("%s", "'" + odd.replace("'", "''") + "'"))
+    try:
+        base = password_url.replace(f"{ROLE}@", f"{ROLE}:{{}}@")
+        store = open_store(base.format(urllib.parse.quote(odd, safe="")))
+        assert store.list_threads() is not None
+        store.close()
+        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+            conn.execute(f"ALTER ROLE {ROLE} PASSWORD 'pass@en99'")
+        store = open_store(base.format("pass@en99"))   # a raw @: the last one ends the password
+        store.close()
+        said = set()
+        for secret in random_secrets(40, seed=5):
+            with pytest.raises(StoreError) as refused:
+                open_store(base.format(urllib.parse.quote(secret, safe="")))
+            said.add(str(refused.value))
+        assert len(said) == 1 and "password authentication failed" in said.pop()
+    finally:
+        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+            conn.execute(f"ALTER ROLE {ROLE} PASSWORD '{PASSWORD}'")

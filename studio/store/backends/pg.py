@@ -26,13 +26,10 @@ ever hangs mid-load). `writable=True` is refused: a write opens its own read-wri
 
 from __future__ import annotations
 
-import urllib.parse
-
 from studio.errors import SchemaError, StoreError
 from studio.store import credentials as cred
 from studio.store import schema as sc
 from studio.store.backends import content_fingerprint
-from studio.store.target import url_secret
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -93,13 +90,15 @@ def asks_for_password(exc: BaseException) -> bool:
     return any(words in text for words in _NO_PASSWORD)
 
 
-def describe_pg_error(exc: BaseException, location: Target, password: str | None = None) -> str:
-    """One sentence for a psycopg error, with the target's password (and PASSWORD) redacted."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    for secret in (urllib.parse.urlsplit(location.conninfo).password, url_secret(location.conninfo), password):
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+def describe_pg_error(exc: BaseException) -> str:
+    """One line for a psycopg error: its first line as it is (or the exception's class name).
+
+    No text is replaced: a secret never reaches libpq's text in the first place. The target's
+    conninfo holds its user and password percent-encoded whole (`studio.store.target`), so libpq
+    parses it without an error that could quote a piece of it, and a password found elsewhere
+    (session, keyring) is passed as a keyword, never inside a string libpq parses.
+    """
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def read_expr(schema: sc.Schema, table: str, column: str) -> str:
@@ -162,7 +161,7 @@ def connect_pg(location: Target, *, options: str, application_name: str, purpose
             return connect(saved)
     except Exception as exc:
         where = f"{location.display} {purpose}" if purpose else location.display
-        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc, location, password)}") from exc
+        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc)}") from exc
 
 
 class PgSql:
@@ -244,7 +243,7 @@ class PgBackend:
 
     def fail(self, exc: BaseException) -> StoreError:
         """Return the StoreError for a failed read (the password redacted)."""
-        error = StoreError(f"Reading {self.location.display} failed: {describe_pg_error(exc, self.location)}")
+        error = StoreError(f"Reading {self.location.display} failed: {describe_pg_error(exc)}")
         error.__cause__ = exc
         return error
 
@@ -332,7 +331,7 @@ def discover_pg_schema(conn, location: Target) -> sc.Schema:
                         "ORDER BY table_name, ordinal_position", (location.schema,))
             rows = cur.fetchall()
     except Exception as exc:
-        raise StoreError(f"Cannot read {location.display}: {describe_pg_error(exc, location)}") from exc
+        raise StoreError(f"Cannot read {location.display}: {describe_pg_error(exc)}") from exc
     schema = sc.Schema()
     for table, column, kind in rows:
         schema.tables.setdefault(table, []).append(column)
