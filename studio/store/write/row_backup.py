@@ -38,8 +38,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from studio.errors import StoreError
+from studio.errors import StoreError, StoreNotice, WriteRefused
 from studio.store.target import FILE, Target, parse_target, target_kind
+from studio.store.write.private_folder import check_own_file, check_private_folder, ensure_private_folder, unsafe_reason
 
 __all__ = [
     "BACKUP_FORMAT",
@@ -176,8 +177,9 @@ def target_slug(identity: dict) -> str:
 
 def write_json_atomically(path: Path, document: dict) -> None:
     """Write DOCUMENT as JSON to PATH through a private temporary file renamed over it (folder 0700,
-    file 0600, synced first): a reader sees the old file or the new one, never part of one. Raises OSError."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    file 0600, synced first): a reader sees the old file or the new one, never part of one. Raises OSError,
+    and WriteRefused when the folder is not the user's private folder (`private_folder`)."""
+    ensure_private_folder(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -215,6 +217,8 @@ def save_row_backup(location: Target, journal: list[dict], schema, *, label: str
     path = folder / f"{target_slug(identity)}-{stamp}-{_UNSAFE.sub('-', label)}.json"
     try:
         write_json_atomically(path, document)
+    except WriteRefused:
+        raise
     except OSError as exc:
         raise StoreError(f"Cannot save the backup of this write to {folder} ({exc.strerror or exc}); "
                          "nothing was written.") from exc
@@ -222,7 +226,13 @@ def save_row_backup(location: Target, journal: list[dict], schema, *, label: str
 
 
 def load_row_backup(path: str | os.PathLike[str]) -> dict:
-    """Read a row backup file; StoreError when it is missing, not JSON or not a studio row backup."""
+    """Read a row backup file; StoreError when it is missing, not JSON or not a studio row backup.
+
+    WriteRefused ("invalid") when the file or its folder is not the user's and private (`private_folder`):
+    a backup another local user could have written is never read.
+    """
+    check_private_folder(Path(path).parent)
+    check_own_file(path)
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -236,17 +246,32 @@ def load_row_backup(path: str | os.PathLike[str]) -> dict:
 
 
 def list_row_backups(location: Target, folder: Path | None = None) -> list[tuple[Path, dict]]:
-    """Return [(path, document)] of LOCATION's backups in FOLDER (default backup_root()), newest first."""
+    """Return [(path, document)] of LOCATION's backups in FOLDER (default backup_root()), newest first.
+
+    WriteRefused ("invalid") when FOLDER is not the user's private folder; a file in it that is not the
+    user's, or writable by others, is left out and said (a StoreNotice warning naming how many).
+    """
     identity = target_identity(location)
     folder = Path(folder) if folder is not None else backup_root()
+    check_private_folder(folder)
     out = []
+    foreign = []
     for path in folder.glob(f"{target_slug(identity)}-*.json") if folder.is_dir() else []:
+        if unsafe_reason(path, folder=False):
+            foreign.append(path)
+            continue
         try:
             document = load_row_backup(path)
         except StoreError:
             continue
         if document.get("identity") == identity:
             out.append((path, document))
+    if foreign:
+        import warnings
+
+        warnings.warn(StoreNotice(f"{len(foreign)} file(s) in {folder} look like backups of this store but belong to "
+                                  "another user or can be written by others (e.g. "
+                                  f"{foreign[0].name}); they were left out and are never restored"), stacklevel=2)
     out.sort(key=lambda item: str(item[1].get("created_at")), reverse=True)
     return out
 
