@@ -21,7 +21,7 @@ import argparse
 
 from studio.app.failures import EXIT_OK, EXIT_REFUSED, BadInput, say
 from studio.app.history import recall_document, speakers_document, threads_document
-from studio.cli import JSON_HELP, READ_PATH_HELP, reading
+from studio.cli import JSON_HELP, READ_PATH_HELP, add_target_argument, reading
 from studio.cli.output import print_json
 from studio.common.metadata_filter import ValidationError, parse_metadata_json
 
@@ -94,7 +94,7 @@ def _per_page(args) -> int | bool | None:
 def add_threads_command(subparsers) -> None:
     """Register `threads PATH ... --json`."""
     p = subparsers.add_parser("threads", help="list threads as Mastra's listThreads does, as JSON")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--resource", metavar="ID", help="only this resource's threads")
     p.add_argument("--metadata", metavar="JSON", help='thread metadata filter, e.g. \'{"category": "billing"}\'')
     p.add_argument("--order-by", choices=["createdAt", "updatedAt"], help="sort field (default createdAt)")
@@ -131,7 +131,7 @@ def _run_threads(args) -> int:
 def add_recall_command(subparsers) -> None:
     """Register `recall PATH --thread ID ... --json`."""
     p = subparsers.add_parser("recall", help="a thread's messages as Mastra's Memory.recall returns them, as JSON")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--resource", metavar="ID", help="check that the thread belongs to this resource")
     _page_args(p, "messages")
@@ -165,7 +165,7 @@ def _run_recall(args) -> int:
 def add_speakers_command(subparsers) -> None:
     """Register `speakers PATH --thread ID --json`."""
     p = subparsers.add_parser("speakers", help="participants of a multi-user thread (<turn> tags), as JSON")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_speakers)
@@ -184,7 +184,7 @@ def add_clone_command(subparsers) -> None:
     """Register `clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json`."""
     p = subparsers.add_parser("clone", help="clone a thread as Mastra's cloneThread does "
                                             "(writes: asks on a terminal, or --yes)")
-    p.add_argument("path", help="memory.db path (opened for writing once the write is confirmed)")
+    add_target_argument(p, help="memory.db path (opened for writing once the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to clone")
     p.add_argument("--new-id", metavar="ID", help="the new thread's id (default: a new UUID)")
     p.add_argument("--title", metavar="T", help="the new thread's title")

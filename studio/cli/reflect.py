@@ -41,7 +41,7 @@ from __future__ import annotations
 import sys
 
 from studio.app.failures import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, BadInput, say
-from studio.cli import JSON_HELP
+from studio.cli import JSON_HELP, add_target_argument
 from studio.cli import interaction as tty
 from studio.cli.interaction import TerminalInteraction, run_cancellable, stdout_to_stderr
 from studio.cli.output import print_json
@@ -224,7 +224,7 @@ def add_reflect_command(subparsers) -> None:
     """Register `reflect PATH --thread ID [--model M] [--base-url URL] [--strategy S] [--dry-run] [--yes] [--json]`."""
     p = subparsers.add_parser("reflect", help="propose a new OM generation (Reflector or offline) and write it after "
                                               "confirmation")
-    p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
+    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to reflect")
     p.add_argument("--model", metavar="PROVIDER/MODEL",
                    help="e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5, google/gemini-2.5-flash, "
@@ -287,7 +287,7 @@ def _run_revert(args) -> int:
 def add_revert_command(subparsers) -> None:
     """Register `revert PATH --thread ID --to-generation N [--yes] [--json]`."""
     p = subparsers.add_parser("revert", help="undo: write a new generation restoring generation N's observations")
-    p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
+    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to revert")
     p.add_argument("--to-generation", required=True, type=int, metavar="N", help="the generation to restore")
     p.add_argument("--yes", action="store_true", help="write without asking")

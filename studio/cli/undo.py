@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from studio.app.failures import EXIT_OK, EXIT_REFUSED, exit_code_for
 from studio.app.failures import say as _say
-from studio.cli import JSON_HELP
+from studio.cli import JSON_HELP, add_target_argument
 from studio.cli.output import print_json
 
 __all__ = ["add_undo_command"]
@@ -57,7 +57,7 @@ def add_undo_command(subparsers) -> None:
     """Register `undo TARGET [--backup FILE] [--yes] [--json]`."""
     p = subparsers.add_parser("undo", help="undo the last studio write to a PostgreSQL or libSQL server store "
                                            "from its row backup")
-    p.add_argument("target", help="postgresql://USER@HOST:PORT/DB?schema=NAME, or libsql://HOST, "
+    add_target_argument(p, "target", help="postgresql://USER@HOST:PORT/DB?schema=NAME, or libsql://HOST, "
                                   "http://127.0.0.1:PORT")
     p.add_argument("--backup", metavar="FILE", help="the row backup to undo (default: the newest write not undone)")
     p.add_argument("--yes", action="store_true", help="write without asking")

@@ -249,3 +249,29 @@ def test_a_password_of_any_characters_connects_and_a_wrong_one_is_said_the_same_
     finally:
         with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
             conn.execute(f"ALTER ROLE {ROLE} PASSWORD '{PASSWORD}'")
+
+
+def test_a_password_in_the_url_warns_once_and_password_stdin_needs_none(pg_corpus, password_url, clean_env,
+                                                                        monkeypatch, capsys):
+    """Issue 22.4: `threads` with the password in the URL warns once (naming the alternatives); the same command
+    with `--password-stdin` reads it from a pipe, says nothing of it, and holds no secret in its arguments."""
+    import io
+    import json
+
+    from studio.cli import main
+
+    monkeypatch.setattr(cred, "_warned", set())
+    with_password = password_url.replace(f"{ROLE}@", f"{ROLE}:{PASSWORD}@")
+    assert main(["threads", with_password, "--json"]) == 0
+    out, err = capsys.readouterr()
+    threads = json.loads(out)
+    assert err.count("warning: ") == 1 and PASSWORD not in err
+    for word in ("$PGPASSWORD", "~/.pgpass", "keyring", "Connect…", "--password-stdin", password_url):
+        assert word in err, word
+    cred.forget_for_session(password_url)
+    argv = ["threads", password_url, "--json", "--password-stdin"]
+    assert PASSWORD not in " ".join(argv)
+    monkeypatch.setattr("sys.stdin", io.StringIO(PASSWORD + "\n"))
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == threads and err == ""

@@ -142,6 +142,7 @@ def connect_pg(location: Target, *, options: str, application_name: str, purpose
     # The keyring is asked only when the server asks for a password that nothing else gives: choosing
     # its backend costs ~0.1–0.2 s (entry points, D-Bus probes) before the first paint, and a server
     # that trusts the login, or gets the password from libpq (URL, $PGPASSWORD, ~/.pgpass), needs none.
+    cred.warn_secret_in_url(location)   # once per process: a password in the URL is visible in `ps`
     password, source = cred.pg_password(location.conninfo, keyring_get=None)
 
     def connect(secret: str | None):
@@ -231,7 +232,11 @@ class PgBackend:
         except BaseException:
             conn.close()
             raise
-        return cls(location, conn, schema)
+        backend = cls(location, conn, schema)
+        notice = cred.secret_in_url_notice(location)   # warned by connect_pg; the studio's status bar shows it
+        if notice:
+            backend.notices = (notice,)
+        return backend
 
     def close(self) -> None:
         """Close the session (the server's data is left as it was: the session never wrote)."""

@@ -33,7 +33,7 @@ from typing import Any
 
 from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
-from studio.store.credentials import libsql_token
+from studio.store.credentials import libsql_token, warn_secret_in_url
 from studio.store.target import Target
 from studio.store.write.backends.sqlite import SqliteWriteTx
 from studio.store.write.row_backup import row_backup_before_commit
@@ -187,6 +187,7 @@ def libsql_remote_write_transaction(location: Target, *, label: str = "write",
 
     wait = WRITE_LOCK_WAIT_MS if lock_wait_ms is None else int(lock_wait_ms)
     token, source = libsql_token(location)
+    warn_secret_in_url(location)   # once per process (a read of the same command has said it already)
     conn = HranaWriteStream(location.base_url, token, location.display, token_source=source or "the URL")
     try:
         try:
