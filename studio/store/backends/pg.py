@@ -26,6 +26,8 @@ ever hangs mid-load). `writable=True` is refused: a write opens its own read-wri
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from studio.errors import SchemaError, StoreError
 from studio.store import credentials as cred
 from studio.store import schema as sc
@@ -204,9 +206,10 @@ class PgBackend:
     encoding = "utf-8"
     notices: tuple[str, ...] = ()
 
-    def __init__(self, location: Target, conn, schema: sc.Schema):
+    def __init__(self, location: Target, conn, schema: sc.Schema, options: str = ""):
         self.location = location
         self.conn = conn
+        self._options = options   # libpq options of the session: a lost session is reopened with them
         self.schema = schema
         self.sql = PgSql(schema)
         self._snapshot_conn = None
@@ -232,7 +235,7 @@ class PgBackend:
         except BaseException:
             conn.close()
             raise
-        backend = cls(location, conn, schema)
+        backend = cls(location, conn, schema, options)
         notice = cred.secret_in_url_notice(location)   # warned by connect_pg; the studio's status bar shows it
         if notice:
             backend.notices = (notice,)
@@ -252,14 +255,41 @@ class PgBackend:
         error.__cause__ = exc
         return error
 
+    def _lost(self) -> bool:
+        """True when the session is gone (the server restarted, or ended it): psycopg marks it closed or broken."""
+        return self.conn is not None and (self.conn.closed or self.conn.broken)
+
+    def _reopen(self) -> None:
+        """Replace the lost session with a new one (same options, same password order); StoreError when the
+        server cannot be reached ("Cannot connect to …"). The schema read at open is kept."""
+        old = self.conn
+        self.conn = connect_pg(self.location, options=self._options, application_name="memory-studio")
+        self._xmax = self._content = None
+        with suppress(Exception):
+            old.close()
+
+    def _run(self, sql: str, params: tuple) -> list[tuple]:
+        with self.conn.cursor() as cur:
+            cur.execute(_qmarks(sql), params)
+            return cur.fetchall() if cur.description is not None else []
+
     def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
-        """Run a statement written with `?` placeholders and return its rows (values as psycopg gives them)."""
+        """Run a statement written with `?` placeholders and return its rows (values as psycopg gives them).
+
+        Outside a load's transaction (the live refresh's fingerprint), a session the server lost (a
+        restart) is reopened once and the statement tried again before anything is reported.
+        """
         if self.conn is None:
             raise StoreError("The database is closed")
+        params = tuple(params)
         try:
-            with self.conn.cursor() as cur:
-                cur.execute(_qmarks(sql), tuple(params))
-                return cur.fetchall() if cur.description is not None else []
+            return self._run(sql, params)
+        except Exception as exc:
+            if self._snapshot_conn is not None or not self._lost():
+                raise self.fail(exc) from exc
+        self._reopen()
+        try:
+            return self._run(sql, params)
         except Exception as exc:
             raise self.fail(exc) from exc
 
@@ -286,14 +316,24 @@ class PgBackend:
     # -- loads and change detection ----------------------------------------------------------
 
     def begin_read(self) -> None:
-        """Start the load's REPEATABLE READ READ ONLY transaction (one snapshot for every read of the load)."""
+        """Start the load's REPEATABLE READ READ ONLY transaction (one snapshot for every read of the load).
+
+        A session the server lost since the last load (a restart: psycopg says "the connection is
+        closed") is reopened once before the failure is reported: F5 and the live refresh recover.
+        """
         self._snapshot_conn = None
         if self.conn is None:
             raise StoreError("The database is closed")
         try:
             self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         except Exception as exc:
-            raise self.fail(exc) from exc
+            if not self._lost():
+                raise self.fail(exc) from exc
+            self._reopen()   # the server restarted (or ended the session): one new session, then report
+            try:
+                self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            except Exception as again:
+                raise self.fail(again) from again
         self._snapshot_conn = self.conn
 
     def end_read(self, failed: bool = False) -> None:
