@@ -46,6 +46,16 @@ def add_target_argument(parser: argparse.ArgumentParser, name: str = "path", *, 
     parser.set_defaults(target_argument=name)
 
 
+#: The help of `--full-backup` (every write command: `add_full_backup_argument`).
+FULL_BACKUP_HELP = ("also copy the whole file (SQLite online backup, verified) beside it before writing; every "
+                    "write saves the rows it changes anyway (memory-studio undo PATH restores them)")
+
+
+def add_full_backup_argument(parser: argparse.ArgumentParser) -> None:
+    """Add `--full-backup` to a write command's PARSER (`WriteSession(full_backup=…)`)."""
+    parser.add_argument("--full-backup", action="store_true", help=FULL_BACKUP_HELP)
+
+
 @contextmanager
 def reading(path: str, **options) -> Iterator[MemoryStore]:
     """Open PATH read-only for one command and hold one snapshot (all its reads see one state); OPTIONS: the store's.
@@ -119,6 +129,12 @@ class _Formatter(argparse.HelpFormatter):
                 columns = 80
             kwargs["width"] = (columns or 80) - 2
         super().__init__(prog, **kwargs)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        """argparse's wrapping, never at a hyphen: `memory-studio sample-path` or `--password-stdin` stay whole."""
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 class _Parser(argparse.ArgumentParser):

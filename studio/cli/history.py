@@ -21,7 +21,7 @@ import argparse
 
 from studio.app.failures import EXIT_OK, EXIT_REFUSED, BadInput, say
 from studio.app.history import recall_document, speakers_document, threads_document
-from studio.cli import JSON_HELP, READ_PATH_HELP, add_target_argument, reading
+from studio.cli import JSON_HELP, READ_PATH_HELP, add_full_backup_argument, add_target_argument, reading
 from studio.cli.output import print_json
 from studio.common.metadata_filter import ValidationError, parse_metadata_json
 
@@ -190,6 +190,7 @@ def add_clone_command(subparsers) -> None:
     p.add_argument("--title", metavar="T", help="the new thread's title")
     p.add_argument("--message-limit", type=_non_negative, metavar="N", help="clone only the last N messages")
     p.add_argument("--yes", action="store_true", help="write without asking")
+    add_full_backup_argument(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_clone)
 
@@ -200,11 +201,13 @@ def _run_clone(args) -> int:
     from studio.cli.interaction import TerminalInteraction
 
     if not TerminalInteraction(assume_yes=args.yes).confirmed(
-            f"Clone thread {args.thread!r} into a new thread in {args.path} (a backup is made first)?",
-            f"clone writes a new thread into {args.path}; add --yes to confirm (not a terminal; a backup is made "
-            "first)"):
+            f"Clone thread {args.thread!r} into a new thread in {args.path} (its rows are backed up first)?",
+            f"clone writes a new thread into {args.path}; add --yes to confirm (not a terminal; its rows are backed "
+            "up first)"):
         return EXIT_REFUSED
+    from studio.store.writes import WriteSession
+
     cloned = clone_thread(args.path, args.thread, new_thread_id=args.new_id, title=args.title,
-                          message_limit=args.message_limit)
+                          message_limit=args.message_limit, session=WriteSession(full_backup=args.full_backup))
     print_json(cloned.to_json())
     return EXIT_OK

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from studio.app.failures import EXIT_FAILURE, EXIT_OK, BadInput, say
 from studio.app.observation import ChunkPlan
-from studio.cli import JSON_HELP, add_target_argument
+from studio.cli import JSON_HELP, add_full_backup_argument, add_target_argument
 from studio.cli import interaction as tty
 from studio.cli.interaction import TerminalInteraction, run_cancellable
 from studio.cli.output import print_json
@@ -70,7 +70,7 @@ def _run_activate(args) -> int:
         return refused_document(args, outcome, doc)
     from studio.store.writes import WriteSession
 
-    session = WriteSession()
+    session = WriteSession(full_backup=args.full_backup)
     job = WriteJob(args.path, key, in_place=True, session=session,
                    write=lambda quiet_ms: activate(args.path, plan, session=session, quiet_ms=quiet_ms))
     try:
@@ -206,7 +206,7 @@ def _run_observe(args) -> int:
         return refused_document(args, outcome, doc)
     from studio.store.writes import WriteSession
 
-    session = WriteSession()
+    session = WriteSession(full_backup=args.full_backup)
     job = WriteJob(args.path, key, in_place=True, session=session, write=lambda quiet_ms: commit(
         args.path, proposal, below_threshold=args.below_threshold, session=session, quiet_ms=quiet_ms))
     try:
@@ -228,6 +228,7 @@ def add_activate_command(subparsers) -> None:
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to activate")
     p.add_argument("--dry-run", action="store_true", help="show what would move; write nothing (no backup)")
     p.add_argument("--yes", action="store_true", help="write without asking")
+    add_full_backup_argument(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_run_activate)
@@ -252,6 +253,7 @@ def add_observe_command(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="show the window and the proposed lines; write nothing (also below the threshold)")
     p.add_argument("--yes", action="store_true", help="write without asking")
+    add_full_backup_argument(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_run_observe)

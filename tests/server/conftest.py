@@ -189,9 +189,3 @@ def sqld_corpus(tmp_path_factory) -> SqldCorpus:
     finally:
         subprocess.run(["bash", "servers.sh", "sqld", "stop", str(servers)], cwd=corpus, capture_output=True,
                        timeout=120)
-
-
-@pytest.fixture(autouse=True)
-def _private_data_folder(tmp_path, monkeypatch):
-    """Row backups of PostgreSQL writes go to $XDG_DATA_HOME: a private folder per test, never the user's home."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
