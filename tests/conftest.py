@@ -33,6 +33,13 @@ def pytest_configure(config):
                                 "project's shared/ folder beside the repository or set MEMORY_STUDIO_SHARED to it")
 
 
+@pytest.fixture(autouse=True)
+def _private_data_folder(tmp_path, monkeypatch):
+    """Row backups (every write saves one) and own-writes.json go to $XDG_DATA_HOME: a private folder per
+    test, never the user's home."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
 def copy_fixture(name: str, dest_dir: Path) -> Path:
     """Copy fixture NAME (db, -wal, -shm) into DEST_DIR, writable; return the copy's db path."""
     src = FIXTURES / f"{name}.db"

@@ -141,8 +141,7 @@ def commit(path: str, proposal: ObservationProposal, *, below_threshold: bool = 
     if session is None:
         row = commit_proposal(path, proposal, force=below_threshold, idle_ms=quiet_ms)
     else:
-        session.before_destructive_write(path)
-        with session.routed(path):
+        with session.routed(path):   # its row backup (and the file copy, if asked)
             row = commit_proposal(path, proposal, force=below_threshold, idle_ms=quiet_ms)
     threads = [t for t, _msgs, _ids in window.threads] if hasattr(window, "window_ids") else [window.thread_id]
     return Written(row, record_changes(window.lookup_key, threads=threads, messages=window.message_ids))
@@ -247,8 +246,7 @@ def activate(path: str, plan: ChunkPlan, *, session=None, quiet_ms: int = 0) -> 
     if session is None:
         result = write()
     else:
-        session.before_destructive_write(path)
-        with session.routed(path):
+        with session.routed(path):   # its row backup (and the file copy, if asked)
             result = write()
     return Written(result, record_changes(plan.lookup_key, threads=[plan.thread_id],
                                           messages=result.get("activated_message_ids") or ()))

@@ -133,7 +133,7 @@ def commit(p: Preview, *, clear_stale_reflecting: bool = False, session=None, qu
            via: str | None = None) -> Written:
     """Write P's proposed generation in one transaction (studio.store.writes.commit_reflection).
 
-    SESSION (a studio.store.writes.WriteSession, optional) backs the file up before its first write.
+    SESSION (a studio.store.writes.WriteSession, optional) routes the row backup each write saves before its COMMIT.
     Refused (WriteRefused, nothing written) when the latest generation is no longer the previewed
     one, observations were appended to it since the preview, or a process is reflecting (a stale
     isReflecting only with CLEAR_STALE_REFLECTING), or ("busy", "the agent is active") the
@@ -283,13 +283,11 @@ def backup_note(session, path: str) -> str:
     """Return the sentence a confirmation shows about SESSION's backup of PATH ("" without a session)."""
     if session is None:
         return ""
-    from studio.store.write.row_backup import backup_root, is_row_backup_target
+    from studio.store.write.row_backup import backup_root
 
-    if is_row_backup_target(path):   # PostgreSQL, libSQL server: no file to copy
-        folder = session.backup_dir or backup_root()
-        return (f"Before its COMMIT this write saves the rows it changes as a row backup in {folder} "
-                "(Undo Last Write restores them).")
-    done = session.backup_for(path)
-    if done is not None:
-        return f"This session already backed the file up to {done}."
-    return "Before this first write of the session, the whole file is backed up (verified) beside it."
+    folder = session.backup_dir or backup_root()
+    note = (f"Before its COMMIT this write saves the rows it changes as a row backup in {folder} "
+            "(Undo Last Write restores them).")
+    if session.full_backup:
+        note += " The whole file is copied (verified) beside it first, as asked."
+    return note

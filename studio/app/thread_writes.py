@@ -3,7 +3,7 @@
 `clone_thread` is the `clone` command's and Thread ▸ Clone Thread…'s; `delete_messages` and
 `clear_thread` are the studio's Delete Message… and Clear Thread's Messages…; `delete_thread` is
 `memory-studio delete-thread` and Thread ▸ Delete Thread…. Each goes through a
-`WriteSession` (a verified backup of the file before its first write, then one transaction, as
+`WriteSession` (each write saves the rows it changes before its COMMIT, then one transaction, as
 Mastra's Memory.cloneThread / deleteMessages write) and returns what it changed
 (`studio.app.changes`).
 """
@@ -45,7 +45,7 @@ class ClonedThread:
 
 def clone_thread(path: str, thread_id: str, *, session=None, new_thread_id: str | None = None,
                  title: str | None = None, message_limit: int | None = None) -> ClonedThread:
-    """Clone THREAD_ID in PATH as Memory.cloneThread does, after the session's backup of the file.
+    """Clone THREAD_ID in PATH as Memory.cloneThread does, its rows backed up through the session.
 
     SESSION: the WriteSession (a new one when None). NEW_THREAD_ID (default a new UUID), TITLE
     (default "Clone of <title>"), MESSAGE_LIMIT (the newest N messages; None: all) as Mastra's

@@ -35,6 +35,28 @@ JSON_HELP = "print the result as JSON (commands without a text output print JSON
 READ_PATH_HELP = ("memory.db path, file: URL or server URL (opened read-only); the bundled sample's path: "
                   "memory-studio sample-path")
 
+#: The help of `--password-stdin` (every command that takes a target: `add_target_argument`).
+PASSWORD_STDIN_HELP = ("read the server's password (PostgreSQL) or auth token (libSQL) from the first line of "
+                       "standard input instead of the URL, where every user of this machine could read it (ps); "
+                       "on a terminal it is asked for without echo")
+
+
+def add_target_argument(parser: argparse.ArgumentParser, name: str = "path", *, help: str) -> None:
+    """Add the positional target NAME (with HELP) and `--password-stdin` to a command's PARSER."""
+    parser.add_argument(name, help=help)
+    parser.add_argument("--password-stdin", action="store_true", help=PASSWORD_STDIN_HELP)
+    parser.set_defaults(target_argument=name)
+
+
+#: The help of `--full-backup` (every write command: `add_full_backup_argument`).
+FULL_BACKUP_HELP = ("also copy the whole file (SQLite online backup, verified) beside it before writing; every "
+                    "write saves the rows it changes anyway (memory-studio undo PATH restores them)")
+
+
+def add_full_backup_argument(parser: argparse.ArgumentParser) -> None:
+    """Add `--full-backup` to a write command's PARSER (`WriteSession(full_backup=…)`)."""
+    parser.add_argument("--full-backup", action="store_true", help=FULL_BACKUP_HELP)
+
 
 @contextmanager
 def reading(path: str, **options) -> Iterator[MemoryStore]:
@@ -116,6 +138,12 @@ class _Formatter(argparse.HelpFormatter):
             kwargs["width"] = (columns or 80) - 2
         super().__init__(prog, **kwargs)
 
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        """argparse's wrapping, never at a hyphen: `memory-studio sample-path` or `--password-stdin` stay whole."""
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
 
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser with `_Formatter` unless told otherwise (the subcommands' parsers too)."""
@@ -189,6 +217,11 @@ def _run(argv: list[str]) -> int:
     try:
         only = argv[0] if argv and argv[0] in COMMANDS else None
         args = build_parser(only).parse_args(argv)  # a command imports only its own module
+        options = vars(args)
+        if options.get("password_stdin"):
+            from studio.app.password_input import read_secret_from_stdin
+
+            read_secret_from_stdin(options[options["target_argument"]])
         try:
             return args.run(args)
         except StudioError as exc:

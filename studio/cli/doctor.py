@@ -12,7 +12,7 @@ import sys
 
 from studio.app.failures import EXIT_OK
 from studio.app.health import doctor_document
-from studio.cli import JSON_HELP, READ_PATH_HELP, reading
+from studio.cli import JSON_HELP, READ_PATH_HELP, add_target_argument, reading
 from studio.cli.output import print_json
 
 
@@ -45,7 +45,7 @@ def _counted(key: str, count: int) -> str:
 def add_doctor_command(subparsers) -> None:
     """Register `doctor TARGET [--thread ID] [--json]`."""
     p = subparsers.add_parser("doctor", help="check a memory.db for known Mastra memory failures")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", metavar="ID", help="check only this thread (and its OM record)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help=JSON_HELP)

@@ -36,7 +36,7 @@ import sys
 
 from studio.app.failures import EXIT_OK, EXIT_REFUSED, BadInput, say
 from studio.app.history import recall_document, speakers_document, threads_document
-from studio.cli import JSON_HELP, READ_PATH_HELP, reading
+from studio.cli import JSON_HELP, READ_PATH_HELP, add_full_backup_argument, add_target_argument, reading
 from studio.cli.output import print_json
 from studio.common.metadata_filter import ValidationError, parse_metadata_json
 
@@ -109,7 +109,7 @@ def _per_page(args) -> int | bool | None:
 def add_threads_command(subparsers) -> None:
     """Register `threads PATH ... --json`."""
     p = subparsers.add_parser("threads", help="list threads as Mastra's listThreads does, as JSON")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--resource", metavar="ID", help="only this resource's threads")
     p.add_argument("--metadata", metavar="JSON", help='thread metadata filter, e.g. \'{"category": "billing"}\'')
     p.add_argument("--order-by", choices=["createdAt", "updatedAt"], help="sort field (default createdAt)")
@@ -146,7 +146,7 @@ def _run_threads(args) -> int:
 def add_recall_command(subparsers) -> None:
     """Register `recall PATH --thread ID ... --json`."""
     p = subparsers.add_parser("recall", help="a thread's messages as Mastra's Memory.recall returns them, as JSON")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--resource", metavar="ID", help="check that the thread belongs to this resource")
     _page_args(p, "messages")
@@ -180,7 +180,7 @@ def _run_recall(args) -> int:
 def add_speakers_command(subparsers) -> None:
     """Register `speakers PATH --thread ID --json`."""
     p = subparsers.add_parser("speakers", help="participants of a multi-user thread (<turn> tags), as JSON")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_speakers)
@@ -199,12 +199,13 @@ def add_clone_command(subparsers) -> None:
     """Register `clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json`."""
     p = subparsers.add_parser("clone", help="clone a thread as Mastra's cloneThread does "
                                             "(writes: asks on a terminal, or --yes)")
-    p.add_argument("path", help="memory.db path (opened for writing once the write is confirmed)")
+    add_target_argument(p, help="memory.db path (opened for writing once the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to clone")
     p.add_argument("--new-id", metavar="ID", help="the new thread's id (default: a new UUID)")
     p.add_argument("--title", metavar="T", help="the new thread's title")
     p.add_argument("--message-limit", type=_non_negative, metavar="N", help="clone only the last N messages")
     p.add_argument("--yes", action="store_true", help="write without asking")
+    add_full_backup_argument(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_clone)
 
@@ -215,12 +216,14 @@ def _run_clone(args) -> int:
     from studio.cli.interaction import TerminalInteraction
 
     if not TerminalInteraction(assume_yes=args.yes).confirmed(
-            f"Clone thread {args.thread!r} into a new thread in {args.path} (a backup is made first)?",
-            f"clone writes a new thread into {args.path}; add --yes to confirm (not a terminal; a backup is made "
-            "first)"):
+            f"Clone thread {args.thread!r} into a new thread in {args.path} (its rows are backed up first)?",
+            f"clone writes a new thread into {args.path}; add --yes to confirm (not a terminal; its rows are backed "
+            "up first)"):
         return EXIT_REFUSED
+    from studio.store.writes import WriteSession
+
     cloned = clone_thread(args.path, args.thread, new_thread_id=args.new_id, title=args.title,
-                          message_limit=args.message_limit)
+                          message_limit=args.message_limit, session=WriteSession(full_backup=args.full_backup))
     print_json(cloned.to_json())
     return EXIT_OK
 

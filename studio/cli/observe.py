@@ -32,7 +32,7 @@ from pathlib import Path
 
 from studio.app.failures import EXIT_FAILURE, EXIT_OK, BadInput, say
 from studio.app.observation import ChunkPlan
-from studio.cli import JSON_HELP
+from studio.cli import JSON_HELP, add_full_backup_argument, add_target_argument
 from studio.cli import interaction as tty
 from studio.cli.interaction import TerminalInteraction, run_cancellable
 from studio.cli.output import print_json
@@ -70,7 +70,7 @@ def _run_activate(args) -> int:
         return refused_document(args, outcome, doc)
     from studio.store.writes import WriteSession
 
-    session = WriteSession()
+    session = WriteSession(full_backup=args.full_backup)
     job = WriteJob(args.path, key, in_place=True, session=session,
                    write=lambda quiet_ms: activate(args.path, plan, session=session, quiet_ms=quiet_ms))
     try:
@@ -206,7 +206,7 @@ def _run_observe(args) -> int:
         return refused_document(args, outcome, doc)
     from studio.store.writes import WriteSession
 
-    session = WriteSession()
+    session = WriteSession(full_backup=args.full_backup)
     job = WriteJob(args.path, key, in_place=True, session=session, write=lambda quiet_ms: commit(
         args.path, proposal, below_threshold=args.below_threshold, session=session, quiet_ms=quiet_ms))
     try:
@@ -224,10 +224,11 @@ def add_activate_command(subparsers) -> None:
     """Register `activate PATH --thread ID [--dry-run] [--yes] [--json]` (+ the write protocol's options)."""
     p = subparsers.add_parser("activate", help="activate buffered observation chunks now, as Mastra does at the "
                                                "threshold (no model call)")
-    p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
+    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to activate")
     p.add_argument("--dry-run", action="store_true", help="show what would move; write nothing (no backup)")
     p.add_argument("--yes", action="store_true", help="write without asking")
+    add_full_backup_argument(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_run_activate)
@@ -237,7 +238,7 @@ def add_observe_command(subparsers) -> None:
     """Register `observe PATH --thread ID [--model M | --strategy rule-based | --answer-file FILE] [--base-url URL]
     [--timeout S] [--below-threshold] [--dry-run] [--yes] [--json]`."""
     p = subparsers.add_parser("observe", help="write an Observer answer as the observation of the unobserved window")
-    p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
+    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to observe")
     p.add_argument("--answer-file", metavar="FILE", help="the Observer's answer (<observations>…)")
     p.add_argument("--model", metavar="PROVIDER/MODEL",
@@ -252,6 +253,7 @@ def add_observe_command(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="show the window and the proposed lines; write nothing (also below the threshold)")
     p.add_argument("--yes", action="store_true", help="write without asking")
+    add_full_backup_argument(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_run_observe)

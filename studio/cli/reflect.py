@@ -43,7 +43,7 @@ from __future__ import annotations
 import sys
 
 from studio.app.failures import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, BadInput, say
-from studio.cli import JSON_HELP
+from studio.cli import JSON_HELP, add_full_backup_argument, add_target_argument
 from studio.cli import interaction as tty
 from studio.cli.interaction import TerminalInteraction, run_cancellable, stdout_to_stderr
 from studio.cli.output import print_json
@@ -197,7 +197,7 @@ def _run_reflect(args) -> int:
         if not still_current(args.path, inp.lookup_key, inp.record_id):
             say(f"The latest generation of {inp.lookup_key} changed since it was read; nothing was written.")
             return EXIT_REFUSED
-        session = writes.WriteSession()
+        session = writes.WriteSession(full_backup=args.full_backup)
         job = WriteJob(args.path, inp.lookup_key, session=session, write=lambda quiet_ms: commit(
             p, clear_stale_reflecting=clear_stale, session=session, quiet_ms=quiet_ms, via="cli"))
         written = write_through_protocol(args, job, outcome, activity)
@@ -226,7 +226,7 @@ def add_reflect_command(subparsers) -> None:
     """Register `reflect PATH --thread ID [--model M] [--base-url URL] [--strategy S] [--dry-run] [--yes] [--json]`."""
     p = subparsers.add_parser("reflect", help="propose a new OM generation (Reflector or offline) and write it after "
                                               "confirmation")
-    p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
+    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to reflect")
     p.add_argument("--model", metavar="PROVIDER/MODEL",
                    help="e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5, google/gemini-2.5-flash, "
@@ -239,6 +239,7 @@ def add_reflect_command(subparsers) -> None:
                    help="longest wait for one model answer (default %(default)g)")
     p.add_argument("--dry-run", action="store_true", help="show the proposal; write nothing")
     p.add_argument("--yes", action="store_true", help="write without asking")
+    add_full_backup_argument(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_guard(_run_reflect))
@@ -274,7 +275,7 @@ def _run_revert(args) -> int:
                                    f"Write generation {preview['generation_count']} to {args.path}?"):
             return EXIT_REFUSED
     try:
-        session = writes.WriteSession()
+        session = writes.WriteSession(full_backup=args.full_backup)
         job = WriteJob(args.path, key, session=session, write=lambda quiet_ms: revert(
             args.path, lookup_key=key, generation_count=args.to_generation, expected_record_id=plan.current.id,
             session=session, quiet_ms=quiet_ms, clear_stale_reflecting=clear_stale))
@@ -289,10 +290,11 @@ def _run_revert(args) -> int:
 def add_revert_command(subparsers) -> None:
     """Register `revert PATH --thread ID --to-generation N [--yes] [--json]`."""
     p = subparsers.add_parser("revert", help="undo: write a new generation restoring generation N's observations")
-    p.add_argument("path", help="memory.db path (read-only until the write is confirmed)")
+    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to revert")
     p.add_argument("--to-generation", required=True, type=int, metavar="N", help="the generation to restore")
     p.add_argument("--yes", action="store_true", help="write without asking")
+    add_full_backup_argument(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_guard(_run_revert))

@@ -19,7 +19,7 @@ import argparse
 
 from studio.app.failures import EXIT_OK, BadInput
 from studio.app.timeline import thread_timeline, timeline_document, whatif_document
-from studio.cli import JSON_HELP, READ_PATH_HELP, reading
+from studio.cli import JSON_HELP, READ_PATH_HELP, add_target_argument, reading
 from studio.cli.output import print_json
 
 #: The `whatif` option that sets each of Mastra's observationalMemory settings named in its errors.
@@ -79,7 +79,7 @@ def _ratio(text: str) -> float:
 def add_timeline_command(subparsers) -> None:
     """Register `timeline PATH --thread ID --json`."""
     p = subparsers.add_parser("timeline", help="a thread's OM token series and events over time, as JSON")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_timeline)
@@ -96,7 +96,7 @@ def add_whatif_command(subparsers) -> None:
     """Register `whatif PATH --thread ID [settings] --json`."""
     p = subparsers.add_parser("whatif",
                               help="replay a thread through OM's trigger rules with other settings (estimate)")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--message-tokens", type=_positive_int, metavar="N", help="observation threshold (tokens)")
     p.add_argument("--observation-tokens", type=_positive_int, metavar="N", help="reflection threshold (tokens)")

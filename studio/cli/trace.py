@@ -29,7 +29,7 @@ import argparse
 
 from studio.app.failures import EXIT_OK
 from studio.app.trace import context_document, trace_document
-from studio.cli import JSON_HELP, READ_PATH_HELP, reading
+from studio.cli import JSON_HELP, READ_PATH_HELP, add_target_argument, reading
 from studio.cli.output import print_json
 
 
@@ -122,7 +122,7 @@ def _count(text: str) -> int:
 def add_trace_command(subparsers) -> None:
     """Register `trace PATH --thread ID --text T [--json]`."""
     p = subparsers.add_parser("trace", help="follow a fact through a thread's observation generations")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--text", required=True, help="the words to trace (matched by phrase, words, or fuzzily)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -139,7 +139,7 @@ def _run_trace(args) -> int:
 def add_context_command(subparsers) -> None:
     """Register `context PATH --thread ID --turn N [--json]`."""
     p = subparsers.add_parser("context", help="what Observational Memory put into the model's context at turn N")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--turn", required=True, type=_positive_int, metavar="N", help="the turn (1 = first user message)")
     p.add_argument("--last-messages", type=_count, metavar="N", default=None,

@@ -1,9 +1,9 @@
-"""`memory-studio undo`: undo the last studio write to a server store from its row backup.
+"""`memory-studio undo`: undo the last studio write to a store (a file or a server) from its row backup.
 
     memory-studio undo TARGET [--backup FILE] [--yes] [--json]
 
-TARGET: a `postgresql://` URL (with `?schema=`) or a libSQL server URL (`libsql://`, `http(s)://`).
-Every studio write there saved the rows it changed as a JSON file in
+TARGET: a memory.db path, a `postgresql://` URL (with `?schema=`) or a libSQL server URL (`libsql://`,
+`http(s)://`). Every studio write saved the rows it changed as a JSON file in
 `~/.local/share/memory-studio/backups/` (`studio.store.write.row_backup`); `undo` picks the newest
 one of TARGET not undone yet (or FILE), shows what it will restore, asks (or `--yes`), and restores
 those rows in one transaction (`studio.store.write.undo.undo_write`). It refuses, writing nothing,
@@ -11,18 +11,18 @@ when any of the rows changed since the write. `--json` prints
 {"undone", "backup", "operation", "created_at", "deleted", "restored", "reinserted", "undo_backup",
 "skipped_never_written"}.
 
-Exit codes (studio.cli): 0 restored; 2 bad input (not a server URL, no backup left, a backup of
-another store or already undone, no --yes without a terminal); 3 refused (rows changed since the
-write, a lock held by another session for the whole 9 s, declined at the prompt); 4 I/O; 5 and 6 as
-every write (`studio.app.failures`). A backup whose write never happened (every row as before it) is
-set aside (`never_written`) and the write before it is offered; `--json` adds "skipped_never_written".
+Exit codes (studio.cli): 0 restored; 2 bad input (no backup left, a backup of another store or
+already undone, no --yes without a terminal); 3 refused (rows changed since the write, a lock held by
+another session for the whole 9 s, declined at the prompt); 4 I/O; 5 and 6 as every write
+(`studio.app.failures`). A backup whose write never happened (every row as before it) is set aside
+(`never_written`) and the write before it is offered; `--json` adds "skipped_never_written".
 """
 
 from __future__ import annotations
 
 from studio.app.failures import EXIT_OK, EXIT_REFUSED, exit_code_for
 from studio.app.failures import say as _say
-from studio.cli import JSON_HELP
+from studio.cli import JSON_HELP, add_target_argument
 from studio.cli.output import print_json
 
 __all__ = ["add_undo_command"]
@@ -58,10 +58,10 @@ def _run_undo(args) -> int:
 
 def add_undo_command(subparsers) -> None:
     """Register `undo TARGET [--backup FILE] [--yes] [--json]`."""
-    p = subparsers.add_parser("undo", help="undo the last studio write to a PostgreSQL or libSQL server store "
-                                           "from its row backup")
-    p.add_argument("target", help="postgresql://USER@HOST:PORT/DB?schema=NAME, or libsql://HOST, "
-                                  "http://127.0.0.1:PORT")
+    p = subparsers.add_parser("undo", help="undo the last studio write to a store (a file, PostgreSQL or a "
+                                           "libSQL server) from its row backup")
+    add_target_argument(p, "target", help="memory.db path, postgresql://USER@HOST:PORT/DB?schema=NAME, "
+                                          "libsql://HOST or http://127.0.0.1:PORT")
     p.add_argument("--backup", metavar="FILE", help="the row backup to undo (default: the newest write not undone)")
     p.add_argument("--yes", action="store_true", help="write without asking")
     p.add_argument("--json", action="store_true", help=JSON_HELP)

@@ -29,7 +29,16 @@ from pathlib import Path
 
 from studio.common.keyring_lookup import KEYRING_SERVICE, KeyringGetter, os_keyring_get
 from studio.errors import StoreError
-from studio.store.target import LIBSQL_SERVER, MONGODB, POSTGRESQL, Target, split_url, target_kind, url_secret
+from studio.store.target import (
+    LIBSQL_SERVER,
+    MONGODB,
+    POSTGRESQL,
+    Target,
+    split_url,
+    strip_secrets,
+    target_kind,
+    url_secret,
+)
 
 #: The environment variables holding a libSQL auth token, in the order they are read.
 TOKEN_ENV_VARS = ("LIBSQL_AUTH_TOKEN", "TURSO_AUTH_TOKEN")
@@ -38,6 +47,22 @@ URL_TOKEN_WARNING = ("The auth token is in the URL (?authToken=): it is used, bu
 DEFAULT_PG_PORT = 5432
 #: The environment variable holding a MongoDB password (the URL names the user).
 MONGODB_PASSWORD_ENV = "MONGODB_PASSWORD"
+#: What `secret_in_url_notice` says of a secret written in a URL, by target kind ({url}: the URL without it).
+_IN_URL = {
+    POSTGRESQL: ("the password is written in the URL, which every user of this machine can read while the studio "
+                 "runs (ps) and your shell keeps in its history; prefer $PGPASSWORD, ~/.pgpass, the system "
+                 "keyring (File ▸ Connect… saves it there) or --password-stdin, e.g. "
+                 "printf '%s\\n' \"$PASSWORD\" | memory-studio … --password-stdin {url}"),
+    MONGODB: ("the password is written in the URL, which every user of this machine can read while the studio "
+              "runs (ps) and your shell keeps in its history; prefer $MONGODB_PASSWORD, the system keyring "
+              "(File ▸ Connect… saves it there) or --password-stdin, e.g. "
+              "printf '%s\\n' \"$PASSWORD\" | memory-studio … --password-stdin {url}"),
+    LIBSQL_SERVER: ("the auth token is written in the URL, which every user of this machine can read while the "
+                    "studio runs (ps) and your shell keeps in its history; prefer $LIBSQL_AUTH_TOKEN (or "
+                    "$TURSO_AUTH_TOKEN), the system keyring (File ▸ Connect… saves it there) or --password-stdin, "
+                    "e.g. printf '%s\\n' \"$TOKEN\" | memory-studio … --password-stdin {url}"),
+}
+_warned: set[str] = set()
 
 
 
@@ -85,6 +110,44 @@ def _host_port(host: str) -> tuple[str, str]:
         return host[:end + 1].lower(), host[end + 2:] if host[end + 1:end + 2] == ":" else ""
     name, _, port = host.partition(":")
     return name.lower(), port
+
+
+# -- a secret written in the URL ------------------------------------------------------------------
+
+def secret_in_url_notice(location: Target) -> str | None:
+    """The sentence for a server TARGET whose URL holds its secret (a PostgreSQL password, a libSQL token), else None.
+
+    It names the alternatives and suggests a command line that holds no secret (the URL stripped).
+    A `***` left by redaction (a reopen by the shown URL) is no secret and earns nothing.
+    """
+    if location.kind == LIBSQL_SERVER:
+        written = location.url_token
+    elif location.kind in (POSTGRESQL, MONGODB):
+        written = url_secret(location.conninfo)
+    else:
+        return None
+    if not written or written == "***":
+        return None
+    import shlex
+
+    return f"{location.display}: {_IN_URL[location.kind].format(url=shlex.quote(strip_secrets(location.display)))}"
+
+
+def warn_secret_in_url(location: Target) -> str | None:
+    """Warn (a StoreNotice) once per process and target that LOCATION's URL holds its secret; return the sentence.
+
+    Every open and write of the target calls it: the command line prints the warning once, the studio
+    shows the returned sentence in its status bar. None when the URL holds no secret.
+    """
+    notice = secret_in_url_notice(location)
+    if notice and location.display not in _warned:
+        _warned.add(location.display)
+        import warnings
+
+        from studio.errors import StoreNotice
+
+        warnings.warn(StoreNotice(notice), stacklevel=2)
+    return notice
 
 
 # -- the secret typed this session -----------------------------------------------------------------
@@ -370,7 +433,9 @@ __all__ = [
     "remember_for_session",
     "save_secret",
     "saved_secret",
+    "secret_in_url_notice",
     "secret_kind",
     "secret_source_text",
     "session_secrets",
+    "warn_secret_in_url",
 ]

@@ -127,6 +127,9 @@ class HranaConnection:
         # "from $LIBSQL_AUTH_TOKEN", "typed this session", "from the URL": a source already a phrase is kept
         phrase = token_source.strip()
         self._token_from = phrase if phrase.startswith(("from ", "typed ", "saved ")) else f"from {phrase}"
+        if token and not _header_safe(token):
+            raise StoreError(f"The auth token for {display} ({self._token_from}) holds characters no token has "
+                             "(a space, a control character or a non-ASCII letter): nothing was sent")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         # a sqld on this machine is reached directly, never through an HTTP(S)_PROXY of the environment
         local = httpx.URL(self.base_url).host in ("127.0.0.1", "localhost", "::1")
@@ -261,7 +264,19 @@ class HranaConnection:
         return body
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
+        """TEXT (a server's or transport's words) as it is, or withheld whole when it quotes the token.
+
+        The token travels in the Authorization header only, so no answer should hold it; one that
+        does is not shown at all (no piece of it is cut out: a short token would mangle other words).
+        """
+        if self._token and self._token in text:
+            return "(the answer quoted the auth token, so it is not shown)"
+        return text
+
+
+def _header_safe(token: str) -> bool:
+    """True when TOKEN can go in an HTTP header as it is: visible ASCII only (a JWT, an API key)."""
+    return all("!" <= ch <= "~" for ch in token)
 
 
 def _reason(exc: httpx.HTTPError) -> str:

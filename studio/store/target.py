@@ -42,6 +42,7 @@ __all__ = [
     "SCHEMES",
     "Target",
     "absolute_target",
+    "ambiguity",
     "file_target",
     "is_server_target",
     "libsql_server_refusal",
@@ -149,7 +150,21 @@ def parse_target(target: str | os.PathLike[str]) -> Target:
     is not an identifier. The URL in every message is redacted.
     """
     text = os.fspath(target)
-    return _PARSERS[target_kind(text)](text)
+    kind = target_kind(text)
+    if kind != FILE:
+        _check_unambiguous(text)
+    return _PARSERS[kind](text)
+
+
+def _check_unambiguous(text: str) -> None:
+    """Refuse a server URL whose secret could be read two ways, or that carries a fragment no store reads."""
+    why = ambiguity(text)
+    if why:
+        raise StoreError(f"{redact_url(text)} cannot be read unambiguously: {why}. Nothing was sent")
+    if "#" in text.split("://", 1)[1].rpartition("@")[2]:
+        raise StoreError(f"{redact_url(text)} has a fragment (#…), which no store reads (a token there would not be "
+                         "sent): put a libSQL token in $LIBSQL_AUTH_TOKEN and a password in $PGPASSWORD or "
+                         "~/.pgpass, or use File ▸ Connect…")
 
 
 def file_target(target: str | os.PathLike[str]) -> Target:
@@ -231,8 +246,10 @@ def _parse_postgresql(text: str) -> Target:
     other query parameters go to libpq as they are. A password may also come from `PGPASSWORD` or
     `~/.pgpass` (libpq reads both), Connect… or the OS keyring (`studio.store.credentials.pg_password`).
     """
-    parts = urllib.parse.urlsplit(text)
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    query = []   # (key, value) decoded as libpq decodes them (%XX only: a `+` stays a `+`)
+    for raw, _key, value in _pairs(split_url(text)[3]):
+        if raw:
+            query.append((urllib.parse.unquote(raw.partition("=")[0]), urllib.parse.unquote(value)))
     schema = "public"
     rest = []
     for key, value in query:
@@ -242,8 +259,7 @@ def _parse_postgresql(text: str) -> Target:
             rest.append((key, value))
     if not re.match(_SCHEMA_NAME, schema):
         raise StoreError(f"{schema!r} is not a PostgreSQL schema name Mastra would use (letters, digits, _)")
-    conninfo = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, urllib.parse.urlencode(rest),
-                                        parts.fragment))
+    conninfo = _canonical_conninfo(text, rest)
     return Target(POSTGRESQL, redact_url(text), conninfo=conninfo, schema=schema)
 
 
@@ -277,61 +293,112 @@ _PARSERS: dict[str, Callable[[str], Target]] = {FILE: _parse_file, LIBSQL_SERVER
 
 
 # -- secrets in URLs -------------------------------------------------------------------------------
+#
+# Redaction works on the URL's structure, never on the text of a secret: the userinfo's password and
+# the values of secret query (and fragment) parameters are replaced whole, whatever characters they
+# hold, and nothing else of the URL is touched. Where the structure is ambiguous (an `@` after the
+# host: a password holding an unencoded `/`, `?` or `#`, or an `@` in a query value), the reading
+# that hides the most is used for display, and `parse_target` refuses the URL (`ambiguity`).
+
+def _authority_end(rest: str) -> int:
+    """Index in REST (the URL after `://`) where the authority ends, as RFC 3986 reads it (`/`, `?` or `#`)."""
+    ends = [i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0]
+    return min(ends) if ends else len(rest)
+
+
+def ambiguity(url: str) -> str | None:
+    """Return why URL's userinfo cannot be told apart from the rest unambiguously, or None when it can.
+
+    Ambiguous: an `@` after the host (in the path, query or fragment). It may end a password holding an
+    unencoded `/`, `?` or `#` (`postgresql://u:ab?cd@host/db`), or belong to a query value; libpq,
+    @libsql/client and this module would each read such a URL differently, and a wrong reading sends
+    part of the password to a name lookup or a message. The studio refuses those URLs (say `%40`).
+    """
+    if "://" not in url:
+        return None
+    rest = url.split("://", 1)[1]
+    if "@" in rest[_authority_end(rest):]:
+        return ("an '@' comes after the host, so where the password ends is ambiguous: write each @, /, ?, # "
+                "and : of the user name or password (and any @ further on) percent-encoded (%40, %2F, %3F, "
+                "%23, %3A), or leave the password out of the URL")
+    return None
+
 
 def split_url(url: str) -> tuple[str, str, str, str, str]:
-    """Split URL into (scheme, userinfo, hostport+path, query, fragment) without trusting the password's characters.
+    """Split URL into (scheme, userinfo, hostpath, query, fragment) without trusting the password's characters.
 
-    The userinfo ends at the last `@` before the query, so a password holding an unescaped `/` or `#`
-    is still recognised as the password (and redacted) rather than read as a path.
+    The userinfo ends at the LAST `@` of the URL, so a password holding an unescaped `/`, `?`, `#`
+    or `@` is still the password (and redacted) rather than read as a path, query or host. For an
+    unambiguous URL (`ambiguity` None) this is RFC 3986's reading; for an ambiguous one it is the
+    reading that hides the most. The query ends at the first `#`.
     """
     scheme, rest = url.split("://", 1)
-    head, sep, query = rest.partition("?")
-    fragment = ""
-    if not sep:
-        head, _, fragment = head.partition("#") if "@" not in head.partition("#")[2] else (head, "", "")
-    else:
-        query, _, fragment = query.partition("#")
-    userinfo, at, hostpath = head.rpartition("@")
+    userinfo, at, tail = rest.rpartition("@")
     if not at:
-        userinfo, hostpath = "", head
+        userinfo, tail = "", rest
+    head, _, fragment = tail.partition("#")
+    hostpath, _, query = head.partition("?")
     return scheme, userinfo, hostpath, query, fragment
 
 
-def _join(scheme: str, userinfo: str, hostpath: str, query: list[tuple[str, str]], fragment: str) -> str:
-    out = f"{scheme}://{userinfo + '@' if userinfo else ''}{hostpath}"
-    if query:
-        out += "?" + urllib.parse.urlencode(query, safe="*/:")
-    return out + (f"#{fragment}" if fragment else "")
+def _pairs(text: str) -> list[tuple[str, str, str]]:
+    """Split a query (or fragment) into [(raw pair, decoded lower-cased key, raw value)], keeping empty pieces."""
+    out = []
+    for raw in text.split("&"):
+        key, _, value = raw.partition("=")
+        out.append((raw, urllib.parse.unquote_plus(key).strip().lower(), value))
+    return out
+
+
+def _shown_userinfo(userinfo: str, replacement: str | None, *, ambiguous: bool) -> str:
+    user, colon, _password = userinfo.partition(":")
+    if ambiguous and (not colon or any(ch in user for ch in "/?#@&=")):
+        return replacement or ""      # no telling where a user name would end: nothing of it is shown
+    if not colon:
+        return user
+    return f"{user}:{replacement}" if replacement is not None else user
 
 
 def _clean(url: str, *, replacement: str | None) -> str:
     if "://" not in url:
         return url
     scheme, userinfo, hostpath, query, fragment = split_url(url)
-    if ":" in userinfo:
-        user = userinfo.split(":", 1)[0]
-        userinfo = f"{user}:{replacement}" if replacement is not None else user
-    pairs = []
-    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
-        if key.lower() in SECRET_PARAMS:
+    ambiguous = ambiguity(url) is not None
+    userinfo = _shown_userinfo(userinfo, replacement, ambiguous=ambiguous) if userinfo else ""
+    if ambiguous:   # after the last `@` may come what was meant as a query (`?a=x@b&password=…`): only a host
+        host = re.split(r"[/?#&=;]", f"{hostpath}?{query}#{fragment}", maxsplit=1)[0]
+        return f"{scheme}://{userinfo + '@' if userinfo else ''}{host}…"
+    kept = []
+    for raw, key, _value in _pairs(query) if query else []:
+        if key in SECRET_PARAMS:
             if replacement is None:
                 continue
-            value = replacement
-        pairs.append((key, value))
-    return _join(scheme, userinfo, hostpath, pairs, fragment)
+            raw = f"{raw.partition('=')[0]}={replacement}"
+        kept.append(raw)
+    out = f"{scheme}://{userinfo + '@' if userinfo else ''}{hostpath}"
+    if kept:
+        out += "?" + "&".join(kept)
+    # a fragment is read by no store (parse_target refuses it): it is shown as *** and never remembered
+    if fragment and replacement is not None:
+        out += f"#{replacement}"
+    return out
 
 
 def redact_url(url: str | os.PathLike[str]) -> str:
     """Return URL as windows, logs and errors show it: a password and every secret query value as `***`.
 
     `postgresql://u:pw@h/db?sslpassword=x` → `postgresql://u:***@h/db?sslpassword=***`;
-    `libsql://db.turso.io?authToken=t` → `libsql://db.turso.io?authToken=***`; a path comes back unchanged.
+    `libsql://db.turso.io?authToken=t` → `libsql://db.turso.io?authToken=***`; a fragment → `#***`;
+    an ambiguous URL (see `ambiguity`) shows `***` for everything before its last `@` and only the host
+    after it (`postgresql://u:***@host…`). Only the
+    structure is used, never the secret's text, so the result is the same whatever the secret holds.
+    A path comes back unchanged.
     """
     return _clean(os.fspath(url), replacement="***")
 
 
 def strip_secrets(url: str | os.PathLike[str]) -> str:
-    """Return URL without its password and secret query parameters (what Open Recent remembers).
+    """Return URL without its password, secret query parameters and fragment (what Open Recent remembers).
 
     `postgresql://u:pw@h:5432/db?schema=s&password=x` → `postgresql://u@h:5432/db?schema=s`; reopening
     it finds the secret in the environment, ~/.pgpass or the keyring. A path comes back unchanged.
@@ -346,8 +413,22 @@ def url_secret(url: str) -> str | None:
     _scheme, userinfo, _hostpath, query, _fragment = split_url(url)
     if ":" in userinfo:
         return urllib.parse.unquote(userinfo.split(":", 1)[1])
-    for key, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
-        if key.lower() in ("password", "authtoken", "auth_token") and value:
-            return value
+    for _raw, key, value in _pairs(query) if query else []:
+        if key in ("password", "authtoken", "auth_token") and value:
+            return urllib.parse.unquote_plus(value)
     return None
 
+
+def _canonical_conninfo(text: str, rest: list[tuple[str, str]]) -> str:
+    """The libpq URL of an unambiguous PostgreSQL URL: user and password percent-encoded whole, so libpq
+    (which ends the userinfo at the FIRST `@`) reads the same user, password and host as the studio, and
+    never quotes a piece of a secret back in an error."""
+    scheme, userinfo, hostpath, _query, _fragment = split_url(text)
+    if userinfo:
+        user, colon, password = userinfo.partition(":")
+        userinfo = urllib.parse.quote(urllib.parse.unquote(user), safe="")
+        if colon:
+            userinfo += ":" + urllib.parse.quote(urllib.parse.unquote(password), safe="")
+        userinfo += "@"
+    query = "&".join(f"{urllib.parse.quote(k, safe='')}={urllib.parse.quote(v, safe='')}" for k, v in rest)
+    return f"{scheme}://{userinfo}{hostpath}" + (f"?{query}" if query else "")

@@ -16,8 +16,8 @@ Public API (implemented in `studio.store.write`):
   resource scope: `resource_observation_window` / `commit_resource_observation`);
   `activate_buffered(path, *, thread_id, lookup_key, stamp_estimates)` buffered chunks activated as
   Mastra's activate() does (thread scope);
-- `WriteSession`  one per window / CLI run: backs each file up (`studio.store.write.file_backup`) before the
-  session's first write to it, then writes;
+- `WriteSession`  one per window / CLI run: routes the row backup every write saves before its COMMIT
+  (`studio.store.write.row_backup`; files too), copies a file whole only when asked (`full_backup`);
 - the OM write protocol (`studio.store.write.protocol`): quiet period (`read_activity`,
   `store_activity`, `wait_for_quiet`), the self-identifying mark (`studio_mark`), overtaking writes
   (`find_overtaking_writes`, `watch_for_overtaking`) and `repair_overtaken_writes` (a new generation

@@ -71,6 +71,9 @@ def build_parser(commands: Sequence[str] = ()) -> argparse.ArgumentParser:
                     f"Subcommands: {', '.join(commands)} (memory-studio SUBCOMMAND --help).")
     p.add_argument("--version", action="version", version=f"memory-studio {__version__}")
     p.add_argument("path", nargs="?", help="memory.db path, file: URL, or postgresql:// / libsql:// / https:// URL")
+    p.add_argument("--password-stdin", action="store_true",
+                   help="read the server's password or auth token from the first line of standard input instead "
+                        "of the URL, where every user of this machine could read it (ps)")
     p.add_argument("--screenshot", metavar="OUT.png",
                    help="render the window to an image (PNG, or JPEG/BMP by the suffix) and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")

@@ -67,8 +67,8 @@ class WindowContext:
     """What one main window's parts share, handed to each part when the window makes it.
 
     RUNNER runs every read and write off the GUI thread; SETTINGS keep what the dialogs remember
-    (quiet period, models); SESSION is the window's `studio.store.writes.WriteSession` (one verified
-    backup per file before its first write, shared by every write of the window); INTERACTION (over
+    (quiet period, models); SESSION is the window's `studio.store.writes.WriteSession` (routes the row
+    backup each write saves, remembers the last per store for Undo Last Write); INTERACTION (over
     the window) tells the user what failed and, over each dialog that writes (`interaction.over`),
     asks the write protocol's questions.
     """

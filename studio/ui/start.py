@@ -32,6 +32,10 @@ def _start(argv: list[str], commands: Sequence[str]) -> int:
     if args.screenshot:
         screenshot_format(args.screenshot)
     parse_window_size(args.size)   # before Qt loads: a wrong size costs no window
+    if args.password_stdin:   # before Qt loads too: a prompt on the terminal, or the first line of a pipe
+        from studio.app.password_input import read_secret_from_stdin
+
+        read_secret_from_stdin(args.path or "")
     if args.path:
         from studio.store.warmup import warm_up
 

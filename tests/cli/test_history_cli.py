@@ -13,6 +13,7 @@ from studio.cli import main
 from studio.cli.history import parse_include
 from studio.store import open_store
 from studio.store.history import recall
+from studio.store.write.row_backup import backup_root
 from tests.conftest import load_oracle
 
 
@@ -122,11 +123,25 @@ def test_bad_input_exits_2_and_changes_nothing(fixture_db, capsys, argv, message
     assert message.lower() in err.lower()
     assert digest(path) == before
     assert not list(path.parent.glob("*backup*"))   # a refused clone (no thread, id taken) leaves no backup behind
+    assert not backup_root().exists() or not list(backup_root().iterdir())
 
 
-def test_clone_writes_after_a_backup(fixture_db, capsys):
+def _all_rows(path) -> dict:
+    """Every row of every Mastra table of PATH, as SQLite stores it (rowid included), read with sqlite3."""
+    import sqlite3
+
+    out = {}
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'mastra%'"):
+            out[table] = sorted(conn.execute(f'SELECT rowid, * FROM "{table}"').fetchall(), key=repr)
+    return out
+
+
+def test_clone_saves_its_rows_and_undo_restores_the_file_exactly(fixture_db, capsys):
+    """Issue 21.5: a write on a file saves the rows it changes (no copy of the file); `undo PATH` puts back
+    exactly the rows there were (every table, every column, the rowids), and a second undo finds nothing."""
     path = fixture_db("history")
-    before = path.read_bytes()
+    rows_before = _all_rows(path)
     doc = run_json(capsys, ["clone", str(path), "--thread", "hist-1", "--new-id", "hist-1-copy", "--title", "Copy",
                             "--message-limit", "3", "--yes", "--json"])
     assert list(doc) == ["thread", "message_ids", "source_message_ids", "om_record_id", "backup"]
@@ -137,13 +152,24 @@ def test_clone_writes_after_a_backup(fixture_db, capsys):
         clone = recall(store, "hist-1-copy", per_page=False).message_ids
     assert doc["source_message_ids"] == source[-3:] and doc["message_ids"] == clone and len(clone) == 3
     backup = Path(doc["backup"])
-    assert backup.exists() and backup.parent == path.parent
-    with open_store(backup) as store:                 # the backup is the file as it was before the write
-        assert store.get_thread("hist-1-copy") is None
-        assert len(recall(store, "hist-1", per_page=False).message_ids) == len(source)
-    assert path.read_bytes() != before
+    assert backup.suffix == ".json" and backup.exists()
+    assert [p.name for p in path.parent.iterdir() if "backup" in p.name] == []    # no copy of the file
     listed = run_json(capsys, ["threads", str(path), "--resource", "user-gus", "--all", "--json"])
     assert "hist-1-copy" in listed["thread_ids"] and listed["total"] == 4
+    assert _all_rows(path) != rows_before
+    undone = run_json(capsys, ["undo", str(path), "--yes", "--json"])
+    assert undone["backup"] == str(backup) and undone["deleted"] == 3 + 1 + (1 if doc["om_record_id"] else 0)
+    assert _all_rows(path) == rows_before
+    code, _out, err = run(capsys, ["undo", str(path), "--yes", "--json"])
+    assert code == 2 and "No backup of a studio write" in err
+
+
+def test_clone_with_full_backup_also_copies_the_file(fixture_db, capsys):
+    path = fixture_db("history")
+    run_json(capsys, ["clone", str(path), "--thread", "hist-1", "--new-id", "c", "--yes", "--json", "--full-backup"])
+    (copy,) = [p for p in path.parent.iterdir() if p.name.startswith("history.backup-")]
+    with open_store(copy) as store:                 # the copy is the file as it was before the write
+        assert store.get_thread("c") is None
 
 
 @pytest.mark.parametrize(("answer", "code"), [("n\n", 3), ("y\n", 0)])
@@ -161,6 +187,6 @@ def test_clone_asks_on_a_terminal_like_the_other_writes(fixture_db, capsys, monk
     assert "Clone thread 'hist-1'" in err and "[y/N]" in err
     with open_store(path) as store:
         assert (store.get_thread("asked") is not None) == (code == 0)
-    assert bool(list(path.parent.glob("*backup*"))) == (code == 0)
+    assert bool(list(backup_root().glob("file_history.db_*-clone.json"))) == (code == 0)   # its rows
     if code == 3:
         assert "Nothing was written" in err and out == ""

@@ -45,10 +45,23 @@ class PgCorpus:
     url: str
     corpus: Path
     oracles: dict[str, dict]
+    servers: Path | None = None   # servers.sh's DIR (the server's data folder is DIR/pg/data)
 
     def target(self, scenario: str) -> str:
         """The studio's URL of SCENARIO's schema (Mastra's PostgresStore `schemaName`)."""
         return f"{self.url}?schema={scenario}"
+
+    def restart(self) -> None:
+        """Restart the server as an operator would (`pg_ctl restart -m fast`: same port and options, every
+        session ended); returns once it accepts connections again."""
+        import glob
+
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl")) or [shutil.which("pg_ctl") or "pg_ctl"]
+        command = [found[-1], "-D", str(self.servers / "pg" / "data"), "-l", str(self.servers / "pg" / "server.log"),
+                   "-m", "fast", "-w", "-t", "60", "restart"]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        _run(command, self.servers, 120)
 
 
 def _run(args: list[str], cwd: Path, timeout: int) -> str:
@@ -80,7 +93,7 @@ def pg_corpus(tmp_path_factory) -> PgCorpus:
             path = out / f"{scenario}.oracle.json"
             _run(["node", "oracle.mjs", scenario, str(path), "--store", "pg", "--url", url], corpus, GEN_TIMEOUT_S)
             oracles[scenario] = json.loads(path.read_text(encoding="utf-8"))
-        yield PgCorpus(url=url, corpus=corpus, oracles=oracles)
+        yield PgCorpus(url=url, corpus=corpus, oracles=oracles, servers=servers)
     finally:
         subprocess.run(["bash", "servers.sh", "pg", "stop", str(servers)], cwd=corpus, capture_output=True,
                        timeout=120)
@@ -182,12 +195,6 @@ def sqld_corpus(tmp_path_factory) -> SqldCorpus:
     finally:
         subprocess.run(["bash", "servers.sh", "sqld", "stop", str(servers)], cwd=corpus, capture_output=True,
                        timeout=120)
-
-
-@pytest.fixture(autouse=True)
-def _private_data_folder(tmp_path, monkeypatch):
-    """Row backups of PostgreSQL writes go to $XDG_DATA_HOME: a private folder per test, never the user's home."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
 
 
 # -- MongoDB (jongodb) -----------------------------------------------------------------------------

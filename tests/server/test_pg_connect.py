@@ -218,3 +218,60 @@ def test_the_keyring_is_asked_only_when_the_server_wants_a_password(pg_corpus, p
     with open_store(password_url) as store:                  # scram-sha-256 for ROLE: the keyring's password
         assert len(store.list_threads()) == mastra_thread_count(pg_corpus.oracles[SCENARIO])
     assert asked == [cred.keyring_target(password_url)]
+
+
+def test_a_password_of_any_characters_connects_and_a_wrong_one_is_said_the_same_way(pg_corpus, password_url,
+                                                                                    clean_env):
+    """Issue 22.2 on the real server: a password holding @ ? # / : % & (percent-encoded, or a raw @) reaches
+    libpq whole; a wrong password's message does not depend on what was typed."""
+    from studio.errors import StoreError
+    from studio.store import open_store
+    from tests.store.test_redaction import random_secrets
+
+    odd = "a@b?c#d/e:f%g&h p"
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        conn.execute(f"ALTER ROLE {ROLE} PASSWORD %s".replace("%s", "'" + odd.replace("'", "''") + "'"))
+    try:
+        base = password_url.replace(f"{ROLE}@", f"{ROLE}:{{}}@")
+        store = open_store(base.format(urllib.parse.quote(odd, safe="")))
+        assert store.list_threads() is not None
+        store.close()
+        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+            conn.execute(f"ALTER ROLE {ROLE} PASSWORD 'pass@en99'")
+        store = open_store(base.format("pass@en99"))   # a raw @: the last one ends the password
+        store.close()
+        said = set()
+        for secret in random_secrets(40, seed=5):
+            with pytest.raises(StoreError) as refused:
+                open_store(base.format(urllib.parse.quote(secret, safe="")))
+            said.add(str(refused.value))
+        assert len(said) == 1 and "password authentication failed" in said.pop()
+    finally:
+        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+            conn.execute(f"ALTER ROLE {ROLE} PASSWORD '{PASSWORD}'")
+
+
+def test_a_password_in_the_url_warns_once_and_password_stdin_needs_none(pg_corpus, password_url, clean_env,
+                                                                        monkeypatch, capsys):
+    """Issue 22.4: `threads` with the password in the URL warns once (naming the alternatives); the same command
+    with `--password-stdin` reads it from a pipe, says nothing of it, and holds no secret in its arguments."""
+    import io
+    import json
+
+    from studio.cli import main
+
+    monkeypatch.setattr(cred, "_warned", set())
+    with_password = password_url.replace(f"{ROLE}@", f"{ROLE}:{PASSWORD}@")
+    assert main(["threads", with_password, "--json"]) == 0
+    out, err = capsys.readouterr()
+    threads = json.loads(out)
+    assert err.count("warning: ") == 1 and PASSWORD not in err
+    for word in ("$PGPASSWORD", "~/.pgpass", "keyring", "Connect…", "--password-stdin", password_url):
+        assert word in err, word
+    cred.forget_for_session(password_url)
+    argv = ["threads", password_url, "--json", "--password-stdin"]
+    assert PASSWORD not in " ".join(argv)
+    monkeypatch.setattr("sys.stdin", io.StringIO(PASSWORD + "\n"))
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == threads and err == ""

@@ -12,6 +12,7 @@ from studio.engine.tokens import count_observations
 from studio.errors import StoreError, WriteRefused
 from studio.store import open_store
 from studio.store.write.file_backup import backup_database
+from studio.store.write.row_backup import load_row_backup
 from studio.store.writes import DESTRUCTIVE_WRITES, WriteSession
 from tests.conftest import FIXTURE_NAMES
 
@@ -57,7 +58,7 @@ def test_backup_never_overwrites_and_numbers_same_second_names(fixture_db, tmp_p
         backup_database(tmp_path / "nope.db")
 
 
-def test_session_backs_up_once_before_its_first_write(fixture_db):
+def test_full_backup_copies_the_file_once_and_every_write_saves_its_rows(fixture_db):
     path = fixture_db("support")
     made = []
 
@@ -65,15 +66,16 @@ def test_session_backs_up_once_before_its_first_write(fixture_db):
         made.append(src)
         return backup_database(src, dest)
 
-    session = WriteSession(backup=spy)
-    assert session.backup_for(path) is None
+    session = WriteSession(backup=spy, full_backup=True)
+    assert session.backup_for(path) is None and session.copy_for(path) is None
     with open_store(path) as store:
         ids = [m.id for m in store.list_messages("support-4")]
         messages_before = store.message_count("support-4")
     assert session.delete_messages(path, ids) == messages_before
-    backup = session.backup_for(path)
-    assert backup is not None and len(made) == 1
-    with open_store(backup) as store:  # taken before the delete
+    copy, rows = session.copy_for(path), session.backup_for(path)
+    assert copy is not None and len(made) == 1
+    assert rows.suffix == ".json" and len(load_row_backup(rows)["rows"]) > messages_before   # + the thread's row
+    with open_store(copy) as store:  # taken before the delete
         assert store.message_count("support-4") == messages_before
     session.clear_thread(path, "support-3")
     clone = session.clone_thread(path, "support-2")
@@ -84,44 +86,56 @@ def test_session_backs_up_once_before_its_first_write(fixture_db):
     session.update_thread(path, "support-2", title="Renamed")
     session.update_working_memory(path, thread_id="support-2", scope="resource", text="# notes")
     session.delete_thread(path, "support-meta")
-    assert len(made) == 1 and session.backups == {path.resolve(): backup}
-    with open_store(backup) as store:
+    assert len(made) == 1 and session.copy_for(path) == copy
+    assert session.backups == {path.resolve(): session.backup_for(path)} and session.backup_for(path) != rows
+    with open_store(copy) as store:
         assert store.get_thread(clone["thread"]["id"]) is None and store.message_count("support-3") == 18
-    # another file gets its own backup; a new session backs up again
+    # another file gets its own copy; a new session copies again
     other = fixture_db("history")
     session.clear_thread(other, "hist-2")
     assert len(made) == 2
-    WriteSession(backup=spy).clear_thread(path, "support-5")
+    WriteSession(backup=spy, full_backup=True).clear_thread(path, "support-5")
     assert len(made) == 3
     assert set(DESTRUCTIVE_WRITES) == {"commit_reflection", "revert_to_generation", "clone_thread",
                                        "delete_messages", "clear_thread", "delete_thread", "update_thread",
                                        "update_working_memory"}
 
 
+def test_without_full_backup_no_file_is_copied(fixture_db):
+    path = fixture_db("support")
+    session = WriteSession()
+    session.clear_thread(path, "support-3")
+    assert [p.name for p in path.parent.iterdir() if "backup" in p.name] == []
+    assert session.copy_for(path) is None and session.backup_for(path).suffix == ".json"
+
+
 def test_session_backup_dir_and_failed_backup_means_no_write(fixture_db, tmp_path):
     path = fixture_db("support")
-    session = WriteSession(backup_dir=tmp_path / "backups-missing")
+    session = WriteSession(backup_dir=tmp_path / "backups-missing" / "x.db", full_backup=True)
+    (tmp_path / "backups-missing").write_text("a file, not a folder")
     before = state(path)
     with pytest.raises(StoreError):
         session.clear_thread(path, "support-3")
-    assert state(path) == before and session.backup_for(path) is None
-    (tmp_path / "backups").mkdir()
-    session = WriteSession(backup_dir=tmp_path / "backups")
+    assert state(path) == before and session.backup_for(path) is None and session.copy_for(path) is None
+    (tmp_path / "backups").mkdir(mode=0o700)
+    session = WriteSession(backup_dir=tmp_path / "backups", full_backup=True)
     session.clear_thread(path, "support-3")
-    (backup,) = (tmp_path / "backups").iterdir()
-    assert backup.name.startswith("support.backup-") and session.backup_for(path) == backup
+    copies = [p for p in (tmp_path / "backups").iterdir() if p.name.startswith("support.backup-")]
+    assert copies == [session.copy_for(path)] and session.backup_for(path).parent == tmp_path / "backups"
 
 
-def test_session_refused_write_leaves_the_file_unchanged(fixture_db):
+def test_session_refused_write_leaves_the_file_unchanged_and_no_backup(fixture_db):
     path = fixture_db("live/support")
-    session = WriteSession()
+    session = WriteSession(full_backup=True)
     before = state(path)
     with pytest.raises(WriteRefused):
         session.clone_thread(path, "support-1", new_thread_id="support-2")
     with pytest.raises(WriteRefused):
         session.delete_messages(path, [""])
     assert state(path) == before
-    assert session.backup_for(path) is not None  # the backup was taken first; it is not a write to the file
+    # a refused write leaves neither its row backup nor the whole-file copy it made
+    assert session.backup_for(path) is None and session.copy_for(path) is None
+    assert [p.name for p in path.parent.iterdir() if "backup" in p.name] == []
 
 
 @pytest.mark.parametrize(("source", "new_id", "message"), [

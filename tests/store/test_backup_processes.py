@@ -57,7 +57,7 @@ def test_concurrent_backups_all_succeed_with_distinct_names(fixture_db, tmp_path
     def one(folder):
         barrier.wait()
         try:
-            made.append(WriteSession(backup_dir=folder).before_destructive_write(path))
+            made.append(WriteSession(backup_dir=folder, full_backup=True).copy_once(path))
         except Exception as exc:
             errors.append(exc)
 

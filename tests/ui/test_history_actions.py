@@ -9,12 +9,20 @@ from PySide6.QtCore import Qt
 
 from studio.store import open_store
 from studio.store.history import recall
+from studio.store.write.row_backup import load_row_backup
 from studio.ui.models.roles import ID_ROLE
 
 
 def digest(path: Path) -> tuple:
     return tuple(hashlib.sha256(Path(str(path) + ext).read_bytes()).hexdigest() if Path(str(path) + ext).exists()
                  else None for ext in ("", "-wal"))
+
+
+def digest_rows(path: Path) -> dict:
+    """Every row of every Mastra table of PATH (rowid first), as SQLite stores it."""
+    from tests.store.test_file_undo import all_rows
+
+    return all_rows(path)
 
 
 def backups(path: Path) -> list[Path]:
@@ -43,7 +51,7 @@ def test_clone_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
     window = studio(path, thread_id="hist-1")
     actions = window.history_actions
     dialog = actions.clone_thread()
-    assert "hist-1" in dialog.text.text() and "backed up" in dialog.backup_note.text()
+    assert "hist-1" in dialog.text.text() and "row backup" in dialog.backup_note.text()
     dialog.new_id.setText("hist-1-studio")
     dialog.title_edit.setText("Studio branch")
     dialog.limit.setValue(4)
@@ -52,27 +60,28 @@ def test_clone_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
         dialog.accept()
     studio_ctx.runner.wait_idle()
     assert "hist-1-studio" in written.args[0]
-    [backup] = backups(path)
-    assert actions.session.backup_for(path) == backup
+    assert backups(path) == []                              # no copy of the file: the rows are saved
+    backup = actions.session.backup_for(path)
+    assert load_row_backup(backup)["operation"] == "clone"
     with open_store(path) as store:
         source = recall(store, "hist-1", per_page=False).messages
         clone = recall(store, "hist-1-studio", per_page=False).messages
         thread = store.get_thread("hist-1-studio")
     assert thread.title == "Studio branch" and thread.metadata["clone"]["sourceThreadId"] == "hist-1"
     assert [m.created_at for m in clone] == [m.created_at for m in source[-4:]]
-    with open_store(backup) as store:
-        assert store.get_thread("hist-1-studio") is None
     # The view was refreshed and shows the clone.
     assert window.thread_model.has_thread("hist-1-studio")
     assert window.current_thread_id == "hist-1-studio"
     assert str(backup) in window.statusBar().currentMessage()
 
 
-def test_delete_then_clear_with_one_backup(studio, studio_ctx, fixture_db, qtbot):
+def test_delete_then_clear_then_undo_each(studio, studio_ctx, fixture_db, qtbot):
+    """Issue 21.5: each write saves its rows; Thread ▸ Undo Last Write on a file puts them back, newest first."""
     path = fixture_db("history")
     window = studio(path, thread_id="hist-2", tab="messages")
     tab = window.thread_view.messages_tab
     actions = window.history_actions
+    original = digest_rows(path)
     assert tab.model.rowCount() == 5
     tab.select_row(1)
     doomed = tab.view.currentIndex().data(ID_ROLE)
@@ -82,18 +91,28 @@ def test_delete_then_clear_with_one_backup(studio, studio_ctx, fixture_db, qtbot
         dialog.accept()
     qtbot.waitUntil(lambda: tab.model.rowCount() == 4 and studio_ctx.runner.pending == 0, timeout=15000)
     assert doomed not in [tab.model.index(r, 0).data(ID_ROLE) for r in range(4)]
-    [backup] = backups(path)
+    after_delete = digest_rows(path)
+    first = actions.session.backup_for(path)
 
     dialog = actions.clear_thread()
-    assert "4 messages" in dialog.text.text() and str(backup) in dialog.backup_note.text()
+    assert "4 messages" in dialog.text.text() and "row backup" in dialog.backup_note.text()
     with qtbot.waitSignal(actions.written, timeout=15000):
         dialog.accept()
     qtbot.waitUntil(lambda: tab.model.rowCount() == 0 and studio_ctx.runner.pending == 0, timeout=15000)
-    assert backups(path) == [backup]                      # one backup per session
+    assert backups(path) == [] and actions.session.backup_for(path) != first
     with open_store(path) as store:
         assert store.get_thread("hist-2") is not None and store.message_count("hist-2") == 0
-    with open_store(backup) as store:
-        assert store.message_count("hist-2") == 5
+
+    for expected in (after_delete, original):
+        actions.update_actions()
+        assert actions.undo_action.isEnabled()
+        dialog = actions.undo_last_write()
+        assert dialog is not None
+        with qtbot.waitSignal(actions.written, timeout=15000):
+            dialog.accept()
+        studio_ctx.runner.wait_idle()
+        assert digest_rows(path) == expected
+    qtbot.waitUntil(lambda: tab.model.rowCount() == 5 and studio_ctx.runner.pending == 0, timeout=15000)
 
 
 def test_a_refused_write_leaves_the_file_unchanged(studio, studio_ctx, fixture_db, qtbot):
@@ -137,23 +156,34 @@ def test_clone_dialog_fits_a_uuid_and_a_title(studio, fixture_db):
     dialog.reject()
 
 
-def test_undo_on_a_local_file_says_why_it_is_greyed_out(studio, studio_ctx, fixture_db, qtbot):
-    """On a file the backup file is the undo: the disabled action says so and names where backups go."""
+def test_undo_on_a_local_file_names_its_row_backup(studio, studio_ctx, fixture_db, qtbot):
+    """On a file too, Undo Last Write restores the rows of the last write: its tip names the backup."""
     path = fixture_db("history")
     window = studio(path, thread_id="hist-1")
     actions = window.history_actions
     actions.update_actions()
-    assert not actions.undo_action.isEnabled()
     tip = actions.undo_action.toolTip()
-    assert "local file" in tip and "beside the file" in tip and "Server stores" in tip
-    assert actions.undo_action.statusTip() == tip
+    assert "row backup" in tip and actions.undo_action.statusTip() == tip
     dialog = actions.clone_thread()
     with qtbot.waitSignal(actions.written, timeout=15000):
         dialog.accept()
     studio_ctx.runner.wait_idle()
     backup = actions.session.backup_for(path)
     assert backup is not None and str(backup) in actions.undo_action.toolTip()
-    assert not actions.undo_action.isEnabled()
+    assert actions.undo_action.isEnabled()
+
+
+def test_file_back_up_copies_the_whole_file_on_request(studio, studio_ctx, fixture_db, qtbot):
+    path = fixture_db("history")
+    window = studio(path, thread_id="hist-1")
+    actions = window.history_actions
+    assert actions.full_backup_action in window.file_menu.actions()
+    actions.full_backup_action.trigger()
+    qtbot.waitUntil(lambda: actions.last_full_backup is not None, timeout=15000)
+    assert backups(path) == [actions.last_full_backup] and str(actions.last_full_backup) in \
+        window.statusBar().currentMessage()
+    with open_store(actions.last_full_backup) as store:
+        assert store.get_thread("hist-1") is not None
 
 
 def test_delete_thread_from_the_studio(studio, studio_ctx, fixture_db, qtbot):

@@ -16,6 +16,7 @@ from studio.engine.observer_format import format_messages_for_observer
 from studio.engine.tokens import stamp_estimates
 from studio.store import open_store
 from studio.store.write.activation import activate_buffered
+from studio.store.write.row_backup import load_row_backup
 from studio.ui.widgets.activate_dialog import ActivateDialog
 from studio.ui.widgets.observe_dialog import ObserveDialog
 from tests.cli.test_observe_llm import ANSWER, _same_write, resource_answer
@@ -72,9 +73,10 @@ def test_model_preview_then_commit_writes_what_the_cli_writes(studio, studio_ctx
     assert dialog.commit()
     wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
     asked = told.texts("confirm")
-    assert asked and "Observe" in asked[0] and "backed up" in asked[0]
-    backup = window.context.session.backup_for(path)   # the session's verified backup came first
-    assert backup is not None and dump_tables(backup) == before   # the file as it was before the write
+    assert asked and "Observe" in asked[0] and "row backup" in asked[0]
+    backup = window.context.session.backup_for(path)   # the rows the write changed, saved before its COMMIT
+    assert backup is not None and load_row_backup(backup)["operation"] == "observe"
+    assert [p.name for p in path.parent.iterdir() if "backup" in p.name] == []   # no copy of the file
     answer = tmp_path / "answer.txt"
     answer.write_text(ANSWER, encoding="utf-8")
     assert main(["observe", str(other), "--thread", thread_id, "--answer-file", str(answer), "--yes"]) == 0

@@ -108,9 +108,9 @@ def test_preview_then_commit_writes_the_next_generation(studio, studio_ctx, fixt
     studio_ctx.runner.wait_idle()
     asked = told.texts("confirm")
     assert asked and f"generation {GEN + 1}" in asked[0] and "high-priority" in asked[0]
-    assert "backed up" in asked[0]                                # the window's WriteSession backs up first
-    backups = list(path.parent.glob("support.backup-*.db"))
-    assert len(backups) == 1
+    assert "row backup" in asked[0]                               # every write saves its rows first
+    assert list(path.parent.glob("support.backup-*.db")) == []    # and no copy of the whole file
+    assert window.context.session.backup_for(path).suffix == ".json"
     assert window.dialogs.reflect_dialog is None                          # accepted and closed
     after = current(path)
     assert after.generation_count == GEN + 1 and after.origin_type == "reflection"

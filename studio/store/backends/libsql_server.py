@@ -17,13 +17,11 @@ JSON row backup before COMMIT).
 
 from __future__ import annotations
 
-import warnings
-
-from studio.errors import SchemaError, StoreError, StoreNotice
+from studio.errors import SchemaError, StoreError
 from studio.store import schema as sc
 from studio.store.backends import content_fingerprint, sqlite_sql
 from studio.store.cells import sqlite_encoding_name
-from studio.store.credentials import libsql_token
+from studio.store.credentials import libsql_token, warn_secret_in_url
 from studio.store.target import libsql_server_refusal
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -63,8 +61,8 @@ class LibsqlServerBackend:
     def open(cls, location: Target, *, writable: bool = False) -> LibsqlServerBackend:
         """Connect to the libSQL server LOCATION read-only (token: `credentials.libsql_token`).
 
-        A token written in the URL works but is announced with a StoreNotice warning (URLs end up
-        in shell histories and recent-file lists); the URL is shown redacted everywhere.
+        A token written in the URL works but is announced once (`credentials.warn_secret_in_url`: URLs end up
+        in `ps` and shell histories); the URL is shown redacted everywhere.
         WRITABLE is refused (StoreError): nothing is sent.
         """
         from studio.store.hrana import HranaConnection, HranaStatementError  # httpx: only for server stores
@@ -72,11 +70,8 @@ class LibsqlServerBackend:
         if writable:
             raise StoreError(libsql_server_refusal(location.display))
         token, source = libsql_token(location)
-        notices: tuple[str, ...] = ()
-        if location.url_token and location.url_token != "***":
-            notices = ("The auth token is written in the URL (it ends up in shell histories): prefer "
-                       "LIBSQL_AUTH_TOKEN or TURSO_AUTH_TOKEN",)
-            warnings.warn(StoreNotice(f"{location.display}: {notices[0]}"), stacklevel=1)
+        notice = warn_secret_in_url(location)   # once per process; the studio shows it in its status bar
+        notices: tuple[str, ...] = (notice,) if notice else ()
         conn = HranaConnection(location.base_url, token, location.display, token_source=source or "the URL")
         try:
             schema = sc.discover(conn)

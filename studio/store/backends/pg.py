@@ -26,13 +26,12 @@ ever hangs mid-load). `writable=True` is refused: a write opens its own read-wri
 
 from __future__ import annotations
 
-import urllib.parse
+from contextlib import suppress
 
 from studio.errors import SchemaError, StoreError
 from studio.store import credentials as cred
 from studio.store import schema as sc
 from studio.store.backends import content_fingerprint
-from studio.store.target import url_secret
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -96,13 +95,15 @@ def asks_for_password(exc: BaseException) -> bool:
     return any(words in text for words in _NO_PASSWORD)
 
 
-def describe_pg_error(exc: BaseException, location: Target, password: str | None = None) -> str:
-    """One sentence for a psycopg error, with the target's password (and PASSWORD) redacted."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    for secret in (urllib.parse.urlsplit(location.conninfo).password, url_secret(location.conninfo), password):
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+def describe_pg_error(exc: BaseException) -> str:
+    """One line for a psycopg error: its first line as it is (or the exception's class name).
+
+    No text is replaced: a secret never reaches libpq's text in the first place. The target's
+    conninfo holds its user and password percent-encoded whole (`studio.store.target`), so libpq
+    parses it without an error that could quote a piece of it, and a password found elsewhere
+    (session, keyring) is passed as a keyword, never inside a string libpq parses.
+    """
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def read_expr(schema: sc.Schema, table: str, column: str) -> str:
@@ -146,6 +147,7 @@ def connect_pg(location: Target, *, options: str, application_name: str, purpose
     # The keyring is asked only when the server asks for a password that nothing else gives: choosing
     # its backend costs ~0.1–0.2 s (entry points, D-Bus probes) before the first paint, and a server
     # that trusts the login, or gets the password from libpq (URL, $PGPASSWORD, ~/.pgpass), needs none.
+    cred.warn_secret_in_url(location)   # once per process: a password in the URL is visible in `ps`
     password, source = cred.pg_password(location.conninfo, keyring_get=None)
 
     def connect(secret: str | None):
@@ -165,7 +167,7 @@ def connect_pg(location: Target, *, options: str, application_name: str, purpose
             return connect(saved)
     except Exception as exc:
         where = f"{location.display} {purpose}" if purpose else location.display
-        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc, location, password)}") from exc
+        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc)}") from exc
 
 
 class PgSql:
@@ -207,9 +209,10 @@ class PgBackend:
     encoding = "utf-8"
     notices: tuple[str, ...] = ()
 
-    def __init__(self, location: Target, conn, schema: sc.Schema):
+    def __init__(self, location: Target, conn, schema: sc.Schema, options: str = ""):
         self.location = location
         self.conn = conn
+        self._options = options   # libpq options of the session: a lost session is reopened with them
         self.schema = schema
         self.sql = PgSql(schema)
         self._snapshot_conn = None
@@ -237,7 +240,11 @@ class PgBackend:
         except BaseException:
             conn.close()
             raise
-        return cls(location, conn, schema)
+        backend = cls(location, conn, schema, options)
+        notice = cred.secret_in_url_notice(location)   # warned by connect_pg; the studio's status bar shows it
+        if notice:
+            backend.notices = (notice,)
+        return backend
 
     def close(self) -> None:
         """Close the session (the server's data is left as it was: the session never wrote)."""
@@ -249,18 +256,45 @@ class PgBackend:
 
     def fail(self, exc: BaseException) -> StoreError:
         """Return the StoreError for a failed read (the password redacted)."""
-        error = StoreError(f"Reading {self.location.display} failed: {describe_pg_error(exc, self.location)}")
+        error = StoreError(f"Reading {self.location.display} failed: {describe_pg_error(exc)}")
         error.__cause__ = exc
         return error
 
+    def _lost(self) -> bool:
+        """True when the session is gone (the server restarted, or ended it): psycopg marks it closed or broken."""
+        return self.conn is not None and (self.conn.closed or self.conn.broken)
+
+    def _reopen(self) -> None:
+        """Replace the lost session with a new one (same options, same password order); StoreError when the
+        server cannot be reached ("Cannot connect to …"). The schema read at open is kept."""
+        old = self.conn
+        self.conn = connect_pg(self.location, options=self._options, application_name="memory-studio")
+        self._xmax = self._content = None
+        with suppress(Exception):
+            old.close()
+
+    def _run(self, sql: str, params: tuple) -> list[tuple]:
+        with self.conn.cursor() as cur:
+            cur.execute(_qmarks(sql), params)
+            return cur.fetchall() if cur.description is not None else []
+
     def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
-        """Run a statement written with `?` placeholders and return its rows (values as psycopg gives them)."""
+        """Run a statement written with `?` placeholders and return its rows (values as psycopg gives them).
+
+        Outside a load's transaction (the live refresh's fingerprint), a session the server lost (a
+        restart) is reopened once and the statement tried again before anything is reported.
+        """
         if self.conn is None:
             raise StoreError("The database is closed")
+        params = tuple(params)
         try:
-            with self.conn.cursor() as cur:
-                cur.execute(_qmarks(sql), tuple(params))
-                return cur.fetchall() if cur.description is not None else []
+            return self._run(sql, params)
+        except Exception as exc:
+            if self._snapshot_conn is not None or not self._lost():
+                raise self.fail(exc) from exc
+        self._reopen()
+        try:
+            return self._run(sql, params)
         except Exception as exc:
             raise self.fail(exc) from exc
 
@@ -287,14 +321,24 @@ class PgBackend:
     # -- loads and change detection ----------------------------------------------------------
 
     def begin_read(self) -> None:
-        """Start the load's REPEATABLE READ READ ONLY transaction (one snapshot for every read of the load)."""
+        """Start the load's REPEATABLE READ READ ONLY transaction (one snapshot for every read of the load).
+
+        A session the server lost since the last load (a restart: psycopg says "the connection is
+        closed") is reopened once before the failure is reported: F5 and the live refresh recover.
+        """
         self._snapshot_conn = None
         if self.conn is None:
             raise StoreError("The database is closed")
         try:
             self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         except Exception as exc:
-            raise self.fail(exc) from exc
+            if not self._lost():
+                raise self.fail(exc) from exc
+            self._reopen()   # the server restarted (or ended the session): one new session, then report
+            try:
+                self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            except Exception as again:
+                raise self.fail(again) from again
         self._snapshot_conn = self.conn
 
     def end_read(self, failed: bool = False) -> None:
@@ -337,7 +381,7 @@ def discover_pg_schema(conn, location: Target) -> sc.Schema:
                         "ORDER BY table_name, ordinal_position", (location.schema,))
             rows = cur.fetchall()
     except Exception as exc:
-        raise StoreError(f"Cannot read {location.display}: {describe_pg_error(exc, location)}") from exc
+        raise StoreError(f"Cannot read {location.display}: {describe_pg_error(exc)}") from exc
     schema = sc.Schema()
     for table, column, kind in rows:
         schema.tables.setdefault(table, []).append(column)

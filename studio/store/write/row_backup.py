@@ -1,8 +1,9 @@
-"""Row backups of server writes: a local JSON file of every row one write changed, for "Undo last write".
+"""Row backups of writes: a local JSON file of every row one write changed, for "Undo last write".
 
-Copying a server database before each write is not what a user wants, so every PostgreSQL write of
-the studio (`studio.store.write.backends.pg`) and every libSQL-server write
-(`studio.store.write.backends.libsql_remote`) saves, before its COMMIT, the rows it touches
+Copying a database before each write is not what a user wants (a server database is no file; a
+724 MB file copied per reflection), so every write of the studio — to a file
+(`studio.store.write.backends.sqlite`), PostgreSQL (`backends.pg`) or a libSQL server
+(`backends.libsql_remote`) — saves, before its COMMIT, the rows it touches
 (`row_backup_before_commit`; where to: the context's `BackupSink`, which a `WriteSession` routes):
 
     {"format": "memory-studio-row-backup", "version": 1, "operation": "reflect" | "revert" | "clone" |
@@ -14,7 +15,9 @@ the studio (`studio.store.write.backends.pg`) and every libSQL-server write
      "inserted": [[table, id], ...], "undone": null | {"at", "by"}, + "undoes" (an undo's own backup),
      + "never_written": {"found_at"} (set by an undo that found every row as before the write)}
 
-On a libSQL server `identity` is {"libsql": base URL}, `columns` the declared SQLite types, and each
+On a file `identity` is {"file": its real path} and files are named `file_<name>_<digest>-…json`; the
+images are those of a libSQL server. On a libSQL server `identity` is {"libsql": base URL}, `columns`
+the declared SQLite types, and each
 image holds the values as SQLite stores them (a blob as {"blob": base64}) plus `_rowid_`; files are
 named `libsql_<host>_<port>-<UTC time>-<operation>.json`. On PostgreSQL, values are PostgreSQL's text
 form of each column (TIMESTAMPTZ in UTC, JSONB normalised, booleans `true`/`false`), so a restore writes
@@ -39,24 +42,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from studio.errors import StoreError
-from studio.store.target import FILE, Target, parse_target, target_kind
+from studio.errors import StoreError, StoreNotice, WriteRefused
+from studio.store.target import FILE, Target, parse_target
+from studio.store.write.private_folder import check_own_file, check_private_folder, ensure_private_folder, unsafe_reason
 
 __all__ = [
     "BACKUP_FORMAT",
     "BackupSink",
+    "backup_location",
     "backup_root",
     "backup_sink",
     "current_backup_sink",
     "data_root",
-    "is_row_backup_target",
     "list_row_backups",
     "load_row_backup",
     "mark_never_written",
     "mark_undone",
     "row_backup_before_commit",
     "save_row_backup",
-    "server_location",
     "target_identity",
     "target_slug",
     "write_json_atomically",
@@ -77,15 +80,12 @@ def backup_root() -> Path:
     return data_root() / "backups"
 
 
-def is_row_backup_target(target: str | os.PathLike[str]) -> bool:
-    """True for a server store whose writes save row backups (a PostgreSQL or libSQL server URL), False for a
-    file (backed up by a verified copy of the whole file, studio.store.write.file_backup)."""
-    return target_kind(target) != FILE
+def backup_location(target: str | os.PathLike[str]) -> Target:
+    """The parsed TARGET whose row backups are looked for (a file, a PostgreSQL or libSQL server URL).
 
-
-def server_location(target: str) -> Target | None:
-    """The parsed server URL TARGET, or None for a local file. Raises StoreError for a malformed URL."""
-    return parse_target(target) if is_row_backup_target(target) else None
+    Raises StoreError for a malformed URL.
+    """
+    return parse_target(target)
 
 
 # -- where the backups of this context's writes go ---------------------------------------------------
@@ -164,11 +164,13 @@ def row_backup_before_commit(location: Target, journal: list[dict], schema, *, l
 # -- the backup files ---------------------------------------------------------------------------------
 
 def target_identity(location: Target) -> dict:
-    """Return what names a server store's backups (never a password or token).
+    """Return what names a store's backups (never a password or token).
 
-    PostgreSQL: {host, port, dbname, user, schema}; a libSQL server: {"libsql": its base URL
-    `http(s)://host[:port][/path]`, token-free}.
+    A file: {"file": its real path}; PostgreSQL: {host, port, dbname, user, schema}; a libSQL server:
+    {"libsql": its base URL `http(s)://host[:port][/path]`, token-free}.
     """
+    if location.kind == FILE:
+        return {"file": os.path.realpath(location.path)}
     if location.conninfo is None:
         return {"libsql": location.base_url}
     parts = urllib.parse.urlsplit(location.conninfo)
@@ -181,8 +183,14 @@ def target_identity(location: Target) -> dict:
 
 
 def target_slug(identity: dict) -> str:
-    """Return the file-name prefix of a target's backups: `user@host_port_db_schema` (PostgreSQL) or
-    `libsql_host_port[_path]` (libSQL server); safe characters only."""
+    """Return the file-name prefix of a target's backups: `user@host_port_db_schema` (PostgreSQL),
+    `libsql_host_port[_path]` (libSQL server) or `file_NAME_DIGEST` (a file); safe characters only."""
+    if "file" in identity:   # the file's name and a digest of its full path (two memory.db never share one)
+        import hashlib
+
+        path = identity["file"]
+        digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+        return _UNSAFE.sub("-", f"file_{os.path.basename(path)}_{digest}")
     if "libsql" in identity:
         parts = urllib.parse.urlsplit(identity["libsql"])
         text = f"libsql_{parts.hostname}_{parts.port or (443 if parts.scheme == 'https' else 80)}{parts.path}"
@@ -193,8 +201,9 @@ def target_slug(identity: dict) -> str:
 
 def write_json_atomically(path: Path, document: dict) -> None:
     """Write DOCUMENT as JSON to PATH through a private temporary file renamed over it (folder 0700,
-    file 0600, synced first): a reader sees the old file or the new one, never part of one. Raises OSError."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    file 0600, synced first): a reader sees the old file or the new one, never part of one. Raises OSError,
+    and WriteRefused when the folder is not the user's private folder (`private_folder`)."""
+    ensure_private_folder(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -232,6 +241,8 @@ def save_row_backup(location: Target, journal: list[dict], schema, *, label: str
     path = folder / f"{target_slug(identity)}-{stamp}-{_UNSAFE.sub('-', label)}.json"
     try:
         write_json_atomically(path, document)
+    except WriteRefused:
+        raise
     except OSError as exc:
         raise StoreError(f"Cannot save the backup of this write to {folder} ({exc.strerror or exc}); "
                          "nothing was written.") from exc
@@ -239,7 +250,13 @@ def save_row_backup(location: Target, journal: list[dict], schema, *, label: str
 
 
 def load_row_backup(path: str | os.PathLike[str]) -> dict:
-    """Read a row backup file; StoreError when it is missing, not JSON or not a studio row backup."""
+    """Read a row backup file; StoreError when it is missing, not JSON or not a studio row backup.
+
+    WriteRefused ("invalid") when the file or its folder is not the user's and private (`private_folder`):
+    a backup another local user could have written is never read.
+    """
+    check_private_folder(Path(path).parent)
+    check_own_file(path)
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -253,17 +270,32 @@ def load_row_backup(path: str | os.PathLike[str]) -> dict:
 
 
 def list_row_backups(location: Target, folder: Path | None = None) -> list[tuple[Path, dict]]:
-    """Return [(path, document)] of LOCATION's backups in FOLDER (default backup_root()), newest first."""
+    """Return [(path, document)] of LOCATION's backups in FOLDER (default backup_root()), newest first.
+
+    WriteRefused ("invalid") when FOLDER is not the user's private folder; a file in it that is not the
+    user's, or writable by others, is left out and said (a StoreNotice warning naming how many).
+    """
     identity = target_identity(location)
     folder = Path(folder) if folder is not None else backup_root()
+    check_private_folder(folder)
     out = []
+    foreign = []
     for path in folder.glob(f"{target_slug(identity)}-*.json") if folder.is_dir() else []:
+        if unsafe_reason(path, folder=False):
+            foreign.append(path)
+            continue
         try:
             document = load_row_backup(path)
         except StoreError:
             continue
         if document.get("identity") == identity:
             out.append((path, document))
+    if foreign:
+        import warnings
+
+        warnings.warn(StoreNotice(f"{len(foreign)} file(s) in {folder} look like backups of this store but belong to "
+                                  "another user or can be written by others (e.g. "
+                                  f"{foreign[0].name}); they were left out and are never restored"), stacklevel=2)
     out.sort(key=lambda item: str(item[1].get("created_at")), reverse=True)
     return out
 

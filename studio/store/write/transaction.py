@@ -1,7 +1,8 @@
 """One write transaction on any store: `write_transaction(target)` picks the backend by the parsed target.
 
-- a local file: `backends.sqlite`, its own libSQL connection, BEGIN IMMEDIATE; backed up by a verified
-  copy of the file before the session's first write (studio.store.write.file_backup);
+- a local file: `backends.sqlite`, its own libSQL connection, BEGIN IMMEDIATE; a JSON row backup before
+  COMMIT (`row_backup`), as on a server (a verified copy of the whole file only on request:
+  studio.store.write.file_backup);
 - a libSQL server: `backends.libsql_remote`, one Hrana write stream running the file's SQL; a JSON row
   backup before COMMIT (`row_backup`);
 - PostgreSQL: `backends.pg`, its own READ WRITE connection, FOR UPDATE; a JSON row backup before COMMIT.
@@ -67,6 +68,6 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | 
         return
     from studio.store.write.backends.sqlite import BEGIN_ATTEMPTS, sqlite_write_transaction
 
-    with sqlite_write_transaction(location, busy_timeout_ms=busy_timeout_ms,
+    with sqlite_write_transaction(location, busy_timeout_ms=busy_timeout_ms, label=label,
                                   attempts=BEGIN_ATTEMPTS if attempts is None else attempts) as tx:
         yield tx

@@ -1,4 +1,4 @@
-"""Undo a server write of the studio (PostgreSQL, libSQL server) from its row backup (`write.row_backup`).
+"""Undo a write of the studio (a file, PostgreSQL, a libSQL server) from its row backup (`write.row_backup`).
 
 `undo_write(target)` restores the rows the last write changed, exactly as they were before it: rows
 it inserted are deleted, rows it updated get every column (twins included) back, rows it deleted are
@@ -17,13 +17,13 @@ from studio.errors import WriteRefused
 from studio.store.write.outcome import journal_outcome
 from studio.store.write.row_backup import (
     BackupSink,
+    backup_location,
     backup_root,
     backup_sink,
     list_row_backups,
     load_row_backup,
     mark_never_written,
     mark_undone,
-    server_location,
     target_identity,
 )
 from studio.store.write.transaction import write_transaction
@@ -39,16 +39,11 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
     """Return (path, document) of the backup to undo: BACKUP, or TARGET's newest write not undone yet.
 
     FOLDER: where backups are (default `row_backup.backup_root()`). SET_ASIDE: first set aside the
-    backups of writes that never happened (`set_aside_never_written`, one read of the server).
-    Raises WriteRefused ("invalid": not a server URL, a backup of another store, already undone;
+    backups of writes that never happened (`set_aside_never_written`, one read of the store). Raises
+    WriteRefused ("invalid": a backup of another store, or not safe to read; "conflict": already undone;
     "not-found": no backup) and StoreError (unreadable file).
     """
-    location = server_location(target)
-    if location is None:
-        raise WriteRefused("invalid", "undo restores PostgreSQL and libSQL-server writes from their row backups; "
-                                      "a local file's backup is a verified copy of the whole file, made beside it "
-                                      "before the first write: copy "
-                                      "it back while no agent runs.")
+    location = backup_location(target)
     if backup is None and set_aside:
         set_aside_never_written(target, folder)
     if backup is None:
@@ -71,9 +66,7 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
 def candidate_backups(target: str, folder: str | os.PathLike[str] | None = None) -> list[tuple[Path, dict]]:
     """[(path, document)] of TARGET's backups an undo may restore, newest first: not undone, not an undo's own,
     not set aside as the backup of a write that never happened (`never_written`)."""
-    location = server_location(target)
-    if location is None:
-        return []
+    location = backup_location(target)
     return [(p, d) for p, d in list_row_backups(location, Path(folder) if folder else None)
             if not d.get("undone") and not d.get("never_written") and d.get("operation") != "undo"]
 
@@ -133,9 +126,9 @@ def _describe(row: dict) -> str:
 
 def undo_write(target: str, backup: str | os.PathLike[str] | None = None, *,
                folder: str | os.PathLike[str] | None = None, busy_timeout_ms: int | None = None) -> dict:
-    """Restore the rows of one studio write to TARGET (a PostgreSQL or libSQL server URL) from its row backup.
+    """Restore the rows of one studio write to TARGET (a file, a PostgreSQL or libSQL server URL) from its row backup.
 
-    One transaction (a libSQL server: one BEGIN IMMEDIATE stream; rows re-inserted with their rowid).
+    One transaction (a file or a libSQL server: one BEGIN IMMEDIATE; rows re-inserted with their rowid).
 
     BACKUP: the backup file (default: TARGET's newest backup not undone, see `pick_backup`).
     FOLDER: where backups are read and the undo's own backup is saved (default the data folder).

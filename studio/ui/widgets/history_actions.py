@@ -3,7 +3,8 @@
 Each action opens a dialog that says what will be written and where the backup goes; nothing is
 written unless the user accepts it. The write runs on the TaskRunner's database worker (so no read
 of ours overlaps it) through the window's `WriteSession` (`studio.store.writes`, the session of its
-`WindowContext`): a verified SQLite online backup of the file before the session's first write, then
+`WindowContext`): the rows each write changes saved before its COMMIT (a row backup, which Undo
+Last Write restores), then
 ONE transaction that is checked against concurrent writers and leaves the file unchanged when it
 fails. The view is refreshed afterwards (a clone is selected once the thread list has it).
 """
@@ -11,6 +12,7 @@ fails. The view is refreshed afterwards (a clone is selected once the thread lis
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -23,13 +25,6 @@ from studio.app import thread_writes
 from studio.app.failures import outcome_heading
 from studio.ui.context import WindowContext
 from studio.ui.widgets.confirm_write_dialog import ConfirmWriteDialog
-
-
-def _is_server(path) -> bool:
-    """True for a server URL, PostgreSQL or libSQL (writes back up rows, not the file; Undo Last Write applies)."""
-    from studio.store.write.row_backup import is_row_backup_target
-
-    return is_row_backup_target(path)
 
 
 # What the clone fields must show whole: a UUID-length thread id (36 characters) and a title of that length.
@@ -66,6 +61,10 @@ class HistoryActions(QObject):
         self.delete_thread_action = QAction("Delete &Thread…", window,
                                             triggered=self._on_delete_thread_action_triggered)
         self.undo_action = QAction("&Undo Last Write…", window, triggered=self._on_undo_action_triggered)
+        self.full_backup_action = QAction("&Back Up…", window, triggered=self._on_full_backup_action_triggered)
+        self.full_backup_action.setStatusTip("Copy the whole file now (SQLite online backup, verified), beside it or "
+                                             "in the session's backup folder; writes need none: each saves its rows")
+        self.last_full_backup: Path | None = None
         self.update_actions()
 
     def write_actions(self) -> tuple[QAction, ...]:
@@ -97,35 +96,30 @@ class HistoryActions(QObject):
         self.working_memory_action.setEnabled(ready and not self._window.thread_view.detail.orphan)
         self.delete_action.setEnabled(ready and self._selected_message() is not None)
         path = self._window.database_path
-        self.undo_action.setEnabled(path is not None and _is_server(path) and not self.busy)
+        self.undo_action.setEnabled(path is not None and not self.busy)
         tip = self.undo_hint(path)
         self.undo_action.setToolTip(tip)
         self.undo_action.setStatusTip(tip)
 
     def _backup_folder(self) -> str:
-        return str(self.session.backup_dir) if self.session.backup_dir is not None else "beside the file"
+        from studio.store.write.row_backup import backup_root
+
+        return str(self.session.backup_dir or backup_root())
 
     def undo_hint(self, path: str | None) -> str:
-        """Return what Undo Last Write does for PATH, or why it does not apply (a sentence, plain text)."""
-        server = ("Server stores (PostgreSQL, libSQL server): restore the rows the last studio write changed, "
-                  "from its row backup.")
-        if path is None or _is_server(path):
-            return server
-        done = self.session.backup_for(path)
-        where = f"this session's backup is {done}" if done is not None else f"backups go {self._backup_folder()}"
-        return (f"Not for a local file: there the backup file is the undo (the studio backs the whole file up "
-                f"before its first write of a session; {where}); close the studio and copy it back. {server}")
+        """Return what Undo Last Write does for PATH (a sentence, plain text)."""
+        done = self.session.backup_for(path) if path is not None else None
+        where = f"this session's last one is {done}" if done is not None else f"they are in {self._backup_folder()}"
+        return ("Restore the rows the last studio write changed, from its row backup (every write saves one before "
+                f"its commit; {where}). Nothing is written if any of those rows changed since.")
 
     def _backup_note(self, path: str) -> str:
-        if _is_server(path):
-            return ("Before its commit, the write saves every row it changes to a JSON row backup in "
-                    "~/.local/share/memory-studio/backups (Thread ▸ Undo Last Write restores it). The write is one "
-                    "transaction; if anything fails, nothing is written.")
-        done = self.session.backup_for(path)
-        if done is not None:
-            return f"This session already backed the file up to {done}."
-        return ("Before this first write of the session, the whole file is backed up (SQLite online backup, "
-                "verified) beside it. The write is one transaction; if anything fails, the file is left unchanged.")
+        note = (f"Before its commit, the write saves every row it changes to a JSON row backup in "
+                f"{self._backup_folder()} (Thread ▸ Undo Last Write restores it). The write is one transaction; "
+                "if anything fails, nothing is written.")
+        if self.session.full_backup:
+            note += " The whole file is copied (verified) beside it before the session's first write, as asked."
+        return note
 
     # -- dialogs ---------------------------------------------------------------------------
 
@@ -221,12 +215,12 @@ class HistoryActions(QObject):
         return self._ask(dialog, lambda: self._run_delete_thread(path, thread.id))
 
     def undo_last_write(self) -> ConfirmWriteDialog | None:
-        """Ask to restore the rows of the last studio write to the open server store; undo only when accepted."""
+        """Ask to restore the rows of the last studio write to the open store; undo only when accepted."""
         from studio.errors import StudioError
         from studio.store.write.undo import describe_backup, pick_backup
 
         path = self._window.database_path
-        if path is None or not _is_server(path):
+        if path is None:
             return None
         try:
             backup, document = pick_backup(path, None, self.session.backup_dir)
@@ -244,7 +238,7 @@ class HistoryActions(QObject):
     def _submit(self, fn, done: Callable[[object], None]) -> None:
         self.busy = True
         self.update_actions()
-        self._window.statusBar().showMessage("Writing… (backing the file up first)")
+        self._window.statusBar().showMessage("Writing…")
         self._ctx.runner.submit(lambda _store, _p, _c: fn(), on_done=done, on_error=self._on_write_failed,
                                 key=None, load=False)   # a write (its own connection), not a load of the store
 
@@ -305,6 +299,31 @@ class HistoryActions(QObject):
 
         window.database_refreshed.connect(select_clone)
         self._on_written(path, f"Cloned into thread {new_id} ({n:,} message{'s' if n != 1 else ''}).")
+
+    def back_up_file(self) -> None:
+        """File ▸ Back Up…: copy the open file whole (verified), on the pool; say where in the status bar."""
+        from studio.store.target import is_server_target
+        from studio.store.write.file_backup import backup_database
+
+        path = self._window.database_path
+        if path is None or self.busy:
+            return
+        if is_server_target(path):
+            self._window.statusBar().showMessage("A server store is not a file to copy: every write saves the rows "
+                                                 "it changes (Thread ▸ Undo Last Write).", 10000)
+            return
+        folder = self.session.backup_dir
+        self._window.statusBar().showMessage(f"Backing up {path}…")
+        self._ctx.runner.submit_pooled(
+            lambda _p, _c: backup_database(path, folder=folder) if folder is not None else backup_database(path),
+            on_done=self._on_backed_up, on_error=self._on_write_failed)
+
+    def _on_backed_up(self, made) -> None:
+        self.last_full_backup = Path(made)
+        self._window.statusBar().showMessage(f"Backed up the whole file to {made} (verified).", 10000)
+
+    def _on_full_backup_action_triggered(self) -> None:
+        self.back_up_file()
 
     def _on_written(self, path: str, sentence: str) -> None:
         self.busy = False

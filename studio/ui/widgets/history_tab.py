@@ -88,7 +88,7 @@ class HistoryTab(QWidget):
     def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None, write_session=None,
                  interaction: QtInteraction | None = None):
         """RUNNER reads (and a revert writes); SETTINGS keep the Revert dialog's quiet period; WRITE_SESSION is the
-        window's studio.store.writes.WriteSession (backs the file up before its first write), if any; INTERACTION
+        window's studio.store.writes.WriteSession (routes each write's row backup), if any; INTERACTION
         the window's (the Revert dialog asks through it), if any."""
         super().__init__(parent)
         self._runner = runner

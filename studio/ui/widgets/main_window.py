@@ -179,6 +179,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.connect_controller.action)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._on_recent_menu_about_to_show)
+        file_menu.addAction(self.history_actions.full_backup_action)
         file_menu.addSeparator()
         self.quit_action = QAction("&Quit", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
         file_menu.addAction(self.quit_action)

@@ -32,8 +32,8 @@ class ReflectDialog(PreviewWriteDialog):
 
     PATH: the open database; THREAD_ID: the thread shown (its record is reflected; for a
     resource-scope record the thread's metadata receives the current task). SETTINGS remembers
-    models and base URLs (never keys). WRITE_SESSION (studio.store.writes.WriteSession) backs the
-    file up before its first write, when given. `committed` carries the new row (dict)
+    models and base URLs (never keys). WRITE_SESSION (studio.store.writes.WriteSession) routes the
+    write's row backup, when given. `committed` carries the new row (dict)
     commit_reflection returned, `preview_ready` a jobs.Preview.
     """
 

@@ -42,7 +42,7 @@ class RevertDialog(QDialog):
 
     CURRENT is the latest generation as the history showed it (the write is refused when it is no
     longer the latest). SETTINGS remembers the quiet period; WRITE_SESSION (studio.store.writes.
-    WriteSession) backs the file up before its first write. INTERACTION (the window's `QtInteraction`)
+    WriteSession) routes each write's row backup. INTERACTION (the window's `QtInteraction`)
     answers the write protocol's questions, over this dialog (default: message boxes over the dialog);
     `interaction` replaces it (tests).
     """

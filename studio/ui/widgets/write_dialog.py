@@ -40,8 +40,8 @@ class PreviewWriteDialog(QDialog):
     """A modal dialog that reads one thread's OM record, previews a write in the background and commits it.
 
     PATH: the open database; THREAD_ID: the thread shown. SETTINGS remembers the strategy, models
-    and base URLs (never keys). WRITE_SESSION (studio.store.writes.WriteSession) backs the file up
-    before its first write, when given. INTERACTION (the window's `QtInteraction`) asks the user, over
+    and base URLs (never keys). WRITE_SESSION (studio.store.writes.WriteSession) routes the
+    write's row backup, when given. INTERACTION (the window's `QtInteraction`) asks the user, over
     this dialog: the commit's confirmation, the write protocol's questions (default: message boxes over
     the dialog); `interaction` replaces it (tests).
 

@@ -26,47 +26,23 @@ rowid tie-breaks); what differs is the transport and the backup:
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from studio.errors import SchemaError, ServerUnreachable, StoreError, WriteRefused
 from studio.store import schema as sc
-from studio.store.credentials import libsql_token
+from studio.store.credentials import libsql_token, warn_secret_in_url
 from studio.store.target import Target
 from studio.store.write.backends.sqlite import SqliteWriteTx
 from studio.store.write.outcome import journal_outcome, resolve_commit
 from studio.store.write.row_backup import row_backup_before_commit
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, lock_wait_message
 
-__all__ = ["ROWID", "LibsqlRemoteWriteTx", "libsql_remote_write_transaction"]
-
-#: The key of a row image's rowid (SQLite's alias that a column named `rowid` cannot shadow).
-ROWID = "_rowid_"
-
-
-def _image_value(value: Any) -> Any:
-    """A stored value as JSON: bytes become {"blob": base64}; int, float, str and None stay as they are."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"blob": base64.b64encode(bytes(value)).decode("ascii")}
-    return value
-
-
-def _stored_value(value: Any) -> Any:
-    """The inverse of `_image_value` (a row image's value bound back as SQLite stored it)."""
-    if isinstance(value, dict) and set(value) == {"blob"}:
-        return base64.b64decode(value["blob"])
-    return value
-
+__all__ = ["LibsqlRemoteWriteTx", "libsql_remote_write_transaction"]
 
 class LibsqlRemoteWriteTx(SqliteWriteTx):
-    """The open write transaction on a libSQL server: `SqliteWriteTx`'s SQL, every change journaled (row backup)."""
-
-    def __init__(self, conn, location: Target, schema: sc.Schema):
-        super().__init__(conn, location, schema)
-        #: {(table, id): image before the first change, or None (inserted by this transaction)}
-        self.before: dict[tuple[str, str], dict | None] = {}
+    """The open write transaction on a libSQL server: `SqliteWriteTx`'s SQL and journal over a Hrana stream."""
 
     def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
         """Run SQL with bound PARAMS on the transaction's stream; return all rows (StoreError / WriteRefused)."""
@@ -81,73 +57,6 @@ class LibsqlRemoteWriteTx(SqliteWriteTx):
             return self.conn.execute(sql, tuple(params)).rowcount
         except Exception as exc:
             _raise_write_error(exc, self.location.display)
-
-    # -- the journal ----------------------------------------------------------------------------
-
-    def canonical_rows(self, table: str, where: str, params: Iterable[Any], *, lock: bool = True) -> list[dict]:
-        """Return TABLE's rows matching WHERE as exact images ({column: value, "_rowid_": n}; blobs as base64).
-
-        LOCK: nothing to add (BEGIN IMMEDIATE holds the database's write lock already).
-        """
-        cols = self.schema.columns(table)
-        exprs = ", ".join([ROWID] + [sc.quote_ident(c) for c in cols])
-        rows = self.rows(f"SELECT {exprs} FROM {sc.quote_ident(table)} WHERE {where}", params)
-        return [{ROWID: r[0], **{c: _image_value(v)
-                                 for c, v in zip(cols, r[1:])}}  # noqa: B905  (per row: strict= slows zip)
-                for r in rows]
-
-    def _journal_existing(self, table: str, where: str, params: Iterable[Any]) -> None:
-        if not self.schema.has_column(table, "id"):
-            return
-        for row in self.canonical_rows(table, where, params):
-            self.before.setdefault((table, row["id"]), row)
-
-    def journal(self) -> list[dict]:
-        """Return [{table, id, before, after}] for every row this transaction changed (after: None = deleted)."""
-        out = []
-        for (table, row_id), before in self.before.items():
-            after = self.canonical_rows(table, "id = ?", (row_id,))
-            out.append({"table": table, "id": row_id, "before": before, "after": after[0] if after else None})
-        return out
-
-    # -- writes (SqliteWriteTx's SQL, journaled) ------------------------------------------------------
-
-    def insert(self, table: str, values: dict[str, Any], *, raw: bool = False) -> None:
-        """INSERT one row as `SqliteWriteTx.insert` does; journaled. RAW: VALUES is a row image being restored."""
-        if raw:
-            cols = [c for c in values if c == ROWID or self.schema.has_column(table, c)]
-            names = ", ".join(c if c == ROWID else sc.quote_ident(c) for c in cols)
-            self.execute(f"INSERT INTO {sc.quote_ident(table)} ({names}) VALUES ({', '.join('?' for _ in cols)})",
-                         [_stored_value(values[c]) for c in cols])
-        else:
-            super().insert(table, values)
-        if values.get("id") is not None:
-            self.before.setdefault((table, values["id"]), None)
-
-    def update(self, table: str, values: dict[str, Any], where: str, params: Iterable[Any], *,
-               raw: bool = False) -> int:
-        """UPDATE as `SqliteWriteTx.update` does; journaled. RAW: VALUES is a row image being restored (rowid kept)."""
-        params = tuple(params)
-        self._journal_existing(table, where, params)
-        if not raw:
-            return super().update(table, values, where, params)
-        cols = [c for c in values if c != ROWID and self.schema.has_column(table, c)]
-        sets = ", ".join(f"{sc.quote_ident(c)} = ?" for c in cols)
-        return self.execute(f"UPDATE {sc.quote_ident(table)} SET {sets} WHERE {where}",
-                            [*(_stored_value(values[c]) for c in cols), *params])
-
-    def delete(self, table: str, where: str, params: Iterable[Any]) -> int:
-        """DELETE FROM TABLE WHERE ...; journaled; return rows deleted."""
-        params = tuple(params)
-        self._journal_existing(table, where, params)
-        return super().delete(table, where, params)
-
-    def copy_message(self, source_id: str, new_id: str, thread_id: str, resource_id: str) -> int:
-        """Copy a message as `SqliteWriteTx.copy_message` (MemoryLibSQL.copyThread) does; journaled."""
-        changed = super().copy_message(source_id, new_id, thread_id, resource_id)
-        if changed:
-            self.before.setdefault((sc.MESSAGES, new_id), None)
-        return changed
 
 
 def _raise_write_error(exc: BaseException, display: str):
@@ -203,6 +112,7 @@ def libsql_remote_write_transaction(location: Target, *, label: str = "write",
 
     wait = WRITE_LOCK_WAIT_MS if lock_wait_ms is None else int(lock_wait_ms)
     token, source = libsql_token(location)
+    warn_secret_in_url(location)   # once per process (a read of the same command has said it already)
     conn = HranaWriteStream(location.base_url, token, location.display, token_source=source or "the URL")
     try:
         try:

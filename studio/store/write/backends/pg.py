@@ -272,7 +272,7 @@ def _write_error(exc: BaseException, location: Target) -> StoreError:
     if sqlstate == "25006":
         return StoreError(f"{location.display} accepts no writes (read-only transaction or hot standby); "
                           "nothing was written.")
-    return StoreError(f"Writing {location.display} failed: {describe_pg_error(exc, location)}")
+    return StoreError(f"Writing {location.display} failed: {describe_pg_error(exc)}")
 
 
 @contextmanager

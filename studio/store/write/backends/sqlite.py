@@ -25,6 +25,7 @@ write connection creates the -wal and, being the last connection, removes it aga
 
 from __future__ import annotations
 
+import base64
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
@@ -39,14 +40,33 @@ from studio.store import schema as sc
 from studio.store.backends.sqlite_sql import JSONB_COLUMNS  # decoded with json() inside a write too
 from studio.store.connection import check_file, describe_sqlite_error
 from studio.store.target import Target
+from studio.store.write.row_backup import row_backup_before_commit
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
 
-__all__ = ["BEGIN_ATTEMPTS", "BUSY_TIMEOUT_MS", "SqliteWriteTx", "sqlite_write_transaction"]
+__all__ = ["BEGIN_ATTEMPTS", "BUSY_TIMEOUT_MS", "ROWID", "SqliteWriteTx", "sqlite_write_transaction"]
 
 #: BEGIN IMMEDIATE is tried this many times with backoff within WRITE_LOCK_WAIT_MS.
 BEGIN_ATTEMPTS = 3
 #: SQLite's busy timeout per BEGIN attempt (ms) by default.
 BUSY_TIMEOUT_MS = WRITE_LOCK_WAIT_MS // BEGIN_ATTEMPTS
+
+
+#: The key of a row image's rowid (SQLite's alias that a column named `rowid` cannot shadow).
+ROWID = "_rowid_"
+
+
+def _image_value(value: Any) -> Any:
+    """A stored value as JSON: bytes become {"blob": base64}; int, float, str and None stay as they are."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"blob": base64.b64encode(bytes(value)).decode("ascii")}
+    return value
+
+
+def _stored_value(value: Any) -> Any:
+    """The inverse of `_image_value` (a row image's value bound back as SQLite stored it)."""
+    if isinstance(value, dict) and set(value) == {"blob"}:
+        return base64.b64decode(value["blob"])
+    return value
 
 
 def _uri(path: Path, mode: str) -> str:
@@ -78,6 +98,8 @@ class SqliteWriteTx:
         self.conn = conn
         self.location = location
         self.schema = schema
+        #: {(table, id): image before the first change, or None (inserted by this transaction)}
+        self.before: dict[tuple[str, str], dict | None] = {}
 
     def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
         """Run SQL with bound PARAMS and return all rows (StoreError on an SQLite error)."""
@@ -120,36 +142,88 @@ class SqliteWriteTx:
         """The read-store spelling of `select` (studio.store.write.protocol reads through either)."""
         return self.select(table, tail, params, wanted)
 
+    # -- the journal (the row backup saved before COMMIT) ------------------------------------------
+
+    def canonical_rows(self, table: str, where: str, params: Iterable[Any], *, lock: bool = True) -> list[dict]:
+        """Return TABLE's rows matching WHERE as exact images ({column: value, "_rowid_": n}; blobs as base64).
+
+        LOCK: nothing to add (BEGIN IMMEDIATE holds the database's write lock already).
+        """
+        cols = self.schema.columns(table)
+        exprs = ", ".join([ROWID] + [sc.quote_ident(c) for c in cols])
+        rows = self.rows(f"SELECT {exprs} FROM {sc.quote_ident(table)} WHERE {where}", params)
+        return [{ROWID: r[0], **{c: _image_value(v)
+                                 for c, v in zip(cols, r[1:])}}  # noqa: B905  (per row: strict= slows zip)
+                for r in rows]
+
+    def _journal_existing(self, table: str, where: str, params: Iterable[Any]) -> None:
+        if not self.schema.has_column(table, "id"):
+            return
+        for row in self.canonical_rows(table, where, params):
+            self.before.setdefault((table, row["id"]), row)
+
+    def journal(self) -> list[dict]:
+        """Return [{table, id, before, after}] for every row this transaction changed (after: None = deleted)."""
+        out = []
+        for (table, row_id), before in self.before.items():
+            after = self.canonical_rows(table, "id = ?", (row_id,))
+            out.append({"table": table, "id": row_id, "before": before, "after": after[0] if after else None})
+        return out
+
+    # -- writes, each journaled -----------------------------------------------------------------------
+
     def delete(self, table: str, where: str, params: Iterable[Any]) -> int:
-        """DELETE FROM TABLE WHERE ...; return rows deleted."""
+        """DELETE FROM TABLE WHERE ...; journaled; return rows deleted."""
+        params = tuple(params)
+        self._journal_existing(table, where, params)
         return self.execute(f"DELETE FROM {sc.quote_ident(table)} WHERE {where}", params)
 
     def copy_message(self, source_id: str, new_id: str, thread_id: str, resource_id: str) -> int:
-        """Copy message SOURCE_ID as NEW_ID into THREAD_ID / RESOURCE_ID as MemoryLibSQL.copyThread does."""
-        return self.execute(
+        """Copy message SOURCE_ID as NEW_ID into THREAD_ID / RESOURCE_ID as MemoryLibSQL.copyThread does; journaled."""
+        changed = self.execute(
             'INSERT INTO "mastra_messages" (id, thread_id, content, role, type, "createdAt", "resourceId") '
             'SELECT ?, ?, content, role, type, "createdAt", ? FROM "mastra_messages" WHERE id = ?',
             (new_id, thread_id, resource_id, source_id))
+        if changed:
+            self.before.setdefault((sc.MESSAGES, new_id), None)
+        return changed
 
     def touch_threads(self, thread_ids: list[str], now: str) -> None:
         """Set the threads' updatedAt to NOW (ISO) as MemoryLibSQL.deleteMessages does."""
         for tid in thread_ids:
             self.update(sc.THREADS, {"updatedAt": now}, "id = ?", (tid,))
 
-    def insert(self, table: str, values: dict[str, Any]) -> None:
-        """INSERT one row of VALUES into TABLE, leaving out columns the table does not have.
+    def insert(self, table: str, values: dict[str, Any], *, raw: bool = False) -> None:
+        """INSERT one row of VALUES into TABLE, leaving out columns the table does not have; journaled.
 
-        A `Jsonb` value is stored with `jsonb(?)`; other values are bound as they are.
+        A `Jsonb` value is stored with `jsonb(?)`; other values are bound as they are. RAW: VALUES is
+        a row image being restored (an undo: values as SQLite stored them, the rowid kept).
         """
-        cols = [c for c in values if self.schema.has_column(table, c)]
-        marks = ["jsonb(?)" if isinstance(values[c], Jsonb) else "?" for c in cols]
-        params = [values[c].text if isinstance(values[c], Jsonb) else values[c] for c in cols]
-        sql = (f"INSERT INTO {sc.quote_ident(table)} ({', '.join(sc.quote_ident(c) for c in cols)}) "
-               f"VALUES ({', '.join(marks)})")
-        self.execute(sql, params)
+        if raw:
+            cols = [c for c in values if c == ROWID or self.schema.has_column(table, c)]
+            names = ", ".join(c if c == ROWID else sc.quote_ident(c) for c in cols)
+            self.execute(f"INSERT INTO {sc.quote_ident(table)} ({names}) VALUES ({', '.join('?' for _ in cols)})",
+                         [_stored_value(values[c]) for c in cols])
+        else:
+            cols = [c for c in values if self.schema.has_column(table, c)]
+            marks = ["jsonb(?)" if isinstance(values[c], Jsonb) else "?" for c in cols]
+            params = [values[c].text if isinstance(values[c], Jsonb) else values[c] for c in cols]
+            self.execute(f"INSERT INTO {sc.quote_ident(table)} ({', '.join(sc.quote_ident(c) for c in cols)}) "
+                         f"VALUES ({', '.join(marks)})", params)
+        if values.get("id") is not None:
+            self.before.setdefault((table, values["id"]), None)
 
-    def update(self, table: str, values: dict[str, Any], where: str, params: Iterable[Any]) -> int:
-        """UPDATE TABLE SET VALUES (present columns only; `Jsonb` via jsonb(?)) WHERE ...; return rows changed."""
+    def update(self, table: str, values: dict[str, Any], where: str, params: Iterable[Any], *,
+               raw: bool = False) -> int:
+        """UPDATE TABLE SET VALUES (present columns only; `Jsonb` via jsonb(?)) WHERE ...; journaled; return rows
+        changed. RAW: VALUES is a row image being restored (values as stored; the rowid is kept)."""
+        params = tuple(params)
+        self._journal_existing(table, where, params)
+        if raw:
+            cols = [c for c in values if c != ROWID and self.schema.has_column(table, c)]
+            sets = ", ".join(f"{sc.quote_ident(c)} = ?" for c in cols)
+            return self.execute(f"UPDATE {sc.quote_ident(table)} SET {sets} WHERE {where}",
+                                [*(_stored_value(values[c]) for c in cols), *params])
         cols = [c for c in values if self.schema.has_column(table, c)]
         if not cols:
             return 0
@@ -174,11 +248,14 @@ def _begin(conn, location: Target, attempts: int, busy_timeout_ms: int) -> None:
 
 @contextmanager
 def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = None,
-                             attempts: int = BEGIN_ATTEMPTS) -> Iterator[SqliteWriteTx]:
+                             attempts: int = BEGIN_ATTEMPTS, label: str = "write") -> Iterator[SqliteWriteTx]:
     """Open the file LOCATION read-write for one BEGIN IMMEDIATE transaction; yield a SqliteWriteTx.
 
-    Commits when the block ends normally, rolls back when it raises (the exception propagates),
-    and always closes the connection. BUSY_TIMEOUT_MS (ms) is SQLite's busy timeout per attempt
+    Commits when the block ends normally, after saving the row backup of every row it changed
+    (`row_backup.row_backup_before_commit`, named with LABEL, routed by the context's BackupSink: the
+    same JSON backup a server write saves, so `undo` works on files); rolls back when it raises (the
+    exception propagates) or when the backup cannot be saved, and always closes the connection.
+    BUSY_TIMEOUT_MS (ms) is SQLite's busy timeout per attempt
     (default: WRITE_LOCK_WAIT_MS over ATTEMPTS tries, the bound every write shares).
     Raises StoreError (missing / not SQLite / unreadable file, SQLite errors), SchemaError (not a
     Mastra database) and WriteRefused("busy") when the write lock cannot be had.
@@ -207,11 +284,13 @@ def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = 
                 raise  # not a Mastra database: said as it is
             except Exception as exc:
                 raise StoreError(f"Cannot read {location.display}: {describe_sqlite_error(exc)}") from exc
-            yield SqliteWriteTx(conn, location, schema)
-            try:
-                conn.execute("COMMIT")
-            except Exception as exc:
-                raise StoreError(f"Committing to {location.display} failed: {describe_sqlite_error(exc)}") from exc
+            tx = SqliteWriteTx(conn, location, schema)
+            yield tx
+            with row_backup_before_commit(location, tx.journal(), schema, label=label):
+                try:
+                    conn.execute("COMMIT")
+                except Exception as exc:
+                    raise StoreError(f"Committing to {location.display} failed: {describe_sqlite_error(exc)}") from exc
         except BaseException:
             # SQLite may have rolled back already (e.g. the COMMIT itself failed with the transaction gone)
             with suppress(Exception):
