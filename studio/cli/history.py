@@ -234,7 +234,7 @@ def add_lineage_command(subparsers) -> None:
     """Register `lineage PATH --thread ID [--json]`."""
     p = subparsers.add_parser("lineage", help="a thread's clone lineage as Mastra's clone utilities report it "
                                               "(isClone, getSourceThread, listClones, getCloneHistory)")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_lineage)
@@ -286,7 +286,7 @@ def add_export_command(subparsers) -> None:
     """Register `export PATH --thread ID [--format json|markdown] [--output FILE]`."""
     p = subparsers.add_parser("export", help="a thread and its messages as Mastra's objects (JSON) or a Markdown "
                                              "transcript, to stdout or a file")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--format", choices=["json", "markdown"], default=None, help="json (default) or markdown")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")
@@ -322,7 +322,8 @@ def add_delete_thread_command(subparsers) -> None:
     """Register `delete-thread PATH --thread ID [--yes] [--json]`."""
     p = subparsers.add_parser("delete-thread", help="delete a thread as Mastra's Memory.deleteThread does "
                                                     "(writes: asks on a terminal, or --yes)")
-    p.add_argument("path", help="memory.db path or server URL (opened for writing once the write is confirmed)")
+    add_target_argument(p, help="memory.db path or server URL (opened for writing once the write is confirmed)")
+    add_full_backup_argument(p)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to delete")
     p.add_argument("--yes", action="store_true", help="write without asking")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -340,7 +341,7 @@ def _run_delete_thread(args) -> int:
             f"delete-thread removes thread {args.thread!r} from {args.path}; add --yes to confirm (not a terminal; "
             "a backup is made first)"):
         return EXIT_REFUSED
-    session = WriteSession()
+    session = WriteSession(full_backup=args.full_backup)
     written = delete_thread(args.path, args.thread, session=session)
     backup = session.backup_for(args.path)
     doc = {**written.result, "backup": str(backup) if backup is not None else None}
@@ -360,7 +361,8 @@ def add_update_thread_command(subparsers) -> None:
     """Register `update-thread PATH --thread ID [--title T] [--metadata JSON] [--yes] [--json]`."""
     p = subparsers.add_parser("update-thread", help="set a thread's title and merge keys into its metadata as "
                                                     "Mastra's Memory.updateThread does (writes: asks, or --yes)")
-    p.add_argument("path", help="memory.db path or server URL (opened for writing once the write is confirmed)")
+    add_target_argument(p, help="memory.db path or server URL (opened for writing once the write is confirmed)")
+    add_full_backup_argument(p)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to update")
     p.add_argument("--title", metavar="T", help="the new title (default: keep it)")
     p.add_argument("--metadata", metavar="JSON", help='keys to set in the metadata, merged into it as Mastra does '
@@ -393,7 +395,7 @@ def _run_update_thread(args) -> int:
             f"update-thread writes thread {args.thread!r} in {args.path}; add --yes to confirm (not a terminal; a "
             "backup is made first)"):
         return EXIT_REFUSED
-    session = WriteSession()
+    session = WriteSession(full_backup=args.full_backup)
     written = update_thread(args.path, args.thread, title=args.title, metadata=metadata, session=session)
     backup = session.backup_for(args.path)
     doc = {**written.result, "backup": str(backup) if backup is not None else None}
@@ -411,7 +413,7 @@ def add_search_command(subparsers) -> None:
     """Register `search PATH QUERY [--metadata JSON] [--limit N] [--json]`."""
     p = subparsers.add_parser("search", help="find messages across every thread by text (words, \"phrases\"; "
                                              "Unicode case folding) and message metadata")
-    p.add_argument("path", help=READ_PATH_HELP)
+    add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("query", help='words and "quoted phrases", all required; case and accents folded as Unicode '
                                  'does ("" with --metadata lists every message the filter keeps)')
     p.add_argument("--metadata", metavar="JSON", help='message metadata filter (Mastra\'s rules), e.g. '
@@ -453,7 +455,8 @@ def add_working_memory_command(subparsers) -> None:
     """Register `working-memory PATH --thread ID [--scope S (--text T | --file F) [--yes]] [--json]`."""
     p = subparsers.add_parser("working-memory", help="show a thread's and its resource's working memory, or write "
                                                      "one as Mastra's Memory.updateWorkingMemory does (asks, or --yes)")
-    p.add_argument("path", help="memory.db path or server URL")
+    add_target_argument(p, help="memory.db path or server URL")
+    add_full_backup_argument(p)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread")
     p.add_argument("--scope", choices=["resource", "thread"],
                    help="write this scope (Mastra's workingMemory.scope; its default is resource)")
@@ -502,7 +505,7 @@ def _run_working_memory(args) -> int:
             "first)?",
             f"working-memory writes to {args.path}; add --yes to confirm (not a terminal; a backup is made first)"):
         return EXIT_REFUSED
-    session = WriteSession()
+    session = WriteSession(full_backup=args.full_backup)
     written = update_working_memory(args.path, args.thread, scope=args.scope, text=value, session=session)
     backup = session.backup_for(args.path)
     doc = {**written.result, "backup": str(backup) if backup is not None else None}

@@ -188,7 +188,7 @@ def test_file_back_up_copies_the_whole_file_on_request(studio, studio_ctx, fixtu
 
 def test_delete_thread_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
     """Thread ▸ Delete Thread… on support-1 (thread-scope OM): the thread, its messages and OM generations go
-    (counts from the raw rows before the write), the backup holds them, the list no longer shows the thread."""
+    (counts from the raw rows before the write), the list no longer shows the thread, Undo brings them all back."""
     import sqlite3
 
     path = fixture_db("support")
@@ -209,10 +209,15 @@ def test_delete_thread_from_the_studio(studio, studio_ctx, fixture_db, qtbot):
     studio_ctx.runner.wait_idle()
     assert written.args[0] == f"Deleted thread support-1 ({n_messages:,} messages, {n_om:,} OM records)."
     assert not window.thread_model.has_thread("support-1")
-    [backup] = backups(path)
     with open_store(path) as store:
         assert store.get_thread("support-1") is None and store.om_history("thread:support-1") == []
-    with open_store(backup) as store:
+    # Thread ▸ Undo Last Write puts every row back from the write's row backup
+    actions.update_actions()
+    dialog = actions.undo_last_write()
+    with qtbot.waitSignal(actions.written, timeout=15000):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    with open_store(path) as store:
         assert store.message_count("support-1") == n_messages and len(store.om_history("thread:support-1")) == n_om
 
 

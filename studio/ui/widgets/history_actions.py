@@ -26,7 +26,6 @@ from studio.app.failures import outcome_heading
 from studio.ui.context import WindowContext
 from studio.ui.widgets.confirm_write_dialog import ConfirmWriteDialog
 
-
 # What the clone fields must show whole: a UUID-length thread id (36 characters) and a title of that length.
 
 
