@@ -85,3 +85,27 @@ def test_delete_thread_equals_mastra(tmp_path, mastra_corpus, fixture, thread_id
         owned = f"subconscious:{thread_id}:remind"
         assert (owned in mastra_rows["mastra_threads"]) is (thread_id == "support-3")   # support-3's is foreign
         assert written.changes.threads_deleted == frozenset(written.result["thread_ids"])
+
+
+def test_undo_of_delete_thread_restores_every_vector(tmp_path):
+    """Undo of a delete on semantic.db puts back every row, vectors included (journaled by `vector_id`: a
+    LibSQLVector table's `id SERIAL` is NULL in every row), with their rowids, and libSQL's ANN index finds all of
+    them again."""
+    from studio.store.writes import undo_write
+
+    path = copy_fixture("semantic", tmp_path)
+    before_rows, before_vectors = dump_tables(path), _vectors(path)
+    done = WriteSession().delete_thread(str(path), "sem-lisbon")
+    assert done["vectors"] > 0 and _vectors(path) != before_vectors
+    undone = undo_write(str(path))
+    assert undone["reinserted"] == done["messages"] + done["threads"] + done["vectors"]
+    assert dump_tables(path) == before_rows and _vectors(path) == before_vectors
+    conn = libsql.connect(str(path))
+    try:
+        probe = conn.execute("SELECT embedding FROM memory_messages_64 NOT INDEXED LIMIT 1").fetchone()[0]
+        found = conn.execute("SELECT id FROM vector_top_k('memory_messages_64_vector_idx', ?, 1000)",
+                             (probe,)).fetchall()
+        total = conn.execute("SELECT count(*) FROM memory_messages_64 NOT INDEXED").fetchone()[0]
+    finally:
+        conn.close()
+    assert len(found) == total

@@ -83,6 +83,9 @@ class WriteTx(Protocol):
     def update(self, table: str, values: dict[str, Any], where: str, params: Iterable[Any]) -> int:
         """UPDATE TABLE SET VALUES WHERE …; return the rows changed."""
 
+    def key_column(self, table: str) -> str | None:
+        """The column a row of TABLE is journaled (backed up) by: `id`, a vector index's `vector_id`, or None."""
+
     def delete(self, table: str, where: str, params: Iterable[Any]) -> int:
         """DELETE FROM TABLE WHERE …; return the rows deleted."""
 

@@ -81,10 +81,14 @@ def set_aside_never_written(target: str, folder: str | os.PathLike[str] | None =
     still running is waited for); the walk stops at the first backup whose write did happen. A
     server that cannot be read leaves every backup as it is ([]): the undo itself then says why.
     """
+    import warnings
+
     from studio.errors import StoreError
 
     found: list[tuple[Path, dict]] = []
-    candidates = candidate_backups(target, folder)
+    with warnings.catch_warnings():   # a foreign file in the folder is said once, by the listing that follows
+        warnings.simplefilter("ignore")
+        candidates = candidate_backups(target, folder)
     if not candidates:
         return []
     try:
@@ -172,8 +176,13 @@ def undo_write(target: str, backup: str | os.PathLike[str] | None = None, *,
             "skipped_never_written": [str(p) for p, _ in never_written]}
 
 
+def _where(tx, table: str) -> str:
+    """The condition naming one row of TABLE by its journal key (`id`, or a vector index's `vector_id`)."""
+    return f'"{tx.key_column(table) or "id"}" = ?'
+
+
 def _current(tx, table: str, row_id: str) -> dict | None:
-    found = tx.canonical_rows(table, "id = ?", (row_id,))
+    found = tx.canonical_rows(table, _where(tx, table), (row_id,))
     return found[0] if found else None
 
 
@@ -199,7 +208,7 @@ def _restore(tx, document: dict, changed: list[dict], counts: dict) -> None:
                            "Nothing was written.")
     for row in rows:
         if row["before"] is None:
-            counts["deleted"] += tx.delete(row["table"], "id = ?", (row["id"],))
+            counts["deleted"] += tx.delete(row["table"], _where(tx, row["table"]), (row["id"],))
     for row in rows:
         if row["before"] is None:
             continue
@@ -207,4 +216,5 @@ def _restore(tx, document: dict, changed: list[dict], counts: dict) -> None:
             tx.insert(row["table"], row["before"], raw=True)
             counts["reinserted"] += 1
         else:
-            counts["restored"] += tx.update(row["table"], row["before"], "id = ?", (row["id"],), raw=True)
+            counts["restored"] += tx.update(row["table"], row["before"], _where(tx, row["table"]), (row["id"],),
+                                            raw=True)

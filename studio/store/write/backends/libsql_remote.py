@@ -168,7 +168,7 @@ def _probe_commit(location: Target, schema: sc.Schema, journal: list[dict], wait
         reader = LibsqlRemoteWriteTx(conn, location, schema)
 
         def current(table: str, row_id: str) -> dict | None:
-            found = reader.canonical_rows(table, "id = ?", (row_id,))
+            found = reader.canonical_rows(table, f'"{reader.key_column(table) or "id"}" = ?', (row_id,))
             return found[0] if found else None
         return journal_outcome(journal, current)
     except StoreError:

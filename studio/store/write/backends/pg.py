@@ -122,6 +122,11 @@ class PgWriteTx:
         """Return TABLE's columns ([] when it does not exist)."""
         return self.schema.columns(table)
 
+    def key_column(self, table: str) -> str | None:
+        """The column a row of TABLE is journaled by: `id` for Mastra's tables; None for any other table (a
+        pgvector index is not journaled: pgvector is not available to test here)."""
+        return "id" if self.schema.has_column(table, "id") else None
+
     def select(self, table: str, tail: str = "", params: Iterable[Any] = (), wanted: list[str] | None = None,
                *, lock: bool = False) -> list[dict]:
         """SELECT the WANTED (default: all but twins) columns of TABLE as Mastra reads them; dicts.
@@ -152,6 +157,8 @@ class PgWriteTx:
     def _journal_existing(self, table: str, where: str, params: Iterable[Any]) -> list[str]:
         """Lock the rows WHERE matches and record their images before this transaction's first change."""
         ids = []
+        if self.key_column(table) is None:
+            return ids
         for row in self.canonical_rows(table, where, params):
             key = (table, row["id"])
             if key not in self.before:

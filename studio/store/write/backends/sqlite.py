@@ -98,8 +98,9 @@ class SqliteWriteTx:
         self.conn = conn
         self.location = location
         self.schema = schema
-        #: {(table, id): image before the first change, or None (inserted by this transaction)}
+        #: {(table, key): image before the first change, or None (inserted by this transaction)}
         self.before: dict[tuple[str, str], dict | None] = {}
+        self._foreign_columns: dict[str, list[str]] = {}
 
     def rows(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
         """Run SQL with bound PARAMS and return all rows (StoreError on an SQLite error)."""
@@ -144,12 +145,27 @@ class SqliteWriteTx:
 
     # -- the journal (the row backup saved before COMMIT) ------------------------------------------
 
+    def _row_columns(self, table: str) -> list[str]:
+        """TABLE's columns: Mastra's from the schema; another table's (a vector index) from PRAGMA table_info."""
+        if self.schema.has_table(table):
+            return self.schema.columns(table)
+        if table not in self._foreign_columns:
+            self._foreign_columns[table] = [r[1] for r in self.rows(f"PRAGMA table_info({sc.quote_ident(table)})")]
+        return self._foreign_columns[table]
+
+    def key_column(self, table: str) -> str | None:
+        """The column a row of TABLE is journaled by: `id` for Mastra's tables, `vector_id` for a LibSQLVector
+        index (its `id SERIAL` is no rowid alias: NULL in every row); None: the table is not journaled."""
+        if self.schema.has_table(table):
+            return "id" if self.schema.has_column(table, "id") else None
+        return "vector_id" if "vector_id" in self._row_columns(table) else None
+
     def canonical_rows(self, table: str, where: str, params: Iterable[Any], *, lock: bool = True) -> list[dict]:
         """Return TABLE's rows matching WHERE as exact images ({column: value, "_rowid_": n}; blobs as base64).
 
         LOCK: nothing to add (BEGIN IMMEDIATE holds the database's write lock already).
         """
-        cols = self.schema.columns(table)
+        cols = self._row_columns(table)
         exprs = ", ".join([ROWID] + [sc.quote_ident(c) for c in cols])
         rows = self.rows(f"SELECT {exprs} FROM {sc.quote_ident(table)} WHERE {where}", params)
         return [{ROWID: r[0], **{c: _image_value(v)
@@ -157,17 +173,25 @@ class SqliteWriteTx:
                 for r in rows]
 
     def _journal_existing(self, table: str, where: str, params: Iterable[Any]) -> None:
-        if not self.schema.has_column(table, "id"):
+        key = self.key_column(table)
+        if key is None:
             return
         for row in self.canonical_rows(table, where, params):
-            self.before.setdefault((table, row["id"]), row)
+            self.before.setdefault((table, row[key]), row)
 
     def journal(self) -> list[dict]:
-        """Return [{table, id, before, after}] for every row this transaction changed (after: None = deleted)."""
+        """Return [{table, id, before, after}] for every row this transaction changed (after: None = deleted).
+
+        A row journaled by another column than `id` (a vector index's `vector_id`) names it as "key".
+        """
         out = []
         for (table, row_id), before in self.before.items():
-            after = self.canonical_rows(table, "id = ?", (row_id,))
-            out.append({"table": table, "id": row_id, "before": before, "after": after[0] if after else None})
+            key = self.key_column(table) or "id"
+            after = self.canonical_rows(table, f"{sc.quote_ident(key)} = ?", (row_id,))
+            entry = {"table": table, "id": row_id, "before": before, "after": after[0] if after else None}
+            if key != "id":
+                entry["key"] = key
+            out.append(entry)
         return out
 
     # -- writes, each journaled -----------------------------------------------------------------------
@@ -200,7 +224,8 @@ class SqliteWriteTx:
         a row image being restored (an undo: values as SQLite stored them, the rowid kept).
         """
         if raw:
-            cols = [c for c in values if c == ROWID or self.schema.has_column(table, c)]
+            known = self._row_columns(table)
+            cols = [c for c in values if c == ROWID or c in known]
             names = ", ".join(c if c == ROWID else sc.quote_ident(c) for c in cols)
             self.execute(f"INSERT INTO {sc.quote_ident(table)} ({names}) VALUES ({', '.join('?' for _ in cols)})",
                          [_stored_value(values[c]) for c in cols])
@@ -220,7 +245,8 @@ class SqliteWriteTx:
         params = tuple(params)
         self._journal_existing(table, where, params)
         if raw:
-            cols = [c for c in values if c != ROWID and self.schema.has_column(table, c)]
+            known = self._row_columns(table)
+            cols = [c for c in values if c != ROWID and c in known]
             sets = ", ".join(f"{sc.quote_ident(c)} = ?" for c in cols)
             return self.execute(f"UPDATE {sc.quote_ident(table)} SET {sets} WHERE {where}",
                                 [*(_stored_value(values[c]) for c in cols), *params])
