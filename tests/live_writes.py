@@ -347,6 +347,8 @@ class MastraWrites:
         value = {"isObserving": self.rng.randint(0, 1), "pendingMessageTokens": self.rng.randint(0, 40000),
                  "activeObservations": "* " + self.text(40), "lastObservedAt": self.now()}[choice]
         cols = self.cols[OM]
+        if cols[choice] == "boolean":   # @mastra/pg's flags are BOOLEAN
+            value = bool(value)
         sets = f'"{choice}" = {self.sql.placeholder(cols[choice])}'
         params = [value]
         if choice + "Z" in cols:

@@ -22,7 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from studio.app.changes import ChangeSet
-from studio.app.listing import Listing, ThreadRow, last_activity, load_listing, lookup_key_of, orphaned_threads
+from studio.app.listing import (
+    Listing,
+    ListingCounts,
+    ThreadRow,
+    last_activity,
+    load_listing,
+    load_listing_in_two_steps,
+    lookup_key_of,
+    orphaned_threads,
+)
 from studio.app.loads import require_store
 from studio.store import schema as sc
 from studio.store.live_changes import Marks, Touched, read_marks, rows_since
@@ -32,7 +41,8 @@ if TYPE_CHECKING:
     from studio.store.memory_store import MemoryStore
     from studio.store.records import Thread
 
-__all__ = ["LiveListing", "LiveRefresh", "load_live_listing", "refresh_live_listing"]
+__all__ = ["LiveCounts", "LiveListing", "LiveRefresh", "live_listing", "load_live_listing",
+           "load_live_listing_in_two_steps", "refresh_live_listing"]
 
 #: Thread ids per `WHERE id IN (…)` statement.
 ID_CHUNK = 400
@@ -84,6 +94,37 @@ def load_live_listing(store: MemoryStore | None) -> LiveListing:
         listed = {r.thread.id: r.thread.message_count or 0 for r in listing.rows if not r.orphan}
         total = marks.counts.get(sc.MESSAGES, 0)
     return LiveListing(listing, marks, keys, stray=_stray(store, total, listed, None))
+
+
+@dataclass
+class LiveCounts:
+    """The second step of `load_live_listing_in_two_steps`: the COUNTS, and the MARKS and LOOKUP_KEYS read with
+    them; `live_listing(listing, marks, lookup_keys)` makes the LiveListing once the counts are applied."""
+
+    counts: ListingCounts
+    marks: Marks
+    lookup_keys: list[dict]
+
+
+def load_live_listing_in_two_steps(store: MemoryStore | None, first, cancel=None) -> LiveCounts | None:
+    """`studio.app.listing.load_listing_in_two_steps` plus the marks and lookup keys of the same snapshot.
+
+    FIRST(listing) gets the threads before their counts; returns None when CANCEL is set meanwhile.
+    Raises StoreError on a failed read.
+    """
+    store = require_store(store)
+    with store.snapshot():
+        marks = read_marks(store)
+        counts = load_listing_in_two_steps(store, first, cancel)
+        if counts is None:
+            return None
+        return LiveCounts(counts, marks, store.om_lookup_keys())
+
+
+def live_listing(listing: Listing, marks: Marks, lookup_keys: list[dict]) -> LiveListing:
+    """Return the LiveListing of LISTING (its counts applied) read with MARKS and LOOKUP_KEYS (cheap: no read)."""
+    listed = {r.thread.id: r.thread.message_count or 0 for r in listing.rows if not r.orphan}
+    return LiveListing(listing, marks, lookup_keys, stray=marks.counts.get(sc.MESSAGES, 0) - sum(listed.values()))
 
 
 def _stray(store: MemoryStore, total: int, listed: dict[str, int], stats: dict | None) -> int:

@@ -166,3 +166,39 @@ def test_a_commit_by_another_process_is_picked_up_by_polling(studio, studio_ctx,
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
     qtbot.waitUntil(lambda: window.thread_model.index(0, ThreadColumn.TITLE).data() == "Renamed by another process",
                     timeout=15000)
+
+
+def test_a_commit_re_reads_only_the_thread_it_changed(studio, studio_ctx, fixture_db, qtbot):
+    """Issue 21: an agent's message to one thread re-reads that thread only (its row, count, bars, health),
+    and every other row is kept as it was (the same objects, statuses included); the figures equal a fresh load."""
+    from studio.app.live import load_live_listing
+    from studio.app.statuses import iter_thread_statuses
+    from studio.store import open_store
+
+    path = fixture_db("support")
+    window = studio(path)
+    studio_ctx.runner.wait_idle()
+    before = {r.thread.id: r for r in window.thread_model.all_threads()}
+    target = next(t for t, r in before.items() if r.lookup_key == f"thread:{t}")
+    n = before[target].thread.message_count
+    append_message(path, target, "One more message from the agent. " * 20)
+    qtbot.waitUntil(lambda: window.loader.last_refresh is not None and studio_ctx.runner.pending == 0, timeout=15000)
+    studio_ctx.runner.wait_idle()
+    refresh = window.loader.last_refresh
+    # the thread written, and the threads stamped in the newest millisecond seen (re-read each time: a second
+    # write in that same millisecond would not show otherwise)
+    newest = max(r.thread.updated_at for r in before.values() if not r.orphan)
+    expected = {target} | {t for t, r in before.items() if r.thread.updated_at == newest and not r.orphan}
+    assert refresh.changes.threads == expected and not refresh.changes.everything
+    assert len(expected) < len(before) / 2
+    assert refresh.wider == []                     # the rows written explained every count
+    after = {r.thread.id: r for r in window.thread_model.all_threads()}
+    assert all(after[t] is before[t] for t in before if t not in expected)
+    assert after[target].thread.message_count == n + 1
+    with open_store(str(path)) as fresh_store:
+        fresh = load_live_listing(fresh_store)
+        [want] = list(iter_thread_statuses(fresh_store, [r.thread for r in fresh.listing.rows
+                                                                 if r.thread.id == target]))
+    assert after[target].status == want
+    row = rows_by_id(window)[target]
+    assert window.thread_model.index(row, ThreadColumn.OBSERVATION).data(BAR_ROLE).value == want.pending_tokens

@@ -99,6 +99,7 @@ class MainWindow(QMainWindow):
         self.connect_controller = ConnectController(ctx, self)   # File ▸ Connect… (Ctrl+L): server URLs, keyring
         self._build_menus()
         self.loader.listed.connect(self._on_loader_listed)
+        self.loader.threads_changed.connect(self._on_loader_threads_changed)
         self.loader.detail_loaded.connect(self.dialogs.follow_detail)
         self.loader.statuses_finished.connect(self.statuses_finished)
 
@@ -432,6 +433,15 @@ class MainWindow(QMainWindow):
             self.thread_view.show_message(NO_THREAD)
             if wanted:
                 self.report_error("No such thread", f"No thread {wanted!r} in {self._path}")
+
+    def _on_loader_threads_changed(self, changes) -> None:
+        """A live refresh re-read CHANGES' threads (a ChangeSet): keep the selection; re-read the selected
+        thread's tabs only when it is among them (the Overview, when open, follows)."""
+        self.dialogs.overview_follows(listed=True)
+        self._restore_thread_selection()
+        tid = self._thread_id
+        if tid is not None and (tid in changes.threads or tid in changes.threads_created):
+            self.loader.load_detail(tid, refresh=True)
 
     def _follow_filter(self) -> None:
         """Keep the selected thread when the filtered list still has it, else select its first thread (or none)."""
