@@ -41,6 +41,7 @@ from studio.ui.widgets.connect_dialog import ConnectController
 from studio.ui.widgets.file_banner import FileGoneBanner
 from studio.ui.widgets.health import HealthController
 from studio.ui.widgets.history_actions import HistoryActions
+from studio.ui.widgets.lock_wait import LockWaitNotice
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
 from studio.ui.widgets.thread_view import NO_DATABASE, NO_THREAD, TAB_NAMES, TAB_TITLES, ThreadView
@@ -226,6 +227,8 @@ class MainWindow(QMainWindow):
         self.progress.hide()
         bar.addWidget(self.path_label, 1)
         bar.addPermanentWidget(self.progress)
+        self.lock_notice = LockWaitNotice(self.context.runner, self)   # a read waiting for an agent's lock, with Cancel
+        bar.addPermanentWidget(self.lock_notice)
         bar.addPermanentWidget(self.count_label)
         bar.addPermanentWidget(self.mode_label)
 
