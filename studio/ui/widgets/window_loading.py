@@ -161,6 +161,7 @@ class ListingLoader(QObject):
         """The window closes: cancel the listing and end its worker's wait for a paint that will not come."""
         self._paint_timer.stop()
         self._runner.cancel("listing")
+        self._runner.cancel("live")
         self._release_first_paint()
         self._listing = None
 
@@ -355,9 +356,15 @@ class ListingLoader(QObject):
                 self._reload()
                 return
             live = self._live
+            # its own key: a full listing under way (after the studio's own write) is not superseded by it
             self._runner.submit(lambda store, _p, _c: refresh_live_listing(store, live),
                                 on_done=functools.partial(self._on_live_refreshed, live),
-                                on_error=functools.partial(self._on_listing_failed, refresh=True), key="listing")
+                                on_error=self._on_live_refresh_failed, key="live")
+
+    def _on_live_refresh_failed(self, exc: Exception) -> None:
+        """A live refresh failed (a lock wait cancelled, a server gone): say so; the next check tries again."""
+        self._data_version = object()   # differs from any fingerprint: the next tick refreshes again
+        self._on_listing_failed(exc, refresh=True)
 
     def _on_live_refreshed(self, base: LiveListing, refresh: LiveRefresh) -> None:
         """A live refresh is in: show what changed of the threads it names; recompute their bars only.
