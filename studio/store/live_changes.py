@@ -11,8 +11,11 @@ keys and resources they belong to (`Touched`), with new marks. What each backend
   or, for a message, its thread's `updatedAt` (saveMessages, updateMessages and deleteMessages all
   end with `UPDATE mastra_threads SET updatedAt = now`). So: rows with `rowid >= ` the last maximum
   (the row at the old maximum is read again: a deleted maximum whose rowid was reused shows as a
-  different id), rows with `updatedAt >= ` the last newest (`>=`: a second write in the same
-  millisecond is seen), and `count(*)` of each table (a delete leaves no row behind). A
+  different id), rows with `updatedAt > ` the last newest, and `count(*)` of each table (a delete
+  leaves no row behind). A second write in the very millisecond of the newest stamp keeps it
+  unchanged: while that stamp is recent (within SAME_MILLISECOND_SLACK_MS of when the marks were
+  read, room for the writer's clock running behind), the rows stamped with it are read again too
+  (`>=`); an older newest stamp cannot be written again by a clock that has moved on. A
   message's in-place change that keeps its thread's row untouched is not seen on SQLite; every
   write of Mastra's touches it.
 * **PostgreSQL.** Every inserted or updated row version carries the writing transaction's id
@@ -26,9 +29,11 @@ a count that does not add up sends it to a wider read (never to a wrong answer).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from studio.store import schema as sc
+from studio.store.records import iso_to_ms
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,6 +46,8 @@ OWNER_COLUMN = {sc.THREADS: "id", sc.MESSAGES: "thread_id", sc.OBSERVATIONAL_MEM
                 sc.RESOURCES: "id"}
 #: Tables whose in-place updates Mastra stamps with the row's own updatedAt.
 STAMPED = (sc.THREADS, sc.OBSERVATIONAL_MEMORY, sc.RESOURCES)
+#: How far behind the studio's clock the writer's may run (ms): a newest `updatedAt` this recent is re-read (`>=`).
+SAME_MILLISECOND_SLACK_MS = 10 * 60 * 1000
 #: 32-bit transaction ids of PostgreSQL's xmin column.
 XID_SPAN = 1 << 32
 
@@ -49,12 +56,14 @@ XID_SPAN = 1 << 32
 class Marks:
     """Where a load's reading ended, per table: COUNTS (rows), and on SQLite TOPS (the largest rowid and
     the id of its row, or None for an empty table) and NEWEST (the largest `updatedAt` string); on
-    PostgreSQL XMIN, the 64-bit id of the oldest transaction still running at the load's snapshot."""
+    PostgreSQL XMIN, the 64-bit id of the oldest transaction still running at the load's snapshot;
+    READ_AT_MS: the studio's clock when they were read (epoch ms)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     tops: dict[str, tuple[int, str] | None] = field(default_factory=dict)
     newest: dict[str, str | None] = field(default_factory=dict)
     xmin: int | None = None
+    read_at_ms: int = 0
 
 
 @dataclass
@@ -94,9 +103,10 @@ def read_marks(store: MemoryStore) -> Marks:
     A few aggregate statements (count and top per table; on SQLite the newest updatedAt, which reads
     the stamped tables once). Raises StoreError on a failed read.
     """
+    read_at = _now_ms()
     if store.dialect == "postgresql":
         counts = {t: int(store.rows(f"SELECT count(*) FROM {t}")[0][0]) for t in _tables(store)}
-        return Marks(counts=counts, xmin=_pg_xmin(store))
+        return Marks(counts=counts, xmin=_pg_xmin(store), read_at_ms=read_at)
     counts, tops, newest = {}, {}, {}
     for table in _tables(store):
         count, top = store.rows(f"SELECT count(*), max(rowid) FROM {table}")[0]
@@ -104,7 +114,20 @@ def read_marks(store: MemoryStore) -> Marks:
         tops[table] = _top(store, table, top)
         if table in STAMPED and store.schema.has_column(table, "updatedAt"):
             newest[table] = store.rows(f'SELECT max("updatedAt") FROM {table}')[0][0]
-    return Marks(counts=counts, tops=tops, newest=newest)
+    return Marks(counts=counts, tops=tops, newest=newest, read_at_ms=read_at)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _newer_than(since: str | None, read_at_ms: int) -> tuple[str, tuple]:
+    """The WHERE of the rows stamped after SINCE (the newest `updatedAt` at marks read at READ_AT_MS)."""
+    if since is None:
+        return "", ()
+    stamped = iso_to_ms(since)
+    recent = stamped is None or stamped >= read_at_ms - SAME_MILLISECOND_SLACK_MS
+    return ('WHERE "updatedAt" >= ?' if recent else 'WHERE "updatedAt" > ?'), (since,)
 
 
 def _top(store: MemoryStore, table: str, rowid) -> tuple[int, str] | None:
@@ -127,6 +150,7 @@ def rows_since(store: MemoryStore, marks: Marks) -> tuple[Touched, Marks] | None
     filters of the stamped tables are aggregates the database answers without sending rows).
     Run it inside a `snapshot()` so the rows and the new marks describe one moment. Raises StoreError.
     """
+    read_at = _now_ms()
     tables = _tables(store)
     if sorted(tables) != sorted(marks.counts):
         return None
@@ -156,15 +180,14 @@ def rows_since(store: MemoryStore, marks: Marks) -> tuple[Touched, Marks] | None
         touched.new_rows[table] = new
         tops[table] = _top(store, table, top)
         if table in marks.newest:
-            since = marks.newest[table]
-            where, params = ('WHERE "updatedAt" >= ?', (since,)) if since is not None else ("", ())
+            where, params = _newer_than(marks.newest[table], marks.read_at_ms)
             stamped = store.rows(f'SELECT {owner}, "updatedAt" FROM {table} {where}', params)
             touched.rows_read += len(stamped)
             for key, updated in stamped:
                 _owner_set(touched, table).add(str(key))
                 if updated is not None and (newest[table] is None or str(updated) > newest[table]):
                     newest[table] = str(updated)
-    return touched, Marks(counts=dict(touched.counts), tops=tops, newest=newest)
+    return touched, Marks(counts=dict(touched.counts), tops=tops, newest=newest, read_at_ms=read_at)
 
 
 def _owner_set(touched: Touched, table: str) -> set[str]:
@@ -173,6 +196,7 @@ def _owner_set(touched: Touched, table: str) -> set[str]:
 
 
 def _pg_rows_since(store: MemoryStore, marks: Marks, tables: list[str]) -> tuple[Touched, Marks] | None:
+    read_at = _now_ms()
     xmin = _pg_xmin(store)
     if marks.xmin is None or xmin // XID_SPAN != marks.xmin // XID_SPAN:
         return None   # the 32-bit xmin column wrapped around since (an epoch boundary): reload
@@ -185,4 +209,4 @@ def _pg_rows_since(store: MemoryStore, marks: Marks, tables: list[str]) -> tuple
         touched.rows_read += len(rows) + 1
         _owner_set(touched, table).update(str(r[0]) for r in rows)
         touched.new_rows[table] = None
-    return touched, Marks(counts=dict(touched.counts), xmin=xmin)
+    return touched, Marks(counts=dict(touched.counts), xmin=xmin, read_at_ms=read_at)
