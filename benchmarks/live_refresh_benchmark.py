@@ -128,6 +128,7 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     tmp = tempfile.mkdtemp(prefix="live-bench-")
     ctx = AppContext(settings=QSettings(os.path.join(tmp, "s.ini"), QSettings.Format.IniFormat), runner=TaskRunner())
     thread = _pick_thread(path)
+    _delete_agent_messages(path)   # what an interrupted run left
     window = MainWindow(ctx)
     window.resize(1400, 900)
     window.show()
@@ -166,14 +167,18 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     base = listed_count()
     agent = subprocess.Popen([sys.executable, "-c", AGENT, path, thread, str(seconds), str(interval)],
                              stdout=subprocess.PIPE, text=True)
-    os.set_blocking(agent.stdout.fileno(), False)
+    import threading
+
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(agent.stdout.readline, "")), daemon=True)
+    reader.start()
     commits: list[float] = []
     seen: dict[int, float] = {}
     refreshes = []
 
     def watch() -> None:
-        for line in iter(agent.stdout.readline, ""):
-            commits.append(json.loads(line)["committed"])
+        while len(commits) < len(lines):
+            commits.append(json.loads(lines[len(commits)])["committed"])
         n = listed_count()
         if n is not None and base is not None and n - base not in seen:
             seen[n - base] = time.time()

@@ -259,7 +259,9 @@ class ListingLoader(QObject):
         if round_ != self._status_round:
             return
         finished = self._statuses.take(batch)
-        self.thread_model.apply_statuses(batch.statuses, final=finished)
+        # a live refresh's few statuses repaint their rows only (the list's other bars are already final)
+        final = finished and not (self._statuses_partial and self.thread_model.statuses_done)
+        self.thread_model.apply_statuses(batch.statuses, final=final)
         self.progress.setValue(self._statuses.done)
         if finished:
             self.progress.hide()
@@ -382,7 +384,12 @@ class ListingLoader(QObject):
             return
         if not refresh.changes:
             return
-        self._show_listing(listing, refresh=True)
+        changes = refresh.changes
+        if (changes.threads_created or changes.threads_deleted or "resources" in refresh.wider
+                or not all(self.thread_model.has_thread(t) for t in changes.threads)):
+            self._show_listing(listing, refresh=True)   # rows come or go: the panes are filled again
+        else:   # the same threads: only the re-read rows change (and repaint)
+            self.thread_model.update_rows([r for r in listing.rows if r.thread.id in changes.threads])
         self._use_helper = wants_helper(listing.rows)
         self.thread_view.set_use_helper(self._use_helper)
         self._start_statuses({t.id for t in refresh.changed_threads()})
