@@ -314,7 +314,13 @@ class HealthController(QObject):
             tab.refresh()
 
     def _on_scan_threads_refreshed(self, thread_ids: set[str]) -> None:
-        self._window.thread_list.view.viewport().update()
+        from studio.ui.models.threads import ThreadColumn
+
+        model, view = self._window.thread_model, self._window.thread_list.view
+        for tid in thread_ids:   # only their badges repaint
+            row = model.row_of(tid, fetch=False)
+            if row >= 0:
+                view.update(model.index(row, ThreadColumn.TITLE))
         self._fill_window()
         tab = self._window.thread_view.health_tab
         if tab.thread_id is not None and tab.thread_id in thread_ids:

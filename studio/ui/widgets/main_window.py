@@ -441,7 +441,8 @@ class MainWindow(QMainWindow):
         """A live refresh re-read CHANGES' threads (a ChangeSet): keep the selection; re-read the selected
         thread's tabs only when it is among them (the Overview, when open, follows)."""
         self.dialogs.overview_follows(listed=True)
-        self._restore_thread_selection()
+        if changes.threads_created or changes.threads_deleted:   # the rows were replaced (else the selection held)
+            self._restore_thread_selection()
         tid = self._thread_id
         if tid is not None and (tid in changes.threads or tid in changes.threads_created):
             self.loader.load_detail(tid, refresh=True)
