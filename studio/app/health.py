@@ -7,6 +7,8 @@ a batch sent to the helper process carries only its index, not the whole plan.
 
 from __future__ import annotations
 
+import time
+
 from studio.app.failures import BadInput
 from studio.app.loads import require_store
 from studio.engine.doctor import plan_batches, run_batch
@@ -66,3 +68,34 @@ def doctor_document(store: MemoryStore, thread_id: str | None = None) -> dict:
     if thread_id is not None and store.get_thread(thread_id) is None:
         raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
     return run_doctor(store, thread_id).to_json()
+
+
+def load_thread_findings(store: MemoryStore | None, thread_ids: list[str]) -> list[dict]:
+    """Return the doctor's findings (`Finding.to_json()` dicts) of THREAD_IDS only: what a live refresh changed.
+
+    The same per-thread checks as a batch of the full scan (`run_batch`): the thread's JSON and
+    messages, and its OM record (thread scope, else its resource's) with the generations' checks.
+    Reads those threads, the threads of their resources (a resource-scope record's governed threads)
+    and their lookup keys only; the database-wide checks (schema, timestamp twins, resources' JSON)
+    stay the full scan's. Findings that name no thread are left out (the full scan keeps them).
+    Raises StoreError without a database or on a failed read.
+    """
+    store = require_store(store)
+    ids = list(dict.fromkeys(thread_ids))
+    threads = {t.id: t for t in _threads_of(store, "id", ids)}
+    resources = sorted({t.resource_id for t in threads.values() if t.resource_id})
+    threads.update({t.id: t for t in _threads_of(store, '"resourceId"', resources)})
+    wanted = [f"thread:{t}" for t in ids] + [f"resource:{r}" for r in resources]
+    keys = {k: {"lookupKey": k} for k, gens in store.om_histories(wanted).items() if gens}
+    batch = [t for t in ids if t in threads]
+    plan = DoctorPlan(batches=[[], batch], threads=threads, keys=keys, now_ms=int(time.time() * 1000))
+    findings, _counts = run_batch(store, plan, 1)
+    return [f.to_json() for f in findings if f.thread_id in set(batch)]
+
+
+def _threads_of(store: MemoryStore, column: str, values: list[str], chunk: int = 400):
+    out = []
+    for i in range(0, len(values), chunk):
+        part = values[i:i + chunk]
+        out += store.select_threads(f"WHERE {column} IN ({', '.join('?' * len(part))})", part)
+    return out

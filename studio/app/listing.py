@@ -95,7 +95,8 @@ class ListingCounts:
             t.message_count, t.newest_message_at, row.activity_ms, row.updated_at_stale = known
 
 
-def _lookup_key(thread: Thread, keys: set[str]) -> str | None:
+def lookup_key_of(thread: Thread, keys: set[str]) -> str | None:
+    """Return the OM lookup key of KEYS (the store's lookup keys) that governs THREAD (thread scope first), or None."""
     for key in (f"thread:{thread.id}", f"resource:{thread.resource_id}"):
         if key in keys:
             return key
@@ -170,7 +171,7 @@ def _listing_without_counts(store: MemoryStore) -> Listing:
     for t in threads:
         per_resource[t.resource_id] = per_resource.get(t.resource_id, 0) + 1
     resources = [(rid, per_resource.get(rid, 0)) for rid in store.resource_ids()]
-    rows = [ThreadRow(t, _lookup_key(t, keys), activity_ms=iso_to_ms(t.updated_at) or 0) for t in threads]
+    rows = [ThreadRow(t, lookup_key_of(t, keys), activity_ms=iso_to_ms(t.updated_at) or 0) for t in threads]
     rows += [ThreadRow(t, f"thread:{t.id}", orphan=True)
              for t in orphaned_threads(store, {t.id for t in threads}, lookup_keys)]
     return Listing(resources=resources, rows=rows, data_version=version, counted=False)

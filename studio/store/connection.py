@@ -159,8 +159,10 @@ def connect(location: Target, *, writable: bool = False, allow_immutable: bool =
     as immutable (a quiescent WAL file, see `is_quiescent_wal`; never when ALLOW_IMMUTABLE is
     False); and `file_signature` taken *before* the quiescence check, so that a caller can verify
     after each read that no writer touched the file meanwhile (an immutable connection takes no
-    locks and would read a checkpoint half-written). Sets a busy timeout of BUSY_TIMEOUT_MS (ms) so
-    that a short write by another process (a running Mastra app) is waited for rather than failed.
+    locks and would read a checkpoint half-written). A WRITABLE connection sets a busy timeout of
+    BUSY_TIMEOUT_MS (ms) so that a short write by another process (a running Mastra app) is waited for
+    rather than failed; a read-only one fails at once on a locked file (`busy_timeout = 0`) and its reads
+    wait in Python instead (`studio.store.lock_wait.patiently`: SQLite's wait would hold the GIL).
     Never changes the journal mode. Raises StoreError if the file cannot be opened.
     """
     check_file(location)
@@ -168,7 +170,7 @@ def connect(location: Target, *, writable: bool = False, allow_immutable: bool =
     try:
         immutable = allow_immutable and not writable and is_quiescent_wal(location.path)
         conn = libsql.connect(_uri(location.path, "rw" if writable else "ro", immutable))
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS if writable else 0}")
     except BaseException as exc:  # libsql raises ValueError for most SQLite errors, a panic for a few
         if not isinstance(exc, Exception) and not is_driver_panic(exc):
             raise

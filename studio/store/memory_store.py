@@ -271,15 +271,25 @@ class MemoryStore:
         rows = self.rows("SELECT thread_id, COUNT(*) FROM mastra_messages GROUP BY thread_id")
         return {r[0]: int(r[1]) for r in rows}
 
-    def message_stats(self) -> dict[str, tuple[int, str | None]]:
+    def message_stats(self, thread_ids: Iterable[str] | None = None,
+                      chunk: int = 400) -> dict[str, tuple[int, str | None]]:
         """Return {thread id: (number of stored messages, createdAt of the newest as an ISO string)} in one pass.
 
         The newest createdAt is the largest stored string on libSQL (Mastra writes ISO-8601 UTC, which
-        sorts as time); the (thread_id, createdAt) index Mastra creates covers the query.
+        sorts as time); the (thread_id, createdAt) index Mastra creates covers the query. THREAD_IDS:
+        only those threads (CHUNK ids per statement; a thread without messages is left out), read
+        through the index (the work of a live refresh grows with the threads it re-reads).
         """
         newest = self.sql.iso(f"MAX({self.sql.created(sc.MESSAGES)})")
-        return {r[0]: (int(r[1]), r[2]) for r in self.rows(
-            f"SELECT thread_id, COUNT(*), {newest} FROM mastra_messages GROUP BY thread_id")}
+        select = f"SELECT thread_id, COUNT(*), {newest} FROM mastra_messages"
+        if thread_ids is None:
+            return {r[0]: (int(r[1]), r[2]) for r in self.rows(f"{select} GROUP BY thread_id")}
+        ids, out = list(dict.fromkeys(thread_ids)), {}
+        for i in range(0, len(ids), chunk):
+            part = ids[i:i + chunk]
+            out.update({r[0]: (int(r[1]), r[2]) for r in self.rows(
+                f"{select} WHERE thread_id IN ({', '.join('?' * len(part))}) GROUP BY thread_id", part)})
+        return out
 
     def newest_message_at(self, thread_id: str) -> str | None:
         """Return the createdAt (ISO) of THREAD_ID's newest message, or None when it has none."""

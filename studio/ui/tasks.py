@@ -31,6 +31,7 @@ from studio.app.helper_process import HelperProcess, HelperUnavailable, bind_can
 from studio.app.text import read_failure
 from studio.errors import StoreDamaged, StoreError, StudioError
 from studio.store import open_store
+from studio.store.lock_wait import reporting_lock_waits
 from studio.store.memory_store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,7 @@ class TaskRunner(QObject):
     failure_delivered = Signal(str, object)  # the same, with the exception itself (key or "", exception)
     store_damaged = Signal(str)   # the first StoreDamaged of the open store: its sentence (once per store)
     store_replaced = Signal()     # another store was opened (what was said about the previous one is void)
+    lock_waiting = Signal(object)  # a database task waits for another process's lock: seconds so far; None: over
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -136,6 +138,7 @@ class TaskRunner(QObject):
         self._helper_path: str | None = None   # GUI side: the database the worker holds, as last opened
         self._opens = 0                        # GUI side: databases opened so far (the helper re-opens on change)
         self._damage_said = False             # GUI side: store_damaged emitted for the open store
+        self._stop_waiting = threading.Event()   # set by `stop_lock_wait`: the running task stops waiting for a lock
         self.delivered.connect(self._on_runner_delivered, Qt.ConnectionType.QueuedConnection)
 
     # -- submitting ------------------------------------------------------------------------
@@ -257,6 +260,13 @@ class TaskRunner(QObject):
         return self.submit(lambda _store, _p, _c: self._open_in_worker(path), on_done=opened, on_error=on_error,
                            load=False)
 
+    def stop_lock_wait(self) -> None:
+        """Stop the database task that waits for another process's lock: it fails with a StoreError ("Stopped
+        waiting …") delivered to its on_error, as any failed read."""
+        stop = self._stop_waiting
+        if stop is not None:
+            stop.set()
+
     def cancel(self, key: str) -> None:
         """Cancel the task of KEY, if any (its result is dropped)."""
         task = self._keyed.get(key)
@@ -329,8 +339,12 @@ class TaskRunner(QObject):
         if task.cancel.is_set() or task.fn is None:
             outcome = ("cancelled", None)
         else:
+            stop = self._stop_waiting = threading.Event()   # this task's own: a stop meant for it only
             try:
-                outcome = ("done", task.fn(progress, task.cancel))
+                # a read waiting for another process's lock sleeps in Python (studio.store.lock_wait): the GUI
+                # thread runs meanwhile, hears how long it has waited and may stop the wait
+                with reporting_lock_waits(self.lock_waiting.emit, stop):
+                    outcome = ("done", task.fn(progress, task.cancel))
             except BaseException as exc:  # the task boundary: every failure (a driver panic too) goes back to the GUI
                 if not isinstance(exc, StudioError):  # a named error is a message for the user, not a bug
                     log.error("task failed", exc_info=exc)

@@ -153,7 +153,8 @@ def test_auto_refresh_on_a_file_nobody_had_open(studio, studio_ctx, fixture_db, 
 
 def test_a_commit_by_another_process_is_picked_up_by_polling(studio, studio_ctx, fixture_db, qtbot):
     """Live refresh polls the store's fingerprint (no file-system watch): a title changed by a separate
-    process shows up by itself."""
+    process shows up by itself. The process renames the thread as Mastra's updateThread does (title and
+    updatedAt): on SQLite the refresh finds the rows written through their stamps (studio.store.live_changes)."""
     import subprocess
     import sys
 
@@ -161,8 +162,42 @@ def test_a_commit_by_another_process_is_picked_up_by_polling(studio, studio_ctx,
     window = studio(path)
     assert window.watcher.active and window.watcher.path == str(path)
     code = ("import libsql, sys\nc = libsql.connect(sys.argv[1])\n"
-            "c.execute(\"UPDATE mastra_threads SET title = 'Renamed by another process' WHERE id = 'tools-1'\")\n"
+            "c.execute(\"UPDATE mastra_threads SET title = 'Renamed by another process', "
+            "updatedAt = '2027-01-01T00:00:00.000Z' WHERE id = 'tools-1'\")\n"
             "c.commit()\nc.close()\n")
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
     qtbot.waitUntil(lambda: window.thread_model.index(0, ThreadColumn.TITLE).data() == "Renamed by another process",
                     timeout=15000)
+
+
+def test_a_commit_re_reads_only_the_thread_it_changed(studio, studio_ctx, fixture_db, qtbot):
+    """Issue 21: an agent's message to one thread re-reads that thread only (its row, count, bars, health),
+    and every other row is kept as it was (the same objects, statuses included); the figures equal a fresh load."""
+    from studio.app.live import load_live_listing
+    from studio.app.statuses import iter_thread_statuses
+    from studio.store import open_store
+
+    path = fixture_db("support")
+    window = studio(path)
+    studio_ctx.runner.wait_idle()
+    before = {r.thread.id: r for r in window.thread_model.all_threads()}
+    target = next(t for t, r in before.items() if r.lookup_key == f"thread:{t}")
+    n = before[target].thread.message_count
+    append_message(path, target, "One more message from the agent. " * 20)
+    qtbot.waitUntil(lambda: window.loader.last_refresh is not None and studio_ctx.runner.pending == 0, timeout=15000)
+    studio_ctx.runner.wait_idle()
+    refresh = window.loader.last_refresh
+    # the thread written only (the fixture's newest updatedAt is long past: no second write can share its millisecond)
+    expected = {target}
+    assert refresh.changes.threads == expected and not refresh.changes.everything
+    assert refresh.wider == []                     # the rows written explained every count
+    after = {r.thread.id: r for r in window.thread_model.all_threads()}
+    assert all(after[t] is before[t] for t in before if t not in expected)
+    assert after[target].thread.message_count == n + 1
+    with open_store(str(path)) as fresh_store:
+        fresh = load_live_listing(fresh_store)
+        [want] = list(iter_thread_statuses(fresh_store, [r.thread for r in fresh.listing.rows
+                                                                 if r.thread.id == target]))
+    assert after[target].status == want
+    row = rows_by_id(window)[target]
+    assert window.thread_model.index(row, ThreadColumn.OBSERVATION).data(BAR_ROLE).value == want.pending_tokens

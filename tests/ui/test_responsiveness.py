@@ -198,3 +198,33 @@ def test_listing_computes_sort_keys_off_the_gui_thread(fixture_db):
     times = [model.thread_row(r).activity_ms for r in range(model.rowCount())]
     assert times == sorted(times, reverse=True)
     assert model.index(0, 0).parent() == QModelIndex()
+
+
+def test_a_live_refresh_repaints_only_the_rows_it_re_read(qtbot, fixture_db):
+    """`update_rows` (a live refresh that re-read one thread): only that row changes, no reset; the new values
+    show, its status is kept until recomputed; a new last activity moves it to the top in one layout change."""
+    import copy
+
+    from studio.app.listing import ThreadRow
+
+    listing, statuses = listing_and_statuses(fixture_db("support"))
+    model = ThreadTableModel()
+    model.set_rows(listing.rows)
+    model.apply_statuses(statuses, final=True)
+    changed, layouts, resets = [], [], []
+    model.dataChanged.connect(lambda a, b, _roles=None: changed.append((a.row(), b.row())))
+    model.layoutChanged.connect(lambda *_: layouts.append(1))
+    model.modelReset.connect(lambda: resets.append(1))
+    first = model.thread_row(0)
+    thread = copy.copy(first.thread)
+    thread.title = "Renamed by the agent"
+    model.update_rows([ThreadRow(thread, first.lookup_key, activity_ms=first.activity_ms)])
+    assert changed == [(0, 0)] and layouts == [] and resets == []
+    assert model.index(0, ThreadColumn.TITLE).data() == "Renamed by the agent"
+    assert model.thread_row(0).status == first.status            # kept until the refresh's status batch lands
+
+    last = model.thread_row(model.rowCount() - 1)
+    moved = copy.copy(last.thread)
+    model.update_rows([ThreadRow(moved, last.lookup_key, activity_ms=first.activity_ms + 1)])
+    assert layouts == [1] and resets == []
+    assert model.index(0, 0).data(ID_ROLE) == moved.id

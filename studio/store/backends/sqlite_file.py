@@ -15,6 +15,8 @@ SHARED lock the agent's commit waits for). `fingerprint()` is `data_version()`.
 
 from __future__ import annotations
 
+import functools
+
 import libsql
 
 from studio.errors import SchemaError, StoreDamaged, StoreError
@@ -32,6 +34,7 @@ from studio.store.connection import (
     is_damage,
     wal_page_size_mismatch,
 )
+from studio.store.lock_wait import patiently
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -69,6 +72,10 @@ def _explain_schema_error(location: Target, exc: SchemaError) -> StoreError:
     return error
 
 
+def _schema_and_encoding(conn) -> tuple[sc.Schema, str]:
+    return sc.discover(conn), sqlite_encoding_name(conn.execute("PRAGMA encoding").fetchall()[0][0])
+
+
 def _open_verified(location: Target, writable: bool, allow_immutable: bool = True, cache_kib: int | None = None):
     """Connect and read the schema; return (conn, immutable, signature, schema, encoding).
 
@@ -86,8 +93,7 @@ def _open_verified(location: Target, writable: bool, allow_immutable: bool = Tru
         try:
             if cache_kib is not None:
                 conn.execute(f"PRAGMA cache_size = {-int(cache_kib)}")  # negative: KiB, not pages
-            schema = sc.discover(conn)
-            encoding = sqlite_encoding_name(conn.execute("PRAGMA encoding").fetchall()[0][0])
+            schema, encoding = patiently(functools.partial(_schema_and_encoding, conn), location.display)
         except SchemaError as exc:
             error = _explain_schema_error(location, exc)
         except BaseException as exc:
@@ -213,7 +219,7 @@ class FileBackend:
             error: BaseException | None = None
             rows: list[tuple] = []
             try:
-                rows = self.conn.execute(sql, params).fetchall()
+                rows = patiently(lambda: self.conn.execute(sql, params).fetchall(), self.location.display)
             except BaseException as exc:
                 if not contained(exc):
                     raise

@@ -20,6 +20,7 @@ from __future__ import annotations
 from studio.errors import StoreError
 from studio.store import schema as sc
 from studio.store.cells import bulk_decode, contained, decode_pairs, decode_rows, decode_text, text_safe_pair
+from studio.store.lock_wait import patiently
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ SQLITE = SqliteSql()
 def _width(backend, sql: str, params: tuple) -> int:
     width = backend.widths.get(sql)
     if width is None:
-        width = len(backend.conn.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description or ())
+        width = len(patiently(lambda: backend.conn.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description,
+                              backend.location.display) or ())
         backend.widths[sql] = width
     return width
 

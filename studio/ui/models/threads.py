@@ -141,6 +141,38 @@ class ThreadTableModel(TableModel):
         self.endResetModel()
         self.rows_replaced.emit()
 
+    def update_rows(self, rows: list[ThreadRow]) -> None:
+        """Put ROWS in place of the rows of the same threads (a live refresh re-read them; others are kept).
+
+        A row whose status is not computed yet keeps the old one until `apply_statuses`. Only those rows
+        repaint; when their new values move them in the sort order the rows are laid out again (the
+        selection follows its thread). A thread not listed is ignored (a live refresh that adds or removes
+        threads replaces every row with `set_rows`).
+        """
+        fresh = {}
+        for row in rows:
+            old = self._by_id.get(row.thread.id)
+            if old is None:
+                continue
+            if row.status is None and row.has_om and row.lookup_key == old.lookup_key:
+                row.status = old.status
+            if not row.activity_ms:
+                row.activity_ms = iso_to_ms(row.thread.updated_at) or 0
+            fresh[row.thread.id] = row
+            if row.status is not None:
+                self._note_bar_texts(row)
+        if not fresh:
+            return
+        self._all = [fresh.get(r.thread.id, r) for r in self._all]
+        self._by_id.update(fresh)
+        new_rows = self._filtered_sorted()
+        if [r.thread.id for r in new_rows] != [r.thread.id for r in self._rows]:
+            self._relayout(new_rows)
+            return
+        self._set_visible(new_rows)
+        self._emit_rows_changed([i for tid in fresh if 0 <= (i := self._position.get(tid, -1)) < self._loaded],
+                                list(ThreadColumn))
+
     def set_resource_filter(self, resource_id: str | None) -> None:
         """Show only RESOURCE_ID's threads (None: every thread)."""
         if resource_id == self._resource:

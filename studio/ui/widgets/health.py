@@ -20,7 +20,8 @@ from PySide6.QtGui import QAction, QKeySequence, QPainter
 from PySide6.QtWidgets import QStyledItemDelegate, QToolTip
 
 from studio.app import text as fmt
-from studio.app.health import load_scan_batch, load_scan_plan
+from studio.app.changes import ChangeSet
+from studio.app.health import load_scan_batch, load_scan_plan, load_thread_findings
 from studio.ui.context import WindowContext
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.tasks import TaskRunner
@@ -39,6 +40,7 @@ class HealthScan(QObject):
     """Run the doctor over the open database in batches; keep the findings and the counts per thread."""
 
     batch_landed = Signal(object, int, int)   # findings of the batch (dicts), threads done, threads total
+    threads_refreshed = Signal(object)        # the thread ids whose findings were computed again (a live refresh)
     finished = Signal()
     failed = Signal(str)
 
@@ -51,6 +53,7 @@ class HealthScan(QObject):
         self.counts: dict[str, dict[str, int]] = {}
         self.done = self.total = 0
         self.running = False
+        self._changed: set[str] = set()   # threads whose findings a live refresh asked for, not in yet
 
     def start(self) -> None:
         """Start a new scan (a running one is dropped)."""
@@ -65,6 +68,40 @@ class HealthScan(QObject):
         self._round += 1
         self.running = False
         self._runner.cancel(SCAN_KEY)
+
+    def refresh_threads(self, changes: ChangeSet) -> None:
+        """A live refresh changed CHANGES' threads: drop the deleted threads' findings, compute the changed
+        and created threads' findings again (`load_thread_findings`); every other finding is kept."""
+        for tid in changes.threads_deleted:
+            self.counts.pop(tid, None)
+        if changes.threads_deleted:
+            self.findings = [f for f in self.findings if f["thread_id"] not in changes.threads_deleted]
+        self._changed |= changes.threads | changes.threads_created
+        self._changed -= changes.threads_deleted
+        if not self._changed:
+            self.threads_refreshed.emit(set(changes.threads_deleted))
+            return
+        ids = sorted(self._changed)
+        self._runner.submit_call(load_thread_findings, ids, helper=self._use_helper(), key=SCAN_KEY + "-threads",
+                                 on_done=functools.partial(self._on_threads, self._round, ids),
+                                 on_error=functools.partial(self._on_error, self._round))
+
+    def _on_threads(self, round_: int, ids: list[str], found: list[dict] | None) -> None:
+        if round_ != self._round or found is None:
+            return
+        done = set(ids)
+        self._changed -= done
+        self.findings = [f for f in self.findings if f["thread_id"] not in done] + found
+        for tid in done:
+            self.counts.pop(tid, None)
+        self._count(found)
+        self.threads_refreshed.emit(done)
+
+    def _count(self, findings: list[dict]) -> None:
+        for f in findings:
+            if f["thread_id"] is not None:
+                per = self.counts.setdefault(f["thread_id"], {})
+                per[f["severity"]] = per.get(f["severity"], 0) + 1
 
     def thread_counts(self, thread_id: str) -> dict[str, int]:
         """Return {severity: findings} of THREAD_ID so far ({} when none)."""
@@ -99,11 +136,13 @@ class HealthScan(QObject):
         if round_ != self._round or result is None:
             return
         batch, counts = result
+        landed = {f["thread_id"] for f in batch if f["thread_id"] is not None}
+        if landed & {f["thread_id"] for f in self.findings}:   # a live refresh computed some of them already
+            self.findings = [f for f in self.findings if f["thread_id"] not in landed]
+            for tid in landed:
+                self.counts.pop(tid, None)
         self.findings.extend(batch)
-        for f in batch:
-            if f["thread_id"] is not None:
-                per = self.counts.setdefault(f["thread_id"], {})
-                per[f["severity"]] = per.get(f["severity"], 0) + 1
+        self._count(batch)
         self.done += counts["threads"]
         more = index + 1 < batches
         if not more:
@@ -198,6 +237,8 @@ class HealthController(QObject):
 
         window.thread_list.view.setItemDelegateForColumn(ThreadColumn.TITLE, self.badges)
         self.scan.batch_landed.connect(self._on_scan_batch_landed)
+        self.scan.threads_refreshed.connect(self._on_scan_threads_refreshed)
+        window.loader.threads_changed.connect(self.scan.refresh_threads)
         window.database_opened.connect(self._on_window_database_opened)
         window.database_refreshed.connect(self._on_window_database_refreshed)
         window.statuses_finished.connect(self._on_window_statuses_finished)
@@ -270,6 +311,19 @@ class HealthController(QObject):
     def _on_window_database_refreshed(self) -> None:
         tab = self._window.thread_view.health_tab
         if tab.thread_id is not None:
+            tab.refresh()
+
+    def _on_scan_threads_refreshed(self, thread_ids: set[str]) -> None:
+        from studio.ui.models.threads import ThreadColumn
+
+        model, view = self._window.thread_model, self._window.thread_list.view
+        for tid in thread_ids:   # only their badges repaint
+            row = model.row_of(tid, fetch=False)
+            if row >= 0:
+                view.update(model.index(row, ThreadColumn.TITLE))
+        self._fill_window()
+        tab = self._window.thread_view.health_tab
+        if tab.thread_id is not None and tab.thread_id in thread_ids:
             tab.refresh()
 
     def _on_scan_batch_landed(self, batch: list[dict], done: int, total: int) -> None:

@@ -42,6 +42,7 @@ from studio.ui.widgets.export_actions import ExportActions
 from studio.ui.widgets.file_banner import FileGoneBanner
 from studio.ui.widgets.health import HealthController
 from studio.ui.widgets.history_actions import HistoryActions
+from studio.ui.widgets.lock_wait import LockWaitNotice
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
 from studio.ui.widgets.thread_view import NO_DATABASE, NO_THREAD, TAB_NAMES, TAB_TITLES, ThreadView
@@ -101,6 +102,7 @@ class MainWindow(QMainWindow):
         self.exports = ExportActions(ctx, self)   # Thread ▸ Export Thread… (Ctrl+Shift+S), Help ▸ About
         self._build_menus()
         self.loader.listed.connect(self._on_loader_listed)
+        self.loader.threads_changed.connect(self._on_loader_threads_changed)
         self.loader.detail_loaded.connect(self.dialogs.follow_detail)
         self.loader.detail_loaded.connect(self.exports.follow_detail)
         self.loader.statuses_finished.connect(self.statuses_finished)
@@ -237,6 +239,8 @@ class MainWindow(QMainWindow):
         self.progress.hide()
         bar.addWidget(self.path_label, 1)
         bar.addPermanentWidget(self.progress)
+        self.lock_notice = LockWaitNotice(self.context.runner, self)   # a read waiting for an agent's lock, with Cancel
+        bar.addPermanentWidget(self.lock_notice)
         bar.addPermanentWidget(self.count_label)
         bar.addPermanentWidget(self.mode_label)
 
@@ -467,6 +471,16 @@ class MainWindow(QMainWindow):
             self.thread_view.show_message(NO_THREAD)
             if wanted:
                 self.report_error("No such thread", f"No thread {wanted!r} in {self._path}")
+
+    def _on_loader_threads_changed(self, changes) -> None:
+        """A live refresh re-read CHANGES' threads (a ChangeSet): keep the selection; re-read the selected
+        thread's tabs only when it is among them (the Overview, when open, follows)."""
+        self.dialogs.overview_follows(listed=True)
+        if changes.threads_created or changes.threads_deleted:   # the rows were replaced (else the selection held)
+            self._restore_thread_selection()
+        tid = self._thread_id
+        if tid is not None and (tid in changes.threads or tid in changes.threads_created):
+            self.loader.load_detail(tid, refresh=True)
 
     def _follow_filter(self) -> None:
         """Keep the selected thread when the filtered list still has it, else select its first thread (or none)."""

@@ -15,8 +15,18 @@ import time
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from studio.app import text as fmt
+from studio.app.changes import ChangeSet
 from studio.app.helper_process import CANCEL
-from studio.app.listing import Listing, ListingCounts, check_changed, load_listing, load_listing_in_two_steps
+from studio.app.listing import Listing, check_changed
+from studio.app.live import (
+    LiveCounts,
+    LiveListing,
+    LiveRefresh,
+    live_listing,
+    load_live_listing,
+    load_live_listing_in_two_steps,
+    refresh_live_listing,
+)
 from studio.app.statuses import StatusBatch, StatusRound, status_batch
 from studio.app.thread_detail import ThreadDetail, load_thread_detail
 from studio.store.records import Thread
@@ -49,6 +59,7 @@ class ListingLoader(QObject):
     """
 
     listed = Signal(bool)           # a listing is in, counts and all (True: a refresh); its statuses have started
+    threads_changed = Signal(object)   # a live refresh re-read only these threads (a ChangeSet, never `everything`)
     detail_loaded = Signal(object)  # the selected thread's ThreadDetail now shown, or None (the thread is gone)
     statuses_finished = Signal()    # every OM thread's status of the listing is in (or failed)
 
@@ -70,7 +81,10 @@ class ListingLoader(QObject):
         self._paint_timer.setInterval(FIRST_PAINT_SETTLE_MS)
         self._paint_timer.timeout.connect(self._release_first_paint)
         self._statuses = StatusRound()   # the threads whose bars are still computed (studio.app.statuses)
+        self._live: LiveListing | None = None   # the listing shown and where its reading ended (live refresh)
+        self.last_refresh: LiveRefresh | None = None   # the last live refresh (rows read, wider reads)
         self._status_round = 0
+        self._statuses_partial = False   # the round computes a live refresh's threads only
         self._use_helper = False
 
     @property
@@ -87,6 +101,7 @@ class ListingLoader(QObject):
         """Follow the store INFO describes from now on: the previous store's statuses are stale."""
         self._data_version = info.data_version
         self._local_path = info.local_path
+        self._live = None
         self._status_round += 1
         self._runner.cancel("statuses")
         self.progress.hide()
@@ -114,8 +129,8 @@ class ListingLoader(QObject):
         if not TWO_STEP_LISTING or refresh or self._local_path is not None:
             # a local file counts its messages in-process, holding the GIL: painted first, the list would
             # freeze while they are counted (0.1–0.2 s on the benchmark file), and reading it whole is fast
-            self._runner.submit(lambda store, _p, _c: load_listing(store),
-                                on_done=functools.partial(self._on_listing_loaded, refresh=refresh),
+            self._runner.submit(lambda store, _p, _c: load_live_listing(store),
+                                on_done=functools.partial(self._on_live_listing_loaded, refresh=refresh),
                                 on_error=on_error, key="listing")
             return
         painted = threading.Event()
@@ -131,7 +146,7 @@ class ListingLoader(QObject):
                     pass
             return shown
 
-        self._runner.submit(lambda store, progress, cancel: load_listing_in_two_steps(
+        self._runner.submit(lambda store, progress, cancel: load_live_listing_in_two_steps(
                                 store, first_step(progress, cancel), cancel),
                             on_progress=self._on_threads_listed, on_done=self._on_listing_counted,
                             on_error=on_error, key="listing")
@@ -146,6 +161,7 @@ class ListingLoader(QObject):
         """The window closes: cancel the listing and end its worker's wait for a paint that will not come."""
         self._paint_timer.stop()
         self._runner.cancel("listing")
+        self._runner.cancel("live")
         self._release_first_paint()
         self._listing = None
 
@@ -159,16 +175,22 @@ class ListingLoader(QObject):
         # the view paints the new rows in up to two passes (rows, then their layout): let both run first
         self._paint_timer.start()
 
-    def _on_listing_counted(self, counts: ListingCounts) -> None:
+    def _on_listing_counted(self, live: LiveCounts | None) -> None:
         """The second step: fill the counts in, then what needs them (helper process, statuses, selection)."""
         listing = self._listing
         self._listing = None
-        if listing is None:
+        if listing is None or live is None:
             return
+        counts = live.counts
         self._data_version = counts.data_version
         listing.data_version = counts.data_version
         self.thread_model.apply_counts(counts)
+        self._live = live_listing(listing, live.marks, live.lookup_keys)
         self._after_listing(listing, refresh=False)
+
+    def _on_live_listing_loaded(self, live: LiveListing, *, refresh: bool) -> None:
+        self._live = live
+        self._on_listing_loaded(live.listing, refresh=refresh)
 
     def _on_listing_loaded(self, listing: Listing, *, refresh: bool) -> None:
         self._show_listing(listing, refresh=refresh)
@@ -210,14 +232,17 @@ class ListingLoader(QObject):
         sel.blockSignals(False)
         self.resources_view.viewport().update()
 
-    def _start_statuses(self) -> None:
-        """Compute every OM thread's status in short background batches (the bars fill in as they come)."""
-        self._statuses = StatusRound(r.thread for r in self.thread_model.all_threads() if r.has_om)
+    def _start_statuses(self, thread_ids: set[str] | None = None) -> None:
+        """Compute every OM thread's status (or only THREAD_IDS') in short background batches (the bars fill in
+        as they come)."""
+        self._statuses = StatusRound(r.thread for r in self.thread_model.all_threads()
+                                     if r.has_om and (thread_ids is None or r.thread.id in thread_ids))
         self._status_round += 1
+        self._statuses_partial = thread_ids is not None
         if not self._statuses.total:
             self.progress.hide()
             self.thread_model.apply_statuses([], final=True)
-            self.statuses_finished.emit()
+            self._statuses_done()
             return
         self.progress.setRange(0, self._statuses.total)
         self.progress.setValue(0)
@@ -234,13 +259,21 @@ class ListingLoader(QObject):
         if round_ != self._status_round:
             return
         finished = self._statuses.take(batch)
-        self.thread_model.apply_statuses(batch.statuses, final=finished)
+        # a live refresh's few statuses repaint their rows only (the list's other bars are already final)
+        final = finished and not (self._statuses_partial and self.thread_model.statuses_done)
+        self.thread_model.apply_statuses(batch.statuses, final=final)
         self.progress.setValue(self._statuses.done)
         if finished:
             self.progress.hide()
-            self.statuses_finished.emit()
+            self._statuses_done()
         else:
             self._next_status_batch(round_)
+
+    def _statuses_done(self) -> None:
+        """Every status of the round is in: `statuses_finished` after a full listing (a live refresh's few
+        threads do not restart what waits for every bar, such as the health scan)."""
+        if not self._statuses_partial:
+            self.statuses_finished.emit()
 
     def _on_status_batch_failed(self, round_: int, exc: Exception) -> None:
         if round_ != self._status_round:
@@ -321,4 +354,48 @@ class ListingLoader(QObject):
             return   # a server store's listing is still being read: it brings its own fingerprint
         if version != self._data_version:
             self._data_version = version
-            self._reload()
+            if self._live is None:
+                self._reload()
+                return
+            live = self._live
+            # its own key: a full listing under way (after the studio's own write) is not superseded by it
+            self._runner.submit(lambda store, _p, _c: refresh_live_listing(store, live),
+                                on_done=functools.partial(self._on_live_refreshed, live),
+                                on_error=self._on_live_refresh_failed, key="live")
+
+    def _on_live_refresh_failed(self, exc: Exception) -> None:
+        """A live refresh failed (a lock wait cancelled, a server gone): say so; the next check tries again."""
+        self._data_version = object()   # differs from any fingerprint: the next tick refreshes again
+        self._on_listing_failed(exc, refresh=True)
+
+    def _on_live_refreshed(self, base: LiveListing, refresh: LiveRefresh) -> None:
+        """A live refresh is in: show what changed of the threads it names; recompute their bars only.
+
+        Dropped when another listing replaced BASE meanwhile. A refresh that had to reload everything
+        is shown as a full refresh.
+        """
+        if self._live is not base:
+            return
+        self._live, self.last_refresh = refresh.live, refresh
+        listing = refresh.live.listing
+        listing.data_version = self._data_version
+        if refresh.changes.everything:
+            self._on_listing_loaded(listing, refresh=True)
+            return
+        if not refresh.changes:
+            return
+        changes = refresh.changes
+        if (changes.threads_created or changes.threads_deleted or "resources" in refresh.wider
+                or not all(self.thread_model.has_thread(t) for t in changes.threads)):
+            self._show_listing(listing, refresh=True)   # rows come or go: the panes are filled again
+        else:   # the same threads: only the re-read rows change (and repaint)
+            self.thread_model.update_rows([r for r in listing.rows if r.thread.id in changes.threads])
+        self._use_helper = wants_helper(listing.rows)
+        self.thread_view.set_use_helper(self._use_helper)
+        self._start_statuses({t.id for t in refresh.changed_threads()})
+        self.threads_changed.emit(refresh.changes)
+
+    @property
+    def live_changes(self) -> ChangeSet | None:
+        """The ChangeSet of the last live refresh (None before the first)."""
+        return self.last_refresh.changes if self.last_refresh is not None else None

@@ -1,0 +1,212 @@
+"""Which rows another program wrote since a load: watermarks, and the rows at or past them (no Qt).
+
+A live refresh must not re-read the whole store when an agent appends one message. At a load the
+studio keeps `Marks` (read inside the load's snapshot); at the next change of the fingerprint
+`rows_since(store, marks)` reads only the rows written since, and says which threads, OM lookup
+keys and resources they belong to (`Touched`), with new marks. What each backend can see:
+
+* **SQLite (a file or a libSQL server).** Mastra's libSQL store inserts with fresh rowids
+  (saveMessages' upsert and the OM generations keep or take a rowid past the old maximum), and
+  every in-place update it makes sets the row's own `updatedAt` (threads, OM records, resources)
+  or, for a message, its thread's `updatedAt` (saveMessages, updateMessages and deleteMessages all
+  end with `UPDATE mastra_threads SET updatedAt = now`). So: rows with `rowid >= ` the last maximum
+  (the row at the old maximum is read again: a deleted maximum whose rowid was reused shows as a
+  different id), rows with `updatedAt > ` the last newest, and `count(*)` of each table (a delete
+  leaves no row behind). A second write in the very millisecond of the newest stamp keeps it
+  unchanged: while that stamp is recent (within SAME_MILLISECOND_SLACK_MS of when the marks were
+  read, room for the writer's clock running behind), the rows stamped with it are read again too
+  (`>=`); an older newest stamp cannot be written again by a clock that has moved on. A
+  message's in-place change that keeps its thread's row untouched is not seen on SQLite; every
+  write of Mastra's touches it.
+* **PostgreSQL.** Every inserted or updated row version carries the writing transaction's id
+  (`xmin`); rows whose `xmin` is at or past the oldest transaction still running at the last
+  load's snapshot (`txid_snapshot_xmin`) are exactly the rows that load could not see. Any
+  change is seen, in place or not, whoever wrote it. Deletions show in `count(*)`.
+
+Counts are compared by the caller (`studio.app.live`), who knows how many rows it holds per thread:
+a count that does not add up sends it to a wider read (never to a wrong answer).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from studio.store import schema as sc
+from studio.store.records import iso_to_ms
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from studio.store.memory_store import MemoryStore
+
+__all__ = ["Marks", "Touched", "read_marks", "rows_since"]
+
+#: The column of each table that names what a row belongs to (a message: its thread; an OM row: its lookup key).
+OWNER_COLUMN = {sc.THREADS: "id", sc.MESSAGES: "thread_id", sc.OBSERVATIONAL_MEMORY: "lookupKey",
+                sc.RESOURCES: "id"}
+#: Tables whose in-place updates Mastra stamps with the row's own updatedAt.
+STAMPED = (sc.THREADS, sc.OBSERVATIONAL_MEMORY, sc.RESOURCES)
+#: How far behind the studio's clock the writer's may run (ms): a newest `updatedAt` this recent is re-read (`>=`).
+SAME_MILLISECOND_SLACK_MS = 10 * 60 * 1000
+#: 32-bit transaction ids of PostgreSQL's xmin column.
+XID_SPAN = 1 << 32
+
+
+@dataclass(frozen=True)
+class Marks:
+    """Where a load's reading ended, per table: COUNTS (rows), and on SQLite TOPS (the largest rowid and
+    the id of its row, or None for an empty table) and NEWEST (the largest `updatedAt` string); on
+    PostgreSQL XMIN, the 64-bit id of the oldest transaction still running at the load's snapshot;
+    READ_AT_MS: the studio's clock when they were read (epoch ms)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    tops: dict[str, tuple[int, str] | None] = field(default_factory=dict)
+    newest: dict[str, str | None] = field(default_factory=dict)
+    xmin: int | None = None
+    read_at_ms: int = 0
+
+
+@dataclass
+class Touched:
+    """Rows written since some Marks, by owner: THREADS (thread rows), MESSAGE_THREADS (threads of
+    messages written), LOOKUP_KEYS (OM rows), RESOURCES (resource rows); COUNTS: each table's row
+    count now; NEW_ROWS: how many rows of each table are new for sure (SQLite: past the old top rowid;
+    PostgreSQL: unknown, None); TOP_REPLACED: tables whose old top row is gone (SQLite);
+    ROWS_READ: rows the reads returned (the refresh's cost)."""
+
+    threads: set[str] = field(default_factory=set)
+    message_threads: set[str] = field(default_factory=set)
+    lookup_keys: set[str] = field(default_factory=set)
+    resources: set[str] = field(default_factory=set)
+    counts: dict[str, int] = field(default_factory=dict)
+    new_rows: dict[str, int | None] = field(default_factory=dict)
+    top_replaced: set[str] = field(default_factory=set)
+    rows_read: int = 0
+
+    def count_added_up(self, table: str, marks: Marks) -> bool:
+        """True when TABLE's count now is its count at MARKS plus the rows known to be new (no row went).
+
+        On PostgreSQL (new rows unknown) True only when the count did not move.
+        """
+        before = marks.counts.get(table)
+        new = self.new_rows.get(table) or 0
+        return before is not None and table not in self.top_replaced and self.counts.get(table) == before + new
+
+
+def _tables(store: MemoryStore) -> list[str]:
+    return [t for t in OWNER_COLUMN if store.schema.has_table(t)]
+
+
+def read_marks(store: MemoryStore) -> Marks:
+    """Return the Marks of the store as it is now (inside a load's `snapshot()`: as that load reads it).
+
+    A few aggregate statements (count and top per table; on SQLite the newest updatedAt, which reads
+    the stamped tables once). Raises StoreError on a failed read.
+    """
+    read_at = _now_ms()
+    if store.dialect == "postgresql":
+        counts = {t: int(store.rows(f"SELECT count(*) FROM {t}")[0][0]) for t in _tables(store)}
+        return Marks(counts=counts, xmin=_pg_xmin(store), read_at_ms=read_at)
+    counts, tops, newest = {}, {}, {}
+    for table in _tables(store):
+        count, top = store.rows(f"SELECT count(*), max(rowid) FROM {table}")[0]
+        counts[table] = int(count)
+        tops[table] = _top(store, table, top)
+        if table in STAMPED and store.schema.has_column(table, "updatedAt"):
+            newest[table] = store.rows(f'SELECT max("updatedAt") FROM {table}')[0][0]
+    return Marks(counts=counts, tops=tops, newest=newest, read_at_ms=read_at)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _newer_than(since: str | None, read_at_ms: int) -> tuple[str, tuple]:
+    """The WHERE of the rows stamped after SINCE (the newest `updatedAt` at marks read at READ_AT_MS)."""
+    if since is None:
+        return "", ()
+    stamped = iso_to_ms(since)
+    recent = stamped is None or stamped >= read_at_ms - SAME_MILLISECOND_SLACK_MS
+    return ('WHERE "updatedAt" >= ?' if recent else 'WHERE "updatedAt" > ?'), (since,)
+
+
+def _top(store: MemoryStore, table: str, rowid) -> tuple[int, str] | None:
+    if rowid is None:
+        return None
+    rows = store.rows(f"SELECT id FROM {table} WHERE rowid = ?", (int(rowid),))
+    return (int(rowid), str(rows[0][0])) if rows else None
+
+
+def _pg_xmin(store: MemoryStore) -> int:
+    return int(store.rows("SELECT txid_snapshot_xmin(txid_current_snapshot())")[0][0])
+
+
+def rows_since(store: MemoryStore, marks: Marks) -> tuple[Touched, Marks] | None:
+    """Return (what was written since MARKS, the marks now), or None when it cannot be told (a table
+    appeared or went, PostgreSQL's transaction ids wrapped around): then reload everything.
+
+    Reads the rows written since (their owner column only) and one count per table: work that
+    grows with what was written, not with the store (the counts and, on SQLite, the `updatedAt`
+    filters of the stamped tables are aggregates the database answers without sending rows).
+    Run it inside a `snapshot()` so the rows and the new marks describe one moment. Raises StoreError.
+    """
+    read_at = _now_ms()
+    tables = _tables(store)
+    if sorted(tables) != sorted(marks.counts):
+        return None
+    if store.dialect == "postgresql":
+        return _pg_rows_since(store, marks, tables)
+    touched = Touched()
+    tops, newest = {}, dict(marks.newest)
+    for table in tables:
+        owner = sc.quote_ident(OWNER_COLUMN[table])
+        count, top = store.rows(f"SELECT count(*), max(rowid) FROM {table}")[0]
+        touched.counts[table] = int(count)
+        old = marks.tops.get(table)
+        start = old[0] if old is not None else -1
+        rows = store.rows(f"SELECT rowid, id, {owner} FROM {table} WHERE rowid >= ?", (start,))
+        touched.rows_read += len(rows) + 1
+        new = 0
+        for rowid, row_id, key in rows:
+            if old is not None and int(rowid) == old[0] and str(row_id) == old[1]:
+                continue   # the old top row, still there
+            if old is not None and int(rowid) == old[0]:
+                touched.top_replaced.add(table)
+            else:
+                new += 1
+            _owner_set(touched, table).add(str(key))
+        if old is not None and not any(int(r[0]) == old[0] for r in rows):
+            touched.top_replaced.add(table)
+        touched.new_rows[table] = new
+        tops[table] = _top(store, table, top)
+        if table in marks.newest:
+            where, params = _newer_than(marks.newest[table], marks.read_at_ms)
+            stamped = store.rows(f'SELECT {owner}, "updatedAt" FROM {table} {where}', params)
+            touched.rows_read += len(stamped)
+            for key, updated in stamped:
+                _owner_set(touched, table).add(str(key))
+                if updated is not None and (newest[table] is None or str(updated) > newest[table]):
+                    newest[table] = str(updated)
+    return touched, Marks(counts=dict(touched.counts), tops=tops, newest=newest, read_at_ms=read_at)
+
+
+def _owner_set(touched: Touched, table: str) -> set[str]:
+    return {sc.THREADS: touched.threads, sc.MESSAGES: touched.message_threads,
+            sc.OBSERVATIONAL_MEMORY: touched.lookup_keys, sc.RESOURCES: touched.resources}[table]
+
+
+def _pg_rows_since(store: MemoryStore, marks: Marks, tables: list[str]) -> tuple[Touched, Marks] | None:
+    read_at = _now_ms()
+    xmin = _pg_xmin(store)
+    if marks.xmin is None or xmin // XID_SPAN != marks.xmin // XID_SPAN:
+        return None   # the 32-bit xmin column wrapped around since (an epoch boundary): reload
+    low = marks.xmin % XID_SPAN
+    touched = Touched()
+    for table in tables:
+        owner = sc.quote_ident(OWNER_COLUMN[table])
+        touched.counts[table] = int(store.rows(f"SELECT count(*) FROM {table}")[0][0])
+        rows = store.rows(f"SELECT DISTINCT {owner} FROM {table} WHERE xmin::text::bigint >= ?", (low,))
+        touched.rows_read += len(rows) + 1
+        _owner_set(touched, table).update(str(r[0]) for r in rows)
+        touched.new_rows[table] = None
+    return touched, Marks(counts=dict(touched.counts), xmin=xmin, read_at_ms=read_at)
