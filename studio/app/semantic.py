@@ -1,0 +1,206 @@
+"""Semantic recall: a store's vector memory, recall by meaning, and what a turn recalled (no Qt).
+
+`recall_by_meaning` is Memory.recall with `semanticRecall` and a `vectorSearchString` (@mastra/memory
+1.31.0 over LibSQLVector): the text is chunked and embedded by the caller's EMBED function, each
+chunk's vector queries the index `memory_messages_<dim>` in the thread's or resource's scope, and the
+hits with `messageRange` messages around them are merged into the last-messages page.
+`recall_with_vector` does the same for a vector already stored (a turn's user message: the query the
+agent used; "similar messages"), with no embedder.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from studio.engine.semantic import SemanticConfig, VectorHit
+    from studio.store.memory_store import MemoryStore
+    from studio.store.vectors import VectorIndex, VectorRow
+
+__all__ = ["KNOWN_DIMENSIONS", "embedded_messages", "recall_by_meaning", "recall_with_vector", "similar_messages",
+           "stored_vector", "vector_memory_document"]
+
+#: Output dimensions of common embedding models (by model id), to check against the store's indexes before
+#: any call; a model not listed is checked on its first answer.
+KNOWN_DIMENSIONS = {
+    "text-embedding-3-small": 1536, "text-embedding-ada-002": 1536, "text-embedding-3-large": 3072,
+    "nomic-embed-text": 768, "mxbai-embed-large": 1024, "all-minilm": 384, "bge-small-en-v1.5": 384,
+    "bge-base-en-v1.5": 768, "bge-large-en-v1.5": 1024, "text-embedding-004": 768, "gemini-embedding-001": 3072,
+}
+
+#: The dimensions embedders are known by (the view's "which embedder" column).
+DIMENSION_HINTS = {
+    1536: "OpenAI text-embedding-3-small / ada-002", 3072: "OpenAI text-embedding-3-large / Gemini embedding-001",
+    384: "fastembed (bge-small) / all-MiniLM", 768: "nomic-embed-text / bge-base / Google text-embedding-004",
+    1024: "mxbai-embed-large / bge-large", 64: "the corpus's scripted hash64",
+}
+
+
+def _bad(text: str) -> Exception:
+    from studio.app.failures import BadInput
+
+    return BadInput(text)
+
+
+def memory_indexes(store: MemoryStore) -> list[VectorIndex]:
+    """The store's vector indexes that Memory writes (`memory_messages`, `memory_messages_<dim>`)."""
+    from studio.store.vectors import vector_indexes
+
+    return [i for i in vector_indexes(store) if i.name == "memory_messages" or i.name.startswith("memory_messages_")]
+
+
+def _scope_filter(store: MemoryStore, thread_id: str, resource_id: str | None, config: SemanticConfig) -> dict:
+    from studio.store.history import get_thread_by_id
+
+    thread = get_thread_by_id(store, thread_id)
+    if thread is None:
+        raise _bad(f"No thread {thread_id!r} in {store.location.display}")
+    if config.scope == "resource":
+        if not resource_id:
+            raise _bad("Resource-scoped semantic recall needs a resource id (--resource), as Mastra's Memory.recall "
+                       "does; or use --scope thread")
+        return {"resource_id": resource_id}
+    return {"thread_id": thread_id}
+
+
+def _hits(store: MemoryStore, index: VectorIndex, vectors: Sequence, where: dict, top_k: int) -> list[VectorHit]:
+    from studio.engine.semantic import embedding_matrix, query_vector, vector_query
+    from studio.store.vectors import read_vector_rows
+
+    rows = read_vector_rows(store, index.name, where=where)
+    matrix = embedding_matrix(rows, index.dimension)
+    hits: list[VectorHit] = []
+    for values in vectors:
+        hits.extend(vector_query(rows, matrix, query_vector(values), top_k))
+    return hits
+
+
+def _document(store: MemoryStore, thread_id: str, resource_id: str | None, hits: list[VectorHit],
+              config: SemanticConfig, per_page: int | bool | None, last_messages: int, index: str | None) -> dict:
+    from studio.engine.semantic import recall_includes
+    from studio.store.history import recall
+
+    include = recall_includes(hits, config)
+    result = recall(store, thread_id, resource_id=resource_id, per_page=per_page, include=include or None,
+                    apply_include=True, last_messages=last_messages)
+    return {"message_ids": result.message_ids, "total": result.total, "has_more": result.has_more,
+            "index_name": index, "semantic_recall": config.to_json(),
+            "vector_hits": [h.to_json() for h in hits]}
+
+
+def recall_by_meaning(store: MemoryStore, thread_id: str, query: str, embed: Callable[[list[str]], list[list[float]]],
+                      config: SemanticConfig, *, resource_id: str | None = None, per_page: int | bool | None = None,
+                      last_messages: int = 10, model_id: str | None = None) -> dict:
+    """Return `recall --vector-search --json`: {message_ids, total, has_more, index_name, semantic_recall,
+    vector_hits: [{id, message_id, thread_id, score, text}]} as Memory.recall returns them.
+
+    QUERY is chunked as Memory does and EMBED(chunks) must return one vector per chunk; hits of each
+    chunk in order (Mastra pushes them chunk by chunk). PER_PAGE None: LAST_MESSAGES newest messages plus
+    the hits' ranges; 0: only the hits and their ranges; False: every message. MODEL_ID (the embedder's
+    model id) is checked against KNOWN_DIMENSIONS and the store's indexes before EMBED is called.
+    Raises BadInput (unknown thread, no resource for the resource scope, empty query, a dimension no
+    index has, an embedder answer of the wrong shape) and what EMBED raises (ProviderError).
+    """
+    from studio.engine.semantic import chunk_text
+    from studio.store.vectors import index_name_for
+
+    where = _scope_filter(store, thread_id, resource_id, config)
+    chunks = chunk_text(query)
+    if not chunks:
+        raise _bad("The vector search text is empty")
+    indexes = {i.name: i for i in memory_indexes(store)}
+    if not indexes:
+        raise _bad(f"{store.location.display} has no vector index (memory_messages…): Memory never embedded a "
+                   "message here, so semantic recall finds nothing")
+    known = KNOWN_DIMENSIONS.get((model_id or "").split("/")[-1].split(":")[0])
+    if known is not None and index_name_for(known) not in indexes:
+        raise _bad(f"{model_id} makes {known}-dimensional vectors but the store's vector indexes are "
+                   f"{_described(indexes.values())}: a different embedder wrote them")
+    vectors = embed(chunks)
+    if not isinstance(vectors, list) or len(vectors) != len(chunks) or not all(vectors):
+        raise _bad(f"The embedder answered {len(vectors) if isinstance(vectors, list) else 0} vectors for "
+                   f"{len(chunks)} texts")
+    dimension = len(vectors[0])
+    index = indexes.get(index_name_for(dimension))
+    if index is None or any(len(v) != dimension for v in vectors):
+        raise _bad(f"The embedder made {dimension}-dimensional vectors but the store's vector indexes are "
+                   f"{_described(indexes.values())}: a different embedder wrote them")
+    hits = _hits(store, index, vectors, where, config.top_k)
+    return _document(store, thread_id, resource_id, hits, config, per_page, last_messages, index.name)
+
+
+def _described(indexes) -> str:
+    return ", ".join(f"{i.name} ({i.dimension} dimensions)" for i in indexes)
+
+
+def stored_vector(store: MemoryStore, message_id: str) -> tuple[VectorIndex, VectorRow] | None:
+    """Return (index, row) of MESSAGE_ID's first stored vector (its first chunk) in Memory's indexes, or None."""
+    from studio.store.vectors import read_vector_rows
+
+    for index in memory_indexes(store):
+        rows = read_vector_rows(store, index.name, where={"message_id": message_id})
+        if rows:
+            return index, rows[0]
+    return None
+
+
+def recall_with_vector(store: MemoryStore, thread_id: str, message_id: str, config: SemanticConfig, *,
+                       resource_id: str | None = None, per_page: int | bool | None = None,
+                       last_messages: int = 10) -> dict:
+    """Return what `recall_by_meaning` returns for the stored vector(s) of MESSAGE_ID as the query, no embedder.
+
+    A turn's user message was embedded from the same text the SemanticRecall processor queried with,
+    so its stored vectors are that turn's query (every chunk, in order). Raises BadInput when the
+    message has no stored vector.
+    """
+    from studio.store.vectors import read_vector_rows
+
+    where = _scope_filter(store, thread_id, resource_id, config)
+    for index in memory_indexes(store):
+        rows = read_vector_rows(store, index.name, where={"message_id": message_id})
+        if rows:
+            hits = _hits(store, index, [r.embedding for r in rows], where, config.top_k)
+            return _document(store, thread_id, resource_id, hits, config, per_page, last_messages, index.name)
+    raise _bad(f"Message {message_id!r} has no stored vector")
+
+
+def similar_messages(store: MemoryStore, message_id: str, *, top_k: int = 10,
+                     where: dict | None = None) -> list[VectorHit]:
+    """Return the TOP_K vectors nearest to MESSAGE_ID's stored vector (its own rows left out), best first,
+    within WHERE ({resource_id} / {thread_id}; None: the whole index). [] when it has no vector."""
+    found = stored_vector(store, message_id)
+    if found is None:
+        return []
+    index, row = found
+    hits = _hits(store, index, [row.embedding], dict(where or {}), top_k + 16)
+    return [h for h in hits if h.message_id != message_id][:top_k]
+
+
+def embedded_messages(store: MemoryStore, thread_id: str) -> list[dict]:
+    """Return THREAD_ID's stored vectors: [{index_name, id, message_id, role, chunk, chunks, text, created_at}]
+    in table order (a message's chunks numbered from 0)."""
+    from studio.store.vectors import read_vector_rows
+
+    out: list[dict] = []
+    for index in memory_indexes(store):
+        rows = read_vector_rows(store, index.name, where={"thread_id": thread_id})
+        counts: dict[str | None, int] = {}
+        for r in rows:
+            counts[r.message_id] = counts.get(r.message_id, 0) + 1
+        seen: dict[str | None, int] = {}
+        for r in rows:
+            n = seen.get(r.message_id, 0)
+            seen[r.message_id] = n + 1
+            out.append({"index_name": index.name, "id": r.vector_id, "message_id": r.message_id,
+                        "role": r.metadata.get("role"), "chunk": n, "chunks": counts[r.message_id],
+                        "text": r.text, "created_at": r.metadata.get("created_at")})
+    return out
+
+
+def vector_memory_document(store: MemoryStore) -> dict:
+    """Return {indexes: [{index_name, dimension, count, metric, embedder_hint}]} of every vector index."""
+    from studio.store.vectors import vector_indexes
+
+    return {"indexes": [{**i.to_json(), "embedder_hint": DIMENSION_HINTS.get(i.dimension, "")}
+                        for i in vector_indexes(store)]}
