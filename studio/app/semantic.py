@@ -204,3 +204,67 @@ def vector_memory_document(store: MemoryStore) -> dict:
 
     return {"indexes": [{**i.to_json(), "embedder_hint": DIMENSION_HINTS.get(i.dimension, "")}
                         for i in vector_indexes(store)]}
+
+
+_ROLE_ORDER = {"system": 0, "user": 1, "assistant": 2, "tool": 3}
+
+
+def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, last_messages: int = 10) -> dict:
+    """Return what the SemanticRecall processor recalled at the turn of user message MESSAGE_ID, offline.
+
+    The processor embedded that message's text and queried the index as it stood before the turn (the
+    turn's vectors, the reply's and the message's own, are written after it, so only rows inserted before
+    the first of them count), then listed the hits'
+    messages with `messageRange` neighbours as of the turn (created no later than the message) and added
+    those not already in the context: the last LAST_MESSAGES messages and the message itself. Same-thread
+    additions join the messages; other threads' (scope "resource") go into the system message
+    `<remembered_from_other_conversation>`, ordered by createdAt, thread, role, id (sortMessagesForRecall).
+
+    Returns {message_id, thread_id, resource_id, index_name, query_exact, vector_hits, window_ids,
+    recalled_ids, other_thread_ids}. `query_exact` is False when the stored vector(s) may differ from the
+    processor's query: a text stored in several chunks (the processor embeds it whole). Raises BadInput for
+    an unknown message or one with no stored vector.
+    """
+    from studio.engine.semantic import embedding_matrix, query_vector, recall_includes, vector_query
+    from studio.store.history import list_messages
+    from studio.store.vectors import read_vector_rows
+
+    found = store.select_messages("WHERE id = ?", [message_id])
+    if not found:
+        raise _bad(f"No message {message_id!r} in {store.location.display}")
+    message = found[0]
+    own: list[VectorRow] = []
+    index = None
+    for candidate in memory_indexes(store):
+        own = read_vector_rows(store, candidate.name, where={"message_id": message_id})
+        if own:
+            index = candidate
+            break
+    if index is None:
+        raise _bad(f"Message {message_id!r} has no stored vector (it was not embedded)")
+    created = message.created_at or ""
+    # the turn writes its vectors after the answer (the reply's first, then the user message's): the index
+    # the processor queried holds the rows written before the first vector of a message this new or newer
+    turn_rows = [r.rowid for r in read_vector_rows(store, index.name, where={"thread_id": message.thread_id})
+                 if str(r.metadata.get("created_at") or "") >= created]
+    cutoff = min([*turn_rows, *(r.rowid for r in own)])
+    where = ({"resource_id": message.resource_id} if config.scope == "resource" and message.resource_id
+             else {"thread_id": message.thread_id})
+    rows = [r for r in read_vector_rows(store, index.name, where=where) if r.rowid < cutoff]
+    hits = vector_query(rows, embedding_matrix(rows, index.dimension), query_vector(own[0].embedding), config.top_k)
+    include = recall_includes(hits, config)
+    recalled = [m for m in list_messages(store, message.thread_id, resource_id=message.resource_id,
+                                         include=include or None, per_page=0).messages
+                if (m.created_at or "") <= created] if include else []
+    before = store.select_messages('WHERE thread_id = ? AND "createdAt" < ? ORDER BY "createdAt" DESC LIMIT ?',
+                                   [message.thread_id, created, last_messages]) if last_messages else []
+    window = [m.id for m in reversed(before)] + [message.id]
+    in_window = set(window)
+    new = [m for m in recalled if m.id not in in_window]
+    same = [m.id for m in new if not m.thread_id or m.thread_id == message.thread_id]
+    others = sorted((m for m in new if m.thread_id and m.thread_id != message.thread_id),
+                    key=lambda m: (m.created_at or "", m.thread_id or "", _ROLE_ORDER.get(m.role, 99), m.id))
+    return {"message_id": message.id, "thread_id": message.thread_id, "resource_id": message.resource_id,
+            "index_name": index.name, "query_exact": len(own) == 1,
+            "vector_hits": [h.to_json() for h in hits], "window_ids": window, "recalled_ids": same,
+            "other_thread_ids": [m.id for m in others] if config.scope == "resource" else []}
