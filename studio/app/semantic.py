@@ -10,6 +10,8 @@ agent used; "similar messages"), with no embedder.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -18,8 +20,9 @@ if TYPE_CHECKING:
     from studio.store.memory_store import MemoryStore
     from studio.store.vectors import VectorIndex, VectorRow
 
-__all__ = ["KNOWN_DIMENSIONS", "embedded_messages", "recall_by_meaning", "recall_with_vector", "similar_messages",
-           "stored_vector", "vector_memory_document"]
+__all__ = ["KNOWN_DIMENSIONS", "VectorMemoryInfo", "embedded_messages", "embedder_mismatch", "load_vector_memory",
+           "recall_by_meaning", "recall_with_vector", "similar_messages", "stored_vector", "turn_recall",
+           "vector_memory_document"]
 
 #: Output dimensions of common embedding models (by model id), to check against the store's indexes before
 #: any call; a model not listed is checked on its first answer.
@@ -110,13 +113,10 @@ def recall_by_meaning(store: MemoryStore, thread_id: str, query: str, embed: Cal
     if not chunks:
         raise _bad("The vector search text is empty")
     indexes = {i.name: i for i in memory_indexes(store)}
-    if not indexes:
-        raise _bad(f"{store.location.display} has no vector index (memory_messages…): Memory never embedded a "
-                   "message here, so semantic recall finds nothing")
-    known = KNOWN_DIMENSIONS.get((model_id or "").split("/")[-1].split(":")[0])
-    if known is not None and index_name_for(known) not in indexes:
-        raise _bad(f"{model_id} makes {known}-dimensional vectors but the store's vector indexes are "
-                   f"{_described(indexes.values())}: a different embedder wrote them")
+    refused = embedder_mismatch(list(indexes.values()), model_id)
+    if refused is not None:
+        raise _bad(refused if indexes else f"{store.location.display} has no vector index (memory_messages…): "
+                   "Memory never embedded a message here, so semantic recall finds nothing")
     vectors = embed(chunks)
     if not isinstance(vectors, list) or len(vectors) != len(chunks) or not all(vectors):
         raise _bad(f"The embedder answered {len(vectors) if isinstance(vectors, list) else 0} vectors for "
@@ -179,7 +179,8 @@ def similar_messages(store: MemoryStore, message_id: str, *, top_k: int = 10,
 
 def embedded_messages(store: MemoryStore, thread_id: str) -> list[dict]:
     """Return THREAD_ID's stored vectors: [{index_name, id, message_id, role, chunk, chunks, text, created_at}]
-    in table order (a message's chunks numbered from 0)."""
+    in message order (metadata created_at; a turn stores its reply's vector before the user message's), a
+    message's chunks numbered from 0 in table order."""
     from studio.store.vectors import read_vector_rows
 
     out: list[dict] = []
@@ -195,6 +196,7 @@ def embedded_messages(store: MemoryStore, thread_id: str) -> list[dict]:
             out.append({"index_name": index.name, "id": r.vector_id, "message_id": r.message_id,
                         "role": r.metadata.get("role"), "chunk": n, "chunks": counts[r.message_id],
                         "text": r.text, "created_at": r.metadata.get("created_at")})
+    out.sort(key=lambda e: (str(e["created_at"] or ""), e["chunk"]))  # stable: table order among equals
     return out
 
 
@@ -268,3 +270,70 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
             "index_name": index.name, "query_exact": len(own) == 1,
             "vector_hits": [h.to_json() for h in hits], "window_ids": window, "recalled_ids": same,
             "other_thread_ids": [m.id for m in others] if config.scope == "resource" else []}
+
+
+def embedder_mismatch(indexes: Sequence[VectorIndex], model_id: str | None) -> str | None:
+    """Return why MODEL_ID cannot query INDEXES before any call (no index, or a known dimension none has), or None.
+
+    Memory queries `memory_messages_<dim>` for the embedder's dimension; a model in KNOWN_DIMENSIONS whose
+    index is missing was not the one that embedded these messages.
+    """
+    from studio.store.vectors import index_name_for
+
+    if not indexes:
+        return "This store has no vector index (memory_messages…): Memory never embedded a message here."
+    known = KNOWN_DIMENSIONS.get((model_id or "").split("/")[-1].split(":")[0])
+    if known is not None and index_name_for(known) not in {i.name for i in indexes}:
+        return (f"{model_id} makes {known}-dimensional vectors but the store's vector indexes are "
+                f"{_described(indexes)}: a different embedder wrote them")
+    return None
+
+
+@dataclass(frozen=True)
+class VectorMemoryInfo:
+    """What the studio's Vectors tab shows of a thread: the store's INDEXES (vector_memory_document's), the
+    thread's EMBEDDED rows (embedded_messages'), its RESOURCE_ID and the store's DISPLAY name."""
+
+    thread_id: str
+    resource_id: str | None
+    indexes: list[dict]
+    memory_indexes: list[VectorIndex]
+    embedded: list[dict]
+    display: str
+
+
+def load_vector_memory(store: MemoryStore, thread_id: str) -> VectorMemoryInfo:
+    """Read the Vectors tab's data for THREAD_ID (one load). Raises StoreError."""
+    from studio.store.history import get_thread_by_id
+
+    thread = get_thread_by_id(store, thread_id)
+    return VectorMemoryInfo(thread_id, thread.resource_id if thread else None,
+                            vector_memory_document(store)["indexes"], memory_indexes(store),
+                            embedded_messages(store, thread_id), store.location.display)
+
+
+def _message_texts(store: MemoryStore, ids: list[str]) -> dict[str, dict]:
+    if not ids:
+        return {}
+    out = {}
+    for m in store.select_messages(f"WHERE id IN ({', '.join('?' * len(ids))})", ids):
+        content = m.content
+        parts = content.get("parts") if isinstance(content, dict) else None
+        text = " ".join(p["text"] for p in parts if isinstance(p, dict) and p.get("type") == "text"
+                        and isinstance(p.get("text"), str)) if isinstance(parts, list) else str(content or "")
+        out[m.id] = {"role": m.role, "text": text, "thread_id": m.thread_id}
+    return out
+
+
+def message_recall_view(store: MemoryStore, message_id: str, config: SemanticConfig, *, last_messages: int,
+                        where: dict, similar_count: int = 8) -> dict:
+    """Return what the Vectors tab shows for one embedded message (one load): {similar: [VectorHit] within
+    WHERE, turn: turn_recall's document for a user message (else None), messages: {id: {role, text,
+    thread_id}} of every message the turn names}."""
+    similar = similar_messages(store, message_id, top_k=similar_count, where=where)
+    rows = store.select_messages("WHERE id = ?", [message_id])
+    turn = turn_recall(store, message_id, config, last_messages=last_messages) \
+        if rows and rows[0].role == "user" else None
+    ids = [] if turn is None else [h["message_id"] for h in turn["vector_hits"] if h["message_id"]] + \
+        turn["recalled_ids"] + turn["other_thread_ids"]
+    return {"similar": similar, "turn": turn, "messages": _message_texts(store, list(dict.fromkeys(ids)))}

@@ -85,7 +85,8 @@ class SemanticConfig:
 @dataclass(frozen=True)
 class VectorHit:
     """One result of a vector query: ID (the vector's own id, `vector_id`), MESSAGE_ID and THREAD_ID (from
-    its metadata), SCORE (libSQL's float32 cosine, as a float), TEXT (the embedded text), ROWID."""
+    its metadata), SCORE (libSQL's float32 cosine, as a float), TEXT (the embedded text), ROWID, ROLE (from
+    its metadata, "" when absent)."""
 
     id: str
     message_id: str | None
@@ -93,6 +94,7 @@ class VectorHit:
     score: float
     text: str
     rowid: int
+    role: str = ""
 
     def to_json(self) -> dict:
         """Return {id, message_id, thread_id, score, text}."""
@@ -199,7 +201,7 @@ def vector_query(rows: Sequence[VectorRow], matrix: np.ndarray, q: np.ndarray, t
     keep = np.flatnonzero(scores > min_score)  # NaN compares False: a zero vector is never a hit
     order = keep[np.argsort(-scores[keep], kind="stable")][:top_k]
     return [VectorHit(rows[i].vector_id, rows[i].message_id, rows[i].thread_id, float(scores[i]), rows[i].text,
-                      rows[i].rowid) for i in order]
+                      rows[i].rowid, str(rows[i].metadata.get("role") or "")) for i in order]
 
 
 def recall_includes(hits: Sequence[VectorHit], config: SemanticConfig) -> list[dict]:
