@@ -43,7 +43,7 @@ def hash64_server(fake: FakeLLM) -> FakeLLM:
     return fake
 
 
-def run_recall(target: str, case: dict, base_url: str) -> dict:
+def run_recall(target: str, case: dict, base_url: str, *extra: str) -> dict:
     """Run `memory-studio recall TARGET … --vector-search QUERY --embedder openai-compatible/hash64` for CASE."""
     sr = case["semanticRecall"]
     args = ["recall", target, "--thread", case["threadId"], "--resource", case["resourceId"],
@@ -51,6 +51,7 @@ def run_recall(target: str, case: dict, base_url: str) -> dict:
             "--scope", sr["scope"], "--embedder", "openai-compatible/hash64", "--base-url", base_url, "--json"]
     if case["perPage"] is not None:
         args += ["--per-page", str(case["perPage"])]
+    args += list(extra)
     out = io.StringIO()
     with redirect_stdout(out):
         code = main(args)

@@ -67,41 +67,72 @@ def _scope_filter(store: MemoryStore, thread_id: str, resource_id: str | None, c
     return {"thread_id": thread_id}
 
 
-def _hits(store: MemoryStore, index: VectorIndex, vectors: Sequence, where: dict, top_k: int) -> list[VectorHit]:
+#: LibSQLVector's default vectorTopKOverFetchMultiplier: the ANN candidates a filtered query asks for per hit.
+OVER_FETCH = 10
+
+
+def _hits(store: MemoryStore, index: VectorIndex, vectors: Sequence, where: dict, top_k: int,
+          *, ann: bool = True) -> tuple[list[VectorHit], str]:
+    """Return (hits of every query vector in order, "ann" or "exact") as LibSQLVector.query finds them.
+
+    With libSQL's ANN index (and ANN): `vector_top_k` gives topK × 10 candidates (topK × 2 without a filter),
+    scored exactly, filtered, best topK kept; fewer than topK with a filter, or no ANN answer: every row of
+    the scope scored (the brute-force query Mastra falls back to). Without ANN: always the exact ranking.
+    """
     from studio.engine.semantic import embedding_matrix, query_vector, vector_query
-    from studio.store.vectors import read_vector_rows
+    from studio.store.vectors import ann_rowids, has_ann_index, read_vector_rows
 
-    rows = read_vector_rows(store, index.name, where=where)
-    matrix = embedding_matrix(rows, index.dimension)
+    queries = [query_vector(v) for v in vectors]
     hits: list[VectorHit] = []
-    for values in vectors:
-        hits.extend(vector_query(rows, matrix, query_vector(values), top_k))
-    return hits
+    paths = set()
+    use_ann = ann and has_ann_index(store, index.name)
+    scope_rows: list[VectorRow] | None = None
+    for q in queries:
+        if use_ann:
+            rowids = ann_rowids(store, index.name, q.astype("<f4").tobytes(), top_k * (OVER_FETCH if where else 2))
+            if rowids is not None:
+                rank = {r: n for n, r in enumerate(rowids)}
+                rows = sorted(read_vector_rows(store, index.name, where=where, rowids=rowids),
+                              key=lambda r: rank[r.rowid])  # candidates in the ANN's order
+                found = vector_query(rows, embedding_matrix(rows, index.dimension), q, top_k)
+                if not where or len(found) >= top_k:
+                    hits.extend(found)
+                    paths.add("ann")
+                    continue
+        if scope_rows is None:
+            scope_rows = read_vector_rows(store, index.name, where=where)
+            matrix = embedding_matrix(scope_rows, index.dimension)
+        hits.extend(vector_query(scope_rows, matrix, q, top_k))
+        paths.add("exact")
+    return hits, "exact" if "exact" in paths else "ann"
 
 
-def _document(store: MemoryStore, thread_id: str, resource_id: str | None, hits: list[VectorHit],
+def _document(store: MemoryStore, thread_id: str, resource_id: str | None, found: tuple[list[VectorHit], str],
               config: SemanticConfig, per_page: int | bool | None, last_messages: int, index: str | None) -> dict:
     from studio.engine.semantic import recall_includes
     from studio.store.history import recall
 
+    hits, path = found
     include = recall_includes(hits, config)
     result = recall(store, thread_id, resource_id=resource_id, per_page=per_page, include=include or None,
                     apply_include=True, last_messages=last_messages)
     return {"message_ids": result.message_ids, "total": result.total, "has_more": result.has_more,
-            "index_name": index, "semantic_recall": config.to_json(),
+            "index_name": index, "semantic_recall": config.to_json(), "vector_search": path,
             "vector_hits": [h.to_json() for h in hits]}
 
 
 def recall_by_meaning(store: MemoryStore, thread_id: str, query: str, embed: Callable[[list[str]], list[list[float]]],
                       config: SemanticConfig, *, resource_id: str | None = None, per_page: int | bool | None = None,
-                      last_messages: int = 10, model_id: str | None = None) -> dict:
+                      last_messages: int = 10, model_id: str | None = None, exact: bool = False) -> dict:
     """Return `recall --vector-search --json`: {message_ids, total, has_more, index_name, semantic_recall,
     vector_hits: [{id, message_id, thread_id, score, text}]} as Memory.recall returns them.
 
     QUERY is chunked as Memory does and EMBED(chunks) must return one vector per chunk; hits of each
     chunk in order (Mastra pushes them chunk by chunk). PER_PAGE None: LAST_MESSAGES newest messages plus
     the hits' ranges; 0: only the hits and their ranges; False: every message. MODEL_ID (the embedder's
-    model id) is checked against KNOWN_DIMENSIONS and the store's indexes before EMBED is called.
+    model id) is checked against KNOWN_DIMENSIONS and the store's indexes before EMBED is called. The
+    vectors are searched as LibSQLVector.query does (libSQL's ANN candidates, else every row: `vector_search`
+    says which); EXACT scores every row of the scope instead (what Mastra gets when its ANN misses nothing).
     Raises BadInput (unknown thread, no resource for the resource scope, empty query, a dimension no
     index has, an embedder answer of the wrong shape) and what EMBED raises (ProviderError).
     """
@@ -126,8 +157,8 @@ def recall_by_meaning(store: MemoryStore, thread_id: str, query: str, embed: Cal
     if index is None or any(len(v) != dimension for v in vectors):
         raise _bad(f"The embedder made {dimension}-dimensional vectors but the store's vector indexes are "
                    f"{_described(indexes.values())}: a different embedder wrote them")
-    hits = _hits(store, index, vectors, where, config.top_k)
-    return _document(store, thread_id, resource_id, hits, config, per_page, last_messages, index.name)
+    found = _hits(store, index, vectors, where, config.top_k, ann=not exact)
+    return _document(store, thread_id, resource_id, found, config, per_page, last_messages, index.name)
 
 
 def _described(indexes) -> str:
@@ -147,7 +178,7 @@ def stored_vector(store: MemoryStore, message_id: str) -> tuple[VectorIndex, Vec
 
 def recall_with_vector(store: MemoryStore, thread_id: str, message_id: str, config: SemanticConfig, *,
                        resource_id: str | None = None, per_page: int | bool | None = None,
-                       last_messages: int = 10) -> dict:
+                       last_messages: int = 10, exact: bool = False) -> dict:
     """Return what `recall_by_meaning` returns for the stored vector(s) of MESSAGE_ID as the query, no embedder.
 
     A turn's user message was embedded from the same text the SemanticRecall processor queried with,
@@ -160,8 +191,8 @@ def recall_with_vector(store: MemoryStore, thread_id: str, message_id: str, conf
     for index in memory_indexes(store):
         rows = read_vector_rows(store, index.name, where={"message_id": message_id})
         if rows:
-            hits = _hits(store, index, [r.embedding for r in rows], where, config.top_k)
-            return _document(store, thread_id, resource_id, hits, config, per_page, last_messages, index.name)
+            found = _hits(store, index, [r.embedding for r in rows], where, config.top_k, ann=not exact)
+            return _document(store, thread_id, resource_id, found, config, per_page, last_messages, index.name)
     raise _bad(f"Message {message_id!r} has no stored vector")
 
 
@@ -169,11 +200,14 @@ def similar_messages(store: MemoryStore, message_id: str, *, top_k: int = 10,
                      where: dict | None = None) -> list[VectorHit]:
     """Return the TOP_K vectors nearest to MESSAGE_ID's stored vector (its own rows left out), best first,
     within WHERE ({resource_id} / {thread_id}; None: the whole index). [] when it has no vector."""
+    from studio.store.vectors import read_vector_rows
+
     found = stored_vector(store, message_id)
     if found is None:
         return []
     index, row = found
-    hits = _hits(store, index, [row.embedding], dict(where or {}), top_k + 16)
+    own = read_vector_rows(store, index.name, where={"message_id": message_id})
+    hits, _path = _hits(store, index, [row.embedding], dict(where or {}), top_k + len(own))
     return [h for h in hits if h.message_id != message_id][:top_k]
 
 

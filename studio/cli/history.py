@@ -8,8 +8,8 @@
         -> {"message_ids": [...], "total": N, "has_more": bool}         (Memory.recall)
     memory-studio recall PATH --thread ID [--resource ID] (--vector-search TEXT --embedder PROVIDER/MODEL
                          [--base-url URL] | --vector-of MESSAGE_ID) [--top-k K] [--message-range N]
-                         [--scope thread|resource] [--last-messages N] [--per-page M | --all] --json
-        -> {"message_ids", "total", "has_more", "index_name", "semantic_recall",
+                         [--scope thread|resource] [--last-messages N] [--exact] [--per-page M | --all] --json
+        -> {"message_ids", "total", "has_more", "index_name", "semantic_recall", "vector_search": "ann"|"exact",
             "vector_hits": [{"id", "message_id", "thread_id", "score", "text"}]}   (semantic recall)
     memory-studio speakers PATH --thread ID --json
         -> {"speakers": [{"author_id", "author_name", "functional_role", "messages", "tokens"}],
@@ -164,6 +164,9 @@ def add_recall_command(subparsers) -> None:
                          help="search the resource's messages (default) or the thread's")
     meaning.add_argument("--last-messages", type=_non_negative, default=10, metavar="N",
                          help="Memory's lastMessages, the default page size (default 10)")
+    meaning.add_argument("--exact", action="store_true",
+                         help="score every vector of the scope instead of libSQL's ANN candidates (Mastra's query "
+                              "uses the ANN index: compare both to see whether it missed a neighbour)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_recall)
 
@@ -180,11 +183,12 @@ def _semantic_recall(args) -> int:
     with reading(args.path) as store:
         if args.vector_of:
             doc = recall_with_vector(store, args.thread, args.vector_of, config, resource_id=args.resource,
-                                     per_page=per_page, last_messages=args.last_messages)
+                                     per_page=per_page, last_messages=args.last_messages, exact=args.exact)
         else:
             embed = _embedder(args)
             doc = recall_by_meaning(store, args.thread, args.vector_search, embed, config, resource_id=args.resource,
-                                    per_page=per_page, last_messages=args.last_messages, model_id=args.embedder)
+                                    per_page=per_page, last_messages=args.last_messages, model_id=args.embedder,
+                                    exact=args.exact)
     print_json(doc)
     return EXIT_OK
 

@@ -15,6 +15,8 @@ read here names the table `NOT INDEXED` (it reads the table itself, on a file or
 
 Which tables are indexes follows `LibSQLVector.listIndexes` (a table whose SQL mentions F32_BLOB);
 `describeIndex` gives the dimension from `F32_BLOB(N)`, the row count, and always metric "cosine".
+`ann_rowids` asks libSQL's ANN index (`vector_top_k`, on a file through the libsql driver or on a server)
+for the nearest rows, as LibSQLVector's indexed query does.
 Only SQLite-dialect stores (a libSQL file or server) hold these tables; PostgreSQL's pgvector and
 MongoDB's Atlas vectors are not read (an empty list).
 """
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
 
     from studio.store.memory_store import MemoryStore
 
-__all__ = ["VectorIndex", "VectorRow", "index_name_for", "read_vector_rows", "vector_indexes"]
+__all__ = ["VectorIndex", "VectorRow", "ann_rowids", "has_ann_index", "index_name_for", "read_vector_rows",
+           "vector_indexes"]
 
 _DIMENSION = re.compile(r"F32_BLOB\s*\(\s*(\d+)\s*\)", re.IGNORECASE)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -154,3 +157,24 @@ def read_vector_rows(store: MemoryStore, index: str, *, where: dict[str, str] | 
                       "ORDER BY rowid", params)
     return [VectorRow(int(r[0]), str(r[1]), bytes(r[2]), _metadata(r[3]))
             for r in rows if isinstance(r[2], (bytes, bytearray, memoryview))]
+
+
+def has_ann_index(store: MemoryStore, index: str) -> bool:
+    """True when INDEX has libSQL's ANN index `<index>_vector_idx` (LibSQLVector.hasVectorIndex). Raises StoreError."""
+    if store.dialect != "sqlite":
+        return False
+    return bool(store.rows("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", [f"{index}_vector_idx"]))
+
+
+def ann_rowids(store: MemoryStore, index: str, query: bytes, count: int) -> list[int] | None:
+    """Return the rowids libSQL's ANN index gives for QUERY (little-endian float32 bytes), nearest first, at most
+    COUNT (`vector_top_k`, as LibSQLVector's indexed query asks it); None when the store cannot answer it
+    (plain SQLite without libSQL's vector functions, or no such index)."""
+    from studio.errors import StoreError
+
+    _quoted(index)
+    try:
+        rows = store.rows(f"SELECT id FROM vector_top_k('{index}_vector_idx', vector32(?), ?)", [query, int(count)])
+    except StoreError:
+        return None
+    return [int(r[0]) for r in rows if r[0] is not None]

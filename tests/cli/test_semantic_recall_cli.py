@@ -27,9 +27,57 @@ def test_recall_by_meaning_equals_mastra(semantic_db, fake_llm, case):
     hash64_server(fake_llm)
     doc = run_recall(semantic_db, case, fake_llm.base_url)
     assert_case(doc, case)
+    # the path LibSQLVector.query takes: its indexed SQL run here through libSQL itself
+    assert doc["vector_search"] == _mastra_path(semantic_db, case)
+    # scoring every vector gives the same: the oracle's annEqualsExact
+    assert case["annEqualsExact"]
+    exact = run_recall(semantic_db, case, fake_llm.base_url, "--exact")
+    assert exact["vector_search"] == "exact"
+    assert_case(exact, case)
     # the query went to /embeddings once, as Mastra's chunks (one here), with the model id
     assert [(r.path, r.body["model"], r.body["input"]) for r in fake_llm.requests] == \
-        [("/v1/embeddings", "hash64", [" ".join(case["query"].split())])]
+        [("/v1/embeddings", "hash64", [" ".join(case["query"].split())])] * 2
+
+
+def _mastra_path(db: str, case: dict) -> str:
+    """"ann" when LibSQLVector's indexed query (vector_top_k over topK × 10 candidates, the filter, score > -1)
+    returns topK rows for CASE's query, else "exact" (Mastra then scores every row)."""
+    import libsql
+
+    from tests.hash64 import hash64
+
+    (query,) = case["vectorQuery"]
+    (key, value), = query["filter"].items()
+    vector = "[" + ",".join(repr(x) for x in hash64(case["query"])) + "]"
+    conn = libsql.connect(db)
+    try:
+        rows = conn.execute(
+            "WITH candidates AS (SELECT t.vector_id AS id, "
+            "(1 - vector_distance_cos(t.embedding, vector32(?))) AS score, t.metadata "
+            "FROM vector_top_k('memory_messages_64_vector_idx', vector32(?), ?) AS v "
+            "JOIN memory_messages_64 AS t ON t.rowid = v.id) SELECT id, score FROM candidates "
+            f"WHERE json_extract(metadata, '$.{key}') = ? AND score > -1 ORDER BY score DESC LIMIT ?",
+            (vector, vector, query["topK"] * 10, value, query["topK"])).fetchall()
+    finally:
+        conn.close()
+    if len(rows) >= query["topK"]:
+        assert [(r[0], r[1]) for r in rows] == [(r["id"], r["score"]) for r in query["results"]]
+        return "ann"
+    return "exact"
+
+
+def test_both_paths_are_exercised():
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tests.conftest import FIXTURES
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "semantic.db"
+        shutil.copyfile(FIXTURES / "semantic.db", db)
+        paths = {_mastra_path(str(db), case) for case in CASES}
+    assert paths == {"ann", "exact"}
 
 
 def _run(args: list[str], capsys) -> tuple[int, dict | None, str]:
