@@ -46,11 +46,13 @@ def _bad(text: str) -> Exception:
     return BadInput(text)
 
 
-def memory_indexes(store: MemoryStore) -> list[VectorIndex]:
-    """The store's vector indexes that Memory writes (`memory_messages`, `memory_messages_<dim>`)."""
+def memory_indexes(store: MemoryStore, *, counted: bool = False) -> list[VectorIndex]:
+    """The store's vector indexes that Memory writes (`memory_messages`, `memory_messages_<dim>`); their row
+    counts only when COUNTED (a count reads the whole table)."""
     from studio.store.vectors import vector_indexes
 
-    return [i for i in vector_indexes(store) if i.name == "memory_messages" or i.name.startswith("memory_messages_")]
+    return [i for i in vector_indexes(store, counted=counted)
+            if i.name == "memory_messages" or i.name.startswith("memory_messages_")]
 
 
 def _scope_filter(store: MemoryStore, thread_id: str, resource_id: str | None, config: SemanticConfig) -> dict:
@@ -72,12 +74,13 @@ OVER_FETCH = 10
 
 
 def _hits(store: MemoryStore, index: VectorIndex, vectors: Sequence, where: dict, top_k: int,
-          *, ann: bool = True) -> tuple[list[VectorHit], str]:
+          *, ann: bool = True, below: int | None = None) -> tuple[list[VectorHit], str]:
     """Return (hits of every query vector in order, "ann" or "exact") as LibSQLVector.query finds them.
 
     With libSQL's ANN index (and ANN): `vector_top_k` gives topK × 10 candidates (topK × 2 without a filter),
     scored exactly, filtered, best topK kept; fewer than topK with a filter, or no ANN answer: every row of
     the scope scored (the brute-force query Mastra falls back to). Without ANN: always the exact ranking.
+    BELOW: only rows inserted before that rowid (the index as it was; exact ranking).
     """
     from studio.engine.semantic import embedding_matrix, query_vector, vector_query
     from studio.store.vectors import ann_rowids, has_ann_index, read_vector_rows
@@ -85,8 +88,8 @@ def _hits(store: MemoryStore, index: VectorIndex, vectors: Sequence, where: dict
     queries = [query_vector(v) for v in vectors]
     hits: list[VectorHit] = []
     paths = set()
-    use_ann = ann and has_ann_index(store, index.name)
-    scope_rows: list[VectorRow] | None = None
+    use_ann = ann and below is None and has_ann_index(store, index.name)
+    scope = None
     for q in queries:
         if use_ann:
             rowids = ann_rowids(store, index.name, q.astype("<f4").tobytes(), top_k * (OVER_FETCH if where else 2))
@@ -99,12 +102,30 @@ def _hits(store: MemoryStore, index: VectorIndex, vectors: Sequence, where: dict
                     hits.extend(found)
                     paths.add("ann")
                     continue
-        if scope_rows is None:
-            scope_rows = read_vector_rows(store, index.name, where=where)
-            matrix = embedding_matrix(scope_rows, index.dimension)
-        hits.extend(vector_query(scope_rows, matrix, q, top_k))
+        if scope is None:
+            scope = _scope_matrix(store, index, where, below)
+        hits.extend(_exact_hits(store, index, scope, q, top_k))
         paths.add("exact")
     return hits, "exact" if "exact" in paths else "ann"
+
+
+def _scope_matrix(store: MemoryStore, index: VectorIndex, where: dict, below: int | None):
+    from studio.engine.semantic import embedding_matrix
+    from studio.store.vectors import read_embeddings
+
+    rowids, blobs = read_embeddings(store, index.name, where=where, below=below)
+    return rowids, embedding_matrix(blobs, index.dimension)
+
+
+def _exact_hits(store: MemoryStore, index: VectorIndex, scope, q, top_k: int) -> list[VectorHit]:
+    """Score every row of SCOPE ((rowids, matrix)); read the metadata of the TOP_K best only."""
+    from studio.engine.semantic import hit_of, rank
+    from studio.store.vectors import read_vector_rows
+
+    rowids, matrix = scope
+    best = [(rowids[i], score) for i, score in rank(matrix, q, top_k)]
+    rows = {r.rowid: r for r in read_vector_rows(store, index.name, rowids=[r for r, _ in best])}
+    return [hit_of(rows[r], score) for r, score in best if r in rows]
 
 
 def _document(store: MemoryStore, thread_id: str, resource_id: str | None, found: tuple[list[VectorHit], str],
@@ -167,10 +188,10 @@ def _described(indexes) -> str:
 
 def stored_vector(store: MemoryStore, message_id: str) -> tuple[VectorIndex, VectorRow] | None:
     """Return (index, row) of MESSAGE_ID's first stored vector (its first chunk) in Memory's indexes, or None."""
-    from studio.store.vectors import read_vector_rows
+    from studio.store.vectors import message_vectors
 
     for index in memory_indexes(store):
-        rows = read_vector_rows(store, index.name, where={"message_id": message_id})
+        rows = message_vectors(store, index.name, message_id)
         if rows:
             return index, rows[0]
     return None
@@ -185,11 +206,11 @@ def recall_with_vector(store: MemoryStore, thread_id: str, message_id: str, conf
     so its stored vectors are that turn's query (every chunk, in order). Raises BadInput when the
     message has no stored vector.
     """
-    from studio.store.vectors import read_vector_rows
+    from studio.store.vectors import message_vectors
 
     where = _scope_filter(store, thread_id, resource_id, config)
     for index in memory_indexes(store):
-        rows = read_vector_rows(store, index.name, where={"message_id": message_id})
+        rows = message_vectors(store, index.name, message_id)
         if rows:
             found = _hits(store, index, [r.embedding for r in rows], where, config.top_k, ann=not exact)
             return _document(store, thread_id, resource_id, found, config, per_page, last_messages, index.name)
@@ -200,13 +221,13 @@ def similar_messages(store: MemoryStore, message_id: str, *, top_k: int = 10,
                      where: dict | None = None) -> list[VectorHit]:
     """Return the TOP_K vectors nearest to MESSAGE_ID's stored vector (its own rows left out), best first,
     within WHERE ({resource_id} / {thread_id}; None: the whole index). [] when it has no vector."""
-    from studio.store.vectors import read_vector_rows
+    from studio.store.vectors import message_vectors
 
     found = stored_vector(store, message_id)
     if found is None:
         return []
     index, row = found
-    own = read_vector_rows(store, index.name, where={"message_id": message_id})
+    own = message_vectors(store, index.name, message_id)
     hits, _path = _hits(store, index, [row.embedding], dict(where or {}), top_k + len(own))
     return [h for h in hits if h.message_id != message_id][:top_k]
 
@@ -261,9 +282,9 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
     processor's query: a text stored in several chunks (the processor embeds it whole). Raises BadInput for
     an unknown message or one with no stored vector.
     """
-    from studio.engine.semantic import embedding_matrix, query_vector, recall_includes, vector_query
+    from studio.engine.semantic import recall_includes
     from studio.store.history import list_messages
-    from studio.store.vectors import read_vector_rows
+    from studio.store.vectors import message_vectors, read_vector_rows
 
     found = store.select_messages("WHERE id = ?", [message_id])
     if not found:
@@ -272,7 +293,7 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
     own: list[VectorRow] = []
     index = None
     for candidate in memory_indexes(store):
-        own = read_vector_rows(store, candidate.name, where={"message_id": message_id})
+        own = message_vectors(store, candidate.name, message_id)
         if own:
             index = candidate
             break
@@ -286,8 +307,7 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
     cutoff = min([*turn_rows, *(r.rowid for r in own)])
     where = ({"resource_id": message.resource_id} if config.scope == "resource" and message.resource_id
              else {"thread_id": message.thread_id})
-    rows = [r for r in read_vector_rows(store, index.name, where=where) if r.rowid < cutoff]
-    hits = vector_query(rows, embedding_matrix(rows, index.dimension), query_vector(own[0].embedding), config.top_k)
+    hits, _path = _hits(store, index, [own[0].embedding], where, config.top_k, below=cutoff)
     include = recall_includes(hits, config)
     recalled = [m for m in list_messages(store, message.thread_id, resource_id=message.resource_id,
                                          include=include or None, per_page=0).messages

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from studio.store.vectors import VectorRow
 
 __all__ = ["DEFAULT_MESSAGE_RANGE", "DEFAULT_TOP_K", "SemanticConfig", "VectorHit", "chunk_text",
-           "cosine_scores", "embedding_matrix", "query_vector", "recall_includes", "vector_query"]
+           "cosine_scores", "embedding_matrix", "hit_of", "query_vector", "rank", "recall_includes", "vector_query"]
 
 #: Mastra's defaults when `semanticRecall: true` (DEFAULT_TOP_K, DEFAULT_MESSAGE_RANGE {before: 1, after: 1}).
 DEFAULT_TOP_K = 4
@@ -131,8 +131,9 @@ def chunk_text(text: str, token_size: int = CHUNK_TOKENS) -> list[str]:
     return chunks
 
 
-def embedding_matrix(rows: Sequence[VectorRow], dimension: int) -> np.ndarray:
-    """Return the rows' embeddings as an (N, DIMENSION) float32 array (little-endian as stored).
+def embedding_matrix(rows: Sequence[VectorRow] | Sequence[bytes], dimension: int) -> np.ndarray:
+    """Return the rows' embeddings (VectorRows or stored blobs) as an (N, DIMENSION) float32 array
+    (little-endian as stored).
 
     Raises EngineError when a stored embedding is not DIMENSION float32 values.
     """
@@ -140,13 +141,15 @@ def embedding_matrix(rows: Sequence[VectorRow], dimension: int) -> np.ndarray:
 
     from studio.errors import EngineError
 
+    blobs = [r if isinstance(r, bytes) else r.embedding for r in rows]
     width = dimension * 4
-    bad = next((r for r in rows if len(r.embedding) != width), None)
+    bad = next((n for n, b in enumerate(blobs) if len(b) != width), None)
     if bad is not None:
-        raise EngineError(f"Vector {bad.vector_id!r} holds {len(bad.embedding)} bytes, not {dimension} float32 values")
-    if not rows:
+        name = rows[bad].vector_id if not isinstance(rows[bad], bytes) else f"row {bad}"
+        raise EngineError(f"Vector {name!r} holds {len(blobs[bad])} bytes, not {dimension} float32 values")
+    if not blobs:
         return np.zeros((0, dimension), dtype=np.float32)
-    return np.frombuffer(b"".join(r.embedding for r in rows), dtype="<f4").reshape(len(rows), dimension)
+    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dimension)
 
 
 def query_vector(values: Sequence[float] | bytes) -> np.ndarray:
@@ -174,17 +177,43 @@ def cosine_scores(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
     import numpy as np
 
     n = matrix.shape[0]
+    columns = np.ascontiguousarray(matrix.T)  # one contiguous array per dimension: the sums run down them
     dot = np.zeros(n, dtype=np.float32)
     norm1 = np.zeros(n, dtype=np.float32)
     norm2 = np.float32(0)
+    scratch = np.empty(n, dtype=np.float32)
     with np.errstate(invalid="ignore", divide="ignore"):
-        for i in range(matrix.shape[1]):
-            column = matrix[:, i]
-            dot += column * q[i]
-            norm1 += column * column
+        for i in range(columns.shape[0]):
+            column = columns[i]
+            np.multiply(column, q[i], out=scratch)
+            dot += scratch
+            np.multiply(column, column, out=scratch)
+            norm1 += scratch
             norm2 = np.float32(norm2 + q[i] * q[i])
         distance = (1.0 - dot.astype(np.float64) / np.sqrt((norm1 * norm2).astype(np.float64))).astype(np.float32)
     return 1.0 - distance.astype(np.float64)
+
+
+def rank(matrix: np.ndarray, q: np.ndarray, top_k: int, min_score: float = -1.0) -> list[tuple[int, float]]:
+    """Return [(row position, score)] of the TOP_K rows of MATRIX scoring above MIN_SCORE, highest first, ties
+    in row order (LibSQLVector.query's `score > ?`, `ORDER BY score DESC LIMIT topK`)."""
+    import numpy as np
+
+    if matrix.shape[0] == 0:
+        return []
+    scores = cosine_scores(matrix, q)
+    keep = np.flatnonzero(scores > min_score)  # NaN compares False: a zero vector is never a hit
+    if top_k < keep.size:  # only the best few need sorting: cut at the k-th score, keeping its ties
+        kth = np.partition(-scores[keep], top_k - 1)[top_k - 1]
+        keep = keep[-scores[keep] <= kth]
+    order = keep[np.argsort(-scores[keep], kind="stable")][:top_k]
+    return [(int(i), float(scores[i])) for i in order]
+
+
+def hit_of(row: VectorRow, score: float) -> VectorHit:
+    """The VectorHit of stored ROW scoring SCORE."""
+    return VectorHit(row.vector_id, row.message_id, row.thread_id, score, row.text, row.rowid,
+                     str(row.metadata.get("role") or ""))
 
 
 def vector_query(rows: Sequence[VectorRow], matrix: np.ndarray, q: np.ndarray, top_k: int,
@@ -193,15 +222,7 @@ def vector_query(rows: Sequence[VectorRow], matrix: np.ndarray, q: np.ndarray, t
 
     Scores above MIN_SCORE, highest first (ties in table order), the first TOP_K.
     """
-    import numpy as np
-
-    if len(rows) == 0:
-        return []
-    scores = cosine_scores(matrix, q)
-    keep = np.flatnonzero(scores > min_score)  # NaN compares False: a zero vector is never a hit
-    order = keep[np.argsort(-scores[keep], kind="stable")][:top_k]
-    return [VectorHit(rows[i].vector_id, rows[i].message_id, rows[i].thread_id, float(scores[i]), rows[i].text,
-                      rows[i].rowid, str(rows[i].metadata.get("role") or "")) for i in order]
+    return [hit_of(rows[i], score) for i, score in rank(matrix, q, top_k, min_score)]
 
 
 def recall_includes(hits: Sequence[VectorHit], config: SemanticConfig) -> list[dict]:

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
     from studio.store.memory_store import MemoryStore
 
-__all__ = ["VectorIndex", "VectorRow", "ann_rowids", "has_ann_index", "index_name_for", "read_vector_rows",
-           "vector_indexes"]
+__all__ = ["VectorIndex", "VectorRow", "ann_rowids", "has_ann_index", "index_name_for", "message_vectors",
+           "read_embeddings", "read_vector_rows", "vector_indexes"]
 
 _DIMENSION = re.compile(r"F32_BLOB\s*\(\s*(\d+)\s*\)", re.IGNORECASE)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -50,7 +50,7 @@ class VectorIndex:
 
     name: str
     dimension: int
-    count: int
+    count: int | None
     metric: str = "cosine"
 
     def to_json(self) -> dict:
@@ -101,10 +101,11 @@ def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
-def vector_indexes(store: MemoryStore) -> list[VectorIndex]:
+def vector_indexes(store: MemoryStore, *, counted: bool = True) -> list[VectorIndex]:
     """Return the store's vector indexes (listIndexes + describeIndex), sorted by name.
 
-    Empty on a PostgreSQL store (pgvector is not read) or when there are none. Raises StoreError.
+    COUNTED False leaves `count` None (describeIndex's count(*) reads the whole table). Empty on a
+    PostgreSQL store (pgvector is not read) or when there are none. Raises StoreError.
     """
     if store.dialect != "sqlite":
         return []
@@ -115,8 +116,8 @@ def vector_indexes(store: MemoryStore) -> list[VectorIndex]:
         if not isinstance(name, str) or not _NAME.match(name):
             continue
         match = _DIMENSION.search(str(sql or ""))
-        count = store.rows(f"SELECT count(*) FROM {_quoted(name)} NOT INDEXED")[0][0]
-        out.append(VectorIndex(name, int(match.group(1)) if match else 0, int(count or 0)))
+        count = int(store.rows(f"SELECT count(*) FROM {_quoted(name)} NOT INDEXED")[0][0] or 0) if counted else None
+        out.append(VectorIndex(name, int(match.group(1)) if match else 0, count))
     return out
 
 
@@ -130,14 +131,7 @@ def _metadata(text: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def read_vector_rows(store: MemoryStore, index: str, *, where: dict[str, str] | None = None,
-                     rowids: list[int] | None = None) -> list[VectorRow]:
-    """Return the rows of vector index INDEX in table order (rowid), read `NOT INDEXED`.
-
-    WHERE: {metadata key: string value} with keys among `FILTER_KEYS`, every one must hold (Mastra's
-    equality filter on `json_extract(metadata, '$.key')`). ROWIDS: only those rows. A row whose
-    embedding is not a blob is skipped. Raises StoreError (and for an unknown filter key).
-    """
+def _where(where: dict[str, str] | None, rowids: list[int] | None, below: int | None) -> tuple[str, list]:
     terms: list[str] = []
     params: list[Any] = []
     for key, value in (where or {}).items():
@@ -148,15 +142,53 @@ def read_vector_rows(store: MemoryStore, index: str, *, where: dict[str, str] | 
         terms.append(f"json_extract(metadata, '$.{key}') = ?")
         params.append(value)
     if rowids is not None:
-        if not rowids:
-            return []
         terms.append(f"rowid IN ({', '.join('?' * len(rowids))})")
         params.extend(int(r) for r in rowids)
-    tail = f" WHERE {' AND '.join(terms)}" if terms else ""
+    if below is not None:
+        terms.append("rowid < ?")
+        params.append(int(below))
+    return (f" WHERE {' AND '.join(terms)}" if terms else ""), params
+
+
+def read_vector_rows(store: MemoryStore, index: str, *, where: dict[str, str] | None = None,
+                     rowids: list[int] | None = None, below: int | None = None) -> list[VectorRow]:
+    """Return the rows of vector index INDEX in table order (rowid), read `NOT INDEXED`.
+
+    WHERE: {metadata key: string value} with keys among `FILTER_KEYS`, every one must hold (Mastra's
+    equality filter on `json_extract(metadata, '$.key')`). ROWIDS: only those rows. BELOW: only rows
+    inserted before that rowid. A row whose embedding is not a blob is skipped. Raises StoreError (and
+    for an unknown filter key).
+    """
+    if rowids is not None and not rowids:
+        return []
+    tail, params = _where(where, rowids, below)
     rows = store.rows(f"SELECT rowid, vector_id, embedding, metadata FROM {_quoted(index)} NOT INDEXED{tail} "
                       "ORDER BY rowid", params)
     return [VectorRow(int(r[0]), str(r[1]), bytes(r[2]), _metadata(r[3]))
             for r in rows if isinstance(r[2], (bytes, bytearray, memoryview))]
+
+
+def message_vectors(store: MemoryStore, index: str, message_id: str) -> list[VectorRow]:
+    """Return MESSAGE_ID's rows of INDEX in table order: first through `vector_id`'s UNIQUE index (the
+    SemanticRecall processor stores one vector per message under the message's id), else by scanning the
+    metadata (`Memory.saveMessages` stores random ids, one per chunk). Raises StoreError."""
+    rows = store.rows(f"SELECT rowid, vector_id, embedding, metadata FROM {_quoted(index)} WHERE vector_id = ?",
+                      [message_id])
+    found = [VectorRow(int(r[0]), str(r[1]), bytes(r[2]), _metadata(r[3])) for r in rows
+             if isinstance(r[2], (bytes, bytearray, memoryview))]
+    if found and all(r.message_id == message_id for r in found):
+        return found
+    return read_vector_rows(store, index, where={"message_id": message_id})
+
+
+def read_embeddings(store: MemoryStore, index: str, *, where: dict[str, str] | None = None,
+                    below: int | None = None) -> tuple[list[int], list[bytes]]:
+    """Return (rowids, embeddings as stored) of INDEX's rows in table order, filtered as `read_vector_rows`
+    does, without their metadata (the scan a brute-force query scores). Raises StoreError."""
+    tail, params = _where(where, None, below)
+    rows = store.rows(f"SELECT rowid, embedding FROM {_quoted(index)} NOT INDEXED{tail} ORDER BY rowid", params)
+    kept = [r for r in rows if isinstance(r[1], (bytes, bytearray, memoryview))]
+    return [int(r[0]) for r in kept], [bytes(r[1]) for r in kept]
 
 
 def has_ann_index(store: MemoryStore, index: str) -> bool:
