@@ -148,7 +148,9 @@ class ThreadView(QWidget):
         """Return the width (px) this pane needs to show every tab title without scroll buttons."""
         bar = self.tabs.tabBar()
         tabs = sum(bar.tabSizeHint(i).width() for i in range(bar.count()))
-        return tabs + 24   # the tab widget's own margins and a little air
+        # the tab widget's own margins and a little air (25 px: with ten tabs padded 4 px the panes keep the
+        # widths nine tabs padded 7 px gave them, to the pixel: the Health tab's summaries need them)
+        return tabs + 25
 
     def set_use_helper(self, use: bool) -> None:
         """Read message pages in the TaskRunner's helper process when USE (big databases)."""
