@@ -3,12 +3,16 @@
     python benchmarks/build_large_db.py OUT.db [--threads 5000] [--messages-per-thread 40]
                                              [--big-thread 20000] [--source ../shared/fixtures/mastra/support.db]
                                              [--pg URL] [--libsql-url URL] [--reuse]
+                                             [--vectors 100000] [--vector-dim 384] [--no-vector-index]
 
 Every row is a copy of a row Mastra wrote (support.db): threads, messages (content verbatim, ids
 suffixed), and each thread's OM generations (lookup keys and thread ids rewritten), so the OM
 engine sees real data. One extra thread, `bench-big`, holds BIG_THREAD messages whose times are
 spread one second apart. The source is copied first; it is never opened in place.
 `--pg` / `--libsql-url` also write the same rows into a server store (benchmarks/copy_to_server.py).
+`--vectors N` adds semantic recall's vector memory as LibSQLVector writes it (`add_vectors`): the table
+`memory_messages_<dim>` with N vectors of the benchmark threads' messages and, unless `--no-vector-index`,
+libSQL's ANN index, built through the libsql driver (plain SQLite cannot).
 """
 
 from __future__ import annotations
@@ -123,6 +127,71 @@ def build(out: Path, source: Path, threads: int, per_thread: int, big: int) -> d
     return counts
 
 
+def _vector_table(dim: int) -> str:
+    return "memory_messages" if dim == 1536 else f"memory_messages_{dim}"
+
+
+def add_vectors(out: Path, count: int, dim: int, *, index: bool = True, seed: int = 1,
+                index_options: tuple[str, ...] = ()) -> dict:
+    """Add COUNT vectors of DIM float32 values to OUT as LibSQLVector stores Memory's (one per message).
+
+    The table and index are LibSQLVector.createIndex's SQL; rows are the first COUNT text messages of the
+    `bench-*` threads, vector id = message id, metadata {message_id, thread_id, resource_id, role, content,
+    created_at}. A vector is its thread's direction plus noise, normalised (messages of a thread are
+    near each other, like real embeddings of one topic). INDEX: build libSQL's ANN index too (the
+    driver's `libsql_vector_idx`, with INDEX_OPTIONS such as `compress_neighbors=float1bit`: LibSQLVector's
+    default index keeps every neighbour's full vector, ~90 KB a node at 384 dimensions, so 100k vectors
+    need ~9 GB and hours; a compressed one builds in minutes and answers the same queries). Returns
+    {vectors, dimension, index_s}.
+    """
+    import json
+
+    import libsql
+    import numpy as np
+
+    table = _vector_table(dim)
+    rng = np.random.default_rng(seed)
+    db = sqlite3.connect(out)
+    rows = db.execute("SELECT id, thread_id, \"resourceId\", role, content, \"createdAt\" FROM mastra_messages "
+                      "WHERE thread_id LIKE 'bench-%' AND role IN ('user', 'assistant') ORDER BY rowid LIMIT ?",
+                      (count,)).fetchall()
+    db.close()
+    conn = libsql.connect(str(out))
+    conn.execute(f"""CREATE TABLE IF NOT EXISTS {table} (
+            id SERIAL PRIMARY KEY,
+            vector_id TEXT UNIQUE NOT NULL,
+            embedding F32_BLOB({dim}),
+            metadata TEXT DEFAULT '{{}}'
+          )""")
+    centres: dict[str, np.ndarray] = {}
+    batch = []
+    for message_id, thread_id, resource_id, role, content, created in rows:
+        try:
+            parts = json.loads(content).get("parts") or []
+        except (ValueError, AttributeError):
+            parts = []
+        text = "\n".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text")
+        centre = centres.get(thread_id)
+        if centre is None:
+            centre = centres[thread_id] = rng.standard_normal(dim)
+        v = centre + 0.8 * rng.standard_normal(dim)
+        v = (v / np.linalg.norm(v)).astype("<f4")
+        meta = {"message_id": message_id, "thread_id": thread_id, "resource_id": resource_id, "role": role,
+                "content": text, "created_at": created}
+        batch.append((message_id, v.tobytes(), json.dumps(meta)))
+    conn.executemany(f"INSERT INTO {table} (vector_id, embedding, metadata) VALUES (?, ?, ?)", batch)
+    conn.commit()
+    t0 = time.perf_counter()
+    if index:
+        options = "".join(f", '{o}'" for o in index_options)
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_vector_idx ON {table} "
+                     f"(libsql_vector_idx(embedding{options}))")
+        conn.commit()
+    index_s = time.perf_counter() - t0
+    conn.close()
+    return {"vectors": len(batch), "dimension": dim, "index_s": round(index_s, 1)}
+
+
 def main(argv=None) -> int:
     """Parse arguments, build the database, print what was built."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -135,11 +204,22 @@ def main(argv=None) -> int:
                    "created by Mastra's PostgresStore.init(); the schema is dropped first")
     p.add_argument("--libsql-url", metavar="URL", help="also copy it into this libSQL server (sqld), e.g. http://127.0.0.1:PORT")
     p.add_argument("--reuse", action="store_true", help="OUT exists: copy it to the servers without rebuilding it")
+    p.add_argument("--vectors", type=int, default=0, metavar="N",
+                   help="add N vectors of semantic recall (LibSQLVector's memory_messages_<dim>), e.g. 100000")
+    p.add_argument("--vector-dim", type=int, default=384, metavar="D", help="their dimension (default 384)")
+    p.add_argument("--no-vector-index", action="store_true", help="without libSQL's ANN index")
+    p.add_argument("--vector-index-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option of libsql_vector_idx, e.g. compress_neighbors=float1bit, max_neighbors=16")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     if not (a.reuse and a.out.exists()):
         counts = build(a.out, a.source, a.threads, a.messages_per_thread, a.big_thread)
         print(f"built {a.out} in {time.perf_counter() - t0:.1f} s: {counts}")
+        if a.vectors:
+            t0 = time.perf_counter()
+            counts = add_vectors(a.out, a.vectors, a.vector_dim, index=not a.no_vector_index,
+                                 index_options=tuple(a.vector_index_option))
+            print(f"added vectors in {time.perf_counter() - t0:.1f} s: {counts}")
     from benchmarks.copy_to_server import copy_to_libsql, copy_to_pg
 
     if a.pg:

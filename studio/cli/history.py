@@ -6,6 +6,11 @@
     memory-studio recall PATH --thread ID [--page N] [--per-page M | --all] [--from ISO] [--to ISO]
                          [--metadata JSON] [--include ID[:PREV[:NEXT]]]... [--apply-include] --json
         -> {"message_ids": [...], "total": N, "has_more": bool}         (Memory.recall)
+    memory-studio recall PATH --thread ID [--resource ID] (--vector-search TEXT --embedder PROVIDER/MODEL
+                         [--base-url URL] | --vector-of MESSAGE_ID) [--top-k K] [--message-range N]
+                         [--scope thread|resource] [--last-messages N] [--exact] [--per-page M | --all] --json
+        -> {"message_ids", "total", "has_more", "index_name", "semantic_recall", "vector_search": "ann"|"exact",
+            "vector_hits": [{"id", "message_id", "thread_id", "score", "text"}]}   (semantic recall)
     memory-studio speakers PATH --thread ID --json
         -> {"speakers": [{"author_id", "author_name", "functional_role", "messages", "tokens"}],
             "untagged_messages": N}
@@ -156,12 +161,70 @@ def add_recall_command(subparsers) -> None:
     p.add_argument("--include", action="append", default=[], metavar="ID[:PREV[:NEXT]]", help=INCLUDE_HELP)
     p.add_argument("--apply-include", action="store_true",
                    help="apply --include as MemoryLibSQL.listMessages does (Memory.recall itself ignores it)")
+    meaning = p.add_argument_group("semantic recall (Memory's semanticRecall; defaults are Mastra's)")
+    query = meaning.add_mutually_exclusive_group()
+    query.add_argument("--vector-search", metavar="TEXT",
+                       help="recall by meaning: TEXT is embedded with --embedder and queries the vector index")
+    query.add_argument("--vector-of", metavar="MESSAGE_ID",
+                       help="recall by meaning with MESSAGE_ID's stored vector as the query (no embedder: a turn's "
+                            "user message is the query that turn's agent used)")
+    meaning.add_argument("--embedder", metavar="PROVIDER/MODEL",
+                         help="the embedding model (OpenAI-compatible /embeddings; key from the usual variable or "
+                              "the keyring), e.g. openai/text-embedding-3-small, ollama/nomic-embed-text")
+    meaning.add_argument("--base-url", metavar="URL", help="the embedder's base URL (e.g. http://localhost:11434/v1)")
+    meaning.add_argument("--top-k", type=_positive, default=4, metavar="K", help="hits per query (default 4)")
+    meaning.add_argument("--message-range", type=_non_negative, default=1, metavar="N",
+                         help="messages kept before and after each hit (default 1)")
+    meaning.add_argument("--scope", choices=["resource", "thread"], default="resource",
+                         help="search the resource's messages (default) or the thread's")
+    meaning.add_argument("--last-messages", type=_non_negative, default=10, metavar="N",
+                         help="Memory's lastMessages, the default page size (default 10)")
+    meaning.add_argument("--exact", action="store_true",
+                         help="score every vector of the scope instead of libSQL's ANN candidates (Mastra's query "
+                              "uses the ANN index: compare both to see whether it missed a neighbour)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_recall)
 
 
+def _semantic_recall(args) -> int:
+    from studio.app.semantic import recall_by_meaning, recall_with_vector
+    from studio.engine.semantic import SemanticConfig
+
+    if args.include or args.start or args.end or args.metadata or args.page:
+        raise BadInput("--vector-search / --vector-of take no --include, --from, --to, --metadata or --page "
+                       "(Memory.recall's semantic path here reads the newest page)")
+    config = SemanticConfig(args.top_k, args.message_range, args.scope)
+    per_page = _per_page(args)
+    with reading(args.path) as store:
+        if args.vector_of:
+            doc = recall_with_vector(store, args.thread, args.vector_of, config, resource_id=args.resource,
+                                     per_page=per_page, last_messages=args.last_messages, exact=args.exact)
+        else:
+            embed = _embedder(args)
+            doc = recall_by_meaning(store, args.thread, args.vector_search, embed, config, resource_id=args.resource,
+                                    per_page=per_page, last_messages=args.last_messages, model_id=args.embedder,
+                                    exact=args.exact)
+    print_json(doc)
+    return EXIT_OK
+
+
+def _embedder(args):
+    """The embed function of --embedder (a client made now; the model is called only when recall asks)."""
+    from studio.llm import LLMClient, ProviderConfigError
+
+    if not args.embedder:
+        raise BadInput("--vector-search needs --embedder PROVIDER/MODEL (the model that embedded the messages)")
+    try:
+        client = LLMClient.for_model(args.embedder, base_url=args.base_url)
+    except ProviderConfigError as exc:
+        raise BadInput(str(exc)) from exc
+    return lambda values: client.embed(values).vectors
+
+
 @_validated
 def _run_recall(args) -> int:
+    if args.vector_search is not None or args.vector_of is not None:
+        return _semantic_recall(args)
     include = [parse_include(text) for text in args.include] or None
     if include and not args.apply_include:
         say("note: Mastra's Memory.recall ignores include; the result is what Mastra returns "

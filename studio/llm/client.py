@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -43,7 +44,16 @@ from studio.llm.errors import (
 )
 from studio.llm.keys import OS_KEYRING, KeyringGetter, Secret, redact, require_key
 from studio.llm.providers import GEMINI_GENERATE, ModelSpec, parse_model
-from studio.llm.wire import Usage, WireRequest, build_request, error_detail, parse_answer
+from studio.llm.wire import (
+    Embeddings,
+    Usage,
+    WireRequest,
+    build_embeddings_request,
+    build_request,
+    error_detail,
+    parse_answer,
+    parse_embeddings,
+)
 
 log = logging.getLogger("studio.llm")
 
@@ -193,6 +203,26 @@ class LLMClient:
         started = time.monotonic()
         request = build_request(self.spec, system, prompt, api_key=self._key,
                                 max_output_tokens=self.max_output_tokens, temperature=self.temperature)
+        data, attempt = self._post(request, cancel, on_event)
+        answer = parse_answer(self.spec, data)
+        return Completion(answer.text, answer.usage, answer.finish_reason, attempt, self.spec.name,
+                          int((time.monotonic() - started) * 1000))
+
+    def embed(self, values: list[str], *, cancel: CancelToken | None = None,
+              on_event: Callable[[ClientEvent], None] | None = None) -> Embeddings:
+        """Embed VALUES through the OpenAI-compatible `POST {base}/embeddings` (OpenAI, Ollama, LM Studio, vLLM, …).
+
+        Returns Embeddings (one vector of floats per value, in order, and the usage). Raises
+        ProviderConfigError for a provider without that API (Anthropic, Gemini), the errors of
+        `complete`, and ProviderResponseError for an answer without one vector per value.
+        """
+        request = build_embeddings_request(self.spec, values, api_key=self._key)
+        data, _attempt = self._post(request, cancel, on_event)
+        return parse_embeddings(data, len(values))
+
+    def _post(self, request: WireRequest, cancel: CancelToken | None,
+              on_event: Callable[[ClientEvent], None] | None) -> tuple[Any, int]:
+        """POST REQUEST with retries; return (the answer's parsed JSON, attempts made)."""
         emit = on_event or (lambda event: None)
         with httpx.Client(timeout=self.timeouts.to_httpx(), transport=self.transport, follow_redirects=False,
                           trust_env=False) as client:
@@ -223,13 +253,10 @@ class LLMClient:
                 status = response.status_code
                 if 200 <= status < 300:
                     try:
-                        data = response.json()
+                        return response.json(), attempt
                     except ValueError:
                         raise ProviderResponseError(self._say(f"{self._label} answered HTTP {status} with a body "
                                                               "that is not JSON"), status) from None
-                    answer = parse_answer(self.spec, data)
-                    return Completion(answer.text, answer.usage, answer.finish_reason, attempt, self.spec.name,
-                                      int((time.monotonic() - started) * 1000))
                 retryable = status in RETRYABLE_STATUS or 500 <= status <= 599
                 if not retryable:
                     raise self._status_error(response)

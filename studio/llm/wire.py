@@ -172,3 +172,54 @@ def error_detail(data: Any) -> tuple[str, str]:
             code = f"{code} {' '.join(map(str, reasons))}".strip()
         return str(err.get("message") or ""), str(code)
     return str(data.get("message") or data.get("detail") or ""), str(data.get("type") or "")
+
+
+# -- embeddings ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Embeddings:
+    """What `/embeddings` answered: VECTORS (one list of floats per input, in input order) and USAGE."""
+
+    vectors: list[list[float]]
+    usage: Usage
+
+
+def build_embeddings_request(spec: ModelSpec, values: list[str], *, api_key: Secret | None) -> WireRequest:
+    """Return the OpenAI-compatible `POST {base}/embeddings` request for VALUES (float vectors asked for).
+
+    Raises ProviderConfigError for a provider whose API is not OpenAI-compatible.
+    """
+    from studio.llm.errors import ProviderConfigError
+
+    if spec.provider.api != OPENAI_CHAT:
+        raise ProviderConfigError(f"{spec.provider.label or spec.provider.name} has no OpenAI-compatible "
+                                  "/embeddings endpoint; use openai/…, ollama/…, lmstudio/…, vllm/… or "
+                                  "openai-compatible/… with --base-url")
+    headers = {"content-type": "application/json", "accept": "application/json"}
+    if api_key is not None:
+        headers["authorization"] = f"Bearer {api_key.reveal()}"
+    return WireRequest(f"{spec.base_url}/embeddings", headers,
+                       {"model": spec.model_id, "input": list(values), "encoding_format": "float"})
+
+
+def parse_embeddings(data: Any, count: int) -> Embeddings:
+    """Read an `/embeddings` answer ({data: [{index, embedding}], usage}) holding COUNT vectors, in input order.
+
+    Raises ProviderResponseError when it does not hold COUNT vectors of numbers of one length.
+    """
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list) or len(items) != count:
+        raise ProviderResponseError(f"The embeddings answer does not hold {count} vector(s)")
+    ordered = sorted(items, key=lambda d: d.get("index", 0) if isinstance(d, dict) and _int(d.get("index")) is not None
+                     else 0)
+    vectors = []
+    for item in ordered:
+        vector = item.get("embedding") if isinstance(item, dict) else None
+        if not isinstance(vector, list) or not vector or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
+            raise ProviderResponseError("The embeddings answer holds a vector that is not a list of numbers")
+        vectors.append([float(x) for x in vector])
+    if len({len(v) for v in vectors}) > 1:
+        raise ProviderResponseError("The embeddings answer holds vectors of different lengths")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return Embeddings(vectors, Usage(_int(usage.get("prompt_tokens")), None, _int(usage.get("total_tokens"))))

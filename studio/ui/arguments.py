@@ -78,7 +78,7 @@ def build_parser(commands: Sequence[str] = ()) -> argparse.ArgumentParser:
                    help="render the window to an image (PNG, or JPEG/BMP by the suffix) and exit")
     p.add_argument("--thread", metavar="ID", help="select this thread")
     p.add_argument("--tab", choices=["observations", "history", "messages", "speakers", "participants",
-                                     "working-memory", "timeline", "trace", "context", "health"],
+                                     "working-memory", "timeline", "trace", "context", "health", "vectors"],
                    help="show this tab (speakers and participants name the same tab)")
     p.add_argument("--size", default="1400x900", metavar="WIDTHxHEIGHT",
                    help=f"window size for --screenshot in pixels, width {MIN_WIDTH}..{MAX_SIDE}, "

@@ -201,7 +201,7 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         self.tab_actions: dict[str, QAction] = {}
         for i, name in enumerate(TAB_NAMES, start=1):
-            action = QAction(TAB_TITLES[name].replace("&", "&&"), self, shortcut=QKeySequence(f"Ctrl+{i}"),
+            action = QAction(TAB_TITLES[name].replace("&", "&&"), self, shortcut=QKeySequence(f"Ctrl+{i % 10}"),
                              triggered=functools.partial(self._on_tab_action_triggered, name))
             view_menu.addAction(action)
             self.tab_actions[name] = action

@@ -22,14 +22,15 @@ from studio.ui.widgets.om_tab import ObservationalMemoryTab
 from studio.ui.widgets.participants import ParticipantsTab
 from studio.ui.widgets.timeline_tab import TimelineTab
 from studio.ui.widgets.trace_panel import TracePanel
+from studio.ui.widgets.vector_memory import VectorMemoryTab
 from studio.ui.widgets.working_memory import WorkingMemoryTab
 
 TAB_NAMES = ["observations", "history", "messages", "participants", "working-memory", "timeline", "trace",
-             "context", "health"]
-# Short titles: nine tabs must fit the detail pane of a 1024 px window; TAB_TOOLTIPS give the full names.
+             "context", "health", "vectors"]
+# Short titles: ten tabs must fit the detail pane of a 1024 px window; TAB_TOOLTIPS give the full names.
 TAB_TITLES = {"observations": "Observations", "history": "History", "messages": "Messages",
               "participants": "Speakers", "working-memory": "Working memory", "timeline": "Timeline",
-              "trace": "Trace", "context": "Context", "health": "Health"}
+              "trace": "Trace", "context": "Context", "health": "Health", "vectors": "Vectors"}
 TAB_TOOLTIPS = {"observations": "Observational memory: thresholds, record and the observation log",
                 "history": "Every generation of the observation log, and a diff of any two",
                 "messages": "The thread's messages with Mastra's token estimate and the exact count",
@@ -38,7 +39,9 @@ TAB_TOOLTIPS = {"observations": "Observational memory: thresholds, record and th
                 "timeline": "Message window, observation log and events over time; what-if replay",
                 "trace": "Trace a fact through every generation",
                 "context": "Turn context: what Observational Memory put into the model's context at a turn",
-                "health": "What the memory doctor found in this thread"}
+                "health": "What the memory doctor found in this thread",
+                "vectors": "Vector memory (semantic recall): indexes, this thread's embedded messages, similar "
+                           "messages, what a turn recalled, recall by meaning"}
 NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 
@@ -62,8 +65,8 @@ class ThreadView(QWidget):
         self.messages_tab = MessagesTab(runner)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        # The nine tabs fit in the detail pane of a 1024 px window without scroll buttons.
-        self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 7px; }")
+        # The ten tabs fit in the detail pane of a 1024 px window without scroll buttons (tests/ui/test_fit.py).
+        self.tabs.tabBar().setStyleSheet("QTabBar::tab { padding: 4px 4px; }")
         for name, tab in (("observations", self.om_tab), ("history", self.history_tab),
                           ("messages", self.messages_tab)):
             self.tabs.addTab(tab, TAB_TITLES[name])
@@ -80,6 +83,8 @@ class ThreadView(QWidget):
         self._add_trace_tabs(runner, settings)
         self.health_tab = HealthTab(runner)   # the doctor's findings for this thread (studio.ui.widgets.health)
         self.tabs.addTab(self.health_tab, TAB_TITLES["health"])
+        self.vectors_tab = VectorMemoryTab(runner, settings=settings)
+        self.tabs.addTab(self.vectors_tab, TAB_TITLES["vectors"])
         for index, name in enumerate(TAB_NAMES):
             self.tabs.setTabToolTip(index, TAB_TOOLTIPS[name])
 
@@ -146,7 +151,9 @@ class ThreadView(QWidget):
         """Return the width (px) this pane needs to show every tab title without scroll buttons."""
         bar = self.tabs.tabBar()
         tabs = sum(bar.tabSizeHint(i).width() for i in range(bar.count()))
-        return tabs + 24   # the tab widget's own margins and a little air
+        # the tab widget's own margins and a little air (25 px: with ten tabs padded 4 px the panes keep the
+        # widths nine tabs padded 7 px gave them, to the pixel: the Health tab's summaries need them)
+        return tabs + 25
 
     def set_use_helper(self, use: bool) -> None:
         """Read message pages in the TaskRunner's helper process when USE (big databases)."""
@@ -178,6 +185,7 @@ class ThreadView(QWidget):
         self.trace_panel.set_thread(None)
         self.context_view.set_thread(None)
         self.health_tab.set_thread(None)
+        self.vectors_tab.set_thread(None)
 
     def show_loading(self, thread: Thread) -> None:
         """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
@@ -194,6 +202,7 @@ class ThreadView(QWidget):
         self.context_view.set_thread(thread.id)
         if self.health_tab.thread_id != thread.id:
             self.health_tab.set_thread(thread.id)
+        self.vectors_tab.set_thread(thread.id)
 
     def show_detail(self, detail: ThreadDetail) -> None:
         """Show DETAIL in the header and the three tabs."""
@@ -201,6 +210,7 @@ class ThreadView(QWidget):
             self.participants_tab.refresh()
             self.working_memory_tab.refresh()
             self.lineage_bar.refresh()
+            self.vectors_tab.refresh()
         self._detail = detail
         if detail.damage:   # the status read met the damage (the load itself succeeded: the runner saw no error)
             self.damage_banner.show_damage(detail.damage)

@@ -1,0 +1,128 @@
+"""`memory-studio recall --vector-search` equals Mastra's semantic recall on every case of the `semantic` fixture.
+
+The embedder is a fake OpenAI-compatible `/v1/embeddings` server on 127.0.0.1 implementing the corpus's
+`hash64` (tests/hash64.py); the store is a private copy of `semantic.db` (LibSQLVector in the same file).
+Expected values: `semantic.oracle.json` (real Mastra's Memory.recall and vector.query results).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import pytest
+
+from studio.cli import main
+from tests.semantic_cases import CASES, assert_case, case_id, hash64_server, run_recall
+
+
+@pytest.fixture
+def semantic_db(fixture_db) -> str:
+    return str(fixture_db("semantic"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_recall_by_meaning_equals_mastra(semantic_db, fake_llm, case):
+    hash64_server(fake_llm)
+    doc = run_recall(semantic_db, case, fake_llm.base_url)
+    assert_case(doc, case)
+    # the path LibSQLVector.query takes: its indexed SQL run here through libSQL itself
+    assert doc["vector_search"] == _mastra_path(semantic_db, case)
+    # scoring every vector gives the same: the oracle's annEqualsExact
+    assert case["annEqualsExact"]
+    exact = run_recall(semantic_db, case, fake_llm.base_url, "--exact")
+    assert exact["vector_search"] == "exact"
+    assert_case(exact, case)
+    # the query went to /embeddings once, as Mastra's chunks (one here), with the model id
+    assert [(r.path, r.body["model"], r.body["input"]) for r in fake_llm.requests] == \
+        [("/v1/embeddings", "hash64", [" ".join(case["query"].split())])] * 2
+
+
+def _mastra_path(db: str, case: dict) -> str:
+    """"ann" when LibSQLVector's indexed query (vector_top_k over topK × 10 candidates, the filter, score > -1)
+    returns topK rows for CASE's query, else "exact" (Mastra then scores every row)."""
+    import libsql
+
+    from tests.hash64 import hash64
+
+    (query,) = case["vectorQuery"]
+    (key, value), = query["filter"].items()
+    vector = "[" + ",".join(repr(x) for x in hash64(case["query"])) + "]"
+    conn = libsql.connect(db)
+    try:
+        rows = conn.execute(
+            "WITH candidates AS (SELECT t.vector_id AS id, "
+            "(1 - vector_distance_cos(t.embedding, vector32(?))) AS score, t.metadata "
+            "FROM vector_top_k('memory_messages_64_vector_idx', vector32(?), ?) AS v "
+            "JOIN memory_messages_64 AS t ON t.rowid = v.id) SELECT id, score FROM candidates "
+            f"WHERE json_extract(metadata, '$.{key}') = ? AND score > -1 ORDER BY score DESC LIMIT ?",
+            (vector, vector, query["topK"] * 10, value, query["topK"])).fetchall()
+    finally:
+        conn.close()
+    if len(rows) >= query["topK"]:
+        assert [(r[0], r[1]) for r in rows] == [(r["id"], r["score"]) for r in query["results"]]
+        return "ann"
+    return "exact"
+
+
+def test_both_paths_are_exercised():
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tests.conftest import FIXTURES
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "semantic.db"
+        shutil.copyfile(FIXTURES / "semantic.db", db)
+        paths = {_mastra_path(str(db), case) for case in CASES}
+    assert paths == {"ann", "exact"}
+
+
+def _run(args: list[str], capsys) -> tuple[int, dict | None, str]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(args)
+    text = out.getvalue()
+    return code, (json.loads(text) if text.strip() else None), capsys.readouterr().err
+
+
+def test_known_dimension_is_refused_before_any_call(semantic_db, fake_llm, capsys):
+    hash64_server(fake_llm)
+    code, doc, err = _run(["recall", semantic_db, "--thread", "sem-k8s", "--resource", "user-ivan",
+                           "--vector-search", "budget", "--embedder", "openai-compatible/text-embedding-3-small",
+                           "--base-url", fake_llm.base_url, "--json"], capsys)
+    assert (code, doc) == (2, None)
+    assert "1536-dimensional" in err and "memory_messages_64 (64 dimensions)" in err
+    assert fake_llm.requests == []
+
+
+def test_wrong_dimension_answer_is_a_sentence(semantic_db, fake_llm, capsys):
+    from tests.fake_llm import Reply
+
+    fake_llm.default = lambda request: Reply(status=200, body={"data": [{"index": 0, "embedding": [0.5] * 8}]})
+    code, doc, err = _run(["recall", semantic_db, "--thread", "sem-k8s", "--scope", "thread",
+                           "--vector-search", "budget", "--embedder", "openai-compatible/m",
+                           "--base-url", fake_llm.base_url, "--json"], capsys)
+    assert (code, doc) == (2, None)
+    assert "8-dimensional" in err and "Traceback" not in err
+
+
+def test_resource_scope_needs_a_resource(semantic_db, fake_llm, capsys):
+    hash64_server(fake_llm)
+    code, doc, err = _run(["recall", semantic_db, "--thread", "sem-k8s", "--vector-search", "budget",
+                           "--embedder", "openai-compatible/hash64", "--base-url", fake_llm.base_url, "--json"],
+                          capsys)
+    assert (code, doc) == (2, None)
+    assert "--resource" in err and fake_llm.requests == []
+
+
+def test_missing_embedder_and_unreachable_embedder(semantic_db, fake_llm, capsys):
+    code, _doc, err = _run(["recall", semantic_db, "--thread", "sem-k8s", "--scope", "thread",
+                            "--vector-search", "budget", "--json"], capsys)
+    assert code == 2 and "--embedder" in err
+    code, _doc, err = _run(["recall", semantic_db, "--thread", "sem-k8s", "--scope", "thread",
+                            "--vector-search", "budget", "--embedder", "openai-compatible/m",
+                            "--base-url", "http://127.0.0.1:9/v1", "--json"], capsys)
+    assert code == 1 and "Cannot reach" in err and "Traceback" not in err

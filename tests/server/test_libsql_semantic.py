@@ -1,0 +1,53 @@
+"""Semantic recall over a libSQL server (sqld, Hrana) equals Mastra's on every case of the `semantic` fixture.
+
+The fixture `semantic.db` (real Mastra output, LibSQLVector in the same database) is copied into a throwaway
+sqld with the corpus's own `copy.mjs` (schema and rows with their rowids; sqld rebuilds the vector index);
+the embedder is the hash64 fake `/v1/embeddings` server on 127.0.0.1. Expected values: `semantic.oracle.json`
+(the corpus README: on sqld the semantic oracle equals the file one).
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from studio.app.semantic import vector_memory_document
+from studio.store import open_store
+from tests.conftest import FIXTURES
+from tests.interop.conftest import install_corpus, run_node
+from tests.semantic_cases import CASES, ORACLE, assert_case, case_id, hash64_server, run_recall
+
+
+@pytest.fixture(scope="module")
+def semantic_server(tmp_path_factory) -> str:
+    """A sqld holding a copy of the semantic fixture; its URL."""
+    corpus = install_corpus()
+    servers = tmp_path_factory.mktemp("sqld-semantic")
+    done = subprocess.run(["bash", "servers.sh", "sqld", "start", str(servers), "semantic"], cwd=corpus,
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        pytest.fail(f"servers.sh sqld start failed: {done.stderr[-2000:]}")
+    url = done.stdout.strip().splitlines()[-1]
+    try:
+        source = tmp_path_factory.mktemp("semantic-src") / "semantic.db"
+        source.write_bytes((FIXTURES / "semantic.db").read_bytes())
+        run_node(corpus, "copy.mjs", "fixture", "server", "--store", "libsql-remote", "--url",
+                 f"fixture=file:{source},server={url}")
+        yield url
+    finally:
+        subprocess.run(["bash", "servers.sh", "sqld", "stop", str(servers)], cwd=corpus, capture_output=True,
+                       timeout=120)
+
+
+def test_vector_indexes_as_mastra_describes_them(semantic_server):
+    with open_store(semantic_server) as store:
+        doc = vector_memory_document(store)
+    assert [{"indexName": i["index_name"], "dimension": i["dimension"], "count": i["count"], "metric": i["metric"]}
+            for i in doc["indexes"]] == ORACLE["vector"]["indexes"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_recall_by_meaning_over_sqld_equals_mastra(semantic_server, fake_llm, case):
+    hash64_server(fake_llm)
+    assert_case(run_recall(semantic_server, case, fake_llm.base_url), case)
