@@ -19,6 +19,7 @@ import libsql
 
 from studio.errors import StoreError
 from studio.store.cells import is_driver_panic
+from studio.store.target import display_path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -52,26 +53,27 @@ def check_file(location: Target) -> None:
     O_NONBLOCK, after the file was seen to be regular).
     """
     path = location.path
+    shown = display_path(path)
     try:
         st = os.stat(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise StoreError(f"{path} is a symbolic link that loops back on itself (a link to a link … to "
+            raise StoreError(f"{shown} is a symbolic link that loops back on itself (a link to a link … to "
                              "itself), so there is no file to open: point the link at the real memory.db, "
                              "or open the memory.db file itself") from exc
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             if os.path.islink(path):
-                raise StoreError(f"{path} is a symbolic link to {os.readlink(path)!r}, which does not exist: "
-                                 "point the link at the real memory.db, or open that file itself") from exc
-            raise StoreError(f"No such file: {path}") from exc
+                raise StoreError(f"{shown} is a symbolic link to {display_path(os.readlink(path))!r}, which does "
+                                 "not exist: point the link at the real memory.db, or open that file itself") from exc
+            raise StoreError(f"No such file: {shown}") from exc
         if exc.errno == errno.EACCES:
-            raise StoreError(f"Cannot read {path}: permission denied (a folder on the way is not "
+            raise StoreError(f"Cannot read {shown}: permission denied (a folder on the way is not "
                              "accessible to you); open a copy or ask for read access") from exc
-        raise StoreError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+        raise StoreError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
     if stat.S_ISDIR(st.st_mode):
-        raise StoreError(f"{path} is a directory, not a memory.db file")
+        raise StoreError(f"{shown} is a directory, not a memory.db file")
     if not stat.S_ISREG(st.st_mode):
-        raise StoreError(f"{path} is {_kind(st.st_mode)}, not a regular file: a memory.db is always a regular "
+        raise StoreError(f"{shown} is {_kind(st.st_mode)}, not a regular file: a memory.db is always a regular "
                          "file, and reading this one could wait forever. Open the memory.db file itself")
     for ext in SIDE_FILES:
         side = Path(str(path) + ext)
@@ -80,7 +82,8 @@ def check_file(location: Target) -> None:
         except OSError:
             continue
         if not stat.S_ISREG(side_st.st_mode):
-            raise StoreError(f"{side.name} beside {path.name} is {_kind(side_st.st_mode)}, not a regular file: "
+            raise StoreError(f"{display_path(side.name)} beside {display_path(path.name)} is {_kind(side_st.st_mode)}, "
+                             "not a regular file: "
                              "SQLite would wait on it forever or fail. Move it away (SQLite recreates it), or "
                              "copy the database alone to another folder and open the copy")
     try:
@@ -90,18 +93,27 @@ def check_file(location: Target) -> None:
         finally:
             os.close(fd)
     except PermissionError as exc:
-        raise StoreError(f"Cannot read {path}: permission denied") from exc
+        raise StoreError(f"Cannot read {shown}: permission denied") from exc
     except OSError as exc:
-        raise StoreError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+        raise StoreError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
     if not header:
-        raise StoreError(f"{path} is empty (0 bytes): not a Mastra memory database")
+        raise StoreError(f"{shown} is empty (0 bytes): not a Mastra memory database")
     if header != SQLITE_MAGIC:
-        raise StoreError(f"{path} is not a SQLite database (its first bytes are not the SQLite header)")
+        raise StoreError(f"{shown} is not a SQLite database (its first bytes are not the SQLite header)")
 
 
-def _uri(path: Path, mode: str, immutable: bool = False) -> str:
-    quoted = urllib.parse.quote(str(path.resolve()), safe="/:~-._ ")
+def file_uri(path: Path, mode: str, immutable: bool = False) -> str:
+    """Return the SQLite URI that opens PATH (made absolute, symlinks resolved) in MODE ("ro", "rw").
+
+    Linux file names are bytes: the path's bytes (`os.fsencode`, so a name that is not UTF-8, read
+    from the command line as surrogate escapes, names the same file) are percent-encoded, and
+    SQLite decodes them back to those bytes. IMMUTABLE adds `immutable=1` (no locks, no -wal/-shm).
+    """
+    quoted = urllib.parse.quote(os.fsencode(path.resolve()), safe="/:~-._ ")
     return f"file:{quoted}?mode={mode}" + ("&immutable=1" if immutable else "")
+
+
+_uri = file_uri
 
 
 def immutable_uri(path: Path) -> str:
@@ -219,10 +231,10 @@ def _nonempty(path: Path) -> bool:
 
 def foreign_wal_sentence(path: Path, evidence: str) -> str:
     """Return the sentence for a -wal beside PATH that belongs to another database (EVIDENCE: why we know)."""
-    wal, shm = _side(path, "-wal"), _side(path, "-shm")
-    return (f"the {wal.name} beside it belongs to another database ({evidence}). Move {wal.name} and {shm.name} "
-            f"away (keep them) and open {path.name} again; if you copied the database, copy its own -wal and "
-            "-shm with it")
+    wal, shm = display_path(_side(path, "-wal").name), display_path(_side(path, "-shm").name)
+    return (f"the {wal} beside it belongs to another database ({evidence}). Move {wal} and {shm} "
+            f"away (keep them) and open {display_path(path.name)} again; if you copied the database, copy its own "
+            "-wal and -shm with it")
 
 
 def has_nonempty_wal(path: Path) -> bool:
@@ -232,29 +244,32 @@ def has_nonempty_wal(path: Path) -> bool:
 
 def _file_hint(text: str, path: Path) -> str | None:
     """Return a sentence for errors whose cause lies in the files beside PATH, or None."""
-    name = path.name
+    name, shown = display_path(path.name), display_path(path)
     wal, shm, journal = _side(path, "-wal"), _side(path, "-shm"), _side(path, "-journal")
+    wal_name, shm_name = display_path(wal.name), display_path(shm.name)
     if "readonly database" in text and _nonempty(journal):
-        return (f"a write to it did not finish (a crash or a kill) and left its rollback journal {journal.name} "
-                "beside it; SQLite must roll that write back before the file can be read, which a read-only "
+        return (f"a write to it did not finish (a crash or a kill) and left its rollback journal "
+                f"{display_path(journal.name)} beside it; SQLite must roll that write back before the file can be "
+                "read, which a read-only "
                 f"open may not do. Let the app that writes it (Mastra) open it once, or run "
-                f"`sqlite3 {path} \"PRAGMA quick_check\"` — either rolls the journal back — then open it again")
+                f"`sqlite3 {shown} \"PRAGMA quick_check\"` — either rolls the journal back — then open it again")
     if ("disk i/o error" in text or "malformed" in text) and _nonempty(wal):
         mismatch = wal_page_size_mismatch(path)
         if mismatch:
             return foreign_wal_sentence(path, mismatch)
-        return (f"the database reads as damaged together with its {wal.name}. If that -wal (or {shm.name}) was "
+        return (f"the database reads as damaged together with its {wal_name}. If that -wal (or {shm_name}) was "
                 f"copied from another database or from another moment, move both away (keep them) and open "
                 f"{name} again; otherwise the file is corrupt: open a backup")
     if "unable to open database file" in text:
         folder = path.parent
         if _nonempty(wal) and not shm.exists() and not os.access(folder, os.W_OK):
-            return (f"to read its {wal.name}, SQLite must create {shm.name} beside it, but the folder {folder} "
-                    f"is read-only. Copy {name} and {wal.name} together into a writable folder and open the "
+            return (f"to read its {wal_name}, SQLite must create {shm_name} beside it, but the folder "
+                    f"{display_path(folder)} is read-only. Copy {name} and {wal_name} together into a writable "
+                    "folder and open the "
                     "copy, or open it where you may write")
         if not os.access(folder, os.W_OK):
-            return (f"SQLite could not open it in the read-only folder {folder}. Copy {name} (with its -wal) "
-                    "into a writable folder and open the copy")
+            return (f"SQLite could not open it in the read-only folder {display_path(folder)}. Copy {name} (with its "
+                    "-wal) into a writable folder and open the copy")
     return None
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "SCHEMES",
     "Target",
     "absolute_target",
+    "display_path",
     "file_target",
     "is_server_target",
     "libsql_server_refusal",
@@ -179,9 +180,19 @@ def _parse_file(text: str) -> Target:
         raw = parsed.path if parsed.netloc in ("", "localhost") else f"//{parsed.netloc}{parsed.path}"
         if not raw:  # file:relative.db puts the path in .path too, but guard anyway
             raw = text[5:].split("?", 1)[0]
-        text = urllib.parse.unquote(raw)
+        text = urllib.parse.unquote(raw, errors="surrogateescape")   # %E9: the byte 0xE9, as SQLite reads it
     path = Path(text).expanduser()
-    return Target(FILE, str(path), path=path)
+    return Target(FILE, display_path(path), path=path)
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """Return PATH as shown to the user: bytes of its name that are not UTF-8 as U+FFFD (the replacement char).
+
+    Linux file names are bytes; Python reads one that is not UTF-8 as lone surrogates (surrogate
+    escapes), which no terminal, Qt string or JSON document can carry. The file itself is always
+    opened by its real bytes (`Target.path`); only what is shown is replaced.
+    """
+    return os.fsencode(os.fspath(path)).decode("utf-8", "replace")
 
 
 def _parse_libsql_server(text: str) -> Target:

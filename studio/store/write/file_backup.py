@@ -69,7 +69,8 @@ def _check_parent():
         raise SystemExit("the studio process that asked for this backup has gone")
 
 try:
-    uri = "file:" + urllib.parse.quote(src, safe="/:~-._ ") + "?mode=ro" + ("&immutable=1" if immutable else "")
+    quoted = urllib.parse.quote(os.fsencode(src), safe="/:~-._ ")  # a name's bytes, UTF-8 or not
+    uri = "file:" + quoted + "?mode=ro" + ("&immutable=1" if immutable else "")
     source = sqlite3.connect(uri, uri=True, timeout=lock_wait_s)
     target = sqlite3.connect(dst)
     try:

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from studio.app import text as fmt
 from studio.paths import SAMPLE_DATABASE
-from studio.store.target import absolute_target, is_server_target, redact_url, strip_secrets
+from studio.store.target import absolute_target, display_path, is_server_target, redact_url, strip_secrets
 from studio.ui.context import AppContext, WindowContext
 from studio.ui.models.resources import ResourceListModel
 from studio.ui.models.roles import ID_ROLE
@@ -252,7 +252,7 @@ class MainWindow(QMainWindow):
         THREAD_ID and TAB are selected once the thread list is loaded (default: the first thread with OM).
         """
         target = absolute_target(path)   # the open file stays found after a chdir
-        self.statusBar().showMessage(f"Opening {redact_url(target)}…")
+        self.statusBar().showMessage(f"Opening {display_path(redact_url(target))}…")
         self.context.runner.open_store(
             target,
             on_done=lambda info: self._on_store_opened(info, thread_id, tab),
@@ -366,11 +366,11 @@ class MainWindow(QMainWindow):
         self._thread_id = None
         self._pending_thread, self._pending_tab = thread_id, tab
         # "[*]" in a title is Qt's modified-marker placeholder: double it to show a file name literally
-        name = strip_secrets(info.path) if is_server_target(info.path) else Path(info.path).name
+        name = strip_secrets(info.path) if is_server_target(info.path) else display_path(Path(info.path).name)
         self.setWindowTitle(f"{APP_TITLE} — {name.replace('[*]', '[*][*]')}")
-        self.path_label.setText(info.path)
+        self.path_label.setText(display_path(info.path))
         self.thread_view.history_tab.database_path = info.path
-        self.path_label.setToolTip(fmt.plain_tooltip(info.path))
+        self.path_label.setToolTip(fmt.plain_tooltip(display_path(info.path)))
         self.mode_label.setText("read-write" if info.writable else "read-only")
         set_role(self.mode_label, "badge-stale" if info.writable else "badge")
         self.mode_label.setToolTip(READ_ONLY_TIP if not info.writable else "")

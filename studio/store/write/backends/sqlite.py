@@ -26,7 +26,6 @@ write connection creates the -wal and, being the last connection, removes it aga
 from __future__ import annotations
 
 import time
-import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -37,7 +36,7 @@ import libsql
 from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
 from studio.store.backends.sqlite_sql import JSONB_COLUMNS  # decoded with json() inside a write too
-from studio.store.connection import check_file, describe_sqlite_error
+from studio.store.connection import check_file, describe_sqlite_error, file_uri
 from studio.store.target import Target
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
 
@@ -50,8 +49,7 @@ BUSY_TIMEOUT_MS = WRITE_LOCK_WAIT_MS // BEGIN_ATTEMPTS
 
 
 def _uri(path: Path, mode: str) -> str:
-    quoted = urllib.parse.quote(str(path.resolve()), safe="/:~-._ ")
-    return f"file:{quoted}?mode={mode}"
+    return file_uri(path, mode)
 
 
 def _is_busy(exc: BaseException) -> bool:
