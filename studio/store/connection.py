@@ -19,7 +19,7 @@ import libsql
 
 from studio.errors import StoreError
 from studio.store.cells import is_driver_panic
-from studio.store.target import display_path
+from studio.store.target import display_path, elide_middle
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -177,6 +177,16 @@ def connect(location: Target, *, writable: bool = False, allow_immutable: bool =
     """
     check_file(location)
     signature = file_signature(location.path)
+    if too_long_for_sqlite(location.path):
+        if writable:
+            raise StoreError(long_path_refusal(location.path))
+        conn = _connect_snapshot(location)
+        after = file_signature(location.path)
+        # the snapshot's link and unlink change the file's ctime (its link count), nothing else: unless a
+        # writer changed its size or mtime meanwhile (then the caller sees the change and reopens), the
+        # signature after the snapshot is the one later reads compare with
+        same = [s and s[:3] for s in signature] == [s and s[:3] for s in after]
+        return conn, True, after if same else signature
     try:
         immutable = allow_immutable and not writable and is_quiescent_wal(location.path)
         conn = libsql.connect(_uri(location.path, "rw" if writable else "ro", immutable))
@@ -186,6 +196,79 @@ def connect(location: Target, *, writable: bool = False, allow_immutable: bool =
             raise
         raise StoreError(f"Cannot open {location.display}: {describe_sqlite_error(exc, location.path)}") from exc
     return conn, immutable, signature
+
+
+#: The longest absolute path (bytes, symlinks resolved) SQLite's unix VFS opens: its MAX_PATHNAME (512)
+#: less room for the "-journal" suffix it appends. Measured with libSQL's SQLite 3.45.1: 504 opens, 505 fails.
+SQLITE_MAX_PATH_BYTES = 504
+
+
+def too_long_for_sqlite(path: Path) -> bool:
+    """Return True when PATH (made absolute, symlinks resolved) is longer than SQLite can open by name.
+
+    Linux allows paths of 4,095 bytes; SQLite refuses any longer than SQLITE_MAX_PATH_BYTES with
+    "unable to open database file" (error 14), and resolves symbolic links before it measures, so
+    a shorter link or a /proc/self/fd path does not help.
+    """
+    try:
+        resolved = path.resolve()
+    except OSError:
+        return False
+    return len(os.fsencode(resolved)) > SQLITE_MAX_PATH_BYTES
+
+
+def long_path_refusal(path: Path) -> str:
+    """The sentence a write to a file whose path SQLite cannot open gets (nothing is written)."""
+    length = len(os.fsencode(path.resolve()))
+    return (f"SQLite cannot write a file whose full path is longer than {SQLITE_MAX_PATH_BYTES} bytes (this one is "
+            f"{length:,}: {elide_middle(display_path(path))}). The studio reads it, but writes only where SQLite "
+            "can lock it and its -wal by name: move the folder to a shorter path (or give it a shorter name) and "
+            "write there. Nothing was written")
+
+
+def _connect_snapshot(location: Target):
+    """Open LOCATION (a path too long for SQLite, see `too_long_for_sqlite`) through a short private name.
+
+    The database is linked (a hard link: no bytes copied; a copy when the link is refused, e.g. on
+    another file system) into a new private folder under the system's temporary folder; when a
+    non-empty -wal lies beside it, the file and its -wal are copied instead and the copy's WAL is
+    checkpointed into it, so that the snapshot holds every committed row. The snapshot is opened
+    immutable and read once, then its name is removed (the open connection keeps the file): the
+    caller checks the original's `file_signature` after each read, as for any immutable
+    connection, and reopens when it changed. Raises StoreError when no snapshot can be made.
+    """
+    import shutil
+    import tempfile
+
+    path = location.path.resolve()
+    folder = tempfile.mkdtemp(prefix="memory-studio-")
+    alias = Path(folder) / "memory.db"
+    try:
+        if has_nonempty_wal(path):
+            shutil.copyfile(path, alias)
+            shutil.copyfile(_side(path, "-wal"), _side(alias, "-wal"))
+            merge = libsql.connect(file_uri(alias, "rw"))
+            try:
+                merge.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                merge.execute("PRAGMA journal_mode = DELETE").fetchall()   # the private copy only
+            finally:
+                merge.close()
+        else:
+            try:
+                os.link(path, alias)
+            except OSError:
+                shutil.copyfile(path, alias)
+        conn = libsql.connect(file_uri(alias, "ro", immutable=True))
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()   # the file is open before its name goes
+        return conn
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and not is_driver_panic(exc):
+            raise
+        raise StoreError(f"Cannot open {elide_middle(location.display)}: its path is longer than SQLite opens "
+                         f"({SQLITE_MAX_PATH_BYTES} bytes) and a private snapshot of it could not be made in "
+                         f"{folder}: {describe_sqlite_error(exc)}") from exc
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _page_sizes(path: Path) -> tuple[int | None, int | None]:

@@ -39,6 +39,7 @@ __all__ = [
     "Target",
     "absolute_target",
     "display_path",
+    "elide_middle",
     "file_target",
     "is_server_target",
     "libsql_server_refusal",
@@ -193,6 +194,18 @@ def display_path(path: str | os.PathLike[str]) -> str:
     opened by its real bytes (`Target.path`); only what is shown is replaced.
     """
     return os.fsencode(os.fspath(path)).decode("utf-8", "replace")
+
+
+def elide_middle(text: str, limit: int = 120) -> str:
+    """Return TEXT cut to at most LIMIT characters by an ellipsis in the middle (its start and end kept).
+
+    A path is recognised by its ends (the root and the file name): a 1,255-character one would
+    otherwise fill a message (or a dialog) with the middle nobody reads.
+    """
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
 def _parse_libsql_server(text: str) -> Target:

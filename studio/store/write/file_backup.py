@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from studio.errors import StoreError
-from studio.store.connection import check_file, is_quiescent_wal
+from studio.store.connection import check_file, is_quiescent_wal, long_path_refusal, too_long_for_sqlite
 from studio.store.target import file_target
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS  # the one lock-wait bound of every write
 
@@ -174,6 +174,8 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
     """
     location = file_target(path)
     check_file(location)
+    if too_long_for_sqlite(location.path):
+        raise StoreError(long_path_refusal(location.path))
     source = location.path.resolve()
     folder = Path(folder).expanduser() if folder is not None else source.parent
     target: Path | None = None  # None: a name chosen in FOLDER when the copy is ready

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from studio.app import text as fmt
 from studio.app import thread_writes
 from studio.ui.context import WindowContext
+from studio.ui.message_dialog import MessageDialog
 from studio.ui.widgets.common import plain_label
 
 MAX_MESSAGE_LIMIT = 10_000_000
@@ -140,7 +141,7 @@ class HistoryActions(QObject):
         self._window = window
         self.session = ctx.session
         self.dialog: ConfirmWriteDialog | None = None
-        self.error_box: QMessageBox | None = None
+        self.error_box: MessageDialog | None = None
         self.last_error: str | None = None
         self.busy = False
         self.clone_action = QAction("&Clone Thread…", window, triggered=self._on_clone_action_triggered)

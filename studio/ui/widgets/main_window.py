@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHeaderView,
     QMainWindow,
-    QMessageBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -30,6 +29,7 @@ from studio.app import text as fmt
 from studio.paths import SAMPLE_DATABASE
 from studio.store.target import absolute_target, display_path, is_server_target, redact_url, strip_secrets
 from studio.ui.context import AppContext, WindowContext
+from studio.ui.message_dialog import MessageDialog
 from studio.ui.models.resources import ResourceListModel
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.models.threads import ThreadTableModel
@@ -84,7 +84,7 @@ class MainWindow(QMainWindow):
         self._thread_id: str | None = None
         self._pending_thread: str | None = None
         self._pending_tab: str | None = None
-        self.error_box: QMessageBox | None = None
+        self.error_box: MessageDialog | None = None
         self.last_error: str | None = None
 
         self.setWindowTitle(APP_TITLE)

@@ -36,7 +36,13 @@ import libsql
 from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
 from studio.store.backends.sqlite_sql import JSONB_COLUMNS  # decoded with json() inside a write too
-from studio.store.connection import check_file, describe_sqlite_error, file_uri
+from studio.store.connection import (
+    check_file,
+    describe_sqlite_error,
+    file_uri,
+    long_path_refusal,
+    too_long_for_sqlite,
+)
 from studio.store.target import Target
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
 
@@ -184,6 +190,8 @@ def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = 
     if busy_timeout_ms is None:
         busy_timeout_ms = BUSY_TIMEOUT_MS
     check_file(location)
+    if too_long_for_sqlite(location.path):
+        raise StoreError(long_path_refusal(location.path))
     path = location.path
     guard = conn = None
     try:
