@@ -226,6 +226,18 @@ def long_path_refusal(path: Path) -> str:
             "write there. Nothing was written")
 
 
+def read_only_folder_refusal(path: Path, folder: Path) -> str:
+    """The sentence a write gets when FOLDER (PATH's, or the backup's) is read-only for this user (exit 4).
+
+    SQLite writes a journal (-journal or -wal) beside the file, and the backup is made there too,
+    so a writable file in a read-only folder cannot be written either. Nothing is written.
+    """
+    return (f"Cannot write {display_path(path.name)}: its folder {elide_middle(display_path(folder))} is read-only "
+            "for you (permission denied), and the backup before the write and SQLite's journal are both made "
+            "there. Ask for write access to the folder, or copy the file into a writable folder and write the "
+            "copy. Nothing was written")
+
+
 def _connect_snapshot(location: Target):
     """Open LOCATION (a path too long for SQLite, see `too_long_for_sqlite`) through a short private name.
 

@@ -35,7 +35,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from studio.errors import StoreError
-from studio.store.connection import check_file, is_quiescent_wal, long_path_refusal, too_long_for_sqlite
+from studio.store.connection import (
+    check_file,
+    is_quiescent_wal,
+    long_path_refusal,
+    read_only_folder_refusal,
+    too_long_for_sqlite,
+)
 from studio.store.target import file_target
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS  # the one lock-wait bound of every write
 
@@ -186,6 +192,8 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
             raise StoreError(f"Will not overwrite {target}: choose another backup file name.")
     if not folder.is_dir():
         raise StoreError(f"Cannot write the backup: {folder} is not a folder.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(read_only_folder_refusal(source, folder))
     remove_stale_partials(folder)
     hidden = (target.name if target is not None else f"{source.stem}.backup.db")
     partial = folder / f".{hidden}.partial-{os.getpid()}-{time.monotonic_ns()}"

@@ -25,6 +25,7 @@ write connection creates the -wal and, being the last connection, removes it aga
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -41,6 +42,7 @@ from studio.store.connection import (
     describe_sqlite_error,
     file_uri,
     long_path_refusal,
+    read_only_folder_refusal,
     too_long_for_sqlite,
 )
 from studio.store.target import Target
@@ -193,6 +195,9 @@ def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = 
     if too_long_for_sqlite(location.path):
         raise StoreError(long_path_refusal(location.path))
     path = location.path
+    # SQLite creates its journal beside the file (a -wal already there is written in place)
+    if not os.access(path.parent, os.W_OK | os.X_OK) and not Path(str(path) + "-wal").exists():
+        raise StoreError(read_only_folder_refusal(path, path.parent))
     guard = conn = None
     try:
         try:
