@@ -154,3 +154,25 @@ def test_undo_on_a_local_file_says_why_it_is_greyed_out(studio, studio_ctx, fixt
     backup = actions.session.backup_for(path)
     assert backup is not None and str(backup) in actions.undo_action.toolTip()
     assert not actions.undo_action.isEnabled()
+
+
+def test_delete_message_targets_only_a_message_the_user_selected(studio, studio_ctx, fixture_db):
+    """From the Timeline (or with no row selected) there is no message to delete: message #1 is not assumed."""
+    window = studio(fixture_db("history"), thread_id="hist-2", tab="messages")
+    tab = window.thread_view.messages_tab
+    actions = window.history_actions
+    assert tab.model.rowCount() == 5
+    tab.view.selectionModel().clearSelection()            # a current index nobody selected
+    actions.update_actions()
+    assert not actions.delete_action.isEnabled() and actions.delete_message() is None
+    tab.select_row(1)
+    window.thread_view.set_tab("timeline")
+    studio_ctx.runner.wait_idle()
+    actions.update_actions()
+    assert not actions.delete_action.isEnabled() and actions.delete_message() is None
+    window.thread_view.set_tab("messages")
+    actions.update_actions()
+    assert actions.delete_action.isEnabled()
+    dialog = actions.delete_message()
+    assert dialog is not None and tab.view.currentIndex().data(ID_ROLE) in dialog.text.text()
+    dialog.reject()

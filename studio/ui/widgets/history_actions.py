@@ -161,9 +161,20 @@ class HistoryActions(QObject):
         return detail.thread if detail is not None else None
 
     def _selected_message(self):
-        tab = self._window.thread_view.messages_tab
+        """The message the user selected on the Messages tab, shown now; None from any other tab.
+
+        Qt keeps a current index in a list nobody clicked (its first row), and the Messages tab keeps
+        its selection while another tab (the Timeline) is shown: neither is a message the user chose.
+        """
+        view = self._window.thread_view
+        tab = view.messages_tab
+        if view.current_tab() != "messages":
+            return None
         index = tab.view.currentIndex()
-        row = tab.model.message_row(index.row()) if index.isValid() else None
+        selection = tab.view.selectionModel()
+        if not index.isValid() or selection is None or not selection.isRowSelected(index.row(), index.parent()):
+            return None
+        row = tab.model.message_row(index.row())
         return row.message if row is not None else None
 
     def update_actions(self) -> None:
