@@ -218,3 +218,25 @@ def test_the_keyring_is_asked_only_when_the_server_wants_a_password(pg_corpus, p
     with open_store(password_url) as store:                  # scram-sha-256 for ROLE: the keyring's password
         assert len(store.list_threads()) == mastra_thread_count(pg_corpus.oracles[SCENARIO])
     assert asked == [cred.keyring_target(password_url)]
+
+
+def test_postgresql_errors_on_the_command_line_are_sentences(pg_corpus, password_url, clean_env, memory_keyring,
+                                                              capsys):
+    """libpq's own words ("fe_sendauth: no password supplied", "password authentication failed …") become what
+    happened and what to do: where the studio takes a password from, and where the wrong one came from."""
+    from studio.cli import main
+
+    assert main(["threads", password_url, "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "fe_sendauth" not in err and f"asks for a password for user {ROLE} and none was found" in err
+    assert "$PGPASSWORD" in err and "~/.pgpass" in err and "system keyring" in err and "URL" in err
+    wrong = password_url.replace(f"{ROLE}@", f"{ROLE}:wrong-horse@")
+    assert main(["threads", wrong, "--json"]) == 2
+    err = capsys.readouterr().err
+    assert f"refused the password for user {ROLE} (wrong password; it came from the URL)" in err
+    assert "wrong-horse" not in err and "FATAL" not in err
+    port = urllib.parse.urlsplit(password_url).port
+    missing = password_url.replace(f":{port}/postgres", f":{port}/no_such_db")
+    cred.remember_for_session(missing, PASSWORD)
+    assert main(["threads", missing, "--json"]) == 2
+    assert "the server has no database named no_such_db" in capsys.readouterr().err

@@ -26,6 +26,7 @@ ever hangs mid-load). `writable=True` is refused: a write opens its own read-wri
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 
 from studio.errors import SchemaError, StoreError
@@ -93,12 +94,52 @@ def asks_for_password(exc: BaseException) -> bool:
     return any(words in text for words in _NO_PASSWORD)
 
 
-def describe_pg_error(exc: BaseException, location: Target, password: str | None = None) -> str:
-    """One sentence for a psycopg error, with the target's password (and PASSWORD) redacted."""
+#: Where the studio takes a PostgreSQL password from, in its order (`credentials.pg_password`).
+PASSWORD_PLACES = ("the URL (postgresql://USER:PASSWORD@…), a password typed in File ▸ Connect… this session, "
+                   "$PGPASSWORD, ~/.pgpass (or $PGPASSFILE), or the system keyring (service \"memory-studio\", "
+                   "where Connect… saves one)")
+#: Where a password that was used came from, as a sentence says it.
+_SOURCES = {"url": "the URL", "session": "the password typed this session", "PGPASSWORD": "$PGPASSWORD",
+            "pgpass": "~/.pgpass", "keyring": "the system keyring"}
+
+
+def describe_pg_error(exc: BaseException, location: Target, password: str | None = None,
+                      source: str | None = None) -> str:
+    """One sentence for a psycopg error, with the target's password (and PASSWORD) redacted.
+
+    libpq's own words for the usual failures become what to do: no password supplied (where the
+    studio looks for one), a wrong password (where it came from, SOURCE as `credentials.pg_password`
+    names it), a refused connection, an unknown host, a missing database or role. Other errors keep
+    libpq's first line.
+    """
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     for secret in (urllib.parse.urlsplit(location.conninfo).password, url_secret(location.conninfo), password):
         if secret:
             text = text.replace(secret, "***")
+    lowered = text.lower()
+    parts = urllib.parse.urlsplit(location.conninfo)
+    try:
+        server = f"{parts.hostname or 'localhost'}:{parts.port or 5432}"
+    except ValueError:
+        server = parts.hostname or "localhost"
+    if "no password supplied" in lowered:
+        return (f"the server asks for a password for user {parts.username or '(your login name)'} and none was "
+                f"found: the studio takes it from {PASSWORD_PLACES}")
+    match = re.search(r'password authentication failed for user "([^"]*)"', text)
+    if match:
+        came = _SOURCES.get(source or "", "")
+        return (f"the server refused the password for user {match.group(1)} (wrong password"
+                + (f"; it came from {came}" if came else "") + f"). The studio takes it from {PASSWORD_PLACES}")
+    if "connection refused" in lowered:
+        return f"nothing accepts connections at {server} (is PostgreSQL running there, on that port?)"
+    if "could not translate host name" in lowered or "name or service not known" in lowered:
+        return f"the host name {parts.hostname} is not known (check the URL's host)"
+    match = re.search(r'database "([^"]*)" does not exist', text)
+    if match:
+        return f"the server has no database named {match.group(1)} (check the URL's /DATABASE)"
+    match = re.search(r'role "([^"]*)" does not exist', text)
+    if match:
+        return f"the server has no user (role) named {match.group(1)} (check the URL's USER)"
     return text
 
 
@@ -162,7 +203,7 @@ def connect_pg(location: Target, *, options: str, application_name: str, purpose
             return connect(saved)
     except Exception as exc:
         where = f"{location.display} {purpose}" if purpose else location.display
-        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc, location, password)}") from exc
+        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc, location, password, source)}") from exc
 
 
 class PgSql:
