@@ -379,11 +379,33 @@ def discover_pg_schema(conn, location: Target) -> sc.Schema:
         schema.tables.setdefault(table, []).append(column)
         schema.types.setdefault(table, {})[column] = kind
     if not schema.tables:
-        raise SchemaError(f"{location.display}: schema {location.schema!r} has no Mastra tables (mastra_threads, "
-                          "mastra_messages…). Name the schema Mastra's PostgresStore uses with ?schema=NAME")
+        raise SchemaError(_no_tables_sentence(conn, location))
     sc.check_required(schema)
     return schema
 
+
+
+def _no_tables_sentence(conn, location: Target) -> str:
+    """Why LOCATION's schema has no Mastra tables: it does not exist, or it holds none; the schemas that do.
+
+    Mastra's PostgresStore creates its tables in `schemaName` (default `public`): the sentence names
+    the schemas of this database that hold `mastra_threads`, so the user can pick the right ?schema=.
+    """
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s", (location.schema,))
+            exists = cur.fetchall()[0][0] > 0
+            cur.execute("SELECT DISTINCT table_schema FROM information_schema.tables WHERE table_name = "
+                        "'mastra_threads' ORDER BY 1")
+            found = [r[0] for r in cur.fetchall()]
+    except Exception:   # the sentence without the hints: the original cause is what matters
+        exists, found = True, []
+    where = (f"the schema {location.schema!r} does not exist in this database" if not exists
+             else f"the schema {location.schema!r} has no Mastra tables (mastra_threads, mastra_messages…)")
+    hint = (f"Mastra's tables are in schema {', '.join(repr(f) for f in found)}: add ?schema={found[0]} to the URL"
+            if found else "no schema of this database has them: is this the database Mastra's PostgresStore "
+                          "writes (its URL's /DATABASE)?")
+    return f"{location.display}: {where}. {hint}"
 
 
 #: The twins Mastra reads, per table: {table: (columns read twin first, columns read through the twin only)}.
