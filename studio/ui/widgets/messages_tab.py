@@ -166,7 +166,7 @@ class MessagesTab(QWidget):
         tokens = max(fm.horizontalAdvance("00,000"), fm.horizontalAdvance("Exact")) + 12
         return {MessageColumn.NUMBER: number,
                 MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 10,
-                MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42") + 12,
+                MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42:27") + 12,
                 MessageColumn.ESTIMATE: tokens,
                 MessageColumn.EXACT: tokens,
                 MessageColumn.SPEAKER: fm.horizontalAdvance("Alice (editor)") + 12}
