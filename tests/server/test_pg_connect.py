@@ -240,3 +240,16 @@ def test_postgresql_errors_on_the_command_line_are_sentences(pg_corpus, password
     cred.remember_for_session(missing, PASSWORD)
     assert main(["threads", missing, "--json"]) == 2
     assert "the server has no database named no_such_db" in capsys.readouterr().err
+
+
+def test_connect_is_prefilled_with_the_open_server_url(pg_corpus, studio, studio_ctx):
+    """File ▸ Connect… over an open server store starts from its URL (no secret), not an empty form."""
+    from studio.store.target import strip_secrets
+
+    target = pg_corpus.target(SCENARIO)
+    window = studio(target)
+    assert studio_ctx.runner.wait_idle(120) and window.thread_model.rowCount() > 0
+    dialog = window.connect_controller.show_dialog()
+    assert dialog.schema_edit.text() == SCENARIO and dialog.url_edit.text()
+    assert dialog.target() == strip_secrets(target)
+    dialog.close()
