@@ -35,7 +35,8 @@ def plan_text(plan: obs_jobs.ChunkPlan) -> str:
     return (f"{len(plan.chunks)} buffered chunk(s) wait in {plan.lookup_key}. Activating now moves the oldest "
             f"{plan.count} ({messages:,} message(s), {msg_tokens:,} message tokens, {obs_tokens:,} observation tokens) "
             f"into the active log, as Mastra does when the window reaches its threshold; {rest} stay buffered. "
-            f"(Mastra's rule: {plan.pending_tokens:,} pending tokens, threshold {plan.threshold:,}.)")
+            f"(Mastra's rule: {plan.pending_tokens:,} pending tokens, threshold {plan.threshold:,}.)"
+            + (f" {why}" if (why := obs_jobs.pending_difference(plan)) else ""))
 
 
 class ActivateDialog(QDialog):
