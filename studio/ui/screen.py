@@ -11,10 +11,12 @@ from PySide6.QtCore import QRect, QSize
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QWidget
 
-__all__ = ["available_area", "fit_size", "fit_within_screen"]
+__all__ = ["DIALOG_SHARE", "SCREEN_SHARE", "available_area", "fit_size", "fit_within_screen"]
 
 #: The share of the available area a dialog takes at most (the rest shows what it is over).
 DIALOG_SHARE = 0.9
+#: The share a secondary window (Health, Overview) takes at most: room left for its frame and title bar.
+SCREEN_SHARE = 0.92
 
 
 def available_area(widget: QWidget | None = None) -> QRect:

@@ -18,6 +18,7 @@ from studio.app.failures import describe_error, refusal_reason
 from studio.errors import WriteRefused
 from studio.ui.interaction import QtInteraction
 from studio.ui.models.chunks import BufferedChunkModel
+from studio.ui.screen import DIALOG_SHARE, fit_within_screen
 from studio.ui.tasks import TaskRunner, submit_job
 from studio.ui.widgets.common import ElidedLabel, plain_label, table_view
 from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
@@ -103,6 +104,11 @@ class ActivateDialog(QDialog):
         self._busy = "loading"
         submit_job(runner, lambda _p, _c: obs_jobs.chunk_plan(path, thread_id), on_done=self._on_plan,
                    on_error=self._on_plan_failed, key=f"activate-plan-{id(self)}")
+
+    def showEvent(self, event) -> None:
+        """Open within the screen's available area (a 1024×700 screen holds the whole dialog, its buttons too)."""
+        super().showEvent(event)
+        fit_within_screen(self, DIALOG_SHARE)
 
     @property
     def plan(self) -> obs_jobs.ChunkPlan | None:

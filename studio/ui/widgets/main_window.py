@@ -311,6 +311,28 @@ class MainWindow(QMainWindow):
         if not self._panes_placed:
             self._panes_placed = True
             self.splitter.setSizes(self.pane_sizes(self.splitter.width() or self.width()))
+        else:
+            self.keep_detail_room()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self._panes_placed and self.isVisible():
+            self.keep_detail_room()
+
+    def keep_detail_room(self) -> None:
+        """Give the thread view back its share when it has less (panes restored from a wider screen, a shrink).
+
+        A splitter restored from a 1400 px session, or shrunk, keeps the lists' widths in pixels and
+        squeezes the thread view (what the user reads) to a strip; below DETAIL_SHARE of the width (or
+        its tab bar's width) the panes are placed again as on a first start.
+        """
+        sizes = self.splitter.sizes()
+        width = self.splitter.width()
+        if len(sizes) != 3 or width <= 0 or sum(sizes) <= 0:
+            return
+        wanted = self.pane_sizes(width)
+        if sizes[2] < min(wanted[2], int(width * DETAIL_SHARE)):
+            self.splitter.setSizes(wanted)
 
     def open_dialog_directory(self) -> str:
         """Return where File ▸ Open starts: the open database's folder, else (or for the bundled sample) home."""

@@ -26,6 +26,7 @@ from studio.app.failures import describe_error, refusal_reason
 from studio.app.reflection import LLM
 from studio.llm import CancelToken
 from studio.ui.interaction import QtInteraction
+from studio.ui.screen import DIALOG_SHARE, fit_within_screen
 from studio.ui.tasks import TaskRunner, run_in_pool, submit_job
 from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
 from studio.ui.widgets.preview_run import RunRow
@@ -97,6 +98,11 @@ class PreviewWriteDialog(QDialog):
         self._build()
         self._load()
         self.resize(1040, 760)
+
+    def showEvent(self, event) -> None:
+        """Open within the screen's available area (a 1024×700 screen holds the whole dialog, its buttons too)."""
+        super().showEvent(event)
+        fit_within_screen(self, DIALOG_SHARE)
 
     # -- building --------------------------------------------------------------------------
 
