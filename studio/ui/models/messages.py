@@ -363,7 +363,9 @@ class MessageTableModel(TableModel):
             if col == MessageColumn.ROLE:
                 return m.role
             if col == MessageColumn.TIME:
-                return fmt.short_time(m.created_at, seconds=True)   # turns are often seconds apart
+                # turns are often seconds apart: seconds always; a narrow table keeps the clock (the date is in
+                # the tooltip), a wide one the date too
+                return fmt.clock_time(m.created_at) if self._compact else fmt.short_time(m.created_at, seconds=True)
             if col == MessageColumn.ESTIMATE:
                 return fmt.tokens(row.estimate)
             if col == MessageColumn.EXACT:
