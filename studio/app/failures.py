@@ -97,7 +97,14 @@ def exit_code_for(exc: BaseException) -> int:
 
 
 def say(text: str) -> None:
-    """Print TEXT on stderr as `memory-studio: TEXT` (a message, a refusal, a warning)."""
+    """Print TEXT on stderr as `memory-studio: TEXT` (a message, a refusal, a warning).
+
+    A lone surrogate (a file name's byte that is not UTF-8) is printed as U+FFFD, the replacement char.
+    """
+    if not text.isascii():
+        import re
+
+        text = re.sub("[\ud800-\udfff]", "\ufffd", text)
     print(f"memory-studio: {text}", file=sys.stderr)
 
 

@@ -11,7 +11,7 @@ batches.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from studio.app.loads import require_store
@@ -120,6 +120,8 @@ class FilteredIds:
     ids: list[str]
     scanned: int
     complete: bool = True
+    #: each id's number in the whole thread (1-based, storage order), as the unfiltered list numbers it
+    positions: list[int] = field(default_factory=list)
 
 
 def _matches_scan(message: Message, filters: MessageFilters) -> bool:
@@ -151,7 +153,7 @@ def load_filtered_ids(store: MemoryStore | None, thread_id: str, filters: Messag
     metadata = filters.metadata_dict if filters.metadata else None
     if filters.speaker is None and not filters.text:
         ids = thread_message_ids(store, thread_id, start=filters.start, end=filters.end, metadata=metadata)
-        return FilteredIds(thread_id, filters, ids, len(ids))
+        return FilteredIds(thread_id, filters, ids, len(ids), positions=_positions(store, thread_id, ids))
     ids, scanned = [], 0
     for batch in iter_thread_messages(store, thread_id, start=filters.start, end=filters.end, metadata=metadata,
                                       batch=SCAN_BATCH):
@@ -161,7 +163,15 @@ def load_filtered_ids(store: MemoryStore | None, thread_id: str, filters: Messag
             scanned += 1
             if _matches_scan(message, filters):
                 ids.append(message.id)
-    return FilteredIds(thread_id, filters, ids, scanned)
+    return FilteredIds(thread_id, filters, ids, scanned, positions=_positions(store, thread_id, ids))
+
+
+def _positions(store: MemoryStore, thread_id: str, ids: list[str]) -> list[int]:
+    """Return each of IDS' number in the whole thread (1-based, storage order: the unfiltered list's #)."""
+    if not ids:
+        return []
+    number = {mid: n for n, mid in enumerate(thread_message_ids(store, thread_id), 1)}
+    return [number.get(mid, 0) for mid in ids]
 
 
 def load_message_rows(store: MemoryStore | None, thread_id: str, ids: list[str], offset: int,

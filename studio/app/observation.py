@@ -204,6 +204,8 @@ class ChunkPlan:
     thread_id: str = ""
     moves: dict | None = None
     observation_token_count: int = 0
+    #: getStatus's pending tokens of the thread now (the bar's figure), None when it could not be computed
+    window_tokens: int | None = None
 
 
 def chunk_plan(path: str, thread_id: str) -> ChunkPlan:
@@ -220,12 +222,35 @@ def chunk_plan(path: str, thread_id: str) -> ChunkPlan:
             raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
         key = store.lookup_key_for_thread(thread)
         record = store.om_current(key) if key else None
-    if record is None:
-        raise BadInput(f"Thread {thread_id!r} has no observational memory")
+        if record is None:
+            raise BadInput(f"Thread {thread_id!r} has no observational memory")
+        from studio.engine.status import compute_status
+
+        status = compute_status(store, thread, record)
     moves = activation_plan(record.columns)
     count = moves["chunks_before"] - moves["chunks_after"]
     return ChunkPlan(key, record.id, list(record.buffered_chunks or []), count, moves["pending_message_tokens"],
-                     moves["threshold"], thread_id, moves, record.observation_token_count)
+                     moves["threshold"], thread_id, moves, record.observation_token_count,
+                     status.pending_tokens if status is not None else None)
+
+
+def pending_difference(plan: ChunkPlan) -> str:
+    """Return why the activation rule's pending tokens differ from the bar's (getStatus's), or "" when they agree.
+
+    Mastra's activate() reads the record's stored `pendingMessageTokens` (or, when none is stored, the
+    chunks' message tokens): the figure the agent saved at the end of its last step. getStatus, which
+    the bars show, counts the thread's unobserved messages as stored now, so a message saved after
+    that step (the turn's reply, a later message) is in the bar's figure and not yet in the rule's.
+    """
+    bar = plan.window_tokens
+    if bar is None or bar == plan.pending_tokens:
+        return ""
+    stored = plan.moves is not None and plan.moves.get("pending_message_tokens") == plan.pending_tokens
+    source = ("the record's pendingMessageTokens, which the agent stored at the end of its last step"
+              if stored else "the record's pendingMessageTokens")
+    return (f"The bar shows {bar:,} pending tokens and the rule {plan.pending_tokens:,}: Mastra's activation reads "
+            f"{source}, while the bar (getStatus) recounts the thread's unobserved messages as they are stored "
+            "now; what was saved after that step (the turn's reply, say) is in the bar's figure only.")
 
 
 def activate(path: str, plan: ChunkPlan, *, session=None, quiet_ms: int = 0) -> Written:

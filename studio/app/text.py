@@ -81,6 +81,12 @@ def short_time(iso: str | None, now: datetime | None = None, *, seconds: bool = 
     return _date(dt)
 
 
+def clock_time(iso: str | None) -> str:
+    """Format a stored time as the local clock with seconds ("20:42:27"), or an em dash."""
+    dt = _local(iso)
+    return dt if isinstance(dt, str) else dt.strftime("%H:%M:%S")
+
+
 def _date(dt: datetime) -> str:
     """Return "0001-01-01": the year always has four digits (strftime's %Y gives "1" on glibc)."""
     return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"

@@ -1,5 +1,7 @@
 """Command line of message history: `threads`, `recall`, `speakers` (read-only) and `clone` (a write).
 
+Without `--json`, `threads` and `recall` print lines to read (`studio.cli.human`); with it, these documents:
+
     memory-studio threads PATH [--resource ID] [--metadata JSON] [--order-by createdAt|updatedAt]
                           [--direction ASC|DESC] [--page N] [--per-page M | --all] --json
         -> {"thread_ids": [...], "total": N, "has_more": bool}          (Memory.listThreads)
@@ -54,6 +56,10 @@ INCLUDE_HELP = ("a message to add with its neighbours: ID, ID:PREV or ID:PREV:NE
                 "--apply-include applies it the way the storage call does")
 
 
+#: The page sizes the help names (Mastra's defaults: listThreads' perPage 100, recall's lastMessages 10); the
+#: store applies them (studio.store.thread_list.DEFAULT_THREADS_PER_PAGE, studio.store.history's LAST_MESSAGES).
+THREADS_PER_PAGE, RECALL_PER_PAGE = 100, 10
+
 def _non_negative(text: str) -> int:
     try:
         value = int(text)
@@ -97,11 +103,11 @@ def _metadata(text: str | None) -> dict | None:
     return None if text is None else parse_metadata_json(text)
 
 
-def _page_args(p: argparse.ArgumentParser, what: str, *, allow_zero: bool = True) -> None:
+def _page_args(p: argparse.ArgumentParser, what: str, *, default: int, allow_zero: bool = True) -> None:
     p.add_argument("--page", type=_non_negative, default=None, help="page number, from 0 (default 0)")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--per-page", type=_non_negative if allow_zero else _positive, default=None, metavar="M",
-                      help=f"{what} per page")
+                      help=f"{what} per page (default {default}, as Mastra's)")
     size.add_argument("--all", action="store_true", help=f"every {what[:-1]} (Mastra's perPage: false)")
 
 
@@ -113,13 +119,13 @@ def _per_page(args) -> int | bool | None:
 
 def add_threads_command(subparsers) -> None:
     """Register `threads PATH ... --json`."""
-    p = subparsers.add_parser("threads", help="list threads as Mastra's listThreads does, as JSON")
+    p = subparsers.add_parser("threads", help="list threads as Mastra's listThreads does (--json: as JSON)")
     add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--resource", metavar="ID", help="only this resource's threads")
     p.add_argument("--metadata", metavar="JSON", help='thread metadata filter, e.g. \'{"category": "billing"}\'')
     p.add_argument("--order-by", choices=["createdAt", "updatedAt"], help="sort field (default createdAt)")
     p.add_argument("--direction", choices=["ASC", "DESC"], help="sort direction (default DESC)")
-    _page_args(p, "threads", allow_zero=False)
+    _page_args(p, "threads", default=THREADS_PER_PAGE, allow_zero=False)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_threads)
 
@@ -142,6 +148,11 @@ def _run_threads(args) -> int:
     with reading(args.path, cache_kib=256) as store:
         doc = threads_document(store, resource_id=args.resource, metadata=metadata, order_by=args.order_by,
                                direction=args.direction, page=args.page, per_page=_per_page(args))
+        if not args.json:
+            from studio.cli.human import threads_text
+
+            print(threads_text(store, doc))
+            return EXIT_OK
     print_json(doc)
     return EXIT_OK
 
@@ -150,11 +161,12 @@ def _run_threads(args) -> int:
 
 def add_recall_command(subparsers) -> None:
     """Register `recall PATH --thread ID ... --json`."""
-    p = subparsers.add_parser("recall", help="a thread's messages as Mastra's Memory.recall returns them, as JSON")
+    p = subparsers.add_parser("recall", help="a thread's messages as Mastra's Memory.recall returns them, newest "
+                                             "first, 10 a page (--json: as JSON)")
     add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--thread", required=True, metavar="ID", help="the thread's id")
     p.add_argument("--resource", metavar="ID", help="check that the thread belongs to this resource")
-    _page_args(p, "messages")
+    _page_args(p, "messages", default=RECALL_PER_PAGE)
     p.add_argument("--from", dest="start", metavar="ISO", help="only messages created at or after this time")
     p.add_argument("--to", dest="end", metavar="ISO", help="only messages created at or before this time")
     p.add_argument("--metadata", metavar="JSON", help='message metadata filter, e.g. \'{"category": "billing"}\'')
@@ -234,6 +246,11 @@ def _run_recall(args) -> int:
         doc = recall_document(store, args.thread, page=args.page, per_page=_per_page(args), start=args.start,
                               end=args.end, metadata=metadata, include=include,
                               apply_include=args.apply_include, resource_id=args.resource)
+        if not args.json:
+            from studio.cli.human import recall_text
+
+            print(recall_text(store, args.thread, doc))
+            return EXIT_OK
     print_json(doc)
     return EXIT_OK
 

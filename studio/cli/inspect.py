@@ -3,7 +3,7 @@
     memory-studio inspect PATH --json [--recount]   threads, OM records with Mastra's status figures and history
     memory-studio tokens PATH THREAD_ID --json      Mastra's per-message token estimates and exact o200k counts
 
-The documents are `studio.app.inspection`'s.
+The documents are `studio.app.inspection`'s; without `--json`, `inspect` prints them as text (`studio.cli.human`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from studio.cli.output import print_json
 
 def add_inspect_command(subparsers) -> None:
     """Register `inspect PATH --json`."""
-    p = subparsers.add_parser("inspect", help="threads and OM status of a memory.db, as JSON")
+    p = subparsers.add_parser("inspect", help="threads and OM status of a memory.db (--json: every figure, as JSON)")
     add_target_argument(p, help=READ_PATH_HELP)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.add_argument("--recount", action="store_true",
@@ -28,6 +28,11 @@ def add_inspect_command(subparsers) -> None:
 def _run_inspect(args) -> int:
     with reading(args.path) as store:
         doc = inspect_document(store, recount=args.recount)
+    if not args.json:
+        from studio.cli.human import inspect_text
+
+        print(inspect_text(doc))
+        return EXIT_OK
     print_json(doc)
     return EXIT_OK
 

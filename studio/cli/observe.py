@@ -31,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from studio.app.failures import EXIT_FAILURE, EXIT_OK, BadInput, say
-from studio.app.observation import ChunkPlan
+from studio.app.observation import ChunkPlan, pending_difference
 from studio.cli import JSON_HELP, add_full_backup_argument, add_target_argument
 from studio.cli import interaction as tty
 from studio.cli.interaction import TerminalInteraction, run_cancellable
@@ -99,7 +99,7 @@ def _activate_dry_run(args, key: str, chunks: ChunkPlan, doc: dict) -> int:
                 "message_tokens": plan["message_tokens"], "observation_tokens": plan["observation_tokens"],
                 "observation_token_count": log_tokens + plan["observation_tokens"],
                 "pending_message_tokens": plan["pending_message_tokens"], "threshold": plan["threshold"],
-                "observations": plan["observations"]})
+                "window_pending_tokens": chunks.window_tokens, "observations": plan["observations"]})
     if args.json:
         print_json(doc)
     else:
@@ -108,7 +108,8 @@ def _activate_dry_run(args, key: str, chunks: ChunkPlan, doc: dict) -> int:
               f"{plan['observation_tokens']:,} observation tokens "
               f"(log {log_tokens:,} -> {doc['observation_token_count']:,} tokens; "
               f"{plan['chunks_after']} chunk(s) stay buffered; Mastra's rule: "
-              f"{plan['pending_message_tokens']:,} pending message tokens, threshold {plan['threshold']:,}):\n")
+              f"{plan['pending_message_tokens']:,} pending message tokens, threshold {plan['threshold']:,})."
+              + (f" {why}" if (why := pending_difference(chunks)) else "") + "\n")
         print(plan["observations"])
     say("Dry run: nothing was written.")
     return EXIT_OK

@@ -67,7 +67,17 @@ def pretty_json(data: object, level: int = 0) -> str:
 
 
 def print_json(data: object) -> None:
-    """Print DATA as `pretty_json` text and a newline to stdout, in one write."""
+    """Print DATA as `pretty_json` text and a newline to stdout, in one write.
+
+    A lone surrogate (a file name's byte that is not UTF-8, e.g. a backup beside `caf\\xe9.db`) is
+    written as U+FFFD, the replacement char: UTF-8 cannot carry it, and a path is shown that way
+    everywhere (`studio.store.target.display_path`).
+    """
     # one write of the whole text: json.dump to a stream writes every token separately (1.1 M writes
     # for inspect of the benchmark file)
-    sys.stdout.write(pretty_json(data) + "\n")
+    text = pretty_json(data) + "\n"
+    if not text.isascii():
+        import re
+
+        text = re.sub("[\ud800-\udfff]", "\ufffd", text)
+    sys.stdout.write(text)

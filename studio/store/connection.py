@@ -19,6 +19,7 @@ import libsql
 
 from studio.errors import StoreError
 from studio.store.cells import is_driver_panic
+from studio.store.target import display_path, elide_middle
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -52,26 +53,27 @@ def check_file(location: Target) -> None:
     O_NONBLOCK, after the file was seen to be regular).
     """
     path = location.path
+    shown = display_path(path)
     try:
         st = os.stat(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise StoreError(f"{path} is a symbolic link that loops back on itself (a link to a link … to "
+            raise StoreError(f"{shown} is a symbolic link that loops back on itself (a link to a link … to "
                              "itself), so there is no file to open: point the link at the real memory.db, "
                              "or open the memory.db file itself") from exc
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             if os.path.islink(path):
-                raise StoreError(f"{path} is a symbolic link to {os.readlink(path)!r}, which does not exist: "
-                                 "point the link at the real memory.db, or open that file itself") from exc
-            raise StoreError(f"No such file: {path}") from exc
+                raise StoreError(f"{shown} is a symbolic link to {display_path(os.readlink(path))!r}, which does "
+                                 "not exist: point the link at the real memory.db, or open that file itself") from exc
+            raise StoreError(f"No such file: {shown}") from exc
         if exc.errno == errno.EACCES:
-            raise StoreError(f"Cannot read {path}: permission denied (a folder on the way is not "
+            raise StoreError(f"Cannot read {shown}: permission denied (a folder on the way is not "
                              "accessible to you); open a copy or ask for read access") from exc
-        raise StoreError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+        raise StoreError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
     if stat.S_ISDIR(st.st_mode):
-        raise StoreError(f"{path} is a directory, not a memory.db file")
+        raise StoreError(f"{shown} is a directory, not a memory.db file")
     if not stat.S_ISREG(st.st_mode):
-        raise StoreError(f"{path} is {_kind(st.st_mode)}, not a regular file: a memory.db is always a regular "
+        raise StoreError(f"{shown} is {_kind(st.st_mode)}, not a regular file: a memory.db is always a regular "
                          "file, and reading this one could wait forever. Open the memory.db file itself")
     for ext in SIDE_FILES:
         side = Path(str(path) + ext)
@@ -80,7 +82,8 @@ def check_file(location: Target) -> None:
         except OSError:
             continue
         if not stat.S_ISREG(side_st.st_mode):
-            raise StoreError(f"{side.name} beside {path.name} is {_kind(side_st.st_mode)}, not a regular file: "
+            raise StoreError(f"{display_path(side.name)} beside {display_path(path.name)} is {_kind(side_st.st_mode)}, "
+                             "not a regular file: "
                              "SQLite would wait on it forever or fail. Move it away (SQLite recreates it), or "
                              "copy the database alone to another folder and open the copy")
     try:
@@ -90,18 +93,27 @@ def check_file(location: Target) -> None:
         finally:
             os.close(fd)
     except PermissionError as exc:
-        raise StoreError(f"Cannot read {path}: permission denied") from exc
+        raise StoreError(f"Cannot read {shown}: permission denied") from exc
     except OSError as exc:
-        raise StoreError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+        raise StoreError(f"Cannot read {shown}: {exc.strerror or exc}") from exc
     if not header:
-        raise StoreError(f"{path} is empty (0 bytes): not a Mastra memory database")
+        raise StoreError(f"{shown} is empty (0 bytes): not a Mastra memory database")
     if header != SQLITE_MAGIC:
-        raise StoreError(f"{path} is not a SQLite database (its first bytes are not the SQLite header)")
+        raise StoreError(f"{shown} is not a SQLite database (its first bytes are not the SQLite header)")
 
 
-def _uri(path: Path, mode: str, immutable: bool = False) -> str:
-    quoted = urllib.parse.quote(str(path.resolve()), safe="/:~-._ ")
+def file_uri(path: Path, mode: str, immutable: bool = False) -> str:
+    """Return the SQLite URI that opens PATH (made absolute, symlinks resolved) in MODE ("ro", "rw").
+
+    Linux file names are bytes: the path's bytes (`os.fsencode`, so a name that is not UTF-8, read
+    from the command line as surrogate escapes, names the same file) are percent-encoded, and
+    SQLite decodes them back to those bytes. IMMUTABLE adds `immutable=1` (no locks, no -wal/-shm).
+    """
+    quoted = urllib.parse.quote(os.fsencode(path.resolve()), safe="/:~-._ ")
     return f"file:{quoted}?mode={mode}" + ("&immutable=1" if immutable else "")
+
+
+_uri = file_uri
 
 
 def immutable_uri(path: Path) -> str:
@@ -167,6 +179,16 @@ def connect(location: Target, *, writable: bool = False, allow_immutable: bool =
     """
     check_file(location)
     signature = file_signature(location.path)
+    if too_long_for_sqlite(location.path):
+        if writable:
+            raise StoreError(long_path_refusal(location.path))
+        conn = _connect_snapshot(location)
+        after = file_signature(location.path)
+        # the snapshot's link and unlink change the file's ctime (its link count), nothing else: unless a
+        # writer changed its size or mtime meanwhile (then the caller sees the change and reopens), the
+        # signature after the snapshot is the one later reads compare with
+        same = [s and s[:3] for s in signature] == [s and s[:3] for s in after]
+        return conn, True, after if same else signature
     try:
         immutable = allow_immutable and not writable and is_quiescent_wal(location.path)
         conn = libsql.connect(_uri(location.path, "rw" if writable else "ro", immutable))
@@ -176,6 +198,91 @@ def connect(location: Target, *, writable: bool = False, allow_immutable: bool =
             raise
         raise StoreError(f"Cannot open {location.display}: {describe_sqlite_error(exc, location.path)}") from exc
     return conn, immutable, signature
+
+
+#: The longest absolute path (bytes, symlinks resolved) SQLite's unix VFS opens: its MAX_PATHNAME (512)
+#: less room for the "-journal" suffix it appends. Measured with libSQL's SQLite 3.45.1: 504 opens, 505 fails.
+SQLITE_MAX_PATH_BYTES = 504
+
+
+def too_long_for_sqlite(path: Path) -> bool:
+    """Return True when PATH (made absolute, symlinks resolved) is longer than SQLite can open by name.
+
+    Linux allows paths of 4,095 bytes; SQLite refuses any longer than SQLITE_MAX_PATH_BYTES with
+    "unable to open database file" (error 14), and resolves symbolic links before it measures, so
+    a shorter link or a /proc/self/fd path does not help.
+    """
+    try:
+        resolved = path.resolve()
+    except OSError:
+        return False
+    return len(os.fsencode(resolved)) > SQLITE_MAX_PATH_BYTES
+
+
+def long_path_refusal(path: Path) -> str:
+    """The sentence a write to a file whose path SQLite cannot open gets (nothing is written)."""
+    length = len(os.fsencode(path.resolve()))
+    return (f"SQLite cannot write a file whose full path is longer than {SQLITE_MAX_PATH_BYTES} bytes (this one is "
+            f"{length:,}: {elide_middle(display_path(path))}). The studio reads it, but writes only where SQLite "
+            "can lock it and its -wal by name: move the folder to a shorter path (or give it a shorter name) and "
+            "write there. Nothing was written")
+
+
+def read_only_folder_refusal(path: Path, folder: Path) -> str:
+    """The sentence a write gets when FOLDER (PATH's, or the backup's) is read-only for this user (exit 4).
+
+    SQLite writes a journal (-journal or -wal) beside the file, and the backup is made there too,
+    so a writable file in a read-only folder cannot be written either. Nothing is written.
+    """
+    return (f"Cannot write {display_path(path.name)}: its folder {elide_middle(display_path(folder))} is read-only "
+            "for you (permission denied), and the backup before the write and SQLite's journal are both made "
+            "there. Ask for write access to the folder, or copy the file into a writable folder and write the "
+            "copy. Nothing was written")
+
+
+def _connect_snapshot(location: Target):
+    """Open LOCATION (a path too long for SQLite, see `too_long_for_sqlite`) through a short private name.
+
+    The database is linked (a hard link: no bytes copied; a copy when the link is refused, e.g. on
+    another file system) into a new private folder under the system's temporary folder; when a
+    non-empty -wal lies beside it, the file and its -wal are copied instead and the copy's WAL is
+    checkpointed into it, so that the snapshot holds every committed row. The snapshot is opened
+    immutable and read once, then its name is removed (the open connection keeps the file): the
+    caller checks the original's `file_signature` after each read, as for any immutable
+    connection, and reopens when it changed. Raises StoreError when no snapshot can be made.
+    """
+    import shutil
+    import tempfile
+
+    path = location.path.resolve()
+    folder = tempfile.mkdtemp(prefix="memory-studio-")
+    alias = Path(folder) / "memory.db"
+    try:
+        if has_nonempty_wal(path):
+            shutil.copyfile(path, alias)
+            shutil.copyfile(_side(path, "-wal"), _side(alias, "-wal"))
+            merge = libsql.connect(file_uri(alias, "rw"))
+            try:
+                merge.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                merge.execute("PRAGMA journal_mode = DELETE").fetchall()   # the private copy only
+            finally:
+                merge.close()
+        else:
+            try:
+                os.link(path, alias)
+            except OSError:
+                shutil.copyfile(path, alias)
+        conn = libsql.connect(file_uri(alias, "ro", immutable=True))
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()   # the file is open before its name goes
+        return conn
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and not is_driver_panic(exc):
+            raise
+        raise StoreError(f"Cannot open {elide_middle(location.display)}: its path is longer than SQLite opens "
+                         f"({SQLITE_MAX_PATH_BYTES} bytes) and a private snapshot of it could not be made in "
+                         f"{folder}: {describe_sqlite_error(exc)}") from exc
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _page_sizes(path: Path) -> tuple[int | None, int | None]:
@@ -221,10 +328,10 @@ def _nonempty(path: Path) -> bool:
 
 def foreign_wal_sentence(path: Path, evidence: str) -> str:
     """Return the sentence for a -wal beside PATH that belongs to another database (EVIDENCE: why we know)."""
-    wal, shm = _side(path, "-wal"), _side(path, "-shm")
-    return (f"the {wal.name} beside it belongs to another database ({evidence}). Move {wal.name} and {shm.name} "
-            f"away (keep them) and open {path.name} again; if you copied the database, copy its own -wal and "
-            "-shm with it")
+    wal, shm = display_path(_side(path, "-wal").name), display_path(_side(path, "-shm").name)
+    return (f"the {wal} beside it belongs to another database ({evidence}). Move {wal} and {shm} "
+            f"away (keep them) and open {display_path(path.name)} again; if you copied the database, copy its own "
+            "-wal and -shm with it")
 
 
 def has_nonempty_wal(path: Path) -> bool:
@@ -234,29 +341,32 @@ def has_nonempty_wal(path: Path) -> bool:
 
 def _file_hint(text: str, path: Path) -> str | None:
     """Return a sentence for errors whose cause lies in the files beside PATH, or None."""
-    name = path.name
+    name, shown = display_path(path.name), display_path(path)
     wal, shm, journal = _side(path, "-wal"), _side(path, "-shm"), _side(path, "-journal")
+    wal_name, shm_name = display_path(wal.name), display_path(shm.name)
     if "readonly database" in text and _nonempty(journal):
-        return (f"a write to it did not finish (a crash or a kill) and left its rollback journal {journal.name} "
-                "beside it; SQLite must roll that write back before the file can be read, which a read-only "
+        return (f"a write to it did not finish (a crash or a kill) and left its rollback journal "
+                f"{display_path(journal.name)} beside it; SQLite must roll that write back before the file can be "
+                "read, which a read-only "
                 f"open may not do. Let the app that writes it (Mastra) open it once, or run "
-                f"`sqlite3 {path} \"PRAGMA quick_check\"` — either rolls the journal back — then open it again")
+                f"`sqlite3 {shown} \"PRAGMA quick_check\"` — either rolls the journal back — then open it again")
     if ("disk i/o error" in text or "malformed" in text) and _nonempty(wal):
         mismatch = wal_page_size_mismatch(path)
         if mismatch:
             return foreign_wal_sentence(path, mismatch)
-        return (f"the database reads as damaged together with its {wal.name}. If that -wal (or {shm.name}) was "
+        return (f"the database reads as damaged together with its {wal_name}. If that -wal (or {shm_name}) was "
                 f"copied from another database or from another moment, move both away (keep them) and open "
                 f"{name} again; otherwise the file is corrupt: open a backup")
     if "unable to open database file" in text:
         folder = path.parent
         if _nonempty(wal) and not shm.exists() and not os.access(folder, os.W_OK):
-            return (f"to read its {wal.name}, SQLite must create {shm.name} beside it, but the folder {folder} "
-                    f"is read-only. Copy {name} and {wal.name} together into a writable folder and open the "
+            return (f"to read its {wal_name}, SQLite must create {shm_name} beside it, but the folder "
+                    f"{display_path(folder)} is read-only. Copy {name} and {wal_name} together into a writable "
+                    "folder and open the "
                     "copy, or open it where you may write")
         if not os.access(folder, os.W_OK):
-            return (f"SQLite could not open it in the read-only folder {folder}. Copy {name} (with its -wal) "
-                    "into a writable folder and open the copy")
+            return (f"SQLite could not open it in the read-only folder {display_path(folder)}. Copy {name} (with its "
+                    "-wal) into a writable folder and open the copy")
     return None
 
 

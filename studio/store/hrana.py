@@ -223,6 +223,8 @@ class HranaConnection:
             raise ServerUnreachable(f"{self.display} did not answer within {timeout or self.timeout:g} s "
                              "(server down, overloaded or unreachable)") from exc
         except httpx.HTTPError as exc:
+            if url.startswith("https:") and _is_tls_mismatch(exc):
+                raise StoreError(plain_http_sentence(self.display, self.base_url)) from exc
             raise ServerUnreachable(f"Cannot connect to {self.display}: {self._scrub(_reason(exc))}") from exc
         body = self._body(response)
         if keep:
@@ -277,6 +279,37 @@ class HranaConnection:
 def _header_safe(token: str) -> bool:
     """True when TOKEN can go in an HTTP header as it is: visible ASCII only (a JWT, an API key)."""
     return all("!" <= ch <= "~" for ch in token)
+
+
+#: Words of an OpenSSL handshake that met a server speaking plain HTTP (or another protocol) on the port.
+_TLS_MISMATCH = ("wrong_version_number", "wrong version number", "record layer failure", "unknown protocol",
+                 "packet length too long", "http request")
+
+
+def _is_tls_mismatch(exc: BaseException) -> bool:
+    """Return True when EXC (or a cause) is a TLS handshake answered by something that is not TLS."""
+    import ssl
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        text = str(seen).lower()
+        if isinstance(seen, ssl.SSLError) or "[ssl" in text:
+            return any(w in text for w in _TLS_MISMATCH)
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def plain_http_sentence(display: str, base_url: str) -> str:
+    """The sentence for an https:// (or libsql://) URL whose server answers in plain HTTP (a local sqld).
+
+    sqld serves plain HTTP unless started with a certificate; Turso's hosted databases speak TLS.
+    """
+    host = base_url.split("://", 1)[1].rstrip("/")
+    return (f"Cannot connect to {display}: the server there does not speak TLS (HTTPS) — a local sqld serves "
+            f"plain HTTP unless given a certificate. Write http://{host} (or libsql://{host}?tls=0) to connect "
+            "without TLS, or use the server's https address")
 
 
 def _reason(exc: httpx.HTTPError) -> str:

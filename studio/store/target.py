@@ -43,6 +43,8 @@ __all__ = [
     "Target",
     "absolute_target",
     "ambiguity",
+    "display_path",
+    "elide_middle",
     "file_target",
     "is_server_target",
     "libsql_server_refusal",
@@ -203,9 +205,31 @@ def _parse_file(text: str) -> Target:
         raw = parsed.path if parsed.netloc in ("", "localhost") else f"//{parsed.netloc}{parsed.path}"
         if not raw:  # file:relative.db puts the path in .path too, but guard anyway
             raw = text[5:].split("?", 1)[0]
-        text = urllib.parse.unquote(raw)
+        text = urllib.parse.unquote(raw, errors="surrogateescape")   # %E9: the byte 0xE9, as SQLite reads it
     path = Path(text).expanduser()
-    return Target(FILE, str(path), path=path)
+    return Target(FILE, display_path(path), path=path)
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """Return PATH as shown to the user: bytes of its name that are not UTF-8 as U+FFFD (the replacement char).
+
+    Linux file names are bytes; Python reads one that is not UTF-8 as lone surrogates (surrogate
+    escapes), which no terminal, Qt string or JSON document can carry. The file itself is always
+    opened by its real bytes (`Target.path`); only what is shown is replaced.
+    """
+    return os.fsencode(os.fspath(path)).decode("utf-8", "replace")
+
+
+def elide_middle(text: str, limit: int = 120) -> str:
+    """Return TEXT cut to at most LIMIT characters by an ellipsis in the middle (its start and end kept).
+
+    A path is recognised by its ends (the root and the file name): a 1,255-character one would
+    otherwise fill a message (or a dialog) with the middle nobody reads.
+    """
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
 def _parse_libsql_server(text: str) -> Target:

@@ -10,7 +10,7 @@ from PySide6.QtCore import QSettings, Qt, QtMsgType, qInstallMessageHandler
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from studio.app.failures import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from studio.app.failures import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_IO, EXIT_OK
 from studio.paths import ICONS, SAMPLE_DATABASE
 from studio.ui.context import AppContext
 from studio.ui.gc_collector import collect_garbage_on_gui_thread
@@ -125,9 +125,10 @@ def run_studio(args) -> int:
 def _screenshot(window, ctx: AppContext, path: str, args) -> int:
     """Open PATH, select the thread and tab, wait for every task, save the window as a PNG.
 
-    Return EXIT_OK, EXIT_BAD_INPUT (database cannot be opened, no such thread, bad size) or
-    EXIT_FAILURE when any read behind the window failed (a tab showing an error) or the PNG cannot be
-    written; nothing is written then.
+    Return the command line's codes (`studio.app.failures`): EXIT_OK; for a database that cannot be
+    opened, the code of its error (EXIT_BAD_INPUT, EXIT_REFUSED for a lock, EXIT_IO for permission
+    denied); EXIT_BAD_INPUT for no such thread or a bad size; the code of any read behind the window
+    that failed (a tab showing an error); EXIT_IO when the PNG cannot be written. Nothing is written then.
     """
     try:
         size = parse_size(getattr(args, "size", None) or "1400x900")
@@ -147,7 +148,8 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
         ctx.runner.wait_idle()
         if failures or window.database_path is None:
             print(f"memory-studio: {failures[0] if failures else 'cannot open ' + path}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            # the command line's code for the open's error (permission denied: 4, as `inspect` gives)
+            return _failed_reads(task_errors)[1] if task_errors else EXIT_BAD_INPUT
         thread_id = getattr(args, "thread", None) or window.first_thread_with_om()
         if thread_id and not window.select_thread(thread_id):
             print(f"memory-studio: No thread {thread_id!r} in {window.database_path}", file=sys.stderr)
@@ -171,8 +173,11 @@ def _screenshot(window, ctx: AppContext, path: str, args) -> int:
             print(f"memory-studio: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
         if not window.grab().save(str(out), image_format):
-            print(f"memory-studio: cannot write {out}", file=sys.stderr)
-            return EXIT_FAILURE
+            # Qt says no more than that: the file system refused it (a read-only folder or file, a full disk)
+            why = "permission denied" if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(
+                out, os.W_OK)) else "the disk refused it"
+            print(f"memory-studio: cannot write {out}: {why}; no screenshot written", file=sys.stderr)
+            return EXIT_IO
         return EXIT_OK
     finally:
         ctx.runner.shutdown()

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from studio.app.write_protocol import Interaction
+from studio.ui.message_dialog import MessageDialog
 
 __all__ = ["QtInteraction"]
 
@@ -47,32 +48,28 @@ class QtInteraction(Interaction):
 
     def confirm(self, title: str, text: str) -> bool:
         """Yes / Cancel (Cancel is the default); True on Yes."""
-        box = QMessageBox(QMessageBox.Icon.Question, title, text,
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self._parent)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        return box.exec() == QMessageBox.StandardButton.Yes
+        box = MessageDialog(QMessageBox.Icon.Question, title, text, self._parent)
+        yes = box.add_button(QMessageBox.StandardButton.Yes)
+        box.setDefaultButton(box.add_button(QMessageBox.StandardButton.Cancel))
+        box.exec()
+        return box.clickedButton() is yes
 
     def ask_wait_or_force(self, text: str) -> str:
         """Wait (the default) / Force / Cancel: "wait", "force" or "cancel"."""
-        box = QMessageBox(QMessageBox.Icon.Warning, "The agent is active", text, QMessageBox.StandardButton.NoButton,
-                          self._parent)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        wait = box.addButton("Wait", QMessageBox.ButtonRole.AcceptRole)
-        force = box.addButton("Force", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
+        box = MessageDialog(QMessageBox.Icon.Warning, "The agent is active", text, self._parent)
+        wait = box.add_button("Wait", QMessageBox.ButtonRole.AcceptRole)
+        force = box.add_button("Force", QMessageBox.ButtonRole.DestructiveRole)
+        box.add_button(QMessageBox.StandardButton.Cancel)
         box.setDefaultButton(wait)
         box.exec()
         return "wait" if box.clickedButton() is wait else "force" if box.clickedButton() is force else "cancel"
 
     def report_overtaken(self, findings, text: str) -> str:
         """Repair (the default) / Use the agent's version / Leave it: "repair", "revert" or "leave"."""
-        box = QMessageBox(QMessageBox.Icon.Warning, "A running turn overtook the write", text,
-                          QMessageBox.StandardButton.NoButton, self._parent)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        repair = box.addButton("Repair", QMessageBox.ButtonRole.AcceptRole)
-        revert = box.addButton("Use the agent's version", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton("Leave it", QMessageBox.ButtonRole.RejectRole)
+        box = MessageDialog(QMessageBox.Icon.Warning, "A running turn overtook the write", text, self._parent)
+        repair = box.add_button("Repair", QMessageBox.ButtonRole.AcceptRole)
+        revert = box.add_button("Use the agent's version", QMessageBox.ButtonRole.DestructiveRole)
+        box.add_button("Leave it", QMessageBox.ButtonRole.RejectRole)
         box.setDefaultButton(repair)
         box.exec()
         return "repair" if box.clickedButton() is repair else "revert" if box.clickedButton() is revert else "leave"
@@ -80,15 +77,15 @@ class QtInteraction(Interaction):
     # -- what failed ---------------------------------------------------------------------------------------
 
     def report(self, title: str, message: str, *,
-               icon: QMessageBox.Icon = QMessageBox.Icon.Critical) -> QMessageBox | None:
+               icon: QMessageBox.Icon = QMessageBox.Icon.Critical) -> MessageDialog | None:
         """Show MESSAGE (plain text) under TITLE in a window-modal box, opened without blocking; return the box.
 
         None when not interactive (no box is shown).
         """
         if not self.interactive:
             return None
-        box = QMessageBox(icon, title, message, QMessageBox.StandardButton.Ok, self._parent)
-        box.setTextFormat(Qt.TextFormat.PlainText)
+        box = MessageDialog(icon, title, message, self._parent)
+        box.setDefaultButton(box.add_button(QMessageBox.StandardButton.Ok))
         box.setWindowModality(Qt.WindowModality.WindowModal)
         box.open()
         return box

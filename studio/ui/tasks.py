@@ -98,7 +98,7 @@ class Task:
 class OpenedStore:
     """What the GUI learns when a database was opened in the worker."""
 
-    path: str
+    path: str                  # the file's path (its real bytes as surrogate escapes), or a server's display URL
     writable: bool
     data_version: Any          # store.fingerprint() when opened (live refresh compares with it); None for a
                                # server store (the listing that follows the open reads it)
@@ -318,7 +318,8 @@ class TaskRunner(QObject):
         local = _local_path(store)
         # a server store's fingerprint is one more statement over every table (~0.1 s with 220k messages)
         # before the first paint: the listing that follows every open reads it anyway
-        return OpenedStore(path=store.location.display, writable=store.writable,
+        # a file by its real name (its bytes, even when they are not UTF-8: `display_path` shows it)
+        return OpenedStore(path=local if local is not None else store.location.display, writable=store.writable,
                            data_version=store.fingerprint() if local is not None else None,
                            local_path=local, notices=tuple(store.notices))
 

@@ -190,3 +190,30 @@ def test_clone_asks_on_a_terminal_like_the_other_writes(fixture_db, capsys, monk
     assert bool(list(backup_root().glob("file_history.db_*-clone.json"))) == (code == 0)   # its rows
     if code == 3:
         assert "Nothing was written" in err and out == ""
+
+
+def test_without_json_inspect_threads_and_recall_print_text(fixture_db, capsys):
+    """A person's first command prints lines to read (it printed the JSON document); --json keeps the document."""
+    path = fixture_db("support")
+    code, out, _err = run(capsys, ["threads", str(path)])
+    assert code == 0 and not out.lstrip().startswith("{")
+    lines = out.splitlines()
+    assert lines[-1] == "6 threads." and lines[0].startswith("support-meta  “Tagged messages”  resource user-carol")
+    code, out, _err = run(capsys, ["recall", str(path), "--thread", "support-1"])
+    assert code == 0 and not out.lstrip().startswith("{")
+    doc = run_json(capsys, ["recall", str(path), "--thread", "support-1", "--json"])
+    body = out.splitlines()[1:-1]
+    assert len(body) == len(doc["message_ids"]) == 10        # Mastra's default page: lastMessages 10
+    assert [line.split()[3] for line in body] == doc["message_ids"]
+    assert out.splitlines()[-1] == (f"10 messages shown of {doc['total']}: --page N for the next ones, --all for "
+                                    "every one.")
+    code, out, _err = run(capsys, ["inspect", str(path)])
+    assert code == 0 and "Threads:" in out and "thread:support-1  generation" in out and not out.startswith("{")
+
+
+def test_recall_help_names_its_default_page_of_10(capsys):
+    from studio.cli import main
+
+    assert main(["recall", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "messages per page (default 10, as Mastra's)" in text

@@ -115,3 +115,29 @@ def test_a_stored_pending_count_is_named_in_the_refusal(fixture_db, capsys, tmp_
     assert code == 2 and file_state(path) == state
     assert (f"{stored:,} tokens the record still counts as pending (pendingMessageTokens) + {tokens:,} "
             f"unobserved-message tokens = {stored + tokens:,}, below the {threshold:,}-token threshold") in err
+
+
+def activation_figures(path) -> tuple[int, int]:
+    """(stored pendingMessageTokens activate() reads, Mastra's getStatus pendingTokens the bar shows) of long-run."""
+    with open_store(path) as store:
+        stored = store.om_current("thread:long-run").get_int("pendingMessageTokens")
+    bar = oracle_status("buffered")["long-run"][1]["pendingTokens"]
+    assert stored and bar != stored            # the fixture's two figures differ
+    return stored, bar
+
+
+def why_they_differ(stored: int, bar: int) -> str:
+    return (f"The bar shows {bar:,} pending tokens and the rule {stored:,}: Mastra's activation reads the record's "
+            "pendingMessageTokens, which the agent stored at the end of its last step")
+
+
+def test_activate_dry_run_says_why_its_pending_figure_differs_from_the_bars(fixture_db, capsys):
+    """Mastra's activate() reads the stored pendingMessageTokens (the agent's last step); the bar shows getStatus's
+    pendingTokens (Mastra's own figure in the oracle). The dry run names both and says why they differ."""
+    path = fixture_db("buffered")
+    stored, bar = activation_figures(path)
+    code, out, _err = run(capsys, ["activate", str(path), "--thread", "long-run", "--dry-run"])
+    assert code == 0 and why_they_differ(stored, bar) in out
+    code, out, _err = run(capsys, ["activate", str(path), "--thread", "long-run", "--dry-run", "--json"])
+    doc = json.loads(out)
+    assert (doc["pending_message_tokens"], doc["window_pending_tokens"]) == (stored, bar)

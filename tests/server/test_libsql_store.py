@@ -289,3 +289,16 @@ def test_text_that_is_not_utf8_reads_as_damaged_text(sqld_corpus):
         title = store.get_thread("t1").title
         assert isinstance(title, DamagedText) and title == "\ufffdA"
         assert [t.id for t in store.list_threads()] == ["t1"]
+
+
+def test_https_to_a_plain_sqld_is_a_sentence_not_an_ssl_error(sqld_corpus, capsys):
+    """sqld serves plain HTTP unless given a certificate: https:// (or libsql://, TLS) to it fails the TLS
+    handshake; the sentence says so and names the URL that works (it printed OpenSSL's WRONG_VERSION_NUMBER)."""
+    plain = next(iter(sqld_corpus.urls.values()))          # http://127.0.0.1:PORT
+    host = plain.split("://", 1)[1]
+    for url in (f"https://{host}", f"libsql://{host}"):
+        assert main(["threads", url, "--json"]) == 2
+        err = capsys.readouterr().err
+        assert "does not speak TLS (HTTPS)" in err and f"Write http://{host}" in err, err
+        assert "SSL" not in err and "_ssl.c" not in err
+    assert main(["threads", f"libsql://{host}?tls=0", "--json"]) == 0   # the URL the sentence names works

@@ -245,7 +245,7 @@ def test_a_password_of_any_characters_connects_and_a_wrong_one_is_said_the_same_
             with pytest.raises(StoreError) as refused:
                 open_store(base.format(urllib.parse.quote(secret, safe="")))
             said.add(str(refused.value))
-        assert len(said) == 1 and "password authentication failed" in said.pop()
+        assert len(said) == 1 and f"refused the password for user {ROLE}" in said.pop()
     finally:
         with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
             conn.execute(f"ALTER ROLE {ROLE} PASSWORD '{PASSWORD}'")
@@ -275,3 +275,38 @@ def test_a_password_in_the_url_warns_once_and_password_stdin_needs_none(pg_corpu
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert json.loads(out) == threads and err == ""
+
+
+def test_postgresql_errors_on_the_command_line_are_sentences(pg_corpus, password_url, clean_env, memory_keyring,
+                                                              capsys):
+    """libpq's own words ("fe_sendauth: no password supplied", "password authentication failed …") become what
+    happened and what to do: where the studio takes a password from, and where the wrong one came from."""
+    from studio.cli import main
+
+    assert main(["threads", password_url, "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "fe_sendauth" not in err and f"asks for a password for user {ROLE} and none was found" in err
+    assert "$PGPASSWORD" in err and "~/.pgpass" in err and "system keyring" in err and "URL" in err
+    wrong = password_url.replace(f"{ROLE}@", f"{ROLE}:wrong-horse@")
+    assert main(["threads", wrong, "--json"]) == 2
+    err = capsys.readouterr().err
+    assert f"refused the password for user {ROLE} (wrong password; it came from the URL)" in err
+    assert "wrong-horse" not in err and "FATAL" not in err
+    port = urllib.parse.urlsplit(password_url).port
+    missing = password_url.replace(f":{port}/postgres", f":{port}/no_such_db")
+    cred.remember_for_session(missing, PASSWORD)
+    assert main(["threads", missing, "--json"]) == 2
+    assert "the server has no database named no_such_db" in capsys.readouterr().err
+
+
+def test_connect_is_prefilled_with_the_open_server_url(pg_corpus, studio, studio_ctx):
+    """File ▸ Connect… over an open server store starts from its URL (no secret), not an empty form."""
+    from studio.store.target import strip_secrets
+
+    target = pg_corpus.target(SCENARIO)
+    window = studio(target)
+    assert studio_ctx.runner.wait_idle(120) and window.thread_model.rowCount() > 0
+    dialog = window.connect_controller.show_dialog()
+    assert dialog.schema_edit.text() == SCENARIO and dialog.url_edit.text()
+    assert dialog.target() == strip_secrets(target)
+    dialog.close()

@@ -82,5 +82,5 @@ def test_cli_reads_damaged_text_without_traceback_or_panic(fixture_db):
         done = run_cli(*args)
         assert done.returncode == 0, (args, done.stderr)
         assert "Traceback" not in done.stderr and "panicked" not in done.stderr, (args, done.stderr)
-    listing = json.loads(run_cli("threads", str(path)).stdout)
+    listing = json.loads(run_cli("threads", str(path), "--json").stdout)
     assert targets["thread"] in listing["thread_ids"]

@@ -295,3 +295,25 @@ def test_working_memory_dialog_keeps_schema_mode_json(qtbot):
     dialog.editor.setPlainText('{"name": "Bo", "tags": []}')
     assert dialog.ok_button.isEnabled() and dialog.values() == {"scope": "resource",
                                                                  "text": '{"name": "Bo", "tags": []}'}
+
+
+def test_delete_message_targets_only_a_message_the_user_selected(studio, studio_ctx, fixture_db):
+    """From the Timeline (or with no row selected) there is no message to delete: message #1 is not assumed."""
+    window = studio(fixture_db("history"), thread_id="hist-2", tab="messages")
+    tab = window.thread_view.messages_tab
+    actions = window.history_actions
+    assert tab.model.rowCount() == 5
+    tab.view.selectionModel().clearSelection()            # a current index nobody selected
+    actions.update_actions()
+    assert not actions.delete_action.isEnabled() and actions.delete_message() is None
+    tab.select_row(1)
+    window.thread_view.set_tab("timeline")
+    studio_ctx.runner.wait_idle()
+    actions.update_actions()
+    assert not actions.delete_action.isEnabled() and actions.delete_message() is None
+    window.thread_view.set_tab("messages")
+    actions.update_actions()
+    assert actions.delete_action.isEnabled()
+    dialog = actions.delete_message()
+    assert dialog is not None and tab.view.currentIndex().data(ID_ROLE) in dialog.text.text()
+    dialog.reject()

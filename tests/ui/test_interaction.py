@@ -5,10 +5,11 @@ replace it with tests/scripted_interaction.py."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QSettings, Qt
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
 from studio.ui.context import AppContext
 from studio.ui.interaction import QtInteraction
+from studio.ui.message_dialog import MessageDialog
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.activate_dialog import ActivateDialog
 from studio.ui.widgets.main_window import MainWindow
@@ -44,7 +45,7 @@ def test_a_failure_is_a_plain_text_box_over_the_window_without_blocking(studio, 
     window = studio(fixture_db("support"))
     window.report_error("Cannot open", "<b>not markup</b>")
     box = window.error_box
-    assert isinstance(box, QMessageBox) and box.isVisible() and box.parent() is window
+    assert isinstance(box, MessageDialog) and box.isVisible() and box.parent() is window
     assert box.textFormat() == Qt.TextFormat.PlainText and box.text() == "<b>not markup</b>"
     assert box.windowModality() == Qt.WindowModality.WindowModal and window.last_error == "<b>not markup</b>"
     box.close()

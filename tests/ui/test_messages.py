@@ -55,3 +55,29 @@ def test_message_model_pages(qtbot, studio_ctx, fixture_db):
         assert [model.index(r, 0).data(ID_ROLE) for r in range(n)] == [m.id for m in store.list_messages("long-run")]
     model.set_thread(None)
     assert model.rowCount() == 0
+
+
+def test_a_filtered_list_keeps_each_messages_number_and_times_show_seconds(studio, studio_ctx, fixture_db):
+    """Filtered to the assistant's messages, each row keeps its number in the whole thread (it renumbered from 1),
+    and the Time column shows seconds at any width (two turns a few seconds apart read alike without them)."""
+    from datetime import datetime
+
+    from studio.app.messages import AGENT, MessageFilters
+
+    path = fixture_db("support")
+    with open_store(path) as store:
+        messages = store.list_messages("support-1")
+    expected = [n for n, m in enumerate(messages, 1) if m.role != "user"]   # # as the unfiltered list numbers
+    window = studio(path, thread_id="support-1", tab="messages")
+    window.resize(1024, 700)
+    model = window.thread_view.messages_tab.model
+    model.set_filters(MessageFilters(speaker=AGENT))
+    studio_ctx.runner.wait_idle()
+    while model.canFetchMore():
+        model.fetchMore()
+        studio_ctx.runner.wait_idle()
+    assert expected[0] != 1 and model.rowCount() == len(expected)
+    assert [int(model.index(r, MessageColumn.NUMBER).data()) for r in range(model.rowCount())] == expected
+    first = messages[expected[0] - 1]
+    local = datetime.fromisoformat(first.created_at.replace("Z", "+00:00")).astimezone()
+    assert model.index(0, MessageColumn.TIME).data().endswith(local.strftime("%H:%M:%S"))

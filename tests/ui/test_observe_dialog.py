@@ -183,3 +183,15 @@ def test_activate_dialog_writes_what_activate_buffered_writes(studio, studio_ctx
     assert _same_write(before, path, other) > 3
     with open_store(path) as store:
         assert len(store.om_current("thread:long-run").buffered_chunks) == len(plan.chunks) - plan.count
+
+
+def test_the_activate_dialog_says_why_its_pending_figure_differs_from_the_bars(studio, studio_ctx, fixture_db):
+    from tests.cli.test_write_previews import activation_figures, why_they_differ
+
+    path = fixture_db("buffered")
+    stored, bar = activation_figures(path)
+    window = studio(path, thread_id="long-run")
+    dialog = open_write_dialog(window, "activate_action", "observe_dialog", ActivateDialog)
+    wait_until(lambda: dialog.plan is not None or dialog.error_text())
+    assert why_they_differ(stored, bar) in dialog.summary.text()
+    dialog.reject()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
+from studio.ui.message_dialog import MessageDialog
 from tests.conftest import make_plain_sqlite
 
 
@@ -41,7 +42,7 @@ def test_dropping_a_non_sqlite_file_shows_error_and_keeps_database(studio, studi
     studio_ctx.runner.wait_idle()
     assert "not a SQLite database" in blocker.args[0]
     box = window.error_box
-    assert isinstance(box, QMessageBox) and box.isVisible()
+    assert isinstance(box, MessageDialog) and box.isVisible()
     assert "not a SQLite database" in box.text()
     assert box.textFormat() == Qt.TextFormat.PlainText
     assert_still_open(window, path, 6)

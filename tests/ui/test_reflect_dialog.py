@@ -390,3 +390,30 @@ def test_stored_text_is_shown_as_plain_text(studio, studio_ctx, fixture_db, fake
     assert all(label.textFormat() == Qt.TextFormat.PlainText for label in dialog.findChildren(QLabel))
     texts = [dialog.proposal.diff_model.index(r, 3).data() for r in range(dialog.proposal.diff_model.rowCount())]
     assert any(markup in (t or "") for t in texts)
+
+
+def test_switching_from_a_rule_based_preview_to_a_model_without_a_key_disables_commit(studio, studio_ctx, fixture_db,
+                                                                                       monkeypatch):
+    """Commit writes the preview shown: once another strategy or model is chosen, it waits for a new preview."""
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    window = studio(fixture_db("support"), thread_id="support-1")
+    dialog = open_dialog(window)
+    dialog.set_strategy("rule-based")
+    assert dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    assert dialog.preview is not None and dialog.commit_button.isEnabled(), dialog.error_text()
+    dialog.set_model("openai/gpt-4o")          # the model strategy, and no key for it
+    assert dialog.strategy() == "llm"
+    assert not dialog.commit_button.isEnabled()
+    why = dialog.commit_button.toolTip()
+    assert "made with the offline rule-based strategy" in why and "preview again" in why
+    assert dialog.write_note.text() == why
+    QTest.keyClick(dialog, Qt.Key_Return, Qt.ControlModifier)    # Ctrl+Enter previews (and fails: no key)
+    studio_ctx.runner.wait_idle()
+    assert not dialog.commit_button.isEnabled()
+    dialog.set_strategy("rule-based")
+    assert dialog.start_preview()
+    studio_ctx.runner.wait_idle()
+    assert dialog.commit_button.isEnabled()    # the rule-based preview again
+    dialog.reject()

@@ -26,6 +26,8 @@ ever hangs mid-load). `writable=True` is refused: a write opens its own read-wri
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from contextlib import suppress
 
 from studio.errors import SchemaError, StoreError
@@ -95,15 +97,57 @@ def asks_for_password(exc: BaseException) -> bool:
     return any(words in text for words in _NO_PASSWORD)
 
 
-def describe_pg_error(exc: BaseException) -> str:
-    """One line for a psycopg error: its first line as it is (or the exception's class name).
+#: Where the studio takes a PostgreSQL password from, in its order (`credentials.pg_password`).
+PASSWORD_PLACES = ("the URL (postgresql://USER:PASSWORD@…), a password typed in File ▸ Connect… this session, "
+                   "$PGPASSWORD, ~/.pgpass (or $PGPASSFILE), or the system keyring (service \"memory-studio\", "
+                   "where Connect… saves one)")
+#: Where a password that was used came from, as a sentence says it.
+_SOURCES = {"url": "the URL", "session": "the password typed this session", "PGPASSWORD": "$PGPASSWORD",
+            "pgpass": "~/.pgpass", "keyring": "the system keyring"}
+
+
+def describe_pg_error(exc: BaseException, location: Target | None = None, password: str | None = None,
+                      source: str | None = None) -> str:
+    """One sentence for a psycopg error.
 
     No text is replaced: a secret never reaches libpq's text in the first place. The target's
     conninfo holds its user and password percent-encoded whole (`studio.store.target`), so libpq
     parses it without an error that could quote a piece of it, and a password found elsewhere
-    (session, keyring) is passed as a keyword, never inside a string libpq parses.
+    (session, keyring: PASSWORD) is passed as a keyword, never inside a string libpq parses.
+
+    libpq's own words for the usual failures become what to do: no password supplied (where the
+    studio looks for one), a wrong password (where it came from, SOURCE as `credentials.pg_password`
+    names it), a refused connection, an unknown host, a missing database or role. Other errors keep
+    libpq's first line.
     """
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if location is None or not location.conninfo:
+        return text
+    lowered = text.lower()
+    parts = urllib.parse.urlsplit(location.conninfo)
+    try:
+        server = f"{parts.hostname or 'localhost'}:{parts.port or 5432}"
+    except ValueError:
+        server = parts.hostname or "localhost"
+    if "no password supplied" in lowered:
+        return (f"the server asks for a password for user {parts.username or '(your login name)'} and none was "
+                f"found: the studio takes it from {PASSWORD_PLACES}")
+    match = re.search(r'password authentication failed for user "([^"]*)"', text)
+    if match:
+        came = _SOURCES.get(source or "", "")
+        return (f"the server refused the password for user {match.group(1)} (wrong password"
+                + (f"; it came from {came}" if came else "") + f"). The studio takes it from {PASSWORD_PLACES}")
+    if "connection refused" in lowered:
+        return f"nothing accepts connections at {server} (is PostgreSQL running there, on that port?)"
+    if "could not translate host name" in lowered or "name or service not known" in lowered:
+        return f"the host name {parts.hostname} is not known (check the URL's host)"
+    match = re.search(r'database "([^"]*)" does not exist', text)
+    if match:
+        return f"the server has no database named {match.group(1)} (check the URL's /DATABASE)"
+    match = re.search(r'role "([^"]*)" does not exist', text)
+    if match:
+        return f"the server has no user (role) named {match.group(1)} (check the URL's USER)"
+    return text
 
 
 def read_expr(schema: sc.Schema, table: str, column: str) -> str:
@@ -167,7 +211,7 @@ def connect_pg(location: Target, *, options: str, application_name: str, purpose
             return connect(saved)
     except Exception as exc:
         where = f"{location.display} {purpose}" if purpose else location.display
-        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc)}") from exc
+        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc, location, password, source)}") from exc
 
 
 class PgSql:
@@ -387,11 +431,33 @@ def discover_pg_schema(conn, location: Target) -> sc.Schema:
         schema.tables.setdefault(table, []).append(column)
         schema.types.setdefault(table, {})[column] = kind
     if not schema.tables:
-        raise SchemaError(f"{location.display}: schema {location.schema!r} has no Mastra tables (mastra_threads, "
-                          "mastra_messages…). Name the schema Mastra's PostgresStore uses with ?schema=NAME")
+        raise SchemaError(_no_tables_sentence(conn, location))
     sc.check_required(schema)
     return schema
 
+
+
+def _no_tables_sentence(conn, location: Target) -> str:
+    """Why LOCATION's schema has no Mastra tables: it does not exist, or it holds none; the schemas that do.
+
+    Mastra's PostgresStore creates its tables in `schemaName` (default `public`): the sentence names
+    the schemas of this database that hold `mastra_threads`, so the user can pick the right ?schema=.
+    """
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s", (location.schema,))
+            exists = cur.fetchall()[0][0] > 0
+            cur.execute("SELECT DISTINCT table_schema FROM information_schema.tables WHERE table_name = "
+                        "'mastra_threads' ORDER BY 1")
+            found = [r[0] for r in cur.fetchall()]
+    except Exception:   # the sentence without the hints: the original cause is what matters
+        exists, found = True, []
+    where = (f"the schema {location.schema!r} does not exist in this database" if not exists
+             else f"the schema {location.schema!r} has no Mastra tables (mastra_threads, mastra_messages…)")
+    hint = (f"Mastra's tables are in schema {', '.join(repr(f) for f in found)}: add ?schema={found[0]} to the URL"
+            if found else "no schema of this database has them: is this the database Mastra's PostgresStore "
+                          "writes (its URL's /DATABASE)?")
+    return f"{location.display}: {where}. {hint}"
 
 
 #: The twins Mastra reads, per table: {table: (columns read twin first, columns read through the twin only)}.

@@ -104,6 +104,9 @@ def _open_verified(location: Target, writable: bool, allow_immutable: bool = Tru
             error.__cause__ = exc
         if immutable and file_signature(location.path) != signature:
             conn.close()
+            if last:   # only a path too long for SQLite is read immutable on the last attempt (a snapshot)
+                raise StoreError(f"Cannot read {location.display}: the file kept changing while it was read; "
+                                 "try again when the agent has finished writing")
             continue
         if error is not None:
             conn.close()

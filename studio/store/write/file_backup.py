@@ -35,7 +35,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from studio.errors import StoreError
-from studio.store.connection import check_file, is_quiescent_wal
+from studio.store.connection import (
+    check_file,
+    is_quiescent_wal,
+    long_path_refusal,
+    read_only_folder_refusal,
+    too_long_for_sqlite,
+)
 from studio.store.target import file_target
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS  # the one lock-wait bound of every write
 
@@ -69,7 +75,8 @@ def _check_parent():
         raise SystemExit("the studio process that asked for this backup has gone")
 
 try:
-    uri = "file:" + urllib.parse.quote(src, safe="/:~-._ ") + "?mode=ro" + ("&immutable=1" if immutable else "")
+    quoted = urllib.parse.quote(os.fsencode(src), safe="/:~-._ ")  # a name's bytes, UTF-8 or not
+    uri = "file:" + quoted + "?mode=ro" + ("&immutable=1" if immutable else "")
     source = sqlite3.connect(uri, uri=True, timeout=lock_wait_s)
     target = sqlite3.connect(dst)
     try:
@@ -187,6 +194,8 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
     """
     location = file_target(path)
     check_file(location)
+    if too_long_for_sqlite(location.path):
+        raise StoreError(long_path_refusal(location.path))
     source = location.path.resolve()
     folder = Path(folder).expanduser() if folder is not None else source.parent
     target: Path | None = None  # None: a name chosen in FOLDER when the copy is ready
@@ -197,6 +206,8 @@ def backup_database(path: str | os.PathLike[str], dest: str | os.PathLike[str] |
             raise StoreError(f"Will not overwrite {target}: choose another backup file name.")
     if not folder.is_dir():
         raise StoreError(f"Cannot write the backup: {folder} is not a folder.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(read_only_folder_refusal(source, folder))
     remove_stale_partials(folder)
     hidden = (target.name if target is not None else f"{source.stem}.backup.db")
     partial = folder / f".{hidden}.partial-{os.getpid()}-{time.monotonic_ns()}"

@@ -85,6 +85,7 @@ class MessageTableModel(TableModel):
         self.use_helper = False   # read pages in the TaskRunner's helper process (big databases)
         self._filters = MessageFilters()
         self._ids: list[str] | None = None       # the matching ids while filtered (None: unfiltered)
+        self._positions: list[int] = []          # their numbers in the whole thread (the # column while filtered)
         self._scanned = 0
         self._raw_tags = False
         self._attributions: dict[str, MessageAttribution] = {}
@@ -130,7 +131,7 @@ class MessageTableModel(TableModel):
         self.beginResetModel()
         self._thread_id, self._rows, self._total, self._fetching = thread_id, [], 0, False
         self._filters = filters or MessageFilters()
-        self._ids, self._scanned, self._attributions = None, 0, {}
+        self._ids, self._scanned, self._attributions, self._positions = None, 0, {}, []
         self._on_loaded_through = None
         self.endResetModel()
         if thread_id is None:
@@ -225,7 +226,7 @@ class MessageTableModel(TableModel):
         self._fetching = False
         if found.thread_id != self._thread_id or found.filters != self._filters or not found.complete:
             return
-        self._ids, self._scanned = found.ids, found.scanned
+        self._ids, self._scanned, self._positions = found.ids, found.scanned, found.positions
         self._total = len(found.ids)
         self._request(0, max(len(self._rows), self._page_size) if refresh else self._page_size, refresh=refresh)
 
@@ -344,6 +345,12 @@ class MessageTableModel(TableModel):
             return "The speaker of a user message (its <turn> tag), else the message's role"
         return super().headerData(section, orientation, role)
 
+    def number(self, row: int) -> int:
+        """Return ROW's message number in the whole thread (1-based): a filtered list keeps each message's own."""
+        if self._ids is not None and row < len(self._positions) and self._positions[row]:
+            return self._positions[row]
+        return row + 1
+
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid() or not (0 <= index.row() < len(self._rows)):
             return None
@@ -352,11 +359,13 @@ class MessageTableModel(TableModel):
         col = MessageColumn(index.column())
         if role == Qt.ItemDataRole.DisplayRole:
             if col == MessageColumn.NUMBER:
-                return str(index.row() + 1)
+                return str(self.number(index.row()))
             if col == MessageColumn.ROLE:
                 return m.role
             if col == MessageColumn.TIME:
-                return fmt.short_time(m.created_at, seconds=not self._compact)
+                # turns are often seconds apart: seconds always; a narrow table keeps the clock (the date is in
+                # the tooltip), a wide one the date too
+                return fmt.clock_time(m.created_at) if self._compact else fmt.short_time(m.created_at, seconds=True)
             if col == MessageColumn.ESTIMATE:
                 return fmt.tokens(row.estimate)
             if col == MessageColumn.EXACT:
@@ -383,7 +392,7 @@ class MessageTableModel(TableModel):
                                          f"\nfunctional_role {t.functional_role or '(none)'}")
             return None
         if role == SORT_ROLE:
-            return {MessageColumn.NUMBER: index.row(), MessageColumn.ROLE: m.role,
+            return {MessageColumn.NUMBER: self.number(index.row()), MessageColumn.ROLE: m.role,
                     MessageColumn.TIME: m.created_at or "", MessageColumn.ESTIMATE: row.estimate or 0,
                     MessageColumn.EXACT: row.exact or 0, MessageColumn.TEXT: m.text,
                     MessageColumn.SPEAKER: self.speaker_text(index.row())}[col]

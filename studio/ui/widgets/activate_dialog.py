@@ -19,6 +19,7 @@ from studio.app.failures import describe_error, outcome_line, refusal_reason, wr
 from studio.errors import WriteRefused
 from studio.ui.interaction import QtInteraction
 from studio.ui.models.chunks import BufferedChunkModel
+from studio.ui.screen import DIALOG_SHARE, fit_within_screen
 from studio.ui.tasks import TaskRunner, submit_job
 from studio.ui.widgets.common import ElidedLabel, plain_label, table_view
 from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
@@ -36,7 +37,8 @@ def plan_text(plan: obs_jobs.ChunkPlan) -> str:
     return (f"{len(plan.chunks)} buffered chunk(s) wait in {plan.lookup_key}. Activating now moves the oldest "
             f"{plan.count} ({messages:,} message(s), {msg_tokens:,} message tokens, {obs_tokens:,} observation tokens) "
             f"into the active log, as Mastra does when the window reaches its threshold; {rest} stay buffered. "
-            f"(Mastra's rule: {plan.pending_tokens:,} pending tokens, threshold {plan.threshold:,}.)")
+            f"(Mastra's rule: {plan.pending_tokens:,} pending tokens, threshold {plan.threshold:,}.)"
+            + (f" {why}" if (why := obs_jobs.pending_difference(plan)) else ""))
 
 
 class ActivateDialog(QDialog):
@@ -103,6 +105,11 @@ class ActivateDialog(QDialog):
         self._busy = "loading"
         submit_job(runner, lambda _p, _c: obs_jobs.chunk_plan(path, thread_id), on_done=self._on_plan,
                    on_error=self._on_plan_failed, key=f"activate-plan-{id(self)}")
+
+    def showEvent(self, event) -> None:
+        """Open within the screen's available area (a 1024×700 screen holds the whole dialog, its buttons too)."""
+        super().showEvent(event)
+        fit_within_screen(self, DIALOG_SHARE)
 
     @property
     def plan(self) -> obs_jobs.ChunkPlan | None:

@@ -8,8 +8,9 @@ why nothing was written and keeps what the user typed. `studio.ui.widgets.edit_t
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFormLayout, QLineEdit, QSpinBox, QVBoxLayout
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFormLayout, QLineEdit, QSizePolicy, QSpinBox, QVBoxLayout
 
+from studio.ui.screen import DIALOG_SHARE, available_area
 from studio.ui.widgets.common import plain_label
 
 MAX_MESSAGE_LIMIT = 10_000_000
@@ -52,6 +53,8 @@ class ConfirmWriteDialog(QDialog):
             form.addRow("New thread id", self.new_id)
             form.addRow("Title", self.title_edit)
             form.addRow("Messages", self.limit)
+            for field in (self.new_id, self.title_edit, self.limit):   # a refusal's lines never squash them
+                field.setSizePolicy(field.sizePolicy().horizontalPolicy(), QSizePolicy.Policy.Fixed)
             layout.addLayout(form)
         self.backup_note = plain_label(backup_note, "muted", wrap=True)
         layout.addWidget(self.backup_note)
@@ -83,10 +86,20 @@ class ConfirmWriteDialog(QDialog):
         """The write was refused (nothing written): show SENTENCE as plain text, keep the fields, allow a retry."""
         self.refusal.setText(f"Nothing was written: {sentence}")
         self.refusal.show()
+        self._grow_to_fit()
         self.ok_button.setEnabled(True)
         if self.new_id is not None:
             self.new_id.setFocus()
             self.new_id.selectAll()
+
+    def _grow_to_fit(self) -> None:
+        """Grow the dialog (within the screen) to the height its wrapped sentences and fields now need."""
+        layout = self.layout()
+        layout.activate()
+        wanted = layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth() else self.sizeHint().height()
+        limit = int(available_area(self).height() * DIALOG_SHARE)
+        if wanted > self.height():
+            self.resize(self.width(), min(wanted, limit))
 
     def values(self) -> dict:
         """Return the clone options typed: {new_thread_id, title, message_limit} (None when left empty)."""

@@ -354,12 +354,20 @@ class ConnectController(QObject):
 
     def show_dialog(self, _checked: bool = False, *, url: str | None = None,
                     message: str | None = None) -> ConnectDialog:
-        """Show the Connect dialog (filled with URL and MESSAGE when given) and return it."""
+        """Show the Connect dialog (filled with URL and MESSAGE when given) and return it.
+
+        Without URL, an empty form is filled with the server store open in the window (its URL without
+        secrets), so that another schema or database of the same server is one edit away.
+        """
         if self.dialog is None:
             self.dialog = ConnectDialog(self._ctx.runner, self._window)
             self.dialog.connect_requested.connect(self._on_dialog_connect_requested)
         if url is not None:
             self.dialog.set_target(url, message)
+        elif not self.dialog.url_edit.text().strip():
+            current = self._window.database_path
+            if current and tg.is_server_target(current):
+                self.dialog.set_target(tg.strip_secrets(current))
         self.dialog.show()
         self.dialog.raise_()
         return self.dialog

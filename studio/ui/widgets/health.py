@@ -24,6 +24,7 @@ from studio.app.changes import ChangeSet
 from studio.app.health import load_scan_batch, load_scan_plan, load_thread_findings
 from studio.ui.context import WindowContext
 from studio.ui.models.roles import ID_ROLE
+from studio.ui.screen import SCREEN_SHARE, fit_within_screen
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.health_views import SEVERITY_COLOURS, HealthWindow
 
@@ -252,7 +253,9 @@ class HealthController(QObject):
             self.health_window.setWindowFlag(Qt.WindowType.Window, True)
             self.health_window.finding_activated.connect(self.open_finding)
             self._fill_window()
+        fit_within_screen(self.health_window, SCREEN_SHARE)   # a 1024×700 screen: all of it on screen
         self.health_window.show()
+        fit_within_screen(self.health_window, SCREEN_SHARE)   # placed by the window manager: inside the screen
         self.health_window.raise_()
         return self.health_window
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
@@ -30,6 +30,10 @@ from studio.ui.widgets.common import empty_state, plain_label, table_view
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 SEVERITY_COLOURS = {"error": QColor("#dc2626"), "warning": QColor("#d97706"), "info": QColor("#6b7280")}
 COLUMNS = ["Severity", "Check", "Thread", "Where", "Summary"]
+#: Widths (px) of Severity, Check, Thread, Where; in a view narrower than NARROW_FINDINGS px (the thread
+#: view on a 1024 px screen) Check and Where narrow (they elide, the detail below says all) for the Summary.
+WIDE_WIDTHS, NARROW_WIDTHS = (64, 150, 100, 130), (56, 112, 100, 84)
+NARROW_FINDINGS = 720
 ALL_SEVERITIES = "All severities"
 
 
@@ -145,8 +149,9 @@ class FindingsPane(QWidget):
         self.view = table_view()
         self.view.setModel(self.model)
         self.view.horizontalHeader().setStretchLastSection(True)
-        for col, width in enumerate((64, 150, 100, 130)):
-            self.view.horizontalHeader().resizeSection(col, width)
+        self._narrow: bool | None = None
+        self._fit_columns(self.view.viewport().width())
+        self.view.viewport().installEventFilter(self)
         self.view.activated.connect(self._on_view_activated)   # double-click or Enter
         self.view.selectionModel().currentRowChanged.connect(self._on_view_current_changed)
         self.detail = QPlainTextEdit()
@@ -168,6 +173,20 @@ class FindingsPane(QWidget):
         layout.addWidget(split, 1)
         self._split = split
 
+
+    def _fit_columns(self, available: int) -> None:
+        """Give the Summary (what tells the rows apart) the room: narrower Check and Where columns in a narrow view."""
+        narrow = 0 < available < NARROW_FINDINGS
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        for col, width in enumerate(NARROW_WIDTHS if narrow else WIDE_WIDTHS):
+            self.view.horizontalHeader().resizeSection(col, width)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.view.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_columns(event.size().width())
+        return super().eventFilter(watched, event)
     def set_findings(self, findings: list[dict]) -> None:
         """Show FINDINGS."""
         self.model.set_findings(findings)

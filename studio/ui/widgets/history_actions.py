@@ -24,9 +24,8 @@ from studio.app import text as fmt
 from studio.app import thread_writes
 from studio.app.failures import outcome_heading
 from studio.ui.context import WindowContext
+from studio.ui.message_dialog import MessageDialog
 from studio.ui.widgets.confirm_write_dialog import ConfirmWriteDialog
-
-# What the clone fields must show whole: a UUID-length thread id (36 characters) and a title of that length.
 
 
 class HistoryActions(QObject):
@@ -46,7 +45,7 @@ class HistoryActions(QObject):
         self._window = window
         self.session = ctx.session
         self.dialog: ConfirmWriteDialog | None = None
-        self.error_box: QMessageBox | None = None
+        self.error_box: MessageDialog | None = None
         self.last_error: str | None = None
         self.busy = False
         self.clone_action = QAction("&Clone Thread…", window, triggered=self._on_clone_action_triggered)
@@ -79,9 +78,20 @@ class HistoryActions(QObject):
         return detail.thread if detail is not None else None
 
     def _selected_message(self):
-        tab = self._window.thread_view.messages_tab
+        """The message the user selected on the Messages tab, shown now; None from any other tab.
+
+        Qt keeps a current index in a list nobody clicked (its first row), and the Messages tab keeps
+        its selection while another tab (the Timeline) is shown: neither is a message the user chose.
+        """
+        view = self._window.thread_view
+        tab = view.messages_tab
+        if view.current_tab() != "messages":
+            return None
         index = tab.view.currentIndex()
-        row = tab.model.message_row(index.row()) if index.isValid() else None
+        selection = tab.view.selectionModel()
+        if not index.isValid() or selection is None or not selection.isRowSelected(index.row(), index.parent()):
+            return None
+        row = tab.model.message_row(index.row())
         return row.message if row is not None else None
 
     def update_actions(self) -> None:

@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHeaderView,
     QMainWindow,
-    QMessageBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -28,8 +27,9 @@ from PySide6.QtWidgets import (
 
 from studio.app import text as fmt
 from studio.paths import SAMPLE_DATABASE
-from studio.store.target import absolute_target, is_server_target, redact_url, strip_secrets
+from studio.store.target import absolute_target, display_path, is_server_target, redact_url, strip_secrets
 from studio.ui.context import AppContext, WindowContext
+from studio.ui.message_dialog import MessageDialog
 from studio.ui.models.resources import ResourceListModel
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.models.threads import ThreadTableModel
@@ -86,7 +86,7 @@ class MainWindow(QMainWindow):
         self._thread_id: str | None = None
         self._pending_thread: str | None = None
         self._pending_tab: str | None = None
-        self.error_box: QMessageBox | None = None
+        self.error_box: MessageDialog | None = None
         self.last_error: str | None = None
 
         self.setWindowTitle(APP_TITLE)
@@ -268,7 +268,7 @@ class MainWindow(QMainWindow):
         THREAD_ID and TAB are selected once the thread list is loaded (default: the first thread with OM).
         """
         target = absolute_target(path)   # the open file stays found after a chdir
-        self.statusBar().showMessage(f"Opening {redact_url(target)}…")
+        self.statusBar().showMessage(f"Opening {display_path(redact_url(target))}…")
         self.context.runner.open_store(
             target,
             on_done=lambda info: self._on_store_opened(info, thread_id, tab),
@@ -349,6 +349,28 @@ class MainWindow(QMainWindow):
         if not self._panes_placed:
             self._panes_placed = True
             self.splitter.setSizes(self.pane_sizes(self.splitter.width() or self.width()))
+        else:
+            self.keep_detail_room()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self._panes_placed and self.isVisible():
+            self.keep_detail_room()
+
+    def keep_detail_room(self) -> None:
+        """Give the thread view back its share when it has less (panes restored from a wider screen, a shrink).
+
+        A splitter restored from a 1400 px session, or shrunk, keeps the lists' widths in pixels and
+        squeezes the thread view (what the user reads) to a strip; below DETAIL_SHARE of the width (or
+        its tab bar's width) the panes are placed again as on a first start.
+        """
+        sizes = self.splitter.sizes()
+        width = self.splitter.width()
+        if len(sizes) != 3 or width <= 0 or sum(sizes) <= 0:
+            return
+        wanted = self.pane_sizes(width)
+        if sizes[2] < min(wanted[2], int(width * DETAIL_SHARE)):
+            self.splitter.setSizes(wanted)
 
     def open_dialog_directory(self) -> str:
         """Return where File ▸ Open starts: the open database's folder, else (or for the bundled sample) home."""
@@ -404,12 +426,12 @@ class MainWindow(QMainWindow):
         self._thread_id = None
         self._pending_thread, self._pending_tab = thread_id, tab
         # "[*]" in a title is Qt's modified-marker placeholder: double it to show a file name literally
-        name = strip_secrets(info.path) if is_server_target(info.path) else Path(info.path).name
+        name = strip_secrets(info.path) if is_server_target(info.path) else display_path(Path(info.path).name)
         self.setWindowTitle(f"{APP_TITLE} — {name.replace('[*]', '[*][*]')}")
-        self.path_label.setText(info.path)
+        self.path_label.setText(display_path(info.path))
         self.thread_view.history_tab.database_path = info.path
         self.thread_view.context_view.database_path = strip_secrets(info.path)
-        self.path_label.setToolTip(fmt.plain_tooltip(info.path))
+        self.path_label.setToolTip(fmt.plain_tooltip(display_path(info.path)))
         self.mode_label.setText("read-write" if info.writable else "read-only")
         set_role(self.mode_label, "badge-stale" if info.writable else "badge")
         self.mode_label.setToolTip(READ_ONLY_TIP if not info.writable else "")

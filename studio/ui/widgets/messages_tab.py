@@ -152,8 +152,9 @@ class MessagesTab(QWidget):
     # -- column widths ---------------------------------------------------------------------
 
     def column_widths(self, compact: bool) -> dict[MessageColumn, int]:
-        """Return the width (px) of each fixed column; COMPACT: headers "Est."/"Exact", times without
-        seconds, a shorter Speaker (cells elide; the full values are in the detail line below)."""
+        """Return the width (px) of each fixed column; COMPACT: headers "Est."/"Exact", times as the
+        clock with seconds (the date in the tooltip), a shorter Speaker (cells elide; the full values are in the
+        detail line below)."""
         fm = self.fontMetrics()
         if not compact:
             return {MessageColumn.NUMBER: fm.horizontalAdvance("00000") + 12,
@@ -166,7 +167,7 @@ class MessagesTab(QWidget):
         tokens = max(fm.horizontalAdvance("00,000"), fm.horizontalAdvance("Exact")) + 12
         return {MessageColumn.NUMBER: number,
                 MessageColumn.ROLE: fm.horizontalAdvance("assistant") + 10,
-                MessageColumn.TIME: fm.horizontalAdvance("Nov 29 20:42") + 12,
+                MessageColumn.TIME: fm.horizontalAdvance("20:42:27") + 12,
                 MessageColumn.ESTIMATE: tokens,
                 MessageColumn.EXACT: tokens,
                 MessageColumn.SPEAKER: fm.horizontalAdvance("Alice (editor)") + 12}

@@ -19,6 +19,7 @@ from studio.app import text as fmt
 from studio.app.failures import outcome_line, write_outcome
 from studio.store.records import OMRecord
 from studio.ui.interaction import QtInteraction
+from studio.ui.screen import DIALOG_SHARE, fit_within_screen
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import ElidedLabel, plain_label
 from studio.ui.widgets.write_protocol import ProtocolController, ProtocolPanel, dialog_interaction
@@ -71,6 +72,11 @@ class RevertDialog(QDialog):
         self._build()
         self.protocol.read_activity(lookup_key)   # "the agent is active: …" before the user decides
         self._update_buttons()
+
+    def showEvent(self, event) -> None:
+        """Open within the screen's available area (a 1024×700 screen holds the whole dialog, its buttons too)."""
+        super().showEvent(event)
+        fit_within_screen(self, DIALOG_SHARE)
 
     def _build(self) -> None:
         current, target = self._current, self._target

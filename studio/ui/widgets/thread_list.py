@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLineEdit, QMenu, QVBoxLayout, QWidget
 
 from studio.app import text as fmt
 from studio.app.lineage import clone_roles
@@ -48,6 +48,9 @@ class ThreadListPane(QWidget):
         self.model = model
         self._runner = runner
         self._metadata: dict | None = None
+        #: the user's choice per optional column (View columns… on the header): True shown, False hidden;
+        #: a column without a choice hides and comes back with the pane's width
+        self._column_choice: dict[ThreadColumn, bool] = {}
         self.heading = ElidedLabel("Threads", "heading")
         self.filter_edit = QLineEdit()
         self.filter_edit.setPlaceholderText(FILTER_PLACEHOLDER)
@@ -111,6 +114,9 @@ class ThreadListPane(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setMinimumSectionSize(36)
         header.setSectionResizeMode(ThreadColumn.TITLE, QHeaderView.ResizeMode.Stretch)
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        header.customContextMenuRequested.connect(self._on_header_context_menu_requested)
+        header.setToolTip("Right-click to choose the columns")
         for col, width in self.widths.items():
             header.resizeSection(col, width)
         for col in BAR_COLUMNS:
@@ -176,26 +182,58 @@ class ThreadListPane(QWidget):
         ("99%") and the optional columns that then fit come back (Last activity first).
         """
         header = self.view.horizontalHeader()
-        shown = list(OPTIONAL_COLUMNS)
-        needed = self.title_min_width + sum(self.widths.values()) + 2 * self.bar_width
-        while shown and needed > available:
-            needed -= self.widths[shown.pop(0)]
+        forced = [c for c in OPTIONAL_COLUMNS if self._column_choice.get(c) is True]   # the user asked for them
+        auto = [c for c in OPTIONAL_COLUMNS if c not in self._column_choice]
+        needed = self.title_min_width + sum(self.widths[c] for c in forced + auto) + 2 * self.bar_width
+        while auto and needed > available:
+            needed -= self.widths[auto.pop(0)]
         bar = self.bar_width
         if needed > available:
             bar = self.bar_min_width
-            room = available - self.title_min_width - 2 * bar
+            room = available - self.title_min_width - 2 * bar - sum(self.widths[c] for c in forced)
             for col in reversed(OPTIONAL_COLUMNS):
-                if self.widths[col] <= room:
-                    shown.append(col)
-                    room -= self.widths[col]
-                else:
+                if col in forced or col in auto or col in self._column_choice:
+                    continue
+                if self.widths[col] > room:
                     break
+                auto.append(col)
+                room -= self.widths[col]
+        shown = forced + auto
         for col in OPTIONAL_COLUMNS:
             header.setSectionHidden(col, col not in shown)
         self.model.set_short_headers(bar < self.bar_width)
         for col in BAR_COLUMNS:
             if header.sectionSize(col) != bar:
                 header.resizeSection(col, bar)
+
+    def column_menu(self) -> QMenu:
+        """Return the header's column chooser: each optional column checkable, and "Fit to the pane's width"."""
+        menu = QMenu(self)
+        header = self.view.horizontalHeader()
+        for col in OPTIONAL_COLUMNS:
+            name = str(self.model.headerData(col, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole))
+            action = menu.addAction(name)
+            action.setCheckable(True)
+            action.setChecked(not header.isSectionHidden(col))
+            action.toggled.connect(lambda checked, c=col: self.set_column_shown(c, checked))
+        menu.addSeparator()
+        fit = menu.addAction("Fit to the pane's width")
+        fit.setToolTip("Let columns hide when the pane is narrow and come back when it widens (the default)")
+        fit.triggered.connect(self.reset_columns)
+        return menu
+
+    def set_column_shown(self, column: ThreadColumn, shown: bool) -> None:
+        """Show or hide the optional COLUMN whatever the pane's width (the Title column narrows for it)."""
+        self._column_choice[column] = shown
+        self.fit_columns(self.view.viewport().width())
+
+    def reset_columns(self) -> None:
+        """Forget the column choices: optional columns hide and come back with the pane's width."""
+        self._column_choice.clear()
+        self.fit_columns(self.view.viewport().width())
+
+    def _on_header_context_menu_requested(self, pos) -> None:
+        self.column_menu().popup(self.view.horizontalHeader().mapToGlobal(pos))
 
     def visible_columns(self) -> list[ThreadColumn]:
         """Return the columns shown (tests)."""

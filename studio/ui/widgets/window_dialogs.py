@@ -16,6 +16,7 @@ from PySide6.QtGui import QAction, QKeySequence
 
 from studio.app.thread_detail import ThreadDetail
 from studio.ui.context import WindowContext
+from studio.ui.screen import SCREEN_SHARE, fit_within_screen
 from studio.ui.style import STYLE_SHEET
 
 
@@ -151,7 +152,9 @@ class WindowDialogs(QObject):
             self.overview_window = OverviewWindow(self._ctx.runner, self._window)
             self.overview_window.thread_requested.connect(self._on_overview_thread_requested)
         self._load_overview()
+        fit_within_screen(self.overview_window, SCREEN_SHARE)
         self.overview_window.show()
+        fit_within_screen(self.overview_window, SCREEN_SHARE)
         self.overview_window.raise_()
         return self.overview_window
 

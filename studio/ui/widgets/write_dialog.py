@@ -26,6 +26,7 @@ from studio.app.failures import describe_error, outcome_line, refusal_reason, wr
 from studio.app.reflection import LLM
 from studio.llm import CancelToken
 from studio.ui.interaction import QtInteraction
+from studio.ui.screen import DIALOG_SHARE, fit_within_screen
 from studio.ui.tasks import TaskRunner, run_in_pool, submit_job
 from studio.ui.widgets.common import ElidedLabel, empty_state, plain_label
 from studio.ui.widgets.preview_run import RunRow
@@ -86,6 +87,7 @@ class PreviewWriteDialog(QDialog):
         self._session = write_session
         self._source = None                      # what the preview is made of, as last read
         self._preview = None
+        self._previewed_with: tuple | None = None   # the strategy, model and base URL of the preview shown
         self._token: CancelToken | None = None
         self._busy: str | None = None            # "loading" | "preview" | "commit" | "wait" | "watch"
         self._run = 0                            # bumps on every preview/cancel: stale deliveries are dropped
@@ -96,6 +98,11 @@ class PreviewWriteDialog(QDialog):
         self._build()
         self._load()
         self.resize(1040, 760)
+
+    def showEvent(self, event) -> None:
+        """Open within the screen's available area (a 1024×700 screen holds the whole dialog, its buttons too)."""
+        super().showEvent(event)
+        fit_within_screen(self, DIALOG_SHARE)
 
     # -- building --------------------------------------------------------------------------
 
@@ -282,6 +289,7 @@ class PreviewWriteDialog(QDialog):
             return False
         self.strategy_box.remember()
         llm = strategy == LLM
+        self._previewed_with = self._choice()
         request = self._request(strategy, model if llm else None, self.base_url() if llm else None)
         self._clear_preview()
         self._hide_error()
@@ -419,6 +427,25 @@ class PreviewWriteDialog(QDialog):
         """Return why a preview may not be committed yet (the Commit tooltip), or None."""
         return None
 
+    def _choice(self) -> tuple[str, str | None, str | None]:
+        """Return the strategy chosen now, with its model and base URL (None, None for the offline strategy)."""
+        strategy = self.strategy()
+        return (strategy, self.model_text(), self.base_url()) if strategy == LLM else (strategy, None, None)
+
+    def _choice_changed(self) -> str | None:
+        """Return why the preview shown is not what Commit would mean now (another strategy or model chosen), or None.
+
+        The preview shown is what a commit writes; once another strategy or model is chosen (a model
+        whose key is missing, say), committing the old preview would write what the dialog no longer
+        shows as chosen: Commit waits for a preview of the new choice, or for the old choice again.
+        """
+        made = self._previewed_with
+        if self._preview is None or made is None or made == self._choice():
+            return None
+        what = "the offline rule-based strategy" if made[0] != LLM else f"the model {made[1]}"
+        return (f"This preview was made with {what}: preview again (Ctrl+Enter) to commit with what is chosen "
+                "now, or choose that again to commit this preview.")
+
     def _commit_label(self) -> str:
         """Return the Commit button's text."""
         return "Commit…"
@@ -430,7 +457,7 @@ class PreviewWriteDialog(QDialog):
         self.preview_button.setText("&Preview again" if shown else "&Preview")
         self.cancel_button.setEnabled(self._busy in ("preview", "watch", "wait"))
         self.cancel_button.setText({"watch": "Stop watching", "wait": "Stop waiting"}.get(self._busy or "", "Cancel"))
-        blocked = self._commit_blocked()
+        blocked = self._commit_blocked() or self._choice_changed()
         self.commit_button.setEnabled(shown and not busy and not self._outdated and blocked is None)
         self.commit_button.setText(self._commit_label())
         self.commit_button.setToolTip(blocked if blocked and shown
@@ -440,7 +467,8 @@ class PreviewWriteDialog(QDialog):
         self.discard_button.setToolTip("Throw the preview away and close; nothing is written (Esc)"
                                        if shown else "Close without writing anything (Esc)")
         self.strategy_box.set_busy(busy)
-        self.write_note.setText(f"Writes to {self._path} only when you commit and confirm." if shown else "")
+        self.write_note.setText(self._choice_changed() or f"Writes to {self._path} only when you commit and confirm."
+                                if shown else "")
 
     # -- buttons, keys and closing -----------------------------------------------------------
 

@@ -26,8 +26,8 @@ write connection creates the -wal and, being the last connection, removes it aga
 from __future__ import annotations
 
 import base64
+import os
 import time
-import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -38,7 +38,14 @@ import libsql
 from studio.errors import SchemaError, StoreError, WriteRefused
 from studio.store import schema as sc
 from studio.store.backends.sqlite_sql import JSONB_COLUMNS  # decoded with json() inside a write too
-from studio.store.connection import check_file, describe_sqlite_error
+from studio.store.connection import (
+    check_file,
+    describe_sqlite_error,
+    file_uri,
+    long_path_refusal,
+    read_only_folder_refusal,
+    too_long_for_sqlite,
+)
 from studio.store.target import Target
 from studio.store.write.row_backup import row_backup_before_commit
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
@@ -70,8 +77,7 @@ def _stored_value(value: Any) -> Any:
 
 
 def _uri(path: Path, mode: str) -> str:
-    quoted = urllib.parse.quote(str(path.resolve()), safe="/:~-._ ")
-    return f"file:{quoted}?mode={mode}"
+    return file_uri(path, mode)
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -289,7 +295,12 @@ def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = 
     if busy_timeout_ms is None:
         busy_timeout_ms = BUSY_TIMEOUT_MS
     check_file(location)
+    if too_long_for_sqlite(location.path):
+        raise StoreError(long_path_refusal(location.path))
     path = location.path
+    # SQLite creates its journal beside the file (a -wal already there is written in place)
+    if not os.access(path.parent, os.W_OK | os.X_OK) and not Path(str(path) + "-wal").exists():
+        raise StoreError(read_only_folder_refusal(path, path.parent))
     guard = conn = None
     try:
         try:
