@@ -317,3 +317,24 @@ def test_delete_message_targets_only_a_message_the_user_selected(studio, studio_
     dialog = actions.delete_message()
     assert dialog is not None and tab.view.currentIndex().data(ID_ROLE) in dialog.text.text()
     dialog.reject()
+
+
+def test_edit_thread_pins_the_title(studio, studio_ctx, fixture_db, qtbot):
+    """Pin this title writes metadata.titlePinned = true (Mastra's rename flag, which OM's title extraction
+    respects: studio.store.write.om_messages.new_thread_title) with the title."""
+    path = fixture_db("history")
+    window = studio(path, thread_id="hist-2")
+    dialog = window.history_actions.edit_thread()
+    assert not dialog.pin_box.isChecked()
+    dialog.title_edit.setText("My own title")
+    dialog.pin_box.setChecked(True)
+    assert dialog.values()["metadata"] == {"titlePinned": True} and "titlePinned" in dialog.check.text()
+    with qtbot.waitSignal(window.history_actions.written, timeout=15000):
+        dialog.accept()
+    studio_ctx.runner.wait_idle()
+    with open_store(path) as store:
+        thread = store.get_thread("hist-2")
+    assert thread.title == "My own title" and thread.metadata["titlePinned"] is True
+    from studio.store.write.om_messages import new_thread_title
+
+    assert new_thread_title({"title": thread.title}, thread.metadata, "An extracted title") is None

@@ -4,6 +4,9 @@ Mastra merges the metadata it is given into the stored object key by key (`{...s
 replaced or added, never removed. The dialog shows the stored metadata as JSON to edit, checks it as the user
 types (a JSON object), and says what will be written: the keys that change, and the keys removed in the editor
 that Mastra's update keeps (set one to null to clear it). Only changed keys are sent.
+
+*Pin this title* sets `metadata.titlePinned` (true or false), the flag Mastra's `session.thread.rename()` sets and
+Observational Memory's title extraction respects (`resolveThreadTitleUpdate`: a pinned title is never replaced).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import json
 from typing import Any
 
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QFormLayout, QLineEdit, QPlainTextEdit
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QLineEdit, QPlainTextEdit
 
 from studio.store.records import Thread
 from studio.ui.widgets.common import plain_label
@@ -44,13 +47,18 @@ class EditThreadDialog(ConfirmWriteDialog):
         self.metadata_edit.setPlainText(json.dumps(self._stored, ensure_ascii=False, indent=2))
         self.metadata_edit.setTabChangesFocus(True)
         self.metadata_edit.setMinimumHeight(self.fontMetrics().lineSpacing() * 8)
+        self.pin_box = QCheckBox("Pin this title (metadata.titlePinned): Observational Memory's extracted titles "
+                                 "never replace it")
+        self.pin_box.setChecked(self._stored.get("titlePinned") is True)
         form.addRow("Title", self.title_edit)
+        form.addRow("", self.pin_box)
         form.addRow("Metadata", self.metadata_edit)
         self.check = plain_label("", "muted", wrap=True)
         self.layout().insertLayout(1, form)
         self.layout().insertWidget(2, self.check)
         self.title_edit.textChanged.connect(self._update_check)
         self.metadata_edit.textChanged.connect(self._update_check)
+        self.pin_box.toggled.connect(self._update_check)
         if thread.metadata_error:
             self.metadata_edit.setReadOnly(True)
         self._update_check()
@@ -74,6 +82,8 @@ class EditThreadDialog(ConfirmWriteDialog):
         if problem is not None:
             return {}
         patch, _kept = metadata_patch(self._stored, edited)
+        if self.pin_box.isChecked() != (self._stored.get("titlePinned") is True) and "titlePinned" not in patch:
+            patch["titlePinned"] = self.pin_box.isChecked()
         title = self.title_edit.text()
         return {"title": title if title != (self._thread.title or "") else None, "metadata": patch or None}
 
@@ -83,8 +93,9 @@ class EditThreadDialog(ConfirmWriteDialog):
             self.check.setText(problem)
             self.ok_button.setEnabled(False)
             return
-        patch, kept = metadata_patch(self._stored, edited)
         values = self.values()
+        patch = values["metadata"] or {}
+        _patch, kept = metadata_patch(self._stored, edited)
         parts = []
         if values["title"] is not None:
             parts.append("the title")
