@@ -81,6 +81,9 @@ def test_delete_thread_equals_mastra(tmp_path, mastra_corpus, fixture, thread_id
         assert written.result["vectors"] > 0
     if fixture == "resource":
         assert om_gone == 0   # the resource's shared record stays
+    survivor = next(t for t in sorted(our_rows["mastra_threads"]) if not t.startswith("subconscious:"))
+    report = run_node(mastra_corpus, "continue.mjs", ours, survivor, "1")   # Mastra carries on in the store
+    assert report["ok"] is True, report
     if reminders:
         owned = f"subconscious:{thread_id}:remind"
         assert (owned in mastra_rows["mastra_threads"]) is (thread_id == "support-3")   # support-3's is foreign

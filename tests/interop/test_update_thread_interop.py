@@ -1,7 +1,7 @@
 """Edit Thread writes what real Mastra's Memory.updateThread writes (@mastra/memory 1.31.0 over @mastra/libsql
 1.23.1): the title (None keeps it, "" is a title), metadata merged key by key into the stored object (a key
 replaced or added, never removed; JavaScript's key order, integer-like keys first), updatedAt now. Every other
-row of the file stays as it was."""
+row of the file stays as it was, and real Mastra runs another turn on the thread (continue.mjs)."""
 
 from __future__ import annotations
 
@@ -47,3 +47,6 @@ def test_update_thread_equals_mastra(tmp_path, mastra_corpus, fixture, thread_id
     assert t_ours["updatedAt"] > before["mastra_threads"][thread_id]["updatedAt"]
     assert written.result["metadata"] == mastra["metadata"] and written.result["title"] == mastra["title"]
     assert list(written.result["metadata"]) != [] or not args.get("metadata")
+    # Mastra carries on with the thread we edited: one more agent turn on our copy
+    report = run_node(mastra_corpus, "continue.mjs", ours, thread_id, "1")
+    assert report["ok"] is True, report

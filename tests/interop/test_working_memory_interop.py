@@ -50,6 +50,8 @@ def test_working_memory_equals_mastra(tmp_path, mastra_corpus, fixture, thread_i
     assert b[table][key] != before.get(table, {}).get(key)   # not vacuous: the row changed (or was created)
     assert written.result["created_resource"] == (scope == "resource"
                                                    and resource not in before.get("mastra_resources", {}))
+    report = run_node(mastra_corpus, "continue.mjs", ours, thread_id, "1")   # Mastra carries on after our write
+    assert report["ok"] is True, report
 
 
 def test_second_resource_write_updates_the_row_as_mastra(tmp_path, mastra_corpus):
