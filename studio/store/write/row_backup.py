@@ -201,13 +201,15 @@ def target_slug(identity: dict) -> str:
 
 def write_json_atomically(path: Path, document: dict) -> None:
     """Write DOCUMENT as JSON to PATH through a private temporary file renamed over it (folder 0700,
-    file 0600, synced first): a reader sees the old file or the new one, never part of one. Raises OSError,
-    and WriteRefused when the folder is not the user's private folder (`private_folder`)."""
+    file 0600, synced first): a reader sees the old file or the new one, never part of one. The JSON is
+    ASCII (`\\uXXXX` escapes): a file name that is not UTF-8 (a surrogate-escaped str) is kept exactly and
+    json.load gives it back. Raises OSError, and WriteRefused when the folder is not the user's private folder
+    (`private_folder`)."""
     ensure_private_folder(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
+            json.dump(document, out, ensure_ascii=True, separators=(",", ":"))
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, 0o600)
