@@ -17,10 +17,12 @@ from studio.store.target import redact_url
 #: outcome → what the user should do about it (the sentence starts with what happened).
 OUTCOMES = ("ok", "auth", "no-secret", "unreachable", "not-mastra", "no-database", "error")
 
+# libpq's words, and the sentences `studio.store.backends.pg.describe_pg_error` makes of them
 _AUTH = ("password authentication failed", "authentication failed", "401", "unauthorized", "forbidden",
-         "invalid token", "jwt")
-_NO_SECRET = ("no password supplied", "fe_sendauth", "requires authentication")
-_UNREACHABLE = ("connection refused", "could not connect", "timeout expired", "timed out",
+         "invalid token", "jwt", "refused the password")
+_NO_SECRET = ("no password supplied", "fe_sendauth", "requires authentication", "asks for a password")
+_UNREACHABLE = ("connection refused", "nothing accepts connections", "is not known (check the url's host)",
+                "could not connect", "timeout expired", "timed out",
                 "name or service not known", "could not translate host name", "no route to host",
                 "network is unreachable", "connection reset", "server closed the connection",
                 "temporary failure in name resolution", "nodename nor servname", "down or unreachable")
@@ -58,7 +60,7 @@ def classify_failure(url: str, exc: BaseException) -> ConnectionCheck:
                                             f"(or set it in the environment / the system keyring). {shown}")
     if any(s in text for s in _AUTH):
         return ConnectionCheck("auth", f"Wrong {kind}: the server refused the login to {shown}")
-    if "does not exist" in text and "database" in text:
+    if ("does not exist" in text and "database" in text) or "has no database named" in text:
         return ConnectionCheck("no-database", f"The server answered, but the database does not exist: {detail}")
     if any(s in text for s in _UNREACHABLE):
         return ConnectionCheck("unreachable", f"The server is down or unreachable: {detail}")
