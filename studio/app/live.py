@@ -124,11 +124,14 @@ def load_live_listing_in_two_steps(store: MemoryStore | None, first, cancel=None
 def live_listing(listing: Listing, marks: Marks, lookup_keys: list[dict]) -> LiveListing:
     """Return the LiveListing of LISTING (its counts applied) read with MARKS and LOOKUP_KEYS (cheap: no read)."""
     listed = {r.thread.id: r.thread.message_count or 0 for r in listing.rows if not r.orphan}
-    return LiveListing(listing, marks, lookup_keys, stray=marks.counts.get(sc.MESSAGES, 0) - sum(listed.values()))
+    stray = marks.counts.get(sc.MESSAGES, 0) - sum(listed.values()) if marks.counts else 0
+    return LiveListing(listing, marks, lookup_keys, stray=stray)
 
 
 def _stray(store: MemoryStore, total: int, listed: dict[str, int], stats: dict | None) -> int:
     """Messages of the store not counted in any listed thread (TOTAL minus the listed counts)."""
+    if store.dialect == "mongodb":   # no marks on MongoDB (every refresh reloads): nothing to reconcile
+        return 0
     return total - sum(listed.values()) if stats is None else sum(
         n for tid, (n, _) in stats.items() if tid not in listed)
 

@@ -104,6 +104,8 @@ def read_marks(store: MemoryStore) -> Marks:
     the stamped tables once). Raises StoreError on a failed read.
     """
     read_at = _now_ms()
+    if store.dialect == "mongodb":   # no SQL to find rows by: every refresh of a MongoDB store reloads (rows_since)
+        return Marks(read_at_ms=read_at)
     if store.dialect == "postgresql":
         counts = {t: int(store.rows(f"SELECT count(*) FROM {t}")[0][0]) for t in _tables(store)}
         return Marks(counts=counts, xmin=_pg_xmin(store), read_at_ms=read_at)
@@ -150,6 +152,8 @@ def rows_since(store: MemoryStore, marks: Marks) -> tuple[Touched, Marks] | None
     filters of the stamped tables are aggregates the database answers without sending rows).
     Run it inside a `snapshot()` so the rows and the new marks describe one moment. Raises StoreError.
     """
+    if store.dialect == "mongodb":   # MongoDB: the fingerprint moved, the listing is read again whole
+        return None
     read_at = _now_ms()
     tables = _tables(store)
     if sorted(tables) != sorted(marks.counts):

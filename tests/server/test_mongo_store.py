@@ -209,7 +209,8 @@ def test_bad_targets_get_one_sentence(mongo_corpus, monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(["inspect", "mongodb://someone:s3cret-pw@127.0.0.1:9/x?serverSelectionTimeoutMS=300", "--json"])
-    assert code == 2 and "Traceback" not in err.getvalue() and "s3cret-pw" not in err.getvalue() + out.getvalue()
+    # a server that does not answer is a dead server: exit 6 (issue 22's exit contract)
+    assert code == 6 and "Traceback" not in err.getvalue() and "s3cret-pw" not in err.getvalue() + out.getvalue()
 
 
 def test_thread_metadata_filters_match_as_mongodb_does(mongo_corpus):
