@@ -102,18 +102,24 @@ smoke_app() {
   mkdir -p "$work/app-data"
   cp "$lib/_internal/resources/sample/memory.db" "$work/app-data/memory.db"
   run_studio app "$exe" "$work/app-data/memory.db"
-  step "app: one write (clone) with its backup, on a copy"
-  (cd "$work/app-data" && "$exe" clone memory.db --thread support-2 --yes --json) > "$work/clone.json"
+  step "app: one write (clone) with its row backup and a whole-file copy (--full-backup), then undo, on a copy"
+  (cd "$work/app-data" && XDG_DATA_HOME="$work/xdg-data" "$exe" clone memory.db --thread support-2 --full-backup \
+    --yes --json) > "$work/clone.json"
   check '__import__("pathlib").Path(d["backup"]).is_file() and d["thread"]["id"] != "support-2"' "$work/clone.json"
-  "$test_python" - "$work/clone.json" <<'PY' || fail "the app's backup is not a complete copy"
-import json, sqlite3, sys
+  "$test_python" - "$work/clone.json" "$work/app-data" <<'PY' || fail "the app's backups are not complete"
+import glob, json, sqlite3, sys
 doc = json.load(open(sys.argv[1]))
-con = sqlite3.connect(f"file:{doc['backup']}?mode=ro", uri=True)
+rows = json.load(open(doc["backup"]))   # the row backup: the clone's inserted thread among its rows
+assert [doc["thread"]["id"]] == [r["id"] for r in rows["rows"] if r["table"] == "mastra_threads"]
+[copy] = glob.glob(sys.argv[2] + "/memory.backup-*.db")   # the whole-file copy, made before the write
+con = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
 assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 assert con.execute("SELECT count(*) FROM mastra_threads WHERE id = ?", (doc["thread"]["id"],)).fetchone()[0] == 0
 assert con.execute("SELECT count(*) FROM mastra_threads").fetchone()[0] >= 5
 PY
   ls -a "$work/app-data" | grep -q partial && fail "a partial backup file was left beside the database"
+  (cd "$work/app-data" && XDG_DATA_HOME="$work/xdg-data" "$exe" undo memory.db --yes --json) > "$work/undo.json"
+  check 'd["undone"] is True and d["deleted"] > 0' "$work/undo.json"
   step "app: the helper process (--studio-child helper)"
   "$test_python" "$root/packaging/smoke_helper.py" "$exe" "$work/app-data/memory.db"
   step "app: appstreamcli validate"
