@@ -396,6 +396,28 @@ def _run_export(args) -> int:
     return EXIT_OK
 
 
+# -- confirmed writes of a thread (delete-thread, update-thread, working-memory) -------------------
+
+def _confirmed_write(args, question: str, refusal: str, write, human) -> int:
+    """Ask QUESTION (or take --yes; REFUSAL off a terminal), run WRITE(session) -> Written through a WriteSession
+    (--full-backup honoured), and print its result with the backup: the JSON document (--json), else
+    HUMAN(result) and the backup's path. Returns EXIT_REFUSED when not confirmed, else EXIT_OK; a refused or
+    failed write raises as every write does."""
+    from studio.cli.interaction import TerminalInteraction
+    from studio.store.writes import WriteSession
+
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(question, refusal):
+        return EXIT_REFUSED
+    session = WriteSession(full_backup=args.full_backup)
+    written = write(session)
+    backup = session.backup_for(args.path)
+    if args.json:
+        print_json({**written.result, "backup": str(backup) if backup is not None else None})
+    else:
+        print(human(written.result) + (f"; backup {backup}" if backup is not None else ""))
+    return EXIT_OK
+
+
 # -- delete-thread ------------------------------------------------------------------------------
 
 def add_delete_thread_command(subparsers) -> None:
@@ -412,27 +434,17 @@ def add_delete_thread_command(subparsers) -> None:
 
 def _run_delete_thread(args) -> int:
     from studio.app.thread_writes import delete_thread
-    from studio.cli.interaction import TerminalInteraction
-    from studio.store.writes import WriteSession
 
-    if not TerminalInteraction(assume_yes=args.yes).confirmed(
-            f"Delete thread {args.thread!r} from {args.path} with its messages, thread-scope OM records, vectors "
-            "and owned reminder thread (a backup is made first)?",
-            f"delete-thread removes thread {args.thread!r} from {args.path}; add --yes to confirm (not a terminal; "
-            "a backup is made first)"):
-        return EXIT_REFUSED
-    session = WriteSession(full_backup=args.full_backup)
-    written = delete_thread(args.path, args.thread, session=session)
-    backup = session.backup_for(args.path)
-    doc = {**written.result, "backup": str(backup) if backup is not None else None}
-    if args.json:
-        print_json(doc)
-    else:
-        r = written.result
-        print(f"deleted thread {args.thread}: {r['messages']:,} messages, {r['om_records']:,} OM records, "
-              f"{r['vectors']:,} vectors" + (", its reminder thread" if len(r["thread_ids"]) > 1 else "")
-              + (f"; backup {backup}" if backup is not None else ""))
-    return EXIT_OK
+    def human(r: dict) -> str:
+        return (f"deleted thread {args.thread}: {r['messages']:,} messages, {r['om_records']:,} OM records, "
+                f"{r['vectors']:,} vectors" + (", its reminder thread" if len(r["thread_ids"]) > 1 else ""))
+
+    return _confirmed_write(
+        args, f"Delete thread {args.thread!r} from {args.path} with its messages, thread-scope OM records, vectors "
+              "and owned reminder thread (a backup is made first)?",
+        f"delete-thread removes thread {args.thread!r} from {args.path}; add --yes to confirm (not a terminal; "
+        "a backup is made first)",
+        lambda session: delete_thread(args.path, args.thread, session=session), human)
 
 
 # -- update-thread ------------------------------------------------------------------------------
@@ -457,8 +469,6 @@ def _run_update_thread(args) -> int:
     import json
 
     from studio.app.thread_writes import update_thread
-    from studio.cli.interaction import TerminalInteraction
-    from studio.store.writes import WriteSession
 
     metadata = None
     if args.metadata is not None:
@@ -470,21 +480,12 @@ def _run_update_thread(args) -> int:
             raise BadInput('--metadata must be a JSON object, e.g. \'{"category": "billing"}\'')
     if args.title is None and metadata is None:
         raise BadInput("Nothing to update: give --title, --metadata or both")
-    if not TerminalInteraction(assume_yes=args.yes).confirmed(
-            f"Update thread {args.thread!r} in {args.path} (a backup is made first)?",
-            f"update-thread writes thread {args.thread!r} in {args.path}; add --yes to confirm (not a terminal; a "
-            "backup is made first)"):
-        return EXIT_REFUSED
-    session = WriteSession(full_backup=args.full_backup)
-    written = update_thread(args.path, args.thread, title=args.title, metadata=metadata, session=session)
-    backup = session.backup_for(args.path)
-    doc = {**written.result, "backup": str(backup) if backup is not None else None}
-    if args.json:
-        print_json(doc)
-    else:
-        print(f"updated thread {args.thread}: title {doc['title']!r}, metadata {json.dumps(doc['metadata'])}"
-              + (f"; backup {backup}" if backup is not None else ""))
-    return EXIT_OK
+    return _confirmed_write(
+        args, f"Update thread {args.thread!r} in {args.path} (a backup is made first)?",
+        f"update-thread writes thread {args.thread!r} in {args.path}; add --yes to confirm (not a terminal; a "
+        "backup is made first)",
+        lambda session: update_thread(args.path, args.thread, title=args.title, metadata=metadata, session=session),
+        lambda r: f"updated thread {args.thread}: title {r['title']!r}, metadata {json.dumps(r['metadata'])}")
 
 
 # -- search -------------------------------------------------------------------------------------
@@ -577,21 +578,10 @@ def _run_working_memory(args) -> int:
     else:
         value = args.text
     from studio.app.thread_writes import update_working_memory
-    from studio.cli.interaction import TerminalInteraction
-    from studio.store.writes import WriteSession
 
-    if not TerminalInteraction(assume_yes=args.yes).confirmed(
-            f"Write the {args.scope}-scope working memory of thread {args.thread!r} in {args.path} (a backup is made "
-            "first)?",
-            f"working-memory writes to {args.path}; add --yes to confirm (not a terminal; a backup is made first)"):
-        return EXIT_REFUSED
-    session = WriteSession(full_backup=args.full_backup)
-    written = update_working_memory(args.path, args.thread, scope=args.scope, text=value, session=session)
-    backup = session.backup_for(args.path)
-    doc = {**written.result, "backup": str(backup) if backup is not None else None}
-    if args.json:
-        print_json(doc)
-    else:
-        print(f"wrote the {args.scope}-scope working memory of {args.thread}"
-              + (f"; backup {backup}" if backup is not None else ""))
-    return EXIT_OK
+    return _confirmed_write(
+        args, f"Write the {args.scope}-scope working memory of thread {args.thread!r} in {args.path} (a backup is "
+              "made first)?",
+        f"working-memory writes to {args.path}; add --yes to confirm (not a terminal; a backup is made first)",
+        lambda session: update_working_memory(args.path, args.thread, scope=args.scope, text=value, session=session),
+        lambda _r: f"wrote the {args.scope}-scope working memory of {args.thread}")

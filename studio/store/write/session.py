@@ -156,34 +156,33 @@ class WriteSession:
         with self.routed(path):
             return threads.clear_thread(path, thread_id, **kwargs)
 
-    def delete_thread(self, path: str | os.PathLike[str], thread_id: str, **kwargs: Any) -> dict:
-        """Route the row backup (and the file copy, if asked), then `writes.delete_thread(path, thread_id, …)`
-        (Memory.deleteThread). A missing thread is refused (WriteRefused "not-found") before the copy of a file.
-        """
+    def _thread_write(self, path: str | os.PathLike[str], thread_id: str, write: Callable[[], Any]) -> Any:
+        """Refuse a missing THREAD_ID of a file before anything is copied, then route the row backup (and the
+        file copy, if asked) around WRITE()."""
         if target_kind(path) == FILE:
             threads.check_thread_exists(path, thread_id)
         with self.routed(path):
-            return threads.delete_thread(path, thread_id, **kwargs)
+            return write()
+
+    def delete_thread(self, path: str | os.PathLike[str], thread_id: str, **kwargs: Any) -> dict:
+        """`writes.delete_thread(path, thread_id, …)` (Memory.deleteThread) with the row backup routed (and the file
+        copy, if asked). A missing thread is refused (WriteRefused "not-found") before the copy of a file.
+        """
+        return self._thread_write(path, thread_id, lambda: threads.delete_thread(path, thread_id, **kwargs))
 
     def update_thread(self, path: str | os.PathLike[str], thread_id: str, **kwargs: Any) -> dict:
-        """Route the row backup (and the file copy, if asked), then `writes.update_thread(path, thread_id, …)`
-        (Memory.updateThread). A missing thread is refused (WriteRefused "not-found") before the copy of a file.
+        """`writes.update_thread(path, thread_id, …)` (Memory.updateThread) with the row backup routed (and the file
+        copy, if asked). A missing thread is refused (WriteRefused "not-found") before the copy of a file.
         """
-        if target_kind(path) == FILE:
-            threads.check_thread_exists(path, thread_id)
-        with self.routed(path):
-            return threads.update_thread(path, thread_id, **kwargs)
+        return self._thread_write(path, thread_id, lambda: threads.update_thread(path, thread_id, **kwargs))
 
     def update_working_memory(self, path: str | os.PathLike[str], **kwargs: Any) -> dict:
-        """Route the row backup (and the file copy, if asked), then `writes.update_working_memory(path, …)`
-        (Memory.updateWorkingMemory). A missing thread is refused before the copy of a file.
+        """`writes.update_working_memory(path, …)` (Memory.updateWorkingMemory) with the row backup routed (and the
+        file copy, if asked). A missing thread is refused before the copy of a file.
         """
         from studio.store.write.working_memory import update_working_memory
 
-        if target_kind(path) == FILE:
-            threads.check_thread_exists(path, kwargs.get("thread_id"))
-        with self.routed(path):
-            return update_working_memory(path, **kwargs)
+        return self._thread_write(path, kwargs.get("thread_id"), lambda: update_working_memory(path, **kwargs))
 
     def undo_write(self, path: str | os.PathLike[str], backup: str | os.PathLike[str] | None = None,
                    **kwargs: Any) -> dict:
