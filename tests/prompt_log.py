@@ -26,7 +26,7 @@ def generate(corpus: Path, out: Path, scenario: str) -> tuple[Path, list[dict]]:
     old = os.environ.get("MC_PROMPT_LOG")
     os.environ["MC_PROMPT_LOG"] = str(log)
     try:
-        run_node(corpus, "gen.mjs", str(out), "--only", scenario, "--seed", "1")
+        run_node(corpus, "gen.mjs", str(out), "--only", scenario, "--seed", "1", clock=True)
     finally:
         if old is None:
             os.environ.pop("MC_PROMPT_LOG", None)

@@ -102,11 +102,19 @@ def install_corpus() -> Path:
     return dest
 
 
-def run_node(corpus: Path, script: str, *args: str, check: bool = True) -> dict:
-    """Run `node SCRIPT ARGS` in CORPUS and return the JSON it prints (last JSON document of stdout)."""
+def run_node(corpus: Path, script: str, *args: str, check: bool = True, clock: bool = False) -> dict:
+    """Run `node SCRIPT ARGS` in CORPUS and return the JSON it prints (last JSON document of stdout).
+
+    CLOCK runs it under the corpus's virtual clock (`node --import ./clock.mjs`, its README): every Date
+    reading advances 1 ms from 2026-11-01, so timestamps follow call order instead of the wall clock and
+    two runs of one seed write the same rows and prompt log whatever the machine's load. Without it the
+    instant scripted model puts a reply and the next input in one millisecond now and then (Mastra merges
+    such replies), which is what made prompt-log comparisons depend on generation timing.
+    Raises AssertionError (with node's output) when node fails and CHECK is set."""
     # stdout goes to a file: the scripts end with process.exit(), which cuts output to a pipe at 128 KiB
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as out:
-        done = subprocess.run(["node", script, *map(str, args)], cwd=corpus, stdout=out, stderr=subprocess.PIPE,
+        command = ["node", *(["--import", "./clock.mjs"] if clock else []), script, *map(str, args)]
+        done = subprocess.run(command, cwd=corpus, stdout=out, stderr=subprocess.PIPE,
                               text=True, timeout=NODE_TIMEOUT_S)
         out.seek(0)
         done.stdout = out.read()
