@@ -1,8 +1,23 @@
 """Named exceptions of Memory Studio, all under one base (`StudioError`)."""
 
 
+def _rebuild(cls: type, args: tuple, state: dict) -> "StudioError":
+    """Unpickle a StudioError without calling its __init__ (whose keyword-only fields pickle cannot pass)."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 class StudioError(Exception):
-    """Base of every error Memory Studio raises on purpose; the message is meant for the user."""
+    """Base of every error Memory Studio raises on purpose; the message is meant for the user.
+
+    Errors cross the helper process's pipe pickled: `__reduce__` keeps the args and every field set by a
+    subclass's __init__ (Exception's default pickle calls __init__ with the args alone, which fails on
+    `WriteRefused(reason, message)` and keyword-only fields such as `written`)."""
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
 
 
 class StoreError(StudioError):

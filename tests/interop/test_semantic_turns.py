@@ -35,7 +35,8 @@ def semantic_run(tmp_path_factory):
     corpus = install_corpus()
     out = tmp_path_factory.mktemp("semantic-gen")
     log = out / "prompts.jsonl"
-    done = subprocess.run(["node", "--import", "./clock.mjs", "gen.mjs", str(out), "--seed", "1", "--only", "semantic"], cwd=corpus,
+    command = ["node", "--import", "./clock.mjs", "gen.mjs", str(out), "--seed", "1", "--only", "semantic"]
+    done = subprocess.run(command, cwd=corpus,
                           capture_output=True, text=True, timeout=NODE_TIMEOUT_S * 2,
                           env={**os.environ, "MC_PROMPT_LOG": str(log)})
     assert done.returncode == 0, done.stderr[-2000:]

@@ -149,9 +149,11 @@ class FaultProxy:
                         self._fire()
                         return
                     if hit:
+                        # muted before the chunk goes out: the server's answer can reach the other pump
+                        # before sendall returns here, and must already be dropped
+                        self._muted = True
                         with contextlib.suppress(OSError):
                             dst.sendall(data)
-                        self._muted = True
                         if not fault.hold_s:
                             self._fire()
                             return

@@ -20,8 +20,8 @@ from tests.server.conftest import GEN_TIMEOUT_S, _run
 def test_limiter_on_pg_equals_the_prompt_log(pg_corpus, tmp_path, monkeypatch):
     log = tmp_path / "limiter.prompts.jsonl"
     monkeypatch.setitem(os.environ, "MC_PROMPT_LOG", str(log))
-    _run(["node", "--import", "./clock.mjs", "gen.mjs", str(tmp_path), "--store", "pg", "--url", pg_corpus.url, "--seed", "1",
-          "--only", "limiter"], pg_corpus.corpus, GEN_TIMEOUT_S)
+    _run(["node", "--import", "./clock.mjs", "gen.mjs", str(tmp_path), "--store", "pg", "--url", pg_corpus.url,
+          "--seed", "1", "--only", "limiter"], pg_corpus.corpus, GEN_TIMEOUT_S)
     calls = main_calls(log)
     assert len(calls) > 10
     with open_store(pg_corpus.target("limiter")) as store, store.snapshot():
