@@ -162,14 +162,14 @@ def test_health_window_opens_messages_and_generations(studio, studio_ctx, fixtur
     tie = next(f for f in rows if f["check"] == "timestamp-ties" and f["thread_id"] == tied[0])
     assert window.health.open_finding(tie)
     assert wait_scan(studio_ctx.runner, window)
-    qtbot.waitUntil(lambda: window.thread_view.messages_tab._selected_id == tie["message_ids"][0], timeout=5000)
+    qtbot.waitUntil(lambda: window.thread_view.messages_tab._selected_id == tie["message_ids"][0], timeout=30_000)
     assert window.current_thread_id == tied[0] and window.thread_view.current_tab() == "messages"
     lost = next(f for f in rows if f["check"] == "lost-high-priority" and f["lookup_key"] == other)
     assert window.health.open_finding(lost)
     assert wait_scan(studio_ctx.runner, window)
     history = window.thread_view.history_tab
     qtbot.waitUntil(lambda: history.select_record(lost["record_id"]) and window.thread_view.current_tab() == "history",
-                    timeout=5000)
+                    timeout=30_000)
     assert window.current_thread_id == other[len("thread:"):]
 
 
@@ -233,7 +233,7 @@ def test_badged_title_keeps_its_full_title_tooltip(studio, studio_ctx, fixture_d
     option = QStyleOptionViewItem()
     option.rect = rect
     assert window.health.badges.helpEvent(event, view, option, index)
-    qtbot.waitUntil(QToolTip.isVisible, timeout=3000)
+    qtbot.waitUntil(QToolTip.isVisible, timeout=30_000)
     tip = QToolTip.text()
     QToolTip.hideText()
     assert title in tip and f"thread {thread_id}" in tip and "Health: " in tip

@@ -285,7 +285,7 @@ def test_a_long_overlay_is_drawn_in_steps_and_a_newer_one_replaces_it(studio, fi
     tab.chart.draw_overlay(drawn.series, drawn.n_events, tab._drawn.series, thresholds=True)
     assert len(whatif_items()) == 1                            # the first step only, so far
     tab._redraw()                                              # a redraw (new axis, Show menu) meanwhile
-    qtbot.waitUntil(lambda: len(whatif_items()) == complete, timeout=5000)
+    qtbot.waitUntil(lambda: len(whatif_items()) == complete, timeout=30_000)
     qtbot.wait(50)
     assert len(whatif_items()) == complete                     # the dropped steps added nothing twice
     names = [item.name() for item in tab.plot.getPlotItem().listDataItems() if item.name()]
@@ -309,7 +309,7 @@ def test_a_long_timeline_is_drawn_out_of_sight_then_shown_whole(studio, fixture_
     tab._show_message("Reading the timeline…")
     tab._on_timeline_loaded(timeline, series, tab._loaded_for)
     assert tab.drawing and tab._stack.currentIndex() == 0 and not loaded
-    qtbot.waitUntil(lambda: not tab.drawing, timeout=5000)
+    qtbot.waitUntil(lambda: not tab.drawing, timeout=30_000)
     assert tab._stack.currentIndex() == 1 and loaded == [timeline] and tab.plot.updatesEnabled()
     drawn = [(item.name(), item.getData()[1].tolist()) for item in tab.plot.getPlotItem().listDataItems()]
     assert [name for name, _y in drawn] == [name for name, _y in at_once]
@@ -363,7 +363,7 @@ def test_a_long_timeline_switches_its_axis_in_steps_behind_the_old_picture(studi
     tab.set_x_mode("time")
     assert tab.x_mode == "time" and tab.drawing and not tab.plot.updatesEnabled()   # the old picture, held
     assert len(_drawn_items(tab)) == 1                                              # the first step only, so far
-    qtbot.waitUntil(lambda: not tab.drawing, timeout=5000)
+    qtbot.waitUntil(lambda: not tab.drawing, timeout=30_000)
     assert tab.plot.updatesEnabled() and tab._stack.currentIndex() == 1
     assert _same(_drawn_items(tab), at_once["time"][0]) and box.viewRange() == at_once["time"][1]
     assert isinstance(tab.plot.getPlotItem().getAxis("bottom"), pg.DateAxisItem)
@@ -371,7 +371,7 @@ def test_a_long_timeline_switches_its_axis_in_steps_behind_the_old_picture(studi
     for mode in ("turn", "time", "turn"):            # and back and forth before a drawing ends
         tab.set_x_mode(mode)
         assert len(_drawn_items(tab)) == 1
-    qtbot.waitUntil(lambda: not tab.drawing, timeout=5000)
+    qtbot.waitUntil(lambda: not tab.drawing, timeout=30_000)
     qtbot.wait(50)
     assert len(_drawn_items(tab)) == n_items                                        # nothing drawn twice
     assert _same(_drawn_items(tab), at_once["turn"][0]) and box.viewRange() == at_once["turn"][1]
