@@ -277,8 +277,9 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
     additions join the messages; other threads' (scope "resource") go into the system message
     `<remembered_from_other_conversation>`, ordered by createdAt, thread, role, id (sortMessagesForRecall).
 
-    Returns {message_id, thread_id, resource_id, index_name, query_exact, vector_hits, window_ids,
-    recalled_ids, other_thread_ids}. `query_exact` is False when the stored vector(s) may differ from the
+    Returns {message_id, thread_id, resource_id, index_name, query_exact, vector_hits, range_ids (every
+    message the hits and their ranges name, as of the turn, before those in the context are left out),
+    window_ids, recalled_ids, other_thread_ids}. `query_exact` is False when the stored vector(s) may differ from the
     processor's query: a text stored in several chunks (the processor embeds it whole). Raises BadInput for
     an unknown message or one with no stored vector.
     """
@@ -322,7 +323,8 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
                     key=lambda m: (m.created_at or "", m.thread_id or "", _ROLE_ORDER.get(m.role, 99), m.id))
     return {"message_id": message.id, "thread_id": message.thread_id, "resource_id": message.resource_id,
             "index_name": index.name, "query_exact": len(own) == 1,
-            "vector_hits": [h.to_json() for h in hits], "window_ids": window, "recalled_ids": same,
+            "vector_hits": [h.to_json() for h in hits], "range_ids": [m.id for m in recalled],
+            "window_ids": window, "recalled_ids": same,
             "other_thread_ids": [m.id for m in others] if config.scope == "resource" else []}
 
 

@@ -126,3 +126,23 @@ def test_missing_embedder_and_unreachable_embedder(semantic_db, fake_llm, capsys
                             "--vector-search", "budget", "--embedder", "openai-compatible/m",
                             "--base-url", "http://127.0.0.1:9/v1", "--json"], capsys)
     assert code == 1 and "Cannot reach" in err and "Traceback" not in err
+
+
+def test_context_takes_the_semantic_recall_options(semantic_db, capsys):
+    """`context --top-k --message-range --scope` reach the turn's recall; Mastra's defaults without them."""
+    from studio.app.trace import context_document
+    from studio.engine.semantic import SemanticConfig
+    from studio.store import open_store
+
+    base = ["context", semantic_db, "--thread", "sem-lisbon", "--turn", "6", "--json"]
+    code, doc, _err = _run([*base, "--top-k", "3", "--message-range", "2", "--scope", "thread",
+                            "--last-messages", "6"], capsys)
+    code_default, default, _err = _run(base, capsys)
+    with open_store(semantic_db) as store:
+        assert doc == context_document(store, "sem-lisbon", 6, last_messages=6, semantic=SemanticConfig(3, 2, "thread"))
+        assert default == context_document(store, "sem-lisbon", 6, semantic=SemanticConfig(4, 1, "resource"))
+    assert (code, code_default) == (0, 0)
+    assert doc["semantic_recall"]["semantic_recall"] == {"topK": 3, "messageRange": 2, "scope": "thread"}
+    assert len(doc["semantic_recall"]["vector_hits"]) == 3 and len(default["semantic_recall"]["vector_hits"]) == 4
+    # resource scope reaches other threads: their messages are the system message's, never the thread's
+    assert default["semantic_recall"]["other_threads"] and doc["semantic_recall"]["other_threads"] == []
