@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-__all__ = ["REMEMBERED_KIND", "apply_recall", "other_conversation_block", "recall_order"]
+__all__ = ["REMEMBERED_KIND", "apply_recall", "other_conversation_block", "recall_order", "recall_report"]
 
 #: The `source.kind` of the view's `remembered` part.
 REMEMBERED_KIND = "semantic-recall"
@@ -113,3 +113,43 @@ def apply_recall(view: dict, recalled: list[dict], others: list[dict], thread_id
     source = {"kind": REMEMBERED_KIND, "message_ids": [m["id"] for m in recall_order(others)]} if block else None
     out["remembered"] = mv.section(block, source)
     return out
+
+
+def _line(text: str, limit: int = 200) -> str:
+    one = " ".join(str(text or "").split())
+    return one if len(one) <= limit else one[:limit - 1] + "…"
+
+
+def recall_report(recall: dict | None, view: dict) -> str:
+    """Return what semantic recall did at a turn as plain text: RECALL is the `semantic_recall` document
+    (`studio.app.recall_context`; None when the turn's user message has no stored vector), VIEW the model
+    view it was applied to. Scores with four decimals; texts on one line, shortened to 200 characters,
+    except the other-threads system message, given whole as the model read it."""
+    if recall is None:
+        return ("The turn's user message has no stored vector: semantic recall did not embed it (semanticRecall "
+                "off, or the agent's vector store is another database), so nothing is known of what it recalled.")
+    options = recall["semantic_recall"]
+    out = [f"The turn's user message {recall['query_message_id']} was the query: its stored vector in "
+           f"{recall['index_name']} (topK {options['topK']}, messageRange {options['messageRange']}, "
+           f"scope {options['scope']})."]
+    if not recall["query_exact"]:
+        out.append("Its text was stored in several chunks; the processor embedded it whole, so the hits below "
+                   "(from the first chunk) may differ from the agent's.")
+    hits = recall["vector_hits"]
+    out.append(f"\nVector hits ({len(hits)}):" if hits else "\nVector hits: none.")
+    for h in hits:
+        out.append(f"  {h['score']:.4f}  {h['thread_id'] or '?'} · {h['message_id'] or h['id']}\n"
+                   f"          {_line(h['text'])}")
+    out.append(f"\nThe hits and their ranges name {len(recall['brought_in_ids'])} message(s); those not already "
+               "in the context were added.")
+    recalled = [m for m in view.get("messages") or [] if m.get("recalled")]
+    out.append(f"\nRecalled into this thread's messages ({len(recalled)}):" if recalled
+               else "\nRecalled into this thread's messages: none.")
+    out += [f"  {m['role']} · {m['id']}\n          {_line(m['text'])}" for m in recalled]
+    block = recall["system_message"]
+    if block is None:
+        out.append("\nRemembered from other conversations: none.")
+    else:
+        out.append(f"\nRemembered from other conversations ({len(recall['other_threads'])} message(s), one system "
+                   f"message, as the model read it):\n{block}")
+    return "\n".join(out)

@@ -85,6 +85,8 @@ class ThreadView(QWidget):
         self.tabs.addTab(self.health_tab, TAB_TITLES["health"])
         self.vectors_tab = VectorMemoryTab(runner, settings=settings)
         self.tabs.addTab(self.vectors_tab, TAB_TITLES["vectors"])
+        self.context_view.semantic_options = self.vectors_tab.config   # semanticRecall options: asked once
+        self.vectors_tab.options_changed.connect(self.context_view.refresh_recall)
         for index, name in enumerate(TAB_NAMES):
             self.tabs.setTabToolTip(index, TAB_TOOLTIPS[name])
 

@@ -15,7 +15,7 @@ Every stored text is shown as plain text.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QGridLayout,
@@ -61,6 +61,8 @@ class VectorMemoryTab(QWidget):
 
     RUNNER reads (database worker) and calls the embedder (pool); SETTINGS remembers the options per store.
     """
+
+    options_changed = Signal()   # the semanticRecall options shown changed (set, or restored for the store)
 
     def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None):
         super().__init__(parent)
@@ -184,7 +186,10 @@ class VectorMemoryTab(QWidget):
         first = self.info is None
         self.info = info
         if first:
+            before = self.config()
             self._restore_options(info.display)
+            if self.config() != before:
+                self.options_changed.emit()
         if not info.indexes:
             self.indexes_label.setText("This store has no vector index: Memory's semanticRecall never embedded a "
                                        "message here (or its vector store is another database).")
@@ -243,6 +248,7 @@ class VectorMemoryTab(QWidget):
             self._settings.setValue(self._settings_key(self.info.display),
                                     f"{self.top_k.value()},{self.message_range.value()},{self.scope.currentText()},"
                                     f"{self.last_messages.value()}")
+        self.options_changed.emit()
         item = self.embedded.currentItem()
         if item is not None:
             self._on_embedded_selected(item, None)
