@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from studio.engine.semantic import SemanticConfig
     from studio.store.memory_store import MemoryStore
 
-__all__ = ["apply_turn_recall", "recall_marks", "turn_semantic_recall"]
+__all__ = ["apply_turn_recall", "load_recall_marks", "recall_marks", "turn_semantic_recall"]
 
 
 def _message_facts(m) -> dict:
@@ -81,8 +81,10 @@ def turn_user_message(store: MemoryStore, thread_id: str, turn: int) -> str | No
 def recall_marks(store: MemoryStore, thread_id: str, config: SemanticConfig, last_messages: int | None,
                  cancelled=lambda: False) -> list[dict]:
     """Return the Timeline's recall marks of THREAD_ID: [{turn, message_id, created_at, recalled: [{id, role,
-    thread_id, created_at}]}] for each turn whose semantic recall brought messages in (same thread or
-    others), in turn order; the context held is the LAST_MESSAGES window (None: Mastra's 10).
+    thread_id, created_at, excerpt}]}] for each turn whose semantic recall brought messages in (same thread
+    or others), in turn order; the context held is the LAST_MESSAGES window (None: Mastra's 10), as
+    `turn_recall` takes it (for a thread with OM the window OM kept may differ: the Context view says
+    what that turn's model view held). EXCERPT: the message's text on one line, at most 120 characters.
 
     CANCELLED() is asked between turns; when it answers True the marks found so far are returned.
     [] without a vector index. Raises StoreError.
@@ -103,5 +105,23 @@ def recall_marks(store: MemoryStore, thread_id: str, config: SemanticConfig, las
         if ids:
             rows = {m.id: m for m in store.select_messages(f"WHERE id IN ({', '.join('?' * len(ids))})", ids)}
             marks.append({"turn": n, "message_id": user.id, "created_at": user.created_at,
-                          "recalled": [_message_facts(rows[i]) for i in ids if i in rows]})
+                          "recalled": [{**_message_facts(rows[i]), "excerpt": _excerpt(rows[i])}
+                                       for i in ids if i in rows]})
     return marks
+
+
+def _excerpt(message, limit: int = 120) -> str:
+    from studio.engine.model_view import message_text
+
+    one = " ".join(message_text(message.as_mastra()).split())
+    return one if len(one) <= limit else one[:limit - 1] + "…"
+
+
+def load_recall_marks(store: MemoryStore | None, thread_id: str, config: SemanticConfig, last_messages: int | None,
+                      cancel=None) -> list[dict]:
+    """Return `recall_marks` of THREAD_ID (a loader of the Timeline tab: the database worker or the helper
+    process); CANCEL (a threading.Event, or None) stops it between turns. Raises StoreError."""
+    from studio.app.loads import require_store
+
+    return recall_marks(require_store(store), thread_id, config, last_messages,
+                        cancelled=(lambda: cancel.is_set()) if cancel is not None else (lambda: False))

@@ -85,8 +85,11 @@ class ThreadView(QWidget):
         self.tabs.addTab(self.health_tab, TAB_TITLES["health"])
         self.vectors_tab = VectorMemoryTab(runner, settings=settings)
         self.tabs.addTab(self.vectors_tab, TAB_TITLES["vectors"])
-        self.context_view.semantic_options = self.vectors_tab.config   # semanticRecall options: asked once
+        # semanticRecall's options are code, not data: asked in the Vectors tab, used by Context and Timeline too
+        self.context_view.semantic_options = self.vectors_tab.config
         self.vectors_tab.options_changed.connect(self.context_view.refresh_recall)
+        self.timeline_tab.recall_marks.options = self.vectors_tab.recall_options
+        self.vectors_tab.options_changed.connect(self.timeline_tab.reload_recall_marks)
         for index, name in enumerate(TAB_NAMES):
             self.tabs.setTabToolTip(index, TAB_TOOLTIPS[name])
 

@@ -222,6 +222,10 @@ class VectorMemoryTab(QWidget):
         """The semanticRecall options shown."""
         return SemanticConfig(self.top_k.value(), self.message_range.value(), self.scope.currentText())
 
+    def recall_options(self) -> tuple[SemanticConfig, int]:
+        """The semanticRecall options and lastMessages shown."""
+        return self.config(), self.last_messages.value()
+
     def _settings_key(self, display: str) -> str:
         return "semantic-recall/" + display.replace("/", "|")
 

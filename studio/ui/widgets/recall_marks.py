@@ -1,0 +1,98 @@
+"""The Timeline's semantic-recall marks: a violet dashed line at each turn where semantic recall brought
+messages into the context, its tooltip listing them.
+
+The marks are read once per timeline load (`studio.app.recall_context.load_recall_marks`, on the database
+worker or in the helper process, cancellable: a newer load or a cleared tab cancels the older one), with
+the Vectors tab's semanticRecall options; they follow the x axis mode and survive redraws (the tab keeps
+their items). Stored text reaches the tooltips as plain text.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from studio.app import text as fmt
+from studio.app.helper_process import CANCEL
+from studio.app.recall_context import load_recall_marks
+from studio.ui.tasks import TaskRunner
+
+#: The marks' colour (violet) and the key of their load on the TaskRunner.
+RECALL_COLOUR = "#8b5cf6"
+TASK_KEY = "recall-marks"
+
+
+def mark_tooltip(mark: dict) -> str:
+    """Return MARK's tooltip text (plain): the turn and each message recall brought in."""
+    lines = [f"Semantic recall at turn {mark['turn']} brought in {len(mark['recalled'])} message(s):"]
+    for m in mark["recalled"]:
+        where = "this thread" if m["thread_id"] == mark.get("thread_id") else f"thread {m['thread_id']}"
+        lines.append(f"• {m['role']} · {where} · {fmt.local_time(m['created_at'])}: {m['excerpt']}")
+    return "\n".join(lines)
+
+
+class RecallMarks:
+    """The recall lines of one plot, placed on DRAWN's series (a DrawnTimeline: its series and x mode). OPTIONS()
+    gives (SemanticConfig, lastMessages) when a load starts; without it nothing is read."""
+
+    def __init__(self, plot: pg.PlotWidget, runner: TaskRunner, drawn):
+        self._plot = plot
+        self._drawn = drawn
+        self._runner = runner
+        self.options = None
+        self.marks: list[dict] = []
+        self.lines: list[pg.InfiniteLine] = []
+        self._points: list[int] = []     # the point of each line's user message in the chart's arrays
+        self._timeline = None
+
+    def load(self, timeline, *, helper: bool) -> None:
+        """Read TIMELINE's marks in the background (superseding an earlier read); the old lines go now."""
+        self.clear()
+        if self.options is None:
+            return
+        self._timeline = timeline
+        config, last_messages = self.options()
+        self._runner.submit_call(load_recall_marks, timeline.thread_id, config, last_messages, CANCEL,
+                                 helper=helper, on_done=lambda marks: self._on_loaded(timeline, marks),
+                                 key=TASK_KEY)
+
+    def clear(self) -> None:
+        """Cancel a read under way and remove the lines."""
+        self._runner.cancel(TASK_KEY)
+        for line in self.lines:
+            self._plot.removeItem(line)
+        self.lines, self.marks, self._points, self._timeline = [], [], [], None
+
+    def items(self) -> list:
+        """Return the lines a redraw keeps on the plot."""
+        return list(self.lines)
+
+    def place(self) -> None:
+        """Put each line at its user message's x in the drawn x mode (after an axis switch or a redraw)."""
+        series = self._drawn.series
+        if series is None or self._drawn.timeline is not self._timeline:
+            return
+        xs = series.x[self._drawn.x_mode]
+        for line, point in zip(self.lines, self._points, strict=True):
+            line.setPos(float(xs[point]))
+
+    def _on_loaded(self, timeline, marks: list[dict]) -> None:
+        if timeline is not self._timeline or not marks:
+            return
+        where = {m.id: i for i, m in enumerate(timeline.messages)}
+        wanted = {where[m["message_id"]] for m in marks if m["message_id"] in where}
+        points = {p.message_index: n for n, p in enumerate(timeline.points)
+                  if p.kind == "message" and p.message_index in wanted}
+        pen = pg.mkPen(RECALL_COLOUR, width=1.5, style=Qt.PenStyle.DashLine)
+        for mark in marks:
+            point = points.get(where.get(mark["message_id"], -1))
+            if point is None:
+                continue
+            line = pg.InfiniteLine(angle=90, movable=False, pen=pen)
+            line.setToolTip(fmt.plain_tooltip(mark_tooltip({**mark, "thread_id": timeline.thread_id})))
+            line.setZValue(5)
+            self._plot.addItem(line, ignoreBounds=True)
+            self.lines.append(line)
+            self._points.append(point)
+            self.marks.append(mark)
+        self.place()
