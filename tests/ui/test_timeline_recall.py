@@ -45,6 +45,7 @@ def test_a_line_at_each_turn_recall_brought_messages_into(studio, studio_ctx, fi
     assert len(lines) == len(expected)
     assert all(line in tab.plot.getPlotItem().items for line in lines)
     assert lines[0].pen.style().name == "DashLine" and lines[0].pen.color().name() == "#8b5cf6"
+    assert tab.legend._key[-1][0] == "Semantic recall brought messages in"   # named under the chart
     # each line's tooltip names every message recall brought in (plain text: escaped)
     first = expected[0]
     assert f"Semantic recall at turn {first['turn']} brought in {len(first['recalled'])} message(s)" \
@@ -68,7 +69,9 @@ def test_a_line_at_each_turn_recall_brought_messages_into(studio, studio_ctx, fi
 
 def test_a_thread_without_vectors_has_no_line(studio, studio_ctx, fixture_db):
     _window, view = open_thread(studio, studio_ctx, fixture_db("support"), "support-1", tab="timeline")
-    assert view.timeline_tab.recall_marks.marks == [] and view.timeline_tab.recall_marks.lines == []
+    tab = view.timeline_tab
+    assert tab.recall_marks.marks == [] and tab.recall_marks.lines == []
+    assert "Semantic recall brought messages in" not in [key[0] for key in tab.legend._key]
 
 
 def test_reading_the_marks_stops_when_cancelled(fixture_db):

@@ -32,12 +32,15 @@ def mark_tooltip(mark: dict) -> str:
 
 
 class RecallMarks:
-    """The recall lines of one plot, placed on DRAWN's series (a DrawnTimeline: its series and x mode). OPTIONS()
-    gives (SemanticConfig, lastMessages) when a load starts; without it nothing is read."""
+    """The recall lines of one plot, placed on DRAWN's series (a DrawnTimeline: its series and x mode); CHANGED()
+    is called when lines came or went (the legend follows). OPTIONS() gives (SemanticConfig, lastMessages) when a
+    load starts; without it nothing is read."""
 
-    def __init__(self, plot: pg.PlotWidget, runner: TaskRunner, drawn):
+    def __init__(self, plot: pg.PlotWidget, runner: TaskRunner, drawn, changed):
         self._plot = plot
         self._drawn = drawn
+        self._changed = changed
+        self._pen = pg.mkPen(RECALL_COLOUR, width=2, style=Qt.PenStyle.DashLine)
         self._runner = runner
         self.options = None
         self.marks: list[dict] = []
@@ -59,9 +62,16 @@ class RecallMarks:
     def clear(self) -> None:
         """Cancel a read under way and remove the lines."""
         self._runner.cancel(TASK_KEY)
+        had = bool(self.lines)
         for line in self.lines:
             self._plot.removeItem(line)
         self.lines, self.marks, self._points, self._timeline = [], [], [], None
+        if had:
+            self._changed()
+
+    def legend(self) -> list[tuple[object, str]]:
+        """Return the legend's (pen, name) of the lines: one entry when there are any."""
+        return [(self._pen, "Semantic recall brought messages in")] if self.lines else []
 
     def items(self) -> list:
         """Return the lines a redraw keeps on the plot."""
@@ -83,12 +93,11 @@ class RecallMarks:
         wanted = {where[m["message_id"]] for m in marks if m["message_id"] in where}
         points = {p.message_index: n for n, p in enumerate(timeline.points)
                   if p.kind == "message" and p.message_index in wanted}
-        pen = pg.mkPen(RECALL_COLOUR, width=1.5, style=Qt.PenStyle.DashLine)
         for mark in marks:
             point = points.get(where.get(mark["message_id"], -1))
             if point is None:
                 continue
-            line = pg.InfiniteLine(angle=90, movable=False, pen=pen)
+            line = pg.InfiniteLine(angle=90, movable=False, pen=self._pen)
             line.setToolTip(fmt.plain_tooltip(mark_tooltip({**mark, "thread_id": timeline.thread_id})))
             line.setZValue(5)
             self._plot.addItem(line, ignoreBounds=True)
@@ -96,3 +105,4 @@ class RecallMarks:
             self._points.append(point)
             self.marks.append(mark)
         self.place()
+        self._changed()

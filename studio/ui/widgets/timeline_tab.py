@@ -143,7 +143,8 @@ class TimelineTab(QWidget):
                                    (self.pointer.time_selected, self.time_selected)):
             signal.connect(tab_signal)
         self.chart = TimelineChart(self.plot, self.pointer, self.pointer.on_scatter_clicked)
-        self.recall_marks = RecallMarks(self.plot, runner, self._drawn)   # semantic recall's turns (violet)
+        # semantic recall's turns (violet dashed lines)
+        self.recall_marks = RecallMarks(self.plot, runner, self._drawn, changed=lambda: self._fit_legend())
         self.exporter = ChartExport(self.plot, self, title="Memory Studio timeline", write_csv=self._write_csv,
                                     default_name=self._export_default_name, report=self.readout.setText)
         self.export_button.setMenu(self.exporter.menu(self.export_button, "Series as CSV…"))
@@ -443,7 +444,7 @@ class TimelineTab(QWidget):
 
     def _fit_legend(self) -> None:
         """Name the curves drawn now in the legend under the chart."""
-        self.legend.set_curves(self.chart.curves())
+        self.legend.set_curves(self.chart.curves() + self.recall_marks.legend())
 
     def _fit(self) -> None:
         """Show everything, with a little room above the data."""
