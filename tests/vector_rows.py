@@ -52,3 +52,28 @@ def store_hash64_vectors(db: Path, thread_id: str) -> int:
                         [message_id, blob, json.dumps(metadata)])
             written += 1
     return written
+
+
+def split_vector_store(db: Path, storage: Path, vectors: Path) -> None:
+    """Copy DB (Mastra storage and LibSQLVector in one libSQL file) into STORAGE (without the vector tables) and
+    VECTORS (only them, their rowids and libSQL's ANN index kept): what `LibSQLStore` and `LibSQLVector` write
+    when their URLs differ. Uses libSQL's driver (plain SQLite cannot drop a `libsql_vector_idx` index)."""
+    import libsql
+
+    for out in (storage, vectors):
+        out.write_bytes(db.read_bytes())
+    for out, keep_vectors in ((storage, False), (vectors, True)):
+        con = libsql.connect(str(out))
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                            "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()]
+        vector_tables = {t for t in tables if t.startswith(("memory_messages", "libsql_vector"))}
+        if not keep_vectors:  # the index first: its shadow tables go with it
+            for (index,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
+                                        "AND name LIKE 'memory_messages%_vector_idx'").fetchall():
+                con.execute(f'DROP INDEX "{index}"')
+        for table in tables:
+            if (table in vector_tables) != keep_vectors:
+                con.execute(f'DROP TABLE IF EXISTS "{table}"')
+        con.commit()
+        con.execute("VACUUM")
+        con.close()

@@ -25,7 +25,9 @@ def turn_semantic_recall(store: MemoryStore, user_message_id: str, view: dict, c
     """Return (the `semantic_recall` document, VIEW with recall's additions) for the turn of USER_MESSAGE_ID.
 
     VIEW is the turn's model view without recall (its messages are what the context held already,
-    Mastra's `existingIds`). The document: {query_message_id, index_name, query_exact, semantic_recall
+    Mastra's `existingIds`). The document: {query_message_id, index_name, query_exact, agent_turn (the
+    vector is keyed by the message id, as the SemanticRecall processor stores an agent turn's; False: a
+    random id, as `Memory.saveMessages` stores it, so no agent turn may have queried with it), semantic_recall
     (the options, Mastra's shape), vector_hits: [{id, message_id, thread_id, score, text}] (score: libSQL's
     float32 cosine), brought_in_ids (the hits' messages with their ranges, as of the turn), recalled (the
     same-thread ones added: [{id, role, thread_id, created_at}]), other_threads (scope "resource": the
@@ -36,7 +38,8 @@ def turn_semantic_recall(store: MemoryStore, user_message_id: str, view: dict, c
     from studio.app.semantic import stored_vector, turn_recall
     from studio.engine.recall_view import apply_recall, recall_order
 
-    if stored_vector(store, user_message_id) is None:
+    found_vector = stored_vector(store, user_message_id)
+    if found_vector is None:
         return None, view
     found = turn_recall(store, user_message_id, config, last_messages=0)
     thread_id = found["thread_id"]
@@ -52,7 +55,8 @@ def turn_semantic_recall(store: MemoryStore, user_message_id: str, view: dict, c
     shown = apply_recall(view, same, others, thread_id, created)
     facts = {m.id: _message_facts(m) for m in new}
     doc = {"query_message_id": user_message_id, "index_name": found["index_name"],
-           "query_exact": found["query_exact"], "semantic_recall": config.to_json(),
+           "query_exact": found["query_exact"], "agent_turn": found_vector[1].vector_id == user_message_id,
+           "semantic_recall": config.to_json(),
            "vector_hits": found["vector_hits"], "brought_in_ids": found["range_ids"],
            "recalled": [facts[m["id"]] for m in same], "other_threads": [facts[m["id"]] for m in others],
            "system_message": shown["remembered"]["text"]}
@@ -118,10 +122,14 @@ def _excerpt(message, limit: int = 120) -> str:
 
 
 def load_recall_marks(store: MemoryStore | None, thread_id: str, config: SemanticConfig, last_messages: int | None,
-                      cancel=None) -> list[dict]:
+                      vector_store: str | None = None, cancel=None) -> list[dict]:
     """Return `recall_marks` of THREAD_ID (a loader of the Timeline tab: the database worker or the helper
-    process); CANCEL (a threading.Event, or None) stops it between turns. Raises StoreError."""
+    process), the vectors read from VECTOR_STORE when given (`studio.app.vector_store`); CANCEL (a
+    threading.Event, or None) stops it between turns. Raises StoreError."""
     from studio.app.loads import require_store
+    from studio.app.vector_store import attach_vector_store
 
-    return recall_marks(require_store(store), thread_id, config, last_messages,
+    store = require_store(store)
+    attach_vector_store(store, vector_store)
+    return recall_marks(store, thread_id, config, last_messages,
                         cancelled=(lambda: cancel.is_set()) if cancel is not None else (lambda: False))

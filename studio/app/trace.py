@@ -27,17 +27,21 @@ def load_trace(store: MemoryStore | None, thread_id: str, text: str) -> TraceRes
 
 
 def load_turn_context(store: MemoryStore | None, thread_id: str, turn: int | None,
-                      at_ms: int | None = None, semantic: SemanticConfig | None = None) -> TurnContext:
+                      at_ms: int | None = None, semantic: SemanticConfig | None = None,
+                      vector_store: str | None = None) -> TurnContext:
     """Return the context of TURN of THREAD_ID; TURN None: the turn in progress at AT_MS (epoch ms), or the last.
 
     With what semantic recall added (SEMANTIC: its options, None: Mastra's defaults) when the turn's user
-    message was embedded. Raises StoreError without a database, ContextError (no OM record, turn out of range).
+    message was embedded; its vectors read from VECTOR_STORE when given (`studio.app.vector_store`).
+    Raises StoreError without a database, ContextError (no OM record, turn out of range).
     """
     from studio.app.recall_context import apply_turn_recall
+    from studio.app.vector_store import attach_vector_store
     from studio.engine.context import ContextError, turn_at_time, turn_context
     from studio.engine.timeline import TimelineError, build_timeline
 
     store = require_store(store)
+    attach_vector_store(store, vector_store)
     try:
         timeline = build_timeline(store, thread_id)
     except TimelineError as exc:
@@ -90,17 +94,20 @@ def without_om(store: MemoryStore, thread_id: str) -> bool:
 
 
 def load_history_context(store: MemoryStore | None, thread_id: str, turn: int | None,
-                         last_messages: int | None = None, semantic: SemanticConfig | None = None) -> HistoryContext:
+                         last_messages: int | None = None, semantic: SemanticConfig | None = None,
+                         vector_store: str | None = None) -> HistoryContext:
     """Return the message-history context of TURN (None: the last) of THREAD_ID, a thread without OM.
 
     LAST_MESSAGES: the agent's `lastMessages` (None: Mastra's default); with what semantic recall (options
-    SEMANTIC, None: Mastra's defaults) added. Raises StoreError without a database, HistoryViewError
-    (unknown thread, turn out of range).
+    SEMANTIC, None: Mastra's defaults; vectors from VECTOR_STORE when given) added. Raises StoreError without
+    a database, HistoryViewError (unknown thread, turn out of range).
     """
     from studio.app.recall_context import apply_turn_recall
+    from studio.app.vector_store import attach_vector_store
     from studio.engine.history_view import HistoryViewError, history_turn_view
 
     store = require_store(store)
+    attach_vector_store(store, vector_store)
     if turn is None:
         thread = store.get_thread(thread_id)
         if thread is None:

@@ -9,7 +9,7 @@
                                  "tokens_before", "tokens_after"}]}],
        "messages": [{"id", "thread_id", "role", "created_at", "excerpt", "observed", "match", "score"}]}
   memory-studio context PATH --thread ID --turn N [--last-messages N] [--top-k K] [--message-range N]
-                        [--scope resource|thread] [--json]
+                        [--scope resource|thread] [--vector-store PATH|URL] [--json]
       {"turn", "turns", "generation", "segments_shown", "activated_chunks", "pending_chunks",
        "observations": {"text", "estimate", "exact"}, "window": [...], "working_memory": {...},
        "tokens": {"observations"|"window"|"working_memory"|"total": {"estimate", "exact"}},
@@ -17,8 +17,8 @@
                       "messages": [{"role", "text", "id", "thread_id", "tokens"} | {"role", "kind"}]}, ...}
 
 Both carry "semantic_recall" (null when the turn's user message has no stored vector): {"query_message_id",
-  "index_name", "query_exact", "semantic_recall", "vector_hits": [{"id", "message_id", "thread_id", "score",
-  "text"}], "brought_in_ids", "recalled": [{"id", "role", "thread_id", "created_at"}], "other_threads": [...],
+  "index_name", "query_exact", "agent_turn", "semantic_recall", "vector_hits": [{"id", "message_id", "thread_id",
+  "score", "text"}], "brought_in_ids", "recalled": [{"id", "role", "thread_id", "created_at"}], "other_threads": [...],
   "system_message"}; the model view then holds the recalled messages (`"recalled": true`) and the other
   threads' system message (`model_view.remembered`).
 
@@ -170,6 +170,9 @@ def add_context_command(subparsers) -> None:
                          help=f"messages kept before and after each hit (default {DEFAULT_MESSAGE_RANGE})")
     meaning.add_argument("--scope", choices=["resource", "thread"], default="resource",
                          help="search the resource's messages (default) or the thread's")
+    meaning.add_argument("--vector-store", metavar="PATH|URL",
+                         help="the database of Memory's vector store when it is not PATH (a libSQL file or server "
+                              "holding LibSQLVector's memory_messages tables)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_context)
 
@@ -182,10 +185,11 @@ def _top_k(text: str) -> int:
 
 
 def _run_context(args) -> int:
+    from studio.app.vector_store import vector_store_attached
     from studio.engine.semantic import SemanticConfig
 
     semantic = SemanticConfig(args.top_k, args.message_range, args.scope)
-    with reading(args.path) as store:
+    with reading(args.path) as opened, vector_store_attached(opened, args.vector_store) as store:
         doc = context_document(store, args.thread, args.turn, last_messages=args.last_messages, semantic=semantic)
     print_json(doc) if args.json else _print_context(doc)
     return EXIT_OK

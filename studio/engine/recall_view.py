@@ -132,6 +132,9 @@ def recall_report(recall: dict | None, view: dict) -> str:
     out = [f"The turn's user message {recall['query_message_id']} was the query: its stored vector in "
            f"{recall['index_name']} (topK {options['topK']}, messageRange {options['messageRange']}, "
            f"scope {options['scope']})."]
+    if not recall.get("agent_turn", True):
+        out.append("Its vector has a random id, as Memory.saveMessages stores them: it was saved, not sent to an "
+                   "agent, so this is what recall would find for it, not necessarily what an agent was given.")
     if not recall["query_exact"]:
         out.append("Its text was stored in several chunks; the processor embedded it whole, so the hits below "
                    "(from the first chunk) may differ from the agent's.")

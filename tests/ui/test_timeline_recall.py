@@ -87,4 +87,4 @@ def test_reading_the_marks_stops_when_cancelled(fixture_db):
             [m for m in every if m["turn"] <= 10]
         stop = threading.Event()
         stop.set()
-        assert load_recall_marks(store, "support-1", SemanticConfig(), 10, stop) == []
+        assert load_recall_marks(store, "support-1", SemanticConfig(), 10, None, stop) == []

@@ -78,6 +78,7 @@ class TurnContextView(QWidget):
         self._record_present: bool | None = None   # unknown until the thread's detail has loaded
         self.use_helper = False
         self.semantic_options = None   # () -> SemanticConfig: Memory's semanticRecall options (the Vectors tab's)
+        self.vector_store: str | None = None   # Memory's vector store when not the database (File ▸ Vector Store…)
         self.context: TurnContext | None = None
         self.turn_box = QSpinBox()
         self.turn_box.setRange(1, 1)
@@ -253,12 +254,12 @@ class TurnContextView(QWidget):
         if self._record_present is False:
             value = self.last_messages_box.value()
             self._runner.submit_call(load_history_context, self._thread_id, turn, None if value < 0 else value,
-                                     semantic, helper=self.use_helper, on_done=self._on_history_done,
+                                     semantic, self.vector_store, helper=self.use_helper, on_done=self._on_history_done,
                                      on_error=self._on_context_failed, key="turn-context")
             return
-        self._runner.submit_call(load_turn_context, self._thread_id, turn, at_ms, semantic, helper=self.use_helper,
-                                 on_done=self._on_context_done, on_error=self._on_context_failed,
-                                 key="turn-context")
+        self._runner.submit_call(load_turn_context, self._thread_id, turn, at_ms, semantic, self.vector_store,
+                                 helper=self.use_helper, on_done=self._on_context_done,
+                                 on_error=self._on_context_failed, key="turn-context")
 
     def refresh_recall(self) -> None:
         """Show the shown turn again: the semanticRecall options changed."""

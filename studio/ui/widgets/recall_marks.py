@@ -43,8 +43,10 @@ class RecallMarks:
         self._pen = pg.mkPen(RECALL_COLOUR, width=2, style=Qt.PenStyle.DashLine)
         self._runner = runner
         self.options = None
+        self.vector_store: str | None = None   # Memory's vector store when not the database (File ▸ Vector Store…)
         self.marks: list[dict] = []
         self.lines: list[pg.InfiniteLine] = []
+        self.failure: str | None = None   # why the last read failed (the chart stays without lines)
         self._points: list[int] = []     # the point of each line's user message in the chart's arrays
         self._timeline = None
 
@@ -55,9 +57,14 @@ class RecallMarks:
             return
         self._timeline = timeline
         config, last_messages = self.options()
-        self._runner.submit_call(load_recall_marks, timeline.thread_id, config, last_messages, CANCEL,
-                                 helper=helper, on_done=lambda marks: self._on_loaded(timeline, marks),
-                                 key=TASK_KEY)
+        self.failure = None
+        self._runner.submit_call(load_recall_marks, timeline.thread_id, config, last_messages, self.vector_store,
+                                 CANCEL, helper=helper, on_done=lambda marks: self._on_loaded(timeline, marks),
+                                 on_error=self._on_failed, key=TASK_KEY)
+
+    def _on_failed(self, exc: Exception) -> None:
+        """The marks could not be read (an attached vector store gone): no line, and why kept in `failure`."""
+        self.failure = fmt.read_failure(exc)
 
     def clear(self) -> None:
         """Cancel a read under way and remove the lines."""

@@ -118,6 +118,17 @@ class ThreadView(QWidget):
         layout.addWidget(self.damage_banner)
         layout.addWidget(self._stack)
 
+    def set_vector_store(self, target: str | None) -> None:
+        """Read Memory's vectors from TARGET (a libSQL file or server; None: the database's own tables) in the
+        Vectors tab, the Context view and the Timeline; what they show is read again when it changed."""
+        if target == self.vectors_tab.vector_store:
+            return
+        self.vectors_tab.vector_store = self.context_view.vector_store = target
+        self.timeline_tab.recall_marks.vector_store = target
+        self.vectors_tab.reload()
+        self.context_view.refresh_recall()
+        self.timeline_tab.reload_recall_marks()
+
     def _add_trace_tabs(self, runner: TaskRunner, settings: QSettings | None) -> None:
         """Add the Trace and Turn context tabs and wire them to the search boxes, History, Messages and Timeline."""
         self.trace_panel, self.context_view = TracePanel(runner), TurnContextView(runner, settings=settings)

@@ -39,6 +39,7 @@ from studio.app.semantic import (
     message_recall_view,
     recall_by_meaning,
 )
+from studio.app.vector_store import attach_vector_store
 from studio.engine.semantic import DEFAULT_MESSAGE_RANGE, DEFAULT_TOP_K, SemanticConfig, chunk_text
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
@@ -70,6 +71,7 @@ class VectorMemoryTab(QWidget):
         self._settings = settings
         self._thread_id: str | None = None
         self.info: VectorMemoryInfo | None = None
+        self.vector_store: str | None = None   # Memory's vector store when not the database (File ▸ Vector Store…)
 
         self.indexes_label = plain_label("", wrap=True)
         self.top_k = QSpinBox(minimum=1, maximum=999, value=DEFAULT_TOP_K)
@@ -167,12 +169,26 @@ class VectorMemoryTab(QWidget):
         if thread_id is not None:
             self.refresh()
 
+    def reload(self) -> None:
+        """Show the thread afresh (the vector store changed): indexes, embedded messages, the newest user turn."""
+        self.set_thread(self._thread_id)
+
+    def _with_vectors(self, read):
+        """Return a database-worker task running READ(store) with the vector store attached as now (None: the
+        database's own vector tables)."""
+        target = self.vector_store
+
+        def run(store, _progress, _cancel):
+            attach_vector_store(store, target)
+            return read(store)
+        return run
+
     def refresh(self) -> None:
         """Re-read the indexes and the thread's embedded messages."""
         thread_id = self._thread_id
         if thread_id is None:
             return
-        self._runner.submit(lambda store, _p, _c: load_vector_memory(store, thread_id),
+        self._runner.submit(self._with_vectors(lambda store: load_vector_memory(store, thread_id)),
                             on_done=lambda info: self._on_loaded(thread_id, info),
                             on_error=lambda exc: self._on_failed(thread_id, exc), key="vector-memory")
 
@@ -268,8 +284,9 @@ class VectorMemoryTab(QWidget):
         where = ({"resource_id": info.resource_id} if config.scope == "resource" and info.resource_id
                  else {"thread_id": info.thread_id})
         self.results_heading.setText("Loading…")
-        self._runner.submit(lambda store, _p, _c: message_recall_view(store, message_id, config, last_messages=last,
-                                                                      where=where, similar_count=SIMILAR_COUNT),
+        self._runner.submit(self._with_vectors(lambda store: message_recall_view(
+                                store, message_id, config, last_messages=last, where=where,
+                                similar_count=SIMILAR_COUNT)),
                             on_done=lambda view: self._show_selected(message_id, view),
                             on_error=self._on_results_failed, key="vector-similar")
 
@@ -349,9 +366,9 @@ class VectorMemoryTab(QWidget):
 
         def recall(vectors):
             self._runner.submit(
-                lambda store, _p, _c: recall_by_meaning(store, thread_id, text, lambda _chunks: vectors, config,
-                                                        resource_id=resource_id, last_messages=last,
-                                                        model_id=model),
+                self._with_vectors(lambda store: recall_by_meaning(store, thread_id, text, lambda _chunks: vectors,
+                                                                   config, resource_id=resource_id,
+                                                                   last_messages=last, model_id=model)),
                 on_done=lambda doc: self._show_recall(text, doc), on_error=self._on_query_failed, key="vector-recall")
 
         self.results_heading.setText(f"Embedding with {model}…")
