@@ -78,3 +78,22 @@ def test_turn_recall_over_sqld_equals_the_file(semantic_server, fixture_db, conf
     # the check has something to compare: recall ran on most turns and brought messages in on some
     assert len(recalls) > len(on_file) // 2
     assert any(r["recalled"] or r["other_threads"] for r in recalls)
+
+
+@pytest.fixture(scope="module")
+def storage_only(tmp_path_factory) -> str:
+    """The semantic fixture's storage without its vector tables (a file)."""
+    from tests.conftest import copy_fixture
+    from tests.vector_rows import split_vector_store
+
+    folder = tmp_path_factory.mktemp("semantic-storage")
+    storage = folder / "storage.db"
+    split_vector_store(copy_fixture("semantic", folder / "whole"), storage, folder / "vectors.db")
+    return str(storage)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_recall_with_the_vector_store_on_sqld_equals_mastra(semantic_server, storage_only, fake_llm, case):
+    """Messages from a file, vectors from the server (LibSQLStore and LibSQLVector with different URLs)."""
+    hash64_server(fake_llm)
+    assert_case(run_recall(storage_only, case, fake_llm.base_url, "--vector-store", semantic_server), case)
