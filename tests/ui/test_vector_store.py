@@ -49,7 +49,8 @@ def test_attach_remember_and_detach(studio, studio_ctx, split):
     window.vector_store.attach(vectors)
     studio_ctx.runner.wait_idle()
     _w, whole_view = open_thread(studio, studio_ctx, whole)
-    assert tab.indexes_label.text() == whole_view.vectors_tab.indexes_label.text()
+    shown = whole_view.vectors_tab.indexes_label.text()
+    assert tab.indexes_label.text() == f"Attached vector store {vectors} · {shown}"
     assert tab.embedded.topLevelItemCount() == whole_view.vectors_tab.embedded.topLevelItemCount() == 12
     # the Context view's recall reads the attached vectors: as on the whole file
     view.set_tab("context")

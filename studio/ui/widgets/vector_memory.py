@@ -41,6 +41,7 @@ from studio.app.semantic import (
 )
 from studio.app.vector_store import attach_vector_store
 from studio.engine.semantic import DEFAULT_MESSAGE_RANGE, DEFAULT_TOP_K, SemanticConfig, chunk_text
+from studio.store.target import strip_secrets
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 
@@ -213,7 +214,8 @@ class VectorMemoryTab(QWidget):
             lines = [f"{i['index_name']} · {i['dimension']} dimensions"
                      + (f" ({i['embedder_hint']})" if i["embedder_hint"] else "")
                      + f" · {i['count']:,} vectors · {i['metric']}" for i in info.indexes]
-            self.indexes_label.setText("Vector indexes: " + "; ".join(lines))
+            attached = f"Attached vector store {strip_secrets(self.vector_store)} · " if self.vector_store else ""
+            self.indexes_label.setText(attached + "Vector indexes: " + "; ".join(lines))
         self.embedded.clear()
         for row in info.embedded:
             chunk = f"{row['chunk'] + 1}/{row['chunks']}"
