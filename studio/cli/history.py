@@ -10,7 +10,8 @@ Without `--json`, `threads` and `recall` print lines to read (`studio.cli.human`
         -> {"message_ids": [...], "total": N, "has_more": bool}         (Memory.recall)
     memory-studio recall PATH --thread ID [--resource ID] (--vector-search TEXT --embedder PROVIDER/MODEL
                          [--base-url URL] | --vector-of MESSAGE_ID) [--top-k K] [--message-range N]
-                         [--scope thread|resource] [--last-messages N] [--exact] [--per-page M | --all] --json
+                         [--scope thread|resource] [--last-messages N] [--exact] [--per-page M | --all]
+                         [--vector-store PATH|URL] --json
         -> {"message_ids", "total", "has_more", "index_name", "semantic_recall", "vector_search": "ann"|"exact",
             "vector_hits": [{"id", "message_id", "thread_id", "score", "text"}]}   (semantic recall)
     memory-studio speakers PATH --thread ID --json
@@ -191,6 +192,9 @@ def add_recall_command(subparsers) -> None:
                          help="search the resource's messages (default) or the thread's")
     meaning.add_argument("--last-messages", type=_non_negative, default=10, metavar="N",
                          help="Memory's lastMessages, the default page size (default 10)")
+    meaning.add_argument("--vector-store", metavar="PATH|URL",
+                         help="the database of Memory's vector store when it is not PATH (a libSQL file or server "
+                              "holding LibSQLVector's memory_messages tables)")
     meaning.add_argument("--exact", action="store_true",
                          help="score every vector of the scope instead of libSQL's ANN candidates (Mastra's query "
                               "uses the ANN index: compare both to see whether it missed a neighbour)")
@@ -207,7 +211,9 @@ def _semantic_recall(args) -> int:
                        "(Memory.recall's semantic path here reads the newest page)")
     config = SemanticConfig(args.top_k, args.message_range, args.scope)
     per_page = _per_page(args)
-    with reading(args.path) as store:
+    from studio.app.vector_store import vector_store_attached
+
+    with reading(args.path) as opened, vector_store_attached(opened, args.vector_store) as store:
         if args.vector_of:
             doc = recall_with_vector(store, args.thread, args.vector_of, config, resource_id=args.resource,
                                      per_page=per_page, last_messages=args.last_messages, exact=args.exact)

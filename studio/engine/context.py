@@ -113,6 +113,7 @@ class TurnContext:
     status_unobserved_messages: int | None = None
     events: list[dict] = field(default_factory=list)
     model_view: dict = field(default_factory=dict)
+    semantic_recall: dict | None = None  # what semantic recall added (studio.app.recall_context), None: nothing
 
     @property
     def total_estimate(self) -> int:

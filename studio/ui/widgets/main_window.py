@@ -46,6 +46,7 @@ from studio.ui.widgets.lock_wait import LockWaitNotice
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
 from studio.ui.widgets.thread_view import NO_DATABASE, NO_THREAD, TAB_NAMES, TAB_TITLES, ThreadView
+from studio.ui.widgets.vector_store_action import VectorStoreController
 from studio.ui.widgets.window_dialogs import WindowDialogs
 from studio.ui.widgets.window_loading import ListingLoader
 
@@ -100,6 +101,7 @@ class MainWindow(QMainWindow):
         self.health = HealthController(ctx, self)   # badges, Health tab navigation, View ▸ Health… (Ctrl+Shift+H)
         self.connect_controller = ConnectController(ctx, self)   # File ▸ Connect… (Ctrl+L): server URLs, keyring
         self.exports = ExportActions(ctx, self)   # Thread ▸ Export Thread… (Ctrl+Shift+S), Help ▸ About
+        self.vector_store = VectorStoreController(self, ctx.settings)   # File ▸ Vector Store…: vectors elsewhere
         self._build_menus()
         self.loader.listed.connect(self._on_loader_listed)
         self.loader.threads_changed.connect(self._on_loader_threads_changed)
@@ -182,6 +184,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._on_recent_menu_about_to_show)
         file_menu.addAction(self.history_actions.full_backup_action)
+        file_menu.addAction(self.vector_store.action)
         file_menu.addSeparator()
         self.quit_action = QAction("&Quit", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
         file_menu.addAction(self.quit_action)

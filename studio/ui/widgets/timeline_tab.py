@@ -45,6 +45,7 @@ from studio.ui.gc_collector import ensure_gui_thread_gc
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.chart_export import ChartExport
 from studio.ui.widgets.common import ElidedLabel, empty_state, set_role
+from studio.ui.widgets.recall_marks import RecallMarks
 from studio.ui.widgets.timeline_chart import CurveLegend, MarkerLegend, TimelineChart
 from studio.ui.widgets.timeline_pointer import DrawnTimeline, TimelinePointer
 from studio.ui.widgets.whatif_panel import WhatIfPanel
@@ -142,6 +143,8 @@ class TimelineTab(QWidget):
                                    (self.pointer.time_selected, self.time_selected)):
             signal.connect(tab_signal)
         self.chart = TimelineChart(self.plot, self.pointer, self.pointer.on_scatter_clicked)
+        # semantic recall's turns (violet dashed lines)
+        self.recall_marks = RecallMarks(self.plot, runner, self._drawn, changed=lambda: self._fit_legend())
         self.exporter = ChartExport(self.plot, self, title="Memory Studio timeline", write_csv=self._write_csv,
                                     default_name=self._export_default_name, report=self.readout.setText)
         self.export_button.setMenu(self.exporter.menu(self.export_button, "Series as CSV…"))
@@ -225,6 +228,7 @@ class TimelineTab(QWidget):
         drawn.thread_id = drawn.timeline = drawn.whatif = drawn.series = drawn.whatif_series = None
         self.pointer.timeline_changed(same_thread=False)
         self._runner.cancel("timeline")
+        self.recall_marks.clear()
         self.whatif_panel.set_timeline(None)
         self._show_message("Select a thread with observational memory to see its timeline.")
 
@@ -248,6 +252,11 @@ class TimelineTab(QWidget):
         self._wanted = detail.thread.id
         if self.isVisible():
             self.load()
+
+    def reload_recall_marks(self) -> None:
+        """Read the semantic-recall marks of the drawn timeline again (the semanticRecall options changed)."""
+        if self._drawn.timeline is not None:
+            self.recall_marks.load(self._drawn.timeline, helper=self.use_helper)
 
     def leave_other_threads(self, thread_id: str) -> None:
         """Stop a What-if replay of a thread other than THREAD_ID (the thread the window turns to).
@@ -302,6 +311,7 @@ class TimelineTab(QWidget):
         if not same_thread:
             self._drawn.whatif = self._drawn.whatif_series = None
         self.whatif_panel.set_timeline(timeline, keep=same_thread)
+        self.recall_marks.load(timeline, helper=self.use_helper)
         if not self.chart.is_long(series):
             held = self._unshown = _HeldDraw(timeline, announce=True)
             self._stack.setCurrentIndex(1)
@@ -379,7 +389,7 @@ class TimelineTab(QWidget):
             self.chart.clear()
             self.legend.set_curves([])
             return
-        keep = self.pointer.items()
+        keep = self.pointer.items() + self.recall_marks.items()
         # resource scope replays every thread of the resource: its turns are the resource's, not this thread's
         self.chart.turn_label = "turn (all threads of the resource)" if tl.scope == "resource" else "turn"
         if self.chart.is_long(series):
@@ -389,6 +399,7 @@ class TimelineTab(QWidget):
                         thresholds=self.show_thresholds.isChecked(), keep=tuple(keep),
                         done=functools.partial(self._draw_overlay, done or self._on_redrawn))
         self.pointer.place_selection()
+        self.recall_marks.place()
         n_recon = int(np.count_nonzero(np.isfinite(series.y["reconstructed"])))
         shown = [e for e in tl.events if e.kind != THREAD_UPDATE]
         inferred = sum(1 for e in shown if e.inferred)
@@ -433,7 +444,7 @@ class TimelineTab(QWidget):
 
     def _fit_legend(self) -> None:
         """Name the curves drawn now in the legend under the chart."""
-        self.legend.set_curves(self.chart.curves())
+        self.legend.set_curves(self.chart.curves() + self.recall_marks.legend())
 
     def _fit(self) -> None:
         """Show everything, with a little room above the data."""
@@ -453,6 +464,7 @@ class TimelineTab(QWidget):
             return
         self.chart.set_mode(self._drawn.x_mode)  # the same items, other x arrays
         self.pointer.place_selection()
+        self.recall_marks.place()
         self._fit()
 
     def _on_reset_button_clicked(self) -> None:
