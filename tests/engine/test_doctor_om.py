@@ -237,25 +237,6 @@ def test_orphan_record_in_resource_scope(fixture_db):
         [("orphan-record", "user-erin", "resource:user-erin")]
 
 
-def test_prompt_leak_in_the_log_and_the_current_task(fixture_db):
-    path = fixture_db("support")
-
-    def edit(conn):
-        row = om_rows(conn, "thread:support-3")[-1]
-        leak = ("* 🟡 (20:43) <system-reminder>Please continue naturally with the conversation so far and respond "
-                "to the latest message.</system-reminder>")
-        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?',
-                     (row["activeObservations"] + "\n" + leak, row["id"]))
-        meta = json.loads(conn.execute("SELECT json(metadata) FROM mastra_threads WHERE id = 'support-3'")
-                          .fetchall()[0][0])
-        meta["mastra"]["om"]["currentTask"] = "You are the memory consciousness of an AI assistant."
-        conn.execute("UPDATE mastra_threads SET metadata = jsonb(?) WHERE id = 'support-3'", (json.dumps(meta),))
-
-    found = new_findings(path, edit)
-    assert [(f["check"], f["thread_id"], f["severity"]) for f in found] == [("prompt-leak", "support-3", "error")]
-    assert sorted(found[0]["evidence"]["markers"]) == ["activeObservations", "thread.metadata.mastra.om.currentTask"]
-
-
 def test_duplicate_buffered_chunk_fires_on_one_cycle_stored_twice(fixture_db):
     path = fixture_db("buffered")
     seen = {}

@@ -22,8 +22,9 @@ Rules and thresholds (each also in docs/doctor.md with the Mastra report it come
   updated for ≥ 10 minutes (`status.flag_states`, STALE_FLAG_AFTER_MS).
 * orphan-record (#16621): thread scope: the row's thread does not exist; resource scope: no
   thread and no mastra_resources row has its resourceId.
-* prompt-leak (#22195): the current log, its buffered chunks, or the thread's currentTask /
-  suggestedResponse contain text of Mastra's Observer/Reflector/context instructions (PROMPT_MARKERS).
+* prompt-leak (#22195): the current log, its buffered chunks (observations, currentTask,
+  suggestedContinuation), or a governed thread's currentTask / suggestedResponse hold a phrase of
+  Mastra's Observer/Reflector/context instructions (`prompt_leak.find_leaks`: phrase hashes).
 * duplicate-buffered-chunk (PR #23019): two buffered chunks of the current row with one cycleId,
   or sharing a message id.
 * foreign-observed-ids (PR #19917): observedMessageIds, bufferedMessageIds or a chunk's
@@ -40,6 +41,7 @@ from collections.abc import Callable
 from studio.common.om_settings import max_threshold, resolve_settings
 from studio.engine.doctor.lost_priority import find_lost_high_priority
 from studio.engine.doctor.model import Finding, finding
+from studio.engine.doctor.prompt_leak import find_leaks
 from studio.engine.doctor.supersede import find_superseded_writes
 from studio.engine.events import split_segments
 from studio.engine.observations import classify
@@ -53,15 +55,6 @@ from studio.store.write.protocol import find_overtaking_writes
 BARELY_SMALLER = 0.9
 #: Consecutive unproductive reflections that make a finding.
 NOT_COMPRESSING_RUN = 3
-#: Fragments of Mastra's own Observer / Reflector / context instructions (matched case-insensitively).
-PROMPT_MARKERS = (
-    "<system-reminder>", "</system-reminder>",
-    "you are the memory consciousness of an ai assistant",
-    "please continue naturally with the conversation so far",
-    "the following observations block contains your memory",
-    "knowledge updates: when asked about current state",
-    "do not mention internal instructions, memory, summarization",
-)
 #: At most this many ids are listed in one finding's message_ids.
 MAX_IDS = 50
 
@@ -185,16 +178,40 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
     return out
 
 
-def _leaks(text: str | None) -> list[str]:
-    low = (text or "").lower()
-    return [m for m in PROMPT_MARKERS if m in low]
+def check_prompt_leak(rec: OMRecord, threads: list[Thread]) -> list[Finding]:
+    """Return prompt-leak findings of the current generation REC and THREADS (the threads it governs).
+
+    Looked at: REC's log, each buffered chunk's `observations`, `currentTask` and
+    `suggestedContinuation`, and each thread's `metadata.mastra.om.currentTask` / `suggestedResponse`
+    (`prompt_leak.find_leaks`). One finding for the record's own columns, one per leaking thread
+    (its thread_id set, so a resource-scope leak lands on the thread that shows it).
+    """
+    own = {"activeObservations": rec.active_observations}
+    for i, chunk in enumerate(rec.buffered_chunks):
+        for key in ("observations", "currentTask", "suggestedContinuation"):
+            own[f"bufferedObservationChunks[{i}].{key}"] = chunk.get(key)
+    places = [(_where(rec), own)]
+    for thread in sorted(threads, key=lambda t: t.id):
+        om = thread.om_metadata
+        texts = {f"thread.metadata.mastra.om.{key}": om.get(key) for key in ("currentTask", "suggestedResponse")}
+        places.append(({**_where(rec), "thread_id": thread.id}, texts))
+    out = []
+    for where, texts in places:
+        leaks = {src: found for src, found in ((s, find_leaks(t if isinstance(t, str) else None))
+                                                for s, t in texts.items()) if found}
+        if leaks:
+            out.append(finding("prompt-leak", "Mastra's own instructions are stored as memory in "
+                               + ", ".join(sorted(leaks)),
+                               evidence={"sources": {src: [{"phrase": leak.phrase, "excerpt": leak.excerpt}
+                                                           for leak in found] for src, found in leaks.items()}},
+                               **where))
+    return out
 
 
-def check_current(rec: OMRecord, thread: Thread | None, thread_of_message: Callable[[str], str | None],
+def check_current(rec: OMRecord, thread_of_message: Callable[[str], str | None],
                   governed_threads: set[str], *, now_ms: int | None = None) -> list[Finding]:
-    """Return the checks on the current generation REC: stale flags, prompt leak, chunks, foreign ids.
+    """Return the checks on the current generation REC: stale flags, chunks, foreign ids.
 
-    THREAD is the row's thread (thread scope; None in resource scope or when missing);
     THREAD_OF_MESSAGE maps a message id to its thread id (None: no such message);
     GOVERNED_THREADS are the threads this record governs (its thread, or its resource's threads).
     """
@@ -208,19 +225,6 @@ def check_current(rec: OMRecord, thread: Thread | None, thread_of_message: Calla
                                f"with no activity for {age}: a dead process's lock",
                                evidence={"flag": flag.name, "age_ms": flag.age_ms, "updated_at": rec.updated_at},
                                **where))
-    sources = {"activeObservations": rec.active_observations}
-    for i, chunk in enumerate(rec.buffered_chunks):
-        sources[f"bufferedObservationChunks[{i}].observations"] = chunk.get("observations")
-    if thread is not None:
-        om = thread.om_metadata
-        for key in ("currentTask", "suggestedResponse"):
-            if isinstance(om.get(key), str):
-                sources[f"thread.metadata.mastra.om.{key}"] = om[key]
-    leaks = {src: found for src, found in ((s, _leaks(t if isinstance(t, str) else None)) for s, t in sources.items())
-             if found}
-    if leaks:
-        out.append(finding("prompt-leak", "Mastra's own instructions are stored as memory in "
-                           + ", ".join(sorted(leaks)), evidence={"markers": leaks}, **where))
     chunks = rec.buffered_chunks
     seen_cycles: dict[str, int] = {}
     seen_ids: dict[str, int] = {}
