@@ -26,9 +26,10 @@ def run(path: Path, **kwargs) -> list[dict]:
 
 
 def key(f: dict) -> tuple:
-    """Return a hashable identity of finding F: check, place, messages and (lost 🔴) the line."""
+    """Return a hashable identity of finding F: check, place, messages and (lost 🔴) the lines."""
     return (f["check"], f["thread_id"], f["lookup_key"], f["generation"], tuple(f["message_ids"]),
-            f["evidence"].get("line"), f["severity"])
+            tuple(ln["line"] for ln in f["evidence"]["lines"]) if f["check"] == "lost-high-priority" else None,
+            f["severity"])
 
 
 def new_findings(path: Path, edit, *, stdlib: bool = False, **kwargs) -> list[dict]:

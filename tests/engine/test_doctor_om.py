@@ -94,9 +94,9 @@ def test_empty_generation_fires_when_a_reflection_wiped_the_log(fixture_db):
         [("support-5", seen["previous"] + 1, "error")]
     assert empty[0]["evidence"]["previous_generation"] == seen["previous"]
     # Every 🔴 line of the previous generation is now lost: nothing after it keeps anything.
-    lost = sorted(f["evidence"]["line"] for f in found if f["check"] == "lost-high-priority")
+    lost = sorted(ln["line"] for f in found if f["check"] == "lost-high-priority" for ln in f["evidence"]["lines"])
     assert lost == sorted(seen["high"]) and seen["high"]
-    assert checks(found) == sorted(["empty-generation"] + ["lost-high-priority"] * len(seen["high"]))
+    assert checks(found) == ["empty-generation", "lost-high-priority"]   # one finding for the thread's lost lines
 
 
 def test_degenerate_repetition_uses_mastras_detector(fixture_db):
@@ -295,9 +295,9 @@ def test_lost_high_priority_tells_rewording_from_loss(fixture_db):
     found = new_findings(path, edit)
     assert [(f["check"], f["thread_id"], f["generation"]) for f in found] == \
         [("lost-high-priority", "support-5", picked["generation"])]
-    ev = found[0]["evidence"]
+    [ev] = found[0]["evidence"]["lines"]
     assert ev["line"] == picked["dropped"] and ev["similarity"] < LOST_SIMILARITY
-    assert ev["closest_line"] is not None and ev["closest_generation"] == picked["generation"] + 1
+    assert ev["closest_line"] is None          # nothing later is even 0.5 alike: no line is quoted
     assert similarity(picked["kept"], picked["reworded"]) >= LOST_SIMILARITY
 
 

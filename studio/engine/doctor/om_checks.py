@@ -38,9 +38,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from studio.common.durations import human_duration
 from studio.common.om_settings import max_threshold, resolve_settings
-from studio.engine.doctor.lost_priority import find_lost_high_priority
-from studio.engine.doctor.model import Finding, finding
+from studio.engine.doctor.lost_priority import CLOSEST_SHOWN, find_lost_high_priority
+from studio.engine.doctor.model import Finding, finding, repeats, spans
 from studio.engine.doctor.prompt_leak import find_leaks
 from studio.engine.doctor.supersede import find_superseded_writes
 from studio.engine.events import split_segments
@@ -112,6 +113,8 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
     gens = sorted(gens, key=lambda r: (r.generation_count, r.created_at or "", r.id))
     out = check_not_compressing(gens)
     prev = None
+    degenerate: list[OMRecord] = []
+    malformed: dict[str, list[tuple[OMRecord, str]]] = {}
     for rec in gens:
         text = rec.active_observations
         if (rec.origin_type == "reflection" and prev is not None and not text.strip()
@@ -123,18 +126,28 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
                                          "previous_tokens": prev.observation_token_count},
                                **_where(rec)))
         if text and detect_degenerate_repetition(text):
-            out.append(finding("degenerate-repetition",
-                               f"Generation {rec.generation_count}'s log is what Mastra's degenerate-repetition "
-                               "detector rejects (a model stuck repeating itself)",
-                               evidence={"chars": len(text), "lines": text.count("\n") + 1,
-                                         "tokens": rec.observation_token_count},
-                               **_where(rec)))
+            degenerate.append(rec)
         for column, error in sorted(rec.json_errors.items()):
-            out.append(finding("malformed-json", f"OM column {column} of generation {rec.generation_count} "
-                               f"is not valid JSON ({error})",
-                               evidence={"table": "mastra_observational_memory", "column": column, "error": error},
-                               **_where(rec)))
+            malformed.setdefault(column, []).append((rec, error))
         prev = rec
+    if degenerate:   # a reflection loop copies a degenerate log forward: one finding, every generation named
+        last = degenerate[-1]
+        out.append(finding("degenerate-repetition",
+                           f"{repeats([r.generation_count for r in degenerate]).capitalize()}: the log is what "
+                           "Mastra's degenerate-repetition detector rejects (a model stuck repeating itself)",
+                           evidence={"generations": [r.generation_count for r in degenerate],
+                                     "record_ids": [r.id for r in degenerate],
+                                     "chars": len(last.active_observations),
+                                     "lines": last.active_observations.count("\n") + 1,
+                                     "tokens": last.observation_token_count},
+                           **_where(last)))
+    for column, bad in sorted(malformed.items()):
+        last, error = bad[-1]
+        out.append(finding("malformed-json", f"OM column {column} is not valid JSON in "
+                           f"{repeats([r.generation_count for r, _ in bad])} ({error})",
+                           evidence={"table": "mastra_observational_memory", "column": column, "error": error,
+                                     "generations": [r.generation_count for r, _ in bad]},
+                           **_where(last)))
     by_count: dict[int, list[OMRecord]] = {}
     for rec in gens:
         by_count.setdefault(rec.generation_count, []).append(rec)
@@ -149,7 +162,7 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
     carried = {w.record_id for w in find_overtaking_writes(gens)
                if w.kind == "superseded-row-written" and w.repaired} if superseded else set()
     for sw in superseded:
-        reasons = {"updated-after": f"updated {sw.late_by_ms:,} ms after its successor was created",
+        reasons = {"updated-after": f"updated {human_duration(sw.late_by_ms or 0)} after its successor was created",
                    "cursor-ahead": "its observation cursor is ahead of its successor's"}
         why = " and ".join(reasons[r] for r in sw.reasons)
         head = (f"Generation {sw.record.generation_count} was written after generation "
@@ -162,20 +175,43 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
             continue
         out.append(finding("superseded-write", f"{head}: those writes are not read",
                            evidence={**sw.to_json(), "repaired": False}, **_where(sw.record)))
-    for lost in find_lost_high_priority(gens):
-        text = classify(lost.line).text
-        closest = (f"closest later line (generation {lost.closest_generation}, similarity {lost.similarity:.2f}): "
-                   f"{lost.closest}" if lost.closest else "no later generation has any observation")
-        # the observation's own text first: it is what tells one lost line from another in a list
-        # (the generation has a column of its own in the Health views and a field in the JSON)
-        out.append(finding("lost-high-priority",
-                           f"{text} — a high-priority observation of generation {lost.generation} that no later "
-                           f"generation keeps; {closest}",
-                           evidence={"line": lost.line, "line_number": lost.line_number,
-                                     "closest_line": lost.closest, "closest_generation": lost.closest_generation,
-                                     "similarity": lost.similarity},
-                           **_where(lost.record)))
+    lost_lines = find_lost_high_priority(gens)
+    if lost_lines:
+        out.append(_lost_finding(lost_lines))
     return out
+
+
+def _lost_finding(lost_lines: list) -> Finding:
+    """Return the one lost-high-priority finding of a lookup key's LOST_LINES (generation, line order).
+
+    The summary starts with the first lost observation's own text (what tells one thread's finding
+    from another's in a list); the evidence lists every line with its closest later line, quoted
+    only when its similarity is at least CLOSEST_SHOWN (0.5).
+    """
+    first = lost_lines[0]
+    lines = []
+    for lost in lost_lines:
+        shown = lost.closest is not None and lost.similarity >= CLOSEST_SHOWN
+        lines.append({"line": lost.line, "generation": lost.generation, "line_number": lost.line_number,
+                      "record_id": lost.record.id, "similarity": lost.similarity,
+                      "closest_line": lost.closest if shown else None,
+                      "closest_generation": lost.closest_generation if shown else None,
+                      "missing": list(lost.missing) if shown else []})
+    head = classify(first.line).text
+    gens = sorted({lost.generation for lost in lost_lines})
+    where = f"generation {gens[0]}" if len(gens) == 1 else f"generations {spans(gens)}"
+    what = (f"a high-priority observation of {where}" if len(lost_lines) == 1 else
+            f"and {len(lost_lines) - 1} more high-priority observations of {where}")
+    if lines[0]["closest_line"]:
+        closest = (f"its closest later line (generation {first.closest_generation}, similarity "
+                   f"{first.similarity:.2f}) lacks {', '.join(first.missing) or 'nothing named'}")
+    else:
+        closest = "no later line is alike"
+    return finding("lost-high-priority",
+                   f"{head} — {what} that no later generation keeps; {closest}",
+                   evidence={"count": len(lost_lines), "generations": gens, "lines": lines,
+                             "line": first.line},
+                   **_where(first.record))
 
 
 def check_prompt_leak(rec: OMRecord, threads: list[Thread]) -> list[Finding]:
@@ -220,7 +256,7 @@ def check_current(rec: OMRecord, thread_of_message: Callable[[str], str | None],
     out = []
     for flag in flag_states(rec, now_ms):
         if flag.set and flag.stale:
-            age = "unknown" if flag.age_ms is None else f"{flag.age_ms / 60000:,.0f} min"
+            age = "unknown" if flag.age_ms is None else human_duration(flag.age_ms)
             out.append(finding("stale-flag", f"{flag.name} is set on generation {rec.generation_count} "
                                f"with no activity for {age}: a dead process's lock",
                                evidence={"flag": flag.name, "age_ms": flag.age_ms, "updated_at": rec.updated_at},
