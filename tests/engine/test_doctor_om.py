@@ -338,3 +338,36 @@ def test_observation_lines_classify_as_parse_log_does(fixture_db):
                     assert got == want
                     seen += len(got)
     assert seen > 300
+
+
+def test_lost_high_priority_is_not_fooled_by_a_line_of_the_same_template(fixture_db):
+    """Mastra's Observer writes many 🔴 lines in one shape ("User asked about TOPIC: QUESTION"). A reflection that
+    drops one keeps a line 0.6+ similar to it about another topic: kept only if the later line carries the
+    dropped line's names, numbers and most of its rarest words. Two lines dropped: one finding for the thread,
+    the closest line quoted (it is over 0.5 alike) with what it lacks."""
+    path = fixture_db("support")
+    picked = {}
+
+    def edit(conn):
+        rows = om_rows(conn, "thread:support-5")
+        lines = rows[-1]["activeObservations"].splitlines()
+        dropped = ["* 🔴 (09:30) User asked about beekeeping hives: What are the risks I am not seeing?",
+                   "* 🔴 (09:31) User asked about Fortran compilers: Which option would you pick and why?"]
+        kept = ["* 🔴 (09:32) User asked about home network VLANs: What are the risks I am not seeing?",
+                "* 🔴 (09:33) User asked about Postgres indexing: Which option would you pick and why?"]
+        rows[-1]["activeObservations"] = "\n".join([*lines, *dropped, *kept])
+        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?',
+                     (rows[-1]["activeObservations"], rows[-1]["id"]))
+        insert_om(conn, reflect_row(rows[-1], "\n".join([*lines, *kept])))
+        picked.update(dropped=dropped, kept=kept, generation=rows[-1]["generationCount"])
+
+    found = new_findings(path, edit, stdlib=True)
+    assert [(f["check"], f["thread_id"], f["generation"]) for f in found] == \
+        [("lost-high-priority", "support-5", picked["generation"])]
+    lines = found[0]["evidence"]["lines"]
+    assert [ln["line"] for ln in lines] == picked["dropped"]
+    assert [ln["closest_line"] for ln in lines] == picked["kept"]
+    assert all(ln["similarity"] >= LOST_SIMILARITY for ln in lines)    # similar, yet another fact
+    assert [ln["missing"] for ln in lines] == [["beekeeping", "hives"], ["fortran"]]
+    assert found[0]["summary"].startswith("User asked about beekeeping hives: What are the risks I am not seeing? "
+                                          "— and 1 more high-priority observation")
