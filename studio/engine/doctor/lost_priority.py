@@ -2,17 +2,21 @@
 
 Rule: a 🔴 observation line of generation N (N not current) is kept when some line of a later
 generation of the same lookup key is similar to it (similarity ≥ LOST_SIMILARITY, 0.6) and
-carries what tells this fact from another in the same template (`carries`): its names, its
-numbers and most of its rarest words. Otherwise it is lost. Similar alone is not enough: a
+carries what tells this fact from another in the same template (`carries`): its names and its
+numbers, or (a line with neither) most of its rarest words. A line with two or more names and
+numbers that a later line carries all of needs only NAMED_SIMILARITY (0.5): "User's flight to
+Oslo leaves March 14" merged into "User flies to Oslo on March 14 and booked the Grand Hotel"
+keeps its fact in other words. Otherwise it is lost. Similar alone is not enough: a
 Reflector that drops "User asked about sourdough starter: what are the risks?" while keeping
 "User asked about Greek translation: what are the risks?" leaves a line 0.6+ similar that lacks
 the topic.
 
 * Names: the line's words written with a capital letter, except its first word and a word
   after a sentence end (". ", ": ", "? ", "! "). Numbers: its words holding a digit.
-  Rarest words: its other words, RAREST_WORDS (3) of the highest weight (below); most = more than
-  half of them. A word is carried when the later line has it, or a word sharing its first
-  4+ characters with one a prefix of the other ("Sept" / "September", "start" / "starts").
+  Rarest words (for a line without names and numbers): RAREST_WORDS (3) of its words of the
+  highest weight (below); most = more than half of them. A word is carried when the later line
+  has it, or a word of 4+ characters that it starts with or that starts with it ("Sept" /
+  "September", "start" / "starts").
 
 * Normalised text: the line's text (without bullet, priority marker and `(HH:MM)`), lower-cased,
   punctuation folded to spaces (a dot inside a word or number stays: "24.1", "v1.24"); its
@@ -42,6 +46,8 @@ from studio.store.records import OMRecord
 LOST_SIMILARITY = 0.6
 #: A closest later line is quoted only from this similarity up (below it, nothing later is alike).
 CLOSEST_SHOWN = 0.5
+#: The similarity that suffices when a later line carries 2+ names and numbers of the line, all of them.
+NAMED_SIMILARITY = 0.5
 #: How many of a line's rarest words (other than names and numbers) a later line must mostly carry.
 RAREST_WORDS = 3
 _SENTENCE_END = (".", ":", "?", "!", ";")
@@ -100,11 +106,17 @@ def carries(words: frozenset[str], names: frozenset[str], later: frozenset[str],
             weights: dict[str, float]) -> tuple[bool, list[str]]:
     """Return (True when LATER carries the fact, the words it lacks) for a line of WORDS and NAMES.
 
-    Carried: every name and every number (a word holding a digit: exactly), and more than half of
-    the RAREST_WORDS other words of the highest weight (ties by the word), each as `_alike` finds it.
+    Carried: every name (as `_alike` finds it) and every number (a word holding a digit: exactly).
+    A line with neither is told from its template's other facts by its rarest words: more than half
+    of its RAREST_WORDS words of the highest weight (ties by the word) must be `_alike` a later word.
+    (A line with a name or a number keeps them through a rewording; its other rare words are often
+    the reworded ones: "flight ... leaves" / "flies".)
     """
     missing = [w for w in sorted(names) if not _alike(w, later)]
-    missing += [w for w in sorted(words) if any(c.isdigit() for c in w) and w not in later]
+    numbers = [w for w in sorted(words) if any(c.isdigit() for c in w)]
+    missing += [w for w in numbers if w not in later]
+    if names or numbers:
+        return not missing, missing
     others = sorted((w for w in words if w not in names and not any(c.isdigit() for c in w)),
                     key=lambda w: (-weights.get(w, 1.0), w))[:RAREST_WORDS]
     lacking = [w for w in others if not _alike(w, later)]
@@ -262,9 +274,11 @@ def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weight
         mine = _weight(words, weights)
         names = names_of(ln.text)
         best, best_line, best_gen, best_words, kept = 0.0, None, None, frozenset(), False
+        named = len(names) + sum(1 for w in words if any(c.isdigit() for c in w)) >= 2
+        floor = min(threshold, NAMED_SIMILARITY) if named else threshold
         for gen, other, _onorm, owords, oweight in later:
             score = _score(words, mine, owords, oweight, weights)
-            if score >= threshold and carries(words, names, owords, weights)[0]:
+            if score >= floor and carries(words, names, owords, weights)[0]:
                 kept = True
                 break
             if score > best:
