@@ -80,11 +80,22 @@ def words_of(norm: str) -> frozenset[str]:
     return frozenset(w for w in norm.split() if len(w) >= 3 or any(c.isdigit() for c in w))
 
 
-def _alike(word: str, others: frozenset[str]) -> bool:
-    """Return True when OTHERS holds WORD, or a word of 4+ characters that WORD starts with or that starts with WORD."""
+_DIGITS = frozenset("0123456789")
+
+
+def _has_digit(word: str) -> bool:
+    """Return True when WORD holds an ASCII digit (a number, for `carries`)."""
+    return not _DIGITS.isdisjoint(word)
+
+
+def _alike(word: str, others: frozenset[str], heads: set[str]) -> bool:
+    """Return True when OTHERS holds WORD, or a word of 4+ characters that WORD starts with or that starts with WORD.
+
+    HEADS: the first 4 characters of each word of OTHERS with 4+ (a word whose head is not there has no such word).
+    """
     if word in others:
         return True
-    if len(word) < 4:
+    if len(word) < 4 or word[:4] not in heads:
         return False
     return any(len(o) >= 4 and (o.startswith(word) or word.startswith(o)) for o in others)
 
@@ -112,14 +123,15 @@ def carries(words: frozenset[str], names: frozenset[str], later: frozenset[str],
     (A line with a name or a number keeps them through a rewording; its other rare words are often
     the reworded ones: "flight ... leaves" / "flies".)
     """
-    missing = [w for w in sorted(names) if not _alike(w, later)]
-    numbers = [w for w in sorted(words) if any(c.isdigit() for c in w)]
+    heads = {o[:4] for o in later if len(o) >= 4}
+    missing = [w for w in sorted(names) if not _alike(w, later, heads)]
+    numbers = sorted(w for w in words if _has_digit(w))
     missing += [w for w in numbers if w not in later]
     if names or numbers:
         return not missing, missing
-    others = sorted((w for w in words if w not in names and not any(c.isdigit() for c in w)),
+    others = sorted((w for w in words if w not in names and not _has_digit(w)),
                     key=lambda w: (-weights.get(w, 1.0), w))[:RAREST_WORDS]
-    lacking = [w for w in others if not _alike(w, later)]
+    lacking = [w for w in others if not _alike(w, later, heads)]
     if len(others) - len(lacking) <= len(others) / 2:
         missing += lacking
     return not missing, missing
@@ -274,7 +286,7 @@ def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weight
         mine = _weight(words, weights)
         names = names_of(ln.text)
         best, best_line, best_gen, best_words, kept = 0.0, None, None, frozenset(), False
-        named = len(names) + sum(1 for w in words if any(c.isdigit() for c in w)) >= 2
+        named = len(names) + sum(1 for w in words if _has_digit(w)) >= 2
         floor = min(threshold, NAMED_SIMILARITY) if named else threshold
         for gen, other, _onorm, owords, oweight in later:
             score = _score(words, mine, owords, oweight, weights)

@@ -28,6 +28,7 @@ Rules and thresholds (each also in docs/doctor.md with the Mastra report it come
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from studio.common.durations import human_duration
@@ -36,7 +37,7 @@ from studio.engine import tokens
 from studio.engine.doctor.messages import BOUND_SLACK, StoredMessage
 from studio.engine.doctor.model import Finding, finding
 from studio.engine.unobserved import storage_cursor, unobserved_messages
-from studio.store.records import OMRecord, Thread, iso_to_ms, parse_json
+from studio.store.records import OMRecord, Thread, iso_to_ms
 
 DUPLICATE_WINDOW_MS = 60_000
 UPDATED_AT_TOLERANCE_MS = 1000
@@ -53,62 +54,62 @@ def _where(thread: Thread) -> dict:
     return {"thread_id": thread.id, "resource_id": thread.resource_id}
 
 
-def content_key(msg: StoredMessage) -> str:
-    """Return MSG's stored content with the times Mastra keeps per part left out (the duplicate-messages key).
+#: A numeric `createdAt` field of a content's JSON (Mastra's per-part time, epoch ms).
+_PART_TIME = re.compile(r'"createdAt":\s*-?\d+(?:\.\d+)?')
 
-    Mastra stamps a part with its own time (`createdAt`, epoch ms, and
-    `providerMetadata.mastra.createdAt` / `callProviderMetadata.mastra.createdAt`): a message saved
-    twice a moment apart then differs in those numbers only. Content without a `createdAt` key is
-    compared as stored (not parsed).
+
+def same_content(a: StoredMessage, b: StoredMessage, timeless: dict[int, str] | None = None) -> bool:
+    """Return True when A and B store one content, Mastra's per-part times left out.
+
+    Mastra stamps a part with its own time (`createdAt`, epoch ms, also under
+    `providerMetadata.mastra`): a message saved twice a moment apart differs in those numbers only.
+    Byte-identical contents are the same; otherwise every numeric `"createdAt"` field is left out of
+    both texts before comparing them (a regex over the stored text: no JSON is parsed). TIMELESS
+    caches those texts by id(message) across calls.
     """
-    raw = msg.raw
-    if '"createdAt"' not in raw:
-        return raw
-    parsed, err = parse_json(raw)
-    if err is not None or not isinstance(parsed, dict) or not isinstance(parsed.get("parts"), list):
-        return raw
-    parts = []
-    for part in parsed["parts"]:
-        if isinstance(part, dict):
-            part = {k: v for k, v in part.items() if k != "createdAt"}
-            for meta_key in ("providerMetadata", "callProviderMetadata"):
-                meta = part.get(meta_key)
-                if isinstance(meta, dict) and isinstance(meta.get("mastra"), dict):
-                    mastra = {k: v for k, v in meta["mastra"].items() if k != "createdAt"}
-                    part[meta_key] = {**meta, "mastra": mastra}
-        parts.append(part)
-    return json.dumps({**parsed, "parts": parts}, sort_keys=True, ensure_ascii=False)
+    if a.raw == b.raw:
+        return True
+    if '"createdAt"' not in a.raw or '"createdAt"' not in b.raw:
+        return False
+    cache = {} if timeless is None else timeless
+    texts = []
+    for msg in (a, b):
+        text = cache.get(id(msg))
+        if text is None:
+            text = cache[id(msg)] = _PART_TIME.sub("", msg.raw)
+        texts.append(text)
+    return texts[0] == texts[1]
 
 
 def check_duplicates(thread: Thread, messages: list[StoredMessage]) -> list[Finding]:
     """Return duplicate-messages findings: one message stored again (mastra #13089).
 
     MESSAGES in storage order. A run is consecutive messages of one role (messages of other roles
-    may sit between them, as an agent's steps do) with one `content_key` (stored content, per-part
+    may sit between them, as an agent's steps do) with `same_content` (stored content, per-part
     times left out), each created within DUPLICATE_WINDOW_MS of the run's first. Another message of
     the same role with other content ends the run: a user who says "yes" again after saying
     something else repeated words, Mastra did not save twice. One finding per run of 2 or more.
     """
     runs: list[list[StoredMessage]] = []
-    open_run: dict[str, tuple[str, int, list[StoredMessage]]] = {}   # role -> (key, first ms, members)
+    open_run: dict[str, tuple[int, list[StoredMessage]]] = {}   # role -> (first ms, members)
+    timeless: dict[int, str] = {}
     for msg in messages:
         if not msg.raw:
             continue
-        key = content_key(msg)
         current = open_run.get(msg.role)
-        if current is not None and current[0] == key:
+        if current is not None and same_content(current[1][0], msg, timeless):
             ms = msg.created_ms
-            if ms is not None and 0 <= ms - current[1] <= DUPLICATE_WINDOW_MS:
-                current[2].append(msg)
+            if ms is not None and 0 <= ms - current[0] <= DUPLICATE_WINDOW_MS:
+                current[1].append(msg)
                 continue
-        if current is not None and len(current[2]) > 1:
-            runs.append(current[2])
+        if current is not None and len(current[1]) > 1:
+            runs.append(current[1])
         ms = msg.created_ms
         if ms is None:
             open_run.pop(msg.role, None)
         else:
-            open_run[msg.role] = (key, ms, [msg])
-    runs += [members for _key, _ms, members in open_run.values() if len(members) > 1]
+            open_run[msg.role] = (ms, [msg])
+    runs += [members for _ms, members in open_run.values() if len(members) > 1]
     out = []
     for run in sorted(runs, key=lambda r: (r[0].created_ms or 0, r[0].id)):
         role = run[0].role
