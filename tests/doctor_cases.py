@@ -109,6 +109,15 @@ def leak_buffered_chunk(conn, path):
     return {("prompt-leak", "long-run")}
 
 
+def leak_chunk_observations(conn, path):
+    row = om_rows(conn, "thread:long-run")[-1]
+    chunks = json.loads(row["bufferedObservationChunks"])
+    chunks[0] = {**chunks[0], "observations": chunks[0]["observations"] + f"\n* 🟡 (20:50) {prompt_phrases()[5]}."}
+    conn.execute('UPDATE mastra_observational_memory SET "bufferedObservationChunks" = ? WHERE id = ?',
+                 (json.dumps(chunks), row["id"]))
+    return {("prompt-leak", "long-run")}
+
+
 def no_leak_anchor_words(conn, path):
     _set_om(conn, path, "support-3", currentTask="Extract new invoices from the export above; add a reminder.",
             suggestedResponse="Naturally, continue with the summarization of the meeting.")
@@ -153,6 +162,15 @@ def same_answer_minutes_apart(conn, path):
     for i, (role, text) in enumerate([("user", "Status?"), ("assistant", "Still running."),
                                       ("user", "Status?"), ("assistant", "Still running.")]):
         insert_message(conn, "support-5", last["resourceId"], role, text_content(text), ms_to_iso(at + 120_000 * i))
+    return set()
+
+
+def same_message_minutes_later(conn, path):
+    last = messages(conn, "support-4")[-1]
+    at = iso_to_ms(last["createdAt"]) + 60_000
+    for delay in (0, 70_000):   # past the 60 s window: the user asked again, Mastra did not save twice
+        insert_message(conn, "support-4", last["resourceId"], "user",
+                       _stamped("Is the refund through?", at + delay), ms_to_iso(at + delay))
     return set()
 
 
@@ -360,11 +378,13 @@ CASES = [Case(f"fixture {name}", name) for name in ("support", "buffered", "reso
     Case("prompt leak: log", "support", leak_in_log),
     Case("prompt leak: resource scope", "resource", leak_resource_scope),
     Case("prompt leak: buffered chunk", "buffered", leak_buffered_chunk),
+    Case("prompt leak: chunk observations", "buffered", leak_chunk_observations),
     Case("no prompt leak: anchor words", "support", no_leak_anchor_words),
     Case("duplicate 850 ms, part times", "support", duplicate_850_ms),
     Case("duplicate per agent step", "support", duplicate_per_step),
     Case("no duplicate: user repeats", "support", user_repeats_words),
     Case("no duplicate: minutes apart", "support", same_answer_minutes_apart),
+    Case("no duplicate: asked again after 70 s", "support", same_message_minutes_later),
     Case("lost: template, other topic", "support", lost_template_topic),
     Case("lost: other name", "support", lost_name_changed),
     Case("lost: other number", "support", lost_number_changed),
