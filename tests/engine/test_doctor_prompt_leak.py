@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 from studio.engine.doctor.prompt_leak import PHRASE_HASHES, REMINDER_TAG, find_leaks
-from tests.engine.doctor_db import new_findings, om_rows, thread_metadata
+from studio.store import open_store
+from tests.engine.doctor_db import new_findings, om_rows, run, thread_metadata
 from tests.mastra_prompts import prompt_phrases
 
 
@@ -20,6 +21,12 @@ def set_om_metadata(conn, path, thread_id: str, **values: str) -> None:
     meta = thread_metadata(path, thread_id)
     meta.setdefault("mastra", {}).setdefault("om", {}).update(values)
     conn.execute("UPDATE mastra_threads SET metadata = ? WHERE id = ?", (json.dumps(meta), thread_id))
+
+
+def threads_of(path, resource_id: str) -> list[str]:
+    """Return the ids of RESOURCE_ID's threads in the file at PATH, sorted."""
+    with open_store(path) as store:
+        return sorted(t.id for t in store.list_threads() if t.resource_id == resource_id)
 
 
 def observer_task_echo() -> str:
@@ -78,6 +85,11 @@ def test_prompt_leak_in_resource_scope_lands_on_the_thread_holding_it(fixture_db
     assert [(f["check"], f["thread_id"], f["lookup_key"]) for f in found] == \
         [("prompt-leak", edit.thread, "resource:user-erin")]
     assert list(found[0]["evidence"]["sources"]) == ["thread.metadata.mastra.om.currentTask"]
+    # the doctor on one thread reports the leak on that thread only
+    others = [r for r in threads_of(path, "user-erin") if r != edit.thread]
+    assert others
+    assert [f["thread_id"] for f in run(path, thread_id=edit.thread) if f["check"] == "prompt-leak"] == [edit.thread]
+    assert [f for f in run(path, thread_id=others[0]) if f["check"] == "prompt-leak"] == []
 
 
 def test_prompt_leak_in_a_buffered_chunk(fixture_db):
