@@ -119,6 +119,29 @@ def finding(check: str, summary: str, *, severity: str | None = None, fix: str |
                    reference=spec.reference, fix=fix if fix is not None else spec.fix, **where)
 
 
+def spans(numbers: list[int]) -> str:
+    """Return NUMBERS (any order, repeats ignored) as ranges: [1, 2, 3, 7, 9, 10] -> "1–3, 7, 9–10"."""
+    out: list[str] = []
+    ordered = sorted(set(numbers))
+    start = prev = None
+    for n in [*ordered, None]:
+        if start is not None and (n is None or n != prev + 1):
+            out.append(str(start) if start == prev else f"{start}–{prev}")
+            start = None
+        if n is not None and start is None:
+            start = n
+        prev = n
+    return ", ".join(out)
+
+
+def repeats(numbers: list[int], noun: str = "generation") -> str:
+    """Return how often and where something repeats: "generation 3" once, "14× generations 1–14" more often."""
+    distinct = sorted(set(numbers))
+    if len(distinct) == 1:
+        return f"{noun} {distinct[0]}"
+    return f"{len(distinct)}× {noun}s {spans(distinct)}"
+
+
 @dataclass
 class DoctorReport:
     """Everything one doctor run found, and how much it looked at (`checked`)."""
