@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio.app import text as fmt
+from studio.common.wording import plural
 from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import empty_state, plain_label, table_view
@@ -206,7 +207,7 @@ class FindingsPane(QWidget):
 
     def _after_change(self) -> None:
         c = self.counts()
-        self.summary.setText(f"{c['error']:,} errors · {c['warning']:,} warnings · {c['info']:,} info")
+        self.summary.setText(f"{plural(c['error'], 'error')} · {plural(c['warning'], 'warning')} · {c['info']:,} info")
         nothing = not self.model.all_findings()
         self.empty.setVisible(nothing)
         self._split.setVisible(not nothing)
