@@ -107,12 +107,16 @@ def parse_metadata_json(text: str) -> dict | None:
     """Parse a metadata filter given as JSON text (`{"category": "billing"}`) and validate it.
 
     Returns the filter, or None for `{}`. Raises ValidationError for text that is not JSON (NaN and
-    Infinity included), not an object, or breaks a rule.
+    Infinity included), not an object (`null` too: Mastra's validateStorageMetadataFilter treats only an
+    absent filter as none and throws on null), or breaks a rule.
     """
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, TypeError) as exc:
         raise ValidationError(f"the metadata filter is not valid JSON: {exc}") from exc
+    if value is None:
+        raise ValidationError("a metadata filter must be a JSON object of key: value pairs, not null "
+                              "(leave the option out for no filter)")
     return validate_metadata_filter(value)
 
 
