@@ -140,7 +140,12 @@ class UncountableMessage(EngineError):
         """One sentence for the user: which message, why, and what Mastra raises."""
         which = f"message {self.message_id}" if self.message_id else "this message"
         return (f"Mastra cannot count the tokens of {which}: {self.reason} "
-                f"(its TokenCounter throws {self.mastra_error}), so no token figure reaches past it")
+                f"(Mastra's TokenCounter throws {self.mastra_error}), so no token figure reaches past it")
+
+    def to_json(self) -> dict:
+        """Return the error as documents carry it: {"message_id", "reason", "mastra_error", "sentence"}."""
+        return {"message_id": self.message_id, "reason": self.reason, "mastra_error": self.mastra_error,
+                "sentence": self.sentence()}
 
     def for_message(self, message_id: str | None) -> "UncountableMessage":
         """The same error naming MESSAGE_ID (a count of one message does not know its id)."""

@@ -26,7 +26,8 @@ ERRORS = [
     OutcomeFoundAfterReconnect("found after reconnecting", written=True, backup="/tmp/b.json"),
     OutcomeFoundAfterReconnect("nothing there", written=False),
     WriteRefused("busy", "another process holds the write lock"),
-    UncountableMessage("its attachment URL's file name has a bad % escape", "URIError: URI malformed", message_id="m-1"),
+    UncountableMessage("its attachment URL's file name has a bad % escape", "URIError: URI malformed",
+                       message_id="m-1"),
 ]
 
 

@@ -366,7 +366,16 @@ class _Counter:
         return self._part_cached(part, f"part-{js_string(ptype)}", _serialize_part(part)), 0, 0
 
     def count_message(self, message: dict, for_status: bool = False) -> int:
-        """Count tokens (int) of one message like TokenCounter.countMessage (countMessageAsync when FOR_STATUS)."""
+        """Count tokens (int) of one message like TokenCounter.countMessage (countMessageAsync when FOR_STATUS).
+
+        Raises UncountableMessage (naming the message's id) where Mastra's count throws."""
+        try:
+            return self._count_message(message, for_status)
+        except UncountableMessage as exc:
+            message_id = message.get("id") if isinstance(message, dict) else None
+            raise (exc.for_message(message_id) if isinstance(message_id, str) and not exc.message_id else exc) from None
+
+    def _count_message(self, message: dict, for_status: bool) -> int:
         role = message.get("role")
         if truthy(role) and not isinstance(role, str):
             raise UncountableMessage(f"its role is {js_type(role)}, not text",

@@ -26,6 +26,7 @@ from studio.engine.reflector_parse import parse_reflector_output, strip_observat
 from studio.engine.tokens import UncountableMessage, count_message, count_message_for_status
 from tests.fuzz import parity_inputs
 from tests.interop.conftest import install_corpus, run_node
+from tests.uncountable_db import uncountable_message
 
 SEED = 26
 OBSERVER_SLUGS = ("current-task", "suggested-response", "thread-title")
@@ -120,3 +121,15 @@ def test_our_port_answers_like_mastra(corpus, function, tmp_path):
     shown = "\n".join(f"input {json.dumps(v, ensure_ascii=True)[:300]}\n  Mastra {json.dumps(t)[:300]}\n"
                       f"  ours   {json.dumps(o, default=str)[:300]}" for v, t, o in diffs[:5])
     assert not diffs, f"{function}: {len(diffs)} of {size} inputs differ from Mastra\n{shown}"
+
+
+def test_the_test_databases_uncountable_message_is_one_mastra_cannot_count(corpus, tmp_path):
+    """tests/uncountable_db.py's message: Mastra's countMessage and countMessageAsync throw on it, as our count does."""
+    message = uncountable_message()
+    for function in ("count", "count-async"):
+        source, answers = tmp_path / f"{function}.in.json", tmp_path / f"{function}.out.json"
+        source.write_text(json.dumps([[None, message], ["openai/gpt-4o", message]]))
+        run_node_env(corpus, function, source, answers)
+        assert json.loads(answers.read_text()) == [{"error": "URIError: URI malformed"}] * 2
+        for model in (None, "openai/gpt-4o"):
+            assert ours(function, [model, message])["error"].startswith("UncountableMessage: ")
