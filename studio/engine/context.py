@@ -113,6 +113,8 @@ class TurnContext:
     status_unobserved_messages: int | None = None
     events: list[dict] = field(default_factory=list)
     model_view: dict = field(default_factory=dict)
+    #: Why no turn after `turns` can be shown (a message Mastra cannot count arrives there), else None.
+    uncountable: str | None = None
 
     @property
     def total_estimate(self) -> int:
@@ -307,7 +309,8 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         status_pending_tokens=status.pending_tokens if status is not None else None,
         status_unobserved_messages=status.unobserved_message_count if status is not None else None,
         events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
-                if tl.events[ei].turn == timeline_turn])
+                if tl.events[ei].turn == timeline_turn],
+        uncountable=tl.uncountable.sentence() if tl.uncountable is not None else None)
 
 
 def _model_view(tl: Timeline, dicts: list[dict], record: OMRecord, block: str, shown: int, hints: dict,
@@ -476,6 +479,8 @@ def after_turn_lines(doc: dict) -> list[str]:
                  "; other threads' context after this turn is not reconstructed (Mastra adds it to pending "
                  "tokens), so this counts the resource's messages only")
     lines.append(text)
+    if doc.get("uncountable"):
+        lines.append(f"⚠ No turn after turn {doc['turns']} can be shown: {doc['uncountable']}")
     return lines
 
 
