@@ -214,6 +214,40 @@ def _filter_text(rng: random.Random) -> str:
     return "{" + ", ".join(pairs) + "}"
 
 
+MATCH_KEYS = ["a", "b", "_c"]
+MATCH_VALUES = ['"1"', "1", "1.0", "-0", "0", "true", "false", "null", '""', "12345678901234567890",
+                "12345678901234567000", "9007199254740993", "9007199254740992", "1e400", '"x"', "[1]", "{}"]
+
+
+def _match_content(rng: random.Random):
+    shape = rng.randrange(12)
+    if shape == 0:
+        return rng.choice(["", "not json", "[]", "null", '"s"', "{", '{"metadata": NaN}', "5"])
+    if shape == 1:
+        return rng.choice([None, [], {"metadata": None}, {"metadata": []}, {"metadata": "a"}, {}])
+    pairs = []
+    for _ in range(rng.randint(0, 3)):
+        key = rng.choice(MATCH_KEYS)
+        values = [*MATCH_VALUES, "NaN", "Infinity"] if rng.random() < 0.1 else MATCH_VALUES
+        pairs.append(f'"{key}": {rng.choice(values)}')
+    text = '{"format": 2, "parts": [], "metadata": {' + ", ".join(pairs) + "}}"
+    if shape == 2 and not any(word in text for word in ("NaN", "Infinity", "1e400")):
+        return json.loads(text)   # an object, as a store that parsed the JSON hands it over
+    return text
+
+
+def metadata_match_inputs(rng: random.Random, size: int) -> list[list]:
+    """[stored content, filter JSON text] pairs for storageMessageMatchesMetadataFilter (after validation)."""
+    out: list[list] = [['{"metadata": {"a": 12345678901234567890}}', '{"a": 12345678901234567000}'],
+                       ['{"metadata": {"a": 1, "b": NaN}}', '{"a": 1}'], ['{"metadata": {"a": -0}}', '{"a": 0}'],
+                       ['{"metadata": {"a": 1e400}}', '{"a": 1}'], ['{"metadata": {"a": null}}', '{"b": null}']]
+    while len(out) < size:
+        filt = "{" + ", ".join(f'"{rng.choice(MATCH_KEYS)}": {rng.choice(MATCH_VALUES[:-3])}'
+                               for _ in range(rng.randint(0, 2))) + "}"
+        out.append([_match_content(rng), filt])
+    return out[:size]
+
+
 def metadata_inputs(rng: random.Random, size: int) -> list[str]:
     """Metadata filters as JSON text (what `--metadata` takes) for validateStorageMetadataFilter."""
     fixed = ["null", "{}", '{"a": null}', '{"a": 1e999}', '{"__proto__": 1}', '{"a": [1]}', "[]", '"x"', "7",

@@ -20,7 +20,7 @@ import random
 
 import pytest
 
-from studio.common.metadata_filter import ValidationError, parse_metadata_json
+from studio.common.metadata_filter import ValidationError, message_metadata_matches, parse_metadata_json
 from studio.engine.observer_parse import parse_observer_output
 from studio.engine.reflector_parse import parse_reflector_output, strip_observation_groups
 from studio.engine.tokens import UncountableMessage, count_message, count_message_for_status
@@ -38,6 +38,7 @@ CASES = {
     "count": (2500, parity_inputs.count_inputs),
     "count-async": (1500, lambda rng, size: parity_inputs.count_inputs(rng, size, remote=False)),
     "metadata-filter": (500, parity_inputs.metadata_inputs),
+    "metadata-match": (500, parity_inputs.metadata_match_inputs),
 }
 NO_KEYS = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
 
@@ -73,6 +74,9 @@ def ours(function: str, value):
             return {"ok": count(message, model=model)}
         if function == "metadata-filter":
             return {"ok": parse_metadata_json(value)}
+        if function == "metadata-match":
+            content, filter_text = value
+            return {"ok": message_metadata_matches(content, parse_metadata_json(filter_text))}
     except (UncountableMessage, ValidationError) as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
     raise AssertionError(function)

@@ -1,6 +1,6 @@
 // Test helper (Memory Studio): runs one of real Mastra's functions over a list of inputs, for the fuzz
 // parity test (tests/fuzz/test_fuzz_parity.py). usage: node studio-fuzz-worker.mjs FUNCTION INPUT_JSON OUT_JSON
-// FUNCTION: strip-groups | reflector | observer | count | count-async | metadata-filter
+// FUNCTION: strip-groups | reflector | observer | count | count-async | metadata-filter | metadata-match
 // INPUT_JSON: a JSON list of inputs (see each function below); OUT_JSON: a list as long, each entry
 // {ok: result} or {error: "<constructor name>: <message>"} when Mastra throws.
 // parseReflectorOutput is not exported by @mastra/memory, so the worker imports the bundle chunk that
@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Extractor, TokenCounter, parseObserverOutput, stripObservationGroups } from '@mastra/memory/processors';
-import { validateStorageMetadataFilter } from '@mastra/core/storage';
+import { storageMessageMatchesMetadataFilter, validateStorageMetadataFilter } from '@mastra/core/storage';
 import { z } from 'zod';
 
 const [fn, inputFile, outFile] = process.argv.slice(2);
@@ -64,6 +64,9 @@ const functions = {
   'count-async': async () => ([model, message]) => counter(model).countMessageAsync(message),
   // input: the filter's JSON text; result: the validated filter (null for "no filter")
   'metadata-filter': async () => text => validateStorageMetadataFilter(JSON.parse(text)) ?? null,
+  // input: [stored content (JSON text or object), the filter's JSON text]; result: whether the message matches
+  'metadata-match': async () => ([content, filterText]) =>
+    storageMessageMatchesMetadataFilter(content, validateStorageMetadataFilter(JSON.parse(filterText))),
 };
 
 const run = await functions[fn]();
