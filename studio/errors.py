@@ -119,3 +119,34 @@ class EngineError(StudioError):
 
 class ProviderError(StudioError):
     """An LLM provider call failed (network, HTTP status, malformed answer)."""
+
+
+class UncountableMessage(EngineError):
+    """Mastra's own token count throws on this message, so Mastra can give it no number (nor its thread).
+
+    `reason` says what in the message makes the count throw (a sentence fragment, e.g. "its file part's
+    URL has a bad % escape"), `mastra_error` the error Mastra's TokenCounter raises ("URIError: URI
+    malformed"); `message_id` is the message's id when known (None while counting a bare message).
+    `str()` is the sentence shown to the user (`uncountable_sentence`).
+    """
+
+    def __init__(self, reason: str, mastra_error: str, *, message_id: str | None = None):
+        self.reason = reason
+        self.mastra_error = mastra_error
+        self.message_id = message_id
+        super().__init__(self.sentence())
+
+    def sentence(self) -> str:
+        """One sentence for the user: which message, why, and what Mastra raises."""
+        which = f"message {self.message_id}" if self.message_id else "this message"
+        return (f"Mastra cannot count the tokens of {which}: {self.reason} "
+                f"(Mastra's TokenCounter throws {self.mastra_error}), so no token figure reaches past it")
+
+    def to_json(self) -> dict:
+        """Return the error as documents carry it: {"message_id", "reason", "mastra_error", "sentence"}."""
+        return {"message_id": self.message_id, "reason": self.reason, "mastra_error": self.mastra_error,
+                "sentence": self.sentence()}
+
+    def for_message(self, message_id: str | None) -> "UncountableMessage":
+        """The same error naming MESSAGE_ID (a count of one message does not know its id)."""
+        return UncountableMessage(self.reason, self.mastra_error, message_id=message_id)

@@ -10,7 +10,14 @@ import pickle
 
 import pytest
 
-from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable, StoreError, StudioError, WriteRefused
+from studio.errors import (
+    OutcomeFoundAfterReconnect,
+    ServerUnreachable,
+    StoreError,
+    StudioError,
+    UncountableMessage,
+    WriteRefused,
+)
 
 ERRORS = [
     StudioError("plain"),
@@ -19,6 +26,8 @@ ERRORS = [
     OutcomeFoundAfterReconnect("found after reconnecting", written=True, backup="/tmp/b.json"),
     OutcomeFoundAfterReconnect("nothing there", written=False),
     WriteRefused("busy", "another process holds the write lock"),
+    UncountableMessage("its attachment URL's file name has a bad % escape", "URIError: URI malformed",
+                       message_id="m-1"),
 ]
 
 

@@ -80,6 +80,9 @@ def inspect_text(doc: dict) -> str:
                      f"observations {fmt.tokens(r.get('observation_token_count'))} / "
                      f"{fmt.tokens(r.get('observation_tokens'))} to reflect")
         for thread_id, s in (r.get("status") or {}).items():
+            if isinstance(s, dict) and isinstance(s.get("uncountable"), dict):
+                lines.append(f"    {thread_id}: ⚠ pending messages unknown — {s['uncountable']['sentence']}")
+                continue
             if not isinstance(s, dict) or "pending_tokens" not in s:
                 continue
             due = [what for what, flag in (("observe", s.get("should_observe")), ("reflect", s.get("should_reflect")))

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from studio.engine import tokens
-from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, split_segments
+from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, iso_or_none, split_segments
 from studio.engine.exact_counts import exact_message_tokens, exact_tokens
 from studio.engine.timeline import MessageWindow, Timeline, apply_event, build_timeline, replay_state
 from studio.errors import EngineError
@@ -114,6 +114,8 @@ class TurnContext:
     events: list[dict] = field(default_factory=list)
     model_view: dict = field(default_factory=dict)
     semantic_recall: dict | None = None  # what semantic recall added (studio.app.recall_context), None: nothing
+    #: Why no turn after `turns` can be shown (a message Mastra cannot count arrives there), else None.
+    uncountable: str | None = None
 
     @property
     def total_estimate(self) -> int:
@@ -185,7 +187,9 @@ def turn_at_time(tl: Timeline, thread_id: str, at_ms: int | None) -> int:
 def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Timeline | None = None) -> TurnContext:
     """Return what OM put into the model's context at turn TURN (1-based) of THREAD_ID.
 
-    TIMELINE: a full (not slim) `build_timeline` result to reuse. Raises ContextError (unknown
+    TIMELINE: a full (not slim) `build_timeline` result to reuse. In a thread holding a message Mastra
+    cannot count (`Timeline.uncountable`) the turns before it are shown, the last of them ending where
+    that message arrives; a later turn raises ContextError saying why. Raises ContextError (unknown
     thread, no OM record, turn out of range) or StoreError.
     """
     from studio.engine.timeline import TimelineError
@@ -198,10 +202,14 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     user_times = [ms for ms, _ in users]
     if not user_times:
         raise ContextError(f"Thread {thread_id!r} has no user message, so no turn")
+    if tl.uncountable is not None and turn > len(user_times):
+        raise ContextError(f"Turn {turn} cannot be shown: {tl.uncountable.sentence()}; turns 1 to "
+                           f"{len(user_times)} of thread {thread_id!r} come before it")
     if not 1 <= turn <= len(user_times):
         raise ContextError(f"Turn {turn} is out of range: thread {thread_id!r} has turns 1 to {len(user_times)}")
     start_ms, user_index = users[turn - 1]
-    end_ms = user_times[turn] if turn < len(user_times) else None
+    # the last turn ends now, or where a message Mastra cannot count arrives (the timeline stops there)
+    end_ms = user_times[turn] if turn < len(user_times) else tl.uncountable_at_ms
     # In resource scope another thread's user message may come before this thread's next one: its
     # turn (and what OM did in it) is not part of this turn's start.
     step_end_ms = _next_user_ms(tl, user_index, end_ms)
@@ -288,7 +296,8 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         model_view=view,
         thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),
         user_message_id=tl.messages[user_index].id, at=tl.messages[user_index].created_at,
-        until=tl.messages[users[turn][1]].created_at if end_ms is not None else None,
+        until=(tl.messages[users[turn][1]].created_at if turn < len(user_times)
+               else iso_or_none(end_ms) if end_ms is not None else None),
         generation=record.generation_count, record_id=record.id, segments_shown=shown, segments_total=len(segments),
         activated_chunks=activated, pending_chunks=pending, current_task=task, suggested_response=suggestion,
         observations=Section("observations", block, tokens.count_observations(block), exact_tokens(block)),
@@ -301,7 +310,8 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         status_pending_tokens=status.pending_tokens if status is not None else None,
         status_unobserved_messages=status.unobserved_message_count if status is not None else None,
         events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
-                if tl.events[ei].turn == timeline_turn])
+                if tl.events[ei].turn == timeline_turn],
+        uncountable=tl.uncountable.sentence() if tl.uncountable is not None else None)
 
 
 def _model_view(tl: Timeline, dicts: list[dict], record: OMRecord, block: str, shown: int, hints: dict,
@@ -470,6 +480,8 @@ def after_turn_lines(doc: dict) -> list[str]:
                  "; other threads' context after this turn is not reconstructed (Mastra adds it to pending "
                  "tokens), so this counts the resource's messages only")
     lines.append(text)
+    if doc.get("uncountable"):
+        lines.append(f"⚠ No turn after turn {doc['turns']} can be shown: {doc['uncountable']}")
     return lines
 
 

@@ -48,7 +48,7 @@ from studio.engine.unobserved import (
     last_completed_observation_boundary,
     unobserved_parts,
 )
-from studio.errors import EngineError
+from studio.errors import EngineError, UncountableMessage
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, OMRecord, Thread, iso_to_ms
 
@@ -217,6 +217,10 @@ class Timeline:
     generations: list[OMRecord]
     message_counts: list[int] = field(default_factory=list)
     message_eligible: list[bool] = field(default_factory=list)
+    #: The message Mastra cannot count (`UncountableMessage`), when one is governed: the series stops
+    #: before it (messages and events from its time on are left out); None when every message counts.
+    uncountable: UncountableMessage | None = None
+    uncountable_at_ms: int | None = None   # that message's createdAt (epoch ms): where the series stops
 
     def slim(self) -> Timeline:
         """Return this timeline without message contents (ids, roles, times kept), to send between processes.
@@ -247,8 +251,12 @@ class Timeline:
         return sum(p[1] for p in pairs) / total_in if total_in else None
 
     def to_json(self) -> dict:
-        """Return the stable `timeline --json` document {"points": [...], "events": [...]}."""
-        return {"points": [p.to_json() for p in self.points], "events": [e.to_json() for e in self.events]}
+        """Return the stable `timeline --json` document {"points": [...], "events": [...]}, with
+        "uncountable" (`UncountableMessage.to_json`) when the series stops before a message Mastra cannot count."""
+        doc = {"points": [p.to_json() for p in self.points], "events": [e.to_json() for e in self.events]}
+        if self.uncountable is not None:
+            doc["uncountable"] = self.uncountable.to_json()
+        return doc
 
     def point_for_event(self, event_index: int) -> Point | None:
         """Return the point drawn right after event EVENT_INDEX, or the last point before it."""
@@ -307,7 +315,9 @@ def build_timeline(store: MemoryStore, thread_id: str | None = None, *, lookup_k
     """Return the timeline of THREAD_ID's OM record (or of the record LOOKUP_KEY).
 
     PROGRESS(done, total) is called as messages are counted; setting CANCEL stops early with
-    TimelineError. Raises TimelineError (unknown thread, no OM record) or StoreError (read failed).
+    TimelineError. A message Mastra's count throws on ends the series: the timeline holds the points
+    up to the message before it, no message or timed event from its time on, and `uncountable` says why.
+    Raises TimelineError (unknown thread, no OM record) or StoreError (read failed).
     """
     thread, generations = resolve_record(store, thread_id, lookup_key)
     current = generations[-1]
@@ -315,17 +325,27 @@ def build_timeline(store: MemoryStore, thread_id: str | None = None, *, lookup_k
     settings = resolve_settings(current.config, current.scope)
     dicts = [m.as_mastra() for m in messages]
     counts = []
+    uncountable, cut_ms = None, None
     for i, m in enumerate(dicts):
         if cancel is not None and cancel.is_set():
             raise TimelineError("Cancelled")
-        counts.append(tokens.count_message_for_status(m, model=settings.counter_model))
+        try:
+            counts.append(tokens.count_message_for_status(m, model=settings.counter_model))
+        except UncountableMessage as exc:
+            uncountable = exc
+            break
         if progress is not None and (i % 500 == 0 or i == len(dicts) - 1):
             progress(i + 1, len(dicts))
-    after_marker, before_marker = marker_counts(dicts, settings.counter_model)
     log = build_events(messages, generations, async_observation=settings.async_observation_enabled)
+    if uncountable is not None:  # Mastra's getStatus throws from this message on: no figure past it
+        cut_ms = messages[len(counts)].created_ms
+        messages, dicts = messages[:len(counts)], dicts[:len(counts)]
+        log.events[:] = [e for e in log.events if e.at_ms is None or (cut_ms is not None and e.at_ms < cut_ms)]
+    after_marker, before_marker = marker_counts(dicts, settings.counter_model)
     timeline = Timeline(thread_id=thread.id if thread else None, lookup_key=current.lookup_key, scope=current.scope,
                         settings=settings, points=[], events=log.events, messages=messages, event_log=log,
-                        generations=generations, message_counts=counts, message_eligible=message_eligibility(dicts))
+                        generations=generations, message_counts=counts, message_eligible=message_eligibility(dicts),
+                        uncountable=uncountable, uncountable_at_ms=cut_ms if uncountable is not None else None)
     _replay_real(timeline, dicts, counts, after_marker, before_marker)
     return timeline
 

@@ -6,6 +6,10 @@ Rules and thresholds (each also in docs/doctor.md with the Mastra report it come
   createdAt ≥ lastObservedAt + 1 ms, then its unobserved rules and observedMessageIds) whose own
   estimate (`count_message_for_status`, tokens) is ≥ the record's observation threshold
   (`observation.messageTokens`, top of a range).
+* uncountable-message: an unobserved message (the same window) on which Mastra's own token count
+  (`count_message_for_status`) throws — a bad % escape in an attachment URL, a payload that is not
+  text, metadata it cannot write its estimate into (`studio.engine.count_guards`): Mastra's getStatus,
+  and so every turn of the thread, fails there.
 * oversized-tool-result (#20930, #13301): a tool-invocation result whose estimate (tokenx of its
   JSON) is ≥ 50% (OVERSIZED_SHARE) of the thread's observation threshold (30,000 without OM),
   or a file part carrying ≥ 100,000 (INLINE_BINARY_CHARS) characters of inline base64 data.
@@ -37,6 +41,7 @@ from studio.engine import tokens
 from studio.engine.doctor.messages import BOUND_SLACK, StoredMessage
 from studio.engine.doctor.model import Finding, finding
 from studio.engine.unobserved import storage_cursor, unobserved_messages
+from studio.errors import UncountableMessage
 from studio.store.records import OMRecord, Thread, iso_to_ms
 
 DUPLICATE_WINDOW_MS = 60_000
@@ -261,7 +266,8 @@ def _tool_parts(msg: StoredMessage):
 
 
 def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord | None) -> list[Finding]:
-    """Return message-over-threshold and orphan-tool-result findings (they need the record's window)."""
+    """Return message-over-threshold, uncountable-message and orphan-tool-result findings (they need the
+    record's window)."""
     out: list[Finding] = []
     unobserved_ids: set[str] = set()
     if record is not None:
@@ -273,16 +279,22 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
         unobserved_ids = {m["id"] for m in window}
         settings = resolve_settings(record.config, record.scope)
         threshold = max_threshold(settings.message_tokens)
-        for light in window if threshold else ():
+        for light in window:
             stored = by_id[light["id"]]
             raw = stored.raw
-            if 2 * len(raw) + BOUND_SLACK < threshold and '"type":"file"' not in raw and '"type":"image"' not in raw:
-                continue   # estimate_bound() <= 2 per character + BOUND_SLACK: below the threshold too
-            if stored.estimate_bound() < threshold:
-                continue
+            below = threshold and ((2 * len(raw) + BOUND_SLACK < threshold and '"type":"file"' not in raw
+                                   and '"type":"image"' not in raw) or stored.estimate_bound() < threshold)
             full = stored.mastra() if not light["content"] else light
-            est = tokens.count_message_for_status(full, model=settings.counter_model)
-            if est >= threshold:
+            try:   # counted even below the threshold: Mastra's count of it may throw
+                est = tokens.count_message_for_status(full, model=settings.counter_model)
+            except UncountableMessage as exc:
+                out.append(finding("uncountable-message", exc.sentence(), message_ids=[stored.id],
+                                   evidence={"reason": exc.reason, "mastra_error": exc.mastra_error,
+                                             "created_at": stored.created_at},
+                                   record_id=record.id, lookup_key=record.lookup_key,
+                                   generation=record.generation_count, **_where(thread)))
+                continue
+            if threshold and not below and est >= threshold:
                 out.append(finding("message-over-threshold",
                                    f"An unobserved {stored.role} message alone is {est:,} tokens, over the "
                                    f"{threshold:,}-token observation threshold",

@@ -36,6 +36,8 @@ from PySide6.QtWidgets import (
 
 from studio.app import text as fmt
 from studio.app.thread_detail import ThreadDetail
+from studio.app.timeline import no_replay_sentence
+from studio.app.uncountable import UNCOUNTABLE_MARK, uncountable_sentence
 from studio.engine.events import THREAD_UPDATE
 from studio.engine.timeline import Timeline, series_csv
 from studio.engine.timeline_cache import load_timeline_chart
@@ -53,6 +55,9 @@ from studio.ui.widgets.whatif_panel import WhatIfPanel
 #: Below this tab width (px) the What-if panel folds away so the chart keeps its room.
 NARROW_WIDTH = 560
 
+
+#: The What-if button's tooltip (a thread Mastra cannot count says why there is no replay instead).
+WHATIF_TIP = "Replay this thread with other OM settings and draw it over the chart"
 
 class _HeldDraw:
     """A long timeline's drawing held out of sight until it is all there: which TIMELINE, and whether to announce it."""
@@ -113,7 +118,7 @@ class TimelineTab(QWidget):
         self.whatif_button.setText("What-if")
         self.whatif_button.setCheckable(True)
         self.whatif_button.setChecked(False)  # off until the user asks
-        self.whatif_button.setToolTip("Replay this thread with other OM settings and draw it over the chart")
+        self.whatif_button.setToolTip(WHATIF_TIP)
         self.whatif_button.toggled.connect(self._on_whatif_button_toggled)
         self.export_button = QToolButton()
         self.export_button.setText("Export")
@@ -312,6 +317,7 @@ class TimelineTab(QWidget):
             self._drawn.whatif = self._drawn.whatif_series = None
         self.whatif_panel.set_timeline(timeline, keep=same_thread)
         self.recall_marks.load(timeline, helper=self.use_helper)
+        self._offer_whatif(timeline)
         if not self.chart.is_long(series):
             held = self._unshown = _HeldDraw(timeline, announce=True)
             self._stack.setCurrentIndex(1)
@@ -322,6 +328,14 @@ class TimelineTab(QWidget):
         # In one go, delivery, drawing, fitting and the first paint held the GUI thread 40-60 ms on the
         # 20,007-message thread: drawn in steps, out of sight.
         self._draw_held(announce=True)
+
+    def _offer_whatif(self, timeline: Timeline) -> None:
+        """Turn What-if off for a thread holding a message Mastra cannot count: no replay exists (tooltip: why)."""
+        if timeline.uncountable is not None:
+            self.whatif_button.setChecked(False)
+        self.whatif_button.setEnabled(timeline.uncountable is None)
+        self.whatif_button.setToolTip(WHATIF_TIP if timeline.uncountable is None
+                                      else fmt.plain_tooltip(no_replay_sentence(timeline)))
 
     def _draw_held(self, *, announce: bool) -> None:
         """Draw the long timeline anew out of sight, then fit and show it in a turn of the event loop of its own.
@@ -408,6 +422,8 @@ class TimelineTab(QWidget):
                 f" · {tl.scope} scope, generation\u00a0{tl.generations[-1].generation_count}")
         if tl.scope == "resource":
             text += " · the other threads' context is not replayed (estimate)"
+        if tl.uncountable is not None:   # the series stops before that message: say why first
+            text = f"{UNCOUNTABLE_MARK} The series ends here: {uncountable_sentence(tl.uncountable)}. {text}"
         self.summary.setText(text)
         self.summary.setToolTip(fmt.plain_tooltip(text))
 
