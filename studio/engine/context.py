@@ -36,6 +36,7 @@ from studio.engine import tokens
 from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, split_segments
 from studio.engine.exact_counts import exact_message_tokens, exact_tokens
 from studio.engine.timeline import MessageWindow, Timeline, apply_event, build_timeline, replay_state
+from studio.engine.timeline_series import Peaks
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
 from studio.store.records import OMRecord
@@ -301,6 +302,77 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         status_unobserved_messages=status.unobserved_message_count if status is not None else None,
         events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
                 if tl.events[ei].turn == timeline_turn])
+
+
+@dataclass(frozen=True)
+class AgentTurn:
+    """The memory load the agent got at one turn, after OM's step 0 (tokens, Mastra's estimates).
+
+    `window`: the unobserved message window (`TurnContext.window_estimate`: the turn's own input
+    kept even when step 0 observed it); `log`: the observation log in force (`observationTokenCount`).
+    """
+
+    turn: int
+    window: int
+    log: int
+
+
+def agent_turns(tl: Timeline) -> list[AgentTurn]:
+    """Return, for each turn of TL's lookup key, what the agent got after OM's step 0, in one pass.
+
+    The figures `turn_context` gives turn by turn (thread scope: `window_estimate`, and the log in
+    force), without the model view or exact counts: every OM event before the next user message
+    applies (Mastra's step 0 runs before the actor is called, even when its rows are stamped after the
+    turn's reply), messages count up to the turn's user message, and that message counts even when
+    step 0 observed it (Mastra keeps the turn's input, `preserveMessageIds`). Turns are the lookup
+    key's user messages in time order (in resource scope, every thread's, as the Timeline numbers
+    them; the window is then the resource's). The real run's side of What-if's "agent's peak".
+    """
+    dicts = [m.as_mastra() for m in tl.messages]
+    after_marker = _after_marker(dicts, tl)
+    order = _order(tl)
+    users = sorted((m.created_ms, i) for i, m in enumerate(tl.messages)
+                   if m.role == "user" and m.created_ms is not None)
+    window = MessageWindow(dicts, tl.message_counts, after_marker, tl.message_eligible)
+    state = replay_state(tl)
+    chunks: dict[str, int] = {}
+    out: list[AgentTurn] = []
+    pos = 0
+    for k, (_start, user_index) in enumerate(users):
+        step_end = users[k + 1][0] if k + 1 < len(users) else None
+        while pos < len(order):
+            ms, what, idx = order[pos]
+            if what != 1:
+                if step_end is not None and ms >= step_end and idx > user_index:
+                    break
+                window.add_until(idx)
+            else:
+                if step_end is not None and ms >= step_end:
+                    break
+                apply_event(tl, idx, window, state, chunks, -1)
+            pos += 1
+        if step_end is None:
+            for ei, event in enumerate(tl.events):
+                if event.at_ms is None and event.changes_state:
+                    apply_event(tl, ei, window, state, chunks, -1)
+        window.add_until(user_index)
+        shown = [i for i in window.indexes() if i <= user_index]
+        if user_index not in shown:
+            shown.append(user_index)
+        total = sum((after_marker.get(i) or 0) if i in window.marked else tl.message_counts[i] for i in shown)
+        out.append(AgentTurn(turn=k + 1, window=tokens.TOKENS_PER_CONVERSATION + total, log=state["obs"]))
+    return out
+
+
+def agent_peaks(tl: Timeline) -> Peaks:
+    """Return the largest load the agent got at a turn after OM's step 0 (`agent_turns`; tokens).
+
+    `context_tokens`: the largest window + log of one turn; `message_tokens`: the largest window.
+    TL must hold message contents (a `build_timeline` result, not a slim one).
+    """
+    turns = agent_turns(tl)
+    return Peaks(context_tokens=max((t.window + t.log for t in turns), default=0),
+                 message_tokens=max((t.window for t in turns), default=0))
 
 
 def _model_view(tl: Timeline, dicts: list[dict], record: OMRecord, block: str, shown: int, hints: dict,

@@ -217,6 +217,9 @@ class Timeline:
     generations: list[OMRecord]
     message_counts: list[int] = field(default_factory=list)
     message_eligible: list[bool] = field(default_factory=list)
+    #: What the agent got at its heaviest turn after OM's step 0, (window + log, window) in tokens, when
+    #: the loader measured it before dropping message contents (`studio.engine.context.agent_peaks`).
+    agent_peaks: tuple[int, int] | None = None
 
     def slim(self) -> Timeline:
         """Return this timeline without message contents (ids, roles, times kept), to send between processes.
@@ -265,11 +268,6 @@ class Timeline:
 def message_eligibility(messages: list[dict]) -> list[bool]:
     """Return, per message, whether it can count in the window (not system, not a working-memory signal)."""
     return [m.get("role") != "system" and not is_working_memory_state_signal(m) for m in messages]
-
-
-def load_timeline(store: MemoryStore, thread_id: str) -> Timeline:
-    """Return THREAD_ID's timeline without message contents (`Timeline.slim`): what the studio draws."""
-    return build_timeline(store, thread_id).slim()
 
 
 def governed_messages(store: MemoryStore, record: OMRecord, thread: Thread | None) -> list[Message]:
