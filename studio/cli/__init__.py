@@ -176,7 +176,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, add in COMMANDS.items():
         if only is None or name == only:
             add(sub)
+    parser.set_defaults(_parsers=sub.choices)   # each command's own parser, for its own usage line
     return parser
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Return ARGV parsed; an unknown option exits 2 with the command's own usage line, not the top-level one.
+
+    argparse hands a subcommand's unrecognised arguments back to the top-level parser, whose usage
+    (`memory-studio [-h] [--version] {threads} ...`) says nothing about the command typed.
+    """
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        own = vars(args).get("_parsers", {}).get(vars(args).get("command"))
+        (own or parser).error(f"unrecognized arguments: {' '.join(extras)}")
+    vars(args).pop("_parsers", None)
+    return args
 
 
 def takes(word: str) -> bool:
@@ -216,7 +231,7 @@ def _run(argv: list[str]) -> int:
     gc.disable()
     try:
         only = argv[0] if argv and argv[0] in COMMANDS else None
-        args = build_parser(only).parse_args(argv)  # a command imports only its own module
+        args = parse_command_line(build_parser(only), argv)  # a command imports only its own module
         options = vars(args)
         if options.get("password_stdin"):
             from studio.app.password_input import read_secret_from_stdin

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QSplitter,
+    QStyle,
     QVBoxLayout,
     QWidget,
 )
@@ -180,8 +181,15 @@ class FindingsPane(QWidget):
         if narrow == self._narrow:
             return
         self._narrow = narrow
+        header = self.view.horizontalHeader()
         for col, width in enumerate(NARROW_WIDTHS if narrow else WIDE_WIDTHS):
-            self.view.horizontalHeader().resizeSection(col, width)
+            header.resizeSection(col, max(width, self.header_width(col)))
+
+    def header_width(self, col: int) -> int:
+        """Return the width (px) column COL's header needs to show its title whole (text, margins, sort arrow)."""
+        header = self.view.horizontalHeader()
+        return header.fontMetrics().horizontalAdvance(COLUMNS[col]) + 2 * header.style().pixelMetric(
+            QStyle.PixelMetric.PM_HeaderMargin) + header.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMarkSize) + 8
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.view.viewport() and event.type() == QEvent.Type.Resize:

@@ -1,0 +1,54 @@
+"""What a newcomer trips on in the studio's first minutes: window size, Connect's words, headers, the empty window."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSize
+
+
+@pytest.mark.parametrize("screen,expected", [((1024, 700), (1016, 652)), ((1920, 1080), (1400, 900)),
+                                             ((1366, 768), (1358, 720))])
+def test_the_first_window_fits_the_screen(screen, expected):
+    """Before: 1400x900 on every screen, so on a 1024x700 one the status bar and right half were off-screen."""
+    from studio.ui.widgets.main_window import default_window_size
+
+    assert default_window_size(QSize(*screen)) == QSize(*expected)
+    assert default_window_size(None) == QSize(1400, 900)
+
+
+def test_a_new_window_is_no_larger_than_its_screen(studio_ctx, qtbot):
+    from studio.ui.widgets.main_window import MainWindow
+
+    window = MainWindow(studio_ctx)
+    qtbot.addWidget(window)
+    free = window.screen().availableGeometry().size()
+    assert window.width() <= free.width() and window.height() <= free.height()
+
+
+def test_connect_no_longer_says_the_studio_only_reads(studio_ctx, qtbot):
+    from studio.ui.widgets.connect_dialog import INTRO
+
+    assert "only reads" not in INTRO and "File ▸ Open" not in INTRO
+    assert "MongoDB" in INTRO and "confirm" in INTRO
+
+
+@pytest.mark.parametrize("width", [500, 1000])
+def test_the_health_headers_are_whole(qtbot, width):
+    """Before: the Severity column was 56-64 px, and its header read "Severi…"."""
+    from studio.ui.widgets.health_views import COLUMNS, FindingsPane
+
+    pane = FindingsPane()
+    qtbot.addWidget(pane)
+    pane.resize(width, 400)
+    pane.show()
+    qtbot.wait(10)
+    header = pane.view.horizontalHeader()
+    text = header.fontMetrics().horizontalAdvance(COLUMNS[0])
+    assert header.sectionSize(0) >= text + 2 * header.style().pixelMetric(header.style().PixelMetric.PM_HeaderMargin)
+
+
+def test_the_empty_window_names_connect_and_server_urls():
+    from studio.ui.widgets.thread_view import NO_DATABASE
+
+    for word in ("File ▸ Open…", "File ▸ Connect…", "postgresql://", "libsql://", "mongodb://"):
+        assert word in NO_DATABASE
