@@ -52,3 +52,51 @@ def test_the_empty_window_names_connect_and_server_urls():
 
     for word in ("File ▸ Open…", "File ▸ Connect…", "postgresql://", "libsql://", "mongodb://"):
         assert word in NO_DATABASE
+
+
+def _shown_at_1024(studio_ctx, qtbot, fixture_db, tab: str):
+    from studio.ui.widgets.main_window import MainWindow
+
+    window = MainWindow(studio_ctx)
+    qtbot.addWidget(window)
+    window.resize(1016, 652)   # what a 1024x700 screen gives the window (test_the_first_window_fits_the_screen)
+    window.show()
+    window.open_database(str(fixture_db("support")), thread_id="support-1", tab=tab)
+    assert studio_ctx.runner.wait_idle()
+    qtbot.wait(20)
+    return window
+
+
+def test_thread_titles_are_cut_in_the_middle_and_whole_in_the_tooltip(studio_ctx, qtbot, fixture_db):
+    """Before: "Thread supp…" twice in a row (support-2 and support-4 looked alike)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QStyleOptionViewItem
+
+    from studio.ui.models.threads import ThreadColumn
+
+    window = _shown_at_1024(studio_ctx, qtbot, fixture_db, "observations")
+    view = window.thread_list.view
+    model = view.model()
+    titles = {}
+    for row in range(model.rowCount()):
+        index = model.index(row, ThreadColumn.TITLE)
+        option = QStyleOptionViewItem()
+        view.itemDelegateForColumn(ThreadColumn.TITLE).initStyleOption(option, index)
+        assert option.textElideMode == Qt.TextElideMode.ElideMiddle
+        title = index.data(Qt.ItemDataRole.DisplayRole)
+        assert title.split("\n")[0] in index.data(Qt.ItemDataRole.ToolTipRole)
+        room = view.columnWidth(ThreadColumn.TITLE) - 8
+        shown = option.fontMetrics.elidedText(title, option.textElideMode, room)
+        titles[shown] = title
+    assert "Thread support-2" in titles.values() and "Thread support-4" in titles.values()
+    assert len(titles) == model.rowCount()   # no two rows read alike
+
+
+def test_every_context_part_tab_is_visible_at_1024x700(studio_ctx, qtbot, fixture_db):
+    window = _shown_at_1024(studio_ctx, qtbot, fixture_db, "context")
+    parts = window.thread_view.context_view.parts
+    bar = parts.tabBar()
+    assert parts.isVisible() and parts.count() >= 4
+    for i in range(parts.count()):
+        assert bar.tabRect(i).right() <= bar.width(), parts.tabText(i)
+        assert "…" not in bar.tabText(i)
