@@ -100,3 +100,11 @@ def test_every_context_part_tab_is_visible_at_1024x700(studio_ctx, qtbot, fixtur
     for i in range(parts.count()):
         assert bar.tabRect(i).right() <= bar.width(), parts.tabText(i)
         assert "…" not in bar.tabText(i)
+
+
+def test_the_health_summary_counts_in_words():
+    """Before: "0 errors · 1 warnings · 1 info" on the sample's Tax filing thread."""
+    from studio.ui.widgets.health_views import summary_text
+
+    assert summary_text({"error": 0, "warning": 1, "info": 1}) == "0 errors · 1 warning · 1 info"
+    assert summary_text({"error": 1, "warning": 2, "info": 0}) == "1 error · 2 warnings · 0 info"

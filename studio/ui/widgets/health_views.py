@@ -38,6 +38,14 @@ NARROW_FINDINGS = 720
 ALL_SEVERITIES = "All severities"
 
 
+def summary_text(counts: dict) -> str:
+    """Return "0 errors · 1 warning · 2 info" for COUNTS ({severity: findings}), each word in its number."""
+    def n(count: int, word: str) -> str:
+        return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+    return f"{n(counts['error'], 'error')} · {n(counts['warning'], 'warning')} · {counts['info']:,} info"
+
+
 def where_text(f: dict) -> str:
     """Return where a finding points: generation, message(s), or the record / resource."""
     parts = []
@@ -214,7 +222,7 @@ class FindingsPane(QWidget):
 
     def _after_change(self) -> None:
         c = self.counts()
-        self.summary.setText(f"{c['error']:,} errors · {c['warning']:,} warnings · {c['info']:,} info")
+        self.summary.setText(summary_text(c))
         nothing = not self.model.all_findings()
         self.empty.setVisible(nothing)
         self._split.setVisible(not nothing)
