@@ -35,7 +35,7 @@ def test_a_refused_mongodb_connection_is_said_without_waiting_for_pymongo(monkey
         with pytest.raises(StoreError) as error:
             open_store(f"mongodb://127.0.0.1:{port}/agent")
     text = str(error.value)
-    assert f"the server is down (connection refused: nothing listens on 127.0.0.1:{port}" in text
+    assert f"the server is down or unreachable (connection refused: nothing listens on 127.0.0.1:{port}" in text
     assert "Errno" not in text and "configured timeouts" not in text
 
 

@@ -193,7 +193,8 @@ def refused(conninfo: str) -> str | None:
         except OSError:
             return None
     where = ", ".join(f"{h}:{p}" for h, p in hosts)
-    return f"the server is down (connection refused: nothing listens on {where}; is MongoDB running there?)"
+    return (f"the server is down or unreachable (connection refused: nothing listens on {where}; "
+            "is MongoDB running there?)")
 
 
 class MongoBackend:
