@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 from studio import __version__
 from studio.app.failures import BadInput, report_failures, show_notices
+from studio.common.help_format import HelpFormatter as _Formatter
 from studio.errors import StudioError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -121,28 +122,6 @@ def _untranslated_argparse() -> None:
     """
     argparse._ = str  # type: ignore[attr-defined]  (str(text) is text itself)
     argparse.ngettext = _words_as_written  # type: ignore[attr-defined]
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help formatter, told the terminal width: its own probe imports shutil (and bz2, lzma),
-    ~3 ms of every command's start. Width as shutil.get_terminal_size gives it: $COLUMNS, the terminal, 80."""
-
-    def __init__(self, prog: str, **kwargs) -> None:
-        if kwargs.get("width") is None:
-            import os
-
-            try:
-                columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
-            except (ValueError, OSError, AttributeError):
-                columns = 80
-            kwargs["width"] = (columns or 80) - 2
-        super().__init__(prog, **kwargs)
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        """argparse's wrapping, never at a hyphen: `memory-studio sample-path` or `--password-stdin` stay whole."""
-        import textwrap
-
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -63,9 +63,10 @@ def build_parser(commands: Sequence[str] = ()) -> argparse.ArgumentParser:
     import argparse
 
     from studio import __version__
+    from studio.common.help_format import HelpFormatter
 
     p = argparse.ArgumentParser(
-        prog="memory-studio",
+        prog="memory-studio", formatter_class=HelpFormatter,
         description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given; "
                     "memory-studio sample-path prints its path for the subcommands), or a store on a server by its "
                     "URL: postgresql://USER@HOST/DB, libsql://DB-ORG.turso.io (or http://HOST:PORT for sqld), "

@@ -47,11 +47,16 @@ def test_mongodb_url_hosts():
     assert url_hosts("mongodb+srv://u@cluster.example.net/db") == []
 
 
-def test_help_names_server_urls_and_connect(capsys):
+def test_help_names_server_urls_and_connect(capsys, monkeypatch):
+    """Before: the studio's --help named no MongoDB URL nor File ▸ Connect…, and broke names at their
+    hyphens ("delete-" / "thread", "memory-" / "studio"), which a newcomer copies wrong."""
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["--help"]) == 0
-    out = " ".join(capsys.readouterr().out.split())
-    for word in ("postgresql://", "libsql://", "mongodb://", "File ▸ Connect…"):
-        assert word in out.replace("DB- ORG", "DB-ORG")
+    text = capsys.readouterr().out
+    out = " ".join(text.split())
+    for word in ("postgresql://", "libsql://", "mongodb://", "File ▸ Connect…", "delete-thread", "sample-path"):
+        assert word in out
+    assert not [line for line in text.splitlines() if line.rstrip().endswith("-")]
 
 
 def test_connect_calls_a_refused_mongodb_unreachable():
