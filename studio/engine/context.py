@@ -326,7 +326,8 @@ def agent_turns(tl: Timeline) -> list[AgentTurn]:
     turn's reply), messages count up to the turn's user message, and that message counts even when
     step 0 observed it (Mastra keeps the turn's input, `preserveMessageIds`). Turns are the lookup
     key's user messages in time order (in resource scope, every thread's, as the Timeline numbers
-    them; the window is then the resource's). The real run's side of What-if's "agent's peak".
+    them, and the window is the resource's: not what `turn_context` reports per thread there, so the
+    studio measures thread scope only). The real run's side of What-if's "agent's peak".
     """
     dicts = [m.as_mastra() for m in tl.messages]
     after_marker = _after_marker(dicts, tl)

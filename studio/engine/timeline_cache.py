@@ -32,7 +32,8 @@ _last_lock = threading.Lock()
 
 
 def load_timeline(store: MemoryStore, thread_id: str) -> Timeline:
-    """Return THREAD_ID's slim timeline (`Timeline.slim`) with its `agent_peaks` measured on the full one.
+    """Return THREAD_ID's slim timeline (`Timeline.slim`) with its `agent_peaks` measured on the full one
+    (thread scope; None in resource scope).
 
     Raises TimelineError (unknown thread, no OM record) and StoreError as `build_timeline`.
     """
@@ -40,8 +41,9 @@ def load_timeline(store: MemoryStore, thread_id: str) -> Timeline:
 
     full = build_timeline(store, thread_id)
     timeline = full.slim()
-    peaks = agent_peaks(full)
-    timeline.agent_peaks = (peaks.context_tokens, peaks.message_tokens)
+    if full.scope != "resource":   # a resource's turns interleave its threads: not measured (see agent_turns)
+        peaks = agent_peaks(full)
+        timeline.agent_peaks = (peaks.context_tokens, peaks.message_tokens)
     return timeline
 
 

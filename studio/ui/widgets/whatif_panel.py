@@ -335,7 +335,7 @@ class WhatIfPanel(QWidget):
     def real_agent_peaks(self) -> Peaks | None:
         """Return what the agent got at its heaviest real turn (`Timeline.agent_peaks`), None when not measured."""
         timeline = self._timeline
-        if timeline is None:
+        if timeline is None or timeline.scope == "resource":   # not measured there (`context.agent_turns`)
             return None
         if timeline.agent_peaks is None:
             if any(m.content is None for m in timeline.messages):  # slim: contents gone, nothing to measure
