@@ -138,9 +138,12 @@ class TurnContext:
         return out
 
 
-def _order(tl: Timeline) -> list[tuple[int, int, int]]:
-    """Messages and events in the order the Timeline replays them: (ms, 0=message/2=moved host, 1=event, index)."""
-    times = [m.created_ms for m in tl.messages]
+def _order(tl: Timeline, times: list[int | None] | None = None) -> list[tuple[int, int, int]]:
+    """Messages and events in the order the Timeline replays them: (ms, 0=message/2=moved host, 1=event, index).
+
+    TIMES: each message's createdAt (epoch ms) when the caller has them.
+    """
+    times = times if times is not None else [m.created_ms for m in tl.messages]
     order, last = [], None
     for i, t in enumerate(times):
         last = t if t is not None else last
@@ -329,12 +332,17 @@ def agent_turns(tl: Timeline) -> list[AgentTurn]:
     them, and the window is the resource's: not what `turn_context` reports per thread there, so the
     studio measures thread scope only). The real run's side of What-if's "agent's peak".
     """
-    dicts = [m.as_mastra() for m in tl.messages]
-    after_marker = _after_marker(dicts, tl)
-    order = _order(tl)
-    users = sorted((m.created_ms, i) for i, m in enumerate(tl.messages)
-                   if m.role == "user" and m.created_ms is not None)
-    window = MessageWindow(dicts, tl.message_counts, after_marker, tl.message_eligible)
+    times = [m.created_ms for m in tl.messages]
+    # Only a message that hosts OM markers can hold an end marker: the others are read as id and time alone.
+    hosts = {e.message_id for e in tl.events if e.message_id} | {
+        mk.message_id for mk in tl.event_log.markers if mk.message_id}
+    marked = [i for i, m in enumerate(tl.messages) if m.id in hosts]
+    after_marker = _after_marker({i: tl.messages[i].as_mastra() for i in marked}, tl, marked)
+    order = _order(tl, times)
+    users = sorted((t, i) for i, (m, t) in enumerate(zip(tl.messages, times, strict=True))
+                   if m.role == "user" and t is not None)
+    light = [{"id": m.id, "createdAt": m.created_at} for m in tl.messages]
+    window = MessageWindow(light, tl.message_counts, after_marker, tl.message_eligible, times=times)
     state = replay_state(tl)
     chunks: dict[str, int] = {}
     out: list[AgentTurn] = []
@@ -357,11 +365,10 @@ def agent_turns(tl: Timeline) -> list[AgentTurn]:
                 if event.at_ms is None and event.changes_state:
                     apply_event(tl, ei, window, state, chunks, -1)
         window.add_until(user_index)
-        shown = [i for i in window.indexes() if i <= user_index]
-        if user_index not in shown:
-            shown.append(user_index)
-        total = sum((after_marker.get(i) or 0) if i in window.marked else tl.message_counts[i] for i in shown)
-        out.append(AgentTurn(turn=k + 1, window=tokens.TOKENS_PER_CONVERSATION + total, log=state["obs"]))
+        got = window.tokens_through(user_index)
+        if not window.holds(user_index):   # observed at this step 0: the model still got it
+            got += window.message_tokens(user_index) + (0 if got else tokens.TOKENS_PER_CONVERSATION)
+        out.append(AgentTurn(turn=k + 1, window=got, log=state["obs"]))
     return out
 
 
@@ -599,11 +606,17 @@ def _record(generations: list[OMRecord], generation: int) -> OMRecord:
     return same[-1] if same else generations[-1]
 
 
-def _after_marker(dicts: list[dict], tl: Timeline) -> dict[int, int | None]:
+def _after_marker(dicts, tl: Timeline, indexes: list[int] | None = None) -> dict[int, int | None]:
+    """Return {message index: tokens of its parts after its last completed end marker (None: none left)}.
+
+    DICTS: the messages as Mastra holds them (`as_mastra`), a list, or a dict by index with INDEXES
+    naming the messages to look at (default: every one).
+    """
     from studio.engine.unobserved import last_completed_observation_boundary, unobserved_parts
 
     out = {}
-    for i, m in enumerate(dicts):
+    for i in (range(len(dicts)) if indexes is None else indexes):
+        m = dicts[i]
         if last_completed_observation_boundary(m) != -1:
             parts = unobserved_parts(m)
             out[i] = (tokens.count_message_for_status({**m, "content": {**m["content"], "parts": parts}},
