@@ -366,7 +366,7 @@ class _Replay:
                 self.last_boundary = 0
         thr, rthr = rs.thresholds(self.obs)
         got = self.window.tokens()
-        if index not in self.window.indexes():  # observed at this step 0: Mastra keeps the turn's input
+        if not self.window.holds(index):  # observed at this step 0: Mastra keeps the turn's input
             got += self.window.counts[index] + (0 if got else tokens.TOKENS_PER_CONVERSATION)
         self.result.turns.append(TurnContext(
             turn=self.turn, at=self.at, message_tokens=got, observation_tokens=self.obs,
