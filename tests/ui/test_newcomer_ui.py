@@ -40,8 +40,7 @@ def test_the_health_headers_are_whole(qtbot, width):
     pane = FindingsPane()
     qtbot.addWidget(pane)
     pane.resize(width, 400)
-    pane.show()
-    qtbot.wait(10)
+    pane.show()   # the widths hold from construction on and after every resize: no wait decides them
     header = pane.view.horizontalHeader()
     text = header.fontMetrics().horizontalAdvance(COLUMNS[0])
     assert header.sectionSize(0) >= text + 2 * header.style().pixelMetric(header.style().PixelMetric.PM_HeaderMargin)
@@ -63,7 +62,7 @@ def _shown_at_1024(studio_ctx, qtbot, fixture_db, tab: str):
     window.show()
     window.open_database(str(fixture_db("support")), thread_id="support-1", tab=tab)
     assert studio_ctx.runner.wait_idle()
-    qtbot.wait(20)
+    window.settle()   # pending events and layout processed: the columns and tab bars have their widths
     return window
 
 
