@@ -36,6 +36,7 @@ from studio.engine import tokens
 from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, iso_or_none, split_segments
 from studio.engine.exact_counts import exact_message_tokens, exact_tokens
 from studio.engine.timeline import MessageWindow, Timeline, apply_event, build_timeline, replay_state
+from studio.engine.timeline_series import Peaks
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
 from studio.store.records import OMRecord
@@ -140,9 +141,12 @@ class TurnContext:
         return out
 
 
-def _order(tl: Timeline) -> list[tuple[int, int, int]]:
-    """Messages and events in the order the Timeline replays them: (ms, 0=message/2=moved host, 1=event, index)."""
-    times = [m.created_ms for m in tl.messages]
+def _order(tl: Timeline, times: list[int | None] | None = None) -> list[tuple[int, int, int]]:
+    """Messages and events in the order the Timeline replays them: (ms, 0=message/2=moved host, 1=event, index).
+
+    TIMES: each message's createdAt (epoch ms) when the caller has them.
+    """
+    times = times if times is not None else [m.created_ms for m in tl.messages]
     order, last = [], None
     for i, t in enumerate(times):
         last = t if t is not None else last
@@ -312,6 +316,82 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
                 if tl.events[ei].turn == timeline_turn],
         uncountable=tl.uncountable.sentence() if tl.uncountable is not None else None)
+
+
+@dataclass(frozen=True)
+class AgentTurn:
+    """The memory load the agent got at one turn, after OM's step 0 (tokens, Mastra's estimates).
+
+    `window`: the unobserved message window (`TurnContext.window_estimate`: the turn's own input
+    kept even when step 0 observed it); `log`: the observation log in force (`observationTokenCount`).
+    """
+
+    turn: int
+    window: int
+    log: int
+
+
+def agent_turns(tl: Timeline) -> list[AgentTurn]:
+    """Return, for each turn of TL's lookup key, what the agent got after OM's step 0, in one pass.
+
+    The figures `turn_context` gives turn by turn (thread scope: `window_estimate`, and the log in
+    force), without the model view or exact counts: every OM event before the next user message
+    applies (Mastra's step 0 runs before the actor is called, even when its rows are stamped after the
+    turn's reply), messages count up to the turn's user message, and that message counts even when
+    step 0 observed it (Mastra keeps the turn's input, `preserveMessageIds`). Turns are the lookup
+    key's user messages in time order (in resource scope, every thread's, as the Timeline numbers
+    them, and the window is the resource's: not what `turn_context` reports per thread there, so the
+    studio measures thread scope only). The real run's side of What-if's "agent's peak".
+    """
+    times = [m.created_ms for m in tl.messages]
+    # Only a message that hosts OM markers can hold an end marker: the others are read as id and time alone.
+    hosts = {e.message_id for e in tl.events if e.message_id} | {
+        mk.message_id for mk in tl.event_log.markers if mk.message_id}
+    marked = [i for i, m in enumerate(tl.messages) if m.id in hosts]
+    after_marker = _after_marker({i: tl.messages[i].as_mastra() for i in marked}, tl, marked)
+    order = _order(tl, times)
+    users = sorted((t, i) for i, (m, t) in enumerate(zip(tl.messages, times, strict=True))
+                   if m.role == "user" and t is not None)
+    light = [{"id": m.id, "createdAt": m.created_at} for m in tl.messages]
+    window = MessageWindow(light, tl.message_counts, after_marker, tl.message_eligible, times=times)
+    state = replay_state(tl)
+    chunks: dict[str, int] = {}
+    out: list[AgentTurn] = []
+    pos = 0
+    for k, (_start, user_index) in enumerate(users):
+        step_end = users[k + 1][0] if k + 1 < len(users) else None
+        while pos < len(order):
+            ms, what, idx = order[pos]
+            if what != 1:
+                if step_end is not None and ms >= step_end and idx > user_index:
+                    break
+                window.add_until(idx)
+            else:
+                if step_end is not None and ms >= step_end:
+                    break
+                apply_event(tl, idx, window, state, chunks, -1)
+            pos += 1
+        if step_end is None:
+            for ei, event in enumerate(tl.events):
+                if event.at_ms is None and event.changes_state:
+                    apply_event(tl, ei, window, state, chunks, -1)
+        window.add_until(user_index)
+        got = window.tokens_through(user_index)
+        if not window.holds(user_index):   # observed at this step 0: the model still got it
+            got += window.message_tokens(user_index) + (0 if got else tokens.TOKENS_PER_CONVERSATION)
+        out.append(AgentTurn(turn=k + 1, window=got, log=state["obs"]))
+    return out
+
+
+def agent_peaks(tl: Timeline) -> Peaks:
+    """Return the largest load the agent got at a turn after OM's step 0 (`agent_turns`; tokens).
+
+    `context_tokens`: the largest window + log of one turn; `message_tokens`: the largest window.
+    TL must hold message contents (a `build_timeline` result, not a slim one).
+    """
+    turns = agent_turns(tl)
+    return Peaks(context_tokens=max((t.window + t.log for t in turns), default=0),
+                 message_tokens=max((t.window for t in turns), default=0))
 
 
 def _model_view(tl: Timeline, dicts: list[dict], record: OMRecord, block: str, shown: int, hints: dict,
@@ -539,11 +619,17 @@ def _record(generations: list[OMRecord], generation: int) -> OMRecord:
     return same[-1] if same else generations[-1]
 
 
-def _after_marker(dicts: list[dict], tl: Timeline) -> dict[int, int | None]:
+def _after_marker(dicts, tl: Timeline, indexes: list[int] | None = None) -> dict[int, int | None]:
+    """Return {message index: tokens of its parts after its last completed end marker (None: none left)}.
+
+    DICTS: the messages as Mastra holds them (`as_mastra`), a list, or a dict by index with INDEXES
+    naming the messages to look at (default: every one).
+    """
     from studio.engine.unobserved import last_completed_observation_boundary, unobserved_parts
 
     out = {}
-    for i, m in enumerate(dicts):
+    for i in (range(len(dicts)) if indexes is None else indexes):
+        m = dicts[i]
         if last_completed_observation_boundary(m) != -1:
             parts = unobserved_parts(m)
             out[i] = (tokens.count_message_for_status({**m, "content": {**m["content"], "parts": parts}},

@@ -107,17 +107,19 @@ class MessageWindow:
     Mirrors `getUnobservedMessages` over what `loadMessagesFromStorage` returns: a message
     counts when it has arrived, its `createdAt` is after the cursor (`lastObservedAt`) and its id
     is not in `observedMessageIds`; system messages and working-memory signals never count.
-    `tokens()` is `countMessagesAsync` of that list (24 once + each message), in tokens.
+    `tokens()` is `countMessagesAsync` of that list (24 once + each message), in tokens. TIMES: each
+    message's createdAt (epoch ms) when the caller already parsed them.
     """
 
     def __init__(self, messages: list[dict], counts: list[int], after_marker: dict[int, int | None] | None = None,
-                 eligible: list[bool] | None = None, before_marker: dict[int, int] | None = None):
+                 eligible: list[bool] | None = None, before_marker: dict[int, int] | None = None,
+                 times: list[int | None] | None = None):
         self.messages = messages
         self.counts = counts
         self.after_marker = after_marker or {}   # index -> tokens of the parts after its last end marker
         self.before_marker = before_marker or {}  # index -> tokens of the parts before its first start marker
         self.marked: set[int] = set()
-        self.times = [iso_to_ms(m.get("createdAt")) for m in messages]
+        self.times = times if times is not None else [iso_to_ms(m.get("createdAt")) for m in messages]
         self._sorted_times, last = [], -1  # storage order is createdAt order; a missing time keeps its place
         for t in self.times:
             last = max(last, t) if t is not None else last
@@ -178,6 +180,26 @@ class MessageWindow:
         """Return the window's tokens (Mastra's estimate of the list; 0 when empty)."""
         return tokens.TOKENS_PER_CONVERSATION + self._sum if self._n else 0
 
+    def holds(self, index: int) -> bool:
+        """Return whether message INDEX counts in the window now (arrived, eligible, unobserved)."""
+        return index < self.arrived and index >= self._start and self._counts_now(index)
+
+    def message_tokens(self, index: int) -> int:
+        """Return what message INDEX adds to the window (its unobserved parts once it holds a marker; tokens)."""
+        return self._tokens_of(index)
+
+    def tokens_through(self, index: int) -> int:
+        """Return `tokens()` counting only the arrived messages up to INDEX (inclusive; tokens, 0 when none).
+
+        Costs the messages arrived after INDEX, not the window's size.
+        """
+        total, n = self._sum, self._n
+        for i in range(max(index + 1, self._start), self.arrived):
+            if self._counts_now(i):
+                total -= self._tokens_of(i)
+                n -= 1
+        return tokens.TOKENS_PER_CONVERSATION + total if n else 0
+
     def mark(self, index: int) -> None:
         """Count message INDEX as Mastra does once it holds a completed observation's end marker."""
         if index in self.after_marker and index not in self.marked:
@@ -221,6 +243,9 @@ class Timeline:
     #: before it (messages and events from its time on are left out); None when every message counts.
     uncountable: UncountableMessage | None = None
     uncountable_at_ms: int | None = None   # that message's createdAt (epoch ms): where the series stops
+    #: What the agent got at its heaviest turn after OM's step 0, (window + log, window) in tokens, when
+    #: the loader measured it before dropping message contents (`studio.engine.context.agent_peaks`).
+    agent_peaks: tuple[int, int] | None = None
 
     def slim(self) -> Timeline:
         """Return this timeline without message contents (ids, roles, times kept), to send between processes.
@@ -273,11 +298,6 @@ class Timeline:
 def message_eligibility(messages: list[dict]) -> list[bool]:
     """Return, per message, whether it can count in the window (not system, not a working-memory signal)."""
     return [m.get("role") != "system" and not is_working_memory_state_signal(m) for m in messages]
-
-
-def load_timeline(store: MemoryStore, thread_id: str) -> Timeline:
-    """Return THREAD_ID's timeline without message contents (`Timeline.slim`): what the studio draws."""
-    return build_timeline(store, thread_id).slim()
 
 
 def governed_messages(store: MemoryStore, record: OMRecord, thread: Thread | None) -> list[Message]:

@@ -90,3 +90,15 @@ def test_store_without_vectors(studio, studio_ctx, fixture_db):
     _window, tab = _open(studio, studio_ctx, fixture_db("support"), thread="support-1")
     assert tab.indexes_label.text().startswith("This store has no vector index")
     assert tab.embedded.topLevelItemCount() == 0
+
+
+def test_without_a_vector_index_the_controls_are_off_and_say_why(studio, studio_ctx, fixture_db):
+    """Before: every option, the query box and Recall were enabled on a store with nothing to recall."""
+    _window, tab = _open(studio, studio_ctx, fixture_db("support"), thread="support-1")
+    controls = (tab.top_k, tab.message_range, tab.scope, tab.last_messages, tab.query, tab.embedder, tab.base_url,
+                tab.recall_button)
+    assert not any(widget.isEnabled() for widget in controls)
+    assert "the options below are off" in tab.indexes_label.text()
+    _window, tab = _open(studio, studio_ctx, fixture_db("semantic"))
+    assert all(widget.isEnabled() for widget in (tab.top_k, tab.message_range, tab.scope, tab.last_messages,
+                                                 tab.query, tab.embedder, tab.base_url, tab.recall_button))

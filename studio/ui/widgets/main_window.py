@@ -67,6 +67,24 @@ def open_error_text(path: str, message: str) -> str:
     return f"{path}: {message}"
 
 
+#: The window's preferred size (px) and the room its frame and title bar take on a screen (px).
+PREFERRED_SIZE = (1400, 900)
+FRAME_ROOM = (8, 48)
+
+
+def default_window_size(available: QSize | None) -> QSize:
+    """Return the window's first size: 1400x900, shrunk to fit AVAILABLE (the screen's free area) with its frame.
+
+    On a 1024x700 screen that is 1016x652, so the whole window, title bar included, is on screen
+    (a 1400x900 window there hid its status bar and right half).
+    """
+    width, height = PREFERRED_SIZE
+    if available is not None and available.width() > 0 and available.height() > 0:
+        width = min(width, available.width() - FRAME_ROOM[0])
+        height = min(height, available.height() - FRAME_ROOM[1])
+    return QSize(width, height)
+
+
 class MainWindow(QMainWindow):
     """Browse one Mastra memory.db: resources filter threads; the selected thread fills the thread view."""
 
@@ -112,7 +130,7 @@ class MainWindow(QMainWindow):
         self.watcher = DatabaseWatcher(self)
         self.watcher.check_due.connect(self.loader.check_for_changes)
         ctx.runner.task_failed.connect(self._on_runner_task_failed)
-        self.resize(1400, 900)
+        self.resize(default_window_size(self.screen().availableGeometry().size() if self.screen() else None))
         self._restore_layout()
 
     # -- building --------------------------------------------------------------------------
@@ -676,5 +694,5 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     def sizeHint(self) -> QSize:
-        return QSize(1400, 900)
+        return default_window_size(self.screen().availableGeometry().size() if self.screen() else None)
 

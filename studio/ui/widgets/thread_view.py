@@ -42,7 +42,8 @@ TAB_TOOLTIPS = {"observations": "Observational memory: thresholds, record and th
                 "health": "What the memory doctor found in this thread",
                 "vectors": "Vector memory (semantic recall): indexes, this thread's embedded messages, similar "
                            "messages, what a turn recalled, recall by meaning"}
-NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
+NO_DATABASE = ("Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window; for a store on a "
+               "server (postgresql://, libsql://, http:// for sqld, mongodb://), File ▸ Connect… (Ctrl+L).")
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 
 

@@ -315,7 +315,7 @@ class TimelineTab(QWidget):
         self.pointer.timeline_changed(same_thread=same_thread)
         if not same_thread:
             self._drawn.whatif = self._drawn.whatif_series = None
-        self.whatif_panel.set_timeline(timeline, keep=same_thread)
+        self.whatif_panel.set_timeline(timeline, keep=same_thread, series=series)
         self.recall_marks.load(timeline, helper=self.use_helper)
         self._offer_whatif(timeline)
         if not self.chart.is_long(series):

@@ -193,6 +193,12 @@ class VectorMemoryTab(QWidget):
                             on_done=lambda info: self._on_loaded(thread_id, info),
                             on_error=lambda exc: self._on_failed(thread_id, exc), key="vector-memory")
 
+    def set_controls_enabled(self, enabled: bool) -> None:
+        """Enable the recall options, the query, the embedder and Recall (off when there is no vector index)."""
+        for widget in (self.top_k, self.message_range, self.scope, self.last_messages, self.query, self.embedder,
+                       self.base_url, self.recall_button):
+            widget.setEnabled(enabled)
+
     def _on_failed(self, thread_id: str, exc: Exception) -> None:
         if thread_id == self._thread_id:
             self.indexes_label.setText(f"The vector memory could not be read: {fmt.read_failure(exc)}")
@@ -207,9 +213,11 @@ class VectorMemoryTab(QWidget):
             self._restore_options(info.display)
             if self.config() != before:
                 self.options_changed.emit()
+        self.set_controls_enabled(bool(info.indexes))
         if not info.indexes:
             self.indexes_label.setText("This store has no vector index: Memory's semanticRecall never embedded a "
-                                       "message here (or its vector store is another database).")
+                                       "message here (or its vector store is another database), so there is "
+                                       "nothing to recall by meaning and the options below are off.")
         else:
             lines = [f"{i['index_name']} · {i['dimension']} dimensions"
                      + (f" ({i['embedder_hint']})" if i["embedder_hint"] else "")
