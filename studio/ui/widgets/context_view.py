@@ -142,12 +142,15 @@ class TurnContextView(QWidget):
         for part in (self.model_table, self.model_text):  # small windows (640×420) must not grow for them
             part.setMinimumHeight(24)
             model.addWidget(part)
-        self.parts.addTab(model, "What the model saw")
-        self.parts.addTab(self.observations, "Observation block")
-        self.parts.addTab(self.window_table, "Unobserved messages")
-        self.parts.addTab(self.working_memory, "Working memory")
+        # short names: all five must show whole at 1024×700 (tests/ui/test_newcomer_ui.py); tooltips say more
         self.recall_text = _read_only_text()   # plain text: stored messages are never markup
-        self.parts.addTab(self.recall_text, "Semantic recall")
+        for widget, name, tip in (
+                (model, "What the model saw", "Every part of the turn's context, in the order the model got it"),
+                (self.observations, "Observations", "The observation block as the model saw it"),
+                (self.window_table, "Unobserved", "The unobserved messages in the turn's message window"),
+                (self.working_memory, "Working memory", "The working memory given to the model at this turn"),
+                (self.recall_text, "Recall", "What semantic recall added at this turn, and why")):
+            self.parts.setTabToolTip(self.parts.addTab(widget, name), tip)
 
         self.om_parts = [self.observations, self.window_table, self.working_memory]
         split = QSplitter(Qt.Orientation.Vertical)
