@@ -20,8 +20,40 @@ class StudioError(Exception):
         return _rebuild, (type(self), self.args, dict(self.__dict__))
 
 
+#: What a StoreError says about a server the user connects to (`StoreError.kind`), set by the backends from the
+#: driver's codes: "auth" (the server refused the password or token given), "no-secret" (it asks for one and none
+#: was given), "unreachable" (no server answered, or the connection died), "no-database" (the server answered but
+#: has no such database), "not-mastra" (connected, but no Mastra tables there).
+STORE_ERROR_KINDS = frozenset({"auth", "no-secret", "unreachable", "no-database", "not-mastra"})
+
+
 class StoreError(StudioError):
-    """The database could not be opened or read (missing, not SQLite, locked, unreadable)."""
+    """The database could not be opened or read (missing, not SQLite, locked, unreadable).
+
+    `kind`: one of STORE_ERROR_KINDS when the backend could tell from the driver's codes (psycopg's SQLSTATE and
+    libpq's connection state, the libSQL server's HTTP status, pymongo's error codes and classes), else None.
+    File ▸ Connect…'s test, exit 6 and the studio asking for a password sort by it (`store_error_kind`), never by
+    the message's words. Raises ValueError for a KIND outside STORE_ERROR_KINDS.
+    """
+
+    kind: str | None = None
+
+    def __init__(self, *args, kind: str | None = None):
+        super().__init__(*args)
+        if kind is not None:
+            if kind not in STORE_ERROR_KINDS:
+                raise ValueError(f"unknown StoreError kind {kind!r}")
+            self.kind = kind
+
+
+def store_error_kind(exc: BaseException | None) -> str | None:
+    """The `kind` of EXC or, when it has none, of the first StoreError among its causes that has one (a write's
+    StoreError wrapping the connect's); None when no StoreError in the chain has a kind."""
+    for seen in cause_chain(exc, limit=8):
+        kind = getattr(seen, "kind", None) if isinstance(seen, StoreError) else None
+        if kind is not None:
+            return kind
+    return None
 
 
 class StoreDamaged(StoreError):
@@ -32,6 +64,8 @@ class StoreDamaged(StoreError):
 class SchemaError(StoreError):
     """The file is SQLite but not a Mastra memory database this studio understands."""
 
+    kind = "not-mastra"
+
 
 class ServerUnreachable(StoreError):
     """A server store could not be reached, or the connection to it died during the command ("dead server", exit 6).
@@ -41,6 +75,8 @@ class ServerUnreachable(StoreError):
     came, and the server could not be reached again to find out: the row backup is kept, `backup`, and
     `memory-studio undo` tells a write that happened from one that did not).
     """
+
+    kind = "unreachable"
 
     def __init__(self, message: str, *, outcome: str = "not-written", backup: str | None = None):
         super().__init__(message)

@@ -49,14 +49,23 @@ def add_target_argument(parser: argparse.ArgumentParser, name: str = "path", *, 
     parser.set_defaults(target_argument=name)
 
 
-#: The help of `--full-backup` (every write command: `add_full_backup_argument`).
+#: The help of `--full-backup` (every write command: `add_write_arguments`).
 FULL_BACKUP_HELP = ("also copy the whole file (SQLite online backup, verified) beside it before writing; every "
                     "write saves the rows it changes anyway (memory-studio undo PATH restores them)")
 
 
-def add_full_backup_argument(parser: argparse.ArgumentParser) -> None:
-    """Add `--full-backup` to a write command's PARSER (`WriteSession(full_backup=…)`)."""
+def add_write_arguments(parser: argparse.ArgumentParser, *, help: str) -> None:
+    """Add the options every write command shares to its PARSER: the positional target `path` (with HELP) and
+    `--password-stdin` (`add_target_argument`), `--yes` (write without asking), `--full-backup`
+    (`WriteSession(full_backup=…)`) and `--json`.
+
+    The write commands: reflect, revert, observe, activate, clone, delete-thread, update-thread, working-memory;
+    the OM-writing ones add the write protocol's options too (`studio.cli.write_options.add_protocol_arguments`).
+    """
+    add_target_argument(parser, help=help)
+    parser.add_argument("--yes", action="store_true", help="write without asking")
     parser.add_argument("--full-backup", action="store_true", help=FULL_BACKUP_HELP)
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 @contextmanager

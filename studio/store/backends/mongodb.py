@@ -130,6 +130,22 @@ def _pymongo():
     return pymongo
 
 
+#: pymongo's OperationFailure codes that are a refused login: AuthenticationFailed, Unauthorized.
+_AUTH_CODES = frozenset({18, 13})
+
+
+def mongo_error_kind(exc: BaseException) -> str | None:
+    """The `StoreError.kind` of a pymongo error EXC, from its class and code: a ConnectionFailure (server selection
+    timed out, connection refused or reset, network timeout: AutoReconnect and its kin) is "unreachable", an
+    OperationFailure with code 18 (AuthenticationFailed) or 13 (Unauthorized) "auth"; anything else None."""
+    pymongo = _pymongo()
+    if isinstance(exc, pymongo.errors.ConnectionFailure):
+        return "unreachable"
+    if isinstance(exc, pymongo.errors.OperationFailure) and exc.code in _AUTH_CODES:
+        return "auth"
+    return None
+
+
 def describe_error(exc: BaseException, secret: str | None = None) -> str:
     """One line for the user about a pymongo error EXC (SECRET, if it appears, as `***`)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -234,7 +250,7 @@ class MongoBackend:
             password, source = cred.mongodb_password(location.conninfo)
             if password is None:
                 raise StoreError(f"Cannot connect to {location.display}: no password supplied for its user (type it "
-                                 "in File ▸ Connect…, or set $MONGODB_PASSWORD)")
+                                 "in File ▸ Connect…, or set $MONGODB_PASSWORD)", kind="no-secret")
 
         why = refused(location.conninfo)
         if why is not None:
@@ -256,7 +272,8 @@ class MongoBackend:
         try:
             client, hello = connect(password)
         except pymongo.errors.PyMongoError as exc:
-            raise StoreError(f"Cannot connect to {location.display}: {describe_error(exc, password)}") from exc
+            raise StoreError(f"Cannot connect to {location.display}: {describe_error(exc, password)}",
+                             kind=mongo_error_kind(exc)) from exc
         except pymongo.errors.ConfigurationError as exc:  # pragma: no cover - a PyMongoError too
             raise StoreError(f"{location.display} is not a MongoDB URL pymongo accepts: {exc}") from exc
         snapshots = bool(hello.get("setName")) or hello.get("msg") == "isdbgrid"
@@ -277,10 +294,12 @@ class MongoBackend:
             present = set(self.db.list_collection_names(filter={"name": {"$in": sorted(names)}})) & names
         except pymongo.errors.OperationFailure as exc:
             if exc.code != _COMMAND_NOT_FOUND:
-                raise StoreError(f"Cannot read {self.location.display}: {describe_error(exc, self._secret)}") from exc
+                raise StoreError(f"Cannot read {self.location.display}: {describe_error(exc, self._secret)}",
+                                 kind=mongo_error_kind(exc)) from exc
             present = {n for n in names if self._run(lambda n=n: self.db[n].find_one({}, {"_id": 1})) is not None}
         except pymongo.errors.PyMongoError as exc:
-            raise StoreError(f"Cannot read {self.location.display}: {describe_error(exc, self._secret)}") from exc
+            raise StoreError(f"Cannot read {self.location.display}: {describe_error(exc, self._secret)}",
+                             kind=mongo_error_kind(exc)) from exc
         if not {sc.THREADS, sc.MESSAGES} & present:
             raise SchemaError(f"The MongoDB database {self.location.schema!r} has no Mastra collections "
                               "(mastra_threads, mastra_messages…): check the database name (MongoDBStore's dbName)")
@@ -294,7 +313,8 @@ class MongoBackend:
         try:
             return call()
         except pymongo.errors.PyMongoError as exc:
-            raise StoreError(f"Reading {self.location.display} failed: {describe_error(exc, self._secret)}") from exc
+            raise StoreError(f"Reading {self.location.display} failed: {describe_error(exc, self._secret)}",
+                             kind=mongo_error_kind(exc)) from exc
 
     def find(self, collection: str, filter: dict, sort: list[tuple[str, int]] | None = None, *, skip: int = 0,
              limit: int = 0, raw: bool = False) -> list[dict]:

@@ -399,7 +399,7 @@ class ConnectController(QObject):
             self.dialog.pending_save = None
         from studio.errors import StoreError
 
-        check = classify_failure(target, StoreError(message))
+        check = classify_failure(target, StoreError(message, kind=self._window.failed_kind))
         if not is_secret_failure(check.outcome):
             return
         cred.forget_for_session(target)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio.app import text as fmt
+from studio.errors import store_error_kind
 from studio.paths import SAMPLE_DATABASE
 from studio.store.target import absolute_target, display_path, is_server_target, redact_url, strip_secrets
 from studio.ui.context import AppContext, WindowContext
@@ -102,6 +103,7 @@ class MainWindow(QMainWindow):
         self.context = ctx = WindowContext.for_window(app, self)
         self._path: str | None = None
         self._failed_path: str | None = None
+        self._failed_kind: str | None = None
         self._thread_id: str | None = None
         self._pending_thread: str | None = None
         self._pending_tab: str | None = None
@@ -281,6 +283,11 @@ class MainWindow(QMainWindow):
     def failed_target(self) -> str | None:
         """Return the target whose open failed last (F5 tries it again while no database is open), or None."""
         return self._failed_path
+
+    @property
+    def failed_kind(self) -> str | None:
+        """Return the `StoreError.kind` of the last failed open ("auth", "no-secret", "unreachable", …), or None."""
+        return self._failed_kind
 
     def open_database(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
                       tab: str | None = None) -> None:
@@ -483,6 +490,7 @@ class MainWindow(QMainWindow):
 
     def _on_store_failed(self, path: str, exc: Exception, shown: str | None = None) -> None:
         self._failed_path = path  # F5 tries it again while no database is open
+        self._failed_kind = store_error_kind(exc)   # File ▸ Connect… asks for the secret on "auth" / "no-secret"
         self.statusBar().clearMessage()
         message = open_error_text(shown or redact_url(path), str(exc) or exc.__class__.__name__)
         self.report_error("Cannot open database", message)
