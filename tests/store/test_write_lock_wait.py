@@ -109,7 +109,8 @@ def test_a_write_waits_for_the_lock_in_python_and_is_written_or_refused(fixture_
         assert title_of(path) == "Renamed while an agent wrote"
     else:
         assert isinstance(outcome, WriteRefused) and outcome.reason == "busy", outcome
-        assert str(outcome).startswith(f"Stopped waiting for {path}") and str(outcome).endswith("Nothing was written")
+        assert str(outcome) == (f"Stopped waiting for {path}: another process holds its lock (an agent writing to "
+                                "it). Try again when it has finished.")
         assert title_of(path) == before
         assert not backup_root().exists() or not any(backup_root().rglob("*.json"))   # no backup of a non-write
     assert write.reports[-1] is None                      # the wait was reported over

@@ -118,11 +118,13 @@ def test_a_write_waits_for_the_lock_on_the_worker_and_cancel_refuses_it(studio, 
         assert window.lock_notice.isVisible() and actions.busy
         window.lock_notice.cancel_button.click()
         qtbot.waitUntil(lambda: not actions.busy, timeout=30000)
+        said = window.statusBar().currentMessage()   # read at once: it is shown for 15 s
     finally:
         release(holder)
     assert studio_ctx.runner.wait_idle()
     assert not window.lock_notice.isVisible()
-    assert "Stopped waiting for" in actions.last_error and actions.last_error.endswith("Nothing was written")
+    assert actions.last_error.startswith("Stopped waiting for") and "Try again when" in actions.last_error
+    assert said.startswith("Nothing was written: Stopped waiting for"), said
     from studio.store import open_store
 
     with open_store(str(path)) as store:

@@ -271,8 +271,8 @@ def _waiting(conn, statement: str, location: Target, wait_s: float, bound_ms: in
     """
     started = time.monotonic()
 
-    def refused(sentence: str) -> WriteRefused:
-        return WriteRefused("busy", f"{sentence}. Nothing was written")
+    def refused(sentence: str) -> WriteRefused:   # a face puts "Nothing was written" before it (outcome_heading)
+        return WriteRefused("busy", f"{sentence}. Try again when it has finished.")
 
     try:
         patiently(lambda: conn.execute(statement), location.display, bound_s=wait_s, stopped=refused)
