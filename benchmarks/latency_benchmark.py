@@ -6,7 +6,7 @@ These figures were wall-clock assertions in the tests (a refused write "< 5 s", 
 preview "< 10 s"); the tests now check the behaviour (refused; aborted before the answer came) and
 the speed is reported here, in ms (median and worst of N runs):
   write_refusal_ms  commit_reflection on a copy of the live/support fixture while another connection
-                    holds BEGIN IMMEDIATE, busy timeout 50 ms, until WriteRefused(reason="busy");
+                    holds BEGIN IMMEDIATE, a lock wait of 50 ms in all, until WriteRefused(reason="busy");
   llm_cancel_ms     LLMClient.complete against the local fake model server, which holds its answer;
                     from CancelToken.cancel() (once the request has arrived) until Cancelled is raised.
 Figures are measurements, not assertions: rerun to compare before and after a change.

@@ -2,6 +2,7 @@
 
     python benchmarks/live_refresh_benchmark.py DB.db [--seconds 40] [--interval 2] [--json OUT.json]
     python benchmarks/live_refresh_benchmark.py --server URL [--server URL …] [--appends 20]
+    python benchmarks/live_refresh_benchmark.py --refreshes DB.db [--appends 20]
 
 DB.db (the benchmark-size file, `benchmarks/build_large_db.py`): the studio (offscreen) opens it and
 settles (every bar and health badge computed); an "agent" process then appends one message to one
@@ -17,6 +18,9 @@ APPENDS appends (as above, one thread), each followed by one live refresh
 (`studio.app.live.refresh_live_listing`); reported: rows the store returned per refresh, the
 wider reads it needed, its time, and the rows of a full listing for comparison. The appended
 messages are deleted afterwards.
+
+--refreshes DB.db: the same on the file (no window): each refresh's CPU time, and how many of them
+left the OM table unread (a WAL file whose frames since named none of its pages).
 
 Figures are measurements, not assertions; report the machine's load (`uptime`) with them.
 """
@@ -225,16 +229,18 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
 
 
 def server_rows(url: str, appends: int) -> dict:
-    """APPENDS Mastra-like appends to one thread of the server store URL, one live refresh after each."""
+    """APPENDS Mastra-like appends to one thread of the store URL (a server, or a file), one live refresh after each."""
     import random
 
     from studio.app.live import load_live_listing, refresh_live_listing
     from studio.store import open_store
-    from studio.store.target import POSTGRESQL, parse_target, redact_url
-    from tests.live_writes import MastraWrites, PgSql, SqldSql
+    from studio.store.target import FILE, POSTGRESQL, parse_target, redact_url
+    from tests.live_writes import FileSql, MastraWrites, PgSql, SqldSql
 
     location = parse_target(url)
-    if location.kind == POSTGRESQL:
+    if location.kind == FILE:
+        sql = FileSql(url)
+    elif location.kind == POSTGRESQL:
         schema = dict(p.split("=", 1) for p in url.split("?", 1)[1].split("&")).get("schema", "public")
         sql = PgSql(url.split("?", 1)[0], schema)
     else:
@@ -253,7 +259,7 @@ def server_rows(url: str, appends: int) -> dict:
             writes.save_message()
             cpu, started = time.process_time(), time.perf_counter()
             refresh = refresh_live_listing(store, live)
-            out.append({"rows_read": refresh.rows_read, "wider": refresh.wider,
+            out.append({"rows_read": refresh.rows_read, "wider": refresh.wider, "unread": refresh.unread,
                         "s": time.perf_counter() - started, "cpu_s": time.process_time() - cpu,
                         "changed": len(refresh.changes.threads | refresh.changes.threads_created)})
             live = refresh.live
@@ -265,6 +271,8 @@ def server_rows(url: str, appends: int) -> dict:
             "wider_reads": sum(bool(r["wider"]) for r in out),
             "refresh_s_median": round(statistics.median(r["s"] for r in out), 4),
             "refresh_cpu_s_median": round(statistics.median(r["cpu_s"] for r in out), 4),
+            "refresh_cpu_ms_each": [round(r["cpu_s"] * 1000, 1) for r in out],
+            "om_table_unread": sum(bool(r["unread"]) for r in out),
             "changed_threads_per_refresh": sorted({r["changed"] for r in out})}
 
 
@@ -275,12 +283,15 @@ def main(argv=None) -> int:
     p.add_argument("--interval", type=float, default=2.0)
     p.add_argument("--settle", type=float, default=900.0, help="longest wait for the open to settle (s)")
     p.add_argument("--server", action="append", default=[], metavar="URL")
+    p.add_argument("--refreshes", metavar="DB", help="APPENDS appends and refreshes on this file, no window")
     p.add_argument("--appends", type=int, default=20)
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     report: dict = {"load": os.getloadavg()}
     if args.db:
         report["file"] = studio_beside_agent(args.db, args.seconds, args.interval, args.settle)
+    if args.refreshes:
+        report["file_refreshes"] = server_rows(args.refreshes, args.appends)
     report["servers"] = [server_rows(url, args.appends) for url in args.server]
     report["load_after"] = os.getloadavg()
     text = json.dumps(report, indent=2)

@@ -34,7 +34,7 @@ from studio.app.listing import (
 )
 from studio.app.loads import require_store
 from studio.store import schema as sc
-from studio.store.live_changes import Marks, Touched, read_marks, rows_since
+from studio.store.live_changes import Marks, Touched, read_marks, rows_since, wal_now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,14 +63,16 @@ class LiveListing:
 @dataclass
 class LiveRefresh:
     """What a live refresh returns: the new LIVE listing, the CHANGES since the previous one (empty: nothing
-    the listing shows changed), the rows the store returned (ROWS_READ) and WIDER: the reads beyond the
+    the listing shows changed), the rows the store returned (ROWS_READ), WIDER: the reads beyond the
     rows written that the counts asked for ("message counts", "lookup keys", "thread order", "resources"),
-    or ["everything"] after a full reload."""
+    or ["everything"] after a full reload, and UNREAD: the tables not read at all (a WAL file's OM table
+    whose pages no commit since wrote)."""
 
     live: LiveListing
     changes: ChangeSet
     rows_read: int = 0
     wider: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
 
     def changed_threads(self) -> list[Thread]:
         """The threads (listed, not deleted) whose statuses, counts and health must be computed again."""
@@ -87,8 +89,13 @@ def load_live_listing(store: MemoryStore | None) -> LiveListing:
     Raises StoreError on a failed read.
     """
     store = require_store(store)
+    return _load_live_listing(store, wal_now(store))
+
+
+def _load_live_listing(store: MemoryStore, wal_before) -> LiveListing:
+    """`load_live_listing` with where the WAL ended before the snapshot (WAL_BEFORE: `wal_now`)."""
     with store.snapshot():
-        marks = read_marks(store)
+        marks = read_marks(store, wal_before)
         listing = load_listing(store)
         keys = store.om_lookup_keys()
         listed = {r.thread.id: r.thread.message_count or 0 for r in listing.rows if not r.orphan}
@@ -113,8 +120,9 @@ def load_live_listing_in_two_steps(store: MemoryStore | None, first, cancel=None
     Raises StoreError on a failed read.
     """
     store = require_store(store)
+    wal_before = wal_now(store)
     with store.snapshot():
-        marks = read_marks(store)
+        marks = read_marks(store, wal_before)
         counts = load_listing_in_two_steps(store, first, cancel)
         if counts is None:
             return None
@@ -143,10 +151,11 @@ def refresh_live_listing(store: MemoryStore | None, live: LiveListing) -> LiveRe
     included: a view keeps them). Raises StoreError on a failed read.
     """
     store = require_store(store)
+    wal_before = wal_now(store, live.marks)   # before the snapshot: see studio.store.live_changes
     with store.snapshot():
-        got = rows_since(store, live.marks)
+        got = rows_since(store, live.marks, wal_before)
         if got is None:
-            return LiveRefresh(load_live_listing(store), ChangeSet.full_reload(), wider=["everything"])
+            return LiveRefresh(_load_live_listing(store, wal_before), ChangeSet.full_reload(), wider=["everything"])
         touched, marks = got
         return _Refresh(store, live, touched, marks).run()
 
@@ -220,7 +229,8 @@ class _Refresh:
                           rows=new_rows, data_version=self.live.listing.data_version, counted=True)
         changes = ChangeSet.of(threads=changed - created, threads_created=created, threads_deleted=deleted,
                                om_records=om_keys)
-        return LiveRefresh(LiveListing(listing, self.marks, keys, stray), changes, self.rows_read, self.wider)
+        return LiveRefresh(LiveListing(listing, self.marks, keys, stray), changes, self.rows_read, self.wider,
+                           sorted(touched.unread))
 
     def _thread_order(self) -> list[str]:
         order = self.store.sql.thread_order

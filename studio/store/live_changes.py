@@ -23,6 +23,19 @@ keys and resources they belong to (`Touched`), with new marks. What each backend
   load's snapshot (`txid_snapshot_xmin`) are exactly the rows that load could not see. Any
   change is seen, in place or not, whoever wrote it. Deletions show in `count(*)`.
 
+**A file in WAL mode: the OM table only when its pages were written.** Its rows are large (the
+observations), so the `updatedAt` filter above reads every page of it, overflow pages included:
+most of a refresh's cost while an agent appends messages. The marks keep where the WAL ended
+(`studio.store.wal_pages.WalPosition`) and the OM table's pages (`dbstat`: b-tree and overflow
+pages); a refresh reads that table only when a WAL frame since names one of them (any change to
+its rows writes one: a same-size rewrite of an overflow page names that page), or when that cannot
+be told (the WAL was restarted or truncated since: its frames went into the main file). The WAL is
+read before the load's snapshot (`wal_now`, handed in as WAL_BEFORE) and again after its first
+read: a commit racing the snapshot is looked at both times, and the marks keep the position before
+the last transaction of the first look (a transaction whose frames are in the file may not be in
+the snapshot yet), so the next refresh looks at that transaction again. Never fewer reads than
+needed; at worst one more read of the table.
+
 Counts are compared by the caller (`studio.app.live`), who knows how many rows it holds per thread:
 a count that does not add up sends it to a wider read (never to a wrong answer).
 """
@@ -34,12 +47,13 @@ from dataclasses import dataclass, field
 
 from studio.store import schema as sc
 from studio.store.records import iso_to_ms
+from studio.store.wal_pages import WalPosition, pages_since, wal_position
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from studio.store.memory_store import MemoryStore
 
-__all__ = ["Marks", "Touched", "read_marks", "rows_since"]
+__all__ = ["Marks", "Touched", "read_marks", "rows_since", "wal_now"]
 
 #: The column of each table that names what a row belongs to (a message: its thread; an OM row: its lookup key).
 OWNER_COLUMN = {sc.THREADS: "id", sc.MESSAGES: "thread_id", sc.OBSERVATIONAL_MEMORY: "lookupKey",
@@ -57,13 +71,16 @@ class Marks:
     """Where a load's reading ended, per table: COUNTS (rows), and on SQLite TOPS (the largest rowid and
     the id of its row, or None for an empty table) and NEWEST (the largest `updatedAt` string); on
     PostgreSQL XMIN, the 64-bit id of the oldest transaction still running at the load's snapshot;
-    READ_AT_MS: the studio's clock when they were read (epoch ms)."""
+    READ_AT_MS: the studio's clock when they were read (epoch ms). A file in WAL mode also has WAL (where
+    the next refresh starts reading the WAL's frames) and OM_PAGES (the OM table's page numbers)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     tops: dict[str, tuple[int, str] | None] = field(default_factory=dict)
     newest: dict[str, str | None] = field(default_factory=dict)
     xmin: int | None = None
     read_at_ms: int = 0
+    wal: WalPosition | None = None
+    om_pages: frozenset[int] | None = None
 
 
 @dataclass
@@ -72,7 +89,8 @@ class Touched:
     messages written), LOOKUP_KEYS (OM rows), RESOURCES (resource rows); COUNTS: each table's row
     count now; NEW_ROWS: how many rows of each table are new for sure (SQLite: past the old top rowid;
     PostgreSQL: unknown, None); TOP_REPLACED: tables whose old top row is gone (SQLite);
-    ROWS_READ: rows the reads returned (the refresh's cost)."""
+    ROWS_READ: rows the reads returned (the refresh's cost); UNREAD: tables not read at all (a WAL file whose
+    frames since named none of their pages)."""
 
     threads: set[str] = field(default_factory=set)
     message_threads: set[str] = field(default_factory=set)
@@ -82,6 +100,7 @@ class Touched:
     new_rows: dict[str, int | None] = field(default_factory=dict)
     top_replaced: set[str] = field(default_factory=set)
     rows_read: int = 0
+    unread: set[str] = field(default_factory=set)
 
     def count_added_up(self, table: str, marks: Marks) -> bool:
         """True when TABLE's count now is its count at MARKS plus the rows known to be new (no row went).
@@ -97,11 +116,48 @@ def _tables(store: MemoryStore) -> list[str]:
     return [t for t in OWNER_COLUMN if store.schema.has_table(t)]
 
 
-def read_marks(store: MemoryStore) -> Marks:
+def _wal_file(store: MemoryStore):
+    """The path of STORE's database file when it is a local SQLite file (its -wal is read), else None."""
+    path = store.location.path
+    return path if path is not None and store.dialect == "sqlite" else None
+
+
+def wal_now(store: MemoryStore, since: Marks | None = None) -> WalPosition | None:
+    """Where the WAL of STORE's file ends now (None: not a local file, or its -wal could not be read).
+
+    Call it before the load's snapshot begins — before its first read: a WAL read transaction takes its
+    snapshot at its first read, so inside an outer `snapshot()` block that has read nothing yet is fine —
+    and hand the result to `read_marks` / `rows_since`. With SINCE, reads only the frames after its
+    position while the WAL is the same generation.
+    """
+    path = _wal_file(store)
+    if path is None:
+        return None
+    try:
+        if since is not None and since.wal is not None:
+            got = pages_since(path, since.wal)
+            if got is not None:
+                return got[1]
+        return wal_position(path)
+    except OSError:
+        return None
+
+
+def _om_pages(store: MemoryStore) -> frozenset[int] | None:
+    """The OM table's pages as the snapshot sees them (b-tree and overflow; SQLite's dbstat), None when unknown."""
+    try:
+        return frozenset(int(r[0]) for r in store.rows("SELECT pageno FROM dbstat WHERE name = ?",
+                                                       (sc.OBSERVATIONAL_MEMORY,)))
+    except Exception:   # a build without dbstat: every refresh reads the table, as before
+        return None
+
+
+def read_marks(store: MemoryStore, wal_before: WalPosition | None = None) -> Marks:
     """Return the Marks of the store as it is now (inside a load's `snapshot()`: as that load reads it).
 
     A few aggregate statements (count and top per table; on SQLite the newest updatedAt, which reads
-    the stamped tables once). Raises StoreError on a failed read.
+    the stamped tables once). WAL_BEFORE (`wal_now` before the snapshot) lets the next refresh of a
+    WAL file skip the OM table while no frame names its pages. Raises StoreError on a failed read.
     """
     read_at = _now_ms()
     if store.dialect == "mongodb":   # no SQL to find rows by: every refresh of a MongoDB store reloads (rows_since)
@@ -116,7 +172,15 @@ def read_marks(store: MemoryStore) -> Marks:
         tops[table] = _top(store, table, top)
         if table in STAMPED and store.schema.has_column(table, "updatedAt"):
             newest[table] = store.rows(f'SELECT max("updatedAt") FROM {table}')[0][0]
-    return Marks(counts=counts, tops=tops, newest=newest, read_at_ms=read_at)
+    wal, om_pages = _wal_marks(store, wal_before)
+    return Marks(counts=counts, tops=tops, newest=newest, read_at_ms=read_at, wal=wal, om_pages=om_pages)
+
+
+def _wal_marks(store: MemoryStore, wal_before: WalPosition | None) -> tuple[WalPosition | None, frozenset | None]:
+    """The WAL position the next refresh starts from (WAL_BEFORE less its last transaction) and the OM pages."""
+    if wal_before is None or wal_before.salts is None or not store.schema.has_table(sc.OBSERVATIONAL_MEMORY):
+        return None, None
+    return wal_before.held_back(), _om_pages(store)
 
 
 def _now_ms() -> int:
@@ -143,13 +207,16 @@ def _pg_xmin(store: MemoryStore) -> int:
     return int(store.rows("SELECT txid_snapshot_xmin(txid_current_snapshot())")[0][0])
 
 
-def rows_since(store: MemoryStore, marks: Marks) -> tuple[Touched, Marks] | None:
+def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None = None
+               ) -> tuple[Touched, Marks] | None:
     """Return (what was written since MARKS, the marks now), or None when it cannot be told (a table
     appeared or went, PostgreSQL's transaction ids wrapped around): then reload everything.
 
     Reads the rows written since (their owner column only) and one count per table: work that
     grows with what was written, not with the store (the counts and, on SQLite, the `updatedAt`
     filters of the stamped tables are aggregates the database answers without sending rows).
+    On a WAL file, with WAL_BEFORE (`wal_now(store, marks)` before the snapshot), the OM table is read
+    only when a WAL frame since MARKS names one of its pages (see the module's docstring).
     Run it inside a `snapshot()` so the rows and the new marks describe one moment. Raises StoreError.
     """
     if store.dialect == "mongodb":   # MongoDB: the fingerprint moved, the listing is read again whole
@@ -162,7 +229,13 @@ def rows_since(store: MemoryStore, marks: Marks) -> tuple[Touched, Marks] | None
         return _pg_rows_since(store, marks, tables)
     touched = Touched()
     tops, newest = {}, dict(marks.newest)
-    for table in tables:
+    # the OM table last: the reads before it have fixed the snapshot when the WAL is looked at again
+    for table in sorted(tables, key=lambda t: t == sc.OBSERVATIONAL_MEMORY):
+        if table == sc.OBSERVATIONAL_MEMORY and _om_unwritten(store, marks, wal_before):
+            touched.unread.add(table)
+            touched.counts[table], touched.new_rows[table] = marks.counts[table], 0
+            tops[table] = marks.tops.get(table)
+            continue
         owner = sc.quote_ident(OWNER_COLUMN[table])
         count, top = store.rows(f"SELECT count(*), max(rowid) FROM {table}")[0]
         touched.counts[table] = int(count)
@@ -191,7 +264,26 @@ def rows_since(store: MemoryStore, marks: Marks) -> tuple[Touched, Marks] | None
                 _owner_set(touched, table).add(str(key))
                 if updated is not None and (newest[table] is None or str(updated) > newest[table]):
                     newest[table] = str(updated)
-    return touched, Marks(counts=dict(touched.counts), tops=tops, newest=newest, read_at_ms=read_at)
+    if sc.OBSERVATIONAL_MEMORY in touched.unread:
+        wal, om_pages = (wal_before.held_back(), marks.om_pages)
+    else:
+        wal, om_pages = _wal_marks(store, wal_before)
+    return touched, Marks(counts=dict(touched.counts), tops=tops, newest=newest, read_at_ms=read_at, wal=wal,
+                          om_pages=om_pages)
+
+
+def _om_unwritten(store: MemoryStore, marks: Marks, wal_before: WalPosition | None) -> bool:
+    """True when no WAL frame since MARKS names a page of the OM table, neither before the snapshot
+    (WAL_BEFORE: the same WAL generation as the marks, not behind them) nor now (after its first read)."""
+    path = _wal_file(store)
+    if (path is None or wal_before is None or marks.wal is None or not marks.om_pages
+            or wal_before.salts != marks.wal.salts or wal_before.frames < marks.wal.frames):
+        return False
+    try:
+        got = pages_since(path, marks.wal)
+    except OSError:
+        return False
+    return got is not None and got[1].salts == wal_before.salts and not (got[0] & marks.om_pages)
 
 
 def _owner_set(touched: Touched, table: str) -> set[str]:

@@ -31,7 +31,7 @@ Public API (implemented in `studio.store.write`):
 - `WriteRefused` (reason: generation-changed, reflecting, not-found, busy, conflict, invalid).
 
 Every function opens its own read-write libSQL connection for the one write and closes it, never
-changes the journal mode, starts with BEGIN IMMEDIATE (busy timeout, retried), re-checks its
+changes the journal mode, starts with BEGIN IMMEDIATE (another process's lock waited for in Python), re-checks its
 preconditions inside the transaction, and leaves the main file and -wal byte-identical when it
 refuses or fails (see `studio.store.write.backends.sqlite`; the backend is picked by
 `studio.store.write.transaction.write_transaction`).

@@ -138,7 +138,10 @@ class TaskRunner(QObject):
         self._helper_path: str | None = None   # GUI side: the database the worker holds, as last opened
         self._opens = 0                        # GUI side: databases opened so far (the helper re-opens on change)
         self._damage_said = False             # GUI side: store_damaged emitted for the open store
-        self._stop_waiting = threading.Event()   # set by `stop_lock_wait`: the running task stops waiting for a lock
+        # the stop events of the tasks waiting for another process's lock now (`stop_lock_wait` sets them): a task
+        # that starts meanwhile on another thread (the pool, the helper's waiter) has its own and takes none over
+        self._waiting: set[threading.Event] = set()
+        self._waiting_lock = threading.Lock()
         self.delivered.connect(self._on_runner_delivered, Qt.ConnectionType.QueuedConnection)
 
     # -- submitting ------------------------------------------------------------------------
@@ -261,11 +264,23 @@ class TaskRunner(QObject):
                            load=False)
 
     def stop_lock_wait(self) -> None:
-        """Stop the database task that waits for another process's lock: it fails with a StoreError ("Stopped
-        waiting …") delivered to its on_error, as any failed read."""
-        stop = self._stop_waiting
-        if stop is not None:
-            stop.set()
+        """Stop the tasks that wait for another process's lock: a read fails with a StoreError ("Stopped
+        waiting …"), a write is refused with nothing written (WriteRefused "busy"), delivered to its on_error."""
+        with self._waiting_lock:
+            for stop in self._waiting:
+                stop.set()
+
+    def _lock_wait_reporter(self, stop: threading.Event) -> Callable[[float | None], None]:
+        """The ON_WAIT of one task's lock waits: STOP is listed as waiting (None: no longer), the face told."""
+        def on_wait(seconds: float | None) -> None:
+            with self._waiting_lock:
+                if seconds is None:
+                    self._waiting.discard(stop)
+                else:
+                    self._waiting.add(stop)
+            self.lock_waiting.emit(seconds)
+
+        return on_wait
 
     def cancel(self, key: str) -> None:
         """Cancel the task of KEY, if any (its result is dropped)."""
@@ -340,11 +355,11 @@ class TaskRunner(QObject):
         if task.cancel.is_set() or task.fn is None:
             outcome = ("cancelled", None)
         else:
-            stop = self._stop_waiting = threading.Event()   # this task's own: a stop meant for it only
+            stop = threading.Event()   # this task's own: a stop meant for it only
             try:
-                # a read waiting for another process's lock sleeps in Python (studio.store.lock_wait): the GUI
-                # thread runs meanwhile, hears how long it has waited and may stop the wait
-                with reporting_lock_waits(self.lock_waiting.emit, stop):
+                # a read or write waiting for another process's lock sleeps in Python (studio.store.lock_wait): the
+                # GUI thread runs meanwhile, hears how long it has waited and may stop the wait
+                with reporting_lock_waits(self._lock_wait_reporter(stop), stop):
                     outcome = ("done", task.fn(progress, task.cancel))
             except BaseException as exc:  # the task boundary: every failure (a driver panic too) goes back to the GUI
                 if not isinstance(exc, StudioError):  # a named error is a message for the user, not a bug

@@ -8,6 +8,11 @@ listing — every thread row, message count, newest message, last activity, look
 resource count — and the OM statuses recomputed for the ChangeSet's threads only must equal a
 fresh full load of the same store. Fixed seeds. The same check runs on PostgreSQL and on a libSQL
 server (tests/server/test_live_exactness_servers.py).
+
+On a file the refresh skips the OM table while the WAL frames since its marks name none of its pages
+(studio.store.wal_pages): the file's WAL is also checkpointed — passive, restart, truncate — before or
+after a step's writes, each of those six cases at a fixed step and then at steps a seeded draw picks,
+so a WAL generation that changed under the marks is met in every way.
 """
 
 from __future__ import annotations
@@ -36,19 +41,27 @@ def statuses_of(store, rows) -> dict:
     return {s.thread_id: s for s in iter_thread_statuses(store, threads, on_error=lambda _t, _e: None)}
 
 
-def check_sequence(store, writes: MastraWrites, steps: int, rng: random.Random) -> dict:
+def check_sequence(store, writes: MastraWrites, steps: int, rng: random.Random, around=None) -> dict:
     """Make STEPS writes (sometimes two between refreshes); after each refresh compare with a fresh load.
 
-    Returns {write name: times made, "wider": refreshes that read wider than the rows written}.
+    AROUND(step, when), when given, runs before ("before") and after ("after") each step's writes; it returns
+    a name counted in the result (or None) and whether the refresh must read the OM table (a WAL restarted).
+    Returns {write name: times made, "wider": refreshes that read wider than the rows written, "om unread":
+    refreshes that did not read the OM table, and AROUND's names}.
     """
     live = load_live_listing(store)
     statuses = statuses_of(store, live.listing.rows)
-    made: dict[str, int] = {"wider": 0, "everything": 0}
+    made: dict[str, int] = {"wider": 0, "everything": 0, "om unread": 0}
     for step in range(steps):
+        extra = [around(step, "before")] if around is not None else []
         names = [writes.step() for _ in range(2 if rng.random() < 0.2 else 1)]
-        for name in names:
+        extra += [around(step, "after")] if around is not None else []
+        for name in names + [name for name, _ in extra if name is not None]:
             made[name] = made.get(name, 0) + 1
         refresh = refresh_live_listing(store, live)
+        if any(must_read for _, must_read in extra):
+            assert refresh.unread == [], (step, names, extra)
+        made["om unread"] += bool(refresh.unread)
         made["wider"] += bool(refresh.wider)
         made["everything"] += refresh.changes.everything
         live = refresh.live
@@ -66,6 +79,36 @@ def check_sequence(store, writes: MastraWrites, steps: int, rng: random.Random) 
     return made
 
 
+#: The WAL checkpoints a running app's SQLite makes (PASSIVE: automatic; RESTART / TRUNCATE: asked for), each
+#: before and after a step's writes: the six cases, each made at a fixed step first, then where a seeded draw says.
+CHECKPOINTS = [(mode, when) for mode in ("PASSIVE", "RESTART", "TRUNCATE") for when in ("before", "after")]
+FIRST_CHECKPOINT_STEP = 3
+
+
+class WalCheckpoints:
+    """`check_sequence`'s AROUND for a file: checkpoints the WAL (through the writer's connection) at the fixed steps
+    FIRST_CHECKPOINT_STEP + 2i (case i of CHECKPOINTS), then at steps after those with probability 1/8."""
+
+    def __init__(self, sql: FileSql, rng: random.Random):
+        self.sql, self.rng = sql, rng
+        self.fixed = {(FIRST_CHECKPOINT_STEP + 2 * i, when): mode for i, (mode, when) in enumerate(CHECKPOINTS)}
+        self.last_fixed = FIRST_CHECKPOINT_STEP + 2 * len(CHECKPOINTS)
+
+    def __call__(self, step: int, when: str):
+        mode = self.fixed.get((step, when))
+        if mode is None and step > self.last_fixed and self.rng.random() < 1 / 8:
+            mode = self.rng.choice(["PASSIVE", "RESTART", "TRUNCATE"])
+        if mode is None:
+            return None, False
+        busy, _log, _done = self.sql.query(f"PRAGMA wal_checkpoint({mode})")[0]
+        assert busy == 0, (step, mode)   # nobody else reads: every checkpoint completes
+        # the refresh must read the OM table when the frames since its marks are gone from the WAL: TRUNCATE empties
+        # it; after a RESTART the step's first write starts the WAL again (new salts). A RESTART after the writes
+        # leaves the frames where they are until the next write (the refresh may rightly skip the table); a
+        # PASSIVE one restarts the WAL at the next write only when no reader still needs its frames
+        return f"checkpoint {mode} {when}", mode == "TRUNCATE" or (mode, when) == ("RESTART", "before")
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_live_refresh_equals_a_fresh_load_on_a_file(tmp_path, seed):
     for ext in ("", "-wal", "-shm"):
@@ -77,10 +120,13 @@ def test_live_refresh_equals_a_fresh_load_on_a_file(tmp_path, seed):
     sql = FileSql(path)
     try:
         with open_store(str(path)) as store:
-            made = check_sequence(store, MastraWrites(sql, rng), 120, rng)
+            made = check_sequence(store, MastraWrites(sql, rng), 120, rng, around=WalCheckpoints(sql, rng))
     finally:
         sql.close()
-    # the sequence made every kind of write, and most refreshes read only the rows written
+    # the sequence made every kind of write and every checkpoint case, and most refreshes read only the rows
+    # written, many of them without the OM table
     assert set(MastraWrites.WEIGHTS) <= set(made), made
+    assert {f"checkpoint {mode} {when}" for mode, when in CHECKPOINTS} <= set(made), made
     assert made["everything"] == 0
     assert made["wider"] < 60, made
+    assert made["om unread"] >= 20, made

@@ -64,7 +64,7 @@ def touch_newest_message(path, at_ms: int) -> None:
 ], ids=["reflect", "clone"])
 def test_a_locked_file_exits_3_for_every_write_and_says_how_long_it_waited(fixture_db, capsys, monkeypatch, argv):
     path = fixture_db("support")
-    monkeypatch.setattr(sqlite_writes, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(sqlite_writes, "LOCK_WAIT_MS", 300)
     holder = libsql.connect(str(path), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:

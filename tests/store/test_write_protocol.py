@@ -258,7 +258,7 @@ def test_duplicate_generations_without_a_studio_row_are_reported_for_doctor(fixt
 
 def test_a_locked_file_is_refused_after_the_one_bound_and_the_message_states_it(fixture_db, monkeypatch):
     path = fixture_db("support")
-    monkeypatch.setattr(sqlite_writes, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(sqlite_writes, "LOCK_WAIT_MS", 300)
     holder = libsql.connect(str(path), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:

@@ -397,7 +397,7 @@ def commit_reflection(path: str | os.PathLike[str], *, lookup_key: str, expected
     messages were written by another program less than IDLE_MS ago (0 = no such check): a running
     Mastra agent does not re-read the record between reading it at the start of a turn and
     writing onto it, so a generation committed inside that window may be overtaken (see
-    `studio.store.write.protocol`). BUSY_TIMEOUT_MS: SQLite's busy timeout per attempt (ms).
+    `studio.store.write.protocol`). BUSY_TIMEOUT_MS: how long it waits in all for another process's lock (ms).
 
     Returns the new row as read back ({column: value}; JSON columns as JSON text). Raises
     WriteRefused with reason "invalid", "not-found", "generation-changed", "reflecting" (live

@@ -40,11 +40,11 @@ def refuse_read_only_store(target: str | os.PathLike[str]) -> None:
 
 @contextmanager
 def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | None = None,
-                      attempts: int | None = None, label: str = "write") -> Iterator[WriteTx]:
+                      label: str = "write") -> Iterator[WriteTx]:
     """Open TARGET (a path, a `file:` URL or a server URL) for one write transaction; yield its WriteTx.
 
-    A file: `backends.sqlite.sqlite_write_transaction` (BUSY_TIMEOUT_MS: SQLite's busy timeout per
-    attempt, ATTEMPTS tries of BEGIN IMMEDIATE; defaults share WRITE_LOCK_WAIT_MS). A PostgreSQL
+    A file: `backends.sqlite.sqlite_write_transaction` (BUSY_TIMEOUT_MS: how long it waits in all for
+    another process's lock, in Python; default WRITE_LOCK_WAIT_MS). A PostgreSQL
     URL: `backends.pg.pg_write_transaction`; a libSQL server URL:
     `backends.libsql_remote.libsql_remote_write_transaction` (BUSY_TIMEOUT_MS there is the lock
     wait; LABEL names the row backup saved before COMMIT, e.g. "reflect").
@@ -66,8 +66,7 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | 
         with libsql_remote_write_transaction(location, label=label, lock_wait_ms=busy_timeout_ms) as remote_tx:
             yield remote_tx
         return
-    from studio.store.write.backends.sqlite import BEGIN_ATTEMPTS, sqlite_write_transaction
+    from studio.store.write.backends.sqlite import sqlite_write_transaction
 
-    with sqlite_write_transaction(location, busy_timeout_ms=busy_timeout_ms, label=label,
-                                  attempts=BEGIN_ATTEMPTS if attempts is None else attempts) as tx:
+    with sqlite_write_transaction(location, busy_timeout_ms=busy_timeout_ms, label=label) as tx:
         yield tx

@@ -172,7 +172,7 @@ class ThreadTableModel(TableModel):
         if [r.thread.id for r in new_rows] != [r.thread.id for r in self._rows]:
             self._relayout(new_rows)
             return
-        self._set_visible(new_rows)
+        self._rows = new_rows   # the same threads in the same places: `_position` stands (rebuilding it cost 7 ms)
         self._emit_rows_changed([i for tid in fresh if 0 <= (i := self._position.get(tid, -1)) < self._loaded],
                                 list(ThreadColumn))
 
@@ -339,6 +339,11 @@ class ThreadTableModel(TableModel):
             while self._loaded <= i:
                 self.fetchMore(QModelIndex())
         return i
+
+    def rows_of_threads(self, thread_ids) -> list[ThreadRow]:
+        """Return the rows of THREAD_IDS that are among all rows (filtered or not), by thread id; work that grows
+        with THREAD_IDS, not with the listing (a live refresh's few threads)."""
+        return [row for tid in sorted(thread_ids) if (row := self._by_id.get(tid)) is not None]
 
     def has_thread(self, thread_id: str) -> bool:
         """Return True when THREAD_ID is among all rows (whether the filters show it or not)."""

@@ -235,8 +235,8 @@ class ListingLoader(QObject):
     def _start_statuses(self, thread_ids: set[str] | None = None) -> None:
         """Compute every OM thread's status (or only THREAD_IDS') in short background batches (the bars fill in
         as they come)."""
-        self._statuses = StatusRound(r.thread for r in self.thread_model.all_threads()
-                                     if r.has_om and (thread_ids is None or r.thread.id in thread_ids))
+        rows = self.thread_model.all_threads() if thread_ids is None else self.thread_model.rows_of_threads(thread_ids)
+        self._statuses = StatusRound(r.thread for r in rows if r.has_om)
         self._status_round += 1
         self._statuses_partial = thread_ids is not None
         if not self._statuses.total:

@@ -8,8 +8,12 @@ write to a file:
   studio's read-only connections are never made writable);
 * the journal mode is never changed (no PRAGMA journal_mode);
 * the transaction starts with `BEGIN IMMEDIATE`, so the write lock is held from the first read:
-  preconditions checked inside the transaction stay true until COMMIT. A busy database is waited
-  for (busy timeout) and retried a few times with backoff before the write is refused ("busy");
+  preconditions checked inside the transaction stay true until COMMIT. Another process's lock is
+  waited for in Python (`studio.store.lock_wait.patiently`: BEGIN IMMEDIATE, and COMMIT, which on a
+  rollback-journal file waits for readers to let go, are tried again every BUSY_POLL_S), never by
+  SQLite's busy handler, which sleeps inside the driver holding the interpreter lock (the studio's
+  window froze for the whole wait). After LOCK_WAIT_MS in all the write is refused ("busy"); a face
+  that stops the wait (Cancel: `reporting_lock_waits`) refuses it at once; nothing is written either way;
 * on any error the transaction is rolled back before the exception leaves; the cache never
   spills uncommitted pages into the -wal, so a rolled-back write leaves the -wal's bytes alone.
 
@@ -46,16 +50,15 @@ from studio.store.connection import (
     read_only_folder_refusal,
     too_long_for_sqlite,
 )
+from studio.store.lock_wait import is_busy, patiently
 from studio.store.target import Target
 from studio.store.write.row_backup import row_backup_before_commit
 from studio.store.write.tx import WRITE_LOCK_WAIT_MS, Jsonb, lock_wait_message
 
-__all__ = ["BEGIN_ATTEMPTS", "BUSY_TIMEOUT_MS", "ROWID", "SqliteWriteTx", "sqlite_write_transaction"]
+__all__ = ["LOCK_WAIT_MS", "ROWID", "SqliteWriteTx", "sqlite_write_transaction"]
 
-#: BEGIN IMMEDIATE is tried this many times with backoff within WRITE_LOCK_WAIT_MS.
-BEGIN_ATTEMPTS = 3
-#: SQLite's busy timeout per BEGIN attempt (ms) by default.
-BUSY_TIMEOUT_MS = WRITE_LOCK_WAIT_MS // BEGIN_ATTEMPTS
+#: How long a write to a file waits in all for another process's lock by default (ms): the one bound.
+LOCK_WAIT_MS = WRITE_LOCK_WAIT_MS
 
 
 #: The key of a row image's rowid (SQLite's alias that a column named `rowid` cannot shadow).
@@ -78,11 +81,6 @@ def _stored_value(value: Any) -> Any:
 
 def _uri(path: Path, mode: str) -> str:
     return file_uri(path, mode)
-
-
-def _is_busy(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
 
 
 class SqliteWriteTx:
@@ -264,36 +262,46 @@ class SqliteWriteTx:
         return self.execute(f"UPDATE {sc.quote_ident(table)} SET {', '.join(sets)} WHERE {where}", [*bound, *params])
 
 
-def _begin(conn, location: Target, attempts: int, busy_timeout_ms: int) -> None:
-    """BEGIN IMMEDIATE, retrying a busy database ATTEMPTS times with backoff; WriteRefused("busy") after."""
-    for attempt in range(attempts):
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            return
-        except Exception as exc:
-            if not _is_busy(exc):
-                raise StoreError(f"Cannot write {location.display}: {describe_sqlite_error(exc)}") from exc
-            if attempt + 1 < attempts:
-                time.sleep(0.05 * (2 ** attempt))
-    raise WriteRefused("busy", lock_wait_message(location.display, busy_timeout_ms * attempts))
+def _waiting(conn, statement: str, location: Target, wait_s: float, bound_ms: int) -> float:
+    """Run STATEMENT (BEGIN IMMEDIATE or COMMIT), waiting in Python for another process's lock up to WAIT_S (s).
+
+    Returns the seconds it waited. Raises WriteRefused("busy") when the lock was still held after
+    WAIT_S (its sentence states BOUND_MS, the write's whole bound) or the face stopped the wait
+    (nothing is written: the caller rolls back), StoreError on any other SQLite error.
+    """
+    started = time.monotonic()
+
+    def refused(sentence: str) -> WriteRefused:   # a face puts "Nothing was written" before it (outcome_heading)
+        return WriteRefused("busy", f"{sentence}. Try again when it has finished.")
+
+    try:
+        patiently(lambda: conn.execute(statement), location.display, bound_s=wait_s, stopped=refused)
+    except WriteRefused:
+        raise
+    except Exception as exc:
+        if is_busy(exc):
+            raise WriteRefused("busy", lock_wait_message(location.display, bound_ms)) from exc
+        if statement == "COMMIT":
+            raise StoreError(f"Committing to {location.display} failed: {describe_sqlite_error(exc)}") from exc
+        raise StoreError(f"Cannot write {location.display}: {describe_sqlite_error(exc)}") from exc
+    return time.monotonic() - started
 
 
 @contextmanager
 def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = None,
-                             attempts: int = BEGIN_ATTEMPTS, label: str = "write") -> Iterator[SqliteWriteTx]:
+                             label: str = "write") -> Iterator[SqliteWriteTx]:
     """Open the file LOCATION read-write for one BEGIN IMMEDIATE transaction; yield a SqliteWriteTx.
 
     Commits when the block ends normally, after saving the row backup of every row it changed
     (`row_backup.row_backup_before_commit`, named with LABEL, routed by the context's BackupSink: the
     same JSON backup a server write saves, so `undo` works on files); rolls back when it raises (the
     exception propagates) or when the backup cannot be saved, and always closes the connection.
-    BUSY_TIMEOUT_MS (ms) is SQLite's busy timeout per attempt
-    (default: WRITE_LOCK_WAIT_MS over ATTEMPTS tries, the bound every write shares).
+    BUSY_TIMEOUT_MS (ms): how long the write waits in all for another process's lock, its BEGIN
+    IMMEDIATE and its COMMIT together (default LOCK_WAIT_MS), in Python (see the module's docstring).
     Raises StoreError (missing / not SQLite / unreadable file, SQLite errors), SchemaError (not a
-    Mastra database) and WriteRefused("busy") when the write lock cannot be had.
+    Mastra database) and WriteRefused("busy") when the write lock cannot be had or the wait was stopped.
     """
-    if busy_timeout_ms is None:
-        busy_timeout_ms = BUSY_TIMEOUT_MS
+    bound_ms = int(LOCK_WAIT_MS if busy_timeout_ms is None else busy_timeout_ms)
     check_file(location)
     if too_long_for_sqlite(location.path):
         raise StoreError(long_path_refusal(location.path))
@@ -305,15 +313,18 @@ def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = 
     try:
         try:
             if Path(str(path) + "-wal").exists():
-                guard = libsql.connect(_uri(path, "ro"))
-                guard.execute("SELECT count(*) FROM sqlite_master").fetchall()
-            conn = libsql.connect(_uri(path, "rw"), isolation_level=None, timeout=busy_timeout_ms / 1000)
-            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                guard = libsql.connect(_uri(path, "ro"), timeout=0)
+                guard.execute("PRAGMA busy_timeout = 0")
+                patiently(lambda: guard.execute("SELECT count(*) FROM sqlite_master").fetchall(), location.display,
+                          bound_s=bound_ms / 1000)
+            # busy timeout 0: SQLite's own wait would hold the interpreter lock; `_waiting` waits in Python
+            conn = libsql.connect(_uri(path, "rw"), isolation_level=None, timeout=0)
+            conn.execute("PRAGMA busy_timeout = 0")
             # never write uncommitted pages into the -wal early: a rolled-back write must not change its bytes
             conn.execute("PRAGMA cache_spill = false")
         except Exception as exc:
             raise StoreError(f"Cannot open {location.display} for writing: {describe_sqlite_error(exc)}") from exc
-        _begin(conn, location, attempts, busy_timeout_ms)
+        waited = _waiting(conn, "BEGIN IMMEDIATE", location, bound_ms / 1000, bound_ms)
         try:
             try:
                 schema = sc.discover(conn)
@@ -324,10 +335,8 @@ def sqlite_write_transaction(location: Target, *, busy_timeout_ms: int | None = 
             tx = SqliteWriteTx(conn, location, schema)
             yield tx
             with row_backup_before_commit(location, tx.journal(), schema, label=label):
-                try:
-                    conn.execute("COMMIT")
-                except Exception as exc:
-                    raise StoreError(f"Committing to {location.display} failed: {describe_sqlite_error(exc)}") from exc
+                # a rollback-journal file's COMMIT waits for other processes' readers; what is left of the bound
+                _waiting(conn, "COMMIT", location, max(0.0, bound_ms / 1000 - waited), bound_ms)
         except BaseException:
             # SQLite may have rolled back already (e.g. the COMMIT itself failed with the transaction gone)
             with suppress(Exception):
