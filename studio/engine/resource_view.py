@@ -1,0 +1,78 @@
+"""Resource scope: the observation log and the message window as they were at a turn (read-only, no Qt).
+
+In resource scope (@mastra/memory 1.31.0) one record serves every thread of a resource and the
+multi-thread Observer writes one `<thread id="…">` section per observed thread. A later cycle
+does not append its own Observer output: `replaceOrAppendThreadSection` merges a thread's new
+lines into that thread's existing section when the section holds the same `Date:` line (the new
+lines after its `</thread>`-less body), and only otherwise appends a new section after a message
+boundary. So the stored log's leading segment grows at several places over time and the message
+boundaries alone cannot give the log as an earlier turn saw it.
+
+Each cycle's end marker keeps the Observer's output for the thread it sits in. `block_at_turn`
+uses them both ways: a later cycle's lines are taken off the end of its thread's section, and a
+section whose newest applied cycle has a marker is cut after that marker's lines (a later cycle
+without a marker, one the Timeline inferred from a boundary, merged its lines below them).
+
+A synchronous observation at a turn's step 0 removes what it observed from the live context by
+the record's `observedMessageIds` (`cleanupMessages`); `step0_messages` gives what stayed.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SECTION = re.compile(r'<thread id="([^"]+)">\n(.*?)\n?</thread>', re.S)
+
+
+def _body(observations: str) -> str:
+    """Return an Observer output's lines after its first `Date:` line, trimmed (what a merge appends)."""
+    text = observations.strip()
+    m = re.search(r"^Date:[^\n]*\n?", text, re.M)
+    return text[m.end():].strip() if m else text
+
+
+def block_at_turn(block: str, applied: list[tuple[str, str]], later: list[tuple[str, str]]) -> str:
+    """Return resource-scope log BLOCK as it stood before the LATER cycles (the lines they merged taken out).
+
+    APPLIED / LATER: (thread id, Observer output from the cycle's end marker) of the cycles of the
+    block's generation that had / had not run at the turn, each in time order. Sections no cycle
+    names are kept as they are; a text that is not found is left in place (nothing is guessed).
+    """
+    newest_applied = {tid: text for tid, text in applied if _body(text)}
+    later_by_thread: dict[str, list[str]] = {}
+    for tid, text in later:
+        if _body(text):
+            later_by_thread.setdefault(tid, []).append(_body(text))
+
+    def cut(m: re.Match) -> str:
+        tid, inner = m.group(1), m.group(2)
+        for body in reversed(later_by_thread.get(tid, [])):
+            stripped = inner.rstrip()
+            if stripped.endswith(body):
+                inner = stripped[:-len(body)].rstrip()
+        if tid in newest_applied:
+            body = _body(newest_applied[tid])
+            at = inner.rfind(body)
+            if at >= 0:
+                inner = inner[:at + len(body)]
+        return f'<thread id="{tid}">\n{inner}\n</thread>'
+
+    return _SECTION.sub(cut, block)
+
+
+def step0_messages(before: list[int], observed_ids: set[str], ids: list[str], input_index: int,
+                   reflected: bool) -> list[int]:
+    """Return the message indexes the model kept after a synchronous observation at the turn's step 0.
+
+    BEFORE: the resource's window (indexes into IDS, every thread's) just before the observation;
+    OBSERVED_IDS: the `observedMessageIds` of the record in force afterwards; INPUT_INDEX: the
+    turn's user message, which Mastra keeps by identity (`preserveMessageIds`). REFLECTED: a
+    reflection followed in the same step; its new generation has no observed ids yet and the
+    cleanup cuts at the newest marker, so only the turn's input stays (as in thread scope).
+    Messages a later cycle of the same generation observed count as removed here too: the rows
+    do not say which cycle added an id (a limit, not met in the corpus).
+    """
+    if reflected:
+        return [input_index]
+    kept = [i for i in before if ids[i] not in observed_ids]
+    return sorted({*kept, input_index})
