@@ -36,6 +36,7 @@ from studio.engine import tokens
 from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, split_segments
 from studio.engine.exact_counts import exact_message_tokens, exact_tokens
 from studio.engine.timeline import MessageWindow, Timeline, apply_event, build_timeline, replay_state
+from studio.engine.working_memory_view import working_memory_part
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
 from studio.store.records import OMRecord
@@ -283,6 +284,7 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     else:
         view_rows = _step0_cleanup(tl, dicts, step0, after_marker, window_rows, user_index)
     view = _model_view(tl, dicts, record, block, shown, hints, task, suggestion, view_rows, user_index)
+    view = {"working_memory": working_memory_part(store, thread, tl.messages[user_index].created_ms), **view}
     return TurnContext(
         model_view=view,
         thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),

@@ -6,7 +6,8 @@ task, suggested response and messages (the continuation reminder by kind) must e
 studio's model view of that turn. Thread scope (`support`, synchronous observation and
 reflection), buffered activation (`buffered`), and a token-limited message history without OM
 (`limiter`: `lastMessages: 20`, code, passed as the agent has it; the trim boundary replayed from
-the rows, its newest state equal to the stored `memoryTokenLimiter`).
+the rows, its newest state equal to the stored `memoryTokenLimiter`), resource scope (`resource`), and
+working memory (tests/interop/scripts/studio-wm-prompts.mjs: exact turns equal, the others marked latest).
 
 At a turn whose step 0 ran a synchronous observation followed by a reflection the task and
 suggestion came from the Reflector and are not kept in the rows: the view says their source is
@@ -22,44 +23,16 @@ import itertools
 
 import pytest
 
-from studio.app.trace import context_document, without_om
-from studio.engine.context import thread_turns
-from studio.engine.events import REFLECTION
-from studio.engine.timeline import build_timeline
+from studio.app.trace import context_document
 from studio.store import open_store
-from tests.prompt_log import generate, last_user_text, logged_view, studio_view, text_of
+from tests.prompt_log import compare, generate, generate_working_memory, logged_view
 
 
 def _compare(db, calls, last_messages: int | None = None) -> tuple[int, dict, set]:
     """Return (turns compared, {(thread, turn): differing keys}, {(thread, turn) run after a sync reflection})."""
-    diffs, reflected = {}, set()
     with open_store(str(db)) as store, store.snapshot():
-        users = {}
-        for thread in store.list_threads():
-            for m in store.list_messages(thread.id):
-                if m.role == "user":
-                    users.setdefault(text_of(m.content), []).append(m)
-        timelines = {}
-        for call in calls:
-            [message] = users[last_user_text(call)]
-            tid = message.thread_id
-            if without_om(store, tid):
-                turn = [m.id for m in store.list_messages(tid) if m.role == "user"].index(message.id) + 1
-            else:
-                tl = timelines.get(tid) or timelines.setdefault(tid, build_timeline(store, tid))
-                turn = [tl.messages[i].id for _, i in thread_turns(tl, tid)].index(message.id) + 1
-            doc = context_document(store, tid, turn, last_messages=last_messages)
-            if any(e["type"] == REFLECTION for e in doc.get("events", [])):
-                reflected.add((tid, turn))
-            want, got = logged_view(call), studio_view(doc["model_view"])
-            for key in ("current_task", "suggested_response"):
-                if (doc["model_view"][key]["source"] or {}).get("kind") == "unknown":
-                    assert got[key] is None
-                    want[key] = None
-            diff = [k for k in want if want[k] != got[k]]
-            if diff:
-                diffs[(tid, turn)] = diff
-    return len(calls), diffs, reflected
+        result = compare(store, calls, last_messages)
+    return result.count, result.diffs, result.reflected
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +90,28 @@ def test_resource_scope_tasks_and_messages_equal_the_prompt_log(mastra_corpus, c
     assert any(len({m.get("text", "")[:30] for m in logged_view(c)["messages"]}) > 4 for c in calls)
     blocks = [logged_view(c)["observations"] for c in calls if logged_view(c)["observations"]]
     assert any("<thread id=" in b for b in blocks)
+
+
+def test_working_memory_exact_turns_equal_the_prompt_log(mastra_corpus, corpus_dir):
+    # tests/interop/scripts/studio-wm-prompts.mjs: real Mastra agents with working memory (resource scope with a
+    # markdown template, thread scope, resource scope with a JSON schema), the value rewritten between turns
+    # with Memory.updateWorkingMemory; the rows keep only the newest value.
+    db, calls = generate_working_memory(mastra_corpus, corpus_dir)
+    with open_store(str(db)) as store, store.snapshot():
+        result = compare(store, calls)
+    assert result.count == len(calls) == 15
+    assert result.diffs == {}, result.diffs   # every turn equal, a working memory marked latest aside
+    exact = {turn for turn, how in result.exactness.items() if how == "exact"}
+    latest = set(result.exactness) - exact
+    # a turn that saw another value than the stored one is never called exact
+    assert result.saw_other_value <= latest
+    # the script's schedule (its header): the resource turns after the last write, the JSON turns after it,
+    # and the thread without a value are exact; everything before a write is latest
+    assert exact == {("wm-r2", 2), ("wm-r2", 3), ("wm-j1", 2), ("wm-j1", 3), ("wm-t2", 1), ("wm-t2", 2)}
+    assert result.saw_other_value == {("wm-r1", 1), ("wm-r1", 2), ("wm-r1", 3), ("wm-r1", 4), ("wm-r2", 1),
+                                      ("wm-t1", 1), ("wm-j1", 1)}
+    # thread working memory cannot be dated (message saves move the thread's updatedAt): latest, though
+    # turns 2 and 3 saw the stored value
+    assert {("wm-t1", 2), ("wm-t1", 3)} <= latest - result.saw_other_value
+    json_view = [logged_view(c)["working_memory"] for c in calls if logged_view(c)["working_memory"]]
+    assert any(v.startswith("{") for v in json_view) and any(v.startswith("# Trip") for v in json_view)
