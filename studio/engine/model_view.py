@@ -258,7 +258,7 @@ def view_text(view: dict) -> str:
     wm = view.get("working_memory") or {}
     if wm.get("text") is not None:
         latest = " (the newest value; the turn may have seen another)" if wm.get("exactness") == "latest" else ""
-        out.append(f"[working memory{latest}]\n{wm['text']}")
+        out.append(f"[working memory{latest}]\n{wm['text'].rstrip()}")
     if view["observations"]["text"] is not None:
         out.append(f"[observations]\n{view['observations']['text']}")
     for name in ("current_task", "suggested_response"):

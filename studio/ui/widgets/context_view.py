@@ -137,6 +137,8 @@ class TurnContextView(QWidget):
         for part in (self.model_table, self.model_text):  # small windows (640×420) must not grow for them
             part.setMinimumHeight(24)
             model.addWidget(part)
+        model.setStretchFactor(0, 3)  # the parts list (working memory first) taller than the text below it
+        model.setStretchFactor(1, 2)
         self.parts.addTab(model, "What the model saw")
         self.parts.addTab(self.observations, "Observation block")
         self.parts.addTab(self.window_table, "Unobserved messages")
