@@ -357,11 +357,13 @@ def _resource_rows(tl: Timeline, dicts: list[dict], step0: list[tuple[str, list[
     record says was observed (`resource_view.step0_messages`); otherwise the replayed window plus
     the turn's input.
     """
-    from studio.engine.resource_view import step0_messages
+    from studio.engine.resource_view import step0_messages, step0_reflection_only
 
     kinds = [kind for kind, _ in step0]
     ids = [m.id for m in tl.messages]
-    if OBSERVATION in kinds:
+    if step0_reflection_only(kinds):
+        listed = [user_index]
+    elif OBSERVATION in kinds:
         first = kinds.index(OBSERVATION)
         listed = step0_messages(step0[first][1], set(record.observed_message_ids), ids, user_index,
                                 REFLECTION in kinds[first:])

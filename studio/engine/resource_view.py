@@ -37,6 +37,8 @@ def block_at_turn(block: str, applied: list[tuple[str, str]], later: list[tuple[
     APPLIED / LATER: (thread id, Observer output from the cycle's end marker) of the cycles of the
     block's generation that had / had not run at the turn, each in time order. Sections no cycle
     names are kept as they are; a text that is not found is left in place (nothing is guessed).
+    A later cycle's lines go with every line below them in the section: lines merge in time order,
+    and a synchronous observation a reflection followed in the same step may have left no marker.
     """
     newest_applied = {tid: text for tid, text in applied if _body(text)}
     later_by_thread: dict[str, list[str]] = {}
@@ -46,10 +48,10 @@ def block_at_turn(block: str, applied: list[tuple[str, str]], later: list[tuple[
 
     def cut(m: re.Match) -> str:
         tid, inner = m.group(1), m.group(2)
-        for body in reversed(later_by_thread.get(tid, [])):
-            stripped = inner.rstrip()
-            if stripped.endswith(body):
-                inner = stripped[:-len(body)].rstrip()
+        # a later cycle's lines and everything merged after them (a cycle may leave no marker)
+        found = [at for body in later_by_thread.get(tid, []) if (at := inner.rfind(body)) >= 0]
+        if found:
+            inner = inner[:min(found)].rstrip()
         if tid in newest_applied:
             body = _body(newest_applied[tid])
             at = inner.rfind(body)
@@ -76,3 +78,15 @@ def step0_messages(before: list[int], observed_ids: set[str], ids: list[str], in
         return [input_index]
     kept = [i for i in before if ids[i] not in observed_ids]
     return sorted({*kept, input_index})
+
+
+def step0_reflection_only(kinds: list[str]) -> bool:
+    """Return True when the turn's step 0 reflected with no observation event before it (KINDS: event kinds).
+
+    Mastra reflects synchronously after observing; in resource scope a step-0 observation that a
+    reflection followed may leave no end marker and no boundary (its lines merged into existing
+    sections), so the Timeline has no event for it. The cleanup is then the same as after both.
+    """
+    from studio.engine.events import OBSERVATION, REFLECTION
+
+    return REFLECTION in kinds and OBSERVATION not in kinds[:kinds.index(REFLECTION)]
