@@ -35,12 +35,14 @@ def prompt_log(log: Path):
             os.environ["MC_PROMPT_LOG"] = old
 
 
-def generate(corpus: Path, out: Path, scenario: str) -> tuple[Path, list[dict]]:
-    """Run gen.mjs for SCENARIO into OUT with a prompt log; return (the .db, the main agent's calls in order)."""
+def generate(corpus: Path, out: Path, scenario: str, seed: int = 1, scale: int = 1) -> tuple[Path, list[dict]]:
+    """Run gen.mjs for SCENARIO (SEED, SCALE) into OUT with a prompt log; return (the .db, the main agent's calls in
+    order)."""
     from tests.interop.conftest import run_node
 
     with prompt_log(out / f"{scenario}.prompts.jsonl") as log:
-        run_node(corpus, "gen.mjs", str(out), "--only", scenario, "--seed", "1", clock=True)
+        run_node(corpus, "gen.mjs", str(out), "--only", scenario, "--seed", str(seed), "--scale", str(scale),
+                 clock=True)
     return out / f"{scenario}.db", main_calls(log)
 
 
@@ -62,6 +64,7 @@ class Comparison:
     reflected: set = field(default_factory=set)        # turns whose step 0 ran a reflection
     exactness: dict = field(default_factory=dict)      # turn -> the working memory's "exact" | "latest"
     saw_other_value: set = field(default_factory=set)  # turns whose logged working memory is not the stored one
+    unsure: set = field(default_factory=set)           # turns whose block says a section may hold later lines
 
 
 def compare(store, calls: list[dict], last_messages: int | None = None) -> Comparison:
@@ -101,6 +104,8 @@ def compare(store, calls: list[dict], last_messages: int | None = None) -> Compa
                 assert got[key] is None
                 want[key] = None
         out.exactness[(tid, turn)] = view["working_memory"]["exactness"]
+        if (view["observations"]["source"] or {}).get("sections_unsure"):
+            out.unsure.add((tid, turn))
         if want["working_memory"] != got["working_memory"]:
             out.saw_other_value.add((tid, turn))
             if view["working_memory"]["exactness"] == "latest":

@@ -208,8 +208,12 @@ def source_text(source: dict | None) -> str:
     """Return a sentence naming the stored rows a model-view part came from (SOURCE: a part's `source`)."""
     kind = (source or {}).get("kind")
     if kind == "record":
-        return (f"generation {source['generation']}'s log ({source['segments']} observer output(s)), rendered; "
+        text = (f"generation {source['generation']}'s log ({source['segments']} observer output(s)), rendered; "
                 f"OM record {source['record_id']}")
+        if source.get("sections_unsure"):
+            text += ("; the section(s) of " + ", ".join(source["sections_unsure"]) + " may hold lines a later "
+                     "cycle merged (its marker keeps another thread's lines only)")
+        return text
     if kind == "marker":
         return f"the Observer's end marker on message {source['message_id']}"
     if kind == "thread-metadata":

@@ -22,9 +22,10 @@ from __future__ import annotations
 import re
 
 _SECTION = re.compile(r'<thread id="([^"]+)">\n(.*?)\n?</thread>', re.S)
+_SECTION_ID = re.compile(r'<thread id="([^"]+)">')
 
 
-def _body(observations: str) -> str:
+def observer_lines(observations: str) -> str:
     """Return an Observer output's lines after its first `Date:` line, trimmed (what a merge appends)."""
     text = observations.strip()
     m = re.search(r"^Date:[^\n]*\n?", text, re.M)
@@ -40,11 +41,11 @@ def block_at_turn(block: str, applied: list[tuple[str, str]], later: list[tuple[
     A later cycle's lines go with every line below them in the section: lines merge in time order,
     and a synchronous observation a reflection followed in the same step may have left no marker.
     """
-    newest_applied = {tid: text for tid, text in applied if _body(text)}
+    newest_applied = {tid: text for tid, text in applied if observer_lines(text)}
     later_by_thread: dict[str, list[str]] = {}
     for tid, text in later:
-        if _body(text):
-            later_by_thread.setdefault(tid, []).append(_body(text))
+        if observer_lines(text):
+            later_by_thread.setdefault(tid, []).append(observer_lines(text))
 
     def cut(m: re.Match) -> str:
         tid, inner = m.group(1), m.group(2)
@@ -53,7 +54,7 @@ def block_at_turn(block: str, applied: list[tuple[str, str]], later: list[tuple[
         if found:
             inner = inner[:min(found)].rstrip()
         if tid in newest_applied:
-            body = _body(newest_applied[tid])
+            body = observer_lines(newest_applied[tid])
             at = inner.rfind(body)
             if at >= 0:
                 inner = inner[:at + len(body)]
@@ -63,7 +64,7 @@ def block_at_turn(block: str, applied: list[tuple[str, str]], later: list[tuple[
 
 
 def step0_messages(before: list[int], observed_ids: set[str], ids: list[str], input_index: int,
-                   reflected: bool) -> list[int]:
+                   reflected: bool, marked: set[int] = frozenset()) -> list[int]:
     """Return the message indexes the model kept after a synchronous observation at the turn's step 0.
 
     BEFORE: the resource's window (indexes into IDS, every thread's) just before the observation;
@@ -71,12 +72,14 @@ def step0_messages(before: list[int], observed_ids: set[str], ids: list[str], in
     turn's user message, which Mastra keeps by identity (`preserveMessageIds`). REFLECTED: a
     reflection followed in the same step; its new generation has no observed ids yet and the
     cleanup cuts at the newest marker, so only the turn's input stays (as in thread scope).
+    MARKED: the messages of BEFORE holding an earlier cycle's end marker with parts after it; the
+    cleanup keeps those (their parts after the marker), observed or not, as in thread scope.
     Messages a later cycle of the same generation observed count as removed here too: the rows
     do not say which cycle added an id (a limit, not met in the corpus).
     """
     if reflected:
         return [input_index]
-    kept = [i for i in before if ids[i] not in observed_ids]
+    kept = [i for i in before if ids[i] not in observed_ids or i in marked]
     return sorted({*kept, input_index})
 
 
@@ -90,3 +93,17 @@ def step0_reflection_only(kinds: list[str]) -> bool:
     from studio.engine.events import OBSERVATION, REFLECTION
 
     return REFLECTION in kinds and OBSERVATION not in kinds[:kinds.index(REFLECTION)]
+
+
+def sections_unsure(block: str, applied_threads: set[str], later: list[tuple[str, list[str]]]) -> list[str]:
+    """Return the threads whose `<thread>` section in BLOCK may still hold lines a later cycle merged.
+
+    LATER: (marker thread, threads the cycle observed: its start marker's `threadIds`) of the
+    block's generation's cycles that had not run at the turn. A multi-thread cycle's end marker
+    keeps its own thread's lines only, so what it merged into another observed thread's section
+    is not in the rows, unless a cycle that had run cut that section (APPLIED_THREADS: threads
+    with such a marker).
+    """
+    present = set(_SECTION_ID.findall(block))
+    return sorted({t for own, observed in later for t in observed
+                   if t != own and t in present and t not in applied_threads})
