@@ -134,3 +134,15 @@ def test_working_memory_exact_turns_equal_the_prompt_log(mastra_corpus, corpus_d
     assert {("wm-t1", 2), ("wm-t1", 3)} <= latest - result.saw_other_value
     json_view = [logged_view(c)["working_memory"] for c in calls if logged_view(c)["working_memory"]]
     assert any(v.startswith("{") for v in json_view) and any(v.startswith("# Trip") for v in json_view)
+
+
+def test_collab_thread_working_memory_written_after_the_turns_is_latest(mastra_corpus, corpus_dir):
+    # collab: OM with thread working memory; gen.mjs writes doc_42's value after its 14 turns (the model
+    # saw none at every one), room_7 has none. Every turn equals the log; doc_42's are marked latest.
+    db, calls = generate(mastra_corpus, corpus_dir, "collab")
+    with open_store(str(db)) as store, store.snapshot():
+        result = compare(store, calls)
+    assert result.count == len(calls) == 17 and result.diffs == {}, result.diffs
+    doc = {turn for turn in result.exactness if turn[0] == "doc_42"}
+    assert len(doc) == 14 and result.saw_other_value == doc
+    assert {turn for turn, how in result.exactness.items() if how == "latest"} == doc
