@@ -20,8 +20,40 @@ class StudioError(Exception):
         return _rebuild, (type(self), self.args, dict(self.__dict__))
 
 
+#: What a StoreError says about a server the user connects to (`StoreError.kind`), set by the backends from the
+#: driver's codes: "auth" (the server refused the password or token given), "no-secret" (it asks for one and none
+#: was given), "unreachable" (no server answered, or the connection died), "no-database" (the server answered but
+#: has no such database), "not-mastra" (connected, but no Mastra tables there).
+STORE_ERROR_KINDS = frozenset({"auth", "no-secret", "unreachable", "no-database", "not-mastra"})
+
+
 class StoreError(StudioError):
-    """The database could not be opened or read (missing, not SQLite, locked, unreadable)."""
+    """The database could not be opened or read (missing, not SQLite, locked, unreadable).
+
+    `kind`: one of STORE_ERROR_KINDS when the backend could tell from the driver's codes (psycopg's SQLSTATE and
+    libpq's connection state, the libSQL server's HTTP status, pymongo's error codes and classes), else None.
+    File ▸ Connect…'s test, exit 6 and the studio asking for a password sort by it (`store_error_kind`), never by
+    the message's words. Raises ValueError for a KIND outside STORE_ERROR_KINDS.
+    """
+
+    kind: str | None = None
+
+    def __init__(self, *args, kind: str | None = None):
+        super().__init__(*args)
+        if kind is not None:
+            if kind not in STORE_ERROR_KINDS:
+                raise ValueError(f"unknown StoreError kind {kind!r}")
+            self.kind = kind
+
+
+def store_error_kind(exc: BaseException | None) -> str | None:
+    """The `kind` of EXC or, when it has none, of the first StoreError among its causes that has one (a write's
+    StoreError wrapping the connect's); None when no StoreError in the chain has a kind."""
+    for seen in cause_chain(exc, limit=8):
+        kind = getattr(seen, "kind", None) if isinstance(seen, StoreError) else None
+        if kind is not None:
+            return kind
+    return None
 
 
 class StoreDamaged(StoreError):
@@ -32,6 +64,8 @@ class StoreDamaged(StoreError):
 class SchemaError(StoreError):
     """The file is SQLite but not a Mastra memory database this studio understands."""
 
+    kind = "not-mastra"
+
 
 class ServerUnreachable(StoreError):
     """A server store could not be reached, or the connection to it died during the command ("dead server", exit 6).
@@ -41,6 +75,8 @@ class ServerUnreachable(StoreError):
     came, and the server could not be reached again to find out: the row backup is kept, `backup`, and
     `memory-studio undo` tells a write that happened from one that did not).
     """
+
+    kind = "unreachable"
 
     def __init__(self, message: str, *, outcome: str = "not-written", backup: str | None = None):
         super().__init__(message)
@@ -119,3 +155,34 @@ class EngineError(StudioError):
 
 class ProviderError(StudioError):
     """An LLM provider call failed (network, HTTP status, malformed answer)."""
+
+
+class UncountableMessage(EngineError):
+    """Mastra's own token count throws on this message, so Mastra can give it no number (nor its thread).
+
+    `reason` says what in the message makes the count throw (a sentence fragment, e.g. "its file part's
+    URL has a bad % escape"), `mastra_error` the error Mastra's TokenCounter raises ("URIError: URI
+    malformed"); `message_id` is the message's id when known (None while counting a bare message).
+    `str()` is the sentence shown to the user (`uncountable_sentence`).
+    """
+
+    def __init__(self, reason: str, mastra_error: str, *, message_id: str | None = None):
+        self.reason = reason
+        self.mastra_error = mastra_error
+        self.message_id = message_id
+        super().__init__(self.sentence())
+
+    def sentence(self) -> str:
+        """One sentence for the user: which message, why, and what Mastra raises."""
+        which = f"message {self.message_id}" if self.message_id else "this message"
+        return (f"Mastra cannot count the tokens of {which}: {self.reason} "
+                f"(Mastra's TokenCounter throws {self.mastra_error}), so no token figure reaches past it")
+
+    def to_json(self) -> dict:
+        """Return the error as documents carry it: {"message_id", "reason", "mastra_error", "sentence"}."""
+        return {"message_id": self.message_id, "reason": self.reason, "mastra_error": self.mastra_error,
+                "sentence": self.sentence()}
+
+    def for_message(self, message_id: str | None) -> "UncountableMessage":
+        """The same error naming MESSAGE_ID (a count of one message does not know its id)."""
+        return UncountableMessage(self.reason, self.mastra_error, message_id=message_id)

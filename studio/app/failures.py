@@ -40,12 +40,6 @@ _IO_WORDS = ("database or disk is full", "disk is full", "no space left", "reado
 #: Words that mean another process holds the file (exit 3).
 _LOCK_WORDS = ("database is locked", "is locked by another process", "database is busy",
                "canceling statement due to lock timeout")
-#: Words of a driver's error that mean the server is gone or the connection to it died (exit 6).
-_GONE_WORDS = ("connection refused", "server closed the connection", "terminating connection due to administrator",
-               "the database system is shutting down", "the database system is starting up", "connection reset",
-               "consuming input failed", "no route to host", "network is unreachable", "timeout expired",
-               "the connection is lost", "the connection is closed", "ssl syscall error: eof")
-
 #: Sentences for the write refusals of studio.store.writes (WriteRefused.reason), as the studio says them.
 REFUSALS = {
     "generation-changed": ("The agent reflected (or observed) meanwhile: the record is no longer what this "
@@ -64,14 +58,14 @@ class BadInput(StudioError):
 def exit_code_for(exc: BaseException) -> int:
     """Return the documented exit code for EXC (see the module docstring).
 
-    OutcomeFoundAfterReconnect -> 5, ServerUnreachable -> 6 (and a StoreError whose causes say the
-    server is gone or the connection died). WriteRefused: "invalid" / "not-found" / "conflict" -> 2,
-    the others (busy, reflecting, generation-changed) -> 3.
+    OutcomeFoundAfterReconnect -> 5, ServerUnreachable -> 6 (and a StoreError of kind "unreachable", EXC's or a
+    cause's: `studio.errors.store_error_kind`, the server gone or the connection died). WriteRefused:
+    "invalid" / "not-found" / "conflict" -> 2, the others (busy, reflecting, generation-changed) -> 3.
     StoreError: an I/O cause (disk full, read-only, I/O error; the
     message or any chained cause) -> 4, a lock -> 3, otherwise 2. BadInput -> 2. Any other
     StudioError -> 1.
     """
-    from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable, WriteRefused
+    from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable, WriteRefused, store_error_kind
 
     if isinstance(exc, OutcomeFoundAfterReconnect):
         return EXIT_RECONNECTED
@@ -90,7 +84,7 @@ def exit_code_for(exc: BaseException) -> int:
             return EXIT_IO
         if any(w in text for w in _LOCK_WORDS):
             return EXIT_REFUSED
-        if any(w in text for w in _GONE_WORDS):
+        if store_error_kind(exc) == "unreachable":   # set by the backends from the driver's codes
             return EXIT_SERVER_DOWN
         return EXIT_BAD_INPUT
     return EXIT_FAILURE

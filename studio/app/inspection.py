@@ -19,10 +19,13 @@ def inspect_document(store: MemoryStore, *, recount: bool = False) -> dict:
     """Return the `inspect --json` document of STORE (open, inside one snapshot): its threads, and every
     OM record with Mastra's status figures of each thread it governs and its history.
 
-    RECOUNT adds to each history entry the tokenx and exact o200k recounts of its log and which
-    one the stored observationTokenCount matches (see studio.engine.recount).
+    A thread whose pending messages hold one Mastra cannot count has, instead of figures, a status
+    {"uncountable": `uncountable_note`} (Mastra's getStatus throws there). RECOUNT adds to each history
+    entry the tokenx and exact o200k recounts of its log and which one the stored observationTokenCount
+    matches (see studio.engine.recount).
     """
     from studio.app.statuses import iter_statuses
+    from studio.app.uncountable import UncountableMessage, uncountable_note
     from studio.common.om_settings import max_threshold, resolve_settings
     from studio.store.records import Thread
 
@@ -55,14 +58,22 @@ def inspect_document(store: MemoryStore, *, recount: bool = False) -> dict:
         else:
             governed = []
         keyed.append((history, governed))
+    uncountable: dict[str, UncountableMessage] = {}
+
+    def on_error(thread: Thread, exc: Exception) -> None:
+        if not isinstance(exc, UncountableMessage):
+            raise exc
+        uncountable[thread.id] = exc
+
     # each thread's unobserved messages are decoded, counted and dropped in turn (iter_statuses)
     statuses = {(s.thread_id, s.record_id): s.to_json() for s in iter_statuses(
-        store, [(t, h[0]) for h, governed in keyed for t in governed], threads)}
+        store, [(t, h[0]) for h, governed in keyed for t in governed], threads, on_error=on_error)}
     om = []
     for history, governed in keyed:
         current = history[0]
         settings = resolve_settings(current.config, current.scope)
-        status = {t.id: statuses[(t.id, current.id)] for t in governed}
+        status = {t.id: statuses.get((t.id, current.id)) or {"uncountable": uncountable_note(uncountable[t.id])}
+                  for t in governed}
         om.append({
             "lookup_key": current.lookup_key, "scope": current.scope, "resource_id": current.resource_id,
             "thread_id": current.thread_id, "record_id": current.id,
@@ -87,18 +98,30 @@ def tokens_document(store: MemoryStore, thread_id: str) -> dict:
     """Return the `tokens --json` document of THREAD_ID in STORE: Mastra's estimates and exact o200k counts.
 
     {"thread_id", "per_message": {message id: estimate}, "all_messages": estimate of the whole thread,
-    "exact": {"encoding": "o200k_base", "per_message": {message id: tokens}}}. Raises BadInput
-    for an unknown thread.
+    "exact": {"encoding": "o200k_base", "per_message": {message id: tokens}}, "uncountable": [notes]}.
+    A message Mastra cannot count has the estimate None and a note (`uncountable_note`) in
+    "uncountable"; "all_messages" is then None too (Mastra's countMessages throws on the list).
+    Raises BadInput for an unknown thread.
     """
+    from studio.app.uncountable import UncountableMessage, uncountable_note
     from studio.engine import tokens
 
     if store.get_thread(thread_id) is None:
         raise BadInput(f"No thread {thread_id!r} in {store.location.display}")
     messages = [m.as_mastra() for m in store.list_messages(thread_id)]
+    per_message: dict[str, int | None] = {}
+    notes = []
+    for m in messages:
+        try:
+            per_message[m["id"]] = tokens.count_messages([m])
+        except UncountableMessage as exc:
+            per_message[m["id"]] = None
+            notes.append(uncountable_note(exc))
     return {
         "thread_id": thread_id,
-        "per_message": {m["id"]: tokens.count_messages([m]) for m in messages},
-        "all_messages": tokens.count_messages(messages),
+        "per_message": per_message,
+        "all_messages": None if notes else tokens.count_messages(messages),
         "exact": {"encoding": "o200k_base",
                   "per_message": {m["id"]: tokens.exact_message_tokens(m) for m in messages}},
+        "uncountable": notes,
     }

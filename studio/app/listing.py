@@ -52,6 +52,7 @@ class ThreadRow:
     activity_ms: int = 0      # last activity as epoch ms (the default sort key), computed off the GUI thread
     updated_at_stale: bool = False   # the newest message is later than updatedAt (see `last_activity`)
     orphan: bool = False      # an OM record whose thread was deleted (Mastra #16621): `thread` stands in for it
+    uncountable: str | None = None   # why Mastra cannot count a pending message (`studio.app.uncountable`), once known
 
     @property
     def has_om(self) -> bool:

@@ -5,12 +5,15 @@
 chunk's vector queries the index `memory_messages_<dim>` in the thread's or resource's scope, and the
 hits with `messageRange` messages around them are merged into the last-messages page.
 `recall_with_vector` does the same for a vector already stored (a turn's user message: the query the
-agent used; "similar messages"), with no embedder.
+agent used; "similar messages"), with no embedder. Vectors are read from the store's own tables or from
+the vector store attached to it (`studio.app.vector_store`); messages always from the store.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from studio.app.vector_store import vectors_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -51,7 +54,7 @@ def memory_indexes(store: MemoryStore, *, counted: bool = False) -> list[VectorI
     counts only when COUNTED (a count reads the whole table)."""
     from studio.store.vectors import vector_indexes
 
-    return [i for i in vector_indexes(store, counted=counted)
+    return [i for i in vector_indexes(vectors_of(store), counted=counted)
             if i.name == "memory_messages" or i.name.startswith("memory_messages_")]
 
 
@@ -88,14 +91,15 @@ def _hits(store: MemoryStore, index: VectorIndex, vectors: Sequence, where: dict
     queries = [query_vector(v) for v in vectors]
     hits: list[VectorHit] = []
     paths = set()
-    use_ann = ann and below is None and has_ann_index(store, index.name)
+    source = vectors_of(store)
+    use_ann = ann and below is None and has_ann_index(source, index.name)
     scope = None
     for q in queries:
         if use_ann:
-            rowids = ann_rowids(store, index.name, q.astype("<f4").tobytes(), top_k * (OVER_FETCH if where else 2))
+            rowids = ann_rowids(source, index.name, q.astype("<f4").tobytes(), top_k * (OVER_FETCH if where else 2))
             if rowids is not None:
                 rank = {r: n for n, r in enumerate(rowids)}
-                rows = sorted(read_vector_rows(store, index.name, where=where, rowids=rowids),
+                rows = sorted(read_vector_rows(source, index.name, where=where, rowids=rowids),
                               key=lambda r: rank[r.rowid])  # candidates in the ANN's order
                 found = vector_query(rows, embedding_matrix(rows, index.dimension), q, top_k)
                 if not where or len(found) >= top_k:
@@ -113,7 +117,7 @@ def _scope_matrix(store: MemoryStore, index: VectorIndex, where: dict, below: in
     from studio.engine.semantic import embedding_matrix
     from studio.store.vectors import read_embeddings
 
-    rowids, blobs = read_embeddings(store, index.name, where=where, below=below)
+    rowids, blobs = read_embeddings(vectors_of(store), index.name, where=where, below=below)
     return rowids, embedding_matrix(blobs, index.dimension)
 
 
@@ -124,7 +128,7 @@ def _exact_hits(store: MemoryStore, index: VectorIndex, scope, q, top_k: int) ->
 
     rowids, matrix = scope
     best = [(rowids[i], score) for i, score in rank(matrix, q, top_k)]
-    rows = {r.rowid: r for r in read_vector_rows(store, index.name, rowids=[r for r, _ in best])}
+    rows = {r.rowid: r for r in read_vector_rows(vectors_of(store), index.name, rowids=[r for r, _ in best])}
     return [hit_of(rows[r], score) for r, score in best if r in rows]
 
 
@@ -191,7 +195,7 @@ def stored_vector(store: MemoryStore, message_id: str) -> tuple[VectorIndex, Vec
     from studio.store.vectors import message_vectors
 
     for index in memory_indexes(store):
-        rows = message_vectors(store, index.name, message_id)
+        rows = message_vectors(vectors_of(store), index.name, message_id)
         if rows:
             return index, rows[0]
     return None
@@ -210,7 +214,7 @@ def recall_with_vector(store: MemoryStore, thread_id: str, message_id: str, conf
 
     where = _scope_filter(store, thread_id, resource_id, config)
     for index in memory_indexes(store):
-        rows = message_vectors(store, index.name, message_id)
+        rows = message_vectors(vectors_of(store), index.name, message_id)
         if rows:
             found = _hits(store, index, [r.embedding for r in rows], where, config.top_k, ann=not exact)
             return _document(store, thread_id, resource_id, found, config, per_page, last_messages, index.name)
@@ -227,7 +231,7 @@ def similar_messages(store: MemoryStore, message_id: str, *, top_k: int = 10,
     if found is None:
         return []
     index, row = found
-    own = message_vectors(store, index.name, message_id)
+    own = message_vectors(vectors_of(store), index.name, message_id)
     hits, _path = _hits(store, index, [row.embedding], dict(where or {}), top_k + len(own))
     return [h for h in hits if h.message_id != message_id][:top_k]
 
@@ -240,7 +244,7 @@ def embedded_messages(store: MemoryStore, thread_id: str) -> list[dict]:
 
     out: list[dict] = []
     for index in memory_indexes(store):
-        rows = read_vector_rows(store, index.name, where={"thread_id": thread_id})
+        rows = read_vector_rows(vectors_of(store), index.name, where={"thread_id": thread_id})
         counts: dict[str | None, int] = {}
         for r in rows:
             counts[r.message_id] = counts.get(r.message_id, 0) + 1
@@ -260,7 +264,7 @@ def vector_memory_document(store: MemoryStore) -> dict:
     from studio.store.vectors import vector_indexes
 
     return {"indexes": [{**i.to_json(), "embedder_hint": DIMENSION_HINTS.get(i.dimension, "")}
-                        for i in vector_indexes(store)]}
+                        for i in vector_indexes(vectors_of(store))]}
 
 
 _ROLE_ORDER = {"system": 0, "user": 1, "assistant": 2, "tool": 3}
@@ -277,8 +281,9 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
     additions join the messages; other threads' (scope "resource") go into the system message
     `<remembered_from_other_conversation>`, ordered by createdAt, thread, role, id (sortMessagesForRecall).
 
-    Returns {message_id, thread_id, resource_id, index_name, query_exact, vector_hits, window_ids,
-    recalled_ids, other_thread_ids}. `query_exact` is False when the stored vector(s) may differ from the
+    Returns {message_id, thread_id, resource_id, index_name, query_exact, vector_hits, range_ids (every
+    message the hits and their ranges name, as of the turn, before those in the context are left out),
+    window_ids, recalled_ids, other_thread_ids}. `query_exact` is False when the stored vector(s) may differ from the
     processor's query: a text stored in several chunks (the processor embeds it whole). Raises BadInput for
     an unknown message or one with no stored vector.
     """
@@ -293,7 +298,7 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
     own: list[VectorRow] = []
     index = None
     for candidate in memory_indexes(store):
-        own = message_vectors(store, candidate.name, message_id)
+        own = message_vectors(vectors_of(store), candidate.name, message_id)
         if own:
             index = candidate
             break
@@ -302,7 +307,8 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
     created = message.created_at or ""
     # the turn writes its vectors after the answer (the reply's first, then the user message's): the index
     # the processor queried holds the rows written before the first vector of a message this new or newer
-    turn_rows = [r.rowid for r in read_vector_rows(store, index.name, where={"thread_id": message.thread_id})
+    turn_rows = [r.rowid for r in read_vector_rows(vectors_of(store), index.name,
+                                                   where={"thread_id": message.thread_id})
                  if str(r.metadata.get("created_at") or "") >= created]
     cutoff = min([*turn_rows, *(r.rowid for r in own)])
     where = ({"resource_id": message.resource_id} if config.scope == "resource" and message.resource_id
@@ -322,7 +328,8 @@ def turn_recall(store: MemoryStore, message_id: str, config: SemanticConfig, *, 
                     key=lambda m: (m.created_at or "", m.thread_id or "", _ROLE_ORDER.get(m.role, 99), m.id))
     return {"message_id": message.id, "thread_id": message.thread_id, "resource_id": message.resource_id,
             "index_name": index.name, "query_exact": len(own) == 1,
-            "vector_hits": [h.to_json() for h in hits], "window_ids": window, "recalled_ids": same,
+            "vector_hits": [h.to_json() for h in hits], "range_ids": [m.id for m in recalled],
+            "window_ids": window, "recalled_ids": same,
             "other_thread_ids": [m.id for m in others] if config.scope == "resource" else []}
 
 

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from studio.app.uncountable import UncountableMessage, uncountable_sentence
 from studio.engine.status import StatusRows, ThreadStatus, load_status_rows, status_from_rows
 from studio.engine.unobserved import storage_cursor
 from studio.errors import StoreError
@@ -126,18 +127,22 @@ def iter_thread_statuses(store: MemoryStore, threads: list[Thread] | None = None
 
 @dataclass
 class StatusBatch:
-    """What one background batch computed: STATUSES, and the ids of the threads it HANDLED (statuses or none)."""
+    """What one background batch computed: STATUSES, and the ids of the threads it HANDLED (statuses or none).
+
+    UNCOUNTABLE: {thread id: sentence} of the threads without a status because their pending messages hold
+    one Mastra cannot count (`UncountableMessage`; `studio.app.uncountable`)."""
 
     statuses: list[ThreadStatus] = field(default_factory=list)
     handled: list[str] = field(default_factory=list)
+    uncountable: dict[str, str] = field(default_factory=dict)
 
 
 def status_batch(store: MemoryStore | None, threads: list[Thread], cancel: threading.Event | None = None,
                  budget: float | None = None) -> StatusBatch:
     """Compute statuses of THREADS until BUDGET s (STATUS_BATCH_SECONDS) pass or CANCEL is set (a load).
 
-    A thread whose status cannot be computed is handled without one. Raises StoreError without a
-    database or on a failed read.
+    A thread whose status cannot be computed is handled without one (and named in `uncountable` when
+    Mastra cannot count one of its messages). Raises StoreError without a database or on a failed read.
     """
     from studio.app.loads import require_store
 
@@ -152,8 +157,11 @@ def status_batch(store: MemoryStore | None, threads: list[Thread], cancel: threa
         if (cancel is not None and cancel.is_set()) or time.monotonic() - started >= budget:
             stop.set()
 
-    batch.statuses.extend(iter_thread_statuses(store, threads, cancel=stop, on_error=lambda _t, _e: None,
-                                               handled=done_with))
+    def failed(thread: Thread, exc: Exception) -> None:
+        if isinstance(exc, UncountableMessage):
+            batch.uncountable[thread.id] = uncountable_sentence(exc)
+
+    batch.statuses.extend(iter_thread_statuses(store, threads, cancel=stop, on_error=failed, handled=done_with))
     return batch
 
 

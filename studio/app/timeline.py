@@ -34,6 +34,12 @@ def timeline_document(store: MemoryStore, thread_id: str) -> dict:
     return thread_timeline(store, thread_id).to_json()
 
 
+def no_replay_sentence(timeline: Timeline) -> str:
+    """Return why no what-if replay of TIMELINE exists: Mastra cannot count one of its messages."""
+    return (f"No what-if replay exists for thread {timeline.thread_id or timeline.lookup_key}: "
+            f"{timeline.uncountable.sentence() if timeline.uncountable else ''}")
+
+
 def whatif_document(timeline: Timeline, *, observation_ratio: float | None = None,
                     reflection_ratio: float | None = None, use_real_sizes: bool | None = None,
                     **settings) -> dict:
@@ -42,9 +48,13 @@ def whatif_document(timeline: Timeline, *, observation_ratio: float | None = Non
     SETTINGS: `WhatIfSettings` fields (message_tokens, observation_tokens, buffer_activation,
     block_after, share_token_budget, …); BUFFER_TOKENS 0 turns buffering off with its companions,
     as Mastra resolves them. Raises WhatIfSettingsError (its message in Mastra's words) for settings
-    Mastra would reject.
+    Mastra would reject, and BadInput when the thread holds a message Mastra cannot count (no replay
+    exists: Mastra's own run stops there, whatever the settings).
     """
     from studio.engine.whatif import WhatIfSettings, settings_with, simulate
+
+    if timeline.uncountable is not None:
+        raise BadInput(no_replay_sentence(timeline))
 
     base = WhatIfSettings.from_record(timeline.generations[-1])
     buffer = settings.pop("buffer_tokens", None)

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 from studio import __version__
 from studio.app.failures import BadInput, report_failures, show_notices
+from studio.common.help_format import HelpFormatter as _Formatter
 from studio.errors import StudioError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -48,14 +49,23 @@ def add_target_argument(parser: argparse.ArgumentParser, name: str = "path", *, 
     parser.set_defaults(target_argument=name)
 
 
-#: The help of `--full-backup` (every write command: `add_full_backup_argument`).
+#: The help of `--full-backup` (every write command: `add_write_arguments`).
 FULL_BACKUP_HELP = ("also copy the whole file (SQLite online backup, verified) beside it before writing; every "
                     "write saves the rows it changes anyway (memory-studio undo PATH restores them)")
 
 
-def add_full_backup_argument(parser: argparse.ArgumentParser) -> None:
-    """Add `--full-backup` to a write command's PARSER (`WriteSession(full_backup=…)`)."""
+def add_write_arguments(parser: argparse.ArgumentParser, *, help: str) -> None:
+    """Add the options every write command shares to its PARSER: the positional target `path` (with HELP) and
+    `--password-stdin` (`add_target_argument`), `--yes` (write without asking), `--full-backup`
+    (`WriteSession(full_backup=…)`) and `--json`.
+
+    The write commands: reflect, revert, observe, activate, clone, delete-thread, update-thread, working-memory;
+    the OM-writing ones add the write protocol's options too (`studio.cli.write_options.add_protocol_arguments`).
+    """
+    add_target_argument(parser, help=help)
+    parser.add_argument("--yes", action="store_true", help="write without asking")
     parser.add_argument("--full-backup", action="store_true", help=FULL_BACKUP_HELP)
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 @contextmanager
@@ -123,28 +133,6 @@ def _untranslated_argparse() -> None:
     argparse.ngettext = _words_as_written  # type: ignore[attr-defined]
 
 
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help formatter, told the terminal width: its own probe imports shutil (and bz2, lzma),
-    ~3 ms of every command's start. Width as shutil.get_terminal_size gives it: $COLUMNS, the terminal, 80."""
-
-    def __init__(self, prog: str, **kwargs) -> None:
-        if kwargs.get("width") is None:
-            import os
-
-            try:
-                columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
-            except (ValueError, OSError, AttributeError):
-                columns = 80
-            kwargs["width"] = (columns or 80) - 2
-        super().__init__(prog, **kwargs)
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        """argparse's wrapping, never at a hyphen: `memory-studio sample-path` or `--password-stdin` stay whole."""
-        import textwrap
-
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
-
-
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser with `_Formatter` unless told otherwise (the subcommands' parsers too)."""
 
@@ -176,7 +164,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, add in COMMANDS.items():
         if only is None or name == only:
             add(sub)
+    parser.set_defaults(_parsers=sub.choices)   # each command's own parser, for its own usage line
     return parser
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Return ARGV parsed; an unknown option exits 2 with the command's own usage line, not the top-level one.
+
+    argparse hands a subcommand's unrecognised arguments back to the top-level parser, whose usage
+    (`memory-studio [-h] [--version] {threads} ...`) says nothing about the command typed.
+    """
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        own = vars(args).get("_parsers", {}).get(vars(args).get("command"))
+        (own or parser).error(f"unrecognized arguments: {' '.join(extras)}")
+    vars(args).pop("_parsers", None)
+    return args
 
 
 def takes(word: str) -> bool:
@@ -216,7 +219,7 @@ def _run(argv: list[str]) -> int:
     gc.disable()
     try:
         only = argv[0] if argv and argv[0] in COMMANDS else None
-        args = build_parser(only).parse_args(argv)  # a command imports only its own module
+        args = parse_command_line(build_parser(only), argv)  # a command imports only its own module
         options = vars(args)
         if options.get("password_stdin"):
             from studio.app.password_input import read_secret_from_stdin

@@ -10,7 +10,8 @@ Without `--json`, `threads` and `recall` print lines to read (`studio.cli.human`
         -> {"message_ids": [...], "total": N, "has_more": bool}         (Memory.recall)
     memory-studio recall PATH --thread ID [--resource ID] (--vector-search TEXT --embedder PROVIDER/MODEL
                          [--base-url URL] | --vector-of MESSAGE_ID) [--top-k K] [--message-range N]
-                         [--scope thread|resource] [--last-messages N] [--exact] [--per-page M | --all] --json
+                         [--scope thread|resource] [--last-messages N] [--exact] [--per-page M | --all]
+                         [--vector-store PATH|URL] --json
         -> {"message_ids", "total", "has_more", "index_name", "semantic_recall", "vector_search": "ann"|"exact",
             "vector_hits": [{"id", "message_id", "thread_id", "score", "text"}]}   (semantic recall)
     memory-studio speakers PATH --thread ID --json
@@ -43,7 +44,7 @@ import sys
 
 from studio.app.failures import EXIT_OK, EXIT_REFUSED, BadInput, say
 from studio.app.history import recall_document, speakers_document, threads_document
-from studio.cli import JSON_HELP, READ_PATH_HELP, add_full_backup_argument, add_target_argument, reading
+from studio.cli import JSON_HELP, READ_PATH_HELP, add_target_argument, add_write_arguments, reading
 from studio.cli.output import print_json
 from studio.common.metadata_filter import ValidationError, parse_metadata_json
 
@@ -191,6 +192,9 @@ def add_recall_command(subparsers) -> None:
                          help="search the resource's messages (default) or the thread's")
     meaning.add_argument("--last-messages", type=_non_negative, default=10, metavar="N",
                          help="Memory's lastMessages, the default page size (default 10)")
+    meaning.add_argument("--vector-store", metavar="PATH|URL",
+                         help="the database of Memory's vector store when it is not PATH (a libSQL file or server "
+                              "holding LibSQLVector's memory_messages tables)")
     meaning.add_argument("--exact", action="store_true",
                          help="score every vector of the scope instead of libSQL's ANN candidates (Mastra's query "
                               "uses the ANN index: compare both to see whether it missed a neighbour)")
@@ -207,7 +211,9 @@ def _semantic_recall(args) -> int:
                        "(Memory.recall's semantic path here reads the newest page)")
     config = SemanticConfig(args.top_k, args.message_range, args.scope)
     per_page = _per_page(args)
-    with reading(args.path) as store:
+    from studio.app.vector_store import vector_store_attached
+
+    with reading(args.path) as opened, vector_store_attached(opened, args.vector_store) as store:
         if args.vector_of:
             doc = recall_with_vector(store, args.thread, args.vector_of, config, resource_id=args.resource,
                                      per_page=per_page, last_messages=args.last_messages, exact=args.exact)
@@ -279,14 +285,11 @@ def add_clone_command(subparsers) -> None:
     """Register `clone PATH --thread ID [--new-id ID] [--title T] [--message-limit N] [--yes] --json`."""
     p = subparsers.add_parser("clone", help="clone a thread as Mastra's cloneThread does "
                                             "(writes: asks on a terminal, or --yes)")
-    add_target_argument(p, help="memory.db path (opened for writing once the write is confirmed)")
+    add_write_arguments(p, help="memory.db path (opened for writing once the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to clone")
     p.add_argument("--new-id", metavar="ID", help="the new thread's id (default: a new UUID)")
     p.add_argument("--title", metavar="T", help="the new thread's title")
     p.add_argument("--message-limit", type=_non_negative, metavar="N", help="clone only the last N messages")
-    p.add_argument("--yes", action="store_true", help="write without asking")
-    add_full_backup_argument(p)
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_clone)
 
 
@@ -424,11 +427,8 @@ def add_delete_thread_command(subparsers) -> None:
     """Register `delete-thread PATH --thread ID [--yes] [--json]`."""
     p = subparsers.add_parser("delete-thread", help="delete a thread as Mastra's Memory.deleteThread does "
                                                     "(writes: asks on a terminal, or --yes)")
-    add_target_argument(p, help="memory.db path or server URL (opened for writing once the write is confirmed)")
-    add_full_backup_argument(p)
+    add_write_arguments(p, help="memory.db path or server URL (opened for writing once the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to delete")
-    p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_delete_thread)
 
 
@@ -453,15 +453,12 @@ def add_update_thread_command(subparsers) -> None:
     """Register `update-thread PATH --thread ID [--title T] [--metadata JSON] [--yes] [--json]`."""
     p = subparsers.add_parser("update-thread", help="set a thread's title and merge keys into its metadata as "
                                                     "Mastra's Memory.updateThread does (writes: asks, or --yes)")
-    add_target_argument(p, help="memory.db path or server URL (opened for writing once the write is confirmed)")
-    add_full_backup_argument(p)
+    add_write_arguments(p, help="memory.db path or server URL (opened for writing once the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to update")
     p.add_argument("--title", metavar="T", help="the new title (default: keep it)")
     p.add_argument("--metadata", metavar="JSON", help='keys to set in the metadata, merged into it as Mastra does '
                                                       '(a key is replaced or added, never removed), e.g. '
                                                       '\'{"category": "billing"}\'')
-    p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_update_thread)
 
 
@@ -536,16 +533,13 @@ def add_working_memory_command(subparsers) -> None:
     """Register `working-memory PATH --thread ID [--scope S (--text T | --file F) [--yes]] [--json]`."""
     p = subparsers.add_parser("working-memory", help="show a thread's and its resource's working memory, or write "
                                                      "one as Mastra's Memory.updateWorkingMemory does (asks, or --yes)")
-    add_target_argument(p, help="memory.db path or server URL")
-    add_full_backup_argument(p)
+    add_write_arguments(p, help="memory.db path or server URL")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread")
     p.add_argument("--scope", choices=["resource", "thread"],
                    help="write this scope (Mastra's workingMemory.scope; its default is resource)")
     text = p.add_mutually_exclusive_group()
     text.add_argument("--text", metavar="T", help="the new working memory")
     text.add_argument("--file", metavar="F", help="read the new working memory from F (UTF-8; - for stdin)")
-    p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_working_memory)
 
 

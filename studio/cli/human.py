@@ -7,6 +7,8 @@ and times read from the open store. Times are local, with seconds; numbers with 
 
 from __future__ import annotations
 
+from studio.common.wording import plural
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
     from studio.store.memory_store import MemoryStore
@@ -17,15 +19,11 @@ __all__ = ["inspect_text", "recall_text", "threads_text"]
 PREVIEW_CHARS = 100
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
 def _more(doc: dict, shown: int, noun: str, flag: str) -> str:
     total = int(doc.get("total") or 0)
     if doc.get("has_more"):
-        return f"{_plural(shown, noun)} shown of {total:,}: --page N for the next ones, {flag} for every one."
-    return f"{_plural(total, noun)}." if shown == total else f"{_plural(shown, noun)} shown of {total:,}."
+        return f"{plural(shown, noun)} shown of {total:,}: --page N for the next ones, {flag} for every one."
+    return f"{plural(total, noun)}." if shown == total else f"{plural(shown, noun)} shown of {total:,}."
 
 
 def threads_text(store: MemoryStore, doc: dict) -> str:
@@ -69,11 +67,11 @@ def inspect_text(doc: dict) -> str:
 
     threads = doc.get("threads") or []
     records = doc.get("observational_memory") or []
-    lines = [f"{doc.get('path', '')}: {_plural(len(threads), 'thread')}, "
-             f"{_plural(len(records), 'observational memory record')}", "", "Threads:"]
+    lines = [f"{doc.get('path', '')}: {plural(len(threads), 'thread')}, "
+             f"{plural(len(records), 'observational memory record')}", "", "Threads:"]
     for t in threads:
         lines.append(f"  {t['id']}  “{fmt.preview(t.get('title') or '', 60)}”  resource {t.get('resource_id')}  "
-                     f"{_plural(int(t.get('message_count') or 0), 'message')}  "
+                     f"{plural(int(t.get('message_count') or 0), 'message')}  "
                      f"updated {fmt.local_time(t.get('updated_at'), seconds=True)}")
     if records:
         lines += ["", "Observational memory (Mastra's figures, tokens):"]
@@ -82,6 +80,9 @@ def inspect_text(doc: dict) -> str:
                      f"observations {fmt.tokens(r.get('observation_token_count'))} / "
                      f"{fmt.tokens(r.get('observation_tokens'))} to reflect")
         for thread_id, s in (r.get("status") or {}).items():
+            if isinstance(s, dict) and isinstance(s.get("uncountable"), dict):
+                lines.append(f"    {thread_id}: ⚠ pending messages unknown — {s['uncountable']['sentence']}")
+                continue
             if not isinstance(s, dict) or "pending_tokens" not in s:
                 continue
             due = [what for what, flag in (("observe", s.get("should_observe")), ("reflect", s.get("should_reflect")))
@@ -89,7 +90,7 @@ def inspect_text(doc: dict) -> str:
             chunks = int(s.get("buffered_chunk_count") or 0)
             lines.append(f"    {thread_id}: pending messages {fmt.tokens(s['pending_tokens'])} / "
                          f"{fmt.tokens(s.get('threshold'))}"
-                         + (f", {_plural(chunks, 'buffered chunk')}" if chunks else "")
+                         + (f", {plural(chunks, 'buffered chunk')}" if chunks else "")
                          + (f" — due: {' and '.join(due)}" if due else ""))
     lines += ["", "Add --json for every figure (the stable document)."]
     return "\n".join(lines)

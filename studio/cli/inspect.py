@@ -8,6 +8,8 @@ The documents are `studio.app.inspection`'s; without `--json`, `inspect` prints 
 
 from __future__ import annotations
 
+import sys
+
 from studio.app.failures import EXIT_OK, BadInput
 from studio.app.inspection import inspect_document, tokens_document
 from studio.cli import JSON_HELP, READ_PATH_HELP, add_target_argument, reading
@@ -56,4 +58,6 @@ def _run_tokens(args) -> int:
     with reading(args.path) as store:
         doc = tokens_document(store, thread_id)
     print_json(doc)
+    for note in doc["uncountable"]:  # the JSON says it too; a person reading the terminal sees why the nulls
+        print(f"memory-studio: warning: {note['sentence']}", file=sys.stderr)
     return EXIT_OK

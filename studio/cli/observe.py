@@ -32,7 +32,7 @@ from pathlib import Path
 
 from studio.app.failures import EXIT_FAILURE, EXIT_OK, BadInput, say
 from studio.app.observation import ChunkPlan, pending_difference
-from studio.cli import JSON_HELP, add_full_backup_argument, add_target_argument
+from studio.cli import add_write_arguments
 from studio.cli import interaction as tty
 from studio.cli.interaction import TerminalInteraction, run_cancellable
 from studio.cli.output import print_json
@@ -225,12 +225,9 @@ def add_activate_command(subparsers) -> None:
     """Register `activate PATH --thread ID [--dry-run] [--yes] [--json]` (+ the write protocol's options)."""
     p = subparsers.add_parser("activate", help="activate buffered observation chunks now, as Mastra does at the "
                                                "threshold (no model call)")
-    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
+    add_write_arguments(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to activate")
     p.add_argument("--dry-run", action="store_true", help="show what would move; write nothing (no backup)")
-    p.add_argument("--yes", action="store_true", help="write without asking")
-    add_full_backup_argument(p)
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_run_activate)
 
@@ -239,7 +236,7 @@ def add_observe_command(subparsers) -> None:
     """Register `observe PATH --thread ID [--model M | --strategy rule-based | --answer-file FILE] [--base-url URL]
     [--timeout S] [--below-threshold] [--dry-run] [--yes] [--json]`."""
     p = subparsers.add_parser("observe", help="write an Observer answer as the observation of the unobserved window")
-    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
+    add_write_arguments(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread to observe")
     p.add_argument("--answer-file", metavar="FILE", help="the Observer's answer (<observations>…)")
     p.add_argument("--model", metavar="PROVIDER/MODEL",
@@ -253,8 +250,5 @@ def add_observe_command(subparsers) -> None:
                    help="observe although the window is below Mastra's threshold")
     p.add_argument("--dry-run", action="store_true",
                    help="show the window and the proposed lines; write nothing (also below the threshold)")
-    p.add_argument("--yes", action="store_true", help="write without asking")
-    add_full_backup_argument(p)
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_run_observe)

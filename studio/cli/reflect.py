@@ -43,7 +43,7 @@ from __future__ import annotations
 import sys
 
 from studio.app.failures import EXIT_FAILURE, EXIT_OK, EXIT_REFUSED, BadInput, say
-from studio.cli import JSON_HELP, add_full_backup_argument, add_target_argument
+from studio.cli import add_write_arguments
 from studio.cli import interaction as tty
 from studio.cli.interaction import TerminalInteraction, run_cancellable, stdout_to_stderr
 from studio.cli.output import print_json
@@ -226,7 +226,7 @@ def add_reflect_command(subparsers) -> None:
     """Register `reflect PATH --thread ID [--model M] [--base-url URL] [--strategy S] [--dry-run] [--yes] [--json]`."""
     p = subparsers.add_parser("reflect", help="propose a new OM generation (Reflector or offline) and write it after "
                                               "confirmation")
-    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
+    add_write_arguments(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to reflect")
     p.add_argument("--model", metavar="PROVIDER/MODEL",
                    help="e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5, google/gemini-2.5-flash, "
@@ -238,9 +238,6 @@ def add_reflect_command(subparsers) -> None:
     p.add_argument("--timeout", type=positive_seconds, default=300.0, metavar="SECONDS",
                    help="longest wait for one model answer (default %(default)g)")
     p.add_argument("--dry-run", action="store_true", help="show the proposal; write nothing")
-    p.add_argument("--yes", action="store_true", help="write without asking")
-    add_full_backup_argument(p)
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_guard(_run_reflect))
 
@@ -290,11 +287,8 @@ def _run_revert(args) -> int:
 def add_revert_command(subparsers) -> None:
     """Register `revert PATH --thread ID --to-generation N [--yes] [--json]`."""
     p = subparsers.add_parser("revert", help="undo: write a new generation restoring generation N's observations")
-    add_target_argument(p, help="memory.db path (read-only until the write is confirmed)")
+    add_write_arguments(p, help="memory.db path (read-only until the write is confirmed)")
     p.add_argument("--thread", required=True, metavar="ID", help="the thread whose OM record to revert")
     p.add_argument("--to-generation", required=True, type=int, metavar="N", help="the generation to restore")
-    p.add_argument("--yes", action="store_true", help="write without asking")
-    add_full_backup_argument(p)
-    p.add_argument("--json", action="store_true", help=JSON_HELP)
     add_protocol_arguments(p)
     p.set_defaults(run=_guard(_run_revert))

@@ -16,6 +16,7 @@ file, an unknown thread, a thread without OM, or settings Mastra would reject.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from studio.app.failures import EXIT_OK, BadInput
 from studio.app.timeline import thread_timeline, timeline_document, whatif_document
@@ -89,6 +90,9 @@ def _run_timeline(args) -> int:
     with reading(args.path) as store:
         doc = timeline_document(store, args.thread)
     print_json(doc)
+    if "uncountable" in doc:  # said in the JSON too; the terminal reader learns why the series stops early
+        print("memory-studio: warning: the timeline stops before the message Mastra cannot count: "
+              f"{doc['uncountable']['sentence']}", file=sys.stderr)
     return EXIT_OK
 
 

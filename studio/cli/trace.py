@@ -8,12 +8,19 @@
                                  "similarity", "priority", "model", "compression",
                                  "tokens_before", "tokens_after"}]}],
        "messages": [{"id", "thread_id", "role", "created_at", "excerpt", "observed", "match", "score"}]}
-  memory-studio context PATH --thread ID --turn N [--last-messages N] [--json]
+  memory-studio context PATH --thread ID --turn N [--last-messages N] [--top-k K] [--message-range N]
+                        [--scope resource|thread] [--vector-store PATH|URL] [--json]
       {"turn", "turns", "generation", "segments_shown", "activated_chunks", "pending_chunks",
        "observations": {"text", "estimate", "exact"}, "window": [...], "working_memory": {...},
        "tokens": {"observations"|"window"|"working_memory"|"total": {"estimate", "exact"}},
        "model_view": {"observations"|"current_task"|"suggested_response": {"text", "tokens", "source"},
                       "messages": [{"role", "text", "id", "thread_id", "tokens"} | {"role", "kind"}]}, ...}
+
+Both carry "semantic_recall" (null when the turn's user message has no stored vector): {"query_message_id",
+  "index_name", "query_exact", "agent_turn", "semantic_recall", "vector_hits": [{"id", "message_id", "thread_id",
+  "score", "text"}], "brought_in_ids", "recalled": [{"id", "role", "thread_id", "created_at"}], "other_threads": [...],
+  "system_message"}; the model view then holds the recalled messages (`"recalled": true`) and the other
+  threads' system message (`model_view.remembered`).
 
 A thread without OM gets {"scope": "history", "turn", "turns", "last_messages", "token_limit",
   "boundary_at_turn", "replayed_boundary", "stored_boundary", "boundary_matches", "model_view"}: its
@@ -31,6 +38,7 @@ from studio.app.failures import EXIT_OK
 from studio.app.trace import context_document, trace_document
 from studio.cli import JSON_HELP, READ_PATH_HELP, add_target_argument, reading
 from studio.cli.output import print_json
+from studio.engine.semantic import DEFAULT_MESSAGE_RANGE, DEFAULT_TOP_K
 
 
 def _print_trace(doc: dict) -> None:
@@ -69,6 +77,7 @@ def _print_history_context(doc: dict) -> None:
     else:
         print(f"  {cap} (code, not data: --last-messages), no token budget stored")
     print(f"  messages            {len(view)} ({sum(m['tokens']['estimate'] for m in view):,} tokens, Mastra estimate)")
+    _print_recall(doc)
 
 
 def _print_context(doc: dict) -> None:
@@ -97,6 +106,16 @@ def _print_context(doc: dict) -> None:
     hints = sum(1 for m in view["messages"] if m.get("kind"))
     print(f"    messages            {len(view['messages']) - hints} stored"
           f"{' + the continuation reminder' if hints else ''}")
+    _print_recall(doc)
+
+
+def _print_recall(doc: dict) -> None:
+    recall = doc.get("semantic_recall")
+    if recall is None:
+        return
+    print(f"  Semantic recall ({len(recall['vector_hits'])} hit(s) for the turn's stored vector): "
+          f"{len(recall['recalled'])} message(s) of this thread recalled, {len(recall['other_threads'])} of "
+          f"other threads remembered")
 
 
 def _positive_int(text: str) -> int:
@@ -144,12 +163,33 @@ def add_context_command(subparsers) -> None:
     p.add_argument("--turn", required=True, type=_positive_int, metavar="N", help="the turn (1 = first user message)")
     p.add_argument("--last-messages", type=_count, metavar="N", default=None,
                    help="the agent's lastMessages, for a thread without OM (default: Mastra's, 10; 0: no history)")
+    meaning = p.add_argument_group("semantic recall (Memory's semanticRecall: code, not data; defaults are Mastra's)")
+    meaning.add_argument("--top-k", type=_top_k, default=DEFAULT_TOP_K, metavar="K",
+                         help=f"hits per query (default {DEFAULT_TOP_K})")
+    meaning.add_argument("--message-range", type=_count, default=DEFAULT_MESSAGE_RANGE, metavar="N",
+                         help=f"messages kept before and after each hit (default {DEFAULT_MESSAGE_RANGE})")
+    meaning.add_argument("--scope", choices=["resource", "thread"], default="resource",
+                         help="search the resource's messages (default) or the thread's")
+    meaning.add_argument("--vector-store", metavar="PATH|URL",
+                         help="the database of Memory's vector store when it is not PATH (a libSQL file or server "
+                              "holding LibSQLVector's memory_messages tables)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(run=_run_context)
 
 
+def _top_k(text: str) -> int:
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("topK is 1 or more")
+    return value
+
+
 def _run_context(args) -> int:
-    with reading(args.path) as store:
-        doc = context_document(store, args.thread, args.turn, last_messages=args.last_messages)
+    from studio.app.vector_store import vector_store_attached
+    from studio.engine.semantic import SemanticConfig
+
+    semantic = SemanticConfig(args.top_k, args.message_range, args.scope)
+    with reading(args.path) as opened, vector_store_attached(opened, args.vector_store) as store:
+        doc = context_document(store, args.thread, args.turn, last_messages=args.last_messages, semantic=semantic)
     print_json(doc) if args.json else _print_context(doc)
     return EXIT_OK

@@ -23,6 +23,9 @@ from json.encoder import encode_basestring as _c_quote
 from typing import Any
 
 __all__ = [
+    "JS_LINE_START",
+    "JS_SPACE",
+    "JS_SPACE_NOT_NEWLINE",
     "JS_WHITESPACE",
     "JS_WHITESPACE_CHARS",
     "UNDEFINED",
@@ -73,6 +76,12 @@ UNDEFINED = _Undefined()
 # JavaScript's `\s` (WhiteSpace + LineTerminator) as a regex class body. Python's `\s` differs:
 # it adds U+001C..U+001F and U+0085 and lacks U+FEFF.
 JS_WHITESPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+#: JavaScript's `\s` as a whole class, and `[^\S\n]` (whitespace but a newline), for Python patterns.
+JS_SPACE = f"[{JS_WHITESPACE}]"
+JS_SPACE_NOT_NEWLINE = "[" + JS_WHITESPACE.replace("\n", "") + "]"
+#: A regex `^` under JavaScript's `m` flag: the start, or after \n, \r, U+2028 or U+2029 (Python's
+#: MULTILINE `^` follows \n only). Use it without re.MULTILINE.
+JS_LINE_START = "(?:(?<=[\n\r\u2028\u2029])|\\A)"
 # The same set spelled out, for str.strip / membership tests.
 JS_WHITESPACE_CHARS = "".join(
     chr(c) for c in (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0xA0, 0x1680, *range(0x2000, 0x200B),

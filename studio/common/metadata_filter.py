@@ -107,12 +107,16 @@ def parse_metadata_json(text: str) -> dict | None:
     """Parse a metadata filter given as JSON text (`{"category": "billing"}`) and validate it.
 
     Returns the filter, or None for `{}`. Raises ValidationError for text that is not JSON (NaN and
-    Infinity included), not an object, or breaks a rule.
+    Infinity included), not an object (`null` too: Mastra's validateStorageMetadataFilter treats only an
+    absent filter as none and throws on null), or breaks a rule.
     """
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, TypeError) as exc:
         raise ValidationError(f"the metadata filter is not valid JSON: {exc}") from exc
+    if value is None:
+        raise ValidationError("a metadata filter must be a JSON object of key: value pairs, not null "
+                              "(leave the option out for no filter)")
     return validate_metadata_filter(value)
 
 
@@ -164,15 +168,24 @@ def parse_key_values(text: str) -> dict | None:
     return out or None
 
 
+def _double(number: int | float) -> float:
+    """NUMBER as JavaScript holds it: a double (an integer past 2**53 rounds; past the largest double, ±Infinity)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return float("inf") if number > 0 else float("-inf")
+
+
 def _same(stored: Any, expected: Any) -> bool:
-    """JavaScript `===` between two JSON scalars (true is not 1; 2 equals 2.0)."""
+    """JavaScript `===` between two JSON scalars (true is not 1; 2 equals 2.0; numbers compared as doubles,
+    so 9007199254740993 equals 9007199254740992 as it does in JavaScript)."""
     if isinstance(stored, bool) or isinstance(expected, bool):
         return isinstance(stored, bool) and isinstance(expected, bool) and stored is expected
     if expected is None:
         return stored is None
     if isinstance(expected, str):
         return isinstance(stored, str) and stored == expected
-    return isinstance(stored, (int, float)) and not isinstance(stored, bool) and stored == expected
+    return isinstance(stored, (int, float)) and not isinstance(stored, bool) and _double(stored) == _double(expected)
 
 
 def message_metadata_matches(content: Any, metadata_filter: dict | None) -> bool:
@@ -180,13 +193,14 @@ def message_metadata_matches(content: Any, metadata_filter: dict | None) -> bool
 
     Mirrors `storageMessageMatchesMetadataFilter`: every key must be an own key of
     `content.metadata` and hold exactly the expected value; a missing key never matches, a null
-    filter value matches only an explicit null.
+    filter value matches only an explicit null. Content text JSON.parse rejects (NaN, Infinity
+    included) matches nothing.
     """
     if not metadata_filter:
         return True
     if isinstance(content, (str, bytes)):
         try:
-            content = json.loads(content)
+            content = json.loads(content, parse_constant=_reject_constant)
         except ValueError:
             return False
     if not isinstance(content, dict):

@@ -30,6 +30,7 @@ from studio.common.jscompat import (
     utf16_len,
 )
 from studio.common.jsurl import decode_uri_component, parse_url
+from studio.engine.count_guards import require_decoded
 from studio.engine.estimate_cache import ensure_mastra, part_mastra
 from studio.engine.images import decode_image_bytes, image_dimensions, is_http_url, is_image_like_file
 
@@ -58,13 +59,12 @@ def is_image_file(part: Any) -> bool:
 # ------------------------------------------------------------------------------------ descriptors
 
 def _filename_from_data(data: Any) -> str | None:
-    """Last path segment of an http(s) URL, URI-decoded (kept raw where decodeURIComponent would throw)."""
+    """Last path segment of an http(s) URL, URI-decoded; UncountableMessage where decodeURIComponent throws."""
     url = parse_url(data) if is_http_url(data) else None
     name = next((s for s in reversed(url[1].split("/")) if s), None) if url else None
     if not name:
         return None
-    decoded = decode_uri_component(name)
-    return name if decoded is None else decoded
+    return require_decoded(decode_uri_component(name), "its attachment URL's file name")
 
 
 def attachment_filename(part: Any) -> str | None:
@@ -110,10 +110,11 @@ def source_stats(asset: Any) -> tuple[str, int | None]:
 def file_descriptor(part: Any) -> str:
     """Return the JSON descriptor (type, mimeType, filename) priced for a file without inline bytes."""
     filename = get(part, "filename")
+    inferred = _filename_from_data(get(part, "data"))  # Mastra decodes it even when a filename is given
     return json_stringify({
         "type": "file",
         "mimeType": coalesce(get(part, "mimeType")),
-        "filename": js_trim(filename) if is_nonblank(filename) else _filename_from_data(get(part, "data")),
+        "filename": js_trim(filename) if is_nonblank(filename) else inferred,
     })
 
 

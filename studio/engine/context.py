@@ -33,10 +33,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from studio.engine import tokens
-from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, split_segments
+from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, iso_or_none, split_segments
 from studio.engine.exact_counts import exact_message_tokens, exact_tokens
 from studio.engine.resource_view import observer_lines
 from studio.engine.timeline import MessageWindow, Timeline, apply_event, build_timeline, replay_state
+from studio.engine.timeline_series import Peaks
 from studio.engine.working_memory_view import working_memory_part
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
@@ -115,6 +116,9 @@ class TurnContext:
     status_unobserved_messages: int | None = None
     events: list[dict] = field(default_factory=list)
     model_view: dict = field(default_factory=dict)
+    semantic_recall: dict | None = None  # what semantic recall added (studio.app.recall_context), None: nothing
+    #: Why no turn after `turns` can be shown (a message Mastra cannot count arrives there), else None.
+    uncountable: str | None = None
 
     @property
     def total_estimate(self) -> int:
@@ -139,9 +143,12 @@ class TurnContext:
         return out
 
 
-def _order(tl: Timeline) -> list[tuple[int, int, int]]:
-    """Messages and events in the order the Timeline replays them: (ms, 0=message/2=moved host, 1=event, index)."""
-    times = [m.created_ms for m in tl.messages]
+def _order(tl: Timeline, times: list[int | None] | None = None) -> list[tuple[int, int, int]]:
+    """Messages and events in the order the Timeline replays them: (ms, 0=message/2=moved host, 1=event, index).
+
+    TIMES: each message's createdAt (epoch ms) when the caller has them.
+    """
+    times = times if times is not None else [m.created_ms for m in tl.messages]
     order, last = [], None
     for i, t in enumerate(times):
         last = t if t is not None else last
@@ -186,7 +193,9 @@ def turn_at_time(tl: Timeline, thread_id: str, at_ms: int | None) -> int:
 def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Timeline | None = None) -> TurnContext:
     """Return what OM put into the model's context at turn TURN (1-based) of THREAD_ID.
 
-    TIMELINE: a full (not slim) `build_timeline` result to reuse. Raises ContextError (unknown
+    TIMELINE: a full (not slim) `build_timeline` result to reuse. In a thread holding a message Mastra
+    cannot count (`Timeline.uncountable`) the turns before it are shown, the last of them ending where
+    that message arrives; a later turn raises ContextError saying why. Raises ContextError (unknown
     thread, no OM record, turn out of range) or StoreError.
     """
     from studio.engine.timeline import TimelineError
@@ -199,10 +208,14 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     user_times = [ms for ms, _ in users]
     if not user_times:
         raise ContextError(f"Thread {thread_id!r} has no user message, so no turn")
+    if tl.uncountable is not None and turn > len(user_times):
+        raise ContextError(f"Turn {turn} cannot be shown: {tl.uncountable.sentence()}; turns 1 to "
+                           f"{len(user_times)} of thread {thread_id!r} come before it")
     if not 1 <= turn <= len(user_times):
         raise ContextError(f"Turn {turn} is out of range: thread {thread_id!r} has turns 1 to {len(user_times)}")
     start_ms, user_index = users[turn - 1]
-    end_ms = user_times[turn] if turn < len(user_times) else None
+    # the last turn ends now, or where a message Mastra cannot count arrives (the timeline stops there)
+    end_ms = user_times[turn] if turn < len(user_times) else tl.uncountable_at_ms
     # In resource scope another thread's user message may come before this thread's next one: its
     # turn (and what OM did in it) is not part of this turn's start.
     step_end_ms = _next_user_ms(tl, user_index, end_ms)
@@ -293,7 +306,8 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         model_view=view,
         thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),
         user_message_id=tl.messages[user_index].id, at=tl.messages[user_index].created_at,
-        until=tl.messages[users[turn][1]].created_at if end_ms is not None else None,
+        until=(tl.messages[users[turn][1]].created_at if turn < len(user_times)
+               else iso_or_none(end_ms) if end_ms is not None else None),
         generation=record.generation_count, record_id=record.id, segments_shown=shown, segments_total=len(segments),
         activated_chunks=activated, pending_chunks=pending, current_task=task, suggested_response=suggestion,
         observations=Section("observations", block, tokens.count_observations(block), exact_tokens(block)),
@@ -306,7 +320,84 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         status_pending_tokens=status.pending_tokens if status is not None else None,
         status_unobserved_messages=status.unobserved_message_count if status is not None else None,
         events=[{**tl.events[ei].to_json(), "inferred": tl.events[ei].inferred} for ei in applied
-                if tl.events[ei].turn == timeline_turn])
+                if tl.events[ei].turn == timeline_turn],
+        uncountable=tl.uncountable.sentence() if tl.uncountable is not None else None)
+
+
+@dataclass(frozen=True)
+class AgentTurn:
+    """The memory load the agent got at one turn, after OM's step 0 (tokens, Mastra's estimates).
+
+    `window`: the unobserved message window (`TurnContext.window_estimate`: the turn's own input
+    kept even when step 0 observed it); `log`: the observation log in force (`observationTokenCount`).
+    """
+
+    turn: int
+    window: int
+    log: int
+
+
+def agent_turns(tl: Timeline) -> list[AgentTurn]:
+    """Return, for each turn of TL's lookup key, what the agent got after OM's step 0, in one pass.
+
+    The figures `turn_context` gives turn by turn (thread scope: `window_estimate`, and the log in
+    force), without the model view or exact counts: every OM event before the next user message
+    applies (Mastra's step 0 runs before the actor is called, even when its rows are stamped after the
+    turn's reply), messages count up to the turn's user message, and that message counts even when
+    step 0 observed it (Mastra keeps the turn's input, `preserveMessageIds`). Turns are the lookup
+    key's user messages in time order (in resource scope, every thread's, as the Timeline numbers
+    them, and the window is the resource's: not what `turn_context` reports per thread there, so the
+    studio measures thread scope only). The real run's side of What-if's "agent's peak".
+    """
+    times = [m.created_ms for m in tl.messages]
+    # Only a message that hosts OM markers can hold an end marker: the others are read as id and time alone.
+    hosts = {e.message_id for e in tl.events if e.message_id} | {
+        mk.message_id for mk in tl.event_log.markers if mk.message_id}
+    marked = [i for i, m in enumerate(tl.messages) if m.id in hosts]
+    after_marker = _after_marker({i: tl.messages[i].as_mastra() for i in marked}, tl, marked)
+    order = _order(tl, times)
+    users = sorted((t, i) for i, (m, t) in enumerate(zip(tl.messages, times, strict=True))
+                   if m.role == "user" and t is not None)
+    light = [{"id": m.id, "createdAt": m.created_at} for m in tl.messages]
+    window = MessageWindow(light, tl.message_counts, after_marker, tl.message_eligible, times=times)
+    state = replay_state(tl)
+    chunks: dict[str, int] = {}
+    out: list[AgentTurn] = []
+    pos = 0
+    for k, (_start, user_index) in enumerate(users):
+        step_end = users[k + 1][0] if k + 1 < len(users) else None
+        while pos < len(order):
+            ms, what, idx = order[pos]
+            if what != 1:
+                if step_end is not None and ms >= step_end and idx > user_index:
+                    break
+                window.add_until(idx)
+            else:
+                if step_end is not None and ms >= step_end:
+                    break
+                apply_event(tl, idx, window, state, chunks, -1)
+            pos += 1
+        if step_end is None:
+            for ei, event in enumerate(tl.events):
+                if event.at_ms is None and event.changes_state:
+                    apply_event(tl, ei, window, state, chunks, -1)
+        window.add_until(user_index)
+        got = window.tokens_through(user_index)
+        if not window.holds(user_index):   # observed at this step 0: the model still got it
+            got += window.message_tokens(user_index) + (0 if got else tokens.TOKENS_PER_CONVERSATION)
+        out.append(AgentTurn(turn=k + 1, window=got, log=state["obs"]))
+    return out
+
+
+def agent_peaks(tl: Timeline) -> Peaks:
+    """Return the largest load the agent got at a turn after OM's step 0 (`agent_turns`; tokens).
+
+    `context_tokens`: the largest window + log of one turn; `message_tokens`: the largest window.
+    TL must hold message contents (a `build_timeline` result, not a slim one).
+    """
+    turns = agent_turns(tl)
+    return Peaks(context_tokens=max((t.window + t.log for t in turns), default=0),
+                 message_tokens=max((t.window for t in turns), default=0))
 
 
 def _model_view(tl: Timeline, dicts: list[dict], record: OMRecord, block: str, shown: int, hints: dict,
@@ -523,6 +614,8 @@ def after_turn_lines(doc: dict) -> list[str]:
                  "; other threads' context after this turn is not reconstructed (Mastra adds it to pending "
                  "tokens), so this counts the resource's messages only")
     lines.append(text)
+    if doc.get("uncountable"):
+        lines.append(f"⚠ No turn after turn {doc['turns']} can be shown: {doc['uncountable']}")
     return lines
 
 
@@ -582,11 +675,17 @@ def _record(generations: list[OMRecord], generation: int) -> OMRecord:
     return same[-1] if same else generations[-1]
 
 
-def _after_marker(dicts: list[dict], tl: Timeline) -> dict[int, int | None]:
+def _after_marker(dicts, tl: Timeline, indexes: list[int] | None = None) -> dict[int, int | None]:
+    """Return {message index: tokens of its parts after its last completed end marker (None: none left)}.
+
+    DICTS: the messages as Mastra holds them (`as_mastra`), a list, or a dict by index with INDEXES
+    naming the messages to look at (default: every one).
+    """
     from studio.engine.unobserved import last_completed_observation_boundary, unobserved_parts
 
     out = {}
-    for i, m in enumerate(dicts):
+    for i in (range(len(dicts)) if indexes is None else indexes):
+        m = dicts[i]
         if last_completed_observation_boundary(m) != -1:
             parts = unobserved_parts(m)
             out[i] = (tokens.count_message_for_status({**m, "content": {**m["content"], "parts": parts}},

@@ -52,6 +52,7 @@ class HistoryContext:
     replayed_boundary: dict | None
     stored_boundary: dict | None
     model_view: dict = field(default_factory=dict)
+    semantic_recall: dict | None = None  # what semantic recall added (studio.app.recall_context), None: nothing
 
     @property
     def boundary_matches(self) -> bool | None:
@@ -66,7 +67,8 @@ class HistoryContext:
                 "at": self.at, "last_messages": self.last_messages, "token_limit": self.token_limit,
                 "boundary_at_turn": self.boundary, "replayed_boundary": self.replayed_boundary,
                 "stored_boundary": self.stored_boundary,
-                "boundary_matches": self.boundary_matches, "model_view": self.model_view}
+                "boundary_matches": self.boundary_matches, "model_view": self.model_view,
+                "semantic_recall": self.semantic_recall}
 
 
 def stored_boundary(metadata: dict | None) -> dict | None:

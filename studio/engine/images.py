@@ -17,6 +17,7 @@ from typing import Any
 
 from studio.common.jscompat import JS_WHITESPACE, get, node_utf8, utf16_len
 from studio.common.jsurl import decode_uri_component, parse_url
+from studio.engine.count_guards import require_decoded
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -98,7 +99,7 @@ def decode_image_bytes(value: Any) -> bytes | None:
     """Return the bytes of an inline image asset (data URL or bare base64), or None (decodeImageBuffer).
 
     http(s) URLs, filesystem-looking paths and text that is not plausibly base64 give None; so does
-    a percent-encoded data URL that decodeURIComponent would reject (Mastra would throw there).
+    a percent-encoded data URL that decodeURIComponent rejects raises UncountableMessage (Mastra throws URIError).
     """
     if not isinstance(value, str) or is_http_url(value):
         return None
@@ -109,8 +110,7 @@ def decode_image_bytes(value: Any) -> bytes | None:
         header, payload = value[:comma], value[comma + 1:]
         if ";base64" in header.lower():
             return _node_base64(payload)
-        decoded = decode_uri_component(payload)
-        return None if decoded is None else node_utf8(decoded)
+        return node_utf8(require_decoded(decode_uri_component(payload), "its data URL"))
     length = utf16_len(value)
     if (length < 16 or length % 4 or _JS_WS.search(value) or _looks_like_path(value)
             or not _BASE64_TEXT.fullmatch(value)):

@@ -224,6 +224,8 @@ def source_text(source: dict | None) -> str:
         return f"thread {source['thread_id']}'s working memory (metadata)"
     if kind == "unknown":
         return "source unknown: written by a reflection, not kept in the rows"
+    if kind == "semantic-recall":
+        return f"semantic recall: {len(source['message_ids'])} message(s) of other threads"
     return ""
 
 
@@ -247,11 +249,15 @@ def view_rows(view: dict) -> list[tuple[str, int, int, str]]:
         part = view[name]
         if part["text"] is not None or (part["source"] or {}).get("kind") == "unknown":
             rows.append((label, part["tokens"]["estimate"], part["tokens"]["exact"], source_text(part["source"])))
+    if (part := view.get("remembered")) and part["text"] is not None:  # studio.engine.recall_view
+        rows.append(("Remembered from other conversations", part["tokens"]["estimate"], part["tokens"]["exact"],
+                     source_text(part["source"])))
     for m in view["messages"]:
         if m.get("kind") == CONTINUATION_HINT:
             rows.append((f"{m['role']}: continuation reminder", 0, 0, "injected by Mastra, never stored"))
         else:
-            rows.append((f"{m['role']} message", m["tokens"]["estimate"], m["tokens"]["exact"],
+            rows.append((f"{m['role']} message{' (recalled)' if m.get('recalled') else ''}", m["tokens"]["estimate"],
+                         m["tokens"]["exact"],
                          f"message {m['id']}" + (f" (thread {m['thread_id']})" if m.get("thread_id") else "")))
     return rows
 
@@ -271,9 +277,11 @@ def view_text(view: dict) -> str:
             out.append(f"[{name.replace('_', ' ')}]\n{part['text']}")
         elif (part["source"] or {}).get("kind") == "unknown":
             out.append(f"[{name.replace('_', ' ')}]\n(source unknown: a reflection wrote it; the rows do not keep it)")
+    if (view.get("remembered") or {}).get("text") is not None:
+        out.append(f"[remembered from other conversations]\n{view['remembered']['text']}")
     for m in view["messages"]:
         if m.get("kind") == CONTINUATION_HINT:
             out.append(f"[{m['role']}: Mastra's continuation reminder]")
         else:
-            out.append(f"[{m['role']}]\n{m['text']}")
+            out.append(f"[{m['role']}{', recalled' if m.get('recalled') else ''}]\n{m['text']}")
     return "\n\n".join(out)

@@ -24,13 +24,16 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from studio.common.jscompat import js_trim
+from studio.common.jscompat import JS_LINE_START, JS_SPACE, js_trim
 from studio.common.om_settings import observer_extractors
 from studio.engine.reflector_parse import (
     detect_degenerate_repetition,
     sanitize_observation_lines,
     string_extractor_value,
 )
+
+#: JavaScript's `i` flag without `u` (ASCII case folding of the tag names only).
+_I = re.IGNORECASE | re.ASCII
 
 #: Mastra's default Observer extractors (continuation hints on, thread titles off).
 DEFAULT_SLUGS = ("current-task", "suggested-response")
@@ -40,15 +43,16 @@ def observer_slugs(config: dict | None) -> tuple[str, ...]:
     """Return the inline extractor slugs of a record's stored CONFIG (`om_settings.observer_extractors`):
     thread-title is one when the record has `observation.threadTitle` on."""
     return tuple(spec.slug for spec in observer_extractors(config))
-_OBSERVATIONS = re.compile(r"^[ \t]*<observations>([\s\S]*?)^[ \t]*</observations>", re.IGNORECASE | re.MULTILINE)
-_EXTRACTED = re.compile(r"<extracted-values>([\s\S]*?)</extracted-values>", re.IGNORECASE)
-_EXTRACTED_STRIP = re.compile(r"[ \t]*<extracted-values>[\s\S]*?</extracted-values>\s*", re.IGNORECASE)
-_LIST_LINE = re.compile(r"^\s*[-*]\s|^\s*[0-9]+\.\s")
+_OBSERVATIONS = re.compile(rf"{JS_LINE_START}[ \t]*<observations>([\s\S]*?){JS_LINE_START}[ \t]*</observations>", _I)
+_EXTRACTED = re.compile(r"<extracted-values>([\s\S]*?)</extracted-values>", _I)
+_EXTRACTED_STRIP = re.compile(rf"[ \t]*<extracted-values>[\s\S]*?</extracted-values>{JS_SPACE}*", _I)
+_LIST_LINE = re.compile(rf"{JS_SPACE}*[-*]{JS_SPACE}|{JS_SPACE}*[0-9]+\.{JS_SPACE}")  # used with .match
 _SECTION_FIRST = {
-    "current-task": re.compile(r"^[ \t]*<current-task>([\s\S]*?)^[ \t]*</current-task>", re.IGNORECASE | re.MULTILINE),
-    "suggested-response": re.compile(r"^[ \t]*<suggested-response>([\s\S]*?)^[ \t]*</suggested-response>",
-                                     re.IGNORECASE | re.MULTILINE),
-    "thread-title": re.compile(r"^[ \t]*<thread-title>([\s\S]*?)</thread-title>", re.IGNORECASE | re.MULTILINE),
+    "current-task": re.compile(
+        rf"{JS_LINE_START}[ \t]*<current-task>([\s\S]*?){JS_LINE_START}[ \t]*</current-task>", _I),
+    "suggested-response": re.compile(
+        rf"{JS_LINE_START}[ \t]*<suggested-response>([\s\S]*?){JS_LINE_START}[ \t]*</suggested-response>", _I),
+    "thread-title": re.compile(rf"{JS_LINE_START}[ \t]*<thread-title>([\s\S]*?)</thread-title>", _I),
 }
 
 
@@ -96,7 +100,7 @@ def _extracted_values(text: str, slugs: tuple[str, ...]) -> dict[str, str]:
     for slug in slugs:
         if slug in values:
             continue
-        matches = re.findall(rf"<{re.escape(slug)}>([\s\S]*?)</{re.escape(slug)}>", text, re.IGNORECASE)
+        matches = re.findall(rf"<{re.escape(slug)}>([\s\S]*?)</{re.escape(slug)}>", text, _I)
         raw = js_trim(matches[-1]) if matches else ""
         if raw and (value := string_extractor_value(raw)) is not None:
             values[slug] = value
@@ -106,7 +110,7 @@ def _extracted_values(text: str, slugs: tuple[str, ...]) -> dict[str, str]:
 def _strip_sections(text: str, slugs: tuple[str, ...]) -> str:
     out = _EXTRACTED_STRIP.sub("", text)
     for slug in slugs:
-        out = re.sub(rf"[ \t]*<{re.escape(slug)}>[\s\S]*?</{re.escape(slug)}>\s*", "", out, flags=re.IGNORECASE)
+        out = re.sub(rf"[ \t]*<{re.escape(slug)}>[\s\S]*?</{re.escape(slug)}>{JS_SPACE}*", "", out, flags=_I)
     return out
 
 
@@ -141,8 +145,8 @@ def parse_observer_output(output: str, slugs: tuple[str, ...] = DEFAULT_SLUGS) -
     )
 
 
-_THREAD_BLOCK = re.compile(r'<thread\s+id="([^"]+)">([\s\S]*?)</thread>', re.IGNORECASE)
-_OBSERVATIONS_FIRST = re.compile(r"^[ \t]*<observations>([\s\S]*?)^[ \t]*</observations>", re.IGNORECASE | re.MULTILINE)
+_THREAD_BLOCK = re.compile(rf'<thread{JS_SPACE}+id="([^"]+)">([\s\S]*?)</thread>', _I)
+_OBSERVATIONS_FIRST = _OBSERVATIONS
 
 
 def parse_multi_thread_output(output: str, slugs: tuple[str, ...] = DEFAULT_SLUGS
@@ -169,10 +173,10 @@ def parse_multi_thread_output(output: str, slugs: tuple[str, ...] = DEFAULT_SLUG
         observations = _strip_sections(body, slugs)
         found = {}
         for slug in ("current-task", "suggested-response", "thread-title"):
-            sm = re.search(rf"<{slug}>([\s\S]*?)</{slug}>", body, re.IGNORECASE)
+            sm = re.search(rf"<{slug}>([\s\S]*?)</{slug}>", body, _I)
             if sm and sm.group(1):
                 found[slug] = js_trim(sm.group(1))
-                observations = re.sub(rf"<{slug}>[\s\S]*?</{slug}>", "", observations, count=1, flags=re.IGNORECASE)
+                observations = re.sub(rf"<{slug}>[\s\S]*?</{slug}>", "", observations, count=1, flags=_I)
         observations, _cut = sanitize_observation_lines(js_trim(observations))
         # callMultiThread: an active extractor's value (its LAST section) wins over the first section
         threads[thread_id] = ParsedObservation(

@@ -25,22 +25,33 @@ import json
 import re
 from dataclasses import dataclass
 
-from studio.common.jscompat import from_utf16, js_trim, safe_slice, to_utf16, utf16_len
+from studio.common.jscompat import (
+    JS_LINE_START,
+    JS_SPACE,
+    JS_SPACE_NOT_NEWLINE,
+    JS_WHITESPACE_CHARS,
+    from_utf16,
+    js_trim,
+    safe_slice,
+    to_utf16,
+    utf16_len,
+)
 
 #: Mastra's MAX_OBSERVATION_LINE_CHARS (UTF-16 code units).
 MAX_OBSERVATION_LINE_CHARS = 10_000
 #: Mastra's MIN_DUPLICATE_LINE_CHARS for the duplicate-line degenerate check.
 MIN_DUPLICATE_LINE_CHARS = 24
 TRUNCATION_MARK = " … [truncated]"
+#: JavaScript's `i` flag without `u`: tag names fold ASCII case only (Python would also match U+017F to "s").
+_I = re.IGNORECASE | re.ASCII
 REFLECTION_SLUGS = ("current-task", "suggested-response")
 
-_OBSERVATIONS = re.compile(r"^[ \t]*<observations>([\s\S]*?)^[ \t]*</observations>", re.IGNORECASE | re.MULTILINE)
-_EXTRACTED = re.compile(r"<extracted-values>([\s\S]*?)</extracted-values>", re.IGNORECASE)
-_EXTRACTED_STRIP = re.compile(r"[ \t]*<extracted-values>[\s\S]*?</extracted-values>\s*", re.IGNORECASE)
-_LIST_LINE = re.compile(r"^\s*[-*]\s|^\s*[0-9]+\.\s")
-_ANCHOR = re.compile(r"(^|\n)([^\S\n]*)\[(O[0-9]+(?:-N[0-9]+)?)\][^\S\n]*")
+_OBSERVATIONS = re.compile(rf"{JS_LINE_START}[ \t]*<observations>([\s\S]*?){JS_LINE_START}[ \t]*</observations>", _I)
+_EXTRACTED = re.compile(r"<extracted-values>([\s\S]*?)</extracted-values>", _I)
+_EXTRACTED_STRIP = re.compile(rf"[ \t]*<extracted-values>[\s\S]*?</extracted-values>{JS_SPACE}*", _I)
+_LIST_LINE = re.compile(rf"{JS_SPACE}*[-*]{JS_SPACE}|{JS_SPACE}*[0-9]+\.{JS_SPACE}")  # used with .match
+_ANCHOR = re.compile(rf"(^|\n)({JS_SPACE_NOT_NEWLINE}*)\[(O[0-9]+(?:-N[0-9]+)?)\]{JS_SPACE_NOT_NEWLINE}*")
 _JSON_LIKE = re.compile(r'^(?:[\[{"-]|[0-9]|true\b|false\b|null\b)')
-_GROUP_TAG = re.compile(r"<observation-group\s[^>]*>|</observation-group>")
 
 
 @dataclass
@@ -129,12 +140,74 @@ def has_observation_groups(observations: str) -> bool:
     return bool(observations) and "<observation-group" in observations
 
 
+_GROUP_OPEN, _GROUP_CLOSE = "<observation-group", "</observation-group>"
+
+
+def _scan_group_tags(text: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]]]:
+    """Mastra's scanObservationGroupTags: ([(start, end, content)] of whole groups, [(start, end)] of openings
+    left unclosed at a line start). An opening needs whitespace (JavaScript's \\s) right after its name;
+    the first closing tag after it closes it, unless another opening at a line start comes first."""
+    tags: list[tuple[int, int, str]] = []
+    incomplete: list[tuple[int, int]] = []
+    cursor = close_floor = 0
+    while cursor < len(text):
+        start = text.find(_GROUP_OPEN, cursor)
+        if start == -1:
+            break
+        attributes = start + len(_GROUP_OPEN)
+        if attributes >= len(text) or text[attributes] not in JS_WHITESPACE_CHARS:
+            cursor = attributes
+            continue
+        open_end = text.find(">", attributes)
+        if open_end == -1:
+            break
+        close = text.find(_GROUP_CLOSE, max(open_end + 1, close_floor))
+        if close == -1:
+            if start == 0 or text[start - 1] == "\n":
+                incomplete.append((start, open_end + 1))
+            close_floor, cursor = len(text), open_end + 1
+            continue
+        nested = text.find(_GROUP_OPEN, open_end + 1)
+        if nested != -1 and nested < close and text[nested - 1] == "\n":
+            incomplete.append((start, open_end + 1))
+            close_floor, cursor = close, nested
+            continue
+        tags.append((start, close + len(_GROUP_CLOSE), text[open_end + 1:close]))
+        close_floor = close
+        cursor = close + len(_GROUP_CLOSE)
+    return tags, incomplete
+
+
 def strip_observation_groups(observations: str) -> str:
-    """Return the log without `<observation-group>` wrapper tags (what Mastra shows its Reflector)."""
-    if not has_observation_groups(observations):
+    """Return the log without `<observation-group>` wrappers, as Mastra's stripObservationGroups does.
+
+    Each whole group becomes its trimmed content, an unclosed opening at a line start is dropped
+    (other text is kept as it is), then runs of 3+ newlines become 2 and the result is trimmed
+    (JavaScript's trim). Empty text is returned as it is.
+    """
+    if not observations:
         return observations
-    text = _GROUP_TAG.sub("", observations)
-    return js_trim(re.sub(r"\n{3,}", "\n\n", text))
+    tags, incomplete = _scan_group_tags(observations)
+    parts: list[str] = []
+    cursor = opening = 0
+
+    def skip_openings_before(limit: float) -> None:
+        nonlocal cursor, opening
+        while opening < len(incomplete) and incomplete[opening][0] < limit:
+            start, end = incomplete[opening]
+            opening += 1
+            if start < cursor:
+                continue
+            parts.append(observations[cursor:start])
+            cursor = end
+
+    for start, end, content in tags:
+        skip_openings_before(start)
+        parts.extend((observations[cursor:start], js_trim(content)))
+        cursor = end
+    skip_openings_before(float("inf"))
+    parts.append(observations[cursor:])
+    return js_trim(re.sub(r"\n{3,}", "\n\n", "".join(parts)))
 
 
 def string_extractor_value(raw: str) -> str | None:
@@ -156,7 +229,7 @@ def string_extractor_value(raw: str) -> str | None:
 
 
 def _tag_value(text: str, slug: str) -> str | None:
-    matches = re.findall(rf"<{re.escape(slug)}>([\s\S]*?)</{re.escape(slug)}>", text, re.IGNORECASE)
+    matches = re.findall(rf"<{re.escape(slug)}>([\s\S]*?)</{re.escape(slug)}>", text, _I)
     return string_extractor_value(matches[-1]) if matches else None
 
 
@@ -187,7 +260,7 @@ def _extracted_values(text: str) -> dict[str, str]:
 def _strip_sections(text: str) -> str:
     out = _EXTRACTED_STRIP.sub("", text)
     for slug in REFLECTION_SLUGS:
-        out = re.sub(rf"[ \t]*<{re.escape(slug)}>[\s\S]*?</{re.escape(slug)}>\s*", "", out, flags=re.IGNORECASE)
+        out = re.sub(rf"[ \t]*<{re.escape(slug)}>[\s\S]*?</{re.escape(slug)}>{JS_SPACE}*", "", out, flags=_I)
     return out
 
 

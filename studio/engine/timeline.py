@@ -48,7 +48,7 @@ from studio.engine.unobserved import (
     last_completed_observation_boundary,
     unobserved_parts,
 )
-from studio.errors import EngineError
+from studio.errors import EngineError, UncountableMessage
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, OMRecord, Thread, iso_to_ms
 
@@ -107,17 +107,19 @@ class MessageWindow:
     Mirrors `getUnobservedMessages` over what `loadMessagesFromStorage` returns: a message
     counts when it has arrived, its `createdAt` is after the cursor (`lastObservedAt`) and its id
     is not in `observedMessageIds`; system messages and working-memory signals never count.
-    `tokens()` is `countMessagesAsync` of that list (24 once + each message), in tokens.
+    `tokens()` is `countMessagesAsync` of that list (24 once + each message), in tokens. TIMES: each
+    message's createdAt (epoch ms) when the caller already parsed them.
     """
 
     def __init__(self, messages: list[dict], counts: list[int], after_marker: dict[int, int | None] | None = None,
-                 eligible: list[bool] | None = None, before_marker: dict[int, int] | None = None):
+                 eligible: list[bool] | None = None, before_marker: dict[int, int] | None = None,
+                 times: list[int | None] | None = None):
         self.messages = messages
         self.counts = counts
         self.after_marker = after_marker or {}   # index -> tokens of the parts after its last end marker
         self.before_marker = before_marker or {}  # index -> tokens of the parts before its first start marker
         self.marked: set[int] = set()
-        self.times = [iso_to_ms(m.get("createdAt")) for m in messages]
+        self.times = times if times is not None else [iso_to_ms(m.get("createdAt")) for m in messages]
         self._sorted_times, last = [], -1  # storage order is createdAt order; a missing time keeps its place
         for t in self.times:
             last = max(last, t) if t is not None else last
@@ -178,6 +180,26 @@ class MessageWindow:
         """Return the window's tokens (Mastra's estimate of the list; 0 when empty)."""
         return tokens.TOKENS_PER_CONVERSATION + self._sum if self._n else 0
 
+    def holds(self, index: int) -> bool:
+        """Return whether message INDEX counts in the window now (arrived, eligible, unobserved)."""
+        return index < self.arrived and index >= self._start and self._counts_now(index)
+
+    def message_tokens(self, index: int) -> int:
+        """Return what message INDEX adds to the window (its unobserved parts once it holds a marker; tokens)."""
+        return self._tokens_of(index)
+
+    def tokens_through(self, index: int) -> int:
+        """Return `tokens()` counting only the arrived messages up to INDEX (inclusive; tokens, 0 when none).
+
+        Costs the messages arrived after INDEX, not the window's size.
+        """
+        total, n = self._sum, self._n
+        for i in range(max(index + 1, self._start), self.arrived):
+            if self._counts_now(i):
+                total -= self._tokens_of(i)
+                n -= 1
+        return tokens.TOKENS_PER_CONVERSATION + total if n else 0
+
     def mark(self, index: int) -> None:
         """Count message INDEX as Mastra does once it holds a completed observation's end marker."""
         if index in self.after_marker and index not in self.marked:
@@ -217,6 +239,13 @@ class Timeline:
     generations: list[OMRecord]
     message_counts: list[int] = field(default_factory=list)
     message_eligible: list[bool] = field(default_factory=list)
+    #: The message Mastra cannot count (`UncountableMessage`), when one is governed: the series stops
+    #: before it (messages and events from its time on are left out); None when every message counts.
+    uncountable: UncountableMessage | None = None
+    uncountable_at_ms: int | None = None   # that message's createdAt (epoch ms): where the series stops
+    #: What the agent got at its heaviest turn after OM's step 0, (window + log, window) in tokens, when
+    #: the loader measured it before dropping message contents (`studio.engine.context.agent_peaks`).
+    agent_peaks: tuple[int, int] | None = None
 
     def slim(self) -> Timeline:
         """Return this timeline without message contents (ids, roles, times kept), to send between processes.
@@ -247,8 +276,12 @@ class Timeline:
         return sum(p[1] for p in pairs) / total_in if total_in else None
 
     def to_json(self) -> dict:
-        """Return the stable `timeline --json` document {"points": [...], "events": [...]}."""
-        return {"points": [p.to_json() for p in self.points], "events": [e.to_json() for e in self.events]}
+        """Return the stable `timeline --json` document {"points": [...], "events": [...]}, with
+        "uncountable" (`UncountableMessage.to_json`) when the series stops before a message Mastra cannot count."""
+        doc = {"points": [p.to_json() for p in self.points], "events": [e.to_json() for e in self.events]}
+        if self.uncountable is not None:
+            doc["uncountable"] = self.uncountable.to_json()
+        return doc
 
     def point_for_event(self, event_index: int) -> Point | None:
         """Return the point drawn right after event EVENT_INDEX, or the last point before it."""
@@ -265,11 +298,6 @@ class Timeline:
 def message_eligibility(messages: list[dict]) -> list[bool]:
     """Return, per message, whether it can count in the window (not system, not a working-memory signal)."""
     return [m.get("role") != "system" and not is_working_memory_state_signal(m) for m in messages]
-
-
-def load_timeline(store: MemoryStore, thread_id: str) -> Timeline:
-    """Return THREAD_ID's timeline without message contents (`Timeline.slim`): what the studio draws."""
-    return build_timeline(store, thread_id).slim()
 
 
 def governed_messages(store: MemoryStore, record: OMRecord, thread: Thread | None) -> list[Message]:
@@ -307,7 +335,9 @@ def build_timeline(store: MemoryStore, thread_id: str | None = None, *, lookup_k
     """Return the timeline of THREAD_ID's OM record (or of the record LOOKUP_KEY).
 
     PROGRESS(done, total) is called as messages are counted; setting CANCEL stops early with
-    TimelineError. Raises TimelineError (unknown thread, no OM record) or StoreError (read failed).
+    TimelineError. A message Mastra's count throws on ends the series: the timeline holds the points
+    up to the message before it, no message or timed event from its time on, and `uncountable` says why.
+    Raises TimelineError (unknown thread, no OM record) or StoreError (read failed).
     """
     thread, generations = resolve_record(store, thread_id, lookup_key)
     current = generations[-1]
@@ -315,17 +345,27 @@ def build_timeline(store: MemoryStore, thread_id: str | None = None, *, lookup_k
     settings = resolve_settings(current.config, current.scope)
     dicts = [m.as_mastra() for m in messages]
     counts = []
+    uncountable, cut_ms = None, None
     for i, m in enumerate(dicts):
         if cancel is not None and cancel.is_set():
             raise TimelineError("Cancelled")
-        counts.append(tokens.count_message_for_status(m, model=settings.counter_model))
+        try:
+            counts.append(tokens.count_message_for_status(m, model=settings.counter_model))
+        except UncountableMessage as exc:
+            uncountable = exc
+            break
         if progress is not None and (i % 500 == 0 or i == len(dicts) - 1):
             progress(i + 1, len(dicts))
-    after_marker, before_marker = marker_counts(dicts, settings.counter_model)
     log = build_events(messages, generations, async_observation=settings.async_observation_enabled)
+    if uncountable is not None:  # Mastra's getStatus throws from this message on: no figure past it
+        cut_ms = messages[len(counts)].created_ms
+        messages, dicts = messages[:len(counts)], dicts[:len(counts)]
+        log.events[:] = [e for e in log.events if e.at_ms is None or (cut_ms is not None and e.at_ms < cut_ms)]
+    after_marker, before_marker = marker_counts(dicts, settings.counter_model)
     timeline = Timeline(thread_id=thread.id if thread else None, lookup_key=current.lookup_key, scope=current.scope,
                         settings=settings, points=[], events=log.events, messages=messages, event_log=log,
-                        generations=generations, message_counts=counts, message_eligible=message_eligibility(dicts))
+                        generations=generations, message_counts=counts, message_eligible=message_eligibility(dicts),
+                        uncountable=uncountable, uncountable_at_ms=cut_ms if uncountable is not None else None)
     _replay_real(timeline, dicts, counts, after_marker, before_marker)
     return timeline
 

@@ -12,7 +12,7 @@ import threading
 import weakref
 from typing import Any
 
-from studio.engine.timeline import Timeline, load_timeline
+from studio.engine.timeline import Timeline, build_timeline
 from studio.engine.timeline_series import ChartSeries
 from studio.store.memory_store import MemoryStore
 
@@ -29,6 +29,22 @@ def timeline_key(timeline: Timeline) -> tuple:
 #: The timeline this process built last: (weak reference to its store, its key, the timeline).
 _last: tuple[Any, tuple, Timeline] | None = None
 _last_lock = threading.Lock()
+
+
+def load_timeline(store: MemoryStore, thread_id: str) -> Timeline:
+    """Return THREAD_ID's slim timeline (`Timeline.slim`) with its `agent_peaks` measured on the full one
+    (thread scope; None in resource scope).
+
+    Raises TimelineError (unknown thread, no OM record) and StoreError as `build_timeline`.
+    """
+    from studio.engine.context import agent_peaks
+
+    full = build_timeline(store, thread_id)
+    timeline = full.slim()
+    if full.scope != "resource":   # a resource's turns interleave its threads: not measured (see agent_turns)
+        peaks = agent_peaks(full)
+        timeline.agent_peaks = (peaks.context_tokens, peaks.message_tokens)
+    return timeline
 
 
 def remember_timeline(store: MemoryStore, timeline: Timeline) -> None:

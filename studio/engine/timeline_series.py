@@ -84,12 +84,25 @@ def runs_only(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x[keep], y[keep]
 
 
+def _max_int(values: np.ndarray) -> int:
+    finite = values[np.isfinite(values)] if len(values) else values
+    return int(finite.max()) if len(finite) else 0
+
+
 def event_y(event: OMEvent, point: Point | None) -> float:
     """Return where an event's marker sits: the tokens it read (window or log), else its point's window."""
     if event.tokens is not None and event.kind in (OBSERVATION, ACTIVATION, REFLECTION, REFLECTION_ACTIVATION,
                                                    REFLECTION_BUFFERING):
         return float(min(event.tokens, PLOT_LIMIT))
     return float(min(point.message_tokens, PLOT_LIMIT)) if point is not None else 0.0
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """Largest memory load (tokens): window + log taken at one moment, and the window alone."""
+
+    context_tokens: int
+    message_tokens: int
 
 
 @dataclass
@@ -136,6 +149,17 @@ class ChartSeries:
 
     def __len__(self) -> int:
         return len(self.y.get("message", ()))
+
+    @property
+    def peaks(self) -> Peaks:
+        """Return the highest window and window + log the chart draws (tokens; 0 when empty).
+
+        Read off the drawn arrays themselves (`y["message"]`, `y["message"] + y["observation"]` at the
+        same point), so a table quoting them always matches the chart's curves.
+        """
+        window = self.y.get("message", np.zeros(0))
+        both = window + self.y.get("observation", np.zeros(len(window)))
+        return Peaks(context_tokens=_max_int(both), message_tokens=_max_int(window))
 
     def curve(self, name: str, mode: str) -> tuple[np.ndarray, np.ndarray]:
         """Return (x, y) of series NAME over MODE; step-like series come without their inner run points."""

@@ -62,6 +62,7 @@ from studio.common.jscompat import (
     sha256_hex,
     truthy,
 )
+from studio.engine.count_guards import js_type, require_object, require_stampable, require_text, require_trimmable
 from studio.engine.estimate_cache import (
     TOKEN_ESTIMATE_CACHE_VERSION,
     TOKEN_ESTIMATE_SOURCE,
@@ -75,6 +76,7 @@ from studio.engine.estimate_cache import (
 )
 from studio.engine.tokenx import estimate_token_count
 from studio.engine.tool_results import resolve_tool_result, stringify_tool_result
+from studio.errors import UncountableMessage
 
 if TYPE_CHECKING:  # the names `__getattr__` loads on first use (`_LAZY`), for type checkers and linters
     from studio.engine.exact_counts import exact_message_tokens, exact_tokens, model_visible_text
@@ -85,6 +87,7 @@ __all__ = [
     "TOKENS_PER_MESSAGE",
     "TOKEN_ESTIMATE_CACHE_VERSION",
     "TOKEN_ESTIMATE_SOURCE",
+    "UncountableMessage",
     "count_message",
     "count_message_for_status",
     "count_messages",
@@ -170,25 +173,29 @@ class _Counter:
         self.model_id = self.model.get("modelId")
 
     # -- cached estimates (readOrPersistPartEstimate / ...FixedPartEstimate / ...MessageEstimate)
-    def _part_cached(self, part: Any, kind: str, payload: str, tokens: Any = None) -> Any:
+    def _part_cached(self, part: Any, kind: str, payload: Any, tokens: Any = None) -> Any:
+        payload = require_text(kind, payload)  # Mastra hashes every payload: anything but text throws
         stored = get(part_mastra(part), "tokenEstimate")
         if not isinstance(stored, dict) and not self.stamp:  # no cache to read or write: no key (sha256) needed
+            require_stampable(part, "providerMetadata")  # where Mastra writes its estimate back
             return count_string(payload) if tokens is None else tokens
         key = estimate_key(kind, payload)
         cached = cache_lookup(stored, key)
         if is_valid(cached, key):
             return cached["tokens"]
+        require_stampable(part, "providerMetadata")
         tokens = count_string(payload) if tokens is None else tokens
         self._stamp(part, "providerMetadata", key, tokens)
         return tokens
 
-    def _message_cached(self, message: dict, kind: str, payload: str) -> Any:
-        key = estimate_key(kind, payload)
+    def _message_cached(self, message: dict, kind: str, payload: Any) -> Any:
+        key = estimate_key(kind, require_text(kind, payload))
         content = message.get("content")
         cached = (cache_lookup(get(get(get(content, "metadata"), "mastra"), "tokenEstimate"), key)
                   or cache_lookup(get(get(message.get("metadata"), "mastra"), "tokenEstimate"), key))
         if is_valid(cached, key):
             return cached["tokens"]
+        require_stampable(content if isinstance(content, (dict, list)) else message, "metadata")
         tokens = count_string(payload)
         self._stamp(content if isinstance(content, dict) else message, "metadata", key, tokens)
         return tokens
@@ -300,7 +307,7 @@ class _Counter:
     def _signature(self, part: dict, inv: dict) -> tuple[Any, int]:
         """Tokens of a tool call's name and arguments, and the -12 overhead for JSON arguments."""
         tokens, delta = 0, 0
-        if truthy(inv.get("toolName")) and isinstance(inv["toolName"], str):
+        if truthy(inv.get("toolName")):
             tokens += self._part_cached(part, "tool-call-name", inv["toolName"])
         if "args" in inv:
             if isinstance(inv["args"], str):
@@ -313,20 +320,18 @@ class _Counter:
     def _tool_outcome(self, part: dict, inv: dict, state: str) -> tuple[Any, int]:
         """Tokens of what a finished (or answered) tool invocation adds to the call, and its overhead delta."""
         reason = get(get(inv, "approval"), "reason")
-        error = inv.get("errorText")
-        error = error if is_nonblank(error) else "Tool execution failed"
         if state == "approval-responded":
-            ok = truthy(reason) and isinstance(reason, str)
-            return (self._part_cached(part, "tool-approval-reason", reason) if ok else 0), 0
+            return (self._part_cached(part, "tool-approval-reason", reason) if truthy(reason) else 0), 0
         if state == "output-denied":
+            require_trimmable(reason, "a tool denial's reason", "invocation.approval?.reason")
             reason = reason if is_nonblank(reason) else "Tool call was not approved by the user"
             return self._part_cached(part, "tool-result-denied", reason), 0
         if state == "output-error":
-            return self._part_cached(part, "tool-result-error", error), 0
+            return self._part_cached(part, "tool-result-error", self._error_text(inv)), 0
         value, stored = resolve_tool_result(part, inv.get("result", UNDEFINED))
         if value is UNDEFINED or (isinstance(value, str) and not js_trim(value)):
             if truthy(inv.get("isError")):
-                return self._part_cached(part, "tool-result-error", error), 0
+                return self._part_cached(part, "tool-result-error", self._error_text(inv)), 0
             return self._part_cached(part, "tool-result-json", "[empty result]"), 0
         tokens = self._multimodal_result(part, value)
         if tokens is None:
@@ -334,13 +339,21 @@ class _Counter:
             tokens = self._part_cached(part, kind, stringify_tool_result(value))
         return tokens, (0 if isinstance(value, str) else -12)
 
+    @staticmethod
+    def _error_text(inv: dict) -> str:
+        """A failed tool's error text, or Mastra's stand-in when it is blank (`errorText?.trim()`)."""
+        error = inv.get("errorText")
+        require_trimmable(error, "a tool's error text", "invocation.errorText")
+        return error if is_nonblank(error) else "Tool execution failed"
+
     def _non_attachment(self, part: Any) -> tuple[Any, int, int]:
         """(tokens, overhead delta, extra tool messages) of a part that is not an attachment."""
         ptype = part.get("type", UNDEFINED) if isinstance(part, dict) else UNDEFINED
         if ptype == "text":
-            text = part.get("text")
-            return (self._part_cached(part, "text", text) if isinstance(text, str) else 0), 0, 0
-        inv = part.get("toolInvocation") if ptype == "tool-invocation" else None
+            return self._part_cached(part, "text", part.get("text", UNDEFINED)), 0, 0
+        inv = part.get("toolInvocation", UNDEFINED) if ptype == "tool-invocation" else None
+        if ptype == "tool-invocation":
+            require_object(inv, "a tool-invocation part's toolInvocation", "state")
         state = inv.get("state") if isinstance(inv, dict) else None
         if state in ("call", "partial-call", "approval-requested"):
             return (*self._signature(part, inv), 0)
@@ -353,9 +366,21 @@ class _Counter:
         return self._part_cached(part, f"part-{js_string(ptype)}", _serialize_part(part)), 0, 0
 
     def count_message(self, message: dict, for_status: bool = False) -> int:
-        """Count tokens (int) of one message like TokenCounter.countMessage (countMessageAsync when FOR_STATUS)."""
+        """Count tokens (int) of one message like TokenCounter.countMessage (countMessageAsync when FOR_STATUS).
+
+        Raises UncountableMessage (naming the message's id) where Mastra's count throws."""
+        try:
+            return self._count_message(message, for_status)
+        except UncountableMessage as exc:
+            message_id = message.get("id") if isinstance(message, dict) else None
+            raise (exc.for_message(message_id) if isinstance(message_id, str) and not exc.message_id else exc) from None
+
+    def _count_message(self, message: dict, for_status: bool) -> int:
         role = message.get("role")
-        payload: Any = count_string(role) if isinstance(role, str) else 0
+        if truthy(role) and not isinstance(role, str):
+            raise UncountableMessage(f"its role is {js_type(role)}, not text",
+                                     "TypeError: text.split is not a function")
+        payload: Any = count_string(role) if truthy(role) else 0
         overhead, extra = TOKENS_PER_MESSAGE, 0
         content = message.get("content")
         if isinstance(content, str):
@@ -363,10 +388,10 @@ class _Counter:
         elif isinstance(content, dict):
             parts = content.get("parts")
             if truthy(content.get("content")) and not isinstance(parts, list):
-                if isinstance(content["content"], str):
-                    payload += self._message_cached(message, "content-content", content["content"])
+                payload += self._message_cached(message, "content-content", content["content"])
             elif isinstance(parts, list):
                 for part in parts:
+                    require_object(part, "one of its parts", "type")
                     tokens = self._attachment(part, for_status)
                     if tokens is not None:
                         payload += tokens

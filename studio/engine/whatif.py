@@ -107,7 +107,8 @@ class WhatIfResult:
     def peak_context_tokens(self) -> int:
         """Return the largest message window + log the actor got at a turn (after step 0; tokens).
 
-        Window and log are taken at the same moment (a turn's `TurnContext`); see `peak_context`.
+        Window and log are taken at the same moment (a turn's `TurnContext`), as
+        `studio.engine.context.agent_peaks` measures the real run.
         """
         return max((t.context_tokens for t in self.turns), default=0)
 
@@ -134,55 +135,6 @@ class WhatIfResult:
             "points": [p.to_json() for p in self.points],
             "events": [e.to_json() for e in self.events],
         }
-
-
-@dataclass(frozen=True)
-class Peaks:
-    """The largest memory load the actor got at any turn (tokens): window + log and window alone,
-    both measured at the end of a turn's step 0 (so `context_tokens >= message_tokens`)."""
-
-    context_tokens: int
-    message_tokens: int
-
-
-def actor_points(points: list[Point], roles: list[str]) -> list[Point]:
-    """Return, per turn, the point whose state the actor got: the last of the run that starts at a
-    user message's point and continues through the event points right after it (OM's step 0).
-
-    POINTS: a timeline's or replay's points in order; ROLES: the role of each message, indexed
-    like `Point.message_index`. Messages before the first user message start no turn. An older
-    assistant message that arrives inside the run and hosts the observation right after it (Mastra
-    put that step-0 cycle's markers on it) belongs to the run.
-    """
-    out: list[Point] = []
-    current: Point | None = None
-    for k, p in enumerate(points):
-        if p.kind == "message":
-            is_user = p.message_index is not None and roles[p.message_index] == "user"
-            nxt = points[k + 1] if k + 1 < len(points) else None
-            if (not is_user and current is not None and nxt is not None and nxt.kind == OBSERVATION
-                    and nxt.message_index == p.message_index and nxt.turn == current.turn):
-                current = p
-                continue
-            if current is not None:
-                out.append(current)
-            current = p if is_user else None
-        elif current is not None:
-            current = p
-    if current is not None:
-        out.append(current)
-    return out
-
-
-def peak_context(points: list[Point], roles: list[str]) -> Peaks:
-    """Return the Peaks of a timeline's or a replay's POINTS (see `actor_points`).
-
-    The one computation behind `whatif`'s `peak_context_tokens` and the What-if table's
-    "Peak window + log" row, for the real run and the replay alike.
-    """
-    turns = actor_points(points, roles)
-    return Peaks(context_tokens=max((p.context_tokens for p in turns), default=0),
-                 message_tokens=max((p.message_tokens for p in turns), default=0))
 
 
 def real_sizes(timeline: Timeline) -> dict[str, list[int]]:
@@ -389,7 +341,7 @@ class _Replay:
         self.last_boundary = 0
         return True
 
-    def step0(self) -> None:
+    def step0(self, index: int) -> None:
         rs = self.rs
         self.pre_observation = self.window.snapshot()
         if rs.buffer_tokens is not None:
@@ -413,8 +365,11 @@ class _Replay:
             if rs.buffer_tokens is not None:
                 self.last_boundary = 0
         thr, rthr = rs.thresholds(self.obs)
+        got = self.window.tokens()
+        if not self.window.holds(index):  # observed at this step 0: Mastra keeps the turn's input
+            got += self.window.counts[index] + (0 if got else tokens.TOKENS_PER_CONVERSATION)
         self.result.turns.append(TurnContext(
-            turn=self.turn, at=self.at, message_tokens=self.window.tokens(), observation_tokens=self.obs,
+            turn=self.turn, at=self.at, message_tokens=got, observation_tokens=self.obs,
             buffered_tokens=sum(c["messageTokens"] for c in self.chunks), threshold=thr, reflection_threshold=rthr))
 
     def run(self, cancel: threading.Event | None) -> None:
@@ -427,7 +382,7 @@ class _Replay:
                 self.turn += 1
             self.point("message", message_index=i)
             if message.get("role") == "user":
-                self.step0()
+                self.step0(i)
 
 
 def simulate(timeline: Timeline, settings: WhatIfSettings, *, observation_ratio: float | None = None,

@@ -239,15 +239,16 @@ class HranaConnection:
     def _body(self, response: httpx.Response) -> dict:
         status = response.status_code
         if status in (401, 403):
+            # StoreError.kind from the HTTP status: no token sent is "no-secret", a token refused "auth"
             if not self._token:
                 raise StoreError(f"{self.display} asks for an auth token (HTTP {status}): set LIBSQL_AUTH_TOKEN or "
-                                 "TURSO_AUTH_TOKEN to a token for this database")
+                                 "TURSO_AUTH_TOKEN to a token for this database", kind="no-secret")
             if status == 403 and self.writes:
                 raise StoreError(f"{self.display} refused to write with the auth token {self._token_from} "
                                  "(HTTP 403): a read-only token cannot write (or the token is for another "
-                                 "database); nothing was written. Give a token with write access.")
+                                 "database); nothing was written. Give a token with write access.", kind="auth")
             raise StoreError(f"{self.display} refused the auth token {self._token_from} (HTTP {status}): "
-                             "it is wrong, expired, or for another database")
+                             "it is wrong, expired, or for another database", kind="auth")
         try:
             body = response.json()
         except ValueError:
@@ -258,8 +259,10 @@ class HranaConnection:
             raise StreamExpired(response.text)
         if status != 200 and isinstance(body, dict) and ("message" in body or "error" in body):
             detail = self._scrub(str(body.get("message") or body.get("error")))
-            kind = "a server error" if status >= 500 else "an error"
-            raise StoreError(f"{self.display} answered with {kind} (HTTP {status}): {detail}")
+            what = "a server error" if status >= 500 else "an error"
+            # HTTP 404 with the server's error: sqld has no such namespace (database), Turso no such database
+            raise StoreError(f"{self.display} answered with {what} (HTTP {status}): {detail}",
+                             kind="no-database" if status == 404 else None)
         if status != 200 or not isinstance(body, dict):
             raise StoreError(f"{self.display} is not a libSQL server (sqld or Turso): POST {PIPELINE_PATH} answered "
                              f"HTTP {status}{'' if isinstance(body, dict) else ' without Hrana JSON'}")

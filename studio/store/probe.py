@@ -10,22 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from studio.errors import SchemaError, StoreError, cause_chain
+from studio.errors import StoreError, store_error_kind
 from studio.store.credentials import secret_kind
 from studio.store.target import redact_url
 
 #: outcome → what the user should do about it (the sentence starts with what happened).
 OUTCOMES = ("ok", "auth", "no-secret", "unreachable", "not-mastra", "no-database", "error")
-
-# libpq's words, and the sentences `studio.store.backends.pg.describe_pg_error` makes of them
-_AUTH = ("password authentication failed", "authentication failed", "401", "unauthorized", "forbidden",
-         "invalid token", "jwt", "refused the password")
-_NO_SECRET = ("no password supplied", "fe_sendauth", "requires authentication", "asks for a password")
-_UNREACHABLE = ("connection refused", "nothing accepts connections", "is not known (check the url's host)",
-                "could not connect", "timeout expired", "timed out",
-                "name or service not known", "could not translate host name", "no route to host",
-                "network is unreachable", "connection reset", "server closed the connection",
-                "temporary failure in name resolution", "nodename nor servname", "down or unreachable")
 
 
 @dataclass(frozen=True)
@@ -47,22 +37,25 @@ class ConnectionCheck:
 
 
 def classify_failure(url: str, exc: BaseException) -> ConnectionCheck:
-    """Return the ConnectionCheck for the error EXC raised while opening URL (see OUTCOMES)."""
+    """Return the ConnectionCheck for the error EXC raised while opening URL (see OUTCOMES).
+
+    The outcome is the error's `StoreError.kind` (`store_error_kind`: EXC's or its causes'), which the backends
+    set from the driver's codes; an error without a kind is "error" with its first line.
+    """
     shown = redact_url(url)
-    kind = secret_kind(url) or "password"
+    secret = secret_kind(url) or "password"
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    causes = [detail.lower()] + [str(cause).lower() for cause in cause_chain(exc.__cause__, limit=4)]
-    text = " ".join(causes)
-    if isinstance(exc, SchemaError):
+    kind = store_error_kind(exc)
+    if kind == "not-mastra":
         return ConnectionCheck("not-mastra", f"Connected, but this is not a Mastra database: {detail}")
-    if any(s in text for s in _NO_SECRET):
-        return ConnectionCheck("no-secret", f"The server asks for a {kind} and none was given: type it below "
+    if kind == "no-secret":
+        return ConnectionCheck("no-secret", f"The server asks for a {secret} and none was given: type it below "
                                             f"(or set it in the environment / the system keyring). {shown}")
-    if any(s in text for s in _AUTH):
-        return ConnectionCheck("auth", f"Wrong {kind}: the server refused the login to {shown}")
-    if ("does not exist" in text and "database" in text) or "has no database named" in text:
+    if kind == "auth":
+        return ConnectionCheck("auth", f"Wrong {secret}: the server refused the login to {shown}")
+    if kind == "no-database":
         return ConnectionCheck("no-database", f"The server answered, but the database does not exist: {detail}")
-    if any(s in text for s in _UNREACHABLE):
+    if kind == "unreachable":
         return ConnectionCheck("unreachable", f"The server is down or unreachable: {detail}")
     return ConnectionCheck("error", detail if shown in detail else f"{shown}: {detail}")
 

@@ -63,14 +63,18 @@ def build_parser(commands: Sequence[str] = ()) -> argparse.ArgumentParser:
     import argparse
 
     from studio import __version__
+    from studio.common.help_format import HelpFormatter
 
     p = argparse.ArgumentParser(
-        prog="memory-studio",
+        prog="memory-studio", formatter_class=HelpFormatter,
         description="Open a Mastra memory.db in Memory Studio (the bundled sample when no PATH is given; "
-                    "memory-studio sample-path prints its path for the subcommands). "
+                    "memory-studio sample-path prints its path for the subcommands), or a store on a server by its "
+                    "URL: postgresql://USER@HOST/DB, libsql://DB-ORG.turso.io (or http://HOST:PORT for sqld), "
+                    "mongodb://USER@HOST/DB; in the studio, File ▸ Connect… (Ctrl+L) asks for the URL and password. "
                     f"Subcommands: {', '.join(commands)} (memory-studio SUBCOMMAND --help).")
     p.add_argument("--version", action="version", version=f"memory-studio {__version__}")
-    p.add_argument("path", nargs="?", help="memory.db path, file: URL, or postgresql:// / libsql:// / https:// URL")
+    p.add_argument("path", nargs="?", help="memory.db path, file: URL, or a server URL: postgresql://, libsql://, "
+                                            "http(s):// (sqld), mongodb:// or mongodb+srv://")
     p.add_argument("--password-stdin", action="store_true",
                    help="read the server's password or auth token from the first line of standard input instead "
                         "of the URL, where every user of this machine could read it (ps)")

@@ -44,10 +44,37 @@ def test_each_outcome_has_its_exit_code_and_its_own_words():
     assert outcome_heading(StoreError("x")) == "Nothing was written"
 
 
-def test_a_lost_connection_read_by_the_driver_is_a_dead_server_not_bad_input():
-    error = StoreError("Reading postgresql://u@h/db failed: consuming input failed: server closed the connection "
-                       "unexpectedly")
-    assert exit_code_for(error) == EXIT_SERVER_DOWN
+def test_a_dead_server_is_sorted_by_the_driver_s_codes_not_by_words():
+    """Exit 6 follows StoreError.kind, which the backends set from the driver: a PostgreSQL connect refused (a port
+    held bound and never listening refuses every connect), a session lost (psycopg: no SQLSTATE, no connect state),
+    pymongo's ConnectionFailure. The same words in a message without a kind are bad input (2)."""
+    import socket
+
+    import psycopg
+    import pymongo.errors
+
+    from studio.store import open_store
+    from studio.store.backends.mongodb import mongo_error_kind
+    from studio.store.backends.pg import pg_error_kind
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        with pytest.raises(StoreError) as opened:
+            open_store(f"postgresql://u@127.0.0.1:{port}/db?schema=s")
+    assert opened.value.kind == "unreachable" and exit_code_for(opened.value) == EXIT_SERVER_DOWN
+    lost = psycopg.OperationalError("consuming input failed: server closed the connection unexpectedly")
+    assert pg_error_kind(lost) == "unreachable"
+    assert pg_error_kind(psycopg.errors.lookup("57P01")("terminating connection due to administrator command")) \
+        == "unreachable"
+    assert pg_error_kind(psycopg.errors.lookup("3D000")('database "nope" does not exist')) == "no-database"
+    assert pg_error_kind(psycopg.errors.lookup("42P01")('relation "x" does not exist')) is None
+    assert mongo_error_kind(pymongo.errors.ServerSelectionTimeoutError("127.0.0.1:1: [Errno 111]")) == "unreachable"
+    assert mongo_error_kind(pymongo.errors.OperationFailure("Authentication failed.", code=18)) == "auth"
+    assert mongo_error_kind(pymongo.errors.OperationFailure("ns not found", code=26)) is None
+    words = StoreError("Reading postgresql://u@h/db failed: consuming input failed: server closed the connection")
+    assert exit_code_for(words) == EXIT_BAD_INPUT
+    assert exit_code_for(StoreError("Reading x failed: gone", kind="unreachable")) == EXIT_SERVER_DOWN
     assert exit_code_for(StoreError("Reading x failed: canceling statement due to lock timeout")) == EXIT_REFUSED
     assert exit_code_for(StoreError("x is not a Mastra database")) == EXIT_BAD_INPUT
 

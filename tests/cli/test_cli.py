@@ -277,3 +277,18 @@ def test_odd_stored_values_do_not_break_inspect(fixture_db, capsys, sql):
     assert {r["lookup_key"] for r in data["observational_memory"]} == set(load_oracle("support")["om"])
     for thread_id in ("support-1", "support-2"):
         run_json(capsys, ["tokens", str(path), thread_id, "--json"])
+
+
+def test_every_write_command_has_the_shared_write_options():
+    """The eight write commands share their options through one `add_write_arguments`: the target with
+    --password-stdin, --yes, --full-backup, --json; a command that does not write has none of --yes/--full-backup."""
+    from studio.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    shared = {"path", "password_stdin", "yes", "full_backup", "json"}
+    writers = {name for name, p in sub.choices.items() if {"full_backup", "yes"} <= {a.dest for a in p._actions}}
+    assert writers == {"reflect", "revert", "observe", "activate", "clone", "delete-thread", "update-thread",
+                       "working-memory"}
+    for name in writers:
+        assert shared <= {a.dest for a in sub.choices[name]._actions}, name

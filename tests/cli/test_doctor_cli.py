@@ -22,7 +22,7 @@ def test_doctor_json_shape_and_exit_code(fixture_db, capsys):
     assert main(["doctor", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"findings", "checked"}
-    assert doc["checked"]["threads"] == len(load_oracle("support")["threads"]) and doc["checked"]["checks"] == 21
+    assert doc["checked"]["threads"] == len(load_oracle("support")["threads"]) and doc["checked"]["checks"] == 22
     assert doc["findings"] and all(list(f) == FINDING_KEYS for f in doc["findings"])
     assert {f["severity"] for f in doc["findings"]} <= {"error", "warning", "info"}
     assert all(f["reference"] and f["fix"] for f in doc["findings"])

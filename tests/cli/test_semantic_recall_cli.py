@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 from contextlib import redirect_stdout
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +127,67 @@ def test_missing_embedder_and_unreachable_embedder(semantic_db, fake_llm, capsys
                             "--vector-search", "budget", "--embedder", "openai-compatible/m",
                             "--base-url", "http://127.0.0.1:9/v1", "--json"], capsys)
     assert code == 1 and "Cannot reach" in err and "Traceback" not in err
+
+
+def test_context_takes_the_semantic_recall_options(semantic_db, capsys):
+    """`context --top-k --message-range --scope` reach the turn's recall; Mastra's defaults without them."""
+    from studio.app.trace import context_document
+    from studio.engine.semantic import SemanticConfig
+    from studio.store import open_store
+
+    base = ["context", semantic_db, "--thread", "sem-lisbon", "--turn", "6", "--json"]
+    code, doc, _err = _run([*base, "--top-k", "3", "--message-range", "2", "--scope", "thread",
+                            "--last-messages", "6"], capsys)
+    code_default, default, _err = _run(base, capsys)
+    with open_store(semantic_db) as store:
+        assert doc == context_document(store, "sem-lisbon", 6, last_messages=6, semantic=SemanticConfig(3, 2, "thread"))
+        assert default == context_document(store, "sem-lisbon", 6, semantic=SemanticConfig(4, 1, "resource"))
+    assert (code, code_default) == (0, 0)
+    assert doc["semantic_recall"]["semantic_recall"] == {"topK": 3, "messageRange": 2, "scope": "thread"}
+    assert len(doc["semantic_recall"]["vector_hits"]) == 3 and len(default["semantic_recall"]["vector_hits"]) == 4
+    # resource scope reaches other threads: their messages are the system message's, never the thread's
+    assert default["semantic_recall"]["other_threads"] and doc["semantic_recall"]["other_threads"] == []
+
+
+@pytest.fixture(scope="module")
+def split_semantic(tmp_path_factory) -> tuple[str, str]:
+    """(storage file, vector file): the semantic fixture as LibSQLStore and LibSQLVector with different URLs."""
+    from tests.conftest import copy_fixture
+    from tests.vector_rows import split_vector_store
+
+    folder = tmp_path_factory.mktemp("split-semantic")
+    whole = copy_fixture("semantic", folder / "whole")
+    storage, vectors = folder / "storage.db", folder / "vectors.db"
+    split_vector_store(whole, storage, vectors)
+    return str(storage), str(vectors)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_recall_with_an_attached_vector_store_equals_mastra(split_semantic, semantic_db, fake_llm, case):
+    storage, vectors = split_semantic
+    hash64_server(fake_llm)
+    doc = run_recall(storage, case, fake_llm.base_url, "--vector-store", vectors)
+    assert_case(doc, case)
+    # the same search path as on the whole file: libSQL's ANN index moved with the vectors
+    assert doc["vector_search"] == _mastra_path(semantic_db, case)
+
+
+def test_context_with_an_attached_vector_store_equals_the_whole_file(split_semantic, semantic_db, capsys):
+    storage, vectors = split_semantic
+    compared = 0
+    for thread, turns in (("sem-lisbon", 6), ("sem-tax", 5), ("sem-notes", 2)):
+        for turn in range(1, turns + 1):
+            base = ["context", "--thread", thread, "--turn", str(turn), "--json"]
+            _c, whole, _e = _run([base[0], semantic_db, *base[1:]], capsys)
+            code, split, _e = _run([base[0], storage, *base[1:], "--vector-store", vectors], capsys)
+            assert code == 0 and split == whole
+            compared += whole["semantic_recall"] is not None
+            # sem-notes' messages were saved (Memory.saveMessages: random vector ids), never an agent's turn
+            assert whole["semantic_recall"]["agent_turn"] == (thread != "sem-notes")
+    assert compared == 13
+    # without the vector store the storage file alone knows no vector: no recall, and the refusal names why
+    _c, alone, _e = _run(["context", storage, "--thread", "sem-lisbon", "--turn", "6", "--json"], capsys)
+    assert alone["semantic_recall"] is None
+    code, _doc, err = _run(["recall", storage, "--thread", "sem-lisbon", "--vector-of", "x", "--json",
+                            "--vector-store", str(Path(storage).with_name("missing.db"))], capsys)
+    assert code != 0 and "missing.db" in err

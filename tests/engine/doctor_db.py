@@ -7,6 +7,7 @@ rows: the same columns, JSON text where Mastra writes text, JSONB where it write
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from pathlib import Path
 
@@ -25,21 +26,33 @@ def run(path: Path, **kwargs) -> list[dict]:
 
 
 def key(f: dict) -> tuple:
-    """Return a hashable identity of finding F: check, place, messages and (lost 🔴) the line."""
+    """Return a hashable identity of finding F: check, place, messages and (lost 🔴) the lines."""
     return (f["check"], f["thread_id"], f["lookup_key"], f["generation"], tuple(f["message_ids"]),
-            f["evidence"].get("line"), f["severity"])
+            tuple(ln["line"] for ln in f["evidence"]["lines"]) if f["check"] == "lost-high-priority" else None,
+            f["severity"])
 
 
-def new_findings(path: Path, edit, **kwargs) -> list[dict]:
-    """Run the doctor, apply EDIT(conn) to PATH, run again; return the findings that are new."""
+def new_findings(path: Path, edit, *, stdlib: bool = False, **kwargs) -> list[dict]:
+    """Run the doctor, apply EDIT(conn) to PATH, run again; return the findings that are new.
+
+    STDLIB: edit through Python's own sqlite3 module instead of libsql (no JSONB functions then:
+    write JSON as text, which Mastra reads too). libsql's native close crashed (SIGSEGV) now and
+    then after edits; the stdlib module's close cannot.
+    """
     before = {key(f) for f in run(path, **kwargs)}
-    conn = libsql.connect(str(path))
+    conn = sqlite3.connect(str(path)) if stdlib else libsql.connect(str(path))
     try:
         edit(conn)
         conn.commit()
     finally:
         conn.close()
     return [f for f in run(path, **kwargs) if key(f) not in before]
+
+
+def thread_metadata(path: Path, thread_id: str) -> dict:
+    """Return THREAD_ID's metadata as the studio reads it (JSON text or JSONB alike)."""
+    with open_store(path) as store:
+        return next(t.metadata for t in store.list_threads() if t.id == thread_id)
 
 
 def om_rows(conn, lookup_key: str) -> list[dict]:

@@ -39,14 +39,15 @@ def test_doctor_finds_exactly_what_mastra_left_in_each_fixture(fixture_db, name)
     findings = report["findings"]
     ties = {(f["thread_id"], tuple(sorted(f["message_ids"]))) for f in findings if f["check"] == "timestamp-ties"}
     assert ties == {(thread_id, tuple(ids)) for thread_id, ids in timestamp_ties(path).items()}
-    lost = {(f["lookup_key"], f["generation"], f["evidence"]["line"]) for f in findings
-            if f["check"] == "lost-high-priority"}
+    lost_findings = [f for f in findings if f["check"] == "lost-high-priority"]
+    lost = {(f["lookup_key"], ln["generation"], ln["line"]) for f in lost_findings for ln in f["evidence"]["lines"]}
+    assert len({f["lookup_key"] for f in lost_findings}) == len(lost_findings)   # one finding per thread
     dropped = {(k, g, line) for k in lookup_keys(path) for g, line in dropped_high_priority(path, k)}
     untraced = {(k, g, line) for k in lookup_keys(path) for g, line in dropped_without_trace(path, k)}
     assert lost <= dropped, lost - dropped          # each reported line really is gone
     assert untraced <= lost, untraced - lost        # a fact nothing later mentions is reported
     assert [f for f in findings if f["check"] not in ("timestamp-ties", "lost-high-priority")] == []
-    assert len(ties) + len(lost) == len(findings)
+    assert len(ties) + len(lost_findings) == len(findings)
     assert report["checked"]["threads"] == n_threads and report["checked"]["messages"] == n_messages
 
 

@@ -197,3 +197,45 @@ def test_schema_drift_for_an_older_and_a_newer_mastra(fixture_db):
                  for f in found)
     assert got == [("mastra_observational_memory", ("metadata",), ()), ("mastra_threads", (), ("archivedBy",))]
     assert {f["check"] for f in found} == {"schema-drift"}
+
+
+def stamped(content: dict, at_ms: int) -> dict:
+    """Return CONTENT with each part stamped at AT_MS as Mastra's message list stamps parts (createdAt, epoch ms,
+    also under providerMetadata.mastra)."""
+    return {**content, "parts": [{**p, "createdAt": at_ms, "providerMetadata": {"mastra": {"createdAt": at_ms}}}
+                                 for p in content["parts"]]}
+
+
+def test_duplicate_messages_finds_a_message_saved_twice_850_ms_apart_with_its_own_part_times(fixture_db):
+    path = fixture_db("support")
+    made = {}
+
+    def edit(conn):   # #13089 with part times: the stored JSON of the two copies differs in those numbers only
+        original = [m for m in messages(conn, "support-4") if m["role"] == "user"][-1]
+        at = iso_to_ms(original["createdAt"]) + 60_000
+        first = insert_message(conn, "support-4", original["resourceId"], "user",
+                               stamped(text_content("Can you send me the invoice for March?"), at), ms_to_iso(at))
+        again = insert_message(conn, "support-4", original["resourceId"], "user",
+                               stamped(text_content("Can you send me the invoice for March?"), at + 850),
+                               ms_to_iso(at + 850))
+        made["ids"] = [first, again]
+
+    found = new_findings(path, edit, stdlib=True)
+    assert [(f["check"], f["message_ids"]) for f in found] == [("duplicate-messages", made["ids"])]
+    assert found[0]["evidence"]["span_ms"] == 850
+    assert "stored 2× within 850 ms" in found[0]["summary"]
+
+
+def test_a_user_repeating_words_after_another_user_message_is_no_duplicate(fixture_db):
+    path = fixture_db("support")
+
+    def edit(conn):   # "yes", something else, "yes" again: three user turns (each answered), 40 s in all
+        original = messages(conn, "support-4")[-1]
+        at = iso_to_ms(original["createdAt"]) + 60_000
+        for i, (role, text) in enumerate([("user", "yes"), ("assistant", "Shall I book it?"),
+                                          ("user", "Wait, which room is it?"), ("assistant", "Room 12B."),
+                                          ("user", "yes"), ("assistant", "Booked.")]):
+            insert_message(conn, "support-4", original["resourceId"], role, text_content(text),
+                           ms_to_iso(at + 8_000 * i))
+
+    assert [f for f in new_findings(path, edit, stdlib=True) if f["check"] == "duplicate-messages"] == []

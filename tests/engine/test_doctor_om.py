@@ -94,9 +94,9 @@ def test_empty_generation_fires_when_a_reflection_wiped_the_log(fixture_db):
         [("support-5", seen["previous"] + 1, "error")]
     assert empty[0]["evidence"]["previous_generation"] == seen["previous"]
     # Every 🔴 line of the previous generation is now lost: nothing after it keeps anything.
-    lost = sorted(f["evidence"]["line"] for f in found if f["check"] == "lost-high-priority")
+    lost = sorted(ln["line"] for f in found if f["check"] == "lost-high-priority" for ln in f["evidence"]["lines"])
     assert lost == sorted(seen["high"]) and seen["high"]
-    assert checks(found) == sorted(["empty-generation"] + ["lost-high-priority"] * len(seen["high"]))
+    assert checks(found) == ["empty-generation", "lost-high-priority"]   # one finding for the thread's lost lines
 
 
 def test_degenerate_repetition_uses_mastras_detector(fixture_db):
@@ -237,25 +237,6 @@ def test_orphan_record_in_resource_scope(fixture_db):
         [("orphan-record", "user-erin", "resource:user-erin")]
 
 
-def test_prompt_leak_in_the_log_and_the_current_task(fixture_db):
-    path = fixture_db("support")
-
-    def edit(conn):
-        row = om_rows(conn, "thread:support-3")[-1]
-        leak = ("* 🟡 (20:43) <system-reminder>Please continue naturally with the conversation so far and respond "
-                "to the latest message.</system-reminder>")
-        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?',
-                     (row["activeObservations"] + "\n" + leak, row["id"]))
-        meta = json.loads(conn.execute("SELECT json(metadata) FROM mastra_threads WHERE id = 'support-3'")
-                          .fetchall()[0][0])
-        meta["mastra"]["om"]["currentTask"] = "You are the memory consciousness of an AI assistant."
-        conn.execute("UPDATE mastra_threads SET metadata = jsonb(?) WHERE id = 'support-3'", (json.dumps(meta),))
-
-    found = new_findings(path, edit)
-    assert [(f["check"], f["thread_id"], f["severity"]) for f in found] == [("prompt-leak", "support-3", "error")]
-    assert sorted(found[0]["evidence"]["markers"]) == ["activeObservations", "thread.metadata.mastra.om.currentTask"]
-
-
 def test_duplicate_buffered_chunk_fires_on_one_cycle_stored_twice(fixture_db):
     path = fixture_db("buffered")
     seen = {}
@@ -314,9 +295,9 @@ def test_lost_high_priority_tells_rewording_from_loss(fixture_db):
     found = new_findings(path, edit)
     assert [(f["check"], f["thread_id"], f["generation"]) for f in found] == \
         [("lost-high-priority", "support-5", picked["generation"])]
-    ev = found[0]["evidence"]
+    [ev] = found[0]["evidence"]["lines"]
     assert ev["line"] == picked["dropped"] and ev["similarity"] < LOST_SIMILARITY
-    assert ev["closest_line"] is not None and ev["closest_generation"] == picked["generation"] + 1
+    assert ev["closest_line"] is None          # nothing later is even 0.5 alike: no line is quoted
     assert similarity(picked["kept"], picked["reworded"]) >= LOST_SIMILARITY
 
 
@@ -357,3 +338,36 @@ def test_observation_lines_classify_as_parse_log_does(fixture_db):
                     assert got == want
                     seen += len(got)
     assert seen > 300
+
+
+def test_lost_high_priority_is_not_fooled_by_a_line_of_the_same_template(fixture_db):
+    """Mastra's Observer writes many 🔴 lines in one shape ("User asked about TOPIC: QUESTION"). A reflection that
+    drops one keeps a line 0.6+ similar to it about another topic: kept only if the later line carries the
+    dropped line's names, numbers and most of its rarest words. Two lines dropped: one finding for the thread,
+    the closest line quoted (it is over 0.5 alike) with what it lacks."""
+    path = fixture_db("support")
+    picked = {}
+
+    def edit(conn):
+        rows = om_rows(conn, "thread:support-5")
+        lines = rows[-1]["activeObservations"].splitlines()
+        dropped = ["* 🔴 (09:30) User asked about beekeeping hives: What are the risks I am not seeing?",
+                   "* 🔴 (09:31) User asked about Fortran compilers: Which option would you pick and why?"]
+        kept = ["* 🔴 (09:32) User asked about home network VLANs: What are the risks I am not seeing?",
+                "* 🔴 (09:33) User asked about Postgres indexing: Which option would you pick and why?"]
+        rows[-1]["activeObservations"] = "\n".join([*lines, *dropped, *kept])
+        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ? WHERE id = ?',
+                     (rows[-1]["activeObservations"], rows[-1]["id"]))
+        insert_om(conn, reflect_row(rows[-1], "\n".join([*lines, *kept])))
+        picked.update(dropped=dropped, kept=kept, generation=rows[-1]["generationCount"])
+
+    found = new_findings(path, edit, stdlib=True)
+    assert [(f["check"], f["thread_id"], f["generation"]) for f in found] == \
+        [("lost-high-priority", "support-5", picked["generation"])]
+    lines = found[0]["evidence"]["lines"]
+    assert [ln["line"] for ln in lines] == picked["dropped"]
+    assert [ln["closest_line"] for ln in lines] == picked["kept"]
+    assert all(ln["similarity"] >= LOST_SIMILARITY for ln in lines)    # similar, yet another fact
+    assert [ln["missing"] for ln in lines] == [["beekeeping", "hives"], ["fortran"]]
+    assert found[0]["summary"].startswith("User asked about beekeeping hives: What are the risks I am not seeing? "
+                                          "— and 1 more high-priority observation")

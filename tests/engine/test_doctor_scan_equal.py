@@ -3,8 +3,9 @@
 tests/engine/data/doctor_baseline.json holds the findings the doctor of commit 96fac0c (before the
 change) reported on every fixture database and on a small benchmark database built by
 benchmarks/build_large_db.py (duplicates, ties, stale updatedAt, foreign ids, lost 🔴 lines), all
-at one fixed clock (tests/engine/data/make_doctor_baseline.py wrote it). The new code must report
-the same findings, byte for byte once each is serialised with sorted keys.
+at one fixed clock (tests/engine/data/make_doctor_baseline.py wrote it; re-recorded when issue 26
+changed the rules on purpose). The code must report the same findings, byte for byte once each is
+serialised with sorted keys.
 """
 
 from __future__ import annotations

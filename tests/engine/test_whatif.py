@@ -18,7 +18,7 @@ from studio.engine.whatif import (
 )
 from studio.store import open_store
 from tests.conftest import load_oracle
-from tests.mastra_facts import marker_messages, om_rows, raw_messages, sync_turns, window_tokens
+from tests.mastra_facts import om_rows, sync_turns, window_tokens
 
 SYNC_THREADS = [("support", "support-1"), ("support", "support-2"), ("support", "support-3"),
                 ("support", "support-4"), ("support", "support-5"), ("collab", "doc_42"), ("collab", "room_7")]
@@ -152,7 +152,7 @@ def test_peak_context_is_window_plus_log_at_the_same_turn(fixture_db, message_to
     # same moment, the end of the turn's step 0, when the actor gets them; peak window is measured
     # at the same moments, so it can never exceed peak context (the log is never negative). The
     # window just before an observation, which no actor call got, counts in neither.
-    from studio.engine.whatif import peak_context, settings_with
+    from studio.engine.whatif import settings_with
 
     with open_store(fixture_db("support")) as store:
         timeline = build_timeline(store, "support-1")
@@ -163,66 +163,32 @@ def test_peak_context_is_window_plus_log_at_the_same_turn(fixture_db, message_to
     assert doc["peak_context_tokens"] >= doc["peak_message_tokens"] > 0
     assert doc["peak_context_tokens"] == max(t.message_tokens + t.observation_tokens for t in result.turns)
     assert doc["peak_message_tokens"] == max(t.message_tokens for t in result.turns)
-    # The same computation over the replay's points (what the GUI table uses) gives the same figures.
-    peaks = peak_context(result.points, [m.role for m in timeline.messages])
-    assert (peaks.context_tokens, peaks.message_tokens) == (doc["peak_context_tokens"], doc["peak_message_tokens"])
 
 
-def test_real_peak_is_measured_where_the_actor_got_it(fixture_db):
-    # support-1's real run: the state the actor got at a turn is the one after OM's step-0 work (the
-    # user message's point, or the events right after it). Picked from Mastra's rows: the first marked
-    # observation after a reflection row. Before it the store held the window Mastra observed (its
-    # tokensToObserve: a reflection had just reset the cursor) plus the Reflector's log, but the
-    # Observer ran before the actor was called, so that sum is not a peak the actor ever got.
-    from studio.engine.whatif import actor_points, peak_context
+@pytest.mark.parametrize("name,thread_id", SYNC_THREADS)
+def test_the_stored_replay_gives_the_agent_what_the_real_run_gave(fixture_db, name, thread_id):
+    """The agent's load after OM's step 0, turn by turn: the real run's is the `context` command's
+    window (itself checked against Mastra's prompt log), and the replay with the stored settings gives
+    the same window and log at every turn.
 
-    path = fixture_db("support")
-    with open_store(path) as store:
-        timeline = build_timeline(store, "support-1")
-    roles = [m.role for m in timeline.messages]
-    got = actor_points(timeline.points, roles)
-    messages = raw_messages(path, "support-1")
-    users = [m for m in messages if m["role"] == "user"]
-    assert [p.turn for p in got] == list(range(1, len(users) + 1))  # one state per user message
-    reflected_at = next(r["createdAt"] for r in om_rows(path, "thread:support-1") if r["originType"] == "reflection")
-    _host, start = next((m, p) for m, p in marker_messages(messages, "data-om-observation-start")
-                       if m["createdAt"] > reflected_at)
-    turn = sum(1 for m in users if m["createdAt"] <= start["data"]["startedAt"])
-    before = next(p for p in timeline.points if p.kind == "message" and p.turn == turn
-                  and roles[p.message_index] == "user")
-    assert before.message_tokens == start["data"]["tokensToObserve"] and before.observation_tokens > 0
-    at_turn = got[turn - 1]
-    assert at_turn.kind == OBSERVATION and at_turn.message_tokens == 0
-    peaks = peak_context(timeline.points, roles)
-    assert peaks.context_tokens == max(p.message_tokens + p.observation_tokens for p in got)
-    assert peaks.context_tokens >= peaks.message_tokens
-    assert peaks.context_tokens < before.message_tokens + before.observation_tokens
-
-
-def test_an_older_reply_hosting_a_step_0_observation_belongs_to_its_turn(fixture_db):
-    """The actor's state at a turn includes the step-0 observation even when its markers sit on an older reply.
-
-    Picked from Mastra's rows: a start marker after content its message already held (Mastra put the
-    cycle's markers on an existing assistant message), in a thread-scope fixture. The turn of that
-    cycle is the user messages created up to its start; the actor got the state after the cycle.
+    Before: support-1's real peak came from the chart's points, where turn 15's reflection sits after the
+    turn's reply (the reply's row is stamped 20:13:12.556, the reflection's 20:13:12.591, although Mastra's
+    step 0 ran it before the actor was called), so the real agent's largest window read 2,429 against the
+    replay's 2,825; and the replay dropped the turn's own input after a step-0 observation, which Mastra
+    keeps (`preserveMessageIds`): 0 instead of 277 at turn 8.
     """
-    from studio.engine.whatif import actor_points
+    from studio.engine.context import agent_peaks, agent_turns, turn_context
 
-    for name in ("support", "collab", "tools"):
-        path = fixture_db(name)
-        for key in load_oracle(name)["om"]:
-            thread_id = key.split(":", 1)[1]
-            messages = raw_messages(path, thread_id)
-            for message, part in marker_messages(messages, "data-om-observation-start"):
-                types = [p.get("type") for p in message["parts"]]
-                if "text" not in types[:types.index("data-om-observation-start")]:
-                    continue
-                with open_store(path) as store:
-                    timeline = build_timeline(store, thread_id)
-                turn = sum(1 for m in messages if m["role"] == "user" and m["createdAt"] <= part["data"]["startedAt"])
-                got = actor_points(timeline.points, [m.role for m in timeline.messages])[turn - 1]
-                cycle = next(i for i, e in enumerate(timeline.events) if e.cycle_id == part["data"]["cycleId"])
-                position = {id(p): k for k, p in enumerate(timeline.points)}
-                assert position[id(got)] >= next(k for k, p in enumerate(timeline.points) if p.event_index == cycle)
-                return
-    pytest.fail("No thread-scope fixture has an observation start marker after content its message held")
+    with open_store(fixture_db(name)) as store:
+        timeline = build_timeline(store, thread_id)
+        real = agent_turns(timeline)
+        assert len(real) == sum(1 for m in timeline.messages if m.role == "user")
+        for t in real:
+            assert t.window == turn_context(store, thread_id, t.turn, timeline=timeline).window_estimate
+    result = simulate(timeline, WhatIfSettings.from_record(timeline.generations[-1]))
+    assert [(t.turn, t.message_tokens, t.observation_tokens) for t in result.turns] == [
+        (t.turn, t.window, t.log) for t in real]
+    peaks = agent_peaks(timeline)
+    assert (peaks.context_tokens, peaks.message_tokens) == (result.peak_context_tokens, result.peak_message_tokens)
+    if thread_id == "support-1":
+        assert (peaks.message_tokens, peaks.context_tokens) == (2825, 3281)

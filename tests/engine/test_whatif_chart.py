@@ -10,8 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from studio.engine.timeline import load_timeline
-from studio.engine.timeline_cache import cached_timeline, load_timeline_chart, timeline_key
+from studio.engine.timeline_cache import cached_timeline, load_timeline, load_timeline_chart, timeline_key
 from studio.engine.timeline_series import ChartSeries
 from studio.engine.whatif import WhatIfSettings, settings_with, simulate
 from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed
@@ -89,3 +88,21 @@ def test_a_cancelled_replay_stops(fixture_db):
         with pytest.raises(EngineError, match="Cancelled"):
             replay_in_store(store, "support-1", timeline_key(timeline),
                             WhatIfSettings.from_record(timeline.generations[-1]), cancel=cancel)
+
+
+def test_chart_peaks_are_the_highest_points_drawn(fixture_db):
+    """The What-if table quotes `ChartSeries.peaks`: the window curve's and the window + log's highest
+    points, which reach Mastra's own largest observed window (its start marker's tokensToObserve).
+    Before, the Real column read 2,429 / 3,281 on support-1 while the chart climbed to 3,083."""
+    from tests.mastra_facts import marker_messages, raw_messages
+
+    path = fixture_db("support")
+    with open_store(path) as store:
+        timeline, series = load_timeline_chart(store, "support-1")
+    peaks = series.peaks
+    assert peaks.message_tokens == max(p.message_tokens for p in timeline.points)
+    assert peaks.context_tokens == max(p.message_tokens + p.observation_tokens for p in timeline.points)
+    starts = marker_messages(raw_messages(path, "support-1"), "data-om-observation-start")
+    assert peaks.message_tokens == max(part["data"]["tokensToObserve"] for _m, part in starts) == 3083
+    assert peaks.context_tokens == 3519
+    assert timeline.agent_peaks == (3281, 2825)   # measured on the full timeline before it was slimmed

@@ -21,6 +21,7 @@ import subprocess
 import pytest
 
 from studio.app.semantic import turn_recall
+from studio.app.trace import context_document
 from studio.engine.semantic import SemanticConfig
 from studio.store import open_store
 from tests.interop.conftest import NODE_TIMEOUT_S, install_corpus
@@ -76,3 +77,35 @@ def test_every_turn_recalled_what_the_model_saw(semantic_run):
             seen_same += len(got["recalled_ids"])
     # the run exercises both kinds of additions
     assert seen_other > 50 and seen_same > 5
+
+
+def test_context_documents_give_every_turn_what_the_model_saw(semantic_run):
+    """`context --json`'s model view at each logged turn: its messages (recalled ones marked) are the logged ones,
+    and its other-threads system message is in the logged system prompt verbatim."""
+    db, calls = semantic_run
+    with open_store(str(db)) as store:
+        messages = store.select_messages()
+        users = {_texts(m): m for m in messages if m.role == "user"}
+        turns = {m.id: n for t in {m.thread_id for m in messages}
+                 for n, m in enumerate((u for u in store.list_messages(t) if u.role == "user"), start=1)}
+        recalled = blocks = 0
+        for n, call in enumerate(calls):
+            user = users[call["messages"][-1]["text"]]
+            config, last = OPTIONS[user.resource_id]
+            doc = context_document(store, user.thread_id, turns[user.id], last_messages=last, semantic=config)
+            view = doc["model_view"]
+            shown = [m for i, m in enumerate(call["messages"])
+                     if not (i == 0 and m["role"] == "user" and m["text"] == "." and len(call["messages"]) > 1)]
+            assert [(m["role"], m["text"]) for m in view["messages"]] == \
+                [(m["role"], m["text"]) for m in shown], f"turn {n}"
+            assert [m["id"] for m in view["messages"] if m.get("recalled")] == \
+                [m["id"] for m in doc["semantic_recall"]["recalled"]]
+            block = doc["semantic_recall"]["system_message"]
+            assert (block is not None) == ("<remembered_from_other_conversation>" in call["system"]), f"turn {n}"
+            if block is not None:
+                assert block in call["system"], f"turn {n}"
+                assert view["remembered"]["text"] == block
+                blocks += 1
+            recalled += len(doc["semantic_recall"]["recalled"])
+    # the previous session's count on this scenario: 22 recalled same-thread messages, 17 turns with the block
+    assert (recalled, blocks) == (22, 17)

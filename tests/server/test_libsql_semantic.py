@@ -13,10 +13,15 @@ import subprocess
 import pytest
 
 from studio.app.semantic import vector_memory_document
+from studio.app.trace import context_document
+from studio.engine.semantic import SemanticConfig
 from studio.store import open_store
 from tests.conftest import FIXTURES
 from tests.interop.conftest import install_corpus, run_node
 from tests.semantic_cases import CASES, ORACLE, assert_case, case_id, hash64_server, run_recall
+
+#: The fixture's threads (corpus README, "Semantic recall").
+ORACLE_THREADS = ["sem-lisbon", "sem-postgres", "sem-sourdough", "sem-marathon", "sem-notes", "sem-k8s", "sem-tax"]
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +56,44 @@ def test_vector_indexes_as_mastra_describes_them(semantic_server):
 def test_recall_by_meaning_over_sqld_equals_mastra(semantic_server, fake_llm, case):
     hash64_server(fake_llm)
     assert_case(run_recall(semantic_server, case, fake_llm.base_url), case)
+
+
+def _every_turn(target: str, config: SemanticConfig, last: int) -> dict:
+    """{(thread, turn): `context --json` document} of every turn of the semantic fixture, at TARGET."""
+    out = {}
+    with open_store(target) as store:
+        for thread in ORACLE_THREADS:
+            turns = sum(1 for m in store.list_messages(thread) if m.role == "user")
+            for turn in range(1, turns + 1):
+                out[thread, turn] = context_document(store, thread, turn, last_messages=last, semantic=config)
+    return out
+
+
+@pytest.mark.parametrize(("config", "last"), [(SemanticConfig(3, 2, "resource"), 6), (SemanticConfig(), None),
+                                              (SemanticConfig(2, 1, "thread"), 4)], ids=["hana", "defaults", "ivan"])
+def test_turn_recall_over_sqld_equals_the_file(semantic_server, fixture_db, config, last):
+    on_file = _every_turn(str(fixture_db("semantic")), config, last)
+    assert _every_turn(semantic_server, config, last) == on_file
+    recalls = [d["semantic_recall"] for d in on_file.values() if d["semantic_recall"] is not None]
+    # the check has something to compare: recall ran on most turns and brought messages in on some
+    assert len(recalls) > len(on_file) // 2
+    assert any(r["recalled"] or r["other_threads"] for r in recalls)
+
+
+@pytest.fixture(scope="module")
+def storage_only(tmp_path_factory) -> str:
+    """The semantic fixture's storage without its vector tables (a file)."""
+    from tests.conftest import copy_fixture
+    from tests.vector_rows import split_vector_store
+
+    folder = tmp_path_factory.mktemp("semantic-storage")
+    storage = folder / "storage.db"
+    split_vector_store(copy_fixture("semantic", folder / "whole"), storage, folder / "vectors.db")
+    return str(storage)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_recall_with_the_vector_store_on_sqld_equals_mastra(semantic_server, storage_only, fake_llm, case):
+    """Messages from a file, vectors from the server (LibSQLStore and LibSQLVector with different URLs)."""
+    hash64_server(fake_llm)
+    assert_case(run_recall(storage_only, case, fake_llm.base_url, "--vector-store", semantic_server), case)

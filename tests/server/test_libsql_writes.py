@@ -367,6 +367,18 @@ def test_delete_thread_on_sqld_equals_mastra_and_undo_puts_it_back(sqld_corpus, 
     assert main(["undo", b, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump(b)[1] == exact_before
+    # the restored server takes the write again, the same rows go, and Mastra runs a real turn in what is left
+    assert WriteSession().delete_thread(b, "support-1") == done
+    assert changes(before, rows(b)) == (added_b, changed_b, removed_b)
+    _carries_on(sqld_corpus, b, "support-2")
+
+
+def _carries_on(sqld_corpus, url: str, thread_id: str) -> None:
+    """Real Mastra runs one more agent turn on THREAD_ID at URL (continue.mjs): no error, and its messages are
+    stored."""
+    report = _node(sqld_corpus, "continue.mjs", url, thread_id, "1")
+    assert report["ok"] is True, report
+    assert report["after"]["messages"] > report["before"]["messages"], report
 
 
 def test_update_thread_on_sqld_equals_mastra(sqld_corpus, servers, tmp_path, monkeypatch, capsys):
@@ -388,6 +400,13 @@ def test_update_thread_on_sqld_equals_mastra(sqld_corpus, servers, tmp_path, mon
     assert main(["undo", b, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump(b)[1] == exact_before
+    # written again on the restored row: the same title and metadata bytes; Mastra carries on with the thread
+    WriteSession().update_thread(b, "support-meta", **args)
+    again = rows(b)
+    assert set(changes(before, again)[1]) == set(changed_b)
+    tc = again["mastra_threads"]["support-meta"]
+    assert (tc["title"], tc["metadata"]) == (ta["title"], ta["metadata"])
+    _carries_on(sqld_corpus, b, "support-meta")
 
 
 @pytest.mark.parametrize(("scope", "thread_id"), [("resource", "support-1"), ("thread", "support-meta")])
@@ -414,3 +433,9 @@ def test_working_memory_on_sqld_equals_mastra(sqld_corpus, servers, tmp_path, mo
     assert main(["undo", b, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump(b)[1] == exact_before
+    # written again on the restored server: Mastra's rows again; Mastra carries on with that working memory
+    WriteSession().update_working_memory(b, thread_id=thread_id, scope=scope, text=text)
+    again = rows(b)
+    for table in ("mastra_resources", "mastra_threads"):
+        assert strip(again, table) == strip(after_a, table)
+    _carries_on(sqld_corpus, b, thread_id)

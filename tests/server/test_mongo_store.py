@@ -203,6 +203,7 @@ def test_bad_targets_get_one_sentence(mongo_corpus, monkeypatch):
     with pytest.raises(StoreError) as caught:
         open_store("mongodb://someone:s3cret-pw@127.0.0.1:9/support?serverSelectionTimeoutMS=300")
     assert "down or unreachable" in str(caught.value) and "s3cret-pw" not in str(caught.value)
+    assert caught.value.kind == "unreachable"   # pymongo's ServerSelectionTimeoutError (a ConnectionFailure)
     assert "mongodb://someone:***@127.0.0.1:9/support" in str(caught.value)
     with pytest.raises(StoreError, match="names no database"):
         open_store("mongodb://127.0.0.1:9")

@@ -73,6 +73,36 @@ def test_a_schema_without_mastra_tables_is_not_a_mastra_database(pg_corpus):
     assert check.outcome == "not-mastra", check
 
 
+def test_the_server_s_answers_are_sorted_by_the_driver_s_state(pg_corpus, password_url, clean_env):
+    """StoreError.kind from psycopg: libpq's PQconnectionNeedsPassword is "no-secret", a
+    password the server refused "auth", a missing database "no-database"; a refused port "unreachable" (exit 6)."""
+    import socket
+
+    from studio.app.failures import EXIT_SERVER_DOWN, exit_code_for
+    from studio.errors import StoreError
+    from studio.store import open_store
+
+    def kind_and_cause(url):
+        with pytest.raises(StoreError) as caught:
+            open_store(url)
+        return caught.value.kind, caught.value.__cause__
+
+    kind, cause = kind_and_cause(password_url)
+    assert kind == "no-secret" and cause.pgconn.needs_password
+    cred.remember_for_session(password_url, "wrong-horse")
+    kind, cause = kind_and_cause(password_url)
+    assert kind == "auth" and cause.pgconn.used_password and not cause.pgconn.needs_password
+    cred.forget_for_session(password_url)
+    missing = pg_corpus.url.rsplit("/", 1)[0] + f"/no_such_database?schema={SCENARIO}"
+    assert kind_and_cause(missing)[0] == "no-database" and check_connection(missing).outcome == "no-database"
+    with socket.socket() as held:   # bound and never listening: every connect is refused
+        held.bind(("127.0.0.1", 0))
+        dead = f"postgresql://{ROLE}@127.0.0.1:{held.getsockname()[1]}/postgres?schema={SCENARIO}"
+        with pytest.raises(StoreError) as caught:
+            open_store(dead)
+    assert caught.value.kind == "unreachable" and exit_code_for(caught.value) == EXIT_SERVER_DOWN
+
+
 def test_the_password_comes_from_the_session_or_the_keyring_and_a_wrong_one_is_said(
         pg_corpus, password_url, clean_env, memory_keyring):
     assert check_connection(password_url).outcome == "no-secret"

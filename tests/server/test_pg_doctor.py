@@ -24,8 +24,8 @@ def _doctor(target: str, check: str) -> list[dict]:
 
 def test_twins_written_by_mastra_agree(pg_corpus):
     with open_store(pg_corpus.target("support")) as store:
-        # every check of the catalogue (22) runs on PostgreSQL; libSQL files skip this one (21)
-        assert run_doctor(store).to_json()["checked"]["checks"] == 22
+        # every check of the catalogue (23) runs on PostgreSQL; libSQL files skip this one (22)
+        assert run_doctor(store).to_json()["checked"]["checks"] == 23
     for scenario in pg_corpus.oracles:
         assert _doctor(pg_corpus.target(scenario), "timestamp-twin-mismatch") == [], scenario
 

@@ -396,6 +396,18 @@ def test_delete_thread_on_postgresql_equals_mastra_and_undo_puts_it_back(pg_corp
     assert main(["undo", target, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump_schema(pg_corpus.url, b) == before
+    # the restored store takes the write again, the same rows go, and Mastra runs a real turn in what is left
+    assert WriteSession().delete_thread(target, "support-1") == done
+    assert changes(before, dump_schema(pg_corpus.url, b)) == (added_b, changed_b, removed_b)
+    _carries_on(pg_corpus, b, "support-2")
+
+
+def _carries_on(pg_corpus, schema: str, thread_id: str) -> None:
+    """Real Mastra runs one more agent turn on THREAD_ID in SCHEMA (continue.mjs): no error, and its messages
+    are stored."""
+    report = node_pg(pg_corpus, "continue.mjs", schema, thread_id, "1")
+    assert report["ok"] is True, report
+    assert report["after"]["messages"] > report["before"]["messages"], report
 
 
 def test_update_thread_on_postgresql_equals_mastra(pg_corpus, tmp_path, request, monkeypatch, capsys):
@@ -420,6 +432,13 @@ def test_update_thread_on_postgresql_equals_mastra(pg_corpus, tmp_path, request,
     assert main(["undo", target, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump_schema(pg_corpus.url, b) == before
+    # written again on the restored row: the same title and metadata; Mastra carries on with the edited thread
+    WriteSession().update_thread(target, "support-meta", **args)
+    again = dump_schema(pg_corpus.url, b)
+    assert set(changes(before, again)[1]) == set(changed_b)
+    tc = again["mastra_threads"]["support-meta"]
+    assert (tc["title"], json.loads(tc["metadata"])) == (ta["title"], json.loads(ta["metadata"]))
+    _carries_on(pg_corpus, b, "support-meta")
 
 
 @pytest.mark.parametrize(("scope", "thread_id"), [("resource", "support-1"), ("thread", "support-meta")])
@@ -449,3 +468,9 @@ def test_working_memory_on_postgresql_equals_mastra(pg_corpus, tmp_path, request
     assert main(["undo", target, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert dump_schema(pg_corpus.url, b) == before
+    # written again on the restored store: Mastra's rows again; Mastra carries on with that working memory
+    WriteSession().update_working_memory(target, thread_id=thread_id, scope=scope, text=text)
+    again = dump_schema(pg_corpus.url, b)
+    for table in ("mastra_resources", "mastra_threads"):
+        assert strip(again, table) == strip(after_a, table)
+    _carries_on(pg_corpus, b, thread_id)

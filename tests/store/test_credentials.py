@@ -139,18 +139,21 @@ def test_no_keyring_backend_is_tolerated_and_said(no_keyring, tmp_path):
         cred.save_secret(url, "s3cret")
 
 
-@pytest.mark.parametrize("message,outcome", [
-    ('connection failed: FATAL:  password authentication failed for user "alice"', "auth"),
-    ("connection failed: fe_sendauth: no password supplied", "no-secret"),
-    ("connection failed: connection to server at \"127.0.0.1\", port 1 failed: Connection refused", "unreachable"),
-    ('connection failed: FATAL:  database "nope" does not exist', "no-database"),
-    ("something else entirely", "error"),
+@pytest.mark.parametrize("kind,outcome", [
+    ("auth", "auth"), ("no-secret", "no-secret"), ("unreachable", "unreachable"), ("no-database", "no-database"),
+    ("not-mastra", "not-mastra"), (None, "error"),
 ])
-def test_open_failures_are_sorted_into_sentences(message, outcome):
+def test_open_failures_are_sorted_by_their_kind(kind, outcome):
+    """The outcome is the error's kind (set by the backend from the driver's codes), not its words: libpq's own
+    sentence for a refused password without a kind is an "error" like any other."""
     url = "postgresql://alice:pw@127.0.0.1:1/db"
-    check = classify_failure(url, StoreError(f"Cannot connect to {tg.redact_url(url)}: {message}"))
+    words = 'connection failed: FATAL:  password authentication failed for user "alice"; Connection refused'
+    check = classify_failure(url, StoreError(f"Cannot connect to {tg.redact_url(url)}: {words}", kind=kind))
     assert check.outcome == outcome and not check.ok
     assert ":pw@" not in check.sentence
+    wrapped = StoreError("Opening failed")   # a cause's kind counts
+    wrapped.__cause__ = StoreError("inner", kind=kind)
+    assert classify_failure(url, wrapped).outcome == outcome
 
 
 def test_a_database_without_mastra_tables_is_said_so():

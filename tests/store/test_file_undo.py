@@ -89,3 +89,29 @@ def test_a_refused_write_leaves_no_row_backup(fixture_db):
     with pytest.raises(WriteRefused):
         session.clone_thread(path, "support-1", new_thread_id="support-2")
     assert session.backup_for(path) is None and not (backup_root().exists() and list(backup_root().iterdir()))
+
+
+def test_undo_lists_the_backups_folder_once(fixture_db, monkeypatch, capsys):
+    """Picking the write to undo reads the backups folder once, however many backups it holds (the CLI's pick and
+    restore, the studio's pick, `undo_write` without a backup named); the newest write is the one undone."""
+    import json
+
+    from studio.cli import main
+    from studio.store.write import undo
+
+    path = fixture_db("support")
+    before = all_rows(path)
+    session = WriteSession()
+    for write in ("delete-messages", "clear-thread", "clone"):
+        WRITES[write](session, path)
+    listings = []
+    real = undo.list_row_backups
+    monkeypatch.setattr(undo, "list_row_backups", lambda *a, **k: listings.append(a) or real(*a, **k))
+
+    newest = session.backup_for(path)
+    assert undo.pick_backup(str(path))[0] == newest and len(listings) == 1
+    assert main(["undo", str(path), "--yes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["backup"] == str(newest) and len(listings) == 2
+    assert undo_write(str(path))["operation"] == "clear-thread" and len(listings) == 3
+    assert undo_write(str(path))["operation"] == "delete-messages" and len(listings) == 4
+    assert all_rows(path) == before

@@ -273,14 +273,15 @@ def test_a_locked_file_is_refused_after_the_one_bound_and_the_message_states_it(
 
 
 def test_a_long_quiet_time_reads_as_days_and_hours():
-    # 298,489 s = 3 d (259,200 s) + 10 h (36,000 s) + 54 min 49 s: the two largest units are shown
-    from studio.store.write.protocol import quiet_duration
+    # 298,489 s = 3 days (259,200 s) + 10 h (36,000 s) + 54 min 49 s: the two largest units are shown
+    # (the doctor's durations and the write protocol's are one helper: studio.common.durations)
+    from studio.common.durations import human_duration
 
-    assert quiet_duration(298_489_000) == "3 d 10 h"
-    assert quiet_duration(42_900) == "42 s"
-    assert quiet_duration(303_000) == "5 min 3 s"
-    assert quiet_duration(3_600_000 * 3 + 60_000 * 12) == "3 h 12 min"
-    assert quiet_duration(86_400_000) == "1 d"
+    assert human_duration(298_489_000) == "3 days 10 h"
+    assert human_duration(42_900) == "42 s"
+    assert human_duration(303_000) == "5 min 3 s"
+    assert human_duration(3_600_000 * 3 + 60_000 * 12) == "3 h 12 min"
+    assert human_duration(86_400_000) == "1 day"
 
 
 # -- the studio's unmarked writes (observe, activate, deleting messages) -----------------------------

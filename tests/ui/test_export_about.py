@@ -18,7 +18,7 @@ def test_export_from_the_window_equals_the_cli(studio, studio_ctx, fixture_db, t
         dest = tmp_path / name
         window.exports.export_thread("doc_42", str(dest), fmt_name)
         studio_ctx.runner.wait_idle()
-        qtbot.waitUntil(dest.exists, timeout=5000)
+        qtbot.waitUntil(dest.exists, timeout=30_000)
         assert main(["export", str(path), "--thread", "doc_42", "--format", fmt_name]) == 0
         assert dest.read_text(encoding="utf-8") == capsys.readouterr().out
     assert "Exported thread doc_42" in window.statusBar().currentMessage()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from studio.app.helper_process import CANCEL, HelperProcess, helper_command
 from studio.app.listing import load_listing
-from studio.engine.timeline import load_timeline
+from studio.engine.timeline_cache import load_timeline
 from studio.engine.whatif import WhatIfSettings
 from studio.engine.whatif_chart import replay_in_store
 from studio.store import open_store

@@ -263,7 +263,7 @@ def test_edit_working_memory_from_the_studio(studio, studio_ctx, fixture_db, qtb
     tab = window.thread_view.working_memory_tab
     qtbot.waitUntil(lambda: tab.info is not None and tab.edit_button.isEnabled(), timeout=10000)
     actions = window.history_actions
-    with qtbot.waitSignal(tab.edit_requested, timeout=2000):
+    with qtbot.waitSignal(tab.edit_requested, timeout=30_000):
         tab.edit_button.click()
     dialog = actions.dialog
     assert dialog.scope == "resource" and dialog.editor.toPlainText() == "" and not dialog.ok_button.isEnabled()

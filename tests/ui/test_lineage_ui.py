@@ -19,14 +19,14 @@ def test_header_names_source_and_link_opens_it(studio, studio_ctx, fixture_db, q
     listed, clone_id, source_id = _clone_facts()
     window = studio(fixture_db("history"), thread_id=clone_id)
     bar = window.thread_view.lineage_bar
-    qtbot.waitUntil(lambda: bar.lineage is not None and bar.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: bar.lineage is not None and bar.isVisible(), timeout=30_000)
     assert bar.source_button.text() == listed[source_id]["title"]
     assert bar.at_label.text().startswith("at message ")
     assert [a.text() for a in bar.history_button.menu().actions()][-1].endswith("(this thread)")
     bar.source_button.click()
     studio_ctx.runner.wait_idle()
     assert window.thread_view.thread_id == source_id
-    qtbot.waitUntil(lambda: bar.lineage is not None and bar.lineage.thread.id == source_id, timeout=5000)
+    qtbot.waitUntil(lambda: bar.lineage is not None and bar.lineage.thread.id == source_id, timeout=30_000)
     assert not bar.source_button.isVisible() and bar.clones_button.isVisible()
     clones = bar.clones_button.menu().actions()
     assert [a.text() for a in clones] == [listed[clone_id]["title"]]

@@ -66,7 +66,7 @@ def test_the_window_keeps_processing_events_while_a_writer_holds_the_lock(studio
     try:
         window.refresh_action.trigger()   # the listing's read now waits for the writer's lock, on the worker
         # the GUI thread hears about the wait while it goes on (it runs: it shows the notice)
-        qtbot.waitUntil(window.lock_notice.isVisible, timeout=5000)
+        qtbot.waitUntil(window.lock_notice.isVisible, timeout=30_000)
         assert window.lock_notice.label.text().startswith("Waiting for the database: another process is writing")
         seen = len(ticks)
         qtbot.wait(300)

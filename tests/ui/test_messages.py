@@ -43,7 +43,7 @@ def test_message_model_pages(qtbot, studio_ctx, fixture_db):
     model.set_thread("long-run")
     studio_ctx.runner.wait_idle()
     assert model.rowCount() == 10 and model.total == n and model.canFetchMore()
-    with qtbot.waitSignal(model.rowsInserted) as blocker:
+    with qtbot.waitSignal(model.rowsInserted, timeout=30_000) as blocker:
         model.fetchMore()
         assert not model.canFetchMore()            # one page in flight at a time
     assert blocker.args[1:] == [10, 19]            # inclusive last row

@@ -35,7 +35,7 @@ def active(window, qtbot):
     """Make WINDOW the active window (shortcuts and focus need one)."""
     window.activateWindow()
     window.raise_()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=2000)
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=30_000)
     return window
 
 
@@ -94,7 +94,7 @@ def test_tab_moves_between_panes(studio, fixture_db, qtbot):
     for view in (window.resources_view, window.threads_view, window.thread_view.messages_tab.view):
         assert not view.tabKeyNavigation()
     window.resources_view.setFocus()
-    qtbot.waitUntil(lambda: window.resources_view.hasFocus())
+    qtbot.waitUntil(lambda: window.resources_view.hasFocus(), timeout=30_000)
     QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
     assert QApplication.focusWidget() is window.threads_view
     QTest.keyClick(window.threads_view, Qt.Key.Key_Tab)

@@ -37,7 +37,7 @@ def test_dropping_a_non_sqlite_file_shows_error_and_keeps_database(studio, studi
     selected = window.current_thread_id
     bad = tmp_path / "notes.db"
     bad.write_text("this is not a database\n" * 20)
-    with qtbot.waitSignal(window.database_failed) as blocker:
+    with qtbot.waitSignal(window.database_failed, timeout=30_000) as blocker:
         assert drop_file(window, bad)
     studio_ctx.runner.wait_idle()
     assert "not a SQLite database" in blocker.args[0]
@@ -88,7 +88,7 @@ def test_a_server_url_that_fails_shows_no_secret(studio, studio_ctx, fixture_db,
     window = studio(fixture_db("collab"))
     for url, shown in (("http://127.0.0.1:1?authToken=s3cret", "http://127.0.0.1:1?authToken=***"),
                        ("postgresql://ann:s3cret@127.0.0.1:1/db", "postgresql://ann:***@127.0.0.1:1/db")):
-        with qtbot.waitSignal(window.database_failed) as blocker:
+        with qtbot.waitSignal(window.database_failed, timeout=30_000) as blocker:
             window.open_database(url)
             assert window.statusBar().currentMessage() == f"Opening {shown}…"
         studio_ctx.runner.wait_idle()

@@ -57,7 +57,7 @@ def test_clicking_a_point_opens_the_thread(studio, fixture_db, studio_ctx, qtbot
     window, overview = _overview(studio, fixture_db, studio_ctx, qtbot)
     scatter = overview.scatters["ok"]
     spot = next(p for p in scatter.points() if overview.entries[p.data()].thread.id == "support-3")
-    with qtbot.waitSignal(overview.thread_requested) as blocker:
+    with qtbot.waitSignal(overview.thread_requested, timeout=30_000) as blocker:
         overview._on_scatter_clicked(scatter, [spot])
     assert blocker.args == ["support-3"]
     assert studio_ctx.runner.wait_idle()
@@ -124,7 +124,7 @@ def test_overview_follows_file_open_and_closes_with_esc_and_ctrl_w(studio, fixtu
     assert {e.thread.id for e in overview.entries} == {t for rec in oracle["om"].values() for t in rec["status"]}
     # A click goes to the thread of the file now open.
     scatter = next(s for s in overview.scatters.values() if len(s.points()))
-    with qtbot.waitSignal(overview.thread_requested):
+    with qtbot.waitSignal(overview.thread_requested, timeout=30_000):
         overview._on_scatter_clicked(scatter, [scatter.points()[0]])
     assert studio_ctx.runner.wait_idle()
     assert window.current_thread_id == "long-run"

@@ -185,7 +185,7 @@ def test_wait_writes_once_the_quiet_period_has_passed(studio, studio_ctx, fixtur
     dialog.protocol.waiting.connect(
         lambda a: probes.append((a.active, dialog.protocol_panel.wait_bar.isVisible(), dialog.cancel_button.text())))
     dialog.revert()
-    wait_until(lambda: closed(dialog), timeout=30)
+    wait_until(lambda: closed(dialog))
     assert steps[:4] == ["commit", "wait", "commit", "watch"]   # refused, waited, written, watched
     assert probes and probes[0] == (True, True, "Stop waiting")  # progress shown while the agent was active
     assert not dialog.protocol_panel.wait_bar.isVisible()
@@ -239,7 +239,7 @@ def test_a_turn_overtaking_the_revert_is_reported_and_repaired(studio, studio_ct
     dialog.interaction = told = ScriptedInteraction(overtaken="repair")
     dialog.committed.connect(written.append)
     dialog.revert()
-    wait_until(lambda: closed(dialog), timeout=30)
+    wait_until(lambda: closed(dialog))
     turn.join()
     asked = told.texts("overtaken")
     assert len(asked) == 1 and f"wrote 1 observation line(s) onto generation {GEN}" in asked[0]
@@ -266,7 +266,7 @@ def test_the_agents_version_when_the_user_prefers_it(studio, studio_ctx, fixture
     dialog.protocol.watch_window_ms = 8000
     dialog.interaction = ScriptedInteraction(overtaken="revert")
     dialog.revert()
-    wait_until(lambda: closed(dialog), timeout=30)
+    wait_until(lambda: closed(dialog))
     turn.join()
     rows = history(path)
     assert rows[0].generation_count == GEN + 2 and studio_mark(rows[0])["prefer"] == "revert"

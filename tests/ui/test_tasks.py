@@ -57,7 +57,7 @@ def test_errors_reach_on_error_or_task_failed(runner, qtbot, tmp_path):
     runner.open_store(str(bad), on_error=errors.append)
     assert runner.wait_idle()
     assert isinstance(errors[0], StoreError) and "not a SQLite database" in str(errors[0])
-    with qtbot.waitSignal(runner.task_failed) as blocker:
+    with qtbot.waitSignal(runner.task_failed, timeout=30_000) as blocker:
         runner.submit(lambda store, _p, _c: require_store(store).list_threads())   # no database is open
     assert "No database is open" in blocker.args[0]
 

@@ -14,23 +14,12 @@ from studio.app.semantic import embedded_messages, similar_messages, turn_recall
 from studio.engine.semantic import SemanticConfig
 from studio.store import open_store
 from tests.semantic_cases import CASES, hash64_server
-
-
-def _groups(tree) -> dict[str, list[list[str]]]:
-    out = {}
-    for i in range(tree.topLevelItemCount()):
-        group = tree.topLevelItem(i)
-        out[group.text(0).split(" (")[0]] = [[group.child(j).text(c) for c in range(3)]
-                                             for j in range(group.childCount())]
-    return out
+from tests.ui.vector_steps import open_thread, result_groups, set_options
 
 
 def _open(studio, studio_ctx, path, thread="sem-lisbon"):
-    window = studio(path, thread_id=thread, tab="vectors")
-    studio_ctx.runner.wait_idle()
-    tab = window.thread_view.vectors_tab
-    assert window.thread_view.current_tab() == "vectors"
-    return window, tab
+    window, view = open_thread(studio, studio_ctx, path, thread)
+    return window, view.vectors_tab
 
 
 def test_indexes_embedded_messages_and_the_last_turn(studio, studio_ctx, fixture_db):
@@ -45,7 +34,7 @@ def test_indexes_embedded_messages_and_the_last_turn(studio, studio_ctx, fixture
         similar = similar_messages(store, newest_user, top_k=8, where={"resource_id": "user-hana"})
     assert tab.embedded.topLevelItemCount() == len(embedded) == 12
     assert tab.embedded.currentItem().data(0, Qt.ItemDataRole.UserRole) == newest_user
-    groups = _groups(tab.results)
+    groups = result_groups(tab.results)
     assert [row[0] for row in groups["At this turn: vector hits"]] == [f"{h['score']:.4f}"
                                                                        for h in turn["vector_hits"]]
     assert len(groups["Remembered from other threads"]) == len(turn["other_thread_ids"]) > 0
@@ -55,15 +44,12 @@ def test_indexes_embedded_messages_and_the_last_turn(studio, studio_ctx, fixture
 def test_options_are_remembered_per_store(studio, studio_ctx, fixture_db):
     path = fixture_db("semantic")
     _window, tab = _open(studio, studio_ctx, path)
-    tab.top_k.setValue(3)
-    tab.message_range.setValue(2)
-    tab.scope.setCurrentText("thread")
-    tab.last_messages.setValue(6)
+    set_options(tab, 3, 2, "thread", 6)
     studio_ctx.runner.wait_idle()
     _again, tab2 = _open(studio, studio_ctx, path)
     assert (tab2.top_k.value(), tab2.message_range.value(), tab2.scope.currentText(), tab2.last_messages.value()) \
         == (3, 2, "thread", 6)
-    groups = _groups(tab2.results)
+    groups = result_groups(tab2.results)
     assert {row[1].split(" · ")[0] for row in groups["Similar messages"]} == {"sem-lisbon"}
 
 
@@ -80,7 +66,7 @@ def test_query_box_recalls_as_mastra(studio, studio_ctx, fixture_db, fake_llm):
     tab.run_query()
     studio_ctx.runner.wait_idle()
     studio_ctx.runner.wait_idle()
-    groups = _groups(tab.results)
+    groups = result_groups(tab.results)
     hits = next(v for k, v in groups.items() if k.startswith("Vector hits"))
     assert [row[0] for row in hits] == [f"{r['score']:.4f}" for q in case["vectorQuery"] for r in q["results"]]
     ids = next(v for k, v in groups.items() if k.startswith("Memory.recall's messages"))
@@ -104,3 +90,15 @@ def test_store_without_vectors(studio, studio_ctx, fixture_db):
     _window, tab = _open(studio, studio_ctx, fixture_db("support"), thread="support-1")
     assert tab.indexes_label.text().startswith("This store has no vector index")
     assert tab.embedded.topLevelItemCount() == 0
+
+
+def test_without_a_vector_index_the_controls_are_off_and_say_why(studio, studio_ctx, fixture_db):
+    """Before: every option, the query box and Recall were enabled on a store with nothing to recall."""
+    _window, tab = _open(studio, studio_ctx, fixture_db("support"), thread="support-1")
+    controls = (tab.top_k, tab.message_range, tab.scope, tab.last_messages, tab.query, tab.embedder, tab.base_url,
+                tab.recall_button)
+    assert not any(widget.isEnabled() for widget in controls)
+    assert "the options below are off" in tab.indexes_label.text()
+    _window, tab = _open(studio, studio_ctx, fixture_db("semantic"))
+    assert all(widget.isEnabled() for widget in (tab.top_k, tab.message_range, tab.scope, tab.last_messages,
+                                                 tab.query, tab.embedder, tab.base_url, tab.recall_button))

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from studio.app.helper_process import CANCEL, HelperProcess
-from studio.engine.timeline import load_timeline
-from studio.engine.timeline_cache import timeline_key
+from studio.engine.timeline_cache import load_timeline, timeline_key
 from studio.engine.whatif import WhatIfSettings, settings_with
 from studio.engine.whatif_chart import replay_in_store, replay_packed
 from studio.store import open_store

@@ -146,7 +146,7 @@ def test_thread_list_is_lazy(qtbot, fixture_db, studio, studio_ctx):
     model = ThreadTableModel(page_size=2)
     model.set_rows(window.thread_model.all_threads())
     assert model.rowCount() == 2 and model.canFetchMore()
-    with qtbot.waitSignal(model.rowsInserted) as blocker:
+    with qtbot.waitSignal(model.rowsInserted, timeout=30_000) as blocker:
         model.fetchMore()
     assert blocker.args[1:] == [2, 3]          # first and last (inclusive) inserted rows
     n = len(threads("support"))

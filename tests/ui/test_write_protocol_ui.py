@@ -72,7 +72,7 @@ def test_cancel_leaves_the_file_alone_and_wait_writes_once_it_is_quiet(studio, s
     dialog.protocol.watch_window_ms = 0
     dialog.interaction = ScriptedInteraction(wait_or_force="wait")
     dialog.commit()
-    wait_until(lambda: getattr(dialog, "closed_with", None) is not None, timeout=20)
+    wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
     assert history(path)[0].generation_count == GEN + 1
 
 
@@ -97,7 +97,7 @@ def test_a_turn_overtaking_the_commit_is_found_and_repaired(studio, studio_ctx, 
     dialog.interaction = told = ScriptedInteraction(overtaken="repair")
     dialog.protocol.repaired.connect(repaired.append)
     dialog.commit()
-    wait_until(lambda: getattr(dialog, "closed_with", None) is not None, timeout=20)
+    wait_until(lambda: getattr(dialog, "closed_with", None) is not None)
     turn.join()
     asked = told.texts("overtaken")
     assert f"wrote 1 observation line(s) onto generation {GEN}" in asked[0]

@@ -1,7 +1,22 @@
 """Tell a 🔴 observation a reflection reworded from one it lost (the `lost-high-priority` check).
 
-Rule: a 🔴 observation line of generation N (N not current) is lost when no line of any later
-generation of the same lookup key is similar to it: similarity below LOST_SIMILARITY (0.6).
+Rule: a 🔴 observation line of generation N (N not current) is kept when some line of a later
+generation of the same lookup key is similar to it (similarity ≥ LOST_SIMILARITY, 0.6) and
+carries what tells this fact from another in the same template (`carries`): its names and its
+numbers, or (a line with neither) most of its rarest words. A line with two or more names and
+numbers that a later line carries all of needs only NAMED_SIMILARITY (0.5): "User's flight to
+Oslo leaves March 14" merged into "User flies to Oslo on March 14 and booked the Grand Hotel"
+keeps its fact in other words. Otherwise it is lost. Similar alone is not enough: a
+Reflector that drops "User asked about sourdough starter: what are the risks?" while keeping
+"User asked about Greek translation: what are the risks?" leaves a line 0.6+ similar that lacks
+the topic.
+
+* Names: the line's words written with a capital letter, except its first word and a word
+  after a sentence end (". ", ": ", "? ", "! "). Numbers: its words holding a digit.
+  Rarest words (for a line without names and numbers): RAREST_WORDS (3) of its words of the
+  highest weight (below); most = more than half of them. A word is carried when the later line
+  has it, or a word of 4+ characters that it starts with or that starts with it ("Sept" /
+  "September", "start" / "starts").
 
 * Normalised text: the line's text (without bullet, priority marker and `(HH:MM)`), lower-cased,
   punctuation folded to spaces (a dot inside a word or number stays: "24.1", "v1.24"); its
@@ -29,6 +44,13 @@ from studio.store.records import OMRecord
 
 #: Below this similarity to every later line, a 🔴 observation counts as lost.
 LOST_SIMILARITY = 0.6
+#: A closest later line is quoted only from this similarity up (below it, nothing later is alike).
+CLOSEST_SHOWN = 0.5
+#: The similarity that suffices when a later line carries 2+ names and numbers of the line, all of them.
+NAMED_SIMILARITY = 0.5
+#: How many of a line's rarest words (other than names and numbers) a later line must mostly carry.
+RAREST_WORDS = 3
+_SENTENCE_END = (".", ":", "?", "!", ";")
 # Punctuation folds to a space, except a dot inside a word or number ("24.1", "v1.24", "node.js").
 _FOLD = re.compile(r"(?:[^\w.]|\.(?!\w)|(?<!\w)\.)+", re.UNICODE)
 
@@ -56,6 +78,63 @@ def normalise(text: str) -> str:
 def words_of(norm: str) -> frozenset[str]:
     """Return the words of a normalised text that carry meaning (3+ characters, or a digit)."""
     return frozenset(w for w in norm.split() if len(w) >= 3 or any(c.isdigit() for c in w))
+
+
+_DIGITS = frozenset("0123456789")
+
+
+def _has_digit(word: str) -> bool:
+    """Return True when WORD holds an ASCII digit (a number, for `carries`)."""
+    return not _DIGITS.isdisjoint(word)
+
+
+def _alike(word: str, others: frozenset[str], heads: set[str]) -> bool:
+    """Return True when OTHERS holds WORD, or a word of 4+ characters that WORD starts with or that starts with WORD.
+
+    HEADS: the first 4 characters of each word of OTHERS with 4+ (a word whose head is not there has no such word).
+    """
+    if word in others:
+        return True
+    if len(word) < 4 or word[:4] not in heads:
+        return False
+    return any(len(o) >= 4 and (o.startswith(word) or word.startswith(o)) for o in others)
+
+
+def names_of(text: str) -> frozenset[str]:
+    """Return the normalised names of an observation text: capitalised words, not first in a sentence."""
+    out = set()
+    tokens = text.split()
+    for i, token in enumerate(tokens):
+        if i == 0 or tokens[i - 1].endswith(_SENTENCE_END):
+            continue
+        head = next((c for c in token if c.isalnum()), "")   # past any opening quote or bracket
+        if head.isupper():
+            out.update(w for w in normalise(token).split() if len(w) >= 2)
+    return frozenset(out)
+
+
+def carries(words: frozenset[str], names: frozenset[str], later: frozenset[str],
+            weights: dict[str, float]) -> tuple[bool, list[str]]:
+    """Return (True when LATER carries the fact, the words it lacks) for a line of WORDS and NAMES.
+
+    Carried: every name (as `_alike` finds it) and every number (a word holding a digit: exactly).
+    A line with neither is told from its template's other facts by its rarest words: more than half
+    of its RAREST_WORDS words of the highest weight (ties by the word) must be `_alike` a later word.
+    (A line with a name or a number keeps them through a rewording; its other rare words are often
+    the reworded ones: "flight ... leaves" / "flies".)
+    """
+    heads = {o[:4] for o in later if len(o) >= 4}
+    missing = [w for w in sorted(names) if not _alike(w, later, heads)]
+    numbers = sorted(w for w in words if _has_digit(w))
+    missing += [w for w in numbers if w not in later]
+    if names or numbers:
+        return not missing, missing
+    others = sorted((w for w in words if w not in names and not _has_digit(w)),
+                    key=lambda w: (-weights.get(w, 1.0), w))[:RAREST_WORDS]
+    lacking = [w for w in others if not _alike(w, later, heads)]
+    if len(others) - len(lacking) <= len(others) / 2:
+        missing += lacking
+    return not missing, missing
 
 
 @dataclass
@@ -113,8 +192,9 @@ class LostObservation:
     """A 🔴 line of `generation` that no later generation keeps.
 
     `closest` is the most similar later line (raw text, or None when later logs have no
-    observation), `closest_generation` its generation, `similarity` its score (0..1, below
-    LOST_SIMILARITY), `line_number` the 1-based line in the generation's log.
+    observation), `closest_generation` its generation, `similarity` its score (0..1),
+    `line_number` the 1-based line in the generation's log, `missing` the names, numbers and rare
+    words of the line that the closest line lacks (empty when it has none to lack).
     """
 
     record: OMRecord
@@ -124,6 +204,7 @@ class LostObservation:
     closest: str | None
     closest_generation: int | None
     similarity: float
+    missing: tuple[str, ...] = ()
 
 
 def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST_SIMILARITY) -> list[LostObservation]:
@@ -203,14 +284,19 @@ def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weight
         if not ln.high or not norm or norm in exact:
             continue
         mine = _weight(words, weights)
-        best, best_line, best_gen = 0.0, None, None
+        names = names_of(ln.text)
+        best, best_line, best_gen, best_words, kept = 0.0, None, None, frozenset(), False
+        named = len(names) + sum(1 for w in words if _has_digit(w)) >= 2
+        floor = min(threshold, NAMED_SIMILARITY) if named else threshold
         for gen, other, _onorm, owords, oweight in later:
             score = _score(words, mine, owords, oweight, weights)
+            if score >= floor and carries(words, names, owords, weights)[0]:
+                kept = True
+                break
             if score > best:
-                best, best_line, best_gen = score, other.raw.strip(), gen
-                if best >= threshold:
-                    break
-        if best < threshold:
+                best, best_line, best_gen, best_words = score, other.raw.strip(), gen, owords
+        if not kept:
+            missing = tuple(carries(words, names, best_words, weights)[1]) if best_line else ()
             out.append(LostObservation(rec, rec.generation_count, ln.raw.strip(), ln.number,
-                                       best_line, best_gen, round(best, 3)))
+                                       best_line, best_gen, round(best, 3), missing))
     return out

@@ -6,11 +6,16 @@ Rules and thresholds (each also in docs/doctor.md with the Mastra report it come
   createdAt ≥ lastObservedAt + 1 ms, then its unobserved rules and observedMessageIds) whose own
   estimate (`count_message_for_status`, tokens) is ≥ the record's observation threshold
   (`observation.messageTokens`, top of a range).
+* uncountable-message: an unobserved message (the same window) on which Mastra's own token count
+  (`count_message_for_status`) throws — a bad % escape in an attachment URL, a payload that is not
+  text, metadata it cannot write its estimate into (`studio.engine.count_guards`): Mastra's getStatus,
+  and so every turn of the thread, fails there.
 * oversized-tool-result (#20930, #13301): a tool-invocation result whose estimate (tokenx of its
   JSON) is ≥ 50% (OVERSIZED_SHARE) of the thread's observation threshold (30,000 without OM),
   or a file part carrying ≥ 100,000 (INLINE_BINARY_CHARS) characters of inline base64 data.
-* duplicate-messages (#13089): messages of one thread with the same role and byte-identical
-  stored content created within 60 s (DUPLICATE_WINDOW_MS) of the first of them; one finding per group.
+* duplicate-messages (#13089): consecutive messages of one role in one thread (no message of that
+  role with other content between them) whose stored content is identical once Mastra's per-part
+  times are left out, created within 60 s (DUPLICATE_WINDOW_MS) of the first; one finding per run.
 * timestamp-ties (#3735, PR #17598, #24237): messages of one thread sharing one createdAt
   string (one millisecond); one finding per thread, listing the tied messages.
 * stale-thread-updatedat (#17932): the thread's updatedAt is more than 1 s (UPDATED_AT_TOLERANCE_MS)
@@ -27,13 +32,16 @@ Rules and thresholds (each also in docs/doctor.md with the Mastra report it come
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from studio.common.durations import human_duration
 from studio.common.om_settings import max_threshold, resolve_settings
 from studio.engine import tokens
 from studio.engine.doctor.messages import BOUND_SLACK, StoredMessage
 from studio.engine.doctor.model import Finding, finding
 from studio.engine.unobserved import storage_cursor, unobserved_messages
+from studio.errors import UncountableMessage
 from studio.store.records import OMRecord, Thread, iso_to_ms
 
 DUPLICATE_WINDOW_MS = 60_000
@@ -51,39 +59,74 @@ def _where(thread: Thread) -> dict:
     return {"thread_id": thread.id, "resource_id": thread.resource_id}
 
 
+#: A numeric `createdAt` field of a content's JSON (Mastra's per-part time, epoch ms).
+_PART_TIME = re.compile(r'"createdAt":\s*-?\d+(?:\.\d+)?')
+
+
+def same_content(a: StoredMessage, b: StoredMessage, timeless: dict[int, str] | None = None) -> bool:
+    """Return True when A and B store one content, Mastra's per-part times left out.
+
+    Mastra stamps a part with its own time (`createdAt`, epoch ms, also under
+    `providerMetadata.mastra`): a message saved twice a moment apart differs in those numbers only.
+    Byte-identical contents are the same; otherwise every numeric `"createdAt"` field is left out of
+    both texts before comparing them (a regex over the stored text: no JSON is parsed). TIMELESS
+    caches those texts by id(message) across calls.
+    """
+    if a.raw == b.raw:
+        return True
+    if '"createdAt"' not in a.raw or '"createdAt"' not in b.raw:
+        return False
+    cache = {} if timeless is None else timeless
+    texts = []
+    for msg in (a, b):
+        text = cache.get(id(msg))
+        if text is None:
+            text = cache[id(msg)] = _PART_TIME.sub("", msg.raw)
+        texts.append(text)
+    return texts[0] == texts[1]
+
+
 def check_duplicates(thread: Thread, messages: list[StoredMessage]) -> list[Finding]:
-    """Return duplicate-messages findings: same role and content within DUPLICATE_WINDOW_MS."""
-    same: dict[tuple[str, str], list[StoredMessage]] = {}
+    """Return duplicate-messages findings: one message stored again (mastra #13089).
+
+    MESSAGES in storage order. A run is consecutive messages of one role (messages of other roles
+    may sit between them, as an agent's steps do) with `same_content` (stored content, per-part
+    times left out), each created within DUPLICATE_WINDOW_MS of the run's first. Another message of
+    the same role with other content ends the run: a user who says "yes" again after saying
+    something else repeated words, Mastra did not save twice. One finding per run of 2 or more.
+    """
+    runs: list[list[StoredMessage]] = []
+    open_run: dict[str, tuple[int, list[StoredMessage]]] = {}   # role -> (first ms, members)
+    timeless: dict[int, str] = {}
     for msg in messages:
-        if msg.raw:
-            same.setdefault((msg.role, msg.raw), []).append(msg)
-    groups: dict[tuple[str, str], list[list[StoredMessage]]] = {}
-    first_ms: dict[int, int] = {}
-    # only contents stored twice can make a run: a lone message's time is never converted
-    for msg in (m for members in same.values() if len(members) > 1 for m in members):
+        if not msg.raw:
+            continue
+        current = open_run.get(msg.role)
+        if current is not None and same_content(current[1][0], msg, timeless):
+            ms = msg.created_ms
+            if ms is not None and 0 <= ms - current[0] <= DUPLICATE_WINDOW_MS:
+                current[1].append(msg)
+                continue
+        if current is not None and len(current[1]) > 1:
+            runs.append(current[1])
         ms = msg.created_ms
         if ms is None:
-            continue
-        runs = groups.setdefault((msg.role, msg.raw), [])
-        if runs and ms - first_ms[id(runs[-1])] <= DUPLICATE_WINDOW_MS:
-            runs[-1].append(msg)
+            open_run.pop(msg.role, None)
         else:
-            runs.append([msg])
-            first_ms[id(runs[-1])] = ms
+            open_run[msg.role] = (ms, [msg])
+    runs += [members for _ms, members in open_run.values() if len(members) > 1]
     out = []
-    for (role, _raw), runs in groups.items():
-        for run in runs:
-            if len(run) < 2:
-                continue
-            span = (run[-1].created_ms or 0) - (run[0].created_ms or 0)
-            preview = " ".join(run[0].message.text.split())[:80]
-            out.append(finding("duplicate-messages",
-                               f"{len(run)} {role} messages with the same content within {span:,} ms: {preview!r}",
-                               message_ids=[m.id for m in run][:MAX_IDS],
-                               evidence={"role": role, "count": len(run), "span_ms": span,
-                                         "window_ms": DUPLICATE_WINDOW_MS,
-                                         "created_at": [m.created_at for m in run][:MAX_IDS]},
-                               **_where(thread)))
+    for run in sorted(runs, key=lambda r: (r[0].created_ms or 0, r[0].id)):
+        role = run[0].role
+        span = (run[-1].created_ms or 0) - (run[0].created_ms or 0)
+        preview = " ".join(run[0].message.text.split())[:80]
+        out.append(finding("duplicate-messages",
+                           f"{role} message stored {len(run)}× within {human_duration(span)}: {preview!r}",
+                           message_ids=[m.id for m in run][:MAX_IDS],
+                           evidence={"role": role, "count": len(run), "span_ms": span,
+                                     "window_ms": DUPLICATE_WINDOW_MS,
+                                     "created_at": [m.created_at for m in run][:MAX_IDS]},
+                           **_where(thread)))
     return out
 
 
@@ -116,7 +159,8 @@ def check_updated_at(thread: Thread, messages: list[StoredMessage]) -> list[Find
     behind = newest.created_ms - updated
     if behind <= UPDATED_AT_TOLERANCE_MS:
         return []
-    return [finding("stale-thread-updatedat", f"Thread updatedAt is {behind:,} ms older than its newest message",
+    return [finding("stale-thread-updatedat",
+                    f"Thread updatedAt is {human_duration(behind)} older than its newest message",
                     message_ids=[newest.id],
                     evidence={"updated_at": thread.updated_at, "newest_message_at": newest.created_at,
                               "behind_ms": behind, "tolerance_ms": UPDATED_AT_TOLERANCE_MS}, **_where(thread))]
@@ -222,7 +266,8 @@ def _tool_parts(msg: StoredMessage):
 
 
 def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord | None) -> list[Finding]:
-    """Return message-over-threshold and orphan-tool-result findings (they need the record's window)."""
+    """Return message-over-threshold, uncountable-message and orphan-tool-result findings (they need the
+    record's window)."""
     out: list[Finding] = []
     unobserved_ids: set[str] = set()
     if record is not None:
@@ -234,16 +279,22 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
         unobserved_ids = {m["id"] for m in window}
         settings = resolve_settings(record.config, record.scope)
         threshold = max_threshold(settings.message_tokens)
-        for light in window if threshold else ():
+        for light in window:
             stored = by_id[light["id"]]
             raw = stored.raw
-            if 2 * len(raw) + BOUND_SLACK < threshold and '"type":"file"' not in raw and '"type":"image"' not in raw:
-                continue   # estimate_bound() <= 2 per character + BOUND_SLACK: below the threshold too
-            if stored.estimate_bound() < threshold:
-                continue
+            below = threshold and ((2 * len(raw) + BOUND_SLACK < threshold and '"type":"file"' not in raw
+                                   and '"type":"image"' not in raw) or stored.estimate_bound() < threshold)
             full = stored.mastra() if not light["content"] else light
-            est = tokens.count_message_for_status(full, model=settings.counter_model)
-            if est >= threshold:
+            try:   # counted even below the threshold: Mastra's count of it may throw
+                est = tokens.count_message_for_status(full, model=settings.counter_model)
+            except UncountableMessage as exc:
+                out.append(finding("uncountable-message", exc.sentence(), message_ids=[stored.id],
+                                   evidence={"reason": exc.reason, "mastra_error": exc.mastra_error,
+                                             "created_at": stored.created_at},
+                                   record_id=record.id, lookup_key=record.lookup_key,
+                                   generation=record.generation_count, **_where(thread)))
+                continue
+            if threshold and not below and est >= threshold:
                 out.append(finding("message-over-threshold",
                                    f"An unobserved {stored.role} message alone is {est:,} tokens, over the "
                                    f"{threshold:,}-token observation threshold",

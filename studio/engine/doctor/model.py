@@ -36,6 +36,9 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "Revert to the generation before it, then Reflect now"),
     Check("message-over-threshold", "warning", "mastra #16523 (a single message over messageTokens is never observed)",
           "Reflect now, or raise observation.messageTokens above this message's size"),
+    Check("uncountable-message", "error",
+          "Mastra's TokenCounter throws on this message (getStatus and the Observer fail on its thread)",
+          "Delete the message or clone the thread without it (Thread menu)"),
     Check("oversized-tool-result", "warning",
           "mastra #20930, #13301 (tool results and inline binaries flood the context)",
           "Delete the message or clone the thread without it (Thread menu); keep tool results small"),
@@ -117,6 +120,29 @@ def finding(check: str, summary: str, *, severity: str | None = None, fix: str |
     spec = CHECKS[check]
     return Finding(check=check, severity=severity or spec.severity, summary=summary,
                    reference=spec.reference, fix=fix if fix is not None else spec.fix, **where)
+
+
+def spans(numbers: list[int]) -> str:
+    """Return NUMBERS (any order, repeats ignored) as ranges: [1, 2, 3, 7, 9, 10] -> "1–3, 7, 9–10"."""
+    out: list[str] = []
+    ordered = sorted(set(numbers))
+    start = prev = None
+    for n in [*ordered, None]:
+        if start is not None and (n is None or n != prev + 1):
+            out.append(str(start) if start == prev else f"{start}–{prev}")
+            start = None
+        if n is not None and start is None:
+            start = n
+        prev = n
+    return ", ".join(out)
+
+
+def repeats(numbers: list[int], noun: str = "generation") -> str:
+    """Return how often and where something repeats: "generation 3" once, "14× generations 1–14" more often."""
+    distinct = sorted(set(numbers))
+    if len(distinct) == 1:
+        return f"{noun} {distinct[0]}"
+    return f"{len(distinct)}× {noun}s {spans(distinct)}"
 
 
 @dataclass

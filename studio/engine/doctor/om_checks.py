@@ -22,8 +22,9 @@ Rules and thresholds (each also in docs/doctor.md with the Mastra report it come
   updated for ≥ 10 minutes (`status.flag_states`, STALE_FLAG_AFTER_MS).
 * orphan-record (#16621): thread scope: the row's thread does not exist; resource scope: no
   thread and no mastra_resources row has its resourceId.
-* prompt-leak (#22195): the current log, its buffered chunks, or the thread's currentTask /
-  suggestedResponse contain text of Mastra's Observer/Reflector/context instructions (PROMPT_MARKERS).
+* prompt-leak (#22195): the current log, its buffered chunks (observations, currentTask,
+  suggestedContinuation), or a governed thread's currentTask / suggestedResponse hold a phrase of
+  Mastra's Observer/Reflector/context instructions (`prompt_leak.find_leaks`: phrase hashes).
 * duplicate-buffered-chunk (PR #23019): two buffered chunks of the current row with one cycleId,
   or sharing a message id.
 * foreign-observed-ids (PR #19917): observedMessageIds, bufferedMessageIds or a chunk's
@@ -37,9 +38,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from studio.common.durations import human_duration
 from studio.common.om_settings import max_threshold, resolve_settings
-from studio.engine.doctor.lost_priority import find_lost_high_priority
-from studio.engine.doctor.model import Finding, finding
+from studio.engine.doctor.lost_priority import CLOSEST_SHOWN, find_lost_high_priority
+from studio.engine.doctor.model import Finding, finding, repeats, spans
+from studio.engine.doctor.prompt_leak import find_leaks
 from studio.engine.doctor.supersede import find_superseded_writes
 from studio.engine.events import split_segments
 from studio.engine.observations import classify
@@ -53,15 +56,6 @@ from studio.store.write.protocol import find_overtaking_writes
 BARELY_SMALLER = 0.9
 #: Consecutive unproductive reflections that make a finding.
 NOT_COMPRESSING_RUN = 3
-#: Fragments of Mastra's own Observer / Reflector / context instructions (matched case-insensitively).
-PROMPT_MARKERS = (
-    "<system-reminder>", "</system-reminder>",
-    "you are the memory consciousness of an ai assistant",
-    "please continue naturally with the conversation so far",
-    "the following observations block contains your memory",
-    "knowledge updates: when asked about current state",
-    "do not mention internal instructions, memory, summarization",
-)
 #: At most this many ids are listed in one finding's message_ids.
 MAX_IDS = 50
 
@@ -119,6 +113,8 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
     gens = sorted(gens, key=lambda r: (r.generation_count, r.created_at or "", r.id))
     out = check_not_compressing(gens)
     prev = None
+    degenerate: list[OMRecord] = []
+    malformed: dict[str, list[tuple[OMRecord, str]]] = {}
     for rec in gens:
         text = rec.active_observations
         if (rec.origin_type == "reflection" and prev is not None and not text.strip()
@@ -130,18 +126,28 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
                                          "previous_tokens": prev.observation_token_count},
                                **_where(rec)))
         if text and detect_degenerate_repetition(text):
-            out.append(finding("degenerate-repetition",
-                               f"Generation {rec.generation_count}'s log is what Mastra's degenerate-repetition "
-                               "detector rejects (a model stuck repeating itself)",
-                               evidence={"chars": len(text), "lines": text.count("\n") + 1,
-                                         "tokens": rec.observation_token_count},
-                               **_where(rec)))
+            degenerate.append(rec)
         for column, error in sorted(rec.json_errors.items()):
-            out.append(finding("malformed-json", f"OM column {column} of generation {rec.generation_count} "
-                               f"is not valid JSON ({error})",
-                               evidence={"table": "mastra_observational_memory", "column": column, "error": error},
-                               **_where(rec)))
+            malformed.setdefault(column, []).append((rec, error))
         prev = rec
+    if degenerate:   # a reflection loop copies a degenerate log forward: one finding, every generation named
+        last = degenerate[-1]
+        out.append(finding("degenerate-repetition",
+                           f"{repeats([r.generation_count for r in degenerate]).capitalize()}: the log is what "
+                           "Mastra's degenerate-repetition detector rejects (a model stuck repeating itself)",
+                           evidence={"generations": [r.generation_count for r in degenerate],
+                                     "record_ids": [r.id for r in degenerate],
+                                     "chars": len(last.active_observations),
+                                     "lines": last.active_observations.count("\n") + 1,
+                                     "tokens": last.observation_token_count},
+                           **_where(last)))
+    for column, bad in sorted(malformed.items()):
+        last, error = bad[-1]
+        out.append(finding("malformed-json", f"OM column {column} is not valid JSON in "
+                           f"{repeats([r.generation_count for r, _ in bad])} ({error})",
+                           evidence={"table": "mastra_observational_memory", "column": column, "error": error,
+                                     "generations": [r.generation_count for r, _ in bad]},
+                           **_where(last)))
     by_count: dict[int, list[OMRecord]] = {}
     for rec in gens:
         by_count.setdefault(rec.generation_count, []).append(rec)
@@ -156,7 +162,7 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
     carried = {w.record_id for w in find_overtaking_writes(gens)
                if w.kind == "superseded-row-written" and w.repaired} if superseded else set()
     for sw in superseded:
-        reasons = {"updated-after": f"updated {sw.late_by_ms:,} ms after its successor was created",
+        reasons = {"updated-after": f"updated {human_duration(sw.late_by_ms or 0)} after its successor was created",
                    "cursor-ahead": "its observation cursor is ahead of its successor's"}
         why = " and ".join(reasons[r] for r in sw.reasons)
         head = (f"Generation {sw.record.generation_count} was written after generation "
@@ -169,32 +175,79 @@ def check_generations(gens: list[OMRecord]) -> list[Finding]:
             continue
         out.append(finding("superseded-write", f"{head}: those writes are not read",
                            evidence={**sw.to_json(), "repaired": False}, **_where(sw.record)))
-    for lost in find_lost_high_priority(gens):
-        text = classify(lost.line).text
-        closest = (f"closest later line (generation {lost.closest_generation}, similarity {lost.similarity:.2f}): "
-                   f"{lost.closest}" if lost.closest else "no later generation has any observation")
-        # the observation's own text first: it is what tells one lost line from another in a list
-        # (the generation has a column of its own in the Health views and a field in the JSON)
-        out.append(finding("lost-high-priority",
-                           f"{text} — a high-priority observation of generation {lost.generation} that no later "
-                           f"generation keeps; {closest}",
-                           evidence={"line": lost.line, "line_number": lost.line_number,
-                                     "closest_line": lost.closest, "closest_generation": lost.closest_generation,
-                                     "similarity": lost.similarity},
-                           **_where(lost.record)))
+    lost_lines = find_lost_high_priority(gens)
+    if lost_lines:
+        out.append(_lost_finding(lost_lines))
     return out
 
 
-def _leaks(text: str | None) -> list[str]:
-    low = (text or "").lower()
-    return [m for m in PROMPT_MARKERS if m in low]
+def _lost_finding(lost_lines: list) -> Finding:
+    """Return the one lost-high-priority finding of a lookup key's LOST_LINES (generation, line order).
+
+    The summary starts with the first lost observation's own text (what tells one thread's finding
+    from another's in a list); the evidence lists every line with its closest later line, quoted
+    only when its similarity is at least CLOSEST_SHOWN (0.5).
+    """
+    first = lost_lines[0]
+    lines = []
+    for lost in lost_lines:
+        shown = lost.closest is not None and lost.similarity >= CLOSEST_SHOWN
+        lines.append({"line": lost.line, "generation": lost.generation, "line_number": lost.line_number,
+                      "record_id": lost.record.id, "similarity": lost.similarity,
+                      "closest_line": lost.closest if shown else None,
+                      "closest_generation": lost.closest_generation if shown else None,
+                      "missing": list(lost.missing) if shown else []})
+    head = classify(first.line).text
+    gens = sorted({lost.generation for lost in lost_lines})
+    where = f"generation {gens[0]}" if len(gens) == 1 else f"generations {spans(gens)}"
+    what = (f"a high-priority observation of {where}" if len(lost_lines) == 1 else
+            f"and {len(lost_lines) - 1} more high-priority observations of {where}")
+    if lines[0]["closest_line"]:
+        closest = (f"its closest later line (generation {first.closest_generation}, similarity "
+                   f"{first.similarity:.2f}) lacks {', '.join(first.missing) or 'nothing named'}")
+    else:
+        closest = "no later line is alike"
+    return finding("lost-high-priority",
+                   f"{head} — {what} that no later generation keeps; {closest}",
+                   evidence={"count": len(lost_lines), "generations": gens, "lines": lines,
+                             "line": first.line},
+                   **_where(first.record))
 
 
-def check_current(rec: OMRecord, thread: Thread | None, thread_of_message: Callable[[str], str | None],
+def check_prompt_leak(rec: OMRecord, threads: list[Thread]) -> list[Finding]:
+    """Return prompt-leak findings of the current generation REC and THREADS (the threads it governs).
+
+    Looked at: REC's log, each buffered chunk's `observations`, `currentTask` and
+    `suggestedContinuation`, and each thread's `metadata.mastra.om.currentTask` / `suggestedResponse`
+    (`prompt_leak.find_leaks`). One finding for the record's own columns, one per leaking thread
+    (its thread_id set, so a resource-scope leak lands on the thread that shows it).
+    """
+    own = {"activeObservations": rec.active_observations}
+    for i, chunk in enumerate(rec.buffered_chunks):
+        for key in ("observations", "currentTask", "suggestedContinuation"):
+            own[f"bufferedObservationChunks[{i}].{key}"] = chunk.get(key)
+    places = [(_where(rec), own)]
+    for thread in sorted(threads, key=lambda t: t.id):
+        om = thread.om_metadata
+        texts = {f"thread.metadata.mastra.om.{key}": om.get(key) for key in ("currentTask", "suggestedResponse")}
+        places.append(({**_where(rec), "thread_id": thread.id}, texts))
+    out = []
+    for where, texts in places:
+        leaks = {src: found for src, found in ((s, find_leaks(t if isinstance(t, str) else None))
+                                                for s, t in texts.items()) if found}
+        if leaks:
+            out.append(finding("prompt-leak", "Mastra's own instructions are stored as memory in "
+                               + ", ".join(sorted(leaks)),
+                               evidence={"sources": {src: [{"phrase": leak.phrase, "excerpt": leak.excerpt}
+                                                           for leak in found] for src, found in leaks.items()}},
+                               **where))
+    return out
+
+
+def check_current(rec: OMRecord, thread_of_message: Callable[[str], str | None],
                   governed_threads: set[str], *, now_ms: int | None = None) -> list[Finding]:
-    """Return the checks on the current generation REC: stale flags, prompt leak, chunks, foreign ids.
+    """Return the checks on the current generation REC: stale flags, chunks, foreign ids.
 
-    THREAD is the row's thread (thread scope; None in resource scope or when missing);
     THREAD_OF_MESSAGE maps a message id to its thread id (None: no such message);
     GOVERNED_THREADS are the threads this record governs (its thread, or its resource's threads).
     """
@@ -203,24 +256,11 @@ def check_current(rec: OMRecord, thread: Thread | None, thread_of_message: Calla
     out = []
     for flag in flag_states(rec, now_ms):
         if flag.set and flag.stale:
-            age = "unknown" if flag.age_ms is None else f"{flag.age_ms / 60000:,.0f} min"
+            age = "unknown" if flag.age_ms is None else human_duration(flag.age_ms)
             out.append(finding("stale-flag", f"{flag.name} is set on generation {rec.generation_count} "
                                f"with no activity for {age}: a dead process's lock",
                                evidence={"flag": flag.name, "age_ms": flag.age_ms, "updated_at": rec.updated_at},
                                **where))
-    sources = {"activeObservations": rec.active_observations}
-    for i, chunk in enumerate(rec.buffered_chunks):
-        sources[f"bufferedObservationChunks[{i}].observations"] = chunk.get("observations")
-    if thread is not None:
-        om = thread.om_metadata
-        for key in ("currentTask", "suggestedResponse"):
-            if isinstance(om.get(key), str):
-                sources[f"thread.metadata.mastra.om.{key}"] = om[key]
-    leaks = {src: found for src, found in ((s, _leaks(t if isinstance(t, str) else None)) for s, t in sources.items())
-             if found}
-    if leaks:
-        out.append(finding("prompt-leak", "Mastra's own instructions are stored as memory in "
-                           + ", ".join(sorted(leaks)), evidence={"markers": leaks}, **where))
     chunks = rec.buffered_chunks
     seen_cycles: dict[str, int] = {}
     seen_ids: dict[str, int] = {}

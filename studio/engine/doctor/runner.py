@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from studio.engine.doctor.message_checks import check_thread_messages
 from studio.engine.doctor.messages import StoredMessage, load_messages
 from studio.engine.doctor.model import CHECKS, DoctorReport, Finding
-from studio.engine.doctor.om_checks import check_current, check_generations, check_orphan
+from studio.engine.doctor.om_checks import check_current, check_generations, check_orphan, check_prompt_leak
 from studio.engine.doctor.schema_checks import (
     check_resource_json,
     check_schema,
@@ -121,7 +121,9 @@ def _check_key(store: MemoryStore, plan: DoctorPlan, key: str,
         thread = plan.threads.get(current.thread_id or key[len("thread:"):])
         governed = {thread.id} if thread is not None else set()
     _resolve_message_threads(store, plan, referenced_ids(current))
-    out += check_current(current, thread, plan.message_threads.get, governed, now_ms=plan.now_ms)
+    out += check_current(current, plan.message_threads.get, governed, now_ms=plan.now_ms)
+    shown = governed if plan.single_thread is None else governed & {plan.single_thread}
+    out += check_prompt_leak(current, [plan.threads[t] for t in sorted(shown)])
     return out, len(history), current
 
 

@@ -7,16 +7,20 @@ old, non-current row, and Mastra never reads them again.
 
 `find_superseded_writes(generations)` is the rule of the doctor's `superseded-write` check: a
 non-current generation G whose successor S is the next generationCount (the earliest-created row
-of that count) was written after S existed when
-
-* G.updatedAt > S.createdAt + SUPERSEDE_TOLERANCE_MS, or
-* G.lastObservedAt > S.lastObservedAt (G's observation cursor went beyond what S carried; a
-  reflection copies the cursor into S, and S's own observations only move it forward).
+of that count) was written after S existed when G.updatedAt > S.createdAt + SUPERSEDE_TOLERANCE_MS.
 
 The tolerance exists because Mastra itself touches the old row right after inserting a reflection
 (it clears the reflecting flag): in the real fixtures that touch comes a few milliseconds after
 S.createdAt (0–6 ms in those of Dec 2026), far below the tolerance. Times are compared as epoch
 milliseconds.
+
+G's observation cursor ahead of S's (G.lastObservedAt > S.lastObservedAt) is reported as a second
+reason ("cursor-ahead") but never decides on its own: Mastra's own reflect-after-observe leaves it
+so. A reflection inside a turn gets the record as it was before that turn's observation, with the
+observed log (`maybeReflect({record: {...record, activeObservations}})`), so S keeps the previous
+cursor while G has the new one, and G is written only by the touch within the tolerance
+(tests/interop/test_doctor_supersede.py makes real Mastra do it, thread and resource scope). An
+earlier rule that fired on the cursor alone reported every such reflection.
 
 The write path does not use this rule. After a studio write it knows what it based the new
 generation on (the row's length, hash and cursor recorded in the new row's `metadata.studio`
@@ -41,8 +45,8 @@ class SupersededWrite:
     """A generation written after its successor was created.
 
     `record` is the superseded generation, `successor` the row that replaced it; `late_by_ms` is
-    G.updatedAt − S.createdAt (None when a time is missing); `reasons` names the rules that matched
-    ("updated-after"; "cursor-ahead": G's lastObservedAt is later than S's).
+    G.updatedAt − S.createdAt (None when a time is missing); `reasons` names what was seen
+    ("updated-after", always; "cursor-ahead": G's lastObservedAt is later than S's as well).
     """
 
     record: OMRecord
@@ -95,11 +99,11 @@ def find_superseded_writes(generations: list[OMRecord], *,
         reasons = []
         updated, created = iso_to_ms(rec.updated_at), iso_to_ms(succ.created_at)
         late = updated - created if updated is not None and created is not None else None
-        if late is not None and late > tolerance_ms:
-            reasons.append("updated-after")
+        if late is None or late <= tolerance_ms:
+            continue   # not written after S existed (Mastra's own touch, or its reflect-after-observe)
+        reasons.append("updated-after")
         mine, theirs = iso_to_ms(rec.last_observed_at), iso_to_ms(succ.last_observed_at)
         if mine is not None and (theirs is None or mine > theirs):
             reasons.append("cursor-ahead")
-        if reasons:
-            out.append(SupersededWrite(rec, succ, late, reasons))
+        out.append(SupersededWrite(rec, succ, late, reasons))
     return out

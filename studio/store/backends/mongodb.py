@@ -130,10 +130,26 @@ def _pymongo():
     return pymongo
 
 
+#: pymongo's OperationFailure codes that are a refused login: AuthenticationFailed, Unauthorized.
+_AUTH_CODES = frozenset({18, 13})
+
+
+def mongo_error_kind(exc: BaseException) -> str | None:
+    """The `StoreError.kind` of a pymongo error EXC, from its class and code: a ConnectionFailure (server selection
+    timed out, connection refused or reset, network timeout: AutoReconnect and its kin) is "unreachable", an
+    OperationFailure with code 18 (AuthenticationFailed) or 13 (Unauthorized) "auth"; anything else None."""
+    pymongo = _pymongo()
+    if isinstance(exc, pymongo.errors.ConnectionFailure):
+        return "unreachable"
+    if isinstance(exc, pymongo.errors.OperationFailure) and exc.code in _AUTH_CODES:
+        return "auth"
+    return None
+
+
 def describe_error(exc: BaseException, secret: str | None = None) -> str:
     """One line for the user about a pymongo error EXC (SECRET, if it appears, as `***`)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    text = text.split(", full error:")[0].split(", Timeout:")[0]
+    text = text.split(", full error:")[0].split(", Timeout:")[0].split(" (configured timeouts:")[0]
     if secret:
         text = text.replace(secret, "***")
     name = type(exc).__name__
@@ -146,6 +162,55 @@ def describe_error(exc: BaseException, secret: str | None = None) -> str:
     if name == "ExecutionTimeout":
         return f"the query took longer than {QUERY_TIME_MS // 1000} s (maxTimeMS): {text}"
     return text
+
+
+#: How long the quick look at a server's port waits before leaving the answer to pymongo (s).
+PROBE_TIMEOUT_S = 1.5
+
+
+def url_hosts(conninfo: str) -> list[tuple[str, int]]:
+    """Return the (host, port) pairs of a `mongodb://` URL (port 27017 when not given); [] for `mongodb+srv://`.
+
+    An SRV URL names a DNS record, not hosts, so it has none to look at. IPv6 hosts come without brackets.
+    """
+    if not conninfo.startswith("mongodb://"):
+        return []
+    rest = conninfo[len("mongodb://"):]
+    hosts = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
+    out = []
+    for item in filter(None, hosts.split(",")):
+        if item.startswith("["):
+            host, _, tail = item[1:].partition("]")
+            port = tail[1:] if tail.startswith(":") else ""
+        else:
+            host, _, port = item.partition(":")
+        out.append((host, int(port) if port.isdigit() else 27017))
+    return out
+
+
+def refused(conninfo: str) -> str | None:
+    """Return a sentence when every host of CONNINFO refuses a TCP connection, else None (pymongo then decides).
+
+    pymongo keeps retrying a refused server until its 10 s server-selection timeout; a port nobody listens
+    on answers a connection attempt at once, so the studio says so in well under 2 s. A host that does not
+    answer within PROBE_TIMEOUT_S, or that accepts, is left to pymongo and its own timeouts.
+    """
+    import socket
+
+    hosts = url_hosts(conninfo)
+    if not hosts:
+        return None
+    for host, port in hosts:
+        try:
+            with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S):
+                return None
+        except ConnectionRefusedError:
+            continue
+        except OSError:
+            return None
+    where = ", ".join(f"{h}:{p}" for h, p in hosts)
+    return (f"the server is down or unreachable (connection refused: nothing listens on {where}; "
+            "is MongoDB running there?)")
 
 
 class MongoBackend:
@@ -185,7 +250,11 @@ class MongoBackend:
             password, source = cred.mongodb_password(location.conninfo)
             if password is None:
                 raise StoreError(f"Cannot connect to {location.display}: no password supplied for its user (type it "
-                                 "in File ▸ Connect…, or set $MONGODB_PASSWORD)")
+                                 "in File ▸ Connect…, or set $MONGODB_PASSWORD)", kind="no-secret")
+
+        why = refused(location.conninfo)
+        if why is not None:
+            raise StoreError(f"Cannot connect to {location.display}: {why}")
 
         def connect(secret: str | None):
             extra = {"password": secret} if secret and source != "url" else {}
@@ -203,7 +272,8 @@ class MongoBackend:
         try:
             client, hello = connect(password)
         except pymongo.errors.PyMongoError as exc:
-            raise StoreError(f"Cannot connect to {location.display}: {describe_error(exc, password)}") from exc
+            raise StoreError(f"Cannot connect to {location.display}: {describe_error(exc, password)}",
+                             kind=mongo_error_kind(exc)) from exc
         except pymongo.errors.ConfigurationError as exc:  # pragma: no cover - a PyMongoError too
             raise StoreError(f"{location.display} is not a MongoDB URL pymongo accepts: {exc}") from exc
         snapshots = bool(hello.get("setName")) or hello.get("msg") == "isdbgrid"
@@ -224,10 +294,12 @@ class MongoBackend:
             present = set(self.db.list_collection_names(filter={"name": {"$in": sorted(names)}})) & names
         except pymongo.errors.OperationFailure as exc:
             if exc.code != _COMMAND_NOT_FOUND:
-                raise StoreError(f"Cannot read {self.location.display}: {describe_error(exc, self._secret)}") from exc
+                raise StoreError(f"Cannot read {self.location.display}: {describe_error(exc, self._secret)}",
+                                 kind=mongo_error_kind(exc)) from exc
             present = {n for n in names if self._run(lambda n=n: self.db[n].find_one({}, {"_id": 1})) is not None}
         except pymongo.errors.PyMongoError as exc:
-            raise StoreError(f"Cannot read {self.location.display}: {describe_error(exc, self._secret)}") from exc
+            raise StoreError(f"Cannot read {self.location.display}: {describe_error(exc, self._secret)}",
+                             kind=mongo_error_kind(exc)) from exc
         if not {sc.THREADS, sc.MESSAGES} & present:
             raise SchemaError(f"The MongoDB database {self.location.schema!r} has no Mastra collections "
                               "(mastra_threads, mastra_messages…): check the database name (MongoDBStore's dbName)")
@@ -241,7 +313,8 @@ class MongoBackend:
         try:
             return call()
         except pymongo.errors.PyMongoError as exc:
-            raise StoreError(f"Reading {self.location.display} failed: {describe_error(exc, self._secret)}") from exc
+            raise StoreError(f"Reading {self.location.display} failed: {describe_error(exc, self._secret)}",
+                             kind=mongo_error_kind(exc)) from exc
 
     def find(self, collection: str, filter: dict, sort: list[tuple[str, int]] | None = None, *, skip: int = 0,
              limit: int = 0, raw: bool = False) -> list[dict]:

@@ -50,6 +50,7 @@ __all__ = [
     "connect_pg",
     "describe_pg_error",
     "discover_pg_schema",
+    "pg_error_kind",
     "read_expr",
     "timestamp_twin_mismatches",
 ]
@@ -87,14 +88,54 @@ def _qmarks(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
-#: libpq's words when the server wants a password and the connection gave none.
-_NO_PASSWORD = ("no password supplied",)
+#: libpq's words for a connect that no server answered: libpq reports no SQLSTATE for a failed connect (psycopg's
+#: `sqlstate` is None there), so they are read here, where the driver's error is caught, and nowhere else.
+_NO_SERVER = ("connection refused", "could not translate host name", "name or service not known", "timeout expired",
+              "no route to host", "network is unreachable", "temporary failure in name resolution",
+              "nodename nor servname", "connection reset", "server closed the connection")
+
+
+def pg_error_kind(exc: BaseException) -> str | None:
+    """The `StoreError.kind` of a psycopg error EXC, from the driver's codes, or None.
+
+    An error the server sent has its SQLSTATE: 28P01 (invalid_password) "auth", 3D000 (invalid_catalog_name)
+    "no-database", class 08 (connection exception) and 57P01-57P05 (the server shut down, or ended the session)
+    "unreachable". A failed connect has none, but libpq's connection state: PQconnectionNeedsPassword (psycopg's
+    `pgconn.needs_password`: the server asked for a password and none was available) is "no-secret"; the server's FATAL
+    relayed in libpq's text tells a refused password ("auth") or a missing database ("no-database"); libpq's own
+    words for no answer at all (refused, unknown host, timed out) "unreachable". An OperationalError with
+    neither an SQLSTATE nor a connect's state is a live session lost: "unreachable".
+    """
+    import psycopg
+
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    if sqlstate == "28P01":
+        return "auth"
+    if sqlstate == "3D000":
+        return "no-database"
+    if sqlstate.startswith(("08", "57P")):
+        return "unreachable"
+    if sqlstate or not isinstance(exc, psycopg.OperationalError):
+        return None
+    pgconn = getattr(exc, "pgconn", None)
+    if pgconn is None:
+        return "unreachable"
+    if getattr(pgconn, "needs_password", False):   # PQconnectionNeedsPassword: asked for one, none available
+        return "no-secret"
+    text = str(exc).lower()
+    if "password authentication failed" in text:
+        return "auth"
+    if re.search(r'database "[^"]*" does not exist', text):
+        return "no-database"
+    if any(words in text for words in _NO_SERVER):
+        return "unreachable"
+    return None
 
 
 def asks_for_password(exc: BaseException) -> bool:
-    """Return True when EXC (a failed connect) says the server asked for a password and none was given."""
-    text = str(exc)
-    return any(words in text for words in _NO_PASSWORD)
+    """Return True when EXC (a failed connect) says the server asked for a password and none was given
+    (`pg_error_kind`: "no-secret", libpq's PQconnectionNeedsPassword)."""
+    return pg_error_kind(exc) == "no-secret"
 
 
 #: Where the studio takes a PostgreSQL password from, in its order (`credentials.pg_password`).
@@ -211,7 +252,8 @@ def connect_pg(location: Target, *, options: str, application_name: str, purpose
             return connect(saved)
     except Exception as exc:
         where = f"{location.display} {purpose}" if purpose else location.display
-        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc, location, password, source)}") from exc
+        raise StoreError(f"Cannot connect to {where}: {describe_pg_error(exc, location, password, source)}",
+                         kind=pg_error_kind(exc)) from exc
 
 
 class PgSql:
@@ -300,7 +342,7 @@ class PgBackend:
 
     def fail(self, exc: BaseException) -> StoreError:
         """Return the StoreError for a failed read (the password redacted)."""
-        error = StoreError(f"Reading {self.location.display} failed: {describe_pg_error(exc)}")
+        error = StoreError(f"Reading {self.location.display} failed: {describe_pg_error(exc)}", kind=pg_error_kind(exc))
         error.__cause__ = exc
         return error
 
@@ -425,7 +467,7 @@ def discover_pg_schema(conn, location: Target) -> sc.Schema:
                         "ORDER BY table_name, ordinal_position", (location.schema,))
             rows = cur.fetchall()
     except Exception as exc:
-        raise StoreError(f"Cannot read {location.display}: {describe_pg_error(exc)}") from exc
+        raise StoreError(f"Cannot read {location.display}: {describe_pg_error(exc)}", kind=pg_error_kind(exc)) from exc
     schema = sc.Schema()
     for table, column, kind in rows:
         schema.tables.setdefault(table, []).append(column)

@@ -261,7 +261,8 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
     task = js_trim(output.current_task) if output.current_task else None
     response = js_trim(output.suggested_response) if output.suggested_response else None
     title_text = js_trim(output.thread_title) if output.thread_title else None
-    old_title = thread.get("title") if thread else None
+    old_title = thread.get("title") if thread else None   # the marker's oldTitle: Mastra's `thread.title?.trim()`
+    old_title = js_trim(old_title) if isinstance(old_title, str) else old_title
     new_title = None
     extractors = observer_extractors(window.record.config)
     values = extracted_values(output, extractors)

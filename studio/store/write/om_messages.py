@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.common.jscompat import UNDEFINED, js_trim
+from studio.common.jscompat import UNDEFINED, js_trim, utf16_len
 from studio.store.schema import MESSAGES, THREADS
 from studio.store.write.common import js_parse, stringify
 from studio.store.write.tx import WriteTx
@@ -125,13 +125,19 @@ def set_thread_om(metadata: dict, values: dict[str, Any]) -> dict:
 def new_thread_title(thread: dict, metadata: dict, title: str | None) -> str | None:
     """Return the title Mastra's resolveThreadTitleUpdate sets from an Observer's TITLE, or None (unchanged).
 
-    The trimmed title is used when it has at least 3 characters, differs from the current title,
-    and the thread's `metadata.titlePinned` is not true.
+    THREAD: the stored row ({"title", ...}); METADATA: its stored metadata (a dict). As Mastra 1.31
+    (observation-strategies/thread-title.ts): the candidate is TITLE trimmed (JavaScript's trim); it is
+    set when it has at least 3 UTF-16 code units (`.length`: two emoji are a title, "ab" is not), the
+    thread's `metadata.titlePinned` is not `true` (Mastra's isThreadTitlePinned: a user's rename stays)
+    and it differs from the stored title trimmed (a stored "  Budget  " equals a candidate "Budget").
     """
     if not isinstance(title, str):
         return None
     trimmed = js_trim(title)
-    if len(trimmed) < 3 or trimmed == thread.get("title") or metadata.get("titlePinned") is True:
+    if utf16_len(trimmed) < 3 or metadata.get("titlePinned") is True:
+        return None
+    stored = thread.get("title")
+    if isinstance(stored, str) and trimmed == js_trim(stored):
         return None
     return trimmed
 

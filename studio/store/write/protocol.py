@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from studio.common.durations import human_duration
 from studio.errors import WriteRefused
 from studio.store.records import iso_to_ms
 from studio.store.write.own_writes import own_write_times
@@ -171,22 +172,7 @@ class AgentActivity:
                     "it is quiet, or force the write.")
         if self.ago_ms is None:
             return "No write time is stored for this conversation."
-        return f"Quiet for {quiet_duration(self.ago_ms)} (quiet period {self.quiet_ms / 1000:g} s)."
-
-
-def quiet_duration(ms: int) -> str:
-    """Return MS (a duration in milliseconds, >= 0) as people read it: "42 s", "5 min 3 s", "3 h 12 min", "3 d 10 h"."""
-    s = int(ms // 1000)
-    if s < 60:
-        return f"{s} s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m} min {s} s" if s else f"{m} min"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h} h {m} min" if m else f"{h} h"
-    d, h = divmod(h, 24)
-    return f"{d} d {h} h" if h else f"{d} d"
+        return f"Quiet for {human_duration(self.ago_ms)} (quiet period {self.quiet_ms / 1000:g} s)."
 
 
 def _live_flags(latest: Any, now_ms: int) -> tuple[str, ...]:

@@ -38,20 +38,18 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
                 folder: str | os.PathLike[str] | None = None, *, set_aside: bool = True) -> tuple[Path, dict]:
     """Return (path, document) of the backup to undo: BACKUP, or TARGET's newest write not undone yet.
 
-    FOLDER: where backups are (default `row_backup.backup_root()`). SET_ASIDE: first set aside the
-    backups of writes that never happened (`set_aside_never_written`, one read of the store). Raises
-    WriteRefused ("invalid": a backup of another store, or not safe to read; "conflict": already undone;
-    "not-found": no backup) and StoreError (unreadable file).
+    FOLDER: where backups are (default `row_backup.backup_root()`), listed once. SET_ASIDE: first set
+    aside the backups of writes that never happened (`set_aside_never_written`, one read of the store).
+    Raises WriteRefused ("invalid": a backup of another store, or not safe to read; "conflict": already
+    undone; "not-found": no backup) and StoreError (unreadable file).
     """
     location = backup_location(target)
-    if backup is None and set_aside:
-        set_aside_never_written(target, folder)
     if backup is None:
         found = candidate_backups(target, folder)
-        if not found:
-            raise WriteRefused("not-found", f"No backup of a studio write to {location.display} is left to undo in "
-                                            f"{folder or backup_root()}.")
-        return found[0]
+        if set_aside:
+            aside = set(set_aside_never_written(target, folder, candidates=found))
+            found = [(p, d) for p, d in found if p not in aside]
+        return _newest(found, location.display, folder)
     path = Path(backup)
     document = load_row_backup(path)
     if document.get("identity") != target_identity(location):
@@ -63,32 +61,39 @@ def pick_backup(target: str, backup: str | os.PathLike[str] | None = None,
     return path, document
 
 
+def _newest(found: list[tuple[Path, dict]], display: str, folder) -> tuple[Path, dict]:
+    """The first of FOUND (newest first); WriteRefused ("not-found") when there is none."""
+    if not found:
+        raise WriteRefused("not-found", f"No backup of a studio write to {display} is left to undo in "
+                                        f"{folder or backup_root()}.")
+    return found[0]
+
+
 def candidate_backups(target: str, folder: str | os.PathLike[str] | None = None) -> list[tuple[Path, dict]]:
     """[(path, document)] of TARGET's backups an undo may restore, newest first: not undone, not an undo's own,
-    not set aside as the backup of a write that never happened (`never_written`)."""
+    not set aside as the backup of a write that never happened (`never_written`). One listing of FOLDER."""
     location = backup_location(target)
     return [(p, d) for p, d in list_row_backups(location, Path(folder) if folder else None)
             if not d.get("undone") and not d.get("never_written") and d.get("operation") != "undo"]
 
 
-def set_aside_never_written(target: str, folder: str | os.PathLike[str] | None = None) -> list[Path]:
+def set_aside_never_written(target: str, folder: str | os.PathLike[str] | None = None, *,
+                            candidates: list[tuple[Path, dict]] | None = None) -> list[Path]:
     """Mark `never_written` the newest backups of TARGET whose write never happened; return their paths.
 
-    A write killed before its COMMIT (or lost with the server after COMMIT was sent and never
-    resolved) leaves its row backup behind; it would otherwise be the "last write" an undo offers,
-    and refuse with rows "changed since" a write that never took place. The rows of each backup,
-    newest first, are read inside one write transaction that changes nothing (locked, so a write
-    still running is waited for); the walk stops at the first backup whose write did happen. A
+    CANDIDATES: `candidate_backups(target, folder)` when the caller has listed them already (the folder
+    is then not read again). A write killed before its COMMIT (or lost with the server after COMMIT
+    was sent and never resolved) leaves its row backup behind; it would otherwise be the "last write" an
+    undo offers, and refuse with rows "changed since" a write that never took place. The rows of each
+    backup, newest first, are read inside one write transaction that changes nothing (locked, so a
+    write still running is waited for); the walk stops at the first backup whose write did happen. A
     server that cannot be read leaves every backup as it is ([]): the undo itself then says why.
     """
-    import warnings
-
     from studio.errors import StoreError
 
-    found: list[tuple[Path, dict]] = []
-    with warnings.catch_warnings():   # a foreign file in the folder is said once, by the listing that follows
-        warnings.simplefilter("ignore")
+    if candidates is None:
         candidates = candidate_backups(target, folder)
+    found: list[tuple[Path, dict]] = []
     if not candidates:
         return []
     try:
@@ -143,9 +148,13 @@ def undo_write(target: str, backup: str | os.PathLike[str] | None = None, *,
     lock held longer than the write bound; "invalid", "not-found") and StoreError; nothing is
     written then.
     """
-    path, document = pick_backup(target, backup, folder, set_aside=False)
-    # the newest backups first, then older ones: a backup whose write never happened is set aside
-    candidates = [(path, document)] if backup is not None else candidate_backups(target, folder)
+    if backup is None:   # the folder is listed once: the newest backup first, then older ones
+        candidates = candidate_backups(target, folder)
+        path, document = _newest(candidates, backup_location(target).display, folder)
+    else:
+        path, document = pick_backup(target, backup, folder, set_aside=False)
+        candidates = [(path, document)]
+    # a backup whose write never happened is set aside and the one before it undone
     never_written: list[tuple[Path, dict]] = []
     counts = {"deleted": 0, "restored": 0, "reinserted": 0}
     sink = BackupSink(folder=Path(folder) if folder else None, extra={"undoes": str(path)})

@@ -16,6 +16,7 @@ from PySide6.QtGui import QBrush, QFont
 
 from studio.app import text as fmt
 from studio.app.listing import ListingCounts, ThreadRow
+from studio.app.uncountable import UNCOUNTABLE_MARK
 from studio.engine.status import ThreadStatus
 from studio.store.cells import DAMAGED_TEXT_NOTE
 from studio.store.records import iso_to_ms, ms_to_iso
@@ -117,9 +118,11 @@ class ThreadTableModel(TableModel):
         self._counts_state = "done" if counted else "pending"
         if keep_statuses:
             known = {r.thread.id: r.status for r in self._all if r.status is not None}
+            marked = {r.thread.id: r.uncountable for r in self._all if r.uncountable}
             for r in rows:
                 if r.status is None and r.has_om:
                     r.status = known.get(r.thread.id)
+                    r.uncountable = marked.get(r.thread.id)
         for r in rows:
             if not r.activity_ms:
                 r.activity_ms = iso_to_ms(r.thread.updated_at) or 0
@@ -155,7 +158,7 @@ class ThreadTableModel(TableModel):
             if old is None:
                 continue
             if row.status is None and row.has_om and row.lookup_key == old.lookup_key:
-                row.status = old.status
+                row.status, row.uncountable = old.status, old.uncountable
             if not row.activity_ms:
                 row.activity_ms = iso_to_ms(row.thread.updated_at) or 0
             fresh[row.thread.id] = row
@@ -225,18 +228,28 @@ class ThreadTableModel(TableModel):
         """Return the title filter (casefolded; "" for none)."""
         return self._text
 
-    def apply_statuses(self, statuses: list[ThreadStatus], *, final: bool = False) -> None:
+    def apply_statuses(self, statuses: list[ThreadStatus], *, final: bool = False,
+                       uncountable: dict[str, str] | None = None) -> None:
         """Fill in STATUSES; FINAL marks the end of the computation (rows still unknown show an em dash).
+
+        UNCOUNTABLE {thread id: sentence} marks threads Mastra cannot count a pending message of: their
+        title and bars show ⚠ and the tooltip says why (`StatusBatch.uncountable`).
 
         Only the rows of STATUSES change (`dataChanged` per run of adjacent loaded rows); the rows are
         re-sorted once, at the end, and only when the list is sorted by a bar column.
         """
         changed: list[int] = []
+        for thread_id, sentence in (uncountable or {}).items():
+            row = self._by_id.get(thread_id)
+            if row is not None:
+                row.status, row.uncountable = None, sentence
+                if 0 <= (i := self._position.get(thread_id, -1)) < self._loaded:
+                    changed.append(i)
         for st in statuses:
             row = self._by_id.get(st.thread_id)
             if row is None:
                 continue
-            row.status = st
+            row.status, row.uncountable = st, None
             self._note_bar_texts(row)
             i = self._position.get(st.thread_id, -1)
             if 0 <= i < self._loaded:
@@ -247,7 +260,7 @@ class ThreadTableModel(TableModel):
                 self.sort(self._sort_column, self._sort_order)
             self._emit_all_changed(BAR_COLUMNS)   # the rows still unknown turn from "…" into "—"
             return
-        self._emit_rows_changed(changed, BAR_COLUMNS)
+        self._emit_rows_changed(changed, _COLUMNS if uncountable else BAR_COLUMNS)
 
     def apply_counts(self, counts: ListingCounts) -> None:
         """Fill in the message counts and last activity of rows set with `counted=False` (the listing's second step).
@@ -395,7 +408,8 @@ class ThreadTableModel(TableModel):
         t = row.thread
         if role == Qt.ItemDataRole.DisplayRole:
             if col == ThreadColumn.TITLE:
-                return f"{ORPHAN_TITLE} ({t.id})" if row.orphan else t.title if t.title else t.id
+                title = f"{ORPHAN_TITLE} ({t.id})" if row.orphan else t.title if t.title else t.id
+                return f"{UNCOUNTABLE_MARK} {title}" if row.uncountable else title
             if col == ThreadColumn.RESOURCE:
                 return t.resource_id
             if col == ThreadColumn.MESSAGES:
@@ -508,6 +522,8 @@ class ThreadTableModel(TableModel):
         if st is None:
             if not row.has_om:
                 return BarValue(placeholder=NO_OM)
+            if row.uncountable and col == ThreadColumn.OBSERVATION:
+                return BarValue(placeholder=UNCOUNTABLE_MARK)
             return BarValue(placeholder={"pending": fmt.ELLIPSIS, "done": fmt.NONE}.get(self._status_state, "?"))
         if col == ThreadColumn.OBSERVATION:
             return BarValue(st.pending_tokens, st.threshold)
@@ -524,6 +540,8 @@ class ThreadTableModel(TableModel):
 
     def _tooltip(self, row: ThreadRow, col: ThreadColumn) -> str:
         t = row.thread
+        if row.uncountable and col in (ThreadColumn.TITLE, *BAR_COLUMNS):
+            return fmt.plain_tooltip(f"{UNCOUNTABLE_MARK} {row.uncountable}")
         if col in BAR_COLUMNS:
             bar = self._bar(row, col)
             if not row.has_om:

@@ -51,7 +51,8 @@ URL_PLACEHOLDER = ("postgresql://user@host:5432/db   ·   libsql://db-org.turso.
                    "mongodb://user@host:27017/db")
 NO_KEYRING = " There is no system keyring here: a typed secret is used for this session only."
 INTRO = ("Open a Mastra memory kept on a server: PostgreSQL (@mastra/pg), a libSQL server (Turso), a local "
-         "sqld or MongoDB (@mastra/mongodb, the database in the URL's path). The studio only reads it.")
+         "sqld or MongoDB (@mastra/mongodb, the database in the URL's path). Browsing never changes it; "
+         "only a write action does, once you confirm it.")
 
 
 def compose_target(url: str, schema: str) -> str:
@@ -398,7 +399,7 @@ class ConnectController(QObject):
             self.dialog.pending_save = None
         from studio.errors import StoreError
 
-        check = classify_failure(target, StoreError(message))
+        check = classify_failure(target, StoreError(message, kind=self._window.failed_kind))
         if not is_secret_failure(check.outcome):
             return
         cred.forget_for_session(target)

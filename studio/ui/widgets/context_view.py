@@ -4,7 +4,9 @@ A turn box (a Timeline point clicked selects the turn in progress at its time), 
 outputs written, buffered chunks activated / waiting), a table of each section's tokens (Mastra's
 estimate and the exact o200k count), and the sections themselves: the observation block, the
 unobserved messages in the window, working memory; "What the model saw" lists the model view (each
-part as Mastra rendered it, its tokens and the rows it came from). Stored text is shown as plain text.
+part as Mastra rendered it, its tokens and the rows it came from); "Semantic recall" says what the turn's
+user message's stored vector recalled (`studio.engine.recall_view.recall_report`; the options are the
+Vectors tab's). Stored text is shown as plain text.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from studio.app import text as fmt
 from studio.app.trace import load_history_context, load_turn_context
 from studio.engine.context import TurnContext, after_turn_lines
 from studio.engine.model_view import view_rows, view_text
+from studio.engine.recall_view import recall_report
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 
@@ -74,6 +77,8 @@ class TurnContextView(QWidget):
         self._pending = False
         self._record_present: bool | None = None   # unknown until the thread's detail has loaded
         self.use_helper = False
+        self.semantic_options = None   # () -> SemanticConfig: Memory's semanticRecall options (the Vectors tab's)
+        self.vector_store: str | None = None   # Memory's vector store when not the database (File ▸ Vector Store…)
         self.context: TurnContext | None = None
         self.turn_box = QSpinBox()
         self.turn_box.setRange(1, 1)
@@ -139,10 +144,15 @@ class TurnContextView(QWidget):
             model.addWidget(part)
         model.setStretchFactor(0, 3)  # the parts list (working memory first) taller than the text below it
         model.setStretchFactor(1, 2)
-        self.parts.addTab(model, "What the model saw")
-        self.parts.addTab(self.observations, "Observation block")
-        self.parts.addTab(self.window_table, "Unobserved messages")
-        self.parts.addTab(self.working_memory, "Working memory")
+        # short names: all five must show whole at 1024×700 (tests/ui/test_newcomer_ui.py); tooltips say more
+        self.recall_text = _read_only_text()   # plain text: stored messages are never markup
+        for widget, name, tip in (
+                (model, "What the model saw", "Every part of the turn's context, in the order the model got it"),
+                (self.observations, "Observations", "The observation block as the model saw it"),
+                (self.window_table, "Unobserved", "The unobserved messages in the turn's message window"),
+                (self.working_memory, "Working memory", "The working memory given to the model at this turn"),
+                (self.recall_text, "Recall", "What semantic recall added at this turn, and why")):
+            self.parts.setTabToolTip(self.parts.addTab(widget, name), tip)
 
         self.om_parts = [self.observations, self.window_table, self.working_memory]
         split = QSplitter(Qt.Orientation.Vertical)
@@ -186,6 +196,7 @@ class TurnContextView(QWidget):
         self.window_table.setRowCount(0)
         self.model_table.setRowCount(0)
         self.model_text.setPlainText("")
+        self.recall_text.setPlainText("")
         self._pending = thread_id is not None
 
     def set_record_present(self, present: bool) -> None:
@@ -244,15 +255,21 @@ class TurnContextView(QWidget):
         self._pending = False
         self._wanted = turn
         self.summary.setText("Reconstructing the context…")
+        semantic = self.semantic_options() if self.semantic_options is not None else None
         if self._record_present is False:
             value = self.last_messages_box.value()
             self._runner.submit_call(load_history_context, self._thread_id, turn, None if value < 0 else value,
-                                     helper=self.use_helper, on_done=self._on_history_done,
+                                     semantic, self.vector_store, helper=self.use_helper, on_done=self._on_history_done,
                                      on_error=self._on_context_failed, key="turn-context")
             return
-        self._runner.submit_call(load_turn_context, self._thread_id, turn, at_ms, helper=self.use_helper,
-                                 on_done=self._on_context_done, on_error=self._on_context_failed,
-                                 key="turn-context")
+        self._runner.submit_call(load_turn_context, self._thread_id, turn, at_ms, semantic, self.vector_store,
+                                 helper=self.use_helper, on_done=self._on_context_done,
+                                 on_error=self._on_context_failed, key="turn-context")
+
+    def refresh_recall(self) -> None:
+        """Show the shown turn again: the semanticRecall options changed."""
+        if self.context is not None:
+            self.show_turn(self.context.turn)
 
     def _on_turn_box_value_changed(self, value: int) -> None:
         if self.context is None or value != self.context.turn:
@@ -331,6 +348,7 @@ class TurnContextView(QWidget):
         self.turn_box.blockSignals(False)
 
     def _show_model_view(self, view: dict) -> None:
+        self.recall_text.setPlainText(recall_report(getattr(self.context, "semantic_recall", None), view))
         rows = view_rows(view)
         self.model_table.setRowCount(len(rows))
         for r, (part, estimate, exact, source) in enumerate(rows):

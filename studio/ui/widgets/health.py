@@ -178,11 +178,17 @@ def badge_tooltip(title_tip, health: str) -> str:
 
 
 class HealthBadgeDelegate(QStyledItemDelegate):
-    """Paint a thread's title with its Health badge at the right (a count in a coloured pill)."""
+    """Paint a thread's title, elided in the middle, with its Health badge at the right (a count in a coloured pill)."""
 
     def __init__(self, scan: HealthScan, parent=None):
         super().__init__(parent)
         self._scan = scan
+
+    def initStyleOption(self, option, index) -> None:
+        super().initStyleOption(option, index)
+        # A title's start and end tell threads apart ("Thread support-1", "Thread support-2"): cut its middle;
+        # the tooltip holds it whole.
+        option.textElideMode = Qt.TextElideMode.ElideMiddle
 
     def _badge(self, index) -> tuple[str, str] | None:
         thread_id = index.data(ID_ROLE)

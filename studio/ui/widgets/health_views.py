@@ -18,11 +18,13 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QSplitter,
+    QStyle,
     QVBoxLayout,
     QWidget,
 )
 
 from studio.app import text as fmt
+from studio.common.wording import plural
 from studio.ui.style import STYLE_SHEET
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import empty_state, plain_label, table_view
@@ -35,6 +37,11 @@ COLUMNS = ["Severity", "Check", "Thread", "Where", "Summary"]
 WIDE_WIDTHS, NARROW_WIDTHS = (64, 150, 100, 130), (56, 112, 100, 84)
 NARROW_FINDINGS = 720
 ALL_SEVERITIES = "All severities"
+
+
+def summary_text(counts: dict) -> str:
+    """Return "0 errors · 1 warning · 2 info" for COUNTS ({severity: findings}), each word in its number."""
+    return f"{plural(counts['error'], 'error')} · {plural(counts['warning'], 'warning')} · {counts['info']:,} info"
 
 
 def where_text(f: dict) -> str:
@@ -180,8 +187,15 @@ class FindingsPane(QWidget):
         if narrow == self._narrow:
             return
         self._narrow = narrow
+        header = self.view.horizontalHeader()
         for col, width in enumerate(NARROW_WIDTHS if narrow else WIDE_WIDTHS):
-            self.view.horizontalHeader().resizeSection(col, width)
+            header.resizeSection(col, max(width, self.header_width(col)))
+
+    def header_width(self, col: int) -> int:
+        """Return the width (px) column COL's header needs to show its title whole (text, margins, sort arrow)."""
+        header = self.view.horizontalHeader()
+        return header.fontMetrics().horizontalAdvance(COLUMNS[col]) + 2 * header.style().pixelMetric(
+            QStyle.PixelMetric.PM_HeaderMargin) + header.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMarkSize) + 8
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.view.viewport() and event.type() == QEvent.Type.Resize:
@@ -206,7 +220,7 @@ class FindingsPane(QWidget):
 
     def _after_change(self) -> None:
         c = self.counts()
-        self.summary.setText(f"{c['error']:,} errors · {c['warning']:,} warnings · {c['info']:,} info")
+        self.summary.setText(summary_text(c))
         nothing = not self.model.all_findings()
         self.empty.setVisible(nothing)
         self._split.setVisible(not nothing)

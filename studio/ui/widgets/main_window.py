@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio.app import text as fmt
+from studio.errors import store_error_kind
 from studio.paths import SAMPLE_DATABASE
 from studio.store.target import absolute_target, display_path, is_server_target, redact_url, strip_secrets
 from studio.ui.context import AppContext, WindowContext
@@ -46,6 +47,7 @@ from studio.ui.widgets.lock_wait import LockWaitNotice
 from studio.ui.widgets.shortcuts import ShortcutsDialog, shortcut_rows
 from studio.ui.widgets.thread_list import ThreadListPane
 from studio.ui.widgets.thread_view import NO_DATABASE, NO_THREAD, TAB_NAMES, TAB_TITLES, ThreadView
+from studio.ui.widgets.vector_store_action import VectorStoreController
 from studio.ui.widgets.window_dialogs import WindowDialogs
 from studio.ui.widgets.window_loading import ListingLoader
 
@@ -66,6 +68,24 @@ def open_error_text(path: str, message: str) -> str:
     return f"{path}: {message}"
 
 
+#: The window's preferred size (px) and the room its frame and title bar take on a screen (px).
+PREFERRED_SIZE = (1400, 900)
+FRAME_ROOM = (8, 48)
+
+
+def default_window_size(available: QSize | None) -> QSize:
+    """Return the window's first size: 1400x900, shrunk to fit AVAILABLE (the screen's free area) with its frame.
+
+    On a 1024x700 screen that is 1016x652, so the whole window, title bar included, is on screen
+    (a 1400x900 window there hid its status bar and right half).
+    """
+    width, height = PREFERRED_SIZE
+    if available is not None and available.width() > 0 and available.height() > 0:
+        width = min(width, available.width() - FRAME_ROOM[0])
+        height = min(height, available.height() - FRAME_ROOM[1])
+    return QSize(width, height)
+
+
 class MainWindow(QMainWindow):
     """Browse one Mastra memory.db: resources filter threads; the selected thread fills the thread view."""
 
@@ -83,6 +103,7 @@ class MainWindow(QMainWindow):
         self.context = ctx = WindowContext.for_window(app, self)
         self._path: str | None = None
         self._failed_path: str | None = None
+        self._failed_kind: str | None = None
         self._thread_id: str | None = None
         self._pending_thread: str | None = None
         self._pending_tab: str | None = None
@@ -100,6 +121,7 @@ class MainWindow(QMainWindow):
         self.health = HealthController(ctx, self)   # badges, Health tab navigation, View ▸ Health… (Ctrl+Shift+H)
         self.connect_controller = ConnectController(ctx, self)   # File ▸ Connect… (Ctrl+L): server URLs, keyring
         self.exports = ExportActions(ctx, self)   # Thread ▸ Export Thread… (Ctrl+Shift+S), Help ▸ About
+        self.vector_store = VectorStoreController(self, ctx.settings)   # File ▸ Vector Store…: vectors elsewhere
         self._build_menus()
         self.loader.listed.connect(self._on_loader_listed)
         self.loader.threads_changed.connect(self._on_loader_threads_changed)
@@ -110,7 +132,7 @@ class MainWindow(QMainWindow):
         self.watcher = DatabaseWatcher(self)
         self.watcher.check_due.connect(self.loader.check_for_changes)
         ctx.runner.task_failed.connect(self._on_runner_task_failed)
-        self.resize(1400, 900)
+        self.resize(default_window_size(self.screen().availableGeometry().size() if self.screen() else None))
         self._restore_layout()
 
     # -- building --------------------------------------------------------------------------
@@ -182,6 +204,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._on_recent_menu_about_to_show)
         file_menu.addAction(self.history_actions.full_backup_action)
+        file_menu.addAction(self.vector_store.action)
         file_menu.addSeparator()
         self.quit_action = QAction("&Quit", self, shortcut=QKeySequence("Ctrl+Q"), triggered=self.close)
         file_menu.addAction(self.quit_action)
@@ -260,6 +283,11 @@ class MainWindow(QMainWindow):
     def failed_target(self) -> str | None:
         """Return the target whose open failed last (F5 tries it again while no database is open), or None."""
         return self._failed_path
+
+    @property
+    def failed_kind(self) -> str | None:
+        """Return the `StoreError.kind` of the last failed open ("auth", "no-secret", "unreachable", …), or None."""
+        return self._failed_kind
 
     def open_database(self, path: str | os.PathLike[str], *, thread_id: str | None = None,
                       tab: str | None = None) -> None:
@@ -462,6 +490,7 @@ class MainWindow(QMainWindow):
 
     def _on_store_failed(self, path: str, exc: Exception, shown: str | None = None) -> None:
         self._failed_path = path  # F5 tries it again while no database is open
+        self._failed_kind = store_error_kind(exc)   # File ▸ Connect… asks for the secret on "auth" / "no-secret"
         self.statusBar().clearMessage()
         message = open_error_text(shown or redact_url(path), str(exc) or exc.__class__.__name__)
         self.report_error("Cannot open database", message)
@@ -673,5 +702,5 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     def sizeHint(self) -> QSize:
-        return QSize(1400, 900)
+        return default_window_size(self.screen().availableGeometry().size() if self.screen() else None)
 

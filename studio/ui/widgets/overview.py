@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from studio.app import text as fmt
 from studio.app.helper_process import CANCEL
 from studio.app.statuses import StatusBatch, StatusRound, status_batch
+from studio.app.uncountable import UNCOUNTABLE_MARK
 from studio.engine.status import ThreadStatus
 from studio.store.records import Thread
 from studio.ui.gc_collector import WeakMethod, ensure_gui_thread_gc
@@ -125,6 +126,7 @@ class OverviewWindow(QMainWindow):
         self._use_helper = False
         self._without_om = 0
         self.entries: list[OverviewEntry] = []
+        self.uncountable: dict[str, str] = {}   # thread id -> why Mastra cannot count it (no point drawn)
         self.finished = False
 
         self.plot = pg.PlotWidget(background="w")
@@ -165,6 +167,8 @@ class OverviewWindow(QMainWindow):
         self.counts: dict[str, int] = {}
 
         self.summary = plain_label("", "muted", wrap=True)
+        self.uncountable_label = plain_label("", "muted", wrap=True)   # the ⚠ threads (no ratio to draw)
+        self.uncountable_label.hide()
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setFormat("Statuses %v / %m")
@@ -182,6 +186,7 @@ class OverviewWindow(QMainWindow):
         layout = QVBoxLayout(central)
         layout.setContentsMargins(10, 10, 10, 10)
         layout.addWidget(self.plot, 1)
+        layout.addWidget(self.uncountable_label)
         layout.addLayout(bar)
         self.setCentralWidget(central)
         self.resize(900, 700)
@@ -203,6 +208,8 @@ class OverviewWindow(QMainWindow):
         self._by_id = {t.id: t for t in self._statuses.threads}
         self._without_om = without_om
         self.entries, self.finished = [], False
+        self.uncountable = {}
+        self.uncountable_label.hide()
         self.database = database
         self.setWindowTitle(f"Overview — {database}" if database else "Overview — Memory Studio")
         for scatter in self.scatters.values():
@@ -234,12 +241,27 @@ class OverviewWindow(QMainWindow):
             thread = self._by_id.get(status.thread_id)
             if thread is not None:
                 self.entries.append(OverviewEntry(thread, status, thread_state(status)))
+        if batch.uncountable:
+            self.uncountable.update(batch.uncountable)
+            self._show_uncountable()
         self.progress.setValue(self._statuses.done)
         self._draw(first)
         if finished:
             self._finish()
         else:
             self._next_batch(round_)
+
+    def _show_uncountable(self) -> None:
+        """List the threads Mastra cannot count a pending message of (they have no point), each with why."""
+        lines = []
+        for thread_id, sentence in self.uncountable.items():
+            thread = self._by_id.get(thread_id)
+            title = f" “{fmt.preview(thread.title, 40)}”" if thread is not None and thread.title else ""
+            lines.append(f"{UNCOUNTABLE_MARK} {thread_id}{title} (not drawn): {sentence}")
+        self.uncountable_label.setText("\n".join(lines))
+        self.uncountable_label.setToolTip(fmt.plain_tooltip("\n".join(lines)))
+        self.uncountable_label.setVisible(bool(lines))
+        self._update_summary()
 
     def _on_batch_failed(self, round_: int, exc: Exception) -> None:
         if round_ != self._round:
@@ -326,6 +348,8 @@ class OverviewWindow(QMainWindow):
             counts[entry.state] = counts.get(entry.state, 0) + 1
         parts = [f"{len(self.entries):,} thread{'s' if len(self.entries) != 1 else ''} with OM"]
         parts += [f"{n:,} {STATES[k][0].lower()}" for k, n in counts.items() if k != "ok" and n]
+        if self.uncountable:
+            parts.append(f"{UNCOUNTABLE_MARK} {len(self.uncountable):,} Mastra cannot count (not drawn)")
         if self._without_om:
             parts.append(f"{self._without_om:,} without OM (not drawn)")
         if not self.finished and self._statuses.total:

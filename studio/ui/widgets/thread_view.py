@@ -42,7 +42,8 @@ TAB_TOOLTIPS = {"observations": "Observational memory: thresholds, record and th
                 "health": "What the memory doctor found in this thread",
                 "vectors": "Vector memory (semantic recall): indexes, this thread's embedded messages, similar "
                            "messages, what a turn recalled, recall by meaning"}
-NO_DATABASE = "Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window."
+NO_DATABASE = ("Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window; for a store on a "
+               "server (postgresql://, libsql://, http:// for sqld, mongodb://), File ▸ Connect… (Ctrl+L).")
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 
 
@@ -85,6 +86,11 @@ class ThreadView(QWidget):
         self.tabs.addTab(self.health_tab, TAB_TITLES["health"])
         self.vectors_tab = VectorMemoryTab(runner, settings=settings)
         self.tabs.addTab(self.vectors_tab, TAB_TITLES["vectors"])
+        # semanticRecall's options are code, not data: asked in the Vectors tab, used by Context and Timeline too
+        self.context_view.semantic_options = self.vectors_tab.config
+        self.vectors_tab.options_changed.connect(self.context_view.refresh_recall)
+        self.timeline_tab.recall_marks.options = self.vectors_tab.recall_options
+        self.vectors_tab.options_changed.connect(self.timeline_tab.reload_recall_marks)
         for index, name in enumerate(TAB_NAMES):
             self.tabs.setTabToolTip(index, TAB_TOOLTIPS[name])
 
@@ -112,6 +118,17 @@ class ThreadView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.damage_banner)
         layout.addWidget(self._stack)
+
+    def set_vector_store(self, target: str | None) -> None:
+        """Read Memory's vectors from TARGET (a libSQL file or server; None: the database's own tables) in the
+        Vectors tab, the Context view and the Timeline; what they show is read again when it changed."""
+        if target == self.vectors_tab.vector_store:
+            return
+        self.vectors_tab.vector_store = self.context_view.vector_store = target
+        self.timeline_tab.recall_marks.vector_store = target
+        self.vectors_tab.reload()
+        self.context_view.refresh_recall()
+        self.timeline_tab.reload_recall_marks()
 
     def _add_trace_tabs(self, runner: TaskRunner, settings: QSettings | None) -> None:
         """Add the Trace and Turn context tabs and wire them to the search boxes, History, Messages and Timeline."""

@@ -36,6 +36,8 @@ from PySide6.QtWidgets import (
 
 from studio.app import text as fmt
 from studio.app.thread_detail import ThreadDetail
+from studio.app.timeline import no_replay_sentence
+from studio.app.uncountable import UNCOUNTABLE_MARK, uncountable_sentence
 from studio.engine.events import THREAD_UPDATE
 from studio.engine.timeline import Timeline, series_csv
 from studio.engine.timeline_cache import load_timeline_chart
@@ -45,6 +47,7 @@ from studio.ui.gc_collector import ensure_gui_thread_gc
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.chart_export import ChartExport
 from studio.ui.widgets.common import ElidedLabel, empty_state, set_role
+from studio.ui.widgets.recall_marks import RecallMarks
 from studio.ui.widgets.timeline_chart import CurveLegend, MarkerLegend, TimelineChart
 from studio.ui.widgets.timeline_pointer import DrawnTimeline, TimelinePointer
 from studio.ui.widgets.whatif_panel import WhatIfPanel
@@ -52,6 +55,9 @@ from studio.ui.widgets.whatif_panel import WhatIfPanel
 #: Below this tab width (px) the What-if panel folds away so the chart keeps its room.
 NARROW_WIDTH = 560
 
+
+#: The What-if button's tooltip (a thread Mastra cannot count says why there is no replay instead).
+WHATIF_TIP = "Replay this thread with other OM settings and draw it over the chart"
 
 class _HeldDraw:
     """A long timeline's drawing held out of sight until it is all there: which TIMELINE, and whether to announce it."""
@@ -112,7 +118,7 @@ class TimelineTab(QWidget):
         self.whatif_button.setText("What-if")
         self.whatif_button.setCheckable(True)
         self.whatif_button.setChecked(False)  # off until the user asks
-        self.whatif_button.setToolTip("Replay this thread with other OM settings and draw it over the chart")
+        self.whatif_button.setToolTip(WHATIF_TIP)
         self.whatif_button.toggled.connect(self._on_whatif_button_toggled)
         self.export_button = QToolButton()
         self.export_button.setText("Export")
@@ -142,6 +148,8 @@ class TimelineTab(QWidget):
                                    (self.pointer.time_selected, self.time_selected)):
             signal.connect(tab_signal)
         self.chart = TimelineChart(self.plot, self.pointer, self.pointer.on_scatter_clicked)
+        # semantic recall's turns (violet dashed lines)
+        self.recall_marks = RecallMarks(self.plot, runner, self._drawn, changed=lambda: self._fit_legend())
         self.exporter = ChartExport(self.plot, self, title="Memory Studio timeline", write_csv=self._write_csv,
                                     default_name=self._export_default_name, report=self.readout.setText)
         self.export_button.setMenu(self.exporter.menu(self.export_button, "Series as CSV…"))
@@ -225,6 +233,7 @@ class TimelineTab(QWidget):
         drawn.thread_id = drawn.timeline = drawn.whatif = drawn.series = drawn.whatif_series = None
         self.pointer.timeline_changed(same_thread=False)
         self._runner.cancel("timeline")
+        self.recall_marks.clear()
         self.whatif_panel.set_timeline(None)
         self._show_message("Select a thread with observational memory to see its timeline.")
 
@@ -248,6 +257,11 @@ class TimelineTab(QWidget):
         self._wanted = detail.thread.id
         if self.isVisible():
             self.load()
+
+    def reload_recall_marks(self) -> None:
+        """Read the semantic-recall marks of the drawn timeline again (the semanticRecall options changed)."""
+        if self._drawn.timeline is not None:
+            self.recall_marks.load(self._drawn.timeline, helper=self.use_helper)
 
     def leave_other_threads(self, thread_id: str) -> None:
         """Stop a What-if replay of a thread other than THREAD_ID (the thread the window turns to).
@@ -301,7 +315,9 @@ class TimelineTab(QWidget):
         self.pointer.timeline_changed(same_thread=same_thread)
         if not same_thread:
             self._drawn.whatif = self._drawn.whatif_series = None
-        self.whatif_panel.set_timeline(timeline, keep=same_thread)
+        self.whatif_panel.set_timeline(timeline, keep=same_thread, series=series)
+        self.recall_marks.load(timeline, helper=self.use_helper)
+        self._offer_whatif(timeline)
         if not self.chart.is_long(series):
             held = self._unshown = _HeldDraw(timeline, announce=True)
             self._stack.setCurrentIndex(1)
@@ -312,6 +328,14 @@ class TimelineTab(QWidget):
         # In one go, delivery, drawing, fitting and the first paint held the GUI thread 40-60 ms on the
         # 20,007-message thread: drawn in steps, out of sight.
         self._draw_held(announce=True)
+
+    def _offer_whatif(self, timeline: Timeline) -> None:
+        """Turn What-if off for a thread holding a message Mastra cannot count: no replay exists (tooltip: why)."""
+        if timeline.uncountable is not None:
+            self.whatif_button.setChecked(False)
+        self.whatif_button.setEnabled(timeline.uncountable is None)
+        self.whatif_button.setToolTip(WHATIF_TIP if timeline.uncountable is None
+                                      else fmt.plain_tooltip(no_replay_sentence(timeline)))
 
     def _draw_held(self, *, announce: bool) -> None:
         """Draw the long timeline anew out of sight, then fit and show it in a turn of the event loop of its own.
@@ -379,7 +403,7 @@ class TimelineTab(QWidget):
             self.chart.clear()
             self.legend.set_curves([])
             return
-        keep = self.pointer.items()
+        keep = self.pointer.items() + self.recall_marks.items()
         # resource scope replays every thread of the resource: its turns are the resource's, not this thread's
         self.chart.turn_label = "turn (all threads of the resource)" if tl.scope == "resource" else "turn"
         if self.chart.is_long(series):
@@ -389,6 +413,7 @@ class TimelineTab(QWidget):
                         thresholds=self.show_thresholds.isChecked(), keep=tuple(keep),
                         done=functools.partial(self._draw_overlay, done or self._on_redrawn))
         self.pointer.place_selection()
+        self.recall_marks.place()
         n_recon = int(np.count_nonzero(np.isfinite(series.y["reconstructed"])))
         shown = [e for e in tl.events if e.kind != THREAD_UPDATE]
         inferred = sum(1 for e in shown if e.inferred)
@@ -397,6 +422,8 @@ class TimelineTab(QWidget):
                 f" · {tl.scope} scope, generation\u00a0{tl.generations[-1].generation_count}")
         if tl.scope == "resource":
             text += " · the other threads' context is not replayed (estimate)"
+        if tl.uncountable is not None:   # the series stops before that message: say why first
+            text = f"{UNCOUNTABLE_MARK} The series ends here: {uncountable_sentence(tl.uncountable)}. {text}"
         self.summary.setText(text)
         self.summary.setToolTip(fmt.plain_tooltip(text))
 
@@ -433,7 +460,7 @@ class TimelineTab(QWidget):
 
     def _fit_legend(self) -> None:
         """Name the curves drawn now in the legend under the chart."""
-        self.legend.set_curves(self.chart.curves())
+        self.legend.set_curves(self.chart.curves() + self.recall_marks.legend())
 
     def _fit(self) -> None:
         """Show everything, with a little room above the data."""
@@ -453,6 +480,7 @@ class TimelineTab(QWidget):
             return
         self.chart.set_mode(self._drawn.x_mode)  # the same items, other x arrays
         self.pointer.place_selection()
+        self.recall_marks.place()
         self._fit()
 
     def _on_reset_button_clicked(self) -> None:

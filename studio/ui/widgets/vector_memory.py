@@ -15,7 +15,7 @@ Every stored text is shown as plain text.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QGridLayout,
@@ -39,7 +39,9 @@ from studio.app.semantic import (
     message_recall_view,
     recall_by_meaning,
 )
+from studio.app.vector_store import attach_vector_store
 from studio.engine.semantic import DEFAULT_MESSAGE_RANGE, DEFAULT_TOP_K, SemanticConfig, chunk_text
+from studio.store.target import strip_secrets
 from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.common import plain_label
 
@@ -62,12 +64,15 @@ class VectorMemoryTab(QWidget):
     RUNNER reads (database worker) and calls the embedder (pool); SETTINGS remembers the options per store.
     """
 
+    options_changed = Signal()   # the semanticRecall options shown changed (set, or restored for the store)
+
     def __init__(self, runner: TaskRunner, parent=None, *, settings: QSettings | None = None):
         super().__init__(parent)
         self._runner = runner
         self._settings = settings
         self._thread_id: str | None = None
         self.info: VectorMemoryInfo | None = None
+        self.vector_store: str | None = None   # Memory's vector store when not the database (File ▸ Vector Store…)
 
         self.indexes_label = plain_label("", wrap=True)
         self.top_k = QSpinBox(minimum=1, maximum=999, value=DEFAULT_TOP_K)
@@ -165,14 +170,34 @@ class VectorMemoryTab(QWidget):
         if thread_id is not None:
             self.refresh()
 
+    def reload(self) -> None:
+        """Show the thread afresh (the vector store changed): indexes, embedded messages, the newest user turn."""
+        self.set_thread(self._thread_id)
+
+    def _with_vectors(self, read):
+        """Return a database-worker task running READ(store) with the vector store attached as now (None: the
+        database's own vector tables)."""
+        target = self.vector_store
+
+        def run(store, _progress, _cancel):
+            attach_vector_store(store, target)
+            return read(store)
+        return run
+
     def refresh(self) -> None:
         """Re-read the indexes and the thread's embedded messages."""
         thread_id = self._thread_id
         if thread_id is None:
             return
-        self._runner.submit(lambda store, _p, _c: load_vector_memory(store, thread_id),
+        self._runner.submit(self._with_vectors(lambda store: load_vector_memory(store, thread_id)),
                             on_done=lambda info: self._on_loaded(thread_id, info),
                             on_error=lambda exc: self._on_failed(thread_id, exc), key="vector-memory")
+
+    def set_controls_enabled(self, enabled: bool) -> None:
+        """Enable the recall options, the query, the embedder and Recall (off when there is no vector index)."""
+        for widget in (self.top_k, self.message_range, self.scope, self.last_messages, self.query, self.embedder,
+                       self.base_url, self.recall_button):
+            widget.setEnabled(enabled)
 
     def _on_failed(self, thread_id: str, exc: Exception) -> None:
         if thread_id == self._thread_id:
@@ -184,15 +209,21 @@ class VectorMemoryTab(QWidget):
         first = self.info is None
         self.info = info
         if first:
+            before = self.config()
             self._restore_options(info.display)
+            if self.config() != before:
+                self.options_changed.emit()
+        self.set_controls_enabled(bool(info.indexes))
         if not info.indexes:
             self.indexes_label.setText("This store has no vector index: Memory's semanticRecall never embedded a "
-                                       "message here (or its vector store is another database).")
+                                       "message here (or its vector store is another database), so there is "
+                                       "nothing to recall by meaning and the options below are off.")
         else:
             lines = [f"{i['index_name']} · {i['dimension']} dimensions"
                      + (f" ({i['embedder_hint']})" if i["embedder_hint"] else "")
                      + f" · {i['count']:,} vectors · {i['metric']}" for i in info.indexes]
-            self.indexes_label.setText("Vector indexes: " + "; ".join(lines))
+            attached = f"Attached vector store {strip_secrets(self.vector_store)} · " if self.vector_store else ""
+            self.indexes_label.setText(attached + "Vector indexes: " + "; ".join(lines))
         self.embedded.clear()
         for row in info.embedded:
             chunk = f"{row['chunk'] + 1}/{row['chunks']}"
@@ -216,6 +247,10 @@ class VectorMemoryTab(QWidget):
     def config(self) -> SemanticConfig:
         """The semanticRecall options shown."""
         return SemanticConfig(self.top_k.value(), self.message_range.value(), self.scope.currentText())
+
+    def recall_options(self) -> tuple[SemanticConfig, int]:
+        """The semanticRecall options and lastMessages shown."""
+        return self.config(), self.last_messages.value()
 
     def _settings_key(self, display: str) -> str:
         return "semantic-recall/" + display.replace("/", "|")
@@ -243,6 +278,7 @@ class VectorMemoryTab(QWidget):
             self._settings.setValue(self._settings_key(self.info.display),
                                     f"{self.top_k.value()},{self.message_range.value()},{self.scope.currentText()},"
                                     f"{self.last_messages.value()}")
+        self.options_changed.emit()
         item = self.embedded.currentItem()
         if item is not None:
             self._on_embedded_selected(item, None)
@@ -258,8 +294,9 @@ class VectorMemoryTab(QWidget):
         where = ({"resource_id": info.resource_id} if config.scope == "resource" and info.resource_id
                  else {"thread_id": info.thread_id})
         self.results_heading.setText("Loading…")
-        self._runner.submit(lambda store, _p, _c: message_recall_view(store, message_id, config, last_messages=last,
-                                                                      where=where, similar_count=SIMILAR_COUNT),
+        self._runner.submit(self._with_vectors(lambda store: message_recall_view(
+                                store, message_id, config, last_messages=last, where=where,
+                                similar_count=SIMILAR_COUNT)),
                             on_done=lambda view: self._show_selected(message_id, view),
                             on_error=self._on_results_failed, key="vector-similar")
 
@@ -339,9 +376,9 @@ class VectorMemoryTab(QWidget):
 
         def recall(vectors):
             self._runner.submit(
-                lambda store, _p, _c: recall_by_meaning(store, thread_id, text, lambda _chunks: vectors, config,
-                                                        resource_id=resource_id, last_messages=last,
-                                                        model_id=model),
+                self._with_vectors(lambda store: recall_by_meaning(store, thread_id, text, lambda _chunks: vectors,
+                                                                   config, resource_id=resource_id,
+                                                                   last_messages=last, model_id=model)),
                 on_done=lambda doc: self._show_recall(text, doc), on_error=self._on_query_failed, key="vector-recall")
 
         self.results_heading.setText(f"Embedding with {model}…")

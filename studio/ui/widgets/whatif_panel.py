@@ -44,12 +44,11 @@ from studio.engine.events import (
 )
 from studio.engine.timeline import Timeline
 from studio.engine.timeline_cache import timeline_key
-from studio.engine.timeline_series import ChartSeries
+from studio.engine.timeline_series import ChartSeries, Peaks
 from studio.engine.whatif import (
     WhatIfSettings,
     WhatIfSettingsError,
     measured_ratios,
-    peak_context,
 )
 from studio.engine.whatif_chart import WhatIfChart, replay_in_store, replay_packed
 from studio.ui.tasks import TaskRunner
@@ -65,19 +64,23 @@ HELPER_MIN_MESSAGES = 1000
 MAX_RATIO = 1000.0
 ROWS = ["Observer calls", "Reflector calls", "Observations", "Reflections", "Buffered chunks", "Activations",
         "Peak window + log", "Peak window"]
-#: What the peak rows measure (their row tooltip): the same moments for both columns and the CLI.
-PEAK_TIP = ("Largest message window + observation log the actor got at a turn, both taken after OM's "
-            "step-0 work (observation / reflection) of that turn; `whatif --json` peak_context_tokens")
+#: What the peak rows measure (their row tooltip): the highest points of the chart's own curves.
+PEAK_TIP = ("Highest message window (and window + observation log at the same point) the chart draws, "
+            "including the moment just before an observation; what the agent itself got after OM's step 0 "
+            "is in the sentence below the table")
 
 
-def real_counts(timeline: Timeline) -> dict[str, str]:
-    """Return the real run's figures for the comparison table (text; Reflector retries are not recorded)."""
+def real_counts(timeline: Timeline, series: ChartSeries) -> dict[str, str]:
+    """Return the real run's figures for the comparison table (text; Reflector retries are not recorded).
+
+    SERIES: the chart arrays of TIMELINE (the peak rows are read off them, `ChartSeries.peaks`).
+    """
     events = timeline.events
     cycles = sum(1 for e in events if e.kind in (OBSERVATION, BUFFERING))
     reflections = sum(1 for e in events if e.kind in (REFLECTION, REFLECTION_ACTIVATION)
                       and e.status in ("completed", "recorded"))
     reflector = sum(1 for e in events if e.kind in (REFLECTION, REFLECTION_BUFFERING))
-    peaks = peak_context(timeline.points, [m.role for m in timeline.messages])
+    peaks = series.peaks
     return {
         "Observer calls": f"{cycles:,}",
         "Reflector calls": f"≥ {reflector:,}" if reflector else "0",
@@ -90,15 +93,49 @@ def real_counts(timeline: Timeline) -> dict[str, str]:
 
 
 def whatif_counts(result: WhatIfChart) -> dict[str, str]:
-    """Return a replay's figures for the comparison table (text)."""
+    """Return a replay's figures for the comparison table (text; peak rows off its chart, `ChartSeries.peaks`)."""
+    peaks = result.series.peaks
     return {
         "Observer calls": f"{result.observer_calls:,}", "Reflector calls": f"{result.reflector_calls:,}",
         "Observations": f"{result.count(OBSERVATION):,}",
         "Reflections": f"{result.count(REFLECTION, REFLECTION_ACTIVATION):,}",
         "Buffered chunks": f"{result.count(BUFFERING):,}", "Activations": f"{result.count(ACTIVATION):,}",
-        "Peak window + log": fmt.tokens(result.peak_context_tokens),
-        "Peak window": fmt.tokens(result.peak_message_tokens),
+        "Peak window + log": fmt.tokens(peaks.context_tokens), "Peak window": fmt.tokens(peaks.message_tokens),
     }
+
+
+def _agrees(row: str, real: str, replay: str) -> bool:
+    if row == "Reflector calls" and real.startswith("≥ "):  # retries are not recorded: a lower bound
+        return int(replay.replace(",", "")) >= int(real[2:].replace(",", ""))
+    return real == replay
+
+
+def differences(real: dict[str, str], replay: dict[str, str], real_agent: Peaks | None,
+                replay_agent: Peaks) -> list[str]:
+    """Return, as phrases, where a replay differs from the real run: table rows, then the agent's peaks.
+
+    REAL / REPLAY: `real_counts` / `whatif_counts`; REAL_AGENT: the real run's `agent_peaks` (None when
+    not measured); REPLAY_AGENT: the replay's, from its turns. Empty when everything agrees.
+    """
+    out = [f"{row} {real[row]} real vs {replay[row]} replayed" for row in ROWS
+           if row in real and row in replay and not _agrees(row, real[row], replay[row])]
+    if real_agent is not None:
+        if real_agent.message_tokens != replay_agent.message_tokens:
+            out.append(f"the agent's largest window {real_agent.message_tokens:,} real vs "
+                       f"{replay_agent.message_tokens:,} replayed")
+        if real_agent.context_tokens != replay_agent.context_tokens:
+            out.append(f"the agent's largest window + log {real_agent.context_tokens:,} real vs "
+                       f"{replay_agent.context_tokens:,} replayed")
+    return out
+
+
+def agent_sentence(real_agent: Peaks | None, replay_agent: Peaks) -> str:
+    """Return the one sentence saying what the agent got after OM's step 0 (largest window, window + log)."""
+    text = (f"After OM's step 0 the agent got at most {replay_agent.message_tokens:,} tokens of message window "
+            f"and {replay_agent.context_tokens:,} of window + log at one turn in the replay")
+    if real_agent is not None:
+        text += f" ({real_agent.message_tokens:,} and {real_agent.context_tokens:,} in the real run)"
+    return text + "; the chart's peaks above also count the window just before an observation."
 
 
 #: Narrowest a setting's box gets (px): its width hint fits "10,000,000 tokens", which pushed the panel
@@ -142,6 +179,7 @@ class WhatIfPanel(QWidget):
         self.use_helper = False   # replay in the helper process whatever the thread's length (big databases)
         self.result: WhatIfChart | None = None
         self.series: ChartSeries | None = None   # the chart arrays of `result`
+        self._real_series: ChartSeries | None = None   # the chart arrays of the timeline shown
         self.setMaximumWidth(440)
 
         self.message_tokens = _spin()
@@ -247,9 +285,14 @@ class WhatIfPanel(QWidget):
         self.note.setText("")
         self.cleared.emit()
 
-    def set_timeline(self, timeline: Timeline | None, *, keep: bool = False) -> None:
-        """Show TIMELINE (None: nothing), replayed when active; KEEP the settings when it is the same thread re-read."""
+    def set_timeline(self, timeline: Timeline | None, *, keep: bool = False, series: ChartSeries | None = None) -> None:
+        """Show TIMELINE (None: nothing), replayed when active; KEEP the settings when it is the same thread re-read.
+
+        SERIES: TIMELINE's chart arrays when the caller has them (else built here), whose peaks the Real
+        column quotes.
+        """
         self._timeline = timeline
+        self._real_series = series
         self.setEnabled(timeline is not None)
         if timeline is None:
             self._timer.stop()
@@ -280,9 +323,28 @@ class WhatIfPanel(QWidget):
         """Fill the table's Real column from TIMELINE (when it is still the one shown)."""
         if timeline is not self._timeline:
             return
-        real = real_counts(timeline)
+        real = self._real_figures(timeline)
         for row, name in enumerate(ROWS):
             self.table.setItem(row, 0, QTableWidgetItem(real[name]))
+
+    def _real_figures(self, timeline: Timeline) -> dict[str, str]:
+        if self._real_series is None:
+            self._real_series = ChartSeries.from_points(timeline.points, timeline.events)
+        return real_counts(timeline, self._real_series)
+
+    def real_agent_peaks(self) -> Peaks | None:
+        """Return what the agent got at its heaviest real turn (`Timeline.agent_peaks`), None when not measured."""
+        timeline = self._timeline
+        if timeline is None or timeline.scope == "resource":   # not measured there (`context.agent_turns`)
+            return None
+        if timeline.agent_peaks is None:
+            if any(m.content is None for m in timeline.messages):  # slim: contents gone, nothing to measure
+                return None
+            from studio.engine.context import agent_peaks
+
+            peaks = agent_peaks(timeline)
+            timeline.agent_peaks = (peaks.context_tokens, peaks.message_tokens)
+        return Peaks(*timeline.agent_peaks)
 
     def apply_settings(self, settings: WhatIfSettings, obs_ratio: float | None = None,
                        refl_ratio: float | None = None) -> None:
@@ -375,15 +437,21 @@ class WhatIfPanel(QWidget):
         counts = whatif_counts(result)
         for row, name in enumerate(ROWS):
             self.table.setItem(row, 1, QTableWidgetItem(counts[name]))
+        replay_agent = Peaks(result.peak_context_tokens, result.peak_message_tokens)
+        real_agent = self.real_agent_peaks()
         if result.uses_real_sizes:
             text = "Estimate. With the stored settings the replay uses the real outputs' sizes"
-            text += ("; async buffering's background timing is approximated (work ends before the next turn)."
-                     if result.resolved.buffer_tokens else ", so it retraces the real run.")
-            self.note.setText(text)
+            if result.resolved.buffer_tokens:
+                text += "; async buffering's background timing is approximated (work ends before the next turn)."
+            else:
+                differ = differences(self._real_figures(self._timeline), counts, real_agent, replay_agent)
+                text += (", so it retraces the real run." if not differ
+                         else ", yet differs from the real run: " + "; ".join(differ) + ".")
         else:
-            self.note.setText(f"Estimate: output sizes modelled from the ratios above (Observer "
-                              f"{result.observation_ratio:.3f}, Reflector {result.reflection_ratio:.3f}); "
-                              "background work is taken to finish before the next turn.")
+            text = (f"Estimate: output sizes modelled from the ratios above (Observer "
+                    f"{result.observation_ratio:.3f}, Reflector {result.reflection_ratio:.3f}); "
+                    "background work is taken to finish before the next turn.")
+        self.note.setText(text + " " + agent_sentence(real_agent, replay_agent))
         self.result_ready.emit(result)
 
     def _on_replay_failed(self, exc: Exception) -> None:

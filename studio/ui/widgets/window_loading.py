@@ -261,7 +261,7 @@ class ListingLoader(QObject):
         finished = self._statuses.take(batch)
         # a live refresh's few statuses repaint their rows only (the list's other bars are already final)
         final = finished and not (self._statuses_partial and self.thread_model.statuses_done)
-        self.thread_model.apply_statuses(batch.statuses, final=final)
+        self.thread_model.apply_statuses(batch.statuses, final=final, uncountable=batch.uncountable)
         self.progress.setValue(self._statuses.done)
         if finished:
             self.progress.hide()

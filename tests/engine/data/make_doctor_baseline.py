@@ -10,6 +10,10 @@ fixed clock, so tests/engine/test_doctor_scan_equal.py can compare the new scan 
 Recorded from commit 96fac0c (the parent of the change) with one fix applied: the similarity sums of
 lost_priority.py use math.fsum (a plain sum over a set of words depends on the hash seed in its last
 bits, so the "closest line" of a tie could differ from run to run).
+Re-recorded for issue 26 item 4, whose rules changed the findings on purpose (lost 🔴 lines: one
+finding per thread, a similar line must carry the names, numbers and rarest words; duplicates
+compared within one role's run, without per-part times: the bench file's 171 "duplicates" were a
+conversation replayed with other messages between the copies; summaries in words).
 """
 
 from __future__ import annotations

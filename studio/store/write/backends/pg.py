@@ -344,23 +344,16 @@ def pg_write_transaction(location: Target, *, label: str = "write",
 
 
 def _connect(location: Target, options: str, purpose: str, *, writing: bool = True):
-    """`connect_pg` for a write (WRITING) or its check; a server that cannot be reached raises ServerUnreachable."""
+    """`connect_pg` for a write (WRITING) or its check; a server that cannot be reached (the connect's StoreError of
+    kind "unreachable": refused, timed out, reset, not a refused login) raises ServerUnreachable."""
     try:
         return connect_pg(location, options=options, application_name="memory-studio write", purpose=purpose)
     except ServerUnreachable:
         raise
     except StoreError as exc:
-        if exc.__cause__ is not None and _unreachable(exc.__cause__):
+        if exc.kind == "unreachable" and exc.__cause__ is not None:
             raise ServerUnreachable(f"{exc}; nothing was written." if writing else str(exc)) from exc.__cause__
         raise
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """True when a failed connect means no server answered (refused, timed out, reset), not a refused login."""
-    text = str(exc).lower()
-    return _connection_lost(exc) and any(w in text for w in (
-        "connection refused", "timeout expired", "timed out", "server closed the connection", "no route to host",
-        "network is unreachable", "connection reset", "shutting down", "starting up", "could not receive data"))
 
 
 def _probe_commit(location: Target, options: str, schema: sc.Schema, xid: int, journal: list[dict]) -> str | None:
