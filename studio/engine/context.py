@@ -35,8 +35,10 @@ from dataclasses import asdict, dataclass, field
 from studio.engine import tokens
 from studio.engine.events import ACTIVATION, OBSERVATION, REFLECTION, REFLECTION_ACTIVATION, iso_or_none, split_segments
 from studio.engine.exact_counts import exact_message_tokens, exact_tokens
+from studio.engine.resource_view import observer_lines
 from studio.engine.timeline import MessageWindow, Timeline, apply_event, build_timeline, replay_state
 from studio.engine.timeline_series import Peaks
+from studio.engine.working_memory_view import working_memory_part
 from studio.errors import EngineError
 from studio.store.memory_store import MemoryStore
 from studio.store.records import OMRecord
@@ -233,7 +235,7 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         if step_end_ms is not None and ms >= step_end_ms:
             continue
         event = tl.events[idx]
-        if ms >= start_ms and event.changes_state and tl.scope != "resource" and (
+        if ms >= start_ms and event.changes_state and (
                 event.kind == REFLECTION or (event.kind == OBSERVATION and event.status == "completed")):
             step0.append((event.kind, list(window.indexes())))
         apply_event(tl, idx, window, state, chunks, -1)
@@ -252,6 +254,9 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
     segments = split_segments(record)
     shown = _segments_written(tl, [tl.events[ei] for ei in applied], record, segments)
     block = record.active_observations[:segments[shown - 1].prefix_end] if shown else ""
+    unsure: list[str] = []
+    if tl.scope == "resource" and block:
+        block, unsure = _resource_block(tl, record, block, applied)
 
     activated = [tl.events[ei].cycle_id for ei in applied
                  if tl.events[ei].kind == ACTIVATION and tl.events[ei].cycle_id]
@@ -289,13 +294,14 @@ def turn_context(store: MemoryStore, thread_id: str, turn: int, *, timeline: Tim
         if status is not None and tl.scope == "resource":
             other_after = status.other_threads_tokens
             after_tokens += other_after
-    view_rows = _step0_cleanup(tl, dicts, step0, after_marker, window_rows, user_index)
-    if others:  # resource scope: Mastra's window holds the resource's unobserved messages, every thread's
-        view_rows = [WindowMessage(tl.messages[i].id, tl.messages[i].thread_id, tl.messages[i].role,
-                                   tl.messages[i].created_at, tl.message_counts[i], exact_message_tokens(dicts[i]))
-                     for i in others]
-        view_rows = sorted([*window_rows, *view_rows], key=lambda w: (_created_ms(w.created_at), w.id))
+    if tl.scope == "resource":  # Mastra's window holds the resource's unobserved messages, every thread's
+        view_rows = _resource_rows(tl, dicts, step0, after_marker, window, record, snapshot, user_index)
+    else:
+        view_rows = _step0_cleanup(tl, dicts, step0, after_marker, window_rows, user_index)
     view = _model_view(tl, dicts, record, block, shown, hints, task, suggestion, view_rows, user_index)
+    view = {"working_memory": working_memory_part(store, thread, tl.messages[user_index].created_ms), **view}
+    if unsure and view["observations"]["source"]:
+        view["observations"]["source"]["sections_unsure"] = unsure
     return TurnContext(
         model_view=view,
         thread_id=thread_id, lookup_key=tl.lookup_key, scope=tl.scope, turn=turn, turns=len(user_times),
@@ -423,6 +429,54 @@ def _model_view(tl: Timeline, dicts: list[dict], record: OMRecord, block: str, s
         "suggested_response": mv.section(suggestion, hints["suggestedResponse"][1]),
         "messages": messages,
     }
+
+
+def _resource_block(tl: Timeline, record: OMRecord, block: str, applied: list[int]) -> tuple[str, list[str]]:
+    """Return (resource-scope BLOCK without the lines later cycles merged into its sections, the threads whose
+    section may still hold some) (`resource_view`)."""
+    from studio.engine.resource_view import block_at_turn, sections_unsure
+
+    done = set(applied)
+    cycles = [(ei, e) for ei, e in enumerate(tl.events)
+              if e.kind == OBSERVATION and e.status == "completed" and e.changes_state and e.thread_id and e.detail
+              and (e.record_id == record.id or (e.record_id is None and e.generation == record.generation_count))]
+    observed = [(e.thread_id, next((p.data.get("threadIds") for p in e.parts if p.type.endswith("observation-start")
+                                    and isinstance(p.data.get("threadIds"), list)), []))
+                for ei, e in cycles if ei not in done]
+    unsure = sections_unsure(block, {e.thread_id for ei, e in cycles if ei in done}, observed)
+    return block_at_turn(block, [(e.thread_id, e.detail) for ei, e in cycles if ei in done],
+                         [(e.thread_id, e.detail) for ei, e in cycles if ei not in done]), unsure
+
+
+def _resource_rows(tl: Timeline, dicts: list[dict], step0: list[tuple[str, list[int]]],
+                   after_marker: dict[int, int | None], window: MessageWindow, record: OMRecord,
+                   snapshot: list[int], user_index: int) -> list[WindowMessage]:
+    """Return the resource-scope window the model got: every thread's unobserved messages in time order.
+
+    After a synchronous observation at the turn's step 0 it is the window before it less what the
+    record says was observed (`resource_view.step0_messages`); otherwise the replayed window plus
+    the turn's input.
+    """
+    from studio.engine.resource_view import step0_messages, step0_reflection_only
+
+    kinds = [kind for kind, _ in step0]
+    ids = [m.id for m in tl.messages]
+    if step0_reflection_only(kinds):
+        listed = [user_index]
+    elif OBSERVATION in kinds:
+        first = kinds.index(OBSERVATION)
+        listed = step0_messages(step0[first][1], set(record.observed_message_ids), ids, user_index,
+                                REFLECTION in kinds[first:],
+                                {i for i in step0[first][1] if after_marker.get(i) is not None and i in window.marked})
+    else:
+        listed = sorted({*snapshot, user_index})
+    rows = []
+    for i in listed:
+        estimate = (after_marker.get(i) or 0) if i in window.marked else tl.message_counts[i]
+        rows.append(WindowMessage(ids[i], tl.messages[i].thread_id, tl.messages[i].role, tl.messages[i].created_at,
+                                  estimate, exact_message_tokens(dicts[i]), in_flight=i == user_index and
+                                  i not in snapshot))
+    return sorted(rows, key=lambda w: (_created_ms(w.created_at), w.id))
 
 
 def _step0_cleanup(tl: Timeline, dicts: list[dict], step0: list[tuple[str, list[int]]],
@@ -568,7 +622,8 @@ def after_turn_lines(doc: dict) -> list[str]:
 def _segments_written(tl: Timeline, applied: list, record: OMRecord, segments: list) -> int:
     """Return how many leading segments of RECORD's log the APPLIED events had written.
 
-    A segment is written by the observation whose end marker holds its text, by the activations
+    A segment is written by the observation whose end marker holds its text (in resource scope: whose
+    Observer lines its `<thread>` section holds, `resource_view`), by the activations
     whose chunk texts it holds (several chunks activated together share one segment), or by the
     inferred event of its boundary; a reflection generation's first segment is the Reflector's.
     """
@@ -585,7 +640,8 @@ def _segments_written(tl: Timeline, applied: list, record: OMRecord, segments: l
             continue
         for e in writes:
             detail = (e.detail or "").strip()
-            if (detail and (detail == text or (e.kind == ACTIVATION and detail in text))) or (
+            if (detail and (detail == text or (e.kind == ACTIVATION and detail in text)
+                            or (tl.scope == "resource" and observer_lines(detail) in text))) or (
                     e.inferred and e.last_observed_at == seg.boundary and e.generation == record.generation_count):
                 shown = max(shown, seg.index + 1)
                 break

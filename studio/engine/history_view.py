@@ -164,6 +164,7 @@ def history_turn_view(store: MemoryStore, thread_id: str, turn: int, *,
     StoreError.
     """
     from studio.engine import model_view as mv
+    from studio.engine.working_memory_view import working_memory_part
 
     thread = store.get_thread(thread_id)
     if thread is None:
@@ -207,5 +208,7 @@ def history_turn_view(store: MemoryStore, thread_id: str, turn: int, *,
         thread_id=thread_id, turn=turn, turns=len(users), at=messages[users[turn - 1]].get("createdAt"),
         last_messages=cap, token_limit=limit, boundary=at_turn, replayed_boundary=boundary if limit else None,
         stored_boundary=stored,
-        model_view={"observations": none, "current_task": none, "suggested_response": mv.section(None, None),
+        model_view={"working_memory": working_memory_part(store, thread, _ms(messages[users[turn - 1]].get("createdAt")
+                                                                   or "")),
+                    "observations": none, "current_task": none, "suggested_response": mv.section(None, None),
                     "messages": view_messages})

@@ -208,12 +208,20 @@ def source_text(source: dict | None) -> str:
     """Return a sentence naming the stored rows a model-view part came from (SOURCE: a part's `source`)."""
     kind = (source or {}).get("kind")
     if kind == "record":
-        return (f"generation {source['generation']}'s log ({source['segments']} observer output(s)), rendered; "
+        text = (f"generation {source['generation']}'s log ({source['segments']} observer output(s)), rendered; "
                 f"OM record {source['record_id']}")
+        if source.get("sections_unsure"):
+            text += ("; the section(s) of " + ", ".join(source["sections_unsure"]) + " may hold lines a later "
+                     "cycle merged (its marker keeps another thread's lines only)")
+        return text
     if kind == "marker":
         return f"the Observer's end marker on message {source['message_id']}"
     if kind == "thread-metadata":
         return f"thread {source['thread_id']}'s OM metadata"
+    if kind == "resource-working-memory":
+        return f"resource {source['resource_id']}'s working memory"
+    if kind == "thread-working-memory":
+        return f"thread {source['thread_id']}'s working memory (metadata)"
     if kind == "unknown":
         return "source unknown: written by a reflection, not kept in the rows"
     if kind == "semantic-recall":
@@ -222,8 +230,20 @@ def source_text(source: dict | None) -> str:
 
 
 def view_rows(view: dict) -> list[tuple[str, int, int, str]]:
-    """Return (part, Mastra estimate, exact o200k, where it came from) for each part of a model view, in order."""
+    """Return (part, Mastra estimate, exact o200k, where it came from) for each part of a model view, in order.
+
+    Working memory comes first (Mastra's system message, before the observations), then the
+    observation block, task, suggestion and the messages in the model's order.
+    """
     rows = []
+    wm = view.get("working_memory") or {}
+    if wm.get("text") is not None:
+        latest = wm.get("exactness") == "latest"
+        where = source_text(wm["source"]) + (
+            ", the newest value: written after the turn began or not datable, so the turn may have seen another"
+            if latest else ", unchanged since the turn")
+        rows.append(("Working memory" + (" (newest value)" if latest else ""), wm["tokens"]["estimate"],
+                     wm["tokens"]["exact"], where))
     for name, label in (("observations", "Observation block (rendered)"), ("current_task", "Current task"),
                         ("suggested_response", "Suggested response")):
         part = view[name]
@@ -245,6 +265,10 @@ def view_rows(view: dict) -> list[tuple[str, int, int, str]]:
 def view_text(view: dict) -> str:
     """Return the model view as plain text, in the model's order (section names in brackets, not Mastra's prose)."""
     out = []
+    wm = view.get("working_memory") or {}
+    if wm.get("text") is not None:
+        latest = " (the newest value; the turn may have seen another)" if wm.get("exactness") == "latest" else ""
+        out.append(f"[working memory{latest}]\n{wm['text'].rstrip()}")
     if view["observations"]["text"] is not None:
         out.append(f"[observations]\n{view['observations']['text']}")
     for name in ("current_task", "suggested_response"):

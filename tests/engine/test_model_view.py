@@ -54,3 +54,24 @@ def test_a_token_limited_history_equals_the_recorded_prompts(tmp_path):
             assert studio_view(doc["model_view"]) == logged_view(call), (message.thread_id, turn)
         trimmed = [context_document(store, t.id, 1) for t in store.list_threads()]
     assert any(d["stored_boundary"] and d["boundary_matches"] for d in trimmed)
+
+
+def test_working_memory_comes_first_and_says_it_is_the_newest_value(tmp_path):
+    # collab: gen.mjs writes doc_42's thread working memory after its turns, and none for room_7
+    from studio.engine.model_view import view_rows, view_text
+
+    db = copy_fixture("collab", tmp_path)
+    with open_store(str(db)) as store, store.snapshot():
+        stored = store.get_thread("doc_42").working_memory
+        doc = context_document(store, "doc_42", 1)
+        room = context_document(store, "room_7", 1)
+    wm = doc["model_view"]["working_memory"]
+    assert stored and wm["text"] == stored and wm["exactness"] == "latest"
+    assert wm["source"] == {"kind": "thread-working-memory", "thread_id": "doc_42"} and wm["tokens"]["exact"] > 0
+    first = view_rows(doc["model_view"])[0]
+    assert first[0] == "Working memory (newest value)" and first[1] == wm["tokens"]["estimate"]
+    assert "thread doc_42's working memory" in first[3] and "may have seen another" in first[3]
+    assert view_text(doc["model_view"]).startswith("[working memory (the newest value")
+    assert room["model_view"]["working_memory"] == {"text": None, "tokens": {"estimate": 0, "exact": 0},
+                                                    "source": None, "exactness": "exact"}
+    assert not view_rows(room["model_view"])[0][0].startswith("Working memory")

@@ -189,8 +189,15 @@ def test_observation_matches_mastra_and_mastra_continues(mastra_corpus, tmp_path
     assert report["ok"] is True, report
 
 
-def test_activation_matches_mastra_and_mastra_continues(mastra_corpus, tmp_path):
+@pytest.mark.parametrize("boundary", ["stored", "zero"])
+def test_activation_matches_mastra_and_mastra_continues(mastra_corpus, tmp_path, boundary):
+    # "zero": no buffering boundary stored (lastBufferedAtTokens 0), so Mastra's activate() counts no
+    # window and caches no token estimate on the marker's message (the old rule stamped them anyway)
     a, b = copy_fixture("buffered", tmp_path / "a"), copy_fixture("buffered", tmp_path / "b")
+    if boundary == "zero":
+        for path in (a, b):
+            _set(path, "UPDATE mastra_observational_memory SET lastBufferedAtTokens = 0 "
+                       "WHERE lookupKey = 'thread:long-run' AND bufferedObservationChunks IS NOT NULL")
     before = dump_tables(a)
     mastra = run_node(mastra_corpus, "mastra-activate.mjs", a, "long-run")
     assert mastra["activated"] is True

@@ -181,3 +181,21 @@ def test_context_tab_shows_what_the_model_saw_with_tokens_and_rows(studio, fixtu
     text = cv.model_text.toPlainText()
     assert text.startswith("[observations]\nDate: ") and "(today)" in text.split("\n")[1]
     assert "->" not in view["observations"]["text"] and "🟡" not in view["observations"]["text"]
+
+
+def test_context_tab_lists_working_memory_first(studio, fixture_db, studio_ctx):
+    # collab: doc_42's thread working memory was written after its turns (gen.mjs), so every turn may
+    # have seen another value: the first part says it is the newest value, with its tokens and row
+    path = fixture_db("collab")
+    with open_store(path) as store:
+        stored = store.get_thread("doc_42").working_memory
+    window = studio(path, thread_id="doc_42", tab="context")
+    assert studio_ctx.runner.wait_idle()
+    cv = window.thread_view.context_view
+    wm = cv.context.model_view["working_memory"]
+    assert wm["text"] == stored and wm["exactness"] == "latest"
+    first = [cv.model_table.item(0, c).text() for c in range(cv.model_table.columnCount())]
+    assert first[:3] == ["Working memory (newest value)", f"{wm['tokens']['estimate']:,}", f"{wm['tokens']['exact']:,}"]
+    assert first[3].startswith("thread doc_42's working memory (metadata), the newest value")
+    assert cv.model_table.item(1, 0).text() == "Observation block (rendered)"
+    assert cv.model_text.toPlainText().startswith("[working memory (the newest value")

@@ -14,7 +14,8 @@ BEGIN IMMEDIATE transaction:
 2. the thread: `metadata.mastra.om.{suggestedResponse, currentTask, threadTitle}` from the last
    activated chunk (`suggestedContinuation`, `currentTask`, `threadTitle`), the title rule, `updatedAt`;
 3. one `data-om-activation` marker per activated chunk on the thread's newest assistant message,
-   which also keeps the token-estimate caches Mastra stamps on its parts while counting.
+   which also keeps the token-estimate caches Mastra stamps on its parts while counting (it counts the
+   unobserved window only when the row's `lastBufferedAtTokens` is above 0).
 
 Resource scope (a `resource:<id>` record; Mastra 1.31.0 never buffers there itself, its constructor
 refuses async buffering with scope 'resource', but `activate()` swaps whatever chunks the row
@@ -186,7 +187,9 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
     target = _newest_resource_assistant(tx, latest.get("resourceId"), latest.get("lastObservedAt")) if resource \
         else newest_assistant_message(tx, thread_id)
     if target is not None:
-        if not resource:  # Mastra counts (and caches on parts) only with async observation, never on in resource scope
+        # Mastra's activate() counts the unobserved window (caching estimates on the parts it counts) only
+        # with async observation on (never in resource scope) and a buffering boundary stored (> 0)
+        if not resource and _num(latest.get("lastBufferedAtTokens")) > 0:
             stamp_estimates(target, settings.counter_model)
         marker_config = {k: v for k, v in (("messageTokens", obs.get("messageTokens", UNDEFINED)),
                                            ("observationTokens", ref.get("observationTokens", UNDEFINED)),

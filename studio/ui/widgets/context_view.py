@@ -142,6 +142,8 @@ class TurnContextView(QWidget):
         for part in (self.model_table, self.model_text):  # small windows (640×420) must not grow for them
             part.setMinimumHeight(24)
             model.addWidget(part)
+        model.setStretchFactor(0, 3)  # the parts list (working memory first) taller than the text below it
+        model.setStretchFactor(1, 2)
         # short names: all five must show whole at 1024×700 (tests/ui/test_newcomer_ui.py); tooltips say more
         self.recall_text = _read_only_text()   # plain text: stored messages are never markup
         for widget, name, tip in (
