@@ -1,0 +1,261 @@
+"""The studio's reads against Mastra's own calls on the same store, side by side (issue 28).
+
+    python benchmarks/vs_mastra.py [DB] [--rounds 7] [--reps 3] [--only NAME,...] [--libsql-url URL] [--json OUT]
+
+DB is the benchmark file (build_large_db.py; default benchmarks/out/large.db). Two warm processes
+answer the same calls on two copies of the store (file: copied to a temp folder, both copies read
+once before timing; a server URL is shared): real Mastra (`vs_mastra_worker.mjs` in the corpus
+folder, ~/.cache/memory-studio/mastra-corpus-*, importing its pinned @mastra/memory and
+@mastra/libsql) and the studio's API (this script with `--worker`). Each process times the call
+alone (no pipe, no JSON), REPS times a round; rounds alternate Mastra, studio, studio, Mastra, ...
+so that a shared machine's load weighs on both alike. Before any timing, each call's outputs from
+both sides are compared (normalised: thread rows with ISO dates, message ids, totals) and the run
+stops if they differ. Printed per call: min / median / max ms of each side, the median ratio
+studio / Mastra (issue 28's target: ≤ 0.7), and the load average before and after.
+
+Calls (Mastra's name → the studio's function):
+  listThreads            Memory.listThreads({perPage: false})      → thread_list.list_threads(per_page=False)
+  listThreads_metadata   the same with filter {metadata: {category: "billing"}}
+  getThreadById          Memory.getThreadById                      → history.get_thread_by_id
+  recall                 Memory.recall, last 50 of bench-big       → history.recall(per_page=50)
+  listMessages           storage listMessages page 100 of 40       → history.list_messages
+  estimate_warm          TokenCounter.countMessages of bench-big's messages, estimates already stamped
+                         in them (what Mastra leaves after counting) → tokens.count_messages
+  estimate_cold          the same on fresh copies without estimates (studio: its text memo cleared)
+getStatus of every thread (OM) is not measured here yet. `--libsql-url` runs the same calls on a
+libSQL server (sqld) holding the same rows (build_large_db.py --libsql-url). Figures are
+measurements, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+WORKER = Path(__file__).resolve().parent / "vs_mastra_worker.mjs"
+BIG = "bench-big"
+TARGET = 0.7
+CALLS = {
+    "listThreads": ("listThreads", {}),
+    "listThreads_metadata": ("listThreads", {"metadata": {"category": "billing"}}),
+    "getThreadById": ("getThreadById", {"threadId": "bench-7"}),
+    "recall": ("recall", {"threadId": BIG, "perPage": 50}),
+    "listMessages": ("listMessages", {"threadId": BIG, "perPage": 40, "page": 100}),
+    "estimate_warm": ("estimateWarm", {"threadId": BIG}),
+    "estimate_cold": ("estimateCold", {"threadId": BIG}),
+}
+
+
+# -- the studio's side (this script with --worker) -------------------------------------------------
+
+def _thread_row(thread) -> list | None:
+    """Normalise a Thread as the node worker normalises Mastra's: [id, resourceId, title, metadata, dates]."""
+    from studio.store.history import js_date_iso
+
+    if thread is None:
+        return None
+    return [thread.id, thread.resource_id, thread.title, thread.metadata,
+            js_date_iso(thread.created_at), js_date_iso(thread.updated_at)]
+
+
+class StudioSide:
+    """The studio's answers to the benchmark's calls on one open store (warm: the store stays open)."""
+
+    def __init__(self, target: str):
+        from studio.store import open_store
+
+        self.store = open_store(target)
+        self.loaded: dict[str, list[dict]] = {}
+        self.warm: list[dict] | None = None
+
+    def _messages(self, thread_id: str) -> list[dict]:
+        if thread_id not in self.loaded:
+            self.loaded[thread_id] = [m.as_mastra() for m in self.store.list_messages(thread_id)]
+        return self.loaded[thread_id]
+
+    def run(self, op: str, reps: int, args: dict) -> dict:
+        """Return {ms: [REPS timings of OP alone], out: its last result, normalised as the node worker's}."""
+        from studio.engine import tokens
+        from studio.store.history import get_thread_by_id, list_messages, recall
+        from studio.store.thread_list import list_threads
+
+        ms: list[float] = []
+        if op in ("estimateWarm", "estimateCold"):
+            messages = self._messages(args["threadId"])
+            if op == "estimateWarm" and self.warm is None:
+                self.warm = copy.deepcopy(messages)
+                tokens.count_messages(self.warm, stamp=True)
+            out = None
+            for _ in range(reps):
+                if op == "estimateWarm":
+                    given = self.warm
+                else:
+                    given = copy.deepcopy(messages)
+                    tokens.forget_counted_strings()
+                t0 = time.perf_counter()
+                out = tokens.count_messages(given)
+                ms.append((time.perf_counter() - t0) * 1000)
+            return {"ms": ms, "out": out}
+        calls = {
+            "listThreads": lambda: list_threads(self.store, per_page=False,
+                                                filter={"metadata": args["metadata"]} if args.get("metadata")
+                                                else None),
+            "getThreadById": lambda: get_thread_by_id(self.store, args["threadId"]),
+            "recall": lambda: recall(self.store, args["threadId"], per_page=args["perPage"]),
+            "listMessages": lambda: list_messages(self.store, args["threadId"], per_page=args["perPage"],
+                                                  page=args["page"]),
+        }
+        result = None
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            result = calls[op]()
+            ms.append((time.perf_counter() - t0) * 1000)
+        if op == "listThreads":
+            out = {"threads": [_thread_row(t) for t in result.threads], "total": result.total}
+        elif op == "getThreadById":
+            out = _thread_row(result)
+        else:
+            out = {"ids": result.message_ids, "total": result.total, "hasMore": result.has_more}
+        return {"ms": ms, "out": out}
+
+
+def worker_main(target: str) -> None:
+    """Answer JSON requests on stdin, one a line, as the node worker does."""
+    side = StudioSide(target)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        if line.strip():
+            req = json.loads(line)
+            print(json.dumps(side.run(req["op"], req["reps"], req.get("args", {})), ensure_ascii=False), flush=True)
+
+
+# -- the harness -----------------------------------------------------------------------------------
+
+class Worker:
+    """A warm process answering one JSON request a line."""
+
+    def __init__(self, argv: list[str], cwd: Path):
+        self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     encoding="utf-8")
+        first = self.proc.stdout.readline()
+        if not first:
+            raise SystemExit(f"{argv[0]} worker did not start")
+
+    def ask(self, op: str, reps: int, args: dict) -> dict:
+        self.proc.stdin.write(json.dumps({"op": op, "reps": reps, "args": args}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"worker ended on {op}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def _corpus() -> Path:
+    from tests.interop.conftest import install_corpus
+
+    corpus = install_corpus()
+    shutil.copyfile(WORKER, corpus / "vs-mastra-worker.mjs")  # beside node_modules, to import Mastra
+    return corpus
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, names: list[str]) -> dict:
+    """Compare then time every call NAMES; return {name: {mastra: [ms], studio: [ms]}} and loads."""
+    corpus = _corpus()
+    mastra = Worker(["node", "vs-mastra-worker.mjs", mastra_target], corpus)
+    studio = Worker([sys.executable, str(Path(__file__).resolve()), "--worker", studio_target], REPO)
+    try:
+        for name in names:  # outputs equal first (this also warms both sides)
+            op, args = CALLS[name]
+            a, b = mastra.ask(op, 1, args)["out"], studio.ask(op, 1, args)["out"]
+            if _canonical(a) != _canonical(b):
+                raise SystemExit(f"{name}: outputs differ\n mastra {_canonical(a)[:600]}\n"
+                                 f" studio {_canonical(b)[:600]}")
+        times = {name: {"mastra": [], "studio": []} for name in names}
+        load_before = _load()
+        for r in range(rounds):
+            order = (("mastra", mastra), ("studio", studio)) if r % 2 == 0 else (("studio", studio), ("mastra", mastra))
+            for name in names:
+                op, args = CALLS[name]
+                for side, worker in order:
+                    times[name][side] += worker.ask(op, reps, args)["ms"]
+        return {"times": times, "load_before": load_before, "load_after": _load()}
+    finally:
+        mastra.close()
+        studio.close()
+
+
+def report(result: dict) -> str:
+    """Return the ratio table (markdown) of MEASURE's result."""
+    lines = ["| call | Mastra min / median / max ms | studio min / median / max ms | ratio (medians) |",
+             "|---|---|---|---|"]
+    for name, t in result["times"].items():
+        m, s = t["mastra"], t["studio"]
+        ratio = statistics.median(s) / statistics.median(m)
+        flag = "" if ratio <= TARGET else " **over 0.7**"
+        lines.append(f"| {name} | {min(m):.1f} / {statistics.median(m):.1f} / {max(m):.1f} "
+                     f"| {min(s):.1f} / {statistics.median(s):.1f} / {max(s):.1f} | {ratio:.2f}×{flag} |")
+    lines.append(f"\nload average before: {result['load_before']}, after: {result['load_after']}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Parse the arguments, run the comparison and print its table."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker_main(sys.argv[2])
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("db", nargs="?", default=str(REPO / "benchmarks" / "out" / "large.db"))
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--only", default="", help="comma-separated call names (default: all)")
+    ap.add_argument("--libsql-url", help="also time a libSQL server (sqld) holding the same rows")
+    ap.add_argument("--json", help="write the timings here")
+    opts = ap.parse_args()
+    names = [n for n in opts.only.split(",") if n] or list(CALLS)
+    unknown = set(names) - set(CALLS)
+    if unknown:
+        ap.error(f"unknown calls: {sorted(unknown)}")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        copies = []
+        for side in ("mastra", "studio"):
+            dest = Path(tmp) / f"{side}.db"
+            shutil.copyfile(opts.db, dest)
+            dest.read_bytes()  # both copies in the page cache alike
+            copies.append(dest)
+        results["file"] = measure(f"file:{copies[0]}", str(copies[1]), opts.rounds, opts.reps, names)
+        print(f"file {opts.db} ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)")
+        print(report(results["file"]))
+    if opts.libsql_url:
+        results["libsql"] = measure(opts.libsql_url, opts.libsql_url, opts.rounds, opts.reps, names)
+        print(f"\nlibSQL server {opts.libsql_url}")
+        print(report(results["libsql"]))
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
