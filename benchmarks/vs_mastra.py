@@ -21,7 +21,7 @@ Calls (Mastra's name → the studio's function):
   listMessages           storage listMessages page 100 of 40       → history.list_messages
   estimate_warm          TokenCounter.countMessages of bench-big's messages, estimates already stamped
                          in them (what Mastra leaves after counting) → tokens.count_messages
-  estimate_cold          the same on fresh copies without estimates (studio: its text memo cleared)
+  estimate_cold          the same on fresh copies without estimates (studio: its text and key memos cleared)
 getStatus of every thread (OM) is not measured here yet. `--libsql-url` runs the same calls on a
 libSQL server (sqld) holding the same rows (build_large_db.py --libsql-url). Figures are
 measurements, not assertions.
@@ -87,6 +87,7 @@ class StudioSide:
     def run(self, op: str, reps: int, args: dict) -> dict:
         """Return {ms: [REPS timings of OP alone], out: its last result, normalised as the node worker's}."""
         from studio.engine import tokens
+        from studio.engine.estimate_cache import forget_estimate_keys
         from studio.store.history import get_thread_by_id, list_messages, recall
         from studio.store.thread_list import list_threads
 
@@ -103,6 +104,7 @@ class StudioSide:
                 else:
                     given = copy.deepcopy(messages)
                     tokens.forget_counted_strings()
+                    forget_estimate_keys()
                 t0 = time.perf_counter()
                 out = tokens.count_messages(given)
                 ms.append((time.perf_counter() - t0) * 1000)

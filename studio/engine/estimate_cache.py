@@ -22,6 +22,8 @@ __all__ = [
     "client_estimate",
     "ensure_mastra",
     "estimate_key",
+    "forget_estimate_keys",
+    "is_entry",
     "is_valid",
     "part_mastra",
 ]
@@ -31,12 +33,39 @@ TOKEN_ESTIMATE_SOURCE = f"v{TOKEN_ESTIMATE_CACHE_VERSION}:tokenx"
 CLIENT_ESTIMATE_SOURCE = "client"
 
 
+#: Keys of payloads shorter than _KEY_MEMO_MAX_CHARS are remembered (kind -> payload -> key), up to
+#: _KEY_MEMO_BUDGET chars of payload in all (then forgotten at once): counting messages again (a warm
+#: estimate, a status computed again, the Context tab after the list) hashes each text once.
+_KEY_MEMO_MAX_CHARS = 1 << 16
+_KEY_MEMO_BUDGET = 1 << 23
+_KEY_MEMO: dict[str, dict[str, str]] = {}
+_key_memo_chars = [0]
+
+
 def estimate_key(kind: str, payload: str) -> str:
     """Return Mastra's cache key for a priced payload: `"<kind>:" + sha256(utf-8 payload)` in hex."""
-    return f"{kind}:{sha256_hex(payload)}"
+    memo = _KEY_MEMO.get(kind)
+    if memo is not None and (known := memo.get(payload)) is not None:
+        return known
+    key = f"{kind}:{sha256_hex(payload)}"
+    size = len(payload)
+    if size < _KEY_MEMO_MAX_CHARS:
+        if _key_memo_chars[0] + size > _KEY_MEMO_BUDGET:
+            _KEY_MEMO.clear()
+            _key_memo_chars[0] = 0
+        _KEY_MEMO.setdefault(kind, {})[payload] = key
+        _key_memo_chars[0] += size
+    return key
 
 
-def _is_entry(value: Any) -> bool:
+def forget_estimate_keys() -> None:
+    """Forget the keys `estimate_key` remembers (a benchmark's cold start; keys are unchanged)."""
+    _KEY_MEMO.clear()
+    _key_memo_chars[0] = 0
+
+
+def is_entry(value: Any) -> bool:
+    """Return whether VALUE is one cache entry {v, source, key, tokens} (JSON types), not a key -> entry map."""
     return (isinstance(value, dict) and is_number(value.get("v")) and isinstance(value.get("source"), str)
             and isinstance(value.get("key"), str) and is_number(value.get("tokens")))
 
@@ -45,15 +74,15 @@ def cache_lookup(cache: Any, key: str) -> dict | None:
     """Return the entry stored under KEY in CACHE (one entry or a key -> entry map), or None."""
     if not isinstance(cache, dict):
         return None
-    if _is_entry(cache):
+    if is_entry(cache):
         return cache if cache["key"] == key else None
     entry = cache.get(key)
-    return entry if _is_entry(entry) else None
+    return entry if is_entry(entry) else None
 
 
 def cache_merge(cache: Any, key: str, entry: dict) -> dict:
     """Return CACHE with ENTRY stored under KEY, as Mastra writes it back (a lone entry becomes a map)."""
-    if _is_entry(cache):
+    if is_entry(cache):
         return entry if cache["key"] == key else {cache["key"]: cache, key: entry}
     if isinstance(cache, dict):
         return {**cache, key: entry}
@@ -86,7 +115,7 @@ def ensure_mastra(holder: Any, field: str) -> dict | None:
 
 
 def _is_client_entry(value: Any) -> bool:
-    return (_is_entry(value) and value["source"] == CLIENT_ESTIMATE_SOURCE and is_finite(value["tokens"])
+    return (is_entry(value) and value["source"] == CLIENT_ESTIMATE_SOURCE and is_finite(value["tokens"])
             and value["tokens"] >= 0)
 
 

@@ -54,6 +54,7 @@ from studio.common.jscompat import (
     UNDEFINED,
     coalesce,
     get,
+    is_finite,
     is_nonblank,
     js_round,
     js_string,
@@ -71,6 +72,7 @@ from studio.engine.estimate_cache import (
     client_estimate,
     ensure_mastra,
     estimate_key,
+    is_entry,
     is_valid,
     part_mastra,
 )
@@ -160,6 +162,36 @@ def _serialize_part(part: Any) -> str:
         return json_stringify({**part, "providerMetadata": clone_meta})
     clone = {k: v for k, v in part.items() if k != "providerMetadata"}
     return json_stringify(clone)
+
+
+def _stored_text_estimate(part: dict) -> Any:
+    """The tokens a text part's stored estimate gives when Mastra would reuse it (`_part_cached`'s hit), else None.
+
+    Only a shortcut: None sends the part down the full path, which reaches the same figure.
+    """
+    text = part.get("text")
+    meta = part.get("providerMetadata")
+    if text.__class__ is not str or meta.__class__ is not dict:
+        return None
+    mastra = meta.get("mastra")
+    if mastra.__class__ is not dict:
+        return None
+    key = estimate_key("text", text)
+    stored = mastra.get("tokenEstimate")
+    tokens = _fresh_tokens(stored, key)
+    if tokens is None and stored.__class__ is dict and not is_entry(stored):
+        tokens = _fresh_tokens(stored.get(key), key)  # a map key -> entry
+    return tokens
+
+
+def _fresh_tokens(entry: Any, key: str) -> Any:
+    """ENTRY's tokens when it is a current estimate stored under KEY (`is_valid`, plain JSON types), else None."""
+    if entry.__class__ is not dict or entry.get("key") != key or entry.get("source") != TOKEN_ESTIMATE_SOURCE:
+        return None
+    version, tokens = entry.get("v"), entry.get("tokens")
+    if version.__class__ not in (int, float) or version != TOKEN_ESTIMATE_CACHE_VERSION:
+        return None
+    return tokens if tokens.__class__ in (int, float) and is_finite(tokens) else None
 
 
 class _Counter:
@@ -377,20 +409,29 @@ class _Counter:
 
     def _count_message(self, message: dict, for_status: bool) -> int:
         role = message.get("role")
-        if truthy(role) and not isinstance(role, str):
+        if role.__class__ is str:
+            payload: Any = count_string(role)  # 0 for ""
+        elif truthy(role):
             raise UncountableMessage(f"its role is {js_type(role)}, not text",
                                      "TypeError: text.split is not a function")
-        payload: Any = count_string(role) if truthy(role) else 0
+        else:
+            payload = 0
         overhead, extra = TOKENS_PER_MESSAGE, 0
         content = message.get("content")
         if isinstance(content, str):
             payload += self._message_cached(message, "message-content", content)
         elif isinstance(content, dict):
             parts = content.get("parts")
-            if truthy(content.get("content")) and not isinstance(parts, list):
-                payload += self._message_cached(message, "content-content", content["content"])
-            elif isinstance(parts, list):
+            if not isinstance(parts, list):
+                if truthy(content.get("content")):
+                    payload += self._message_cached(message, "content-content", content["content"])
+            else:
                 for part in parts:
+                    if part.__class__ is dict and part.get("type") == "text":  # the common case, read directly
+                        tokens = _stored_text_estimate(part)
+                        if tokens is not None:
+                            payload += tokens
+                            continue
                     require_object(part, "one of its parts", "type")
                     tokens = self._attachment(part, for_status)
                     if tokens is not None:

@@ -238,6 +238,15 @@ SYNTHETIC = {
     "cache_wrong_key_ignored": msg([with_estimate(TEXT_PART, cached("text", TEXT + "!", 999))]),
     "cache_keyed_map_reused": msg([with_estimate(TEXT_PART, {
         "x": cached("text", "other", 1), estimate_key("text", TEXT): cached("text", TEXT, 500.4)})]),
+    # the shortcut for text parts (tokens._stored_text_estimate) must reuse exactly what the full path reuses
+    "cache_tokens_bool_ignored": msg([with_estimate(TEXT_PART, cached("text", TEXT, True))]),
+    "cache_tokens_text_ignored": msg([with_estimate(TEXT_PART, cached("text", TEXT, "999"))]),
+    "cache_version_text_ignored": msg([with_estimate(TEXT_PART, cached("text", TEXT, 999, v="7"))]),
+    "cache_version_float_reused": msg([with_estimate(TEXT_PART, cached("text", TEXT, 999, v=7.0))]),
+    "cache_keyed_map_bad_entry_ignored": msg([with_estimate(TEXT_PART, {
+        estimate_key("text", TEXT): cached("text", TEXT, 500, v=6)})]),
+    "cache_repeated_text_parts": msg([with_estimate(TEXT_PART, cached("text", TEXT, 999)), TEXT_PART,
+                                      with_estimate(TEXT_PART, {estimate_key("text", TEXT): cached("text", TEXT, 7)})]),
     "content_string_cached": msg(content={"format": 2, "content": TEXT, "metadata": {
         "mastra": {"tokenEstimate": cached("content-content", TEXT, 321)}}}),
     "plain_string_content": msg(content=TEXT),
@@ -289,6 +298,12 @@ SYNTHETIC_EXPECTED = {
     "cache_other_source_ignored": (46, 46, 46, 46),
     "cache_wrong_key_ignored": (46, 46, 46, 46),
     "cache_keyed_map_reused": (530, 530, 530, 530),
+    "cache_tokens_bool_ignored": (46, 46, 46, 46),
+    "cache_tokens_text_ignored": (46, 46, 46, 46),
+    "cache_version_text_ignored": (46, 46, 46, 46),
+    "cache_version_float_reused": (1029, 1029, 1029, 1029),
+    "cache_keyed_map_bad_entry_ignored": (46, 46, 46, 46),
+    "cache_repeated_text_parts": (1052, 1052, 1052, 1052),
     "content_string_cached": (351, 351, 351, 351),
     "plain_string_content": (46, 46, 46, 46),
     "image_1x1_png_file": (114, 2862, 30, 287),
@@ -477,3 +492,20 @@ def test_exact_message_tokens_count_model_visible_text():
     assert text == 'assistant\nplan it\ngetWeather\n{"city":"Paris"}\n{"tempC":7}\nhello world'
     assert exact_message_tokens(message) == exact_tokens(text)
     assert model_visible_text(msg(content="plain")) == "assistant\nplain"
+
+
+def test_estimate_keys_are_remembered_within_their_budget(monkeypatch):
+    import hashlib
+
+    from studio.engine import estimate_cache
+
+    monkeypatch.setattr(estimate_cache, "_KEY_MEMO_BUDGET", 10)
+    estimate_cache.forget_estimate_keys()
+    try:
+        for text in ("abcdef", "abcdef", "ghijkl", "é" * 3):
+            assert estimate_key("text", text) == "text:" + hashlib.sha256(text.encode()).hexdigest()
+        # "abcdef" (6 chars) then "ghijkl" overflowed 10 chars: the memo was emptied, then took "ghijkl" and "ééé"
+        remembered = estimate_cache._KEY_MEMO
+        assert remembered == {"text": {"ghijkl": estimate_key("text", "ghijkl"), "ééé": estimate_key("text", "ééé")}}
+    finally:
+        estimate_cache.forget_estimate_keys()
