@@ -15,6 +15,8 @@ studio / Mastra (issue 28's target: ≤ 0.7), and the load average before and af
 
 Calls (Mastra's name → the studio's function):
   listThreads            Memory.listThreads({perPage: false})      → thread_list.list_threads(per_page=False)
+  listThreads_read       the same, the studio also reading every thread's metadata inside its timing
+                         (a thread parses its stored metadata on first read; Mastra parses all in the call)
   listThreads_metadata   the same with filter {metadata: {category: "billing"}}
   getThreadById          Memory.getThreadById                      → history.get_thread_by_id
   recall                 Memory.recall, last 50 of bench-big       → history.recall(per_page=50)
@@ -48,6 +50,7 @@ BIG = "bench-big"
 TARGET = 0.7
 CALLS = {
     "listThreads": ("listThreads", {}),
+    "listThreads_read": ("listThreads", {"read": True}),
     "listThreads_metadata": ("listThreads", {"metadata": {"category": "billing"}}),
     "getThreadById": ("getThreadById", {"threadId": "bench-7"}),
     "recall": ("recall", {"threadId": BIG, "perPage": 50}),
@@ -122,6 +125,9 @@ class StudioSide:
         for _ in range(reps):
             t0 = time.perf_counter()
             result = calls[op]()
+            if args.get("read"):  # every thread's metadata read too (parsed on first read)
+                for thread in result.threads:
+                    _ = thread.metadata
             ms.append((time.perf_counter() - t0) * 1000)
         if op == "listThreads":
             out = {"threads": [_thread_row(t) for t in result.threads], "total": result.total}

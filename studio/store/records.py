@@ -163,11 +163,15 @@ class Thread(_Record):
 
     `message_count` / `newest_message_at`: the number of its messages and the createdAt of its newest
     (listings with counts), else None. `damaged_text`: the columns whose bytes were not valid UTF-8
-    (shown with U+FFFD).
+    (shown with U+FFFD). A thread read from a row (`thread_from_row`) parses its stored metadata
+    when `metadata` or `metadata_error` is first read: a listing of thousands of threads that shows
+    titles and dates parses none.
     """
 
-    __slots__ = _fields = ("id", "resource_id", "title", "metadata", "created_at", "updated_at", "metadata_error",
-                           "message_count", "newest_message_at", "damaged_text")
+    _fields = ("id", "resource_id", "title", "metadata", "created_at", "updated_at", "metadata_error",
+               "message_count", "newest_message_at", "damaged_text")
+    __slots__ = ("_metadata", "_metadata_error", "_stored_metadata", "created_at", "damaged_text", "id",
+                 "message_count", "newest_message_at", "resource_id", "title", "updated_at")
 
     def __init__(self, id: str, resource_id: str, title: str | None = None, metadata: Any = None,
                  created_at: str | None = None, updated_at: str | None = None, metadata_error: str | None = None,
@@ -176,13 +180,44 @@ class Thread(_Record):
         self.id = id
         self.resource_id = resource_id
         self.title = title
-        self.metadata = metadata
+        self._metadata = metadata
         self.created_at = created_at
         self.updated_at = updated_at
-        self.metadata_error = metadata_error
+        self._metadata_error = metadata_error
         self.message_count = message_count
         self.newest_message_at = newest_message_at
         self.damaged_text = damaged_text
+        self._stored_metadata = None  # the stored metadata not parsed yet (None: nothing left to parse)
+
+    def _parse_stored(self) -> None:
+        stored, self._stored_metadata = self._stored_metadata, None
+        self._metadata, self._metadata_error = parse_json(stored)
+
+    @property
+    def metadata(self) -> Any:
+        """Return the parsed metadata (a dict, any JSON value, or None when absent or unreadable)."""
+        if self._stored_metadata is not None:
+            self._parse_stored()
+        return self._metadata
+
+    @metadata.setter
+    def metadata(self, value: Any) -> None:
+        if self._stored_metadata is not None:
+            self._parse_stored()
+        self._metadata = value
+
+    @property
+    def metadata_error(self) -> str | None:
+        """Return why the stored metadata could not be read as JSON, or None."""
+        if self._stored_metadata is not None:
+            self._parse_stored()
+        return self._metadata_error
+
+    @metadata_error.setter
+    def metadata_error(self, value: str | None) -> None:
+        if self._stored_metadata is not None:
+            self._parse_stored()
+        self._metadata_error = value
 
     @property
     def om_metadata(self) -> dict:
@@ -201,11 +236,13 @@ class Thread(_Record):
 
 
 def thread_from_row(row: dict) -> Thread:
-    """Return the Thread of a `mastra_threads` ROW ({column: value as read}); metadata parsed, damaged text named."""
-    meta, err = parse_json(row.get("metadata"))
-    return Thread(id=row["id"], resource_id=row.get("resourceId"), title=row.get("title"), metadata=meta,
-                  created_at=row.get("createdAt"), updated_at=row.get("updatedAt"), metadata_error=err,
-                  damaged_text=damaged_columns(row.keys(), row.values()))
+    """Return the Thread of a `mastra_threads` ROW ({column: value as read}); metadata parsed on first read,
+    damaged text named."""
+    thread = Thread(id=row["id"], resource_id=row.get("resourceId"), title=row.get("title"),
+                    created_at=row.get("createdAt"), updated_at=row.get("updatedAt"),
+                    damaged_text=damaged_columns(row.keys(), row.values()))
+    thread._stored_metadata = row.get("metadata")  # parsed on first read (Thread.metadata)
+    return thread
 
 
 @functools.lru_cache(maxsize=16)

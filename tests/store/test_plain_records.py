@@ -58,3 +58,28 @@ def test_ids_only_page_equals_the_full_page_by_ids(store):
     ids = list_threads(store, per_page=False, ids_only=True)
     assert ids.thread_ids == full.thread_ids and ids.total == full.total == len(full.threads)
     assert [t.id for t in ids.threads] == full.thread_ids and all(t.resource_id == "" for t in ids.threads)
+
+
+def test_thread_metadata_is_parsed_on_first_read_as_it_was_eagerly(store):
+    import json
+
+    from studio.store.records import parse_json, thread_from_row
+
+    rows = store.select_rows("mastra_threads")
+    assert any(r["metadata"] for r in rows)  # the fixture's threads carry metadata
+    bad = {**rows[0], "metadata": "{not json"}
+    for row in [*rows, bad, {**rows[0], "metadata": None}, {**rows[0], "metadata": ""}]:
+        meta, err = parse_json(row["metadata"])
+        eager = Thread(id=row["id"], resource_id=row["resourceId"], title=row["title"], metadata=meta,
+                       created_at=row["createdAt"], updated_at=row["updatedAt"], metadata_error=err)
+        lazy = thread_from_row(row)
+        # copied and pickled before its metadata was read, then compared (which reads it)
+        _round_trips(lazy)
+        assert pickle.loads(pickle.dumps(thread_from_row(row))) == eager
+        assert lazy == eager and (lazy.metadata, lazy.metadata_error) == (meta, err)
+    unread = thread_from_row(bad)
+    assert unread.metadata_error.startswith("malformed JSON") and unread.metadata is None
+    written = thread_from_row(rows[0])
+    written.metadata = {"k": 1}  # a write before the first read keeps the written value
+    assert written.metadata == {"k": 1} and written.metadata_error is None
+    assert json.loads(rows[0]["metadata"]) == thread_from_row(rows[0]).metadata
