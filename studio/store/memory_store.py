@@ -23,7 +23,15 @@ from contextlib import contextmanager, suppress
 
 from studio.store import schema as sc
 from studio.store.cells import bulk_decode, damaged_columns
-from studio.store.records import Message, OMRecord, Resource, Thread, om_record_from_row, parse_json, thread_from_row
+from studio.store.records import (
+    Message,
+    OMRecord,
+    Resource,
+    Thread,
+    om_record_from_row,
+    parse_json,
+    threads_from_values,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -206,7 +214,9 @@ class MemoryStore:
 
     def select_threads(self, tail: str = "", params: Iterable[Any] = ()) -> list[Thread]:
         """Return the threads of `SELECT … FROM mastra_threads TAIL` (a WHERE/ORDER tail, `?` params)."""
-        return [thread_from_row(r) for r in self.select_rows(sc.THREADS, tail, params, THREAD_COLUMNS)]
+        present, fetched, decode = self.backend.select(sc.THREADS, list(THREAD_COLUMNS), tail, params)
+        with bulk_decode():
+            return threads_from_values(present, [decode(r) for r in fetched])
 
     def fetch_messages(self, tail: str = "", params: Iterable[Any] = ()) -> tuple[list, Callable[[Any], Message]]:
         """`select_messages` without making the Messages: (rows as fetched, READ turning one row into its Message).

@@ -83,3 +83,19 @@ def test_thread_metadata_is_parsed_on_first_read_as_it_was_eagerly(store):
     written.metadata = {"k": 1}  # a write before the first read keeps the written value
     assert written.metadata == {"k": 1} and written.metadata_error is None
     assert json.loads(rows[0]["metadata"]) == thread_from_row(rows[0]).metadata
+
+
+@pytest.mark.parametrize("text", ['{"a":1}', ' {"a":1}', '{"a":1} ', '{"a":1}x', '{"a":1}{"b":2}', "{bad", "[1,2]",
+                                  '"s"', "1e400", "-0", "Infinity", "\ufeff{}", '{"a":"\\ud800"}', "[" * 100_000])
+def test_parse_json_reads_and_refuses_as_json_loads(text):
+    import json
+
+    from studio.store.records import parse_json
+
+    try:
+        expected = (json.loads(text), None)
+    except ValueError as exc:
+        expected = (None, f"malformed JSON: {exc}")
+    except RecursionError:
+        expected = (None, "JSON nested too deeply to read")
+    assert repr(parse_json(text)) == repr(expected)  # repr: the same floats (inf, -0.0) and errors
