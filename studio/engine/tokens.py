@@ -191,7 +191,12 @@ def _fresh_tokens(entry: Any, key: str) -> Any:
     version, tokens = entry.get("v"), entry.get("tokens")
     if version.__class__ not in (int, float) or version != TOKEN_ESTIMATE_CACHE_VERSION:
         return None
+    if tokens.__class__ is int and -_SAFE_INTEGER <= tokens <= _SAFE_INTEGER:  # a stamped count: finite
+        return tokens
     return tokens if tokens.__class__ in (int, float) and is_finite(tokens) else None
+
+
+_SAFE_INTEGER = 2 ** 53 - 1
 
 
 class _Counter:
@@ -502,7 +507,11 @@ def count_messages(messages: Iterable[dict], *, model: Any = None, stamp: bool =
     counter, messages = _Counter(model, stamp), list(messages)
     if not messages:
         return 0
-    return TOKENS_PER_CONVERSATION + sum(counter.count_message(m) for m in messages)
+    total = TOKENS_PER_CONVERSATION
+    count = counter.count_message
+    for message in messages:
+        total += count(message)
+    return total
 
 
 def count_message_for_status(message: dict, *, model: Any = None, stamp: bool = False) -> int:

@@ -241,6 +241,8 @@ SYNTHETIC = {
     # the shortcut for text parts (tokens._stored_text_estimate) must reuse exactly what the full path reuses
     "cache_tokens_bool_ignored": msg([with_estimate(TEXT_PART, cached("text", TEXT, True))]),
     "cache_tokens_text_ignored": msg([with_estimate(TEXT_PART, cached("text", TEXT, "999"))]),
+    "cache_tokens_beyond_safe_integer_reused": msg([with_estimate(TEXT_PART, cached("text", TEXT, 2 ** 60))]),
+    "cache_tokens_float_reused": msg([with_estimate(TEXT_PART, cached("text", TEXT, 12.25))]),
     "cache_version_text_ignored": msg([with_estimate(TEXT_PART, cached("text", TEXT, 999, v="7"))]),
     "cache_version_float_reused": msg([with_estimate(TEXT_PART, cached("text", TEXT, 999, v=7.0))]),
     "cache_keyed_map_bad_entry_ignored": msg([with_estimate(TEXT_PART, {
@@ -300,6 +302,8 @@ SYNTHETIC_EXPECTED = {
     "cache_keyed_map_reused": (530, 530, 530, 530),
     "cache_tokens_bool_ignored": (46, 46, 46, 46),
     "cache_tokens_text_ignored": (46, 46, 46, 46),
+    "cache_tokens_beyond_safe_integer_reused": (1152921504606847000,) * 4,
+    "cache_tokens_float_reused": (42, 42, 42, 42),
     "cache_version_text_ignored": (46, 46, 46, 46),
     "cache_version_float_reused": (1029, 1029, 1029, 1029),
     "cache_keyed_map_bad_entry_ignored": (46, 46, 46, 46),
