@@ -178,6 +178,11 @@ def _stored_text_estimate(part: dict) -> Any:
         return None
     key = estimate_key("text", text)
     stored = mastra.get("tokenEstimate")
+    if (stored.__class__ is dict and stored.get("key") == key and stored.get("source") == TOKEN_ESTIMATE_SOURCE
+            and stored.get("v") == TOKEN_ESTIMATE_CACHE_VERSION):  # one entry, as Mastra stamps a text part
+        tokens = stored.get("tokens")
+        if tokens.__class__ is int and -_SAFE_INTEGER <= tokens <= _SAFE_INTEGER:
+            return tokens
     tokens = _fresh_tokens(stored, key)
     if tokens is None and stored.__class__ is dict and not is_entry(stored):
         tokens = _fresh_tokens(stored.get(key), key)  # a map key -> entry
