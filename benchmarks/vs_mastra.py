@@ -25,8 +25,10 @@ Calls (Mastra's name → the studio's function):
                          in them (what Mastra leaves after counting) → tokens.count_messages
   estimate_cold          the same on fresh copies without estimates (studio: its text and key memos cleared)
 getStatus of every thread (OM) is not measured here yet. `--libsql-url` runs the same calls on a
-libSQL server (sqld) holding the same rows (build_large_db.py --libsql-url). Figures are
-measurements, not assertions.
+libSQL server (sqld) holding the same rows (build_large_db.py --libsql-url), without the estimates:
+there Mastra's recall of all 20,007 messages fails (sqld's RESPONSE_TOO_LARGE), and they are not reads.
+Both columns of ratios are printed: medians (the target's) and minimums (steadier on a loaded
+machine). Figures are measurements, not assertions.
 """
 
 from __future__ import annotations
@@ -217,14 +219,15 @@ def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, name
 
 def report(result: dict) -> str:
     """Return the ratio table (markdown) of MEASURE's result."""
-    lines = ["| call | Mastra min / median / max ms | studio min / median / max ms | ratio (medians) |",
-             "|---|---|---|---|"]
+    lines = ["| call | Mastra min / median / max ms | studio min / median / max ms | ratio (medians) | ratio (mins) |",
+             "|---|---|---|---|---|"]
     for name, t in result["times"].items():
         m, s = t["mastra"], t["studio"]
         ratio = statistics.median(s) / statistics.median(m)
         flag = "" if ratio <= TARGET else " **over 0.7**"
         lines.append(f"| {name} | {min(m):.1f} / {statistics.median(m):.1f} / {max(m):.1f} "
-                     f"| {min(s):.1f} / {statistics.median(s):.1f} / {max(s):.1f} | {ratio:.2f}×{flag} |")
+                     f"| {min(s):.1f} / {statistics.median(s):.1f} / {max(s):.1f} | {ratio:.2f}×{flag} "
+                     f"| {min(s) / min(m):.2f}× |")
     lines.append(f"\nload average before: {result['load_before']}, after: {result['load_after']}")
     return "\n".join(lines)
 
@@ -257,8 +260,9 @@ def main() -> None:
         results["file"] = measure(f"file:{copies[0]}", str(copies[1]), opts.rounds, opts.reps, names)
         print(f"file {opts.db} ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)")
         print(report(results["file"]))
-    if opts.libsql_url:
-        results["libsql"] = measure(opts.libsql_url, opts.libsql_url, opts.rounds, opts.reps, names)
+    if opts.libsql_url:  # Mastra cannot read bench-big whole from a sqld (RESPONSE_TOO_LARGE): no estimates there
+        served = [n for n in names if not n.startswith("estimate_")]
+        results["libsql"] = measure(opts.libsql_url, opts.libsql_url, opts.rounds, opts.reps, served)
         print(f"\nlibSQL server {opts.libsql_url}")
         print(report(results["libsql"]))
     if opts.json:
