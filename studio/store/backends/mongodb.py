@@ -254,7 +254,7 @@ class MongoBackend:
 
         why = refused(location.conninfo)
         if why is not None:
-            raise StoreError(f"Cannot connect to {location.display}: {why}")
+            raise StoreError(f"Cannot connect to {location.display}: {why}", kind="unreachable")
 
         def connect(secret: str | None):
             extra = {"password": secret} if secret and source != "url" else {}
