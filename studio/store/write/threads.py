@@ -33,9 +33,11 @@ from studio.store.records import parse_json
 from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, RESOURCES, THREADS
 from studio.store.write.common import (
     check_datetime,
+    delete_rows,
     iso,
     js_date_round_trip,
     js_parse,
+    json_value,
     latest_om_row,
     new_id,
     now_ms_or_clock,
@@ -43,6 +45,7 @@ from studio.store.write.common import (
     stringify,
     thread_metadata,
     to_int,
+    update_row,
 )
 from studio.store.write.own_writes import remember_write
 from studio.store.write.transaction import write_transaction
@@ -357,6 +360,8 @@ def _vector_tables(tx: WriteTx) -> list[str]:
     SQLite / libSQL: LibSQLVector.listIndexes (tables whose SQL holds F32_BLOB) with Memory's two prefixes.
     PostgreSQL: the `memory_messages` / `memory_messages_*` tables of the schema (PostgresStore.deleteThread).
     """
+    if tx.dialect == "mongodb":   # MongoDBVector's indexes need Atlas Search: none here (docs/mongodb-backend.md)
+        return []
     if tx.dialect == "postgresql":
         names = [r[0] for r in tx.rows("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
                                        "AND (tablename = 'memory_messages' OR tablename LIKE 'memory_messages_%')")]
@@ -367,10 +372,10 @@ def _vector_tables(tx: WriteTx) -> list[str]:
 
 def _delete_stored_thread(tx: WriteTx, thread_id: str, resource_id: str | None, vector_tables: list[str]) -> dict:
     """Memory.deleteStoredThread of one thread; return {messages, threads, om_records, vectors} deleted."""
-    done = {"messages": tx.delete(MESSAGES, "thread_id = ?", [thread_id]),
-            "threads": tx.delete(THREADS, "id = ?", [thread_id]), "om_records": 0, "vectors": 0}
+    done = {"messages": delete_rows(tx, MESSAGES, "thread_id", thread_id),
+            "threads": delete_rows(tx, THREADS, "id", thread_id), "om_records": 0, "vectors": 0}
     if resource_id and tx.schema.has_observational_memory:
-        done["om_records"] = tx.delete(OBSERVATIONAL_MEMORY, '"lookupKey" = ?', [f"thread:{thread_id}"])
+        done["om_records"] = delete_rows(tx, OBSERVATIONAL_MEMORY, "lookupKey", f"thread:{thread_id}")
     for table in vector_tables:
         where = ("metadata->>'thread_id' = ?" if tx.dialect == "postgresql"
                  else "json_extract(metadata, '$.thread_id') = ?")
@@ -446,10 +451,21 @@ def update_thread(path: str | os.PathLike[str], thread_id: str, *, title: str | 
         if row is None:
             raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
         merged = {**thread_metadata(row), **(metadata or {})}
-        values: dict[str, Any] = {"metadata": Jsonb(stringify(merged)), "updatedAt": iso(stamp)}
-        if title is not None:
+        values: dict[str, Any] = {"metadata": json_value(tx, merged), "updatedAt": iso(stamp)}
+        if tx.dialect == "mongodb":   # patchThread backfills the title (`existing.title ?? ""`); $set title first
+            values = {"title": title if title is not None else _stored_title(row), **values}
+        elif title is not None:
             values["title"] = title
-        tx.update(THREADS, values, "id = ?", [thread_id])
+        update_row(tx, THREADS, row, values)
     remember_write(tx.location, stamp)   # the thread's updatedAt: the studio's, not the agent's
+    if tx.dialect == "mongodb":
+        from studio.store.backends.mongodb import to_mastra
+
+        merged = to_mastra(merged)
     return {"id": thread_id, "resourceId": row.get("resourceId"),
             "title": title if title is not None else row.get("title"), "metadata": merged, "updatedAt": iso(stamp)}
+
+
+def _stored_title(row: dict) -> str:
+    """The title `patchThread` hands back to updateThread on a store without partial updates: `title ?? ""`."""
+    return row.get("title") if row.get("title") is not None else ""

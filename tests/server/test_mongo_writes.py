@@ -1,0 +1,307 @@
+"""Writes on MongoDB equal real @mastra/mongodb's writes, document by document and type by type; Mastra carries on.
+
+Expected values come from real Mastra on a copy of the same database (the corpus's `mongo-load.mjs` reloads the
+dump `mongo_corpus` took, same `_id`s and BSON types): `mastra-reflect.mjs`, `studio-update-thread.mjs`,
+`studio-working-memory.mjs`, `studio-memory-delete-thread-server.mjs`, all with `--store mongodb`. Copy A gets
+Mastra's write, copy B ours; both are dumped as canonical Extended JSON (`mongo-dump.mjs`) and every document
+either side added or changed must be equal field by field, in the same order and with the same BSON types;
+`_id`s, new ids and write times are compared by type only (both are "now"). Runs on the replica set (one
+transaction) and on a standalone jongodb (ordered compare-and-set steps). Deterministic: no clock, no race.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from studio.cli import main
+from studio.engine.tokens import count_observations
+from studio.errors import WriteRefused
+from studio.store import open_store
+from studio.store.writes import WriteSession, revert_to_generation
+from tests.interop.answers import answer_for
+from tests.server.conftest import _run
+from tests.server.write_helpers import commit_answer
+
+OM, THREADS, RESOURCES, MESSAGES = ("mastra_observational_memory", "mastra_threads", "mastra_resources",
+                                    "mastra_messages")
+#: Fields whose values are "now" or new: compared by BSON type only.
+NEW_VALUES = {"_id", "createdAt", "updatedAt", "lastReflectionAt"}
+
+
+@pytest.fixture(params=["replica-set", "standalone"])
+def server(request, mongo_corpus, tmp_path_factory):
+    """The server a test writes to: the corpus's replica set, or a standalone jongodb (started per module)."""
+    if request.param == "replica-set":
+        return mongo_corpus.server
+    return request.getfixturevalue("mongo_standalone")
+
+
+def _db(request, suffix: str) -> str:
+    return "w" + hashlib.sha256(request.node.name.encode()).hexdigest()[:10] + suffix
+
+
+def load_copy(mongo_corpus, server, scenario: str, db: str) -> str:
+    """Load SCENARIO's dump into database DB of SERVER; return the studio's URL of it."""
+    _run(["node", "mongo-load.mjs", str(mongo_corpus.dump / scenario), server.node_url, db], mongo_corpus.corpus, 120)
+    return server.target(db)
+
+
+def dump(mongo_corpus, server, db: str, out: Path) -> dict[str, list[dict]]:
+    """{collection: [canonical Extended JSON documents in natural order]} of database DB (mongo-dump.mjs)."""
+    _run(["node", "mongo-dump.mjs", server.node_url, str(out), db], mongo_corpus.corpus, 120)
+    found = {}
+    for path in sorted((out / db).glob("mastra_*.json")):
+        found[path.stem] = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return found
+
+
+def node(mongo_corpus, server, script: str, *args: str) -> dict:
+    """Run a corpus script with `--store mongodb` on SERVER; its JSON output."""
+    out = _run(["node", script, *args, "--store", "mongodb", "--url", server.node_url], mongo_corpus.corpus, 300)
+    text = out.stdout if hasattr(out, "stdout") else out
+    return json.loads(text[text.index("{"):]) if "{" in text else {}
+
+
+def by_id(docs: dict[str, list[dict]]) -> dict[tuple[str, str], dict]:
+    return {(c, d["id"]): d for c, ds in docs.items() for d in ds}
+
+
+def exact(docs: dict[str, list[dict]]) -> dict[tuple[str, str], str]:
+    """{(collection, id): the document's canonical Extended JSON text}: every field, its order and BSON type, `_id`
+    included. A collection's natural order is left out: MongoDB puts a document deleted and inserted again (an
+    undo of a delete) after the others, whatever it restores."""
+    return {key: json.dumps(doc) for key, doc in by_id(docs).items()}
+
+
+def changes(before: dict, after: dict) -> tuple[dict, dict, list]:
+    """(added {key: doc}, changed {key: doc after}, removed [key]) between two dumps."""
+    b, a = by_id(before), by_id(after)
+    added = {k: d for k, d in a.items() if k not in b}
+    changed = {k: d for k, d in a.items() if k in b and json.dumps(b[k]) != json.dumps(d)}
+    return added, changed, sorted(k for k in b if k not in a)
+
+
+def shape(doc: dict, skip: set[str] = frozenset()) -> list:
+    """DOC's fields in order with their values (canonical EJSON), values of NEW_VALUES / SKIP reduced to their type."""
+    out = []
+    for key, value in doc.items():
+        if key in NEW_VALUES or key in skip:
+            out.append((key, sorted(value) if isinstance(value, dict) else type(value).__name__))
+        else:
+            out.append((key, value))
+    return out
+
+
+def answer_file(tmp_path, text: str) -> str:
+    path = tmp_path / "answer.txt"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_reflection_on_mongodb_equals_mastra_and_mastra_continues(mongo_corpus, server, tmp_path, request,
+                                                                  monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _db(request, "a"), _db(request, "b")
+    load_copy(mongo_corpus, server, "support", a)
+    target = load_copy(mongo_corpus, server, "support", b)
+    before = dump(mongo_corpus, server, a, tmp_path / "before")
+    answer = answer_for("support")
+    mastra = node(mongo_corpus, server, "mastra-reflect.mjs", a, "support-1", answer_file(tmp_path, answer))
+    assert mastra["reflected"] is True
+    session = WriteSession()
+    ours = commit_answer(target, "support-1", answer, session)
+
+    added_a, changed_a, removed_a = changes(before, dump(mongo_corpus, server, a, tmp_path / "a"))
+    added_b, changed_b, removed_b = changes(before, dump(mongo_corpus, server, b, tmp_path / "b"))
+    assert removed_a == removed_b == []
+    (doc_a,), (doc_b,) = added_a.values(), added_b.values()
+    assert doc_b["id"] == ours["id"]
+    assert shape(doc_a, {"id"}) == shape(doc_b, {"id"})   # every field, in Mastra's order, with its BSON type
+    assert doc_b["createdAt"] == doc_b["updatedAt"] == doc_b["lastReflectionAt"]
+    assert set(changed_a) == set(changed_b) == {(OM, mastra["row"]["id"] if False else k[1]) for k in changed_a
+                                                if k[0] == OM} | {(THREADS, "support-1")}
+    for key in changed_a:
+        assert shape(changed_a[key]) == shape(changed_b[key]), key
+    backup = json.loads(session.backup_for(target).read_text(encoding="utf-8"))
+    assert {(r["table"], r["id"]) for r in backup["rows"]} == set(changed_b) | {(OM, ours["id"])}
+
+    report = node(mongo_corpus, server, "continue.mjs", b, "support-1", "1")
+    assert report["ok"] is True, report
+    assert report["before"]["recordId"] == ours["id"]
+
+
+def test_revert_and_undo_on_mongodb_restore_the_exact_dump(mongo_corpus, server, tmp_path, request, monkeypatch,
+                                                            capsys):
+    """A revert is Mastra's reflection holding generation 1's log (our `metadata.studio` aside); undo puts back
+    every document byte for byte (field order, types, `_id`s), and a second undo finds nothing."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _db(request, "a"), _db(request, "b")
+    load_copy(mongo_corpus, server, "support", a)
+    target = load_copy(mongo_corpus, server, "support", b)
+    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    with open_store(target) as store:
+        key = store.lookup_key_for_thread(store.get_thread("support-1"))
+        history = store.om_history(key)
+    old = next(h for h in history if h.generation_count == 1)
+    ours = revert_to_generation(target, lookup_key=key, generation_count=1, expected_record_id=history[0].id,
+                                count_observations=count_observations)
+    node(mongo_corpus, server, "mastra-reflect.mjs", a, "support-1",
+         answer_file(tmp_path, f"<observations>\n{old.active_observations}\n</observations>\n"))
+    added_a, changed_a, _ = changes(before, dump(mongo_corpus, server, a, tmp_path / "a"))
+    added_b, changed_b, _ = changes(before, dump(mongo_corpus, server, b, tmp_path / "b"))
+    (doc_a,), (doc_b,) = added_a.values(), added_b.values()
+    assert doc_b["id"] == ours["id"] and doc_b["activeObservations"] == old.active_observations
+    assert list(doc_a) == list(doc_b)   # Mastra's field order; the values but our mark in `metadata`:
+    assert [f for f in shape(doc_a, {"id"}) if f[0] != "metadata"] == [f for f in shape(doc_b, {"id"})
+                                                                       if f[0] != "metadata"]
+    assert doc_a["metadata"] is None
+    assert doc_b["metadata"]["studio"]["revertedFrom"] == {"$numberInt": "1"}
+    assert set(changed_a) == set(changed_b) == {(OM, history[0].id)}
+
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["operation"], doc["deleted"], doc["restored"], doc["reinserted"]) == ("revert", 1, 1, 0)
+    assert exact(dump(mongo_corpus, server, b, tmp_path / "undone")) == exact(before)
+    assert main(["undo", target, "--yes", "--json"]) == 2
+    assert exact(dump(mongo_corpus, server, b, tmp_path / "again")) == exact(before)
+
+
+def _same_changes(before: dict, after_a: dict, after_b: dict) -> tuple[dict, dict, list]:
+    """Assert Mastra's write (AFTER_A) and ours (AFTER_B) added, changed and removed the same documents, each equal
+    in fields, order and BSON types (new values by type); return ours."""
+    added_a, changed_a, removed_a = changes(before, after_a)
+    added_b, changed_b, removed_b = changes(before, after_b)
+    assert sorted(added_a) == sorted(added_b) and sorted(changed_a) == sorted(changed_b)
+    assert removed_a == removed_b
+    for key in changed_a:
+        assert shape(changed_a[key]) == shape(changed_b[key]), key
+    for key in added_a:
+        assert shape(added_a[key]) == shape(added_b[key]), key
+    return added_b, changed_b, removed_b
+
+
+def test_update_thread_on_mongodb_equals_mastra_and_undo_restores(mongo_corpus, server, tmp_path, request,
+                                                                 monkeypatch, capsys):
+    """Memory.updateThread (a title, metadata merged: a new numeric-looking key goes first, as in a JavaScript
+    object; a nested document; a double and an int): the same document as Mastra's; undo restores the dump."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _db(request, "a"), _db(request, "b")
+    load_copy(mongo_corpus, server, "support", a)
+    target = load_copy(mongo_corpus, server, "support", b)
+    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    args = {"title": "Renamed", "metadata": {"priority": 3, "ratio": 0.5, "nested": {"a": [1, "2"]}, "10": None}}
+    node(mongo_corpus, server, "studio-update-thread.mjs", a, "support-meta", json.dumps(args))
+    WriteSession().update_thread(target, "support-meta", **args)
+    _, changed, _ = _same_changes(before, dump(mongo_corpus, server, a, tmp_path / "a"),
+                                  dump(mongo_corpus, server, b, tmp_path / "b"))
+    assert list(changed) == [(THREADS, "support-meta")]
+    assert next(iter(changed[(THREADS, "support-meta")]["metadata"])) == "10"
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert exact(dump(mongo_corpus, server, b, tmp_path / "undone")) == exact(before)
+
+
+@pytest.mark.parametrize(("scope", "thread_id"), [("resource", "support-1"), ("thread", "support-meta")])
+def test_working_memory_on_mongodb_equals_mastra_and_undo_restores(mongo_corpus, server, tmp_path, request,
+                                                                  monkeypatch, capsys, scope, thread_id):
+    """Memory.updateWorkingMemory in each scope, twice (resource scope: the first creates the missing resource as
+    updateResource's upsert does, the second updates it): the same documents as Mastra's; two undos restore."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _db(request, "a"), _db(request, "b")
+    load_copy(mongo_corpus, server, "support", a)
+    target = load_copy(mongo_corpus, server, "support", b)
+    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    states = [before]
+    for n, text in enumerate(["# Notes\n- Zoë likes teal", "# Notes\n- Zoë likes teal\n- and 3 cats"]):
+        node(mongo_corpus, server, "studio-working-memory.mjs", a, thread_id, scope, json.dumps(text))
+        done = WriteSession().update_working_memory(target, thread_id=thread_id, scope=scope, text=text)
+        added, changed, _ = _same_changes(states[-1], dump(mongo_corpus, server, a, tmp_path / f"a{n}"),
+                                          after_b := dump(mongo_corpus, server, b, tmp_path / f"b{n}"))
+        assert added or changed
+        if scope == "resource":
+            assert done["created_resource"] is (n == 0) and bool(added) is (n == 0)
+        states.append(after_b)
+        # the next round compares from the same state on both sides: bring A to B's times (Mastra's own "now")
+        _run(["node", "mongo-load.mjs", str(tmp_path / f"b{n}" / b), server.node_url, a], mongo_corpus.corpus, 120)
+    for n in (1, 0):
+        assert main(["undo", target, "--yes", "--json"]) == 0
+        capsys.readouterr()
+        assert exact(dump(mongo_corpus, server, b, tmp_path / f"undone{n}")) == exact(states[n])
+
+
+def test_delete_thread_on_mongodb_equals_mastra_and_undo_puts_it_back(mongo_corpus, server, tmp_path, request,
+                                                                     monkeypatch, capsys):
+    """Memory.deleteThread on support-1 (messages, the thread, its thread-scope OM generations): the same documents
+    go as in Mastra's own call; undo brings every document back as it was (`_id`, field order, types)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _db(request, "a"), _db(request, "b")
+    load_copy(mongo_corpus, server, "support", a)
+    target = load_copy(mongo_corpus, server, "support", b)
+    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    node(mongo_corpus, server, "studio-memory-delete-thread-server.mjs", a, "support-1")
+    done = WriteSession().delete_thread(target, "support-1")
+    _, _, removed = _same_changes(before, dump(mongo_corpus, server, a, tmp_path / "a"),
+                                  dump(mongo_corpus, server, b, tmp_path / "b"))
+    assert (THREADS, "support-1") in removed
+    assert done["messages"] == sum(1 for t, _ in removed if t == MESSAGES) > 0
+    assert done["om_records"] == sum(1 for t, _ in removed if t == OM) > 0
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert exact(dump(mongo_corpus, server, b, tmp_path / "undone")) == exact(before)
+
+
+def test_a_document_changed_under_a_standalone_step_puts_back_what_was_written(mongo_corpus, mongo_standalone,
+                                                                              tmp_path, request, monkeypatch):
+    """On a standalone server a reflection is three compare-and-set steps (new generation, the old one's flag, the
+    thread's metadata). Another program renames the thread just before the third step (sequenced by a hook on the
+    backup rewrite that precedes every step, no timing): the step finds the thread changed, the two steps done are
+    put back, the write is refused and its backup removed; the store equals the dump but for that rename."""
+    from pymongo import MongoClient
+
+    from studio.store.write.backends.mongodb import MongoWriteTx
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    db = _db(request, "b")
+    target = load_copy(mongo_corpus, mongo_standalone, "support", db)
+    before = dump(mongo_corpus, mongo_standalone, db, tmp_path / "before")
+    save = MongoWriteTx._save_backup
+    steps = []
+
+    def save_then_interfere(tx):
+        save(tx)
+        steps.append(tx.journal()[-1]["table"])
+        if len(steps) == 3:
+            assert steps == [OM, OM, THREADS]
+            with MongoClient(mongo_standalone.url) as client:
+                client[db][THREADS].update_one({"id": "support-1"}, {"$set": {"title": "Renamed by the agent"}})
+
+    monkeypatch.setattr(MongoWriteTx, "_save_backup", save_then_interfere)
+    session = WriteSession()
+    with pytest.raises(WriteRefused) as refused:
+        commit_answer(target, "support-1", answer_for("support"), session)
+    assert refused.value.reason == "generation-changed"
+    assert "put back" in str(refused.value)
+    assert session.backup_for(target) is None
+    assert list((tmp_path / "data" / "memory-studio" / "backups").glob("*.json")) == []
+    after = dump(mongo_corpus, mongo_standalone, db, tmp_path / "after")
+    _, changed, removed = changes(before, after)
+    assert removed == [] and by_id(after).keys() == by_id(before).keys()
+    assert list(changed) == [(THREADS, "support-1")]
+    assert changed[(THREADS, "support-1")]["title"] == "Renamed by the agent"
+
+
+def test_the_cli_says_a_standalone_write_is_not_atomic_and_json_tells_it(mongo_corpus, server, tmp_path, request,
+                                                                         monkeypatch, capsys):
+    """update-thread --json carries `atomic` (False on the standalone server, True on the replica set); on the
+    standalone server the sentence is said (on stderr, with --yes too)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    target = load_copy(mongo_corpus, server, "support", _db(request, "b"))
+    assert main(["update-thread", target, "--thread", "support-meta", "--title", "T", "--yes", "--json"]) == 0
+    out = capsys.readouterr()
+    standalone = server is not mongo_corpus.server
+    assert json.loads(out.out)["atomic"] is (not standalone)
+    assert ("this write is not atomic there" in out.err) is standalone
