@@ -305,3 +305,166 @@ def test_the_cli_says_a_standalone_write_is_not_atomic_and_json_tells_it(mongo_c
     standalone = server is not mongo_corpus.server
     assert json.loads(out.out)["atomic"] is (not standalone)
     assert ("this write is not atomic there" in out.err) is standalone
+
+
+def test_delete_messages_and_clear_on_mongodb_equal_mastra_and_undo_puts_them_back(mongo_corpus, server, tmp_path,
+                                                                                   request, monkeypatch, capsys):
+    """Memory.deleteMessages of two messages and an unknown id, then a clear of another thread (the studio's: every
+    message of it deleted as deleteMessages would): the same documents go and the same threads are stamped as in
+    Mastra's own calls; two undos put every document back exactly."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _db(request, "a"), _db(request, "b")
+    load_copy(mongo_corpus, server, "support", a)
+    target = load_copy(mongo_corpus, server, "support", b)
+    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    with open_store(target) as store:
+        first = [m.id for m in store.list_messages("support-1")]
+        other = [m.id for m in store.list_messages("support-2")]
+    ids = [first[0], first[2], "no-such-message"]
+    node(mongo_corpus, server, "studio-delete-server.mjs", a, json.dumps(ids))
+    assert WriteSession().delete_messages(target, ids) == 2
+    after_delete = dump(mongo_corpus, server, b, tmp_path / "b1")
+    _, changed, removed = _same_changes(before, dump(mongo_corpus, server, a, tmp_path / "a1"), after_delete)
+    assert removed == sorted((MESSAGES, i) for i in ids[:2]) and list(changed) == [(THREADS, "support-1")]
+
+    _run(["node", "mongo-load.mjs", str(tmp_path / "b1" / b), server.node_url, a], mongo_corpus.corpus, 120)
+    node(mongo_corpus, server, "studio-delete-server.mjs", a, json.dumps(other))
+    assert WriteSession().clear_thread(target, "support-2") == len(other) > 0
+    _, changed, removed = _same_changes(after_delete, dump(mongo_corpus, server, a, tmp_path / "a2"),
+                                        dump(mongo_corpus, server, b, tmp_path / "b2"))
+    assert removed == sorted((MESSAGES, i) for i in other) and list(changed) == [(THREADS, "support-2")]
+
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reinserted"] == len(other)
+    assert exact(dump(mongo_corpus, server, b, tmp_path / "undone1")) == exact(after_delete)
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    capsys.readouterr()
+    assert exact(dump(mongo_corpus, server, b, tmp_path / "undone2")) == exact(before)
+
+
+CLONE_CASES = [
+    ("support", "support-1", {}, True),
+    ("support", "support-3", {"title": "Branch", "metadata": {"branch": True, "n": 2.5},
+                              "options": {"messageLimit": 3}}, False),
+    ("resource", "res-a", {"resourceId": "user-new"}, True),   # resource OM copied, thread tags rewritten
+]
+
+
+def _clone_shape(doc: dict) -> list:
+    """A cloned document's fields in order, values compared exactly but for what is new in each clone: `_id`, the
+    new message ids (remapped arrays by length), the clone's own times (by type)."""
+    out = []
+    for key, value in doc.items():
+        if key in ("_id", "lastReflectionAt") or (key in ("createdAt", "updatedAt") and "thread_id" not in doc):
+            out.append((key, sorted(value) if isinstance(value, dict) else type(value).__name__))
+        elif key == "id" and "lookupKey" in doc:
+            out.append((key, type(value).__name__))
+        elif (key == "id" and "thread_id" in doc) or (key == "observedMessageIds" and isinstance(value, list)):
+            out.append((key, len(value) if isinstance(value, list) else type(value).__name__))
+        elif key == "bufferedObservationChunks" and isinstance(value, list):
+            out.append((key, [{**c, "id": None, "messageIds": len(c.get("messageIds") or [])} for c in value]))
+        elif key == "metadata" and isinstance(value, dict) and isinstance(value.get("clone"), dict):
+            out.append((key, {**value, "clone": {k: (sorted(v) if k == "clonedAt" else v)
+                                                 for k, v in value["clone"].items()}}))
+        else:
+            out.append((key, value))
+    return out
+
+
+@pytest.mark.parametrize(("scenario", "source", "args", "run_continue"), CLONE_CASES,
+                         ids=["support-1", "support-3-limit", "res-a-new-resource"])
+def test_clone_on_mongodb_equals_mastra_clone(mongo_corpus, server, tmp_path, request, monkeypatch, capsys, scenario,
+                                              source, args, run_continue):
+    """Memory.cloneThread: the same new thread (metadata.clone with clonedAt a Date), the same message copies (source
+    createdAt, type, content; insertMany), the same copied OM record (bufferedObservationChunks [] when the source
+    has none, ids remapped); continue.mjs carries on from our clone; undo removes exactly what it added."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _db(request, "a"), _db(request, "b")
+    load_copy(mongo_corpus, server, scenario, a)
+    target = load_copy(mongo_corpus, server, scenario, b)
+    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    # (its printout of the clone is not read: a pipe keeps only what was flushed before its process.exit)
+    _run(["node", "clone.mjs", a, source, "studio-clone-1", json.dumps(args), "--store", "mongodb", "--url",
+          server.node_url], mongo_corpus.corpus, 300)
+    options = args.get("options", {})
+    session = WriteSession()
+    result = session.clone_thread(target, source, new_thread_id="studio-clone-1", title=args.get("title"),
+                                  resource_id=args.get("resourceId"), metadata=args.get("metadata"),
+                                  message_limit=options.get("messageLimit"))
+    added_a, changed_a, removed_a = changes(before, dump(mongo_corpus, server, a, tmp_path / "a"))
+    added_b, changed_b, removed_b = changes(before, dump(mongo_corpus, server, b, tmp_path / "b"))
+    assert removed_a == removed_b == [] and changed_a == changed_b == {}
+    kinds_a = sorted(c for c, _ in added_a)
+    assert kinds_a == sorted(c for c, _ in added_b) and MESSAGES in kinds_a
+    for collection in set(kinds_a):
+        docs_a = sorted((_clone_shape(d) for (c, _), d in added_a.items() if c == collection), key=json.dumps)
+        docs_b = sorted((_clone_shape(d) for (c, _), d in added_b.items() if c == collection), key=json.dumps)
+        assert docs_a == docs_b, collection
+    (thread_b,) = [d for (c, _), d in added_b.items() if c == THREADS]
+    assert "$date" in thread_b["metadata"]["clone"]["clonedAt"]
+    assert len(result["messages"]) == sum(1 for c, _ in added_b if c == MESSAGES)
+    if run_continue:
+        report = node(mongo_corpus, server, "continue.mjs", b, "studio-clone-1", "1")
+        assert report["ok"] is True, report
+    else:
+        assert main(["undo", target, "--yes", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["deleted"] == len(added_b)
+        assert exact(dump(mongo_corpus, server, b, tmp_path / "undone")) == exact(before)
+
+
+def test_the_studio_dialogs_say_a_standalone_write_is_not_atomic(mongo_corpus, server, studio, qtbot, request,
+                                                                  tmp_path):
+    """Delete Thread…, Edit Working Memory's confirmation and Undo on MongoDB: the dialog's backup note says the
+    write is not atomic on the standalone server, and one transaction on the replica set (screenshot saved at
+    1024x700 for a look)."""
+    target = load_copy(mongo_corpus, server, "support", _db(request, "b"))
+    standalone = server is not mongo_corpus.server
+    window = studio(target)
+    assert window.write_note is not None if standalone else window.write_note is None
+    assert window.select_thread("support-1")
+    window.resize(1024, 700)
+    dialog = window.history_actions.delete_thread()
+    assert dialog is not None
+    note = dialog.backup_note.text()
+    assert ("this write is not atomic there" in note) is standalone
+    assert ("The write is one transaction" in note) is not standalone
+    assert (window.thread_view.history_tab.write_note is not None) is standalone
+    qtbot.waitExposed(dialog)
+    dialog.grab().save(str(tmp_path / f"delete-thread-{request.node.callspec.id}.png"))
+    dialog.reject()
+
+
+def test_a_message_changed_under_a_standalone_clear_keeps_every_message(mongo_corpus, mongo_standalone, tmp_path,
+                                                                       request, monkeypatch):
+    """A clear on a standalone server deletes a batch with one `$or` of compare-and-set filters. Another program
+    edits one of the messages after the backup is written and before the delete (a hook, no timing): that message
+    stays, the others deleted are put back, the write is refused and its backup removed; every document is as
+    before but the edited one."""
+    from pymongo import MongoClient
+
+    from studio.store.write.backends.mongodb import MongoWriteTx
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    db = _db(request, "b")
+    target = load_copy(mongo_corpus, mongo_standalone, "support", db)
+    before = dump(mongo_corpus, mongo_standalone, db, tmp_path / "before")
+    with open_store(target) as store:
+        victim = store.list_messages("support-2")[1].id
+    save = MongoWriteTx._save_backup
+
+    def save_then_interfere(tx):
+        save(tx)
+        with MongoClient(mongo_standalone.url) as client:
+            client[db][MESSAGES].update_one({"id": victim}, {"$set": {"content": "edited by the agent"}})
+
+    monkeypatch.setattr(MongoWriteTx, "_save_backup", save_then_interfere)
+    session = WriteSession()
+    with pytest.raises(WriteRefused) as refused:
+        session.clear_thread(target, "support-2")
+    assert refused.value.reason == "generation-changed" and "put back" in str(refused.value)
+    assert list((tmp_path / "data" / "memory-studio" / "backups").glob("*.json")) == []
+    after = dump(mongo_corpus, mongo_standalone, db, tmp_path / "after")
+    expected = exact(before)
+    edited = {**by_id(before)[(MESSAGES, victim)], "content": "edited by the agent"}
+    expected[(MESSAGES, victim)] = json.dumps(edited)
+    assert exact(after) == expected

@@ -131,8 +131,7 @@ def delete_rows(tx: WriteTx, table: str, field: str, value: Any) -> int:
     step a document on a standalone server); return how many went."""
     if tx.dialect == "mongodb":
         docs = tx.find(table, {field: value})
-        for doc in docs:
-            tx.delete(table, doc)
+        tx.delete_many(table, docs)
         return len(docs)
     return tx.delete(table, f'"{field}" = ?', (value,))
 

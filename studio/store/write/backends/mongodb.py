@@ -44,6 +44,8 @@ __all__ = ["DATE_FIELDS", "MongoWriteTx", "canonical", "from_canonical", "js_num
 #: The fields @mastra/mongodb stores as BSON Dates (a value given as ISO text is written as a Date).
 DATE_FIELDS = {"createdAt", "updatedAt", "lastObservedAt", "lastReflectionAt", "lastBufferedAtTime"}
 _INT32 = 2 ** 31
+#: Documents one bulk command (insertMany / deleteMany) carries in a transaction.
+BULK = 1000
 
 
 def js_number(value: Any) -> Any:
@@ -107,6 +109,8 @@ class MongoWriteTx:
     """
 
     dialect = "mongodb"
+    #: Documents one bulk command carries (insertMany, deleteMany, a find by `$in`).
+    bulk = BULK
 
     def __init__(self, backend: MongoBackend, *, label: str):
         self.backend = backend
@@ -219,6 +223,20 @@ class MongoWriteTx:
         self._step(self._key(collection, doc), None, doc,
                    lambda: coll.insert_one(as_sent(doc), session=self.session).acknowledged)
 
+    def insert_many(self, collection: str, docs: list[dict]) -> None:
+        """insertMany(DOCS) (each in Mastra's field order, an `_id` appended as the JS driver does), journaled: BULK
+        documents a command in the transaction; standalone, one step (backup rewritten first) a document."""
+        from bson import ObjectId
+
+        coll = self.backend.db[collection]
+        for start in range(0, len(docs), BULK):
+            batch = [{**self.bind(collection, d), "_id": ObjectId()} for d in docs[start:start + BULK]]
+            for doc in batch:
+                self._note(self._key(collection, doc), None, doc)
+            if not self.atomic:   # the backup names the whole batch first (new ids: no compare-and-set needed)
+                self._save_backup()
+            self._run(lambda batch=batch: coll.insert_many([as_sent(d) for d in batch], session=self.session))
+
     def upsert(self, collection: str, row_id: str, values: dict[str, Any]) -> None:
         """updateOne({id: ROW_ID}, {$set: VALUES}, {upsert: true}) of a document read as absent (the server makes
         it: `_id`, `id`, then VALUES); journaled with the document read back. A document another program made
@@ -256,6 +274,41 @@ class MongoWriteTx:
         self._step(self._key(collection, doc), doc, None,
                    lambda: coll.delete_one(where, session=self.session).deleted_count == 1)
 
+    def delete_many(self, collection: str, docs: list[dict]) -> None:
+        """deleteMany of DOCS as read, journaled, BULK documents a command: in the transaction by `{_id: {$in}}` (a
+        document gone meanwhile refuses: "generation-changed"); standalone, the backup naming the batch rewritten
+        first and the filter an `$or` of each document's compare-and-set: a document changed meanwhile stays, the
+        documents of the write deleted so far are put back and the write refused."""
+        coll = self.backend.db[collection]
+        for start in range(0, len(docs), BULK):
+            batch = docs[start:start + BULK]
+            for doc in batch:
+                self._note(self._key(collection, doc), doc, None)
+            if self.atomic:
+                where = {"_id": {"$in": [d["_id"] for d in batch]}}
+            else:
+                self._save_backup()
+                where = {"$or": [self._cas(d) for d in batch]}
+            gone = self._run(lambda where=where: coll.delete_many(where, session=self.session))
+            if gone.deleted_count != len(batch):
+                if not self.atomic:   # the documents that stayed were changed by another program: not ours
+                    kept = {self._key(collection, d) for d in batch
+                            if coll.find_one({"_id": d["_id"]}, {"_id": 1}) is not None}
+                    self._put_back(kept)
+                    raise WriteRefused("generation-changed", f"Another program changed {len(kept)} {collection} "
+                                                             "document(s) while the studio was deleting them (a "
+                                                             "standalone server has no transactions); what the studio "
+                                                             "had written was put back. Try again.")
+                raise WriteRefused("generation-changed", f"{len(batch) - gone.deleted_count} {collection} document(s) "
+                                                         "went while the studio was deleting them; nothing was "
+                                                         "written. Try again.")
+
+    def touch_threads(self, thread_ids: list[str], now: str) -> None:
+        """Set the threads' updatedAt to NOW (ISO) as MongoDBStore.deleteMessages does (`updateMany {$set}`)."""
+        if thread_ids:
+            for doc in self.find(sc.THREADS, {"id": {"$in": list(thread_ids)}}):
+                self.set_fields(sc.THREADS, doc, {"updatedAt": now})
+
     def replace(self, collection: str, row_id: str, current: dict | None, image: dict | None) -> None:
         """Put document ROW_ID of COLLECTION back to IMAGE (canonical; None: delete it) from CURRENT (as read)."""
         coll = self.backend.db[collection]
@@ -274,23 +327,27 @@ class MongoWriteTx:
             self._step(key, current, doc,
                        lambda: coll.replace_one(where, as_sent(doc), session=self.session).matched_count == 1)
 
-    def _put_back(self, failed: tuple[str, str]) -> None:
-        """Undo the steps done before the refused one FAILED (standalone), newest first; delete the backup."""
+    def _put_back(self, failed: tuple[str, str] | set[tuple[str, str]]) -> None:
+        """Undo the steps done (standalone), newest first, but FAILED (the refused step's key, or keys); delete the
+        backup. Each put-back is itself a compare-and-set on the image the step left: a document deleted is put
+        back only where no document has its `_id`, an inserted one deleted only as inserted."""
         if self.atomic:
             return
+        failed = failed if isinstance(failed, set) else {failed}
         for key in reversed(self._order):
-            if key == failed:
+            if key in failed:
                 continue
             coll = self.backend.db[key[0]]
             before, after = self._before[key], self._after[key]
             with suppress(Exception):
                 if after is None:
-                    coll.insert_one(as_sent(from_canonical(before)))
+                    image = from_canonical(before)
+                    if coll.find_one({"_id": image["_id"]}, {"_id": 1}) is None:
+                        coll.insert_one(as_sent(image))
                 elif before is None:
-                    coll.delete_one(from_canonical(after))
+                    coll.delete_one(self._cas(from_canonical(after)))
                 else:
-                    image = from_canonical(after)
-                    coll.replace_one(self._cas(image), as_sent(from_canonical(before)))
+                    coll.replace_one(self._cas(from_canonical(after)), as_sent(from_canonical(before)))
         if self.backup_path is not None:
             self.backup_path.unlink(missing_ok=True)
             self.backup_path = None
