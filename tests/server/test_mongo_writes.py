@@ -122,8 +122,9 @@ def test_reflection_on_mongodb_equals_mastra_and_mastra_continues(mongo_corpus, 
     assert doc_b["id"] == ours["id"]
     assert shape(doc_a, {"id"}) == shape(doc_b, {"id"})   # every field, in Mastra's order, with its BSON type
     assert doc_b["createdAt"] == doc_b["updatedAt"] == doc_b["lastReflectionAt"]
-    assert set(changed_a) == set(changed_b) == {(OM, mastra["row"]["id"] if False else k[1]) for k in changed_a
-                                                if k[0] == OM} | {(THREADS, "support-1")}
+    with open_store(target) as store:   # the previous generation (its flag and updatedAt) and the thread
+        previous = store.om_history("thread:support-1")[1].id
+    assert set(changed_a) == set(changed_b) == {(OM, previous), (THREADS, "support-1")}
     for key in changed_a:
         assert shape(changed_a[key]) == shape(changed_b[key]), key
     backup = json.loads(session.backup_for(target).read_text(encoding="utf-8"))
@@ -468,3 +469,31 @@ def test_a_message_changed_under_a_standalone_clear_keeps_every_message(mongo_co
     edited = {**by_id(before)[(MESSAGES, victim)], "content": "edited by the agent"}
     expected[(MESSAGES, victim)] = json.dumps(edited)
     assert exact(after) == expected
+
+
+def test_rule_based_reflect_cli_on_mongodb_runs_the_whole_protocol_and_equals_mastra(mongo_corpus, server, tmp_path,
+                                                                                     request, monkeypatch, capsys):
+    """`reflect URL --strategy rule-based --yes --json` with the protocol's own watch window (`--watch auto`: the
+    thread's turn timings read from MongoDB) writes the generation Mastra writes when its Reflector answers with
+    the log we condensed (our `metadata.studio` mark aside); `atomic` says how it was written."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    a, b = _db(request, "a"), _db(request, "b")
+    load_copy(mongo_corpus, server, "support", a)
+    target = load_copy(mongo_corpus, server, "support", b)
+    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    code = main(["reflect", target, "--thread", "support-1", "--strategy", "rule-based", "--yes", "--json",
+                 "--quiet-period", "0", "--watch", "auto"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["reflected"] is True
+    assert doc["atomic"] is (server is mongo_corpus.server)
+    added_b, _, _ = changes(before, dump(mongo_corpus, server, b, tmp_path / "b"))
+    ((key, ours),) = [(k, d) for k, d in added_b.items() if k[0] == OM]
+    assert key[1] == doc["record_id"]
+    node(mongo_corpus, server, "mastra-reflect.mjs", a, "support-1",
+         answer_file(tmp_path, f"<observations>\n{ours['activeObservations']}\n</observations>\n"))
+    added_a, _, _ = changes(before, dump(mongo_corpus, server, a, tmp_path / "a"))
+    ((_, mastra),) = [(k, d) for k, d in added_a.items() if k[0] == OM]
+    assert list(mastra) == list(ours)
+    assert [f for f in shape(mastra, {"id"}) if f[0] != "metadata"] == [f for f in shape(ours, {"id"})
+                                                                       if f[0] != "metadata"]
+    assert ours["metadata"]["studio"]["recordId"] == ours["id"]

@@ -558,7 +558,14 @@ def store_turn_ms(path: str | os.PathLike[str], lookup_key: str, last: int = 200
         current = store.om_current(lookup_key)
         if current is None:
             return None
-        where, params = _threads_of(current)
-        rows = store.select_rows("mastra_messages", f'WHERE thread_id IN (SELECT id FROM mastra_threads WHERE {where}) '
-                                 'ORDER BY "createdAt" DESC LIMIT ?', (*params, last), ["role", "createdAt"])
+        if store.dialect == "mongodb":   # the threads' ids first, then their newest messages
+            match = {"id": current.thread_id} if current.thread_id else {"resourceId": current.resource_id}
+            ids = [t.get("id") for t in store.decoded("mastra_threads", match)]
+            rows = store.decoded("mastra_messages", {"thread_id": {"$in": ids}}, [("createdAt", -1)],
+                                 limit=last) if ids else []
+        else:
+            where, params = _threads_of(current)
+            rows = store.select_rows("mastra_messages", 'WHERE thread_id IN (SELECT id FROM mastra_threads WHERE '
+                                     f'{where}) ORDER BY "createdAt" DESC LIMIT ?', (*params, last),
+                                     ["role", "createdAt"])
     return turn_duration_ms(reversed([(r["role"], r["createdAt"]) for r in rows]))
