@@ -497,3 +497,33 @@ def test_rule_based_reflect_cli_on_mongodb_runs_the_whole_protocol_and_equals_ma
     assert [f for f in shape(mastra, {"id"}) if f[0] != "metadata"] == [f for f in shape(ours, {"id"})
                                                                        if f[0] != "metadata"]
     assert ours["metadata"]["studio"]["recordId"] == ours["id"]
+
+
+def test_a_lost_commit_answer_keeps_the_backup_and_undo_tells(mongo_corpus, tmp_path, request, monkeypatch, capsys):
+    """Replica set: commitTransaction reaches the server and its answer is lost (the driver call commits, then
+    raises AutoReconnect: no timing). The write says it may or may not be written (ServerUnreachable, outcome
+    "unknown"), keeps its row backup, and `undo` finds the write there and restores the dump exactly."""
+    import pymongo
+    from pymongo.client_session import ClientSession
+
+    from studio.errors import ServerUnreachable
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    server = mongo_corpus.server
+    target = load_copy(mongo_corpus, server, "support", _db(request, "b"))
+    before = dump(mongo_corpus, server, _db(request, "b"), tmp_path / "before")
+    commit = ClientSession.commit_transaction
+
+    def commit_then_lose_the_answer(session):
+        commit(session)
+        raise pymongo.errors.AutoReconnect("connection closed (the test drops the answer)")
+
+    monkeypatch.setattr(ClientSession, "commit_transaction", commit_then_lose_the_answer)
+    with pytest.raises(ServerUnreachable) as lost:
+        WriteSession().update_thread(target, "support-meta", title="Renamed")
+    monkeypatch.setattr(ClientSession, "commit_transaction", commit)
+    assert lost.value.outcome == "unknown" and lost.value.backup
+    assert Path(lost.value.backup).exists()
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["restored"] == 1
+    assert exact(dump(mongo_corpus, server, _db(request, "b"), tmp_path / "undone")) == exact(before)

@@ -129,18 +129,23 @@ class MongoWriteTx:
 
     # -- reads ----------------------------------------------------------------------------------
 
+    def error(self, exc: BaseException) -> StoreError:
+        """The StoreError of a pymongo error EXC in this write: WriteRefused("busy") for a write conflict."""
+        import pymongo
+
+        if isinstance(exc, pymongo.errors.OperationFailure) and (
+                exc.has_error_label("TransientTransactionError") or exc.code == 112):  # WriteConflict
+            return WriteRefused("busy", f"Another program wrote to {self.location.display} during this write "
+                                        "(a write conflict); nothing was written. Try again.")
+        return StoreError(f"Writing {self.location.display} failed: {describe_error(exc)}")
+
     def _run(self, call):
         import pymongo
 
         try:
             return call()
-        except pymongo.errors.OperationFailure as exc:
-            if exc.has_error_label("TransientTransactionError") or exc.code == 112:  # WriteConflict
-                raise WriteRefused("busy", f"Another program wrote to {self.location.display} during this write "
-                                           "(a write conflict); nothing was written. Try again.") from exc
-            raise StoreError(f"Writing {self.location.display} failed: {describe_error(exc)}") from exc
         except pymongo.errors.PyMongoError as exc:
-            raise StoreError(f"Writing {self.location.display} failed: {describe_error(exc)}") from exc
+            raise self.error(exc) from exc
 
     def find(self, collection: str, filter: dict, sort: list[tuple[str, int]] | None = None, *,
              limit: int = 0) -> list[dict]:
@@ -369,6 +374,24 @@ class MongoWriteTx:
         write_json_atomically(self.backup_path, document)
 
 
+def _commit(tx: MongoWriteTx, session, backup: Path | None) -> None:
+    """commitTransaction; a connection lost meanwhile raises ServerUnreachable(outcome="unknown"): the commit may
+    have landed, so the row backup BACKUP is kept and `undo` tells later (it reads the documents again)."""
+    import pymongo
+
+    try:
+        session.commit_transaction()
+    except pymongo.errors.ConnectionFailure as exc:
+        from studio.errors import ServerUnreachable
+
+        raise ServerUnreachable(f"The connection to {tx.location.display} was lost while the write was being "
+                                f"committed ({describe_error(exc)}): it may or may not be written. Its backup is "
+                                "kept; `memory-studio undo` tells which.", outcome="unknown",
+                                backup=str(backup) if backup else None) from exc
+    except pymongo.errors.PyMongoError as exc:
+        raise tx.error(exc) from exc
+
+
 @contextmanager
 def mongo_write_transaction(location: Target, *, label: str = "write") -> Iterator[MongoWriteTx]:
     """Open the MongoDB target LOCATION for one write; yield a MongoWriteTx.
@@ -406,8 +429,8 @@ def mongo_write_transaction(location: Target, *, label: str = "write") -> Iterat
             try:
                 yield tx
                 journal = tx.journal()
-                with row_backup_before_commit(location, journal, tx.schema, label=label):
-                    tx._run(session.commit_transaction)
+                with row_backup_before_commit(location, journal, tx.schema, label=label) as backup:
+                    _commit(tx, session, backup)
             except BaseException:
                 if session.in_transaction:
                     with suppress(Exception):
