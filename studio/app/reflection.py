@@ -279,10 +279,11 @@ def revert_document(plan: RevertPlan, *, written: dict | None, backup=None) -> d
     }
 
 
-def backup_note(session, path: str) -> str:
-    """Return the sentence a confirmation shows about SESSION's backup of PATH ("" without a session)."""
+def backup_note(session, path: str, write_note: str | None = None) -> str:
+    """Return the sentences a confirmation shows about SESSION's backup of PATH ("" without a session) and, when
+    given, WRITE_NOTE (the store's `write_note`: a standalone MongoDB server, where a write is not atomic)."""
     if session is None:
-        return ""
+        return write_note or ""
     from studio.store.write.row_backup import backup_root
 
     folder = session.backup_dir or backup_root()
@@ -290,4 +291,4 @@ def backup_note(session, path: str) -> str:
             "(Undo Last Write restores them).")
     if session.full_backup:
         note += " The whole file is copied (verified) beside it first, as asked."
-    return note
+    return f"{note} {write_note}" if write_note else note

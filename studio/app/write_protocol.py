@@ -343,7 +343,7 @@ def perform(step: Step, job: WriteJob, *, cancelled: Callable[[], bool] = lambda
         return job.write(step.quiet_ms)
     if isinstance(step, WaitForQuiet):
         def probe():
-            activity = protocol.store_activity(job.path, job.lookup_key, step.quiet_ms)
+            activity = protocol.store_activity(job.path, job.lookup_key, step.quiet_ms, in_place=job.in_place)
             if activity is not None and progress is not None:
                 progress(activity)
             return activity
@@ -424,7 +424,8 @@ def run_steps(steps: Generator[Step, Any, Any], job: WriteJob, *, cancelled: Cal
 # -- before the expensive part -------------------------------------------------------------------------
 
 def preflight(path: str, lookup_key: str, options: ProtocolOptions,
-              on_wait: Callable[[AgentActivity], None] | None = None) -> AgentActivity | None:
+              on_wait: Callable[[AgentActivity], None] | None = None, *,
+              in_place: bool = False) -> AgentActivity | None:
     """Read the agent's activity before the model is called; wait up to OPTIONS.wait_s for the quiet period.
 
     ON_WAIT(activity) is called before a wait (the conversation is active, the write is not
@@ -434,7 +435,7 @@ def preflight(path: str, lookup_key: str, options: ProtocolOptions,
     from studio.store.write.protocol import store_activity, wait_for_quiet
 
     def probe():
-        return store_activity(path, lookup_key, options.quiet_ms)
+        return store_activity(path, lookup_key, options.quiet_ms, in_place=in_place)
 
     activity = probe()
     if activity is not None and activity.active and not options.force and options.wait_s:

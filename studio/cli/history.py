@@ -407,15 +407,17 @@ def _confirmed_write(args, question: str, refusal: str, write, human) -> int:
     HUMAN(result) and the backup's path. Returns EXIT_REFUSED when not confirmed, else EXIT_OK; a refused or
     failed write raises as every write does."""
     from studio.cli.interaction import TerminalInteraction
+    from studio.cli.write_options import atomicity
     from studio.store.writes import WriteSession
 
-    if not TerminalInteraction(assume_yes=args.yes).confirmed(question, refusal):
+    atomic, note = atomicity(args.path)
+    if not TerminalInteraction(assume_yes=args.yes).confirmed(question + note, refusal):
         return EXIT_REFUSED
     session = WriteSession(full_backup=args.full_backup)
     written = write(session)
     backup = session.backup_for(args.path)
     if args.json:
-        print_json({**written.result, "backup": str(backup) if backup is not None else None})
+        print_json({**written.result, "backup": str(backup) if backup is not None else None, "atomic": atomic})
     else:
         print(human(written.result) + (f"; backup {backup}" if backup is not None else ""))
     return EXIT_OK

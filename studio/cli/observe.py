@@ -51,7 +51,12 @@ def _run_activate(args) -> int:
     from studio.app.observation import activate, chunk_plan
     from studio.app.write_protocol import ProtocolOutcome, WriteJob
     from studio.errors import WriteRefused
+    from studio.store.write.transaction import refuse_read_only_store
 
+    try:
+        refuse_read_only_store(args.path, "activate")   # not built on MongoDB: said before anything is read
+    except WriteRefused as exc:
+        return write_refused(exc)
     plan = chunk_plan(args.path, args.thread)
     key = plan.lookup_key
     doc = {"activated": False, "thread_id": args.thread, "lookup_key": key, "record_id": plan.record_id,
@@ -61,7 +66,7 @@ def _run_activate(args) -> int:
     if args.dry_run:
         return _activate_dry_run(args, key, plan, doc)
     outcome = ProtocolOutcome()
-    activity = check_quiet(args, key, outcome)
+    activity = check_quiet(args, key, outcome, in_place=True)
     if activity is False:
         return refused_document(args, outcome, doc)
     if not TerminalInteraction(assume_yes=args.yes).confirmed(
@@ -128,7 +133,12 @@ def _run_observe(args) -> int:
     from studio.engine.observer import ObservationInputError, ObservationRejected
     from studio.errors import WriteRefused
     from studio.llm.errors import ProviderConfigError, ProviderError
+    from studio.store.write.transaction import refuse_read_only_store
 
+    try:
+        refuse_read_only_store(args.path, "observe")   # not built on MongoDB: said before a model is called
+    except WriteRefused as exc:
+        return write_refused(exc)
     if args.answer_file is not None and (args.strategy or args.model):
         raise BadInput("give one of --answer-file FILE, --strategy rule-based or --model PROVIDER/MODEL")
     if args.strategy == "rule-based" and (args.model or args.base_url):
@@ -166,7 +176,7 @@ def _run_observe(args) -> int:
     outcome = ProtocolOutcome()
     activity = None
     if not args.dry_run:
-        activity = check_quiet(args, key, outcome)
+        activity = check_quiet(args, key, outcome, in_place=True)
         if activity is False:
             return refused_document(args, outcome, {"observed": False, "lookup_key": key, "window": window.to_json()})
     request = ObserveRequest(args.path, args.thread, strategy, model, args.base_url, answer, args.timeout)

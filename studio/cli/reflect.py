@@ -49,6 +49,7 @@ from studio.cli.interaction import TerminalInteraction, run_cancellable, stdout_
 from studio.cli.output import print_json
 from studio.cli.write_options import (
     add_protocol_arguments,
+    atomicity,
     check_quiet,
     positive_seconds,
     refused_document,
@@ -182,6 +183,7 @@ def _run_reflect(args) -> int:
         return EXIT_REFUSED
 
     clear_stale = inp.reflecting == "stale"
+    atomic, note = atomicity(args.path)
     if not args.yes:
         if not tty.is_terminal():
             raise BadInput("reflect writes a new generation: add --yes to confirm (not a terminal), "
@@ -190,7 +192,7 @@ def _run_reflect(args) -> int:
             _print_summary(reflect_document(p, dry_run=True, written=None))
         if not _confirm_generation("isReflecting is set but looks stale (left by a process that stopped). Clear it?"
                                    if clear_stale else None,
-                                   f"Write generation {inp.generation_count + 1} to {inp.path}?"):
+                                   f"Write generation {inp.generation_count + 1} to {inp.path}?{note}"):
             return EXIT_REFUSED
 
     try:
@@ -205,6 +207,7 @@ def _run_reflect(args) -> int:
         return write_refused(exc)
     doc = reflect_document(p, dry_run=False, written=written.result, backup=session.backup_for(args.path))
     doc.update(outcome.to_json())
+    doc["atomic"] = atomic
     print_json(doc) if args.json else _print_summary(doc)
     return EXIT_REFUSED if outcome.unrepaired else EXIT_OK
 
@@ -261,6 +264,7 @@ def _run_revert(args) -> int:
     activity = check_quiet(args, key, outcome)
     if activity is False:
         return refused_document(args, outcome, {"reflected": False, "refused": "agent-active"})
+    atomic, note = atomicity(args.path)
     if not args.yes:
         if not tty.is_terminal():
             raise BadInput("revert writes a new generation: add --yes to confirm (not a terminal)")
@@ -269,7 +273,7 @@ def _run_revert(args) -> int:
             f"{preview['observation_token_count']:,} tokens (lines: {preview['diff']['kept']} kept, "
             f"{preview['diff']['added']} added, {preview['diff']['removed']} removed).")
         if not _confirm_generation("isReflecting is set but looks stale. Clear it?" if clear_stale else None,
-                                   f"Write generation {preview['generation_count']} to {args.path}?"):
+                                   f"Write generation {preview['generation_count']} to {args.path}?{note}"):
             return EXIT_REFUSED
     try:
         session = writes.WriteSession(full_backup=args.full_backup)
@@ -280,6 +284,7 @@ def _run_revert(args) -> int:
     except writes.WriteRefused as exc:
         return write_refused(exc)
     doc = revert_document(plan, written=written.result, backup=session.backup_for(args.path))
+    doc["atomic"] = atomic
     return report_write(args, doc, outcome, f"Wrote generation {doc['generation_count']} of {key}: generation "
                                             f"{args.to_generation}'s log ({doc['observation_token_count']:,} tokens)")
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 
 from studio.app.failures import EXIT_OK
+from studio.app.text import preview
 from studio.app.trace import context_document, trace_document
 from studio.cli import JSON_HELP, READ_PATH_HELP, add_target_argument, reading
 from studio.cli.output import print_json
@@ -109,6 +110,10 @@ def _print_context(doc: dict) -> None:
     _print_recall(doc)
 
 
+#: Characters of a semantic-recall hit's stored text shown on its line of `context` (the JSON has it whole).
+RECALL_HIT_CHARS = 80
+
+
 def _print_recall(doc: dict) -> None:
     recall = doc.get("semantic_recall")
     if recall is None:
@@ -116,6 +121,8 @@ def _print_recall(doc: dict) -> None:
     print(f"  Semantic recall ({len(recall['vector_hits'])} hit(s) for the turn's stored vector): "
           f"{len(recall['recalled'])} message(s) of this thread recalled, {len(recall['other_threads'])} of "
           f"other threads remembered")
+    for hit in recall["vector_hits"]:   # one line each; stored text flattened and cut with "…"
+        print(f"    {hit['score']:.3f}  {hit['thread_id']}  {preview(hit.get('text'), RECALL_HIT_CHARS)}")
 
 
 def _positive_int(text: str) -> int:

@@ -38,9 +38,13 @@ def _run_undo(args) -> int:
     except WriteRefused as exc:
         _say(str(exc))
         return exit_code_for(exc)
+    from studio.cli.write_options import atomicity
+
     summary = f"{describe_backup(document)} Store: {document.get('target')}; backup: {path}."
+    atomic, note = atomicity(args.target)
     if not TerminalInteraction(assume_yes=args.yes).confirmed(
-            "Restore these rows?", "undo writes to the store: add --yes to confirm (not a terminal)", shown=summary):
+            "Restore these rows?" + note, "undo writes to the store: add --yes to confirm (not a terminal)",
+            shown=summary):
         return EXIT_REFUSED
     try:
         result = undo_write(args.target, path)
@@ -48,7 +52,7 @@ def _run_undo(args) -> int:
         _say(str(exc))
         return exit_code_for(exc)
     if args.json:
-        print_json(result)
+        print_json({**result, "atomic": atomic})
     else:
         print(f"Undid the {result['operation']} of {result['created_at']}: {result['deleted']} row(s) deleted, "
               f"{result['restored']} restored, {result['reinserted']} put back. "

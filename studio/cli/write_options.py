@@ -104,8 +104,9 @@ def protocol_options(args) -> ProtocolOptions:
                            watch_ms=None if args.watch == "auto" else int(args.watch * 1000))
 
 
-def check_quiet(args, lookup_key: str, outcome: ProtocolOutcome):
-    """Check the quiet period before the model is called (waiting up to --wait-idle).
+def check_quiet(args, lookup_key: str, outcome: ProtocolOutcome, *, in_place: bool = False):
+    """Check the quiet period before the model is called (waiting up to --wait-idle); IN_PLACE: an observe or
+    activate (refused first where it is not built: MongoDB).
 
     Returns the AgentActivity read (None: no record), or False when the write must not go on (said
     on stderr). OUTCOME gets the activity.
@@ -116,7 +117,7 @@ def check_quiet(args, lookup_key: str, outcome: ProtocolOutcome):
         say(activity.message().replace("wait until it is quiet, or force the write",
                                        f"waiting up to {args.wait_idle:g} s"))
 
-    activity = preflight(args.path, lookup_key, options, on_wait=waiting)
+    activity = preflight(args.path, lookup_key, options, on_wait=waiting, in_place=in_place)
     outcome.activity = activity_json(activity)
     if refuses(activity, options):
         say(activity.message() + " Nothing was written (use --wait-idle SECONDS to wait, --force to write anyway).")
@@ -161,3 +162,14 @@ def refused_document(args, outcome: ProtocolOutcome, doc: dict) -> int:
     if args.json:
         print_json(doc)
     return EXIT_REFUSED
+
+
+def atomicity(path: str) -> tuple[bool, str]:
+    """(atomic, the sentence to add to a confirmation: "" when atomic) of a write to PATH; the sentence is also
+    said on stderr, so a --yes write tells it too (`studio.store.write.transaction.atomicity_note`)."""
+    from studio.store.write.transaction import atomicity_note
+
+    note = atomicity_note(path)
+    if note:
+        say(note)
+    return note is None, f" {note}" if note else ""

@@ -104,6 +104,12 @@ class MemoryStore:
         return self.backend.notices
 
     @property
+    def write_note(self) -> str | None:
+        """What a write's confirmation must add about this store (a standalone MongoDB server: the write is not
+        atomic there); None when every write is one transaction (every other store)."""
+        return None
+
+    @property
     def sql(self) -> ReadSql:
         """The dialect's read expressions (message order, createdAt as Mastra compares it, …)."""
         return self.backend.sql

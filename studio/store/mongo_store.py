@@ -76,6 +76,11 @@ class MongoMemoryStore(MemoryStore):
 
     backend: MongoBackend
 
+    @property
+    def write_note(self) -> str | None:
+        """NOT_ATOMIC's sentence on a standalone server (no transactions), None on a replica set / mongos."""
+        return self.backend.write_note
+
     # -- the query API of the Mastra-semantics modules -------------------------------------------
 
     def find_threads(self, query: dict, sort: list[tuple[str, int]] | None = None, *, skip: int = 0,
@@ -89,6 +94,12 @@ class MongoMemoryStore(MemoryStore):
             if d.get("metadata") in (None, "", 0, False):
                 d["metadata"] = {}
         return [thread_from_row(d) for d in docs]
+
+    def decoded(self, collection: str, filter: dict, sort: list[tuple[str, int]] | None = None, *,
+                limit: int = 0) -> list[dict]:
+        """Documents of `find(FILTER).sort(SORT).limit(LIMIT)` on COLLECTION, decoded as the studio reads them
+        (`to_mastra`; the same reader a MongoDB write transaction has, so the write protocol reads either)."""
+        return self.backend.find(collection, filter, sort, limit=limit)
 
     def count_threads(self, query: dict) -> int:
         """countDocuments(QUERY) on mastra_threads."""

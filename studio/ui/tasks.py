@@ -104,6 +104,7 @@ class OpenedStore:
                                # server store (the listing that follows the open reads it)
     local_path: str | None = None   # the database file, None for a server store (no file to watch)
     notices: tuple[str, ...] = ()   # what the user should know about this open (a token in the URL…)
+    write_note: str | None = None   # what a write's confirmation adds (a standalone MongoDB: not atomic there)
 
 
 def _local_path(store: MemoryStore) -> str | None:
@@ -336,7 +337,7 @@ class TaskRunner(QObject):
         # a file by its real name (its bytes, even when they are not UTF-8: `display_path` shows it)
         return OpenedStore(path=local if local is not None else store.location.display, writable=store.writable,
                            data_version=store.fingerprint() if local is not None else None,
-                           local_path=local, notices=tuple(store.notices))
+                           local_path=local, notices=tuple(store.notices), write_note=store.write_note)
 
     def _close_in_worker(self) -> None:
         if self._store is not None:

@@ -149,6 +149,31 @@ def test_context_takes_the_semantic_recall_options(semantic_db, capsys):
     assert default["semantic_recall"]["other_threads"] and doc["semantic_recall"]["other_threads"] == []
 
 
+def test_context_lists_each_hit_on_one_line(semantic_db):
+    """The human `context` names every vector hit (score, thread, its stored text on one line cut at 80 characters
+    with "…"), in the JSON document's order; the JSON keeps each text whole."""
+    from studio.cli.trace import RECALL_HIT_CHARS
+
+    base = ["context", semantic_db, "--thread", "sem-tax", "--turn", "3"]
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(base) == 0
+    out_json = io.StringIO()
+    with redirect_stdout(out_json):
+        assert main([*base, "--json"]) == 0
+    hits = json.loads(out_json.getvalue())["semantic_recall"]["vector_hits"]
+    lines = out.getvalue().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("Semantic recall ("))
+    shown = lines[start + 1:start + 1 + len(hits)]
+    assert len(hits) == 4   # Mastra's default topK
+    for line, hit in zip(shown, hits, strict=True):
+        score, thread, text = line.split(maxsplit=2)
+        flat = " ".join(hit["text"].split())
+        assert (score, thread) == (f"{hit['score']:.3f}", hit["thread_id"])
+        assert text == flat if len(flat) <= RECALL_HIT_CHARS else text == flat[:RECALL_HIT_CHARS - 1] + "…"
+    assert any(line.endswith("…") for line in shown)   # the fixture's hits are longer than a line
+
+
 @pytest.fixture(scope="module")
 def split_semantic(tmp_path_factory) -> tuple[str, str]:
     """(storage file, vector file): the semantic fixture as LibSQLStore and LibSQLVector with different URLs."""

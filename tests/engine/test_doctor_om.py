@@ -15,6 +15,7 @@ from studio.engine.tokens import count_observations
 from studio.store.records import iso_to_ms, ms_to_iso
 from tests import mastra_facts as facts
 from tests.conftest import FIXTURE_NAMES
+from tests.doctor_cases import overtaking_write
 from tests.engine.doctor_db import insert_om, new_findings, om_rows, reflect_row, run
 
 
@@ -153,14 +154,8 @@ def test_superseded_write_fires_when_an_agent_appended_to_the_old_generation(fix
     path = fixture_db("support")
 
     def edit(conn):
-        gen1, gen2 = om_rows(conn, "thread:support-1")[1:3]
-        late = iso_to_ms(gen2["createdAt"]) + 5000
-        cursor = ms_to_iso(iso_to_ms(gen2["lastObservedAt"]) + 4000)
         # A running turn read generation 1 at its start and observed onto it after generation 2 existed.
-        text = (gen1["activeObservations"]
-                + f"\n\n--- message boundary ({cursor}) ---\n\n* 🟡 (20:45) User asked for a refund.")
-        conn.execute('UPDATE mastra_observational_memory SET "activeObservations" = ?, "lastObservedAt" = ?, '
-                     '"updatedAt" = ? WHERE id = ?', (text, cursor, ms_to_iso(late), gen1["id"]))
+        overtaking_write(conn, path)
 
     found = new_findings(path, edit)
     assert [(f["check"], f["thread_id"], f["generation"]) for f in found] == [("superseded-write", "support-1", 1)]

@@ -23,6 +23,7 @@ from studio.store.writes import WriteSession, clear_thread, commit_reflection, r
 from tests.fake_llm import Reply
 from tests.interop.answers import answer_for, parse_answer
 from tests.server.pg_rows import TIME_COLUMNS, changes, copy_schema, dump_schema, node_pg, same_row
+from tests.server.write_helpers import commit_answer
 
 OM = "mastra_observational_memory"
 
@@ -68,16 +69,8 @@ def test_reflection_on_postgresql_equals_mastra_and_mastra_continues(pg_corpus, 
     mastra = node_pg(pg_corpus, "mastra-reflect.mjs", a, thread_id, _write_answer(tmp_path, answer))
     assert mastra["reflected"] is True
 
-    with open_store(target) as store:
-        lookup_key = store.lookup_key_for_thread(store.get_thread(thread_id))
-        current = store.om_current(lookup_key)
-    parsed = parse_answer(answer)
     session = WriteSession()
-    ours = session.commit_reflection(target, lookup_key=lookup_key, expected_record_id=current.id,
-                                     expected_active_observations=current.active_observations,
-                                     observations=parsed["observations"],
-        observation_tokens=count_observations(parsed["observations"]), current_task=parsed["current_task"],
-                                     suggested_response=parsed["suggested_response"], thread_id=thread_id)
+    ours = commit_answer(target, thread_id, answer, session)
 
     added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
     after_b = dump_schema(pg_corpus.url, b)

@@ -77,11 +77,11 @@ def test_bson_values_read_as_mastra_prints_them():
         iso_to_bson_date("not a time")
 
 
-def test_writes_to_a_mongodb_store_are_refused_before_anything_is_sent():
+def test_writes_not_built_for_mongodb_are_refused_before_anything_is_sent():
     from studio.errors import WriteRefused
     from studio.store.write.transaction import write_transaction
 
-    with pytest.raises(WriteRefused, match="only reads MongoDB stores") as caught, \
-            write_transaction("mongodb://u:pw@127.0.0.1:9/support"):
+    with pytest.raises(WriteRefused, match="not built for @mastra/mongodb") as caught, \
+            write_transaction("mongodb://u:pw@127.0.0.1:9/support", label="observe"):
         pass
     assert caught.value.reason == "invalid" and ":pw@" not in str(caught.value)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from studio.store.target import Target
 
-__all__ = ["MONGO_FIELDS", "MongoBackend", "MongoSql", "to_mastra"]
+__all__ = ["MONGO_FIELDS", "NOT_ATOMIC", "MongoBackend", "MongoSql", "find_documents", "to_mastra"]
 
 SERVER_SELECTION_TIMEOUT_MS = 10_000
 CONNECT_TIMEOUT_MS = 10_000
@@ -53,6 +53,10 @@ MONGO_FIELDS = {
         "bufferedReflectionInputTokens", "reflectedObservationLineCount", "isBufferingObservation",
         "isBufferingReflection", "lastBufferedAtTokens", "lastBufferedAtTime", "metadata", "createdAt", "updatedAt"],
 }
+#: What a confirmation says before a write to a standalone MongoDB server ({display}: the redacted URL).
+NOT_ATOMIC = ("{display} is a standalone MongoDB server (no transactions): this write is not atomic there. Its "
+              "documents are written one after another, each compared with what was read and backed up first; "
+              "if another program changes one in between, what was written is put back and the write refused.")
 #: The server's error codes for a refused login, a command the login may not run, a command it does not have.
 _AUTH_FAILED, _UNAUTHORIZED, _COMMAND_NOT_FOUND = 18, 13, 59
 #: Authentication mechanisms that take no password (a certificate, cloud credentials, Kerberos).
@@ -101,6 +105,21 @@ def iso_to_bson_date(iso: str) -> Any:
     if ms is None:
         raise StoreError(f"{iso!r} is not a time MongoDB can compare")
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+
+
+def find_documents(collection, filter: dict, sort: list[tuple[str, int]] | None = None, *, skip: int = 0,
+                   limit: int = 0, session=None) -> list[dict]:
+    """`find(FILTER).sort(SORT).skip(SKIP).limit(LIMIT)` on the pymongo COLLECTION inside SESSION (None: none),
+    bounded by QUERY_TIME_MS; the BSON documents as stored (`_id` kept). The one cursor every read and write of a
+    MongoDB store goes through (the read backend's load, the write transaction). Raises pymongo's errors."""
+    cursor = collection.find(filter, session=session, max_time_ms=QUERY_TIME_MS)
+    if sort:
+        cursor = cursor.sort(sort)
+    if skip:
+        cursor = cursor.skip(skip)
+    if limit:
+        cursor = cursor.limit(limit)
+    return list(cursor)
 
 
 class MongoSql:
@@ -235,6 +254,8 @@ class MongoBackend:
         self.notices: tuple[str, ...] = () if snapshots else (
             f"{location.display} is a standalone MongoDB server: it has no snapshot reads, so a load reads each "
             "collection at its own moment (a write by the agent during a load can show half done)",)
+        #: What a write's confirmation says here (None: a write is one transaction, as on a replica set / mongos).
+        self.write_note: str | None = None if snapshots else NOT_ATOMIC.format(display=location.display)
         self._secret = secret
         self._session = None
 
@@ -254,7 +275,7 @@ class MongoBackend:
 
         why = refused(location.conninfo)
         if why is not None:
-            raise StoreError(f"Cannot connect to {location.display}: {why}")
+            raise StoreError(f"Cannot connect to {location.display}: {why}", kind="unreachable")
 
         def connect(secret: str | None):
             extra = {"password": secret} if secret and source != "url" else {}
@@ -320,16 +341,8 @@ class MongoBackend:
              limit: int = 0, raw: bool = False) -> list[dict]:
         """Documents of COLLECTION matching FILTER, SORTed, after SKIP, at most LIMIT (0: all), in the load's
         snapshot; each decoded by `to_mastra` without `_id` (RAW: as BSON, `_id` kept). Raises StoreError."""
-        def call():
-            cursor = self.db[collection].find(filter, session=self._session, max_time_ms=QUERY_TIME_MS)
-            if sort:
-                cursor = cursor.sort(sort)
-            if skip:
-                cursor = cursor.skip(skip)
-            if limit:
-                cursor = cursor.limit(limit)
-            return list(cursor)
-        docs = self._run(call)
+        docs = self._run(lambda: find_documents(self.db[collection], filter, sort, skip=skip, limit=limit,
+                                                session=self._session))
         if raw:
             return docs
         out = []

@@ -18,7 +18,7 @@ from studio.common.jsdates import normalize_created_at
 from studio.errors import WriteRefused
 from studio.store.records import ms_to_iso
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
-from studio.store.write.tx import WriteTx
+from studio.store.write.tx import Jsonb, WriteTx
 
 THREAD_COLUMNS = ["id", "resourceId", "title", "metadata", "createdAt", "updatedAt"]
 
@@ -88,9 +88,52 @@ def present_string(value: Any, name: str) -> str | None:
 
 
 def read_thread(tx: WriteTx, thread_id: str, *, lock: bool = False) -> dict | None:
-    """Return the thread row (metadata as JSON text) or None; LOCK: FOR UPDATE on PostgreSQL."""
+    """Return the thread row (metadata as JSON text) or None; LOCK: FOR UPDATE on PostgreSQL.
+
+    On MongoDB: the document as stored (`_id` kept, metadata an embedded document, Dates as datetimes), the
+    values @mastra/mongodb's getThreadById hands back to the code that writes them again.
+    """
+    if tx.dialect == "mongodb":
+        return tx.find_one(THREADS, {"id": thread_id})
     rows = tx.select(THREADS, "WHERE id = ?", (thread_id,), wanted=THREAD_COLUMNS, lock=lock)
     return rows[0] if rows else None
+
+
+def read_row(tx: WriteTx, table: str, row_id: str, *, lock: bool = False) -> dict | None:
+    """Return TABLE's row with id ROW_ID (every column) or None; LOCK: FOR UPDATE on PostgreSQL; on MongoDB the
+    document as stored."""
+    if tx.dialect == "mongodb":
+        return tx.find_one(table, {"id": row_id})
+    rows = tx.select(table, "WHERE id = ?", (row_id,), lock=lock)
+    return rows[0] if rows else None
+
+
+def json_value(tx: WriteTx, value: Any) -> Any:
+    """VALUE (a JSON object or array) as the store's Mastra writes it: JSON text for a JSONB column (SQL), the
+    embedded document itself on MongoDB (its Dates kept)."""
+    return value if tx.dialect == "mongodb" else Jsonb(stringify(value))
+
+
+def update_row(tx: WriteTx, table: str, row: dict, values: dict[str, Any]) -> int:
+    """Set VALUES on ROW (as read) of TABLE, addressed by its id: UPDATE … WHERE id = ? on SQL, updateOne({id},
+    {$set}) on MongoDB (compare-and-set on a standalone server); return the rows changed."""
+    if tx.dialect == "mongodb":
+        doc = row if "_id" in row else tx.find_one(table, {"id": row["id"]})
+        if doc is None:
+            return 0
+        tx.set_fields(table, doc, values)
+        return 1
+    return tx.update(table, values, "id = ?", (row["id"],))
+
+
+def delete_rows(tx: WriteTx, table: str, field: str, value: Any) -> int:
+    """Delete TABLE's rows whose FIELD equals VALUE (deleteMany({field: value}) on MongoDB, one compare-and-set
+    step a document on a standalone server); return how many went."""
+    if tx.dialect == "mongodb":
+        docs = tx.find(table, {field: value})
+        tx.delete_many(table, docs)
+        return len(docs)
+    return tx.delete(table, f'"{field}" = ?', (value,))
 
 
 def thread_metadata(row: dict) -> dict:
@@ -106,13 +149,30 @@ def latest_om_row(tx: WriteTx, lookup_key: str) -> dict | None:
     """
     if not tx.schema.has_observational_memory:
         return None
+    if tx.dialect == "mongodb":   # getObservationalMemory: findOne({lookupKey}, {sort: {generationCount: -1}})
+        rows = tx.decoded(OBSERVATIONAL_MEMORY, {"lookupKey": lookup_key}, [("generationCount", -1)], limit=1)
+        return rows[0] if rows else None
     rows = tx.select(OBSERVATIONAL_MEMORY, 'WHERE "lookupKey" = ? ORDER BY "generationCount" DESC LIMIT 1',
                      (lookup_key,), lock=True)
     return rows[0] if rows else None
 
 
+def generation_row(tx: WriteTx, lookup_key: str, generation: int) -> dict | None:
+    """Return LOOKUP_KEY's generation GENERATION (the newest such row when a race wrote two), or None."""
+    if tx.dialect == "mongodb":
+        rows = tx.decoded(OBSERVATIONAL_MEMORY, {"lookupKey": lookup_key, "generationCount": generation},
+                          [("createdAt", -1)], limit=1)
+    else:
+        rows = tx.select(OBSERVATIONAL_MEMORY, 'WHERE "lookupKey" = ? AND "generationCount" = ? '
+                                               f'ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC LIMIT 1',
+                         (lookup_key, generation))
+    return rows[0] if rows else None
+
+
 def read_om_row(tx: WriteTx, record_id: str) -> dict:
-    """Return the OM row with id RECORD_ID (JSONB columns as JSON text)."""
+    """Return the OM row with id RECORD_ID (JSONB columns as JSON text; on MongoDB decoded as the studio reads it)."""
+    if tx.dialect == "mongodb":
+        return tx.decoded(OBSERVATIONAL_MEMORY, {"id": record_id})[0]
     return tx.select(OBSERVATIONAL_MEMORY, "WHERE id = ?", (record_id,))[0]
 
 

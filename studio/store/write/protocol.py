@@ -203,8 +203,8 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
     nothing in Mastra: Mastra never looks.
     """
     key = _get(latest, "lookupKey") or ""
-    rows = source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,),
-                              ["id", "generationCount", "updatedAt", "metadata"])
+    om_rows, thread_rows, newest = _conversation_rows(source, latest, key)
+    rows = om_rows
     own = {iso_to_ms(m.get("committedAt")) for m in (studio_mark(r) for r in [latest, *rows]) if m}
     own |= own_write_times(source.location)  # observe, activate, message deletes: no mark
     own.discard(None)
@@ -212,11 +212,9 @@ def read_activity(source: Any, latest: Any, now_ms: int, quiet_ms: int = DEFAULT
     for row in rows:
         generation = _int(row.get("generationCount"))
         stamps.append((row.get("updatedAt"), f"generation {generation} of its observational memory"))
-    threads_where, params = _threads_of(latest)
-    for row in source.select_rows("mastra_threads", f"WHERE {threads_where}", params, ["updatedAt"]):
+    for row in thread_rows:
         stamps.append((row.get("updatedAt"), "the thread"))
-    for row in source.select_rows("mastra_messages", f'WHERE thread_id IN (SELECT id FROM mastra_threads WHERE '
-                                  f'{threads_where}) ORDER BY "createdAt" DESC LIMIT 1', params, ["createdAt"]):
+    for row in newest:
         stamps.append((row.get("createdAt"), "a message"))
     best, what = None, ""
     for value, label in stamps:
@@ -486,6 +484,32 @@ def history_reader(path: str | os.PathLike[str], lookup_key: str) -> Callable[[]
     return read
 
 
+def _conversation_rows(source: Any, latest: Any, key: str) -> tuple[list[dict], list[dict], list[dict]]:
+    """The rows `read_activity` looks at: KEY's generations, the record's thread(s), their newest message.
+
+    SQL stores: `select_rows` tails; MongoDB (a store or a write transaction): `decoded` finds, the threads'
+    ids first and then their messages (`thread_id: {$in}`), sorted by createdAt.
+    """
+    if source.dialect == "mongodb":
+        om = source.decoded("mastra_observational_memory", {"lookupKey": key})
+        if _get(latest, "threadId"):
+            match = {"id": _get(latest, "threadId")}
+        else:
+            match = {"resourceId": _get(latest, "resourceId")}
+        threads = source.decoded("mastra_threads", match)
+        ids = [t.get("id") for t in threads]
+        newest = source.decoded("mastra_messages", {"thread_id": {"$in": ids}}, [("createdAt", -1)],
+                                limit=1) if ids else []
+        return om, threads, newest
+    om = source.select_rows("mastra_observational_memory", 'WHERE "lookupKey" = ?', (key,),
+                            ["id", "generationCount", "updatedAt", "metadata"])
+    threads_where, params = _threads_of(latest)
+    threads = source.select_rows("mastra_threads", f"WHERE {threads_where}", params, ["updatedAt"])
+    newest = source.select_rows("mastra_messages", f'WHERE thread_id IN (SELECT id FROM mastra_threads WHERE '
+                                f'{threads_where}) ORDER BY "createdAt" DESC LIMIT 1', params, ["createdAt"])
+    return om, threads, newest
+
+
 def _threads_of(latest: Any) -> tuple[str, tuple]:
     if _get(latest, "threadId"):
         return "id = ?", (_get(latest, "threadId"),)
@@ -493,15 +517,16 @@ def _threads_of(latest: Any) -> tuple[str, tuple]:
 
 
 def store_activity(path: str | os.PathLike[str], lookup_key: str, quiet_ms: int = DEFAULT_QUIET_MS,
-                   now_ms: int | None = None) -> AgentActivity | None:
+                   now_ms: int | None = None, *, in_place: bool = False) -> AgentActivity | None:
     """Return the AgentActivity of LOOKUP_KEY's conversation in PATH (read-only), or None without a record.
 
-    Raises WriteRefused("invalid") first for a store the studio only reads (MongoDB): every write starts here.
+    Raises WriteRefused("invalid") first for a write not built on the store (IN_PLACE: observe or activate,
+    not built for MongoDB; a new generation, reflect or revert, is): every OM write starts here.
     """
     from studio.store import open_store
     from studio.store.write.transaction import refuse_read_only_store
 
-    refuse_read_only_store(path)
+    refuse_read_only_store(path, "observe" if in_place else "reflect")
 
     with open_store(path) as store:
         current = store.om_current(lookup_key)
@@ -519,7 +544,14 @@ def store_turn_ms(path: str | os.PathLike[str], lookup_key: str, last: int = 200
         current = store.om_current(lookup_key)
         if current is None:
             return None
-        where, params = _threads_of(current)
-        rows = store.select_rows("mastra_messages", f'WHERE thread_id IN (SELECT id FROM mastra_threads WHERE {where}) '
-                                 'ORDER BY "createdAt" DESC LIMIT ?', (*params, last), ["role", "createdAt"])
+        if store.dialect == "mongodb":   # the threads' ids first, then their newest messages
+            match = {"id": current.thread_id} if current.thread_id else {"resourceId": current.resource_id}
+            ids = [t.get("id") for t in store.decoded("mastra_threads", match)]
+            rows = store.decoded("mastra_messages", {"thread_id": {"$in": ids}}, [("createdAt", -1)],
+                                 limit=last) if ids else []
+        else:
+            where, params = _threads_of(current)
+            rows = store.select_rows("mastra_messages", 'WHERE thread_id IN (SELECT id FROM mastra_threads WHERE '
+                                     f'{where}) ORDER BY "createdAt" DESC LIMIT ?', (*params, last),
+                                     ["role", "createdAt"])
     return turn_duration_ms(reversed([(r["role"], r["createdAt"]) for r in rows]))

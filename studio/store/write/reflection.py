@@ -39,9 +39,11 @@ from studio.store.flags import STALE_FLAG_AFTER_MS, flag_states
 from studio.store.records import OM_BOOL_COLUMNS, OMRecord
 from studio.store.schema import OBSERVATIONAL_MEMORY, THREADS
 from studio.store.write.common import (
+    generation_row,
     iso,
     js_date_round_trip,
     js_parse,
+    json_value,
     latest_om_row,
     new_id,
     now_ms_or_clock,
@@ -51,10 +53,11 @@ from studio.store.write.common import (
     stringify,
     thread_metadata,
     to_int,
+    update_row,
 )
 from studio.store.write.protocol import STUDIO_METADATA_KEY, check_quiet, make_mark
 from studio.store.write.transaction import write_transaction
-from studio.store.write.tx import Jsonb, WriteTx
+from studio.store.write.tx import WriteTx
 
 __all__ = [
     "STUDIO_METADATA_KEY",
@@ -227,6 +230,20 @@ def _insert_generation(tx: WriteTx, latest: dict, observations: str, now: str, s
     given by a repair, which numbers past every row and carries an overtaking cursor forward.
     """
     record_id = record_id or new_id()
+    if tx.dialect == "mongodb":
+        from studio.store.write.mongo_documents import reflection_document
+
+        metadata = latest.get("metadata")
+        if studio is not None or (isinstance(metadata, dict) and STUDIO_METADATA_KEY in metadata):
+            text = _row_metadata(latest, studio)
+            metadata = json.loads(text) if text is not None else None
+        else:
+            metadata = UNDEFINED   # Mastra's own: the stored document copied as it is
+        tx.insert(OBSERVATIONAL_MEMORY, reflection_document(
+            tx.find_one(OBSERVATIONAL_MEMORY, {"id": latest["id"]}), record_id=record_id, observations=observations,
+            observation_tokens=observation_tokens, now=now, metadata=metadata, generation=generation,
+            last_observed_at=last_observed_at))
+        return record_id
     config = latest.get("config")
     parsed_config = js_parse(config, "OM record config") if config else {}
     thread_id = latest.get("threadId") or None
@@ -299,7 +316,7 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
         studio = make_mark(kind, record_id, observations, now, latest, studio)
     record_id = _insert_generation(tx, latest, observations, now, studio, record_id,
                                    observation_tokens=count_observations(observations))
-    tx.update(OBSERVATIONAL_MEMORY, {"isReflecting": 0, "updatedAt": now}, "id = ?", (latest["id"],))
+    update_row(tx, OBSERVATIONAL_MEMORY, latest, {"isReflecting": 0, "updatedAt": now})
     if current_task is not None or suggested_response is not None:
         thread = read_thread(tx, thread_id) if thread_id else None
         if thread is not None and not latest.get("threadId") and thread.get("resourceId") != latest.get("resourceId"):
@@ -307,7 +324,10 @@ def _commit(tx: WriteTx, *, lookup_key: str, expected_record_id: str, observatio
                                           f"not to {latest.get('resourceId')!r} whose record this is.")
         if thread is not None:  # Mastra skips the metadata when the thread is gone
             metadata = _thread_om_update(thread_metadata(thread), current_task, suggested_response)
-            tx.update(THREADS, {"metadata": Jsonb(stringify(metadata)), "updatedAt": now}, "id = ?", (thread_id,))
+            values = {"metadata": json_value(tx, metadata), "updatedAt": now}
+            if tx.dialect == "mongodb":   # patchThread backfills the title (`existing.title ?? ""`) for updateThread
+                values = {"title": thread.get("title") if thread.get("title") is not None else "", **values}
+            update_row(tx, THREADS, thread, values)
     return read_om_row(tx, record_id)
 
 
@@ -463,16 +483,14 @@ def revert_to_generation(path: str | os.PathLike[str], *, lookup_key: str, gener
     def observations_of(tx: WriteTx, latest: dict, _studio: Any) -> tuple[str, dict]:
         if to_int(latest.get("generationCount")) == generation_count:
             raise WriteRefused("invalid", f"Generation {generation_count} is already the current one of {lookup_key}.")
-        rows = tx.select(OBSERVATIONAL_MEMORY, 'WHERE "lookupKey" = ? AND "generationCount" = ? '
-                                               f'ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC LIMIT 1',
-                         (lookup_key, generation_count))
-        if not rows:
+        row = generation_row(tx, lookup_key, generation_count)
+        if row is None:
             raise WriteRefused("not-found", f"{lookup_key} has no generation {generation_count}.")
-        text = rows[0].get("activeObservations") or ""
+        text = row.get("activeObservations") or ""
         if not text.strip():
             raise WriteRefused("invalid",
                                f"Generation {generation_count} of {lookup_key} has no observations to restore.")
-        return text, {"kind": "revert", "revertedFrom": generation_count, "revertedFromRecordId": rows[0]["id"]}
+        return text, {"kind": "revert", "revertedFrom": generation_count, "revertedFromRecordId": row["id"]}
 
     _precheck_quiet(path, lookup_key, now, idle, expected_record_id)
     with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="revert") as tx:

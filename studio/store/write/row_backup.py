@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from studio.errors import StoreError, StoreNotice, WriteRefused
-from studio.store.target import FILE, Target, parse_target
+from studio.store.target import FILE, MONGODB, Target, parse_target
 from studio.store.write.private_folder import check_own_file, check_private_folder, ensure_private_folder, unsafe_reason
 
 __all__ = [
@@ -174,6 +174,10 @@ def target_identity(location: Target) -> dict:
     if location.conninfo is None:
         return {"libsql": location.base_url}
     parts = urllib.parse.urlsplit(location.conninfo)
+    if location.kind == MONGODB:   # the hosts as written (a replica set's seed list, or an SRV name) and dbName
+        hosts = parts.netloc.rpartition("@")[2]
+        return {"mongodb": f"{parts.scheme}://{hosts}", "dbname": location.schema,
+                "user": urllib.parse.unquote(parts.username or "")}
     query = dict(urllib.parse.parse_qsl(parts.query))
     host = parts.hostname or query.get("host") or os.environ.get("PGHOST") or "localhost"
     return {"host": host, "port": parts.port or int(query.get("port") or os.environ.get("PGPORT") or 5432),
@@ -191,6 +195,8 @@ def target_slug(identity: dict) -> str:
         path = identity["file"]
         digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:12]
         return _UNSAFE.sub("-", f"file_{os.path.basename(path)}_{digest}")
+    if "mongodb" in identity:
+        return _UNSAFE.sub("-", f"{identity['user']}@{identity['mongodb'].split('://', 1)[1]}_{identity['dbname']}")
     if "libsql" in identity:
         parts = urllib.parse.urlsplit(identity["libsql"])
         text = f"libsql_{parts.hostname}_{parts.port or (443 if parts.scheme == 'https' else 80)}{parts.path}"

@@ -33,16 +33,20 @@ from studio.store.records import parse_json
 from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, RESOURCES, THREADS
 from studio.store.write.common import (
     check_datetime,
+    delete_rows,
     iso,
     js_date_round_trip,
     js_parse,
+    json_value,
     latest_om_row,
     new_id,
     now_ms_or_clock,
+    read_row,
     read_thread,
     stringify,
     thread_metadata,
     to_int,
+    update_row,
 )
 from studio.store.write.own_writes import remember_write
 from studio.store.write.transaction import write_transaction
@@ -83,6 +87,27 @@ def _message_query(tx: WriteTx, source_thread_id: str, start: str | None, end: s
     return sql, params
 
 
+def _mongo_clone_messages(tx: WriteTx, source_thread_id: str, start: str | None, end: str | None,
+                          ids: list[str] | None, limit: int | None) -> list[dict]:
+    """The source messages MongoDBStore.cloneThread copies, as stored: `find({thread_id, createdAt: {$gte, $lte}
+    (Dates), id: {$in}}).sort({createdAt: 1})`, or with a limit the newest LIMIT (`sort -1`, `limit`) reversed."""
+    from studio.store.backends.mongodb import iso_to_bson_date
+
+    query: dict[str, Any] = {"thread_id": source_thread_id}
+    created = {}
+    if start:
+        created["$gte"] = iso_to_bson_date(start)
+    if end:
+        created["$lte"] = iso_to_bson_date(end)
+    if created:
+        query["createdAt"] = created
+    if ids:
+        query["id"] = {"$in": list(ids)}
+    if limit:
+        return list(reversed(tx.find(MESSAGES, query, [("createdAt", -1)], limit=limit)))
+    return tx.find(MESSAGES, query, [("createdAt", 1)])
+
+
 def _check_options(new_thread_id, title, resource_id, metadata, message_limit, message_ids, working_memory_scope):
     for name, value in (("new_thread_id", new_thread_id), ("title", title), ("resource_id", resource_id)):
         if value is not None and not isinstance(value, str):
@@ -121,6 +146,8 @@ def _clone_om(tx: WriteTx, source: dict, new_thread: dict, id_map: dict[str, str
     if record.get("scope") == "resource" and not resource_changed:
         return None  # resource-scoped OM is shared by the resource's threads
     thread_id = new_thread["id"] if record.get("scope") == "thread" else None
+    if tx.dialect == "mongodb":   # the stored document: arrays, embedded documents and Dates as they are
+        record = tx.find_one(OBSERVATIONAL_MEMORY, {"id": record["id"]})
     observed = (js_parse(record.get("observedMessageIds"), "observedMessageIds")
                 if record.get("observedMessageIds") else None)
     chunks = js_parse(record.get("bufferedObservationChunks"), "bufferedObservationChunks") \
@@ -138,9 +165,17 @@ def _clone_om(tx: WriteTx, source: dict, new_thread: dict, id_map: dict[str, str
             if chunks:
                 chunks = [{**c, "observations": c["observations"].replace(old, new)}
                           if isinstance(c.get("observations"), str) and c["observations"] else c for c in chunks]
+    record_id = new_id()
+    if tx.dialect == "mongodb":
+        from studio.store.write.mongo_documents import cloned_om_document
+
+        tx.insert(OBSERVATIONAL_MEMORY, cloned_om_document(
+            record, record_id=record_id, thread_id=thread_id, resource_id=new_thread["resourceId"],
+            observed_ids=_remap_ids(observed, id_map) if isinstance(observed, list) else None, chunks=chunks,
+            active=active, buffered_reflection=buffered_reflection, now=now))
+        return record_id
     config = record.get("config")
     metadata = record.get("metadata")
-    record_id = new_id()
     tx.insert(OBSERVATIONAL_MEMORY, {
         "id": record_id,
         "lookupKey": f"thread:{thread_id}" if thread_id else f"resource:{new_thread['resourceId']}",
@@ -184,16 +219,25 @@ def _copy_working_memory(tx: WriteTx, scope: str, source: dict, new_thread: dict
         if wm:  # getWorkingMemory returns null for a missing / empty value
             meta = dict(new_thread["metadata"])
             meta["workingMemory"] = wm
-            tx.update(THREADS, {"metadata": Jsonb(stringify(meta)), "updatedAt": now}, "id = ?", (new_thread["id"],))
+            values = {"metadata": json_value(tx, meta), "updatedAt": now}
+            if tx.dialect == "mongodb":   # patchThread backfills the title for updateThread
+                values = {"title": new_thread["title"], **values}
+            update_row(tx, THREADS, read_thread(tx, new_thread["id"]), values)
         return
-    if new_thread["resourceId"] == source["resourceId"] or not tx.schema.has_table(RESOURCES):
+    mongo = tx.dialect == "mongodb"   # MongoDB makes the collection on the first insert
+    if new_thread["resourceId"] == source["resourceId"] or not (mongo or tx.schema.has_table(RESOURCES)):
         return  # the same resource shares its working memory naturally
-    rows = tx.select(RESOURCES, "WHERE id = ?", (source["resourceId"],), wanted=["workingMemory"])
-    wm = rows[0].get("workingMemory") if rows else None
+    row = read_row(tx, RESOURCES, source["resourceId"])
+    wm = row.get("workingMemory") if row else None
     if not wm:
         return
-    if tx.select(RESOURCES, "WHERE id = ?", (new_thread["resourceId"],), wanted=["id"]):
-        tx.update(RESOURCES, {"workingMemory": wm, "updatedAt": now}, "id = ?", (new_thread["resourceId"],))
+    target = read_row(tx, RESOURCES, new_thread["resourceId"])
+    if target is not None:
+        update_row(tx, RESOURCES, target, {"updatedAt": now, "workingMemory": wm} if mongo
+                   else {"workingMemory": wm, "updatedAt": now})
+    elif mongo:
+        tx.upsert(RESOURCES, new_thread["resourceId"], {"id": new_thread["resourceId"], "workingMemory": wm,
+                                                         "metadata": {}, "createdAt": now, "updatedAt": now})
     else:
         tx.insert(RESOURCES, {"id": new_thread["resourceId"], "workingMemory": wm, "metadata": Jsonb("{}"),
                               "createdAt": now, "updatedAt": now})
@@ -258,9 +302,18 @@ def clone_thread(path: str | os.PathLike[str], source_thread_id: str, *, new_thr
         thread_id = new_thread_id or new_id()
         if read_thread(tx, thread_id) is not None:
             raise WriteRefused("conflict", f"A thread with id {thread_id!r} already exists; choose another id.")
-        sql, params = _message_query(tx, source_thread_id, start, end, ids, message_limit)
-        selected = [r[0] for r in tx.rows(sql, params)]
+        mongo = tx.dialect == "mongodb"
+        if mongo:
+            docs = _mongo_clone_messages(tx, source_thread_id, start, end, ids, message_limit)
+            selected = [d["id"] for d in docs]
+        else:
+            sql, params = _message_query(tx, source_thread_id, start, end, ids, message_limit)
+            selected = [r[0] for r in tx.rows(sql, params)]
         clone_meta: dict[str, Any] = {"sourceThreadId": source_thread_id, "clonedAt": now}
+        if mongo:   # a Date inside the embedded document (MongoDBStore.cloneThread)
+            from studio.store.backends.mongodb import iso_to_bson_date
+
+            clone_meta["clonedAt"] = iso_to_bson_date(now)
         if selected:
             clone_meta["lastMessageId"] = selected[-1]
         thread_metadata_out = dict(metadata or {})
@@ -270,9 +323,17 @@ def clone_thread(path: str | os.PathLike[str], source_thread_id: str, *, new_thr
                   "title": title or (f"Clone of {source_title}" if source_title else ""),
                   "metadata": thread_metadata_out, "createdAt": now, "updatedAt": now}
         tx.insert(THREADS, {"id": thread_id, "resourceId": thread["resourceId"], "title": thread["title"],
-                            "metadata": Jsonb(stringify(thread_metadata_out)), "createdAt": now, "updatedAt": now})
+                            "metadata": json_value(tx, thread_metadata_out), "createdAt": now, "updatedAt": now})
         id_map: dict[str, str] = {}
-        for source_id in selected:
+        if mongo:   # one insertMany of the copies (type defaulting to "v2", createdAt the source's Date)
+            copies = []
+            for doc in docs:
+                id_map[doc["id"]] = copied = new_id()
+                copies.append({"id": copied, "thread_id": thread_id, "content": doc.get("content"),
+                               "role": doc.get("role"), "type": doc.get("type") or "v2",
+                               "createdAt": doc.get("createdAt"), "resourceId": thread["resourceId"]})
+            tx.insert_many(MESSAGES, copies)
+        for source_id in [] if mongo else selected:
             copied = new_id()
             id_map[source_id] = copied
             changed = tx.copy_message(source_id, copied, thread_id, thread["resourceId"])
@@ -282,11 +343,23 @@ def clone_thread(path: str | os.PathLike[str], source_thread_id: str, *, new_thr
         if working_memory_scope:
             _copy_working_memory(tx, working_memory_scope, source, thread, now)
         om_id = _clone_om(tx, source, thread, id_map, now)
-        rows = tx.select(MESSAGES, 'WHERE thread_id = ? ORDER BY "createdAt" ASC', (thread_id,), wanted=MESSAGE_COLUMNS)
+        if mongo:
+            from studio.store.backends.mongodb import to_mastra
+
+            rows = tx.decoded(MESSAGES, {"thread_id": thread_id}, [("createdAt", 1)])
+            thread["metadata"] = to_mastra(thread["metadata"])
+        else:
+            rows = tx.select(MESSAGES, 'WHERE thread_id = ? ORDER BY "createdAt" ASC', (thread_id,),
+                             wanted=MESSAGE_COLUMNS)
     return {"thread": thread, "messages": [_message_dict(r) for r in rows], "messageIdMap": id_map, "omRecordId": om_id}
 
 
 def _delete(tx: WriteTx, ids: list[str], now: str) -> int:
+    if tx.dialect == "mongodb":   # MongoDBStore.deleteMessages: find the threads, deleteMany, updateMany threads
+        docs = [d for i in range(0, len(ids), tx.bulk) for d in tx.find(MESSAGES, {"id": {"$in": ids[i:i + tx.bulk]}})]
+        tx.delete_many(MESSAGES, docs)
+        tx.touch_threads(list(dict.fromkeys(d.get("thread_id") for d in docs if d.get("thread_id"))), now)
+        return len(docs)
     deleted, threads = 0, []
     for i in range(0, len(ids), DELETE_BATCH_SIZE):
         batch = ids[i:i + DELETE_BATCH_SIZE]
@@ -334,8 +407,11 @@ def clear_thread(path: str | os.PathLike[str], thread_id: str, *, now_ms: int | 
     with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="clear-thread") as tx:
         if read_thread(tx, thread_id, lock=True) is None:
             raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
-        ids = [r[0] for r in tx.rows('SELECT id FROM "mastra_messages" WHERE thread_id = ? ORDER BY "createdAt"',
-                                     (thread_id,))]
+        if tx.dialect == "mongodb":
+            ids = [d["id"] for d in tx.find(MESSAGES, {"thread_id": thread_id}, [("createdAt", 1)])]
+        else:
+            ids = [r[0] for r in tx.rows('SELECT id FROM "mastra_messages" WHERE thread_id = ? ORDER BY "createdAt"',
+                                         (thread_id,))]
         deleted = _delete(tx, ids, iso(stamp)) if ids else 0
     if deleted:
         remember_write(tx.location, stamp)  # the thread's updatedAt: the studio's, not the agent's
@@ -357,6 +433,8 @@ def _vector_tables(tx: WriteTx) -> list[str]:
     SQLite / libSQL: LibSQLVector.listIndexes (tables whose SQL holds F32_BLOB) with Memory's two prefixes.
     PostgreSQL: the `memory_messages` / `memory_messages_*` tables of the schema (PostgresStore.deleteThread).
     """
+    if tx.dialect == "mongodb":   # MongoDBVector's indexes need Atlas Search: none here (docs/mongodb-backend.md)
+        return []
     if tx.dialect == "postgresql":
         names = [r[0] for r in tx.rows("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
                                        "AND (tablename = 'memory_messages' OR tablename LIKE 'memory_messages_%')")]
@@ -367,10 +445,10 @@ def _vector_tables(tx: WriteTx) -> list[str]:
 
 def _delete_stored_thread(tx: WriteTx, thread_id: str, resource_id: str | None, vector_tables: list[str]) -> dict:
     """Memory.deleteStoredThread of one thread; return {messages, threads, om_records, vectors} deleted."""
-    done = {"messages": tx.delete(MESSAGES, "thread_id = ?", [thread_id]),
-            "threads": tx.delete(THREADS, "id = ?", [thread_id]), "om_records": 0, "vectors": 0}
+    done = {"messages": delete_rows(tx, MESSAGES, "thread_id", thread_id),
+            "threads": delete_rows(tx, THREADS, "id", thread_id), "om_records": 0, "vectors": 0}
     if resource_id and tx.schema.has_observational_memory:
-        done["om_records"] = tx.delete(OBSERVATIONAL_MEMORY, '"lookupKey" = ?', [f"thread:{thread_id}"])
+        done["om_records"] = delete_rows(tx, OBSERVATIONAL_MEMORY, "lookupKey", f"thread:{thread_id}")
     for table in vector_tables:
         where = ("metadata->>'thread_id' = ?" if tx.dialect == "postgresql"
                  else "json_extract(metadata, '$.thread_id') = ?")
@@ -446,10 +524,21 @@ def update_thread(path: str | os.PathLike[str], thread_id: str, *, title: str | 
         if row is None:
             raise WriteRefused("not-found", f"There is no thread {thread_id!r}.")
         merged = {**thread_metadata(row), **(metadata or {})}
-        values: dict[str, Any] = {"metadata": Jsonb(stringify(merged)), "updatedAt": iso(stamp)}
-        if title is not None:
+        values: dict[str, Any] = {"metadata": json_value(tx, merged), "updatedAt": iso(stamp)}
+        if tx.dialect == "mongodb":   # patchThread backfills the title (`existing.title ?? ""`); $set title first
+            values = {"title": title if title is not None else _stored_title(row), **values}
+        elif title is not None:
             values["title"] = title
-        tx.update(THREADS, values, "id = ?", [thread_id])
+        update_row(tx, THREADS, row, values)
     remember_write(tx.location, stamp)   # the thread's updatedAt: the studio's, not the agent's
+    if tx.dialect == "mongodb":
+        from studio.store.backends.mongodb import to_mastra
+
+        merged = to_mastra(merged)
     return {"id": thread_id, "resourceId": row.get("resourceId"),
             "title": title if title is not None else row.get("title"), "metadata": merged, "updatedAt": iso(stamp)}
+
+
+def _stored_title(row: dict) -> str:
+    """The title `patchThread` hands back to updateThread on a store without partial updates: `title ?? ""`."""
+    return row.get("title") if row.get("title") is not None else ""

@@ -21,21 +21,43 @@ from contextlib import contextmanager
 from studio.store.target import LIBSQL_SERVER, MONGODB, POSTGRESQL, parse_target, redact_url, target_kind
 from studio.store.write.tx import WriteTx
 
-__all__ = ["refuse_read_only_store", "write_transaction"]
+__all__ = ["MONGODB_WRITES", "atomicity_note", "refuse_read_only_store", "write_transaction"]
 
 
-def refuse_read_only_store(target: str | os.PathLike[str]) -> None:
-    """Raise WriteRefused("invalid") when TARGET is a store the studio only reads (MongoDB, for now).
+#: The writes built for @mastra/mongodb (their row-backup labels); the others refuse on a MongoDB store.
+MONGODB_WRITES = frozenset({"reflect", "revert", "update-thread", "delete-thread", "working-memory", "undo",
+                            "delete-messages", "clear-thread", "clone"})
+
+
+def refuse_read_only_store(target: str | os.PathLike[str], operation: str | None = None) -> None:
+    """Raise WriteRefused("invalid") when TARGET is a MongoDB store and OPERATION (a row-backup label such as
+    "observe"; None: any write that is not built there) is not one of MONGODB_WRITES.
 
     Called before anything of a write is read or computed (`studio.store.write.protocol.store_activity`,
     `write_transaction`), so a refused write costs no model call and changes nothing.
     """
-    if target_kind(target) == MONGODB:
+    if target_kind(target) == MONGODB and operation not in MONGODB_WRITES:
         from studio.errors import WriteRefused
 
-        raise WriteRefused("invalid", f"The studio only reads MongoDB stores so far ({redact_url(target)}): its writes "
-                                      "(reflect, revert, observe, activate, clone, delete, clear, undo) are not built "
-                                      "for @mastra/mongodb yet. Nothing was written")
+        raise WriteRefused("invalid", f"This write is not built for @mastra/mongodb yet ({redact_url(target)}): on "
+                                      "MongoDB the studio reflects, reverts, clones, updates and deletes threads, "
+                                      "deletes messages, clears threads, writes working memory and undoes; observe, "
+                                      "activate and repair are not built there. Nothing was written")
+
+
+def atomicity_note(target: str | os.PathLike[str]) -> str | None:
+    """Return None when a write to TARGET is one transaction (every file and SQL server; a MongoDB replica set or
+    mongos), else `backends.mongodb.NOT_ATOMIC`'s sentence (a standalone MongoDB server: asks the server `hello`,
+    as Mastra's supportsTransactions). Raises StoreError when the server cannot be reached."""
+    if target_kind(target) != MONGODB:
+        return None
+    from studio.store.backends.mongodb import MongoBackend
+
+    backend = MongoBackend.open(parse_target(target))
+    try:
+        return backend.write_note
+    finally:
+        backend.close()
 
 
 @contextmanager
@@ -52,8 +74,14 @@ def write_transaction(target: str | os.PathLike[str], *, busy_timeout_ms: int | 
     URL, SQL errors), SchemaError (not a Mastra database) and WriteRefused("busy") when the write
     lock cannot be had; nothing is written then.
     """
-    refuse_read_only_store(target)
+    refuse_read_only_store(target, label)
     location = parse_target(target)
+    if location.kind == MONGODB:
+        from studio.store.write.backends.mongodb import mongo_write_transaction
+
+        with mongo_write_transaction(location, label=label) as mongo_tx:
+            yield mongo_tx
+        return
     if location.kind == POSTGRESQL:
         from studio.store.write.backends.pg import pg_write_transaction
 

@@ -191,13 +191,26 @@ def _where(tx, table: str) -> str:
 
 
 def _current(tx, table: str, row_id: str) -> dict | None:
+    if tx.dialect == "mongodb":   # the document as canonical Extended JSON (types and field order)
+        from studio.store.write.backends.mongodb import canonical
+
+        return canonical(tx.find_one(table, {"id": row_id}))
     found = tx.canonical_rows(table, _where(tx, table), (row_id,))
     return found[0] if found else None
 
 
+def _differs(tx, image: dict | None, other: dict | None) -> bool:
+    """True when two row images differ (on MongoDB the field order counts too: a document is ordered)."""
+    if tx.dialect == "mongodb":
+        from studio.store.write.backends.mongodb import same
+
+        return not same(image, other)
+    return image != other
+
+
 def _changed_rows(tx, rows: list[dict]) -> list[dict]:
     """The rows of a backup that are no longer as its write left them (locked: FOR UPDATE where it applies)."""
-    return [row for row in rows if _current(tx, row["table"], row["id"]) != row["after"]]
+    return [row for row in rows if _differs(tx, _current(tx, row["table"], row["id"]), row["after"])]
 
 
 def _never_written(tx, rows: list[dict]) -> bool:
@@ -215,6 +228,12 @@ def _restore(tx, document: dict, changed: list[dict], counts: dict) -> None:
                            f"{len(changed)} row(s) changed since the {document.get('operation')} of "
                            f"{document.get('created_at')} ({named}{more}): undoing it now would overwrite that. "
                            "Nothing was written.")
+    if tx.dialect == "mongodb":   # each document put back as its image (one transaction, or compare-and-set steps)
+        for row in rows:
+            tx.replace(row["table"], row["id"], tx.find_one(row["table"], {"id": row["id"]}), row["before"])
+            kind = "deleted" if row["before"] is None else "reinserted" if row["after"] is None else "restored"
+            counts[kind] += 1
+        return
     for row in rows:
         if row["before"] is None:
             counts["deleted"] += tx.delete(row["table"], _where(tx, row["table"]), (row["id"],))

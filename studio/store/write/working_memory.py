@@ -15,7 +15,16 @@ import os
 
 from studio.errors import WriteRefused
 from studio.store.schema import RESOURCES, THREADS
-from studio.store.write.common import iso, now_ms_or_clock, read_thread, stringify, thread_metadata
+from studio.store.write.common import (
+    iso,
+    json_value,
+    now_ms_or_clock,
+    read_row,
+    read_thread,
+    stringify,
+    thread_metadata,
+    update_row,
+)
 from studio.store.write.own_writes import remember_write
 from studio.store.write.transaction import write_transaction
 from studio.store.write.tx import Jsonb
@@ -48,16 +57,26 @@ def update_working_memory(path: str | os.PathLike[str], *, thread_id: str, scope
         resource_id = thread.get("resourceId")
         if scope == "thread":
             meta = {**thread_metadata(thread), "workingMemory": text}
-            tx.update(THREADS, {"metadata": Jsonb(stringify(meta)), "updatedAt": now}, "id = ?", [thread_id])
+            values = {"metadata": json_value(tx, meta), "updatedAt": now}
+            if tx.dialect == "mongodb":   # patchThread backfills the title for updateThread (`title ?? ""`)
+                values = {"title": thread.get("title") if thread.get("title") is not None else "", **values}
+            update_row(tx, THREADS, thread, values)
         else:
             if not resource_id:
                 raise WriteRefused("invalid", "This thread has no resourceId: Mastra refuses resource-scope working "
                                               "memory without one.")
-            if not tx.schema.has_table(RESOURCES):
+            if not tx.schema.has_table(RESOURCES) and tx.dialect != "mongodb":   # MongoDB makes it on insert
                 raise WriteRefused("invalid", "This store has no mastra_resources table to hold resource-scope "
                                               "working memory.")
-            if tx.select(RESOURCES, "WHERE id = ?", (resource_id,), wanted=["id"], lock=True):
-                tx.update(RESOURCES, {"workingMemory": text, "updatedAt": now}, "id = ?", [resource_id])
+            resource = read_row(tx, RESOURCES, resource_id, lock=True)
+            if resource is not None:   # updateResource: $set {updatedAt, workingMemory}
+                update_row(tx, RESOURCES, resource, {"updatedAt": now, "workingMemory": text}
+                           if tx.dialect == "mongodb" else {"workingMemory": text, "updatedAt": now})
+            elif tx.dialect == "mongodb":
+                # updateResource of a missing resource: saveResource's upsert `$set {...resource}`
+                tx.upsert(RESOURCES, resource_id, {"id": resource_id, "workingMemory": text, "metadata": {},
+                                                   "createdAt": now, "updatedAt": now})
+                created = True
             else:
                 # @mastra/pg's saveResource stores the metadata it serialised once more (toPgJson, then its
                 # insert's own JSON): a JSONB string "{}", not an object; @mastra/libsql stores the object

@@ -123,9 +123,11 @@ class HistoryActions(QObject):
                 f"its commit; {where}). Nothing is written if any of those rows changed since.")
 
     def _backup_note(self, path: str) -> str:
+        not_atomic = self._window.write_note
         note = (f"Before its commit, the write saves every row it changes to a JSON row backup in "
-                f"{self._backup_folder()} (Thread ▸ Undo Last Write restores it). The write is one transaction; "
-                "if anything fails, nothing is written.")
+                f"{self._backup_folder()} (Thread ▸ Undo Last Write restores it). "
+                + (not_atomic if not_atomic else "The write is one transaction; if anything fails, nothing is "
+                                                  "written."))
         if self.session.full_backup:
             note += " The whole file is copied (verified) beside it before the session's first write, as asked."
         return note
@@ -238,6 +240,8 @@ class HistoryActions(QObject):
             return None
         text = (f"{describe_backup(document)} Nothing is written if any of these rows changed since the write "
                 f"(on {document.get('target')}).")
+        if self._window.write_note:
+            text += f"\n\n{self._window.write_note}"
         dialog = ConfirmWriteDialog("Undo Last Write", text, f"Row backup: {backup}", action="Undo",
                                     parent=self._window)
         return self._ask(dialog, lambda: self._run_undo(path, backup))

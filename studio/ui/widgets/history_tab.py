@@ -99,6 +99,8 @@ class HistoryTab(QWidget):
         self._lookup_key: str | None = None
         #: The open database's path (set by the main window); a revert opens it for writing.
         self.database_path: str | None = None
+        #: what a write's confirmation adds about the open store (a standalone MongoDB: not atomic), or None
+        self.write_note: str | None = None
         #: The open Revert dialog (History ▸ Revert to this generation…), or None.
         self.revert_dialog = None
         self._syncing = False
@@ -468,7 +470,7 @@ class HistoryTab(QWidget):
             self.revert_dialog.close()
         dialog = RevertDialog(self._runner, self.database_path, self._lookup_key, record, current,
                               settings=self._settings, write_session=self._write_session,
-                              interaction=self._interaction, parent=self)
+                              interaction=self._interaction, write_note=self.write_note, parent=self)
         dialog.setStyleSheet(STYLE_SHEET)
         dialog.committed.connect(self.generation_written)
         dialog.write_failed.connect(self.write_failed)

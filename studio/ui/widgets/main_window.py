@@ -102,6 +102,7 @@ class MainWindow(QMainWindow):
         #: What this window's parts share (runner, settings, write session, interaction), handed to each.
         self.context = ctx = WindowContext.for_window(app, self)
         self._path: str | None = None
+        self._write_note: str | None = None
         self._failed_path: str | None = None
         self._failed_kind: str | None = None
         self._thread_id: str | None = None
@@ -273,6 +274,11 @@ class MainWindow(QMainWindow):
     def database_path(self) -> str | None:
         """Return the path of the open database, or None."""
         return self._path
+
+    @property
+    def write_note(self) -> str | None:
+        """What a write's confirmation adds about the open store (a standalone MongoDB: not atomic), or None."""
+        return self._write_note
 
     @property
     def current_thread_id(self) -> str | None:
@@ -449,6 +455,7 @@ class MainWindow(QMainWindow):
 
     def _on_store_opened(self, info: OpenedStore, thread_id: str | None, tab: str | None) -> None:
         self._path = info.path
+        self._write_note = info.write_note
         self.loader.open(info)   # statuses of the previous database are stale now
         self.file_banner.hide()
         self._thread_id = None
@@ -458,6 +465,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{APP_TITLE} — {name.replace('[*]', '[*][*]')}")
         self.path_label.setText(display_path(info.path))
         self.thread_view.history_tab.database_path = info.path
+        self.thread_view.history_tab.write_note = info.write_note
         self.thread_view.context_view.database_path = strip_secrets(info.path)
         self.path_label.setToolTip(fmt.plain_tooltip(display_path(info.path)))
         self.mode_label.setText("read-write" if info.writable else "read-only")

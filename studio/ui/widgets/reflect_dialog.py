@@ -161,8 +161,8 @@ class ReflectDialog(PreviewWriteDialog):
             if not p.result.reached_target:
                 lines.append("The proposed log is not below the reflection threshold.")
             lines.append(fmt.changed_store_line(p.request.path))
-            if jobs.backup_note(self._session, p.request.path):
-                lines.append(jobs.backup_note(self._session, p.request.path))
+            if jobs.backup_note(self._session, p.request.path, self._write_note):
+                lines.append(jobs.backup_note(self._session, p.request.path, self._write_note))
             lines.append("Mastra reads the new generation on the agent's next turn; every older generation stays "
                          "in the history and can be restored.")
             if not self.interaction.confirm("Commit reflection", "\n\n".join(lines)):

@@ -53,11 +53,12 @@ class RevertDialog(QDialog):
 
     def __init__(self, runner: TaskRunner, path: str, lookup_key: str, target: OMRecord, current: OMRecord, *,
                  settings: QSettings | None = None, write_session=None, interaction: QtInteraction | None = None,
-                 parent: QWidget | None = None):
+                 write_note: str | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self._interaction = QtInteraction.for_dialog(self, interaction)
         self._runner = runner
         self._path = path
+        self._write_note = write_note   # the store's: a standalone MongoDB server's "not atomic" (else None)
         self._key = lookup_key
         self._target = target
         self._current = current
@@ -88,7 +89,8 @@ class RevertDialog(QDialog):
             f"{fmt.changed_store_line(self._path)}\n"
             "Nothing is deleted; every generation stays in the history, and the revert itself can be reverted.",
             wrap=True)
-        self.backup_note = plain_label(jobs.backup_note(self._session, self._path), "muted", wrap=True)
+        self.backup_note = plain_label(jobs.backup_note(self._session, self._path, self._write_note), "muted",
+                                       wrap=True)
         self.backup_note.setVisible(bool(self.backup_note.text()))
         self.protocol_panel = ProtocolPanel(self._settings, wrap=True)
         self.protocol = ProtocolController(self._runner, self.protocol_panel, self._path, session=self._session,

@@ -57,16 +57,17 @@ class WindowDialogs(QObject):
         self.observe_action.setEnabled(record is not None)
         self.activate_action.setEnabled(record is not None and bool(record.buffered_chunks))
 
-    def refused_here(self) -> bool:
-        """True, with the sentence in the status bar, when the open store is one the studio only reads (MongoDB):
-        its write dialogs then do not open (no model is called for a write that cannot be made)."""
+    def refused_here(self, operation: str) -> bool:
+        """True, with the sentence in the status bar, when OPERATION ("reflect", "observe", …) is not built for the
+        open store (MongoDB: observe and activate): its dialog then does not open (no model is called for a write
+        that cannot be made)."""
         from studio.errors import WriteRefused
         from studio.store.write.transaction import refuse_read_only_store
 
         path = self._window.database_path
         try:
             if path is not None:
-                refuse_read_only_store(path)
+                refuse_read_only_store(path, operation)
         except WriteRefused as exc:
             self._window.statusBar().showMessage(f"Nothing was written: {exc}", 15000)
             return True
@@ -76,7 +77,7 @@ class WindowDialogs(QObject):
         """Thread ▸ Reflect Now…: open the dialog on the thread shown (its thread- or resource-scope record)."""
         from studio.ui.widgets.reflect_dialog import ReflectDialog
 
-        if self.refused_here():
+        if self.refused_here("reflect"):
             return
 
         detail, path = self.thread_view.detail, self._window.database_path
@@ -84,6 +85,7 @@ class WindowDialogs(QObject):
             self._window.statusBar().showMessage("Select a thread with observational memory to reflect.", 5000)
             return
         dialog = ReflectDialog(self._ctx.runner, path, detail.thread.id, thread_title=detail.thread.title,
+                               write_note=self._window.write_note,
                                settings=self._ctx.settings, write_session=self._ctx.session,
                                interaction=self._ctx.interaction, parent=self._window)
         dialog.setStyleSheet(STYLE_SHEET)
@@ -96,7 +98,7 @@ class WindowDialogs(QObject):
     def _om_dialog(self, cls, what: str):
         """Open the modal OM write dialog CLS on the thread shown, or say why not (WHAT: "observe", …)."""
         detail, path = self.thread_view.detail, self._window.database_path
-        if self.refused_here():
+        if self.refused_here(what):
             return None
         if path is None or detail is None or detail.record is None:
             self._window.statusBar().showMessage(f"Select a thread with observational memory to {what}.", 5000)

@@ -76,11 +76,12 @@ class PreviewWriteDialog(QDialog):
 
     def __init__(self, runner: TaskRunner, path: str, thread_id: str, *, thread_title: str | None = None,
                  settings: QSettings | None = None, write_session=None, interaction: QtInteraction | None = None,
-                 parent: QWidget | None = None):
+                 write_note: str | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self._interaction = QtInteraction.for_dialog(self, interaction)
         self._runner = runner
         self._path = path
+        self._write_note = write_note   # the store's: a standalone MongoDB server's "not atomic" (else None)
         self._thread_id = thread_id
         self._thread_title = thread_title or None
         self._settings = settings
