@@ -38,6 +38,7 @@ from studio.cli.interaction import TerminalInteraction, run_cancellable
 from studio.cli.output import print_json
 from studio.cli.write_options import (
     add_protocol_arguments,
+    atomicity,
     check_quiet,
     positive_seconds,
     refused_document,
@@ -54,7 +55,7 @@ def _run_activate(args) -> int:
     from studio.store.write.transaction import refuse_read_only_store
 
     try:
-        refuse_read_only_store(args.path, "activate")   # not built on MongoDB: said before anything is read
+        refuse_read_only_store(args.path, "activate")   # a store it is not built for: said before anything is read
     except WriteRefused as exc:
         return write_refused(exc)
     plan = chunk_plan(args.path, args.thread)
@@ -69,8 +70,10 @@ def _run_activate(args) -> int:
     activity = check_quiet(args, key, outcome, in_place=True)
     if activity is False:
         return refused_document(args, outcome, doc)
+    atomic, note = atomicity(args.path)   # a standalone MongoDB server: the sentence that the write is not atomic
+    doc["atomic"] = atomic
     if not TerminalInteraction(assume_yes=args.yes).confirmed(
-            f"Activate buffered observations of {key} ({len(plan.chunks)} chunk(s) pending) in {args.path}?",
+            f"Activate buffered observations of {key} ({len(plan.chunks)} chunk(s) pending) in {args.path}?{note}",
             "activate writes to the database: add --yes to confirm (not a terminal)"):
         return refused_document(args, outcome, doc)
     from studio.store.writes import WriteSession
@@ -136,7 +139,7 @@ def _run_observe(args) -> int:
     from studio.store.write.transaction import refuse_read_only_store
 
     try:
-        refuse_read_only_store(args.path, "observe")   # not built on MongoDB: said before a model is called
+        refuse_read_only_store(args.path, "observe")   # a store it is not built for: said before a model is called
     except WriteRefused as exc:
         return write_refused(exc)
     if args.answer_file is not None and (args.strategy or args.model):
@@ -210,8 +213,10 @@ def _run_observe(args) -> int:
                    else "--below-threshold writes it anyway."))
         say("Dry run: nothing was written.")
         return EXIT_OK
+    atomic, note = atomicity(args.path)   # a standalone MongoDB server: the sentence that the write is not atomic
+    doc["atomic"] = atomic
     if not TerminalInteraction(assume_yes=args.yes).confirmed(
-            f"Observe {len(window.message_ids)} message(s) of {key} in {args.path}?",
+            f"Observe {len(window.message_ids)} message(s) of {key} in {args.path}?{note}",
             "observe writes to the database: add --yes to confirm (not a terminal), or --dry-run",
             shown=proposal.new_lines):
         return refused_document(args, outcome, doc)

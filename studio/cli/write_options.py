@@ -106,7 +106,7 @@ def protocol_options(args) -> ProtocolOptions:
 
 def check_quiet(args, lookup_key: str, outcome: ProtocolOutcome, *, in_place: bool = False):
     """Check the quiet period before the model is called (waiting up to --wait-idle); IN_PLACE: an observe or
-    activate (refused first where it is not built: MongoDB).
+    activate (refused first on a store it is not built for).
 
     Returns the AgentActivity read (None: no record), or False when the write must not go on (said
     on stderr). OUTCOME gets the activity.

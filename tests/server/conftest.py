@@ -325,3 +325,12 @@ def mongo_standalone(mongo_corpus, tmp_path_factory) -> MongoServer:
         yield server
     finally:
         stop_jongodb(server)
+
+
+@pytest.fixture(params=["replica-set", "standalone"])
+def server(request, mongo_corpus):
+    """The MongoDB server a write test writes to: the corpus's replica set, or the standalone jongodb (its
+    `support` database)."""
+    if request.param == "replica-set":
+        return mongo_corpus.server
+    return request.getfixturevalue("mongo_standalone")

@@ -86,9 +86,8 @@ def test_reads_leave_every_document_identical(mongo_corpus, tmp_path):
         _read_everything(mongo_corpus.target(scenario), mongo_corpus.oracles[scenario])
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["observe", mongo_corpus.target("support"), "--thread", "support-1", "--strategy", "rule-based",
-                     "--yes"])
-    assert code == 2 and "not built for @mastra/mongodb" in err.getvalue() and "Nothing was written" in err.getvalue()
+        code = main(["activate", mongo_corpus.target("support"), "--thread", "support-1", "--yes"])
+    assert code == 2 and "has no buffered observation chunks" in err.getvalue()
     after = mongo_corpus.dump_now(tmp_path / "dump-after")
     before_files = sorted(p.relative_to(mongo_corpus.dump) for p in mongo_corpus.dump.rglob("*.json"))
     after_files = sorted(p.relative_to(after) for p in after.rglob("*.json"))
@@ -228,16 +227,3 @@ def test_thread_metadata_filters_match_as_mongodb_does(mongo_corpus):
 def test_the_studio_opens_a_mongodb_store_with_every_tab_working(mongo_corpus, tmp_path):
     """Every tab of the support-1 thread loads from the replica set (`--screenshot` exits non-zero otherwise)."""
     assert tab_failures(mongo_corpus.target("support"), "support-1", tmp_path) == []
-
-
-
-def test_the_studio_refuses_om_writes_not_built_on_mongodb_before_any_dialog(mongo_corpus, studio, qtbot):
-    """Observe Now… on a MongoDB store (observe is not built there; reflect is): no dialog opens (no model call),
-    the status bar says so and that nothing was written; the window shows the store's threads."""
-    window = studio(mongo_corpus.target("support"))
-    assert window.select_thread("support-1")
-    dialogs = window.dialogs
-    qtbot.waitUntil(lambda: dialogs.observe_action.isEnabled(), timeout=60_000)
-    dialogs.observe_action.trigger()
-    assert dialogs.observe_dialog is None
-    assert "Nothing was written" in window.statusBar().currentMessage()

@@ -32,14 +32,6 @@ OM, THREADS, RESOURCES, MESSAGES = ("mastra_observational_memory", "mastra_threa
 NEW_VALUES = {"_id", "createdAt", "updatedAt", "lastReflectionAt"}
 
 
-@pytest.fixture(params=["replica-set", "standalone"])
-def server(request, mongo_corpus, tmp_path_factory):
-    """The server a test writes to: the corpus's replica set, or a standalone jongodb (started per module)."""
-    if request.param == "replica-set":
-        return mongo_corpus.server
-    return request.getfixturevalue("mongo_standalone")
-
-
 def _db(request, suffix: str) -> str:
     return "w" + hashlib.sha256(request.node.name.encode()).hexdigest()[:10] + suffix
 

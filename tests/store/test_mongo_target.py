@@ -82,6 +82,6 @@ def test_writes_not_built_for_mongodb_are_refused_before_anything_is_sent():
     from studio.store.write.transaction import write_transaction
 
     with pytest.raises(WriteRefused, match="not built for @mastra/mongodb") as caught, \
-            write_transaction("mongodb://u:pw@127.0.0.1:9/support", label="observe"):
+            write_transaction("mongodb://u:pw@127.0.0.1:9/support", label="write"):
         pass
     assert caught.value.reason == "invalid" and ":pw@" not in str(caught.value)

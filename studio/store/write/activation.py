@@ -32,6 +32,9 @@ tests/interop/test_activate_resource_interop.py).
 Protocol: as the observation write (`studio.store.write.observation`): flags and quiet period
 inside the transaction, the row must be as read ("generation-changed"), no studio mark (the row
 is Mastra's, updated in place as Mastra updates it).
+
+On MongoDB: `swapBufferedToActive`'s `$set` (the remaining chunks as stored, `[]` when none; lastObservedAt a
+Date), then `setBufferingObservationFlag`'s; the thread and the markers as an observation writes them there.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ from typing import Any
 from studio.common.jscompat import UNDEFINED
 from studio.common.om_settings import activation_chunk_count, max_threshold, resolve_settings
 from studio.errors import WriteRefused
+from studio.store.backends.mongodb import iso_to_bson_date
 from studio.store.records import storage_cursor
-from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, THREADS
+from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY
 from studio.store.write.common import (
     iso,
     js_date_round_trip,
@@ -57,7 +61,9 @@ from studio.store.write.common import (
     stringify,
     thread_metadata,
     to_int,
+    update_row,
 )
+from studio.store.write.observation import update_thread
 from studio.store.write.om_messages import (
     MESSAGE_COLUMNS,
     new_thread_title,
@@ -69,7 +75,7 @@ from studio.store.write.own_writes import remember_write
 from studio.store.write.protocol import check_quiet
 from studio.store.write.reflection import _check_flags
 from studio.store.write.transaction import write_transaction
-from studio.store.write.tx import Jsonb, WriteTx
+from studio.store.write.tx import WriteTx
 
 __all__ = ["DEFAULT_BUFFER_ACTIVATION", "activate_buffered", "activation_plan"]
 
@@ -99,11 +105,18 @@ def _newest_resource_assistant(tx: WriteTx, resource_id: str, last_observed_at: 
     """The newest assistant message (content parsed, with a parts list) of RESOURCE_ID created after
     LAST_OBSERVED_AT: the last assistant message of a resource-scope turn's context, or None."""
     cursor = storage_cursor(last_observed_at)
-    tail, params = 'WHERE "resourceId" = ?', [resource_id]
-    if cursor is not None:
-        tail, params = tail + ' AND "createdAt" >= ?', [*params, cursor]
-    order = f' ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC'
-    for row in tx.select(MESSAGES, tail + order, params, wanted=MESSAGE_COLUMNS):
+    if tx.dialect == "mongodb":   # find({resourceId, createdAt: {$gte}}).sort({createdAt: -1}), no tie-break
+        where: dict = {"resourceId": resource_id}
+        if cursor is not None:
+            where["createdAt"] = {"$gte": iso_to_bson_date(cursor)}
+        rows = tx.decoded(MESSAGES, where, [("createdAt", -1)])
+    else:
+        tail, params = 'WHERE "resourceId" = ?', [resource_id]
+        if cursor is not None:
+            tail, params = tail + ' AND "createdAt" >= ?', [*params, cursor]
+        order = f' ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC'
+        rows = tx.select(MESSAGES, tail + order, params, wanted=MESSAGE_COLUMNS)
+    for row in rows:
         if row.get("role") != "assistant":
             continue
         content = js_parse(row.get("content"), f"content of message {row.get('id')!r}")
@@ -149,6 +162,41 @@ def activation_plan(row: dict) -> dict:
             "pending_message_tokens": to_int(pending), "threshold": to_int(threshold)}
 
 
+def _swap(tx: WriteTx, latest: dict, active: str, done: list[dict], rest: list[dict], last_observed_at: str,
+          now: str) -> None:
+    """swapBufferedToActive then resetBufferingState on a SQL store: one UPDATE of LATEST (chunks left as JSON text,
+    NULL when none)."""
+    tx.update(OBSERVATIONAL_MEMORY, {
+        "activeObservations": active,
+        "observationTokenCount": to_int(latest.get("observationTokenCount"))
+                                 + sum(to_int(c.get("tokenCount")) for c in done),
+        "pendingMessageTokens": to_int(max(0, _num(latest.get("pendingMessageTokens"))
+                                           - sum(_num(c.get("messageTokens")) for c in done))),
+        "bufferedObservationChunks": stringify(rest) if rest else None,
+        "lastObservedAt": last_observed_at, "lastBufferedAtTokens": 0, "isBufferingObservation": 0,
+        "updatedAt": now}, "id = ?", (latest["id"],))
+
+
+def _swap_on_mongodb(tx: WriteTx, latest: dict, active: str, done: list[dict], count: int, last_observed_at: str,
+                     now: str) -> None:
+    """swapBufferedToActive on MongoDBStore (`$set {activeObservations, observationTokenCount, pendingMessageTokens,
+    bufferedObservationChunks: the rest as stored (an array, [] when none), lastObservedAt (a Date), updatedAt}`),
+    then resetBufferingState's setBufferingObservationFlag (`$set {isBufferingObservation: false, updatedAt,
+    lastBufferedAtTokens: 0}`)."""
+    stored = tx.find_one(OBSERVATIONAL_MEMORY, {"id": latest["id"]})
+    chunks = stored.get("bufferedObservationChunks")
+    rest = [c for c in chunks if isinstance(c, dict)][count:] if isinstance(chunks, list) else []
+    update_row(tx, OBSERVATIONAL_MEMORY, stored, {
+        "activeObservations": active,
+        "observationTokenCount": to_int(latest.get("observationTokenCount"))
+                                 + sum(to_int(c.get("tokenCount")) for c in done),
+        "pendingMessageTokens": max(0, _num(latest.get("pendingMessageTokens"))
+                                    - sum(_num(c.get("messageTokens")) for c in done)),
+        "bufferedObservationChunks": rest, "lastObservedAt": last_observed_at, "updatedAt": now})
+    update_row(tx, OBSERVATIONAL_MEMORY, {"id": latest["id"]},
+               {"isBufferingObservation": False, "updatedAt": now, "lastBufferedAtTokens": 0})
+
+
 def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: str | None, now_ms: int,
             idle_ms: int, stamp_estimates: Callable[[dict, Any], Any]) -> dict:
     latest = latest_om_row(tx, lookup_key)
@@ -172,15 +220,10 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
     content = "\n\n".join(str(c.get("observations")) for c in done)
     old = latest.get("activeObservations") or ""
     active = f"{old}\n\n--- message boundary ({last_observed_at}) ---\n\n{content}" if old else content
-    tx.update(OBSERVATIONAL_MEMORY, {
-        "activeObservations": active,
-        "observationTokenCount": to_int(latest.get("observationTokenCount"))
-                                 + sum(to_int(c.get("tokenCount")) for c in done),
-        "pendingMessageTokens": to_int(max(0, _num(latest.get("pendingMessageTokens"))
-                                           - sum(_num(c.get("messageTokens")) for c in done))),
-        "bufferedObservationChunks": stringify(rest) if rest else None,
-        "lastObservedAt": last_observed_at, "lastBufferedAtTokens": 0, "isBufferingObservation": 0,
-        "updatedAt": now}, "id = ?", (latest["id"],))
+    if tx.dialect == "mongodb":
+        _swap_on_mongodb(tx, latest, active, done, count, last_observed_at, now)
+    else:
+        _swap(tx, latest, active, done, rest, last_observed_at, now)
 
     row = read_om_row(tx, latest["id"])
     resource = lookup_key.startswith("resource:")
@@ -213,12 +256,10 @@ def _commit(tx: WriteTx, lookup_key: str, thread_id: str, expected_record_id: st
         metadata = thread_metadata(thread)
         new_meta = set_thread_om(metadata, {"suggestedResponse": last.get("suggestedContinuation", UNDEFINED),
                                             "currentTask": last.get("currentTask", UNDEFINED),
-                                            "threadTitle": last.get("threadTitle", UNDEFINED)})
+                                            "threadTitle": last.get("threadTitle", UNDEFINED)},
+                                 undefined_as_null=tx.dialect == "mongodb")
         title = new_thread_title(thread, metadata, last.get("threadTitle"))
-        values = {"metadata": Jsonb(stringify(new_meta)), "updatedAt": now}
-        if title is not None:
-            values = {"title": title, **values}
-        tx.update(THREADS, values, "id = ?", (thread_id,))
+        update_thread(tx, thread_id, new_meta, title, now)
     return {"row": row, "activated_cycle_ids": [c.get("cycleId") for c in done],
             "activated_message_ids": [i for c in done for i in (c.get("messageIds") or [])],
             "chunks_before": len(chunks), "chunks_after": len(rest)}

@@ -29,6 +29,11 @@ check instead is `observation_survived`: an overtaking turn that read the row be
 rewrites `activeObservations` from its own copy, which drops our appended text. The commit's time
 goes to the studio's own-writes journal (`studio.store.write.own_writes`), so the next studio
 write's quiet period does not take this one for the agent.
+
+On MongoDB (@mastra/mongodb 1.19.0) the same steps write what MongoDBStore writes: `updateActiveObservations`'
+`$set` (lastObservedAt a Date, observedMessageIds an array) and `$inc`, `patchThread` → `updateThread`
+(`title ?? existing.title ?? ""`; a `mastra.om` key set to undefined stored null), `saveMessages`' upsert of the
+markers' message; see docs/mongodb-backend.md §5.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any
 from studio.common.jscompat import UNDEFINED, js_trim
 from studio.common.om_settings import observer_extractors
 from studio.errors import WriteRefused
+from studio.store.backends.mongodb import iso_to_bson_date
 from studio.store.records import Message, OMRecord, iso_to_ms
 from studio.store.schema import MESSAGES, OBSERVATIONAL_MEMORY, THREADS
 from studio.store.write.common import (
@@ -55,6 +61,7 @@ from studio.store.write.common import (
     stringify,
     thread_metadata,
     to_int,
+    update_row,
 )
 from studio.store.write.om_messages import (
     MESSAGE_COLUMNS,
@@ -200,6 +207,12 @@ def update_active_observations(tx: WriteTx, latest: dict, text: str, last_observ
     observationTokenCount TOKENS (the whole new log), totalTokensObserved += TOKENS,
     observedMessageIds OBSERVED_IDS, updatedAt NOW (ISO).
     """
+    if tx.dialect == "mongodb":   # updateOne({id}, {$set: {…, observedMessageIds, updatedAt}, $inc: {total…}})
+        update_row(tx, OBSERVATIONAL_MEMORY, latest, {
+            "activeObservations": text, "lastObservedAt": last_observed_at, "pendingMessageTokens": 0,
+            "observationTokenCount": tokens, "observedMessageIds": list(observed_ids), "updatedAt": now,
+            "totalTokensObserved": to_int(latest.get("totalTokensObserved")) + tokens})
+        return
     tx.update(OBSERVATIONAL_MEMORY, {
         "activeObservations": text, "lastObservedAt": last_observed_at, "pendingMessageTokens": 0,
         "observationTokenCount": tokens, "totalTokensObserved": to_int(latest.get("totalTokensObserved")) + tokens,
@@ -208,6 +221,12 @@ def update_active_observations(tx: WriteTx, latest: dict, text: str, last_observ
 
 def update_thread(tx: WriteTx, thread_id: str, metadata: dict, title: str | None, now: str) -> None:
     """Save thread THREAD_ID's new METADATA, and TITLE unless None (the `<thread-title>` rule), updatedAt NOW."""
+    if tx.dialect == "mongodb":   # patchThread → updateThread: $set {title (`?? existing.title ?? ""`), metadata,
+        thread = read_thread(tx, thread_id)   # updatedAt}
+        if title is None:
+            title = thread.get("title") if thread.get("title") is not None else ""
+        update_row(tx, THREADS, thread, {"title": title, "metadata": metadata, "updatedAt": now})
+        return
     values = {"metadata": Jsonb(stringify(metadata)), "updatedAt": now}
     if title is not None:
         values = {"title": title, **values}
@@ -221,13 +240,19 @@ def _check_unchanged(tx: WriteTx, window: ObservationWindow, latest: dict) -> No
                            f"(record {latest['id']}, updated {latest.get('updatedAt')}); nothing was written. "
                            "Read the window again and retry.")
     cursor = window.since
-    tail, params = "WHERE thread_id = ?", [window.thread_id]
-    if cursor is not None:
-        tail, params = tail + ' AND "createdAt" >= ?', [*params, cursor]
-    # ties in createdAt in the order the window was read in (the store's message_order): rowid on a file,
-    # id on PostgreSQL; without it PostgreSQL may return tied rows in another order and refuse the write
-    rows = tx.select(MESSAGES, tail + f' ORDER BY "createdAt" ASC, {tx.insertion_tie} ASC', params,
-                     wanted=MESSAGE_COLUMNS)
+    if tx.dialect == "mongodb":   # listMessages' find({thread_id, createdAt: {$gte}}).sort({createdAt: 1})
+        where: dict = {"thread_id": window.thread_id}
+        if cursor is not None:
+            where["createdAt"] = {"$gte": iso_to_bson_date(cursor)}
+        rows = tx.decoded(MESSAGES, where, [("createdAt", 1)])
+    else:
+        tail, params = "WHERE thread_id = ?", [window.thread_id]
+        if cursor is not None:
+            tail, params = tail + ' AND "createdAt" >= ?', [*params, cursor]
+        # ties in createdAt in the order the window was read in (the store's message_order): rowid on a file,
+        # id on PostgreSQL; without it PostgreSQL may return tied rows in another order and refuse the write
+        rows = tx.select(MESSAGES, tail + f' ORDER BY "createdAt" ASC, {tx.insertion_tie} ASC', params,
+                         wanted=MESSAGE_COLUMNS)
     raw = [Message(id=r["id"], thread_id=r["thread_id"], role=r["role"], content=js_parse(r["content"], "content")
                    if isinstance(r["content"], str) and r["content"][:1] in "{[" else r["content"],
                    created_at=r["createdAt"], resource_id=r.get("resourceId"), type=r.get("type")) for r in rows]
@@ -270,7 +295,8 @@ def _commit(tx: WriteTx, window: ObservationWindow, output: ObserverOutput, obse
         metadata = thread_metadata(thread)
         new_meta = set_thread_om(metadata, {
             **observed_thread_om(output, extractors, values, thread_om(metadata)),
-            "lastObservedMessageCursor": {"createdAt": last_observed_at, "id": newest["id"]}})
+            "lastObservedMessageCursor": {"createdAt": last_observed_at, "id": newest["id"]}},
+            undefined_as_null=tx.dialect == "mongodb")
         new_title = new_thread_title(thread, metadata, title_text)
         update_thread(tx, window.thread_id, new_meta, new_title, now)
 

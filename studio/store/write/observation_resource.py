@@ -136,7 +136,10 @@ def _newest(msgs: list[dict]) -> dict:
 
 def _check_unchanged(tx: WriteTx, window: ResourceObservationWindow, latest: dict) -> None:
     same = record_unchanged(window.record, latest)
-    rows = tx.select(THREADS, 'WHERE "resourceId" = ?', (latest.get("resourceId"),), wanted=["id", "updatedAt"])
+    if tx.dialect == "mongodb":
+        rows = tx.decoded(THREADS, {"resourceId": latest.get("resourceId")})
+    else:
+        rows = tx.select(THREADS, 'WHERE "resourceId" = ?', (latest.get("resourceId"),), wanted=["id", "updatedAt"])
     threads = {r["id"]: r["updatedAt"] for r in rows}
     same = same and threads == {t: s[0] for t, s in window.snapshot.items()}
     if not same:
@@ -182,7 +185,7 @@ def _commit(tx: WriteTx, window: ResourceObservationWindow, outputs: dict[str, O
         new_meta = set_thread_om(metadata, {
             "lastObservedAt": at, **observed_thread_om(out, extractors, values[tid], thread_om(metadata)),
             "lastObservedMessageCursor": {"createdAt": js_date_round_trip(newest.get("createdAt")),
-                                          "id": newest["id"]}})
+                                          "id": newest["id"]}}, undefined_as_null=tx.dialect == "mongodb")
         new_title = new_thread_title(thread, metadata, title)
         update_thread(tx, tid, new_meta, new_title, now)
         if new_title is not None:

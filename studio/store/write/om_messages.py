@@ -13,7 +13,7 @@ from typing import Any
 
 from studio.common.jscompat import UNDEFINED, js_trim, utf16_len
 from studio.store.schema import MESSAGES, THREADS
-from studio.store.write.common import js_parse, stringify
+from studio.store.write.common import js_parse, stringify, update_row
 from studio.store.write.tx import WriteTx
 
 MESSAGE_COLUMNS = ["id", "thread_id", "content", "role", "type", "createdAt", "resourceId"]
@@ -27,8 +27,11 @@ def newest_assistant_message(tx: WriteTx, thread_id: str) -> dict | None:
     A message whose content is not a JSON object with a `parts` list is passed over (Mastra could
     not append a part to it either).
     """
-    rows = tx.select(MESSAGES, f'WHERE thread_id = ? ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC LIMIT ?',
-                     (thread_id, MARKER_SEARCH_LIMIT), wanted=MESSAGE_COLUMNS)
+    if tx.dialect == "mongodb":   # find({thread_id}).sort({createdAt: -1}): no tie-break, as @mastra/mongodb reads
+        rows = tx.decoded(MESSAGES, {"thread_id": thread_id}, [("createdAt", -1)], limit=MARKER_SEARCH_LIMIT)
+    else:
+        rows = tx.select(MESSAGES, f'WHERE thread_id = ? ORDER BY "createdAt" DESC, {tx.insertion_tie} DESC LIMIT ?',
+                         (thread_id, MARKER_SEARCH_LIMIT), wanted=MESSAGE_COLUMNS)
     for row in rows:
         if row.get("role") != "assistant":
             continue
@@ -88,8 +91,16 @@ def upsert_message(tx: WriteTx, message: dict, thread_updated_at: str) -> None:
     """Store MESSAGE (a row dict with parsed `content`) as Mastra's saveMessages upsert does; bump its thread.
 
     Columns written: content (MessageHistory's filter, then JSON.stringify), role, type, thread_id, resourceId;
-    createdAt kept.
+    createdAt kept. On MongoDB as MongoDBStore.saveMessages: updateOne({id}, {$set: {id, thread_id, content (JSON
+    text), role, type || "v2", resourceId}}), then the thread's `$set {updatedAt}`.
     """
+    if tx.dialect == "mongodb":
+        content = stringify(filter_for_persistence(message["content"]))
+        update_row(tx, MESSAGES, {"id": message["id"]}, {
+            "id": message["id"], "thread_id": message.get("thread_id"), "content": content,
+            "role": message.get("role"), "type": message.get("type") or "v2", "resourceId": message.get("resourceId")})
+        update_row(tx, THREADS, {"id": message.get("thread_id")}, {"updatedAt": thread_updated_at})
+        return
     tx.update(MESSAGES, {"content": stringify(filter_for_persistence(message["content"])), "role": message.get("role"),
                          "type": message.get("type"), "thread_id": message.get("thread_id"),
                          "resourceId": message.get("resourceId")}, "id = ?", (message["id"],))
@@ -103,11 +114,12 @@ def thread_om(metadata: Any) -> dict:
     return om if isinstance(om, dict) else {}
 
 
-def set_thread_om(metadata: dict, values: dict[str, Any]) -> dict:
+def set_thread_om(metadata: dict, values: dict[str, Any], *, undefined_as_null: bool = False) -> dict:
     """Return METADATA with `mastra.om` = `{...om, **VALUES}` (a value UNDEFINED or None drops that key).
 
     Mirrors setThreadOMMetadata: keys keep their place in the old object, new keys are appended;
-    an undefined value is left out by JSON.stringify.
+    an undefined value is left out by JSON.stringify. UNDEFINED_AS_NULL (MongoDB): the key stays, null, as the
+    JS driver stores `undefined` (`ignoreUndefined: false`).
     """
     mastra = metadata.get("mastra") if isinstance(metadata.get("mastra"), dict) else {}
     om = dict(mastra.get("om")) if isinstance(mastra.get("om"), dict) else {}
@@ -116,7 +128,7 @@ def set_thread_om(metadata: dict, values: dict[str, Any]) -> dict:
             om[key] = UNDEFINED  # keeps the key's place, as `{...om, key: undefined}` does
         else:
             om[key] = value
-    om = {k: v for k, v in om.items() if v is not UNDEFINED}
+    om = {k: (None if v is UNDEFINED else v) for k, v in om.items() if undefined_as_null or v is not UNDEFINED}
     out = dict(metadata)
     out["mastra"] = {**mastra, "om": om}
     return out

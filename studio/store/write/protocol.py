@@ -520,8 +520,8 @@ def store_activity(path: str | os.PathLike[str], lookup_key: str, quiet_ms: int 
                    now_ms: int | None = None, *, in_place: bool = False) -> AgentActivity | None:
     """Return the AgentActivity of LOOKUP_KEY's conversation in PATH (read-only), or None without a record.
 
-    Raises WriteRefused("invalid") first for a write not built on the store (IN_PLACE: observe or activate,
-    not built for MongoDB; a new generation, reflect or revert, is): every OM write starts here.
+    Raises WriteRefused("invalid") first for a write not built on the store (`transaction.MONGODB_WRITES`;
+    IN_PLACE: observe or activate, else a new generation): every OM write starts here.
     """
     from studio.store import open_store
     from studio.store.write.transaction import refuse_read_only_store

@@ -239,8 +239,11 @@ def _insert_generation(tx: WriteTx, latest: dict, observations: str, now: str, s
             metadata = json.loads(text) if text is not None else None
         else:
             metadata = UNDEFINED   # Mastra's own: the stored document copied as it is
+        current = tx.find_one(OBSERVATIONAL_MEMORY, {"id": latest["id"]})
+        if generation is not None:   # a repair: LATEST is its template, totalTokensObserved the rows' maximum
+            current = {**current, "totalTokensObserved": latest.get("totalTokensObserved")}
         tx.insert(OBSERVATIONAL_MEMORY, reflection_document(
-            tx.find_one(OBSERVATIONAL_MEMORY, {"id": latest["id"]}), record_id=record_id, observations=observations,
+            current, record_id=record_id, observations=observations,
             observation_tokens=observation_tokens, now=now, metadata=metadata, generation=generation,
             last_observed_at=last_observed_at))
         return record_id

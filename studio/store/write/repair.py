@@ -96,6 +96,17 @@ def _plan(rows: list[dict], findings: list[OvertakingWrite], prefer: str) -> tup
     return base, carried, recorded
 
 
+def _history(tx, lookup_key: str) -> list[dict]:
+    """Every row of LOOKUP_KEY oldest first (generationCount, createdAt, then insertion: rowid / id on SQL, `_id` on
+    MongoDB, whose ObjectIds the JS driver makes in insertion order), locked on PostgreSQL."""
+    if tx.dialect == "mongodb":
+        return tx.decoded(OBSERVATIONAL_MEMORY, {"lookupKey": lookup_key},
+                          [("generationCount", 1), ("createdAt", 1), ("_id", 1)])
+    return tx.select(OBSERVATIONAL_MEMORY,
+                     f'WHERE "lookupKey" = ? ORDER BY "generationCount", "createdAt", {tx.insertion_tie}',
+                     (lookup_key,), lock=True)
+
+
 def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str,
                             count_observations: Callable[[str], int], prefer: str = "carry",
                             now_ms: int | None = None, busy_timeout_ms: int | None = None,
@@ -126,9 +137,7 @@ def repair_overtaken_writes(path: str | os.PathLike[str], *, lookup_key: str,
     with write_transaction(path, busy_timeout_ms=busy_timeout_ms, label="repair") as tx:
         if not tx.schema.has_observational_memory:
             raise WriteRefused("not-found", f"{tx.location.display} has no Observational Memory table.")
-        rows = tx.select(OBSERVATIONAL_MEMORY,
-                         f'WHERE "lookupKey" = ? ORDER BY "generationCount", "createdAt", {tx.insertion_tie}',
-                         (lookup_key,), lock=True)
+        rows = _history(tx, lookup_key)
         if not rows:
             raise WriteRefused("not-found", f"There is no Observational Memory record for {lookup_key}.")
         findings = unrepaired(find_overtaking_writes(rows))

@@ -26,7 +26,7 @@ __all__ = ["MONGODB_WRITES", "atomicity_note", "refuse_read_only_store", "write_
 
 #: The writes built for @mastra/mongodb (their row-backup labels); the others refuse on a MongoDB store.
 MONGODB_WRITES = frozenset({"reflect", "revert", "update-thread", "delete-thread", "working-memory", "undo",
-                            "delete-messages", "clear-thread", "clone"})
+                            "delete-messages", "clear-thread", "clone", "observe", "repair", "activate"})
 
 
 def refuse_read_only_store(target: str | os.PathLike[str], operation: str | None = None) -> None:
@@ -40,9 +40,9 @@ def refuse_read_only_store(target: str | os.PathLike[str], operation: str | None
         from studio.errors import WriteRefused
 
         raise WriteRefused("invalid", f"This write is not built for @mastra/mongodb yet ({redact_url(target)}): on "
-                                      "MongoDB the studio reflects, reverts, clones, updates and deletes threads, "
-                                      "deletes messages, clears threads, writes working memory and undoes; observe, "
-                                      "activate and repair are not built there. Nothing was written")
+                                      "MongoDB the studio observes, activates, reflects, reverts, repairs, clones, "
+                                      "updates and deletes threads, deletes messages, clears threads, writes working "
+                                      "memory and undoes. Nothing was written")
 
 
 def atomicity_note(target: str | os.PathLike[str]) -> str | None:

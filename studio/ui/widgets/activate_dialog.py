@@ -53,10 +53,11 @@ class ActivateDialog(QDialog):
 
     def __init__(self, runner: TaskRunner, path: str, thread_id: str, *, thread_title: str | None = None,
                  settings: QSettings | None = None, write_session=None, interaction: QtInteraction | None = None,
-                 parent: QWidget | None = None):
+                 write_note: str | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self._runner, self._path, self._thread_id = runner, path, thread_id
         self._session = write_session
+        self._write_note = write_note   # the store's: a standalone MongoDB server's "not atomic" (else None)
         self._plan: obs_jobs.ChunkPlan | None = None
         self._busy: str | None = None
         self.setWindowTitle(f"{TITLE} — {thread_title or thread_id}")
@@ -150,7 +151,7 @@ class ActivateDialog(QDialog):
         if plan is None or not plan.chunks or self._busy is not None:
             return False
         text = "\n\n".join(x for x in (plan_text(plan), fmt.changed_store_line(self._path),
-                                       jobs.backup_note(self._session, self._path)) if x)
+                                       jobs.backup_note(self._session, self._path, self._write_note)) if x)
         if not self.interaction.confirm("Activate buffered chunks", text):
             return False
         self._hide_error()

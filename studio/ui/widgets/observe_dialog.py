@@ -153,7 +153,7 @@ class ObserveDialog(PreviewWriteDialog):
         if r.tokens_after >= r.reflection_threshold:
             lines.append("The log is then at or over the reflection threshold: Mastra reflects on its next turn.")
         lines.append(fmt.changed_store_line(self._path))
-        note = jobs.backup_note(self._session, self._path)
+        note = jobs.backup_note(self._session, self._path, self._write_note)
         if note:
             lines.append(note)
         if not self.interaction.confirm("Commit observation", "\n\n".join(lines)):

@@ -59,8 +59,8 @@ class WindowDialogs(QObject):
 
     def refused_here(self, operation: str) -> bool:
         """True, with the sentence in the status bar, when OPERATION ("reflect", "observe", …) is not built for the
-        open store (MongoDB: observe and activate): its dialog then does not open (no model is called for a write
-        that cannot be made)."""
+        open store (on MongoDB every OM write is built; a write missing from MONGODB_WRITES would be refused): its
+        dialog then does not open (no model is called for a write that cannot be made)."""
         from studio.errors import WriteRefused
         from studio.store.write.transaction import refuse_read_only_store
 
@@ -104,8 +104,8 @@ class WindowDialogs(QObject):
             self._window.statusBar().showMessage(f"Select a thread with observational memory to {what}.", 5000)
             return None
         dialog = cls(self._ctx.runner, path, detail.thread.id, thread_title=detail.thread.title,
-                     settings=self._ctx.settings, write_session=self._ctx.session,
-                     interaction=self._ctx.interaction, parent=self._window)
+                     settings=self._ctx.settings, write_session=self._ctx.session, interaction=self._ctx.interaction,
+                     write_note=self._window.write_note, parent=self._window)   # a standalone server: not atomic
         dialog.setStyleSheet(STYLE_SHEET)
         dialog.committed.connect(self._on_observation_written)
         dialog.commit_failed.connect(self._on_write_failed)
