@@ -17,7 +17,7 @@ def main(app: str, db: str) -> int:
     """Run one helper request against APP; return 0 when its listing of DB equals ours."""
     from studio.app.helper_process import CANCEL
     from studio.app.listing import load_listing
-    from studio.engine.timeline import load_timeline
+    from studio.engine.timeline_cache import load_timeline
     from studio.engine.whatif import WhatIfSettings
     from studio.engine.whatif_chart import replay_in_store, replay_packed
     from studio.store import open_store
