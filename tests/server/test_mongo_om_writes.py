@@ -129,30 +129,30 @@ def test_cli_observe_with_a_model_on_mongodb_equals_mastra(mongo_corpus, server,
                       dump(mongo_corpus, server, b, tmp_path / "b"))
 
 
-def test_resource_observation_on_mongodb_equals_mastra_and_mastra_continues(mongo_corpus, tmp_path, request,
+def test_resource_observation_on_mongodb_equals_mastra_and_mastra_continues(mongo_corpus, server, tmp_path, request,
                                                                             monkeypatch):
-    """Resource scope (the `resource` scenario is on the replica set only: the standalone server holds `support`)."""
+    """Resource scope, on the server set (one transaction) and on a standalone server (compare-and-set steps over
+    the record, every thread of the resource and the markers' messages): the `resource` scenario's dump loaded
+    into each; the documents equal Mastra's observation with the same answer, and Mastra carries on."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    replica = mongo_corpus.server
     a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, replica, "resource", a)
-    target = load_copy(mongo_corpus, replica, "resource", b)
-    before = dump(mongo_corpus, replica, b, tmp_path / "before")
+    load_copy(mongo_corpus, server, "resource", a)
+    target = load_copy(mongo_corpus, server, "resource", b)
+    before = dump(mongo_corpus, server, b, tmp_path / "before")
     answer = tmp_path / "answer.txt"
     answer.write_text(RESOURCE_ANSWER, encoding="utf-8")
     window = resource_observation_window(target, "res-a")
-    mastra = node(mongo_corpus, replica, "mastra-observe.mjs", a, "res-a", str(answer))
+    mastra = node(mongo_corpus, server, "mastra-observe.mjs", a, "res-a", str(answer))
     assert mastra["observed"] is True and mastra["scope"] == "resource"
     assert window.window_ids == mastra["window"]["ids"]
     outputs = parse_multi_thread_answer(RESOURCE_ANSWER, window.record.config)
     row = commit_resource_observation(target, window, outputs, force=mastra["forced"] is not None)
     assert row["activeObservations"] == mastra["row"]["activeObservations"]
-    changed = _same_observation(before, dump(mongo_corpus, replica, a, tmp_path / "a"),
-                                dump(mongo_corpus, replica, b, tmp_path / "b"))
+    changed = _same_observation(before, dump(mongo_corpus, server, a, tmp_path / "a"),
+                                dump(mongo_corpus, server, b, tmp_path / "b"))
     assert {k[0] for k in changed} >= {OM, THREADS}
-    report = node(mongo_corpus, replica, "continue.mjs", b, "res-a", "1")
+    report = node(mongo_corpus, server, "continue.mjs", b, "res-a", "1")
     assert report["ok"] is True, report
-
 
 
 def test_an_overtaken_reflection_on_mongodb_is_caught_and_repaired(mongo_corpus, server, tmp_path, request,

@@ -519,3 +519,60 @@ def test_a_lost_commit_answer_keeps_the_backup_and_undo_tells(mongo_corpus, tmp_
     assert main(["undo", target, "--yes", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["restored"] == 1
     assert exact(dump(mongo_corpus, server, _db(request, "b"), tmp_path / "undone")) == exact(before)
+
+
+#: Run in a child process: the CLI's update-thread, killed (os._exit, no cleanup, as a killed process) right after
+#: its row backup is saved and before anything is written: on a replica set just before commitTransaction, on a
+#: standalone server after the backup naming the first step is written and before the step.
+_KILLED_WRITE = r"""
+import os, sys
+import studio.store.write.backends.mongodb as mongo
+if sys.argv[1] == "replica-set":
+    mongo._commit = lambda *args, **kwargs: os._exit(9)
+else:
+    saved = mongo.MongoWriteTx._save_backup
+    def save_then_die(self):
+        saved(self)
+        os._exit(9)
+    mongo.MongoWriteTx._save_backup = save_then_die
+from studio.cli import main
+main(["update-thread", sys.argv[2], "--thread", "support-meta", "--title", "Killed", "--yes"])
+"""
+
+
+def test_a_backup_left_by_a_killed_write_is_set_aside_and_undo_undoes_the_write_before(
+        mongo_corpus, server, tmp_path, request, monkeypatch, capsys):
+    """A real update-thread, then one killed after its row backup was saved and before anything was written (a
+    child process ended by os._exit): the studio's undo check (`undo-check`, read-only) finds the second backup's
+    write never happened, sets it aside, and `undo` offers and undoes the first; the dump equals the one before
+    both writes. On both server kinds: the replica set's backup is saved before commitTransaction, the standalone
+    server's before its first step."""
+    import os
+    import subprocess
+    import sys
+
+    from studio.store.write.undo import candidate_backups, pick_backup
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    db = _db(request, "b")
+    target = load_copy(mongo_corpus, server, "support", db)
+    before = dump(mongo_corpus, server, db, tmp_path / "before")
+    WriteSession().update_thread(target, "support-meta", title="First")
+    first = dump(mongo_corpus, server, db, tmp_path / "first")
+    kind = request.node.callspec.params["server"]
+    killed = subprocess.run([sys.executable, "-c", _KILLED_WRITE, kind, target], capture_output=True, text=True,
+                            env={**os.environ, "XDG_DATA_HOME": str(data)}, timeout=120,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert killed.returncode == 9, killed.stderr
+    assert exact(dump(mongo_corpus, server, db, tmp_path / "killed")) == exact(first)   # nothing was written
+    candidates = candidate_backups(target)
+    assert [d["operation"] for _, d in candidates] == ["update-thread", "update-thread"]
+    assert "Killed" in json.dumps(candidates[0][1]["rows"])   # the newest backup is the killed write's
+
+    path, document = pick_backup(target, None)
+    assert path == candidates[1][0] and "First" in json.dumps(document["rows"])
+    assert json.loads(candidates[0][0].read_text(encoding="utf-8")).get("never_written")
+    assert main(["undo", target, "--yes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["restored"] == 1
+    assert exact(dump(mongo_corpus, server, db, tmp_path / "undone")) == exact(before)

@@ -24,9 +24,11 @@ from studio.store.write.tx import WriteTx
 __all__ = ["MONGODB_WRITES", "atomicity_note", "refuse_read_only_store", "write_transaction"]
 
 
-#: The writes built for @mastra/mongodb (their row-backup labels); the others refuse on a MongoDB store.
+#: The writes built for @mastra/mongodb (their row-backup labels; "undo-check" is undo's read-only look for backups
+#: whose write never happened); the others refuse on a MongoDB store.
 MONGODB_WRITES = frozenset({"reflect", "revert", "update-thread", "delete-thread", "working-memory", "undo",
-                            "delete-messages", "clear-thread", "clone", "observe", "repair", "activate"})
+                            "undo-check", "delete-messages", "clear-thread", "clone", "observe", "repair",
+                            "activate"})
 
 
 def refuse_read_only_store(target: str | os.PathLike[str], operation: str | None = None) -> None:
