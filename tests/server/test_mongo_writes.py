@@ -88,6 +88,15 @@ def shape(doc: dict, skip: set[str] = frozenset()) -> list:
     return out
 
 
+def continue_on_copy(mongo_corpus, server, dumped: Path, db: str, thread_id: str) -> dict:
+    """Reload database DB as the dump folder DUMPED holds it (our write's result) into a fresh database and let real
+    Mastra run one more agent turn on THREAD_ID there (`continue.mjs`); its report. The database written by the
+    studio stays as it was, so its undo can still be checked."""
+    copy = db + "c"
+    _run(["node", "mongo-load.mjs", str(dumped / db), server.node_url, copy], mongo_corpus.corpus, 120)
+    return node(mongo_corpus, server, "continue.mjs", copy, thread_id, "1")
+
+
 def answer_file(tmp_path, text: str) -> str:
     path = tmp_path / "answer.txt"
     path.write_text(text, encoding="utf-8")
@@ -180,7 +189,8 @@ def _same_changes(before: dict, after_a: dict, after_b: dict) -> tuple[dict, dic
 def test_update_thread_on_mongodb_equals_mastra_and_undo_restores(mongo_corpus, server, tmp_path, request,
                                                                  monkeypatch, capsys):
     """Memory.updateThread (a title, metadata merged: a new numeric-looking key goes first, as in a JavaScript
-    object; a nested document; a double and an int): the same document as Mastra's; undo restores the dump."""
+    object; a nested document; a double and an int): the same document as Mastra's; Mastra carries on from ours;
+    undo restores the dump."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     a, b = _db(request, "a"), _db(request, "b")
     load_copy(mongo_corpus, server, "support", a)
@@ -193,6 +203,8 @@ def test_update_thread_on_mongodb_equals_mastra_and_undo_restores(mongo_corpus, 
                                   dump(mongo_corpus, server, b, tmp_path / "b"))
     assert list(changed) == [(THREADS, "support-meta")]
     assert next(iter(changed[(THREADS, "support-meta")]["metadata"])) == "10"
+    report = continue_on_copy(mongo_corpus, server, tmp_path / "b", b, "support-meta")
+    assert report["ok"] is True, report
     assert main(["undo", target, "--yes", "--json"]) == 0
     capsys.readouterr()
     assert exact(dump(mongo_corpus, server, b, tmp_path / "undone")) == exact(before)
@@ -220,6 +232,8 @@ def test_working_memory_on_mongodb_equals_mastra_and_undo_restores(mongo_corpus,
         states.append(after_b)
         # the next round compares from the same state on both sides: bring A to B's times (Mastra's own "now")
         _run(["node", "mongo-load.mjs", str(tmp_path / f"b{n}" / b), server.node_url, a], mongo_corpus.corpus, 120)
+    report = continue_on_copy(mongo_corpus, server, tmp_path / "b1", b, thread_id)
+    assert report["ok"] is True, report
     for n in (1, 0):
         assert main(["undo", target, "--yes", "--json"]) == 0
         capsys.readouterr()
@@ -326,6 +340,9 @@ def test_delete_messages_and_clear_on_mongodb_equal_mastra_and_undo_puts_them_ba
     _, changed, removed = _same_changes(after_delete, dump(mongo_corpus, server, a, tmp_path / "a2"),
                                         dump(mongo_corpus, server, b, tmp_path / "b2"))
     assert removed == sorted((MESSAGES, i) for i in other) and list(changed) == [(THREADS, "support-2")]
+    for dumped, thread_id in ((tmp_path / "b1", "support-1"), (tmp_path / "b2", "support-2")):
+        report = continue_on_copy(mongo_corpus, server, dumped, b, thread_id)
+        assert report["ok"] is True, (thread_id, report)
 
     assert main(["undo", target, "--yes", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["reinserted"] == len(other)
