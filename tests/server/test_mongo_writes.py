@@ -593,3 +593,35 @@ def test_a_backup_left_by_a_killed_write_is_set_aside_and_undo_undoes_the_write_
     assert main(["undo", target, "--yes", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["restored"] == 1
     assert exact(dump(mongo_corpus, server, db, tmp_path / "undone")) == exact(before)
+
+
+def test_a_write_conflict_on_the_replica_set_refuses_busy_and_writes_nothing(mongo_corpus, tmp_path, request,
+                                                                           monkeypatch):
+    """A real server answers a document another transaction holds with WriteConflict (code 112, labelled
+    TransientTransactionError); jongodb isolates nothing, so the driver's update raises the error a real replica
+    set sends, inside a real transaction. The write is refused "busy" with a sentence, the transaction aborted: the
+    dump is unchanged and no row backup is left."""
+    import pymongo
+    from pymongo.collection import Collection
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    server = mongo_corpus.server
+    db = _db(request, "b")
+    target = load_copy(mongo_corpus, server, "support", db)
+    before = dump(mongo_corpus, server, db, tmp_path / "before")
+
+    def conflict(self, *args, **kwargs):
+        raise pymongo.errors.OperationFailure(
+            "WriteConflict error: this operation conflicted with another operation. Please retry your operation or "
+            "multi-document transaction.", 112, {"errorLabels": ["TransientTransactionError"], "code": 112,
+                                                 "codeName": "WriteConflict", "ok": 0})
+    monkeypatch.setattr(Collection, "update_one", conflict)
+    with pytest.raises(WriteRefused) as refused:
+        WriteSession().update_thread(target, "support-meta", title="Conflicted")
+    monkeypatch.undo()
+    said = str(refused.value)
+    assert refused.value.reason == "busy" and "write conflict" in said and "Try again" in said
+    assert exact(dump(mongo_corpus, server, db, tmp_path / "after")) == exact(before)
+    folder = data / "memory-studio" / "backups"
+    assert not folder.is_dir() or not list(folder.glob("*.json"))
