@@ -6,6 +6,7 @@ import subprocess
 
 import psycopg
 
+from tests.interop.conftest import changes as changes  # re-exported: the server write tests take it from here
 from tests.interop.conftest import run_node
 from tests.server.test_pg_store import pg_dump_binary
 
@@ -44,20 +45,6 @@ def dump_schema(url: str, schema: str) -> dict[str, dict[str, dict]]:
             rows = conn.execute(f'SELECT {exprs} FROM "{schema}"."{table}"').fetchall()
             out[table] = {r[names.index("id")]: dict(zip(names, r, strict=True)) for r in rows}
     return out
-
-
-def changes(before: dict, after: dict) -> tuple[dict, dict, list]:
-    """Return ({table: [added rows]}, {(table, id, column): new value}, [(table, id) removed])."""
-    added, changed = {}, {}
-    for table, rows in after.items():
-        for key, row in rows.items():
-            old = before.get(table, {}).get(key)
-            if old is None:
-                added.setdefault(table, []).append(row)
-            else:
-                changed.update({(table, key, col): val for col, val in row.items() if old.get(col) != val})
-    removed = [(t, k) for t, rows in before.items() for k in rows if k not in after.get(t, {})]
-    return added, changed, removed
 
 
 def same_row(a: dict, b: dict, skip: set[str] = frozenset()) -> list[str]:
