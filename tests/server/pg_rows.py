@@ -21,6 +21,14 @@ def copy_schema(pg_corpus, src: str, dst: str) -> str:
     return pg_corpus.target(dst)
 
 
+def copy_pair(pg_corpus, scenario: str, a: str, b: str) -> tuple[str, dict]:
+    """Copy SCENARIO's schema to A (for Mastra's write) and B (for ours); return B's studio URL and A's dump
+    (`dump_schema`) before either write, which is B's too."""
+    copy_schema(pg_corpus, scenario, a)
+    target = copy_schema(pg_corpus, scenario, b)
+    return target, dump_schema(pg_corpus.url, a)
+
+
 def node_pg(pg_corpus, script: str, *args: str) -> dict:
     """Run a corpus script against the test server (`--store pg --url …`) and return its JSON."""
     return run_node(pg_corpus.corpus, script, *args, "--store", "pg", "--url", pg_corpus.url)

@@ -22,7 +22,7 @@ from studio.store import open_store
 from studio.store.writes import WriteSession, clear_thread, commit_reflection, revert_to_generation
 from tests.fake_llm import Reply
 from tests.interop.answers import answer_for, parse_answer
-from tests.server.pg_rows import TIME_COLUMNS, changes, copy_schema, dump_schema, node_pg, same_row
+from tests.server.pg_rows import TIME_COLUMNS, changes, copy_pair, copy_schema, dump_schema, node_pg, same_row
 from tests.server.write_helpers import commit_answer
 
 OM = "mastra_observational_memory"
@@ -46,9 +46,7 @@ def _two_copies(pg_corpus, request, scenario: str) -> tuple[str, str, str, dict]
     """Copy SCENARIO's schema twice for this test (`_schemas`: A for Mastra's write, B for ours); return A, B, the
     studio's URL of B and A's dump before either write (B's is the same)."""
     a, b = _schemas(request, scenario)
-    copy_schema(pg_corpus, scenario, a)
-    target = copy_schema(pg_corpus, scenario, b)
-    return a, b, target, dump_schema(pg_corpus.url, a)
+    return a, b, *copy_pair(pg_corpus, scenario, a, b)
 
 
 def _write_answer(tmp_path, text: str):
