@@ -23,8 +23,11 @@ class StudioError(Exception):
 #: What a StoreError says about a server the user connects to (`StoreError.kind`), set by the backends from the
 #: driver's codes: "auth" (the server refused the password or token given), "no-secret" (it asks for one and none
 #: was given), "unreachable" (no server answered, or the connection died), "no-database" (the server answered but
-#: has no such database), "not-mastra" (connected, but no Mastra tables there).
-STORE_ERROR_KINDS = frozenset({"auth", "no-secret", "unreachable", "no-database", "not-mastra"})
+#: has no such database), "not-mastra" (connected, but no Mastra tables there), "login-refused" (the server refused
+#: the user for another reason than a password: no such role, a role that may not log in, no pg_hba.conf rule),
+#: "too-many-connections" (the server's, the role's or the database's connection slots are all taken).
+STORE_ERROR_KINDS = frozenset({"auth", "no-secret", "unreachable", "no-database", "not-mastra", "login-refused",
+                               "too-many-connections"})
 
 
 class StoreError(StudioError):

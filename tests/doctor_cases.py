@@ -184,53 +184,23 @@ def _reflect(conn, key: str, added: list[str], kept_after: list[str]) -> dict:
     return rows[-1]
 
 
-def lost_template_topic(conn, path):
-    dropped = "* 🔴 (09:30) User asked about beekeeping hives: What are the risks I am not seeing?"
-    kept = "* 🔴 (09:32) User asked about home network VLANs: What are the risks I am not seeing?"
-    _reflect(conn, "thread:support-5", [dropped, kept], [kept])
-    return {("lost-high-priority", "thread:support-5", dropped)}
+def lost(thread_id: str, dropped: str, *kept: str) -> Callable[[sqlite3.Connection, Path], set[Label]]:
+    """Return the edit of a reflection of THREAD_ID's log that holds DROPPED and KEPT and keeps only KEPT:
+    DROPPED is a lost 🔴 line, however alike KEPT reads (same template, other name, other number)."""
+    def edit(conn, path):
+        _reflect(conn, f"thread:{thread_id}", [dropped, *kept], list(kept))
+        return {("lost-high-priority", f"thread:{thread_id}", dropped)}
+    return edit
 
 
-def lost_name_changed(conn, path):
-    dropped = "* 🔴 (09:30) User's manager is Priya Raman; escalations go to her."
-    kept = "* 🔴 (09:31) User's manager is Tomas Berg; escalations go to him."
-    _reflect(conn, "thread:support-4", [dropped, kept], [kept])
-    return {("lost-high-priority", "thread:support-4", dropped)}
-
-
-def lost_number_changed(conn, path):
-    dropped = "* 🔴 (09:30) The budget for the migration is $48,000 for Q1."
-    kept = "* 🔴 (09:31) The budget for the hiring plan is $12,500 for Q1."
-    _reflect(conn, "thread:support-3", [dropped, kept], [kept])
-    return {("lost-high-priority", "thread:support-3", dropped)}
-
-
-def lost_without_trace(conn, path):
-    dropped = "* 🔴 (09:31) User is allergic to penicillin; never suggest it."
-    _reflect(conn, "thread:support-5", [dropped], [])
-    return {("lost-high-priority", "thread:support-5", dropped)}
-
-
-def reworded_kept(conn, path):
-    kept = "* 🔴 (09:30) User's daughter Emma starts kindergarten on September 3 at Lindenhof school."
-    reworded = "* 🔴 (09:30) Emma (the user's daughter) begins kindergarten Sept 3, Lindenhof school."
-    _reflect(conn, "thread:support-5", [kept], [reworded])
-    return set()
-
-
-def merged_kept(conn, path):
-    a = "* 🔴 (09:30) User's flight to Oslo leaves March 14."
-    b = "* 🔴 (09:31) User booked the Grand Hotel in Oslo."
-    merged = "* 🔴 (09:31) User flies to Oslo on March 14 and booked the Grand Hotel there."
-    _reflect(conn, "thread:support-4", [a, b], [merged])
-    return set()
-
-
-def condensed_kept(conn, path):
-    kept = "* 🔴 (09:30) User said the production database runs PostgreSQL 16.2 on a Hetzner server in Falkenstein."
-    condensed = "* 🔴 (09:30) Production DB: PostgreSQL 16.2, Hetzner, Falkenstein."
-    _reflect(conn, "thread:support-3", [kept], [condensed])
-    return set()
+def not_lost(thread_id: str, added: list[str], kept_after: list[str]) -> Callable[[sqlite3.Connection, Path],
+                                                                                  set[Label]]:
+    """Return the edit of a reflection of THREAD_ID's log that holds ADDED and writes them again as KEPT_AFTER
+    (reworded, merged, condensed): no line is lost."""
+    def edit(conn, path):
+        _reflect(conn, f"thread:{thread_id}", added, kept_after)
+        return set()
+    return edit
 
 
 # --- superseded-write --------------------------------------------------------------------------------------
@@ -385,13 +355,28 @@ CASES = [Case(f"fixture {name}", name) for name in ("support", "buffered", "reso
     Case("no duplicate: user repeats", "support", user_repeats_words),
     Case("no duplicate: minutes apart", "support", same_answer_minutes_apart),
     Case("no duplicate: asked again after 70 s", "support", same_message_minutes_later),
-    Case("lost: template, other topic", "support", lost_template_topic),
-    Case("lost: other name", "support", lost_name_changed),
-    Case("lost: other number", "support", lost_number_changed),
-    Case("lost: no trace", "support", lost_without_trace),
-    Case("not lost: reworded", "support", reworded_kept),
-    Case("not lost: merged", "support", merged_kept),
-    Case("not lost: condensed", "support", condensed_kept),
+    Case("lost: template, other topic", "support", lost(
+        "support-5", "* 🔴 (09:30) User asked about beekeeping hives: What are the risks I am not seeing?",
+        "* 🔴 (09:32) User asked about home network VLANs: What are the risks I am not seeing?")),
+    Case("lost: other name", "support", lost(
+        "support-4", "* 🔴 (09:30) User's manager is Priya Raman; escalations go to her.",
+        "* 🔴 (09:31) User's manager is Tomas Berg; escalations go to him.")),
+    Case("lost: other number", "support", lost(
+        "support-3", "* 🔴 (09:30) The budget for the migration is $48,000 for Q1.",
+        "* 🔴 (09:31) The budget for the hiring plan is $12,500 for Q1.")),
+    Case("lost: no trace", "support", lost(
+        "support-5", "* 🔴 (09:31) User is allergic to penicillin; never suggest it.")),
+    Case("not lost: reworded", "support", not_lost(
+        "support-5", ["* 🔴 (09:30) User's daughter Emma starts kindergarten on September 3 at Lindenhof school."],
+        ["* 🔴 (09:30) Emma (the user's daughter) begins kindergarten Sept 3, Lindenhof school."])),
+    Case("not lost: merged", "support", not_lost(
+        "support-4", ["* 🔴 (09:30) User's flight to Oslo leaves March 14.",
+                      "* 🔴 (09:31) User booked the Grand Hotel in Oslo."],
+        ["* 🔴 (09:31) User flies to Oslo on March 14 and booked the Grand Hotel there."])),
+    Case("not lost: condensed", "support", not_lost(
+        "support-3", ["* 🔴 (09:30) User said the production database runs PostgreSQL 16.2 on a Hetzner server in "
+                      "Falkenstein."],
+        ["* 🔴 (09:30) Production DB: PostgreSQL 16.2, Hetzner, Falkenstein."])),
     Case("superseded: overtaking write", "support", overtaking_write),
     Case("not superseded: reflect after observe", "support", reflect_after_observe),
     Case("degenerate loop", "support", degenerate_loop),

@@ -1,15 +1,16 @@
 """How a failure reaches the user, for both faces: exit codes, `BadInput`, and the studio's sentences (no Qt).
 
-Exit codes, the same for every command and for the studio's start (`exit_code_for` maps an error
-to one): 0 done; 1 unexpected failure (a bug, a provider/engine failure); 2 bad input (missing
-file or thread, not SQLite, not a Mastra database, a damaged file where the command reads,
-invalid arguments); 3 refused, nothing written (the file is busy or locked, changed since it was
-read, the agent is active, a write was overtaken and left unrepaired, or the answer at a prompt
-was no); 4 I/O (disk full, read-only file or folder, disk I/O error); 5 outcome found after
-reconnecting (a write's COMMIT was sent, the connection dropped before its answer, and a re-read
-after reconnecting found it written, backup kept, or not written); 6 dead server (a server store
-could not be reached or the connection died: nothing was written, or, when it died after COMMIT
-was sent and never came back, the outcome is unknown and the backup kept). 130 on Ctrl-C.
+Exit codes, the same for every command and for the studio's start (`exit_code_for` maps an error to
+one): 0 done; 1 unexpected failure (a bug, a provider/engine failure); 2 bad input (missing file or
+thread, not SQLite, not a Mastra database, a damaged file where the command reads, invalid
+arguments); 3 refused, nothing written (the file is busy or locked, changed since it was read, the
+agent is active, a write was overtaken and left unrepaired, the server has no connection free, or
+the answer at a prompt was no); 4 I/O (disk full, read-only file or folder, disk I/O error); 5
+outcome found after reconnecting (a write's COMMIT was sent, the connection dropped before its
+answer, and a re-read after reconnecting found it written, backup kept, or not written); 6 dead
+server (a server store could not be reached or the connection died: nothing was written, or, when it
+died after COMMIT was sent and never came back, the outcome is unknown and the backup kept). 130 on
+Ctrl-C.
 
 `report_failures` runs a face's work and turns what it raises into one line on stderr and that
 code; `describe_error` gives the studio's one sentence for a failed read, preview or write.
@@ -62,8 +63,8 @@ def exit_code_for(exc: BaseException) -> int:
     cause's: `studio.errors.store_error_kind`, the server gone or the connection died). WriteRefused:
     "invalid" / "not-found" / "conflict" -> 2, the others (busy, reflecting, generation-changed) -> 3.
     StoreError: an I/O cause (disk full, read-only, I/O error; the
-    message or any chained cause) -> 4, a lock -> 3, otherwise 2. BadInput -> 2. Any other
-    StudioError -> 1.
+    message or any chained cause) -> 4, a lock or kind "too-many-connections" -> 3, otherwise 2.
+    BadInput -> 2. Any other StudioError -> 1.
     """
     from studio.errors import OutcomeFoundAfterReconnect, ServerUnreachable, WriteRefused, store_error_kind
 
@@ -82,7 +83,7 @@ def exit_code_for(exc: BaseException) -> int:
         # input, 2); it means I/O (4) only when the studio's message itself says so
         if any(w in text for w in _IO_WORDS if w != "disk i/o error") or "disk i/o error" in texts[0]:
             return EXIT_IO
-        if any(w in text for w in _LOCK_WORDS):
+        if any(w in text for w in _LOCK_WORDS) or store_error_kind(exc) == "too-many-connections":
             return EXIT_REFUSED
         if store_error_kind(exc) == "unreachable":   # set by the backends from the driver's codes
             return EXIT_SERVER_DOWN

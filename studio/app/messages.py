@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.app.loads import require_store
+from studio.app.uncountable import UncountableMessage, uncountable_sentence
 from studio.common.metadata_filter import validate_metadata_filter
 from studio.engine import tokens
 from studio.engine.speakers import SpeakerReport, attribute_message
@@ -27,11 +28,16 @@ from studio.store.records import Message
 
 @dataclass
 class MessageRow:
-    """One message with its token counts: Mastra's estimate and the exact o200k count (tokens)."""
+    """One message with its token counts: Mastra's estimate and the exact o200k count (tokens).
+
+    `uncountable`: when Mastra's own count throws on the message (UncountableMessage), the sentence saying why
+    (`uncountable_sentence`), and `estimate` is None; else None.
+    """
 
     message: Message
     estimate: int | None
     exact: int | None
+    uncountable: str | None = None
 
 
 @dataclass
@@ -45,17 +51,21 @@ class MessagePage:
 
 
 def message_row(message: Message) -> MessageRow:
-    """Return MESSAGE with its Mastra estimate and exact o200k token counts (None if uncountable)."""
+    """Return MESSAGE with its Mastra estimate and exact o200k token counts (None if uncountable; a message Mastra's
+    TokenCounter throws on carries the sentence why in `uncountable`)."""
     shaped = message.as_mastra()
+    uncountable = None
     try:
         estimate = tokens.count_messages([shaped])
+    except UncountableMessage as exc:
+        estimate, uncountable = None, uncountable_sentence(exc.for_message(message.id))
     except StudioError:
         estimate = None
     try:
         exact = tokens.exact_message_tokens(shaped)
     except StudioError:
         exact = None
-    return MessageRow(message, estimate, exact)
+    return MessageRow(message, estimate, exact, uncountable)
 
 
 def load_message_page(store: MemoryStore | None, thread_id: str, offset: int, limit: int,

@@ -15,7 +15,8 @@ from studio.store.credentials import secret_kind
 from studio.store.target import redact_url
 
 #: outcome → what the user should do about it (the sentence starts with what happened).
-OUTCOMES = ("ok", "auth", "no-secret", "unreachable", "not-mastra", "no-database", "error")
+OUTCOMES = ("ok", "auth", "no-secret", "unreachable", "not-mastra", "no-database", "login-refused",
+            "too-many-connections", "error")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,10 @@ def classify_failure(url: str, exc: BaseException) -> ConnectionCheck:
         return ConnectionCheck("no-database", f"The server answered, but the database does not exist: {detail}")
     if kind == "unreachable":
         return ConnectionCheck("unreachable", f"The server is down or unreachable: {detail}")
+    if kind == "login-refused":
+        return ConnectionCheck("login-refused", f"The server refused this user (not a {secret} matter): {detail}")
+    if kind == "too-many-connections":
+        return ConnectionCheck("too-many-connections", f"The server answered but took no new connection: {detail}")
     return ConnectionCheck("error", detail if shown in detail else f"{shown}: {detail}")
 
 

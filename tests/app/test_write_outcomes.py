@@ -69,6 +69,11 @@ def test_a_dead_server_is_sorted_by_the_driver_s_codes_not_by_words():
         == "unreachable"
     assert pg_error_kind(psycopg.errors.lookup("3D000")('database "nope" does not exist')) == "no-database"
     assert pg_error_kind(psycopg.errors.lookup("42P01")('relation "x" does not exist')) is None
+    # an error that carries the server's SQLSTATE (a failed connect carries none: tests/server/test_pg_connect.py)
+    assert pg_error_kind(psycopg.errors.lookup("28000")('role "ghost" does not exist')) == "login-refused"
+    assert pg_error_kind(psycopg.errors.lookup("53300")("sorry, too many clients already")) == "too-many-connections"
+    assert exit_code_for(StoreError("Cannot connect to x: full", kind="too-many-connections")) == EXIT_REFUSED
+    assert exit_code_for(StoreError("Cannot connect to x: no role", kind="login-refused")) == EXIT_BAD_INPUT
     assert mongo_error_kind(pymongo.errors.ServerSelectionTimeoutError("127.0.0.1:1: [Errno 111]")) == "unreachable"
     assert mongo_error_kind(pymongo.errors.OperationFailure("Authentication failed.", code=18)) == "auth"
     assert mongo_error_kind(pymongo.errors.OperationFailure("ns not found", code=26)) is None

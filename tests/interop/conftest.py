@@ -147,6 +147,20 @@ def dump_tables(path: Path) -> dict[str, dict[str, dict]]:
         conn.close()
 
 
+def changes(before: dict, after: dict) -> tuple[dict, dict, list]:
+    """Return ({table: [added rows]}, {(table, id, column): new value}, [(table, id) removed])."""
+    added, changed = {}, {}
+    for table, rows in after.items():
+        for key, row in rows.items():
+            old = before.get(table, {}).get(key)
+            if old is None:
+                added.setdefault(table, []).append(row)
+            else:
+                changed.update({(table, key, col): val for col, val in row.items() if old.get(col) != val})
+    removed = [(t, k) for t, rows in before.items() for k in rows if k not in after.get(t, {})]
+    return added, changed, removed
+
+
 def file_state(path: Path) -> tuple:
     """Return (sha256 of the main file, sha256 of the -wal or None): what must not change on a refusal."""
     wal = Path(str(path) + "-wal")

@@ -16,7 +16,7 @@ from studio.store import open_store
 from studio.store.writes import commit_reflection
 from tests.conftest import copy_fixture
 from tests.interop.answers import answer_for, parse_answer
-from tests.interop.conftest import dump_tables, run_node
+from tests.interop.conftest import changes, dump_tables, run_node
 
 TIME_COLUMNS = {"createdAt", "updatedAt", "lastReflectionAt"}
 
@@ -40,16 +40,8 @@ def _metadata_to_text(path, thread_id):
 
 
 def _changes(before: dict, after: dict) -> tuple[dict, dict]:
-    """Return ({table: [added rows]}, {(table, id, column): new value}) between two dumps."""
-    added, changed = {}, {}
-    for table, rows in after.items():
-        for key, row in rows.items():
-            old = before.get(table, {}).get(key)
-            if old is None:
-                added.setdefault(table, []).append(row)
-            else:
-                changed.update({(table, key, col): val for col, val in row.items() if old.get(col) != val})
-    removed = [(t, k) for t, rows in before.items() for k in rows if k not in after.get(t, {})]
+    """Return ({table: [added rows]}, {(table, id, column): new value}) between two dumps; no row removed."""
+    added, changed, removed = changes(before, after)
     assert removed == []
     return added, changed
 

@@ -51,6 +51,25 @@ def cli_json(argv: list[str]) -> dict:
     return json.loads(out.getvalue())
 
 
+def run_every_read_command(target: str) -> None:
+    """Run every read command of the CLI on TARGET (a server store URL) as JSON: inspect, then tokens, recall and
+    speakers of every thread, timeline and turn context of every thread with an OM record, doctor and threads.
+    Each must exit 0 with a JSON document (`cli_json`); the reads-leave-the-data-unchanged tests call it."""
+    data = cli_json(["inspect", target, "--json"])
+    with_om = {tid for om in data["observational_memory"] for tid in om["status"]}
+    assert with_om
+    for t in data["threads"]:
+        argvs = [["tokens", target, t["id"], "--json"], ["recall", target, "--thread", t["id"], "--all", "--json"],
+                 ["speakers", target, "--thread", t["id"], "--json"]]
+        if t["id"] in with_om:   # the Timeline and turn context need an OM record
+            argvs += [["timeline", target, "--thread", t["id"], "--json"],
+                      ["context", target, "--thread", t["id"], "--turn", "1", "--json"]]
+        for argv in argvs:
+            cli_json(argv)
+    cli_json(["doctor", target, "--json"])
+    cli_json(["threads", target, "--all", "--json"])
+
+
 def inspect_differences(target: str, oracle: dict) -> list[str]:
     """Differences between `inspect --json` on TARGET and ORACLE (threads, statuses, histories)."""
     data = cli_json(["inspect", target, "--json"])

@@ -6,6 +6,7 @@ import subprocess
 
 import psycopg
 
+from tests.interop.conftest import changes as changes  # re-exported: the server write tests take it from here
 from tests.interop.conftest import run_node
 from tests.server.test_pg_store import pg_dump_binary
 
@@ -18,6 +19,14 @@ def copy_schema(pg_corpus, src: str, dst: str) -> str:
     """Copy schema SRC to DST with the corpus's copy.mjs (Mastra's own copy); return DST's studio URL."""
     run_node(pg_corpus.corpus, "copy.mjs", src, dst, "--store", "pg", "--url", pg_corpus.url)
     return pg_corpus.target(dst)
+
+
+def copy_pair(pg_corpus, scenario: str, a: str, b: str) -> tuple[str, dict]:
+    """Copy SCENARIO's schema to A (for Mastra's write) and B (for ours); return B's studio URL and A's dump
+    (`dump_schema`) before either write, which is B's too."""
+    copy_schema(pg_corpus, scenario, a)
+    target = copy_schema(pg_corpus, scenario, b)
+    return target, dump_schema(pg_corpus.url, a)
 
 
 def node_pg(pg_corpus, script: str, *args: str) -> dict:
@@ -44,20 +53,6 @@ def dump_schema(url: str, schema: str) -> dict[str, dict[str, dict]]:
             rows = conn.execute(f'SELECT {exprs} FROM "{schema}"."{table}"').fetchall()
             out[table] = {r[names.index("id")]: dict(zip(names, r, strict=True)) for r in rows}
     return out
-
-
-def changes(before: dict, after: dict) -> tuple[dict, dict, list]:
-    """Return ({table: [added rows]}, {(table, id, column): new value}, [(table, id) removed])."""
-    added, changed = {}, {}
-    for table, rows in after.items():
-        for key, row in rows.items():
-            old = before.get(table, {}).get(key)
-            if old is None:
-                added.setdefault(table, []).append(row)
-            else:
-                changed.update({(table, key, col): val for col, val in row.items() if old.get(col) != val})
-    removed = [(t, k) for t, rows in before.items() for k in rows if k not in after.get(t, {})]
-    return added, changed, removed
 
 
 def same_row(a: dict, b: dict, skip: set[str] = frozenset()) -> list[str]:

@@ -21,7 +21,7 @@ from studio.store.cells import DamagedText
 from studio.store.credentials import libsql_token
 from studio.store.probe import check_connection
 from studio.store.target import parse_target, redact_url
-from tests.server.checks import cli_json
+from tests.server.checks import cli_json, run_every_read_command
 from tests.server.sqld import add_thread, dump, make_memory, pipeline
 
 
@@ -32,19 +32,7 @@ def test_reads_leave_the_server_data_unchanged(sqld_corpus):
     assert any("support-1" in row for table in before["support"][1] for row in table)
     for scenario in before:
         target = sqld_corpus.target(scenario)
-        data = cli_json(["inspect", target, "--json"])
-        with_om = {tid for om in data["observational_memory"] for tid in om["status"]}
-        assert with_om
-        for t in data["threads"]:
-            argvs = [["tokens", target, t["id"], "--json"], ["recall", target, "--thread", t["id"], "--all", "--json"],
-                     ["speakers", target, "--thread", t["id"], "--json"]]
-            if t["id"] in with_om:   # the Timeline and turn context need an OM record
-                argvs += [["timeline", target, "--thread", t["id"], "--json"],
-                          ["context", target, "--thread", t["id"], "--turn", "1", "--json"]]
-            for argv in argvs:
-                cli_json(argv)
-        cli_json(["doctor", target, "--json"])
-        cli_json(["threads", target, "--all", "--json"])
+        run_every_read_command(target)
     assert {s: dump(sqld_corpus.target(s)) for s in before} == before
 
 

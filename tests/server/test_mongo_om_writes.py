@@ -18,7 +18,6 @@ from studio.app.observation import parse_multi_thread_answer
 from studio.engine.observe_window import observation_window, resource_observation_window
 from studio.engine.observer import parse_answer
 from studio.engine.tokens import count_observations
-from studio.store import open_store
 from studio.store.write.observation import commit_observation
 from studio.store.write.observation_resource import commit_resource_observation
 from studio.store.writes import undo_write
@@ -35,7 +34,9 @@ from tests.server.test_mongo_writes import (
     load_copy,
     node,
     shape,
+    two_copies,
 )
+from tests.server.write_helpers import commit_answer
 
 
 def _comparable(key: tuple[str, str], doc: dict) -> list:
@@ -60,10 +61,7 @@ def _same_observation(before: dict, after_a: dict, after_b: dict) -> dict:
 def _thread_observation(mongo_corpus, server, tmp_path, request, scenario: str, thread_id: str, shape_args: dict):
     """Load SCENARIO twice, let Mastra observe THREAD_ID on copy A and the studio on copy B with the same answer;
     return (the dump before, copy B's target, B's database, Mastra's report, our changed documents)."""
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, scenario, a)
-    target = load_copy(mongo_corpus, server, scenario, b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, scenario)
     text, _ = _answer(**shape_args)
     answer = tmp_path / "answer.txt"
     answer.write_text(text, encoding="utf-8")
@@ -107,10 +105,7 @@ def test_cli_observe_with_a_model_on_mongodb_equals_mastra(mongo_corpus, server,
     from tests.fake_llm import Reply
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, "support", a)
-    target = load_copy(mongo_corpus, server, "support", b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, "support")
     text, _ = _answer(task=True, response=True, title="Observed title here")
     answer = tmp_path / "answer.txt"
     answer.write_text(text, encoding="utf-8")
@@ -135,10 +130,7 @@ def test_resource_observation_on_mongodb_equals_mastra_and_mastra_continues(mong
     the record, every thread of the resource and the markers' messages): the `resource` scenario's dump loaded
     into each; the documents equal Mastra's observation with the same answer, and Mastra carries on."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, "resource", a)
-    target = load_copy(mongo_corpus, server, "resource", b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, "resource")
     answer = tmp_path / "answer.txt"
     answer.write_text(RESOURCE_ANSWER, encoding="utf-8")
     window = resource_observation_window(target, "res-a")
@@ -166,22 +158,15 @@ def test_an_overtaken_reflection_on_mongodb_is_caught_and_repaired(mongo_corpus,
     import pymongo
 
     from studio.store.write.protocol import find_overtaking_writes, history_reader, unrepaired
-    from studio.store.write.reflection import commit_reflection
     from studio.store.writes import repair_overtaken_writes
     from tests.interop.answers import answer_for, parse_answer
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     b = _db(request, "b")
     target = load_copy(mongo_corpus, server, "support", b)
-    with open_store(target) as store:
-        key = store.lookup_key_for_thread(store.get_thread("support-1"))
-        current = store.om_current(key)
+    ours, key, current = commit_answer(target, "support-1", answer_for("support"),
+                                       studio_metadata={"kind": "reflection"})
     parsed = parse_answer(answer_for("support"))
-    ours = commit_reflection(target, lookup_key=key, expected_record_id=current.id,
-                             expected_active_observations=current.active_observations,
-                             observations=parsed["observations"],
-                             observation_tokens=count_observations(parsed["observations"]),
-                             studio_metadata={"kind": "reflection"})
     assert unrepaired(find_overtaking_writes(history_reader(target, key)())) == []
     line = "* 🔴 (10:00) A line the running turn observed after the studio's commit"
     client = pymongo.MongoClient(server.url, tz_aware=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -40,6 +41,23 @@ def load_copy(mongo_corpus, server, scenario: str, db: str) -> str:
     """Load SCENARIO's dump into database DB of SERVER; return the studio's URL of it."""
     _run(["node", "mongo-load.mjs", str(mongo_corpus.dump / scenario), server.node_url, db], mongo_corpus.corpus, 120)
     return server.target(db)
+
+
+class Copies(NamedTuple):
+    """Two databases loaded from one scenario's dump: A for Mastra's write, B for ours."""
+
+    a: str
+    b: str
+    target: str   # the studio's URL of B
+    before: dict  # B's dump (as `dump` gives it) before either write; A's is the same
+
+
+def two_copies(mongo_corpus, server, request, tmp_path, scenario: str) -> Copies:
+    """Load SCENARIO's dump into this test's databases A and B of SERVER and dump B before any write."""
+    a, b = _db(request, "a"), _db(request, "b")
+    load_copy(mongo_corpus, server, scenario, a)
+    target = load_copy(mongo_corpus, server, scenario, b)
+    return Copies(a, b, target, dump(mongo_corpus, server, b, tmp_path / "before"))
 
 
 def dump(mongo_corpus, server, db: str, out: Path) -> dict[str, list[dict]]:
@@ -106,15 +124,12 @@ def answer_file(tmp_path, text: str) -> str:
 def test_reflection_on_mongodb_equals_mastra_and_mastra_continues(mongo_corpus, server, tmp_path, request,
                                                                   monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, "support", a)
-    target = load_copy(mongo_corpus, server, "support", b)
-    before = dump(mongo_corpus, server, a, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, "support")
     answer = answer_for("support")
     mastra = node(mongo_corpus, server, "mastra-reflect.mjs", a, "support-1", answer_file(tmp_path, answer))
     assert mastra["reflected"] is True
     session = WriteSession()
-    ours = commit_answer(target, "support-1", answer, session)
+    ours = commit_answer(target, "support-1", answer, session).row
 
     added_a, changed_a, removed_a = changes(before, dump(mongo_corpus, server, a, tmp_path / "a"))
     added_b, changed_b, removed_b = changes(before, dump(mongo_corpus, server, b, tmp_path / "b"))
@@ -141,10 +156,7 @@ def test_revert_and_undo_on_mongodb_restore_the_exact_dump(mongo_corpus, server,
     """A revert is Mastra's reflection holding generation 1's log (our `metadata.studio` aside); undo puts back
     every document byte for byte (field order, types, `_id`s), and a second undo finds nothing."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, "support", a)
-    target = load_copy(mongo_corpus, server, "support", b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, "support")
     with open_store(target) as store:
         key = store.lookup_key_for_thread(store.get_thread("support-1"))
         history = store.om_history(key)
@@ -192,10 +204,7 @@ def test_update_thread_on_mongodb_equals_mastra_and_undo_restores(mongo_corpus, 
     object; a nested document; a double and an int): the same document as Mastra's; Mastra carries on from ours;
     undo restores the dump."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, "support", a)
-    target = load_copy(mongo_corpus, server, "support", b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, "support")
     args = {"title": "Renamed", "metadata": {"priority": 3, "ratio": 0.5, "nested": {"a": [1, "2"]}, "10": None}}
     node(mongo_corpus, server, "studio-update-thread.mjs", a, "support-meta", json.dumps(args))
     WriteSession().update_thread(target, "support-meta", **args)
@@ -216,10 +225,7 @@ def test_working_memory_on_mongodb_equals_mastra_and_undo_restores(mongo_corpus,
     """Memory.updateWorkingMemory in each scope, twice (resource scope: the first creates the missing resource as
     updateResource's upsert does, the second updates it): the same documents as Mastra's; two undos restore."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, "support", a)
-    target = load_copy(mongo_corpus, server, "support", b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, "support")
     states = [before]
     for n, text in enumerate(["# Notes\n- Zoë likes teal", "# Notes\n- Zoë likes teal\n- and 3 cats"]):
         node(mongo_corpus, server, "studio-working-memory.mjs", a, thread_id, scope, json.dumps(text))
@@ -245,10 +251,7 @@ def test_delete_thread_on_mongodb_equals_mastra_and_undo_puts_it_back(mongo_corp
     """Memory.deleteThread on support-1 (messages, the thread, its thread-scope OM generations): the same documents
     go as in Mastra's own call; undo brings every document back as it was (`_id`, field order, types)."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, "support", a)
-    target = load_copy(mongo_corpus, server, "support", b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, "support")
     node(mongo_corpus, server, "studio-memory-delete-thread-server.mjs", a, "support-1")
     done = WriteSession().delete_thread(target, "support-1")
     _, _, removed = _same_changes(before, dump(mongo_corpus, server, a, tmp_path / "a"),
@@ -320,10 +323,7 @@ def test_delete_messages_and_clear_on_mongodb_equal_mastra_and_undo_puts_them_ba
     message of it deleted as deleteMessages would): the same documents go and the same threads are stamped as in
     Mastra's own calls; two undos put every document back exactly."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, "support", a)
-    target = load_copy(mongo_corpus, server, "support", b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, "support")
     with open_store(target) as store:
         first = [m.id for m in store.list_messages("support-1")]
         other = [m.id for m in store.list_messages("support-2")]
@@ -389,10 +389,7 @@ def test_clone_on_mongodb_equals_mastra_clone(mongo_corpus, server, tmp_path, re
     createdAt, type, content; insertMany), the same copied OM record (bufferedObservationChunks [] when the source
     has none, ids remapped); continue.mjs carries on from our clone; undo removes exactly what it added."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, scenario, a)
-    target = load_copy(mongo_corpus, server, scenario, b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, scenario)
     # (its printout of the clone is not read: a pipe keeps only what was flushed before its process.exit)
     _run(["node", "clone.mjs", a, source, "studio-clone-1", json.dumps(args), "--store", "mongodb", "--url",
           server.node_url], mongo_corpus.corpus, 300)
@@ -486,10 +483,7 @@ def test_rule_based_reflect_cli_on_mongodb_runs_the_whole_protocol_and_equals_ma
     thread's turn timings read from MongoDB) writes the generation Mastra writes when its Reflector answers with
     the log we condensed (our `metadata.studio` mark aside); `atomic` says how it was written."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _db(request, "a"), _db(request, "b")
-    load_copy(mongo_corpus, server, "support", a)
-    target = load_copy(mongo_corpus, server, "support", b)
-    before = dump(mongo_corpus, server, b, tmp_path / "before")
+    a, b, target, before = two_copies(mongo_corpus, server, request, tmp_path, "support")
     code = main(["reflect", target, "--thread", "support-1", "--strategy", "rule-based", "--yes", "--json",
                  "--quiet-period", "0", "--watch", "auto"])
     doc = json.loads(capsys.readouterr().out)

@@ -103,6 +103,43 @@ def test_the_server_s_answers_are_sorted_by_the_driver_s_state(pg_corpus, passwo
     assert caught.value.kind == "unreachable" and exit_code_for(caught.value) == EXIT_SERVER_DOWN
 
 
+def test_a_refused_user_and_a_full_server_have_their_kind_and_sentence(pg_corpus, capsys):
+    """The server's refusals that are no password matter: a role that does not exist and a NOLOGIN role (SQLSTATE
+    28000) are "login-refused", a login past its role's CONNECTION LIMIT (53300, the same code and check as a
+    server at max_connections) "too-many-connections"; each says what happened in one sentence, on the command
+    line too (exit 2 for the user, exit 3 for the full server: nothing was done, try again)."""
+    from studio.app.failures import EXIT_BAD_INPUT, EXIT_REFUSED, exit_code_for
+    from studio.cli import main
+    from studio.errors import StoreError
+    from studio.store import open_store
+
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        for role, rights in (("studio_full", "LOGIN CONNECTION LIMIT 0"), ("studio_nologin", "NOLOGIN")):
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+                conn.execute(f"CREATE ROLE {role} {rights}")
+    port = urllib.parse.urlsplit(pg_corpus.url).port
+    cases = [("studio_no_such_role", "login-refused", EXIT_BAD_INPUT,
+              "The server refused this user (not a password matter)",
+              "the server has no user (role) named studio_no_such_role (check the URL's USER)"),
+             ("studio_nologin", "login-refused", EXIT_BAD_INPUT,
+              "The server refused this user (not a password matter)",
+              "the user (role) studio_nologin may not log in (it has no LOGIN right; check the URL's USER)"),
+             ("studio_full", "too-many-connections", EXIT_REFUSED,
+              "The server answered but took no new connection",
+              f'the server at 127.0.0.1:{port} has no connection free for this login (too many connections for '
+              f'role "studio_full"): try again when other clients have closed theirs, or raise the limit')]
+    for role, kind, code, checked, said in cases:
+        url = f"postgresql://{role}@127.0.0.1:{port}/postgres?schema={SCENARIO}"
+        with pytest.raises(StoreError) as caught:
+            open_store(url)
+        assert caught.value.kind == kind and exit_code_for(caught.value) == code, caught.value
+        assert str(caught.value).endswith(said)
+        check = check_connection(url)
+        assert check.outcome == kind and check.sentence.startswith(checked) and check.sentence.endswith(said)
+        assert main(["threads", url, "--json"]) == code
+        assert said in capsys.readouterr().err
+
+
 def test_the_password_comes_from_the_session_or_the_keyring_and_a_wrong_one_is_said(
         pg_corpus, password_url, clean_env, memory_keyring):
     assert check_connection(password_url).outcome == "no-secret"

@@ -18,7 +18,7 @@ from studio.store.write.observation import commit_observation
 from studio.store.write.observation_resource import commit_resource_observation
 from studio.store.writes import undo_write
 from tests.interop.test_observe_interop import RESOURCE_ANSWER, _answer, _end_marker, _ordered, _strip
-from tests.server.pg_rows import TIME_COLUMNS, changes, copy_schema, dump_schema, node_pg
+from tests.server.pg_rows import TIME_COLUMNS, changes, copy_pair, copy_schema, dump_schema, node_pg
 
 OM = "mastra_observational_memory"
 
@@ -58,9 +58,7 @@ OBSERVE_CASES = [
 def test_observation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatch, scenario, thread_id, shape):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     a, b = f"wobs_{scenario}_a", f"wobs_{scenario}_b"
-    copy_schema(pg_corpus, scenario, a)
-    target = copy_schema(pg_corpus, scenario, b)
-    before = dump_schema(pg_corpus.url, a)
+    target, before = copy_pair(pg_corpus, scenario, a, b)
     text, _ = _answer(**shape)
     answer = tmp_path / "answer.txt"
     answer.write_text(text, encoding="utf-8")
@@ -90,9 +88,7 @@ def test_observation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatc
 def test_resource_observation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     a, b = "wobs_res_a", "wobs_res_b"
-    copy_schema(pg_corpus, "resource", a)
-    target = copy_schema(pg_corpus, "resource", b)
-    before = dump_schema(pg_corpus.url, a)
+    target, before = copy_pair(pg_corpus, "resource", a, b)
     answer = tmp_path / "answer.txt"
     answer.write_text(RESOURCE_ANSWER, encoding="utf-8")
     window = resource_observation_window(target, "res-a")
@@ -110,9 +106,7 @@ def test_resource_observation_on_postgresql_equals_mastra(pg_corpus, tmp_path, m
 def test_activation_on_postgresql_equals_mastra(pg_corpus, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     a, b = "wact_a", "wact_b"
-    copy_schema(pg_corpus, "buffered", a)
-    target = copy_schema(pg_corpus, "buffered", b)
-    before = dump_schema(pg_corpus.url, a)
+    target, before = copy_pair(pg_corpus, "buffered", a, b)
     mastra = node_pg(pg_corpus, "mastra-activate.mjs", a, "long-run")
     assert mastra["activated"] is True
     ours = activate_buffered(target, thread_id="long-run", lookup_key="thread:long-run",

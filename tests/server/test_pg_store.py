@@ -14,7 +14,7 @@ from studio.errors import SchemaError, StoreError
 from studio.store import open_store
 from studio.store.backends.pg import PgBackend
 from studio.store.target import parse_target, redact_url
-from tests.server.checks import cli_json
+from tests.server.checks import run_every_read_command
 
 
 def pg_dump_binary() -> str:
@@ -38,19 +38,7 @@ def test_reads_leave_the_server_data_byte_identical(pg_corpus, capsys):
     assert "INSERT INTO support.mastra_messages" in before
     for scenario in ("support", "buffered", "resource"):
         target = pg_corpus.target(scenario)
-        data = cli_json(["inspect", target, "--json"])
-        with_om = {tid for om in data["observational_memory"] for tid in om["status"]}
-        assert with_om
-        for t in data["threads"]:
-            argvs = [["tokens", target, t["id"], "--json"], ["recall", target, "--thread", t["id"], "--all", "--json"],
-                     ["speakers", target, "--thread", t["id"], "--json"]]
-            if t["id"] in with_om:   # the Timeline and turn context need an OM record
-                argvs += [["timeline", target, "--thread", t["id"], "--json"],
-                          ["context", target, "--thread", t["id"], "--turn", "1", "--json"]]
-            for argv in argvs:
-                cli_json(argv)
-        cli_json(["doctor", target, "--json"])
-        cli_json(["threads", target, "--all", "--json"])
+        run_every_read_command(target)
     assert dump(pg_corpus.url) == before
 
 

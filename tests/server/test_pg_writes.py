@@ -22,7 +22,7 @@ from studio.store import open_store
 from studio.store.writes import WriteSession, clear_thread, commit_reflection, revert_to_generation
 from tests.fake_llm import Reply
 from tests.interop.answers import answer_for, parse_answer
-from tests.server.pg_rows import TIME_COLUMNS, changes, copy_schema, dump_schema, node_pg, same_row
+from tests.server.pg_rows import TIME_COLUMNS, changes, copy_pair, copy_schema, dump_schema, node_pg, same_row
 from tests.server.write_helpers import commit_answer
 
 OM = "mastra_observational_memory"
@@ -40,6 +40,13 @@ def _schemas(request, scenario: str) -> tuple[str, str]:
     """Two scratch schema names for this test (copy A: Mastra's write, copy B: ours)."""
     base = "w" + hashlib.sha256(request.node.name.encode()).hexdigest()[:10]
     return f"{base}_a", f"{base}_b"
+
+
+def _two_copies(pg_corpus, request, scenario: str) -> tuple[str, str, str, dict]:
+    """Copy SCENARIO's schema twice for this test (`_schemas`: A for Mastra's write, B for ours); return A, B, the
+    studio's URL of B and A's dump before either write (B's is the same)."""
+    a, b = _schemas(request, scenario)
+    return a, b, *copy_pair(pg_corpus, scenario, a, b)
 
 
 def _write_answer(tmp_path, text: str):
@@ -60,17 +67,14 @@ REFLECT_CASES = [
 def test_reflection_on_postgresql_equals_mastra_and_mastra_continues(pg_corpus, tmp_path, request, monkeypatch,
                                                                      scenario, thread_id, options):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _schemas(request, scenario)
-    copy_schema(pg_corpus, scenario, a)
-    target = copy_schema(pg_corpus, scenario, b)
-    before = dump_schema(pg_corpus.url, a)
+    a, b, target, before = _two_copies(pg_corpus, request, scenario)
     assert dump_schema(pg_corpus.url, b) == before
     answer = answer_for(scenario, **options)
     mastra = node_pg(pg_corpus, "mastra-reflect.mjs", a, thread_id, _write_answer(tmp_path, answer))
     assert mastra["reflected"] is True
 
     session = WriteSession()
-    ours = commit_answer(target, thread_id, answer, session)
+    ours = commit_answer(target, thread_id, answer, session).row
 
     added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
     after_b = dump_schema(pg_corpus.url, b)
@@ -110,10 +114,7 @@ def test_rule_based_reflect_cli_on_postgresql_equals_mastra_writing_the_same_log
     """`reflect URL --strategy rule-based --yes`: Mastra, answering with the log we condensed, writes the same row
     (the studio's self-identifying mark in `metadata` aside), and continues from ours."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _schemas(request, "support")
-    copy_schema(pg_corpus, "support", a)
-    target = copy_schema(pg_corpus, "support", b)
-    before = dump_schema(pg_corpus.url, a)
+    a, b, target, before = _two_copies(pg_corpus, request, "support")
     code = main(["reflect", target, "--thread", "support-1", "--strategy", "rule-based", "--yes", "--json",
                  "--quiet-period", "0", "--watch", "0"])
     doc = json.loads(capsys.readouterr().out)
@@ -140,10 +141,7 @@ def test_llm_reflect_cli_on_postgresql_equals_mastra_with_the_same_answer(pg_cor
     writes when its Reflector gives the same ANSWER: the same new row (our `metadata.studio` mark aside), the same
     thread metadata, twins set; Mastra continues from it."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _schemas(request, "support")
-    copy_schema(pg_corpus, "support", a)
-    target = copy_schema(pg_corpus, "support", b)
-    before = dump_schema(pg_corpus.url, a)
+    a, b, target, before = _two_copies(pg_corpus, request, "support")
     answer = answer_for("support")
     fake_llm.push(Reply(text=answer))
     code = main(["reflect", target, "--thread", "support-1", "--model", "openai-compatible/reflector", "--base-url",
@@ -171,10 +169,7 @@ def test_revert_on_postgresql_equals_mastra_reflecting_that_generation_and_undo_
     """A revert is a reflection generation holding generation N's log (Mastra, answering with that log, writes
     the same row but for our `metadata.studio`); `undo_write` then restores every row exactly."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _schemas(request, "support")
-    copy_schema(pg_corpus, "support", a)
-    target = copy_schema(pg_corpus, "support", b)
-    before = dump_schema(pg_corpus.url, a)
+    a, b, target, before = _two_copies(pg_corpus, request, "support")
     with open_store(target) as store:
         key = store.lookup_key_for_thread(store.get_thread("support-1"))
         history = store.om_history(key)
@@ -238,10 +233,7 @@ CLONE_CASES = [
 def test_clone_on_postgresql_equals_mastra_clone(pg_corpus, tmp_path, request, monkeypatch, scenario, source, args,
                                                  run_continue):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _schemas(request, scenario)
-    copy_schema(pg_corpus, scenario, a)
-    target = copy_schema(pg_corpus, scenario, b)
-    before = dump_schema(pg_corpus.url, a)
+    a, b, target, before = _two_copies(pg_corpus, request, scenario)
     node_pg(pg_corpus, "clone.mjs", a, source, "studio-clone-1", json.dumps(args))
     options = args.get("options", {})
     session = WriteSession()
@@ -287,10 +279,7 @@ def test_clone_on_postgresql_equals_mastra_clone(pg_corpus, tmp_path, request, m
 def test_delete_and_clear_on_postgresql_equal_mastra_and_undo_puts_them_back(pg_corpus, tmp_path, request,
                                                                            monkeypatch, capsys):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _schemas(request, "history")
-    copy_schema(pg_corpus, "history", a)
-    target = copy_schema(pg_corpus, "history", b)
-    before = dump_schema(pg_corpus.url, a)
+    a, b, target, before = _two_copies(pg_corpus, request, "history")
     with open_store(target) as store:
         threads = [t.id for t in store.list_threads()]
         msgs = store.list_messages(threads[0])
@@ -335,14 +324,9 @@ def test_an_overtaken_reflection_on_postgresql_is_caught_and_repaired(pg_corpus,
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     schema = "wovertaken"
     target = copy_schema(pg_corpus, "support", schema)
-    with open_store(target) as store:
-        key = store.lookup_key_for_thread(store.get_thread("support-1"))
-        current = store.om_current(key)
+    ours, key, current = commit_answer(target, "support-1", answer_for("support"),
+                                       studio_metadata={"kind": "reflection"})
     parsed = parse_answer(answer_for("support"))
-    ours = commit_reflection(target, lookup_key=key, expected_record_id=current.id,
-                             expected_active_observations=current.active_observations,
-                             observations=parsed["observations"],
-        observation_tokens=count_observations(parsed["observations"]), studio_metadata={"kind": "reflection"})
     assert unrepaired(find_overtaking_writes(history_reader(target, key)())) == []
     line = "* 🔴 (10:00) A line the running turn observed after the studio's commit"
     with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
@@ -373,10 +357,7 @@ def test_delete_thread_on_postgresql_equals_mastra_and_undo_puts_it_back(pg_corp
     """Memory.deleteThread on support-1 (thread-scope OM generations): the same rows go as in Mastra's own call;
     undo brings every row back."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _schemas(request, "support")
-    copy_schema(pg_corpus, "support", a)
-    target = copy_schema(pg_corpus, "support", b)
-    before = dump_schema(pg_corpus.url, a)
+    a, b, target, before = _two_copies(pg_corpus, request, "support")
     node_pg(pg_corpus, "studio-memory-delete-thread-server.mjs", a, "support-1")
     done = WriteSession().delete_thread(target, "support-1")
     added_a, changed_a, removed_a = changes(before, dump_schema(pg_corpus.url, a))
@@ -407,10 +388,7 @@ def test_update_thread_on_postgresql_equals_mastra(pg_corpus, tmp_path, request,
     """Memory.updateThread (title and merged metadata): the same columns change as in Mastra's own call (the times
     aside: both now), twins included; undo puts the row back."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _schemas(request, "support")
-    copy_schema(pg_corpus, "support", a)
-    target = copy_schema(pg_corpus, "support", b)
-    before = dump_schema(pg_corpus.url, a)
+    a, b, target, before = _two_copies(pg_corpus, request, "support")
     args = {"title": "Renamed", "metadata": {"priority": 3, "nested": {"a": [1, "2"]}, "10": None}}
     node_pg(pg_corpus, "studio-update-thread.mjs", a, "support-meta", json.dumps(args))
     WriteSession().update_thread(target, "support-meta", **args)
@@ -440,10 +418,7 @@ def test_working_memory_on_postgresql_equals_mastra(pg_corpus, tmp_path, request
     """Memory.updateWorkingMemory in each scope: the same rows as Mastra's own call (times aside, twins included);
     undo puts the store back."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    a, b = _schemas(request, "support")
-    copy_schema(pg_corpus, "support", a)
-    target = copy_schema(pg_corpus, "support", b)
-    before = dump_schema(pg_corpus.url, a)
+    a, b, target, before = _two_copies(pg_corpus, request, "support")
     text = "# Notes\n- Zoë likes teal"
     node_pg(pg_corpus, "studio-working-memory.mjs", a, thread_id, scope, json.dumps(text))
     WriteSession().update_working_memory(target, thread_id=thread_id, scope=scope, text=text)

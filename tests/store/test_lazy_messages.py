@@ -107,3 +107,23 @@ def test_recall_leaves_out_a_reminder_whose_marks_are_escaped(tmp_path):
         kept = recall(store, thread_id, per_page=False)
     assert user_id in [m.id for m in everything.messages]
     assert [m.id for m in kept.messages] == [m.id for m in everything.messages if m.id != user_id]
+
+
+@pytest.mark.parametrize("stored", ['{"format": 2, "parts": [', b'{"format": 2}', None])
+def test_a_lazy_field_set_before_it_is_read_acts_as_it_always_did(stored):
+    """Thread.metadata and Message.content share one lazy mechanism (records._parsed_on_read); its setters keep
+    each field's rule: a message's content set replaces the stored text unread (no error, no damaged mark from
+    it), a thread's metadata set parses the stored value first (its error stays told); a NULL column is left
+    unparsed and reads as the eager record's defaults."""
+    from studio.store.records import Thread, thread_from_row
+
+    m = Message.stored("m1", "t1", "user", stored, "2026-01-01T00:00:00.000Z")
+    m.content = {"format": 2, "parts": []}
+    assert m == Message("m1", "t1", "user", {"format": 2, "parts": []}, "2026-01-01T00:00:00.000Z")
+    assert m.content_error is None and m.damaged_text == ()
+    t = thread_from_row({"id": "t1", "resourceId": "r1", "metadata": stored})
+    t.metadata = {"a": 1}
+    assert t.metadata == {"a": 1}
+    assert (t.metadata_error or "").startswith("malformed JSON") is isinstance(stored, str)
+    assert Message.stored("m1", "t1", "user", None, None) == Message("m1", "t1", "user", None, None)
+    assert thread_from_row({"id": "t1", "resourceId": "r1", "metadata": None}) == Thread("t1", "r1")

@@ -50,3 +50,27 @@ def test_timeline_stops_before_the_message_says_why_and_offers_no_whatif(studio,
     assert tab.summary.text().startswith(f"⚠ The series ends here: {SENTENCE_START}")
     assert not tab.whatif_button.isEnabled() and not tab.whatif_button.isChecked()
     assert f"No what-if replay exists for thread {THREAD}: {SENTENCE_START}" in tab.whatif_button.toolTip()
+
+
+def test_messages_tab_marks_the_message_s_estimate_and_says_why(studio, studio_ctx, tmp_path):
+    """Thread ▸ Messages: the message Mastra cannot count shows ⚠ in its estimate cell (not a blank dash) with the
+    sentence in the tooltip, as the thread list does; the detail header says it too; every other message has its
+    number (each is counted alone, as Mastra's TokenCounter counts one message)."""
+    from studio.ui.models.messages import MessageColumn
+
+    window = studio(make_uncountable_db(tmp_path / "u"), thread_id=THREAD, tab="messages")
+    tab = window.thread_view.messages_tab
+    model = tab.model
+    while model.canFetchMore():
+        model.fetchMore()
+        assert studio_ctx.runner.wait_idle()
+    rows = {model.index(r, 0).data(ID_ROLE): r for r in range(model.rowCount())}
+    row = rows[MESSAGE_ID]
+    cell = model.index(row, MessageColumn.ESTIMATE)
+    assert cell.data() == "⚠"
+    assert f"⚠ {SENTENCE_START}" in cell.data(Qt.ItemDataRole.ToolTipRole)
+    assert model.index(row, MessageColumn.EXACT).data()[0].isdigit()   # the exact o200k count is still there
+    others = [model.index(r, MessageColumn.ESTIMATE) for m, r in rows.items() if m != MESSAGE_ID]
+    assert others and all(c.data()[0].isdigit() and c.data(Qt.ItemDataRole.ToolTipRole) is None for c in others)
+    tab.select_row(row)
+    assert "⚠ no Mastra estimate" in tab.header.text() and SENTENCE_START in tab.header.text()

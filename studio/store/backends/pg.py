@@ -93,24 +93,39 @@ def _qmarks(sql: str) -> str:
 _NO_SERVER = ("connection refused", "could not translate host name", "name or service not known", "timeout expired",
               "no route to host", "network is unreachable", "temporary failure in name resolution",
               "nodename nor servname", "connection reset", "server closed the connection")
+#: The server's FATAL words (relayed in libpq's text) for a login it refuses with SQLSTATE 28000
+#: (invalid_authorization_specification), not for the password: no such role, a NOLOGIN role, no pg_hba.conf rule.
+_LOGIN_REFUSED = re.compile(r'role "[^"]*" (does not exist|is not permitted to log in)|no pg_hba\.conf entry'
+                            r'|pg_hba\.conf rejects connection')
+#: The server's FATAL words for SQLSTATE 53300 (too_many_connections): max_connections reached, the slots left
+#: reserved for superusers, a role's or a database's CONNECTION LIMIT.
+_NO_SLOT = ("sorry, too many clients already", "remaining connection slots are reserved",
+            "too many connections for role", "too many connections for database")
 
 
 def pg_error_kind(exc: BaseException) -> str | None:
     """The `StoreError.kind` of a psycopg error EXC, from the driver's codes, or None.
 
-    An error the server sent has its SQLSTATE: 28P01 (invalid_password) "auth", 3D000 (invalid_catalog_name)
-    "no-database", class 08 (connection exception) and 57P01-57P05 (the server shut down, or ended the session)
-    "unreachable". A failed connect has none, but libpq's connection state: PQconnectionNeedsPassword (psycopg's
-    `pgconn.needs_password`: the server asked for a password and none was available) is "no-secret"; the server's FATAL
-    relayed in libpq's text tells a refused password ("auth") or a missing database ("no-database"); libpq's own
-    words for no answer at all (refused, unknown host, timed out) "unreachable". An OperationalError with
-    neither an SQLSTATE nor a connect's state is a live session lost: "unreachable".
+    An error the server sent has its SQLSTATE: 28P01 (invalid_password) "auth", 28000
+    (invalid_authorization_specification) "login-refused", 53300 (too_many_connections) "too-many-connections",
+    3D000 (invalid_catalog_name) "no-database", class 08 (connection exception) and 57P01-57P05 (the server shut
+    down, or ended the session) "unreachable". A failed connect has none (libpq keeps no SQLSTATE for it), but
+    libpq's connection state: PQconnectionNeedsPassword (psycopg's `pgconn.needs_password`: the server asked for a
+    password and none was available) is "no-secret"; the server's FATAL relayed in libpq's text tells the same
+    SQLSTATEs apart: a refused password ("auth"), a role that does not exist or may not log in, or no pg_hba.conf
+    rule ("login-refused", 28000), no connection slot free ("too-many-connections", 53300), a missing database
+    ("no-database"); libpq's own words for no answer at all (refused, unknown host, timed out) "unreachable". An
+    OperationalError with neither an SQLSTATE nor a connect's state is a live session lost: "unreachable".
     """
     import psycopg
 
     sqlstate = getattr(exc, "sqlstate", None) or ""
     if sqlstate == "28P01":
         return "auth"
+    if sqlstate == "28000":
+        return "login-refused"
+    if sqlstate == "53300":
+        return "too-many-connections"
     if sqlstate == "3D000":
         return "no-database"
     if sqlstate.startswith(("08", "57P")):
@@ -125,6 +140,10 @@ def pg_error_kind(exc: BaseException) -> str | None:
     text = str(exc).lower()
     if "password authentication failed" in text:
         return "auth"
+    if _LOGIN_REFUSED.search(text):
+        return "login-refused"
+    if any(words in text for words in _NO_SLOT):
+        return "too-many-connections"
     if re.search(r'database "[^"]*" does not exist', text):
         return "no-database"
     if any(words in text for words in _NO_SERVER):
@@ -158,8 +177,8 @@ def describe_pg_error(exc: BaseException, location: Target | None = None, passwo
 
     libpq's own words for the usual failures become what to do: no password supplied (where the
     studio looks for one), a wrong password (where it came from, SOURCE as `credentials.pg_password`
-    names it), a refused connection, an unknown host, a missing database or role. Other errors keep
-    libpq's first line.
+    names it), a refused connection, an unknown host, a missing database or role, a role that may not log
+    in, no connection slot free. Other errors keep libpq's first line.
     """
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if location is None or not location.conninfo:
@@ -188,6 +207,13 @@ def describe_pg_error(exc: BaseException, location: Target | None = None, passwo
     match = re.search(r'role "([^"]*)" does not exist', text)
     if match:
         return f"the server has no user (role) named {match.group(1)} (check the URL's USER)"
+    match = re.search(r'role "([^"]*)" is not permitted to log in', text)
+    if match:
+        return f"the user (role) {match.group(1)} may not log in (it has no LOGIN right; check the URL's USER)"
+    if any(words in lowered for words in _NO_SLOT):
+        reason = text[text.index("FATAL:") + 6:].strip() if "FATAL:" in text else text
+        return (f"the server at {server} has no connection free for this login ({reason}): try again when other "
+                f"clients have closed theirs, or raise the limit")
     return text
 
 

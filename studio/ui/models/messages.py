@@ -24,6 +24,7 @@ from studio.app.messages import (
     load_message_page,
     load_message_rows,
 )
+from studio.app.uncountable import UNCOUNTABLE_MARK
 from studio.engine.speakers import MessageAttribution, attribute_message
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RAW_ROLE, RECORD_ROLE, SORT_ROLE
@@ -367,7 +368,7 @@ class MessageTableModel(TableModel):
                 # the tooltip), a wide one the date too
                 return fmt.clock_time(m.created_at) if self._compact else fmt.short_time(m.created_at, seconds=True)
             if col == MessageColumn.ESTIMATE:
-                return fmt.tokens(row.estimate)
+                return UNCOUNTABLE_MARK if row.uncountable else fmt.tokens(row.estimate)
             if col == MessageColumn.EXACT:
                 return fmt.tokens(row.exact)
             if col == MessageColumn.SPEAKER:
@@ -382,6 +383,8 @@ class MessageTableModel(TableModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ForegroundRole and col == MessageColumn.TEXT and not m.text:
             return QBrush(MUTED)
+        if role == Qt.ItemDataRole.ToolTipRole and col == MessageColumn.ESTIMATE and row.uncountable:
+            return fmt.plain_tooltip(f"{UNCOUNTABLE_MARK} {row.uncountable}")   # as the thread list says it
         if role == Qt.ItemDataRole.ToolTipRole and col == MessageColumn.TIME:
             return fmt.plain_tooltip(m.created_at)
         if role == Qt.ItemDataRole.ToolTipRole and col == MessageColumn.SPEAKER:

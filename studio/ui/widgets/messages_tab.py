@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from studio.app import text as fmt
 from studio.app.messages import AGENT, UNTAGGED, MessageFilters, MessageRow, describe_speaker_filter, message_position
+from studio.app.uncountable import UNCOUNTABLE_MARK
 from studio.common.metadata_filter import ValidationError, parse_key_values
 from studio.engine.speakers import SpeakerReport
 from studio.store.cells import DAMAGED_TEXT_NOTE
@@ -476,9 +477,12 @@ class MessagesTab(QWidget):
         if att is not None and att.parse.turns and att.parse.turns[0].author_id:
             who += f" · author_id {att.parse.turns[0].author_id}"
         bits = [who, fmt.local_time(m.created_at, seconds=True),
-                f"{fmt.tokens(row.estimate)} tokens (Mastra estimate)", f"{fmt.tokens(row.exact)} exact (o200k)",
+                f"{UNCOUNTABLE_MARK} no Mastra estimate" if row.uncountable
+                else f"{fmt.tokens(row.estimate)} tokens (Mastra estimate)", f"{fmt.tokens(row.exact)} exact (o200k)",
                 f"{len(kinds)} part{'s' if len(kinds) != 1 else ''}" + (f": {', '.join(kinds)}" if kinds else ""),
                 f"id {m.id}"]
+        if row.uncountable:
+            bits.append(row.uncountable)
         if m.content_error:
             bits.append(f"content is not JSON ({m.content_error})")
         if m.damaged_text:
