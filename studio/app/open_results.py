@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 #: Threads per results batch (on the database worker and in the helper process alike).
 RESULTS_CHUNK = 100
+#: How much the next batch grows while every result comes from the cache (a reopen: few batches, few repaints).
+REUSED_GROWTH = 8
 #: Thread ids per statement when a partial round reads its threads.
 THREAD_CHUNK = 400
 
@@ -175,8 +177,10 @@ class ResultsRound:
     """The threads whose results a view still waits for, RESULTS_CHUNK at a time (no Qt: the view submits
     the batches). EVERY_THREAD: the round covers the whole store (an open); else a live refresh's threads.
 
-    `next_ids()` is what the next `load_results_batch` computes; `take(batch)` records what it handled
-    and returns True once every thread is done; `add(ids)` puts threads (back) in the round.
+    `next_ids()` is what the next `load_results_batch` computes (RESULTS_CHUNK threads, REUSED_GROWTH
+    times more after a batch whose every result came from the cache: an unchanged store's reopen
+    takes a few batches); `take(batch)` records what it handled and returns True once every thread
+    is done; `add(ids)` puts threads (back) in the round.
     """
 
     def __init__(self, thread_ids=(), *, every_thread: bool = True):
@@ -184,6 +188,7 @@ class ResultsRound:
         self._left = list(dict.fromkeys(thread_ids))
         self.total = len(self._left)
         self._reread: set[str] = set()
+        self._chunk = RESULTS_CHUNK
 
     @property
     def done(self) -> int:
@@ -211,7 +216,7 @@ class ResultsRound:
 
     def next_ids(self) -> list[str]:
         """Return the ids the next batch computes."""
-        return self._left[:RESULTS_CHUNK]
+        return self._left[:self._chunk]
 
     def reread(self, thread_ids: list[str]) -> list[str]:
         """Return the ids of THREAD_IDS whose thread rows the batch reads again (see `add`)."""
@@ -222,4 +227,6 @@ class ResultsRound:
         handled = set(batch.handled) or set(self._left[:1])   # a round always ends
         self._left = [t for t in self._left if t not in handled]
         self._reread -= handled
+        self._chunk = self._chunk * REUSED_GROWTH if batch.handled and batch.reused == len(batch.handled) \
+            else RESULTS_CHUNK
         return not self._left

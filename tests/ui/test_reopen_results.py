@@ -55,9 +55,10 @@ def _shown(window) -> dict:
     return out
 
 
-def _open(_qtbot, tmp_path, path, cache_dir, monkeypatch) -> tuple[dict, int, int]:
+def _open(_qtbot, tmp_path, path, cache_dir, monkeypatch, while_open=None) -> tuple[dict, int, int]:
     """Open PATH in a new window on its own TaskRunner (a new session) with the result cache in CACHE_DIR;
-    return (what it shows, results reused from the cache, threads of the round). All is closed after."""
+    return (what it shows, results reused from the cache, threads of the round). WHILE_OPEN(window,
+    runner) runs once every bar and badge is in. All is closed after."""
     monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(cache_dir))
     ctx = AppContext(settings=QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat),
                      runner=TaskRunner())
@@ -69,7 +70,10 @@ def _open(_qtbot, tmp_path, path, cache_dir, monkeypatch) -> tuple[dict, int, in
     try:
         window.open_database(path)
         _wait_results(ctx.runner, window, finished)
-        return _shown(window), sum(reused), total[-1]
+        shown, reused_n, total_n = _shown(window), sum(reused), total[-1]
+        if while_open is not None:
+            while_open(window, ctx.runner)
+        return shown, reused_n, total_n
     finally:
         window.close()
         ctx.runner.wait_idle()
@@ -129,3 +133,26 @@ def test_a_reopen_after_another_process_wrote_equals_a_cold_open(qtbot, fixture_
     assert warm == cold
     assert warm["support-1"] != before["support-1"]
     assert reused == total - 1
+
+
+def test_a_live_refresh_stores_its_threads_results_for_the_next_session(qtbot, fixture_db, tmp_path, monkeypatch):
+    path = fixture_db("support")
+
+    def write_and_refresh(window, runner):
+        partial = []
+        window.loader.results_landed.connect(lambda batch, _d, _t, is_partial: partial.append(
+            (is_partial, sorted(batch.handled), batch.reused)))
+        append_message(path, "support-3", "written while the studio watches")
+        window.loader.check_for_changes()   # the watcher's tick, called at once
+        end = time.monotonic() + 60
+        while not partial and time.monotonic() < end:   # a hang guard
+            runner.wait_idle()
+            QApplication.processEvents()
+        runner.wait_idle()   # the round's save_results too
+        assert partial == [(True, ["support-3"], 0)]   # only the changed thread, computed (not reused)
+
+    _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch, write_and_refresh)
+    warm, reused, total = _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    cold, _, _ = _open(qtbot, tmp_path, path, tmp_path / "empty", monkeypatch)
+    assert warm == cold
+    assert reused == total   # the refreshed thread's result was stored by the live refresh
