@@ -118,7 +118,9 @@ def run(args: list[str], pythonpath: Path, env: dict | None = None) -> tuple[flo
     env = {**os.environ, **(env or {}), "PYTHONPATH": str(pythonpath)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(args, env=env, check=True, capture_output=True, text=True)
+    # run in PYTHONPATH's folder: `python -c` puts the working folder first on sys.path (--before's
+    # checkout must not import this checkout's studio)
+    done = subprocess.run(args, env=env, check=True, capture_output=True, text=True, cwd=pythonpath)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout.strip()
@@ -133,6 +135,7 @@ def main(argv=None) -> int:
     p.add_argument("--studio", action="store_true", help="also measure the studio's own first open and reopen")
     p.add_argument("--only-studio", action="store_true", help="measure inspect and the studio only")
     a = p.parse_args(argv)
+    a.db = a.db.resolve()
     if not a.db.exists():
         from benchmarks.build_large_db import main as build
 
