@@ -113,6 +113,12 @@ def _round(store: MemoryStore, round_: int, thread_ids: list[str], every_thread:
 
 
 def _threads_where(store: MemoryStore, column: str, values: list[str]) -> list[Thread]:
+    """Return the threads whose COLUMN ("id" or '"resourceId"') is one of VALUES (THREAD_CHUNK per statement;
+    a MongoDB store, which has no SQL, by getThreadById / listThreads of the resource)."""
+    if store.dialect == "mongodb":
+        if column == "id":
+            return [t for t in map(store.get_thread, values) if t is not None]
+        return [t for r in values for t in store.list_threads(r)]
     out: list[Thread] = []
     for i in range(0, len(values), THREAD_CHUNK):
         part = values[i:i + THREAD_CHUNK]
