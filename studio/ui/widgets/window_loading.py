@@ -105,6 +105,7 @@ class ListingLoader(QObject):
         self._local_path = info.local_path
         self._live = None
         self._status_round += 1
+        self._results = None
         self._runner.cancel("statuses")
         self.progress.hide()
 
@@ -298,6 +299,7 @@ class ListingLoader(QObject):
     def _on_status_batch_failed(self, round_: int, exc: Exception) -> None:
         if round_ != self._status_round:
             return
+        self._results = None   # the round ended: a live refresh starts its own, it does not join this one
         self.progress.hide()
         self.thread_model.mark_statuses_failed()
         self.results_failed.emit(str(exc) or exc.__class__.__name__)
