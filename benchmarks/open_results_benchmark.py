@@ -10,7 +10,12 @@ one run in a fresh process (CPU = user + sys of that process, wall = its whole r
   (`iter_thread_statuses`) and the whole-file health scan (`load_scan_plan` + every `load_scan_batch`);
   with --before CHECKOUT also run from that checkout's `studio` (the code before the change);
 * `first_open`: `thread_results` of every thread + `store_findings`, with an empty result cache;
-* `reopen`: the same again, the file unchanged, the cache the first open wrote.
+* `reopen`: the same again, the file unchanged, the cache the first open wrote;
+* `studio_first` / `studio_reopen` (--studio): the studio itself, offscreen, opening DB until every bar
+  and badge is in (the results round and the health scan done), with an empty cache, then again; CPU
+  is the studio's process and its helper process (reaped at close), `exact_s` the wall time from the
+  process start (imports included) to the last bar and badge; `open_s` / `open_cpu_s` the wall time
+  and CPU (studio process + helper) from the open (the window already shown) to the last bar and badge.
 
 Ratios: first_open / inspect (the issue's target: <= 1.5) and reopen wall (target: <= 1 s).
 The cache lives in a temporary folder (MEMORY_STUDIO_CACHE_DIR), never the user's. Figures are
@@ -31,6 +36,58 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DB = REPO / "benchmarks" / "out" / "large.db"
+
+STUDIO = r"""
+import os, resource, sys, time
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+started = time.perf_counter()
+db = sys.argv[1]
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+from studio.ui.app import application
+from studio.ui.context import AppContext
+from studio.ui.tasks import TaskRunner
+from studio.ui.widgets.main_window import MainWindow
+app = QApplication([])
+application()
+ctx = AppContext(settings=QSettings(os.path.join(os.environ["MEMORY_STUDIO_CACHE_DIR"], "settings.ini"),
+                                    QSettings.Format.IniFormat), runner=TaskRunner())
+window = MainWindow(ctx)
+window.resize(1024, 700)
+window.show()
+finished, reused = [], []
+window.statuses_finished.connect(lambda: finished.append(time.perf_counter()))
+if hasattr(window.loader, "results_landed"):   # not in a checkout from before the results round (--before)
+    window.loader.results_landed.connect(lambda batch, _d, _t, _p: reused.append(batch.reused))
+def helper_cpu():   # the helper process's CPU so far (s), from /proc (0 when it never started)
+    pid = ctx.runner.helper.pid
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, TypeError, ValueError, IndexError):
+        return 0.0
+app.processEvents()
+opened = time.perf_counter()
+me0, helper0 = resource.getrusage(resource.RUSAGE_SELF), helper_cpu()
+window.open_database(db)
+while not (finished and not window.health.scan.running):
+    app.processEvents()
+    time.sleep(0.005)
+exact = time.perf_counter() - started
+open_s = time.perf_counter() - opened
+me1 = resource.getrusage(resource.RUSAGE_SELF)
+open_cpu = (me1.ru_utime + me1.ru_stime - me0.ru_utime - me0.ru_stime) + helper_cpu() - helper0
+statuses = sum(1 for r in window.thread_model.all_threads() if r.status is not None)
+findings = len(window.health.scan.findings)
+ctx.runner.wait_idle()
+window.close()
+ctx.runner.shutdown()
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+print(f"{statuses} {findings} exact_s={exact:.2f} cpu_s={cpu:.2f} open_s={open_s:.2f} open_cpu_s={open_cpu:.2f} "
+      f"reused={sum(reused)}")
+"""
 
 CHILD = r"""
 import sys, time
@@ -61,7 +118,9 @@ def run(args: list[str], pythonpath: Path, env: dict | None = None) -> tuple[flo
     env = {**os.environ, **(env or {}), "PYTHONPATH": str(pythonpath)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(args, env=env, check=True, capture_output=True, text=True)
+    # run in PYTHONPATH's folder: `python -c` puts the working folder first on sys.path (--before's
+    # checkout must not import this checkout's studio)
+    done = subprocess.run(args, env=env, check=True, capture_output=True, text=True, cwd=pythonpath)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout.strip()
@@ -73,7 +132,10 @@ def main(argv=None) -> int:
     p.add_argument("db", nargs="?", type=Path, default=DEFAULT_DB)
     p.add_argument("--before", type=Path, help="a checkout of the code before the change (its scan is measured too)")
     p.add_argument("--json", type=Path)
+    p.add_argument("--studio", action="store_true", help="also measure the studio's own first open and reopen")
+    p.add_argument("--only-studio", action="store_true", help="measure inspect and the studio only")
     a = p.parse_args(argv)
+    a.db = a.db.resolve()
     if not a.db.exists():
         from benchmarks.build_large_db import main as build
 
@@ -83,10 +145,16 @@ def main(argv=None) -> int:
         env = {"MEMORY_STUDIO_CACHE_DIR": cache}
         py = [sys.executable, "-c", CHILD]
         steps = [("inspect", [sys.executable, "-m", "studio", "inspect", str(a.db), "--json"], REPO)]
-        if a.before:
+        if a.before and not a.only_studio:
             steps.append(("scan_before", [*py, "scan", str(a.db)], a.before))
-        steps += [("scan", [*py, "scan", str(a.db)], REPO), ("first_open", [*py, "results", str(a.db)], REPO),
-                  ("reopen", [*py, "results", str(a.db)], REPO)]
+        if not a.only_studio:
+            steps += [("scan", [*py, "scan", str(a.db)], REPO),
+                      ("first_open", [*py, "results", str(a.db)], REPO), ("reopen", [*py, "results", str(a.db)], REPO)]
+        if a.studio or a.only_studio:
+            studio = [sys.executable, "-c", STUDIO, str(a.db)]
+            if a.before:
+                steps.append(("studio_before", studio, a.before))
+            steps += [("studio_first", studio, REPO), ("studio_reopen", studio, REPO)]
         for name, args, path in steps:
             wall, cpu, out = run(args, path, env)
             figures[name] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
@@ -95,7 +163,14 @@ def main(argv=None) -> int:
             print(f"{name}: wall {wall:.2f} s, CPU {cpu:.2f} s {'' if name == 'inspect' else out}", flush=True)
     figures["load_after"] = list(os.getloadavg())
     inspect = figures["inspect"]["cpu_s"]
-    for name in ("scan_before", "scan", "first_open", "reopen"):
+    for name in ("studio_before", "studio_first", "studio_reopen"):
+        if name in figures:   # the studio's own figures: its process and helper, to the last bar and badge
+            fields = dict(kv.split("=") for kv in figures[name]["statuses_findings"].split()[2:])
+            figures[name]["cpu_s"] = float(fields["cpu_s"])
+            figures[name]["exact_s"] = float(fields["exact_s"])
+            figures[name]["open_s"] = float(fields["open_s"])   # File > Open to the last bar and badge
+            figures[name]["open_cpu_s"] = float(fields["open_cpu_s"])
+    for name in ("scan_before", "scan", "first_open", "reopen", "studio_before", "studio_first", "studio_reopen"):
         if name in figures:
             figures[name]["cpu_vs_inspect"] = round(figures[name]["cpu_s"] / inspect, 2)
     print(json.dumps(figures, indent=1))

@@ -35,9 +35,10 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _private_data_folder(tmp_path, monkeypatch):
-    """Row backups (every write saves one) and own-writes.json go to $XDG_DATA_HOME: a private folder per
-    test, never the user's home."""
+    """Row backups (every write saves one) and own-writes.json go to $XDG_DATA_HOME, the result cache
+    (studio.app.result_cache) to $MEMORY_STUDIO_CACHE_DIR: private folders per test, never the user's home."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "cache"))
 
 
 def copy_fixture(name: str, dest_dir: Path) -> Path:

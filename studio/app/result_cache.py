@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from studio.store.memory_store import MemoryStore
 
 #: The shape and meaning of a cached result; a file of another version is ignored.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 #: Bytes of the SQLite header / WAL header read for a stamp (the change counter is at 24..27).
 HEADER_BYTES = 100
 WAL_HEADER_BYTES = 32
@@ -55,7 +55,8 @@ def file_stamp(path: Path | None) -> list | None:
             header = f.read(HEADER_BYTES)
         stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, header.hex()]
         wal = Path(f"{path}-wal")
-        if wal.exists():
+        # an empty -wal holds nothing (a reader's open creates one, the last close deletes it): no part of the stamp
+        if wal.exists() and os.stat(wal).st_size > 0:
             wst = os.stat(wal)
             with open(wal, "rb") as f:
                 stamp += [wst.st_ino, wst.st_size, wst.st_mtime_ns, f.read(WAL_HEADER_BYTES).hex()]
@@ -87,6 +88,9 @@ class ResultCache:
         self._identity = identity
         self._store_path = store_path
         self._entries: dict[str, dict] | None = None
+        self._dirty = False
+        #: Results `put` has received in this process (computed afresh, stored or not).
+        self.computed = 0
 
     @classmethod
     def for_store(cls, store: MemoryStore, directory: Path | None = None) -> ResultCache:
@@ -123,7 +127,8 @@ class ResultCache:
         """Return the cached result of THREAD_ID when it still holds: its entry's stamp is STAMP (not None),
         or its digest is DIGEST (not None); else None (an entry that does not decode is None too).
 
-        The result: {"status": ThreadStatus or None, "messages": int, "findings": [dicts], "digest": str}.
+        The result: {"status": ThreadStatus or None, "messages": int, "findings": [dicts], "digest": str,
+        "uncountable": str or None}.
         """
         entry = self._load().get(thread_id)
         if not isinstance(entry, dict) or entry.get("digest") is None:
@@ -136,16 +141,21 @@ class ResultCache:
             findings = entry["findings"]
             if not isinstance(findings, list) or not all(isinstance(f, dict) for f in findings):
                 return None
+            uncountable = entry.get("uncountable")
+            if uncountable is not None and not isinstance(uncountable, str):
+                return None
             return {"status": None if status is None else status_from_json(status),
-                    "messages": int(entry["messages"]), "findings": list(findings), "digest": entry["digest"]}
+                    "messages": int(entry["messages"]), "findings": list(findings), "digest": entry["digest"],
+                    "uncountable": uncountable}
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
     def put(self, results: dict[str, dict], stamp: list | None, checked: list[str] = ()) -> None:
         """Store RESULTS ({thread id: a result shaped as `valid` returns it}; those without a digest are
-        left out) under STAMP, mark the entries of CHECKED (ids whose digest was found unchanged) with
-        STAMP too, and write the file; a write that fails is ignored."""
+        left out) under STAMP and mark the entries of CHECKED (ids whose digest was found unchanged) with
+        STAMP too, in memory; `save` writes them."""
         entries = self._load()
+        self.computed += len(results)
         changed = False
         for tid in checked:
             if isinstance(entries.get(tid), dict) and entries[tid].get("stamp") != stamp:
@@ -155,10 +165,16 @@ class ResultCache:
             if r["digest"]:
                 entries[tid] = {"digest": r["digest"], "stamp": stamp, "messages": r["messages"],
                                 "status": None if r["status"] is None else status_to_json(r["status"]),
-                                "findings": r["findings"]}
+                                "findings": r["findings"], "uncountable": r.get("uncountable")}
                 changed = True
-        if not changed:
+        self._dirty = self._dirty or changed
+
+    def save(self) -> None:
+        """Write the entries `put` changed to the file (nothing when none changed); a write that fails is ignored."""
+        if not self._dirty:
             return
+        self._dirty = False
+        entries = self._load()
         data = {"version": [CACHE_VERSION, __version__], "identity": self._identity, "threads": entries}
         tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
         try:

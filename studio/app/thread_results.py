@@ -47,6 +47,8 @@ class ThreadResult:
     (`Finding.to_json()` dicts, in the doctor's order); `digest`: the hex digest of the rows these
     were computed from (`thread_digests`), or None when they also depend on rows of other threads
     (resource scope) or on the clock (a busy flag is set): such a result is never reused.
+    `uncountable`: the sentence saying why there is no status when a pending message holds one
+    Mastra cannot count (`studio.app.uncountable`; getStatus throws there), else None.
     """
 
     thread_id: str
@@ -54,6 +56,7 @@ class ThreadResult:
     messages: int
     findings: list[dict] = field(default_factory=list)
     digest: str | None = None
+    uncountable: str | None = None
 
     @property
     def severities(self) -> dict[str, int]:
@@ -188,25 +191,33 @@ def _flags(record: OMRecord):
 
 def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads: list[Thread] | None = None,
                            now_ms: int | None = None, digests: dict[str, str | None] | None = None,
-                           ) -> dict[str, ThreadResult]:
+                           keys: list[dict] | None = None) -> dict[str, ThreadResult]:
     """Return {thread id: ThreadResult} for THREAD_IDS (ids of no thread are left out), computed afresh.
 
     Statuses: `iter_thread_statuses` (Mastra's getStatus; a status that cannot be computed is None);
     findings: the doctor's thread batches (`run_batch` without the store-wide checks) at NOW_MS
     (default: now), split by thread. THREADS: every thread of the store (default: listed here).
     DIGESTS: `thread_digests` of these threads when already computed (else computed here, in the
-    same reads' snapshot). Raises StoreError on a failed read.
+    same reads' snapshot). KEYS: `store.om_lookup_keys()` when already read. Message counts are
+    counted from the rows the checks read (what `store.message_counts` counts). Raises StoreError
+    on a failed read.
     """
     from studio.app.statuses import iter_thread_statuses
+    from studio.app.uncountable import UncountableMessage, uncountable_sentence
     from studio.engine.doctor.messages import load_messages
     from studio.engine.doctor.runner import DoctorPlan, run_batch
 
     by_id = _threads_by_id(store, threads)
     ids = [t for t in dict.fromkeys(thread_ids) if t in by_id]
     results = {t: ThreadResult(t, None, 0) for t in ids}
-    for status in iter_thread_statuses(store, [by_id[t] for t in ids], on_error=lambda _t, _e: None):
+
+    def failed(thread: Thread, exc: Exception) -> None:
+        if isinstance(exc, UncountableMessage):
+            results[thread.id].uncountable = uncountable_sentence(exc)
+
+    for status in iter_thread_statuses(store, [by_id[t] for t in ids], on_error=failed):
         results[status.thread_id].status = status
-    keys = {k["lookupKey"]: k for k in store.om_lookup_keys()}
+    keys = {k["lookupKey"]: k for k in (store.om_lookup_keys() if keys is None else keys)}
     batches = [ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK)]
     plan = DoctorPlan(batches=batches, threads=by_id, keys=keys,
                       now_ms=int(time.time() * 1000) if now_ms is None else now_ms)
@@ -217,20 +228,22 @@ def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads
             else _chunk_digests(store, chunk, by_id, histories, rows, plan.message_threads)
         for tid in chunk:
             results[tid].digest = mine.get(tid)
+        for row in rows:
+            if row.get("thread_id") in results:
+                results[row["thread_id"]].messages += 1
         findings, _counts = run_batch(store, plan, index, store_wide=False, histories=histories,
                                       messages=load_messages(store, chunk, rows))
         del rows
         for f in findings:
             if f.thread_id in results:
                 results[f.thread_id].findings.append(f.to_json())
-    counts = store.message_counts()
-    for tid, result in results.items():
-        result.messages = counts.get(tid, 0)
     return results
 
 
 def thread_results(store: MemoryStore, thread_ids: list[str], cache: ResultCache | None = None, *,
-                   threads: list[Thread] | None = None, now_ms: int | None = None) -> dict[str, ThreadResult]:
+                   threads: list[Thread] | None = None, now_ms: int | None = None,
+                   keys: list[dict] | None = None, save: bool = True, reuse: bool = True,
+                   ) -> dict[str, ThreadResult]:
     """Return {thread id: ThreadResult} for THREAD_IDS (ids of no thread left out), reusing CACHE's entries.
 
     CACHE: `ResultCache.for_store(store)` (None: compute everything, store nothing). An entry is
@@ -238,20 +251,23 @@ def thread_results(store: MemoryStore, thread_ids: list[str], cache: ResultCache
     otherwise the thread's `thread_digests` is compared with the entry's. Only the threads with no
     reusable entry are computed (`compute_thread_results`), and stored back (a cache that cannot be
     written is left as it is, silently). Results whose digest is None (resource scope, a busy
-    flag set) are computed every time. Call it inside `store.snapshot()` for one moment's results.
-    Raises StoreError on a failed read.
+    flag set) are computed every time. KEYS: `store.om_lookup_keys()` when already read. SAVE False:
+    the new entries wait in CACHE for its `save()` (a round of batches writes the file once). REUSE
+    False: every thread is computed and stored (a live refresh's threads, known to have changed). Call
+    it inside `store.snapshot()` for one moment's results. Raises StoreError on a failed read.
     """
     if cache is None:
-        return compute_thread_results(store, thread_ids, threads=threads, now_ms=now_ms)
+        return compute_thread_results(store, thread_ids, threads=threads, now_ms=now_ms, keys=keys)
     stamp = cache.stamp_now()
     by_id = _threads_by_id(store, threads)
     ids = [t for t in dict.fromkeys(thread_ids) if t in by_id]
     reused: dict[str, ThreadResult] = {}
-    for tid in ids:
+    for tid in ids if reuse else ():
         hit = cache.valid(tid, stamp=stamp) if stamp is not None else None
         if hit is not None:
             reused[tid] = ThreadResult(tid, **hit)
-    unsure = [t for t in ids if t not in reused and cache.has(t)]   # no entry at all: computed below
+    # no entry at all (or REUSE False): computed below without a digest of its own
+    unsure = [t for t in ids if t not in reused and cache.has(t)] if reuse else []
     digests = thread_digests(store, unsure, by_id) if unsure else {}
     checked = []
     for tid in unsure:
@@ -260,12 +276,14 @@ def thread_results(store: MemoryStore, thread_ids: list[str], cache: ResultCache
             reused[tid] = ThreadResult(tid, **hit)
             checked.append(tid)
     todo = [t for t in ids if t not in reused]
-    fresh = compute_thread_results(store, todo, threads=list(by_id.values()), now_ms=now_ms, digests=digests) \
-        if todo else {}
+    fresh = compute_thread_results(store, todo, threads=list(by_id.values()), now_ms=now_ms, digests=digests,
+                                   keys=keys) if todo else {}
     if checked or fresh:
         still = stamp if stamp is not None and stamp == cache.stamp_now() else None   # a commit meanwhile: no stamp
-        cache.put({t: {"status": r.status, "messages": r.messages, "findings": r.findings, "digest": r.digest}
-                   for t, r in fresh.items()}, still, checked)
+        cache.put({t: {"status": r.status, "messages": r.messages, "findings": r.findings, "digest": r.digest,
+                       "uncountable": r.uncountable} for t, r in fresh.items()}, still, checked)
+        if save:
+            cache.save()
     return {t: reused.get(t) or fresh[t] for t in ids}
 
 

@@ -227,3 +227,29 @@ def test_thread_metadata_filters_match_as_mongodb_does(mongo_corpus):
 def test_the_studio_opens_a_mongodb_store_with_every_tab_working(mongo_corpus, tmp_path):
     """Every tab of the support-1 thread loads from the replica set (`--screenshot` exits non-zero otherwise)."""
     assert tab_failures(mongo_corpus.target("support"), "support-1", tmp_path) == []
+
+
+def test_the_studios_results_round_reads_a_mongodb_store(mongo_corpus, tmp_path, monkeypatch):
+    """An open's round (every thread listed once) and a live refresh's (its threads read by id, without SQL)
+    give every thread the results computed afresh (issue 21's results round)."""
+    from studio.app import open_results
+    from studio.app.thread_results import compute_thread_results
+
+    monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    with open_store(mongo_corpus.target("support")) as store, store.snapshot():
+        ids = [t.id for t in store.list_threads()]
+        fresh = compute_thread_results(store, ids)
+        every = open_results.load_results_batch(store, 1, ids, True)
+        live = open_results.load_results_batch(store, 2, ids[:2], False)
+
+    def shown(batch, wanted):
+        return (sorted(repr(s) for s in batch.statuses),
+                sorted(repr(f) for f in batch.findings if f["check"] != "stale-flag"), batch.messages)
+
+    want = (sorted(repr(r.status) for r in fresh.values() if r.status is not None),
+            sorted(repr(f) for r in fresh.values() for f in r.findings if f["check"] != "stale-flag"),
+            {t: r.messages for t, r in fresh.items()})
+    assert len(ids) > 2 and shown(every, ids) == want
+    assert shown(live, ids[:2])[2] == {t: fresh[t].messages for t in ids[:2]}
+    assert sorted(repr(s) for s in live.statuses) == sorted(repr(fresh[t].status) for t in ids[:2]
+                                                            if fresh[t].status is not None)

@@ -45,14 +45,16 @@ def doctor(path) -> list[dict]:
 
 
 def test_scan_counts_every_thread_as_batches_land(studio, studio_ctx, fixture_db, monkeypatch):
-    monkeypatch.setattr("studio.engine.doctor.runner.BATCH_THREADS", 2)
+    monkeypatch.setattr("studio.app.open_results.RESULTS_CHUNK", 2)
     path = fixture_db("support")
     window = studio()
     landed = []
     window.health.scan.batch_landed.connect(lambda batch, done, total: landed.append((done, total)))
     window.open_database(path)
     assert wait_scan(studio_ctx.runner, window)
-    assert landed == [(2, 6), (4, 6), (6, 6)]   # six threads, two per batch, counts shown as each lands
+    # the store-wide findings first (their task is queued before the first results batch), then six
+    # threads, two per batch, counts shown as each lands
+    assert landed == [(0, 6), (2, 6), (4, 6), (6, 6)]
     expected = doctor(path)
     assert sorted(map(str, window.health.scan.findings)) == sorted(map(str, expected))
     lost = sum(1 for f in expected if f["thread_id"] == "support-1" and f["severity"] == "warning")

@@ -203,16 +203,17 @@ def test_menus_shortcuts_and_recent_files(studio, studio_ctx, fixture_db):
 
 
 def test_statuses_fill_in_batches_with_progress(studio, studio_ctx, fixture_db, monkeypatch, qtbot):
-    from studio.app import statuses
+    from studio.app import open_results
 
-    monkeypatch.setattr(statuses, "STATUS_BATCH_SECONDS", 0.0)     # one thread per batch
+    monkeypatch.setattr(open_results, "RESULTS_CHUNK", 1)     # one thread per batch
     window = studio()
     values = []
     window.progress.valueChanged.connect(values.append)
     window.open_database(fixture_db("support"))
     studio_ctx.runner.wait_idle()
-    with_om = sum(len(record["status"]) for record in load_oracle("support")["om"].values())
-    assert values[-1] == with_om and len(set(values)) >= with_om   # one batch per OM thread
+    # every thread's results (its bars and its health findings), OM or not
+    every = len(load_oracle("support")["threads"])
+    assert values[-1] == every and len(set(values)) >= every   # one batch per thread
     assert not window.progress.isVisible()
     oracle = load_oracle("support")["om"]
     for record in oracle.values():

@@ -2,8 +2,8 @@
 
 Rows come from one background read (`studio.app.listing.load_listing`); they are handed to the view in
 pages through `canFetchMore`/`fetchMore`, filtered by resource and title and sorted in memory.
-Statuses arrive later, in batches, from background `studio.app.statuses.status_batch` tasks; until then a bar shows
-"…". A batch touches only its own rows (no re-sort, `dataChanged` for the changed rows only).
+Statuses arrive later, in batches, from background `studio.app.open_results.load_results_batch` tasks; until then
+a bar shows "…". A batch touches only its own rows (no re-sort, `dataChanged` for the changed rows only).
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ Health… (Ctrl+Shift+H), paints a badge (errors + warnings, coloured by the wor
 thread's title, wires the thread view's Health tab, and starts a scan whenever a database is opened
 or refreshed.
 
-The scan runs the doctor as a chain of short tasks on the TaskRunner's database worker
-(`plan_batches`, then one `run_batch` per 100 threads), so other reads interleave; badge counts
-and the Health window fill in as each batch lands. Activating a finding opens its thread, then
+The per-thread findings come with the window's results batches (`studio.app.open_results`: the
+statuses and the doctor's per-thread checks in one pass, reused from the cross-session result cache
+when a thread's rows are unchanged), the store-wide findings from one task; badge counts and the
+Health window fill in as each batch lands. Activating a finding opens its thread, then
 the message (Messages ▸ show in context) or the generation (History) it names.
 """
 
@@ -21,7 +22,7 @@ from PySide6.QtWidgets import QStyledItemDelegate, QToolTip
 
 from studio.app import text as fmt
 from studio.app.changes import ChangeSet
-from studio.app.health import load_scan_batch, load_scan_plan, load_thread_findings
+from studio.app.open_results import load_store_findings
 from studio.ui.context import WindowContext
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.screen import SCREEN_SHARE, fit_within_screen
@@ -33,12 +34,14 @@ SCAN_KEY = "doctor-scan"
 SELECT_TRIES, SELECT_EVERY_MS = 50, 100
 
 
-#: How long the scan waits before looking again while other tasks are pending (ms).
-YIELD_MS = 100
-
-
 class HealthScan(QObject):
-    """Run the doctor over the open database in batches; keep the findings and the counts per thread."""
+    """The open database's health findings, kept per thread; the counts per thread (the badges).
+
+    The per-thread findings come with the main window's results batches (`ListingLoader.results_landed`,
+    `studio.app.open_results`: computed with the statuses, through the cross-session result cache);
+    the store-wide findings (schema, resources, resource-scope and orphaned OM records) are one task
+    of their own (`load_store_findings`). A live refresh's batches replace their threads' findings.
+    """
 
     batch_landed = Signal(object, int, int)   # findings of the batch (dicts), threads done, threads total
     threads_refreshed = Signal(object)        # the thread ids whose findings were computed again (a live refresh)
@@ -48,116 +51,104 @@ class HealthScan(QObject):
     def __init__(self, runner: TaskRunner, parent=None, use_helper=lambda: False):
         super().__init__(parent)
         self._runner = runner
-        self._use_helper = use_helper   # () -> bool: run batches in the helper process (big databases)
+        self._use_helper = use_helper   # () -> bool: run the store-wide checks in the helper process
         self._round = 0
-        self.findings: list[dict] = []
+        self._by_thread: dict[str, list[dict]] = {}   # each thread's findings (from the results batches)
+        self._store: list[dict] = []                  # the store-wide findings
         self.counts: dict[str, dict[str, int]] = {}
         self.done = self.total = 0
         self.running = False
-        self._changed: set[str] = set()   # threads whose findings a live refresh asked for, not in yet
+        self._store_done = True
 
-    def start(self) -> None:
-        """Start a new scan (a running one is dropped)."""
+    @property
+    def findings(self) -> list[dict]:
+        """Every finding so far: the store-wide ones, then each thread's."""
+        return self._store + [f for found in self._by_thread.values() for f in found]
+
+    def begin(self, total: int, partial: bool) -> None:
+        """A results round of TOTAL threads began: a new scan unless PARTIAL (a live refresh's threads,
+        whose findings replace theirs as they land). A new scan also computes the store-wide findings."""
+        if partial:
+            return
         self._round += 1
-        self.findings, self.counts, self.done, self.total, self.running = [], {}, 0, 0, True
-        self._runner.submit_call(load_scan_plan, self._round, helper=self._use_helper(),
-                                 on_done=functools.partial(self._on_plan, self._round),
+        self._by_thread, self._store, self.counts = {}, [], {}
+        self.done, self.total, self.running, self._store_done = 0, total, True, False
+        self._runner.submit_call(load_store_findings, helper=self._use_helper(),
+                                 on_done=functools.partial(self._on_store, self._round),
                                  on_error=functools.partial(self._on_error, self._round), key=SCAN_KEY)
 
-    def stop(self) -> None:
-        """Drop the running scan."""
+    def clear(self) -> None:
+        """Drop the running scan and every finding (another database is opened)."""
         self._round += 1
         self.running = False
         self._runner.cancel(SCAN_KEY)
+        self._by_thread, self._store, self.counts = {}, [], {}
+        self.done = self.total = 0
+
+    def take_results(self, batch, done: int, total: int, partial: bool) -> None:
+        """A results BATCH landed (`ResultsBatch`; DONE of TOTAL threads of its round; PARTIAL: a live
+        refresh's): its threads' findings replace what they were."""
+        handled = set(batch.handled)
+        for tid in handled:
+            self._by_thread.pop(tid, None)
+            self.counts.pop(tid, None)
+        for f in batch.findings:
+            self._by_thread.setdefault(f["thread_id"], []).append(f)
+        for tid in handled:
+            self._recount(tid)
+        if partial or not self.running:
+            self.threads_refreshed.emit(handled)
+            return
+        self.done, self.total = done, total
+        self.batch_landed.emit(batch.findings, done, total)
+        self._finish_when_done()
 
     def refresh_threads(self, changes: ChangeSet) -> None:
-        """A live refresh changed CHANGES' threads: drop the deleted threads' findings, compute the changed
-        and created threads' findings again (`load_thread_findings`); every other finding is kept."""
-        for tid in changes.threads_deleted:
-            self.counts.pop(tid, None)
-        if changes.threads_deleted:
-            self.findings = [f for f in self.findings if f["thread_id"] not in changes.threads_deleted]
-        self._changed |= changes.threads | changes.threads_created
-        self._changed -= changes.threads_deleted
-        if not self._changed:
-            self.threads_refreshed.emit(set(changes.threads_deleted))
-            return
-        ids = sorted(self._changed)
-        self._runner.submit_call(load_thread_findings, ids, helper=self._use_helper(), key=SCAN_KEY + "-threads",
-                                 on_done=functools.partial(self._on_threads, self._round, ids),
-                                 on_error=functools.partial(self._on_error, self._round))
+        """A live refresh changed CHANGES' threads: drop the deleted threads' findings (the changed and
+        created threads' findings come with the refresh's results batches)."""
+        gone = set(changes.threads_deleted)
+        for tid in gone:
+            self._by_thread.pop(tid, None)
+            self._recount(tid)
+        if gone:
+            self.threads_refreshed.emit(gone)
 
-    def _on_threads(self, round_: int, ids: list[str], found: list[dict] | None) -> None:
-        if round_ != self._round or found is None:
-            return
-        done = set(ids)
-        self._changed -= done
-        self.findings = [f for f in self.findings if f["thread_id"] not in done] + found
-        for tid in done:
-            self.counts.pop(tid, None)
-        self._count(found)
-        self.threads_refreshed.emit(done)
+    def fail(self, message: str) -> None:
+        """The results round failed: the scan ends with MESSAGE."""
+        if self.running:
+            self.running = False
+            self.failed.emit(message)
 
-    def _count(self, findings: list[dict]) -> None:
-        for f in findings:
-            if f["thread_id"] is not None:
-                per = self.counts.setdefault(f["thread_id"], {})
-                per[f["severity"]] = per.get(f["severity"], 0) + 1
+    def _recount(self, thread_id: str) -> None:
+        per: dict[str, int] = {}
+        for f in self._by_thread.get(thread_id, []) + [f for f in self._store if f["thread_id"] == thread_id]:
+            per[f["severity"]] = per.get(f["severity"], 0) + 1
+        if per:
+            self.counts[thread_id] = per
+        else:
+            self.counts.pop(thread_id, None)
 
     def thread_counts(self, thread_id: str) -> dict[str, int]:
         """Return {severity: findings} of THREAD_ID so far ({} when none)."""
         return self.counts.get(thread_id, {})
 
-    def _on_plan(self, round_: int, plan: tuple[int, int]) -> None:
-        if round_ != self._round:
+    def _on_store(self, round_: int, found: list[dict] | None) -> None:
+        if round_ != self._round or found is None:
             return
-        self.total, batches = plan
-        self._next(round_, batches, 0)
+        self._store, self._store_done = found, True
+        for tid in {f["thread_id"] for f in found if f["thread_id"] is not None}:
+            self._recount(tid)
+        self.batch_landed.emit(found, self.done, self.total)
+        self._finish_when_done()
 
-    def _next(self, round_: int, batches: int, index: int) -> None:
-        if index >= batches:   # nothing to check
+    def _finish_when_done(self) -> None:
+        if self.running and self._store_done and self.done >= self.total:
             self.running = False
-            self.finished.emit()
-            return
-        # the scan yields: it sends its next batch only when no other task waits, so what the user
-        # opens meanwhile is not queued behind a chain of batches
-        QTimer.singleShot(0, self, functools.partial(self._submit_when_idle, round_, batches, index))
-
-    def _submit_when_idle(self, round_: int, batches: int, index: int) -> None:
-        if round_ != self._round or self._runner.closed:
-            return
-        if self._runner.pending:
-            QTimer.singleShot(YIELD_MS, self, functools.partial(self._submit_when_idle, round_, batches, index))
-            return
-        self._runner.submit_call(load_scan_batch, round_, index, helper=self._use_helper(),
-                                 on_done=functools.partial(self._on_batch, round_, batches, index),
-                                 on_error=functools.partial(self._on_error, round_), key=SCAN_KEY)
-
-    def _on_batch(self, round_: int, batches: int, index: int, result) -> None:
-        if round_ != self._round or result is None:
-            return
-        batch, counts = result
-        landed = {f["thread_id"] for f in batch if f["thread_id"] is not None}
-        if landed & {f["thread_id"] for f in self.findings}:   # a live refresh computed some of them already
-            self.findings = [f for f in self.findings if f["thread_id"] not in landed]
-            for tid in landed:
-                self.counts.pop(tid, None)
-        self.findings.extend(batch)
-        self._count(batch)
-        self.done += counts["threads"]
-        more = index + 1 < batches
-        if not more:
-            self.running = False
-        self.batch_landed.emit(batch, self.done, self.total)
-        if more:
-            self._next(round_, batches, index + 1)
-        else:
             self.finished.emit()
 
     def _on_error(self, round_: int, exc: Exception) -> None:
         if round_ == self._round:
-            self.running = False
-            self.failed.emit(str(exc))
+            self.fail(str(exc))
 
 
 def badge_text(counts: dict[str, int]) -> tuple[str, str] | None:
@@ -246,9 +237,11 @@ class HealthController(QObject):
         self.scan.batch_landed.connect(self._on_scan_batch_landed)
         self.scan.threads_refreshed.connect(self._on_scan_threads_refreshed)
         window.loader.threads_changed.connect(self.scan.refresh_threads)
+        window.loader.results_started.connect(self._on_loader_results_started)
+        window.loader.results_landed.connect(self.scan.take_results)
+        window.loader.results_failed.connect(self.scan.fail)
         window.database_opened.connect(self._on_window_database_opened)
         window.database_refreshed.connect(self._on_window_database_refreshed)
-        window.statuses_finished.connect(self._on_window_statuses_finished)
         window.thread_view.health_tab.finding_activated.connect(self.open_finding)
         self.action = QAction("&Health…", window, shortcut=QKeySequence("Ctrl+Shift+H"), triggered=self.show_window)
 
@@ -308,14 +301,13 @@ class HealthController(QObject):
             win.set_progress(self.scan.done, self.scan.total)
 
     def _on_window_database_opened(self, _path: str) -> None:
-        self.scan.stop()   # the previous file's scan; this file's starts once its bars are exact
-        self.scan.findings, self.scan.counts = [], {}
+        self.scan.clear()   # the previous file's scan; this file's comes with its results round
         self._fill_window()
 
-    def _on_window_statuses_finished(self) -> None:
-        # after the bars: the scan shares the database worker (or the helper) with the status batches
-        self.scan.start()
-        self._fill_window()
+    def _on_loader_results_started(self, total: int, partial: bool) -> None:
+        self.scan.begin(total, partial)
+        if not partial:
+            self._fill_window()
 
     def _on_window_database_refreshed(self) -> None:
         tab = self._window.thread_view.health_tab

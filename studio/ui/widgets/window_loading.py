@@ -16,7 +16,6 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from studio.app import text as fmt
 from studio.app.changes import ChangeSet
-from studio.app.helper_process import CANCEL
 from studio.app.listing import Listing, check_changed
 from studio.app.live import (
     LiveCounts,
@@ -27,7 +26,7 @@ from studio.app.live import (
     load_live_listing_in_two_steps,
     refresh_live_listing,
 )
-from studio.app.statuses import StatusBatch, StatusRound, status_batch
+from studio.app.open_results import ResultsBatch, ResultsRound, load_results_batch, save_results
 from studio.app.thread_detail import ThreadDetail, load_thread_detail
 from studio.store.records import Thread
 from studio.ui.context import WindowContext
@@ -62,6 +61,9 @@ class ListingLoader(QObject):
     threads_changed = Signal(object)   # a live refresh re-read only these threads (a ChangeSet, never `everything`)
     detail_loaded = Signal(object)  # the selected thread's ThreadDetail now shown, or None (the thread is gone)
     statuses_finished = Signal()    # every OM thread's status of the listing is in (or failed)
+    results_started = Signal(int, bool)   # a results round of N threads began (True: a live refresh's threads)
+    results_landed = Signal(object, int, int, bool)   # a ResultsBatch, threads done, threads total, live refresh's
+    results_failed = Signal(str)    # a results batch failed (the round ends)
 
     def __init__(self, ctx: WindowContext, window):
         super().__init__(window)
@@ -80,7 +82,7 @@ class ListingLoader(QObject):
         self._paint_timer.setSingleShot(True)
         self._paint_timer.setInterval(FIRST_PAINT_SETTLE_MS)
         self._paint_timer.timeout.connect(self._release_first_paint)
-        self._statuses = StatusRound()   # the threads whose bars are still computed (studio.app.statuses)
+        self._results: ResultsRound | None = None   # the threads whose results are still computed
         self._live: LiveListing | None = None   # the listing shown and where its reading ended (live refresh)
         self.last_refresh: LiveRefresh | None = None   # the last live refresh (rows read, wider reads)
         self._status_round = 0
@@ -103,6 +105,7 @@ class ListingLoader(QObject):
         self._local_path = info.local_path
         self._live = None
         self._status_round += 1
+        self._results = None
         self._runner.cancel("statuses")
         self.progress.hide()
 
@@ -233,53 +236,73 @@ class ListingLoader(QObject):
         self.resources_view.viewport().update()
 
     def _start_statuses(self, thread_ids: set[str] | None = None) -> None:
-        """Compute every OM thread's status (or only THREAD_IDS') in short background batches (the bars fill in
-        as they come)."""
+        """Compute every thread's results (or only THREAD_IDS', a live refresh's) in short background batches:
+        the bars, and the health findings the health scan shows (`load_results_batch`, through the
+        cross-session result cache). The bars fill in as the batches come.
+
+        A live refresh that lands while an open's round still runs joins that round (its threads are
+        computed again at the end of it), so the open's bars and badges all come in."""
+        if thread_ids is not None and self._results is not None and self._results.every_thread \
+                and self._results.left:
+            self._results.add(sorted(thread_ids))
+            self.progress.setRange(0, self._results.total)
+            return
         rows = self.thread_model.all_threads() if thread_ids is None else self.thread_model.rows_of_threads(thread_ids)
-        self._statuses = StatusRound(r.thread for r in rows if r.has_om)
+        self._results = ResultsRound((r.thread.id for r in rows), every_thread=thread_ids is None)
         self._status_round += 1
         self._statuses_partial = thread_ids is not None
-        if not self._statuses.total:
+        self._runner.cancel("statuses")
+        self.results_started.emit(self._results.total, self._statuses_partial)
+        if not self._results.total:
             self.progress.hide()
             self.thread_model.apply_statuses([], final=True)
             self._statuses_done()
             return
-        self.progress.setRange(0, self._statuses.total)
+        self.progress.setRange(0, self._results.total)
         self.progress.setValue(0)
         self.progress.show()
         self._next_status_batch(self._status_round)
 
     def _next_status_batch(self, round_: int) -> None:
-        self._runner.submit_call(status_batch, self._statuses.next_threads(self._use_helper), CANCEL,
+        results = self._results
+        ids = results.next_ids()
+        self._runner.submit_call(load_results_batch, round_, ids, results.every_thread, results.reread(ids),
                                  helper=self._use_helper, key="statuses",
                                  on_done=functools.partial(self._on_status_batch_done, round_),
                                  on_error=functools.partial(self._on_status_batch_failed, round_))
 
-    def _on_status_batch_done(self, round_: int, batch: StatusBatch) -> None:
-        if round_ != self._status_round:
+    def _on_status_batch_done(self, round_: int, batch: ResultsBatch | None) -> None:
+        if round_ != self._status_round or batch is None:
             return
-        finished = self._statuses.take(batch)
+        results = self._results
+        finished = results.take(batch)
         # a live refresh's few statuses repaint their rows only (the list's other bars are already final)
         final = finished and not (self._statuses_partial and self.thread_model.statuses_done)
         self.thread_model.apply_statuses(batch.statuses, final=final, uncountable=batch.uncountable)
-        self.progress.setValue(self._statuses.done)
+        self.progress.setValue(results.done)
+        self.results_landed.emit(batch, results.done, results.total, self._statuses_partial)
         if finished:
             self.progress.hide()
+            # the round's new results go to the cache file once (best effort: a failure is not the user's)
+            self._runner.submit_call(save_results, helper=self._use_helper, on_done=lambda _r: None,
+                                     on_error=lambda _exc: None, key="save-results")
             self._statuses_done()
         else:
             self._next_status_batch(round_)
 
     def _statuses_done(self) -> None:
         """Every status of the round is in: `statuses_finished` after a full listing (a live refresh's few
-        threads do not restart what waits for every bar, such as the health scan)."""
+        threads do not restart what waits for every bar)."""
         if not self._statuses_partial:
             self.statuses_finished.emit()
 
     def _on_status_batch_failed(self, round_: int, exc: Exception) -> None:
         if round_ != self._status_round:
             return
+        self._results = None   # the round ended: a live refresh starts its own, it does not join this one
         self.progress.hide()
         self.thread_model.mark_statuses_failed()
+        self.results_failed.emit(str(exc) or exc.__class__.__name__)
         self.statuses_finished.emit()
         # a damaged file is named once, by the thread view's banner: here a short pointer to it
         self._window.statusBar().showMessage(f"Statuses could not be computed: {fmt.read_failure(exc)}", 10000)
@@ -392,6 +415,8 @@ class ListingLoader(QObject):
             self.thread_model.update_rows([r for r in listing.rows if r.thread.id in changes.threads])
         self._use_helper = wants_helper(listing.rows)
         self.thread_view.set_use_helper(self._use_helper)
+        if self._results is not None:
+            self._results.discard(changes.threads_deleted)
         self._start_statuses({t.id for t in refresh.changed_threads()})
         self.threads_changed.emit(refresh.changes)
 

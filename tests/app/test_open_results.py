@@ -1,0 +1,43 @@
+"""The studio's results round (studio.app.open_results): batches through the result cache, growing while reused."""
+
+from __future__ import annotations
+
+from studio.app import open_results as opr
+from studio.store import open_store
+from tests.conftest import copy_fixture
+
+
+def test_a_round_grows_while_every_result_is_reused_and_shrinks_when_one_is_computed():
+    ids = [f"t{i}" for i in range(opr.RESULTS_CHUNK * (1 + opr.REUSED_GROWTH) + 5)]
+    rnd = opr.ResultsRound(ids)
+    first = rnd.next_ids()
+    assert len(first) == opr.RESULTS_CHUNK
+    assert not rnd.take(opr.ResultsBatch(handled=first, reused=len(first)))
+    second = rnd.next_ids()
+    assert len(second) == opr.RESULTS_CHUNK * opr.REUSED_GROWTH
+    assert not rnd.take(opr.ResultsBatch(handled=second, reused=len(second) - 1))   # one computed
+    assert rnd.next_ids() == ids[-5:]
+    rnd.add(["t0", "new"])        # a live refresh during the round: computed again, their rows re-read
+    rnd.discard([ids[-1]])        # deleted by a live refresh before its batch
+    assert rnd.left == [*ids[-5:-1], "t0", "new"] and rnd.total == len(ids) + 2
+    assert rnd.reread(rnd.next_ids()) == ["t0", "new"]
+    assert rnd.take(opr.ResultsBatch(handled=rnd.next_ids()))
+    assert rnd.done == rnd.total and not rnd.left
+
+
+def test_batches_reuse_the_cache_of_a_previous_session(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    path = copy_fixture("support", tmp_path / "db")
+    shown = []
+    for _session in range(2):
+        with open_store(path) as store:
+            ids = [t.id for t in store.list_threads()]
+            batch = opr.load_results_batch(store, 1, ids)
+            opr.save_results(store)
+            shown.append((sorted(map(repr, batch.statuses)), sorted(map(repr, batch.findings)), batch.messages,
+                          batch.uncountable, batch.handled))
+            reused = batch.reused
+    assert reused == len(ids) and shown[0] == shown[1]
+    with open_store(path) as store:   # a live refresh's threads: computed, never taken from the cache
+        again = opr.load_results_batch(store, 7, ids[:2], False)
+    assert again.reused == 0 and again.handled == ids[:2]
