@@ -119,6 +119,12 @@ class LibsqlServerBackend:
     rows = sqlite_sql.rows
     select = sqlite_sql.select
     select_column = sqlite_sql.select_column
+    #: Several reads in one request (the count and the page of a listThreads or listMessages call).
+    read_many = sqlite_sql.read_many
+
+    def execute_many(self, statements: list[tuple[str, tuple]]) -> list[list[tuple]]:
+        """Fetch the rows of each of STATEMENTS ([(sql, params)]) in one round trip (one read transaction)."""
+        return [cursor.fetchall() for cursor in self.conn.execute_many(statements)]
 
     # -- loads and change detection ----------------------------------------------------------
 

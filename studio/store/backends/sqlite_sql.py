@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
-__all__ = ["JSONB_COLUMNS", "SQLITE", "SqliteSql", "row_decoder", "rows", "select", "select_column"]
+    from studio.store.backends import RowsRead, SelectRead
+
+__all__ = ["JSONB_COLUMNS", "SQLITE", "SqliteSql", "read_many", "row_decoder", "rows", "select", "select_column"]
 
 #: Columns Mastra declares `jsonb` (read through SQLite's json()).
 JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
@@ -75,20 +77,35 @@ def rows(backend, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
     backend.ready()
     params = tuple(params)
     try:
-        head = sql.lstrip()[:6].upper()
-        if not head.startswith(("SELECT", "WITH")):
-            return backend.execute(sql, params)
-        width = _width(backend, sql, params)
-        names = ", ".join(f"c{i}" for i in range(width))
-        pairs = ", ".join(text_safe_pair(f"c{i}") for i in range(width))
-        fetched = backend.execute(f"WITH q({names}) AS ({sql}) SELECT {pairs} FROM q", params)
+        sql, finish = _rows_plan(backend, sql, params)
+        fetched = backend.execute(sql, params)
     except StoreError:
         raise
     except BaseException as exc:
         if not contained(exc):
             raise
         raise backend.fail(exc) from exc
-    return decode_rows(fetched, width, backend.encoding)
+    return finish(fetched)
+
+
+def _rows_plan(backend, sql: str, params: tuple) -> tuple[str, Callable[[list], list[tuple]]]:
+    """The statement `rows` sends for SQL and the function turning its fetched rows into `rows`' result.
+
+    A SELECT's width is probed once per SQL text (one statement, remembered in `backend.widths`).
+    """
+    head = sql.lstrip()[:6].upper()
+    if not head.startswith(("SELECT", "WITH")):
+        return sql, _as_fetched
+    width = _width(backend, sql, params)
+    names = ", ".join(f"c{i}" for i in range(width))
+    pairs = ", ".join(text_safe_pair(f"c{i}") for i in range(width))
+    encoding = backend.encoding
+    return (f"WITH q({names}) AS ({sql}) SELECT {pairs} FROM q",
+            lambda fetched: decode_rows(fetched, width, encoding))
+
+
+def _as_fetched(fetched: list) -> list:
+    return fetched
 
 
 def _select_list(schema: sc.Schema, table: str, wanted: list[str]) -> tuple[list[str], str]:
@@ -149,9 +166,7 @@ def select(backend, table: str, wanted: list[str], tail: str = "", params: Itera
 
 def _select(backend, table: str, wanted: list[str], tail: str, params: tuple,
             lazy: str | None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
-    lists, key = backend.select_lists, (table, tuple(wanted))
-    present, selected = lists.get(key) or lists.setdefault(key, _select_list(backend.schema, table, wanted))
-    sql = f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}"
+    sql, present, decode = _select_plan(backend, table, wanted, tail, lazy)
     try:
         fetched = backend.execute(sql, params)
     except StoreError:
@@ -160,10 +175,51 @@ def _select(backend, table: str, wanted: list[str], tail: str, params: tuple,
         if "json" not in str(exc).lower():
             raise backend.fail(exc) from exc
         return present, _select_raw(backend, table, present, tail, params), list
+    return present, fetched, decode
+
+
+def _select_plan(backend, table: str, wanted: list[str], tail: str,
+                 lazy: str | None) -> tuple[str, list[str], Callable[[tuple], list]]:
+    """`select`'s statement, present columns and row decoder (column LAZY left as fetched)."""
+    lists, key = backend.select_lists, (table, tuple(wanted))
+    present, selected = lists.get(key) or lists.setdefault(key, _select_list(backend.schema, table, wanted))
     decode = row_decoder(backend.encoding)
     if lazy is not None and lazy in present:
         decode = _keeping(decode, present.index(lazy))
-    return present, fetched, decode
+    return f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}", present, decode
+
+
+def read_many(backend, reads: list[RowsRead | SelectRead]) -> list:
+    """`Backend.read_many` on a libSQL server: READS sent together (`backend.execute_many`, one round trip).
+
+    Each result is what `rows` / `select` return for that read; they run in one read transaction
+    (`HranaConnection.execute_many`), so LIMIT_TO_COUNT is bound as no limit. When a statement fails, the reads
+    are run again one by one (`read_each`), so that each failure is handled and worded exactly as
+    that read alone would have it (a JSONB value SQLite cannot decode is read raw; anything else
+    raises StoreError). Transport failures raise StoreError at once.
+    """
+    from studio.store.backends import LIMIT_TO_COUNT, RowsRead, read_each
+
+    backend.ready()
+    plans = []
+    try:
+        for read in reads:
+            # one transaction: "as many as counted" is every row (SQLite's LIMIT -1)
+            params = tuple(-1 if p is LIMIT_TO_COUNT else p for p in read.params)
+            if read.__class__ is RowsRead:
+                sql, finish = _rows_plan(backend, read.sql, params)
+                plans.append((sql, params, finish))
+            else:
+                sql, present, decode = _select_plan(backend, read.table, read.wanted, read.tail, read.lazy)
+                plans.append((sql, params, (lambda fetched, p=present, d=decode: (p, fetched, d))))
+        fetched = backend.execute_many([(sql, params) for sql, params, _ in plans])
+    except StoreError:
+        raise
+    except BaseException as exc:
+        if not contained(exc):
+            raise
+        return read_each(backend, reads)
+    return [finish(f) for (_, _, finish), f in zip(plans, fetched, strict=True)]
 
 
 def _select_raw(backend, table: str, present: list[str], tail: str, params: tuple) -> list[list]:
