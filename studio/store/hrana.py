@@ -48,6 +48,8 @@ CONNECT_TIMEOUT_S = 10.0
 PIPELINE_PATH = "/v2/pipeline"
 _READ_HEADS = ("SELECT", "WITH", "PRAGMA", "VALUES")
 _a2b = binascii.a2b_base64
+#: U+FFFD in UTF-8: in an answer to a read of text as text, it may stand for bytes that were not UTF-8.
+_REPLACEMENT = "\ufffd".encode()
 
 
 class HranaStatementError(Exception):
@@ -58,6 +60,12 @@ class HranaStatementError(Exception):
         self.code = code
         #: Which statement of a request failed (0: the first; `execute_many` counts its own statements).
         self.index = index
+
+
+class TextNotSent(Exception):
+    """A read asked for text as text (`plain`) holds text the server cannot send so: bytes that are not UTF-8
+    (sqld fails the whole request with HTTP 500 "invalid utf-8"), or U+FFFD, which may stand for such bytes.
+    The read must be made again with every text fetched as bytes (the SQL of local files)."""
 
 
 class StreamExpired(Exception):
@@ -283,19 +291,25 @@ class HranaConnection:
 
     # -- DB-API-like surface used by the SQLite reads ----------------------------------------
 
-    def execute(self, sql: str, params: Iterable[Any] = ()) -> Cursor:
-        """Run one read statement (inside the snapshot when one is open) and return its Cursor."""
+    def execute(self, sql: str, params: Iterable[Any] = (), *, plain: bool = False) -> Cursor:
+        """Run one read statement (inside the snapshot when one is open) and return its Cursor.
+
+        PLAIN (outside a snapshot only): the statement reads text as text, so an answer that may not
+        hold it as stored raises TextNotSent (see there) instead of StoreError.
+        """
         stmt = self._read_stmt(sql, params)
         if not self._in_snapshot:
-            results = self._pipeline([{"type": "execute", "stmt": stmt}, {"type": "close"}], baton=None)
+            results = self._pipeline([{"type": "execute", "stmt": stmt}, {"type": "close"}], baton=None, plain=plain)
             return _cursor(results[0])
+        if plain:
+            raise StoreError("internal: a read inside a snapshot reads text as bytes")
         try:
             return self._snapshot_execute([stmt])[0]
         except StreamExpired:
             self._restart_snapshot()
             return self._snapshot_execute([stmt])[0]
 
-    def execute_many(self, statements: list[tuple[str, Iterable[Any]]]) -> list[Cursor]:
+    def execute_many(self, statements: list[tuple[str, Iterable[Any]]], *, plain: bool = False) -> list[Cursor]:
         """Run read STATEMENTS ([(sql, params), …]) in one round trip; return their Cursors, in order.
 
         Inside a snapshot they run on its stream; outside one they share a fresh stream inside one
@@ -303,10 +317,13 @@ class HranaConnection:
         the database, which separate `execute` calls would not promise. The server runs every
         statement of the request; the first that failed raises HranaStatementError naming it
         ("statement 2 of 2: …", `index` 1); transport failures raise StoreError as `execute`'s.
+        PLAIN (outside a snapshot only) as in `execute`.
         """
         stmts = [self._read_stmt(sql, params) for sql, params in statements]
         if not stmts:
             return []
+        if self._in_snapshot and plain:
+            raise StoreError("internal: a read inside a snapshot reads text as bytes")
         if self._in_snapshot:
             try:
                 return self._snapshot_execute(stmts)
@@ -316,7 +333,7 @@ class HranaConnection:
         requests = [{"type": "execute", "stmt": {"sql": "BEGIN"}},
                     *({"type": "execute", "stmt": stmt} for stmt in stmts),
                     {"type": "execute", "stmt": {"sql": "ROLLBACK"}}, {"type": "close"}]
-        results = self._pipeline(requests, baton=None)
+        results = self._pipeline(requests, baton=None, plain=plain)
         _cursor(results[0])   # a failed BEGIN raises here
         return _cursors(results[1:-2])
 
@@ -385,7 +402,7 @@ class HranaConnection:
     # -- transport -------------------------------------------------------------------------
 
     def _pipeline(self, requests: list[dict], *, baton: str | None, keep: bool = False,
-                  timeout: float | None = None) -> list[dict]:
+                  timeout: float | None = None, plain: bool = False) -> list[dict]:
         url = (self._stream_url or self.base_url) + PIPELINE_PATH if baton else self.base_url + PIPELINE_PATH
         self.traffic.requests += 1
         self.traffic.statements += sum(1 for r in requests if r["type"] == "execute")
@@ -407,6 +424,11 @@ class HranaConnection:
             if url.startswith("https:") and _is_tls_mismatch(exc):
                 raise StoreError(plain_http_sentence(self.display, self.base_url)) from exc
             raise ServerUnreachable(f"Cannot connect to {self.display}: {self._scrub(_reason(exc))}") from exc
+        if plain:
+            data = response.content
+            if ((response.status_code == 500 and b"utf-8" in data.lower())
+                    or _REPLACEMENT in data or b"\\ufffd" in data or b"\\uFFFD" in data):
+                raise TextNotSent(response.text[:200])
         body = self._body(response)
         if keep:
             self._baton = body.get("baton")
@@ -623,6 +645,7 @@ __all__ = [
     "HranaWriteStream",
     "LockWaitTimeout",
     "StreamExpired",
+    "TextNotSent",
     "Traffic",
     "encode_value",
     "loads_hrana",

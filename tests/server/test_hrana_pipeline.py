@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+from contextlib import nullcontext
 
 import pytest
 
@@ -16,7 +17,7 @@ from studio.store.backends import LIMIT_TO_COUNT, RowsRead, SelectRead, read_eac
 from studio.store.history import list_messages, recall
 from studio.store.hrana import HranaConnection, HranaStatementError, loads_hrana
 from studio.store.thread_list import list_threads
-from tests.server.sqld import add_thread, make_memory
+from tests.server.sqld import add_thread, make_memory, pipeline
 
 
 def _statements(thread_id: str) -> list[tuple[str, list]]:
@@ -94,8 +95,9 @@ def test_a_count_and_its_page_cost_one_round_trip(sqld_corpus):
                  lambda: list_messages(store, thread_id, per_page=2, page=1),
                  lambda: list_messages(store, thread_id, per_page=False),
                  lambda: recall(store, thread_id, per_page=3)]
-        list_threads(store, per_page=2)   # the width of the count probed once (remembered)
-        list_messages(store, thread_id, per_page=2)
+        with store.snapshot():   # inside a load text comes as bytes: the width of each count probed once
+            list_threads(store, per_page=2)
+            list_messages(store, thread_id, per_page=2)
         results = []
         for call in calls:
             before = traffic.requests, traffic.statements
@@ -255,3 +257,57 @@ def test_a_refused_loopback_connection_is_a_sentence():
             conn.execute_many([("SELECT 1", []), ("SELECT 2", [])])
     finally:
         conn.close()
+
+
+def test_text_read_as_text_equals_text_read_as_bytes(sqld_corpus):
+    """Outside a load a read asks for text as text (no base64, no decode of every value); inside one, every text
+    comes as bytes (the SQL of local files). Both give the same threads, messages (parsed content included),
+    counts and rows."""
+    with open_store(sqld_corpus.target("support")) as store:
+        thread_id = store.list_threads()[0].id
+
+        def everything():
+            page = list_threads(store, per_page=False)
+            messages = list_messages(store, thread_id, per_page=False)
+            return ([(t.id, t.resource_id, t.title, t.metadata, t.created_at, t.updated_at, t.damaged_text)
+                     for t in page.threads], page.total,
+                    [m.as_mastra() for m in messages.messages], messages.total,
+                    [m.as_mastra() for m in recall(store, thread_id, per_page=3).messages],
+                    store.rows("SELECT id, title, metadata, 1, 2.5, x'00ff', NULL FROM mastra_threads ORDER BY id"),
+                    store.select_rows("mastra_messages", "WHERE thread_id = ? ORDER BY id", [thread_id]))
+
+        traffic = store.backend.traffic
+        before = traffic.requests
+        as_text = everything()
+        assert traffic.requests - before == 5   # no width probe, no second try
+        with store.snapshot():
+            assert store.backend.plain_text is False
+            as_bytes = everything()
+        assert as_text == as_bytes and as_text[1] > 0 and as_text[3] > 0
+
+
+def test_text_that_is_not_utf8_or_holds_u_fffd_is_read_again_as_bytes(sqld_corpus):
+    """sqld fails a request holding text that is not UTF-8 (HTTP 500): the read is made again with text as bytes
+    and the value is DamagedText, as on a file. A text holding U+FFFD itself (which a server replacing bad bytes
+    would also send) is read again too, and is plain text."""
+    url = sqld_corpus.start("plain-damaged")
+    make_memory(url)
+    add_thread(url, 2)
+    pipeline(url, ["UPDATE mastra_threads SET title = CAST(x'ff41' AS TEXT) WHERE id = 't1'",
+                   "UPDATE mastra_threads SET title = 'ok \ufffd' WHERE id = 't2'"])
+    with open_store(url) as store:
+        traffic = store.backend.traffic
+        with store.snapshot():   # the width of the count (text as bytes) probed once
+            list_threads(store, per_page=2)
+        for in_load in (True, False):
+            with store.snapshot() if in_load else nullcontext():
+                before = traffic.requests
+                page = list_threads(store, per_page=False)
+                titles = {t.id: t.title for t in page.threads}
+                assert titles == {"t1": "\ufffdA", "t2": "ok \ufffd"} and page.total == 2
+                assert type(titles["t2"]) is str and type(titles["t1"]).__name__ == "DamagedText"
+                assert {t.id: t.damaged_text for t in page.threads} == {"t1": ("title",), "t2": ()}
+                assert traffic.requests - before == (1 if in_load else 2)   # as text, then again as bytes
+                assert store.get_thread("t1").title == "\ufffdA"
+                assert store.rows("SELECT title FROM mastra_threads WHERE id = 't1'") == [("\ufffdA",)]
+

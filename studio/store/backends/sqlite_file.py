@@ -248,6 +248,8 @@ class FileBackend:
     select_column = sqlite_sql.select_column
     #: A local file costs no round trip: reads run one after another.
     read_many = read_each
+    #: The driver cannot hand over text that is not UTF-8 (it panics): every text is fetched as bytes.
+    plain_text = False
 
     # -- loads and change detection ----------------------------------------------------------
 
