@@ -29,7 +29,7 @@ import gzip
 import http.client
 import json
 import re
-import select
+import socket
 import threading
 from collections.abc import Iterable
 from contextlib import suppress
@@ -160,6 +160,23 @@ class _Stale(Exception):
     """A reused kept-alive connection failed before the server answered (it had closed it)."""
 
 
+def _closed_by_peer(sock: socket.socket, timeout: float) -> bool:
+    """True when the idle connection SOCK has been closed by the server (or holds bytes nobody asked for).
+
+    A non-blocking peek: nothing to read yet is the one answer of a connection still open.
+    """
+    sock.setblocking(False)
+    try:
+        sock.recv(1, socket.MSG_PEEK)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
+    finally:
+        sock.settimeout(timeout)
+    return True
+
+
 class _LoopbackHttp:
     """POSTs to a server on this machine over one kept-alive HTTP/1.1 connection, with the standard library.
 
@@ -188,7 +205,7 @@ class _LoopbackHttp:
         """
         with self._lock:
             conn = self._conn
-            if conn is not None and (conn.sock is None or select.select([conn.sock], [], [], 0)[0]):
+            if conn is not None and (conn.sock is None or _closed_by_peer(conn.sock, self._read_timeout)):
                 self._drop()   # closed by the server while idle (or never connected)
                 conn = None
             try:
