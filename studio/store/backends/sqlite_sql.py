@@ -228,7 +228,9 @@ def read_many(backend, reads: list[RowsRead | SelectRead]) -> list:
     """`Backend.read_many` on a libSQL server: READS sent together (`backend.execute_many`, one round trip).
 
     Each result is what `rows` / `select` return for that read; they run in one read transaction
-    (`HranaConnection.execute_many`), so LIMIT_TO_COUNT is bound as no limit. When a statement fails, the reads
+    (`HranaConnection.execute_many`), so LIMIT_TO_COUNT is bound as no limit. Outside a load they first ask
+    for text as text (`plain_text`), then, if the server could not send it so, for text as bytes. When a
+    statement fails, the reads
     are run again one by one (`read_each`), so that each failure is handled and worded exactly as
     that read alone would have it (a JSONB value SQLite cannot decode is read raw; anything else
     raises StoreError). Transport failures raise StoreError at once.
