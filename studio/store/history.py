@@ -27,6 +27,7 @@ from datetime import UTC
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
 from studio.store import schema as sc
+from studio.store.backends import LIMIT_TO_COUNT
 from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, Thread, iso_to_ms, ms_to_iso
 from studio.store.thread_list import (
@@ -417,10 +418,11 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
     elif mongo:
         total = store.count_messages(query)
         rows = store.find_messages(query, sort, skip=offset, limit=0 if per_page is False else limit)
-    else:
-        total = int(store.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])
-        rows = _select_messages(store, f'{where} ORDER BY {order} LIMIT ? OFFSET ?',
-                                [*params, total if per_page is False else limit, offset])
+    else:   # the count and the page together (perPage false: the page holds as many as counted)
+        counted, rows = store.rows_and_messages(
+            f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params, f'{where} ORDER BY {order} LIMIT ? OFFSET ?',
+            [*params, LIMIT_TO_COUNT if per_page is False else limit, offset])
+        total = int(counted[0][0])
     paginated = len(rows)
     if total == 0 and not rows and not items:
         return MessagePage([], 0, page, response_per_page, False)

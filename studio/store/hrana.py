@@ -24,8 +24,13 @@ a write the user asked for: one stream, `BEGIN IMMEDIATE` … `COMMIT` / `ROLLBA
 from __future__ import annotations
 
 import base64
+import binascii
+import gzip
+import http.client
 import json
 import re
+import socket
+import threading
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -34,6 +39,7 @@ from typing import Any
 import httpx
 
 from studio.errors import ServerUnreachable, StoreError, cause_chain
+from studio.store.cells import bulk_decode
 
 #: Bound of one request (s): a statement on a big table over a slow link still answers, a dead link does not hang.
 READ_TIMEOUT_S = 60.0
@@ -41,14 +47,25 @@ READ_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 10.0
 PIPELINE_PATH = "/v2/pipeline"
 _READ_HEADS = ("SELECT", "WITH", "PRAGMA", "VALUES")
+_a2b = binascii.a2b_base64
+#: U+FFFD in UTF-8: in an answer to a read of text as text, it may stand for bytes that were not UTF-8.
+_REPLACEMENT = "\ufffd".encode()
 
 
 class HranaStatementError(Exception):
     """The server ran the request but a statement failed (`code` e.g. SQLITE_ERROR, SQL_PARSE_ERROR)."""
 
-    def __init__(self, message: str, code: str | None = None):
+    def __init__(self, message: str, code: str | None = None, index: int = 0):
         super().__init__(message)
         self.code = code
+        #: Which statement of a request failed (0: the first; `execute_many` counts its own statements).
+        self.index = index
+
+
+class TextNotSent(Exception):
+    """A read asked for text as text (`plain`) holds text the server cannot send so: bytes that are not UTF-8
+    (sqld fails the whole request with HTTP 500 "invalid utf-8"), or U+FFFD, which may stand for such bytes.
+    The read must be made again with every text fetched as bytes (the SQL of local files)."""
 
 
 class StreamExpired(Exception):
@@ -70,19 +87,37 @@ def encode_value(value: Any) -> dict:
     return {"type": "text", "value": str(value)}
 
 
-def decode_value(cell: dict) -> Any:
-    """A Hrana value as the local driver returns it (integer -> int, float, text -> str, blob -> bytes, null)."""
-    kind = cell.get("type")
-    if kind == "integer":
-        return int(cell["value"])
-    if kind == "float":
-        return float(cell["value"])
-    if kind == "text":
-        return cell["value"]
-    if kind == "blob":
-        data = cell.get("base64", "")
-        return base64.b64decode(data + "=" * (-len(data) % 4))
-    return None
+#: The keys of each kind of Hrana value ({"type": "text", "value": "…"}, {"type": "blob", "base64": "…"}, …).
+_VALUE_KEYS = {"text": "value", "integer": "value", "float": "value", "blob": "base64"}
+
+
+def _object(pairs: list[tuple[str, Any]]) -> Any:
+    """One JSON object of a Hrana answer: a Hrana value as the local driver returns it (integer -> int, float,
+    text -> str, blob -> bytes, null -> None), any other object a dict."""
+    if len(pairs) == 2:
+        (k0, v0), (k1, v1) = pairs
+        if k0 != "type":   # the keys in the other order
+            (k0, v0), (k1, v1) = (k1, v1), (k0, v0)
+        if k0 == "type" and _VALUE_KEYS.get(v0) == k1:
+            if v0 == "text":
+                return v1
+            if v0 == "blob":
+                return _a2b(v1 + "=" * (-len(v1) % 4))   # sqld leaves the padding out
+            return int(v1) if v0 == "integer" else float(v1)
+    elif len(pairs) == 1 and pairs[0] == ("type", "null"):
+        return None
+    return dict(pairs)
+
+
+def loads_hrana(data: bytes) -> Any:
+    """Parse a Hrana answer (JSON), each Hrana value decoded as it is met (`_object`: its Python value in its place).
+
+    Decoding while parsing spares a dict per value and a second pass over the rows (3 MB of
+    listThreads: ~30,000 values); the garbage collector is held meanwhile (studio.store.cells.bulk_decode),
+    as none of the containers made is garbage. Raises ValueError when DATA is not JSON.
+    """
+    with bulk_decode():
+        return json.loads(data, object_pairs_hook=_object)
 
 
 @dataclass
@@ -108,6 +143,122 @@ class Traffic:
     snapshot_restarts: int = 0
 
 
+class _Answer:
+    """An HTTP answer as `HranaConnection._body` reads it (httpx.Response's `status_code`, `content`, `text`)."""
+
+    __slots__ = ("content", "status_code")
+
+    def __init__(self, status_code: int, content: bytes):
+        self.status_code, self.content = status_code, content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
+class _Stale(Exception):
+    """A reused kept-alive connection failed before the server answered (it had closed it)."""
+
+
+def _closed_by_peer(sock: socket.socket, timeout: float) -> bool:
+    """True when the idle connection SOCK has been closed by the server (or holds bytes nobody asked for).
+
+    A non-blocking peek: nothing to read yet is the one answer of a connection still open.
+    """
+    sock.setblocking(False)
+    try:
+        sock.recv(1, socket.MSG_PEEK)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
+    finally:
+        sock.settimeout(timeout)
+    return True
+
+
+class _LoopbackHttp:
+    """POSTs to a server on this machine over one kept-alive HTTP/1.1 connection, with the standard library.
+
+    httpx spends ~0.6 ms of CPU on each request (its client, httpcore and h11 layers), http.client a third
+    of that: on a loopback link, where the answer takes ~1 ms, that is most of a small read's time.
+    Plain HTTP only (no TLS, no proxy: a local server is never reached through one). Failures raise
+    httpx's exceptions (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError), so that
+    `HranaConnection` words them as it words httpx's. A connection the server closed while idle is
+    noticed before it is reused (its socket reads as ready) and replaced, as httpcore does.
+    """
+
+    def __init__(self, host: str, port: int, headers: dict[str, str], connect_timeout: float, read_timeout: float):
+        self._host, self._port = host, port
+        self._headers = {**headers, "Content-Type": "application/json"}
+        self._connect_timeout, self._read_timeout = connect_timeout, read_timeout
+        self._conn: http.client.HTTPConnection | None = None
+        self._fresh = False   # the connection has carried no request yet
+        self._lock = threading.Lock()
+
+    def post(self, path: str, body: bytes) -> _Answer:
+        """POST BODY (JSON) to PATH; return the answer (any status). Raises httpx.TransportError.
+
+        A kept-alive connection that fails before any answer (closed by the server in the instant it was
+        reused) is replaced and the request sent once more: the server never read it, and every request
+        on this client is a read.
+        """
+        with self._lock:
+            conn = self._conn
+            if conn is not None and (conn.sock is None or _closed_by_peer(conn.sock, self._read_timeout)):
+                self._drop()   # closed by the server while idle (or never connected)
+                conn = None
+            try:
+                return self._send(conn or self._connect(), path, body)
+            except _Stale:
+                return self._send(self._connect(), path, body)
+
+    def _connect(self) -> http.client.HTTPConnection:
+        conn = http.client.HTTPConnection(self._host, self._port, timeout=self._connect_timeout)
+        try:
+            conn.connect()
+        except TimeoutError as exc:
+            conn.close()
+            raise httpx.ConnectTimeout(str(exc) or "timed out") from exc
+        except OSError as exc:
+            conn.close()
+            raise httpx.ConnectError(str(exc)) from exc
+        conn.sock.settimeout(self._read_timeout)
+        self._conn, self._fresh = conn, True
+        return conn
+
+    def _send(self, conn: http.client.HTTPConnection, path: str, body: bytes) -> _Answer:
+        fresh, self._fresh = self._fresh, False
+        try:
+            conn.request("POST", path, body, self._headers)
+            response = conn.getresponse()
+            data = response.read()
+        except TimeoutError as exc:
+            self._drop()
+            raise httpx.ReadTimeout(str(exc) or "timed out") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            self._drop()
+            if not fresh and isinstance(exc, (http.client.RemoteDisconnected, ConnectionResetError,
+                                              BrokenPipeError, ConnectionAbortedError)):
+                raise _Stale from exc
+            raise httpx.RemoteProtocolError(str(exc) or type(exc).__name__) from exc
+        if response.will_close:
+            self._drop()
+        if (response.getheader("Content-Encoding") or "identity").lower() == "gzip":
+            data = gzip.decompress(data)
+        return _Answer(response.status, data)
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        """Close the connection (a later `post` opens a new one)."""
+        with self._lock:
+            self._drop()
+
+
 class HranaConnection:
     """A read-only client of one libSQL server database over Hrana-over-HTTP (`/v2/pipeline`).
 
@@ -116,6 +267,9 @@ class HranaConnection:
     raise StoreError with one sentence (unreachable, timeout, HTTP 401/403 auth, not a libSQL
     server, server error); a failing statement raises HranaStatementError.
     """
+
+    #: Reads of a loopback server use the standard library's HTTP client (`_LoopbackHttp`).
+    lean = True
 
     def __init__(self, base_url: str, token: str | None, display: str, *, timeout: float | None = None,
                  token_source: str = "LIBSQL_AUTH_TOKEN or TURSO_AUTH_TOKEN"):
@@ -133,8 +287,18 @@ class HranaConnection:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         # a sqld on this machine is reached directly, never through an HTTP(S)_PROXY of the environment
         local = httpx.URL(self.base_url).host in ("127.0.0.1", "localhost", "::1")
+        if local:
+            # gzip saves nothing on a loopback link: the server would compress every answer (3 MB of
+            # listThreads: ~70 ms of sqld's compression and our decompression) for no transfer gained
+            headers["Accept-Encoding"] = "identity"
         self._client = httpx.Client(headers=headers, follow_redirects=False, trust_env=not local,
                                     timeout=httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT_S, self.timeout)))
+        url = httpx.URL(self.base_url)
+        #: Reads of a plain-HTTP server on this machine go through `_LoopbackHttp` (writes keep httpx: their
+        #: outcome words depend on where its exceptions come from).
+        self._loopback = (_LoopbackHttp(url.host, url.port or 80, headers, min(CONNECT_TIMEOUT_S, self.timeout),
+                                        self.timeout)
+                          if local and url.scheme == "http" and self.lean else None)
         self._baton: str | None = None
         self.writes = False   # True on the one connection that writes (HranaWriteStream): a 403 means read-only
         self._stream_url: str | None = None
@@ -144,28 +308,70 @@ class HranaConnection:
 
     # -- DB-API-like surface used by the SQLite reads ----------------------------------------
 
-    def execute(self, sql: str, params: Iterable[Any] = ()) -> Cursor:
-        """Run one read statement (inside the snapshot when one is open) and return its Cursor."""
+    def execute(self, sql: str, params: Iterable[Any] = (), *, plain: bool = False) -> Cursor:
+        """Run one read statement (inside the snapshot when one is open) and return its Cursor.
+
+        PLAIN (outside a snapshot only): the statement reads text as text, so an answer that may not
+        hold it as stored raises TextNotSent (see there) instead of StoreError.
+        """
+        stmt = self._read_stmt(sql, params)
+        if not self._in_snapshot:
+            results = self._pipeline([{"type": "execute", "stmt": stmt}, {"type": "close"}], baton=None, plain=plain)
+            return _cursor(results[0])
+        if plain:
+            raise StoreError("internal: a read inside a snapshot reads text as bytes")
+        try:
+            return self._snapshot_execute([stmt])[0]
+        except StreamExpired:
+            self._restart_snapshot()
+            return self._snapshot_execute([stmt])[0]
+
+    def execute_many(self, statements: list[tuple[str, Iterable[Any]]], *, plain: bool = False) -> list[Cursor]:
+        """Run read STATEMENTS ([(sql, params), …]) in one round trip; return their Cursors, in order.
+
+        Inside a snapshot they run on its stream; outside one they share a fresh stream inside one
+        read transaction (`BEGIN` … `ROLLBACK`, in the same request), so they all see one state of
+        the database, which separate `execute` calls would not promise. The server runs every
+        statement of the request; the first that failed raises HranaStatementError naming it
+        ("statement 2 of 2: …", `index` 1); transport failures raise StoreError as `execute`'s.
+        PLAIN (outside a snapshot only) as in `execute`.
+        """
+        stmts = [self._read_stmt(sql, params) for sql, params in statements]
+        if not stmts:
+            return []
+        if self._in_snapshot and plain:
+            raise StoreError("internal: a read inside a snapshot reads text as bytes")
+        if self._in_snapshot:
+            try:
+                return self._snapshot_execute(stmts)
+            except StreamExpired:
+                self._restart_snapshot()
+                return self._snapshot_execute(stmts)
+        requests = [{"type": "execute", "stmt": {"sql": "BEGIN"}},
+                    *({"type": "execute", "stmt": stmt} for stmt in stmts),
+                    {"type": "execute", "stmt": {"sql": "ROLLBACK"}}, {"type": "close"}]
+        results = self._pipeline(requests, baton=None, plain=plain)
+        _cursor(results[0])   # a failed BEGIN raises here
+        return _cursors(results[1:-2])
+
+    def _read_stmt(self, sql: str, params: Iterable[Any]) -> dict:
+        """The Hrana statement of one read; StoreError (nothing sent) for a statement that is not a read."""
         head = sql.lstrip()[:8].upper()
         if not head.startswith(_READ_HEADS) or (head.startswith("PRAGMA") and "=" in sql):
             raise StoreError(f"{self.display} is opened read-only: the studio sends it reads only")
-        stmt = {"sql": sql, "args": [encode_value(v) for v in params], "want_rows": True}
-        if not self._in_snapshot:
-            results = self._pipeline([{"type": "execute", "stmt": stmt}, {"type": "close"}], baton=None)
-            return _cursor(results[0])
-        try:
-            return self._snapshot_execute(stmt)
-        except StreamExpired:
-            self.traffic.snapshot_restarts += 1
-            self._baton, self._stream_url, self._began = None, None, False
-            return self._snapshot_execute(stmt)
+        return {"sql": sql, "args": [encode_value(v) for v in params], "want_rows": True}
 
     def close(self) -> None:
         """End any snapshot and close the HTTP client (the server's data is untouched: nothing was written)."""
         try:
             self.end()
         finally:
-            self._client.close()
+            self._close_clients()
+
+    def _close_clients(self) -> None:
+        self._client.close()
+        if self._loopback is not None:
+            self._loopback.close()
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -194,27 +400,36 @@ class HranaConnection:
         finally:
             self._stream_url = None
 
-    def _snapshot_execute(self, stmt: dict) -> Cursor:
-        requests = [{"type": "execute", "stmt": stmt}]
+    def _snapshot_execute(self, stmts: list[dict]) -> list[Cursor]:
+        requests = [{"type": "execute", "stmt": stmt} for stmt in stmts]
         if not self._began:
             requests.insert(0, {"type": "execute", "stmt": {"sql": "BEGIN"}})
         results = self._pipeline(requests, baton=self._baton, keep=True)
         began, self._began = self._began, self._baton is not None   # a null baton: the server closed the stream
         if not began:
             _cursor(results[0])   # a failed BEGIN raises here
-        return _cursor(results[-1])
+            results = results[1:]
+        return _cursors(results)
+
+    def _restart_snapshot(self) -> None:
+        """Forget the expired stream: the next statement begins the snapshot again on a fresh one."""
+        self.traffic.snapshot_restarts += 1
+        self._baton, self._stream_url, self._began = None, None, False
 
     # -- transport -------------------------------------------------------------------------
 
     def _pipeline(self, requests: list[dict], *, baton: str | None, keep: bool = False,
-                  timeout: float | None = None) -> list[dict]:
+                  timeout: float | None = None, plain: bool = False) -> list[dict]:
         url = (self._stream_url or self.base_url) + PIPELINE_PATH if baton else self.base_url + PIPELINE_PATH
         self.traffic.requests += 1
         self.traffic.statements += sum(1 for r in requests if r["type"] == "execute")
         extra = {} if timeout is None else {"timeout": httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))}
+        body = json.dumps({"baton": baton, "requests": requests})
         try:
-            response = self._client.post(url, content=json.dumps({"baton": baton, "requests": requests}),
-                                         headers={"Content-Type": "application/json"}, **extra)
+            if self._loopback is not None and timeout is None and url.startswith(self.base_url):
+                response = self._loopback.post(url[len(self.base_url):], body.encode())
+            else:
+                response = self._client.post(url, content=body, headers={"Content-Type": "application/json"}, **extra)
         except httpx.ConnectTimeout as exc:   # the TCP connect or the TLS handshake: the shorter connect timeout
             raise ServerUnreachable(f"{self.display} did not complete the connection within "
                              f"{min(CONNECT_TIMEOUT_S, timeout or self.timeout):g} s "
@@ -226,6 +441,11 @@ class HranaConnection:
             if url.startswith("https:") and _is_tls_mismatch(exc):
                 raise StoreError(plain_http_sentence(self.display, self.base_url)) from exc
             raise ServerUnreachable(f"Cannot connect to {self.display}: {self._scrub(_reason(exc))}") from exc
+        if plain:
+            data = response.content
+            if ((response.status_code == 500 and b"utf-8" in data.lower())
+                    or _REPLACEMENT in data or b"\\ufffd" in data or b"\\uFFFD" in data):
+                raise TextNotSent(response.text[:200])
         body = self._body(response)
         if keep:
             self._baton = body.get("baton")
@@ -250,7 +470,7 @@ class HranaConnection:
             raise StoreError(f"{self.display} refused the auth token {self._token_from} (HTTP {status}): "
                              "it is wrong, expired, or for another database", kind="auth")
         try:
-            body = response.json()
+            body = loads_hrana(response.content)
         except ValueError:
             body = None
         if status == 400 and isinstance(body, dict) and body.get("code") == "STREAM_EXPIRED":
@@ -332,9 +552,21 @@ def _cursor(result: dict) -> Cursor:
         raise HranaStatementError(str(error.get("message", "statement failed")), error.get("code"))
     body = (result.get("response") or {}).get("result") or {}
     cols = body.get("cols") or []
-    rows = [tuple(decode_value(c) for c in row) for row in body.get("rows") or []]
+    rows = list(map(tuple, body.get("rows") or []))   # the values were decoded with the answer (`loads_hrana`)
     description = tuple((c.get("name"), c.get("decltype"), None, None, None, None, None) for c in cols)
     return Cursor(rows=rows, description=description, rowcount=int(body.get("affected_row_count") or 0))
+
+
+def _cursors(results: list[dict]) -> list[Cursor]:
+    """The Cursors of several statements' results; the first failed one raises HranaStatementError naming it."""
+    if len(results) == 1:
+        return [_cursor(results[0])]   # one statement: its error as `execute` words it
+    for i, result in enumerate(results):
+        if result.get("type") == "error":
+            error = result.get("error") or {}
+            raise HranaStatementError(f"statement {i + 1} of {len(results)}: "
+                                      f"{error.get('message', 'statement failed')}", error.get("code"), i)
+    return [_cursor(r) for r in results]
 
 
 class CommitUnanswered(Exception):
@@ -355,6 +587,9 @@ class HranaWriteStream(HranaConnection):
     TRANSACTION_TIMEOUT when sqld gave the lock to another writer), StreamExpired (the stream was
     idle ~10 s and the server dropped it with its transaction), LockWaitTimeout (from `begin_immediate`).
     """
+
+    #: httpx throughout: CommitUnanswered / ServerUnreachable are told apart by where its exceptions come from.
+    lean = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -416,7 +651,7 @@ class HranaWriteStream(HranaConnection):
         try:
             self.rollback()
         finally:
-            self._client.close()
+            self._close_clients()
 
 
 __all__ = [
@@ -427,7 +662,8 @@ __all__ = [
     "HranaWriteStream",
     "LockWaitTimeout",
     "StreamExpired",
+    "TextNotSent",
     "Traffic",
-    "decode_value",
     "encode_value",
+    "loads_hrana",
 ]

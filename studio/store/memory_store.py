@@ -14,7 +14,8 @@ refresh). What each backend does for both: docs/store-layers.md.
 
 Modules that query the store beyond these methods (studio.store.history, thread_list,
 message_queries, batch) use its public query API: `rows`, `select_rows`, `select_column`,
-`select_threads`, `select_messages`, `fetch_messages`, and `sql` for the dialect's expressions.
+`select_threads`, `select_messages`, `fetch_messages`, `rows_and_threads` / `rows_and_messages`
+(a count and its page in one round trip), and `sql` for the dialect's expressions.
 """
 
 from __future__ import annotations
@@ -223,6 +224,31 @@ class MemoryStore:
         present, fetched, decode = self.backend.select(sc.THREADS, list(THREAD_COLUMNS), tail, params)
         with bulk_decode():
             return threads_from_values(present, [decode(r) for r in fetched])
+
+    def rows_and_threads(self, sql: str, params: Iterable[Any], tail: str,
+                         tail_params: Iterable[Any]) -> tuple[list[tuple], list[Thread]]:
+        """`rows(SQL, PARAMS)` and `select_threads(TAIL, TAIL_PARAMS)`, read together.
+
+        A libSQL server sends both in one request, in one read transaction (they see one state of
+        the database); other stores read them one after the other, as two calls would. Raises StoreError.
+        """
+        from studio.store.backends import RowsRead, SelectRead
+
+        counted, (present, fetched, decode) = self.backend.read_many(
+            [RowsRead(sql, params), SelectRead(sc.THREADS, list(THREAD_COLUMNS), tail, tail_params)])
+        with bulk_decode():
+            return counted, threads_from_values(present, [decode(r) for r in fetched])
+
+    def rows_and_messages(self, sql: str, params: Iterable[Any], tail: str,
+                          tail_params: Iterable[Any]) -> tuple[list[tuple], list[Message]]:
+        """`rows(SQL, PARAMS)` and `select_messages(TAIL, TAIL_PARAMS)`, read together as `rows_and_threads` reads."""
+        from studio.store.backends import RowsRead, SelectRead
+
+        counted, (present, fetched, decode) = self.backend.read_many(
+            [RowsRead(sql, params), SelectRead(sc.MESSAGES, MESSAGE_COLUMNS, tail, tail_params, "content")])
+        read = message_reader(present, decode, self.backend.encoding)
+        with bulk_decode():
+            return counted, [read(r) for r in fetched]
 
     def fetch_messages(self, tail: str = "", params: Iterable[Any] = ()) -> tuple[list, Callable[[Any], Message]]:
         """`select_messages` without making the Messages: (rows as fetched, READ turning one row into its Message).

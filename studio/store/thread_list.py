@@ -15,6 +15,7 @@ import json
 
 from studio.common.metadata_filter import ValidationError, validate_metadata_filter
 from studio.store import schema as sc
+from studio.store.backends import LIMIT_TO_COUNT
 from studio.store.records import Thread
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -221,21 +222,27 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
         terms += more_terms
         params += more_params
     where = f"WHERE {' AND '.join(terms)}" if terms else ""
-    total = int(store.rows(f"SELECT COUNT(*) FROM {sc.THREADS} {where}", params)[0][0])
+    count_sql = f"SELECT COUNT(*) FROM {sc.THREADS} {where}"
     response_per_page: int | bool = False if per_page is False else limit
-    if total == 0:
-        return ThreadPage([], 0, page, response_per_page, False)
     # PostgreSQL: MemoryPG orders by the TIMESTAMPTZ twin first and breaks ties by id
     order = (f'COALESCE("{field}Z", "{field}" AT TIME ZONE \'UTC\') {direction}, "id" {direction}' if pg
              else f'"{field}" {direction}')
     tail = f'{where} ORDER BY {order} LIMIT ? OFFSET ?'
+    if not ids_only:   # the count and the page together (perPage false: the page holds as many as counted)
+        counted, threads = store.rows_and_threads(
+            count_sql, params, tail, [*params, LIMIT_TO_COUNT if per_page is False else limit, offset])
+        total = int(counted[0][0])
+        if total == 0:
+            return ThreadPage([], 0, page, response_per_page, False)
+        return ThreadPage(threads, total, page, response_per_page,
+                          False if per_page is False else offset + limit < total)
+    total = int(store.rows(count_sql, params)[0][0])
+    if total == 0:
+        return ThreadPage([], 0, page, response_per_page, False)
     bounds = [*params, total if per_page is False else limit, offset]
     has_more = False if per_page is False else offset + limit < total
-    if ids_only:
-        return ThreadPage(None, total, page, response_per_page, has_more,
-                          store.select_column(sc.THREADS, "id", tail, bounds))
-    threads = store.select_threads(tail, bounds)
-    return ThreadPage(threads, total, page, response_per_page, has_more)
+    return ThreadPage(None, total, page, response_per_page, has_more,
+                      store.select_column(sc.THREADS, "id", tail, bounds))
 
 
 def _list_threads_mongo(store: Any, resource_id: str | None, metadata: dict | None, field: str, direction: str,

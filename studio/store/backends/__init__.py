@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 else:
     Protocol = object
 
-__all__ = ["Backend", "ReadSql"]
+__all__ = ["LIMIT_TO_COUNT", "Backend", "ReadSql", "RowsRead", "SelectRead", "read_each"]
 
 
 class ReadSql(Protocol):
@@ -86,6 +86,10 @@ class Backend(Protocol):
     def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
         """COLUMN of TABLE's rows (WHERE/ORDER TAIL), one value a row, as `select` reads it."""
 
+    def read_many(self, reads: list[RowsRead | SelectRead]) -> list:
+        """The results of READS, in order, each as `rows` / `select` returns it: together where that saves round
+        trips (a libSQL server: one request, one read transaction), else one after another (`read_each`)."""
+
     def begin_read(self) -> None:
         """Start a load: every read until `end_read` sees one state (if the backend can isolate one cheaply)."""
 
@@ -97,6 +101,52 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Close the connection (the store's data is left as it was)."""
+
+
+class _LimitToCount:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "LIMIT_TO_COUNT"
+
+
+#: A parameter of a `read_many` read, bound to a LIMIT: "as many rows as the first read counted" (its first
+#: row's first value), as Mastra's listThreads / listMessages bind `total` for perPage false. A backend
+#: that runs the reads in one transaction binds "no limit" instead (the same rows: both see one state);
+#: one that runs them one after the other binds the count, as two calls would.
+LIMIT_TO_COUNT = _LimitToCount()
+
+
+class RowsRead:
+    """One read of `Backend.read_many`: `rows(sql, params)`."""
+
+    __slots__ = ("params", "sql")
+
+    def __init__(self, sql: str, params: Iterable[Any] = ()):
+        self.sql, self.params = sql, params
+
+
+class SelectRead:
+    """One read of `Backend.read_many`: `select(table, wanted, tail, params, lazy=lazy)`."""
+
+    __slots__ = ("lazy", "params", "table", "tail", "wanted")
+
+    def __init__(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (),
+                 lazy: str | None = None):
+        self.table, self.wanted, self.tail, self.params, self.lazy = table, wanted, tail, params, lazy
+
+
+def read_each(backend: Backend, reads: list[RowsRead | SelectRead]) -> list:
+    """`Backend.read_many` one read after another: each result as BACKEND's `rows` / `select` returns it
+    (LIMIT_TO_COUNT bound to the first read's count)."""
+    out: list = []
+    for r in reads:
+        params = r.params
+        if out and any(p is LIMIT_TO_COUNT for p in params):
+            params = [int(out[0][0][0]) if p is LIMIT_TO_COUNT else p for p in params]
+        out.append(backend.rows(r.sql, params) if r.__class__ is RowsRead
+                   else backend.select(r.table, r.wanted, r.tail, params, lazy=r.lazy))
+    return out
 
 
 def content_fingerprint(backend: Backend) -> str:

@@ -119,6 +119,32 @@ class LibsqlServerBackend:
     rows = sqlite_sql.rows
     select = sqlite_sql.select
     select_column = sqlite_sql.select_column
+    #: Several reads in one request (the count and the page of a listThreads or listMessages call).
+    read_many = sqlite_sql.read_many
+
+    def execute_many(self, statements: list[tuple[str, tuple]]) -> list[list[tuple]]:
+        """Fetch the rows of each of STATEMENTS ([(sql, params)]) in one round trip (one read transaction)."""
+        return [cursor.fetchall() for cursor in self.conn.execute_many(statements)]
+
+    @property
+    def plain_text(self) -> bool:
+        """True outside a load: a read first asks for text as text (`execute_text`), which spares the bytes' base64
+        and a decode of every value; sqld fails a request holding text that is not UTF-8 (HTTP 500) and drops its
+        stream, so inside a load (one stream) every text is fetched as bytes."""
+        return self.conn is not None and not self.conn.in_snapshot
+
+    def execute_text(self, statements: list[tuple[str, tuple]]) -> list[list[tuple]] | None:
+        """Fetch the rows of STATEMENTS, text as text, in one round trip (one read transaction when several);
+        None when the server could not send a text as it is stored (studio.store.hrana.TextNotSent): the caller
+        reads again with text as bytes. Raises what `execute_many` raises."""
+        from studio.store.hrana import TextNotSent
+
+        try:
+            if len(statements) == 1:
+                return [self.conn.execute(*statements[0], plain=True).fetchall()]
+            return [cursor.fetchall() for cursor in self.conn.execute_many(statements, plain=True)]
+        except TextNotSent:
+            return None
 
     # -- loads and change detection ----------------------------------------------------------
 

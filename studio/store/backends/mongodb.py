@@ -381,6 +381,10 @@ class MongoBackend:
         """Raise StoreError: a MongoDB store has no SQL."""
         raise StoreError("A MongoDB store is not read with SQL")
 
+    def read_many(self, reads: list) -> list:
+        """Raise StoreError: a MongoDB store has no SQL."""
+        raise StoreError("A MongoDB store is not read with SQL")
+
     # -- loads and live refresh -------------------------------------------------------------------
 
     def begin_read(self) -> None:

@@ -33,7 +33,7 @@ from contextlib import suppress
 from studio.errors import SchemaError, StoreError
 from studio.store import credentials as cred
 from studio.store import schema as sc
-from studio.store.backends import content_fingerprint
+from studio.store.backends import content_fingerprint, read_each
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
@@ -421,6 +421,9 @@ class PgBackend:
         present = [c for c in columns if self.schema.has_column(table, c)]
         selected = ", ".join(read_expr(self.schema, table, c) for c in present)
         return present, self.rows(f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}", params), list
+
+    #: Reads one after another (`Backend.read_many`).
+    read_many = read_each
 
     def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
         """COLUMN of TABLE's rows, one value a row, as `select` reads it."""

@@ -21,7 +21,7 @@ import libsql
 
 from studio.errors import SchemaError, StoreDamaged, StoreError
 from studio.store import schema as sc
-from studio.store.backends import sqlite_sql
+from studio.store.backends import read_each, sqlite_sql
 from studio.store.cells import contained, is_driver_panic, sqlite_encoding_name
 from studio.store.connection import (
     connect,
@@ -246,6 +246,10 @@ class FileBackend:
     rows = sqlite_sql.rows
     select = sqlite_sql.select
     select_column = sqlite_sql.select_column
+    #: A local file costs no round trip: reads run one after another.
+    read_many = read_each
+    #: The driver cannot hand over text that is not UTF-8 (it panics): every text is fetched as bytes.
+    plain_text = False
 
     # -- loads and change detection ----------------------------------------------------------
 

@@ -11,11 +11,15 @@ class bodies), so they take the backend first, as it is at the call (a file's co
 encoding change when it is reopened): anything with `ready()` (raises when closed; a file reopens when
 it changed), `conn` (`execute(sql, params)` with `.description` / `.fetchall()`), `schema`,
 `encoding`, `execute(sql, params)` (rows as fetched; a file verifies them against a torn immutable
-read), `fail(exc)` (the StoreError for a failed read) and the caches `widths` and `select_lists`
-(emptied on reopen).
+read), `fail(exc)` (the StoreError for a failed read), the caches `widths` and `select_lists`
+(emptied on reopen), and `plain_text`: True when a read may first ask for text as text
+(`execute_text(statements)`: a libSQL server outside a load, which sends text it cannot send as it is
+as an error, never as other text); the text-safe read follows when that fails.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from studio.errors import StoreError
 from studio.store import schema as sc
@@ -27,7 +31,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
-__all__ = ["JSONB_COLUMNS", "SQLITE", "SqliteSql", "row_decoder", "rows", "select", "select_column"]
+    from studio.store.backends import RowsRead, SelectRead
+
+__all__ = ["JSONB_COLUMNS", "SQLITE", "SqliteSql", "read_many", "row_decoder", "rows", "select", "select_column"]
 
 #: Columns Mastra declares `jsonb` (read through SQLite's json()).
 JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
@@ -74,21 +80,52 @@ def rows(backend, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
     """
     backend.ready()
     params = tuple(params)
+    if backend.plain_text and sql.lstrip()[:6].upper().startswith(("SELECT", "WITH")):
+        fetched = _plainly(backend, [(sql, params)])
+        if fetched is not None:
+            return fetched[0]
     try:
-        head = sql.lstrip()[:6].upper()
-        if not head.startswith(("SELECT", "WITH")):
-            return backend.execute(sql, params)
-        width = _width(backend, sql, params)
-        names = ", ".join(f"c{i}" for i in range(width))
-        pairs = ", ".join(text_safe_pair(f"c{i}") for i in range(width))
-        fetched = backend.execute(f"WITH q({names}) AS ({sql}) SELECT {pairs} FROM q", params)
+        sql, finish = _rows_plan(backend, sql, params)
+        fetched = backend.execute(sql, params)
     except StoreError:
         raise
     except BaseException as exc:
         if not contained(exc):
             raise
         raise backend.fail(exc) from exc
-    return decode_rows(fetched, width, backend.encoding)
+    return finish(fetched)
+
+
+def _plainly(backend, statements: list[tuple[str, tuple]]) -> list[list[tuple]] | None:
+    """The rows of STATEMENTS read with text as text (`backend.execute_text`, one round trip), or None when
+    they must be read the text-safe way: a text the server could not send as it is, or a failed statement
+    (the text-safe read then words the failure as it always does). Transport failures raise StoreError."""
+    try:
+        return backend.execute_text(statements)
+    except StoreError:
+        raise
+    except Exception:
+        return None
+
+
+def _rows_plan(backend, sql: str, params: tuple) -> tuple[str, Callable[[list], list[tuple]]]:
+    """The statement `rows` sends for SQL and the function turning its fetched rows into `rows`' result.
+
+    A SELECT's width is probed once per SQL text (one statement, remembered in `backend.widths`).
+    """
+    head = sql.lstrip()[:6].upper()
+    if not head.startswith(("SELECT", "WITH")):
+        return sql, _as_fetched
+    width = _width(backend, sql, params)
+    names = ", ".join(f"c{i}" for i in range(width))
+    pairs = ", ".join(text_safe_pair(f"c{i}") for i in range(width))
+    encoding = backend.encoding
+    return (f"WITH q({names}) AS ({sql}) SELECT {pairs} FROM q",
+            lambda fetched: decode_rows(fetched, width, encoding))
+
+
+def _as_fetched(fetched: list) -> list:
+    return fetched
 
 
 def _select_list(schema: sc.Schema, table: str, wanted: list[str]) -> tuple[list[str], str]:
@@ -105,6 +142,17 @@ def _select_list(schema: sc.Schema, table: str, wanted: list[str]) -> tuple[list
                          f"WHEN typeof({q}) = 'text' THEN CAST({q} AS BLOB) ELSE {q} END")
         else:
             exprs.append(f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
+    return present, ", ".join(exprs)
+
+
+def _plain_select_list(schema: sc.Schema, table: str, wanted: list[str]) -> tuple[list[str], str]:
+    """`_select_list` for a server read with text as text: each result NULL, a number, text, or the bytes of
+    a blob (what the text-safe list turns into bytes comes as text: the same values once decoded)."""
+    present = [c for c in (wanted or schema.columns(table)) if schema.has_column(table, c)]
+    exprs = []
+    for col in present:
+        q = sc.quote_ident(col)
+        exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN json({q}) ELSE {q} END" if col in JSONB_COLUMNS else q)
     return present, ", ".join(exprs)
 
 
@@ -149,9 +197,12 @@ def select(backend, table: str, wanted: list[str], tail: str = "", params: Itera
 
 def _select(backend, table: str, wanted: list[str], tail: str, params: tuple,
             lazy: str | None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
-    lists, key = backend.select_lists, (table, tuple(wanted))
-    present, selected = lists.get(key) or lists.setdefault(key, _select_list(backend.schema, table, wanted))
-    sql = f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}"
+    if backend.plain_text:
+        sql, present, decode = _select_plan(backend, table, wanted, tail, lazy, plain=True)
+        fetched = _plainly(backend, [(sql, params)])
+        if fetched is not None:
+            return present, fetched[0], _plain_decoder(fetched[0], decode)
+    sql, present, decode = _select_plan(backend, table, wanted, tail, lazy)
     try:
         fetched = backend.execute(sql, params)
     except StoreError:
@@ -160,10 +211,76 @@ def _select(backend, table: str, wanted: list[str], tail: str, params: tuple,
         if "json" not in str(exc).lower():
             raise backend.fail(exc) from exc
         return present, _select_raw(backend, table, present, tail, params), list
+    return present, fetched, decode
+
+
+def _select_plan(backend, table: str, wanted: list[str], tail: str, lazy: str | None,
+                 plain: bool = False) -> tuple[str, list[str], Callable[[tuple], list]]:
+    """`select`'s statement, present columns and row decoder (column LAZY left as fetched); PLAIN: text as text."""
+    lists, key = backend.select_lists, (table, tuple(wanted), plain)
+    present, selected = lists.get(key) or lists.setdefault(
+        key, (_plain_select_list if plain else _select_list)(backend.schema, table, wanted))
     decode = row_decoder(backend.encoding)
     if lazy is not None and lazy in present:
         decode = _keeping(decode, present.index(lazy))
-    return present, fetched, decode
+    return f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}", present, decode
+
+
+def read_many(backend, reads: list[RowsRead | SelectRead]) -> list:
+    """`Backend.read_many` on a libSQL server: READS sent together (`backend.execute_many`, one round trip).
+
+    Each result is what `rows` / `select` return for that read; they run in one read transaction
+    (`HranaConnection.execute_many`), so LIMIT_TO_COUNT is bound as no limit. Outside a load they first ask
+    for text as text (`plain_text`), then, if the server could not send it so, for text as bytes. When a
+    statement fails, the reads
+    are run again one by one (`read_each`), so that each failure is handled and worded exactly as
+    that read alone would have it (a JSONB value SQLite cannot decode is read raw; anything else
+    raises StoreError). Transport failures raise StoreError at once.
+    """
+    from studio.store.backends import LIMIT_TO_COUNT, RowsRead, read_each
+
+    backend.ready()
+    if backend.plain_text:
+        plain = [_plain_plan(backend, read, tuple(-1 if p is LIMIT_TO_COUNT else p for p in read.params))
+                 for read in reads]
+        fetched = _plainly(backend, [(sql, params) for sql, params, _ in plain])
+        if fetched is not None:
+            return [finish(f) for (_, _, finish), f in zip(plain, fetched, strict=True)]
+    plans = []
+    try:
+        for read in reads:
+            # one transaction: "as many as counted" is every row (SQLite's LIMIT -1)
+            params = tuple(-1 if p is LIMIT_TO_COUNT else p for p in read.params)
+            if read.__class__ is RowsRead:
+                sql, finish = _rows_plan(backend, read.sql, params)
+                plans.append((sql, params, finish))
+            else:
+                sql, present, decode = _select_plan(backend, read.table, read.wanted, read.tail, read.lazy)
+                plans.append((sql, params, (lambda fetched, p=present, d=decode: (p, fetched, d))))
+        fetched = backend.execute_many([(sql, params) for sql, params, _ in plans])
+    except StoreError:
+        raise
+    except BaseException as exc:
+        if not contained(exc):
+            raise
+        return read_each(backend, reads)
+    return [finish(f) for (_, _, finish), f in zip(plans, fetched, strict=True)]
+
+
+def _plain_plan(backend, read: RowsRead | SelectRead, params: tuple) -> tuple[str, tuple, Callable[[list], Any]]:
+    """READ's statement with text as text, its params and the function making `rows` / `select`'s result."""
+    from studio.store.backends import RowsRead
+
+    if read.__class__ is RowsRead:
+        return read.sql, params, _as_fetched
+    sql, present, decode = _select_plan(backend, read.table, read.wanted, read.tail, read.lazy, plain=True)
+    return sql, params, (lambda fetched: (present, fetched, _plain_decoder(fetched, decode)))
+
+
+def _plain_decoder(fetched: list[tuple], decode: Callable[[tuple], list]) -> Callable[[tuple], list]:
+    """DECODE for rows read with text as text, or `list` when no value of FETCHED is bytes (a blob): then
+    every row decodes to its values as they are (one C-level look at the values instead of a call per row)."""
+    return decode if bytes in set(map(type, itertools.chain.from_iterable(fetched))) else list
 
 
 def _select_raw(backend, table: str, present: list[str], tail: str, params: tuple) -> list[list]:
