@@ -25,12 +25,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
-import http.client
 import json
 import re
-import socket
-import threading
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -143,122 +139,6 @@ class Traffic:
     snapshot_restarts: int = 0
 
 
-class _Answer:
-    """An HTTP answer as `HranaConnection._body` reads it (httpx.Response's `status_code`, `content`, `text`)."""
-
-    __slots__ = ("content", "status_code")
-
-    def __init__(self, status_code: int, content: bytes):
-        self.status_code, self.content = status_code, content
-
-    @property
-    def text(self) -> str:
-        return self.content.decode("utf-8", "replace")
-
-
-class _Stale(Exception):
-    """A reused kept-alive connection failed before the server answered (it had closed it)."""
-
-
-def _closed_by_peer(sock: socket.socket, timeout: float) -> bool:
-    """True when the idle connection SOCK has been closed by the server (or holds bytes nobody asked for).
-
-    A non-blocking peek: nothing to read yet is the one answer of a connection still open.
-    """
-    sock.setblocking(False)
-    try:
-        sock.recv(1, socket.MSG_PEEK)
-    except (BlockingIOError, InterruptedError):
-        return False
-    except OSError:
-        return True
-    finally:
-        sock.settimeout(timeout)
-    return True
-
-
-class _LoopbackHttp:
-    """POSTs to a server on this machine over one kept-alive HTTP/1.1 connection, with the standard library.
-
-    httpx spends ~0.6 ms of CPU on each request (its client, httpcore and h11 layers), http.client a third
-    of that: on a loopback link, where the answer takes ~1 ms, that is most of a small read's time.
-    Plain HTTP only (no TLS, no proxy: a local server is never reached through one). Failures raise
-    httpx's exceptions (ConnectError, ConnectTimeout, ReadTimeout, RemoteProtocolError), so that
-    `HranaConnection` words them as it words httpx's. A connection the server closed while idle is
-    noticed before it is reused (its socket reads as ready) and replaced, as httpcore does.
-    """
-
-    def __init__(self, host: str, port: int, headers: dict[str, str], connect_timeout: float, read_timeout: float):
-        self._host, self._port = host, port
-        self._headers = {**headers, "Content-Type": "application/json"}
-        self._connect_timeout, self._read_timeout = connect_timeout, read_timeout
-        self._conn: http.client.HTTPConnection | None = None
-        self._fresh = False   # the connection has carried no request yet
-        self._lock = threading.Lock()
-
-    def post(self, path: str, body: bytes) -> _Answer:
-        """POST BODY (JSON) to PATH; return the answer (any status). Raises httpx.TransportError.
-
-        A kept-alive connection that fails before any answer (closed by the server in the instant it was
-        reused) is replaced and the request sent once more: the server never read it, and every request
-        on this client is a read.
-        """
-        with self._lock:
-            conn = self._conn
-            if conn is not None and (conn.sock is None or _closed_by_peer(conn.sock, self._read_timeout)):
-                self._drop()   # closed by the server while idle (or never connected)
-                conn = None
-            try:
-                return self._send(conn or self._connect(), path, body)
-            except _Stale:
-                return self._send(self._connect(), path, body)
-
-    def _connect(self) -> http.client.HTTPConnection:
-        conn = http.client.HTTPConnection(self._host, self._port, timeout=self._connect_timeout)
-        try:
-            conn.connect()
-        except TimeoutError as exc:
-            conn.close()
-            raise httpx.ConnectTimeout(str(exc) or "timed out") from exc
-        except OSError as exc:
-            conn.close()
-            raise httpx.ConnectError(str(exc)) from exc
-        conn.sock.settimeout(self._read_timeout)
-        self._conn, self._fresh = conn, True
-        return conn
-
-    def _send(self, conn: http.client.HTTPConnection, path: str, body: bytes) -> _Answer:
-        fresh, self._fresh = self._fresh, False
-        try:
-            conn.request("POST", path, body, self._headers)
-            response = conn.getresponse()
-            data = response.read()
-        except TimeoutError as exc:
-            self._drop()
-            raise httpx.ReadTimeout(str(exc) or "timed out") from exc
-        except (OSError, http.client.HTTPException) as exc:
-            self._drop()
-            if not fresh and isinstance(exc, (http.client.RemoteDisconnected, ConnectionResetError,
-                                              BrokenPipeError, ConnectionAbortedError)):
-                raise _Stale from exc
-            raise httpx.RemoteProtocolError(str(exc) or type(exc).__name__) from exc
-        if response.will_close:
-            self._drop()
-        if (response.getheader("Content-Encoding") or "identity").lower() == "gzip":
-            data = gzip.decompress(data)
-        return _Answer(response.status, data)
-
-    def _drop(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def close(self) -> None:
-        """Close the connection (a later `post` opens a new one)."""
-        with self._lock:
-            self._drop()
-
-
 class HranaConnection:
     """A read-only client of one libSQL server database over Hrana-over-HTTP (`/v2/pipeline`).
 
@@ -267,9 +147,6 @@ class HranaConnection:
     raise StoreError with one sentence (unreachable, timeout, HTTP 401/403 auth, not a libSQL
     server, server error); a failing statement raises HranaStatementError.
     """
-
-    #: Reads of a loopback server use the standard library's HTTP client (`_LoopbackHttp`).
-    lean = True
 
     def __init__(self, base_url: str, token: str | None, display: str, *, timeout: float | None = None,
                  token_source: str = "LIBSQL_AUTH_TOKEN or TURSO_AUTH_TOKEN"):
@@ -293,12 +170,6 @@ class HranaConnection:
             headers["Accept-Encoding"] = "identity"
         self._client = httpx.Client(headers=headers, follow_redirects=False, trust_env=not local,
                                     timeout=httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT_S, self.timeout)))
-        url = httpx.URL(self.base_url)
-        #: Reads of a plain-HTTP server on this machine go through `_LoopbackHttp` (writes keep httpx: their
-        #: outcome words depend on where its exceptions come from).
-        self._loopback = (_LoopbackHttp(url.host, url.port or 80, headers, min(CONNECT_TIMEOUT_S, self.timeout),
-                                        self.timeout)
-                          if local and url.scheme == "http" and self.lean else None)
         self._baton: str | None = None
         self.writes = False   # True on the one connection that writes (HranaWriteStream): a 403 means read-only
         self._stream_url: str | None = None
@@ -366,12 +237,7 @@ class HranaConnection:
         try:
             self.end()
         finally:
-            self._close_clients()
-
-    def _close_clients(self) -> None:
-        self._client.close()
-        if self._loopback is not None:
-            self._loopback.close()
+            self._client.close()
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -426,10 +292,7 @@ class HranaConnection:
         extra = {} if timeout is None else {"timeout": httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))}
         body = json.dumps({"baton": baton, "requests": requests})
         try:
-            if self._loopback is not None and timeout is None and url.startswith(self.base_url):
-                response = self._loopback.post(url[len(self.base_url):], body.encode())
-            else:
-                response = self._client.post(url, content=body, headers={"Content-Type": "application/json"}, **extra)
+            response = self._client.post(url, content=body, headers={"Content-Type": "application/json"}, **extra)
         except httpx.ConnectTimeout as exc:   # the TCP connect or the TLS handshake: the shorter connect timeout
             raise ServerUnreachable(f"{self.display} did not complete the connection within "
                              f"{min(CONNECT_TIMEOUT_S, timeout or self.timeout):g} s "
@@ -588,9 +451,6 @@ class HranaWriteStream(HranaConnection):
     idle ~10 s and the server dropped it with its transaction), LockWaitTimeout (from `begin_immediate`).
     """
 
-    #: httpx throughout: CommitUnanswered / ServerUnreachable are told apart by where its exceptions come from.
-    lean = False
-
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._open = False
@@ -651,7 +511,7 @@ class HranaWriteStream(HranaConnection):
         try:
             self.rollback()
         finally:
-            self._close_clients()
+            self._client.close()
 
 
 __all__ = [
