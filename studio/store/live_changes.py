@@ -216,7 +216,8 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
     grows with what was written, not with the store (the counts and, on SQLite, the `updatedAt`
     filters of the stamped tables are aggregates the database answers without sending rows). A fixed
     number of statements whatever the tables (each a round trip on a server): on SQLite the counts and top
-    rows of the tables, those of the OM table (when read), and every table's rows written in one UNION ALL;
+    rows of the tables (a local file's OM table in a statement of its own, when read), and every table's rows
+    written in one UNION ALL;
     on PostgreSQL the snapshot's xmin with the counts, and the owners of the rows past it.
     On a WAL file, with WAL_BEFORE (`wal_now(store, marks)` before the snapshot), the OM table is read
     only when a WAL frame since MARKS names one of its pages (see the module's docstring).
@@ -232,11 +233,13 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
         return _pg_rows_since(store, marks, tables)
     touched = Touched()
     tops, newest = {}, dict(marks.newest)
-    # the OM table last: the reads before it have fixed the snapshot when the WAL is looked at again
-    first = [t for t in tables if t != sc.OBSERVATIONAL_MEMORY]
-    read = first + [t for t in tables if t == sc.OBSERVATIONAL_MEMORY]
+    # a local file's OM table last: the reads before it have fixed the snapshot when the WAL is looked at again
+    # (a server's OM table is read with the others: one round trip less)
+    later = [sc.OBSERVATIONAL_MEMORY] if sc.OBSERVATIONAL_MEMORY in tables and _wal_file(store) is not None else []
+    first = [t for t in tables if t not in later]
+    read = first + later
     aggregates = _sqlite_aggregates(store, first) if first else {}
-    if sc.OBSERVATIONAL_MEMORY in tables:
+    if later:
         if _om_unwritten(store, marks, wal_before):
             table = sc.OBSERVATIONAL_MEMORY
             read.remove(table)
