@@ -62,6 +62,14 @@ class LiveListing:
     #: derived from LISTING's rows, computed once and handed on by a refresh that keeps the thread order:
     #: (position of each listed thread's row, position of each orphan row, the listed threads' message total)
     derived: tuple[dict[str, int], dict[str, int], int] | None = field(default=None, repr=False, compare=False)
+    #: the lookup keys' `lookupKey` values, made once and handed on while the refresh keeps LOOKUP_KEYS
+    key_set: frozenset[str] | None = field(default=None, repr=False, compare=False)
+
+    def lookup_key_set(self) -> frozenset[str]:
+        """Return the `lookupKey` of every OM lookup key the listing was built from (made the first time, then kept)."""
+        if self.key_set is None:
+            self.key_set = frozenset(k["lookupKey"] for k in self.lookup_keys)
+        return self.key_set
 
     def positions(self) -> tuple[dict[str, int], dict[str, int], int]:
         """Return ({thread id: index in listing.rows} of the listed threads, the same of the orphan rows, the
@@ -226,21 +234,24 @@ class _Refresh:
     def run(self) -> LiveRefresh:
         store, touched, old = self.store, self.touched, self.live.marks
         keys = self.live.lookup_keys
-        known_keys = {k["lookupKey"] for k in keys}
+        known_keys = self.live.lookup_key_set()
         has_om = store.schema.has_table(sc.OBSERVATIONAL_MEMORY)
         if has_om and (touched.lookup_keys - known_keys or not touched.count_added_up(sc.OBSERVATIONAL_MEMORY, old)):
             keys = store.om_lookup_keys()
             self.rows_read += len(keys)
             self.wider.append("lookup keys")
         self.keys = keys
-        key_set = {k["lookupKey"] for k in keys}
+        key_set = known_keys if keys is self.live.lookup_keys else frozenset(k["lookupKey"] for k in keys)
         keys_changed = key_set != known_keys
 
         order = None
         if touched.threads - self.rows.keys() or not touched.count_added_up(sc.THREADS, old):
             order = self._thread_order()
-        ids_now = set(order) if order is not None else set(self.rows)
-        created, deleted = ids_now - self.rows.keys(), self.rows.keys() - ids_now
+        if order is not None:
+            ids_now = set(order)
+            created, deleted = ids_now - self.rows.keys(), self.rows.keys() - ids_now
+        else:   # the same threads (a view of the positions: no copy of them)
+            ids_now, created, deleted = self.index.keys(), set(), set()
         changed = (touched.threads | touched.message_threads) & ids_now
         changed |= self._governed(touched.lookup_keys | (key_set ^ known_keys), ids_now)
 
@@ -292,8 +303,8 @@ class _Refresh:
         if kept and listed is not None:
             first = len(self.index)
             derived = (self.index, {r.thread.id: first + k for k, r in enumerate(orphan_rows)}, listed)
-        return LiveRefresh(LiveListing(listing, self.marks, keys, stray, derived=derived), changes, self.rows_read,
-                           self.wider, sorted(touched.unread))
+        return LiveRefresh(LiveListing(listing, self.marks, keys, stray, derived=derived, key_set=key_set), changes,
+                           self.rows_read, self.wider, sorted(touched.unread))
 
     def _thread_order(self) -> list[str]:
         order = self.store.sql.thread_order

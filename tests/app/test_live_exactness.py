@@ -78,6 +78,7 @@ def check_sequence(store, writes: MastraWrites, steps: int, rng: random.Random, 
         assert live.stray == fresh.stray, (step, names)
         # the positions, orphans and message total a refresh handed on are those of its rows
         assert live.positions() == fresh.positions(), (step, names, refresh.changes)
+        assert live.lookup_key_set() == {k["lookupKey"] for k in fresh.lookup_keys}, (step, names)
         assert statuses == statuses_of(store, fresh.listing.rows), (step, names, refresh.changes)
     return made
 
