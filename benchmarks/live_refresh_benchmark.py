@@ -315,6 +315,7 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
         gui_profile = [line.strip() for line in out.getvalue().splitlines() if "studio/" in line]
     latencies = [seen[i + 1] - c for i, c in enumerate(commits) if i + 1 in seen]
 
+    opened_thread = window.current_thread_id   # the default selection: the first thread with OM
     # exact? the thread's row and bars against a fresh load
     row = window.thread_model.thread_row(window.thread_model.row_of(thread))
     with open_store(path) as store:
@@ -336,7 +337,8 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     from studio.store.target import redact_url
 
     return {
-        "target": redact_url(path), "thread": thread, "open_s": round(open_s, 1), "open_cpu_s": round(open_cpu, 1),
+        "target": redact_url(path), "thread": thread, "thread_open_in_window": opened_thread == thread,
+        "open_s": round(open_s, 1), "open_cpu_s": round(open_cpu, 1),
         "open_stall_ms_worst": round(open_stall, 1),
         "idle_cpu_share_of_one_core": round(idle_cpu, 4), "idle_stall_ms_worst": round(idle_stall, 1),
         "stall_ms_worst_beside_agent": round(agent_stall, 1),
