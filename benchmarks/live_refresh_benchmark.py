@@ -1,17 +1,22 @@
 """Measure the studio left open beside a running agent: CPU, how soon the changed thread is exact, rows read.
 
     python benchmarks/live_refresh_benchmark.py DB.db [--seconds 40] [--interval 2] [--json OUT.json]
+    python benchmarks/live_refresh_benchmark.py --window URL [--window URL …] [--seconds 40] [--interval 2]
     python benchmarks/live_refresh_benchmark.py --server URL [--server URL …] [--appends 20]
     python benchmarks/live_refresh_benchmark.py --refreshes DB.db [--appends 20]
 
-DB.db (the benchmark-size file, `benchmarks/build_large_db.py`): the studio (offscreen) opens it and
-settles (every bar and health badge computed); an "agent" process then appends one message to one
-thread every INTERVAL s for SECONDS s, as Mastra's saveMessages writes it (the message, then the
-thread's updatedAt). Reported: the studio's CPU over those seconds (its process and its helper
-process) as a share of one core, the idle CPU over as long before the agent starts, and for each
-commit how long until the thread list showed the new message count; at the end, whether the
-thread's row and bars equal a fresh load. The agent's messages are deleted afterwards
-(deleteMessages), so the file can be measured again.
+DB.db (the benchmark-size file, `benchmarks/build_large_db.py`) or --window URL (the same store copied
+into PostgreSQL, `postgresql://…?schema=NAME`, or into a libSQL server, `http://127.0.0.1:PORT`: see
+`build_large_db.py --pg/--libsql-url`): the studio (offscreen) opens it and settles (every bar and
+health badge computed); an "agent" process then appends one message to one thread every INTERVAL s
+for SECONDS s, as Mastra's saveMessages writes it on that store (the message upsert, then the
+thread's updatedAt; on PostgreSQL the `…Z` twins too). Reported: the studio's CPU over those seconds
+(its process and its helper process) as a share of one core, the idle CPU over as long before the
+agent starts, for each commit how long until the thread list showed the new message count, the
+longest GUI stall (the largest lateness of a 10 ms heartbeat timer, ms) while idle and beside the
+agent, the rows each live refresh read (and its wider reads); at the end, whether the thread's row
+and bars equal a fresh load. The agent's messages are deleted afterwards (deleteMessages), so the
+store can be measured again.
 
 --server URL (a PostgreSQL URL with ?schema=…, or a libSQL server URL holding a Mastra memory):
 APPENDS appends (as above, one thread), each followed by one live refresh
@@ -30,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -40,24 +46,50 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 AGENT = r"""
-import json, sqlite3, sys, time, uuid
+import json, sys, time
 from datetime import datetime, timezone
-path, thread, seconds, interval = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
-conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-resource = conn.execute('SELECT "resourceId" FROM mastra_threads WHERE id = ?', (thread,)).fetchone()[0]
+sys.path.insert(0, sys.argv[5])
+from benchmarks.live_refresh_benchmark import agent_sql
+from tests.live_writes import MastraWrites
+import random
+target, thread, seconds, interval = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+sql = agent_sql(target)
+writes = MastraWrites(sql, random.Random(7))
+resource = sql.query('SELECT "resourceId" FROM mastra_threads WHERE id = ?', (thread,))[0][0]
+def now():
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 end = time.time() + seconds
+n = 0
 while time.time() < end:
-    now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    n += 1
+    mid = f"bench-live-{int(time.time() * 1000)}-{n}"
     text = "A message from the benchmark agent. " * 8
-    content = json.dumps({"format": 2, "parts": [{"type": "text", "text": text}], "content": text})
-    mid = "bench-live-" + uuid.uuid4().hex
-    conn.execute('INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId") '
-                 "VALUES (?, ?, ?, 'user', 'v2', ?, ?) ON CONFLICT(id) DO UPDATE SET content = excluded.content",
-                 (mid, thread, content, now, resource))
-    conn.execute('UPDATE mastra_threads SET "updatedAt" = ? WHERE id = ?', (now, thread))
+    # saveMessages: the message upsert, then its thread's updatedAt (a statement of its own, as Mastra does)
+    sql.run([writes.message_upsert(mid, (thread, resource), text, now())])
+    sql.run([writes.bump(thread, now())])
     print(json.dumps({"committed": time.time(), "id": mid}), flush=True)
     time.sleep(interval)
+sql.close()
 """
+
+
+def agent_sql(target: str):
+    """A `tests.live_writes.Sql` writing to TARGET (a file, a PostgreSQL URL with ?schema=…, a libSQL server URL)."""
+    import sqlite3
+
+    from studio.store.target import FILE, POSTGRESQL, parse_target
+    from tests.live_writes import FileSql, PgSql, SqldSql
+
+    location = parse_target(target)
+    if location.kind == FILE:   # the file's journal mode as it is (FileSql would switch it to WAL)
+        sql = FileSql.__new__(FileSql)
+        sql.conn = sqlite3.connect(target, isolation_level=None, timeout=30)
+        return sql
+    if location.kind == POSTGRESQL:
+        base, _, query = target.partition("?")
+        schema = dict(p.split("=", 1) for p in query.split("&") if "=" in p).get("schema", "public")
+        return PgSql(base, schema)
+    return SqldSql(target)
 
 
 def _children_cpu(pid: int) -> float:
@@ -80,45 +112,95 @@ def _cpu() -> float:
     return time.process_time() + _children_cpu(os.getpid())
 
 
-def _pick_thread(path: str) -> str:
+def _pick_thread(target: str) -> str:
     """A thread of ordinary size governed by a thread-scope OM record (what an agent's conversation is)."""
-    import sqlite3
-
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    sql = agent_sql(target)
     try:
-        row = conn.execute("SELECT t.id FROM mastra_threads t JOIN mastra_observational_memory o "
-                           "ON o.\"lookupKey\" = 'thread:' || t.id WHERE t.id != 'bench-big' "
-                           "ORDER BY t.\"createdAt\" DESC LIMIT 1").fetchone()
+        row = sql.query("SELECT t.id FROM mastra_threads t JOIN mastra_observational_memory o "
+                        "ON o.\"lookupKey\" = 'thread:' || t.id WHERE t.id != 'bench-big' "
+                        "ORDER BY t.\"createdAt\" DESC, t.id LIMIT 1")
     finally:
-        conn.close()
-    return row[0]
+        sql.close()
+    return row[0][0]
 
 
-def _delete_agent_messages(path: str) -> int:
-    import sqlite3
+def _delete_agent_messages(target: str) -> int:
+    """deleteMessages of the agent's messages (`bench-live-…`), their threads' updatedAt set; return how many."""
     from datetime import UTC, datetime
 
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-    threads = [r[0] for r in conn.execute(
-        "SELECT DISTINCT thread_id FROM mastra_messages WHERE id LIKE 'bench-live-%'")]
-    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    conn.execute("BEGIN")
-    n = conn.execute("DELETE FROM mastra_messages WHERE id LIKE 'bench-live-%'").rowcount
-    for t in threads:
-        conn.execute('UPDATE mastra_threads SET "updatedAt" = ? WHERE id = ?', (now, t))
-    conn.execute("COMMIT")
-    conn.close()
-    return n
+    from tests.live_writes import MastraWrites
+
+    sql = agent_sql(target)
+    try:
+        rows = sql.query("SELECT id, thread_id FROM mastra_messages WHERE id LIKE 'bench-live-%'")
+        if rows:
+            writes = MastraWrites(sql, random.Random(1))
+            now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            sql.run([("DELETE FROM mastra_messages WHERE id LIKE 'bench-live-%'", ()),
+                     *(writes.bump(t, now) for t in sorted({r[1] for r in rows}))])
+    finally:
+        sql.close()
+    return len(rows)
 
 
-def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: float) -> dict:
-    """Open PATH in the studio (offscreen), let it settle, measure idle CPU, then CPU and latency beside an agent."""
+class Heartbeat:
+    """A 10 ms QTimer on the GUI thread; `worst_ms` is its largest lateness since `reset()` (the longest stall)."""
+
+    def __init__(self, interval_ms: int = 10):
+        from PySide6.QtCore import QTimer
+
+        self.interval_ms = interval_ms
+        self.timer = QTimer()
+        self.timer.setInterval(interval_ms)
+        self.timer.timeout.connect(self._tick)
+        self.reset()
+        self.timer.start()
+
+    def reset(self) -> None:
+        """Start a new measurement."""
+        self.last, self.worst_ms, self.ticks = time.perf_counter(), 0.0, 0
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.worst_ms = max(self.worst_ms, (now - self.last) * 1000 - self.interval_ms)
+        self.last, self.ticks = now, self.ticks + 1
+
+    def sample_stalls(self, late_ms: float = 30.0):
+        """Sample every thread's stack every 5 ms while a tick is LATE_MS late; return the Counter of
+        (thread name, innermost frames) samples (what the GUI thread did, or waited for, in its stalls)."""
+        import collections
+        import threading
+        import traceback
+
+        samples: collections.Counter = collections.Counter()
+        gui = threading.main_thread().ident
+        names = {}
+
+        def run() -> None:
+            while self.timer.isActive():
+                if (time.perf_counter() - self.last) * 1000 > self.interval_ms + late_ms:
+                    names.update({t.ident: t.name for t in threading.enumerate()})
+                    for ident, frame in sys._current_frames().items():
+                        if ident == threading.get_ident():
+                            continue
+                        stack = traceback.extract_stack(frame)[-6:]
+                        where = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))
+                        samples[("GUI" if ident == gui else names.get(ident, str(ident)), where)] += 1
+                time.sleep(0.005)
+
+        threading.Thread(target=run, daemon=True, name="stall-sampler").start()
+        return samples
+
+
+def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: float, stacks: bool = False) -> dict:
+    """Open PATH (a file, or a server URL) in the studio (offscreen), let it settle, measure idle CPU, then
+    CPU, latency, GUI stalls and rows read per live refresh beside an agent appending to one thread."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     import tempfile
 
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtCore import QEventLoop, QSettings, QTimer
 
+    from studio.app.health import load_thread_findings
     from studio.app.statuses import iter_thread_statuses
     from studio.store import open_store
     from studio.ui.app import application
@@ -127,8 +209,7 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     from studio.ui.tasks import TaskRunner
     from studio.ui.widgets.main_window import MainWindow
 
-    app = QApplication.instance() or QApplication([])
-    application()
+    _app = application()   # kept: the QApplication lives as long as the window
     tmp = tempfile.mkdtemp(prefix="live-bench-")
     ctx = AppContext(settings=QSettings(os.path.join(tmp, "s.ini"), QSettings.Format.IniFormat), runner=TaskRunner())
     thread = _pick_thread(path)
@@ -136,6 +217,19 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     window = MainWindow(ctx)
     window.resize(1400, 900)
     window.show()
+
+    def pump(duration: float, each=None) -> None:
+        """Run the GUI's event loop for DURATION s (EACH every 50 ms): the studio as a user leaves it open."""
+        loop = QEventLoop()
+        ticker = QTimer()
+        if each is not None:
+            ticker.timeout.connect(each)
+            ticker.start(50)
+        QTimer.singleShot(int(duration * 1000), loop.quit)
+        loop.exec()
+        ticker.stop()
+
+    heartbeat = Heartbeat()
     started = time.monotonic()
     cpu0 = _cpu()
     window.open_database(path)
@@ -145,21 +239,15 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
                 and not window.health.scan.running and ctx.runner.pending == 0)
 
     while not settled() and time.monotonic() - started < settle_s:
-        app.processEvents()
-        time.sleep(0.01)
+        pump(0.05)
     open_s, open_cpu = time.monotonic() - started, _cpu() - cpu0
-
-    def pump(duration: float, each=None) -> None:
-        end = time.monotonic() + duration
-        while time.monotonic() < end:
-            app.processEvents()
-            if each is not None:
-                each()
-            time.sleep(0.01)
+    open_stall = heartbeat.worst_ms
 
     cpu_idle0 = _cpu()
+    heartbeat.reset()
     pump(seconds / 4)
     idle_cpu = (_cpu() - cpu_idle0) / (seconds / 4)
+    idle_stall = heartbeat.worst_ms
 
     def listed_count() -> int | None:
         model = window.thread_model
@@ -169,7 +257,7 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
         return model.thread_row(row).thread.message_count
 
     base = listed_count()
-    agent = subprocess.Popen([sys.executable, "-c", AGENT, path, thread, str(seconds), str(interval)],
+    agent = subprocess.Popen([sys.executable, "-c", AGENT, path, thread, str(seconds), str(interval), str(REPO)],
                              stdout=subprocess.PIPE, text=True)
     import threading
 
@@ -184,37 +272,76 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
         while len(commits) < len(lines):
             commits.append(json.loads(lines[len(commits)])["committed"])
         n = listed_count()
-        if n is not None and base is not None and n - base not in seen:
-            seen[n - base] = time.time()
+        if n is not None and base is not None:
+            for k in range(1, n - base + 1):   # one refresh may bring two commits
+                seen.setdefault(k, time.time())
         last = window.loader.last_refresh
         if last is not None and (not refreshes or refreshes[-1] is not last):
             refreshes.append(last)
 
     cpu1 = _cpu()
     t1 = time.monotonic()
+    heartbeat.reset()
+    samples = heartbeat.sample_stalls() if stacks else None
+    slots: dict[str, float] = {}   # with STACKS: the longest GUI-thread callback of each task key (ms)
+    if stacks:
+        finish = ctx.runner._finish
+
+        def timed_finish(task, outcome, _finish=finish) -> None:
+            t = time.perf_counter()
+            _finish(task, outcome)
+            key = str(task.key)
+            slots[key] = max(slots.get(key, 0.0), (time.perf_counter() - t) * 1000)
+
+        ctx.runner._finish = timed_finish   # a probe of the GUI thread's callbacks
+        import cProfile
+
+        profile = cProfile.Profile()   # the GUI thread's Python beside the agent
+        profile.enable()
     while agent.poll() is None:
-        pump(0.05, watch)
+        pump(0.5, watch)
     pump(3.0, watch)   # the last commit's refresh
     busy_s = time.monotonic() - t1
     agent_cpu = _cpu() - cpu1
+    agent_stall = heartbeat.worst_ms
+    gui_profile = []
+    if stacks:
+        import io
+        import pstats
+
+        profile.disable()
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(r"studio/(ui|app)", 30)
+        gui_profile = [line.strip() for line in out.getvalue().splitlines() if "studio/" in line]
     latencies = [seen[i + 1] - c for i, c in enumerate(commits) if i + 1 in seen]
 
+    opened_thread = window.current_thread_id   # the default selection: the first thread with OM
     # exact? the thread's row and bars against a fresh load
     row = window.thread_model.thread_row(window.thread_model.row_of(thread))
     with open_store(path) as store:
         fresh_thread = store.get_thread(thread)
         fresh_count = store.message_count(thread)
         [fresh_status] = list(iter_thread_statuses(store, [fresh_thread]))
+        fresh_health: dict[str, int] = {}
+        for f in load_thread_findings(store, [thread]):
+            fresh_health[f["severity"]] = fresh_health.get(f["severity"], 0) + 1
     bar = window.thread_model.index(window.thread_model.row_of(thread), ThreadColumn.OBSERVATION).data()
-    exact = row.thread.message_count == fresh_count and row.status == fresh_status
+    exact = {"count": row.thread.message_count == fresh_count, "status": row.status == fresh_status,
+             "health": window.health.scan.thread_counts(thread) == fresh_health}
     window.watcher.stop()
+    heartbeat.timer.stop()
     ctx.runner.wait_idle()
     window.close()
     ctx.runner.shutdown()
     removed = _delete_agent_messages(path)
+    from studio.store.target import redact_url
+
     return {
-        "thread": thread, "open_s": round(open_s, 1), "open_cpu_s": round(open_cpu, 1),
-        "idle_cpu_share_of_one_core": round(idle_cpu, 4),
+        "target": redact_url(path), "thread": thread, "thread_open_in_window": opened_thread == thread,
+        "open_s": round(open_s, 1), "open_cpu_s": round(open_cpu, 1),
+        "open_stall_ms_worst": round(open_stall, 1),
+        "idle_cpu_share_of_one_core": round(idle_cpu, 4), "idle_stall_ms_worst": round(idle_stall, 1),
+        "stall_ms_worst_beside_agent": round(agent_stall, 1),
         "agent_seconds": round(busy_s, 1), "commits": len(commits),
         "cpu_s_beside_agent": round(agent_cpu, 2),
         "cpu_share_of_one_core": round(agent_cpu / busy_s, 4),
@@ -222,16 +349,19 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
         "latency_s_median": round(statistics.median(latencies), 2) if latencies else None,
         "latency_s_worst": round(max(latencies), 2) if latencies else None,
         "refreshes": len(refreshes),
-        "rows_read_per_refresh": sorted(r.rows_read for r in refreshes),
-        "wider_reads": sum(bool(r.wider) for r in refreshes),
+        "rows_read_per_refresh": [r.rows_read for r in refreshes],
+        "wider_reads": sorted({w for r in refreshes for w in r.wider}),
+        "latency_s_each": [round(x, 2) for x in latencies],
         "exact_at_end": exact, "bar_text": bar, "agent_messages_deleted": removed,
+        **({"stall_stacks": [f"x{c} {who}: {where}" for (who, where), c in samples.most_common(25)],
+            "slot_ms_worst": {k: round(v, 1) for k, v in sorted(slots.items(), key=lambda kv: -kv[1])},
+            "gui_profile_cumulative": gui_profile}
+           if samples is not None else {}),
     }
 
 
 def server_rows(url: str, appends: int) -> dict:
     """APPENDS Mastra-like appends to one thread of the store URL (a server, or a file), one live refresh after each."""
-    import random
-
     from studio.app.live import load_live_listing, refresh_live_listing
     from studio.store import open_store
     from studio.store.target import FILE, POSTGRESQL, parse_target, redact_url
@@ -282,6 +412,10 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=40.0)
     p.add_argument("--interval", type=float, default=2.0)
     p.add_argument("--settle", type=float, default=900.0, help="longest wait for the open to settle (s)")
+    p.add_argument("--window", action="append", default=[], metavar="URL",
+                   help="the window beside an agent (as DB.db) on this server (PostgreSQL ?schema=…, libSQL server)")
+    p.add_argument("--stall-stacks", action="store_true",
+                   help="window mode: sample the threads' stacks while the GUI thread stalls (> 30 ms)")
     p.add_argument("--server", action="append", default=[], metavar="URL")
     p.add_argument("--refreshes", metavar="DB", help="APPENDS appends and refreshes on this file, no window")
     p.add_argument("--appends", type=int, default=20)
@@ -289,7 +423,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     report: dict = {"load": os.getloadavg()}
     if args.db:
-        report["file"] = studio_beside_agent(args.db, args.seconds, args.interval, args.settle)
+        report["file"] = studio_beside_agent(args.db, args.seconds, args.interval, args.settle, args.stall_stacks)
+    report["windows"] = [studio_beside_agent(url, args.seconds, args.interval, args.settle, args.stall_stacks)
+                         for url in args.window]
     if args.refreshes:
         report["file_refreshes"] = server_rows(args.refreshes, args.appends)
     report["servers"] = [server_rows(url, args.appends) for url in args.server]

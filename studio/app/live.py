@@ -19,6 +19,7 @@ ids wrapped), it reloads the whole listing and says so (`ChangeSet.everything`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from studio.app.changes import ChangeSet
@@ -58,6 +59,31 @@ class LiveListing:
     marks: Marks
     lookup_keys: list[dict]
     stray: int = 0
+    #: derived from LISTING's rows, computed once and handed on by a refresh that keeps the thread order:
+    #: (position of each listed thread's row, position of each orphan row, the listed threads' message total)
+    derived: tuple[dict[str, int], dict[str, int], int] | None = field(default=None, repr=False, compare=False)
+    #: the lookup keys' `lookupKey` values, made once and handed on while the refresh keeps LOOKUP_KEYS
+    key_set: frozenset[str] | None = field(default=None, repr=False, compare=False)
+
+    def lookup_key_set(self) -> frozenset[str]:
+        """Return the `lookupKey` of every OM lookup key the listing was built from (made the first time, then kept)."""
+        if self.key_set is None:
+            self.key_set = frozenset(k["lookupKey"] for k in self.lookup_keys)
+        return self.key_set
+
+    def positions(self) -> tuple[dict[str, int], dict[str, int], int]:
+        """Return ({thread id: index in listing.rows} of the listed threads, the same of the orphan rows, the
+        listed threads' message total); one pass over the rows the first time, then kept (do not change them)."""
+        if self.derived is None:
+            index, orphans, total = {}, {}, 0
+            for i, r in enumerate(self.listing.rows):
+                if r.orphan:
+                    orphans[r.thread.id] = i
+                else:
+                    index[r.thread.id] = i
+                    total += r.thread.message_count or 0
+            self.derived = (index, orphans, total)
+        return self.derived
 
 
 @dataclass
@@ -75,11 +101,15 @@ class LiveRefresh:
     unread: list[str] = field(default_factory=list)
 
     def changed_threads(self) -> list[Thread]:
-        """The threads (listed, not deleted) whose statuses, counts and health must be computed again."""
+        """The threads (listed, not deleted) whose statuses, counts and health must be computed again, in
+        listing order (work proportional to the change: the listing's positions, not a pass over its rows)."""
+        rows = self.live.listing.rows
         if self.changes.everything:
-            return [r.thread for r in self.live.listing.rows]
+            return [r.thread for r in rows]
+        index, orphans, _ = self.live.positions()
         wanted = self.changes.threads | self.changes.threads_created
-        return [r.thread for r in self.live.listing.rows if r.thread.id in wanted]
+        at = sorted(i for t in wanted if (i := index.get(t, orphans.get(t))) is not None)
+        return [rows[i].thread for i in at]
 
 
 def load_live_listing(store: MemoryStore | None) -> LiveListing:
@@ -160,12 +190,43 @@ def refresh_live_listing(store: MemoryStore | None, live: LiveListing) -> LiveRe
         return _Refresh(store, live, touched, marks).run()
 
 
+class _ListedRows(Mapping):
+    """The listed (not orphan) rows of a listing by thread id, read through its positions (no pass over the rows)."""
+
+    def __init__(self, rows: list[ThreadRow], index: dict[str, int]):
+        self._rows, self._index = rows, index
+
+    def __getitem__(self, thread_id: str) -> ThreadRow:
+        return self._rows[self._index[thread_id]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, thread_id) -> bool:
+        return thread_id in self._index
+
+    def keys(self):
+        return self._index.keys()
+
+
 class _Refresh:
-    """One refresh's reads and bookkeeping (see `refresh_live_listing`)."""
+    """One refresh's reads and bookkeeping (see `refresh_live_listing`).
+
+    Work proportional to the change: the listing's positions (`LiveListing.positions`) find the rows of
+    the threads re-read; while the thread order and the OM lookup keys stay as they were, the new rows are
+    the old list with those rows replaced, the orphan rows and the resources' thread counts are kept, and
+    the listed message total is the old one plus the re-read threads' differences.
+    """
 
     def __init__(self, store: MemoryStore, live: LiveListing, touched: Touched, marks: Marks):
         self.store, self.live, self.touched, self.marks = store, live, touched, marks
-        self.rows = {r.thread.id: r for r in live.listing.rows if not r.orphan}
+        self.index, self.orphan_index, self.listed_total = live.positions()
+        self.rows = _ListedRows(live.listing.rows, self.index)
+        # the listed rows first, the orphan rows after them (as every listing makes them): positions carry over
+        self.orphans_last = all(i >= len(self.index) for i in self.orphan_index.values())
         self.rows_read = touched.rows_read
         self.wider: list[str] = []
         self.keys: list[dict] = live.lookup_keys
@@ -173,21 +234,24 @@ class _Refresh:
     def run(self) -> LiveRefresh:
         store, touched, old = self.store, self.touched, self.live.marks
         keys = self.live.lookup_keys
-        known_keys = {k["lookupKey"] for k in keys}
+        known_keys = self.live.lookup_key_set()
         has_om = store.schema.has_table(sc.OBSERVATIONAL_MEMORY)
         if has_om and (touched.lookup_keys - known_keys or not touched.count_added_up(sc.OBSERVATIONAL_MEMORY, old)):
             keys = store.om_lookup_keys()
             self.rows_read += len(keys)
             self.wider.append("lookup keys")
         self.keys = keys
-        key_set = {k["lookupKey"] for k in keys}
+        key_set = known_keys if keys is self.live.lookup_keys else frozenset(k["lookupKey"] for k in keys)
         keys_changed = key_set != known_keys
 
         order = None
         if touched.threads - self.rows.keys() or not touched.count_added_up(sc.THREADS, old):
             order = self._thread_order()
-        ids_now = set(order) if order is not None else set(self.rows)
-        created, deleted = ids_now - self.rows.keys(), self.rows.keys() - ids_now
+        if order is not None:
+            ids_now = set(order)
+            created, deleted = ids_now - self.rows.keys(), self.rows.keys() - ids_now
+        else:   # the same threads (a view of the positions: no copy of them)
+            ids_now, created, deleted = self.index.keys(), set(), set()
         changed = (touched.threads | touched.message_threads) & ids_now
         changed |= self._governed(touched.lookup_keys | (key_set ^ known_keys), ids_now)
 
@@ -197,11 +261,14 @@ class _Refresh:
             order = self._thread_order()   # a createdAt moved: the listing's order may have
         stats = self.store.message_stats(fresh)
         self.rows_read += len(stats)
-        counts = {tid: (stats.get(tid, (0, None))[0] if tid in fresh else (row.thread.message_count or 0))
-                  for tid, row in self.rows.items() if tid in ids_now}
-        counts.update({tid: stats.get(tid, (0, None))[0] for tid in created})
+        # the listed threads' messages now: the old total, less the deleted and re-read threads' old counts,
+        # plus the re-read threads' new ones (every re-read thread is listed now; a created one not read counts 0)
+        listed = (self.listed_total - sum(self.rows[t].thread.message_count or 0 for t in deleted)
+                  - sum(self.rows[t].thread.message_count or 0 for t in fresh if t in self.rows)
+                  + sum(stats.get(t, (0, None))[0] for t in fresh))
         stray = self.live.stray
-        if sum(counts.values()) + stray != touched.counts.get(sc.MESSAGES, 0):
+        if listed + stray != touched.counts.get(sc.MESSAGES, 0):
+            listed = None   # the counts are read again below: the new listing sums its rows when asked
             # a message went, or moved to another thread, where no row written names it: count every thread
             every = store.message_stats()
             self.rows_read += len(every)
@@ -214,14 +281,17 @@ class _Refresh:
             stats = {tid: every[tid] for tid in fresh if tid in every}
             stray = _stray(store, 0, dict.fromkeys(ids_now, 0), every)
 
-        new_rows = self._rows(order, fresh, stats, key_set, keys_changed, changed)
+        kept = order is None and self.orphans_last   # the listed threads in the same places
+        new_rows, orphan_rows = self._rows(order, fresh, stats, key_set, keys_changed, changed, kept)
         # a resource-scope record's status reads every thread of its resource: one changed thread moves them all
         shared = {f"resource:{self.rows[t].thread.resource_id}" for t in changed if t in self.rows}
         shared |= {f"resource:{t.resource_id}" for t in fresh.values()}
         shared |= {f"resource:{self.rows[t].thread.resource_id}" for t in deleted}
-        changed |= {r.thread.id for r in new_rows if r.lookup_key in shared and not r.orphan}
-        old_orphans = {r.thread.id for r in self.live.listing.rows if r.orphan}
-        orphans = {r.thread.id for r in new_rows if r.orphan}
+        shared &= key_set   # a row's lookup key is one of the store's keys (or None)
+        if shared:
+            changed |= {r.thread.id for r in new_rows if r.lookup_key in shared and not r.orphan}
+        old_orphans = set(self.orphan_index)
+        orphans = {r.thread.id for r in orphan_rows}
         om_keys = touched.lookup_keys | (key_set ^ known_keys)
         changed |= (orphans - old_orphans) | {o for o in orphans if f"thread:{o}" in om_keys}
         deleted |= old_orphans - orphans - ids_now
@@ -229,8 +299,12 @@ class _Refresh:
                           rows=new_rows, data_version=self.live.listing.data_version, counted=True)
         changes = ChangeSet.of(threads=changed - created, threads_created=created, threads_deleted=deleted,
                                om_records=om_keys)
-        return LiveRefresh(LiveListing(listing, self.marks, keys, stray), changes, self.rows_read, self.wider,
-                           sorted(touched.unread))
+        derived = None
+        if kept and listed is not None:
+            first = len(self.index)
+            derived = (self.index, {r.thread.id: first + k for k, r in enumerate(orphan_rows)}, listed)
+        return LiveRefresh(LiveListing(listing, self.marks, keys, stray, derived=derived, key_set=key_set), changes,
+                           self.rows_read, self.wider, sorted(touched.unread))
 
     def _thread_order(self) -> list[str]:
         order = self.store.sql.thread_order
@@ -261,8 +335,23 @@ class _Refresh:
         return out
 
     def _rows(self, order: list[str] | None, fresh: dict[str, Thread], stats: dict, key_set: set[str],
-              keys_changed: bool, changed: set[str]) -> list[ThreadRow]:
-        """The new listing's rows: the re-read threads made again, the others kept (their lookup key checked)."""
+              keys_changed: bool, changed: set[str], kept: bool) -> tuple[list[ThreadRow], list[ThreadRow]]:
+        """The new listing's rows and, of them, the orphan rows: the re-read threads made again, the others kept
+        (their lookup key checked when the keys changed). KEPT: the thread order is the old one, the listed rows
+        first (then only the re-read rows are made; the orphans are kept while the lookup keys are)."""
+        if kept and not keys_changed:
+            rows = self.live.listing.rows
+            out = rows[:len(self.index)]
+            for tid, thread in fresh.items():
+                thread.message_count, thread.newest_message_at = stats.get(tid, (0, None))
+                activity, stale = last_activity(thread)
+                out[self.index[tid]] = ThreadRow(thread, lookup_key_of(thread, key_set), activity_ms=activity,
+                                                 updated_at_stale=stale)
+            if self.keys is self.live.lookup_keys:   # the same keys, the same threads: the same orphans
+                orphan_rows = [rows[i] for i in sorted(self.orphan_index.values())]
+            else:
+                orphan_rows = self._orphan_rows(set(self.index))
+            return out + orphan_rows, orphan_rows
         ids = order if order is not None else [r.thread.id for r in self.live.listing.rows if not r.orphan]
         out = []
         for tid in ids:
@@ -278,7 +367,12 @@ class _Refresh:
             thread.message_count, thread.newest_message_at = stats.get(tid, (0, None))
             activity, stale = last_activity(thread)
             out.append(ThreadRow(thread, lookup_key_of(thread, key_set), activity_ms=activity, updated_at_stale=stale))
-        for t in orphaned_threads(self.store, set(ids), self.keys):
+        orphan_rows = self._orphan_rows(set(ids))
+        return out + orphan_rows, orphan_rows
+
+    def _orphan_rows(self, ids: set[str]) -> list[ThreadRow]:
+        out = []
+        for t in orphaned_threads(self.store, ids, self.keys):
             t.message_count, t.newest_message_at = 0, None
             out.append(ThreadRow(t, f"thread:{t.id}", orphan=True))
         return out
@@ -286,16 +380,15 @@ class _Refresh:
     def _resources(self, rows: list[ThreadRow], fresh: dict[str, Thread], created: set[str], deleted: set[str],
                    keys_changed: bool) -> list[tuple[str, int]]:
         moved = any(t in self.rows and self.rows[t].thread.resource_id != fresh[t].resource_id for t in fresh)
+        resources_moved = self.store.schema.has_table(sc.RESOURCES) and not self.touched.count_added_up(
+            sc.RESOURCES, self.live.marks)
+        if not (created or deleted or moved or keys_changed or self.touched.resources or resources_moved):
+            return list(self.live.listing.resources)   # the same resources, each with the same threads
         per_resource: dict[str, int] = {}
         for r in rows:
             if not r.orphan:
                 per_resource[r.thread.resource_id] = per_resource.get(r.thread.resource_id, 0) + 1
-        resources_moved = self.store.schema.has_table(sc.RESOURCES) and not self.touched.count_added_up(
-            sc.RESOURCES, self.live.marks)
-        if created or deleted or moved or keys_changed or self.touched.resources or resources_moved:
-            ids = self.store.resource_ids()
-            self.rows_read += len(ids)
-            self.wider.append("resources")
-        else:
-            ids = [rid for rid, _ in self.live.listing.resources]
+        ids = self.store.resource_ids()
+        self.rows_read += len(ids)
+        self.wider.append("resources")
         return [(rid, per_resource.get(rid, 0)) for rid in ids]

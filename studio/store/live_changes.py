@@ -214,7 +214,11 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
 
     Reads the rows written since (their owner column only) and one count per table: work that
     grows with what was written, not with the store (the counts and, on SQLite, the `updatedAt`
-    filters of the stamped tables are aggregates the database answers without sending rows).
+    filters of the stamped tables are aggregates the database answers without sending rows). A fixed
+    number of statements whatever the tables (each a round trip on a server): on SQLite the counts and top
+    rows of the tables (a local file's OM table in a statement of its own, when read), and every table's rows
+    written in one UNION ALL;
+    on PostgreSQL the snapshot's xmin with the counts, and the owners of the rows past it.
     On a WAL file, with WAL_BEFORE (`wal_now(store, marks)` before the snapshot), the OM table is read
     only when a WAL frame since MARKS names one of its pages (see the module's docstring).
     Run it inside a `snapshot()` so the rows and the new marks describe one moment. Raises StoreError.
@@ -229,19 +233,27 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
         return _pg_rows_since(store, marks, tables)
     touched = Touched()
     tops, newest = {}, dict(marks.newest)
-    # the OM table last: the reads before it have fixed the snapshot when the WAL is looked at again
-    for table in sorted(tables, key=lambda t: t == sc.OBSERVATIONAL_MEMORY):
-        if table == sc.OBSERVATIONAL_MEMORY and _om_unwritten(store, marks, wal_before):
+    # a local file's OM table last: the reads before it have fixed the snapshot when the WAL is looked at again
+    # (a server's OM table is read with the others: one round trip less)
+    later = [sc.OBSERVATIONAL_MEMORY] if sc.OBSERVATIONAL_MEMORY in tables and _wal_file(store) is not None else []
+    first = [t for t in tables if t not in later]
+    read = first + later
+    aggregates = _sqlite_aggregates(store, first) if first else {}
+    if later:
+        if _om_unwritten(store, marks, wal_before):
+            table = sc.OBSERVATIONAL_MEMORY
+            read.remove(table)
             touched.unread.add(table)
             touched.counts[table], touched.new_rows[table] = marks.counts[table], 0
             tops[table] = marks.tops.get(table)
-            continue
-        owner = sc.quote_ident(OWNER_COLUMN[table])
-        count, top = store.rows(f"SELECT count(*), max(rowid) FROM {table}")[0]
-        touched.counts[table] = int(count)
+        else:
+            aggregates.update(_sqlite_aggregates(store, [sc.OBSERVATIONAL_MEMORY]))
+    written = _sqlite_written(store, marks, read)
+    for table in read:
+        count, top = aggregates[table]
+        touched.counts[table] = count
         old = marks.tops.get(table)
-        start = old[0] if old is not None else -1
-        rows = store.rows(f"SELECT rowid, id, {owner} FROM {table} WHERE rowid >= ?", (start,))
+        rows = written[table]
         touched.rows_read += len(rows) + 1
         new = 0
         for rowid, row_id, key in rows:
@@ -255,10 +267,9 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
         if old is not None and not any(int(r[0]) == old[0] for r in rows):
             touched.top_replaced.add(table)
         touched.new_rows[table] = new
-        tops[table] = _top(store, table, top)
+        tops[table] = top
         if table in marks.newest:
-            where, params = _newer_than(marks.newest[table], marks.read_at_ms)
-            stamped = store.rows(f'SELECT {owner}, "updatedAt" FROM {table} {where}', params)
+            stamped = written["stamped " + table]
             touched.rows_read += len(stamped)
             for key, updated in stamped:
                 _owner_set(touched, table).add(str(key))
@@ -270,6 +281,43 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
         wal, om_pages = _wal_marks(store, wal_before)
     return touched, Marks(counts=dict(touched.counts), tops=tops, newest=newest, read_at_ms=read_at, wal=wal,
                           om_pages=om_pages)
+
+
+def _sqlite_aggregates(store: MemoryStore, tables: list[str]) -> dict[str, tuple[int, tuple[int, str] | None]]:
+    """{table: (count, (top rowid, its id) or None)} of TABLES, in one statement (one round trip on a server)."""
+    parts = [f"(SELECT count(*) FROM {t}), (SELECT rowid FROM {t} ORDER BY rowid DESC LIMIT 1), "
+             f"(SELECT id FROM {t} ORDER BY rowid DESC LIMIT 1)" for t in tables]
+    row = store.rows("SELECT " + ", ".join(parts))[0]
+    out = {}
+    for i, table in enumerate(tables):
+        count, top, top_id = row[3 * i:3 * i + 3]
+        out[table] = (int(count), (int(top), str(top_id)) if top is not None else None)
+    return out
+
+
+def _sqlite_written(store: MemoryStore, marks: Marks, tables: list[str]) -> dict[str, list[tuple]]:
+    """The rows of TABLES at or past their top rowid at MARKS (rowid, id, owner) and, as "stamped TABLE", the
+    (owner, updatedAt) of the stamped rows newer than MARKS' newest: one statement (one round trip on a server)."""
+    selects, params = [], []
+    for i, table in enumerate(tables):
+        owner = sc.quote_ident(OWNER_COLUMN[table])
+        old = marks.tops.get(table)
+        selects.append(f"SELECT {2 * i}, rowid, id, {owner}, NULL FROM {table} WHERE rowid >= ?")
+        params.append(old[0] if old is not None else -1)
+        if table in marks.newest:
+            where, more = _newer_than(marks.newest[table], marks.read_at_ms)
+            selects.append(f'SELECT {2 * i + 1}, NULL, NULL, {owner}, "updatedAt" FROM {table} {where}')
+            params.extend(more)
+    out: dict[str, list[tuple]] = {}
+    for table in tables:
+        out[table], out["stamped " + table] = [], []
+    for tag, rowid, row_id, key, updated in store.rows(" UNION ALL ".join(selects), params):
+        table = tables[int(tag) // 2]
+        if int(tag) % 2:
+            out["stamped " + table].append((key, updated))
+        else:
+            out[table].append((rowid, row_id, key))
+    return out
 
 
 def _om_unwritten(store: MemoryStore, marks: Marks, wal_before: WalPosition | None) -> bool:
@@ -292,17 +340,23 @@ def _owner_set(touched: Touched, table: str) -> set[str]:
 
 
 def _pg_rows_since(store: MemoryStore, marks: Marks, tables: list[str]) -> tuple[Touched, Marks] | None:
+    """PostgreSQL's `rows_since`: the snapshot's xmin and every table's count in one statement, then the owners
+    of the rows whose `xmin` is at or past the marks' in another (two statements whatever the tables)."""
     read_at = _now_ms()
-    xmin = _pg_xmin(store)
+    counts = ", ".join(f"(SELECT count(*) FROM {t})" for t in tables)
+    xmin, *numbers = store.rows(f"SELECT txid_snapshot_xmin(txid_current_snapshot()), {counts}")[0]
+    xmin = int(xmin)
     if marks.xmin is None or xmin // XID_SPAN != marks.xmin // XID_SPAN:
         return None   # the 32-bit xmin column wrapped around since (an epoch boundary): reload
     low = marks.xmin % XID_SPAN
     touched = Touched()
-    for table in tables:
-        owner = sc.quote_ident(OWNER_COLUMN[table])
-        touched.counts[table] = int(store.rows(f"SELECT count(*) FROM {table}")[0][0])
-        rows = store.rows(f"SELECT DISTINCT {owner} FROM {table} WHERE xmin::text::bigint >= ?", (low,))
-        touched.rows_read += len(rows) + 1
-        _owner_set(touched, table).update(str(r[0]) for r in rows)
+    selects = [f"SELECT DISTINCT {i}, {sc.quote_ident(OWNER_COLUMN[t])}::text FROM {t} WHERE xmin::text::bigint >= ?"
+               for i, t in enumerate(tables)]
+    written = store.rows(" UNION ALL ".join(f"({q})" for q in selects), [low] * len(tables))
+    touched.rows_read += len(written) + 1
+    for table, count in zip(tables, numbers, strict=True):
+        touched.counts[table] = int(count)
         touched.new_rows[table] = None
+    for tag, owner in written:
+        _owner_set(touched, tables[int(tag)]).add(str(owner))
     return touched, Marks(counts=dict(touched.counts), xmin=xmin, read_at_ms=read_at)
