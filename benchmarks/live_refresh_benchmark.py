@@ -5,12 +5,16 @@
     python benchmarks/live_refresh_benchmark.py --refreshes DB.db [--appends 20]
 
 DB.db (the benchmark-size file, `benchmarks/build_large_db.py`): the studio (offscreen) opens it and
-settles (every bar and health badge computed); an "agent" process then appends one message to one
-thread every INTERVAL s for SECONDS s, as Mastra's saveMessages writes it (the message, then the
-thread's updatedAt). Reported: the studio's CPU over those seconds (its process and its helper
-process) as a share of one core, the idle CPU over as long before the agent starts, and for each
-commit how long until the thread list showed the new message count; at the end, whether the
-thread's row and bars equal a fresh load. The agent's messages are deleted afterwards
+settles (every bar and health badge computed), and the thread the agent will write to is selected
+(open in the window on its TAB, `--tab`, default the Observations tab); an "agent" process then
+appends one message to that thread every INTERVAL s for SECONDS s, as Mastra's saveMessages writes
+it (the message, then the thread's updatedAt). The window runs its own event loop meanwhile (as
+`app.exec()` does: it sleeps until an event comes). Reported: the studio's CPU over those seconds
+(its process and its helper process) as a share of one core, the idle CPU over as long before the
+agent starts, for each commit how long until the thread list showed the new message count, and
+the GUI thread's longest stall while the agent wrote (the longest gap between the beats of a 10 ms
+QTimer on the GUI thread; `gui_stalls_over_50_ms` counts the gaps over 50 ms); at the end, whether
+the thread's row and bars equal a fresh load. The agent's messages are deleted afterwards
 (deleteMessages), so the file can be measured again.
 
 --server URL (a PostgreSQL URL with ?schema=…, or a libSQL server URL holding a Mastra memory):
@@ -111,8 +115,53 @@ def _delete_agent_messages(path: str) -> int:
     return n
 
 
-def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: float) -> dict:
-    """Open PATH in the studio (offscreen), let it settle, measure idle CPU, then CPU and latency beside an agent."""
+class Heartbeat:
+    """A 10 ms QTimer on the GUI thread: the longest gap between its beats is the longest GUI stall (ms)."""
+
+    def __init__(self):
+        from PySide6.QtCore import QTimer
+
+        self.timer = QTimer()
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self._on_timer_timeout)
+        self.gaps: list[float] = []
+        self._last: float | None = None
+
+    def start(self) -> None:
+        self.gaps, self._last = [], time.monotonic()
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+        self._on_timer_timeout()
+
+    def _on_timer_timeout(self) -> None:
+        now = time.monotonic()
+        if self._last is not None:
+            self.gaps.append((now - self._last) * 1000)
+        self._last = now
+
+
+def _run_loop(duration: float, each=None) -> None:
+    """Run the GUI event loop for DURATION s (sleeping until events, as app.exec()), calling EACH() every 50 ms."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    ticker = None
+    if each is not None:
+        ticker = QTimer()
+        ticker.setInterval(50)
+        ticker.timeout.connect(each)
+        ticker.start()
+    QTimer.singleShot(max(1, int(duration * 1000)), loop.quit)
+    loop.exec()
+    if ticker is not None:
+        ticker.stop()
+
+
+def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: float, tab: str = "observations") -> dict:
+    """Open PATH in the studio (offscreen), let it settle, open the agent's thread on TAB, measure idle CPU, then
+    CPU, latency and GUI stalls beside an agent."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     import tempfile
 
@@ -127,7 +176,7 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     from studio.ui.tasks import TaskRunner
     from studio.ui.widgets.main_window import MainWindow
 
-    app = QApplication.instance() or QApplication([])
+    _app = QApplication.instance() or QApplication([])   # kept alive for the run
     application()
     tmp = tempfile.mkdtemp(prefix="live-bench-")
     ctx = AppContext(settings=QSettings(os.path.join(tmp, "s.ini"), QSettings.Format.IniFormat), runner=TaskRunner())
@@ -145,17 +194,15 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
                 and not window.health.scan.running and ctx.runner.pending == 0)
 
     while not settled() and time.monotonic() - started < settle_s:
-        app.processEvents()
-        time.sleep(0.01)
+        _run_loop(0.05)
     open_s, open_cpu = time.monotonic() - started, _cpu() - cpu0
-
-    def pump(duration: float, each=None) -> None:
-        end = time.monotonic() + duration
-        while time.monotonic() < end:
-            app.processEvents()
-            if each is not None:
-                each()
-            time.sleep(0.01)
+    pump = _run_loop
+    selected = window.select_thread(thread)
+    window.thread_view.set_tab(tab)
+    pump(1.0)
+    while ctx.runner.pending:
+        pump(0.2)
+    heartbeat = Heartbeat()
 
     cpu_idle0 = _cpu()
     pump(seconds / 4)
@@ -192,9 +239,11 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
 
     cpu1 = _cpu()
     t1 = time.monotonic()
+    heartbeat.start()
     while agent.poll() is None:
-        pump(0.05, watch)
+        pump(0.25, watch)
     pump(3.0, watch)   # the last commit's refresh
+    heartbeat.stop()
     busy_s = time.monotonic() - t1
     agent_cpu = _cpu() - cpu1
     latencies = [seen[i + 1] - c for i, c in enumerate(commits) if i + 1 in seen]
@@ -213,7 +262,8 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     ctx.runner.shutdown()
     removed = _delete_agent_messages(path)
     return {
-        "thread": thread, "open_s": round(open_s, 1), "open_cpu_s": round(open_cpu, 1),
+        "thread": thread, "thread_open_in_window": selected and window.current_thread_id == thread, "tab": tab,
+        "open_s": round(open_s, 1), "open_cpu_s": round(open_cpu, 1),
         "idle_cpu_share_of_one_core": round(idle_cpu, 4),
         "agent_seconds": round(busy_s, 1), "commits": len(commits),
         "cpu_s_beside_agent": round(agent_cpu, 2),
@@ -221,6 +271,8 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
         "commits_seen": len(latencies),
         "latency_s_median": round(statistics.median(latencies), 2) if latencies else None,
         "latency_s_worst": round(max(latencies), 2) if latencies else None,
+        "gui_stall_ms_longest": round(max(heartbeat.gaps), 1) if heartbeat.gaps else None,
+        "gui_stalls_over_50_ms": sum(g > 50 for g in heartbeat.gaps),
         "refreshes": len(refreshes),
         "rows_read_per_refresh": sorted(r.rows_read for r in refreshes),
         "wider_reads": sum(bool(r.wider) for r in refreshes),
@@ -282,6 +334,7 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=40.0)
     p.add_argument("--interval", type=float, default=2.0)
     p.add_argument("--settle", type=float, default=900.0, help="longest wait for the open to settle (s)")
+    p.add_argument("--tab", default="observations", help="the tab the agent's thread is shown on (thread_view's names)")
     p.add_argument("--server", action="append", default=[], metavar="URL")
     p.add_argument("--refreshes", metavar="DB", help="APPENDS appends and refreshes on this file, no window")
     p.add_argument("--appends", type=int, default=20)
@@ -289,7 +342,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     report: dict = {"load": os.getloadavg()}
     if args.db:
-        report["file"] = studio_beside_agent(args.db, args.seconds, args.interval, args.settle)
+        report["file"] = studio_beside_agent(args.db, args.seconds, args.interval, args.settle, args.tab)
     if args.refreshes:
         report["file_refreshes"] = server_rows(args.refreshes, args.appends)
     report["servers"] = [server_rows(url, args.appends) for url in args.server]
