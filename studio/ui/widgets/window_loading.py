@@ -258,9 +258,10 @@ class ListingLoader(QObject):
             self.thread_model.apply_statuses([], final=True)
             self._statuses_done()
             return
-        self.progress.setRange(0, self._results.total)
-        self.progress.setValue(0)
-        self.progress.show()
+        if thread_ids is None:   # a live refresh's few statuses show no progress (the status bar is not laid out)
+            self.progress.setRange(0, self._results.total)
+            self.progress.setValue(0)
+            self.progress.show()
         self._next_status_batch(self._status_round)
 
     def _next_status_batch(self, round_: int) -> None:
@@ -279,7 +280,8 @@ class ListingLoader(QObject):
         # a live refresh's few statuses repaint their rows only (the list's other bars are already final)
         final = finished and not (self._statuses_partial and self.thread_model.statuses_done)
         self.thread_model.apply_statuses(batch.statuses, final=final, uncountable=batch.uncountable)
-        self.progress.setValue(results.done)
+        if not self._statuses_partial:
+            self.progress.setValue(results.done)
         self.results_landed.emit(batch, results.done, results.total, self._statuses_partial)
         if finished:
             self.progress.hide()
