@@ -14,7 +14,8 @@ it (the message, then the thread's updatedAt). The window runs its own event loo
 agent starts, for each commit how long until the thread list showed the new message count, and
 the GUI thread's longest stall while the agent wrote (the longest gap between the beats of a 10 ms
 QTimer on the GUI thread; `gui_stalls_over_50_ms` counts the gaps over 50 ms; `gui_stall_ms_longest_idle`:
-the same idle, the machine's own share). The heartbeat's 100 beats a second cost ~1 % of a core
+the same idle, the machine's own share; `gui_busy_ms_longest`: the GUI thread's own CPU in its busiest
+gap, what a stall would be on an idle machine). The heartbeat's 100 beats a second cost ~1 % of a core
 themselves, so the agent runs twice: the CPU is measured without the heartbeat, the stalls (and
 `cpu_share_with_heartbeat`) in the second run, the latencies in both; at the end, whether
 the thread's row and bars equal a fresh load. The agent's messages are deleted afterwards
@@ -128,10 +129,12 @@ class Heartbeat:
         self.timer.setInterval(10)
         self.timer.timeout.connect(self._on_timer_timeout)
         self.gaps: list[float] = []
+        self.busy: list[float] = []   # the GUI thread's own CPU in each gap (ms): its work, whatever the machine's load
         self._last: float | None = None
+        self._last_cpu = 0.0
 
     def start(self) -> None:
-        self.gaps, self._last = [], time.monotonic()
+        self.gaps, self.busy, self._last, self._last_cpu = [], [], time.monotonic(), time.thread_time()
         self.timer.start()
 
     def stop(self) -> None:
@@ -139,10 +142,11 @@ class Heartbeat:
         self._on_timer_timeout()
 
     def _on_timer_timeout(self) -> None:
-        now = time.monotonic()
+        now, cpu = time.monotonic(), time.thread_time()
         if self._last is not None:
             self.gaps.append((now - self._last) * 1000)
-        self._last = now
+            self.busy.append((cpu - self._last_cpu) * 1000)
+        self._last, self._last_cpu = now, cpu
 
 
 def _run_loop(duration: float, each=None) -> None:
@@ -292,6 +296,7 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
         "latency_s_worst": round(max(latencies), 2) if latencies else None,
         "gui_stall_ms_longest": round(max(heartbeat.gaps), 1) if heartbeat.gaps else None,
         "gui_stall_ms_longest_idle": round(idle_stall, 1) if idle_stall is not None else None,
+        "gui_busy_ms_longest": round(max(heartbeat.busy), 1) if heartbeat.busy else None,
         "gui_stalls_over_50_ms": sum(g > 50 for g in heartbeat.gaps),
         "refreshes": len(refreshes),
         "rows_read_per_refresh": sorted(r.rows_read for r in refreshes),

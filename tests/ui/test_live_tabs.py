@@ -176,8 +176,10 @@ def test_live_refreshed_tabs_equal_a_fresh_window(studio, studio_ctx, fixture_db
                 assert resets == before, (step, resets, before)
             if step != "om update" and step != "om generation":
                 assert resets["log"] == before["log"] and resets["generations"] == before["generations"], step
-            if step == "delete":
+            if step == "delete" and tab == "messages":
                 assert resets["messages"] == before["messages"] + 1   # rows went: laid out again
+            if tab != "messages":   # the hidden Messages tab is re-read when shown
+                assert "messages" in view.stale_tabs and resets["messages"] == before["messages"], step
             # the tab shown, the header and the record's tabs, as they are now
             want = fresh_state(qtbot, tmp_path, path, tab, COMPARED)
             # History keeps the pair the user compared while both exist (a fresh window: the newest two)
@@ -197,3 +199,21 @@ def test_live_refreshed_tabs_equal_a_fresh_window(studio, studio_ctx, fixture_db
     finally:
         writer.close()
     assert resets["log"] >= 1 and resets["generations"] >= 1   # the OM writes did redraw the record's tabs
+
+
+def test_show_in_context_waits_for_a_refresh_in_flight(studio, studio_ctx, fixture_db, qtbot):
+    """`load_through` (Show in context) asked while a refresh of the rows is under way reads on once it is in."""
+    from studio.ui.models.messages import MessageTableModel
+
+    window = studio(fixture_db("support"), thread_id=THREAD)
+    total = window.thread_model.thread_row(window.thread_model.row_of(THREAD)).thread.message_count
+    assert total >= 6
+    model = MessageTableModel(studio_ctx.runner, page_size=2)
+    model.set_thread(THREAD)
+    qtbot.waitUntil(lambda: model.rowCount() == 2 and studio_ctx.runner.pending == 0, timeout=10000)
+    model.refresh()                      # under way: the rows are being re-read
+    called: list[int] = []
+    model.load_through(5, lambda: called.append(model.rowCount()))
+    qtbot.waitUntil(lambda: bool(called), timeout=10000)
+    assert called[0] >= 6 and model.row_of(model.message_row(5).message.id) == 5
+    assert studio_ctx.runner.wait_idle()

@@ -175,6 +175,8 @@ class MessageTableModel(TableModel):
         """Put the refreshed rows in place: changed ones repaint, new ones at the end are inserted, else a reset."""
         self._fetching = False
         if got is None or got.thread_id != self._thread_id or self._filters.active:
+            if self._on_loaded_through is not None and got is not None and got.thread_id == self._thread_id:
+                self._after_rows_loaded()   # a `load_through` waits: read on
             return
         old_ids = [r.message.id for r in self._rows]
         held = {r.message.id: r for r in self._rows}
@@ -200,7 +202,7 @@ class MessageTableModel(TableModel):
             self.beginResetModel()
             self._rows = rows
             self.endResetModel()
-        self.page_loaded.emit(len(self._rows))
+        self._after_rows_loaded()
 
     def load_through(self, row: int, then=None) -> None:
         """Read rows up to ROW (one request), then call THEN() on the GUI thread (show in context)."""
@@ -323,6 +325,10 @@ class MessageTableModel(TableModel):
                 self.beginInsertRows(QModelIndex(), start, start + len(page.rows) - 1)  # inclusive
                 self._rows.extend(page.rows)
                 self.endInsertRows()
+        self._after_rows_loaded()
+
+    def _after_rows_loaded(self) -> None:
+        """Say how many rows are loaded; go on reading up to the row `load_through` asked for."""
         self.page_loaded.emit(len(self._rows))
         if self._on_loaded_through is not None:
             row, then = self._on_loaded_through

@@ -48,8 +48,8 @@ NO_DATABASE = ("Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop 
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
 #: The tabs a live refresh re-reads only while they are shown (else they are marked stale and re-read when shown),
 #: with the other tabs whose showing needs them fresh (the Messages tab's speaker filter is the Speakers tab's report).
-LAZY_TABS = {"participants": ("participants", "messages"), "working-memory": ("working-memory",),
-             "vectors": ("vectors",)}
+LAZY_TABS = {"messages": ("messages",), "participants": ("participants", "messages"),
+             "working-memory": ("working-memory",), "vectors": ("vectors",)}
 
 
 def _lineage_fields(thread: Thread) -> tuple:
@@ -234,8 +234,8 @@ class ThreadView(QWidget):
         current = self.current_tab()
         for name in [n for n in LAZY_TABS if n in self._stale and current in LAZY_TABS[n]]:
             self._stale.discard(name)
-            {"participants": self.participants_tab, "working-memory": self.working_memory_tab,
-             "vectors": self.vectors_tab}[name].refresh()
+            {"messages": self.messages_tab, "participants": self.participants_tab,
+             "working-memory": self.working_memory_tab, "vectors": self.vectors_tab}[name].refresh()
 
     def _on_tabs_current_changed(self, _index: int) -> None:
         if self._stale and self._detail is not None:
@@ -264,9 +264,10 @@ class ThreadView(QWidget):
 
         A refresh of the thread shown after a live refresh's ChangeSet (`expect_refresh`) redraws what
         changed only: the OM and History tabs keep an unchanged record's log, chunks and generations,
-        the lineage line is read again when a thread it may name changed, and the Speakers, Working
-        memory and Vectors tabs are read again when shown (marked stale meanwhile). Any other refresh
-        reads every tab again.
+        the lineage line is read again when a thread it may name changed, and the Messages, Speakers,
+        Working memory and Vectors tabs are read again when shown (marked stale meanwhile; the Messages
+        tab's changed rows only). Any other refresh reads every tab again (the Messages tab's rows were
+        asked for by `ListingLoader.load_detail`).
         """
         previous, changes, self._refresh = self._detail, self._refresh, None
         same_thread = previous is not None and previous.thread.id == detail.thread.id

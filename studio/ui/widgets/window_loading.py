@@ -343,7 +343,8 @@ class ListingLoader(QObject):
             self.thread_view.show_loading(listed.thread if listed else Thread(id=thread_id, resource_id=""))
         else:
             self.thread_view.expect_refresh(changes)
-            self.thread_view.messages_tab.refresh()
+            if changes is None or changes.everything:   # a live refresh's: by the thread view, when the tab is shown
+                self.thread_view.messages_tab.refresh()
         self._runner.submit_call(load_thread_detail, thread_id, helper=self._use_helper,
                                  on_done=functools.partial(self._on_detail_loaded, thread_id),
                                  on_error=functools.partial(self._on_detail_failed, thread_id, refresh), key="detail")
