@@ -85,6 +85,12 @@ class LiveListing:
             self.derived = (index, orphans, total)
         return self.derived
 
+    def listed_messages(self) -> int | None:
+        """Return the messages of the listed threads (the sum of their counts, read off the marks: no pass over
+        the rows), or None when the marks hold no message count (MongoDB)."""
+        total = self.marks.counts.get(sc.MESSAGES)
+        return None if total is None else total - self.stray
+
 
 @dataclass
 class LiveRefresh:

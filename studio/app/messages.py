@@ -81,6 +81,44 @@ def load_message_page(store: MemoryStore | None, thread_id: str, offset: int, li
     return MessagePage(thread_id=thread_id, offset=offset, rows=rows, total=total)
 
 
+@dataclass
+class MessageRefresh:
+    """THREAD_ID's first messages as stored now, told against the rows a view holds (`refresh_message_page`).
+
+    IDS: the ids of messages 0..len(IDS)-1 in storage order; ROWS: {id: MessageRow} of those that are new
+    or differ from the held message of that id (the others are the held rows, unchanged); TOTAL: the
+    thread's message count.
+    """
+
+    thread_id: str
+    ids: list[str]
+    rows: dict[str, MessageRow]
+    total: int
+
+
+def refresh_message_page(store: MemoryStore | None, thread_id: str, held: list[Message], limit: int,
+                         cancel: threading.Event | None = None) -> MessageRefresh | None:
+    """Re-read THREAD_ID's first LIMIT messages; count the tokens of those that are new or changed only.
+
+    HELD: the messages a view shows (rows 0..); a message equal to the held one of its id (every
+    column: content, role, type, time, thread, resource) keeps its held row and counts; a new one, an
+    upsert that changed it, or one whose place moved is what `load_message_page` would make of it.
+    None when CANCEL is set meanwhile.
+    """
+    store = require_store(store)
+    total = store.message_count(thread_id)
+    by_id = {m.id: m for m in held}
+    ids: list[str] = []
+    rows: dict[str, MessageRow] = {}
+    for message in store.list_messages(thread_id, limit=limit, offset=0):
+        if cancel is not None and cancel.is_set():
+            return None
+        ids.append(message.id)
+        if by_id.get(message.id) != message:
+            rows[message.id] = message_row(message)
+    return MessageRefresh(thread_id, ids, rows, total)
+
+
 #: Speaker filter values besides a speaker key: user messages without a tag, and the agent's messages.
 UNTAGGED = "\x00untagged"
 AGENT = "\x00agent"

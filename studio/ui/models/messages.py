@@ -19,10 +19,12 @@ from studio.app.messages import (
     FilteredIds,
     MessageFilters,
     MessagePage,
+    MessageRefresh,
     MessageRow,
     load_filtered_ids,
     load_message_page,
     load_message_rows,
+    refresh_message_page,
 )
 from studio.app.uncountable import UNCOUNTABLE_MARK
 from studio.engine.speakers import MessageAttribution, attribute_message
@@ -148,13 +150,59 @@ class MessageTableModel(TableModel):
             self.set_thread(self._thread_id, filters)
 
     def refresh(self) -> None:
-        """Re-read the loaded rows (at least a page); new messages at the end are appended in place."""
+        """Re-read the loaded rows (at least a page); new messages at the end are appended in place.
+
+        Unfiltered, only the rows that are new or changed are counted again and repaint
+        (`studio.app.messages.refresh_message_page`); the others keep their rows.
+        """
         if self._thread_id is None:
             return
         if self._filters.active:
             self._request_ids(refresh=True)
             return
-        self._request(0, max(len(self._rows), self._page_size), refresh=True)
+        thread_id, held = self._thread_id, [r.message for r in self._rows]
+        limit = max(len(self._rows), self._page_size)
+        self._fetching = True
+        if self.use_helper:
+            self._runner.submit_call(refresh_message_page, thread_id, held, limit, helper=True,
+                                     on_done=self._on_page_refreshed, on_error=self._on_page_failed, key=self._key)
+            return
+        self._runner.submit(
+            lambda store, _progress, cancel: refresh_message_page(store, thread_id, held, limit, cancel),
+            on_done=self._on_page_refreshed, on_error=self._on_page_failed, key=self._key)
+
+    def _on_page_refreshed(self, got: MessageRefresh | None) -> None:
+        """Put the refreshed rows in place: changed ones repaint, new ones at the end are inserted, else a reset."""
+        self._fetching = False
+        if got is None or got.thread_id != self._thread_id or self._filters.active:
+            if self._on_loaded_through is not None and got is not None and got.thread_id == self._thread_id:
+                self._after_rows_loaded()   # a `load_through` waits: read on
+            return
+        old_ids = [r.message.id for r in self._rows]
+        held = {r.message.id: r for r in self._rows}
+        if any(mid not in got.rows and mid not in held for mid in got.ids):   # rows went meanwhile: read them all
+            self._request(0, max(len(self._rows), self._page_size), refresh=True)
+            return
+        rows = [got.rows.get(mid) or held[mid] for mid in got.ids]
+        self._total = got.total
+        for mid in got.rows:
+            self._attributions.pop(mid, None)
+        n = len(old_ids)
+        if got.ids[:n] == old_ids:
+            changed = [i for i, mid in enumerate(got.ids[:n]) if mid in got.rows]
+            self._rows[:n] = rows[:n]
+            for i in changed:
+                self.dataChanged.emit(self.index(i, 0), self.index(i, len(MessageColumn) - 1))
+            if len(rows) > n:
+                self.beginInsertRows(QModelIndex(), n, len(rows) - 1)   # inclusive
+                self._rows.extend(rows[n:])
+                self.endInsertRows()
+        else:   # a message went or moved: the rows are laid out again
+            self._attributions = {}
+            self.beginResetModel()
+            self._rows = rows
+            self.endResetModel()
+        self._after_rows_loaded()
 
     def load_through(self, row: int, then=None) -> None:
         """Read rows up to ROW (one request), then call THEN() on the GUI thread (show in context)."""
@@ -277,6 +325,10 @@ class MessageTableModel(TableModel):
                 self.beginInsertRows(QModelIndex(), start, start + len(page.rows) - 1)  # inclusive
                 self._rows.extend(page.rows)
                 self.endInsertRows()
+        self._after_rows_loaded()
+
+    def _after_rows_loaded(self) -> None:
+        """Say how many rows are loaded; go on reading up to the row `load_through` asked for."""
         self.page_loaded.emit(len(self._rows))
         if self._on_loaded_through is not None:
             row, then = self._on_loaded_through

@@ -215,11 +215,18 @@ class HistoryTab(QWidget):
         self.diff_model.set_diff(None)
         self._stack.setCurrentIndex(0)
 
-    def show_detail(self, detail: ThreadDetail) -> None:
+    def show_detail(self, detail: ThreadDetail, previous: ThreadDetail | None = None) -> None:
         """Show DETAIL's generations; keep the compared pair when both still exist, else the current vs its
-        predecessor."""
+        predecessor.
+
+        PREVIOUS: the detail shown before, of the same thread (a live refresh); when its generations equal
+        DETAIL's (every column of each), nothing is drawn or diffed again.
+        """
         if not detail.history:
             self.clear()
+            return
+        if (previous is not None and detail.lookup_key == self._lookup_key and self._records
+                and self._records == previous.history == detail.history):
             return
         old_id, new_id = self._selected_ids()
         self._records = list(detail.history)

@@ -539,7 +539,7 @@ class MainWindow(QMainWindow):
             self._restore_thread_selection()
         tid = self._thread_id
         if tid is not None and (tid in changes.threads or tid in changes.threads_created):
-            self.loader.load_detail(tid, refresh=True)
+            self.loader.load_detail(tid, refresh=True, changes=changes)
 
     def _follow_filter(self) -> None:
         """Keep the selected thread when the filtered list still has it, else select its first thread (or none)."""

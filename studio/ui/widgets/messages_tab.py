@@ -148,6 +148,7 @@ class MessagesTab(QWidget):
         layout.setContentsMargins(10, 10, 10, 10)
         layout.addWidget(split)
         self._selected_id: str | None = None
+        self._shown: MessageRow | None = None   # the row the detail pane shows
         self._show_row(None)
 
     # -- column widths ---------------------------------------------------------------------
@@ -442,6 +443,9 @@ class MessagesTab(QWidget):
             elif self.model.canFetchMore():   # else a page is already on its way
                 self.model.fetchMore()
             return
+        current = self.view.currentIndex()
+        if current.isValid() and self.model.message_row(current.row()) is not self._shown:
+            self._show_row(self.model.message_row(current.row()))   # the selected message was re-read (an upsert)
         if self._selected_id is not None and not self.view.currentIndex().isValid():
             row = self.model.row_of(self._selected_id)
             if row >= 0:
@@ -461,6 +465,7 @@ class MessagesTab(QWidget):
         self._show_row(row)
 
     def _show_row(self, row: MessageRow | None) -> None:
+        self._shown = row
         self.context_button.setEnabled(row is not None)
         if row is None:
             self.text_view.setPlaceholderText("")

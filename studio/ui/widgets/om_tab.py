@@ -417,21 +417,31 @@ class ObservationalMemoryTab(QWidget):
         self.log_model.set_log(None)
         self._stack.setCurrentIndex(0)
 
-    def show_detail(self, detail: ThreadDetail) -> None:
-        """Show DETAIL's OM status, record, thresholds, flags, thread state, chunks and active log."""
+    def show_detail(self, detail: ThreadDetail, previous: ThreadDetail | None = None) -> None:
+        """Show DETAIL's OM status, record, thresholds, flags, thread state, chunks and active log.
+
+        PREVIOUS: the detail shown before, of the same thread (a live refresh); when its record equals
+        DETAIL's (every column), the chunk list and the log stay as drawn (their selection and scroll
+        too) and only what the status and the thread decide is shown again.
+        """
         record = detail.record
         if record is None:
             self.clear()
             return
+        same = previous is not None and previous.record is not None and previous.record == record
         self._stack.setCurrentIndex(1)
         self._show_bars(detail.status, detail.status_error or self._json_problem(record))
         self._show_record(record, detail.status)
         self._show_thresholds(record, detail.status)
         self._show_flags(detail.status)
         self._show_thread_state(detail.thread)
-        self._show_chunks(record, detail.status)
+        if same:
+            self._chunks_summary.setText(self._chunks_text(record, detail.status))
+        else:
+            self._show_chunks(record, detail.status)
         self._show_summary(record, detail.status)
-        self._show_log(detail)
+        if not same:
+            self._show_log(detail)
 
     @staticmethod
     def _json_problem(record: OMRecord) -> str | None:
@@ -553,6 +563,12 @@ class ObservationalMemoryTab(QWidget):
             self.chunks_view.setCurrentIndex(self.chunk_model.index(0, 0))
         else:
             self._on_chunks_current_changed(self.chunk_model.index(-1, 0), None)
+        self._chunks_summary.setText(self._chunks_text(record, status))
+
+    @staticmethod
+    def _chunks_text(record: OMRecord, status: ThreadStatus | None) -> str:
+        """Return the line above the buffered chunks (how many, their tokens, what activating would remove)."""
+        chunks = record.buffered_chunks
         if chunks:
             obs = sum(int(c.get("tokenCount") or 0) for c in chunks)
             msg = sum(int(c.get("messageTokens") or 0) for c in chunks)
@@ -564,7 +580,7 @@ class ObservationalMemoryTab(QWidget):
             text = "Async buffering is off for this record (no bufferTokens in its config)."
         else:
             text = "No buffered chunks."
-        self._chunks_summary.setText(text)
+        return text
 
     def _show_log(self, detail: ThreadDetail) -> None:
         log = detail.log

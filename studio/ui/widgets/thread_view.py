@@ -6,6 +6,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
 from studio.app import text as fmt
+from studio.app.changes import ChangeSet
 from studio.app.listing import last_activity
 from studio.app.thread_detail import ThreadDetail
 from studio.store.records import Thread, ms_to_iso
@@ -45,6 +46,15 @@ TAB_TOOLTIPS = {"observations": "Observational memory: thresholds, record and th
 NO_DATABASE = ("Open a Mastra memory.db with File ▸ Open… (Ctrl+O), or drop one on this window; for a store on a "
                "server (postgresql://, libsql://, http:// for sqld, mongodb://), File ▸ Connect… (Ctrl+L).")
 NO_THREAD = "Select a thread to see its observational memory, history and messages."
+#: The tabs a live refresh re-reads only while they are shown (else they are marked stale and re-read when shown),
+#: with the other tabs whose showing needs them fresh (the Messages tab's speaker filter is the Speakers tab's report).
+LAZY_TABS = {"messages": ("messages",), "participants": ("participants", "messages"),
+             "working-memory": ("working-memory",), "vectors": ("vectors",)}
+
+
+def _lineage_fields(thread: Thread) -> tuple:
+    """What of a thread its own lineage line shows or reads (its link, clone metadata, resource, order)."""
+    return thread.title, thread.metadata, thread.resource_id, thread.created_at
 
 
 class ThreadView(QWidget):
@@ -58,6 +68,8 @@ class ThreadView(QWidget):
                  interaction: QtInteraction | None = None):
         super().__init__(parent)
         self._detail: ThreadDetail | None = None
+        self._refresh: ChangeSet | None = None   # what the live refreshes since the last detail changed
+        self._stale: set[str] = set()            # LAZY_TABS names re-read when shown
         self.title = ElidedLabel("", "heading")
         self.subtitle = ElidedLabel("", "muted")
         self.lineage_bar = LineageBar(runner)
@@ -93,6 +105,7 @@ class ThreadView(QWidget):
         self.vectors_tab.options_changed.connect(self.timeline_tab.reload_recall_marks)
         for index, name in enumerate(TAB_NAMES):
             self.tabs.setTabToolTip(index, TAB_TOOLTIPS[name])
+        self.tabs.currentChanged.connect(self._on_tabs_current_changed)
 
         page = QWidget()
         pl = QVBoxLayout(page)
@@ -189,7 +202,7 @@ class ThreadView(QWidget):
 
     def show_message(self, text: str) -> None:
         """Show TEXT instead of a thread (no database, no selection, thread gone)."""
-        self._detail = None
+        self._detail, self._refresh, self._stale = None, None, set()
         self._empty.setText(text)
         self._stack.setCurrentIndex(0)
         self.om_tab.clear()
@@ -204,8 +217,33 @@ class ThreadView(QWidget):
         self.health_tab.set_thread(None)
         self.vectors_tab.set_thread(None)
 
+    def expect_refresh(self, changes: ChangeSet | None) -> None:
+        """The next `show_detail` of the thread shown is a refresh after CHANGES (a live refresh's ChangeSet;
+        None: anything may have changed, every tab is read again)."""
+        changes = changes if changes is not None else ChangeSet.full_reload()
+        self._refresh = changes if self._refresh is None else self._refresh | changes
+
+    @property
+    def stale_tabs(self) -> set[str]:
+        """Return the tabs a live refresh left to re-read when they are shown (names of LAZY_TABS)."""
+        return set(self._stale)
+
+    def _refresh_lazy(self, names) -> None:
+        """Re-read NAMES (LAZY_TABS) that the tab shown needs now; mark the others stale."""
+        self._stale |= set(names)
+        current = self.current_tab()
+        for name in [n for n in LAZY_TABS if n in self._stale and current in LAZY_TABS[n]]:
+            self._stale.discard(name)
+            {"messages": self.messages_tab, "participants": self.participants_tab,
+             "working-memory": self.working_memory_tab, "vectors": self.vectors_tab}[name].refresh()
+
+    def _on_tabs_current_changed(self, _index: int) -> None:
+        if self._stale and self._detail is not None:
+            self._refresh_lazy(())
+
     def show_loading(self, thread: Thread) -> None:
         """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
+        self._refresh, self._stale = None, set()
         self.timeline_tab.leave_other_threads(thread.id)   # before this thread's reads queue for the helper
         if self._detail is None or self._detail.thread.id != thread.id:
             self._set_title(thread)
@@ -222,8 +260,26 @@ class ThreadView(QWidget):
         self.vectors_tab.set_thread(thread.id)
 
     def show_detail(self, detail: ThreadDetail) -> None:
-        """Show DETAIL in the header and the three tabs."""
-        if self._detail is not None and self._detail.thread.id == detail.thread.id:  # a refresh
+        """Show DETAIL in the header and the tabs.
+
+        A refresh of the thread shown after a live refresh's ChangeSet (`expect_refresh`) redraws what
+        changed only: the OM and History tabs keep an unchanged record's log, chunks and generations,
+        the lineage line is read again when a thread it may name changed, and the Messages, Speakers,
+        Working memory and Vectors tabs are read again when shown (marked stale meanwhile; the Messages
+        tab's changed rows only). Any other refresh reads every tab again (the Messages tab's rows were
+        asked for by `ListingLoader.load_detail`).
+        """
+        previous, changes, self._refresh = self._detail, self._refresh, None
+        same_thread = previous is not None and previous.thread.id == detail.thread.id
+        live = same_thread and changes is not None and not changes.everything
+        if live:
+            tid = detail.thread.id
+            if (changes.threads_created or changes.threads_deleted or changes.threads - {tid}
+                    or _lineage_fields(previous.thread) != _lineage_fields(detail.thread)):
+                self.lineage_bar.refresh()
+            self._refresh_lazy(LAZY_TABS)
+        elif same_thread:  # a refresh: every tab again
+            self._stale = set()
             self.participants_tab.refresh()
             self.working_memory_tab.refresh()
             self.lineage_bar.refresh()
@@ -248,8 +304,9 @@ class ThreadView(QWidget):
         self.subtitle.setText(" · ".join(first) + "\n" + " · ".join(second))
         self.subtitle.setToolTip(fmt.plain_tooltip(self.subtitle.text()))
         self._stack.setCurrentIndex(1)
-        self.om_tab.show_detail(detail)
-        self.history_tab.show_detail(detail)
+        kept = previous if live else None   # the detail whose unchanged record the tabs may keep
+        self.om_tab.show_detail(detail, previous=kept)
+        self.history_tab.show_detail(detail, previous=kept)
         self.timeline_tab.show_detail(detail)
         self.context_view.set_record_present(detail.record is not None)
 

@@ -258,9 +258,10 @@ class ListingLoader(QObject):
             self.thread_model.apply_statuses([], final=True)
             self._statuses_done()
             return
-        self.progress.setRange(0, self._results.total)
-        self.progress.setValue(0)
-        self.progress.show()
+        if thread_ids is None:   # a live refresh's few statuses show no progress (the status bar is not laid out)
+            self.progress.setRange(0, self._results.total)
+            self.progress.setValue(0)
+            self.progress.show()
         self._next_status_batch(self._status_round)
 
     def _next_status_batch(self, round_: int) -> None:
@@ -279,7 +280,8 @@ class ListingLoader(QObject):
         # a live refresh's few statuses repaint their rows only (the list's other bars are already final)
         final = finished and not (self._statuses_partial and self.thread_model.statuses_done)
         self.thread_model.apply_statuses(batch.statuses, final=final, uncountable=batch.uncountable)
-        self.progress.setValue(results.done)
+        if not self._statuses_partial:
+            self.progress.setValue(results.done)
         self.results_landed.emit(batch, results.done, results.total, self._statuses_partial)
         if finished:
             self.progress.hide()
@@ -329,14 +331,20 @@ class ListingLoader(QObject):
         else:
             self.thread_view.show_message(f"This thread could not be read.\n\n{fmt.read_failure(exc)}")
 
-    def load_detail(self, thread_id: str, *, refresh: bool = False) -> None:
-        """Read THREAD_ID's detail (shown as loading unless REFRESH: then its messages are re-read in place)."""
+    def load_detail(self, thread_id: str, *, refresh: bool = False, changes: ChangeSet | None = None) -> None:
+        """Read THREAD_ID's detail (shown as loading unless REFRESH: then its messages are re-read in place).
+
+        CHANGES: a refresh after a live refresh's ChangeSet: the tabs redraw what changed only
+        (`ThreadView.show_detail`); None: every tab is read again.
+        """
         if not refresh:
             row = self.thread_model.row_of(thread_id, fetch=False)
             listed = self.thread_model.thread_row(row)
             self.thread_view.show_loading(listed.thread if listed else Thread(id=thread_id, resource_id=""))
         else:
-            self.thread_view.messages_tab.refresh()
+            self.thread_view.expect_refresh(changes)
+            if changes is None or changes.everything:   # a live refresh's: by the thread view, when the tab is shown
+                self.thread_view.messages_tab.refresh()
         self._runner.submit_call(load_thread_detail, thread_id, helper=self._use_helper,
                                  on_done=functools.partial(self._on_detail_loaded, thread_id),
                                  on_error=functools.partial(self._on_detail_failed, thread_id, refresh), key="detail")
@@ -413,7 +421,8 @@ class ListingLoader(QObject):
             self._show_listing(listing, refresh=True)   # rows come or go: the panes are filled again
         else:   # the same threads: only the re-read rows change (and repaint)
             self.thread_model.update_rows([r for r in listing.rows if r.thread.id in changes.threads])
-        self._use_helper = wants_helper(listing.rows)
+        listed = refresh.live.listed_messages()   # no pass over every row
+        self._use_helper = listed >= HELPER_MIN_MESSAGES if listed is not None else wants_helper(listing.rows)
         self.thread_view.set_use_helper(self._use_helper)
         if self._results is not None:
             self._results.discard(changes.threads_deleted)
