@@ -13,8 +13,16 @@ display). It holds, per thread, a `ThreadResult` (status, message count, finding
   changes the file's mtime and its change counter or WAL on every commit, and a replaced file
   (another inode, size or mtime) gets another stamp. Servers have no stamp: digests decide.
 
+A save costs what changed: a live refresh's few results are appended to the store's journal file
+(`NAME.journal`, one JSON line a save) instead of rewriting the whole cache (20 MB for 5,000 threads,
+~0.3 CPU-s a commit beside an agent); a load applies the journal's lines after the file; a save that
+changes many entries, or finds the journal past JOURNAL_LIMIT_BYTES, rewrites the file and removes
+the journal. An entry only ever stands for the rows its digest names, so a line applied twice or out
+of date can make a result be computed again, never a wrong one be shown.
+
 Everything here is best effort: a cache that is missing, unreadable, corrupt, of another version or
-unwritable is ignored (its results are computed again) and nothing is reported to the user.
+unwritable is ignored (its results are computed again) and nothing is reported to the user; a journal
+line cut short by a crash is skipped.
 CACHE_VERSION changes whenever what a result holds or how it is computed changes.
 """
 
@@ -40,6 +48,10 @@ CACHE_VERSION = 2
 #: Bytes of the SQLite header / WAL header read for a stamp (the change counter is at 24..27).
 HEADER_BYTES = 100
 WAL_HEADER_BYTES = 32
+#: A journal past this size (bytes) is folded into the cache file at the next save.
+JOURNAL_LIMIT_BYTES = 1 << 20
+#: A save that changed more entries than this rewrites the file (an open's round) instead of journaling.
+JOURNAL_MAX_ENTRIES = 64
 
 
 def file_stamp(path: Path | None) -> list | None:
@@ -87,8 +99,11 @@ class ResultCache:
         self.file = file
         self._identity = identity
         self._store_path = store_path
+        self.journal = file.with_name(f"{file.name}.journal")
         self._entries: dict[str, dict] | None = None
         self._dirty = False
+        #: Ids whose entries changed since the last save (None: too many to journal; rewrite the file).
+        self._changed: set[str] | None = set()
         #: Results `put` has received in this process (computed afresh, stored or not).
         self.computed = 0
 
@@ -115,9 +130,28 @@ class ResultCache:
                 if (isinstance(data, dict) and data.get("version") == [CACHE_VERSION, __version__]
                         and data.get("identity") == self._identity and isinstance(data.get("threads"), dict)):
                     self._entries = data["threads"]
+                    self._apply_journal(self._entries)
             except (OSError, ValueError):   # missing or corrupt: start empty
                 pass
+            if not self._entries:   # the journal goes with the file it extends: the next save writes a file
+                self._changed = None
         return self._entries
+
+    def _apply_journal(self, entries: dict[str, dict]) -> None:
+        """Apply the journal's lines (saves since the file was last written) to ENTRIES, in order; a line
+        that does not decode, or names another version or store, is skipped."""
+        try:
+            lines = self.journal.read_bytes().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if (isinstance(data, dict) and data.get("version") == [CACHE_VERSION, __version__]
+                    and data.get("identity") == self._identity and isinstance(data.get("threads"), dict)):
+                entries.update(data["threads"])
 
     def has(self, thread_id: str) -> bool:
         """Return True when the cache holds an entry for THREAD_ID (valid or not)."""
@@ -156,31 +190,55 @@ class ResultCache:
         STAMP too, in memory; `save` writes them."""
         entries = self._load()
         self.computed += len(results)
-        changed = False
+        touched: list[str] = []
         for tid in checked:
             if isinstance(entries.get(tid), dict) and entries[tid].get("stamp") != stamp:
                 entries[tid]["stamp"] = stamp
-                changed = True
+                touched.append(tid)
         for tid, r in results.items():
             if r["digest"]:
                 entries[tid] = {"digest": r["digest"], "stamp": stamp, "messages": r["messages"],
                                 "status": None if r["status"] is None else status_to_json(r["status"]),
                                 "findings": r["findings"], "uncountable": r.get("uncountable")}
-                changed = True
-        self._dirty = self._dirty or changed
+                touched.append(tid)
+        if touched:
+            self._dirty = True
+            if self._changed is not None:
+                self._changed.update(touched)
+                if len(self._changed) > JOURNAL_MAX_ENTRIES:
+                    self._changed = None
 
     def save(self) -> None:
-        """Write the entries `put` changed to the file (nothing when none changed); a write that fails is ignored."""
+        """Write the entries `put` changed (nothing when none changed): up to JOURNAL_MAX_ENTRIES of them appended to
+        the journal as one line (see the module docstring), else the whole file rewritten and the journal
+        removed. A write that fails is ignored."""
         if not self._dirty:
             return
         self._dirty = False
         entries = self._load()
+        changed, self._changed = self._changed, set()
+        if changed is not None and self.file.exists() and self._journal_size() < JOURNAL_LIMIT_BYTES:
+            line = {"version": [CACHE_VERSION, __version__], "identity": self._identity,
+                    "threads": {tid: entries[tid] for tid in sorted(changed) if tid in entries}}
+            try:
+                with open(self.journal, "a", encoding="utf-8") as out:
+                    out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+                return
+            except (OSError, ValueError, TypeError):   # unwritable: the whole file below
+                pass
         data = {"version": [CACHE_VERSION, __version__], "identity": self._identity, "threads": entries}
         tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
             os.replace(tmp, self.file)
+            self.journal.unlink(missing_ok=True)   # folded into the file
         except (OSError, ValueError, TypeError):   # unwritable (or a value JSON cannot hold): keep computing
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
+
+    def _journal_size(self) -> int:
+        try:
+            return os.stat(self.journal).st_size
+        except OSError:
+            return 0

@@ -181,3 +181,47 @@ def test_the_cache_lives_under_the_user_cache_folder_not_beside_the_data(tmp_pat
     assert cache.file.parent == tmp_path / "user-cache" / "thread-results" and cache.file.exists()
     assert sorted(p.name for p in path.parent.iterdir()) == before
     shutil.rmtree(tmp_path / "user-cache")
+
+
+def test_a_live_refresh_journals_its_few_results_and_the_next_session_reads_them(tmp_path):
+    """A live refresh's save appends its thread's entry to the journal (the cache file's bytes untouched: its cost
+    is the change's, not the store's); a new session applies the journal and reuses every result, equal to a fresh
+    computation; a line cut short by a crash is skipped (that thread computed again); a save of more than
+    JOURNAL_MAX_ENTRIES entries rewrites the file and removes the journal."""
+    from studio.app import result_cache
+
+    path = _copy("support", tmp_path / "db")
+    cache_dir = tmp_path / "cache"
+    _cached(path, cache_dir, [])
+    [file] = cache_dir.iterdir()
+    written = file.read_bytes()
+    thread_id = _edit_same_length(path)
+    with open_store(path) as store, store.snapshot():   # a live refresh: the changed thread, computed and saved
+        cache = ResultCache.for_store(store, cache_dir)
+        tr.thread_results(store, [thread_id], cache, now_ms=NOW_MS, reuse=False)
+    assert file.read_bytes() == written and cache.journal.exists()
+    assert list(json.loads(cache.journal.read_text(encoding="utf-8"))["threads"]) == [thread_id]
+    computed: list[str] = []
+    assert _cached(path, cache_dir, computed) == _fresh(path)
+    assert computed == []   # the journaled entry and the file's others: every result reused
+
+    with cache.journal.open("ab") as out:   # a save cut short: half a line after the good one
+        out.write(b'{"version": [2, "x"], "threads": {"' + thread_id.encode())
+    computed = []
+    assert _cached(path, cache_dir, computed) == _fresh(path)
+    assert computed == []
+
+    cache.journal.write_bytes(cache.journal.read_bytes().splitlines()[0][:40] + b"\n")   # only a cut line
+    computed = []
+    assert _cached(path, cache_dir, computed) == _fresh(path)
+    assert computed == [thread_id]
+
+    many = result_cache.JOURNAL_MAX_ENTRIES + 1
+    with open_store(path) as store:
+        cache = ResultCache.for_store(store, cache_dir)
+        status = next(e for e in cache._load().values() if e.get("status"))["status"]
+        cache.put({f"t{i}": {"status": status_from_json(status), "messages": i, "findings": [], "digest": f"d{i}"}
+                   for i in range(many)}, None)
+        cache.save()
+    assert not cache.journal.exists()
+    assert all(f"t{i}" in json.loads(file.read_text(encoding="utf-8"))["threads"] for i in range(many))

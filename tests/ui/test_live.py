@@ -201,3 +201,28 @@ def test_a_commit_re_reads_only_the_thread_it_changed(studio, studio_ctx, fixtur
     assert after[target].status == want
     row = rows_by_id(window)[target]
     assert window.thread_model.index(row, ThreadColumn.OBSERVATION).data(BAR_ROLE).value == want.pending_tokens
+
+
+def test_every_agent_session_is_seen_on_a_file_nobody_had_open(studio, studio_ctx, fixture_db, qtbot):
+    """An agent that starts, writes and stops, three times (each session's last connection checkpoints the WAL and
+    removes the -wal as it closes): the studio, opened on the quiescent file, sees every session's message, its
+    thread row and its Messages tab equal to the rows on disk after each."""
+    from pathlib import Path
+
+    path = fixture_db("support")
+    for ext in ("-wal", "-shm"):
+        Path(str(path) + ext).unlink(missing_ok=True)
+    window = studio(path, thread_id="support-1", tab="messages")
+    tab = window.thread_view.messages_tab
+    for session in range(1, 4):
+        msg_id = append_message(path, "support-1", f"Agent session {session} wrote this.")
+        assert not Path(str(path) + "-wal").exists()   # the session's close checkpointed and removed it
+        expected = SUPPORT_1_MESSAGES + session
+
+        def seen(expected=expected) -> bool:
+            r = rows_by_id(window).get("support-1")
+            return (r is not None and window.thread_model.index(r, ThreadColumn.MESSAGES).data() == str(expected)
+                    and tab.model.rowCount() == expected and studio_ctx.runner.pending == 0)
+
+        qtbot.waitUntil(seen, timeout=30000)
+        assert tab.model.index(expected - 1, 0).data(ID_ROLE) == msg_id
