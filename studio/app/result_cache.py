@@ -38,6 +38,7 @@ from pathlib import Path
 from studio import __version__
 from studio.common.om_settings import OMSettings, ThresholdRange
 from studio.engine.status import FlagState, ThreadStatus
+from studio.store.file_head import read_head
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -63,8 +64,7 @@ def file_stamp(path: Path | None) -> list | None:
         return None
     try:
         st = os.stat(path)
-        with open(path, "rb") as f:
-            header = f.read(HEADER_BYTES)
+        header = read_head(path, HEADER_BYTES)   # never a close of the database: see studio.store.file_head
         stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, header.hex()]
         wal = Path(f"{path}-wal")
         # an empty -wal holds nothing (a reader's open creates one, the last close deletes it): no part of the stamp

@@ -19,6 +19,7 @@ import libsql
 
 from studio.errors import StoreError
 from studio.store.cells import is_driver_panic
+from studio.store.file_head import read_head
 from studio.store.target import display_path, elide_middle
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -86,12 +87,8 @@ def check_file(location: Target) -> None:
                              "not a regular file: "
                              "SQLite would wait on it forever or fail. Move it away (SQLite recreates it), or "
                              "copy the database alone to another folder and open the copy")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        try:
-            header = os.read(fd, len(SQLITE_MAGIC))
-        finally:
-            os.close(fd)
+    try:   # never open and close the file itself: that would drop this process's SQLite locks on it
+        header = read_head(path, len(SQLITE_MAGIC))
     except PermissionError as exc:
         raise StoreError(f"Cannot read {shown}: permission denied") from exc
     except OSError as exc:
@@ -130,8 +127,7 @@ def is_quiescent_wal(path: Path) -> bool:
     appears too, and the studio reopens the database normally.
     """
     try:
-        with open(path, "rb") as fh:
-            header = fh.read(20)
+        header = read_head(path, 20)
     except OSError:
         return False
     is_wal = len(header) >= 20 and header[18] == 2 and header[19] == 2

@@ -11,6 +11,8 @@ import os
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from studio.store.file_head import read_head
+
 #: How often the open store is asked whether it changed (ms): gentle on a server, quick enough for a person.
 POLL_MS = 2000
 
@@ -71,8 +73,7 @@ def file_problem(path: str) -> str | None:
     if size == 0:
         return "was truncated to 0 bytes"
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_HEADER))
+        head = read_head(path, len(SQLITE_HEADER))   # never a close of the file: see studio.store.file_head
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
     if head != SQLITE_HEADER:
