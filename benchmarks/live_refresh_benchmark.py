@@ -1,22 +1,30 @@
 """Measure the studio left open beside a running agent: CPU, how soon the changed thread is exact, rows read.
 
-    python benchmarks/live_refresh_benchmark.py DB.db [--seconds 40] [--interval 2] [--json OUT.json]
-    python benchmarks/live_refresh_benchmark.py --window URL [--window URL …] [--seconds 40] [--interval 2]
+    python benchmarks/live_refresh_benchmark.py DB.db [--seconds 40] [--interval 2] [--tab NAME] [--json OUT.json]
+    python benchmarks/live_refresh_benchmark.py --window URL [--window URL …] [--seconds 40] [--interval 2] [--tab …]
     python benchmarks/live_refresh_benchmark.py --server URL [--server URL …] [--appends 20]
     python benchmarks/live_refresh_benchmark.py --refreshes DB.db [--appends 20]
 
 DB.db (the benchmark-size file, `benchmarks/build_large_db.py`) or --window URL (the same store copied
 into PostgreSQL, `postgresql://…?schema=NAME`, or into a libSQL server, `http://127.0.0.1:PORT`: see
 `build_large_db.py --pg/--libsql-url`): the studio (offscreen) opens it and settles (every bar and
-health badge computed); an "agent" process then appends one message to one thread every INTERVAL s
-for SECONDS s, as Mastra's saveMessages writes it on that store (the message upsert, then the
-thread's updatedAt; on PostgreSQL the `…Z` twins too). Reported: the studio's CPU over those seconds
-(its process and its helper process) as a share of one core, the idle CPU over as long before the
-agent starts, for each commit how long until the thread list showed the new message count, the
-longest GUI stall (the largest lateness of a 10 ms heartbeat timer, ms) while idle and beside the
-agent, the rows each live refresh read (and its wider reads); at the end, whether the thread's row
-and bars equal a fresh load. The agent's messages are deleted afterwards (deleteMessages), so the
-store can be measured again.
+health badge computed), and the thread the agent will write to is selected (open in the window on its
+TAB, `--tab`, default the Observations tab); an "agent" process then appends one message to that
+thread every INTERVAL s for SECONDS s, as Mastra's saveMessages writes it on that store (the message
+upsert, then the thread's updatedAt; on PostgreSQL the `…Z` twins too). The window runs its own event
+loop meanwhile (as `app.exec()` does: it sleeps until an event comes). Reported: the studio's CPU over
+those seconds (its process and its helper process) as a share of one core, the idle CPU over as long
+before the agent starts, for each commit how long until the thread list showed the new message count,
+the rows each live refresh read (and its wider reads), and the GUI thread's stalls, from a 10 ms QTimer
+on the GUI thread (the heartbeat): `…stall_ms_worst…` its largest lateness (ms, while opening, idle and
+beside the agent), `gui_stall_ms_longest` (`…_idle`) the longest gap between its beats beside the agent
+(idle: the machine's own share), `gui_stalls_over_50_ms` the gaps over 50 ms, `gui_busy_ms_longest` the
+GUI thread's own CPU in its busiest gap (what a stall would be on an idle machine). The heartbeat's 100
+beats a second cost ~1 % of a core themselves, so the agent runs twice: the CPU (and the idle CPU) is
+measured without the heartbeat, the stalls (and `cpu_share_with_heartbeat`, `--stall-stacks`) in the
+second run, the latencies in both (`runs`: each run's commits and commits seen); at the end, whether
+the thread's row, bars and health badge equal a fresh load. The agent's messages are deleted
+afterwards (deleteMessages), so the store can be measured again.
 
 --server URL (a PostgreSQL URL with ?schema=…, or a libSQL server URL holding a Mastra memory):
 APPENDS appends (as above, one thread), each followed by one live refresh
@@ -144,7 +152,9 @@ def _delete_agent_messages(target: str) -> int:
 
 
 class Heartbeat:
-    """A 10 ms QTimer on the GUI thread; `worst_ms` is its largest lateness since `reset()` (the longest stall)."""
+    """A 10 ms QTimer on the GUI thread, beating between `start()` and `stop()`: every gap between its beats
+    (`gaps`, ms; the longest is the longest GUI stall), the GUI thread's own CPU in each gap (`busy`, ms: its
+    work, whatever the machine's load) and `worst_ms`, the largest lateness (the longest gap less 10 ms)."""
 
     def __init__(self, interval_ms: int = 10):
         from PySide6.QtCore import QTimer
@@ -152,22 +162,36 @@ class Heartbeat:
         self.interval_ms = interval_ms
         self.timer = QTimer()
         self.timer.setInterval(interval_ms)
-        self.timer.timeout.connect(self._tick)
-        self.reset()
+        self.timer.timeout.connect(self._on_timer_timeout)
+        self.gaps: list[float] = []
+        self.busy: list[float] = []
+        self.last = time.perf_counter()
+        self._last_cpu = 0.0
+
+    @property
+    def worst_ms(self) -> float:
+        """The largest lateness of a beat since `start()` (ms; 0 when none was late)."""
+        return max([0.0, *(g - self.interval_ms for g in self.gaps)])
+
+    def start(self) -> None:
+        """Start a new measurement (the gaps and their CPU forgotten) and the timer."""
+        self.gaps, self.busy, self.last, self._last_cpu = [], [], time.perf_counter(), time.thread_time()
         self.timer.start()
 
-    def reset(self) -> None:
-        """Start a new measurement."""
-        self.last, self.worst_ms, self.ticks = time.perf_counter(), 0.0, 0
+    def stop(self) -> None:
+        """Stop the timer, counting the gap up to now."""
+        self.timer.stop()
+        self._on_timer_timeout()
 
-    def _tick(self) -> None:
-        now = time.perf_counter()
-        self.worst_ms = max(self.worst_ms, (now - self.last) * 1000 - self.interval_ms)
-        self.last, self.ticks = now, self.ticks + 1
+    def _on_timer_timeout(self) -> None:
+        now, cpu = time.perf_counter(), time.thread_time()
+        self.gaps.append((now - self.last) * 1000)
+        self.busy.append((cpu - self._last_cpu) * 1000)
+        self.last, self._last_cpu = now, cpu
 
     def sample_stalls(self, late_ms: float = 30.0):
-        """Sample every thread's stack every 5 ms while a tick is LATE_MS late; return the Counter of
-        (thread name, innermost frames) samples (what the GUI thread did, or waited for, in its stalls)."""
+        """Sample every thread's stack every 5 ms while a beat is LATE_MS late, until the timer stops; return the
+        Counter of (thread name, innermost frames) samples (what the GUI thread did, or waited for, in its stalls)."""
         import collections
         import threading
         import traceback
@@ -192,11 +216,14 @@ class Heartbeat:
         return samples
 
 
-def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: float, stacks: bool = False) -> dict:
-    """Open PATH (a file, or a server URL) in the studio (offscreen), let it settle, measure idle CPU, then
-    CPU, latency, GUI stalls and rows read per live refresh beside an agent appending to one thread."""
+def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: float, stacks: bool = False,
+                        tab: str = "observations") -> dict:
+    """Open PATH (a file, or a server URL) in the studio (offscreen), let it settle, open the agent's thread on
+    TAB, measure idle CPU, then CPU (agent run 1, no heartbeat), GUI stalls (run 2, with it), latency and rows
+    read per live refresh (both runs) beside an agent appending to that thread."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     import tempfile
+    import threading
 
     from PySide6.QtCore import QEventLoop, QSettings, QTimer
 
@@ -219,17 +246,18 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     window.show()
 
     def pump(duration: float, each=None) -> None:
-        """Run the GUI's event loop for DURATION s (EACH every 50 ms): the studio as a user leaves it open."""
+        """Run the GUI's event loop for DURATION s (sleeping until events, as app.exec(); EACH every 50 ms)."""
         loop = QEventLoop()
         ticker = QTimer()
         if each is not None:
             ticker.timeout.connect(each)
             ticker.start(50)
-        QTimer.singleShot(int(duration * 1000), loop.quit)
+        QTimer.singleShot(max(1, int(duration * 1000)), loop.quit)
         loop.exec()
         ticker.stop()
 
     heartbeat = Heartbeat()
+    heartbeat.start()
     started = time.monotonic()
     cpu0 = _cpu()
     window.open_database(path)
@@ -241,13 +269,21 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     while not settled() and time.monotonic() - started < settle_s:
         pump(0.05)
     open_s, open_cpu = time.monotonic() - started, _cpu() - cpu0
+    heartbeat.stop()
     open_stall = heartbeat.worst_ms
+    selected = window.select_thread(thread)   # the agent's conversation, open on TAB
+    window.thread_view.set_tab(tab)
+    pump(1.0)
+    while ctx.runner.pending:
+        pump(0.2)
 
-    cpu_idle0 = _cpu()
-    heartbeat.reset()
+    cpu_idle0 = _cpu()   # idle CPU without the heartbeat, then the idle stalls with it
     pump(seconds / 4)
     idle_cpu = (_cpu() - cpu_idle0) / (seconds / 4)
-    idle_stall = heartbeat.worst_ms
+    heartbeat.start()
+    pump(seconds / 4)
+    heartbeat.stop()
+    idle_stall, idle_gap = heartbeat.worst_ms, max(heartbeat.gaps)
 
     def listed_count() -> int | None:
         model = window.thread_model
@@ -256,66 +292,79 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
             return None
         return model.thread_row(row).thread.message_count
 
-    base = listed_count()
-    agent = subprocess.Popen([sys.executable, "-c", AGENT, path, thread, str(seconds), str(interval), str(REPO)],
-                             stdout=subprocess.PIPE, text=True)
-    import threading
-
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(agent.stdout.readline, "")), daemon=True)
-    reader.start()
-    commits: list[float] = []
-    seen: dict[int, float] = {}
     refreshes = []
-
-    def watch() -> None:
-        while len(commits) < len(lines):
-            commits.append(json.loads(lines[len(commits)])["committed"])
-        n = listed_count()
-        if n is not None and base is not None:
-            for k in range(1, n - base + 1):   # one refresh may bring two commits
-                seen.setdefault(k, time.time())
-        last = window.loader.last_refresh
-        if last is not None and (not refreshes or refreshes[-1] is not last):
-            refreshes.append(last)
-
-    cpu1 = _cpu()
-    t1 = time.monotonic()
-    heartbeat.reset()
-    samples = heartbeat.sample_stalls() if stacks else None
+    samples = None
     slots: dict[str, float] = {}   # with STACKS: the longest GUI-thread callback of each task key (ms)
-    if stacks:
-        finish = ctx.runner._finish
+    gui_profile: list[str] = []
 
-        def timed_finish(task, outcome, _finish=finish) -> None:
-            t = time.perf_counter()
-            _finish(task, outcome)
-            key = str(task.key)
-            slots[key] = max(slots.get(key, 0.0), (time.perf_counter() - t) * 1000)
+    def beside_agent(beat: bool) -> dict:
+        """Run the agent for SECONDS; return its wall s, the studio's CPU s, its commits and the latency (s) of
+        each commit seen in the list; the heartbeat (and with STACKS the stall probes) on when BEAT."""
+        nonlocal samples, gui_profile
+        base = listed_count()
+        agent = subprocess.Popen([sys.executable, "-c", AGENT, path, thread, str(seconds), str(interval), str(REPO)],
+                                 stdout=subprocess.PIPE, text=True)
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(iter(agent.stdout.readline, "")), daemon=True)
+        reader.start()
+        commits: list[float] = []
+        seen: dict[int, float] = {}
 
-        ctx.runner._finish = timed_finish   # a probe of the GUI thread's callbacks
-        import cProfile
+        def watch() -> None:
+            while len(commits) < len(lines):
+                commits.append(json.loads(lines[len(commits)])["committed"])
+            n = listed_count()
+            if n is not None and base is not None:
+                for k in range(1, n - base + 1):   # one refresh may bring two commits
+                    seen.setdefault(k, time.time())
+            last = window.loader.last_refresh
+            if last is not None and (not refreshes or refreshes[-1] is not last):
+                refreshes.append(last)
 
-        profile = cProfile.Profile()   # the GUI thread's Python beside the agent
-        profile.enable()
-    while agent.poll() is None:
-        pump(0.5, watch)
-    pump(3.0, watch)   # the last commit's refresh
-    busy_s = time.monotonic() - t1
-    agent_cpu = _cpu() - cpu1
-    agent_stall = heartbeat.worst_ms
-    gui_profile = []
-    if stacks:
-        import io
-        import pstats
+        cpu1, t1 = _cpu(), time.monotonic()
+        profile = None
+        if beat:
+            heartbeat.start()
+            if stacks:
+                samples = heartbeat.sample_stalls()
+                finish = ctx.runner._finish
 
-        profile.disable()
-        out = io.StringIO()
-        pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(r"studio/(ui|app)", 30)
-        gui_profile = [line.strip() for line in out.getvalue().splitlines() if "studio/" in line]
-    latencies = [seen[i + 1] - c for i, c in enumerate(commits) if i + 1 in seen]
+                def timed_finish(task, outcome, _finish=finish) -> None:
+                    t = time.perf_counter()
+                    _finish(task, outcome)
+                    key = str(task.key)
+                    slots[key] = max(slots.get(key, 0.0), (time.perf_counter() - t) * 1000)
 
-    opened_thread = window.current_thread_id   # the default selection: the first thread with OM
+                ctx.runner._finish = timed_finish   # a probe of the GUI thread's callbacks
+                import cProfile
+
+                profile = cProfile.Profile()   # the GUI thread's Python beside the agent
+                profile.enable()
+        while agent.poll() is None:
+            pump(0.25, watch)
+        pump(3.0, watch)   # the last commit's refresh
+        if beat:
+            heartbeat.stop()
+        wall, cpu = time.monotonic() - t1, _cpu() - cpu1
+        reader.join()
+        watch()   # the last lines read
+        if profile is not None:
+            import io
+            import pstats
+
+            profile.disable()
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(r"studio/(ui|app)", 30)
+            gui_profile = [line.strip() for line in out.getvalue().splitlines() if "studio/" in line]
+        return {"heartbeat": beat, "seconds": round(wall, 1), "cpu_s": cpu, "commits": len(commits),
+                "latencies": [seen[i + 1] - c for i, c in enumerate(commits) if i + 1 in seen]}
+
+    # the CPU without the heartbeat (its 100 beats a second cost ~1 % of a core themselves), then the stalls
+    runs = [beside_agent(beat=False), beside_agent(beat=True)]
+    latencies = [x for r in runs for x in r["latencies"]]
+    busy_s, agent_cpu = runs[0]["seconds"], runs[0]["cpu_s"]
+
+    opened_thread = window.current_thread_id
     # exact? the thread's row and bars against a fresh load
     row = window.thread_model.thread_row(window.thread_model.row_of(thread))
     with open_store(path) as store:
@@ -328,8 +377,8 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     bar = window.thread_model.index(window.thread_model.row_of(thread), ThreadColumn.OBSERVATION).data()
     exact = {"count": row.thread.message_count == fresh_count, "status": row.status == fresh_status,
              "health": window.health.scan.thread_counts(thread) == fresh_health}
+    listed_at_end, fresh_at_end = row.thread.message_count, fresh_count
     window.watcher.stop()
-    heartbeat.timer.stop()
     ctx.runner.wait_idle()
     window.close()
     ctx.runner.shutdown()
@@ -337,22 +386,32 @@ def studio_beside_agent(path: str, seconds: float, interval: float, settle_s: fl
     from studio.store.target import redact_url
 
     return {
-        "target": redact_url(path), "thread": thread, "thread_open_in_window": opened_thread == thread,
+        "target": redact_url(path), "thread": thread,
+        "thread_open_in_window": selected and opened_thread == thread, "tab": tab,
         "open_s": round(open_s, 1), "open_cpu_s": round(open_cpu, 1),
         "open_stall_ms_worst": round(open_stall, 1),
         "idle_cpu_share_of_one_core": round(idle_cpu, 4), "idle_stall_ms_worst": round(idle_stall, 1),
-        "stall_ms_worst_beside_agent": round(agent_stall, 1),
-        "agent_seconds": round(busy_s, 1), "commits": len(commits),
+        "stall_ms_worst_beside_agent": round(heartbeat.worst_ms, 1),
+        "agent_seconds": round(busy_s, 1), "commits": sum(r["commits"] for r in runs),
         "cpu_s_beside_agent": round(agent_cpu, 2),
         "cpu_share_of_one_core": round(agent_cpu / busy_s, 4),
+        "cpu_share_with_heartbeat": round(runs[1]["cpu_s"] / runs[1]["seconds"], 4),
         "commits_seen": len(latencies),
         "latency_s_median": round(statistics.median(latencies), 2) if latencies else None,
         "latency_s_worst": round(max(latencies), 2) if latencies else None,
+        "gui_stall_ms_longest": round(max(heartbeat.gaps), 1),
+        "gui_stall_ms_longest_idle": round(idle_gap, 1),
+        "gui_busy_ms_longest": round(max(heartbeat.busy), 1),
+        "gui_stalls_over_50_ms": sum(g > 50 for g in heartbeat.gaps),
+        "runs": [{"heartbeat": r["heartbeat"], "seconds": r["seconds"], "commits": r["commits"],
+                  "commits_seen": len(r["latencies"]), "cpu_share_of_one_core": round(r["cpu_s"] / r["seconds"], 4)}
+                 for r in runs],
         "refreshes": len(refreshes),
         "rows_read_per_refresh": [r.rows_read for r in refreshes],
         "wider_reads": sorted({w for r in refreshes for w in r.wider}),
         "latency_s_each": [round(x, 2) for x in latencies],
-        "exact_at_end": exact, "bar_text": bar, "agent_messages_deleted": removed,
+        "exact_at_end": exact, "count_listed_at_end": listed_at_end, "count_fresh_at_end": fresh_at_end,
+        "bar_text": bar, "agent_messages_deleted": removed,
         **({"stall_stacks": [f"x{c} {who}: {where}" for (who, where), c in samples.most_common(25)],
             "slot_ms_worst": {k: round(v, 1) for k, v in sorted(slots.items(), key=lambda kv: -kv[1])},
             "gui_profile_cumulative": gui_profile}
@@ -416,6 +475,8 @@ def main(argv=None) -> int:
                    help="the window beside an agent (as DB.db) on this server (PostgreSQL ?schema=…, libSQL server)")
     p.add_argument("--stall-stacks", action="store_true",
                    help="window mode: sample the threads' stacks while the GUI thread stalls (> 30 ms)")
+    p.add_argument("--tab", default="observations",
+                   help="window mode: the tab the agent's thread is shown on (thread_view's names)")
     p.add_argument("--server", action="append", default=[], metavar="URL")
     p.add_argument("--refreshes", metavar="DB", help="APPENDS appends and refreshes on this file, no window")
     p.add_argument("--appends", type=int, default=20)
@@ -423,8 +484,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     report: dict = {"load": os.getloadavg()}
     if args.db:
-        report["file"] = studio_beside_agent(args.db, args.seconds, args.interval, args.settle, args.stall_stacks)
-    report["windows"] = [studio_beside_agent(url, args.seconds, args.interval, args.settle, args.stall_stacks)
+        report["file"] = studio_beside_agent(args.db, args.seconds, args.interval, args.settle, args.stall_stacks,
+                                             args.tab)
+    report["windows"] = [studio_beside_agent(url, args.seconds, args.interval, args.settle, args.stall_stacks,
+                                             args.tab)
                          for url in args.window]
     if args.refreshes:
         report["file_refreshes"] = server_rows(args.refreshes, args.appends)
