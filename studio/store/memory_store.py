@@ -233,6 +233,30 @@ class MemoryStore:
         present, fetched, decode = self.backend.select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params, lazy="content")
         return fetched, message_reader(present, decode, self.backend.encoding)
 
+    def select_messages_counted(self, where: str, params: list[Any], order: str, limit: int | None,
+                                offset: int) -> tuple[int, list[Message]]:
+        """Return (the number of messages WHERE matches, the page `WHERE … ORDER BY ORDER LIMIT … OFFSET …`).
+
+        LIMIT None reads every matching message (OFFSET then 0). On PostgreSQL one statement, as
+        MemoryPG.listMessages reads a page: the count is a scalar subquery beside the page's columns
+        (a page past the end, with no row to carry it, costs a second statement for the count, as
+        Mastra's does). Elsewhere a COUNT(*), then the page. Messages as `select_messages` makes them.
+        Raises StoreError.
+        """
+        paging, bounds = (" LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
+        if self.dialect != "postgresql":
+            total = int(self.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])
+            return total, self.select_messages(f"{where} ORDER BY {order}{paging}", [*params, *bounds])
+        present, fetched, decode = self.backend.select(
+            sc.MESSAGES, MESSAGE_COLUMNS, f"{where} ORDER BY {order}{paging}", [*params, *params, *bounds],
+            lazy="content", extra=f"(SELECT COUNT(*) FROM {sc.MESSAGES} {where})")
+        if not fetched:
+            return (0 if offset == 0 else int(self.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0]),
+                    [])
+        read = message_reader(present, decode, self.backend.encoding)
+        with bulk_decode():
+            return int(fetched[0][-1]), [read(r[:-1]) for r in fetched]
+
     def select_messages(self, tail: str = "", params: Iterable[Any] = ()) -> list[Message]:
         """Return the messages of `SELECT … FROM mastra_messages TAIL` (a WHERE/ORDER tail, `?` params).
 
