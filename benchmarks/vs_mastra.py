@@ -136,7 +136,8 @@ class StudioSide:
                 ms.append((time.perf_counter() - t0) * 1000)
             return {"ms": ms, "out": out}
         calls = {
-            "listThreads": lambda: list_threads(self.store, per_page=False,
+            "listThreads": lambda: list_threads(self.store, per_page=args.get("perPage", False),
+                                                page=args.get("page", 0),
                                                 filter={"metadata": args["metadata"]} if args.get("metadata")
                                                 else None),
             "getThreadById": lambda: get_thread_by_id(self.store, args["threadId"]),
@@ -153,7 +154,8 @@ class StudioSide:
                     _ = thread.metadata
             ms.append((time.perf_counter() - t0) * 1000)
         if op == "listThreads":
-            out = {"threads": [_thread_row(t) for t in result.threads], "total": result.total}
+            out = {"threads": [_thread_row(t) for t in result.threads], "total": result.total,
+                   "hasMore": result.has_more}
         elif op == "getThreadById":
             out = _thread_row(result)
         else:
@@ -223,12 +225,24 @@ class Worker:
         self.proc.wait(timeout=30)
 
 
-def _corpus() -> Path:
+def mastra_worker(target: str) -> Worker:
+    """Start Mastra's warm worker on TARGET (a file:, http:// or postgresql://…?schema= URL) in the corpus folder.
+
+    The worker is copied beside the corpus's node_modules (to import Mastra) under a name of its
+    content's hash: a run of another version of this script sharing the corpus folder keeps its own.
+    """
+    import hashlib
+
     from tests.interop.conftest import install_corpus
 
     corpus = install_corpus()
-    shutil.copyfile(WORKER, corpus / "vs-mastra-worker.mjs")  # beside node_modules, to import Mastra
-    return corpus
+    code = WORKER.read_bytes()
+    name = f"vs-mastra-worker-{hashlib.sha256(code).hexdigest()[:12]}.mjs"
+    if not (corpus / name).exists() or (corpus / name).read_bytes() != code:
+        tmp = corpus / f".{name}.{os.getpid()}"
+        tmp.write_bytes(code)
+        tmp.replace(corpus / name)
+    return Worker(["node", name, target], corpus)
 
 
 def _canonical(value) -> str:
@@ -241,8 +255,7 @@ def _load() -> str:
 
 def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, names: list[str]) -> dict:
     """Compare then time every call NAMES; return {name: {mastra: [ms], studio: [ms]}} and loads."""
-    corpus = _corpus()
-    mastra = Worker(["node", "vs-mastra-worker.mjs", mastra_target], corpus)
+    mastra = mastra_worker(mastra_target)
     studio = Worker([sys.executable, str(Path(__file__).resolve()), "--worker", studio_target], REPO)
     try:
         for name in names:  # outputs equal first (this also warms both sides)

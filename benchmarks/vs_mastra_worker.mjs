@@ -74,7 +74,7 @@ async function statuses() {
 }
 
 const ops = {
-  listThreads: async a => (await memory.listThreads({ perPage: false, ...(a.metadata ? { filter: { metadata: a.metadata } } : {}) })),
+  listThreads: async a => (await memory.listThreads({ perPage: a.perPage ?? false, page: a.page ?? 0, ...(a.metadata ? { filter: { metadata: a.metadata } } : {}) })),
   getThreadById: async a => memory.getThreadById({ threadId: a.threadId }),
   recall: async a => memory.recall({ threadId: a.threadId, perPage: a.perPage }),
   listMessages: async a => store.listMessages({ threadId: a.threadId, perPage: a.perPage, page: a.page }),
@@ -93,7 +93,7 @@ const ops = {
 };
 const statusOut = st => Object.fromEntries(Object.entries(st).map(([id, s]) => [id, statusRow(s)]));
 const outs = {
-  listThreads: r => ({ threads: r.threads.map(thread), total: r.total }),
+  listThreads: r => ({ threads: r.threads.map(thread), total: r.total, hasMore: r.hasMore }),
   getThreadById: thread,
   recall: page,
   listMessages: page,

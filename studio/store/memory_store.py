@@ -224,6 +224,28 @@ class MemoryStore:
         with bulk_decode():
             return threads_from_values(present, [decode(r) for r in fetched])
 
+    def select_threads_counted(self, where: str, params: list[Any], order: str, limit: int | None,
+                               offset: int) -> tuple[int, list[Thread]]:
+        """Return (the number of threads WHERE matches, the page `WHERE … ORDER BY ORDER LIMIT … OFFSET …`).
+
+        LIMIT None reads every matching thread (OFFSET then 0). On PostgreSQL one statement (the count a
+        scalar subquery beside the page's columns; a page past the end costs a second one for the count),
+        where MemoryPG.listThreads sends a COUNT(*) and then the page; elsewhere those two statements.
+        Threads as `select_threads` makes them. Raises StoreError.
+        """
+        paging, bounds = (" LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
+        count = f"SELECT COUNT(*) FROM {sc.THREADS} {where}"
+        if self.dialect != "postgresql":
+            total = int(self.rows(count, params)[0][0])
+            return total, self.select_threads(f"{where} ORDER BY {order}{paging}", [*params, *bounds])
+        present, fetched, _decode = self.backend.select(
+            sc.THREADS, list(THREAD_COLUMNS), f"{where} ORDER BY {order}{paging}", [*params, *params, *bounds],
+            extra=f"({count})")
+        if not fetched:
+            return (0 if offset == 0 else int(self.rows(count, params)[0][0])), []
+        with bulk_decode():
+            return int(fetched[0][-1]), threads_from_values(present, fetched)
+
     def fetch_messages(self, tail: str = "", params: Iterable[Any] = ()) -> tuple[list, Callable[[Any], Message]]:
         """`select_messages` without making the Messages: (rows as fetched, READ turning one row into its Message).
 

@@ -221,8 +221,14 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
         terms += more_terms
         params += more_params
     where = f"WHERE {' AND '.join(terms)}" if terms else ""
-    total = int(store.rows(f"SELECT COUNT(*) FROM {sc.THREADS} {where}", params)[0][0])
     response_per_page: int | bool = False if per_page is False else limit
+    if pg and not ids_only and (limit or per_page is False):  # the page and its count in one statement
+        order = f'COALESCE("{field}Z", "{field}" AT TIME ZONE \'UTC\') {direction}, "id" {direction}'
+        total, threads = store.select_threads_counted(where, params, order, None if per_page is False else limit,
+                                                      offset)
+        has_more = False if per_page is False else offset + limit < total
+        return ThreadPage(threads, total, page, response_per_page, has_more)
+    total = int(store.rows(f"SELECT COUNT(*) FROM {sc.THREADS} {where}", params)[0][0])
     if total == 0:
         return ThreadPage([], 0, page, response_per_page, False)
     # PostgreSQL: MemoryPG orders by the TIMESTAMPTZ twin first and breaks ties by id

@@ -1,10 +1,12 @@
-"""Pages of messages on PostgreSQL equal real @mastra/pg's, also where the stored `createdAt` and its
-TIMESTAMPTZ twin disagree on the order (issue 28's one-statement page).
+"""Pages of messages and threads on PostgreSQL equal real @mastra/pg's, also where the stored `createdAt`
+and its TIMESTAMPTZ twin disagree on the order (issue 28's one-statement pages).
 
 MemoryPG.listMessages picks a page by the stored `"createdAt"` column (`ORDER BY "createdAt" …, "id" …`),
 returns each message's twin (`createdAtZ || createdAt`) and counts with a scalar subquery in the
 same statement; the studio reads the page and its count in one statement too
-(`MemoryStore.select_messages_counted`). A scratch copy of a corpus schema written by real Mastra
+(`MemoryStore.select_messages_counted`), and so a page of threads (`select_threads_counted`,
+where MemoryPG.listThreads sends two: every page, the whole list, no page, one past the end, no
+match). A scratch copy of a corpus schema written by real Mastra
 gets its twins reversed on one thread (the twin order is then the opposite of the stored order),
 and Mastra itself (the benchmark's warm worker, `benchmarks/vs_mastra_worker.mjs`) answers each call.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from benchmarks.vs_mastra import StudioSide, Worker, _canonical, _corpus
+from benchmarks.vs_mastra import StudioSide, _canonical, mastra_worker
 from tests.server.test_pg_statements import _copy_schema
 
 SCRATCH = "pages_reversed"
@@ -43,10 +45,14 @@ def reversed_schema(pg_corpus):
 def test_pages_and_totals_equal_mastra_when_twins_reverse_the_order(reversed_schema):
     url, thread_id, count = reversed_schema
     assert count >= 6  # pages of 3 that are neither the first nor the last exist
-    mastra = Worker(["node", "vs-mastra-worker.mjs", url], _corpus())
+    mastra = mastra_worker(url)
     studio = StudioSide(url)
     try:
         calls = [("listMessages", {"threadId": thread_id, "perPage": 3, "page": p}) for p in range(count // 3 + 2)]
+        threads = studio.run("listThreads", 1, {})["out"]["total"]
+        assert threads >= 3
+        calls += [("listThreads", {"perPage": 2, "page": p}) for p in range(threads // 2 + 2)]
+        calls += [("listThreads", {}), ("listThreads", {"perPage": 0}), ("listThreads", {"metadata": {"nothing": 1}})]
         calls += [("recall", {"threadId": thread_id, "perPage": 4}),
                   ("listMessages", {"threadId": thread_id, "perPage": count + 5, "page": 3})]  # past the end
         for op, args in calls:
