@@ -269,9 +269,11 @@ class MemoryStore:
         if self.dialect != "postgresql":
             total = int(self.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])
             return total, self.select_messages(f"{where} ORDER BY {order}{paging}", [*params, *bounds])
+        # the page is cut before its columns are rendered (an OFFSET of thousands renders none of the rows it skips)
         present, fetched, decode = self.backend.select(
-            sc.MESSAGES, MESSAGE_COLUMNS, f"{where} ORDER BY {order}{paging}", [*params, *params, *bounds],
-            lazy="content", extra=f"(SELECT COUNT(*) FROM {sc.MESSAGES} {where})")
+            sc.MESSAGES, MESSAGE_COLUMNS, f"ORDER BY {order}", [*params, *params, *bounds], lazy="content",
+            extra=f"(SELECT COUNT(*) FROM {sc.MESSAGES} {where})",
+            source=f"SELECT * FROM {sc.MESSAGES} {where} ORDER BY {order}{paging}")
         if not fetched:
             return (0 if offset == 0 else int(self.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0]),
                     [])

@@ -391,19 +391,21 @@ class PgBackend:
             raise self.fail(exc) from exc
 
     def select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-               lazy: str | None = None,
-               extra: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+               lazy: str | None = None, extra: str | None = None,
+               source: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
         """Read WANTED columns of TABLE (all but the Z twins when empty) as Mastra reads them (`read_expr`).
 
         psycopg has decoded every value already: DECODE is `list`, LAZY changes nothing. EXTRA (SQL, its
         `?` params first in PARAMS) is selected after the columns: each fetched row then ends with its
-        value, which `present` does not name.
+        value, which `present` does not name. SOURCE (SQL, its params next) is read instead of the table:
+        a subquery of TABLE's rows, aliased by the statement to TABLE's name.
         """
         columns = wanted or [c for c in self.schema.columns(table)
                              if not (c.endswith("Z") and self.schema.has_column(table, c[:-1]))]
         present = [c for c in columns if self.schema.has_column(table, c)]
         selected = ", ".join([*(read_expr(self.schema, table, c) for c in present), *([extra] if extra else [])])
-        return present, self.rows(f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}", params), list
+        source = f"({source}) AS {sc.quote_ident(table)}" if source else sc.quote_ident(table)
+        return present, self.rows(f"SELECT {selected} FROM {source} {tail}", params), list
 
     def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:
         """COLUMN of TABLE's rows, one value a row, as `select` reads it."""
