@@ -229,7 +229,8 @@ class MemoryStore:
         """Return (the number of threads WHERE matches, the page `WHERE … ORDER BY ORDER LIMIT … OFFSET …`).
 
         LIMIT None reads every matching thread (OFFSET then 0). On PostgreSQL one statement (the count a
-        scalar subquery beside the page's columns; a page past the end costs a second one for the count),
+        scalar subquery beside the page's columns, or with LIMIT None the rows read; a page past the end
+        costs a second one for the count),
         where MemoryPG.listThreads sends a COUNT(*) and then the page; elsewhere those two statements.
         Threads as `select_threads` makes them. Raises StoreError.
         """
@@ -238,6 +239,9 @@ class MemoryStore:
         if self.dialect != "postgresql":
             total = int(self.rows(count, params)[0][0])
             return total, self.select_threads(f"{where} ORDER BY {order}{paging}", [*params, *bounds])
+        if limit is None:  # every matching thread: the count is the rows' (one snapshot), no second scan for it
+            threads = self.select_threads(f"{where} ORDER BY {order}", params)
+            return len(threads), threads
         present, fetched, _decode = self.backend.select(
             sc.THREADS, list(THREAD_COLUMNS), f"{where} ORDER BY {order}{paging}", [*params, *params, *bounds],
             extra=f"({count})")
@@ -262,13 +266,16 @@ class MemoryStore:
         LIMIT None reads every matching message (OFFSET then 0). On PostgreSQL one statement, as
         MemoryPG.listMessages reads a page: the count is a scalar subquery beside the page's columns
         (a page past the end, with no row to carry it, costs a second statement for the count, as
-        Mastra's does). Elsewhere a COUNT(*), then the page. Messages as `select_messages` makes them.
-        Raises StoreError.
+        Mastra's does; LIMIT None counts the rows read). Elsewhere a COUNT(*), then the page. Messages
+        as `select_messages` makes them. Raises StoreError.
         """
         paging, bounds = (" LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
         if self.dialect != "postgresql":
             total = int(self.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0])
             return total, self.select_messages(f"{where} ORDER BY {order}{paging}", [*params, *bounds])
+        if limit is None:  # every matching message: the count is the rows' (one snapshot), no second scan for it
+            messages = self.select_messages(f"{where} ORDER BY {order}", params)
+            return len(messages), messages
         # the page is cut before its columns are rendered (an OFFSET of thousands renders none of the rows it skips)
         present, fetched, decode = self.backend.select(
             sc.MESSAGES, MESSAGE_COLUMNS, f"ORDER BY {order}", [*params, *params, *bounds], lazy="content",

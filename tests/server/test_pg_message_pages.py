@@ -54,6 +54,7 @@ def test_pages_and_totals_equal_mastra_when_twins_reverse_the_order(reversed_sch
         calls += [("listThreads", {"perPage": 2, "page": p}) for p in range(threads // 2 + 2)]
         calls += [("listThreads", {}), ("listThreads", {"perPage": 0}), ("listThreads", {"metadata": {"nothing": 1}})]
         calls += [("recall", {"threadId": thread_id, "perPage": 4}),
+                  ("recall", {"threadId": thread_id, "perPage": False}),
                   ("listMessages", {"threadId": thread_id, "perPage": count + 5, "page": 3})]  # past the end
         for op, args in calls:
             theirs, ours = mastra.ask(op, 1, args)["out"], studio.run(op, 1, args)["out"]
