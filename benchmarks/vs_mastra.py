@@ -1,17 +1,18 @@
 """The studio's reads against Mastra's own calls on the same store, side by side (issue 28).
 
-    python benchmarks/vs_mastra.py [DB] [--rounds 7] [--reps 3] [--only NAME,...] [--libsql-url URL] [--json OUT]
+    python benchmarks/vs_mastra.py [DB] [--rounds 7] [--reps 3] [--only NAME,...] [--pg-url URL]
+                                   [--libsql-url URL] [--no-file] [--json OUT]
 
 DB is the benchmark file (build_large_db.py; default benchmarks/out/large.db). Two warm processes
 answer the same calls on two copies of the store (file: copied to a temp folder, both copies read
 once before timing; a server URL is shared): real Mastra (`vs_mastra_worker.mjs` in the corpus
-folder, ~/.cache/memory-studio/mastra-corpus-*, importing its pinned @mastra/memory and
-@mastra/libsql) and the studio's API (this script with `--worker`). Each process times the call
+folder, ~/.cache/memory-studio/mastra-corpus-*, importing its pinned @mastra/memory, @mastra/libsql
+and @mastra/pg) and the studio's API (this script with `--worker`). Each process times the call
 alone (no pipe, no JSON), REPS times a round; rounds alternate Mastra, studio, studio, Mastra, ...
 so that a shared machine's load weighs on both alike. Before any timing, each call's outputs from
-both sides are compared (normalised: thread rows with ISO dates, message ids, totals) and the run
-stops if they differ. Printed per call: min / median / max ms of each side, the median ratio
-studio / Mastra (issue 28's target: ≤ 0.7), and the load average before and after.
+both sides are compared (normalised: thread rows with ISO dates, message ids, totals, status figures)
+and the run stops if they differ. Printed per call: min / median / max ms of each side, the median
+ratio studio / Mastra (issue 28's target: ≤ 0.7), and the load average before and after.
 
 Calls (Mastra's name → the studio's function):
   listThreads            Memory.listThreads({perPage: false})      → thread_list.list_threads(per_page=False)
@@ -24,11 +25,21 @@ Calls (Mastra's name → the studio's function):
   estimate_warm          TokenCounter.countMessages of bench-big's messages, estimates already stamped
                          in them (what Mastra leaves after counting) → tokens.count_messages
   estimate_cold          the same on fresh copies without estimates (studio: its text and key memos cleared)
-getStatus of every thread (OM) is not measured here yet. `--libsql-url` runs the same calls on a
-libSQL server (sqld) holding the same rows (build_large_db.py --libsql-url), without the estimates:
-there Mastra's recall of all 20,007 messages fails (sqld's RESPONSE_TOO_LARGE), and they are not reads.
-Both columns of ratios are printed: medians (the target's) and minimums (steadier on a loaded
-machine). Figures are measurements, not assertions.
+  statuses               ObservationalMemory.getStatus of every thread an OM record governs (one
+                         ObservationalMemory per stored config, built as the corpus's oracle.mjs does)
+                         → statuses.iter_thread_statuses
+  inspect                inspect's work: listThreads, every OM thread's getStatus and every record's
+                         getHistory (newest 100) → inspection.inspect_document (which also counts every
+                         thread's messages)
+statuses and inspect read every thread's unobserved messages (tens of seconds on Mastra's side):
+they are timed once a round, whatever REPS. Mastra's side finds which threads OM governs (listThreads,
+getObservationalMemory of each) once, before any timing. `--pg-url` runs the same calls on a
+PostgreSQL schema (build_large_db.py --pg; the studio's URL, `postgresql://…?schema=NAME`, whose
+schema the worker passes to PostgresStore as schemaName); `--libsql-url` on a libSQL server (sqld)
+holding the same rows (build_large_db.py --libsql-url), without the estimates: there Mastra's recall
+of all 20,007 messages fails (sqld's RESPONSE_TOO_LARGE), and they are not reads. `--no-file` times
+the servers alone. Both columns of ratios are printed: medians (the target's) and minimums (steadier
+on a loaded machine). Figures are measurements, not assertions.
 """
 
 from __future__ import annotations
@@ -59,7 +70,11 @@ CALLS = {
     "listMessages": ("listMessages", {"threadId": BIG, "perPage": 40, "page": 100}),
     "estimate_warm": ("estimateWarm", {"threadId": BIG}),
     "estimate_cold": ("estimateCold", {"threadId": BIG}),
+    "statuses": ("statuses", {}),
+    "inspect": ("inspect", {}),
 }
+#: Calls that read every thread's messages: one timing a round (REPS would multiply minutes on a server).
+WHOLE_STORE = ("statuses", "inspect")
 
 
 # -- the studio's side (this script with --worker) -------------------------------------------------
@@ -114,8 +129,15 @@ class StudioSide:
                 out = tokens.count_messages(given)
                 ms.append((time.perf_counter() - t0) * 1000)
             return {"ms": ms, "out": out}
+        if op in ("statuses", "inspect"):
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                out = self._statuses() if op == "statuses" else self._inspect()
+                ms.append((time.perf_counter() - t0) * 1000)
+            return {"ms": ms, "out": out}
         calls = {
-            "listThreads": lambda: list_threads(self.store, per_page=False,
+            "listThreads": lambda: list_threads(self.store, per_page=args.get("perPage", False),
+                                                page=args.get("page", 0),
                                                 filter={"metadata": args["metadata"]} if args.get("metadata")
                                                 else None),
             "getThreadById": lambda: get_thread_by_id(self.store, args["threadId"]),
@@ -132,12 +154,40 @@ class StudioSide:
                     _ = thread.metadata
             ms.append((time.perf_counter() - t0) * 1000)
         if op == "listThreads":
-            out = {"threads": [_thread_row(t) for t in result.threads], "total": result.total}
+            out = {"threads": [_thread_row(t) for t in result.threads], "total": result.total,
+                   "hasMore": result.has_more}
         elif op == "getThreadById":
             out = _thread_row(result)
         else:
             out = {"ids": result.message_ids, "total": result.total, "hasMore": result.has_more}
         return {"ms": ms, "out": out}
+
+
+    def _statuses(self) -> dict:
+        """getStatus of every thread an OM record governs: {thread id: figures, as the node worker lists them}."""
+        from studio.app.statuses import iter_thread_statuses
+
+        return {s.thread_id: [s.pending_tokens, s.threshold, s.unbuffered_pending_tokens, s.should_observe,
+                              s.should_reflect, s.buffered_chunk_count, s.can_activate, s.record_id,
+                              s.generation_count, s.observation_token_count]
+                for s in iter_thread_statuses(self.store)}
+
+    def _inspect(self) -> dict:
+        """inspect's document (threads, statuses, histories), normalised as the node worker's."""
+        from studio.app.inspection import inspect_document
+
+        with self.store.snapshot():
+            doc = inspect_document(self.store)
+        statuses, history = {}, {}
+        for om in doc["observational_memory"]:
+            history[om["lookup_key"]] = [[h["record_id"], h["generation_count"], h["observation_token_count"]]
+                                         for h in om["history"][:100]]
+            for thread_id, s in om["status"].items():
+                statuses[thread_id] = [s["pending_tokens"], s["threshold"], s["unbuffered_pending_tokens"],
+                                       s["should_observe"], s["should_reflect"], s["buffered_chunk_count"],
+                                       s["can_activate"], om["record_id"], om["generation_count"],
+                                       om["observation_token_count"]]
+        return {"threads": sorted(t["id"] for t in doc["threads"]), "statuses": statuses, "history": history}
 
 
 def worker_main(target: str) -> None:
@@ -175,12 +225,24 @@ class Worker:
         self.proc.wait(timeout=30)
 
 
-def _corpus() -> Path:
+def mastra_worker(target: str) -> Worker:
+    """Start Mastra's warm worker on TARGET (a file:, http:// or postgresql://…?schema= URL) in the corpus folder.
+
+    The worker is copied beside the corpus's node_modules (to import Mastra) under a name of its
+    content's hash: a run of another version of this script sharing the corpus folder keeps its own.
+    """
+    import hashlib
+
     from tests.interop.conftest import install_corpus
 
     corpus = install_corpus()
-    shutil.copyfile(WORKER, corpus / "vs-mastra-worker.mjs")  # beside node_modules, to import Mastra
-    return corpus
+    code = WORKER.read_bytes()
+    name = f"vs-mastra-worker-{hashlib.sha256(code).hexdigest()[:12]}.mjs"
+    if not (corpus / name).exists() or (corpus / name).read_bytes() != code:
+        tmp = corpus / f".{name}.{os.getpid()}"
+        tmp.write_bytes(code)
+        tmp.replace(corpus / name)
+    return Worker(["node", name, target], corpus)
 
 
 def _canonical(value) -> str:
@@ -193,8 +255,7 @@ def _load() -> str:
 
 def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, names: list[str]) -> dict:
     """Compare then time every call NAMES; return {name: {mastra: [ms], studio: [ms]}} and loads."""
-    corpus = _corpus()
-    mastra = Worker(["node", "vs-mastra-worker.mjs", mastra_target], corpus)
+    mastra = mastra_worker(mastra_target)
     studio = Worker([sys.executable, str(Path(__file__).resolve()), "--worker", studio_target], REPO)
     try:
         for name in names:  # outputs equal first (this also warms both sides)
@@ -210,7 +271,7 @@ def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, name
             for name in names:
                 op, args = CALLS[name]
                 for side, worker in order:
-                    times[name][side] += worker.ask(op, reps, args)["ms"]
+                    times[name][side] += worker.ask(op, 1 if name in WHOLE_STORE else reps, args)["ms"]
         return {"times": times, "load_before": load_before, "load_after": _load()}
     finally:
         mastra.close()
@@ -243,6 +304,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", default="", help="comma-separated call names (default: all)")
     ap.add_argument("--libsql-url", help="also time a libSQL server (sqld) holding the same rows")
+    ap.add_argument("--pg-url", help="also time a PostgreSQL schema holding the same rows "
+                                     "(postgresql://…?schema=NAME, build_large_db.py --pg)")
+    ap.add_argument("--no-file", action="store_true", help="time only the servers given (DB is not read)")
     ap.add_argument("--json", help="write the timings here")
     opts = ap.parse_args()
     names = [n for n in opts.only.split(",") if n] or list(CALLS)
@@ -250,21 +314,27 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown calls: {sorted(unknown)}")
     results = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        copies = []
-        for side in ("mastra", "studio"):
-            dest = Path(tmp) / f"{side}.db"
-            shutil.copyfile(opts.db, dest)
-            dest.read_bytes()  # both copies in the page cache alike
-            copies.append(dest)
-        results["file"] = measure(f"file:{copies[0]}", str(copies[1]), opts.rounds, opts.reps, names)
-        print(f"file {opts.db} ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)")
-        print(report(results["file"]))
+    stamp = f"({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)"
+    if not opts.no_file:
+        with tempfile.TemporaryDirectory() as tmp:
+            copies = []
+            for side in ("mastra", "studio"):
+                dest = Path(tmp) / f"{side}.db"
+                shutil.copyfile(opts.db, dest)
+                dest.read_bytes()  # both copies in the page cache alike
+                copies.append(dest)
+            results["file"] = measure(f"file:{copies[0]}", str(copies[1]), opts.rounds, opts.reps, names)
+            print(f"file {opts.db} {stamp}")
+            print(report(results["file"]), flush=True)
+    if opts.pg_url:  # one schema read by both sides (getStatus may write: a stale buffering flag cleared)
+        results["pg"] = measure(opts.pg_url, opts.pg_url, opts.rounds, opts.reps, names)
+        print(f"\nPostgreSQL {opts.pg_url} {stamp}")
+        print(report(results["pg"]), flush=True)
     if opts.libsql_url:  # Mastra cannot read bench-big whole from a sqld (RESPONSE_TOO_LARGE): no estimates there
         served = [n for n in names if not n.startswith("estimate_")]
         results["libsql"] = measure(opts.libsql_url, opts.libsql_url, opts.rounds, opts.reps, served)
-        print(f"\nlibSQL server {opts.libsql_url}")
-        print(report(results["libsql"]))
+        print(f"\nlibSQL server {opts.libsql_url} {stamp}")
+        print(report(results["libsql"]), flush=True)
     if opts.json:
         Path(opts.json).write_text(json.dumps(results, indent=2))
 

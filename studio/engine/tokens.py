@@ -414,13 +414,14 @@ class _Counter:
         try:
             return self._count_message(message, for_status)
         except UncountableMessage as exc:
-            message_id = message.get("id") if isinstance(message, dict) else None
-            raise (exc.for_message(message_id) if isinstance(message_id, str) and not exc.message_id else exc) from None
+            raise _naming(exc, message) from None
 
     def _count_message(self, message: dict, for_status: bool) -> int:
         role = message.get("role")
         if role.__class__ is str:
-            payload: Any = count_string(role)  # 0 for ""
+            payload: Any = _MEMO.get(role)  # count_string's memo read inline (a role is short)
+            if payload is None:
+                payload = count_string(role)  # 0 for ""
         elif truthy(role):
             raise UncountableMessage(f"its role is {js_type(role)}, not text",
                                      "TypeError: text.split is not a function")
@@ -453,7 +454,8 @@ class _Counter:
                     extra += extra_messages
         if extra > 0:
             overhead += extra * TOKENS_PER_MESSAGE
-        return js_round(payload + overhead)
+        total = payload + overhead
+        return total if total.__class__ is int else js_round(total)  # Math.round of a whole number is itself
 
 
 # ------------------------------------------------------------------------------------ public API
@@ -513,10 +515,20 @@ def count_messages(messages: Iterable[dict], *, model: Any = None, stamp: bool =
     if not messages:
         return 0
     total = TOKENS_PER_CONVERSATION
-    count = counter.count_message
-    for message in messages:
-        total += count(message)
+    count = counter._count_message  # count_message without its wrapper call per message
+    message = None
+    try:
+        for message in messages:
+            total += count(message, False)
+    except UncountableMessage as exc:
+        raise _naming(exc, message) from None
     return total
+
+
+def _naming(exc: UncountableMessage, message: Any) -> UncountableMessage:
+    """EXC naming MESSAGE's id (when it is text and EXC names none yet)."""
+    message_id = message.get("id") if isinstance(message, dict) else None
+    return exc.for_message(message_id) if isinstance(message_id, str) and not exc.message_id else exc
 
 
 def count_message_for_status(message: dict, *, model: Any = None, stamp: bool = False) -> int:

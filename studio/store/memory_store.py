@@ -250,6 +250,29 @@ class MemoryStore:
         with bulk_decode():
             return counted, [read(r) for r in fetched]
 
+    def select_threads_counted(self, where: str, params: list[Any], order: str, limit: int | None,
+                               offset: int) -> tuple[int, list[Thread]]:
+        """Return (the number of threads WHERE matches, the page `WHERE … ORDER BY ORDER LIMIT … OFFSET …`).
+
+        LIMIT None reads every matching thread (OFFSET then 0). On PostgreSQL one statement (the count a
+        scalar subquery beside the page's columns, or with LIMIT None the rows read; a page past the end
+        costs a second one for the count),
+        where MemoryPG.listThreads sends a COUNT(*) and then the page. PostgreSQL only (the other SQL stores
+        read the two together with `rows_and_threads`). Threads as `select_threads` makes them. Raises StoreError.
+        """
+        paging, bounds = (" LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
+        count = f"SELECT COUNT(*) FROM {sc.THREADS} {where}"
+        if limit is None:  # every matching thread: the count is the rows' (one snapshot), no second scan for it
+            threads = self.select_threads(f"{where} ORDER BY {order}", params)
+            return len(threads), threads
+        present, fetched, _decode = self.backend.select(
+            sc.THREADS, list(THREAD_COLUMNS), f"{where} ORDER BY {order}{paging}", [*params, *params, *bounds],
+            extra=f"({count})")
+        if not fetched:
+            return (0 if offset == 0 else int(self.rows(count, params)[0][0])), []
+        with bulk_decode():
+            return int(fetched[0][-1]), threads_from_values(present, fetched)
+
     def fetch_messages(self, tail: str = "", params: Iterable[Any] = ()) -> tuple[list, Callable[[Any], Message]]:
         """`select_messages` without making the Messages: (rows as fetched, READ turning one row into its Message).
 
@@ -258,6 +281,33 @@ class MemoryStore:
         """
         present, fetched, decode = self.backend.select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params, lazy="content")
         return fetched, message_reader(present, decode, self.backend.encoding)
+
+    def select_messages_counted(self, where: str, params: list[Any], order: str, limit: int | None,
+                                offset: int) -> tuple[int, list[Message]]:
+        """Return (the number of messages WHERE matches, the page `WHERE … ORDER BY ORDER LIMIT … OFFSET …`).
+
+        LIMIT None reads every matching message (OFFSET then 0). On PostgreSQL one statement, as
+        MemoryPG.listMessages reads a page: the count is a scalar subquery beside the page's columns
+        (a page past the end, with no row to carry it, costs a second statement for the count, as
+        Mastra's does; LIMIT None counts the rows read). PostgreSQL only (the other SQL stores read the
+        count and the page together with `rows_and_messages`). Messages as `select_messages` makes them.
+        Raises StoreError.
+        """
+        paging, bounds = (" LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
+        if limit is None:  # every matching message: the count is the rows' (one snapshot), no second scan for it
+            messages = self.select_messages(f"{where} ORDER BY {order}", params)
+            return len(messages), messages
+        # the page is cut before its columns are rendered (an OFFSET of thousands renders none of the rows it skips)
+        present, fetched, decode = self.backend.select(
+            sc.MESSAGES, MESSAGE_COLUMNS, f"ORDER BY {order}", [*params, *params, *bounds], lazy="content",
+            extra=f"(SELECT COUNT(*) FROM {sc.MESSAGES} {where})",
+            source=f"SELECT * FROM {sc.MESSAGES} {where} ORDER BY {order}{paging}")
+        if not fetched:
+            return (0 if offset == 0 else int(self.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0]),
+                    [])
+        read = message_reader(present, decode, self.backend.encoding)
+        with bulk_decode():
+            return int(fetched[0][-1]), [read(r[:-1]) for r in fetched]
 
     def select_messages(self, tail: str = "", params: Iterable[Any] = ()) -> list[Message]:
         """Return the messages of `SELECT … FROM mastra_messages TAIL` (a WHERE/ORDER tail, `?` params).

@@ -224,6 +224,12 @@ def list_threads(store: MemoryStore, *, filter: dict | None = None, order_by: di
     where = f"WHERE {' AND '.join(terms)}" if terms else ""
     count_sql = f"SELECT COUNT(*) FROM {sc.THREADS} {where}"
     response_per_page: int | bool = False if per_page is False else limit
+    if pg and not ids_only and (limit or per_page is False):  # the page and its count in one statement
+        order = f'COALESCE("{field}Z", "{field}" AT TIME ZONE \'UTC\') {direction}, "id" {direction}'
+        total, threads = store.select_threads_counted(where, params, order, None if per_page is False else limit,
+                                                      offset)
+        has_more = False if per_page is False else offset + limit < total
+        return ThreadPage(threads, total, page, response_per_page, has_more)
     # PostgreSQL: MemoryPG orders by the TIMESTAMPTZ twin first and breaks ties by id
     order = (f'COALESCE("{field}Z", "{field}" AT TIME ZONE \'UTC\') {direction}, "id" {direction}' if pg
              else f'"{field}" {direction}')

@@ -71,6 +71,8 @@ OM_TWIN_ONLY = {"createdAt", "updatedAt", "lastObservedAt"}
 #: Tables whose timestamps Mastra reads twin first (`row.<col>Z || row.<col>`).
 TWIN_FIRST_TABLES = {sc.THREADS, sc.MESSAGES, sc.RESOURCES}
 PG_TIME_TYPES = ("TIMESTAMP WITHOUT TIME ZONE", "TIMESTAMP WITH TIME ZONE")
+#: The output name of a timestamp read as text (`read_expr`): the column's name and this, never the column's own.
+ISO_SUFFIX = ".iso"
 
 
 def _iso(expr: str) -> str:
@@ -218,7 +220,8 @@ def describe_pg_error(exc: BaseException, location: Target | None = None, passwo
 
 
 def read_expr(schema: sc.Schema, table: str, column: str) -> str:
-    """SQL reading COLUMN of TABLE as Mastra reads it, in the libSQL store's form, aliased to COLUMN.
+    """SQL reading COLUMN of TABLE as Mastra reads it, in the libSQL store's form, aliased to COLUMN
+    (a timestamp to COLUMN + ISO_SUFFIX: an ORDER BY naming COLUMN sorts by the stored value, as Mastra's).
 
     Timestamps: the TIMESTAMPTZ twin as Mastra reads it (OM createdAt / updatedAt / lastObservedAt:
     the twin only; threads, messages, resources: twin first; others: the column as UTC), rendered
@@ -236,7 +239,10 @@ def read_expr(schema: sc.Schema, table: str, column: str) -> str:
             value = f"COALESCE({sc.quote_ident(twin)}, {utc})"
         else:
             value = utc
-        return f"{_iso(value)} AS {q}"
+        # aliased apart from the column: a bare `ORDER BY "createdAt"` in the statement's tail then sorts by
+        # the stored column, as Mastra's does (an output alias of the column's own name would win there,
+        # sorting every row's rendered text instead of walking the (thread_id, createdAt) index)
+        return f"{_iso(value)} AS {sc.quote_ident(column + ISO_SUFFIX)}"
     if kind in ("JSONB", "JSON"):
         return f"{q}::text AS {q}"
     return q
@@ -411,16 +417,21 @@ class PgBackend:
             raise self.fail(exc) from exc
 
     def select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-               lazy: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+               lazy: str | None = None, extra: str | None = None,
+               source: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
         """Read WANTED columns of TABLE (all but the Z twins when empty) as Mastra reads them (`read_expr`).
 
-        psycopg has decoded every value already: DECODE is `list`, LAZY changes nothing.
+        psycopg has decoded every value already: DECODE is `list`, LAZY changes nothing. EXTRA (SQL, its
+        `?` params first in PARAMS) is selected after the columns: each fetched row then ends with its
+        value, which `present` does not name. SOURCE (SQL, its params next) is read instead of the table:
+        a subquery of TABLE's rows, aliased by the statement to TABLE's name.
         """
         columns = wanted or [c for c in self.schema.columns(table)
                              if not (c.endswith("Z") and self.schema.has_column(table, c[:-1]))]
         present = [c for c in columns if self.schema.has_column(table, c)]
-        selected = ", ".join(read_expr(self.schema, table, c) for c in present)
-        return present, self.rows(f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}", params), list
+        selected = ", ".join([*(read_expr(self.schema, table, c) for c in present), *([extra] if extra else [])])
+        source = f"({source}) AS {sc.quote_ident(table)}" if source else sc.quote_ident(table)
+        return present, self.rows(f"SELECT {selected} FROM {source} {tail}", params), list
 
     #: Reads one after another (`Backend.read_many`).
     read_many = read_each
