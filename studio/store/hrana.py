@@ -229,8 +229,10 @@ class HranaConnection:
     def _paged(self, sql: str, params: tuple) -> Cursor:
         """The rows of read SQL fetched in pages on the open snapshot's stream (`SELECT * FROM (SQL) LIMIT ? OFFSET ?`).
 
-        The first page holds PAGE_ROWS rows; a page the server refuses as too large (RESPONSE_TOO_LARGE) is
-        asked again with half as many rows, and later pages keep the smaller size. The pages' rows, in order,
+        The first page holds PAGE_ROWS rows, each next page twice as many until the server first refuses one
+        as too large (RESPONSE_TOO_LARGE): that page is asked again with half as many rows, and later pages
+        keep the smaller size (halved again at each refusal). The server runs SQL again for each page, up to
+        its OFFSET, so fewer pages cost less. The pages' rows, in order,
         make one Cursor (the columns of the first page). One row alone still too large raises StoreError;
         a stream that expires between pages makes the snapshot start again and every page be read again.
         """
@@ -245,7 +247,7 @@ class HranaConnection:
 
     def _pages(self, sql: str, paged: str, params: tuple) -> Cursor:
         """Every page of PAGED (SQL wrapped with LIMIT ? OFFSET ?), read from its first row, as one Cursor."""
-        size, offset, rows, description = PAGE_ROWS, 0, [], ()
+        size, offset, rows, description, grow = PAGE_ROWS, 0, [], (), True
         while True:
             stmt = self._read_stmt(paged, (*params, size, offset))
             try:
@@ -255,7 +257,7 @@ class HranaConnection:
                     raise
                 if size == 1:
                     raise StoreError(_row_too_large(self.display, sql, offset)) from exc
-                size //= 2
+                size, grow = size // 2, False
                 continue
             self.traffic.pages += 1
             description = description or page.description
@@ -263,6 +265,8 @@ class HranaConnection:
             if len(page.rows) < size:
                 return Cursor(rows=rows, description=description)
             offset += size
+            if grow:   # each page runs SQL again up to its OFFSET: fewer pages, less of it run again
+                size *= 2
 
     def execute_many(self, statements: list[tuple[str, Iterable[Any]]], *, plain: bool = False) -> list[Cursor]:
         """Run read STATEMENTS ([(sql, params), …]) in one round trip; return their Cursors, in order.
