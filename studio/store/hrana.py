@@ -46,6 +46,10 @@ _READ_HEADS = ("SELECT", "WITH", "PRAGMA", "VALUES")
 _a2b = binascii.a2b_base64
 #: U+FFFD in UTF-8: in an answer to a read of text as text, it may stand for bytes that were not UTF-8.
 _REPLACEMENT = "\ufffd".encode()
+#: The code of a statement whose answer is over the server's response-size limit (sqld, Turso).
+TOO_LARGE = "RESPONSE_TOO_LARGE"
+#: Rows of the first page when a read too large for one answer is read in pages (halved until a page fits).
+PAGE_ROWS = 4096
 
 
 class HranaStatementError(Exception):
@@ -137,6 +141,9 @@ class Traffic:
     requests: int = 0
     statements: int = 0
     snapshot_restarts: int = 0
+    #: Pages of reads too large for one answer (`HranaConnection._paged`), and such reads.
+    pages: int = 0
+    paged_reads: int = 0
 
 
 class HranaConnection:
@@ -184,18 +191,82 @@ class HranaConnection:
 
         PLAIN (outside a snapshot only): the statement reads text as text, so an answer that may not
         hold it as stored raises TextNotSent (see there) instead of StoreError.
+
+        A SELECT / WITH / VALUES whose answer is over the server's response limit (sqld's
+        `--max-response-size`, 10 MB by default; Turso has its own) is read again in pages (`_paged`):
+        one Cursor with the same columns and rows. PLAIN reads are not paged: their RESPONSE_TOO_LARGE
+        raises HranaStatementError and the caller reads again with text as bytes, which pages.
+        Mastra's libsql client fails such a read the same way (it sends no pages), but Mastra reads OM
+        records per thread or resource, so it rarely asks for that much in one statement.
         """
+        params = tuple(params)
         stmt = self._read_stmt(sql, params)
         if not self._in_snapshot:
             results = self._pipeline([{"type": "execute", "stmt": stmt}, {"type": "close"}], baton=None, plain=plain)
-            return _cursor(results[0])
+            try:
+                return _cursor(results[0])
+            except HranaStatementError as exc:
+                if plain or not _too_large(exc, sql):
+                    raise
+            self.begin()   # the pages: one read transaction on one stream, so they see one state
+            try:
+                return self._paged(sql, params)
+            finally:
+                self.end()
         if plain:
             raise StoreError("internal: a read inside a snapshot reads text as bytes")
         try:
-            return self._snapshot_execute([stmt])[0]
+            try:
+                return self._snapshot_execute([stmt])[0]
+            except StreamExpired:
+                self._restart_snapshot()
+                return self._snapshot_execute([stmt])[0]
+        except HranaStatementError as exc:
+            if not _too_large(exc, sql):
+                raise
+        return self._paged(sql, params)
+
+    def _paged(self, sql: str, params: tuple) -> Cursor:
+        """The rows of read SQL fetched in pages on the open snapshot's stream (`SELECT * FROM (SQL) LIMIT ? OFFSET ?`).
+
+        The first page holds PAGE_ROWS rows, each next page twice as many until the server first refuses one
+        as too large (RESPONSE_TOO_LARGE): that page is asked again with half as many rows, and later pages
+        keep the smaller size (halved again at each refusal). The server runs SQL again for each page, up to
+        its OFFSET, so fewer pages cost less. The pages' rows, in order,
+        make one Cursor (the columns of the first page). One row alone still too large raises StoreError;
+        a stream that expires between pages makes the snapshot start again and every page be read again.
+        """
+        body = sql.strip().rstrip(";")
+        paged = f"SELECT * FROM ({body}) LIMIT ? OFFSET ?"
+        self.traffic.paged_reads += 1
+        try:
+            return self._pages(sql, paged, params)
         except StreamExpired:
             self._restart_snapshot()
-            return self._snapshot_execute([stmt])[0]
+            return self._pages(sql, paged, params)
+
+    def _pages(self, sql: str, paged: str, params: tuple) -> Cursor:
+        """Every page of PAGED (SQL wrapped with LIMIT ? OFFSET ?), read from its first row, as one Cursor."""
+        size, offset, rows, description, grow = PAGE_ROWS, 0, [], (), True
+        while True:
+            stmt = self._read_stmt(paged, (*params, size, offset))
+            try:
+                page = self._snapshot_execute([stmt])[0]
+            except HranaStatementError as exc:
+                if exc.code != TOO_LARGE:
+                    raise
+                if size == 1:
+                    raise StoreError(_row_too_large(self.display, sql, offset)) from exc
+                size, grow = size // 2, False
+                continue
+            self.traffic.pages += 1
+            description = description or page.description
+            rows.extend(page.rows)
+            if len(page.rows) < size:
+                return Cursor(rows=rows, description=description)
+            offset += size
+            if grow:   # each page runs SQL again up to its OFFSET: fewer pages, less of it run again
+                size *= 2
 
     def execute_many(self, statements: list[tuple[str, Iterable[Any]]], *, plain: bool = False) -> list[Cursor]:
         """Run read STATEMENTS ([(sql, params), …]) in one round trip; return their Cursors, in order.
@@ -406,6 +477,20 @@ def _reason(exc: httpx.HTTPError) -> str:
             last = str(seen)
     text = last.strip().splitlines()[0] if last.strip() else type(exc).__name__
     return re.sub(r"^\[Errno -?\d+\]\s*", "", text)
+
+
+def _too_large(exc: HranaStatementError, sql: str) -> bool:
+    """True when EXC is the server refusing an answer over its size limit and SQL can be read in pages."""
+    return exc.code == TOO_LARGE and sql.lstrip()[:6].upper().startswith(("SELECT", "WITH", "VALUES"))
+
+
+def _row_too_large(display: str, sql: str, offset: int) -> str:
+    """The sentence for a read whose row number OFFSET + 1 alone is over the server's response limit."""
+    found = re.search(r'\bFROM\s+("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)', sql, re.IGNORECASE)
+    table = found.group(1).strip('"').replace('""', '"') if found else "the read"
+    return (f"Reading {display} failed: row {offset + 1} of {table} is larger than the server's response limit "
+            "(RESPONSE_TOO_LARGE) even when read alone; raise the server's limit (sqld --max-response-size) to read "
+            "it (Mastra's libsql client cannot read that row either)")
 
 
 def _cursor(result: dict) -> Cursor:
