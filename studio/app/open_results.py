@@ -91,13 +91,16 @@ def _round(store: MemoryStore, round_: int, thread_ids: list[str], every_thread:
            ) -> tuple[dict[str, Thread], list[dict]]:
     """Return (threads by id, lookup keys) a batch of ROUND_ computes with, read once per round.
 
-    EVERY_THREAD: the round covers the whole store, so every thread is listed once; else (a live
-    refresh's few threads) each batch reads its threads and, for a resource with a resource-scope
-    record, that resource's threads (a resource-scope status and its checks need them). REREAD: ids
+    EVERY_THREAD: the round covers the whole store, so every thread and lookup key is listed once; else (a
+    live refresh's few threads) each batch reads its threads, their lookup keys (`thread:` and their
+    resource's `resource:`) and, for a resource with a resource-scope record, that resource's threads (a
+    resource-scope status and its checks need them). REREAD: ids
     whose threads are read again (a live refresh changed them during the round)."""
     session = _session_of(store)
     if session.round != round_:
-        session.round, session.threads, session.keys = round_, {}, store.om_lookup_keys()
+        session.round, session.threads = round_, {}
+        # a live refresh's round reads the lookup keys of its threads only (8,012 keys a commit before)
+        session.keys = store.om_lookup_keys() if every_thread else []
         if every_thread:
             session.threads = {t.id: t for t in store.list_threads()}
     wanted = [t for t in thread_ids if t not in session.threads or t in set(reread)]
@@ -105,6 +108,11 @@ def _round(store: MemoryStore, round_: int, thread_ids: list[str], every_thread:
         threads = {t.id: t for t in _threads_where(store, "id", wanted)}
         for tid in wanted:
             session.threads.pop(tid, None)   # deleted meanwhile: no result
+        if not every_thread:
+            known = {k["lookupKey"] for k in session.keys}
+            more = [key for t in threads.values() for key in (f"thread:{t.id}", f"resource:{t.resource_id}")
+                    if key not in known]
+            session.keys = sorted([*session.keys, *store.om_lookup_keys(more)], key=lambda k: k["lookupKey"])
         scoped = {k.get("resourceId") for k in session.keys if str(k.get("lookupKey", "")).startswith("resource:")}
         resources = sorted({t.resource_id for t in threads.values() if t.resource_id in scoped})
         threads.update({t.id: t for t in _threads_where(store, '"resourceId"', resources)})

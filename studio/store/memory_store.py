@@ -70,6 +70,9 @@ def message_reader(present: list[str], decode: Callable[[Any], list], encoding: 
     return read
 
 
+#: Lookup keys named per statement when `om_lookup_keys` reads only some (SQLite allows 32,766 parameters).
+KEYS_CHUNK = 500
+
 class MemoryStore:
     """A Mastra memory opened for reading (default) or for one user-requested write, over BACKEND.
 
@@ -489,14 +492,25 @@ class MemoryStore:
 
     # -- observational memory --------------------------------------------------------------
 
-    def om_lookup_keys(self) -> list[dict]:
-        """Return one dict {lookupKey, scope, resourceId, threadId} per OM lookup key, sorted by key."""
+    def om_lookup_keys(self, only: list[str] | None = None) -> list[dict]:
+        """Return one dict {lookupKey, scope, resourceId, threadId} per OM lookup key, sorted by key.
+
+        ONLY: just these lookup keys (`thread:<id>` / `resource:<id>`; those without a record are left out),
+        read in statements of KEYS_CHUNK keys: a live refresh's few threads cost their keys, not the store's."""
         if not self.schema.has_observational_memory:
             return []
         cols = [c for c in ("lookupKey", "scope", "resourceId", "threadId")
                 if self.schema.has_column(sc.OBSERVATIONAL_MEMORY, c)]
         sel = ", ".join(sc.quote_ident(c) for c in cols)
-        rows = self.rows(f'SELECT DISTINCT {sel} FROM mastra_observational_memory ORDER BY "lookupKey"')
+        if only is None:
+            rows = self.rows(f'SELECT DISTINCT {sel} FROM mastra_observational_memory ORDER BY "lookupKey"')
+        else:
+            wanted = sorted(set(only))
+            rows = []
+            for i in range(0, len(wanted), KEYS_CHUNK):
+                part = wanted[i:i + KEYS_CHUNK]
+                rows += self.rows(f'SELECT DISTINCT {sel} FROM mastra_observational_memory WHERE "lookupKey" IN '
+                                  f'({", ".join("?" * len(part))}) ORDER BY "lookupKey"', part)
         out, seen = [], set()
         for r in rows:
             d = dict(zip(cols, r))  # noqa: B905  (per row: strict= slows zip)

@@ -277,11 +277,14 @@ class MongoMemoryStore(MemoryStore):
 
     # -- observational memory ---------------------------------------------------------------------
 
-    def om_lookup_keys(self) -> list[dict]:
-        """Return one dict {lookupKey, scope, resourceId, threadId} per OM lookup key, sorted by key."""
+    def om_lookup_keys(self, only: list[str] | None = None) -> list[dict]:
+        """Return one dict {lookupKey, scope, resourceId, threadId} per OM lookup key, sorted by key (ONLY: just
+        these lookup keys, as `MemoryStore.om_lookup_keys`)."""
         if not self.schema.has_observational_memory:
             return []
+        match = [] if only is None else [{"$match": {"lookupKey": {"$in": sorted(set(only))}}}]
         rows = self.backend.aggregate(sc.OBSERVATIONAL_MEMORY, [
+            *match,
             {"$sort": {"lookupKey": 1, "generationCount": -1}},
             {"$group": {"_id": "$lookupKey", "scope": {"$first": "$scope"}, "resourceId": {"$first": "$resourceId"},
                         "threadId": {"$first": "$threadId"}}}])

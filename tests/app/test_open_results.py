@@ -41,3 +41,32 @@ def test_batches_reuse_the_cache_of_a_previous_session(tmp_path, monkeypatch):
     with open_store(path) as store:   # a live refresh's threads: computed, never taken from the cache
         again = opr.load_results_batch(store, 7, ids[:2], False)
     assert again.reused == 0 and again.handled == ids[:2]
+
+
+def _per_thread(batch) -> dict:
+    """{thread id: (status, findings, messages, uncountable)} of BATCH, canonical."""
+    statuses = {s.thread_id: repr(s) for s in batch.statuses}
+    findings: dict = {}
+    for f in batch.findings:
+        findings.setdefault(f.get("thread_id"), []).append(repr(sorted(f.items())))
+    return {t: (statuses.get(t), sorted(findings.get(t, [])), batch.messages.get(t), batch.uncountable.get(t))
+            for t in batch.handled}
+
+
+def test_a_live_refresh_round_reads_its_threads_keys_only_and_equals_an_open(tmp_path, monkeypatch):
+    """A live refresh's round (every_thread False) reads the lookup keys of its threads and their resources only,
+    not the store's; each thread's status, findings, count and ⚠ equal what an open's round computes, on a store
+    with thread-scope records (support) and one with resource-scope records (resource)."""
+    monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("support", "resource"):
+        path = copy_fixture(name, tmp_path / name)
+        with open_store(path) as store:
+            ids = [t.id for t in store.list_threads()]
+            every = _per_thread(opr.load_results_batch(store, 1, ids))
+            asked: list = []
+            real = store.om_lookup_keys
+            monkeypatch.setattr(store, "om_lookup_keys", lambda only=None: asked.append(only) or real(only))
+            for n, tid in enumerate(ids):
+                live = _per_thread(opr.load_results_batch(store, 2 + n, [tid], False))
+                assert live == {tid: every[tid]}, (name, tid)
+            assert asked and None not in asked   # never the whole store's keys
