@@ -65,7 +65,10 @@ def test_a_live_refresh_round_reads_its_threads_keys_only_and_equals_an_open(tmp
             every = _per_thread(opr.load_results_batch(store, 1, ids))
             asked: list = []
             real = store.om_lookup_keys
-            monkeypatch.setattr(store, "om_lookup_keys", lambda only=None: asked.append(only) or real(only))
+            def spy(only=None, asked=asked, real=real):
+                asked.append(only)
+                return real(only)
+            monkeypatch.setattr(store, "om_lookup_keys", spy)
             for n, tid in enumerate(ids):
                 live = _per_thread(opr.load_results_batch(store, 2 + n, [tid], False))
                 assert live == {tid: every[tid]}, (name, tid)
