@@ -24,7 +24,7 @@ import itertools
 import os
 import pickle
 import queue
-import select
+import selectors
 import subprocess
 import sys
 import threading
@@ -124,17 +124,20 @@ class HelperProcess:
         if cancel is None:
             return
         sent = False
-        while True:
-            if not sent and cancel.is_set():
-                pickle.dump(("cancel", seq), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-                proc.stdin.flush()
-                sent = True
+        # a selector (epoll / poll), not select.select: that one refuses descriptors past 1,023, which a
+        # process holding many files reaches, and the call would then wait with its cancel unwatched
+        with selectors.DefaultSelector() as watch:
             try:
-                ready, _, _ = select.select([proc.stdout], [], [], CANCEL_POLL_S)
-            except (OSError, ValueError, TypeError):  # no select on this pipe: wait without watching
+                watch.register(proc.stdout, selectors.EVENT_READ)
+            except (OSError, ValueError, TypeError):  # no way to watch this pipe: wait without watching
                 return
-            if ready:
-                return
+            while True:
+                if not sent and cancel.is_set():
+                    pickle.dump(("cancel", seq), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                    proc.stdin.flush()
+                    sent = True
+                if watch.select(CANCEL_POLL_S):
+                    return
 
     def close(self) -> None:
         """Stop the child (a call in progress ends with HelperUnavailable) and refuse later calls."""

@@ -11,7 +11,8 @@ a live agent: the second agent session's commits never showed).
 `read_head` reads through one descriptor per file (device and inode) kept open for the life of the
 process (`os.pread`), so checking a header, a stamp or whether a WAL file is quiescent never closes one.
 A file replaced at the same path gets a descriptor of its own; the old one stays open until the file has
-no name left (deleted): from PRUNE_AT kept files on, those are closed.
+no name left (deleted): from PRUNE_AT kept files on, those are closed, and past MAX_KEPT the least recently
+read file's (a process reading that many files, such as a test run, must not exhaust its descriptors).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ _KEPT: dict[tuple[int, int], int] = {}
 _SPARE: list[int] = []
 #: With this many files kept, those deleted since (no name left: nobody can open them again) are let go.
 PRUNE_AT = 64
+#: At most this many descriptors are kept: past it the least recently read file's is closed (a session of the
+#: studio reads a handful of files; a process that reads thousands, a test run, must not run out of them).
+MAX_KEPT = 256
 
 
 def read_head(path: str | os.PathLike[str] | bytes, size: int) -> bytes:
@@ -43,8 +47,10 @@ def read_head(path: str | os.PathLike[str] | bytes, size: int) -> bytes:
     if not stat.S_ISREG(st.st_mode):
         raise OSError(errno.EINVAL, "not a regular file", os.fsdecode(path))
     with _LOCK:
-        fd = _KEPT.get((st.st_dev, st.st_ino))
-        if fd is None:
+        fd = _KEPT.pop((st.st_dev, st.st_ino), None)
+        if fd is not None:
+            _KEPT[(st.st_dev, st.st_ino)] = fd   # the most recently read last
+        else:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
             opened = os.fstat(fd)
             if not stat.S_ISREG(opened.st_mode):   # replaced by a FIFO between the stat and the open:
@@ -53,6 +59,8 @@ def read_head(path: str | os.PathLike[str] | bytes, size: int) -> bytes:
             key = (opened.st_dev, opened.st_ino)
             if len(_KEPT) >= PRUNE_AT:
                 _prune()
+            while len(_KEPT) >= MAX_KEPT:   # the least recently read file's descriptor goes
+                os.close(_KEPT.pop(next(iter(_KEPT))))
             if key in _KEPT:   # the path named another file at the stat, one already kept: keep both open
                 _SPARE.append(fd)
                 fd = _KEPT[key]

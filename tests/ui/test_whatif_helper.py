@@ -58,6 +58,25 @@ def test_cancel_reaches_the_call_in_the_helper(fixture_db, helper, before):
     assert helper.call(path, 1, process_id) == helper.pid
 
 
+def test_cancel_reaches_the_helper_when_this_process_holds_descriptors_past_1024(fixture_db, helper):
+    """The parent watches the reply with a selector: select.select refuses a descriptor past 1,023, and the call
+    then waited with its cancel unwatched (a long test run holding many files reached it)."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert soft > 1200, f"this check needs more than 1,200 descriptors (the limit is {soft})"
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        path = str(fixture_db("support"))
+        cancel = threading.Event()
+        threading.Timer(0.2, cancel.set).start()   # while the call runs: only a watched reply sends it on
+        # (a hang guard of 60 s: without the cancel the call returns (False, pid) then)
+        assert helper.call(path, 1, wait_for_cancel, CANCEL, 60.0, cancel=cancel) == (True, helper.pid)
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
 @pytest.fixture
 def long_thread_replays_in_helper(monkeypatch):
     """Make every database 'big': the Timeline reads and replays in the helper process."""
