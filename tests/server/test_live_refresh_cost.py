@@ -14,13 +14,12 @@ statement; then the rows written, the threads re-read, their message counts, the
 from __future__ import annotations
 
 import random
-import shutil
 
 from benchmarks.copy_to_server import copy_to_libsql
 from studio.app.live import load_live_listing, refresh_live_listing
 from studio.store import open_store
 from studio.store.live_changes import rows_since
-from tests.conftest import FIXTURES
+from tests.conftest import copy_fixture
 from tests.live_writes import MastraWrites, PgSql, SqldSql
 from tests.server.pg_rows import copy_schema
 
@@ -65,29 +64,23 @@ def _assert_proportional(cost: list[tuple], statements: int) -> None:
     assert all(c[4] for c in cost), cost                              # positions handed on
 
 
-def test_refresh_after_an_append_on_postgresql(pg_corpus):
-    target = copy_schema(pg_corpus, "support", "live_cost")
-    sql = PgSql(pg_corpus.url, "live_cost")
+def _cost_on(target: str, sql) -> list[tuple]:
+    """`_appends_cost` of the store at TARGET, its appends written through SQL (closed after)."""
     try:
         with open_store(target) as store:
-            cost = _appends_cost(store, sql)
+            return _appends_cost(store, sql)
     finally:
         sql.close()
-    _assert_proportional(cost, 2)
+
+
+def test_refresh_after_an_append_on_postgresql(pg_corpus):
+    target = copy_schema(pg_corpus, "support", "live_cost")
+    _assert_proportional(_cost_on(target, PgSql(pg_corpus.url, "live_cost")), 2)
 
 
 def test_refresh_after_an_append_on_a_libsql_server(sqld_corpus, tmp_path):
-    for ext in ("", "-wal", "-shm"):
-        src = FIXTURES / f"support.db{ext}"
-        if src.exists():
-            shutil.copyfile(src, tmp_path / f"support.db{ext}")
     url = sqld_corpus.start("live-cost")
-    copy_to_libsql(tmp_path / "support.db", url)
-    sql = SqldSql(url)
-    try:
-        with open_store(url) as store:
-            cost = _appends_cost(store, sql)
-    finally:
-        sql.close()
+    copy_to_libsql(copy_fixture("support", tmp_path), url)
+    cost = _cost_on(url, SqldSql(url))
     _assert_proportional(cost, 2)
     assert all(c[5] <= 6 for c in cost[1:]), cost   # after the first refresh has learnt its statements' widths
