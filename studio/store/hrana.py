@@ -27,7 +27,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
@@ -216,11 +216,7 @@ class HranaConnection:
         if plain:
             raise StoreError("internal: a read inside a snapshot reads text as bytes")
         try:
-            try:
-                return self._snapshot_execute([stmt])[0]
-            except StreamExpired:
-                self._restart_snapshot()
-                return self._snapshot_execute([stmt])[0]
+            return self._on_snapshot(lambda: self._snapshot_execute([stmt])[0])
         except HranaStatementError as exc:
             if not _too_large(exc, sql):
                 raise
@@ -239,11 +235,7 @@ class HranaConnection:
         body = sql.strip().rstrip(";")
         paged = f"SELECT * FROM ({body}) LIMIT ? OFFSET ?"
         self.traffic.paged_reads += 1
-        try:
-            return self._pages(sql, paged, params)
-        except StreamExpired:
-            self._restart_snapshot()
-            return self._pages(sql, paged, params)
+        return self._on_snapshot(lambda: self._pages(sql, paged, params))
 
     def _pages(self, sql: str, paged: str, params: tuple) -> Cursor:
         """Every page of PAGED (SQL wrapped with LIMIT ? OFFSET ?), read from its first row, as one Cursor."""
@@ -284,11 +276,7 @@ class HranaConnection:
         if self._in_snapshot and plain:
             raise StoreError("internal: a read inside a snapshot reads text as bytes")
         if self._in_snapshot:
-            try:
-                return self._snapshot_execute(stmts)
-            except StreamExpired:
-                self._restart_snapshot()
-                return self._snapshot_execute(stmts)
+            return self._on_snapshot(lambda: self._snapshot_execute(stmts))
         requests = [{"type": "execute", "stmt": {"sql": "BEGIN"}},
                     *({"type": "execute", "stmt": stmt} for stmt in stmts),
                     {"type": "execute", "stmt": {"sql": "ROLLBACK"}}, {"type": "close"}]
@@ -347,6 +335,14 @@ class HranaConnection:
             _cursor(results[0])   # a failed BEGIN raises here
             results = results[1:]
         return _cursors(results)
+
+    def _on_snapshot(self, read: Callable[[], Any]) -> Any:
+        """READ() on the snapshot's stream; once more from a fresh stream when the server had let it expire."""
+        try:
+            return read()
+        except StreamExpired:
+            self._restart_snapshot()
+            return read()
 
     def _restart_snapshot(self) -> None:
         """Forget the expired stream: the next statement begins the snapshot again on a fresh one."""
