@@ -95,6 +95,24 @@ def display_problem(screenshot: bool) -> str | None:
             "(memory-studio inspect PATH --json).")
 
 
+def warm_tokenizer() -> None:
+    """Build the o200k_base tokenizer (Mastra's observational-memory token counter) before the window shows.
+
+    tiktoken builds its encoder in native code that holds Python's interpreter lock for the whole build
+    (~0.15–0.2 CPU-s): built lazily by the first status a worker computes, it froze the shown window
+    for that long (0.5–0.6 s at load 7: `benchmarks/locked_store_benchmark.py`, right after a writer
+    let go of a locked file, or on any first open). Built here, the same time goes before the first
+    paint instead, where no window waits on it. Raises nothing: a tokenizer that cannot be built is
+    reported by the first count that needs it.
+    """
+    import contextlib
+
+    from studio.engine.exact_counts import tiktoken_encoding
+
+    with contextlib.suppress(ValueError, OSError):
+        tiktoken_encoding("o200k_base")   # the key `exact_tokens` asks its cache for
+
+
 def run_studio(args) -> int:
     """Run the studio for the parsed command line ARGS (path, screenshot, thread, tab, size); return an exit code."""
     from studio.ui.widgets.main_window import MainWindow
@@ -109,6 +127,7 @@ def run_studio(args) -> int:
         print(f"memory-studio: {problem}", file=sys.stderr)
         return EXIT_FAILURE
     app = application()
+    warm_tokenizer()
     path = str(args.path) if getattr(args, "path", None) else str(SAMPLE_DATABASE)
     screenshot = getattr(args, "screenshot", None)
     ctx = AppContext(settings=QSettings(ORGANIZATION, APPLICATION), interactive=not screenshot)
