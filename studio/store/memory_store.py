@@ -276,13 +276,16 @@ class MemoryStore:
         with bulk_decode():
             return int(fetched[0][-1]), threads_from_values(present, fetched)
 
-    def fetch_messages(self, tail: str = "", params: Iterable[Any] = ()) -> tuple[list, Callable[[Any], Message]]:
+    def fetch_messages(self, tail: str = "", params: Iterable[Any] = (),
+                       pages: Callable[[str], Any] | None = None) -> tuple[list, Callable[[Any], Message]]:
         """`select_messages` without making the Messages: (rows as fetched, READ turning one row into its Message).
 
         The whole result is fetched first; a caller that reads a large result a slice at a time drops
-        each row once read (studio.store.batch.iter_messages_since_many). Raises StoreError.
+        each row once read (studio.store.batch.iter_messages_since_many). PAGES as `Backend.select`'s.
+        Raises StoreError.
         """
-        present, fetched, decode = self.backend.select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params, lazy="content")
+        present, fetched, decode = self.backend.select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params, lazy="content",
+                                                       pages=pages)
         return fetched, message_reader(present, decode, self.backend.encoding)
 
     def select_messages_counted(self, where: str, params: list[Any], order: str, limit: int | None,
