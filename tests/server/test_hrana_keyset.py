@@ -186,3 +186,30 @@ def test_one_message_over_the_limit_is_a_sentence(server, in_load):
             "client cannot read that row either)")
     finally:
         pipeline(url, ["DELETE FROM mastra_messages WHERE id = 'huge'"])
+
+
+@pytest.mark.parametrize("in_load", [False, True])
+def test_a_stream_forgotten_between_pages_reads_every_page_again(server, monkeypatch, in_load):
+    """sqld forgets a stream idle ~10 s ("invalid baton"): the snapshot starts again, and the keyset pages with
+    it, from the first message (none is lost or read twice)."""
+    from studio.store.hrana import HranaConnection
+
+    url, db = server
+    with open_store(str(db)) as store:
+        wanted = [(t.id, None) for t in store.list_threads()]
+        expected = store.messages_since_many(wanted)
+    sent = HranaConnection._snapshot_execute
+    read_pages, forgotten = [], []
+
+    def forget_after_three(self, stmts):
+        if len(read_pages) == 3 and not forgotten:
+            forgotten.append(self._baton)
+            self._baton = "forgotten"
+        cursors = sent(self, stmts)
+        read_pages.extend(s for s in stmts if _unlimited(s))
+        return cursors
+
+    monkeypatch.setattr(HranaConnection, "_snapshot_execute", forget_after_three)
+    got, traffic = _read(url, wanted, "thread", in_load)
+    assert got == expected and len(forgotten) == 1
+    assert traffic.snapshot_restarts == 1 and len(read_pages) == traffic.pages > 23
