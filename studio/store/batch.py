@@ -76,13 +76,13 @@ class CursorPages:
     response limit refuses it whole: linear in the rows, where OFFSET pages re-run the join and sort each time.
 
     The pairs go in windows of consecutive ids (sorted as SQLite's BINARY collation sorts them: the read's
-    order): a page reads the messages of one window's pairs, after the last message read (`(id column,
-    createdAt, rowid) > those of rowid ?`, one of the window's first id), in the read's order, so the server
-    joins and sorts only that window's rows. Each row ends with `c.i` (its pair's index in the window) and
-    `m.rowid`: a full page ends inside its window, and the next starts at its last row's id, after that row;
-    a shorter page ends the window, and the next starts after it. A window holds FIRST_WINDOW ids, then as many
-    as the messages per id read so far say fill FILL of a page (at least one). SELECTED is the read's SELECT
-    list (`SELECT … FROM` the messages table, the columns as selected).
+    order): a page reads the messages of one window's pairs in the read's order, from the window's first id on
+    or, when the last page ended inside that id, after its last message (`(id column, createdAt, rowid) > those
+    of rowid ?`), so the server joins and sorts only that window's rows. Each row ends with `c.i` (its pair's
+    index in the window) and `m.rowid`: a full page ends inside its window, and the next starts at its last
+    row's id, after that row; a shorter page ends the window, and the next starts after it. A window holds
+    FIRST_WINDOW ids, then as many as the messages per id read so far say fill FILL of a page (at least one).
+    SELECTED is the read's SELECT list (`SELECT … FROM` the messages table, the columns as selected).
     """
 
     key_width = 2
@@ -129,6 +129,53 @@ class CursorPages:
         index, rowid = rows[-1][-2:]
         self._ids += index + 0.5
         self._start, self._after = self._start + index, rowid
+
+
+class TablePages:
+    """The keyset pages (studio.store.hrana.Pages) of a read of a whole TABLE in ORDER ((column, descending), …,
+    a total order: its last column unique, e.g. rowid), for a libSQL server whose response limit refuses it whole.
+
+    A page reads the rows after the last row read (its key looked up by its rowid, which ends each row of a
+    page), the first column bounded below (`>= its value`) so that SQLite scans its index from there: each page
+    costs about a page, where an OFFSET page makes the server read and sort every row before it again.
+    SELECTED is the read's SELECT list (the columns as selected).
+    """
+
+    key_width = 1
+
+    def __init__(self, table: str, order: tuple[tuple[str, bool], ...], selected: str):
+        name = sc.quote_ident(table)
+        cols = [c if c == "rowid" else sc.quote_ident(c) for c, _ in order]
+        by = ", ".join(f"t.{c}{' DESC' if desc else ''}" for c, (_, desc) in zip(cols, order, strict=True))
+        after = ""   # (c0 > k0 OR (c0 = k0 AND (c1 < k1 OR …))) for columns ascending (>) or descending (<)
+        for i in reversed(range(len(cols))):
+            step = f"t.{cols[i]} {'<' if order[i][1] else '>'} k.k{i}"
+            after = f"({step} OR (t.{cols[i]} = k.k{i} AND {after}))" if after else step
+        keys = ", ".join(f"{c} AS k{i}" for i, c in enumerate(cols))
+        head = f"SELECT {selected}, t.rowid FROM {name} AS t"
+        self._first_sql = f"{head} ORDER BY {by} LIMIT ?"
+        bound = f"t.{cols[0]} {'<=' if order[0][1] else '>='} k.k0 AND "
+        self._after_sql = (f"WITH k AS (SELECT {keys} FROM {name} WHERE rowid = ?) {head}, k "
+                           f"WHERE {bound}{after} ORDER BY {by} LIMIT ?")
+        self.restart()
+
+    def restart(self) -> None:
+        """Read again from the first row."""
+        self._after, self._done = None, False
+
+    def statement(self, size: int) -> tuple[str, tuple] | None:
+        """The next page (at most SIZE rows), or None after the last."""
+        if self._done:
+            return None
+        if self._after is None:
+            return self._first_sql, (size,)
+        return self._after_sql, (self._after, size)
+
+    def took(self, rows: list[tuple], size: int) -> None:
+        """Move past ROWS (each ending with its rowid); a page shorter than SIZE was the last."""
+        self._done = len(rows) < size
+        if rows:
+            self._after = rows[-1][-1]
 
 
 def iter_messages_since_many(fetch_messages: FetchMessages, sql: ReadSql, wanted: Iterable[tuple[str, str | None]],
@@ -188,13 +235,21 @@ def messages_since_many(fetch_messages: FetchMessages, sql: ReadSql, wanted: Ite
     return out
 
 
-def om_histories(select_rows: Callable[..., list[dict]]) -> dict[str, list[OMRecord]]:
+def om_histories(select_rows: Callable[..., list[dict]], sql: ReadSql) -> dict[str, list[OMRecord]]:
     """Return {lookupKey: its generations, newest (highest generationCount) first}, in one statement.
 
-    SELECT_ROWS: the store's (`MemoryStore.select_rows`); the store has an OM table.
+    SELECT_ROWS and SQL: the store's (`MemoryStore.select_rows`, `MemoryStore.sql`); the store has an OM table.
+    On SQLite generations of one key with the same generationCount (a damaged store) come in rowid order, as
+    SQLite's scan of Mastra's lookupKey index yields them, said explicitly so that a libSQL server can read the
+    answer in keyset pages (`TablePages`) when it is over its response limit.
     """
     out: dict[str, list] = {}
-    rows = select_rows(sc.OBSERVATIONAL_MEMORY, 'ORDER BY "lookupKey", "generationCount" DESC')
+    if sql.name == "sqlite":
+        order = (("lookupKey", False), ("generationCount", True), ("rowid", False))
+        rows = select_rows(sc.OBSERVATIONAL_MEMORY, 'ORDER BY "lookupKey", "generationCount" DESC, rowid',
+                           pages=lambda selected: TablePages(sc.OBSERVATIONAL_MEMORY, order, selected))
+    else:
+        rows = select_rows(sc.OBSERVATIONAL_MEMORY, 'ORDER BY "lookupKey", "generationCount" DESC')
     with bulk_decode():
         for row in rows:
             out.setdefault(row.get("lookupKey"), []).append(om_record_from_row(row))

@@ -43,11 +43,30 @@ def server(tmp_path_factory):
     assert done.returncode == 0, done.stderr[-2000:]
     url = done.stdout.strip().splitlines()[-1]
     try:
+        _add_ties(db)
         copy_to_libsql(db, url)
         yield url, db
     finally:
         subprocess.run(["bash", "servers.sh", "sqld", "stop", str(folder)], cwd=corpus, capture_output=True,
                        timeout=120)
+
+
+def _add_ties(db) -> None:
+    """Give three lookup keys a second generation with the count of their newest (a damaged store's ties)."""
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(mastra_observational_memory)")]
+    newest = conn.execute('SELECT * FROM mastra_observational_memory AS o WHERE "generationCount" = (SELECT '
+                          'max("generationCount") FROM mastra_observational_memory WHERE "lookupKey" = o."lookupKey") '
+                          'ORDER BY "lookupKey" LIMIT 3 OFFSET 10').fetchall()
+    for row in newest:
+        tie = list(row)
+        tie[cols.index("id")] += "-tie"
+        tie[cols.index("activeObservations")] = "a tie"
+        conn.execute(f"INSERT INTO mastra_observational_memory VALUES ({', '.join('?' * len(cols))})", tie)
+    conn.commit()
+    conn.close()
 
 
 def _wanted(store, by: str) -> list[tuple[str, str | None]]:
@@ -89,7 +108,7 @@ def test_the_paged_read_of_many_threads_equals_the_file(server, in_load, by):
 
 def _unlimited(stmt: dict) -> tuple[str, list] | None:
     """A page statement without its LIMIT (and OFFSET): the rows the server joins and sorts to make that page."""
-    sql, args = stmt["sql"], stmt["args"]
+    sql, args = stmt["sql"], stmt.get("args", [])
     if sql.endswith(" LIMIT ? OFFSET ?"):
         return sql[:-len(" LIMIT ? OFFSET ?")], args[:-2]
     if sql.endswith(" LIMIT ?"):
@@ -213,3 +232,60 @@ def test_a_stream_forgotten_between_pages_reads_every_page_again(server, monkeyp
     got, traffic = _read(url, wanted, "thread", in_load)
     assert got == expected and len(forgotten) == 1
     assert traffic.snapshot_restarts == 1 and len(read_pages) == traffic.pages > 23
+
+
+def _page_rows_read(monkeypatch) -> list[int]:
+    """The rows sqld says it read (`rows_read`) for each page statement (LIMIT ? last) sent from now on."""
+    from studio.store.hrana import HranaConnection
+
+    read: list[int] = []
+    sent = HranaConnection._pipeline
+
+    def count(self, requests, **kwargs):
+        results = sent(self, requests, **kwargs)
+        for request, result in zip(requests, results, strict=True):
+            if request["type"] == "execute" and _unlimited(request["stmt"]) and result["type"] == "ok":
+                read.append(result["response"]["result"]["rows_read"])
+        return results
+
+    monkeypatch.setattr(HranaConnection, "_pipeline", count)
+    return read
+
+
+@pytest.mark.parametrize("in_load", [False, True])
+def test_the_paged_om_generations_equal_the_file(server, in_load):
+    """Every lookup key's generations (`om_histories`, one SELECT of the whole table), ties in the file's order."""
+    url, db = server
+    with open_store(str(db)) as store:
+        expected = store.om_histories()
+    ties = [k for k, h in expected.items() if len({g.generation_count for g in h}) < len(h)]
+    assert len(ties) == 3 and sum(map(len, expected.values())) > 120
+    store = open_store(url)
+    try:
+        if in_load:
+            with store.snapshot():
+                got = store.om_histories()
+        else:
+            got = store.om_histories()
+        assert got == expected
+        assert store.backend.traffic.paged_reads == 1 and store.backend.traffic.pages > 20
+    finally:
+        store.close()
+
+
+def test_each_om_page_makes_the_server_read_about_a_page(server, monkeypatch):
+    """sqld's own count of the rows each page statement read: by key a page reads its rows and the rest of one
+    lookup key's generations (Mastra's lookupKey index, scanned from the last key read); by OFFSET each page
+    read every row before it again."""
+    url, db = server
+    with open_store(str(db)) as store:
+        rows = sum(map(len, store.om_histories().values()))
+    read = _page_rows_read(monkeypatch)
+    with open_store(url) as store, store.snapshot():
+        store.om_histories()
+        pages = store.backend.traffic.pages
+    assert len(read) == pages > 20
+    # a page of 1-2 generations (~11 KB each under the 32 KB limit) reads them, the key's lookup and the rest of
+    # one or two lookup keys (at most 4 generations a key) through the index and the table: 4-16 rows here;
+    # by OFFSET the last pages read every row before them again (~400)
+    assert max(read) <= 20 and sum(read) <= 5 * rows, (sum(read), rows, read)
