@@ -10,17 +10,18 @@ the server's response limit (sqld's --max-response-size, 10 MB by default) is re
 "Response is too large" (exit 2). Prints, per run: wall and CPU seconds of the inspect (open included),
 the server's CPU seconds meanwhile (--sqld-pid: its utime + stime from /proc), HTTP requests, statements,
 reads paged and their pages, and the load average. `--pages offset` reads every paged read in OFFSET pages, as
-before keyset pages (the many-thread message read's `studio.store.batch.CursorPages`); runs alternate with
+before keyset pages (`studio.store.batch.CursorPages` and `TablePages`); runs alternate with
 `--pages both`. `--file PATH` also times `inspect` on the file copy of the same store.
 
 Measured 2026-12-05 on the benchmark store (2 shared cores), OFFSET pages: 27–103 s wall (load 3–12),
 20.5–22.8 s of sqld's CPU, 5.7–6.0 s of ours; 54 requests, 55 statements, 2 paged reads in 41 pages (the OM
 generations, 8,012 rows in 8 pages; the unobserved messages, 134,031 rows in 33 pages of 4,096). Each page made
 sqld run the statement again up to its OFFSET: a page of the messages read took 0.2 s at offset 0 and 1.0 s at
-offset 122,880, that read 55 s of a 66 s run. Keyset pages (the messages read by windows of threads, ~3,300
-rows a page, 0.1–0.35 s each; 63 requests, 50 pages): 9.3–12.4 s wall at load 3.6–4.2 (20–23 s at load 8–12),
-3.1–3.3 s of sqld's CPU, 5.8–6.0 s of ours, the same JSON. The file: 4.7–5.9 s wall (8.9 s at load 8), 3.9 s
-CPU. What is left on the server is the failed whole read (~1.5 s) and the OM read's OFFSET pages (~2 s).
+offset 122,880, that read 55 s of a 66 s run. Keyset pages (`studio.store.batch`: the messages read by
+windows of threads, ~3,300 rows a page, 0.1–0.35 s each; the OM generations after the last row read; 63
+requests, 50 pages), alternated with OFFSET at load 5–7: 8.4–11.9 s wall (OFFSET 47–50 s), 2.8–2.9 s of sqld's
+CPU (OFFSET 19.4 s), 5.3–5.5 s of ours (OFFSET 5.3–5.6 s), the same JSON. The file: 3.8–4.2 s wall, 3.5 s CPU.
+What is left on the server is mostly the failed whole read of the messages (~1.5 s) and the answers' encoding.
 """
 
 from __future__ import annotations
