@@ -1,11 +1,12 @@
-"""The many-thread message read over a libSQL server's response limit is read in keyset pages (`batch.CursorPages`).
+"""Reads over a libSQL server's response limit that the studio knows the key of are read in keyset pages.
 
-`inspect` reads the unobserved messages of every thread in one statement (studio.store.batch); on the
-benchmark store that answer (134,031 messages) is over sqld's 10 MB limit. Read in OFFSET pages, each page made
-sqld join and sort the read again up to its OFFSET (the work grows with the square of the rows: 55 s of a 66 s
-`inspect`); keyset pages join and sort one window of threads each. Here a sqld with a 32 KB limit holds a
-store built by benchmarks/build_large_db.py from Mastra's `support` rows (120 threads of 4 messages, one of 30);
-every answer must equal the same read of the file.
+`inspect` reads the unobserved messages of every thread in one statement and every OM generation in another
+(studio.store.batch); on the benchmark store both answers are over sqld's 10 MB limit. Read in OFFSET pages,
+each page made sqld read (and sort) the read again up to its OFFSET (the work grows with the square of the
+rows: 55 s of a 66 s `inspect`); keyset pages (`batch.CursorPages`: a window of threads each; `batch.TablePages`:
+after the last row read) cost about a page each. Here a sqld with a 32 KB limit holds a store built by
+benchmarks/build_large_db.py from Mastra's `support` rows (120 threads of 4 messages, one of 30, their OM
+generations, three of them tied); every answer must equal the same read of the file.
 """
 
 from __future__ import annotations
