@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from studio.store.backends import ReadSql
     from studio.store.records import Message, OMRecord
 
-    FetchMessages = Callable[[str, Iterable[Any]], tuple[list, Callable[[Any], Message]]]
+    FetchMessages = Callable[[str, Iterable[Any], Callable[[str], Any] | None], tuple[list, Callable[[Any], Message]]]
 
 #: Which messages column a batch key names.
 KEY_COLUMNS = {"thread": "thread_id", "resource": "resourceId"}
@@ -60,10 +60,122 @@ def cursor_tail(sql: ReadSql, column: str, cursors: dict[str, str | None]) -> tu
     # lists and the table does not hold (a damaged page) fails the read as SQLite's "malformed";
     # `WHERE rowid IN (those rowids)` skipped such rows silently (a status of 0 pending tokens).
     # list_messages' index scan yields createdAt ties in insertion (rowid) order: said here explicitly
-    return ("AS m JOIN (SELECT json_extract(value, '$[0]') AS k, json_extract(value, '$[1]') AS s "
-            f"FROM json_each(?)) AS c ON m.{col} = c.k AND (c.s IS NULL OR m.\"createdAt\" >= c.s) "
-            f"ORDER BY m.{col}, m.{sql.message_order}, m.rowid",
+    return (_sqlite_cursor_join(col) + f" ORDER BY m.{col}, m.{sql.message_order}, m.rowid",
             [json.dumps([[k, s] for k, s in cursors.items()])])
+
+
+def _sqlite_cursor_join(col: str) -> str:
+    """The FROM tail (after the messages table) joining each message to its (id, since) pair of a JSON array
+    (`?`): `c.k` the id, `c.s` the since, `c.i` the pair's index in the array."""
+    return ("AS m JOIN (SELECT json_extract(value, '$[0]') AS k, json_extract(value, '$[1]') AS s, key AS i "
+            f"FROM json_each(?)) AS c ON m.{col} = c.k AND (c.s IS NULL OR m.\"createdAt\" >= c.s)")
+
+
+class CursorPages:
+    """The keyset pages (studio.store.hrana.Pages) of `cursor_tail`'s read on SQLite, for a libSQL server whose
+    response limit refuses it whole: linear in the rows, where OFFSET pages re-run the join and sort each time.
+
+    The pairs go in windows of consecutive ids (sorted as SQLite's BINARY collation sorts them: the read's
+    order): a page reads the messages of one window's pairs in the read's order, from the window's first id on
+    or, when the last page ended inside that id, after its last message (`(id column, createdAt, rowid) > those
+    of rowid ?`), so the server joins and sorts only that window's rows. Each row ends with `c.i` (its pair's
+    index in the window) and `m.rowid`: a full page ends inside its window, and the next starts at its last
+    row's id, after that row; a shorter page ends the window, and the next starts after it. A window holds
+    FIRST_WINDOW ids, then as many as the messages per id read so far say fill FILL of a page (at least one).
+    SELECTED is the read's SELECT list (`SELECT … FROM` the messages table, the columns as selected).
+    """
+
+    key_width = 2
+    #: Ids in the first window.
+    FIRST_WINDOW = 64
+    #: The share of a page a window aims to fill: a window that overflows the page makes the server sort rows
+    #: the page leaves out (read again by the next page); one that falls short costs only a shorter page.
+    FILL = 0.8
+
+    def __init__(self, column: str, cursors: dict[str, str | None], selected: str):
+        col, table = sc.quote_ident(column), sc.quote_ident(sc.MESSAGES)
+        self._pairs = sorted(cursors.items(), key=lambda p: str(p[0]).encode("utf-8", "surrogatepass"))
+        key = f'{col}, "createdAt", rowid'   # `cursor_tail`'s order (SqliteSql.message_order, then rowid)
+        order = ", ".join(f"m.{k.strip()}" for k in key.split(","))
+        head = f"SELECT {selected}, c.i, m.rowid FROM {table} {_sqlite_cursor_join(col)}"
+        self._first_sql = f"{head} ORDER BY {order} LIMIT ?"
+        self._after_sql = (f"{head} AND ({order}) > (SELECT {key} FROM {table} WHERE rowid = ?) "
+                           f"ORDER BY {order} LIMIT ?")
+        self.restart()
+
+    def restart(self) -> None:
+        """Read again from the first pair's first message."""
+        self._start, self._width, self._after = 0, self.FIRST_WINDOW, None
+        self._rows, self._ids = 0, 0.0   # messages read, and the ids they came from (a partly read id: a share)
+
+    def statement(self, size: int) -> tuple[str, tuple] | None:
+        """The next page (at most SIZE messages of the next window), or None when every pair was read."""
+        if self._start >= len(self._pairs):
+            return None
+        if self._rows:
+            self._width = max(1, int(size * self.FILL * self._ids / self._rows))
+        window = json.dumps([list(p) for p in self._pairs[self._start:self._start + self._width]])
+        if self._after is None:
+            return self._first_sql, (window, size)
+        return self._after_sql, (window, self._after, size)
+
+    def took(self, rows: list[tuple], size: int) -> None:
+        """Move past ROWS, the page `statement(SIZE)` made (each ending with its pair's index and rowid)."""
+        self._rows += len(rows)
+        if len(rows) < size:
+            self._ids += self._width
+            self._start, self._after = self._start + self._width, None
+            return
+        index, rowid = rows[-1][-2:]
+        self._ids += index + 0.5
+        self._start, self._after = self._start + index, rowid
+
+
+class TablePages:
+    """The keyset pages (studio.store.hrana.Pages) of a read of a whole TABLE in ORDER ((column, descending), …,
+    a total order: its last column unique, e.g. rowid), for a libSQL server whose response limit refuses it whole.
+
+    A page reads the rows after the last row read (its key looked up by its rowid, which ends each row of a
+    page), the first column bounded below (`>= its value`) so that SQLite scans its index from there: each page
+    costs about a page, where an OFFSET page makes the server read and sort every row before it again.
+    SELECTED is the read's SELECT list (the columns as selected).
+    """
+
+    key_width = 1
+
+    def __init__(self, table: str, order: tuple[tuple[str, bool], ...], selected: str):
+        name = sc.quote_ident(table)
+        cols = [c if c == "rowid" else sc.quote_ident(c) for c, _ in order]
+        by = ", ".join(f"t.{c}{' DESC' if desc else ''}" for c, (_, desc) in zip(cols, order, strict=True))
+        after = ""   # (c0 > k0 OR (c0 = k0 AND (c1 < k1 OR …))) for columns ascending (>) or descending (<)
+        for i in reversed(range(len(cols))):
+            step = f"t.{cols[i]} {'<' if order[i][1] else '>'} k.k{i}"
+            after = f"({step} OR (t.{cols[i]} = k.k{i} AND {after}))" if after else step
+        keys = ", ".join(f"{c} AS k{i}" for i, c in enumerate(cols))
+        head = f"SELECT {selected}, t.rowid FROM {name} AS t"
+        self._first_sql = f"{head} ORDER BY {by} LIMIT ?"
+        bound = f"t.{cols[0]} {'<=' if order[0][1] else '>='} k.k0 AND "
+        self._after_sql = (f"WITH k AS (SELECT {keys} FROM {name} WHERE rowid = ?) {head}, k "
+                           f"WHERE {bound}{after} ORDER BY {by} LIMIT ?")
+        self.restart()
+
+    def restart(self) -> None:
+        """Read again from the first row."""
+        self._after, self._done = None, False
+
+    def statement(self, size: int) -> tuple[str, tuple] | None:
+        """The next page (at most SIZE rows), or None after the last."""
+        if self._done:
+            return None
+        if self._after is None:
+            return self._first_sql, (size,)
+        return self._after_sql, (self._after, size)
+
+    def took(self, rows: list[tuple], size: int) -> None:
+        """Move past ROWS (each ending with its rowid); a page shorter than SIZE was the last."""
+        self._done = len(rows) < size
+        if rows:
+            self._after = rows[-1][-1]
 
 
 def iter_messages_since_many(fetch_messages: FetchMessages, sql: ReadSql, wanted: Iterable[tuple[str, str | None]],
@@ -83,7 +195,11 @@ def iter_messages_since_many(fetch_messages: FetchMessages, sql: ReadSql, wanted
     column = KEY_COLUMNS[by]
     for cursors in _rounds(wanted):
         tail, params = cursor_tail(sql, column, cursors)
-        rows, read = fetch_messages(tail, params)
+        pages = None
+        if sql.name == "sqlite":   # a libSQL server pages it by key when its answer is over the response limit
+            def pages(selected: str, cursors=cursors) -> CursorPages:
+                return CursorPages(column, cursors, selected)
+        rows, read = fetch_messages(tail, params, pages)
         attribute = "thread_id" if by == "thread" else "resource_id"
         done: set[str] = set()
         group: list = []
@@ -119,13 +235,21 @@ def messages_since_many(fetch_messages: FetchMessages, sql: ReadSql, wanted: Ite
     return out
 
 
-def om_histories(select_rows: Callable[..., list[dict]]) -> dict[str, list[OMRecord]]:
+def om_histories(select_rows: Callable[..., list[dict]], sql: ReadSql) -> dict[str, list[OMRecord]]:
     """Return {lookupKey: its generations, newest (highest generationCount) first}, in one statement.
 
-    SELECT_ROWS: the store's (`MemoryStore.select_rows`); the store has an OM table.
+    SELECT_ROWS and SQL: the store's (`MemoryStore.select_rows`, `MemoryStore.sql`); the store has an OM table.
+    On SQLite generations of one key with the same generationCount (a damaged store) come in rowid order, as
+    SQLite's scan of Mastra's lookupKey index yields them, said explicitly so that a libSQL server can read the
+    answer in keyset pages (`TablePages`) when it is over its response limit.
     """
     out: dict[str, list] = {}
-    rows = select_rows(sc.OBSERVATIONAL_MEMORY, 'ORDER BY "lookupKey", "generationCount" DESC')
+    if sql.name == "sqlite":
+        order = (("lookupKey", False), ("generationCount", True), ("rowid", False))
+        rows = select_rows(sc.OBSERVATIONAL_MEMORY, 'ORDER BY "lookupKey", "generationCount" DESC, rowid',
+                           pages=lambda selected: TablePages(sc.OBSERVATIONAL_MEMORY, order, selected))
+    else:
+        rows = select_rows(sc.OBSERVATIONAL_MEMORY, 'ORDER BY "lookupKey", "generationCount" DESC')
     with bulk_decode():
         for row in rows:
             out.setdefault(row.get("lookupKey"), []).append(om_record_from_row(row))

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -146,6 +146,51 @@ class Traffic:
     paged_reads: int = 0
 
 
+class Pages(Protocol):
+    """The pages of one read too large for one answer (`HranaConnection._paged` asks for them one by one).
+
+    `statement(size)`: the next page's (sql, params), at most SIZE rows, or None when every row was read;
+    `took(rows, size)`: the rows that page returned, each ending with `key_width` key columns (left out of the
+    read's rows); `restart()`: forget every page read (before the first, and when the snapshot started again).
+    A page's rows follow the previous page's in the read's order, so the pages' rows, in order, are its rows.
+    """
+
+    key_width: int
+
+    def restart(self) -> None: ...
+
+    def statement(self, size: int) -> tuple[str, tuple] | None: ...
+
+    def took(self, rows: list[tuple], size: int) -> None: ...
+
+
+class OffsetPages:
+    """The pages of any read SQL: `SELECT * FROM (SQL) LIMIT ? OFFSET ?`.
+
+    Each page makes the server run SQL again up to its OFFSET (a join and a sort over the rows skipped too),
+    so the server's work grows with the square of the rows; a read whose key is known pages by it (`Pages`).
+    """
+
+    key_width = 0
+
+    def __init__(self, sql: str, params: tuple):
+        self._sql = f"SELECT * FROM ({sql.strip().rstrip(';')}) LIMIT ? OFFSET ?"
+        self._params = params
+        self._offset: int | None = 0
+
+    def restart(self) -> None:
+        """Read again from the first row."""
+        self._offset = 0
+
+    def statement(self, size: int) -> tuple[str, tuple] | None:
+        """The page of SIZE rows after those read, or None after the last."""
+        return None if self._offset is None else (self._sql, (*self._params, size, self._offset))
+
+    def took(self, rows: list[tuple], size: int) -> None:
+        """Move past ROWS (a page shorter than SIZE was the last)."""
+        self._offset = None if len(rows) < size or self._offset is None else self._offset + size
+
+
 class HranaConnection:
     """A read-only client of one libSQL server database over Hrana-over-HTTP (`/v2/pipeline`).
 
@@ -186,7 +231,8 @@ class HranaConnection:
 
     # -- DB-API-like surface used by the SQLite reads ----------------------------------------
 
-    def execute(self, sql: str, params: Iterable[Any] = (), *, plain: bool = False) -> Cursor:
+    def execute(self, sql: str, params: Iterable[Any] = (), *, plain: bool = False,
+                pages: Pages | None = None) -> Cursor:
         """Run one read statement (inside the snapshot when one is open) and return its Cursor.
 
         PLAIN (outside a snapshot only): the statement reads text as text, so an answer that may not
@@ -194,7 +240,8 @@ class HranaConnection:
 
         A SELECT / WITH / VALUES whose answer is over the server's response limit (sqld's
         `--max-response-size`, 10 MB by default; Turso has its own) is read again in pages (`_paged`):
-        one Cursor with the same columns and rows. PLAIN reads are not paged: their RESPONSE_TOO_LARGE
+        one Cursor with the same columns and rows; PAGES (a `Pages`, when the caller knows the read's key) makes
+        those pages by key instead of by OFFSET. PLAIN reads are not paged: their RESPONSE_TOO_LARGE
         raises HranaStatementError and the caller reads again with text as bytes, which pages.
         Mastra's libsql client fails such a read the same way (it sends no pages), but Mastra reads OM
         records per thread or resource, so it rarely asks for that much in one statement.
@@ -210,7 +257,7 @@ class HranaConnection:
                     raise
             self.begin()   # the pages: one read transaction on one stream, so they see one state
             try:
-                return self._paged(sql, params)
+                return self._paged(sql, params, pages)
             finally:
                 self.end()
         if plain:
@@ -220,45 +267,50 @@ class HranaConnection:
         except HranaStatementError as exc:
             if not _too_large(exc, sql):
                 raise
-        return self._paged(sql, params)
+        return self._paged(sql, params, pages)
 
-    def _paged(self, sql: str, params: tuple) -> Cursor:
-        """The rows of read SQL fetched in pages on the open snapshot's stream (`SELECT * FROM (SQL) LIMIT ? OFFSET ?`).
+    def _paged(self, sql: str, params: tuple, pages: Pages | None) -> Cursor:
+        """The rows of read SQL fetched in pages on the open snapshot's stream, as one Cursor.
 
-        The first page holds PAGE_ROWS rows, each next page twice as many until the server first refuses one
-        as too large (RESPONSE_TOO_LARGE): that page is asked again with half as many rows, and later pages
-        keep the smaller size (halved again at each refusal). The server runs SQL again for each page, up to
-        its OFFSET, so fewer pages cost less. The pages' rows, in order,
-        make one Cursor (the columns of the first page). One row alone still too large raises StoreError;
-        a stream that expires between pages makes the snapshot start again and every page be read again.
+        PAGES (a `Pages`: the read's own keyset pages, linear in its rows) or, when None, `OffsetPages`
+        (`SELECT * FROM (SQL) LIMIT ? OFFSET ?`, any read: the server runs SQL again up to each OFFSET). The
+        first page holds PAGE_ROWS rows, each next page twice as many until the server first refuses one as too
+        large (RESPONSE_TOO_LARGE): that page is asked again with half as many rows, and later pages keep the
+        smaller size (halved again at each refusal). The pages' rows, in order, make one Cursor (the columns of
+        the first page, the key columns of keyset pages left out). One row alone still too large raises
+        StoreError; a stream that expires between pages makes the snapshot start again and every page be read
+        again (from a fresh PAGES: `Pages.restart`).
         """
-        body = sql.strip().rstrip(";")
-        paged = f"SELECT * FROM ({body}) LIMIT ? OFFSET ?"
         self.traffic.paged_reads += 1
-        return self._on_snapshot(lambda: self._pages(sql, paged, params))
+        pager = pages if pages is not None else OffsetPages(sql, params)
 
-    def _pages(self, sql: str, paged: str, params: tuple) -> Cursor:
-        """Every page of PAGED (SQL wrapped with LIMIT ? OFFSET ?), read from its first row, as one Cursor."""
-        size, offset, rows, description, grow = PAGE_ROWS, 0, [], (), True
-        while True:
-            stmt = self._read_stmt(paged, (*params, size, offset))
+        def read() -> Cursor:
+            pager.restart()
+            return self._pages(sql, pager)
+
+        return self._on_snapshot(read)
+
+    def _pages(self, sql: str, pager: Pages) -> Cursor:
+        """Every page PAGER makes, read from its first row, as one Cursor (its key columns left out)."""
+        size, rows, description, grow, width = PAGE_ROWS, [], (), True, pager.key_width
+        while (page_stmt := pager.statement(size)) is not None:
+            stmt = self._read_stmt(*page_stmt)
             try:
                 page = self._snapshot_execute([stmt])[0]
             except HranaStatementError as exc:
                 if exc.code != TOO_LARGE:
                     raise
                 if size == 1:
-                    raise StoreError(_row_too_large(self.display, sql, offset)) from exc
+                    raise StoreError(_row_too_large(self.display, sql, len(rows))) from exc
                 size, grow = size // 2, False
                 continue
             self.traffic.pages += 1
-            description = description or page.description
-            rows.extend(page.rows)
-            if len(page.rows) < size:
-                return Cursor(rows=rows, description=description)
-            offset += size
-            if grow:   # each page runs SQL again up to its OFFSET: fewer pages, less of it run again
+            description = description or (page.description[:-width] if width else page.description)
+            pager.took(page.rows, size)
+            rows.extend([r[:-width] for r in page.rows] if width else page.rows)
+            if grow:   # fewer pages: fewer round trips (and, by OFFSET, less of SQL run again)
                 size *= 2
+        return Cursor(rows=rows, description=description)
 
     def execute_many(self, statements: list[tuple[str, Iterable[Any]]], *, plain: bool = False) -> list[Cursor]:
         """Run read STATEMENTS ([(sql, params), …]) in one round trip; return their Cursors, in order.
@@ -481,7 +533,7 @@ def _too_large(exc: HranaStatementError, sql: str) -> bool:
 
 
 def _row_too_large(display: str, sql: str, offset: int) -> str:
-    """The sentence for a read whose row number OFFSET + 1 alone is over the server's response limit."""
+    """The sentence for a read whose row number OFFSET + 1 (of its whole answer) alone is over the server's limit."""
     found = re.search(r'\bFROM\s+("(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_]*)', sql, re.IGNORECASE)
     table = found.group(1).strip('"').replace('""', '"') if found else "the read"
     return (f"Reading {display} failed: row {offset + 1} of {table} is larger than the server's response limit "
@@ -602,6 +654,8 @@ __all__ = [
     "HranaStatementError",
     "HranaWriteStream",
     "LockWaitTimeout",
+    "OffsetPages",
+    "Pages",
     "StreamExpired",
     "TextNotSent",
     "Traffic",

@@ -203,15 +203,15 @@ class MemoryStore:
         return self.backend.rows(sql, params)
 
     def select_rows(self, table: str, tail: str = "", params: Iterable[Any] = (),
-                    wanted: list[str] | None = None) -> list[dict]:
+                    wanted: list[str] | None = None, *, pages: Callable[[str], Any] | None = None) -> list[dict]:
         """SELECT WANTED (default: all) present columns of TABLE with a WHERE/ORDER TAIL (`?` placeholders).
 
         Rows as dicts, values as Mastra reads them in the libSQL store's form (times as ISO strings,
         JSON as text, damaged text as DamagedText): the same call as a write transaction's
         `select_rows`, so the write protocol (studio.store.write.protocol) reads through either.
-        Raises StoreError.
+        PAGES as `Backend.select`'s. Raises StoreError.
         """
-        present, fetched, decode = self.backend.select(table, list(wanted or []), tail, params)
+        present, fetched, decode = self.backend.select(table, list(wanted or []), tail, params, pages=pages)
         with bulk_decode():
             return [dict(zip(present, decode(r))) for r in fetched]  # noqa: B905  (per row: strict= slows zip)
 
@@ -276,13 +276,16 @@ class MemoryStore:
         with bulk_decode():
             return int(fetched[0][-1]), threads_from_values(present, fetched)
 
-    def fetch_messages(self, tail: str = "", params: Iterable[Any] = ()) -> tuple[list, Callable[[Any], Message]]:
+    def fetch_messages(self, tail: str = "", params: Iterable[Any] = (),
+                       pages: Callable[[str], Any] | None = None) -> tuple[list, Callable[[Any], Message]]:
         """`select_messages` without making the Messages: (rows as fetched, READ turning one row into its Message).
 
         The whole result is fetched first; a caller that reads a large result a slice at a time drops
-        each row once read (studio.store.batch.iter_messages_since_many). Raises StoreError.
+        each row once read (studio.store.batch.iter_messages_since_many). PAGES as `Backend.select`'s.
+        Raises StoreError.
         """
-        present, fetched, decode = self.backend.select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params, lazy="content")
+        present, fetched, decode = self.backend.select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params, lazy="content",
+                                                       pages=pages)
         return fetched, message_reader(present, decode, self.backend.encoding)
 
     def select_messages_counted(self, where: str, params: list[Any], order: str, limit: int | None,
@@ -542,7 +545,7 @@ class MemoryStore:
                 return {}
             from studio.store import batch  # imported by the reads that batch (a `threads` command reads none)
 
-            return batch.om_histories(self.select_rows)
+            return batch.om_histories(self.select_rows, self.sql)
         keys = list(dict.fromkeys(lookup_keys))
         out: dict[str, list[OMRecord]] = {k: [] for k in keys}
         if not self.schema.has_observational_memory:

@@ -75,12 +75,15 @@ class Backend(Protocol):
         """Run one statement written with `?` placeholders; return its rows, text decoded."""
 
     def select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-               lazy: str | None = None) -> tuple[list[str], list, Callable[[Any], list]]:
+               lazy: str | None = None,
+               pages: Callable[[str], Any] | None = None) -> tuple[list[str], list, Callable[[Any], list]]:
         """Read WANTED columns of TABLE (empty: all) with a WHERE/ORDER TAIL, as Mastra reads them.
 
         Returns (present columns, rows as fetched, DECODE): DECODE turns one row into its values (in
         the libSQL store's form: times as ISO strings, JSON as text), leaving column LAZY as fetched
         (text or its bytes in `encoding`, decoded on first use). The whole result is fetched first.
+        PAGES (SQLite SQL only): given the statement's SELECT list, the keyset pages (studio.store.hrana.Pages)
+        a libSQL server reads the answer in when it is over its response limit; other backends ignore it.
         """
 
     def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:

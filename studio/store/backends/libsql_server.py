@@ -106,9 +106,13 @@ class LibsqlServerBackend:
         error.__cause__ = exc
         return error
 
-    def execute(self, sql: str, params: tuple) -> list[tuple]:
-        """Fetch every row of SQL as the server sends it (the text-safe SQL of sqlite_sql decodes it)."""
-        return self.conn.execute(sql, params).fetchall()
+    def execute(self, sql: str, params: tuple, *, pages=None) -> list[tuple]:
+        """Fetch every row of SQL as the server sends it (the text-safe SQL of sqlite_sql decodes it).
+
+        PAGES (studio.store.hrana.Pages): the keyset pages of SQL, read when its answer is over the server's
+        response limit (without them such an answer is read in OFFSET pages).
+        """
+        return self.conn.execute(sql, params, pages=pages).fetchall()
 
     def ready(self) -> None:
         """Raise StoreError when closed (a server's next statement sees every commit: nothing to reopen)."""

@@ -373,7 +373,7 @@ class MongoBackend:
         raise StoreError("A MongoDB store is not read with SQL")
 
     def select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-               lazy: str | None = None):
+               lazy: str | None = None, pages=None):
         """Raise StoreError: a MongoDB store has no SQL."""
         raise StoreError("A MongoDB store is not read with SQL")
 

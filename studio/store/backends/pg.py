@@ -417,14 +417,15 @@ class PgBackend:
             raise self.fail(exc) from exc
 
     def select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-               lazy: str | None = None, extra: str | None = None,
-               source: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+               lazy: str | None = None, extra: str | None = None, source: str | None = None,
+               pages: Callable[[str], Any] | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
         """Read WANTED columns of TABLE (all but the Z twins when empty) as Mastra reads them (`read_expr`).
 
         psycopg has decoded every value already: DECODE is `list`, LAZY changes nothing. EXTRA (SQL, its
         `?` params first in PARAMS) is selected after the columns: each fetched row then ends with its
         value, which `present` does not name. SOURCE (SQL, its params next) is read instead of the table:
-        a subquery of TABLE's rows, aliased by the statement to TABLE's name.
+        a subquery of TABLE's rows, aliased by the statement to TABLE's name. PAGES (libSQL's keyset pages) is
+        ignored: PostgreSQL sends any answer whole.
         """
         columns = wanted or [c for c in self.schema.columns(table)
                              if not (c.endswith("Z") and self.schema.has_column(table, c[:-1]))]

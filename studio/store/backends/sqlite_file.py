@@ -208,8 +208,10 @@ class FileBackend:
         error.__cause__ = exc
         return error
 
-    def execute(self, sql: str, params: tuple) -> list[tuple]:
+    def execute(self, sql: str, params: tuple, *, pages=None) -> list[tuple]:
         """Fetch every row of SQL as the driver gives it; verify an immutable read against the file.
+
+        PAGES (a server's keyset pages, studio.store.hrana.Pages) is ignored: a file is read whole.
 
         When the file changed while an immutable connection read it (a writer checkpointed),
         the rows (or the error) may come from a torn file: the connection is reopened and the read

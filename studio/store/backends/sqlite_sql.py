@@ -182,21 +182,24 @@ def _keeping(whole: Callable[[tuple], list], at: int) -> Callable[[tuple], list]
 
 
 def select(backend, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-           lazy: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+           lazy: str | None = None,
+           pages: Callable[[str], Any] | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
     """`Backend.select` on SQLite: (present columns, rows as fetched, DECODE).
 
     Every text value is decoded by DECODE (invalid UTF-8 -> DamagedText, see studio.store.cells),
     except column LAZY, left as fetched (its bytes); a blob in a column Mastra fills with text or
     numbers is read as text. A JSONB blob SQLite cannot decode does not fail the read: the rows are
     re-read raw and that value is decoded one by one (undecodable -> left as bytes, reported as
-    malformed); those rows come back decoded whole (DECODE is `list`). Raises StoreError.
+    malformed); those rows come back decoded whole (DECODE is `list`). PAGES, given the SELECT list, makes the
+    keyset pages of the text-safe statement (`backend.execute`'s: a libSQL server reads an answer over its
+    response limit in them; a file reads it whole). Raises StoreError.
     """
     backend.ready()
-    return _select(backend, table, wanted, tail, tuple(params), lazy)
+    return _select(backend, table, wanted, tail, tuple(params), lazy, pages)
 
 
-def _select(backend, table: str, wanted: list[str], tail: str, params: tuple,
-            lazy: str | None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+def _select(backend, table: str, wanted: list[str], tail: str, params: tuple, lazy: str | None,
+            pages: Callable[[str], Any] | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
     if backend.plain_text:
         sql, present, decode = _select_plan(backend, table, wanted, tail, lazy, plain=True)
         fetched = _plainly(backend, [(sql, params)])
@@ -204,7 +207,11 @@ def _select(backend, table: str, wanted: list[str], tail: str, params: tuple,
             return present, fetched[0], _plain_decoder(fetched[0], decode)
     sql, present, decode = _select_plan(backend, table, wanted, tail, lazy)
     try:
-        fetched = backend.execute(sql, params)
+        if pages is None:
+            fetched = backend.execute(sql, params)
+        else:
+            selected = backend.select_lists[(table, tuple(wanted), False)][1]
+            fetched = backend.execute(sql, params, pages=pages(selected))
     except StoreError:
         raise
     except Exception as exc:
