@@ -8,6 +8,9 @@ stored back. The loaders run on the database worker or in the helper process; th
 round's thread list are kept here per process and store, so a batch sent to the helper process
 carries only the round and its thread ids.
 
+* `prepare_results(store)`: read the cache file now (the helper process, while the listing is read);
+* `load_stamped_results(store, ids)`: the results of IDS the cache holds under the file's stamp, without
+  a row read (an open's first call: a reopen of an unchanged file is this one call);
 * `load_results_batch(store, round_, ids)`: the results of IDS (a `ResultsBatch`);
 * `load_store_findings(store)`: the store-wide findings (schema, timestamp twins, resources,
   resource-scope and orphaned OM records), computed each time (a few statements);
@@ -134,6 +137,45 @@ def _threads_where(store: MemoryStore, column: str, values: list[str]) -> list[T
     return out
 
 
+def _add(batch: ResultsBatch, thread_id: str, status: ThreadStatus | None, uncountable: str | None,
+         findings: list[dict], messages: int) -> None:
+    """Put one thread's result in BATCH (a status only when it has one)."""
+    if status is not None:
+        batch.statuses.append(status)
+    if uncountable is not None:
+        batch.uncountable[thread_id] = uncountable
+    batch.findings.extend(findings)
+    batch.messages[thread_id] = messages
+
+
+def prepare_results(store: MemoryStore | None) -> int:
+    """Read STORE's result cache file now; return its entries. The studio calls it in the helper process while
+    the listing is read, so the round's first call finds the cache parsed. Raises StoreError without a database."""
+    return cache_of(require_store(store)).load()
+
+
+def load_stamped_results(store: MemoryStore | None, thread_ids: list[str]) -> ResultsBatch:
+    """Return the results of THREAD_IDS the cache holds under the store file's current stamp, without a row read.
+
+    HANDLED names those threads only (none on a server store, which has no stamp, nor on a file that changed
+    since: `load_results_batch` computes or digest-checks the others). A stamp equal to an entry's means the
+    file is the one the entry was computed from or checked against, so its thread exists and its result
+    holds (`studio.app.result_cache`). Raises StoreError without a database.
+    """
+    cache = cache_of(require_store(store))
+    batch = ResultsBatch()
+    stamp = cache.stamp_now()
+    if stamp is None:
+        return batch
+    for tid in thread_ids:
+        hit = cache.valid(tid, stamp=stamp)
+        if hit is not None:
+            batch.handled.append(tid)
+            _add(batch, tid, hit["status"], hit["uncountable"], hit["findings"], hit["messages"])
+    batch.reused = len(batch.handled)
+    return batch
+
+
 def load_results_batch(store: MemoryStore | None, round_: int, thread_ids: list[str],
                        every_thread: bool = True, reread: list[str] = ()) -> ResultsBatch:
     """Return the results of THREAD_IDS (a batch of results round ROUND_), reusing the cache's entries.
@@ -159,14 +201,8 @@ def load_results_batch(store: MemoryStore | None, round_: int, thread_ids: list[
     batch.reused = len(results) - (cache.computed - before)
     for tid in thread_ids:
         r = results.get(tid)
-        if r is None:
-            continue
-        if r.status is not None:
-            batch.statuses.append(r.status)
-        if r.uncountable is not None:
-            batch.uncountable[tid] = r.uncountable
-        batch.findings.extend(r.findings)
-        batch.messages[tid] = r.messages
+        if r is not None:
+            _add(batch, tid, r.status, r.uncountable, r.findings, r.messages)
     return batch
 
 
@@ -190,6 +226,8 @@ def load_store_findings(store: MemoryStore | None) -> list[dict]:
 class ResultsRound:
     """The threads whose results a view still waits for, RESULTS_CHUNK at a time (no Qt: the view submits
     the batches). EVERY_THREAD: the round covers the whole store (an open); else a live refresh's threads.
+    BY_STAMP: the round begins with one `load_stamped_results` of every thread (an open of a file): `by_stamp`
+    stays True until `take` has its batch, which may handle any number of threads, none included.
 
     `next_ids()` is what the next `load_results_batch` computes (RESULTS_CHUNK threads, REUSED_GROWTH
     times more after a batch whose every result came from the cache: an unchanged store's reopen
@@ -197,8 +235,9 @@ class ResultsRound:
     is done; `add(ids)` puts threads (back) in the round.
     """
 
-    def __init__(self, thread_ids=(), *, every_thread: bool = True):
+    def __init__(self, thread_ids=(), *, every_thread: bool = True, by_stamp: bool = False):
         self.every_thread = every_thread
+        self.by_stamp = by_stamp
         self._left = list(dict.fromkeys(thread_ids))
         self.total = len(self._left)
         self._reread: set[str] = set()
@@ -229,15 +268,23 @@ class ResultsRound:
         self._left = [t for t in self._left if t not in gone]
 
     def next_ids(self) -> list[str]:
-        """Return the ids the next batch computes."""
-        return self._left[:self._chunk]
+        """Return the ids the next batch computes (every id left while `by_stamp`)."""
+        return list(self._left) if self.by_stamp else self._left[:self._chunk]
 
     def reread(self, thread_ids: list[str]) -> list[str]:
         """Return the ids of THREAD_IDS whose thread rows the batch reads again (see `add`)."""
         return [t for t in thread_ids if t in self._reread]
 
     def take(self, batch: ResultsBatch) -> bool:
-        """Record BATCH (its handled threads leave the round); return True when no thread is left."""
+        """Record BATCH (its handled threads leave the round); return True when no thread is left.
+
+        The `by_stamp` batch's threads that `add` put back meanwhile stay (their new rows are not what the
+        stamp stood for)."""
+        if self.by_stamp:
+            self.by_stamp = False
+            reused = set(batch.handled) - self._reread
+            self._left = [t for t in self._left if t not in reused]
+            return not self._left
         handled = set(batch.handled) or set(self._left[:1])   # a round always ends
         self._left = [t for t in self._left if t not in handled]
         self._reread -= handled

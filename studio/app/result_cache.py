@@ -122,6 +122,10 @@ class ResultCache:
         """Return the store's stamp now (`file_stamp`; None for a server)."""
         return file_stamp(self._store_path)
 
+    def load(self) -> int:
+        """Read the cache file (and its journal) now, if not read yet; return how many entries it holds."""
+        return len(self._load())
+
     def _load(self) -> dict[str, dict]:
         if self._entries is None:
             self._entries = {}

@@ -73,3 +73,42 @@ def test_a_live_refresh_round_reads_its_threads_keys_only_and_equals_an_open(tmp
                 live = _per_thread(opr.load_results_batch(store, 2 + n, [tid], False))
                 assert live == {tid: every[tid]}, (name, tid)
             assert asked and None not in asked   # never the whole store's keys
+
+
+def test_an_open_of_a_file_begins_with_every_thread_and_keeps_what_a_live_refresh_adds():
+    """A by-stamp round's first call names every thread; the threads its batch handled leave the round (any number,
+    none included: the round goes on with RESULTS_CHUNK), except those a live refresh put back meanwhile."""
+    ids = [f"t{i}" for i in range(opr.RESULTS_CHUNK * 3)]
+    rnd = opr.ResultsRound(ids, by_stamp=True)
+    assert rnd.next_ids() == ids and rnd.by_stamp
+    rnd.add(["t1"])   # changed by a live refresh while the by-stamp call runs
+    assert not rnd.take(opr.ResultsBatch(handled=ids[:5], reused=5))
+    assert not rnd.by_stamp and rnd.left == ["t1", *ids[5:]] and rnd.done == 4
+    assert rnd.next_ids() == rnd.left[:opr.RESULTS_CHUNK] and rnd.reread(rnd.next_ids()) == ["t1"]
+    empty = opr.ResultsRound(ids, by_stamp=True)
+    assert not empty.take(opr.ResultsBatch()) and empty.left == ids   # nothing under the stamp: nothing handled
+    every = opr.ResultsRound(ids, by_stamp=True)
+    assert every.take(opr.ResultsBatch(handled=list(reversed(ids)), reused=len(ids)))
+
+
+def test_stamped_results_are_the_cached_results_of_an_unchanged_file_without_a_row_read(tmp_path, monkeypatch):
+    """`load_stamped_results` returns in one call, reading no row, what the batches computed, while the file is the
+    one the cache was written for; once a message is edited in place (same length) it returns nothing."""
+    from tests.app.test_thread_results import _edit_same_length
+
+    monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    path = copy_fixture("support", tmp_path / "db")
+    with open_store(path) as store:
+        ids = [t.id for t in store.list_threads()]
+        computed = _per_thread(opr.load_results_batch(store, 1, ids))
+        opr.save_results(store)
+    with open_store(path) as store:   # a new session
+        statements: list[str] = []
+        real = store.rows
+        monkeypatch.setattr(store, "rows", lambda sql, *a, **k: (statements.append(sql), real(sql, *a, **k))[1])
+        batch = opr.load_stamped_results(store, ["gone", *ids])
+        assert statements == []
+    assert batch.handled == ids and batch.reused == len(ids) and _per_thread(batch) == computed
+    _edit_same_length(path)
+    with open_store(path) as store:
+        assert opr.load_stamped_results(store, ids).handled == []

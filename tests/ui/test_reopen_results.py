@@ -156,3 +156,49 @@ def test_a_live_refresh_stores_its_threads_results_for_the_next_session(qtbot, f
     cold, _, _ = _open(qtbot, tmp_path, path, tmp_path / "empty", monkeypatch)
     assert warm == cold
     assert reused == total   # the refreshed thread's result was stored by the live refresh
+
+
+def test_a_reopen_of_an_unchanged_file_is_one_results_call(qtbot, fixture_db, tmp_path, monkeypatch):
+    """Every bar and badge of an unchanged file's reopen comes from one call (`load_stamped_results`), never a
+    batch that lists the threads again; the cold open before it computed two threads a batch."""
+    from studio.app import open_results
+
+    monkeypatch.setattr(open_results, "RESULTS_CHUNK", 2)
+    path = fixture_db("support")
+    calls: list[str] = []
+    real = TaskRunner.submit_call
+
+    def spy(self, fn, *args, **kwargs):
+        calls.append(fn.__name__)
+        return real(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(TaskRunner, "submit_call", spy)
+    cold, _, _ = _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    assert calls.count("load_results_batch") == 3   # 6 threads, 2 a batch (nothing under the stamp yet)
+    calls.clear()
+    again, reused, total = _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    assert (again, reused) == (cold, total)
+    assert calls.count("load_stamped_results") == 1 and "load_results_batch" not in calls
+
+
+def test_a_big_files_open_reads_the_result_cache_in_the_helper_beside_the_listing(qtbot, fixture_db, tmp_path,
+                                                                                   monkeypatch):
+    """A file of HELPER_EARLY_MIN_BYTES or more has its cache read in the helper process (started then) before the
+    listing is in; a smaller one does not start it for that."""
+    from studio.ui.widgets import window_loading
+
+    path = fixture_db("support")
+    calls: list[tuple[str, bool]] = []
+    real = TaskRunner.submit_call
+
+    def spy(self, fn, *args, helper=False, **kwargs):
+        calls.append((fn.__name__, helper))
+        return real(self, fn, *args, helper=helper, **kwargs)
+
+    monkeypatch.setattr(TaskRunner, "submit_call", spy)
+    _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    assert ("prepare_results", True) not in calls
+    calls.clear()
+    monkeypatch.setattr(window_loading, "HELPER_EARLY_MIN_BYTES", os.path.getsize(path))
+    _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    assert calls[0] == ("prepare_results", True)   # before the listing's results round
