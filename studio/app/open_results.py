@@ -24,6 +24,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from studio.app.loads import require_store
+from studio.app.result_cache import PackedFindings
 from studio.engine.status import ThreadStatus
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -67,7 +68,9 @@ class ResultsBatch:
     STATUSES: the threads' OM statuses (threads without one are left out); UNCOUNTABLE: {thread id:
     sentence} of those without a status because a pending message holds one Mastra cannot count;
     FINDINGS: the handled threads' health findings (`Finding.to_json()` dicts); MESSAGES: {thread id:
-    stored messages}; REUSED: how many results came from the cache.
+    stored messages}; REUSED: how many results came from the cache. PACKED: {thread id: `PackedFindings`} of
+    the threads whose findings come packed from the cache (`load_stamped_results`; theirs are not in FINDINGS:
+    a view decodes them when it reads them).
     """
 
     statuses: list[ThreadStatus] = field(default_factory=list)
@@ -76,6 +79,11 @@ class ResultsBatch:
     findings: list[dict] = field(default_factory=list)
     messages: dict[str, int] = field(default_factory=dict)
     reused: int = 0
+    packed: dict[str, PackedFindings] = field(default_factory=dict)
+
+    def every_finding(self) -> list[dict]:
+        """Return FINDINGS and the PACKED ones, decoded."""
+        return [*self.findings, *(f for p in self.packed.values() for f in p.decode())]
 
 
 def _session_of(store: MemoryStore) -> _Session:
@@ -138,13 +146,16 @@ def _threads_where(store: MemoryStore, column: str, values: list[str]) -> list[T
 
 
 def _add(batch: ResultsBatch, thread_id: str, status: ThreadStatus | None, uncountable: str | None,
-         findings: list[dict], messages: int) -> None:
-    """Put one thread's result in BATCH (a status only when it has one)."""
+         findings: list[dict] | PackedFindings, messages: int) -> None:
+    """Put one thread's result in BATCH (a status only when it has one; packed findings in `packed`)."""
     if status is not None:
         batch.statuses.append(status)
     if uncountable is not None:
         batch.uncountable[thread_id] = uncountable
-    batch.findings.extend(findings)
+    if isinstance(findings, PackedFindings):
+        batch.packed[thread_id] = findings
+    else:
+        batch.findings.extend(findings)
     batch.messages[thread_id] = messages
 
 
@@ -157,10 +168,11 @@ def prepare_results(store: MemoryStore | None) -> int:
 def load_stamped_results(store: MemoryStore | None, thread_ids: list[str]) -> ResultsBatch:
     """Return the results of THREAD_IDS the cache holds under the store file's current stamp, without a row read.
 
-    HANDLED names those threads only (none on a server store, which has no stamp, nor on a file that changed
-    since: `load_results_batch` computes or digest-checks the others). A stamp equal to an entry's means the
-    file is the one the entry was computed from or checked against, so its thread exists and its result
-    holds (`studio.app.result_cache`). Raises StoreError without a database.
+    Their findings come packed (`ResultsBatch.packed`). HANDLED names those threads only (none on a server
+    store, which has no stamp, nor on a file that changed since: `load_results_batch` computes or
+    digest-checks the others). A stamp equal to an entry's means the file is the one the entry was
+    computed from or checked against, so its thread exists and its result holds
+    (`studio.app.result_cache`). Raises StoreError without a database.
     """
     cache = cache_of(require_store(store))
     batch = ResultsBatch()
@@ -168,7 +180,7 @@ def load_stamped_results(store: MemoryStore | None, thread_ids: list[str]) -> Re
     if stamp is None:
         return batch
     for tid in thread_ids:
-        hit = cache.valid(tid, stamp=stamp)
+        hit = cache.valid(tid, stamp=stamp, packed=True)
         if hit is not None:
             batch.handled.append(tid)
             _add(batch, tid, hit["status"], hit["uncountable"], hit["findings"], hit["messages"])

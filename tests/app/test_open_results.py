@@ -47,7 +47,7 @@ def _per_thread(batch) -> dict:
     """{thread id: (status, findings, messages, uncountable)} of BATCH, canonical."""
     statuses = {s.thread_id: repr(s) for s in batch.statuses}
     findings: dict = {}
-    for f in batch.findings:
+    for f in batch.every_finding():
         findings.setdefault(f.get("thread_id"), []).append(repr(sorted(f.items())))
     return {t: (statuses.get(t), sorted(findings.get(t, [])), batch.messages.get(t), batch.uncountable.get(t))
             for t in batch.handled}
@@ -109,6 +109,14 @@ def test_stamped_results_are_the_cached_results_of_an_unchanged_file_without_a_r
         batch = opr.load_stamped_results(store, ["gone", *ids])
         assert statements == []
     assert batch.handled == ids and batch.reused == len(ids) and _per_thread(batch) == computed
+    # the findings come packed (decoded by the view when read), with their counts per severity for the badges
+    assert batch.findings == [] and set(batch.packed) == set(ids)
+    assert any(p.severities for p in batch.packed.values())
+    for tid, packed in batch.packed.items():
+        severities: dict = {}
+        for f in packed.decode():
+            severities[f["severity"]] = severities.get(f["severity"], 0) + 1
+        assert packed.severities == severities, tid
     _edit_same_length(path)
     with open_store(path) as store:
         assert opr.load_stamped_results(store, ids).handled == []

@@ -202,3 +202,31 @@ def test_a_big_files_open_reads_the_result_cache_in_the_helper_beside_the_listin
     monkeypatch.setattr(window_loading, "HELPER_EARLY_MIN_BYTES", os.path.getsize(path))
     _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
     assert calls[0] == ("prepare_results", True)   # before the listing's results round
+
+
+def test_a_reopen_with_the_health_window_open_lists_what_a_cold_open_lists(qtbot, fixture_db, tmp_path, monkeypatch):
+    """The findings a reopen takes from the cache come packed; the badges show their counts at once, and the Health
+    window, open while they land, lists them decoded: the same findings as a cold open's."""
+    path = fixture_db("support")
+    listed = []
+
+    def health_window_open(window, _runner):
+        listed.append(sorted(map(repr, window.health.health_window.pane.model.all_findings())))
+
+    def opened(window_open):
+        real = MainWindow.open_database
+
+        def open_with_window(self, *args, **kwargs):
+            self.health.show_window()
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(MainWindow, "open_database", open_with_window)
+        try:
+            return _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch, window_open)
+        finally:
+            monkeypatch.setattr(MainWindow, "open_database", real)
+
+    cold, _, _ = opened(health_window_open)
+    again, reused, total = opened(health_window_open)
+    assert reused == total and again == cold
+    assert listed[0] == listed[1] == cold["findings"] and cold["findings"]
