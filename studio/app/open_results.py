@@ -13,7 +13,8 @@ carries only the round and its thread ids.
   a row read (an open's first call: a reopen of an unchanged file is this one call);
 * `load_results_batch(store, round_, ids)`: the results of IDS (a `ResultsBatch`);
 * `load_store_findings(store)`: the store-wide findings (schema, timestamp twins, resources,
-  resource-scope and orphaned OM records), computed each time (a few statements);
+  resource-scope and orphaned OM records), computed each time (a few statements) unless a file's cache
+  holds them under its stamp;
 * `save_results(store)`: write what the round's batches computed to the cache file (once a round).
 """
 
@@ -229,10 +230,25 @@ def load_store_findings(store: MemoryStore | None) -> list[dict]:
     """Return the store-wide findings of a health scan (`thread_results.store_findings`): schema,
     timestamp twins, resources, resource-scope and orphaned OM records.
 
+    On a file they are kept in the result cache under the file's stamp and reused while the stamp is the
+    same, when they cannot depend on the clock: no OM row has a busy flag that may be set
+    (`any_flag_may_be_set`; a set flag's staleness is the only clock a store-wide check reads) and no commit
+    came between the stamp and the end of the computation. The same file and no flag: the same findings.
     Raises StoreError without a database or on a failed read."""
     from studio.app.thread_results import store_findings
+    from studio.store.flags import any_flag_may_be_set
 
-    return store_findings(require_store(store))
+    store = require_store(store)
+    cache = cache_of(store)
+    stamp = cache.stamp_now()
+    found = cache.store_findings(stamp)
+    if found is not None:
+        return list(found)
+    found = store_findings(store)
+    if stamp is not None and not any_flag_may_be_set(store) and cache.stamp_now() == stamp:
+        cache.put_store_findings(found, stamp)
+        cache.save()
+    return found
 
 
 class ResultsRound:

@@ -148,6 +148,8 @@ class ResultCache:
         self.journal = file.with_name(f"{file.name}.journal")
         self._entries: dict[str, dict] | None = None
         self._texts = ""   # the findings texts of the file's entries, one after the other (see `_load`)
+        self._store: dict | None = None   # the store-wide findings and the stamp they hold under (`store_findings`)
+        self._store_dirty = False
         self._dirty = False
         #: Ids whose entries changed since the last save (None: too many to journal; rewrite the file).
         self._changed: set[str] | None = set()
@@ -186,12 +188,14 @@ class ResultCache:
                     self._texts = texts.decode("utf-8")
                     if data.get("texts") == len(self._texts):   # not cut short
                         self._entries = data["threads"]
+                        self._store = data.get("store")
                         self._apply_journal(self._entries)
             except (OSError, ValueError):   # missing or corrupt: start empty
                 pass
             if not self._entries:   # the journal goes with the file it extends: the next save writes a file
                 self._changed = None
-                self._texts = ""
+                if self._store is None:   # nothing read
+                    self._texts = ""
         return self._entries
 
     def _text_of(self, entry: dict) -> str | None:
@@ -227,6 +231,8 @@ class ResultCache:
             if (isinstance(data, dict) and data.get("version") == [CACHE_VERSION, __version__]
                     and data.get("identity") == self._identity and isinstance(data.get("threads"), dict)):
                 entries.update(data["threads"])
+                if "store" in data:
+                    self._store = data["store"]
 
     def has(self, thread_id: str) -> bool:
         """Return True when the cache holds an entry for THREAD_ID (valid or not)."""
@@ -261,6 +267,22 @@ class ResultCache:
                     "uncountable": uncountable}
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
+
+    def store_findings(self, stamp: list | None) -> list[dict] | None:
+        """Return the store-wide findings `put_store_findings` stored under STAMP (not None), else None."""
+        self._load()
+        entry = self._store
+        if stamp is None or not isinstance(entry, dict) or entry.get("stamp") != stamp:
+            return None
+        found = entry.get("findings")
+        return found if isinstance(found, list) and all(isinstance(f, dict) for f in found) else None
+
+    def put_store_findings(self, findings: list[dict], stamp: list) -> None:
+        """Store the store-wide FINDINGS of the file under STAMP, in memory (`save` writes them). Only findings that
+        do not depend on the clock belong here (see `studio.app.open_results.load_store_findings`)."""
+        self._load()
+        self._store = {"stamp": stamp, "findings": findings}
+        self._store_dirty = self._dirty = True
 
     def put(self, results: dict[str, dict], stamp: list | None, checked: list[str] = ()) -> None:
         """Store RESULTS ({thread id: a result shaped as `valid` returns it}; those without a digest are
@@ -300,11 +322,14 @@ class ResultCache:
         self._dirty = False
         entries = self._load()
         changed, self._changed = self._changed, set()
+        store_dirty, self._store_dirty = self._store_dirty, False
         if changed is not None and self.file.exists() and self._journal_size() < JOURNAL_LIMIT_BYTES:
             # findings inline: a line never points into a file another session may rewrite meanwhile
             line = {"version": [CACHE_VERSION, __version__], "identity": self._identity,
                     "threads": {tid: {**entries[tid], "findings": self._text_of(entries[tid])}
                                 for tid in sorted(changed) if tid in entries}}
+            if store_dirty:
+                line["store"] = self._store
             try:
                 with open(self.journal, "a", encoding="utf-8") as out:
                     out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -322,7 +347,7 @@ class ResultCache:
             texts.append(text)
             at += len(text)
         data = {"version": [CACHE_VERSION, __version__], "identity": self._identity, "threads": threads,
-                "texts": at}
+                "texts": at, "store": self._store}
         tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)

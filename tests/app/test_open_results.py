@@ -120,3 +120,44 @@ def test_stamped_results_are_the_cached_results_of_an_unchanged_file_without_a_r
     _edit_same_length(path)
     with open_store(path) as store:
         assert opr.load_stamped_results(store, ids).handled == []
+
+
+def test_store_findings_are_kept_under_the_files_stamp_unless_a_flag_may_be_set(tmp_path, monkeypatch):
+    """The store-wide findings of a file are reused by the next session while the file is unchanged; a file with a
+    busy flag set (its staleness reads the clock) has them computed every time; each answer equals a fresh one."""
+    import libsql
+
+    from studio.app import thread_results
+    from tests.app.test_thread_results import _edit_same_length
+
+    monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    path = copy_fixture("resource", tmp_path / "db")
+    computed: list[int] = []
+    real = thread_results.store_findings
+    monkeypatch.setattr(thread_results, "store_findings",
+                        lambda store, **kw: (computed.append(1), real(store, **kw))[1])
+
+    def session() -> tuple[list, list]:
+        with open_store(path) as store, store.snapshot():
+            return sorted(map(repr, opr.load_store_findings(store))), sorted(map(repr, real(store)))
+
+    for expect_computed in (1, 0, 0):
+        computed.clear()
+        got, fresh = session()
+        assert got == fresh and len(computed) == expect_computed
+    assert fresh   # findings to compare
+    _edit_same_length(path)
+    for expect_computed in (1, 0):
+        computed.clear()
+        got, fresh = session()
+        assert got == fresh and len(computed) == expect_computed
+    conn = libsql.connect(str(path))   # the current generation of the resource's record: its flag ages with the clock
+    conn.execute('UPDATE mastra_observational_memory SET "isReflecting" = 1 WHERE rowid = '
+                 '(SELECT max(rowid) FROM mastra_observational_memory)')
+    conn.commit()
+    conn.close()
+    for _ in range(2):
+        computed.clear()
+        with open_store(path) as store, store.snapshot():
+            got = opr.load_store_findings(store)
+        assert len(computed) == 1 and any(f["check"] == "stale-flag" and f["evidence"]["age_ms"] for f in got)
