@@ -28,7 +28,9 @@ of date can make a result be computed again, never a wrong one be shown.
 
 Everything here is best effort: a cache that is missing, unreadable, corrupt, of another version or
 unwritable is ignored (its results are computed again) and nothing is reported to the user; a journal
-line cut short by a crash is skipped.
+line cut short by a crash is skipped. A findings text is checked for its shape ("[…]") when read, and
+decoded when used: by `thread_results` at once (a text that does not decode is no result), by the
+studio's reopen when the findings are read (one damaged in place, the file's shape intact, lists none).
 CACHE_VERSION changes whenever what a result holds or how it is computed changes.
 """
 
@@ -102,11 +104,16 @@ class PackedFindings:
 
     def decode(self) -> list[dict]:
         """Return the findings (a text that is not a list of dicts, which only a damaged cache holds, is [])."""
+        found = self.decoded()
+        return [] if found is None else found
+
+    def decoded(self) -> list[dict] | None:
+        """Return the findings, or None when the text is not a list of dicts."""
         try:
             found = json.loads(self.text)
         except ValueError:
-            return []
-        return found if isinstance(found, list) and all(isinstance(f, dict) for f in found) else []
+            return None
+        return found if isinstance(found, list) and all(isinstance(f, dict) for f in found) else None
 
 
 def status_to_json(status: ThreadStatus) -> dict:
@@ -257,8 +264,10 @@ class ResultCache:
             findings = self._packed_of(entry)
             if findings is None:
                 return None
-            if not packed:
-                findings = findings.decode()
+            if not packed:   # decoded here: a text that does not decode is no result
+                findings = findings.decoded()
+                if findings is None:
+                    return None
             uncountable = entry.get("uncountable")
             if uncountable is not None and not isinstance(uncountable, str):
                 return None

@@ -148,6 +148,15 @@ def _head(file: Path) -> dict:
     return json.loads(file.read_bytes().partition(b"\n")[0])
 
 
+def _undecodable(head: dict) -> bytes:
+    """A cache file of HEAD's entries whose findings texts are shaped as lists ("[", "]") but are not JSON."""
+    texts = [" "] * head["texts"]
+    for e in head["threads"].values():
+        start, length = e["findings"]
+        texts[start:start + length] = ["[", *"x" * (length - 2), "]"] if length > 2 else ["[", "]"]
+    return (json.dumps(head) + "\n" + "".join(texts)).encode("utf-8")
+
+
 def test_a_corrupt_cache_is_ignored_and_replaced(tmp_path):
     path = _copy("support", tmp_path / "db")
     _cached(path, tmp_path / "cache", [])
@@ -161,8 +170,10 @@ def test_a_corrupt_cache_is_ignored_and_replaced(tmp_path):
                     good[:-1],   # cut short: the last thread's findings text misses its last character
                     json.dumps({**head, "threads": {   # findings past the texts, and not a list
                         t: {**e, "findings": [e["findings"][0] + 1, e["findings"][1]] if i % 2 else [0, 1]}
-                        for i, (t, e) in enumerate(head["threads"].items())}}).encode() + good[good.index(b"\n"):]):
+                        for i, (t, e) in enumerate(head["threads"].items())}}).encode() + good[good.index(b"\n"):],
+                    _undecodable(head)):
         file.write_bytes(garbage)
+        file.with_name(f"{file.name}.journal").unlink(missing_ok=True)   # a previous round's lines: valid entries
         computed: list[str] = []
         assert _cached(path, tmp_path / "cache", computed) == _fresh(path)
         assert computed   # nothing usable was reused
