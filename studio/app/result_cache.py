@@ -2,10 +2,10 @@
 
 One file per store under `studio.paths.user_cache_dir() / "thread-results"` (never beside the
 user's data), named by a hash of the store's identity (a file's real path; a server's redacted
-display): a line of JSON (version, identity, the entries, and `texts`: the length of what follows),
-then the entries' findings texts one after the other. It holds, per thread, a `ThreadResult` (status,
+display): a line of JSON (version, identity, the entries, and `texts`: the bytes that follow), then
+the entries' findings texts (UTF-8) one after the other. It holds, per thread, a `ThreadResult` (status,
 message count, findings) with its findings packed: the JSON text of the list (in the file, [start,
-length] in the texts) and its counts per severity (`PackedFindings`). Reading the file parses the
+length] in bytes of the texts) and its counts per severity (`PackedFindings`). Reading the file parses the
 entries but no finding (two thirds of the file on the benchmark store), and a reopen hands the texts
 on to the studio, which decodes a thread's findings when they are read (a badge needs the counts
 only). Statuses read back share their equal settings and flags (`status_from_json`). Each entry has:
@@ -88,19 +88,19 @@ def file_stamp(path: Path | None) -> list | None:
 
 @dataclass
 class PackedFindings:
-    """One thread's health findings as the cache keeps them: TEXT, the JSON text of the list of
+    """One thread's health findings as the cache keeps them: TEXT, the JSON text (UTF-8 bytes) of the list of
     `Finding.to_json()` dicts, and SEVERITIES, {severity: findings} (what a badge shows without decoding)."""
 
     severities: dict[str, int]
-    text: str
+    text: bytes
 
     @classmethod
     def pack(cls, findings: list[dict]) -> PackedFindings:
-        """Return FINDINGS packed. Raises TypeError/ValueError for a value JSON cannot hold."""
+        """Return FINDINGS packed. Raises TypeError/ValueError for a value JSON or UTF-8 cannot hold."""
         severities: dict[str, int] = {}
         for f in findings:
             severities[f["severity"]] = severities.get(f["severity"], 0) + 1
-        return cls(severities, json.dumps(findings, ensure_ascii=False, separators=(",", ":")))
+        return cls(severities, json.dumps(findings, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
     def decode(self) -> list[dict]:
         """Return the findings (a text that is not a list of dicts, which only a damaged cache holds, is [])."""
@@ -154,7 +154,7 @@ class ResultCache:
         self._store_path = store_path
         self.journal = file.with_name(f"{file.name}.journal")
         self._entries: dict[str, dict] | None = None
-        self._texts = ""   # the findings texts of the file's entries, one after the other (see `_load`)
+        self._texts = b""   # the findings texts of the file's entries, one after the other (see `_load`)
         self._store: dict | None = None   # the store-wide findings and the stamp they hold under (`store_findings`)
         self._store_dirty = False
         self._dirty = False
@@ -192,8 +192,8 @@ class ResultCache:
                 data = json.loads(head)
                 if (isinstance(data, dict) and data.get("version") == [CACHE_VERSION, __version__]
                         and data.get("identity") == self._identity and isinstance(data.get("threads"), dict)):
-                    self._texts = texts.decode("utf-8")
-                    if data.get("texts") == len(self._texts):   # not cut short
+                    self._texts = texts
+                    if data.get("texts") == len(texts):   # not cut short
                         self._entries = data["threads"]
                         self._store = data.get("store")
                         self._apply_journal(self._entries)
@@ -202,24 +202,38 @@ class ResultCache:
             if not self._entries:   # the journal goes with the file it extends: the next save writes a file
                 self._changed = None
                 if self._store is None:   # nothing read
-                    self._texts = ""
+                    self._texts = b""
         return self._entries
 
-    def _text_of(self, entry: dict) -> str | None:
-        """Return ENTRY's findings text: inline (`put`, the journal) or [start, length] in the file's texts."""
+    def _text_of(self, entry: dict) -> bytes | None:
+        """Return ENTRY's findings text as UTF-8: inline (`put`, the journal: a str) or [start, length] in the
+        file's texts (bytes, never decoded here: the studio decodes a thread's findings when it reads them)."""
         where = entry.get("findings")
         if isinstance(where, str):
-            return where
-        if (isinstance(where, list) and len(where) == 2 and all(type(n) is int and n >= 0 for n in where)
-                and where[0] + where[1] <= len(self._texts)):
-            return self._texts[where[0]:where[0] + where[1]]
+            try:
+                return where.encode("utf-8")
+            except UnicodeEncodeError:
+                return None
+        if type(where) is list and len(where) == 2:
+            start, length = where
+            if type(start) is int and type(length) is int and start >= 0 and length >= 0 \
+                    and start + length <= len(self._texts):
+                return self._texts[start:start + length]
         return None
+
+    def _inline_of(self, entry: dict) -> dict | None:
+        """Return ENTRY with its findings text inline (a str: a journal line), or None when it has none."""
+        text = self._text_of(entry)
+        try:
+            return None if text is None else {**entry, "findings": text.decode("utf-8")}
+        except UnicodeDecodeError:
+            return None
 
     def _packed_of(self, entry: dict) -> PackedFindings | None:
         """Return ENTRY's findings packed, or None when they are not shaped as `put` writes them."""
         text, severities = self._text_of(entry), entry.get("severities")
-        if not (text is not None and text.startswith("[") and text.endswith("]") and isinstance(severities, dict)
-                and all(isinstance(k, str) and type(v) is int for k, v in severities.items())):
+        if not (text is not None and text.startswith(b"[") and text.endswith(b"]") and type(severities) is dict
+                and all(type(v) is int for v in severities.values())):   # JSON object keys are strings
             return None
         return PackedFindings(severities, text)
 
@@ -312,7 +326,7 @@ class ResultCache:
                     continue
                 entries[tid] = {"digest": r["digest"], "stamp": stamp, "messages": r["messages"],
                                 "status": None if r["status"] is None else status_to_json(r["status"]),
-                                "findings": findings.text, "severities": findings.severities,
+                                "findings": findings.text.decode("utf-8"), "severities": findings.severities,
                                 "uncountable": r.get("uncountable")}
                 touched.append(tid)
         if touched:
@@ -335,8 +349,8 @@ class ResultCache:
         if changed is not None and self.file.exists() and self._journal_size() < JOURNAL_LIMIT_BYTES:
             # findings inline: a line never points into a file another session may rewrite meanwhile
             line = {"version": [CACHE_VERSION, __version__], "identity": self._identity,
-                    "threads": {tid: {**entries[tid], "findings": self._text_of(entries[tid])}
-                                for tid in sorted(changed) if tid in entries}}
+                    "threads": {tid: inline for tid in sorted(changed)
+                                if tid in entries and (inline := self._inline_of(entries[tid])) is not None}}
             if store_dirty:
                 line["store"] = self._store
             try:
@@ -345,24 +359,24 @@ class ResultCache:
                 return
             except (OSError, ValueError, TypeError):   # unwritable: the whole file below
                 pass
-        texts: list[str] = []
+        texts: list[bytes] = []
         at = 0
         threads = {}
         for tid, entry in entries.items():
-            text = self._text_of(entry)
-            if text is None:
+            blob = self._text_of(entry)
+            if blob is None:   # a text UTF-8 cannot hold (a lone surrogate): computed again next time
                 continue
-            threads[tid] = {**entry, "findings": [at, len(text)]}
-            texts.append(text)
-            at += len(text)
+            threads[tid] = {**entry, "findings": [at, len(blob)]}
+            texts.append(blob)
+            at += len(blob)
         data = {"version": [CACHE_VERSION, __version__], "identity": self._identity, "threads": threads,
                 "texts": at, "store": self._store}
         tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "w", encoding="utf-8") as out:
-                out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-                out.write("\n")
+            with open(tmp, "wb") as out:
+                out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+                out.write(b"\n")
                 out.writelines(texts)
             os.replace(tmp, self.file)
             self.journal.unlink(missing_ok=True)   # folded into the file

@@ -150,11 +150,11 @@ def _head(file: Path) -> dict:
 
 def _undecodable(head: dict) -> bytes:
     """A cache file of HEAD's entries whose findings texts are shaped as lists ("[", "]") but are not JSON."""
-    texts = [" "] * head["texts"]
+    texts = bytearray(b" " * head["texts"])
     for e in head["threads"].values():
         start, length = e["findings"]
-        texts[start:start + length] = ["[", *"x" * (length - 2), "]"] if length > 2 else ["[", "]"]
-    return (json.dumps(head) + "\n" + "".join(texts)).encode("utf-8")
+        texts[start:start + length] = b"[" + b"x" * (length - 2) + b"]" if length > 2 else b"[]"
+    return json.dumps(head).encode("utf-8") + b"\n" + bytes(texts)
 
 
 def test_a_corrupt_cache_is_ignored_and_replaced(tmp_path):
