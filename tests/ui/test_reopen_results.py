@@ -22,6 +22,7 @@ from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.main_window import MainWindow
 from tests.app.test_thread_results import _edit_same_length
 from tests.conftest import copy_fixture
+from tests.ui.mastra_edits import delete_thread_row
 from tests.ui.test_live import append_message
 
 
@@ -179,6 +180,16 @@ def test_a_reopen_of_an_unchanged_file_is_one_results_call(qtbot, fixture_db, tm
     again, reused, total = _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
     assert (again, reused) == (cold, total)
     assert calls.count("load_stamped_results") == 1 and "load_results_batch" not in calls
+    # a thread deleted as Mastra's deleteThread leaves it (its OM record kept: an orphan's stand-in row, which
+    # has no result): the reopen after it computes nothing for the stand-in, and equals a cold open
+    delete_thread_row(path, "support-3")
+    _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    calls.clear()
+    again, reused, total = _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    warm_calls = list(calls)
+    cold, _, _ = _open(qtbot, tmp_path, path, tmp_path / "empty", monkeypatch)
+    assert again == cold and "support-3" in again and reused == total == 5
+    assert warm_calls.count("load_stamped_results") == 1 and "load_results_batch" not in warm_calls
 
 
 def test_a_big_files_open_reads_the_result_cache_in_the_helper_beside_the_listing(qtbot, fixture_db, tmp_path,

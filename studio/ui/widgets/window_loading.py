@@ -271,7 +271,10 @@ class ListingLoader(QObject):
             self._results.add(sorted(thread_ids))
             self.progress.setRange(0, self._results.total)
             return
-        rows = self.thread_model.all_threads() if thread_ids is None else self.thread_model.rows_of_threads(thread_ids)
+        if thread_ids is None:   # an orphan's stand-in (its thread deleted) has no result: not in an open's round
+            rows = [r for r in self.thread_model.all_threads() if not r.orphan]
+        else:
+            rows = self.thread_model.rows_of_threads(thread_ids)
         # an open of a file begins with the results its cache holds under the file's stamp (one call, no row read)
         self._results = ResultsRound((r.thread.id for r in rows), every_thread=thread_ids is None,
                                      by_stamp=thread_ids is None and self._local_path is not None)
