@@ -260,7 +260,9 @@ class ResultsRound:
     `next_ids()` is what the next `load_results_batch` computes (RESULTS_CHUNK threads, REUSED_GROWTH
     times more after a batch whose every result came from the cache: an unchanged store's reopen
     takes a few batches); `take(batch)` records what it handled and returns True once every thread
-    is done; `add(ids)` puts threads (back) in the round.
+    is done; `add(ids)` puts threads (back) in the round: one the batch in flight (the last `next_ids`)
+    computes stays in the round when that batch lands, since the batch may have read its rows before
+    the change.
     """
 
     def __init__(self, thread_ids=(), *, every_thread: bool = True, by_stamp: bool = False):
@@ -270,6 +272,8 @@ class ResultsRound:
         self.total = len(self._left)
         self._reread: set[str] = set()
         self._chunk = RESULTS_CHUNK
+        self._in_flight: set[str] = set()   # what `next_ids` last gave: the batch being computed
+        self._again: set[str] = set()       # ids of that batch `add` put back meanwhile
 
     @property
     def done(self) -> int:
@@ -289,6 +293,7 @@ class ResultsRound:
         self._left += new
         self.total += len(new)
         self._reread |= set(thread_ids)
+        self._again |= set(thread_ids) & self._in_flight
 
     def discard(self, thread_ids) -> None:
         """Leave THREAD_IDS out of what is left (a live refresh deleted them)."""
@@ -297,7 +302,9 @@ class ResultsRound:
 
     def next_ids(self) -> list[str]:
         """Return the ids the next batch computes (every id left while `by_stamp`)."""
-        return list(self._left) if self.by_stamp else self._left[:self._chunk]
+        ids = list(self._left) if self.by_stamp else self._left[:self._chunk]
+        self._in_flight = set(ids)
+        return ids
 
     def reread(self, thread_ids: list[str]) -> list[str]:
         """Return the ids of THREAD_IDS whose thread rows the batch reads again (see `add`)."""
@@ -306,14 +313,15 @@ class ResultsRound:
     def take(self, batch: ResultsBatch) -> bool:
         """Record BATCH (its handled threads leave the round); return True when no thread is left.
 
-        The `by_stamp` batch's threads that `add` put back meanwhile stay (their new rows are not what the
-        stamp stood for)."""
+        The batch's threads that `add` put back while it was computed stay, to be computed again."""
+        again, self._again, self._in_flight = self._again, set(), set()
         if self.by_stamp:
             self.by_stamp = False
-            reused = set(batch.handled) - self._reread
-            self._left = [t for t in self._left if t not in reused]
+            handled = set(batch.handled) - again
+            self._left = [t for t in self._left if t not in handled]
+            self._reread -= handled
             return not self._left
-        handled = set(batch.handled) or set(self._left[:1])   # a round always ends
+        handled = (set(batch.handled) or set(self._left[:1])) - again   # a round always ends
         self._left = [t for t in self._left if t not in handled]
         self._reread -= handled
         self._chunk = self._chunk * REUSED_GROWTH if batch.handled and batch.reused == len(batch.handled) \

@@ -161,3 +161,16 @@ def test_store_findings_are_kept_under_the_files_stamp_unless_a_flag_may_be_set(
         with open_store(path) as store, store.snapshot():
             got = opr.load_store_findings(store)
         assert len(computed) == 1 and any(f["check"] == "stale-flag" and f["evidence"]["age_ms"] for f in got)
+
+
+def test_a_thread_changed_while_its_batch_is_computed_stays_in_the_round():
+    """A live refresh that changes a thread of the batch in flight: that batch may have read the rows before the
+    change, so when it lands the thread stays in the round, its rows read again by a later batch."""
+    ids = [f"t{i}" for i in range(opr.RESULTS_CHUNK + 3)]
+    rnd = opr.ResultsRound(ids)
+    first = rnd.next_ids()
+    rnd.add(["t2", ids[-1]])   # t2 in flight; the last one not yet
+    assert not rnd.take(opr.ResultsBatch(handled=first, reused=0))
+    assert rnd.left == ["t2", *ids[opr.RESULTS_CHUNK:]] and rnd.done == opr.RESULTS_CHUNK - 1
+    assert rnd.reread(rnd.next_ids()) == ["t2", ids[-1]]
+    assert rnd.take(opr.ResultsBatch(handled=rnd.next_ids()))
