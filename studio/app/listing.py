@@ -104,11 +104,13 @@ def lookup_key_of(thread: Thread, keys: set[str]) -> str | None:
     return None
 
 
-def load_listing(store: MemoryStore | None) -> Listing:
+def load_listing(store: MemoryStore | None, lookup_keys: list[dict] | None = None) -> Listing:
     """Return every resource and thread (with message counts, last activity and OM lookup keys), then a
-    stand-in row (`orphan`) for each thread-scope OM record whose thread was deleted."""
+    stand-in row (`orphan`) for each thread-scope OM record whose thread was deleted.
+
+    LOOKUP_KEYS: `store.om_lookup_keys()` when the caller has read it already in this load (one statement less)."""
     store = require_store(store)
-    listing = _listing_without_counts(store)
+    listing = _listing_without_counts(store, lookup_keys)
     ListingCounts(listing_counts(store, [r for r in listing.rows if not r.orphan])).apply(listing.rows)
     listing.counted = True
     if listing.data_version is None:
@@ -117,7 +119,8 @@ def load_listing(store: MemoryStore | None) -> Listing:
 
 
 def load_listing_in_two_steps(store: MemoryStore | None, first: Callable[[Listing], None],
-                              cancel: threading.Event | None = None) -> ListingCounts | None:
+                              cancel: threading.Event | None = None,
+                              lookup_keys: list[dict] | None = None) -> ListingCounts | None:
     """Hand FIRST the listing without message counts as soon as it is read, then count; return the counts.
 
     FIRST(listing) gets what `load_listing` returns, except that every row's `message_count` and
@@ -128,9 +131,10 @@ def load_listing_in_two_steps(store: MemoryStore | None, first: Callable[[Listin
     the counts come back as a `ListingCounts` for the caller to apply (`ListingCounts.apply`). Both
     steps are one load: run inside one `store.snapshot()`, the counts describe the threads FIRST saw.
     Returns None without counting when CANCEL is set once FIRST returns (the window closed meanwhile).
+    LOOKUP_KEYS: as `load_listing`'s.
     """
     store = require_store(store)
-    listing = _listing_without_counts(store)
+    listing = _listing_without_counts(store, lookup_keys)
     first(listing)
     if cancel is not None and cancel.is_set():
         return None
@@ -156,7 +160,7 @@ def listing_counts(store: MemoryStore, rows: list[ThreadRow]) -> dict[str, tuple
     return out
 
 
-def _listing_without_counts(store: MemoryStore) -> Listing:
+def _listing_without_counts(store: MemoryStore, lookup_keys: list[dict] | None = None) -> Listing:
     """Read resources, threads (no message counts) and OM lookup keys; last activity from updatedAt only.
 
     `data_version` is the store's fingerprint, read first (a commit racing this load then shows as a
@@ -166,7 +170,7 @@ def _listing_without_counts(store: MemoryStore) -> Listing:
     late = store.in_snapshot and store.fingerprint_in_snapshot
     version = None if late else store.fingerprint()
     threads = store.list_threads()
-    lookup_keys = store.om_lookup_keys()
+    lookup_keys = store.om_lookup_keys() if lookup_keys is None else lookup_keys
     keys = {k["lookupKey"] for k in lookup_keys}
     per_resource: dict[str, int] = {}
     for t in threads:

@@ -132,8 +132,8 @@ def _load_live_listing(store: MemoryStore, wal_before) -> LiveListing:
     """`load_live_listing` with where the WAL ended before the snapshot (WAL_BEFORE: `wal_now`)."""
     with store.snapshot():
         marks = read_marks(store, wal_before)
-        listing = load_listing(store)
-        keys = store.om_lookup_keys()
+        keys = store.om_lookup_keys()   # read once: the listing's rows and the next refresh's start
+        listing = load_listing(store, keys)
         listed = {r.thread.id: r.thread.message_count or 0 for r in listing.rows if not r.orphan}
         total = marks.counts.get(sc.MESSAGES, 0)
     return LiveListing(listing, marks, keys, stray=_stray(store, total, listed, None))
@@ -159,10 +159,11 @@ def load_live_listing_in_two_steps(store: MemoryStore | None, first, cancel=None
     wal_before = wal_now(store)
     with store.snapshot():
         marks = read_marks(store, wal_before)
-        counts = load_listing_in_two_steps(store, first, cancel)
+        keys = store.om_lookup_keys()
+        counts = load_listing_in_two_steps(store, first, cancel, keys)
         if counts is None:
             return None
-        return LiveCounts(counts, marks, store.om_lookup_keys())
+        return LiveCounts(counts, marks, keys)
 
 
 def live_listing(listing: Listing, marks: Marks, lookup_keys: list[dict]) -> LiveListing:

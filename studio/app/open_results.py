@@ -8,9 +8,13 @@ stored back. The loaders run on the database worker or in the helper process; th
 round's thread list are kept here per process and store, so a batch sent to the helper process
 carries only the round and its thread ids.
 
+* `prepare_results(store)`: read the cache file now (the helper process, while the listing is read);
+* `load_stamped_results(store, ids)`: the results of IDS the cache holds under the file's stamp, without
+  a row read (an open's first call: a reopen of an unchanged file is this one call);
 * `load_results_batch(store, round_, ids)`: the results of IDS (a `ResultsBatch`);
 * `load_store_findings(store)`: the store-wide findings (schema, timestamp twins, resources,
-  resource-scope and orphaned OM records), computed each time (a few statements);
+  resource-scope and orphaned OM records), computed each time (a few statements) unless a file's cache
+  holds them under its stamp;
 * `save_results(store)`: write what the round's batches computed to the cache file (once a round).
 """
 
@@ -21,6 +25,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from studio.app.loads import require_store
+from studio.app.result_cache import PackedFindings
 from studio.engine.status import ThreadStatus
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -64,7 +69,9 @@ class ResultsBatch:
     STATUSES: the threads' OM statuses (threads without one are left out); UNCOUNTABLE: {thread id:
     sentence} of those without a status because a pending message holds one Mastra cannot count;
     FINDINGS: the handled threads' health findings (`Finding.to_json()` dicts); MESSAGES: {thread id:
-    stored messages}; REUSED: how many results came from the cache.
+    stored messages}; REUSED: how many results came from the cache. PACKED: {thread id: `PackedFindings`} of
+    the threads whose findings come packed from the cache (`load_stamped_results`; theirs are not in FINDINGS:
+    a view decodes them when it reads them).
     """
 
     statuses: list[ThreadStatus] = field(default_factory=list)
@@ -73,6 +80,11 @@ class ResultsBatch:
     findings: list[dict] = field(default_factory=list)
     messages: dict[str, int] = field(default_factory=dict)
     reused: int = 0
+    packed: dict[str, PackedFindings] = field(default_factory=dict)
+
+    def every_finding(self) -> list[dict]:
+        """Return FINDINGS and the PACKED ones, decoded."""
+        return [*self.findings, *(f for p in self.packed.values() for f in p.decode())]
 
 
 def _session_of(store: MemoryStore) -> _Session:
@@ -134,6 +146,49 @@ def _threads_where(store: MemoryStore, column: str, values: list[str]) -> list[T
     return out
 
 
+def _add(batch: ResultsBatch, thread_id: str, status: ThreadStatus | None, uncountable: str | None,
+         findings: list[dict] | PackedFindings, messages: int) -> None:
+    """Put one thread's result in BATCH (a status only when it has one; packed findings in `packed`)."""
+    if status is not None:
+        batch.statuses.append(status)
+    if uncountable is not None:
+        batch.uncountable[thread_id] = uncountable
+    if isinstance(findings, PackedFindings):
+        batch.packed[thread_id] = findings
+    else:
+        batch.findings.extend(findings)
+    batch.messages[thread_id] = messages
+
+
+def prepare_results(store: MemoryStore | None) -> int:
+    """Read STORE's result cache file now; return its entries. The studio calls it in the helper process while
+    the listing is read, so the round's first call finds the cache parsed. Raises StoreError without a database."""
+    return cache_of(require_store(store)).load()
+
+
+def load_stamped_results(store: MemoryStore | None, thread_ids: list[str]) -> ResultsBatch:
+    """Return the results of THREAD_IDS the cache holds under the store file's current stamp, without a row read.
+
+    Their findings come packed (`ResultsBatch.packed`). HANDLED names those threads only (none on a server
+    store, which has no stamp, nor on a file that changed since: `load_results_batch` computes or
+    digest-checks the others). A stamp equal to an entry's means the file is the one the entry was
+    computed from or checked against, so its thread exists and its result holds
+    (`studio.app.result_cache`). Raises StoreError without a database.
+    """
+    cache = cache_of(require_store(store))
+    batch = ResultsBatch()
+    stamp = cache.stamp_now()
+    if stamp is None:
+        return batch
+    for tid in thread_ids:
+        hit = cache.valid(tid, stamp=stamp, packed=True)
+        if hit is not None:
+            batch.handled.append(tid)
+            _add(batch, tid, hit["status"], hit["uncountable"], hit["findings"], hit["messages"])
+    batch.reused = len(batch.handled)
+    return batch
+
+
 def load_results_batch(store: MemoryStore | None, round_: int, thread_ids: list[str],
                        every_thread: bool = True, reread: list[str] = ()) -> ResultsBatch:
     """Return the results of THREAD_IDS (a batch of results round ROUND_), reusing the cache's entries.
@@ -159,14 +214,8 @@ def load_results_batch(store: MemoryStore | None, round_: int, thread_ids: list[
     batch.reused = len(results) - (cache.computed - before)
     for tid in thread_ids:
         r = results.get(tid)
-        if r is None:
-            continue
-        if r.status is not None:
-            batch.statuses.append(r.status)
-        if r.uncountable is not None:
-            batch.uncountable[tid] = r.uncountable
-        batch.findings.extend(r.findings)
-        batch.messages[tid] = r.messages
+        if r is not None:
+            _add(batch, tid, r.status, r.uncountable, r.findings, r.messages)
     return batch
 
 
@@ -181,28 +230,50 @@ def load_store_findings(store: MemoryStore | None) -> list[dict]:
     """Return the store-wide findings of a health scan (`thread_results.store_findings`): schema,
     timestamp twins, resources, resource-scope and orphaned OM records.
 
+    On a file they are kept in the result cache under the file's stamp and reused while the stamp is the
+    same, when they cannot depend on the clock: no OM row has a busy flag that may be set
+    (`any_flag_may_be_set`; a set flag's staleness is the only clock a store-wide check reads) and no commit
+    came between the stamp and the end of the computation. The same file and no flag: the same findings.
     Raises StoreError without a database or on a failed read."""
     from studio.app.thread_results import store_findings
+    from studio.store.flags import any_flag_may_be_set
 
-    return store_findings(require_store(store))
+    store = require_store(store)
+    cache = cache_of(store)
+    stamp = cache.stamp_now()
+    found = cache.store_findings(stamp)
+    if found is not None:
+        return list(found)
+    found = store_findings(store)
+    if stamp is not None and not any_flag_may_be_set(store) and cache.stamp_now() == stamp:
+        cache.put_store_findings(found, stamp)
+        cache.save()
+    return found
 
 
 class ResultsRound:
     """The threads whose results a view still waits for, RESULTS_CHUNK at a time (no Qt: the view submits
     the batches). EVERY_THREAD: the round covers the whole store (an open); else a live refresh's threads.
+    BY_STAMP: the round begins with one `load_stamped_results` of every thread (an open of a file): `by_stamp`
+    stays True until `take` has its batch, which may handle any number of threads, none included.
 
     `next_ids()` is what the next `load_results_batch` computes (RESULTS_CHUNK threads, REUSED_GROWTH
     times more after a batch whose every result came from the cache: an unchanged store's reopen
     takes a few batches); `take(batch)` records what it handled and returns True once every thread
-    is done; `add(ids)` puts threads (back) in the round.
+    is done; `add(ids)` puts threads (back) in the round: one the batch in flight (the last `next_ids`)
+    computes stays in the round when that batch lands, since the batch may have read its rows before
+    the change.
     """
 
-    def __init__(self, thread_ids=(), *, every_thread: bool = True):
+    def __init__(self, thread_ids=(), *, every_thread: bool = True, by_stamp: bool = False):
         self.every_thread = every_thread
+        self.by_stamp = by_stamp
         self._left = list(dict.fromkeys(thread_ids))
         self.total = len(self._left)
         self._reread: set[str] = set()
         self._chunk = RESULTS_CHUNK
+        self._in_flight: set[str] = set()   # what `next_ids` last gave: the batch being computed
+        self._again: set[str] = set()       # ids of that batch `add` put back meanwhile
 
     @property
     def done(self) -> int:
@@ -222,6 +293,7 @@ class ResultsRound:
         self._left += new
         self.total += len(new)
         self._reread |= set(thread_ids)
+        self._again |= set(thread_ids) & self._in_flight
 
     def discard(self, thread_ids) -> None:
         """Leave THREAD_IDS out of what is left (a live refresh deleted them)."""
@@ -229,16 +301,27 @@ class ResultsRound:
         self._left = [t for t in self._left if t not in gone]
 
     def next_ids(self) -> list[str]:
-        """Return the ids the next batch computes."""
-        return self._left[:self._chunk]
+        """Return the ids the next batch computes (every id left while `by_stamp`)."""
+        ids = list(self._left) if self.by_stamp else self._left[:self._chunk]
+        self._in_flight = set(ids)
+        return ids
 
     def reread(self, thread_ids: list[str]) -> list[str]:
         """Return the ids of THREAD_IDS whose thread rows the batch reads again (see `add`)."""
         return [t for t in thread_ids if t in self._reread]
 
     def take(self, batch: ResultsBatch) -> bool:
-        """Record BATCH (its handled threads leave the round); return True when no thread is left."""
-        handled = set(batch.handled) or set(self._left[:1])   # a round always ends
+        """Record BATCH (its handled threads leave the round); return True when no thread is left.
+
+        The batch's threads that `add` put back while it was computed stay, to be computed again."""
+        again, self._again, self._in_flight = self._again, set(), set()
+        if self.by_stamp:
+            self.by_stamp = False
+            handled = set(batch.handled) - again
+            self._left = [t for t in self._left if t not in handled]
+            self._reread -= handled
+            return not self._left
+        handled = (set(batch.handled) or set(self._left[:1])) - again   # a round always ends
         self._left = [t for t in self._left if t not in handled]
         self._reread -= handled
         self._chunk = self._chunk * REUSED_GROWTH if batch.handled and batch.reused == len(batch.handled) \

@@ -1,8 +1,14 @@
 """The cross-session cache of per-thread results (no Qt): an unchanged store reopens without recomputing.
 
-One JSON file per store under `studio.paths.user_cache_dir() / "thread-results"` (never beside the
+One file per store under `studio.paths.user_cache_dir() / "thread-results"` (never beside the
 user's data), named by a hash of the store's identity (a file's real path; a server's redacted
-display). It holds, per thread, a `ThreadResult` (status, message count, findings) with:
+display): a line of JSON (version, identity, the entries, and `texts`: the bytes that follow), then
+the entries' findings texts (UTF-8) one after the other. It holds, per thread, a `ThreadResult` (status,
+message count, findings) with its findings packed: the JSON text of the list (in the file, [start,
+length] in bytes of the texts) and its counts per severity (`PackedFindings`). Reading the file parses the
+entries but no finding (two thirds of the file on the benchmark store), and a reopen hands the texts
+on to the studio, which decodes a thread's findings when they are read (a badge needs the counts
+only). Statuses read back share their equal settings and flags (`status_from_json`). Each entry has:
 
 * `digest`: `thread_results.thread_digests` of the rows it was computed from. A result is reused
   when the thread's digest is the same (any change to the thread's rows changes it, a message
@@ -22,7 +28,9 @@ of date can make a result be computed again, never a wrong one be shown.
 
 Everything here is best effort: a cache that is missing, unreadable, corrupt, of another version or
 unwritable is ignored (its results are computed again) and nothing is reported to the user; a journal
-line cut short by a crash is skipped.
+line cut short by a crash is skipped. A findings text is checked for its shape ("[…]") when read, and
+decoded when used: by `thread_results` at once (a text that does not decode is no result), by the
+studio's reopen when the findings are read (one damaged in place, the file's shape intact, lists none).
 CACHE_VERSION changes whenever what a result holds or how it is computed changes.
 """
 
@@ -33,6 +41,7 @@ import dataclasses
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from studio import __version__
@@ -45,7 +54,7 @@ if TYPE_CHECKING:
     from studio.store.memory_store import MemoryStore
 
 #: The shape and meaning of a cached result; a file of another version is ignored.
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 #: Bytes of the SQLite header / WAL header read for a stamp (the change counter is at 24..27).
 HEADER_BYTES = 100
 WAL_HEADER_BYTES = 32
@@ -77,19 +86,63 @@ def file_stamp(path: Path | None) -> list | None:
         return None
 
 
+@dataclass
+class PackedFindings:
+    """One thread's health findings as the cache keeps them: TEXT, the JSON text (UTF-8 bytes) of the list of
+    `Finding.to_json()` dicts, and SEVERITIES, {severity: findings} (what a badge shows without decoding)."""
+
+    severities: dict[str, int]
+    text: bytes
+
+    @classmethod
+    def pack(cls, findings: list[dict]) -> PackedFindings:
+        """Return FINDINGS packed. Raises TypeError/ValueError for a value JSON or UTF-8 cannot hold."""
+        severities: dict[str, int] = {}
+        for f in findings:
+            severities[f["severity"]] = severities.get(f["severity"], 0) + 1
+        return cls(severities, json.dumps(findings, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+    def decode(self) -> list[dict]:
+        """Return the findings (a text that is not a list of dicts, which only a damaged cache holds, is [])."""
+        found = self.decoded()
+        return [] if found is None else found
+
+    def decoded(self) -> list[dict] | None:
+        """Return the findings, or None when the text is not a list of dicts."""
+        try:
+            found = json.loads(self.text)
+        except ValueError:
+            return None
+        return found if isinstance(found, list) and all(isinstance(f, dict) for f in found) else None
+
+
 def status_to_json(status: ThreadStatus) -> dict:
     """Return every field of STATUS as JSON values (settings and flags as objects)."""
     return dataclasses.asdict(status)
 
 
-def status_from_json(data: dict) -> ThreadStatus:
-    """Return the ThreadStatus that `status_to_json` wrote. Raises TypeError/KeyError/ValueError on another shape."""
-    settings = dict(data["settings"])
-    for name in ("message_tokens", "reflection_tokens"):
-        if isinstance(settings[name], dict):
-            settings[name] = ThresholdRange(**settings[name])
-    return ThreadStatus(**{**data, "settings": OMSettings(**settings),
-                           "flags": [FlagState(**f) for f in data["flags"]]})
+def status_from_json(data: dict, shared: dict | None = None) -> ThreadStatus:
+    """Return the ThreadStatus that `status_to_json` wrote. Raises TypeError/KeyError/ValueError on another shape.
+
+    SHARED: a dict kept across calls, in which equal settings (frozen) and flags are made once and shared by
+    the statuses (5,000 statuses of a few configurations: fewer objects to make, pickle and unpickle)."""
+    shared = {} if shared is None else shared
+    key = ("settings", str(data["settings"]))
+    settings = shared.get(key)
+    if settings is None:
+        fields = dict(data["settings"])
+        for name in ("message_tokens", "reflection_tokens"):
+            if isinstance(fields[name], dict):
+                fields[name] = ThresholdRange(**fields[name])
+        settings = shared[key] = OMSettings(**fields)
+    flags = []
+    for f in data["flags"]:
+        key = ("flag", f["name"], f["set"], f["stale"], f["age_ms"], len(f))
+        flag = shared.get(key)
+        if flag is None:
+            flag = shared[key] = FlagState(**f)
+        flags.append(flag)
+    return ThreadStatus(**{**data, "settings": settings, "flags": flags})
 
 
 class ResultCache:
@@ -101,11 +154,15 @@ class ResultCache:
         self._store_path = store_path
         self.journal = file.with_name(f"{file.name}.journal")
         self._entries: dict[str, dict] | None = None
+        self._texts = b""   # the findings texts of the file's entries, one after the other (see `_load`)
+        self._store: dict | None = None   # the store-wide findings and the stamp they hold under (`store_findings`)
+        self._store_dirty = False
         self._dirty = False
         #: Ids whose entries changed since the last save (None: too many to journal; rewrite the file).
         self._changed: set[str] | None = set()
         #: Results `put` has received in this process (computed afresh, stored or not).
         self.computed = 0
+        self._shared: dict = {}   # settings and flags the statuses `valid` returns share (`status_from_json`)
 
     @classmethod
     def for_store(cls, store: MemoryStore, directory: Path | None = None) -> ResultCache:
@@ -122,20 +179,63 @@ class ResultCache:
         """Return the store's stamp now (`file_stamp`; None for a server)."""
         return file_stamp(self._store_path)
 
+    def load(self) -> int:
+        """Read the cache file (and its journal) now, if not read yet; return how many entries it holds."""
+        return len(self._load())
+
     def _load(self) -> dict[str, dict]:
         if self._entries is None:
             self._entries = {}
             try:
-                data = json.loads(self.file.read_text(encoding="utf-8"))
+                raw = self.file.read_bytes()
+                head, _, texts = raw.partition(b"\n")
+                data = json.loads(head)
                 if (isinstance(data, dict) and data.get("version") == [CACHE_VERSION, __version__]
                         and data.get("identity") == self._identity and isinstance(data.get("threads"), dict)):
-                    self._entries = data["threads"]
-                    self._apply_journal(self._entries)
+                    self._texts = texts
+                    if data.get("texts") == len(texts):   # not cut short
+                        self._entries = data["threads"]
+                        self._store = data.get("store")
+                        self._apply_journal(self._entries)
             except (OSError, ValueError):   # missing or corrupt: start empty
                 pass
             if not self._entries:   # the journal goes with the file it extends: the next save writes a file
                 self._changed = None
+                if self._store is None:   # nothing read
+                    self._texts = b""
         return self._entries
+
+    def _text_of(self, entry: dict) -> bytes | None:
+        """Return ENTRY's findings text as UTF-8: inline (`put`, the journal: a str) or [start, length] in the
+        file's texts (bytes, never decoded here: the studio decodes a thread's findings when it reads them)."""
+        where = entry.get("findings")
+        if isinstance(where, str):
+            try:
+                return where.encode("utf-8")
+            except UnicodeEncodeError:
+                return None
+        if type(where) is list and len(where) == 2:
+            start, length = where
+            if type(start) is int and type(length) is int and start >= 0 and length >= 0 \
+                    and start + length <= len(self._texts):
+                return self._texts[start:start + length]
+        return None
+
+    def _inline_of(self, entry: dict) -> dict | None:
+        """Return ENTRY with its findings text inline (a str: a journal line), or None when it has none."""
+        text = self._text_of(entry)
+        try:
+            return None if text is None else {**entry, "findings": text.decode("utf-8")}
+        except UnicodeDecodeError:
+            return None
+
+    def _packed_of(self, entry: dict) -> PackedFindings | None:
+        """Return ENTRY's findings packed, or None when they are not shaped as `put` writes them."""
+        text, severities = self._text_of(entry), entry.get("severities")
+        if not (text is not None and text.startswith(b"[") and text.endswith(b"]") and type(severities) is dict
+                and all(type(v) is int for v in severities.values())):   # JSON object keys are strings
+            return None
+        return PackedFindings(severities, text)
 
     def _apply_journal(self, entries: dict[str, dict]) -> None:
         """Apply the journal's lines (saves since the file was last written) to ENTRIES, in order; a line
@@ -152,17 +252,20 @@ class ResultCache:
             if (isinstance(data, dict) and data.get("version") == [CACHE_VERSION, __version__]
                     and data.get("identity") == self._identity and isinstance(data.get("threads"), dict)):
                 entries.update(data["threads"])
+                if "store" in data:
+                    self._store = data["store"]
 
     def has(self, thread_id: str) -> bool:
         """Return True when the cache holds an entry for THREAD_ID (valid or not)."""
         return isinstance(self._load().get(thread_id), dict)
 
-    def valid(self, thread_id: str, *, stamp: list | None = None, digest: str | None = None) -> dict | None:
+    def valid(self, thread_id: str, *, stamp: list | None = None, digest: str | None = None,
+              packed: bool = False) -> dict | None:
         """Return the cached result of THREAD_ID when it still holds: its entry's stamp is STAMP (not None),
         or its digest is DIGEST (not None); else None (an entry that does not decode is None too).
 
         The result: {"status": ThreadStatus or None, "messages": int, "findings": [dicts], "digest": str,
-        "uncountable": str or None}.
+        "uncountable": str or None}; PACKED: "findings" is a `PackedFindings` (not decoded).
         """
         entry = self._load().get(thread_id)
         if not isinstance(entry, dict) or entry.get("digest") is None:
@@ -172,17 +275,37 @@ class ResultCache:
             return None
         try:
             status = entry["status"]
-            findings = entry["findings"]
-            if not isinstance(findings, list) or not all(isinstance(f, dict) for f in findings):
+            findings = self._packed_of(entry)
+            if findings is None:
                 return None
+            if not packed:   # decoded here: a text that does not decode is no result
+                findings = findings.decoded()
+                if findings is None:
+                    return None
             uncountable = entry.get("uncountable")
             if uncountable is not None and not isinstance(uncountable, str):
                 return None
-            return {"status": None if status is None else status_from_json(status),
-                    "messages": int(entry["messages"]), "findings": list(findings), "digest": entry["digest"],
+            return {"status": None if status is None else status_from_json(status, self._shared),
+                    "messages": int(entry["messages"]), "findings": findings, "digest": entry["digest"],
                     "uncountable": uncountable}
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
+
+    def store_findings(self, stamp: list | None) -> list[dict] | None:
+        """Return the store-wide findings `put_store_findings` stored under STAMP (not None), else None."""
+        self._load()
+        entry = self._store
+        if stamp is None or not isinstance(entry, dict) or entry.get("stamp") != stamp:
+            return None
+        found = entry.get("findings")
+        return found if isinstance(found, list) and all(isinstance(f, dict) for f in found) else None
+
+    def put_store_findings(self, findings: list[dict], stamp: list) -> None:
+        """Store the store-wide FINDINGS of the file under STAMP, in memory (`save` writes them). Only findings that
+        do not depend on the clock belong here (see `studio.app.open_results.load_store_findings`)."""
+        self._load()
+        self._store = {"stamp": stamp, "findings": findings}
+        self._store_dirty = self._dirty = True
 
     def put(self, results: dict[str, dict], stamp: list | None, checked: list[str] = ()) -> None:
         """Store RESULTS ({thread id: a result shaped as `valid` returns it}; those without a digest are
@@ -197,9 +320,14 @@ class ResultCache:
                 touched.append(tid)
         for tid, r in results.items():
             if r["digest"]:
+                try:
+                    findings = PackedFindings.pack(r["findings"])
+                except (TypeError, ValueError, KeyError):   # a value JSON cannot hold: computed each time
+                    continue
                 entries[tid] = {"digest": r["digest"], "stamp": stamp, "messages": r["messages"],
                                 "status": None if r["status"] is None else status_to_json(r["status"]),
-                                "findings": r["findings"], "uncountable": r.get("uncountable")}
+                                "findings": findings.text.decode("utf-8"), "severities": findings.severities,
+                                "uncountable": r.get("uncountable")}
                 touched.append(tid)
         if touched:
             self._dirty = True
@@ -217,20 +345,39 @@ class ResultCache:
         self._dirty = False
         entries = self._load()
         changed, self._changed = self._changed, set()
+        store_dirty, self._store_dirty = self._store_dirty, False
         if changed is not None and self.file.exists() and self._journal_size() < JOURNAL_LIMIT_BYTES:
+            # findings inline: a line never points into a file another session may rewrite meanwhile
             line = {"version": [CACHE_VERSION, __version__], "identity": self._identity,
-                    "threads": {tid: entries[tid] for tid in sorted(changed) if tid in entries}}
+                    "threads": {tid: inline for tid in sorted(changed)
+                                if tid in entries and (inline := self._inline_of(entries[tid])) is not None}}
+            if store_dirty:
+                line["store"] = self._store
             try:
                 with open(self.journal, "a", encoding="utf-8") as out:
                     out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
                 return
             except (OSError, ValueError, TypeError):   # unwritable: the whole file below
                 pass
-        data = {"version": [CACHE_VERSION, __version__], "identity": self._identity, "threads": entries}
+        texts: list[bytes] = []
+        at = 0
+        threads = {}
+        for tid, entry in entries.items():
+            blob = self._text_of(entry)
+            if blob is None:   # a text UTF-8 cannot hold (a lone surrogate): computed again next time
+                continue
+            threads[tid] = {**entry, "findings": [at, len(blob)]}
+            texts.append(blob)
+            at += len(blob)
+        data = {"version": [CACHE_VERSION, __version__], "identity": self._identity, "threads": threads,
+                "texts": at, "store": self._store}
         tmp = self.file.with_name(f"{self.file.name}.{os.getpid()}.tmp")
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+            with open(tmp, "wb") as out:
+                out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+                out.write(b"\n")
+                out.writelines(texts)
             os.replace(tmp, self.file)
             self.journal.unlink(missing_ok=True)   # folded into the file
         except (OSError, ValueError, TypeError):   # unwritable (or a value JSON cannot hold): keep computing

@@ -47,7 +47,7 @@ def _per_thread(batch) -> dict:
     """{thread id: (status, findings, messages, uncountable)} of BATCH, canonical."""
     statuses = {s.thread_id: repr(s) for s in batch.statuses}
     findings: dict = {}
-    for f in batch.findings:
+    for f in batch.every_finding():
         findings.setdefault(f.get("thread_id"), []).append(repr(sorted(f.items())))
     return {t: (statuses.get(t), sorted(findings.get(t, [])), batch.messages.get(t), batch.uncountable.get(t))
             for t in batch.handled}
@@ -73,3 +73,104 @@ def test_a_live_refresh_round_reads_its_threads_keys_only_and_equals_an_open(tmp
                 live = _per_thread(opr.load_results_batch(store, 2 + n, [tid], False))
                 assert live == {tid: every[tid]}, (name, tid)
             assert asked and None not in asked   # never the whole store's keys
+
+
+def test_an_open_of_a_file_begins_with_every_thread_and_keeps_what_a_live_refresh_adds():
+    """A by-stamp round's first call names every thread; the threads its batch handled leave the round (any number,
+    none included: the round goes on with RESULTS_CHUNK), except those a live refresh put back meanwhile."""
+    ids = [f"t{i}" for i in range(opr.RESULTS_CHUNK * 3)]
+    rnd = opr.ResultsRound(ids, by_stamp=True)
+    assert rnd.next_ids() == ids and rnd.by_stamp
+    rnd.add(["t1"])   # changed by a live refresh while the by-stamp call runs
+    assert not rnd.take(opr.ResultsBatch(handled=ids[:5], reused=5))
+    assert not rnd.by_stamp and rnd.left == ["t1", *ids[5:]] and rnd.done == 4
+    assert rnd.next_ids() == rnd.left[:opr.RESULTS_CHUNK] and rnd.reread(rnd.next_ids()) == ["t1"]
+    empty = opr.ResultsRound(ids, by_stamp=True)
+    assert not empty.take(opr.ResultsBatch()) and empty.left == ids   # nothing under the stamp: nothing handled
+    every = opr.ResultsRound(ids, by_stamp=True)
+    assert every.take(opr.ResultsBatch(handled=list(reversed(ids)), reused=len(ids)))
+
+
+def test_stamped_results_are_the_cached_results_of_an_unchanged_file_without_a_row_read(tmp_path, monkeypatch):
+    """`load_stamped_results` returns in one call, reading no row, what the batches computed, while the file is the
+    one the cache was written for; once a message is edited in place (same length) it returns nothing."""
+    from tests.app.test_thread_results import _edit_same_length
+
+    monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    path = copy_fixture("support", tmp_path / "db")
+    with open_store(path) as store:
+        ids = [t.id for t in store.list_threads()]
+        computed = _per_thread(opr.load_results_batch(store, 1, ids))
+        opr.save_results(store)
+    with open_store(path) as store:   # a new session
+        statements: list[str] = []
+        real = store.rows
+        monkeypatch.setattr(store, "rows", lambda sql, *a, **k: (statements.append(sql), real(sql, *a, **k))[1])
+        batch = opr.load_stamped_results(store, ["gone", *ids])
+        assert statements == []
+    assert batch.handled == ids and batch.reused == len(ids) and _per_thread(batch) == computed
+    # the findings come packed (decoded by the view when read), with their counts per severity for the badges
+    assert batch.findings == [] and set(batch.packed) == set(ids)
+    assert any(p.severities for p in batch.packed.values())
+    for tid, packed in batch.packed.items():
+        severities: dict = {}
+        for f in packed.decode():
+            severities[f["severity"]] = severities.get(f["severity"], 0) + 1
+        assert packed.severities == severities, tid
+    _edit_same_length(path)
+    with open_store(path) as store:
+        assert opr.load_stamped_results(store, ids).handled == []
+
+
+def test_store_findings_are_kept_under_the_files_stamp_unless_a_flag_may_be_set(tmp_path, monkeypatch):
+    """The store-wide findings of a file are reused by the next session while the file is unchanged; a file with a
+    busy flag set (its staleness reads the clock) has them computed every time; each answer equals a fresh one."""
+    import libsql
+
+    from studio.app import thread_results
+    from tests.app.test_thread_results import _edit_same_length
+
+    monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    path = copy_fixture("resource", tmp_path / "db")
+    computed: list[int] = []
+    real = thread_results.store_findings
+    monkeypatch.setattr(thread_results, "store_findings",
+                        lambda store, **kw: (computed.append(1), real(store, **kw))[1])
+
+    def session() -> tuple[list, list]:
+        with open_store(path) as store, store.snapshot():
+            return sorted(map(repr, opr.load_store_findings(store))), sorted(map(repr, real(store)))
+
+    for expect_computed in (1, 0, 0):
+        computed.clear()
+        got, fresh = session()
+        assert got == fresh and len(computed) == expect_computed
+    assert fresh   # findings to compare
+    _edit_same_length(path)
+    for expect_computed in (1, 0):
+        computed.clear()
+        got, fresh = session()
+        assert got == fresh and len(computed) == expect_computed
+    conn = libsql.connect(str(path))   # the current generation of the resource's record: its flag ages with the clock
+    conn.execute('UPDATE mastra_observational_memory SET "isReflecting" = 1 WHERE rowid = '
+                 '(SELECT max(rowid) FROM mastra_observational_memory)')
+    conn.commit()
+    conn.close()
+    for _ in range(2):
+        computed.clear()
+        with open_store(path) as store, store.snapshot():
+            got = opr.load_store_findings(store)
+        assert len(computed) == 1 and any(f["check"] == "stale-flag" and f["evidence"]["age_ms"] for f in got)
+
+
+def test_a_thread_changed_while_its_batch_is_computed_stays_in_the_round():
+    """A live refresh that changes a thread of the batch in flight: that batch may have read the rows before the
+    change, so when it lands the thread stays in the round, its rows read again by a later batch."""
+    ids = [f"t{i}" for i in range(opr.RESULTS_CHUNK + 3)]
+    rnd = opr.ResultsRound(ids)
+    first = rnd.next_ids()
+    rnd.add(["t2", ids[-1]])   # t2 in flight; the last one not yet
+    assert not rnd.take(opr.ResultsBatch(handled=first, reused=0))
+    assert rnd.left == ["t2", *ids[opr.RESULTS_CHUNK:]] and rnd.done == opr.RESULTS_CHUNK - 1
+    assert rnd.reread(rnd.next_ids()) == ["t2", ids[-1]]
+    assert rnd.take(opr.ResultsBatch(handled=rnd.next_ids()))

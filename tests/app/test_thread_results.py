@@ -143,15 +143,37 @@ def test_a_replaced_file_is_computed_again_where_its_rows_differ(tmp_path):
     assert computed == [thread_id]
 
 
+def _head(file: Path) -> dict:
+    """The JSON line a cache file begins with (its entries; the findings texts follow it)."""
+    return json.loads(file.read_bytes().partition(b"\n")[0])
+
+
+def _undecodable(head: dict) -> bytes:
+    """A cache file of HEAD's entries whose findings texts are shaped as lists ("[", "]") but are not JSON."""
+    texts = bytearray(b" " * head["texts"])
+    for e in head["threads"].values():
+        start, length = e["findings"]
+        texts[start:start + length] = b"[" + b"x" * (length - 2) + b"]" if length > 2 else b"[]"
+    return json.dumps(head).encode("utf-8") + b"\n" + bytes(texts)
+
+
 def test_a_corrupt_cache_is_ignored_and_replaced(tmp_path):
     path = _copy("support", tmp_path / "db")
     _cached(path, tmp_path / "cache", [])
     [file] = (tmp_path / "cache").iterdir()
+    head = _head(file)
+    good = file.read_bytes()
     for garbage in (b"\x00\xff not json", b'{"version": [1, "0.1.0"], "threads": {"x": 1}}', b"[]",
-                    json.dumps({**json.loads(file.read_text()), "threads": {
+                    json.dumps({**head, "threads": {
                         t: {"digest": "d", "stamp": None, "status": {"nonsense": 1}, "messages": "many",
-                            "findings": 3} for t in json.loads(file.read_text())["threads"]}}).encode()):
+                            "findings": 3} for t in head["threads"]}}).encode(),
+                    good[:-1],   # cut short: the last thread's findings text misses its last character
+                    json.dumps({**head, "threads": {   # findings past the texts, and not a list
+                        t: {**e, "findings": [e["findings"][0] + 1, e["findings"][1]] if i % 2 else [0, 1]}
+                        for i, (t, e) in enumerate(head["threads"].items())}}).encode() + good[good.index(b"\n"):],
+                    _undecodable(head)):
         file.write_bytes(garbage)
+        file.with_name(f"{file.name}.journal").unlink(missing_ok=True)   # a previous round's lines: valid entries
         computed: list[str] = []
         assert _cached(path, tmp_path / "cache", computed) == _fresh(path)
         assert computed   # nothing usable was reused
@@ -224,4 +246,4 @@ def test_a_live_refresh_journals_its_few_results_and_the_next_session_reads_them
                    for i in range(many)}, None)
         cache.save()
     assert not cache.journal.exists()
-    assert all(f"t{i}" in json.loads(file.read_text(encoding="utf-8"))["threads"] for i in range(many))
+    assert all(f"t{i}" in _head(file)["threads"] for i in range(many))

@@ -22,6 +22,7 @@ from studio.ui.tasks import TaskRunner
 from studio.ui.widgets.main_window import MainWindow
 from tests.app.test_thread_results import _edit_same_length
 from tests.conftest import copy_fixture
+from tests.ui.mastra_edits import delete_thread_row
 from tests.ui.test_live import append_message
 
 
@@ -156,3 +157,87 @@ def test_a_live_refresh_stores_its_threads_results_for_the_next_session(qtbot, f
     cold, _, _ = _open(qtbot, tmp_path, path, tmp_path / "empty", monkeypatch)
     assert warm == cold
     assert reused == total   # the refreshed thread's result was stored by the live refresh
+
+
+def test_a_reopen_of_an_unchanged_file_is_one_results_call(qtbot, fixture_db, tmp_path, monkeypatch):
+    """Every bar and badge of an unchanged file's reopen comes from one call (`load_stamped_results`), never a
+    batch that lists the threads again; the cold open before it computed two threads a batch."""
+    from studio.app import open_results
+
+    monkeypatch.setattr(open_results, "RESULTS_CHUNK", 2)
+    path = fixture_db("support")
+    calls: list[str] = []
+    real = TaskRunner.submit_call
+
+    def spy(self, fn, *args, **kwargs):
+        calls.append(fn.__name__)
+        return real(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(TaskRunner, "submit_call", spy)
+    cold, _, _ = _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    assert calls.count("load_results_batch") == 3   # 6 threads, 2 a batch (nothing under the stamp yet)
+    calls.clear()
+    again, reused, total = _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    assert (again, reused) == (cold, total)
+    assert calls.count("load_stamped_results") == 1 and "load_results_batch" not in calls
+    # a thread deleted as Mastra's deleteThread leaves it (its OM record kept: an orphan's stand-in row, which
+    # has no result): the reopen after it computes nothing for the stand-in, and equals a cold open
+    delete_thread_row(path, "support-3")
+    _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    calls.clear()
+    again, reused, total = _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    warm_calls = list(calls)
+    cold, _, _ = _open(qtbot, tmp_path, path, tmp_path / "empty", monkeypatch)
+    assert again == cold and "support-3" in again and reused == total == 5
+    assert warm_calls.count("load_stamped_results") == 1 and "load_results_batch" not in warm_calls
+
+
+def test_a_big_files_open_reads_the_result_cache_in_the_helper_beside_the_listing(qtbot, fixture_db, tmp_path,
+                                                                                   monkeypatch):
+    """A file of HELPER_EARLY_MIN_BYTES or more has its cache read in the helper process (started then) before the
+    listing is in; a smaller one does not start it for that."""
+    from studio.ui.widgets import window_loading
+
+    path = fixture_db("support")
+    calls: list[tuple[str, bool]] = []
+    real = TaskRunner.submit_call
+
+    def spy(self, fn, *args, helper=False, **kwargs):
+        calls.append((fn.__name__, helper))
+        return real(self, fn, *args, helper=helper, **kwargs)
+
+    monkeypatch.setattr(TaskRunner, "submit_call", spy)
+    _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    assert ("prepare_results", True) not in calls
+    calls.clear()
+    monkeypatch.setattr(window_loading, "HELPER_EARLY_MIN_BYTES", os.path.getsize(path))
+    _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch)
+    assert calls[0] == ("prepare_results", True)   # before the listing's results round
+
+
+def test_a_reopen_with_the_health_window_open_lists_what_a_cold_open_lists(qtbot, fixture_db, tmp_path, monkeypatch):
+    """The findings a reopen takes from the cache come packed; the badges show their counts at once, and the Health
+    window, open while they land, lists them decoded: the same findings as a cold open's."""
+    path = fixture_db("support")
+    listed = []
+
+    def health_window_open(window, _runner):
+        listed.append(sorted(map(repr, window.health.health_window.pane.model.all_findings())))
+
+    def opened(window_open):
+        real = MainWindow.open_database
+
+        def open_with_window(self, *args, **kwargs):
+            self.health.show_window()
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(MainWindow, "open_database", open_with_window)
+        try:
+            return _open(qtbot, tmp_path, path, tmp_path / "cache", monkeypatch, window_open)
+        finally:
+            monkeypatch.setattr(MainWindow, "open_database", real)
+
+    cold, _, _ = opened(health_window_open)
+    again, reused, total = opened(health_window_open)
+    assert reused == total and again == cold
+    assert listed[0] == listed[1] == cold["findings"] and cold["findings"]

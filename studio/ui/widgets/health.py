@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QStyledItemDelegate, QToolTip
 from studio.app import text as fmt
 from studio.app.changes import ChangeSet
 from studio.app.open_results import load_store_findings
+from studio.app.result_cache import PackedFindings
 from studio.ui.context import WindowContext
 from studio.ui.models.roles import ID_ROLE
 from studio.ui.screen import SCREEN_SHARE, fit_within_screen
@@ -41,9 +42,12 @@ class HealthScan(QObject):
     `studio.app.open_results`: computed with the statuses, through the cross-session result cache);
     the store-wide findings (schema, resources, resource-scope and orphaned OM records) are one task
     of their own (`load_store_findings`). A live refresh's batches replace their threads' findings.
+    Findings that come packed from the cache (`ResultsBatch.packed`) stay packed until they are read
+    (`findings`, `findings_of`): a badge needs their counts per severity only.
     """
 
-    batch_landed = Signal(object, int, int)   # findings of the batch (dicts), threads done, threads total
+    # the thread ids whose findings landed (None: the store-wide findings), threads done, threads total
+    batch_landed = Signal(object, int, int)
     threads_refreshed = Signal(object)        # the thread ids whose findings were computed again (a live refresh)
     finished = Signal()
     failed = Signal(str)
@@ -54,6 +58,7 @@ class HealthScan(QObject):
         self._use_helper = use_helper   # () -> bool: run the store-wide checks in the helper process
         self._round = 0
         self._by_thread: dict[str, list[dict]] = {}   # each thread's findings (from the results batches)
+        self._packed: dict[str, PackedFindings] = {}   # the same, still packed (decoded when first read)
         self._store: list[dict] = []                  # the store-wide findings
         self.counts: dict[str, dict[str, int]] = {}
         self.done = self.total = 0
@@ -63,7 +68,24 @@ class HealthScan(QObject):
     @property
     def findings(self) -> list[dict]:
         """Every finding so far: the store-wide ones, then each thread's."""
+        self._unpack(list(self._packed))
         return self._store + [f for found in self._by_thread.values() for f in found]
+
+    def findings_of(self, thread_ids) -> list[dict]:
+        """Return the findings of THREAD_IDS (None: the store-wide findings)."""
+        if thread_ids is None:
+            return list(self._store)
+        self._unpack(thread_ids)
+        return [f for tid in thread_ids for f in self._by_thread.get(tid, ())]
+
+    def _unpack(self, thread_ids) -> None:
+        """Decode the packed findings of THREAD_IDS (those that have any)."""
+        for tid in thread_ids:
+            packed = self._packed.pop(tid, None)
+            if packed is not None:
+                found = packed.decode()
+                if found:
+                    self._by_thread[tid] = found
 
     def begin(self, total: int, partial: bool) -> None:
         """A results round of TOTAL threads began: a new scan unless PARTIAL (a live refresh's threads,
@@ -71,7 +93,7 @@ class HealthScan(QObject):
         if partial:
             return
         self._round += 1
-        self._by_thread, self._store, self.counts = {}, [], {}
+        self._by_thread, self._packed, self._store, self.counts = {}, {}, [], {}
         self.done, self.total, self.running, self._store_done = 0, total, True, False
         self._runner.submit_call(load_store_findings, helper=self._use_helper(),
                                  on_done=functools.partial(self._on_store, self._round),
@@ -82,7 +104,7 @@ class HealthScan(QObject):
         self._round += 1
         self.running = False
         self._runner.cancel(SCAN_KEY)
-        self._by_thread, self._store, self.counts = {}, [], {}
+        self._by_thread, self._packed, self._store, self.counts = {}, {}, [], {}
         self.done = self.total = 0
 
     def take_results(self, batch, done: int, total: int, partial: bool) -> None:
@@ -91,16 +113,18 @@ class HealthScan(QObject):
         handled = set(batch.handled)
         for tid in handled:
             self._by_thread.pop(tid, None)
+            self._packed.pop(tid, None)
             self.counts.pop(tid, None)
         for f in batch.findings:
             self._by_thread.setdefault(f["thread_id"], []).append(f)
+        self._packed.update(batch.packed)
         for tid in handled:
             self._recount(tid)
         if partial or not self.running:
             self.threads_refreshed.emit(handled)
             return
         self.done, self.total = done, total
-        self.batch_landed.emit(batch.findings, done, total)
+        self.batch_landed.emit(batch.handled, done, total)
         self._finish_when_done()
 
     def refresh_threads(self, changes: ChangeSet) -> None:
@@ -109,6 +133,7 @@ class HealthScan(QObject):
         gone = set(changes.threads_deleted)
         for tid in gone:
             self._by_thread.pop(tid, None)
+            self._packed.pop(tid, None)
             self._recount(tid)
         if gone:
             self.threads_refreshed.emit(gone)
@@ -120,7 +145,8 @@ class HealthScan(QObject):
             self.failed.emit(message)
 
     def _recount(self, thread_id: str) -> None:
-        per: dict[str, int] = {}
+        packed = self._packed.get(thread_id)
+        per: dict[str, int] = dict(packed.severities) if packed is not None else {}
         for f in self._by_thread.get(thread_id, []) + [f for f in self._store if f["thread_id"] == thread_id]:
             per[f["severity"]] = per.get(f["severity"], 0) + 1
         if per:
@@ -138,7 +164,7 @@ class HealthScan(QObject):
         self._store, self._store_done = found, True
         for tid in {f["thread_id"] for f in found if f["thread_id"] is not None}:
             self._recount(tid)
-        self.batch_landed.emit(found, self.done, self.total)
+        self.batch_landed.emit(None, self.done, self.total)
         self._finish_when_done()
 
     def _finish_when_done(self) -> None:
@@ -327,8 +353,8 @@ class HealthController(QObject):
         if tab.thread_id is not None and tab.thread_id in thread_ids:
             tab.refresh()
 
-    def _on_scan_batch_landed(self, batch: list[dict], done: int, total: int) -> None:
+    def _on_scan_batch_landed(self, thread_ids, done: int, total: int) -> None:
         self._window.thread_list.view.viewport().update()
         if self.health_window is not None:
-            self.health_window.pane.add_findings(batch)
+            self.health_window.pane.add_findings(self.scan.findings_of(thread_ids))
             self.health_window.set_progress(done, total)

@@ -9,6 +9,7 @@ status bar. It tells the window what it loaded through signals (`listed`, `detai
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 
@@ -26,7 +27,14 @@ from studio.app.live import (
     load_live_listing_in_two_steps,
     refresh_live_listing,
 )
-from studio.app.open_results import ResultsBatch, ResultsRound, load_results_batch, save_results
+from studio.app.open_results import (
+    ResultsBatch,
+    ResultsRound,
+    load_results_batch,
+    load_stamped_results,
+    prepare_results,
+    save_results,
+)
 from studio.app.thread_detail import ThreadDetail, load_thread_detail
 from studio.store.records import Thread
 from studio.ui.context import WindowContext
@@ -42,6 +50,9 @@ TWO_STEP_LISTING = True
 #: Databases with at least this many messages compute statuses, thread details and message pages in
 #: the TaskRunner's helper process, so the GUI thread never waits for the interpreter lock.
 HELPER_MIN_MESSAGES = 20_000
+#: A file at least this big (bytes) has its helper process started, and its result cache read there, while
+#: its listing is read (whether the helper computes is known once the messages are counted).
+HELPER_EARLY_MIN_BYTES = 32 << 20
 
 
 def wants_helper(rows) -> bool:
@@ -129,6 +140,8 @@ class ListingLoader(QObject):
         on_error = functools.partial(self._on_listing_failed, refresh=refresh)
         self._paint_timer.stop()   # the previous listing's paint is no longer awaited
         self._release_first_paint()
+        if not refresh:
+            self._prepare_results()
         if not TWO_STEP_LISTING or refresh or self._local_path is not None:
             # a local file counts its messages in-process, holding the GIL: painted first, the list would
             # freeze while they are counted (0.1–0.2 s on the benchmark file), and reading it whole is fast
@@ -153,6 +166,17 @@ class ListingLoader(QObject):
                                 store, first_step(progress, cancel), cancel),
                             on_progress=self._on_threads_listed, on_done=self._on_listing_counted,
                             on_error=on_error, key="listing")
+
+    def _prepare_results(self) -> None:
+        """A big file's first load: start the helper process and read the result cache there now, beside the
+        listing (the process's start and the cache's parsing are most of a reopen's wait otherwise)."""
+        try:
+            big = self._local_path is not None and os.stat(self._local_path).st_size >= HELPER_EARLY_MIN_BYTES
+        except OSError:
+            big = False
+        if big:
+            self._runner.submit_call(prepare_results, helper=True, on_done=lambda _n: None,
+                                     on_error=lambda _exc: None, key="prepare-results")
 
     def _release_first_paint(self) -> None:
         """Let a listing's worker waiting for the first paint go on (it is painted, superseded or closing)."""
@@ -247,13 +271,18 @@ class ListingLoader(QObject):
             self._results.add(sorted(thread_ids))
             self.progress.setRange(0, self._results.total)
             return
-        rows = self.thread_model.all_threads() if thread_ids is None else self.thread_model.rows_of_threads(thread_ids)
-        self._results = ResultsRound((r.thread.id for r in rows), every_thread=thread_ids is None)
+        if thread_ids is None:   # an orphan's stand-in (its thread deleted) has no result: not in an open's round
+            rows = [r for r in self.thread_model.all_threads() if not r.orphan]
+        else:
+            rows = self.thread_model.rows_of_threads(thread_ids)
+        # an open of a file begins with the results its cache holds under the file's stamp (one call, no row read)
+        self._results = ResultsRound((r.thread.id for r in rows), every_thread=thread_ids is None,
+                                     by_stamp=thread_ids is None and self._local_path is not None)
         self._status_round += 1
         self._statuses_partial = thread_ids is not None
         self._runner.cancel("statuses")
-        self.results_started.emit(self._results.total, self._statuses_partial)
         if not self._results.total:
+            self.results_started.emit(0, self._statuses_partial)
             self.progress.hide()
             self.thread_model.apply_statuses([], final=True)
             self._statuses_done()
@@ -262,21 +291,32 @@ class ListingLoader(QObject):
             self.progress.setRange(0, self._results.total)
             self.progress.setValue(0)
             self.progress.show()
+        # the first batch goes first (the health scan's store-wide task, started by `results_started`, queues
+        # behind it): its bars are painted while the store-wide findings are computed
         self._next_status_batch(self._status_round)
+        self.results_started.emit(self._results.total, self._statuses_partial)
 
     def _next_status_batch(self, round_: int) -> None:
         results = self._results
         ids = results.next_ids()
+        on_done = functools.partial(self._on_status_batch_done, round_)
+        on_error = functools.partial(self._on_status_batch_failed, round_)
+        if results.by_stamp:
+            self._runner.submit_call(load_stamped_results, ids, helper=self._use_helper, key="statuses",
+                                     on_done=on_done, on_error=on_error)
+            return
         self._runner.submit_call(load_results_batch, round_, ids, results.every_thread, results.reread(ids),
-                                 helper=self._use_helper, key="statuses",
-                                 on_done=functools.partial(self._on_status_batch_done, round_),
-                                 on_error=functools.partial(self._on_status_batch_failed, round_))
+                                 helper=self._use_helper, key="statuses", on_done=on_done, on_error=on_error)
 
     def _on_status_batch_done(self, round_: int, batch: ResultsBatch | None) -> None:
         if round_ != self._status_round or batch is None:
             return
         results = self._results
+        stamped = results.by_stamp
         finished = results.take(batch)
+        if stamped and not batch.handled and not finished:   # no result under the file's stamp: nothing to show
+            self._next_status_batch(round_)
+            return
         # a live refresh's few statuses repaint their rows only (the list's other bars are already final)
         final = finished and not (self._statuses_partial and self.thread_model.statuses_done)
         self.thread_model.apply_statuses(batch.statuses, final=final, uncountable=batch.uncountable)
