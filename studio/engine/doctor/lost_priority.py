@@ -77,7 +77,8 @@ def normalise(text: str) -> str:
 
 def words_of(norm: str) -> frozenset[str]:
     """Return the words of a normalised text that carry meaning (3+ characters, or a digit)."""
-    return frozenset(w for w in norm.split() if len(w) >= 3 or any(c.isdigit() for c in w))
+    # a word shorter than 3 has 1 or 2 characters: its first and last are all of them
+    return frozenset(w for w in norm.split() if len(w) >= 3 or w[0].isdigit() or w[-1].isdigit())
 
 
 _DIGITS = frozenset("0123456789")
@@ -166,7 +167,10 @@ def observation_lines(log: str | None) -> list[_Line]:
 
 
 def _weight(words: frozenset[str], weights: dict[str, float]) -> float:
-    return math.fsum(weights.get(w, 1.0) for w in words)   # fsum: the same total in any set order
+    """Return the total weight of WORDS (a word WEIGHTS lacks weighs 1); fsum: the same total in any set order."""
+    if weights.keys() >= words:   # every word of a key's lines has its weight: summed without a call a word
+        return math.fsum(map(weights.__getitem__, words))
+    return math.fsum(weights.get(w, 1.0) for w in words)
 
 
 def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights: dict[str, float]) -> float:
@@ -174,7 +178,7 @@ def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights
     shared = wa & wb
     if not shared or ta <= 0 or tb <= 0:
         return 0.0
-    return min(1.0, math.fsum(weights.get(w, 1.0) for w in shared) / min(ta, tb))
+    return min(1.0, _weight(shared, weights) / min(ta, tb))
 
 
 def similarity(a: str, b: str, weights: dict[str, float] | None = None) -> float:
@@ -216,6 +220,9 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     generations that carry their 🔴 lines forward costs one parse of each log.
     """
     ordered = sorted(generations, key=lambda r: (r.generation_count, r.created_at or "", r.id))
+    top = ordered[-1].generation_count if ordered else 0
+    if not any(r.generation_count != top and "🔴" in (r.active_observations or "") for r in ordered):
+        return []   # no 🔴 line below the current generation (one generation): no log parsed
     parsed = [observation_lines(rec.active_observations) for rec in ordered]   # each log parsed once
     if _all_kept(ordered, parsed):
         return []
@@ -236,20 +243,27 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     weights = {w: math.log(1 + total / n) for w, n in df.items()}
     line_weight: dict[str, float] = {}
     out: list[LostObservation] = []
-    later: list = []          # (generation, line, normalised text, words, weight) of every higher generation
-    exact: set[str] = set()
+    # (generation, line, normalised text, words, weight) of the first line of each normalised text over every higher
+    # generation, in the order the lines are compared (higher generations later): a line whose text
+    # an earlier one already has scores and carries as that one does, so only the first can be kept
+    # or closest (a later tie never replaces the closest line found first)
+    later: list = []
+    exact: set[str] = set()   # the normalised texts of LATER's lines
     for rank, count in enumerate(sorted(groups, reverse=True)):
         for rec, lines in groups[count] if rank else ():   # rank 0: the current generation, nothing after it
             out.extend(_lost_lines(rec, lines, later, exact, weights, threshold))
-        mine = []
+        mine, mine_norms = [], set()
         for _rec, lines in groups[count]:
             for ln, norm, words in lines:
+                if norm in mine_norms:
+                    continue
+                mine_norms.add(norm)
                 weight = line_weight.get(norm)
                 if weight is None:
                     weight = line_weight[norm] = _weight(words, weights)
                 mine.append((count, ln, norm, words, weight))
-        later = mine + later
-        exact |= {norm for _, _, norm, _, _ in mine}
+        later = mine + [entry for entry in later if entry[2] not in mine_norms]
+        exact |= mine_norms
     out.sort(key=lambda lost: (lost.generation, lost.line_number))
     return out
 
@@ -288,8 +302,12 @@ def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weight
         best, best_line, best_gen, best_words, kept = 0.0, None, None, frozenset(), False
         named = len(names) + sum(1 for w in words if _has_digit(w)) >= 2
         floor = min(threshold, NAMED_SIMILARITY) if named else threshold
+        weigh = weights.__getitem__ if weights.keys() >= words else (lambda w: weights.get(w, 1.0))
         for gen, other, _onorm, owords, oweight in later:
-            score = _score(words, mine, owords, oweight, weights)
+            shared = words & owords
+            # `_score`, inlined (the loop of the check): a line sharing no word scores 0
+            score = min(1.0, math.fsum(map(weigh, shared)) / min(mine, oweight)) \
+                if shared and mine > 0 and oweight > 0 else 0.0
             if score >= floor and carries(words, names, owords, weights)[0]:
                 kept = True
                 break
