@@ -124,18 +124,47 @@ def carries(words: frozenset[str], names: frozenset[str], later: frozenset[str],
     (A line with a name or a number keeps them through a rewording; its other rare words are often
     the reworded ones: "flight ... leaves" / "flies".)
     """
-    heads = {o[:4] for o in later if len(o) >= 4}
-    missing = [w for w in sorted(names) if not _alike(w, later, heads)]
+    missing = _lacks(_fact(words, names, weights), later, _heads(later))
+    return not missing, missing
+
+
+def _heads(words: frozenset[str]) -> set[str]:
+    """Return the first 4 characters of each word of WORDS with 4+ (what `_alike` looks up first)."""
+    return {o[:4] for o in words if len(o) >= 4}
+
+
+def _fact(words: frozenset[str], names: frozenset[str], weights: dict[str, float],
+          ) -> tuple[list[str], list[str], list[str]]:
+    """Return what tells a line's fact (`carries`): its names (sorted), its numbers (sorted) and, with
+    neither, its RAREST_WORDS words of the highest weight (ties by the word)."""
     numbers = sorted(w for w in words if _has_digit(w))
-    missing += [w for w in numbers if w not in later]
     if names or numbers:
-        return not missing, missing
+        return sorted(names), numbers, []
     others = sorted((w for w in words if w not in names and not _has_digit(w)),
                     key=lambda w: (-weights.get(w, 1.0), w))[:RAREST_WORDS]
+    return [], numbers, others
+
+
+def _lacks(fact: tuple[list[str], list[str], list[str]], later: frozenset[str], heads: set[str]) -> list[str]:
+    """Return the words of FACT (`_fact`) that LATER (HEADS: its `_heads`) lacks: `carries`' missing words."""
+    names, numbers, others = fact
+    missing = [w for w in names if not _alike(w, later, heads)]
+    missing += [w for w in numbers if w not in later]
+    if names or numbers:
+        return missing
     lacking = [w for w in others if not _alike(w, later, heads)]
     if len(others) - len(lacking) <= len(others) / 2:
         missing += lacking
-    return not missing, missing
+    return missing
+
+
+def _keeps(fact: tuple[list[str], list[str], list[str]], later: frozenset[str], heads: set[str]) -> bool:
+    """Return True when `_lacks` is empty, stopping at the first word that tells it is not."""
+    names, numbers, others = fact
+    if names or numbers:
+        return all(w in later for w in numbers) and all(_alike(w, later, heads) for w in names)
+    found = sum(1 for w in others if _alike(w, later, heads))
+    return found == len(others) or found > len(others) / 2
 
 
 @dataclass
@@ -249,9 +278,10 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     # or closest (a later tie never replaces the closest line found first)
     later: list = []
     exact: set[str] = set()   # the normalised texts of LATER's lines
+    heads_of: dict[str, set[str]] = {}
     for rank, count in enumerate(sorted(groups, reverse=True)):
         for rec, lines in groups[count] if rank else ():   # rank 0: the current generation, nothing after it
-            out.extend(_lost_lines(rec, lines, later, exact, weights, threshold))
+            out.extend(_lost_lines(rec, lines, later, exact, weights, threshold, heads_of))
         mine, mine_norms = [], set()
         for _rec, lines in groups[count]:
             for ln, norm, words in lines:
@@ -291,8 +321,10 @@ def _all_kept(ordered: list[OMRecord], parsed: list[list[_Line]]) -> bool:
 
 
 def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weights: dict[str, float],
-                threshold: float) -> list[LostObservation]:
-    """Return REC's 🔴 LINES that no line of LATER (their normalised texts in EXACT) keeps."""
+                threshold: float, heads_of: dict[str, set[str]]) -> list[LostObservation]:
+    """Return REC's 🔴 LINES that no line of LATER (their normalised texts in EXACT) keeps.
+
+    HEADS_OF: {normalised text: `_heads` of its words}, filled as later lines are looked at."""
     out: list[LostObservation] = []
     for ln, norm, words in lines:
         if not ln.high or not norm or norm in exact:
@@ -303,18 +335,27 @@ def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weight
         named = len(names) + sum(1 for w in words if _has_digit(w)) >= 2
         floor = min(threshold, NAMED_SIMILARITY) if named else threshold
         weigh = weights.__getitem__ if weights.keys() >= words else (lambda w: weights.get(w, 1.0))
-        for gen, other, _onorm, owords, oweight in later:
+        fact = _fact(words, names, weights)
+        for gen, other, onorm, owords, oweight in later:
             shared = words & owords
-            # `_score`, inlined (the loop of the check): a line sharing no word scores 0
-            score = min(1.0, math.fsum(map(weigh, shared)) / min(mine, oweight)) \
-                if shared and mine > 0 and oweight > 0 else 0.0
-            if score >= floor and carries(words, names, owords, weights)[0]:
-                kept = True
-                break
+            # `_score`, inlined (the loop of the check; min() without its calls): a line sharing no word scores 0
+            if shared and mine > 0 and oweight > 0:
+                score = math.fsum(map(weigh, shared)) / (mine if mine < oweight else oweight)
+                if score > 1.0:
+                    score = 1.0
+            else:
+                score = 0.0
+            if score >= floor:   # `carries`, its facts and the later line's heads made once
+                heads = heads_of.get(onorm)
+                if heads is None:
+                    heads = heads_of[onorm] = _heads(owords)
+                if _keeps(fact, owords, heads):
+                    kept = True
+                    break
             if score > best:
                 best, best_line, best_gen, best_words = score, other.raw.strip(), gen, owords
         if not kept:
-            missing = tuple(carries(words, names, best_words, weights)[1]) if best_line else ()
+            missing = tuple(_lacks(fact, best_words, _heads(best_words))) if best_line else ()
             out.append(LostObservation(rec, rec.generation_count, ln.raw.strip(), ln.number,
                                        best_line, best_gen, round(best, 3), missing))
     return out

@@ -319,11 +319,12 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
                                    record_id=record.id, lookup_key=record.lookup_key,
                                    generation=record.generation_count, **_where(thread)))
     calls: dict[str, list[StoredMessage]] = {}
-    for msg in messages:
+    tooled = [msg for msg in messages if "tool-invocation" in msg.raw]   # the others have no tool part
+    for msg in tooled:
         for inv in _tool_parts(msg):
             if inv.get("state") in CALL_STATES or "args" in inv:
                 calls.setdefault(str(inv.get("toolCallId")), []).append(msg)
-    for msg in messages:
+    for msg in tooled:
         for inv in _tool_parts(msg):
             call_id = str(inv.get("toolCallId"))
             if inv.get("state") not in RESULT_STATES:
