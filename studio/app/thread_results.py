@@ -20,10 +20,11 @@ calls it with every thread. The scan's findings are `store_findings` plus every 
 from __future__ import annotations
 
 import hashlib
+import io
+import pickle
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 from studio.engine.status import ThreadStatus
 
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 CHUNK = 100
 #: Message ids resolved to their thread per statement (a digest's foreign ids).
 ID_CHUNK = 500
+#: Message rows pickled together into a thread's digest.
+ROWS_PACKED = 1000
+#: Hex digits of a thread's digest kept (160 bits of its sha256, the size of the cache's entries before).
+DIGEST_HEX = 40
 
 
 @dataclass
@@ -80,47 +85,35 @@ def _governing(histories: dict[str, list[OMRecord]], thread: Thread) -> OMRecord
     return None
 
 
-def _content_bytes(content) -> tuple[str, bytes]:
-    """Return (the kind of CONTENT, its bytes): text encoded, bytes as they are, anything else its repr."""
-    if content.__class__ is str or isinstance(content, str):
-        return "str", content.encode("utf-8", "surrogatepass")
-    if isinstance(content, (bytes, bytearray, memoryview)):
-        return type(content).__name__, bytes(content)
-    return type(content).__name__, repr(content).encode("utf-8", "surrogatepass")
+def _packed(value) -> bytes:
+    """Return VALUE pickled without the memo: equal values give equal bytes however their objects are
+    shared, and unequal values unequal bytes (pickle reads them back). Raises what pickle raises for a
+    value it cannot write."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.fast = True   # no memo: a value shared twice is written twice (JSON values never refer to themselves)
+    pickler.dump(value)
+    return buffer.getvalue()
 
 
 def _feed_rows(digest, rows: list[dict]) -> None:
-    """Add one thread's message ROWS (storage order) to DIGEST: one repr of every row's other columns
-    (names sorted) with its content's kind and length, then the contents' bytes one after the other
-    (their lengths tell where each ends). A few C calls a row: a 745 MB file hashes in well under a second."""
-    heads, data = [], []
-    shape = get = None
-    for row in rows:
-        if get is None or row.keys() != shape:
-            shape = row.keys()
-            keys = tuple(sorted(k for k in row if k != "content"))
-            get = itemgetter(*keys) if keys else (lambda _row: ())
-            heads.append(keys)   # where the columns change (never within one read): named again
-        kind, raw = _content_bytes(row.get("content"))
-        heads.append((get(row), kind, len(raw)))
-        data.append(raw)
-    digest.update(repr(heads).encode("utf-8", "surrogatepass"))
-    for raw in data:
-        digest.update(raw)
+    """Add one thread's message ROWS (storage order) to DIGEST: the rows pickled (`_packed`), ROWS_PACKED
+    at a time. One C call for a thousand rows: a 745 MB file hashes in well under a second."""
+    for start in range(0, len(rows), ROWS_PACKED):
+        part = rows[start:start + ROWS_PACKED]
+        try:
+            digest.update(_packed(part))
+        except (pickle.PicklingError, TypeError):   # a value pickle cannot write (a memoryview): its repr
+            digest.update(repr(part).encode("utf-8", "surrogatepass"))
 
 
 def _feed(digest, values: Iterable) -> None:
-    """Add VALUES to DIGEST: the repr of their shape (a text's length in characters, any other value's
-    repr), then every text, encoded in one piece (not escaped: fast on long logs)."""
-    texts, shape = [], []
-    for value in values:
-        if value.__class__ is str:
-            texts.append(value)
-            shape.append(len(value))
-        else:
-            shape.append(repr(value))
-    digest.update(repr(shape).encode("utf-8", "surrogatepass"))
-    digest.update("".join(texts).encode("utf-8", "surrogatepass"))
+    """Add VALUES to DIGEST, pickled together (`_packed`; a value pickle cannot write: their repr)."""
+    values = tuple(values)
+    try:
+        digest.update(_packed(values))
+    except (pickle.PicklingError, TypeError):
+        digest.update(repr(values).encode("utf-8", "surrogatepass"))
 
 
 def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
@@ -175,7 +168,7 @@ def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread
     owners.update({m: found.get(m) for m in wanted})
     for tid, ids in outside.items():
         _feed(hashes[tid], (x for m in ids for x in (m, owners.get(m))))
-        out[tid] = hashes[tid].hexdigest()
+        out[tid] = hashes[tid].hexdigest()[:DIGEST_HEX]
     return out
 
 

@@ -244,9 +244,11 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     """Return the 🔴 observations lost across GENERATIONS (one lookup key's rows, any order).
 
     A row is compared with every row of a higher generationCount (rows sharing a count are not
-    compared with each other). Cost: 🔴 lines × later lines set intersections, paid only when some
+    compared with each other). Cost: 🔴 lines × distinct later texts set intersections (a text
+    carried through several generations is compared once, as its nearest copy), paid only when some
     earlier 🔴 line is not found word for word in a later generation (`_all_kept`): a chain of
-    generations that carry their 🔴 lines forward costs one parse of each log.
+    generations that carry their 🔴 lines forward costs one parse of each log, and a key whose
+    generations below the current one hold no 🔴 line costs none.
     """
     ordered = sorted(generations, key=lambda r: (r.generation_count, r.created_at or "", r.id))
     top = ordered[-1].generation_count if ordered else 0
