@@ -47,7 +47,8 @@ HELPER_CHUNK = 250
 def iter_statuses(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]], threads: list[Thread] | None = None,
                   *, now_ms: int | None = None, cancel: threading.Event | None = None,
                   on_error: Callable[[Thread, Exception], None] | None = None,
-                  handled: Callable[[Thread], None] | None = None) -> Iterator[ThreadStatus]:
+                  handled: Callable[[Thread], None] | None = None,
+                  counted: dict[tuple, int] | None = None) -> Iterator[ThreadStatus]:
     """Yield the status (`status_from_rows`) of each (thread, its current record) of PAIRS, in no set order.
 
     The same figures as `load_status_rows` + `status_from_rows` for each pair, read with as few
@@ -58,7 +59,8 @@ def iter_statuses(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]], 
     order) gives their resources' threads (None: the store lists them). Setting CANCEL stops before
     the next pair; HANDLED(thread) is called after each pair (its status yielded or failed). A pair
     whose status cannot be computed (stored values Mastra itself could not use) goes to
-    ON_ERROR(thread, exc), or is raised without ON_ERROR. Raises StoreError on a failed read.
+    ON_ERROR(thread, exc), or is raised without ON_ERROR. COUNTED: a dict that receives the counts of the
+    messages the statuses counted (`status_from_rows`). Raises StoreError on a failed read.
     """
     by_key: dict[tuple[str, str | None], list[tuple[Thread, OMRecord]]] = {}
     together = []
@@ -79,7 +81,7 @@ def iter_statuses(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]], 
             if cancel is not None and cancel.is_set():
                 return
             try:
-                status = status_from_rows(thread, record, rows, now_ms=now_ms)
+                status = status_from_rows(thread, record, rows, now_ms=now_ms, counted=counted)
             except StoreError:
                 raise  # the database itself failed: stop
             except Exception as exc:  # one odd record must not hide every other thread's bars
@@ -96,14 +98,15 @@ def iter_statuses(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]], 
 def iter_thread_statuses(store: MemoryStore, threads: list[Thread] | None = None, *,
                          cancel: threading.Event | None = None,
                          on_error: Callable[[Thread, Exception], None] | None = None,
-                         handled: Callable[[Thread], None] | None = None) -> Iterator[ThreadStatus]:
+                         handled: Callable[[Thread], None] | None = None,
+                         counted: dict[tuple, int] | None = None) -> Iterator[ThreadStatus]:
     """Yield the status of each of THREADS governed by an OM record (threads without one are skipped).
 
     THREADS defaults to every thread. Read chunk by chunk (FIRST_CHUNK threads, doubling up to
     RECORD_CHUNK): one statement for the chunk's current OM records, then `iter_statuses`.
     HANDLED(thread) is called after each thread (its status yielded or failed, or no record);
-    setting CANCEL stops before the next thread; ON_ERROR as in `iter_statuses`. Raises StoreError
-    on a failed read.
+    setting CANCEL stops before the next thread; ON_ERROR and COUNTED as in `iter_statuses`. Raises
+    StoreError on a failed read.
     """
     all_threads = store.list_threads() if threads is None else None  # None: read once per chunk if needed
     threads = all_threads if threads is None else threads
@@ -122,7 +125,8 @@ def iter_thread_statuses(store: MemoryStore, threads: list[Thread] | None = None
                 pairs.append((thread, record))
             elif handled is not None:
                 handled(thread)
-        yield from iter_statuses(store, pairs, all_threads, cancel=cancel, on_error=on_error, handled=handled)
+        yield from iter_statuses(store, pairs, all_threads, cancel=cancel, on_error=on_error, handled=handled,
+                                 counted=counted)
 
 
 @dataclass

@@ -203,11 +203,21 @@ def compute_status(store: MemoryStore, thread: Thread | str, record: OMRecord | 
     return status_from_rows(thread, record, rows, now_ms=now_ms)
 
 
-def status_from_rows(thread: Thread, record: OMRecord, rows: StatusRows, *, now_ms: int | None = None) -> ThreadStatus:
+def counted_key(thread_id: str | None, message_id: str, model: str) -> tuple[str | None, str, str]:
+    """Return the key of a message's count under a counter model (MODEL: the repr of `counter_model`) in the
+    COUNTED dict of `status_from_rows`: one row of one snapshot counted under one model."""
+    return thread_id, message_id, model
+
+
+def status_from_rows(thread: Thread, record: OMRecord, rows: StatusRows, *, now_ms: int | None = None,
+                     counted: dict[str, int] | None = None) -> ThreadStatus:
     """Return THREAD's status under RECORD (its current OM generation) from ROWS (`load_status_rows`).
 
     A pure function of its arguments (and of NOW_MS for the busy flags' age): Mastra's getStatus.
-    Raises what the token counter raises for stored values Mastra itself could not use.
+    COUNTED: a dict that receives {`counted_key`: `tokens.count_message_for_status` of the message}
+    for each message of the window counted (the memory doctor's window check reuses them instead of
+    counting the same messages again). Raises what the token counter raises for
+    stored values Mastra itself could not use.
     """
     settings = resolve_settings(record.config, record.scope)
     resource_scope = record.scope == "resource"
@@ -219,7 +229,15 @@ def status_from_rows(thread: Thread, record: OMRecord, rows: StatusRows, *, now_
     loaded = [m.as_mastra() for m in raw]
     loaded = [m for m in loaded if m["role"] != "system" and not is_working_memory_state_signal(m)]
     window = unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
-    context_tokens = tokens.count_messages_for_status(window, model=settings.counter_model)
+    if counted is None:
+        context_tokens = tokens.count_messages_for_status(window, model=settings.counter_model)
+    else:   # count_messages_for_status's figure, each message's count kept: 24 + the messages' own
+        context_tokens, model = 0, repr(settings.counter_model)
+        for message in window:
+            count = tokens.count_message_for_status(message, model=settings.counter_model)
+            counted[counted_key(message["threadId"], message["id"], model)] = count
+            context_tokens += count
+        context_tokens += tokens.TOKENS_PER_CONVERSATION if window else 0
     other = (_other_threads_tokens(rows, record, thread.resource_id, thread.id)
              if resource_scope and thread.resource_id else 0)
     pending = max(0, context_tokens + other)

@@ -247,3 +247,31 @@ def test_a_live_refresh_journals_its_few_results_and_the_next_session_reads_them
         cache.save()
     assert not cache.journal.exists()
     assert all(f"t{i}" in _head(file)["threads"] for i in range(many))
+
+
+def test_each_message_is_counted_once_and_the_window_checks_find_what_the_doctor_finds(tmp_path, monkeypatch):
+    """The statuses count each unobserved message once; the window checks reuse those counts (the doctor's
+    own run counts them itself). On a store with a message Mastra cannot count, so that support-3 has no
+    status and the doctor's uncountable-message finding must come from the window check's own count."""
+    from studio.engine import tokens
+    from tests.uncountable_db import MESSAGE_ID, THREAD, make_uncountable_db
+
+    path = make_uncountable_db(tmp_path)
+    expected, _checked = baseline.doctor_findings(path)
+    counted: list[str] = []
+    real = tokens._Counter.count_message
+
+    def spy(self, message, for_status=False):
+        counted.append(message.get("id"))
+        return real(self, message, for_status)
+
+    monkeypatch.setattr(tokens._Counter, "count_message", spy)
+    with open_store(path) as store, store.snapshot():
+        results = tr.compute_thread_results(store, [t.id for t in store.list_threads()], now_ms=NOW_MS)
+        wide = tr.store_findings(store, now_ms=NOW_MS)
+    found = [x for r in results.values() for x in r.findings]
+    assert sorted(baseline.canonical(wide) + baseline.canonical(found)) == expected
+    assert results[THREAD].status is None and results[THREAD].uncountable
+    assert [f["message_ids"] for f in found if f["check"] == "uncountable-message"] == [[MESSAGE_ID]]
+    again = sorted({m for m in counted if counted.count(m) > 1 and m != MESSAGE_ID})
+    assert counted and not again, f"{len(again)} messages counted twice, e.g. {again[:3]}"

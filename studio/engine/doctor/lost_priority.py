@@ -77,7 +77,8 @@ def normalise(text: str) -> str:
 
 def words_of(norm: str) -> frozenset[str]:
     """Return the words of a normalised text that carry meaning (3+ characters, or a digit)."""
-    return frozenset(w for w in norm.split() if len(w) >= 3 or any(c.isdigit() for c in w))
+    # a word shorter than 3 has 1 or 2 characters: its first and last are all of them
+    return frozenset(w for w in norm.split() if len(w) >= 3 or w[0].isdigit() or w[-1].isdigit())
 
 
 _DIGITS = frozenset("0123456789")
@@ -123,18 +124,47 @@ def carries(words: frozenset[str], names: frozenset[str], later: frozenset[str],
     (A line with a name or a number keeps them through a rewording; its other rare words are often
     the reworded ones: "flight ... leaves" / "flies".)
     """
-    heads = {o[:4] for o in later if len(o) >= 4}
-    missing = [w for w in sorted(names) if not _alike(w, later, heads)]
+    missing = _lacks(_fact(words, names, weights), later, _heads(later))
+    return not missing, missing
+
+
+def _heads(words: frozenset[str]) -> set[str]:
+    """Return the first 4 characters of each word of WORDS with 4+ (what `_alike` looks up first)."""
+    return {o[:4] for o in words if len(o) >= 4}
+
+
+def _fact(words: frozenset[str], names: frozenset[str], weights: dict[str, float],
+          ) -> tuple[list[str], list[str], list[str]]:
+    """Return what tells a line's fact (`carries`): its names (sorted), its numbers (sorted) and, with
+    neither, its RAREST_WORDS words of the highest weight (ties by the word)."""
     numbers = sorted(w for w in words if _has_digit(w))
-    missing += [w for w in numbers if w not in later]
     if names or numbers:
-        return not missing, missing
+        return sorted(names), numbers, []
     others = sorted((w for w in words if w not in names and not _has_digit(w)),
                     key=lambda w: (-weights.get(w, 1.0), w))[:RAREST_WORDS]
+    return [], numbers, others
+
+
+def _lacks(fact: tuple[list[str], list[str], list[str]], later: frozenset[str], heads: set[str]) -> list[str]:
+    """Return the words of FACT (`_fact`) that LATER (HEADS: its `_heads`) lacks: `carries`' missing words."""
+    names, numbers, others = fact
+    missing = [w for w in names if not _alike(w, later, heads)]
+    missing += [w for w in numbers if w not in later]
+    if names or numbers:
+        return missing
     lacking = [w for w in others if not _alike(w, later, heads)]
     if len(others) - len(lacking) <= len(others) / 2:
         missing += lacking
-    return not missing, missing
+    return missing
+
+
+def _keeps(fact: tuple[list[str], list[str], list[str]], later: frozenset[str], heads: set[str]) -> bool:
+    """Return True when `_lacks` is empty, stopping at the first word that tells it is not."""
+    names, numbers, others = fact
+    if names or numbers:
+        return all(w in later for w in numbers) and all(_alike(w, later, heads) for w in names)
+    found = sum(1 for w in others if _alike(w, later, heads))
+    return found == len(others) or found > len(others) / 2
 
 
 @dataclass
@@ -166,7 +196,10 @@ def observation_lines(log: str | None) -> list[_Line]:
 
 
 def _weight(words: frozenset[str], weights: dict[str, float]) -> float:
-    return math.fsum(weights.get(w, 1.0) for w in words)   # fsum: the same total in any set order
+    """Return the total weight of WORDS (a word WEIGHTS lacks weighs 1); fsum: the same total in any set order."""
+    if weights.keys() >= words:   # every word of a key's lines has its weight: summed without a call a word
+        return math.fsum(map(weights.__getitem__, words))
+    return math.fsum(weights.get(w, 1.0) for w in words)
 
 
 def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights: dict[str, float]) -> float:
@@ -174,7 +207,7 @@ def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights
     shared = wa & wb
     if not shared or ta <= 0 or tb <= 0:
         return 0.0
-    return min(1.0, math.fsum(weights.get(w, 1.0) for w in shared) / min(ta, tb))
+    return min(1.0, _weight(shared, weights) / min(ta, tb))
 
 
 def similarity(a: str, b: str, weights: dict[str, float] | None = None) -> float:
@@ -211,11 +244,16 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     """Return the 🔴 observations lost across GENERATIONS (one lookup key's rows, any order).
 
     A row is compared with every row of a higher generationCount (rows sharing a count are not
-    compared with each other). Cost: 🔴 lines × later lines set intersections, paid only when some
+    compared with each other). Cost: 🔴 lines × distinct later texts set intersections (a text
+    carried through several generations is compared once, as its nearest copy), paid only when some
     earlier 🔴 line is not found word for word in a later generation (`_all_kept`): a chain of
-    generations that carry their 🔴 lines forward costs one parse of each log.
+    generations that carry their 🔴 lines forward costs one parse of each log, and a key whose
+    generations below the current one hold no 🔴 line costs none.
     """
     ordered = sorted(generations, key=lambda r: (r.generation_count, r.created_at or "", r.id))
+    top = ordered[-1].generation_count if ordered else 0
+    if not any(r.generation_count != top and "🔴" in (r.active_observations or "") for r in ordered):
+        return []   # no 🔴 line below the current generation (one generation): no log parsed
     parsed = [observation_lines(rec.active_observations) for rec in ordered]   # each log parsed once
     if _all_kept(ordered, parsed):
         return []
@@ -236,20 +274,28 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     weights = {w: math.log(1 + total / n) for w, n in df.items()}
     line_weight: dict[str, float] = {}
     out: list[LostObservation] = []
-    later: list = []          # (generation, line, normalised text, words, weight) of every higher generation
-    exact: set[str] = set()
+    # (generation, line, normalised text, words, weight) of the first line of each normalised text over every higher
+    # generation, in the order the lines are compared (higher generations later): a line whose text
+    # an earlier one already has scores and carries as that one does, so only the first can be kept
+    # or closest (a later tie never replaces the closest line found first)
+    later: list = []
+    exact: set[str] = set()   # the normalised texts of LATER's lines
+    heads_of: dict[str, set[str]] = {}
     for rank, count in enumerate(sorted(groups, reverse=True)):
         for rec, lines in groups[count] if rank else ():   # rank 0: the current generation, nothing after it
-            out.extend(_lost_lines(rec, lines, later, exact, weights, threshold))
-        mine = []
+            out.extend(_lost_lines(rec, lines, later, exact, weights, threshold, heads_of))
+        mine, mine_norms = [], set()
         for _rec, lines in groups[count]:
             for ln, norm, words in lines:
+                if norm in mine_norms:
+                    continue
+                mine_norms.add(norm)
                 weight = line_weight.get(norm)
                 if weight is None:
                     weight = line_weight[norm] = _weight(words, weights)
                 mine.append((count, ln, norm, words, weight))
-        later = mine + later
-        exact |= {norm for _, _, norm, _, _ in mine}
+        later = mine + [entry for entry in later if entry[2] not in mine_norms]
+        exact |= mine_norms
     out.sort(key=lambda lost: (lost.generation, lost.line_number))
     return out
 
@@ -277,8 +323,10 @@ def _all_kept(ordered: list[OMRecord], parsed: list[list[_Line]]) -> bool:
 
 
 def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weights: dict[str, float],
-                threshold: float) -> list[LostObservation]:
-    """Return REC's 🔴 LINES that no line of LATER (their normalised texts in EXACT) keeps."""
+                threshold: float, heads_of: dict[str, set[str]]) -> list[LostObservation]:
+    """Return REC's 🔴 LINES that no line of LATER (their normalised texts in EXACT) keeps.
+
+    HEADS_OF: {normalised text: `_heads` of its words}, filled as later lines are looked at."""
     out: list[LostObservation] = []
     for ln, norm, words in lines:
         if not ln.high or not norm or norm in exact:
@@ -288,15 +336,28 @@ def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weight
         best, best_line, best_gen, best_words, kept = 0.0, None, None, frozenset(), False
         named = len(names) + sum(1 for w in words if _has_digit(w)) >= 2
         floor = min(threshold, NAMED_SIMILARITY) if named else threshold
-        for gen, other, _onorm, owords, oweight in later:
-            score = _score(words, mine, owords, oweight, weights)
-            if score >= floor and carries(words, names, owords, weights)[0]:
-                kept = True
-                break
+        weigh = weights.__getitem__ if weights.keys() >= words else (lambda w: weights.get(w, 1.0))
+        fact = _fact(words, names, weights)
+        for gen, other, onorm, owords, oweight in later:
+            shared = words & owords
+            # `_score`, inlined (the loop of the check; min() without its calls): a line sharing no word scores 0
+            if shared and mine > 0 and oweight > 0:
+                score = math.fsum(map(weigh, shared)) / (mine if mine < oweight else oweight)
+                if score > 1.0:
+                    score = 1.0
+            else:
+                score = 0.0
+            if score >= floor:   # `carries`, its facts and the later line's heads made once
+                heads = heads_of.get(onorm)
+                if heads is None:
+                    heads = heads_of[onorm] = _heads(owords)
+                if _keeps(fact, owords, heads):
+                    kept = True
+                    break
             if score > best:
                 best, best_line, best_gen, best_words = score, other.raw.strip(), gen, owords
         if not kept:
-            missing = tuple(carries(words, names, best_words, weights)[1]) if best_line else ()
+            missing = tuple(_lacks(fact, best_words, _heads(best_words))) if best_line else ()
             out.append(LostObservation(rec, rec.generation_count, ln.raw.strip(), ln.number,
                                        best_line, best_gen, round(best, 3), missing))
     return out

@@ -40,6 +40,7 @@ from studio.common.om_settings import max_threshold, resolve_settings
 from studio.engine import tokens
 from studio.engine.doctor.messages import BOUND_SLACK, StoredMessage
 from studio.engine.doctor.model import Finding, finding
+from studio.engine.status import counted_key
 from studio.engine.unobserved import storage_cursor, unobserved_messages
 from studio.errors import UncountableMessage
 from studio.store.records import OMRecord, Thread, iso_to_ms
@@ -74,7 +75,12 @@ def same_content(a: StoredMessage, b: StoredMessage, timeless: dict[int, str] | 
     """
     if a.raw == b.raw:
         return True
-    if '"createdAt"' not in a.raw or '"createdAt"' not in b.raw:
+    at_a, at_b = a.raw.find('"createdAt"'), b.raw.find('"createdAt"')
+    if at_a < 0 or at_b < 0:
+        return False
+    # no time is left out before a text's first "createdAt": texts that differ there differ without them
+    head = min(at_a, at_b)
+    if a.raw[:head] != b.raw[:head]:
         return False
     cache = {} if timeless is None else timeless
     texts = []
@@ -96,25 +102,23 @@ def check_duplicates(thread: Thread, messages: list[StoredMessage]) -> list[Find
     something else repeated words, Mastra did not save twice. One finding per run of 2 or more.
     """
     runs: list[list[StoredMessage]] = []
-    open_run: dict[str, tuple[int, list[StoredMessage]]] = {}   # role -> (first ms, members)
+    # role -> the members of its open run; a run whose first createdAt does not parse takes no member
+    # (times are parsed only for messages of one content: most never are)
+    open_run: dict[str, list[StoredMessage]] = {}
     timeless: dict[int, str] = {}
     for msg in messages:
         if not msg.raw:
             continue
         current = open_run.get(msg.role)
-        if current is not None and same_content(current[1][0], msg, timeless):
-            ms = msg.created_ms
-            if ms is not None and 0 <= ms - current[0] <= DUPLICATE_WINDOW_MS:
-                current[1].append(msg)
+        if current is not None and same_content(current[0], msg, timeless):
+            first, ms = current[0].created_ms, msg.created_ms
+            if first is not None and ms is not None and 0 <= ms - first <= DUPLICATE_WINDOW_MS:
+                current.append(msg)
                 continue
-        if current is not None and len(current[1]) > 1:
-            runs.append(current[1])
-        ms = msg.created_ms
-        if ms is None:
-            open_run.pop(msg.role, None)
-        else:
-            open_run[msg.role] = (ms, [msg])
-    runs += [members for _ms, members in open_run.values() if len(members) > 1]
+        if current is not None and len(current) > 1:
+            runs.append(current)
+        open_run[msg.role] = [msg]
+    runs += [members for members in open_run.values() if len(members) > 1]
     out = []
     for run in sorted(runs, key=lambda r: (r[0].created_ms or 0, r[0].id)):
         role = run[0].role
@@ -265,9 +269,21 @@ def _tool_parts(msg: StoredMessage):
             yield part["toolInvocation"]
 
 
-def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord | None) -> list[Finding]:
+def _below(stored: StoredMessage, threshold: int) -> bool:
+    """Return True when STORED's bounds put its estimate under THRESHOLD (tokens) without counting it."""
+    raw = stored.raw
+    return ((2 * len(raw) + BOUND_SLACK < threshold and '"type":"file"' not in raw and '"type":"image"' not in raw)
+            or stored.estimate_bound() < threshold)
+
+
+def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord | None,
+                 counted: dict[tuple, int] | None = None) -> list[Finding]:
     """Return message-over-threshold, uncountable-message and orphan-tool-result findings (they need the
-    record's window)."""
+    record's window).
+
+    COUNTED: the counts the statuses of the same snapshot made (`status_from_rows`' COUNTED): a
+    message of the window counted there under the same counter model is not counted again.
+    """
     out: list[Finding] = []
     unobserved_ids: set[str] = set()
     if record is not None:
@@ -279,22 +295,22 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
         unobserved_ids = {m["id"] for m in window}
         settings = resolve_settings(record.config, record.scope)
         threshold = max_threshold(settings.message_tokens)
+        model = repr(settings.counter_model)
         for light in window:
             stored = by_id[light["id"]]
-            raw = stored.raw
-            below = threshold and ((2 * len(raw) + BOUND_SLACK < threshold and '"type":"file"' not in raw
-                                   and '"type":"image"' not in raw) or stored.estimate_bound() < threshold)
-            full = stored.mastra() if not light["content"] else light
-            try:   # counted even below the threshold: Mastra's count of it may throw
-                est = tokens.count_message_for_status(full, model=settings.counter_model)
-            except UncountableMessage as exc:
-                out.append(finding("uncountable-message", exc.sentence(), message_ids=[stored.id],
-                                   evidence={"reason": exc.reason, "mastra_error": exc.mastra_error,
-                                             "created_at": stored.created_at},
-                                   record_id=record.id, lookup_key=record.lookup_key,
-                                   generation=record.generation_count, **_where(thread)))
-                continue
-            if threshold and not below and est >= threshold:
+            est = counted.get(counted_key(stored.thread_id, stored.id, model)) if counted else None
+            if est is None:
+                full = stored.mastra() if not light["content"] else light
+                try:   # counted even below the threshold: Mastra's count of it may throw
+                    est = tokens.count_message_for_status(full, model=settings.counter_model)
+                except UncountableMessage as exc:
+                    out.append(finding("uncountable-message", exc.sentence(), message_ids=[stored.id],
+                                       evidence={"reason": exc.reason, "mastra_error": exc.mastra_error,
+                                                 "created_at": stored.created_at},
+                                       record_id=record.id, lookup_key=record.lookup_key,
+                                       generation=record.generation_count, **_where(thread)))
+                    continue
+            if threshold and est >= threshold and not _below(stored, threshold):
                 out.append(finding("message-over-threshold",
                                    f"An unobserved {stored.role} message alone is {est:,} tokens, over the "
                                    f"{threshold:,}-token observation threshold",
@@ -303,11 +319,12 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
                                    record_id=record.id, lookup_key=record.lookup_key,
                                    generation=record.generation_count, **_where(thread)))
     calls: dict[str, list[StoredMessage]] = {}
-    for msg in messages:
+    tooled = [msg for msg in messages if "tool-invocation" in msg.raw]   # the others have no tool part
+    for msg in tooled:
         for inv in _tool_parts(msg):
             if inv.get("state") in CALL_STATES or "args" in inv:
                 calls.setdefault(str(inv.get("toolCallId")), []).append(msg)
-    for msg in messages:
+    for msg in tooled:
         for inv in _tool_parts(msg):
             call_id = str(inv.get("toolCallId"))
             if inv.get("state") not in RESULT_STATES:
@@ -333,10 +350,12 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
     return out
 
 
-def check_thread_messages(thread: Thread, messages: list[StoredMessage], record: OMRecord | None) -> list[Finding]:
-    """Return every message-level finding of THREAD (messages in storage order; RECORD its current OM row)."""
+def check_thread_messages(thread: Thread, messages: list[StoredMessage], record: OMRecord | None,
+                          counted: dict[tuple, int] | None = None) -> list[Finding]:
+    """Return every message-level finding of THREAD (messages in storage order; RECORD its current OM row;
+    COUNTED as `check_window` takes it)."""
     message_tokens = DEFAULT_MESSAGE_TOKENS
     if record is not None:
         message_tokens = max_threshold(resolve_settings(record.config, record.scope).message_tokens) or message_tokens
     return (check_duplicates(thread, messages) + check_ties(thread, messages) + check_updated_at(thread, messages)
-            + check_parts(thread, messages, message_tokens) + check_window(thread, messages, record))
+            + check_parts(thread, messages, message_tokens) + check_window(thread, messages, record, counted))

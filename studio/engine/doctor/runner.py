@@ -129,13 +129,15 @@ def _check_key(store: MemoryStore, plan: DoctorPlan, key: str,
 
 def run_batch(store: MemoryStore, plan: DoctorPlan, index: int, cancel: threading.Event | None = None, *,
               store_wide: bool | None = None, histories: dict[str, list[OMRecord]] | None = None,
-              messages: dict[str, list[StoredMessage]] | None = None) -> tuple[list[Finding], dict[str, int]]:
+              messages: dict[str, list[StoredMessage]] | None = None,
+              counted: dict[tuple, int] | None = None) -> tuple[list[Finding], dict[str, int]]:
     """Check batch INDEX of PLAN; return (findings, counts {"threads", "records", "messages", "lookup_keys"}).
 
     Batch 0 also runs the database-wide checks (STORE_WIDE: True / False overrides, whatever the
     index). HISTORIES (`store.om_histories` of the batch's thread and resource keys) and MESSAGES
-    (`load_messages` of the batch's threads): rows the caller read already. Stops early (partial
-    result) when CANCEL is set.
+    (`load_messages` of the batch's threads): rows the caller read already; COUNTED: the message
+    counts the statuses of the same snapshot made (`status_from_rows`), not made again. Stops early
+    (partial result) when CANCEL is set.
     """
     findings: list[Finding] = []
     counts = {"threads": 0, "records": 0, "messages": 0, "lookup_keys": 0}
@@ -178,7 +180,7 @@ def run_batch(store: MemoryStore, plan: DoctorPlan, index: int, cancel: threadin
             record = key_once(f"resource:{thread.resource_id}")
         messages = loaded.get(thread_id, [])
         findings.extend(check_thread_json(thread))
-        findings.extend(check_thread_messages(thread, messages, record))
+        findings.extend(check_thread_messages(thread, messages, record, counted))
         counts["threads"] += 1
         counts["messages"] += len(messages)
     return findings, counts
