@@ -150,3 +150,39 @@ def test_a_far_page_reads_only_its_rows_from_the_table(tied_schema):
         for sql, params in sent:
             plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + _qmarks(sql), params).fetchone()[0][0]["Plan"]
             assert _table_rows_read(plan) <= 2 + 3, sql   # the page, the rest of its first run of ties, one to stop
+
+
+def test_listed_threads_metadata_of_every_json_kind_as_each_thread_reads_it_alone(pg_corpus):
+    """listThreads parses every JSONB metadata of the list in one pass: each thread's metadata (and error) is the
+    one its own read gives (getThreadById), for NULL, JSON null, a JSON string, a number, an array, and a value
+    nested deeper than Python's parser goes (the whole list then parsed thread by thread, its error kept)."""
+    from studio.store.history import get_thread_by_id, list_threads
+
+    scratch = "meta_kinds"
+    kinds = ["NULL", "'null'::jsonb", "'\"{}\"'::jsonb", "'3.5'::jsonb", "'[1, \"a\", {\"b\": null}]'::jsonb",
+             "('{\"k\": ' || repeat('[', 1500) || repeat(']', 1500) || '}')::jsonb"]
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        _copy_schema(conn, "history", scratch, 2)   # its 3 threads and 2 copies of each
+        ids = [r[0] for r in conn.execute(f'SELECT id FROM "{scratch}".mastra_threads ORDER BY id').fetchall()]
+        assert len(ids) >= len(kinds)
+        for thread_id, kind in zip(ids[:len(kinds)], kinds, strict=True):
+            conn.execute(f'UPDATE "{scratch}".mastra_threads SET metadata = {kind} WHERE id = %s', (thread_id,))
+    studio = StudioSide(f"{pg_corpus.url}?schema={scratch}")
+    try:
+        for deep in (True, False):
+            if not deep:   # the list without the deep value: parsed in one pass
+                with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+                    conn.execute(f'UPDATE "{scratch}".mastra_threads SET metadata = NULL WHERE metadata::text '
+                                 "LIKE '%[[[%'")
+            listed = list_threads(studio.store, per_page=False).threads
+            listed += list_threads(studio.store, per_page=2, page=1).threads
+            assert len(listed) == len(ids) + 2
+            for thread in listed:
+                alone = get_thread_by_id(studio.store, thread.id)
+                assert (thread.metadata, thread.metadata_error) == (alone.metadata, alone.metadata_error), thread.id
+                assert thread == alone
+            assert {t.id for t in listed if t.metadata_error} == ({ids[len(kinds) - 1]} if deep else set())
+    finally:
+        studio.store.close()
+        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{scratch}" CASCADE')
