@@ -20,7 +20,6 @@ message_queries, batch) use its public query API: `rows`, `select_rows`, `select
 
 from __future__ import annotations
 
-import json
 from contextlib import contextmanager, suppress
 
 from studio.store import schema as sc
@@ -69,20 +68,6 @@ def message_reader(present: list[str], decode: Callable[[Any], list], encoding: 
                               v[i_resource] if i_resource >= 0 else None, v[i_type] if i_type >= 0 else None,
                               damaged, encoding)
     return read
-
-
-def _parsed_jsonb(texts: list[str | None]) -> list | None:
-    """TEXTS (JSONB values as PostgreSQL prints them, or None for NULL) parsed, in one `json.loads` of their array.
-
-    Each value is parsed as `parse_json` parses it alone (NULL and JSON null alike give None); None when
-    the array cannot be parsed whole (a value nested too deep or a number too long for Python's parser:
-    then each is parsed alone, and its error kept with its row).
-    """
-    try:
-        parsed = json.loads("[" + ",".join("null" if t is None else t for t in texts) + "]")
-    except (ValueError, TypeError, RecursionError):
-        return None
-    return parsed if len(parsed) == len(texts) else None
 
 
 #: Lookup keys named per statement when `om_lookup_keys` reads only some (SQLite allows 32,766 parameters).
@@ -276,9 +261,8 @@ class MemoryStore:
         scalar subquery beside the page's columns, or with LIMIT None the rows read; a page past the end
         costs a second one for the count),
         where MemoryPG.listThreads sends a COUNT(*) and then the page. PostgreSQL only (the other SQL stores
-        read the two together with `rows_and_threads`). Threads as `select_threads` makes them, except that
-        a JSONB metadata column is parsed here, every row's in one pass, as MemoryPG's driver parses them
-        (`_parsed_jsonb`). Raises StoreError.
+        read the two together with `rows_and_threads`). Threads as `select_threads` makes them (psycopg's
+        rows as they are: no copy a row). Raises StoreError.
         """
         paging, bounds = (" LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
         count = f"SELECT COUNT(*) FROM {sc.THREADS} {where}"
@@ -286,33 +270,14 @@ class MemoryStore:
             present, fetched, _decode = self.backend.select(sc.THREADS, list(THREAD_COLUMNS),
                                                             f"{where} ORDER BY {order}", params)
             with bulk_decode():
-                return len(fetched), self._pg_threads(present, fetched)
+                return len(fetched), threads_from_values(present, fetched)
         present, fetched, _decode = self.backend.select(
             sc.THREADS, list(THREAD_COLUMNS), f"{where} ORDER BY {order}{paging}", [*params, *params, *bounds],
             extra=f"({count})")
         if not fetched:
             return (0 if offset == 0 else int(self.rows(count, params)[0][0])), []
         with bulk_decode():
-            return int(fetched[0][-1]), self._pg_threads(present, fetched)
-
-    def _pg_threads(self, present: list[str], fetched: list[tuple]) -> list[Thread]:
-        """The Threads of psycopg's rows FETCHED (PRESENT columns first, any extra after), metadata parsed.
-
-        A JSONB column's text is one JSON document a row (the server checked it), so all of them are
-        parsed with one `json.loads` of their array (~4 µs a thread less than one parse each). Text that
-        psycopg decoded is never DamagedText. Any other column type, or a parse that fails (nesting too
-        deep, a number too long), is left to `threads_from_values` (each thread its own parse, and error).
-        """
-        at = {c: i for i, c in enumerate(present)}
-        picks = [at.get(c) for c in THREAD_COLUMNS]
-        if None in picks or self.schema.types.get(sc.THREADS, {}).get("metadata") != "JSONB":
-            return threads_from_values(present, fetched)
-        i_id, i_res, i_title, i_meta, i_created, i_updated = picks
-        metadata = _parsed_jsonb([r[i_meta] for r in fetched])
-        if metadata is None:
-            return threads_from_values(present, fetched)
-        return [Thread(r[i_id], r[i_res], r[i_title], m, r[i_created], r[i_updated])
-                for r, m in zip(fetched, metadata, strict=True)]
+            return int(fetched[0][-1]), threads_from_values(present, fetched)
 
     def fetch_messages(self, tail: str = "", params: Iterable[Any] = ()) -> tuple[list, Callable[[Any], Message]]:
         """`select_messages` without making the Messages: (rows as fetched, READ turning one row into its Message).

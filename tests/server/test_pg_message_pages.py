@@ -153,9 +153,9 @@ def test_a_far_page_reads_only_its_rows_from_the_table(tied_schema):
 
 
 def test_listed_threads_metadata_of_every_json_kind_as_each_thread_reads_it_alone(pg_corpus):
-    """listThreads parses every JSONB metadata of the list in one pass: each thread's metadata (and error) is the
-    one its own read gives (getThreadById), for NULL, JSON null, a JSON string, a number, an array, and a value
-    nested deeper than Python's parser goes (the whole list then parsed thread by thread, its error kept)."""
+    """The threads of listThreads (made from psycopg's rows as fetched, whole or paged): each one's metadata (and
+    error) is the one its own read gives (getThreadById), for NULL, JSON null, a JSON string, a number, an array,
+    and a value nested deeper than Python's parser goes (its error kept with its thread alone)."""
     from studio.store.history import get_thread_by_id, list_threads
 
     scratch = "meta_kinds"
@@ -170,7 +170,7 @@ def test_listed_threads_metadata_of_every_json_kind_as_each_thread_reads_it_alon
     studio = StudioSide(f"{pg_corpus.url}?schema={scratch}")
     try:
         for deep in (True, False):
-            if not deep:   # the list without the deep value: parsed in one pass
+            if not deep:   # the list without the deep value
                 with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
                     conn.execute(f'UPDATE "{scratch}".mastra_threads SET metadata = NULL WHERE metadata::text '
                                  "LIKE '%[[[%'")
