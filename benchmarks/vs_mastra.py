@@ -141,7 +141,7 @@ class StudioSide:
                                                 filter={"metadata": args["metadata"]} if args.get("metadata")
                                                 else None),
             "getThreadById": lambda: get_thread_by_id(self.store, args["threadId"]),
-            "recall": lambda: recall(self.store, args["threadId"], per_page=args["perPage"]),
+            "recall": lambda: recall(self.store, args["threadId"], per_page=args["perPage"], page=args.get("page")),
             "listMessages": lambda: list_messages(self.store, args["threadId"], per_page=args["perPage"],
                                                   page=args["page"]),
         }

@@ -76,7 +76,7 @@ async function statuses() {
 const ops = {
   listThreads: async a => (await memory.listThreads({ perPage: a.perPage ?? false, page: a.page ?? 0, ...(a.metadata ? { filter: { metadata: a.metadata } } : {}) })),
   getThreadById: async a => memory.getThreadById({ threadId: a.threadId }),
-  recall: async a => memory.recall({ threadId: a.threadId, perPage: a.perPage }),
+  recall: async a => memory.recall({ threadId: a.threadId, perPage: a.perPage, page: a.page }),
   listMessages: async a => store.listMessages({ threadId: a.threadId, perPage: a.perPage, page: a.page }),
   // getStatus of every thread an OM record governs
   statuses,

@@ -207,4 +207,4 @@ def check_changed(store: MemoryStore | None) -> Any:
 def load_metadata_thread_ids(store: MemoryStore | None, metadata: dict) -> set[str]:
     """Return the ids of every thread whose metadata matches METADATA (Memory.listThreads' filter, all pages)."""
     store = require_store(store)
-    return set(list_threads(store, filter={"metadata": metadata}, per_page=False).thread_ids)
+    return set(list_threads(store, filter={"metadata": metadata}, per_page=False, ids_only=True).thread_ids)

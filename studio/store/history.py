@@ -419,7 +419,9 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
         total = store.count_messages(query)
         rows = store.find_messages(query, sort, skip=offset, limit=0 if per_page is False else limit)
     elif pg:  # MemoryPG's page (or every row) and count in one statement
-        total, rows = store.select_messages_counted(where, params, order, None if per_page is False else limit, offset)
+        alone = len(thread_ids) == 1 and len(terms) == 1   # one thread, no other term: its index finds the page
+        total, rows = store.select_messages_counted(where, params, order, None if per_page is False else limit, offset,
+                                                    one_thread=thread_ids[0] if alone else None, descending=descending)
     else:   # the count and the page together (perPage false: the page holds as many as counted)
         counted, rows = store.rows_and_messages(
             f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params, f'{where} ORDER BY {order} LIMIT ? OFFSET ?',

@@ -70,3 +70,119 @@ def test_pages_and_totals_equal_mastra_when_twins_reverse_the_order(reversed_sch
     finally:
         mastra.close()
         studio.store.close()
+
+
+TIED = "pages_tied"
+
+
+@pytest.fixture(scope="module")
+def tied_schema(pg_corpus):
+    """A copy of the `history` scenario whose longest thread has its messages in threes of one `createdAt`
+    (and twin): pages then start and end inside runs of ties, which MemoryPG orders by id. (URL, thread, count)."""
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        _copy_schema(conn, "history", TIED, 0)
+        thread_id, count = conn.execute(
+            f'SELECT thread_id, COUNT(*) FROM "{TIED}".mastra_messages GROUP BY thread_id '
+            "ORDER BY COUNT(*) DESC, thread_id LIMIT 1").fetchone()
+        conn.execute(
+            f'UPDATE "{TIED}".mastra_messages AS m SET "createdAt" = g.t, "createdAtZ" = g.t AT TIME ZONE \'UTC\' '
+            f'FROM (SELECT id, min("createdAt") OVER (PARTITION BY (n - 1) / 3) AS t FROM '
+            f'(SELECT id, "createdAt", row_number() OVER (ORDER BY "createdAt", id DESC) AS n '
+            f'FROM "{TIED}".mastra_messages WHERE thread_id = %s) AS r) AS g WHERE m.id = g.id', (thread_id,))
+    try:
+        yield f"{pg_corpus.url}?schema={TIED}", thread_id, count
+    finally:
+        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{TIED}" CASCADE')
+
+
+def test_pages_inside_runs_of_equal_created_at_equal_mastra(tied_schema):
+    url, thread_id, count = tied_schema
+    assert count >= 9
+    mastra = mastra_worker(url)
+    studio = StudioSide(url)
+    try:
+        calls = [("listMessages", {"threadId": thread_id, "perPage": size, "page": p})
+                 for size in (2, 4) for p in range(count // size + 2)]
+        calls += [("recall", {"threadId": thread_id, "perPage": size, "page": p})   # newest first: walked down
+                  for size in (2, 5) for p in range(count // size + 2)]
+        for op, args in calls:
+            theirs, ours = mastra.ask(op, 1, args)["out"], studio.run(op, 1, args)["out"]
+            assert _canonical(ours) == _canonical(theirs), (op, args)
+        with psycopg.connect(url.split("?")[0], autocommit=True) as conn:   # the case is the one meant
+            runs = conn.execute(f'SELECT COUNT(*) FROM "{TIED}".mastra_messages WHERE thread_id = %s '
+                                'GROUP BY "createdAt" HAVING COUNT(*) = 3', (thread_id,)).fetchall()
+        assert len(runs) == count // 3
+    finally:
+        mastra.close()
+        studio.store.close()
+
+
+def _table_rows_read(plan: dict) -> int:
+    """Rows the plan's scans of mastra_messages read from the table (index-only scans read none)."""
+    own = plan.get("Actual Rows", 0) * plan.get("Actual Loops", 1) if (
+        plan.get("Relation Name") == "mastra_messages" and plan["Node Type"] != "Index Only Scan") else 0
+    return own + sum(_table_rows_read(p) for p in plan.get("Plans", ()))
+
+
+def test_a_far_page_reads_only_its_rows_from_the_table(tied_schema):
+    """The skipped rows of a page are counted on the (thread_id, createdAt) index: the table gives the page's
+    rows and those tied with its first, where MemoryPG's statement reads every skipped row."""
+    from studio.store.backends.pg import _qmarks
+    from studio.store.history import list_messages, recall
+
+    url, thread_id, count = tied_schema
+    studio = StudioSide(url)
+    sent: list[tuple[str, tuple]] = []
+    run = studio.store.backend._run
+    studio.store.backend._run = lambda sql, params: (sent.append((sql, params)), run(sql, params))[1]
+    try:
+        far = list_messages(studio.store, thread_id, per_page=2, page=count // 2 - 1)
+        newest_far = recall(studio.store, thread_id, per_page=2, page=count // 2 - 1)
+        assert far.total == newest_far.total == count and len(far.messages) == len(newest_far.messages) == 2
+    finally:
+        studio.store.close()
+    assert len(sent) == 2   # one statement a page
+    with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+        conn.execute(f'SET search_path = "{TIED}"')
+        conn.execute("SET enable_seqscan = off")   # a small table: the plan Mastra's indexes give a large one
+        conn.execute("SET enable_bitmapscan = off")
+        for sql, params in sent:
+            plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + _qmarks(sql), params).fetchone()[0][0]["Plan"]
+            assert _table_rows_read(plan) <= 2 + 3, sql   # the page, the rest of its first run of ties, one to stop
+
+
+def test_listed_threads_metadata_of_every_json_kind_as_each_thread_reads_it_alone(pg_corpus):
+    """The threads of listThreads (made from psycopg's rows as fetched, whole or paged): each one's metadata (and
+    error) is the one its own read gives (getThreadById), for NULL, JSON null, a JSON string, a number, an array,
+    and a value nested deeper than Python's parser goes (its error kept with its thread alone)."""
+    from studio.store.history import get_thread_by_id, list_threads
+
+    scratch = "meta_kinds"
+    kinds = ["NULL", "'null'::jsonb", "'\"{}\"'::jsonb", "'3.5'::jsonb", "'[1, \"a\", {\"b\": null}]'::jsonb",
+             "('{\"k\": ' || repeat('[', 1500) || repeat(']', 1500) || '}')::jsonb"]
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        _copy_schema(conn, "history", scratch, 2)   # its 3 threads and 2 copies of each
+        ids = [r[0] for r in conn.execute(f'SELECT id FROM "{scratch}".mastra_threads ORDER BY id').fetchall()]
+        assert len(ids) >= len(kinds)
+        for thread_id, kind in zip(ids[:len(kinds)], kinds, strict=True):
+            conn.execute(f'UPDATE "{scratch}".mastra_threads SET metadata = {kind} WHERE id = %s', (thread_id,))
+    studio = StudioSide(f"{pg_corpus.url}?schema={scratch}")
+    try:
+        for deep in (True, False):
+            if not deep:   # the list without the deep value
+                with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+                    conn.execute(f'UPDATE "{scratch}".mastra_threads SET metadata = NULL WHERE metadata::text '
+                                 "LIKE '%[[[%'")
+            listed = list_threads(studio.store, per_page=False).threads
+            listed += list_threads(studio.store, per_page=2, page=1).threads
+            assert len(listed) == len(ids) + 2
+            for thread in listed:
+                alone = get_thread_by_id(studio.store, thread.id)
+                assert (thread.metadata, thread.metadata_error) == (alone.metadata, alone.metadata_error), thread.id
+                assert thread == alone
+            assert {t.id for t in listed if t.metadata_error} == ({ids[len(kinds) - 1]} if deep else set())
+    finally:
+        studio.store.close()
+        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{scratch}" CASCADE')

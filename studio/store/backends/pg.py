@@ -326,6 +326,8 @@ class PgBackend:
     writable = False
     encoding = "utf-8"
     notices: tuple[str, ...] = ()
+    #: The (table, column) pairs the schema declares NOT NULL (`open` reads them with the columns).
+    not_null: frozenset[tuple[str, str]] = frozenset()
 
     def __init__(self, location: Target, conn, schema: sc.Schema, options: str = ""):
         self.location = location
@@ -354,11 +356,12 @@ class PgBackend:
                    f"-c search_path={location.schema}")
         conn = connect_pg(location, options=options, application_name="memory-studio")
         try:
-            schema = discover_pg_schema(conn, location)
+            schema, not_null = _discover(conn, location)
         except BaseException:
             conn.close()
             raise
         backend = cls(location, conn, schema, options)
+        backend.not_null = not_null
         notice = cred.secret_in_url_notice(location)   # warned by connect_pg; the studio's status bar shows it
         if notice:
             backend.notices = (notice,)
@@ -501,22 +504,27 @@ class PgBackend:
 
 def discover_pg_schema(conn, location: Target) -> sc.Schema:
     """Read the `mastra_*` tables and columns of LOCATION's schema; raise SchemaError if there are none."""
+    return _discover(conn, location)[0]
+
+
+def _discover(conn, location: Target) -> tuple[sc.Schema, frozenset[tuple[str, str]]]:
+    """`discover_pg_schema`, and the (table, column) pairs declared NOT NULL, from one statement."""
     try:
         with conn.cursor() as cur:
-            cur.execute("SELECT table_name, column_name, upper(data_type) FROM information_schema.columns "
+            cur.execute("SELECT table_name, column_name, upper(data_type), is_nullable FROM information_schema.columns "
                         "WHERE table_schema = %s AND table_name LIKE 'mastra\\_%%' "
                         "ORDER BY table_name, ordinal_position", (location.schema,))
             rows = cur.fetchall()
     except Exception as exc:
         raise StoreError(f"Cannot read {location.display}: {describe_pg_error(exc)}", kind=pg_error_kind(exc)) from exc
     schema = sc.Schema()
-    for table, column, kind in rows:
+    for table, column, kind, _nullable in rows:
         schema.tables.setdefault(table, []).append(column)
         schema.types.setdefault(table, {})[column] = kind
     if not schema.tables:
         raise SchemaError(_no_tables_sentence(conn, location))
     sc.check_required(schema)
-    return schema
+    return schema, frozenset((table, column) for table, column, _kind, nullable in rows if nullable == "NO")
 
 
 
