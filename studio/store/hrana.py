@@ -1,4 +1,5 @@
-"""Hrana over HTTP: the wire protocol of a libSQL server (`sqld`, Turso), spoken with httpx.
+"""Hrana over HTTP: the wire protocol of a libSQL server (`sqld`, Turso), spoken with httpx (the reads of a
+plain-HTTP server on this machine over one kept http.client connection: `_Loopback`, a third of the CPU).
 
 A small DB-API-like connection (`execute(sql, params).fetchall()` / `.description`) so that the
 SQLite reads (`studio.store.backends.sqlite_sql`) run unchanged on a server. Every request is one HTTP POST to
