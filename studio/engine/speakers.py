@@ -124,10 +124,13 @@ def _message_tokens(message: Message) -> int:
 
 def analyze_messages(messages: Iterable[Message], *, thread_id: str | None = None,
                      count_tokens: Callable[[Message], int] | None = _message_tokens,
-                     cancel: threading.Event | None = None) -> SpeakerReport:
+                     cancel: threading.Event | None = None,
+                     attribute: Callable[[Message], MessageAttribution] = attribute_message) -> SpeakerReport:
     """Build the SpeakerReport of MESSAGES (a thread's messages in storage order).
 
     COUNT_TOKENS(message) -> tokens (default: Mastra's per-message estimate; None: no counting).
+    ATTRIBUTE(message) -> its MessageAttribution (default `attribute_message`; a view that parsed its rows
+    already hands in what it holds, so a report made again after one new message parses that message only).
     Stops early, with what it has, once CANCEL is set.
     """
     report = SpeakerReport(thread_id=thread_id)
@@ -139,7 +142,7 @@ def analyze_messages(messages: Iterable[Message], *, thread_id: str | None = Non
         report.messages += 1
         if m.role == "system":
             continue
-        att = attribute_message(m)
+        att = attribute(m)
         parse = att.parse
         for problem in dict.fromkeys(parse.problems):
             kind = ("unterminated_tag" if "not closed" in problem else

@@ -53,13 +53,52 @@ def _per_thread(batch) -> dict:
             for t in batch.handled}
 
 
+def _two_resources(dest) -> tuple:
+    """A copy of the resource fixture with a second resource: res-c cloned into resource user-finn (cloneThread
+    with a resourceId: the thread row and its messages copied, as Mastra's clone writes them), and user-finn's
+    own resource-scope record (user-erin's current generation copied under `resource:user-finn`) whose message
+    threshold (`observation.messageTokens`) is 1 token, so every unobserved message of the clone is over it (a
+    message-over-threshold finding per message, of the clone only: user-erin's threads stay below theirs).
+    Return (path, {thread id: resource id})."""
+    import random
+
+    from tests.live_writes import MESSAGES, OM, THREADS, FileSql, MastraWrites
+
+    path = copy_fixture("resource", dest)
+    sql = FileSql(str(path))
+    try:
+        writes = MastraWrites(sql, random.Random(3))
+        now = "2027-01-01T00:00:00.000Z"
+        statements = [writes.copy_row(THREADS, "res-c", {"id": "res-c-finn", "resourceId": "user-finn",
+                                                          "createdAt": now, "updatedAt": now})]
+        for n, (mid,) in enumerate(sql.query(f"SELECT id FROM {MESSAGES} WHERE thread_id = 'res-c' "
+                                             'ORDER BY "createdAt", id')):
+            statements.append(writes.copy_row(MESSAGES, mid, {"id": f"finn-{n}", "thread_id": "res-c-finn",
+                                                              "resourceId": "user-finn"}))
+        (record,) = sql.query(f'SELECT id FROM {OM} WHERE "lookupKey" = ? ORDER BY "generationCount" DESC LIMIT 1',
+                              ("resource:user-erin",))[0]
+        statements.append(writes.copy_row(OM, record, {"id": "om-finn", "lookupKey": "resource:user-finn",
+                                                       "resourceId": "user-finn"}))
+        statements.append((f"UPDATE {OM} SET config = json_set(config, '$.observation.messageTokens', 1) "
+                           'WHERE "lookupKey" = ?', ("resource:user-finn",)))
+        sql.run(statements)
+        resources = dict(sql.query(f'SELECT id, "resourceId" FROM {THREADS}'))
+    finally:
+        sql.close()
+    return path, resources
+
+
 def test_a_live_refresh_round_reads_its_threads_keys_only_and_equals_an_open(tmp_path, monkeypatch):
     """A live refresh's round (every_thread False) reads the lookup keys of its threads and their resources only,
     not the store's; each thread's status, findings, count and ⚠ equal what an open's round computes, on a store
-    with thread-scope records (support) and one with resource-scope records (resource)."""
+    with thread-scope records (support) and one with resource-scope records of two resources whose findings
+    differ (a thread checked against another resource's record, or none, gets other findings)."""
     monkeypatch.setenv("MEMORY_STUDIO_CACHE_DIR", str(tmp_path / "cache"))
-    for name in ("support", "resource"):
-        path = copy_fixture(name, tmp_path / name)
+    support = copy_fixture("support", tmp_path / "support")
+    with open_store(support) as store:
+        support_resources = {t.id: t.resource_id for t in store.list_threads()}
+    stores = [(support, support_resources), _two_resources(tmp_path / "resource")]
+    for path, resources in stores:
         with open_store(path) as store:
             ids = [t.id for t in store.list_threads()]
             every = _per_thread(opr.load_results_batch(store, 1, ids))
@@ -70,9 +109,15 @@ def test_a_live_refresh_round_reads_its_threads_keys_only_and_equals_an_open(tmp
                 return real(only)
             monkeypatch.setattr(store, "om_lookup_keys", spy)
             for n, tid in enumerate(ids):
+                del asked[:]
                 live = _per_thread(opr.load_results_batch(store, 2 + n, [tid], False))
-                assert live == {tid: every[tid]}, (name, tid)
-            assert asked and None not in asked   # never the whole store's keys
+                assert live == {tid: every[tid]}, (path.name, tid)
+                # never the whole store's keys: the thread's own and its resource's
+                assert [set(only) for only in asked] == [{f"thread:{tid}", f"resource:{resources[tid]}"}], tid
+    # the second resource's record is what the clone is checked against: its threshold finds every message over it
+    over = [f for f in every["res-c-finn"][1] if "message-over-threshold" in f]
+    assert over and all("resource:user-finn" in f for f in over)
+    assert not any("message-over-threshold" in f for t in ("res-a", "res-b", "res-c") for f in every[t][1])
 
 
 def test_an_open_of_a_file_begins_with_every_thread_and_keeps_what_a_live_refresh_adds():

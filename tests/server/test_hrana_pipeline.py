@@ -311,3 +311,48 @@ def test_text_that_is_not_utf8_or_holds_u_fffd_is_read_again_as_bytes(sqld_corpu
                 assert store.get_thread("t1").title == "\ufffdA"
                 assert store.rows("SELECT title FROM mastra_threads WHERE id = 't1'") == [("\ufffdA",)]
 
+
+
+class _OneAnswerPerConnection(http.server.BaseHTTPRequestHandler):
+    """Answers `SELECT 1` as sqld does (HTTP/1.1, kept alive by its headers), then closes the connection when
+    the server's `close_after` says so: a server dropping a kept connection while the client is idle."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.connections.add(self.client_address)
+        body = json.dumps({"baton": None, "base_url": None, "results": [
+            {"type": "ok", "response": {"type": "execute", "result": {
+                "cols": [{"name": "1", "decltype": None}], "rows": [[{"type": "integer", "value": "1"}]],
+                "affected_row_count": 0}}},
+            {"type": "ok", "response": {"type": "close"}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = self.server.close_after
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("close_after", [False, True])
+def test_a_loopback_server_is_read_over_one_kept_connection_opened_again_when_dropped(close_after):
+    """Reads of a plain-HTTP server on this machine go over one kept connection (httpx's pool: no new TCP
+    connection a round trip); one the server dropped while idle is opened again and the read succeeds."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OneAnswerPerConnection)
+    server.connections, server.close_after = set(), close_after
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    conn = HranaConnection(url, None, url)
+    try:
+        assert [conn.execute("SELECT 1").fetchall() for _ in range(3)] == [[(1,)]] * 3
+        assert len(server.connections) == (3 if close_after else 1)
+        assert conn.traffic.requests == 3
+    finally:
+        conn.close()
+        server.shutdown()
+        server.server_close()

@@ -217,3 +217,60 @@ def test_show_in_context_waits_for_a_refresh_in_flight(studio, studio_ctx, fixtu
     qtbot.waitUntil(lambda: bool(called), timeout=10000)
     assert called[0] >= 6 and model.row_of(model.message_row(5).message.id) == 5
     assert studio_ctx.runner.wait_idle()
+
+
+def test_live_speakers_are_made_from_the_messages_tabs_rows(studio, studio_ctx, fixture_db, qtbot, monkeypatch):
+    """With the Messages tab shown, a live refresh's Speakers report (the speaker filter's) is made from the
+    Messages tab's refreshed rows, not read again: after a new speaker's message is appended and another message
+    is rewritten in place with a third speaker's tag, the report equals `thread_speakers` of a fresh store (the
+    speakers, their counts and Mastra's token estimates, the attributions), and the combo offers them."""
+    from studio.engine.speakers import thread_speakers
+    from studio.store import open_store
+    from studio.ui.widgets import participants
+
+    path = fixture_db("collab")
+    window = studio(path, thread_id="doc_42", tab="messages")
+    assert studio_ctx.runner.wait_idle()
+    view = window.thread_view
+    reads = []
+    real = participants.load_speakers
+
+    def spy(*args, **kwargs):
+        reads.append(args[1:2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(participants, "load_speakers", spy)
+    sql = FileSql(path)
+    writes = MastraWrites(sql, random.Random(5))
+    try:
+        ids = [r[0] for r in sql.query(f"SELECT id FROM {MESSAGES} WHERE thread_id = 'doc_42' AND role = 'user' "
+                                       'ORDER BY "createdAt", id')]
+
+        def tagged(who: str, name: str) -> str:
+            return writes.content(f'<turn author_id="{who}" author_name="{name}" functional_role="editor">\n'
+                                  f"A word from {name}: {writes.text(30)}\n</turn>")
+
+        steps = [  # saveMessages of a new user message (a new speaker), then an upsert of an existing one in place
+            [writes.copy_row(MESSAGES, ids[0], {"id": "dana-1", "content": tagged("u_dana", "Dana"),
+                                                "createdAt": writes.now()})],
+            [(f"UPDATE {MESSAGES} SET content = ? WHERE id = ?", (tagged("u_eve", "Eve"), ids[1]))],
+        ]
+        for statements in steps:
+            sql.run(statements)
+            sql.run([writes.bump("doc_42", writes.now())])
+            before = window.loader.last_refresh
+            window.loader.check_for_changes()
+            qtbot.waitUntil(lambda before=before: window.loader.last_refresh is not before
+                            and studio_ctx.runner.pending == 0, timeout=20000)
+            assert studio_ctx.runner.wait_idle()
+            with open_store(path) as store:
+                fresh = thread_speakers(store, "doc_42")
+            assert view.participants_tab.report == fresh
+            combo = view.messages_tab.speaker_combo
+            assert [combo.itemData(i) for i in range(combo.count())][1:-1] == [s.key for s in fresh.speakers]
+        assert {"u_dana", "u_eve"} <= {s.key for s in fresh.speakers}
+        assert reads == []   # never read again: made from the rows the Messages tab read
+        view.set_tab("participants")   # shown, it is what a read gives
+        assert studio_ctx.runner.wait_idle() and view.participants_tab.report == fresh
+    finally:
+        sql.close()

@@ -228,3 +228,51 @@ def test_a_live_refresh_repaints_only_the_rows_it_re_read(qtbot, fixture_db):
     model.update_rows([ThreadRow(moved, last.lookup_key, activity_ms=first.activity_ms + 1)])
     assert layouts == [1] and resets == []
     assert model.index(0, 0).data(ID_ROLE) == moved.id
+
+
+def test_a_live_refresh_of_one_row_keeps_the_order_a_sort_gives(qtbot, fixture_db):
+    """`update_rows` of one thread puts its row in place without sorting every row when its new sort key stays
+    strictly between its neighbours' (no layout change); a key that ties with a neighbour or passes one sorts
+    again. Whatever the case, the rows are in the order a freshly filled model gives them, by every column."""
+    import copy
+    import random
+
+    from studio.app.listing import ThreadRow
+
+    listing, _statuses = listing_and_statuses(fixture_db("support"))
+    rng = random.Random(4)
+    for column in (ThreadColumn.LAST_ACTIVITY, ThreadColumn.TITLE, ThreadColumn.MESSAGES):
+        for order in (Qt.SortOrder.DescendingOrder, Qt.SortOrder.AscendingOrder):
+            model = ThreadTableModel()
+            model.set_rows(listing.rows)
+            model.sort(column, order)
+            filled = list(listing.rows)   # the rows in the order the model was filled, updated ones in place
+            layouts = []
+            model.layoutChanged.connect(lambda *_, layouts=layouts: layouts.append(1))
+            for _ in range(30):
+                i = rng.randrange(model.rowCount())
+                row = model.thread_row(i)
+                keys = [model.thread_row(k).activity_ms for k in range(model.rowCount())]
+                thread = copy.copy(row.thread)
+                activity = row.activity_ms
+                kind = rng.choice(["between", "tie", "far"])
+                if column == ThreadColumn.LAST_ACTIVITY:
+                    activity = {"between": activity + rng.choice([-1, 1]), "tie": rng.choice(keys),
+                                "far": max(keys) + 10}[kind]
+                elif column == ThreadColumn.TITLE:
+                    thread.title = {"between": (thread.title or thread.id) + " ", "tie": model.thread_row(
+                        rng.randrange(model.rowCount())).thread.title, "far": "~ last"}[kind]
+                else:
+                    thread.message_count = {"between": thread.message_count, "tie": model.thread_row(
+                        rng.randrange(model.rowCount())).thread.message_count, "far": 10**6}[kind]
+                new = ThreadRow(thread, row.lookup_key, activity_ms=activity)
+                before = len(layouts)
+                model.update_rows([new])
+                filled = [new if r.thread.id == thread.id else r for r in filled]
+                fresh = ThreadTableModel()
+                fresh.set_rows(filled)
+                fresh.sort(column, order)
+                ids = [model.thread_row(k).thread.id for k in range(model.rowCount())]
+                assert ids == [fresh.thread_row(k).thread.id for k in range(fresh.rowCount())], (column, order, kind)
+                if kind == "between" and ids.index(thread.id) == i:
+                    assert len(layouts) == before   # put in place: no layout change

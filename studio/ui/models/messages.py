@@ -27,7 +27,7 @@ from studio.app.messages import (
     refresh_message_page,
 )
 from studio.app.uncountable import UNCOUNTABLE_MARK
-from studio.engine.speakers import MessageAttribution, attribute_message
+from studio.engine.speakers import MessageAttribution, SpeakerReport, analyze_messages, attribute_message
 from studio.ui.models.base import TableModel
 from studio.ui.models.roles import ID_ROLE, RAW_ROLE, RECORD_ROLE, SORT_ROLE
 from studio.ui.style import MUTED
@@ -64,6 +64,12 @@ HEADER_TIPS = {
 }
 
 
+#: The roles `MessageTableModel.data` answers (for some columns); every other role is None.
+_ANSWERED = frozenset({Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.TextAlignmentRole, Qt.ItemDataRole.ForegroundRole,
+                       Qt.ItemDataRole.ToolTipRole, SORT_ROLE, ID_ROLE, RAW_ROLE, RECORD_ROLE})
+_COLUMNS = tuple(MessageColumn)
+
+
 class MessageTableModel(TableModel):
     """Messages of one thread in storage order; pages of PAGE_SIZE rows fetched through the TaskRunner."""
 
@@ -72,6 +78,9 @@ class MessageTableModel(TableModel):
     HEADER_TIPS = HEADER_TIPS
 
     page_loaded = Signal(int)  # rows now loaded
+    #: a refresh's rows are in (`refresh`; before its `page_loaded`): True when they are the whole thread,
+    #: unfiltered (`speaker_report`); False also when the refresh was dropped (superseded, filtered meanwhile)
+    page_refreshed = Signal(bool)
     load_failed = Signal(str)  # a read failed: the error, for the tab to show
 
     def __init__(self, runner: TaskRunner, parent=None, *, page_size: int = PAGE_SIZE, key: str = "messages"):
@@ -92,6 +101,7 @@ class MessageTableModel(TableModel):
         self._scanned = 0
         self._raw_tags = False
         self._attributions: dict[str, MessageAttribution] = {}
+        self._parsed: dict[str, tuple[object, MessageAttribution]] = {}   # id -> (the Message parsed, its attribution)
         self._on_loaded_through: tuple[int, object] | None = None
 
     # -- feeding ---------------------------------------------------------------------------
@@ -177,6 +187,7 @@ class MessageTableModel(TableModel):
         if got is None or got.thread_id != self._thread_id or self._filters.active:
             if self._on_loaded_through is not None and got is not None and got.thread_id == self._thread_id:
                 self._after_rows_loaded()   # a `load_through` waits: read on
+            self.page_refreshed.emit(False)
             return
         old_ids = [r.message.id for r in self._rows]
         held = {r.message.id: r for r in self._rows}
@@ -202,7 +213,34 @@ class MessageTableModel(TableModel):
             self.beginResetModel()
             self._rows = rows
             self.endResetModel()
+        self.page_refreshed.emit(self.holds_whole_thread())
         self._after_rows_loaded()
+
+    def holds_whole_thread(self) -> bool:
+        """Return True when the rows held are every message of the thread as last read, unfiltered."""
+        return self._thread_id is not None and not self._filters.active and len(self._rows) == self._total
+
+    def speaker_report(self) -> SpeakerReport | None:
+        """Return the Speakers report of the thread made from the rows held, or None unless they are the whole
+        thread unfiltered (`holds_whole_thread`). No read: each row's Mastra estimate is its message's tokens
+        (what `studio.engine.speakers.thread_speakers` counts, 0 for an uncountable one) and a message is parsed
+        for its `<turn>` tags once while its row is held, so after a live refresh only the new or changed
+        messages are parsed; equal to `thread_speakers` of the same rows."""
+        if not self.holds_whole_thread():
+            return None
+        tokens = {r.message.id: r.estimate or 0 for r in self._rows}
+        parsed = {}
+        for r in self._rows:
+            m = r.message
+            seen = self._parsed.get(m.id)
+            parsed[m.id] = seen if seen is not None and seen[0] is m else (m, attribute_message(m))
+        self._parsed = parsed   # the rows held now: a row gone or replaced is forgotten
+
+        def attribute(m) -> MessageAttribution:
+            return parsed[m.id][1]
+
+        return analyze_messages([r.message for r in self._rows], thread_id=self._thread_id,
+                                count_tokens=lambda m: tokens[m.id], attribute=attribute)
 
     def load_through(self, row: int, then=None) -> None:
         """Read rows up to ROW (one request), then call THEN() on the GUI thread (show in context)."""
@@ -318,7 +356,10 @@ class MessageTableModel(TableModel):
             return
         if refresh:
             self._merge_refresh(page)
-        elif page.offset == len(self._rows):
+            self.page_refreshed.emit(self.holds_whole_thread())
+            self._after_rows_loaded()
+            return
+        if page.offset == len(self._rows):
             self._total = page.total
             if page.rows:
                 start = len(self._rows)
@@ -405,11 +446,13 @@ class MessageTableModel(TableModel):
         return row + 1
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid() or not (0 <= index.row() < len(self._rows)):
+        # a repaint asks every visible cell for a dozen roles, most of which no column answers: those return at
+        # once (no enum built, no row looked at), which halves the Messages tab's repaint after a live refresh
+        if role not in _ANSWERED or not index.isValid() or not (0 <= index.row() < len(self._rows)):
             return None
         row = self._rows[index.row()]
         m = row.message
-        col = MessageColumn(index.column())
+        col = _COLUMNS[index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
             if col == MessageColumn.NUMBER:
                 return str(self.number(index.row()))

@@ -89,6 +89,7 @@ class MessagesTab(QWidget):
         # thread), snug, and compact when the table is narrow, so the Text preview keeps the room.
         self._compact: bool | None = None
         self._speaker_hidden = True
+        self._offered: list | None = None   # the speaker filter's items as last made (`_speaker_items`)
         for c in self.column_widths(False):
             header.setSectionResizeMode(c, QHeaderView.ResizeMode.Interactive)
         self._set_compact(False)
@@ -255,23 +256,35 @@ class MessagesTab(QWidget):
         self.filter_error = plain_label("", "loss", wrap=True)
         self.filter_error.hide()
 
+    @staticmethod
+    def _speaker_items(report: SpeakerReport | None) -> list[tuple[str, str | None, str | None]]:
+        """The speaker filter's items for REPORT: (text, speaker key or filter value, tooltip)."""
+        items: list[tuple[str, str | None, str | None]] = [(ALL_SPEAKERS, None, None)]
+        for sp in (report.speakers if report is not None else []):
+            items.append((f"{sp.label} · {sp.messages:,}", sp.key,
+                          fmt.plain_tooltip(f"{sp.label}\nauthor_id {sp.author_id or '(none)'}")))
+        if report is not None and report.untagged_messages:
+            items.append((f"Untagged user messages · {report.untagged_messages:,}", UNTAGGED, None))
+        items.append(("Agent (assistant, tools)", AGENT, None))
+        return items
+
     def _set_speaker_items(self, report: SpeakerReport | None) -> None:
+        items = self._speaker_items(report)
+        if items == self._offered:   # the same speakers and counts (a live refresh's report, say): nothing to redo
+            return
+        self._offered = items
         current = self.speaker_combo.currentData()
         self.speaker_combo.blockSignals(True)
         self.speaker_combo.clear()
-        self.speaker_combo.addItem(ALL_SPEAKERS, None)
-        for sp in (report.speakers if report is not None else []):
-            self.speaker_combo.addItem(f"{sp.label} · {sp.messages:,}", sp.key)
-            self.speaker_combo.setItemData(self.speaker_combo.count() - 1,
-                                           fmt.plain_tooltip(f"{sp.label}\nauthor_id {sp.author_id or '(none)'}"),
-                                           Qt.ItemDataRole.ToolTipRole)
-        if report is not None and report.untagged_messages:
-            self.speaker_combo.addItem(f"Untagged user messages · {report.untagged_messages:,}", UNTAGGED)
-        self.speaker_combo.addItem("Agent (assistant, tools)", AGENT)
+        for text, key, tip in items:
+            self.speaker_combo.addItem(text, key)
+            if tip is not None:
+                self.speaker_combo.setItemData(self.speaker_combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
         index = self.speaker_combo.findData(current)
         if current is not None and index < 0:   # a speaker not (yet) listed: keep it selectable
             self.speaker_combo.addItem(describe_speaker_filter(current, report), current)
             index = self.speaker_combo.count() - 1
+            self._offered = None   # the combo holds more than ITEMS: made again next time
         self.speaker_combo.setCurrentIndex(max(index, 0))
         self.speaker_combo.blockSignals(False)
 
@@ -285,8 +298,10 @@ class MessagesTab(QWidget):
 
     def _show_speaker_column(self, report: SpeakerReport | None) -> None:
         """Show the Speaker column only when REPORT (the thread's speakers) names one; else Text gets the room."""
-        self._speaker_hidden = report is None or not report.speakers
-        self.view.setColumnHidden(MessageColumn.SPEAKER, self._speaker_hidden)
+        hidden = report is None or not report.speakers
+        if hidden != self._speaker_hidden or self.view.isColumnHidden(MessageColumn.SPEAKER) != hidden:
+            self._speaker_hidden = hidden
+            self.view.setColumnHidden(MessageColumn.SPEAKER, hidden)
         self._fit_columns()
 
     def filter_by_speaker(self, key: str | None) -> None:
@@ -295,6 +310,7 @@ class MessagesTab(QWidget):
         if index < 0:
             self.speaker_combo.addItem(describe_speaker_filter(key, self._speakers), key)
             index = self.speaker_combo.count() - 1
+            self._offered = None   # the combo holds more than the report's items: made again next time
         self.speaker_combo.setCurrentIndex(index)   # applies at once
         self.apply_filters()
 

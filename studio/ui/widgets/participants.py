@@ -33,6 +33,7 @@ class ParticipantsTab(QWidget):
         self._runner = runner
         self._thread_id: str | None = None
         self._report: SpeakerReport | None = None
+        self._reads = 0   # reads started: a report shown meanwhile (`show_report`) drops the ones in flight
         self.use_helper = False
 
         self.summary = plain_label("", "muted", wrap=True)
@@ -91,6 +92,11 @@ class ParticipantsTab(QWidget):
         self._show(None)
 
     @property
+    def thread_id(self) -> str | None:
+        """Return the thread whose participants are shown or read (None: none)."""
+        return self._thread_id
+
+    @property
     def report(self) -> SpeakerReport | None:
         """Return the report shown (None while loading or without a thread)."""
         return self._report
@@ -108,13 +114,26 @@ class ParticipantsTab(QWidget):
         """Re-read the participants of the thread shown."""
         self._load()
 
+    def show_report(self, report: SpeakerReport) -> None:
+        """Show REPORT, the thread's participants made without a read (the Messages tab's rows after a live
+        refresh: `MessageTableModel.speaker_report`); a read still in flight is dropped. Ignored for another
+        thread; an equal report changes nothing."""
+        if report.thread_id != self._thread_id or self._thread_id is None:
+            return
+        self._reads += 1
+        if report != self._report:
+            self._on_report_loaded(self._thread_id, report)
+
     def _load(self) -> None:
         thread_id = self._thread_id
         if thread_id is None:
             return
+        self._reads += 1
+        read = self._reads
 
         def on_done(report) -> None:
-            self._on_report_loaded(thread_id, report)
+            if read == self._reads:
+                self._on_report_loaded(thread_id, report)
 
         def on_error(exc: Exception) -> None:
             self._on_report_failed(thread_id, exc)

@@ -70,6 +70,7 @@ class ThreadView(QWidget):
         self._detail: ThreadDetail | None = None
         self._refresh: ChangeSet | None = None   # what the live refreshes since the last detail changed
         self._stale: set[str] = set()            # LAZY_TABS names re-read when shown
+        self._speakers_follow = False            # the Speakers report waits for the Messages tab's refreshed rows
         self.title = ElidedLabel("", "heading")
         self.subtitle = ElidedLabel("", "muted")
         self.lineage_bar = LineageBar(runner)
@@ -87,6 +88,9 @@ class ThreadView(QWidget):
         self.tabs.addTab(self.participants_tab, TAB_TITLES["participants"])
         self.tabs.addTab(self.working_memory_tab, TAB_TITLES["working-memory"])
         self.participants_tab.report_loaded.connect(self.messages_tab.set_speakers)
+        self.messages_tab.model.page_refreshed.connect(self._on_messages_model_page_refreshed)
+        self.messages_tab.model.page_loaded.connect(self._on_messages_model_page_loaded)
+        self.messages_tab.model.load_failed.connect(self._on_messages_model_load_failed)
         self.participants_tab.speaker_activated.connect(self._on_participants_speaker_activated)
         self.participants_tab.message_activated.connect(self._on_participants_message_activated)
         self.timeline_tab = TimelineTab(runner)
@@ -229,13 +233,40 @@ class ThreadView(QWidget):
         return set(self._stale)
 
     def _refresh_lazy(self, names) -> None:
-        """Re-read NAMES (LAZY_TABS) that the tab shown needs now; mark the others stale."""
+        """Re-read NAMES (LAZY_TABS) that the tab shown needs now; mark the others stale.
+
+        The Speakers report needed by the Messages tab (its speaker filter) is not read again when the Messages
+        tab's own refresh reads the whole thread: it is made from those rows once they are in (no second read
+        of the thread's messages, only its new or changed messages parsed), else it is read."""
         self._stale |= set(names)
         current = self.current_tab()
-        for name in [n for n in LAZY_TABS if n in self._stale and current in LAZY_TABS[n]]:
+        due = [n for n in LAZY_TABS if n in self._stale and current in LAZY_TABS[n]]
+        model = self.messages_tab.model
+        follow = ("messages" in due and "participants" in due and current == "messages" and not model.filtered
+                  and model.thread_id is not None and model.thread_id == self.participants_tab.thread_id)
+        for name in due:
             self._stale.discard(name)
+            if name == "participants" and follow:
+                self._speakers_follow = True
+                continue
             {"messages": self.messages_tab, "participants": self.participants_tab,
              "working-memory": self.working_memory_tab, "vectors": self.vectors_tab}[name].refresh()
+
+    def _on_messages_model_page_refreshed(self, whole: bool) -> None:
+        if self._speakers_follow:
+            self._speakers_follow = False
+            report = self.messages_tab.model.speaker_report() if whole else None
+            if report is None:
+                self.participants_tab.refresh()
+            else:
+                self.participants_tab.show_report(report)
+
+    def _on_messages_model_page_loaded(self, _loaded: int) -> None:
+        # the refresh was superseded by another read of the rows (a page, a reset): they are as current
+        self._on_messages_model_page_refreshed(self.messages_tab.model.holds_whole_thread())
+
+    def _on_messages_model_load_failed(self, _error: str) -> None:
+        self._on_messages_model_page_refreshed(False)
 
     def _on_tabs_current_changed(self, _index: int) -> None:
         if self._stale and self._detail is not None:
@@ -243,7 +274,7 @@ class ThreadView(QWidget):
 
     def show_loading(self, thread: Thread) -> None:
         """Start showing THREAD: its title at once, its messages loading; the rest waits for `show_detail`."""
-        self._refresh, self._stale = None, set()
+        self._refresh, self._stale, self._speakers_follow = None, set(), False
         self.timeline_tab.leave_other_threads(thread.id)   # before this thread's reads queue for the helper
         if self._detail is None or self._detail.thread.id != thread.id:
             self._set_title(thread)

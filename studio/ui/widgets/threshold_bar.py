@@ -99,7 +99,9 @@ class ThresholdBar(QWidget):
             state = f"{fmt.token_count(threshold - value)} left"
         self._state.setText(f"{state} · {note}" if note else state)
         set_role(self._percent, "heading")
-        self._state.setStyleSheet("color: #b91c1c; font-weight: 600;" if over else "")
+        style = "color: #b91c1c; font-weight: 600;" if over else ""
+        if self._state.styleSheet() != style:   # a style sheet set again re-polishes and lays the bar out again
+            self._state.setStyleSheet(style)
         self.setToolTip(fmt.plain_tooltip(f"{fmt.ratio_text(value, threshold)}\n"
                                           f"{self._over_text if over else self._under_text}"))
 
@@ -110,5 +112,6 @@ class ThresholdBar(QWidget):
         self._figures.setText(fmt.NONE)
         self._percent.setText("")
         self._state.setText(text)
-        self._state.setStyleSheet("")
+        if self._state.styleSheet():
+            self._state.setStyleSheet("")
         self.setToolTip("")

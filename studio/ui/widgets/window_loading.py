@@ -460,7 +460,9 @@ class ListingLoader(QObject):
                 or not all(self.thread_model.has_thread(t) for t in changes.threads)):
             self._show_listing(listing, refresh=True)   # rows come or go: the panes are filled again
         else:   # the same threads: only the re-read rows change (and repaint)
-            self.thread_model.update_rows([r for r in listing.rows if r.thread.id in changes.threads])
+            index, orphans, _ = refresh.live.positions()   # kept across refreshes: no pass over every row
+            at = (index.get(t, orphans.get(t)) for t in changes.threads)
+            self.thread_model.update_rows([listing.rows[i] for i in sorted(i for i in at if i is not None)])
         listed = refresh.live.listed_messages()   # no pass over every row
         self._use_helper = listed >= HELPER_MIN_MESSAGES if listed is not None else wants_helper(listing.rows)
         self.thread_view.set_use_helper(self._use_helper)
