@@ -12,7 +12,10 @@ alone (no pipe, no JSON), REPS times a round; rounds alternate Mastra, studio, s
 so that a shared machine's load weighs on both alike. Before any timing, each call's outputs from
 both sides are compared (normalised: thread rows with ISO dates, message ids, totals, status figures)
 and the run stops if they differ. Printed per call: min / median / max ms of each side, the median
-ratio studio / Mastra (issue 28's target: ≤ 0.7), and the load average before and after.
+ratio studio / Mastra (issue 28's target: ≤ 0.7), and the load average before and after; beside them
+the median CPU ms of each side's process over each call (Node's process.cpuUsage, Python's
+process_time: every thread, a collector's helper threads included) and their ratio, which a shared
+machine's load disturbs far less than wall time.
 
 Calls (Mastra's name → the studio's function):
   listThreads            Memory.listThreads({perPage: false})      → thread_list.list_threads(per_page=False)
@@ -105,13 +108,15 @@ class StudioSide:
         return self.loaded[thread_id]
 
     def run(self, op: str, reps: int, args: dict) -> dict:
-        """Return {ms: [REPS timings of OP alone], out: its last result, normalised as the node worker's}."""
+        """Return {ms: [REPS wall timings of OP alone], cpu: [their CPU ms], out: its last result, normalised as
+        the node worker's}."""
         from studio.engine import tokens
         from studio.engine.estimate_cache import forget_estimate_keys
         from studio.store.history import get_thread_by_id, list_messages, recall
         from studio.store.thread_list import list_threads
 
         ms: list[float] = []
+        cpu: list[float] = []  # the process's CPU ms of each call (time.process_time), as the node worker's
         if op in ("estimateWarm", "estimateCold"):
             messages = self._messages(args["threadId"])
             if op == "estimateWarm" and self.warm is None:
@@ -125,16 +130,18 @@ class StudioSide:
                     given = copy.deepcopy(messages)
                     tokens.forget_counted_strings()
                     forget_estimate_keys()
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 out = tokens.count_messages(given)
                 ms.append((time.perf_counter() - t0) * 1000)
-            return {"ms": ms, "out": out}
+                cpu.append((time.process_time() - c0) * 1000)
+            return {"ms": ms, "cpu": cpu, "out": out}
         if op in ("statuses", "inspect"):
             for _ in range(reps):
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 out = self._statuses() if op == "statuses" else self._inspect()
                 ms.append((time.perf_counter() - t0) * 1000)
-            return {"ms": ms, "out": out}
+                cpu.append((time.process_time() - c0) * 1000)
+            return {"ms": ms, "cpu": cpu, "out": out}
         calls = {
             "listThreads": lambda: list_threads(self.store, per_page=args.get("perPage", False),
                                                 page=args.get("page", 0),
@@ -147,12 +154,13 @@ class StudioSide:
         }
         result = None
         for _ in range(reps):
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             result = calls[op]()
             if args.get("read"):  # every thread's metadata read too (parsed on first read)
                 for thread in result.threads:
                     _ = thread.metadata
             ms.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
         if op == "listThreads":
             out = {"threads": [_thread_row(t) for t in result.threads], "total": result.total,
                    "hasMore": result.has_more}
@@ -160,7 +168,7 @@ class StudioSide:
             out = _thread_row(result)
         else:
             out = {"ids": result.message_ids, "total": result.total, "hasMore": result.has_more}
-        return {"ms": ms, "out": out}
+        return {"ms": ms, "cpu": cpu, "out": out}
 
 
     def _statuses(self) -> dict:
@@ -265,14 +273,17 @@ def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, name
                 raise SystemExit(f"{name}: outputs differ\n mastra {_canonical(a)[:600]}\n"
                                  f" studio {_canonical(b)[:600]}")
         times = {name: {"mastra": [], "studio": []} for name in names}
+        cpu = {name: {"mastra": [], "studio": []} for name in names}
         load_before = _load()
         for r in range(rounds):
             order = (("mastra", mastra), ("studio", studio)) if r % 2 == 0 else (("studio", studio), ("mastra", mastra))
             for name in names:
                 op, args = CALLS[name]
                 for side, worker in order:
-                    times[name][side] += worker.ask(op, 1 if name in WHOLE_STORE else reps, args)["ms"]
-        return {"times": times, "load_before": load_before, "load_after": _load()}
+                    answer = worker.ask(op, 1 if name in WHOLE_STORE else reps, args)
+                    times[name][side] += answer["ms"]
+                    cpu[name][side] += answer["cpu"]
+        return {"times": times, "cpu": cpu, "load_before": load_before, "load_after": _load()}
     finally:
         mastra.close()
         studio.close()
@@ -280,15 +291,18 @@ def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, name
 
 def report(result: dict) -> str:
     """Return the ratio table (markdown) of MEASURE's result."""
-    lines = ["| call | Mastra min / median / max ms | studio min / median / max ms | ratio (medians) | ratio (mins) |",
-             "|---|---|---|---|---|"]
+    lines = ["| call | Mastra min / median / max ms | studio min / median / max ms | ratio (medians) | ratio (mins) "
+             "| CPU medians ms Mastra / studio | ratio (CPU) |",
+             "|---|---|---|---|---|---|---|"]
     for name, t in result["times"].items():
         m, s = t["mastra"], t["studio"]
         ratio = statistics.median(s) / statistics.median(m)
         flag = "" if ratio <= TARGET else " **over 0.7**"
+        cm, cs = (statistics.median(result["cpu"][name][side]) for side in ("mastra", "studio"))
+        cpu_ratio = f"{cs / cm:.2f}×" if cm else "–"
         lines.append(f"| {name} | {min(m):.1f} / {statistics.median(m):.1f} / {max(m):.1f} "
                      f"| {min(s):.1f} / {statistics.median(s):.1f} / {max(s):.1f} | {ratio:.2f}×{flag} "
-                     f"| {min(s) / min(m):.2f}× |")
+                     f"| {min(s) / min(m):.2f}× | {cm:.1f} / {cs:.1f} | {cpu_ratio} |")
     lines.append(f"\nload average before: {result['load_before']}, after: {result['load_after']}")
     return "\n".join(lines)
 
