@@ -259,7 +259,10 @@ class Thread(_Record):
     def _parse(self) -> None:
         stored, self._stored = self._stored, None
         if stored.__class__ is _MetadataBlock:  # listed with its neighbours: the block is parsed at once
-            self._metadata, self._metadata_error = stored.result(self._at)
+            results = stored.results
+            if results is None:
+                results = stored.parse()
+            self._metadata, self._metadata_error = results[self._at]
             return
         if not gc.isenabled():
             self._metadata, self._metadata_error = parse_json(stored)
@@ -275,11 +278,11 @@ class Thread(_Record):
     def __getstate__(self) -> dict:
         """The slots' values, a metadata still in its listing's block given as this thread's own stored value."""
         block = self._stored
-        if block.__class__ is _MetadataBlock and block.parsed:
+        if block.__class__ is _MetadataBlock and block.results is not None:
             self._parse()  # its block parsed already: take its result
         state = {name: getattr(self, name) for name in self.__slots__ if name != "_at"}
         if state["_stored"].__class__ is _MetadataBlock:
-            state["_stored"] = block.stored(self._at)
+            state["_stored"] = block.values[self._at]
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -360,27 +363,20 @@ class _MetadataBlock:
     and drops the stored values once parsed.
     """
 
-    __slots__ = ("_parsed", "_values")
+    __slots__ = ("results", "values")
 
     def __init__(self, values: list) -> None:
-        self._values: list | None = values
-        self._parsed: list[tuple[Any, str | None]] | None = None
+        #: The stored values (as read: text, bytes or NULL), None once parsed.
+        self.values: list | None = values
+        #: `parse_json` of each value, None until parsed (`parse`).
+        self.results: list[tuple[Any, str | None]] | None = None
 
-    @property
-    def parsed(self) -> bool:
-        """Whether the block was parsed (its stored values dropped)."""
-        return self._values is None
-
-    def stored(self, at: int) -> Any:
-        """Return the stored value of the block's thread AT (as read: text, bytes or NULL), before the parse."""
-        return self._values[at]  # type: ignore[index]
-
-    def result(self, at: int) -> tuple[Any, str | None]:
-        """Return `parse_json` of the block's thread AT, parsing the whole block on the first call."""
-        if self._parsed is None:
-            self._parsed = parse_json_many(self._values)  # type: ignore[arg-type]
-            self._values = None
-        return self._parsed[at]
+    def parse(self) -> list[tuple[Any, str | None]]:
+        """Parse every stored value of the block (once), drop them, and return `results`."""
+        if self.results is None:
+            self.results = parse_json_many(self.values)  # type: ignore[arg-type]
+            self.values = None
+        return self.results
 
 
 @functools.lru_cache(maxsize=16)
