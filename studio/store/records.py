@@ -99,29 +99,33 @@ def parse_json(value: Any) -> tuple[Any, str | None]:
         return None, "JSON nested too deeply to read"
 
 
-def parse_json_many(values: list) -> list[tuple[Any, str | None]]:
-    """Return `parse_json` of each of VALUES, with Python's cyclic collector held meanwhile.
+def parse_json_many(values: list) -> tuple[list[Any], list[str | None]]:
+    """Return `parse_json` of each of VALUES as two lists, (parsed values, errors), the cyclic collector held
+    meanwhile.
 
     A parse makes only live containers (one dict or list per JSON object or array); a collection
     run for them would find nothing to free, and over thousands of values it runs again and again.
+    Two lists rather than a pair a value: no container made for each.
     """
     enabled = gc.isenabled()
     if enabled:
         gc.disable()
     try:
-        scan, out = _scan_json, []
-        append = out.append
+        scan, parsed, errors = _scan_json, [], []
         for value in values:
             if value.__class__ is str and value:  # the usual stored text: json.loads' scanner itself
                 try:
-                    parsed, end = scan(value, 0)
+                    result, end = scan(value, 0)
                     if end == len(value):
-                        append((parsed, None))
+                        parsed.append(result)
+                        errors.append(None)
                         continue
                 except (StopIteration, ValueError, RecursionError):
                     pass
-            append(parse_json(value))  # anything else, as parse_json reads it (the same result, or its error)
-        return out
+            result, error = parse_json(value)  # anything else, as parse_json reads it (the same result, or its error)
+            parsed.append(result)
+            errors.append(error)
+        return parsed, errors
     finally:
         if enabled:
             gc.enable()
@@ -259,10 +263,11 @@ class Thread(_Record):
     def _parse(self) -> None:
         stored, self._stored = self._stored, None
         if stored.__class__ is _MetadataBlock:  # listed with its neighbours: the block is parsed at once
-            results = stored.results
-            if results is None:
-                results = stored.parse()
-            self._metadata, self._metadata_error = results[self._at]
+            parsed = stored.parsed
+            if parsed is None:
+                parsed = stored.parse()
+            at = self._at
+            self._metadata, self._metadata_error = parsed[at], stored.errors[at]  # type: ignore[index]
             return
         if not gc.isenabled():
             self._metadata, self._metadata_error = parse_json(stored)
@@ -278,7 +283,7 @@ class Thread(_Record):
     def __getstate__(self) -> dict:
         """The slots' values, a metadata still in its listing's block given as this thread's own stored value."""
         block = self._stored
-        if block.__class__ is _MetadataBlock and block.results is not None:
+        if block.__class__ is _MetadataBlock and block.parsed is not None:
             self._parse()  # its block parsed already: take its result
         state = {name: getattr(self, name) for name in self.__slots__ if name != "_at"}
         if state["_stored"].__class__ is _MetadataBlock:
@@ -363,20 +368,21 @@ class _MetadataBlock:
     and drops the stored values once parsed.
     """
 
-    __slots__ = ("results", "values")
+    __slots__ = ("errors", "parsed", "values")
 
     def __init__(self, values: list) -> None:
         #: The stored values (as read: text, bytes or NULL), None once parsed.
         self.values: list | None = values
-        #: `parse_json` of each value, None until parsed (`parse`).
-        self.results: list[tuple[Any, str | None]] | None = None
+        #: `parse_json` of each value, its value and its error, None until parsed (`parse`).
+        self.parsed: list[Any] | None = None
+        self.errors: list[str | None] | None = None
 
-    def parse(self) -> list[tuple[Any, str | None]]:
-        """Parse every stored value of the block (once), drop them, and return `results`."""
-        if self.results is None:
-            self.results = parse_json_many(self.values)  # type: ignore[arg-type]
+    def parse(self) -> list[Any]:
+        """Parse every stored value of the block (once), drop them, and return `parsed`."""
+        if self.parsed is None:
+            self.parsed, self.errors = parse_json_many(self.values)  # type: ignore[arg-type]
             self.values = None
-        return self.results
+        return self.parsed
 
 
 @functools.lru_cache(maxsize=16)
