@@ -280,15 +280,17 @@ class Thread(_Record):
         finally:
             gc.enable()
 
-    def __getstate__(self) -> dict:
-        """The slots' values, a metadata still in its listing's block given as this thread's own stored value."""
-        block = self._stored
-        if block.__class__ is _MetadataBlock and block.parsed is not None:
-            self._parse()  # its block parsed already: take its result
+    def stored_state(self) -> dict:
+        """Return {slot: value} in slot order, a metadata this thread has not read yet given as its own stored
+        value (whether or not its listing's block was parsed): what pickling keeps, and what a thread's digest
+        (studio.app.thread_results) reads, the same for a thread however its neighbours were read."""
         state = {name: getattr(self, name) for name in self.__slots__ if name != "_at"}
-        if state["_stored"].__class__ is _MetadataBlock:
+        block = state["_stored"]
+        if block.__class__ is _MetadataBlock:
             state["_stored"] = block.values[self._at]
         return state
+
+    __getstate__ = stored_state
 
     def __setstate__(self, state: dict) -> None:
         for name, value in state.items():
@@ -364,24 +366,24 @@ class _MetadataBlock:
     """The stored metadata values of up to METADATA_BLOCK listed threads, parsed all together when one of
     them is first read (`parse_json` of each, the cyclic collector held once for the block).
 
-    A thread holds its block in `_stored` and its index in `_at`; the block holds no thread (no cycle),
-    and drops the stored values once parsed.
+    A thread holds its block in `_stored` and its index in `_at`; the block holds no thread (no cycle) and
+    lives while one of its threads has not read its metadata.
     """
 
     __slots__ = ("errors", "parsed", "values")
 
     def __init__(self, values: list) -> None:
-        #: The stored values (as read: text, bytes or NULL), None once parsed.
-        self.values: list | None = values
+        #: The stored values (as read: text, bytes or NULL).
+        self.values: list = values
         #: `parse_json` of each value, its value and its error, None until parsed (`parse`).
         self.parsed: list[Any] | None = None
         self.errors: list[str | None] | None = None
 
     def parse(self) -> list[Any]:
-        """Parse every stored value of the block (once), drop them, and return `parsed`."""
+        """Parse every stored value of the block (once) and return `parsed` (the stored values are kept while a
+        thread of the block has not read its own: `Thread.stored_state`)."""
         if self.parsed is None:
             self.parsed, self.errors = parse_json_many(self.values)  # type: ignore[arg-type]
-            self.values = None
         return self.parsed
 
 

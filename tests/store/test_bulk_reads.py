@@ -92,3 +92,20 @@ def test_listed_threads_parse_their_metadata_one_block_at_a_time(fixture_db, mon
         assert any(t.metadata_error for t in threads) and any(t.metadata is None and not t.metadata_error
                                                               for t in threads)
         assert pickle.loads(unread) == threads and pickle.loads(neighbour) == threads[block + 2]
+
+
+def test_a_threads_digest_is_the_same_however_its_block_was_read(fixture_db):
+    """The results cache keys a thread by a digest of its row (studio.app.thread_results): reading one listed
+    thread's metadata parses its neighbours' too, and their digests must not change for it."""
+    from studio.app import thread_results
+
+    path = fixture_db("support")
+    _add_threads(path, 10)
+    with open_store(path) as store:
+        ids = [t.id for t in store.list_threads()]
+        unread = thread_results.thread_digests(store, ids)
+        threads = store.list_threads()
+        assert threads[0].metadata is not None or threads[0].metadata_error is None  # its block parsed
+        read = thread_results.thread_digests(store, ids, {t.id: t for t in threads})
+        assert {t for t in ids if read[t] != unread[t]} <= {threads[0].id}  # its own read form aside
+        assert all(unread.values())
