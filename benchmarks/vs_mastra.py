@@ -1,7 +1,7 @@
 """The studio's reads against Mastra's own calls on the same store, side by side (issue 28).
 
     python benchmarks/vs_mastra.py [DB] [--rounds 7] [--reps 3] [--only NAME,...] [--pg-url URL]
-                                   [--libsql-url URL] [--no-file] [--json OUT]
+                                   [--libsql-url URL] [--no-file] [--json OUT] [--collector studio|auto]
 
 DB is the benchmark file (build_large_db.py; default benchmarks/out/large.db). Two warm processes
 answer the same calls on two copies of the store (file: copied to a temp folder, both copies read
@@ -12,7 +12,11 @@ alone (no pipe, no JSON), REPS times a round; rounds alternate Mastra, studio, s
 so that a shared machine's load weighs on both alike. Before any timing, each call's outputs from
 both sides are compared (normalised: thread rows with ISO dates, message ids, totals, status figures)
 and the run stops if they differ. Printed per call: min / median / max ms of each side, the median
-ratio studio / Mastra (issue 28's target: ≤ 0.7), and the load average before and after.
+ratio studio / Mastra (issue 28's target: ≤ 0.7), and the load average before and after; beside them
+the median CPU ms of each side's process over each call (Node's process.cpuUsage, Python's
+process_time: every thread, a collector's helper threads included) and their ratio, which a shared
+machine's load disturbs far less than wall time. The studio worker runs its calls as the studio does,
+with Python's automatic cyclic collection off (`--collector auto` turns it on: see `worker_main`).
 
 Calls (Mastra's name → the studio's function):
   listThreads            Memory.listThreads({perPage: false})      → thread_list.list_threads(per_page=False)
@@ -105,13 +109,15 @@ class StudioSide:
         return self.loaded[thread_id]
 
     def run(self, op: str, reps: int, args: dict) -> dict:
-        """Return {ms: [REPS timings of OP alone], out: its last result, normalised as the node worker's}."""
+        """Return {ms: [REPS wall timings of OP alone], cpu: [their CPU ms], out: its last result, normalised as
+        the node worker's}."""
         from studio.engine import tokens
         from studio.engine.estimate_cache import forget_estimate_keys
         from studio.store.history import get_thread_by_id, list_messages, recall
         from studio.store.thread_list import list_threads
 
         ms: list[float] = []
+        cpu: list[float] = []  # the process's CPU ms of each call (time.process_time), as the node worker's
         if op in ("estimateWarm", "estimateCold"):
             messages = self._messages(args["threadId"])
             if op == "estimateWarm" and self.warm is None:
@@ -125,16 +131,18 @@ class StudioSide:
                     given = copy.deepcopy(messages)
                     tokens.forget_counted_strings()
                     forget_estimate_keys()
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 out = tokens.count_messages(given)
                 ms.append((time.perf_counter() - t0) * 1000)
-            return {"ms": ms, "out": out}
+                cpu.append((time.process_time() - c0) * 1000)
+            return {"ms": ms, "cpu": cpu, "out": out}
         if op in ("statuses", "inspect"):
             for _ in range(reps):
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 out = self._statuses() if op == "statuses" else self._inspect()
                 ms.append((time.perf_counter() - t0) * 1000)
-            return {"ms": ms, "out": out}
+                cpu.append((time.process_time() - c0) * 1000)
+            return {"ms": ms, "cpu": cpu, "out": out}
         calls = {
             "listThreads": lambda: list_threads(self.store, per_page=args.get("perPage", False),
                                                 page=args.get("page", 0),
@@ -147,12 +155,13 @@ class StudioSide:
         }
         result = None
         for _ in range(reps):
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             result = calls[op]()
             if args.get("read"):  # every thread's metadata read too (parsed on first read)
                 for thread in result.threads:
                     _ = thread.metadata
             ms.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
         if op == "listThreads":
             out = {"threads": [_thread_row(t) for t in result.threads], "total": result.total,
                    "hasMore": result.has_more}
@@ -160,7 +169,7 @@ class StudioSide:
             out = _thread_row(result)
         else:
             out = {"ids": result.message_ids, "total": result.total, "hasMore": result.has_more}
-        return {"ms": ms, "out": out}
+        return {"ms": ms, "cpu": cpu, "out": out}
 
 
     def _statuses(self) -> dict:
@@ -190,8 +199,20 @@ class StudioSide:
         return {"threads": sorted(t["id"] for t in doc["threads"]), "statuses": statuses, "history": history}
 
 
-def worker_main(target: str) -> None:
-    """Answer JSON requests on stdin, one a line, as the node worker does."""
+def worker_main(target: str, collector: str = "studio") -> None:
+    """Answer JSON requests on stdin, one a line, as the node worker does.
+
+    COLLECTOR "studio": Python's automatic cyclic collection off, as the studio runs its store calls (a CLI
+    command disables it for the whole command, studio/cli/__init__.py; the window collects on its GUI
+    thread's timer between calls and freezes a big listing's burst instead of scanning it,
+    studio/ui/gc_collector.py); "auto": CPython's automatic collection on (its full collections then walk
+    this worker's whole heap, the 40,000 message dicts it keeps for the estimates included, inside
+    whichever call they land in).
+    """
+    if collector == "studio":
+        import gc
+
+        gc.disable()
     side = StudioSide(target)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
@@ -253,10 +274,13 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, names: list[str]) -> dict:
-    """Compare then time every call NAMES; return {name: {mastra: [ms], studio: [ms]}} and loads."""
+def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, names: list[str],
+            collector: str = "studio") -> dict:
+    """Compare then time every call NAMES; return {name: {mastra: [ms], studio: [ms]}} and loads.
+
+    COLLECTOR: the studio worker's cyclic collection (`worker_main`)."""
     mastra = mastra_worker(mastra_target)
-    studio = Worker([sys.executable, str(Path(__file__).resolve()), "--worker", studio_target], REPO)
+    studio = Worker([sys.executable, str(Path(__file__).resolve()), "--worker", studio_target, collector], REPO)
     try:
         for name in names:  # outputs equal first (this also warms both sides)
             op, args = CALLS[name]
@@ -265,14 +289,17 @@ def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, name
                 raise SystemExit(f"{name}: outputs differ\n mastra {_canonical(a)[:600]}\n"
                                  f" studio {_canonical(b)[:600]}")
         times = {name: {"mastra": [], "studio": []} for name in names}
+        cpu = {name: {"mastra": [], "studio": []} for name in names}
         load_before = _load()
         for r in range(rounds):
             order = (("mastra", mastra), ("studio", studio)) if r % 2 == 0 else (("studio", studio), ("mastra", mastra))
             for name in names:
                 op, args = CALLS[name]
                 for side, worker in order:
-                    times[name][side] += worker.ask(op, 1 if name in WHOLE_STORE else reps, args)["ms"]
-        return {"times": times, "load_before": load_before, "load_after": _load()}
+                    answer = worker.ask(op, 1 if name in WHOLE_STORE else reps, args)
+                    times[name][side] += answer["ms"]
+                    cpu[name][side] += answer["cpu"]
+        return {"times": times, "cpu": cpu, "load_before": load_before, "load_after": _load()}
     finally:
         mastra.close()
         studio.close()
@@ -280,15 +307,18 @@ def measure(mastra_target: str, studio_target: str, rounds: int, reps: int, name
 
 def report(result: dict) -> str:
     """Return the ratio table (markdown) of MEASURE's result."""
-    lines = ["| call | Mastra min / median / max ms | studio min / median / max ms | ratio (medians) | ratio (mins) |",
-             "|---|---|---|---|---|"]
+    lines = ["| call | Mastra min / median / max ms | studio min / median / max ms | ratio (medians) | ratio (mins) "
+             "| CPU medians ms Mastra / studio | ratio (CPU) |",
+             "|---|---|---|---|---|---|---|"]
     for name, t in result["times"].items():
         m, s = t["mastra"], t["studio"]
         ratio = statistics.median(s) / statistics.median(m)
         flag = "" if ratio <= TARGET else " **over 0.7**"
+        cm, cs = (statistics.median(result["cpu"][name][side]) for side in ("mastra", "studio"))
+        cpu_ratio = f"{cs / cm:.2f}×" if cm else "–"
         lines.append(f"| {name} | {min(m):.1f} / {statistics.median(m):.1f} / {max(m):.1f} "
                      f"| {min(s):.1f} / {statistics.median(s):.1f} / {max(s):.1f} | {ratio:.2f}×{flag} "
-                     f"| {min(s) / min(m):.2f}× |")
+                     f"| {min(s) / min(m):.2f}× | {cm:.1f} / {cs:.1f} | {cpu_ratio} |")
     lines.append(f"\nload average before: {result['load_before']}, after: {result['load_after']}")
     return "\n".join(lines)
 
@@ -296,7 +326,7 @@ def report(result: dict) -> str:
 def main() -> None:
     """Parse the arguments, run the comparison and print its table."""
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker_main(sys.argv[2])
+        worker_main(sys.argv[2], *sys.argv[3:4])
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("db", nargs="?", default=str(REPO / "benchmarks" / "out" / "large.db"))
@@ -308,13 +338,16 @@ def main() -> None:
                                      "(postgresql://…?schema=NAME, build_large_db.py --pg)")
     ap.add_argument("--no-file", action="store_true", help="time only the servers given (DB is not read)")
     ap.add_argument("--json", help="write the timings here")
+    ap.add_argument("--collector", choices=("studio", "auto"), default="studio",
+                    help="the studio worker's cyclic garbage collection: as the studio runs its calls (automatic "
+                         "collection off; default) or CPython's automatic collection")
     opts = ap.parse_args()
     names = [n for n in opts.only.split(",") if n] or list(CALLS)
     unknown = set(names) - set(CALLS)
     if unknown:
         ap.error(f"unknown calls: {sorted(unknown)}")
     results = {}
-    stamp = f"({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)"
+    stamp = f"({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, studio collector: {opts.collector})"
     if not opts.no_file:
         with tempfile.TemporaryDirectory() as tmp:
             copies = []
@@ -323,16 +356,17 @@ def main() -> None:
                 shutil.copyfile(opts.db, dest)
                 dest.read_bytes()  # both copies in the page cache alike
                 copies.append(dest)
-            results["file"] = measure(f"file:{copies[0]}", str(copies[1]), opts.rounds, opts.reps, names)
+            results["file"] = measure(f"file:{copies[0]}", str(copies[1]), opts.rounds, opts.reps, names,
+                                      opts.collector)
             print(f"file {opts.db} {stamp}")
             print(report(results["file"]), flush=True)
     if opts.pg_url:  # one schema read by both sides (getStatus may write: a stale buffering flag cleared)
-        results["pg"] = measure(opts.pg_url, opts.pg_url, opts.rounds, opts.reps, names)
+        results["pg"] = measure(opts.pg_url, opts.pg_url, opts.rounds, opts.reps, names, opts.collector)
         print(f"\nPostgreSQL {opts.pg_url} {stamp}")
         print(report(results["pg"]), flush=True)
     if opts.libsql_url:  # Mastra cannot read bench-big whole from a sqld (RESPONSE_TOO_LARGE): no estimates there
         served = [n for n in names if not n.startswith("estimate_")]
-        results["libsql"] = measure(opts.libsql_url, opts.libsql_url, opts.rounds, opts.reps, served)
+        results["libsql"] = measure(opts.libsql_url, opts.libsql_url, opts.rounds, opts.reps, served, opts.collector)
         print(f"\nlibSQL server {opts.libsql_url} {stamp}")
         print(report(results["libsql"]), flush=True)
     if opts.json:

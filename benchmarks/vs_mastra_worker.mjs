@@ -3,8 +3,10 @@
 // usage: node vs_mastra_worker.mjs STORE_URL
 //   STORE_URL: file:/path.db or http://host:port (LibSQLStore), or postgresql://…?schema=NAME (PostgresStore,
 //   schemaName NAME; the studio's own spelling of a PostgreSQL store)
-// stdin, one JSON a line: {"op": NAME, "reps": N, "args": {...}}  ->  stdout: {"ms": [N timings], "out": result}
-// Each timing covers the call alone; "out" is the last call's result, normalised for comparison.
+// stdin, one JSON a line: {"op": NAME, "reps": N, "args": {...}}  ->  stdout: {"ms": [N timings], "cpu": [N CPU
+// times], "out": result}
+// Each timing covers the call alone (wall ms, and the process's CPU ms: process.cpuUsage, every thread, GC helpers
+// included); "out" is the last call's result, normalised for comparison.
 import { Memory } from '@mastra/memory';
 import { ObservationalMemory, TokenCounter } from '@mastra/memory/processors';
 import { createInterface } from 'node:readline';
@@ -104,28 +106,32 @@ const outs = {
   }),
 };
 
+const cpuMs = c0 => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1000; };
+
 async function run({ op, reps, args }) {
-  const ms = [];
+  const ms = [], cpu = [];
   let out;
   if (op === 'estimateWarm' || op === 'estimateCold') {
     const messages = await messagesOf(args.threadId);
     if (op === 'estimateWarm' && !warm) { warm = structuredClone(messages); new TokenCounter().countMessages(warm); }
     for (let i = 0; i < reps; i++) {
       const input = op === 'estimateWarm' ? warm : structuredClone(messages);
-      const t0 = performance.now();
+      const c0 = process.cpuUsage(), t0 = performance.now();
       out = new TokenCounter().countMessages(input);
       ms.push(performance.now() - t0);
+      cpu.push(cpuMs(c0));
     }
-    return { ms, out };
+    return { ms, cpu, out };
   }
   if (op === 'statuses' || op === 'inspect') await governed();  // which threads OM governs: found before timing
   for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
+    const c0 = process.cpuUsage(), t0 = performance.now();
     const r = await ops[op](args);
     ms.push(performance.now() - t0);
+    cpu.push(cpuMs(c0));
     out = r;
   }
-  return { ms, out: outs[op](out) };
+  return { ms, cpu, out: outs[op](out) };
 }
 
 const lines = createInterface({ input: process.stdin });

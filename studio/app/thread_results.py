@@ -149,8 +149,9 @@ def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread
     for tid in chunk:
         thread = by_id[tid]
         digest = hashes[tid]
-        _feed(digest, (x for f in thread.__slots__ if f not in ("message_count", "newest_message_at")
-                       for x in (f, getattr(thread, f))))
+        _feed(digest, (x for f, value in thread.stored_state().items() if f not in ("message_count",
+                                                                                  "newest_message_at")
+                       for x in (f, value)))
         current = _governing(histories, thread)
         if current is not None and (current.scope == "resource" or any(s.set for s in _flags(current))):
             out[tid] = None

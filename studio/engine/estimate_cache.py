@@ -25,6 +25,7 @@ __all__ = [
     "forget_estimate_keys",
     "is_entry",
     "is_valid",
+    "key_memo",
     "part_mastra",
 ]
 
@@ -56,6 +57,16 @@ def estimate_key(kind: str, payload: str) -> str:
         _KEY_MEMO.setdefault(kind, {})[payload] = key
         _key_memo_chars[0] += size
     return key
+
+
+def key_memo(kind: str) -> dict[str, str]:
+    """Return the payload -> key memo `estimate_key` keeps for KIND (read-only for callers: a miss goes to
+    `estimate_key`). A key is a function of its payload alone, so a memo read after it was forgotten still
+    answers right."""
+    memo = _KEY_MEMO.get(kind)
+    if memo is None:
+        memo = _KEY_MEMO[kind] = {}
+    return memo
 
 
 def forget_estimate_keys() -> None:

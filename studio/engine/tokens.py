@@ -74,6 +74,7 @@ from studio.engine.estimate_cache import (
     estimate_key,
     is_entry,
     is_valid,
+    key_memo,
     part_mastra,
 )
 from studio.engine.tokenx import estimate_token_count
@@ -198,10 +199,18 @@ def _fresh_tokens(entry: Any, key: str) -> Any:
         return None
     if tokens.__class__ is int and -_SAFE_INTEGER <= tokens <= _SAFE_INTEGER:  # a stamped count: finite
         return tokens
-    return tokens if tokens.__class__ in (int, float) and is_finite(tokens) else None
+    return _js_number(tokens) if tokens.__class__ in (int, float) and is_finite(tokens) else None
+
+
+def _js_number(value: Any) -> Any:
+    """VALUE (a finite number) as JavaScript holds it: an integer past 2**53 becomes its nearest double, so that
+    sums with it round as Mastra's do (Python would add the integers exactly)."""
+    return float(value) if value.__class__ is int and not -_SAFE_INTEGER <= value <= _SAFE_INTEGER else value
 
 
 _SAFE_INTEGER = 2 ** 53 - 1
+#: Below this a whole number plus 3.8 keeps its fraction within 2**-12 of .8 (doubles carry 53 bits).
+_EXACT_SUM = 2 ** 40
 
 
 class _Counter:
@@ -213,6 +222,7 @@ class _Counter:
         provider = self.model.get("provider")
         self.provider = provider.lower() if isinstance(provider, str) else None
         self.model_id = self.model.get("modelId")
+        self.text_keys = key_memo("text")  # text -> its estimate key, read inline (`_count_message`)
 
     # -- cached estimates (readOrPersistPartEstimate / ...FixedPartEstimate / ...MessageEstimate)
     def _part_cached(self, part: Any, kind: str, payload: Any, tokens: Any = None) -> Any:
@@ -224,7 +234,7 @@ class _Counter:
         key = estimate_key(kind, payload)
         cached = cache_lookup(stored, key)
         if is_valid(cached, key):
-            return cached["tokens"]
+            return _js_number(cached["tokens"])
         require_stampable(part, "providerMetadata")
         tokens = count_string(payload) if tokens is None else tokens
         self._stamp(part, "providerMetadata", key, tokens)
@@ -236,7 +246,7 @@ class _Counter:
         cached = (cache_lookup(get(get(get(content, "metadata"), "mastra"), "tokenEstimate"), key)
                   or cache_lookup(get(get(message.get("metadata"), "mastra"), "tokenEstimate"), key))
         if is_valid(cached, key):
-            return cached["tokens"]
+            return _js_number(cached["tokens"])
         require_stampable(content if isinstance(content, (dict, list)) else message, "metadata")
         tokens = count_string(payload)
         self._stamp(content if isinstance(content, dict) else message, "metadata", key, tokens)
@@ -269,7 +279,7 @@ class _Counter:
         if ptype not in ("image", "file"):
             return None
         if client := client_estimate(part):
-            return client["tokens"]
+            return _js_number(client["tokens"])
         if not for_status or self.provider not in ("openai", "google", "anthropic") or not truthy(self.model_id):
             return self._local_attachment(part, ptype)
         # Async path with a provider model: a cached provider-endpoint count wins. Mastra would now
@@ -279,14 +289,14 @@ class _Counter:
         remote = _attachments().remote_payload(part, is_image, self.provider, self.model_id)
         key = estimate_key("attachment-provider", json_stringify(remote))
         if is_valid(cached := cache_lookup(get(part_mastra(part), "tokenEstimate"), key), key):
-            return cached["tokens"]
+            return _js_number(cached["tokens"])
         fallback = {**remote, "strategy": "local-fallback"}
         if is_image:  # unknown sides are `undefined` in Mastra, so JSON leaves them out
             width, height = _attachments().resolve_dimensions(part, self.stamp)
             fallback.update(width=UNDEFINED if width is None else width, height=UNDEFINED if height is None else height)
         key = estimate_key("attachment-provider", json_stringify(fallback))
         if is_valid(cached := cache_lookup(get(part_mastra(part), "tokenEstimate"), key), key):
-            return cached["tokens"]
+            return _js_number(cached["tokens"])
         tokens = self._local_attachment(part, ptype)
         self._stamp(part, "providerMetadata", key, tokens)
         return tokens
@@ -321,7 +331,7 @@ class _Counter:
                 att.update({k: item[k] for k in ("providerOptions", "providerMetadata") if k in item})
                 prefix = "image-data" if is_image else "file-data"
                 if client := client_estimate(att):
-                    tokens += client["tokens"]
+                    tokens += _js_number(client["tokens"])
                     cache_parts.append({"type": f"{prefix}-client-estimate", "key": client["key"],
                                         "tokens": client["tokens"]})
                 elif is_image or _is_image_file(att):
@@ -437,12 +447,30 @@ class _Counter:
                 if truthy(content.get("content")):
                     payload += self._message_cached(message, "content-content", content["content"])
             else:
+                text_keys = self.text_keys
                 for part in parts:
-                    if part.__class__ is dict and part.get("type") == "text":  # the common case, read directly
-                        tokens = _stored_text_estimate(part)
-                        if tokens is not None:
-                            payload += tokens
-                            continue
+                    if part.__class__ is dict:  # the common cases, read directly
+                        ptype = part.get("type")
+                        if ptype == "text":
+                            # a stamped text part: `_stored_text_estimate`'s first road inline (no call a part)
+                            text, meta = part.get("text"), part.get("providerMetadata")
+                            if text.__class__ is str and meta.__class__ is dict:
+                                stored = meta.get("mastra")
+                                stored = stored.get("tokenEstimate") if stored.__class__ is dict else None
+                                if stored.__class__ is dict:
+                                    key = text_keys.get(text) or estimate_key("text", text)
+                                    tokens = stored.get("tokens")
+                                    if (stored.get("key") == key and stored.get("source") == TOKEN_ESTIMATE_SOURCE
+                                            and stored.get("v") == TOKEN_ESTIMATE_CACHE_VERSION
+                                            and tokens.__class__ is int and -_SAFE_INTEGER <= tokens <= _SAFE_INTEGER):
+                                        payload += tokens
+                                        continue
+                            tokens = _stored_text_estimate(part)
+                            if tokens is not None:
+                                payload += tokens
+                                continue
+                        elif ptype.__class__ is str and (ptype.startswith("data-") or ptype == "reasoning"):
+                            continue  # neither an attachment nor priced: 0 (countNonAttachmentPart)
                     require_object(part, "one of its parts", "type")
                     tokens = self._attachment(part, for_status)
                     if tokens is not None:
@@ -454,6 +482,8 @@ class _Counter:
                     extra += extra_messages
         if extra > 0:
             overhead += extra * TOKENS_PER_MESSAGE
+        elif payload.__class__ is int and overhead == TOKENS_PER_MESSAGE and -_EXACT_SUM < payload < _EXACT_SUM:
+            return payload + 4  # Math.round(payload + 3.8): the sum's fraction is .8 while it is exact enough
         total = payload + overhead
         return total if total.__class__ is int else js_round(total)  # Math.round of a whole number is itself
 

@@ -150,10 +150,11 @@ def file_signature(path: Path) -> tuple:
     opens, commits, checkpoints and closes changes the main file's mtime/ctime when it checkpoints,
     and the -wal entry while it has the file open.
     """
+    name = os.fspath(path)  # os.stat of the names: no Path made per check (checked around every read)
     sig = []
-    for p in (path, Path(str(path) + "-wal")):
+    for p in (name, name + "-wal"):
         try:
-            st = p.stat()
+            st = os.stat(p)
             sig.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         except OSError:
             sig.append(None)

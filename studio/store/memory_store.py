@@ -20,10 +20,12 @@ message_queries, batch) use its public query API: `rows`, `select_rows`, `select
 
 from __future__ import annotations
 
+import itertools
 from contextlib import contextmanager, suppress
 
 from studio.store import schema as sc
-from studio.store.cells import bulk_decode, damaged_columns
+from studio.store.backends import decode_all
+from studio.store.cells import DamagedText, bulk_decode, damaged_columns
 from studio.store.records import (
     Message,
     OMRecord,
@@ -68,6 +70,25 @@ def message_reader(present: list[str], decode: Callable[[Any], list], encoding: 
                               v[i_resource] if i_resource >= 0 else None, v[i_type] if i_type >= 0 else None,
                               damaged, encoding)
     return read
+
+
+def messages_from_rows(present: list[str], fetched: list, decode: Callable[[Any], list],
+                       encoding: str) -> list[Message]:
+    """Return the Messages of FETCHED rows of PRESENT message columns, each as `message_reader` makes it.
+
+    The rows are decoded at once (`decode_all`) and damaged text is looked for once in all their values,
+    not row by row; a row of every column then makes its Message with no call between.
+    """
+    rows = decode_all(decode, fetched)
+    at = {c: i for i, c in enumerate(present)}
+    if (DamagedText in set(map(type, itertools.chain.from_iterable(rows)))
+            or any(c not in at for c in MESSAGE_COLUMNS)):
+        read = message_reader(present, list, encoding)
+        return [read(r) for r in rows]
+    i_id, i_thread, i_content, i_role, i_type, i_created, i_resource = (at[c] for c in MESSAGE_COLUMNS)
+    stored = Message.stored
+    return [stored(r[i_id], r[i_thread], r[i_role] or "", r[i_content], r[i_created], r[i_resource], r[i_type],
+                   (), encoding) for r in rows]
 
 
 #: Lookup keys named per statement when `om_lookup_keys` reads only some (SQLite allows 32,766 parameters).
@@ -226,7 +247,7 @@ class MemoryStore:
         """Return the threads of `SELECT … FROM mastra_threads TAIL` (a WHERE/ORDER tail, `?` params)."""
         present, fetched, decode = self.backend.select(sc.THREADS, list(THREAD_COLUMNS), tail, params)
         with bulk_decode():
-            return threads_from_values(present, [decode(r) for r in fetched])
+            return threads_from_values(present, decode_all(decode, fetched))
 
     def rows_and_threads(self, sql: str, params: Iterable[Any], tail: str,
                          tail_params: Iterable[Any]) -> tuple[list[tuple], list[Thread]]:
@@ -240,7 +261,7 @@ class MemoryStore:
         counted, (present, fetched, decode) = self.backend.read_many(
             [RowsRead(sql, params), SelectRead(sc.THREADS, list(THREAD_COLUMNS), tail, tail_params)])
         with bulk_decode():
-            return counted, threads_from_values(present, [decode(r) for r in fetched])
+            return counted, threads_from_values(present, decode_all(decode, fetched))
 
     def rows_and_messages(self, sql: str, params: Iterable[Any], tail: str,
                           tail_params: Iterable[Any]) -> tuple[list[tuple], list[Message]]:
@@ -249,9 +270,8 @@ class MemoryStore:
 
         counted, (present, fetched, decode) = self.backend.read_many(
             [RowsRead(sql, params), SelectRead(sc.MESSAGES, MESSAGE_COLUMNS, tail, tail_params, "content")])
-        read = message_reader(present, decode, self.backend.encoding)
         with bulk_decode():
-            return counted, [read(r) for r in fetched]
+            return counted, messages_from_rows(present, fetched, decode, self.backend.encoding)
 
     def select_threads_counted(self, where: str, params: list[Any], order: str, limit: int | None,
                                offset: int) -> tuple[int, list[Thread]]:
@@ -343,9 +363,9 @@ class MemoryStore:
 
         Each message's content is decoded and parsed on first use (`Message.stored`). Raises StoreError.
         """
-        fetched, read = self.fetch_messages(tail, params)
+        present, fetched, decode = self.backend.select(sc.MESSAGES, MESSAGE_COLUMNS, tail, params, lazy="content")
         with bulk_decode():
-            return [read(r) for r in fetched]
+            return messages_from_rows(present, fetched, decode, self.backend.encoding)
 
     # -- resources and threads -------------------------------------------------------------
 

@@ -10,6 +10,7 @@ list, so the edges the issue named are covered whatever the draw.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 
@@ -160,12 +161,40 @@ def _part(rng: random.Random, remote: bool) -> dict:
         "v": 7, "source": "v7:tokenx", "key": "text:0", "tokens": 1}}}}
 
 
+def _stamped_text(text: str, tokens, version=7, source: str = "v7:tokenx") -> dict:
+    """A text part carrying a tokenEstimate under its right key (`"text:" + sha256`), as Mastra stamps it."""
+    key = "text:" + hashlib.sha256(text.encode()).hexdigest()
+    return {"type": "text", "text": text, "providerMetadata": {"mastra": {"tokenEstimate": {
+        "v": version, "source": source, "key": key, "tokens": tokens}}}}
+
+
+#: Stamped tokens Mastra reuses or refuses: whole, negative, fractional, past 2**40 and 2**53, not numbers.
+STAMPED_TOKENS = [146, 0, -5, 2.5, -0.0, 2 ** 41, 2 ** 53 - 1, 2 ** 53 + 2, 1e308, True, "5", None, [3]]
+
+
+def stamped_messages() -> list[dict]:
+    """Messages of stamped text parts (each of STAMPED_TOKENS, version 7 and 7.0, a stale source), alone or
+    beside parts that cost nothing (data-*, reasoning) and tool calls: a warm count's every road."""
+    out = []
+    for n, tokens in enumerate(STAMPED_TOKENS):
+        text = f"A stamped reply, number {n}."
+        out.append({"role": "assistant", "content": {"format": 2, "parts": [_stamped_text(text, tokens)]}})
+        out.append({"role": "user", "content": {"format": 2, "parts": [
+            {"type": "data-om-observation-start", "data": {"n": n}}, _stamped_text(text, tokens, 7.0),
+            {"type": "reasoning", "text": "thinking"}, _stamped_text(text + " Again.", 3, 7, "v6:tokenx")]}})
+        out.append({"role": "assistant", "content": {"format": 2, "parts": [
+            _stamped_text(text, tokens), {"type": "tool-invocation", "toolInvocation": {
+                "state": "result", "toolCallId": "c1", "toolName": "search", "args": {"q": n}, "result": "ok"}}]}})
+    return out
+
+
 def count_inputs(rng: random.Random, size: int, remote: bool = True) -> list[list]:
     """[model, message] pairs for TokenCounter.countMessage(Async); REMOTE=False leaves out https URLs
     (countMessageAsync would probe them over the network)."""
     fixed_urls = [u for u in URLS if remote or not u.startswith("https://")]
     out: list[list] = [[None, {"role": "user", "content": {"format": 2, "parts": [
         {"type": "file", "data": url, "mimeType": "application/pdf"}]}}] for url in fixed_urls]
+    out += [[None, message] for message in stamped_messages()]
     out += [[None, {"role": "user", "content": {"format": 2, "parts": [{"type": "image", "image": url}]}}]
             for url in fixed_urls]
     while len(out) < size:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 else:
     Protocol = object
 
-__all__ = ["LIMIT_TO_COUNT", "Backend", "ReadSql", "RowsRead", "SelectRead", "read_each"]
+__all__ = ["LIMIT_TO_COUNT", "Backend", "BulkDecoder", "ReadSql", "RowsRead", "SelectRead", "decode_all", "read_each"]
 
 
 class ReadSql(Protocol):
@@ -104,6 +104,30 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Close the connection (the store's data is left as it was)."""
+
+
+class BulkDecoder:
+    """A `Backend.select` DECODE that also decodes a whole result at once (`rows`): its values are those of a
+    call on each row, made without a Python call per row (see `decode_all`)."""
+
+    __slots__ = ()
+
+    def __call__(self, row: Any) -> Any:
+        raise NotImplementedError
+
+    def rows(self, fetched: list) -> list:
+        """Return the values of every row of FETCHED, in order (each a tuple or list of values)."""
+        return [self(r) for r in fetched]
+
+
+def decode_all(decode: Callable[[Any], Any], fetched: list) -> list:
+    """Return every row of FETCHED through `Backend.select`'s DECODE (as `[decode(r) for r in fetched]`):
+    at once when DECODE is a BulkDecoder, the rows as fetched when it is `list` (psycopg decoded them)."""
+    if decode is list:
+        return fetched
+    if isinstance(decode, BulkDecoder):
+        return decode.rows(fetched)
+    return [decode(r) for r in fetched]
 
 
 class _LimitToCount:

@@ -20,9 +20,11 @@ as an error, never as other text); the text-safe read follows when that fails.
 from __future__ import annotations
 
 import itertools
+import re
 
 from studio.errors import StoreError
 from studio.store import schema as sc
+from studio.store.backends import BulkDecoder
 from studio.store.cells import bulk_decode, contained, decode_pairs, decode_rows, decode_text, text_safe_pair
 from studio.store.lock_wait import patiently
 
@@ -114,14 +116,19 @@ def _rows_plan(backend, sql: str, params: tuple) -> tuple[str, Callable[[list], 
     A SELECT's width is probed once per SQL text (one statement, remembered in `backend.widths`).
     """
     head = sql.lstrip()[:6].upper()
-    if not head.startswith(("SELECT", "WITH")):
-        return sql, _as_fetched
+    if not head.startswith(("SELECT", "WITH")) or (_COUNT.fullmatch(sql) and not _COMPOUND.search(sql)):
+        return sql, _as_fetched  # a count is a number: nothing to fetch as bytes
     width = _width(backend, sql, params)
     names = ", ".join(f"c{i}" for i in range(width))
     pairs = ", ".join(text_safe_pair(f"c{i}") for i in range(width))
     encoding = backend.encoding
     return (f"WITH q({names}) AS ({sql}) SELECT {pairs} FROM q",
             lambda fetched: decode_rows(fetched, width, encoding))
+
+
+#: `SELECT COUNT(*) FROM table [WHERE …]`: one integer a row (a compound SELECT or a second statement aside).
+_COUNT = re.compile(r'\s*SELECT\s+COUNT\(\*\)\s+FROM\s+"?\w+"?(\s+WHERE\s.*|\s*)', re.IGNORECASE | re.DOTALL)
+_COMPOUND = re.compile(r"\b(UNION|INTERSECT|EXCEPT)\b|;", re.IGNORECASE)
 
 
 def _as_fetched(fetched: list) -> list:
@@ -162,23 +169,61 @@ def _decode(value: Any, encoding: str) -> Any:
     return value
 
 
-def row_decoder(encoding: str) -> Callable[[tuple], list]:
-    """Return the function turning a fetched row (every text as bytes) into its values (damaged text: DamagedText)."""
-    def decode_row(row: tuple) -> list:
+class RowDecoder(BulkDecoder):
+    """DECODE of a SQLite read (`Backend.select`): every fetched text (its bytes) decoded in ENCODING, invalid
+    bytes as DamagedText (studio.store.cells), except column KEEP (None: none), left as fetched.
+
+    A call decodes one row; `rows` decodes a whole result a column at a time (`studio.store.backends.decode_all`).
+    """
+
+    __slots__ = ("encoding", "keep")
+
+    def __init__(self, encoding: str, keep: int | None = None):
+        self.encoding, self.keep = encoding, keep
+
+    def __call__(self, row: tuple) -> list:
+        encoding, keep = self.encoding, self.keep
         try:
-            return [v.decode(encoding) if isinstance(v, (bytes, bytearray)) else v for v in row]
+            values = [v.decode(encoding) if v.__class__ in _BYTES and i != keep else v for i, v in enumerate(row)] \
+                if keep is not None else [v.decode(encoding) if v.__class__ in _BYTES else v for v in row]
         except UnicodeDecodeError:
-            return [_decode(v, encoding) for v in row]
-    return decode_row
-
-
-def _keeping(whole: Callable[[tuple], list], at: int) -> Callable[[tuple], list]:
-    """WHOLE, leaving column AT as fetched."""
-    def decode(row: tuple) -> list:
-        values = whole((*row[:at], None, *row[at + 1:]))
-        values[at] = row[at]
+            values = [v if i == keep else _decode(v, encoding) for i, v in enumerate(row)]
         return values
-    return decode
+
+    def rows(self, fetched: list[tuple]) -> list[tuple]:
+        """Return every row of FETCHED decoded (as tuples), the same values as a call on each row.
+
+        Column by column: a column of text alone (NULLs aside) is decoded by one `map` in C, with
+        no call per row (5,007 threads: 4.6 -> ~2 ms); a column with an undecodable value or another
+        type falls back to the value-by-value decode.
+        """
+        if not fetched:
+            return []
+        encoding, keep, columns = self.encoding, self.keep, []
+        for i, column in enumerate(zip(*fetched)):  # noqa: B905  (the rows' width: zip(*) cannot differ)
+            if i != keep:
+                kinds = set(map(type, column))
+                try:
+                    if kinds == _BYTES_ONLY:
+                        column = list(map(bytes.decode, column, itertools.repeat(encoding)))
+                    elif kinds == _BYTES_OR_NULL:
+                        column = [None if v is None else v.decode(encoding) for v in column]
+                    elif kinds & _BYTES:
+                        column = [_decode(v, encoding) for v in column]
+                except UnicodeDecodeError:
+                    column = [_decode(v, encoding) for v in column]
+            columns.append(column)
+        return list(zip(*columns))  # noqa: B905  (columns of one length)
+
+
+_BYTES = frozenset((bytes, bytearray))
+_BYTES_ONLY = {bytes}
+_BYTES_OR_NULL = {bytes, type(None)}
+
+
+def row_decoder(encoding: str) -> RowDecoder:
+    """Return the decoder turning a fetched row (every text as bytes) into its values (damaged text: DamagedText)."""
+    return RowDecoder(encoding)
 
 
 def select(backend, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
@@ -227,9 +272,7 @@ def _select_plan(backend, table: str, wanted: list[str], tail: str, lazy: str | 
     lists, key = backend.select_lists, (table, tuple(wanted), plain)
     present, selected = lists.get(key) or lists.setdefault(
         key, (_plain_select_list if plain else _select_list)(backend.schema, table, wanted))
-    decode = row_decoder(backend.encoding)
-    if lazy is not None and lazy in present:
-        decode = _keeping(decode, present.index(lazy))
+    decode = RowDecoder(backend.encoding, present.index(lazy) if lazy is not None and lazy in present else None)
     return f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}", present, decode
 
 
