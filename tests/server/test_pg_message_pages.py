@@ -13,6 +13,8 @@ and Mastra itself (the benchmark's warm worker, `benchmarks/vs_mastra_worker.mjs
 
 from __future__ import annotations
 
+import contextlib
+
 import psycopg
 import pytest
 
@@ -22,32 +24,61 @@ from tests.server.test_pg_statements import _copy_schema
 SCRATCH = "pages_reversed"
 
 
+@contextlib.contextmanager
+def _longest_thread_copy(pg_corpus, schema: str, change):
+    """Yield (URL, thread id, messages) of a copy SCHEMA of the `history` scenario whose longest thread was then
+    changed by CHANGE(connection, thread id); the copy is dropped after."""
+    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+        _copy_schema(conn, "history", schema, 0)
+        thread_id, count = conn.execute(
+            f'SELECT thread_id, COUNT(*) FROM "{schema}".mastra_messages GROUP BY thread_id '
+            "ORDER BY COUNT(*) DESC, thread_id LIMIT 1").fetchone()
+        change(conn, thread_id)
+    try:
+        yield f"{pg_corpus.url}?schema={schema}", thread_id, count
+    finally:
+        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@contextlib.contextmanager
+def _both_sides(url: str):
+    """Yield (Mastra's warm worker, the studio's side) on URL, both closed after."""
+    mastra = mastra_worker(url)
+    studio = StudioSide(url)
+    try:
+        yield mastra, studio
+    finally:
+        mastra.close()
+        studio.store.close()
+
+
+def _assert_each_equals_mastra(mastra, studio, calls: list[tuple[str, dict]]) -> None:
+    """Ask both sides each (call, arguments) of CALLS; their canonical outputs must be equal."""
+    for op, args in calls:
+        theirs, ours = mastra.ask(op, 1, args)["out"], studio.run(op, 1, args)["out"]
+        assert _canonical(ours) == _canonical(theirs), (op, args)
+
+
+def _reverse_twins(conn, thread_id: str) -> None:
+    """twin = (first + last) - stored: the newest stored message of THREAD_ID gets the oldest twin."""
+    conn.execute(
+        f'UPDATE "{SCRATCH}".mastra_messages SET "createdAtZ" = b.lo + (b.hi - ("createdAt" AT TIME ZONE \'UTC\')) '
+        f'FROM (SELECT min("createdAt" AT TIME ZONE \'UTC\') AS lo, max("createdAt" AT TIME ZONE \'UTC\') AS hi '
+        f'FROM "{SCRATCH}".mastra_messages WHERE thread_id = %s) AS b WHERE thread_id = %s', (thread_id, thread_id))
+
+
 @pytest.fixture(scope="module")
 def reversed_schema(pg_corpus):
     """A copy of the `history` scenario, its longest thread's twins reversed: (URL, thread id, messages)."""
-    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
-        _copy_schema(conn, "history", SCRATCH, 0)
-        thread_id, count = conn.execute(
-            f'SELECT thread_id, COUNT(*) FROM "{SCRATCH}".mastra_messages GROUP BY thread_id '
-            "ORDER BY COUNT(*) DESC, thread_id LIMIT 1").fetchone()
-        # twin = (first + last) - stored: the newest stored message gets the oldest twin
-        conn.execute(
-            f'UPDATE "{SCRATCH}".mastra_messages SET "createdAtZ" = b.lo + (b.hi - ("createdAt" AT TIME ZONE \'UTC\')) '
-            f'FROM (SELECT min("createdAt" AT TIME ZONE \'UTC\') AS lo, max("createdAt" AT TIME ZONE \'UTC\') AS hi '
-            f'FROM "{SCRATCH}".mastra_messages WHERE thread_id = %s) AS b WHERE thread_id = %s', (thread_id, thread_id))
-    try:
-        yield f"{pg_corpus.url}?schema={SCRATCH}", thread_id, count
-    finally:
-        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{SCRATCH}" CASCADE')
+    with _longest_thread_copy(pg_corpus, SCRATCH, _reverse_twins) as made:
+        yield made
 
 
 def test_pages_and_totals_equal_mastra_when_twins_reverse_the_order(reversed_schema):
     url, thread_id, count = reversed_schema
     assert count >= 6  # pages of 3 that are neither the first nor the last exist
-    mastra = mastra_worker(url)
-    studio = StudioSide(url)
-    try:
+    with _both_sides(url) as (mastra, studio):
         calls = [("listMessages", {"threadId": thread_id, "perPage": 3, "page": p}) for p in range(count // 3 + 2)]
         threads = studio.run("listThreads", 1, {})["out"]["total"]
         assert threads >= 3
@@ -56,9 +87,7 @@ def test_pages_and_totals_equal_mastra_when_twins_reverse_the_order(reversed_sch
         calls += [("recall", {"threadId": thread_id, "perPage": 4}),
                   ("recall", {"threadId": thread_id, "perPage": False}),
                   ("listMessages", {"threadId": thread_id, "perPage": count + 5, "page": 3})]  # past the end
-        for op, args in calls:
-            theirs, ours = mastra.ask(op, 1, args)["out"], studio.run(op, 1, args)["out"]
-            assert _canonical(ours) == _canonical(theirs), (op, args)
+        _assert_each_equals_mastra(mastra, studio, calls)
         # the case is the one meant: the first page by stored createdAt is not the first by twin
         first = studio.run("listMessages", 1, {"threadId": thread_id, "perPage": 3, "page": 0})["out"]
         with psycopg.connect(url.split("?")[0], autocommit=True) as conn:
@@ -67,55 +96,41 @@ def test_pages_and_totals_equal_mastra_when_twins_reverse_the_order(reversed_sch
                 (thread_id,))] for order in ('"createdAt"', '"createdAtZ"')}
         assert first["total"] == count and sorted(first["ids"]) == sorted(by['"createdAt"'])
         assert set(by['"createdAt"']) != set(by['"createdAtZ"'])
-    finally:
-        mastra.close()
-        studio.store.close()
 
 
 TIED = "pages_tied"
+
+
+def _tie_in_threes(conn, thread_id: str) -> None:
+    """Give THREAD_ID's messages, in threes, one `createdAt` (and twin): the first of each three's."""
+    conn.execute(
+        f'UPDATE "{TIED}".mastra_messages AS m SET "createdAt" = g.t, "createdAtZ" = g.t AT TIME ZONE \'UTC\' '
+        f'FROM (SELECT id, min("createdAt") OVER (PARTITION BY (n - 1) / 3) AS t FROM '
+        f'(SELECT id, "createdAt", row_number() OVER (ORDER BY "createdAt", id DESC) AS n '
+        f'FROM "{TIED}".mastra_messages WHERE thread_id = %s) AS r) AS g WHERE m.id = g.id', (thread_id,))
 
 
 @pytest.fixture(scope="module")
 def tied_schema(pg_corpus):
     """A copy of the `history` scenario whose longest thread has its messages in threes of one `createdAt`
     (and twin): pages then start and end inside runs of ties, which MemoryPG orders by id. (URL, thread, count)."""
-    with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
-        _copy_schema(conn, "history", TIED, 0)
-        thread_id, count = conn.execute(
-            f'SELECT thread_id, COUNT(*) FROM "{TIED}".mastra_messages GROUP BY thread_id '
-            "ORDER BY COUNT(*) DESC, thread_id LIMIT 1").fetchone()
-        conn.execute(
-            f'UPDATE "{TIED}".mastra_messages AS m SET "createdAt" = g.t, "createdAtZ" = g.t AT TIME ZONE \'UTC\' '
-            f'FROM (SELECT id, min("createdAt") OVER (PARTITION BY (n - 1) / 3) AS t FROM '
-            f'(SELECT id, "createdAt", row_number() OVER (ORDER BY "createdAt", id DESC) AS n '
-            f'FROM "{TIED}".mastra_messages WHERE thread_id = %s) AS r) AS g WHERE m.id = g.id', (thread_id,))
-    try:
-        yield f"{pg_corpus.url}?schema={TIED}", thread_id, count
-    finally:
-        with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{TIED}" CASCADE')
+    with _longest_thread_copy(pg_corpus, TIED, _tie_in_threes) as made:
+        yield made
 
 
 def test_pages_inside_runs_of_equal_created_at_equal_mastra(tied_schema):
     url, thread_id, count = tied_schema
     assert count >= 9
-    mastra = mastra_worker(url)
-    studio = StudioSide(url)
-    try:
+    with _both_sides(url) as (mastra, studio):
         calls = [("listMessages", {"threadId": thread_id, "perPage": size, "page": p})
                  for size in (2, 4) for p in range(count // size + 2)]
         calls += [("recall", {"threadId": thread_id, "perPage": size, "page": p})   # newest first: walked down
                   for size in (2, 5) for p in range(count // size + 2)]
-        for op, args in calls:
-            theirs, ours = mastra.ask(op, 1, args)["out"], studio.run(op, 1, args)["out"]
-            assert _canonical(ours) == _canonical(theirs), (op, args)
+        _assert_each_equals_mastra(mastra, studio, calls)
         with psycopg.connect(url.split("?")[0], autocommit=True) as conn:   # the case is the one meant
             runs = conn.execute(f'SELECT COUNT(*) FROM "{TIED}".mastra_messages WHERE thread_id = %s '
                                 'GROUP BY "createdAt" HAVING COUNT(*) = 3', (thread_id,)).fetchall()
         assert len(runs) == count // 3
-    finally:
-        mastra.close()
-        studio.store.close()
 
 
 def _table_rows_read(plan: dict) -> int:
