@@ -346,7 +346,8 @@ class ResultCache:
         entries = self._load()
         changed, self._changed = self._changed, set()
         store_dirty, self._store_dirty = self._store_dirty, False
-        if changed is not None and self._file_size() is not None and self._journal_size() < JOURNAL_LIMIT_BYTES:
+        journal_size = self._size(self.journal) or 0
+        if changed is not None and self._size(self.file) is not None and journal_size < JOURNAL_LIMIT_BYTES:
             # findings inline: a line never points into a file another session may rewrite meanwhile
             line = {"version": [CACHE_VERSION, __version__], "identity": self._identity,
                     "threads": {tid: inline for tid in sorted(changed)
@@ -384,17 +385,12 @@ class ResultCache:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
 
-    def _file_size(self) -> int | None:
-        """Return the cache file's size (bytes), or None when it is missing or cannot be looked at (a folder
-        this user may not search: the journal is then not written beside it, and the whole-file write fails
-        quietly as any unwritable cache does)."""
+    @staticmethod
+    def _size(path: Path) -> int | None:
+        """Return the size (bytes) of PATH (the cache file or its journal), or None when it is missing or cannot
+        be looked at (a folder this user may not search: no journal is then written beside the file, and the
+        whole-file write fails quietly as any unwritable cache does)."""
         try:
-            return os.stat(self.file).st_size
+            return os.stat(path).st_size
         except OSError:
             return None
-
-    def _journal_size(self) -> int:
-        try:
-            return os.stat(self.journal).st_size
-        except OSError:
-            return 0
