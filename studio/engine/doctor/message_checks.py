@@ -60,6 +60,9 @@ def _where(thread: Thread) -> dict:
     return {"thread_id": thread.id, "resource_id": thread.resource_id}
 
 
+#: '"tool-invocation"', '"type":"file"' or '"type":"image"' in a stored content (one scan for the three): the parts
+#: the size checks look at.
+_SIZED_PART = re.compile(r'"(?:tool-invocation"|type":"(?:file|image)")')
 #: Characters of two contents compared first by `same_content` (most contents differ within them).
 QUICK_PREFIX = 128
 #: A numeric `createdAt` field of a content's JSON (Mastra's per-part time, epoch ms).
@@ -226,9 +229,10 @@ def _may_open_context(raw: str) -> bool:
 
     Such a text holds `<` followed by `c` or `C`; in the stored JSON each is there as itself or as a
     `\\u00..` escape (no other character lower-cases to either), so RAW holds `<c`, `<C` or `\\u00`.
-    (A content that is not JSON is its own text.) Three substring scans instead of lower-casing RAW.
+    (A content that is not JSON is its own text.) Substring scans instead of lower-casing RAW.
     """
-    return "<c" in raw or "<C" in raw or "\\u00" in raw
+    # a one-character test runs at memory speed: the two-character ones only when it passes
+    return ("<" in raw and ("<c" in raw or "<C" in raw)) or ("\\" in raw and "\\u00" in raw)
 
 
 def check_parts(thread: Thread, messages: list[StoredMessage], message_tokens: int) -> list[Finding]:
@@ -258,8 +262,7 @@ def check_parts(thread: Thread, messages: list[StoredMessage], message_tokens: i
                                severity="warning", message_ids=[msg.id],
                                evidence={"table": "mastra_messages", "column": "content", "error": error},
                                **_where(thread)))
-        if len(msg.raw) < size_floor or not ('"tool-invocation"' in msg.raw or '"type":"file"' in msg.raw
-                                              or '"type":"image"' in msg.raw):
+        if len(msg.raw) < size_floor or not _SIZED_PART.search(msg.raw):
             continue
         for index, part in enumerate(msg.message.parts):
             kind = _part_type(part)
@@ -303,12 +306,14 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
     message of the window counted there under the same counter model is not counted again. Mastra's
     rule decides each message's place in the window from that message alone (`unobserved_messages`),
     so it is applied only to the messages whose place can change a finding: one with a tool part
-    (orphan-tool-result), one not counted there (counted here: uncountable-message) and one whose
-    size bound does not put it under the threshold (message-over-threshold). A counted message under
-    its bound, without a tool part, gives no finding in or out of the window.
+    (orphan-tool-result), one not counted there (counted here: uncountable-message) and one counted
+    at or over the threshold whose size bound does not put it under (message-over-threshold). A
+    counted message under the threshold, without a tool part, gives no finding in or out of the window.
     """
     out: list[Finding] = []
     unobserved_ids: set[str] = set()
+    tooled = [msg for msg in messages if "tool-invocation" in msg.raw]   # the others have no tool part
+    tooled_ids = {msg.id for msg in tooled}
     if record is not None:
         by_id = {m.id: m for m in messages}
         settings = resolve_settings(record.config, record.scope)
@@ -317,8 +322,9 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
         cursor = storage_cursor(record.last_observed_at)   # what Mastra's getStatus loads: createdAt >= cursor
 
         def matters(m: StoredMessage) -> bool:   # see the docstring: whether m is in the window can change a finding
-            return ("tool-invocation" in m.raw or not counted or counted_key(m.thread_id, m.id, model) not in counted
-                    or bool(threshold and not _below(m, threshold)))
+            est = counted.get(counted_key(m.thread_id, m.id, model)) if counted else None
+            return (est is None or m.id in tooled_ids
+                    or bool(threshold and est >= threshold and not _below(m, threshold)))
 
         loaded = [m.mastra(light=True) for m in messages
                   if (cursor is None or (m.created_at is not None and str(m.created_at) >= cursor)) and matters(m)]
@@ -347,7 +353,6 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
                                    record_id=record.id, lookup_key=record.lookup_key,
                                    generation=record.generation_count, **_where(thread)))
     calls: dict[str, list[StoredMessage]] = {}
-    tooled = [msg for msg in messages if "tool-invocation" in msg.raw]   # the others have no tool part
     for msg in tooled:
         for inv in _tool_parts(msg):
             if inv.get("state") in CALL_STATES or "args" in inv:
