@@ -145,10 +145,10 @@ FOLD_RULE = re.compile(r"(?:[^\w.]|\.(?!\w)|(?<!\w)\.)+")
 def test_normalise_and_words_take_the_rule_on_every_text():
     """ASCII text takes a byte-table road (lone dots, short digit words); it must give what the regex rule gives."""
     rng = random.Random(2124)
-    alphabet = "aZq7 0.._-:;!?'\"()[]\t\n/é²🔴"
+    alphabet = "aZq7 0.._-:;!?'\"()[]\t\n/é²🔴İKẞ\u0301\u00a0“٣\ud83d"
     texts = ["v1.24 node.js", "a..b", ".x", "x.", "U.S.A. e.g. 3 .5", "x . y", "", "  ", "24.1.", "ab 1 b2 x9 ab."]
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 16))) for _ in range(20000)]
-    texts += ["".join(rng.choice(alphabet[:-3]) for _ in range(rng.randrange(0, 16))) for _ in range(20000)]
+    texts += ["".join(rng.choice(alphabet[:-11]) for _ in range(rng.randrange(0, 16))) for _ in range(20000)]
     for text in texts:
         norm = FOLD_RULE.sub(" ", text.lower()).strip()
         words = frozenset(w for w in norm.split() if len(w) >= 3 or any(c.isdigit() for c in w))
