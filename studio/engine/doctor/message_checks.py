@@ -36,7 +36,7 @@ import re
 from typing import Any
 
 from studio.common.durations import human_duration
-from studio.common.om_settings import max_threshold, resolve_settings
+from studio.common.om_settings import OMSettings, max_threshold, resolve_settings
 from studio.engine import tokens
 from studio.engine.doctor.messages import BOUND_SLACK, StoredMessage
 from studio.engine.doctor.model import Finding, finding
@@ -298,12 +298,13 @@ def _below(stored: StoredMessage, threshold: int) -> bool:
 
 
 def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord | None,
-                 counted: dict[tuple, int] | None = None) -> list[Finding]:
+                 counted: dict[tuple, int] | None = None, *, settings: OMSettings | None = None) -> list[Finding]:
     """Return message-over-threshold, uncountable-message and orphan-tool-result findings (they need the
     record's window).
 
     COUNTED: the counts the statuses of the same snapshot made (`status_from_rows`' COUNTED): a
-    message of the window counted there under the same counter model is not counted again. Mastra's
+    message of the window counted there under the same counter model is not counted again. SETTINGS:
+    `resolve_settings` of RECORD when already resolved. Mastra's
     rule decides each message's place in the window from that message alone (`unobserved_messages`),
     so it is applied only to the messages whose place can change a finding: one with a tool part
     (orphan-tool-result), one not counted there (counted here: uncountable-message) and one counted
@@ -316,7 +317,7 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
     tooled_ids = {msg.id for msg in tooled}
     if record is not None:
         by_id = {m.id: m for m in messages}
-        settings = resolve_settings(record.config, record.scope)
+        settings = resolve_settings(record.config, record.scope) if settings is None else settings
         threshold = max_threshold(settings.message_tokens)
         model = repr(settings.counter_model)
         cursor = storage_cursor(record.last_observed_at)   # what Mastra's getStatus loads: createdAt >= cursor
@@ -388,7 +389,10 @@ def check_thread_messages(thread: Thread, messages: list[StoredMessage], record:
     """Return every message-level finding of THREAD (messages in storage order; RECORD its current OM row;
     COUNTED as `check_window` takes it)."""
     message_tokens = DEFAULT_MESSAGE_TOKENS
+    settings = None
     if record is not None:
-        message_tokens = max_threshold(resolve_settings(record.config, record.scope).message_tokens) or message_tokens
+        settings = resolve_settings(record.config, record.scope)
+        message_tokens = max_threshold(settings.message_tokens) or message_tokens
     return (check_duplicates(thread, messages) + check_ties(thread, messages) + check_updated_at(thread, messages)
-            + check_parts(thread, messages, message_tokens) + check_window(thread, messages, record, counted))
+            + check_parts(thread, messages, message_tokens)
+            + check_window(thread, messages, record, counted, settings=settings))
