@@ -158,7 +158,7 @@ def _fact(words: frozenset[str], names: frozenset[str], weights: dict[str, float
           ) -> tuple[list[str], list[str], list[str]]:
     """Return what tells a line's fact (`carries`): its names (sorted), its numbers (sorted) and, with
     neither, its RAREST_WORDS words of the highest weight (ties by the word)."""
-    numbers = sorted(w for w in words if _has_digit(w))
+    numbers = sorted(w for w in words if not _DIGITS.isdisjoint(w))
     if names or numbers:
         return sorted(names), numbers, []
     others = sorted((w for w in words if w not in names and not _has_digit(w)),
@@ -211,8 +211,10 @@ def observation_lines(log: str | None) -> list[_Line]:
         if head != "*" and head != "-":
             continue
         m = OBS_RE.match(raw)
-        if m and (m.group("prio") or m.group("time") or m.group("arrow")):
-            out.append(_Line(raw, number, m.group("text"), m.group("prio") == "🔴"))
+        if m:
+            arrow, prio, time, text = m.group("arrow", "prio", "time", "text")
+            if prio or time or arrow:
+                out.append(_Line(raw, number, text, prio == "🔴"))
     return out
 
 
@@ -356,7 +358,7 @@ def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weight
         mine = _weight(words, weights)
         names = names_of(ln.text)
         best, best_line, best_gen, best_words, kept = 0.0, None, None, frozenset(), False
-        named = len(names) + sum(1 for w in words if _has_digit(w)) >= 2
+        named = len(names) + sum(1 for w in words if not _DIGITS.isdisjoint(w)) >= 2
         floor = min(threshold, NAMED_SIMILARITY) if named else threshold
         weigh = weights.__getitem__ if weights.keys() >= words else (lambda w: weights.get(w, 1.0))
         fact = _fact(words, names, weights)
