@@ -479,14 +479,16 @@ class Message:
     def stored_lacks(self, marks: tuple[str, ...]) -> bool:
         """Return True when the content, not parsed yet, is known to hold none of MARKS, nor any `\\u`
         escape that could spell one (False when already parsed or not UTF-8 / text: look at `content`)."""
+        # a text without a backslash (one memchr) holds no "\\u": only one with a backslash is searched for it
         stored = self._stored
         if isinstance(stored, str):
             core = _shared_core(marks)[0]
-            return "\\u" not in stored and ((bool(core) and core not in stored) or not any(m in stored for m in marks))
+            return ("\\" not in stored or "\\u" not in stored) and \
+                ((bool(core) and core not in stored) or not any(m in stored for m in marks))
         if isinstance(stored, (bytes, bytearray)) and self._encoding == "utf-8":
             core = _shared_core(marks)[1]
-            return b"\\u" not in stored and ((bool(core) and core not in stored)
-                                             or not any(m in stored for m in _utf8(marks)))
+            return (b"\\" not in stored or b"\\u" not in stored) and \
+                ((bool(core) and core not in stored) or not any(m in stored for m in _utf8(marks)))
         return False
 
     _FIELDS = ("id", "thread_id", "role", "content", "created_at", "resource_id", "type", "content_error",

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
     from studio.store.backends import RowsRead, SelectRead
 
-__all__ = ["JSONB_COLUMNS", "SQLITE", "SqliteSql", "read_many", "row_decoder", "rows", "select", "select_column"]
+__all__ = ["JSONB_COLUMNS", "SQLITE", "SqliteSql", "read_many", "read_together", "row_decoder", "rows", "select",
+           "select_column", "text_affinity"]
 
 #: Columns Mastra declares `jsonb` (read through SQLite's json()).
 JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
@@ -135,20 +136,38 @@ def _as_fetched(fetched: list) -> list:
     return fetched
 
 
+def text_affinity(declared: str) -> bool:
+    """Return True when a column declared DECLARED (its type as written, e.g. "TEXT", "VARCHAR(40)") has TEXT affinity.
+
+    SQLite's rules (Datatypes In SQLite, 3.1): a type containing "INT" is INTEGER; else one containing
+    "CHAR", "CLOB" or "TEXT" is TEXT. Such a column holds only NULL, TEXT or BLOB: a number written to it
+    is stored as its text (a default value added with ALTER TABLE too).
+    """
+    declared = declared.upper()
+    return "INT" not in declared and ("CHAR" in declared or "CLOB" in declared or "TEXT" in declared)
+
+
 def _select_list(schema: sc.Schema, table: str, wanted: list[str]) -> tuple[list[str], str]:
     """Return (present columns, SELECT list): JSONB blobs decoded with json(), every text as bytes.
 
-    Each result is NULL, a number or bytes (text, or a blob that is not JSONB) for the row decoder.
+    Each result is NULL, a number or bytes (text, or a blob that is not JSONB) for the row decoder. A column of
+    TEXT affinity (`text_affinity` of its declared type in `schema.types`) holds no number, so it needs no
+    `typeof` test for one: `CAST(… AS BLOB)` alone gives the same values (NULL stays NULL) for less work a row.
     """
     present = [c for c in (wanted or schema.columns(table)) if schema.has_column(table, c)]
+    declared = schema.types.get(table, {})
     exprs = []
     for col in present:
         q = sc.quote_ident(col)
+        text = text_affinity(declared.get(col, ""))
         if col in JSONB_COLUMNS:
-            exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN CAST(json({q}) AS BLOB) "
+            exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN CAST(json({q}) AS BLOB) ELSE CAST({q} AS BLOB) END"
+                         if text else
+                         f"CASE WHEN typeof({q}) = 'blob' THEN CAST(json({q}) AS BLOB) "
                          f"WHEN typeof({q}) = 'text' THEN CAST({q} AS BLOB) ELSE {q} END")
         else:
-            exprs.append(f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
+            exprs.append(f"CAST({q} AS BLOB)" if text else
+                         f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
     return present, ", ".join(exprs)
 
 
@@ -287,9 +306,15 @@ def read_many(backend, reads: list[RowsRead | SelectRead]) -> list:
     that read alone would have it (a JSONB value SQLite cannot decode is read raw; anything else
     raises StoreError). Transport failures raise StoreError at once.
     """
+    backend.ready()
+    return read_together(backend, reads)
+
+
+def read_together(backend, reads: list[RowsRead | SelectRead]) -> list:
+    """`read_many` on a BACKEND already `ready()`, whose `execute_many` reads STATEMENTS in one state of the
+    database (a server: one read transaction; a file: see `FileBackend.read_many`)."""
     from studio.store.backends import LIMIT_TO_COUNT, RowsRead, read_each
 
-    backend.ready()
     if backend.plain_text:
         plain = [_plain_plan(backend, read, tuple(-1 if p is LIMIT_TO_COUNT else p for p in read.params))
                  for read in reads]
