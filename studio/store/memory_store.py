@@ -24,8 +24,8 @@ import itertools
 from contextlib import contextmanager, suppress
 
 from studio.store import schema as sc
-from studio.store.backends import decode_all
-from studio.store.cells import DamagedText, bulk_decode, damaged_columns
+from studio.store.backends import decode_all, decode_columns
+from studio.store.cells import bulk_decode, damaged_columns
 from studio.store.records import (
     Message,
     OMRecord,
@@ -76,19 +76,22 @@ def messages_from_rows(present: list[str], fetched: list, decode: Callable[[Any]
                        encoding: str) -> list[Message]:
     """Return the Messages of FETCHED rows of PRESENT message columns, each as `message_reader` makes it.
 
-    The rows are decoded at once (`decode_all`) and damaged text is looked for once in all their values,
-    not row by row; a row of every column then makes its Message with no call between.
+    The rows are decoded at once, column by column (`decode_columns`, which says whether a value may be damaged
+    text), not row by row; with every column there and none damaged, the Messages are then made from the
+    columns with no call between.
     """
-    rows = decode_all(decode, fetched)
+    if not fetched:
+        return []
+    columns, damaged = decode_columns(decode, fetched)
     at = {c: i for i, c in enumerate(present)}
-    if (DamagedText in set(map(type, itertools.chain.from_iterable(rows)))
-            or any(c not in at for c in MESSAGE_COLUMNS)):
+    if damaged or any(c not in at for c in MESSAGE_COLUMNS):
         read = message_reader(present, list, encoding)
-        return [read(r) for r in rows]
-    i_id, i_thread, i_content, i_role, i_type, i_created, i_resource = (at[c] for c in MESSAGE_COLUMNS)
-    stored = Message.stored
-    return [stored(r[i_id], r[i_thread], r[i_role] or "", r[i_content], r[i_created], r[i_resource], r[i_type],
-                   (), encoding) for r in rows]
+        return [read(r) for r in zip(*columns)]  # noqa: B905  (columns of one length)
+    ids, threads, contents, roles, types, created, resources = (columns[at[c]] for c in MESSAGE_COLUMNS)
+    if not all(roles):   # a NULL or empty role is ""
+        roles = [r or "" for r in roles]
+    return list(map(Message.stored, ids, threads, roles, contents, created, resources, types,
+                    itertools.repeat(()), itertools.repeat(encoding)))
 
 
 #: Lookup keys named per statement when `om_lookup_keys` reads only some (SQLite allows 32,766 parameters).

@@ -409,6 +409,10 @@ def _shared_core(marks: tuple[str, ...]) -> tuple[str, bytes]:
     return "", b""
 
 
+#: A new instance with no __init__ run (`Message.stored` sets every field itself).
+_new_object = object.__new__
+
+
 class Message:
     """A row of `mastra_messages`. `content` is the parsed v2 object {format, parts, content, metadata}.
 
@@ -452,8 +456,11 @@ class Message:
         STORED_CONTENT is text, NULL, or the column's bytes in the database's ENCODING, decoded on
         first use too (invalid bytes: U+FFFD and "content" added to `damaged_text`, see cells.decode_text).
         """
-        message = cls(id, thread_id, role, None, created_at, resource_id, type, None, damaged_text)
-        message._stored, message._encoding = stored_content, encoding  # None (NULL): the defaults above
+        message = _new_object(cls)   # the fields __init__ sets, set here at once (no second call a message)
+        message.id, message.thread_id, message.role, message.created_at = id, thread_id, role, created_at
+        message.resource_id, message.type, message._damaged_text = resource_id, type, damaged_text
+        message._content, message._content_error, message._stored, message._encoding = None, None, stored_content, \
+            encoding
         return message
 
     def _parse(self) -> None:
