@@ -223,6 +223,7 @@ def _canonical_run() -> re.Pattern:
 _STR_ONLY = {str}
 _LEN_24 = {24}
 _CREATED_AT = operator.attrgetter("created_at")
+_ID, _ROLE, _THREAD_ID = operator.attrgetter("id"), operator.attrgetter("role"), operator.attrgetter("thread_id")
 
 
 def _canonical(values: list[Any]) -> bool:
@@ -249,7 +250,7 @@ def _js_sorted(messages: list[Message], descending: bool = False) -> tuple[list[
     With a NaN (which is "equal" to everything) the comparison function itself is used, as V8's
     TimSort uses it. Canonical times (`_canonical`) are sorted by their text.
     """
-    created = [m.created_at for m in messages]
+    created = list(map(_CREATED_AT, messages))
     if _canonical(created):
         return sorted(messages, key=_CREATED_AT, reverse=descending), True
     times = [_time_of(c) if isinstance(c, str) else _time_of.__wrapped__(c) for c in created]
@@ -272,7 +273,9 @@ def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]
 
 
 def _kept(messages: list[Message]) -> list[Message]:
-    """MESSAGES without system rows and repeated ids (the first kept), in their order."""
+    """MESSAGES without system rows and repeated ids (the first kept), in their order (a copy)."""
+    if "system" not in map(_ROLE, messages) and len(set(map(_ID, messages))) == len(messages):
+        return list(messages)   # the common page: nothing to leave out (looked at in C)
     seen: set[str] = set()
     kept = []
     for m in messages:
@@ -475,9 +478,9 @@ def _list_messages(store: MemoryStore, thread_id: str | list[str], resource_id: 
     if metadata:
         has_more = per_page is not False and offset + paginated < total
     else:
-        wanted = set(thread_ids)
-        returned = {m.id for m in final if m.thread_id in wanted}
-        has_more = per_page is not False and len(returned) < total and offset + limit < total
+        wanted = set(thread_ids)   # final holds each id once: its messages of WANTED threads, counted
+        returned = sum(map(wanted.__contains__, map(_THREAD_ID, final)))
+        has_more = per_page is not False and returned < total and offset + limit < total
     return MessagePage(final, total, page, response_per_page, has_more), direction if exact else None
 
 
