@@ -24,7 +24,7 @@ import itertools
 from contextlib import contextmanager, suppress
 
 from studio.store import schema as sc
-from studio.store.backends import decode_all, decode_columns
+from studio.store.backends import RowsRead, SelectRead, decode_all, decode_columns
 from studio.store.cells import bulk_decode, damaged_columns
 from studio.store.records import (
     Message,
@@ -259,8 +259,6 @@ class MemoryStore:
         A libSQL server sends both in one request, in one read transaction (they see one state of
         the database); other stores read them one after the other, as two calls would. Raises StoreError.
         """
-        from studio.store.backends import RowsRead, SelectRead
-
         counted, (present, fetched, decode) = self.backend.read_many(
             [RowsRead(sql, params), SelectRead(sc.THREADS, list(THREAD_COLUMNS), tail, tail_params)])
         with bulk_decode():
@@ -269,8 +267,6 @@ class MemoryStore:
     def rows_and_messages(self, sql: str, params: Iterable[Any], tail: str,
                           tail_params: Iterable[Any]) -> tuple[list[tuple], list[Message]]:
         """`rows(SQL, PARAMS)` and `select_messages(TAIL, TAIL_PARAMS)`, read together as `rows_and_threads` reads."""
-        from studio.store.backends import RowsRead, SelectRead
-
         counted, (present, fetched, decode) = self.backend.read_many(
             [RowsRead(sql, params), SelectRead(sc.MESSAGES, MESSAGE_COLUMNS, tail, tail_params, "content")])
         with bulk_decode():
