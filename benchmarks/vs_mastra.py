@@ -151,7 +151,7 @@ class StudioSide:
             "getThreadById": lambda: get_thread_by_id(self.store, args["threadId"]),
             "recall": lambda: recall(self.store, args["threadId"], per_page=args["perPage"], page=args.get("page")),
             "listMessages": lambda: list_messages(self.store, args["threadId"], per_page=args["perPage"],
-                                                  page=args["page"]),
+                                                  page=args["page"], order_by=args.get("orderBy")),
         }
         result = None
         for _ in range(reps):

@@ -79,7 +79,7 @@ const ops = {
   listThreads: async a => (await memory.listThreads({ perPage: a.perPage ?? false, page: a.page ?? 0, ...(a.metadata ? { filter: { metadata: a.metadata } } : {}) })),
   getThreadById: async a => memory.getThreadById({ threadId: a.threadId }),
   recall: async a => memory.recall({ threadId: a.threadId, perPage: a.perPage, page: a.page }),
-  listMessages: async a => store.listMessages({ threadId: a.threadId, perPage: a.perPage, page: a.page }),
+  listMessages: async a => store.listMessages({ threadId: a.threadId, perPage: a.perPage, page: a.page, ...(a.orderBy ? { orderBy: a.orderBy } : {}) }),
   // getStatus of every thread an OM record governs
   statuses,
   // inspect's work: every thread, every OM thread's status, every record's history (newest 100 generations)

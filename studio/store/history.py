@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
+import re
 from datetime import UTC
 
 from studio.common.metadata_filter import ValidationError, message_metadata_matches, validate_metadata_filter
@@ -203,59 +205,77 @@ def _time_of(created_at: Any) -> float:
     return _NAN if ms is None else float(ms)
 
 
-def _canonical_in_order(values: list[Any]) -> bool:
-    """Return True when VALUES are all valid times in `Date.toISOString()`'s form and never decrease.
+@functools.cache
+def _canonical_run() -> re.Pattern:
+    """A run of createdAt values each exactly as `Date.prototype.toISOString()` writes a date that exists
+    (`2026-11-29T20:40:53.819Z`; years 0001-9999, each month's days, February 29th of leap years only,
+    hours 00-23, no leap second): what `datetime.fromisoformat` accepts in that form, read in one C pass.
+    Compiled on first use (0.4 ms a command that lists no message would pay)."""
+    return re.compile(
+        r"(?:(?!0000)(?:"
+        r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
+        r"|[0-9]{4}-(?:0[13-9]|1[0-2])-(?:29|30)"
+        r"|[0-9]{4}-(?:0[13578]|1[02])-31"
+        r"|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29"
+        r")T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z)*+")
 
-    For that one fixed-width form (`2026-11-29T20:40:53.819Z`) comparing the text compares the
-    times, so storage order (the stored strings ascending) is then already `_js_sort`'s order and no
-    time needs computing. Valid: the date exists, read by the parser `iso_to_ms` uses (else NaN).
-    False as soon as one value is not so.
+
+_STR_ONLY = {str}
+_LEN_24 = {24}
+_CREATED_AT = operator.attrgetter("created_at")
+_ID, _ROLE, _THREAD_ID = operator.attrgetter("id"), operator.attrgetter("role"), operator.attrgetter("thread_id")
+
+
+def _canonical(values: list[Any]) -> bool:
+    """Return True when VALUES are all times in `Date.toISOString()`'s fixed-width form, of dates that exist.
+
+    For that one form (`2026-11-29T20:40:53.819Z`) comparing the text compares the times and equal
+    texts are equal times, so sorting by the text is `_js_sort`'s order and no time needs computing
+    (none is NaN). Exactly str, 24 characters each, then one regular-expression pass over them all.
     """
-    from datetime import datetime
-
-    parse = datetime.fromisoformat
-    previous = ""
-    try:
-        for value in values:
-            if (value.__class__ is not str or len(value) != 24 or value < previous or value[23] != "Z"
-                    or value[4] != "-" or value[7] != "-" or value[10] != "T" or value[13] != ":"
-                    or value[16] != ":" or value[19] != "."):
-                return False
-            if value != previous:
-                parse(value[:23])   # digits where digits go, and a date that exists
-            previous = value
-    except ValueError:
+    if not values:
+        return True
+    if set(map(type, values)) != _STR_ONLY or set(map(len, values)) != _LEN_24:
         return False
-    return True
+    return _canonical_run().fullmatch("".join(values)) is not None
 
 
-def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]:
-    """Array.prototype.sort (stable) with `a - b` on createdAt times; NaN compares as equal.
+def _js_sorted(messages: list[Message], descending: bool = False) -> tuple[list[Message], bool]:
+    """Return (`_js_sort`'s order of MESSAGES, whether no createdAt was NaN).
 
-    Without NaN the comparison is a total preorder, so a stable sort by time gives the very same
-    order (one key per message instead of a comparison function); with a NaN (which is "equal"
-    to everything) the comparison function itself is used, as V8's TimSort uses it. Messages
-    already in ascending order of canonical times (storage order) come back as they are.
+    Array.prototype.sort (stable) with `a - b` (`b - a` DESCENDING) on createdAt times; NaN compares
+    as equal. Without NaN the comparison is a total preorder, so a stable sort by time gives the very
+    same order (one key per message instead of a comparison function), and sorting that result again
+    in the same direction changes nothing: the flag says so (callers then skip their second sort).
+    With a NaN (which is "equal" to everything) the comparison function itself is used, as V8's
+    TimSort uses it. Canonical times (`_canonical`) are sorted by their text.
     """
-    created = [m.created_at for m in messages]
-    if not descending and _canonical_in_order(created):
-        return list(messages)
+    created = list(map(_CREATED_AT, messages))
+    if _canonical(created):
+        return sorted(messages, key=_CREATED_AT, reverse=descending), True
     times = [_time_of(c) if isinstance(c, str) else _time_of.__wrapped__(c) for c in created]
     if not any(t != t for t in times):
         if all(a <= b for a, b in itertools.pairwise(times)) if not descending else \
                 all(a >= b for a, b in itertools.pairwise(times)):
-            return list(messages)  # already in order: a stable sort keeps it as it is (storage order is)
+            return list(messages), True  # already in order: a stable sort keeps it as it is (storage order is)
         order = sorted(range(len(messages)), key=(lambda i: -times[i]) if descending else times.__getitem__)
-        return [messages[i] for i in order]
+        return [messages[i] for i in order], True
 
     def compare(i: int, j: int) -> int:
         d = times[j] - times[i] if descending else times[i] - times[j]
         return 0 if d != d or d == 0 else (1 if d > 0 else -1)
-    return [messages[i] for i in sorted(range(len(messages)), key=functools.cmp_to_key(compare))]
+    return [messages[i] for i in sorted(range(len(messages)), key=functools.cmp_to_key(compare))], False
 
 
-def _message_list(messages: list[Message]) -> list[Message]:
-    """What `new MessageList().add(rows, 'memory').get.all.db()` keeps: no system rows, no repeats, by createdAt."""
+def _js_sort(messages: list[Message], descending: bool = False) -> list[Message]:
+    """Array.prototype.sort (stable) with `a - b` on createdAt times; NaN compares as equal (`_js_sorted`)."""
+    return _js_sorted(messages, descending)[0]
+
+
+def _kept(messages: list[Message]) -> list[Message]:
+    """MESSAGES without system rows and repeated ids (the first kept), in their order (a copy)."""
+    if "system" not in map(_ROLE, messages) and len(set(map(_ID, messages))) == len(messages):
+        return list(messages)   # the common page: nothing to leave out (looked at in C)
     seen: set[str] = set()
     kept = []
     for m in messages:
@@ -263,7 +283,12 @@ def _message_list(messages: list[Message]) -> list[Message]:
             continue
         seen.add(m.id)
         kept.append(m)
-    return _js_sort(kept)
+    return kept
+
+
+def _message_list(messages: list[Message]) -> list[Message]:
+    """What `new MessageList().add(rows, 'memory').get.all.db()` keeps: no system rows, no repeats, by createdAt."""
+    return _js_sort(_kept(messages))
 
 
 def _include_items(include: Any) -> list[tuple[str, int, int]]:
@@ -374,6 +399,14 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
     ORDER_BY's direction; `total` counts matching rows (without include); Mastra's `has_more`.
     Raises ValidationError for bad arguments.
     """
+    return _list_messages(store, thread_id, resource_id, include, filter, per_page, page, order_by)[0]
+
+
+def _list_messages(store: MemoryStore, thread_id: str | list[str], resource_id: str | None, include: list | None,
+                   filter: dict | None, per_page: PerPage, page: int,
+                   order_by: dict | None) -> tuple[MessagePage, str | None]:
+    """`list_messages`, and the direction ("ASC" / "DESC") its messages are sorted in with no NaN time
+    (`_js_sorted`: sorting them again that way changes nothing), or None when that is not known."""
     thread_ids = thread_id if isinstance(thread_id, list) else [thread_id]
     if not thread_ids or any(not isinstance(t, str) or not t.strip() for t in thread_ids):
         raise ValidationError("thread_id must be a non-empty string (or a list of them)")
@@ -404,10 +437,10 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
         order = f'"{field}" {direction}, "id" {direction}' if pg else f'"{field}" {direction}'
 
     if limit == 0 and not items:
-        return MessagePage([], 0, page, response_per_page, False)
+        return MessagePage([], 0, page, response_per_page, False), direction
     if limit == 0:
         included = _message_list(_included(store, items, resource_id))
-        return MessagePage(_js_sort(included, descending), 0, page, response_per_page, False)
+        return MessagePage(_js_sort(included, descending), 0, page, response_per_page, False), None
 
     if metadata and (pg or mongo):  # Mastra filters message metadata after the read on both
         candidates = (store.find_messages(query, sort) if mongo
@@ -429,20 +462,26 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
         total = int(counted[0][0])
     paginated = len(rows)
     if total == 0 and not rows and not items:
-        return MessagePage([], 0, page, response_per_page, False)
-    ids = {m.id for m in rows}
-    for m in _included(store, items, resource_id):
-        if m.id not in ids:
-            rows.append(m)
-            ids.add(m.id)
-    final = _js_sort(_message_list(rows), descending)
+        return MessagePage([], 0, page, response_per_page, False), direction
+    if items:
+        ids = {m.id for m in rows}
+        for m in _included(store, items, resource_id):
+            if m.id not in ids:
+                rows.append(m)
+                ids.add(m.id)
+    # Mastra sorts twice: MessageList by createdAt ascending, then the page in ORDER_BY's direction. With no
+    # NaN time that is one stable sort in ORDER_BY's direction (ties keep their order through both sorts).
+    kept = _kept(rows)
+    final, exact = _js_sorted(kept, descending)
+    if not exact:
+        final = _js_sort(_js_sort(kept), descending)
     if metadata:
         has_more = per_page is not False and offset + paginated < total
     else:
-        wanted = set(thread_ids)
-        returned = {m.id for m in final if m.thread_id in wanted}
-        has_more = per_page is not False and len(returned) < total and offset + limit < total
-    return MessagePage(final, total, page, response_per_page, has_more)
+        wanted = set(thread_ids)   # final holds each id once: its messages of WANTED threads, counted
+        returned = sum(map(wanted.__contains__, map(_THREAD_ID, final)))
+        has_more = per_page is not False and returned < total and offset + limit < total
+    return MessagePage(final, total, page, response_per_page, has_more), direction if exact else None
 
 
 # -- recall -------------------------------------------------------------------------------------
@@ -450,6 +489,8 @@ def list_messages(store: MemoryStore, thread_id: str | list[str], *, resource_id
 #: What a user message's stored JSON must contain (unescaped) to be a system reminder: the
 #: `systemReminder` / `dynamicAgentsMdReminder` metadata keys or a first text starting with the tag.
 _REMINDER_MARKS = ('"systemReminder"', '"dynamicAgentsMdReminder"', '"<system-reminder')
+#: The roles a system reminder can have (any other is not one: `is_system_reminder` says False at once).
+_REMINDER_ROLES = frozenset(("user", "signal"))
 
 
 def is_system_reminder(message: Message) -> bool:
@@ -513,12 +554,14 @@ def recall(store: MemoryStore, thread_id: str, *, resource_id: str | None = None
     size = per_page if per_page is not None else last_messages
     newest_first = order_by is None and size is not False
     effective_order = {"field": "createdAt", "direction": "DESC"} if newest_first else order_by
-    result = list_messages(store, thread_id, resource_id=resource_id, per_page=size, page=page or 0,
-                           order_by=effective_order, filter=filter,
-                           include=include if apply_include else None)
-    messages = list(reversed(result.messages)) if newest_first else result.messages
-    messages = _message_list(messages)
+    result, settled = _list_messages(store, thread_id, resource_id, include if apply_include else None, filter, size,
+                                     page or 0, effective_order)
+    messages = result.messages[::-1] if newest_first else result.messages
+    # MessageList again: the page holds no system message nor repeat already, and its ascending sort changes
+    # nothing when the page is in time order with no NaN (the newest page reversed: ascending, ties in order)
+    if settled != ("DESC" if newest_first else "ASC"):
+        messages = _message_list(messages)
     if not include_system_reminders:
-        messages = [m for m in messages if not is_system_reminder(m)]
+        messages = [m for m in messages if m.role not in _REMINDER_ROLES or not is_system_reminder(m)]
     return MessagePage(messages, result.total, result.page, result.per_page, result.has_more)
 

@@ -24,8 +24,8 @@ import itertools
 from contextlib import contextmanager, suppress
 
 from studio.store import schema as sc
-from studio.store.backends import decode_all
-from studio.store.cells import DamagedText, bulk_decode, damaged_columns
+from studio.store.backends import RowsRead, SelectRead, decode_all, decode_columns
+from studio.store.cells import bulk_decode, damaged_columns
 from studio.store.records import (
     Message,
     OMRecord,
@@ -76,19 +76,22 @@ def messages_from_rows(present: list[str], fetched: list, decode: Callable[[Any]
                        encoding: str) -> list[Message]:
     """Return the Messages of FETCHED rows of PRESENT message columns, each as `message_reader` makes it.
 
-    The rows are decoded at once (`decode_all`) and damaged text is looked for once in all their values,
-    not row by row; a row of every column then makes its Message with no call between.
+    The rows are decoded at once, column by column (`decode_columns`, which says whether a value may be damaged
+    text), not row by row; with every column there and none damaged, the Messages are then made from the
+    columns with no call between.
     """
-    rows = decode_all(decode, fetched)
+    if not fetched:
+        return []
+    columns, damaged = decode_columns(decode, fetched)
     at = {c: i for i, c in enumerate(present)}
-    if (DamagedText in set(map(type, itertools.chain.from_iterable(rows)))
-            or any(c not in at for c in MESSAGE_COLUMNS)):
+    if damaged or any(c not in at for c in MESSAGE_COLUMNS):
         read = message_reader(present, list, encoding)
-        return [read(r) for r in rows]
-    i_id, i_thread, i_content, i_role, i_type, i_created, i_resource = (at[c] for c in MESSAGE_COLUMNS)
-    stored = Message.stored
-    return [stored(r[i_id], r[i_thread], r[i_role] or "", r[i_content], r[i_created], r[i_resource], r[i_type],
-                   (), encoding) for r in rows]
+        return [read(r) for r in zip(*columns)]  # noqa: B905  (columns of one length)
+    ids, threads, contents, roles, types, created, resources = (columns[at[c]] for c in MESSAGE_COLUMNS)
+    if not all(roles):   # a NULL or empty role is ""
+        roles = [r or "" for r in roles]
+    return list(map(Message.stored, ids, threads, roles, contents, created, resources, types,
+                    itertools.repeat(()), itertools.repeat(encoding)))
 
 
 #: Lookup keys named per statement when `om_lookup_keys` reads only some (SQLite allows 32,766 parameters).
@@ -256,8 +259,6 @@ class MemoryStore:
         A libSQL server sends both in one request, in one read transaction (they see one state of
         the database); other stores read them one after the other, as two calls would. Raises StoreError.
         """
-        from studio.store.backends import RowsRead, SelectRead
-
         counted, (present, fetched, decode) = self.backend.read_many(
             [RowsRead(sql, params), SelectRead(sc.THREADS, list(THREAD_COLUMNS), tail, tail_params)])
         with bulk_decode():
@@ -266,8 +267,6 @@ class MemoryStore:
     def rows_and_messages(self, sql: str, params: Iterable[Any], tail: str,
                           tail_params: Iterable[Any]) -> tuple[list[tuple], list[Message]]:
         """`rows(SQL, PARAMS)` and `select_messages(TAIL, TAIL_PARAMS)`, read together as `rows_and_threads` reads."""
-        from studio.store.backends import RowsRead, SelectRead
-
         counted, (present, fetched, decode) = self.backend.read_many(
             [RowsRead(sql, params), SelectRead(sc.MESSAGES, MESSAGE_COLUMNS, tail, tail_params, "content")])
         with bulk_decode():

@@ -409,6 +409,10 @@ def _shared_core(marks: tuple[str, ...]) -> tuple[str, bytes]:
     return "", b""
 
 
+#: A new instance with no __init__ run (`Message.stored` sets every field itself).
+_new_object = object.__new__
+
+
 class Message:
     """A row of `mastra_messages`. `content` is the parsed v2 object {format, parts, content, metadata}.
 
@@ -452,8 +456,11 @@ class Message:
         STORED_CONTENT is text, NULL, or the column's bytes in the database's ENCODING, decoded on
         first use too (invalid bytes: U+FFFD and "content" added to `damaged_text`, see cells.decode_text).
         """
-        message = cls(id, thread_id, role, None, created_at, resource_id, type, None, damaged_text)
-        message._stored, message._encoding = stored_content, encoding  # None (NULL): the defaults above
+        message = _new_object(cls)   # the fields __init__ sets, set here at once (no second call a message)
+        message.id, message.thread_id, message.role, message.created_at = id, thread_id, role, created_at
+        message.resource_id, message.type, message._damaged_text = resource_id, type, damaged_text
+        message._content, message._content_error, message._stored, message._encoding = None, None, stored_content, \
+            encoding
         return message
 
     def _parse(self) -> None:
@@ -479,14 +486,16 @@ class Message:
     def stored_lacks(self, marks: tuple[str, ...]) -> bool:
         """Return True when the content, not parsed yet, is known to hold none of MARKS, nor any `\\u`
         escape that could spell one (False when already parsed or not UTF-8 / text: look at `content`)."""
+        # a text without a backslash (one memchr) holds no "\\u": only one with a backslash is searched for it
         stored = self._stored
         if isinstance(stored, str):
             core = _shared_core(marks)[0]
-            return "\\u" not in stored and ((bool(core) and core not in stored) or not any(m in stored for m in marks))
+            return ("\\" not in stored or "\\u" not in stored) and \
+                ((bool(core) and core not in stored) or not any(m in stored for m in marks))
         if isinstance(stored, (bytes, bytearray)) and self._encoding == "utf-8":
             core = _shared_core(marks)[1]
-            return b"\\u" not in stored and ((bool(core) and core not in stored)
-                                             or not any(m in stored for m in _utf8(marks)))
+            return (b"\\" not in stored or b"\\u" not in stored) and \
+                ((bool(core) and core not in stored) or not any(m in stored for m in _utf8(marks)))
         return False
 
     _FIELDS = ("id", "thread_id", "role", "content", "created_at", "resource_id", "type", "content_error",

@@ -123,12 +123,12 @@ def test_sql_filter_equals_the_in_memory_rule(fixture_db):
                 assert sql == [m.id for m in messages if message_metadata_matches(m.content, metadata)], metadata
 
 
-def test_storage_order_of_canonical_times_is_taken_as_is_only_when_it_is_time_order():
-    """`_js_sort` keeps messages whose createdAt are `Date.toISOString()` strings already ascending as they
-    are (text order is time order for that fixed-width form); anything else goes through the time sort.
-    First principles: the result always equals a stable sort by `new Date(createdAt).getTime()`
-    (iso_to_ms), NaN-free here."""
-    from studio.store.history import _canonical_in_order, _js_sort
+def test_canonical_times_are_sorted_by_their_text_and_every_order_is_the_time_sort():
+    """`_js_sorted` sorts messages whose createdAt are all `Date.toISOString()` strings by their text (text order
+    is time order for that fixed-width form), anything else by time. First principles: the result always equals a
+    stable sort by `new Date(createdAt).getTime()` (iso_to_ms) in the asked direction, NaN-free here, and it says
+    so (sorting it again changes nothing)."""
+    from studio.store.history import _canonical, _js_sorted
     from studio.store.records import Message, iso_to_ms
 
     def messages(times):
@@ -136,14 +136,40 @@ def test_storage_order_of_canonical_times_is_taken_as_is_only_when_it_is_time_or
 
     ascending = ["2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.819Z", "2026-11-29T20:41:00.000Z",
                  "2027-01-01T00:00:00.000Z"]
-    assert _canonical_in_order(ascending)
-    for times in (ascending, ascending[::-1],
+    assert _canonical(ascending) and _canonical(ascending[::-1]) and _canonical([])
+    shuffled = [ascending[2], ascending[0], ascending[3], ascending[1]]
+    for times in (ascending, ascending[::-1], shuffled,
                   ["2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.9Z"],          # not fixed width: times decide
                   ["2026-11-29T21:40:53.819+01:00", "2026-11-29T20:40:53.900Z"],  # offsets: text order ≠ time order
                   [" 2026-11-29T20:40:53.819Z", "2026-11-29T20:40:53.800Z"]):
         ms = [iso_to_ms(t) for t in times]
-        expected = [m.id for _, m in sorted(zip(ms, messages(times), strict=True), key=lambda p: p[0])]
-        assert [m.id for m in _js_sort(messages(times))] == expected, times
-    assert not _canonical_in_order(["2026-02-30T00:00:00.000Z"])   # no such day: NaN for JS, not canonical here
-    assert not _canonical_in_order(["2026-11-29T20:40:5a.819Z"])
-    assert not _canonical_in_order(ascending[::-1])
+        for descending in (False, True):
+            pairs = sorted(zip(ms, messages(times), strict=True), key=lambda p: -p[0] if descending else p[0])
+            got, exact = _js_sorted(messages(times), descending)
+            assert [m.id for m in got] == [m.id for _, m in pairs] and exact, (times, descending)
+            assert [m.id for m in _js_sorted(got, descending)[0]] == [m.id for m in got]
+    assert not _canonical(["2026-11-29T20:40:5a.819Z"])
+    assert not _canonical(["2026-11-29T20:40:53.819", "Z2026-11-29T20:40:53.819Z"])  # 24 a value, not in all
+    assert not _js_sorted(messages(["2026-11-29T20:40:53.819Z", "not a date"]))[1]    # NaN: no promise
+
+
+@pytest.mark.parametrize("year", ["0000", "0001", "1900", "1999", "2000", "2023", "2024", "2100", "2400", "9999"])
+def test_canonical_accepts_exactly_the_dates_fromisoformat_reads(year):
+    """`_canonical`'s one-pass pattern against `datetime.fromisoformat` (the parser `iso_to_ms` reads that form
+    with): every month 00-13, the days around each month's end, hours, minutes and seconds at their bounds."""
+    from studio.store.history import _canonical
+
+    def reads(text):
+        try:
+            datetime.fromisoformat(text[:23])
+        except ValueError:
+            return False
+        return True
+
+    for month in range(14):
+        for day in (0, 1, 9, 10, 19, 20, 27, 28, 29, 30, 31, 32):
+            for clock in ("00:00:00.000", "23:59:59.999", "24:00:00.000", "12:60:00.000", "12:00:60.000",
+                          "19:05:09.090", "20:00:00.000"):
+                text = f"{year}-{month:02d}-{day:02d}T{clock}Z"
+                assert _canonical([text]) == reads(text), text
+                assert _canonical(["2026-11-29T20:40:53.819Z", text]) == reads(text), text

@@ -288,6 +288,38 @@ def test_reads_after_a_writer_appears_need_no_explicit_check(fixture_db):
         assert len(store.list_messages("support-2")) == before + 1
 
 
+def test_a_count_and_its_page_follow_a_writer_and_a_replaced_file_without_a_check_first(fixture_db, tmp_path):
+    """An immutable connection is verified after its reads, not checked before them: a page and its count read
+    together (history.list_messages, recall) after a writer committed, or after the path was replaced by another
+    database, are those of the file as it is then, never the stale connection's (which still reads the old one)."""
+    import os
+
+    from studio.store.history import list_messages, list_threads, recall
+    from tests.conftest import copy_fixture
+
+    path = fixture_db("support")
+    for ext in ("-wal", "-shm"):
+        Path(str(path) + ext).unlink(missing_ok=True)
+    with open_store(path) as store:
+        assert store.backend.immutable
+        first = list_messages(store, "support-2", per_page=2)
+        writer = libsql.connect(str(path))
+        writer.execute("""INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+                          VALUES ('late', 'support-2', '{"format":2,"parts":[]}', 'user', 'v2',
+                                  '2030-01-01T00:00:00.000Z', 'user-alice')""")
+        writer.commit()
+        writer.close()
+        newest = recall(store, "support-2", per_page=2)
+        assert newest.total == first.total + 1 and newest.message_ids[-1] == "late"
+        assert list_messages(store, "support-2", per_page=False).total == first.total + 1
+        other = copy_fixture("collab", tmp_path / "other")
+        for ext in ("-wal", "-shm"):
+            Path(str(path) + ext).unlink(missing_ok=True)
+        os.replace(other, path)
+        assert {t.id for t in list_threads(store, per_page=False).threads} == {"doc_42", "room_7"}
+        assert list_messages(store, "support-2").total == 0
+
+
 def test_a_replaced_file_is_reopened(fixture_db, tmp_path):
     """When the path is replaced by another database (a copy over it), reads follow the new file."""
     import os

@@ -14,6 +14,8 @@ What each backend's load and fingerprint are: docs/store-layers.md.
 
 from __future__ import annotations
 
+import itertools
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
 else:
     Protocol = object
 
-__all__ = ["LIMIT_TO_COUNT", "Backend", "BulkDecoder", "ReadSql", "RowsRead", "SelectRead", "decode_all", "read_each"]
+__all__ = ["LIMIT_TO_COUNT", "Backend", "BulkDecoder", "ReadSql", "RowsRead", "SelectRead", "decode_all",
+           "decode_columns", "read_each"]
 
 
 class ReadSql(Protocol):
@@ -118,6 +121,26 @@ class BulkDecoder:
     def rows(self, fetched: list) -> list:
         """Return the values of every row of FETCHED, in order (each a tuple or list of values)."""
         return [self(r) for r in fetched]
+
+    def columns(self, fetched: list) -> tuple[list, bool]:
+        """Return (the values of FETCHED (at least one row) column by column: `rows` transposed, whether one of
+        them may be damaged text: False only where none is a `studio.store.cells.DamagedText`)."""
+        from studio.store.cells import DamagedText
+
+        columns = list(zip(*self.rows(fetched)))  # noqa: B905  (rows of one width)
+        return columns, DamagedText in set(map(type, itertools.chain.from_iterable(columns)))
+
+
+def decode_columns(decode: Callable[[Any], Any], fetched: list) -> tuple[list, bool]:
+    """Return (the values of FETCHED (at least one row) through `Backend.select`'s DECODE, column by column, whether
+    one may be damaged text) as `BulkDecoder.columns` does (`decode_all` transposed; a BulkDecoder makes them
+    without building the rows)."""
+    if isinstance(decode, BulkDecoder):
+        return decode.columns(fetched)
+    from studio.store.cells import DamagedText
+
+    columns = list(zip(*decode_all(decode, fetched)))  # noqa: B905  (rows of one width)
+    return columns, DamagedText in set(map(type, itertools.chain.from_iterable(columns)))
 
 
 def decode_all(decode: Callable[[Any], Any], fetched: list) -> list:

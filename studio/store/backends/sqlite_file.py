@@ -2,10 +2,11 @@
 
 A connection belongs to the thread that made it (in the studio, the TaskRunner's single database
 worker). A WAL file nobody had open is read *immutable* (no locks, no -wal/-shm created); such a
-read is verified against the file's signature and redone when a writer changed the file meanwhile,
-the last attempt through a normal (locking) read-only connection. When the path comes to name
-another file (replaced by a copy or a rename), or an immutable file changes, the connection is
-replaced before the next read (`reopen_if_changed`). File checks, the connect and the sentences of
+read is verified against the file's signature (taken when the connection was opened) and redone
+through a fresh connection when the file changed since, the last attempt through a normal (locking)
+read-only connection. When the path comes to name another file (replaced by a copy or a rename), the
+connection is replaced before the next read (`reopen_if_changed`); an immutable one when its read
+finds the file changed, or before a load. File checks, the connect and the sentences of
 SQLite errors: `studio.store.connection`; the SQL of the reads: `studio.store.backends.sqlite_sql`.
 
 A load (`begin_read` … `end_read`) on a WAL file is one read transaction on this connection; a file
@@ -180,7 +181,8 @@ class FileBackend:
         An immutable connection (a WAL file nobody had open) never sees later writes: when a
         writer appears (a -wal file) or the file changes, a fresh read-only connection replaces it.
         Any read-only store is also reopened when the path now names another file (replaced by
-        a copy or a rename). Checked before every read (two stat calls: the file and its -wal, or one).
+        a copy or a rename). Checked before every read of a connection that is not immutable (one stat call),
+        and before a load or a fingerprint (an immutable one: two, the file and its -wal).
         """
         if self.conn is None or self.writable or self._loading:
             return False   # inside a load the snapshot is kept (an immutable read is verified by `execute`)
@@ -218,13 +220,24 @@ class FileBackend:
         redone (IMMUTABLE_ATTEMPTS, the last through a locking connection). Raises the driver's
         Exception as is (callers word it), a driver panic as StoreError.
         """
+        return self.execute_many([(sql, params)])[0]
+
+    def execute_many(self, statements: list[tuple[str, tuple]]) -> list[list[tuple]]:
+        """Fetch the rows of each of STATEMENTS ([(sql, params)]) one after another, as `execute` fetches one.
+
+        An immutable read is verified once, after the last statement: the file's signature is still the one
+        taken when the connection was opened, so every statement read that same unchanged file (one state).
+        Otherwise all of them are read again (`execute`'s attempts). Raises what `execute` raises.
+        """
         for attempt in range(IMMUTABLE_ATTEMPTS):
             if attempt:
                 self._reopen(allow_immutable=attempt < IMMUTABLE_ATTEMPTS - 1)
             error: BaseException | None = None
-            rows: list[tuple] = []
+            results: list[list[tuple]] = []
             try:
-                rows = patiently(lambda: self.conn.execute(sql, params).fetchall(), self.location.display)
+                for sql, params in statements:
+                    results.append(patiently(lambda sql=sql, params=params: self.conn.execute(sql, params).fetchall(),
+                                             self.location.display))
             except BaseException as exc:
                 if not contained(exc):
                     raise
@@ -235,21 +248,39 @@ class FileBackend:
                 if is_driver_panic(error):
                     raise self.fail(error)
                 raise error
-            return rows
+            return results
         raise AssertionError("unreachable: the last attempt is not immutable")
 
+    def read_many(self, reads: list) -> list:
+        """`Backend.read_many`: READS (`RowsRead` / `SelectRead`) read in one state of the file where this connection
+        proves one, else one after another (`read_each`, each read then checked as `rows` / `select` check it).
+
+        One state: an immutable connection (`execute_many` verifies the file once for all of them) or a load's
+        read transaction; the file is then checked for a change once before them (`ready`), not before each, and
+        LIMIT_TO_COUNT is bound as no limit (the count's rows). A connection outside a snapshot reads one
+        statement at a time (a writer may commit between two): LIMIT_TO_COUNT is bound to the count read.
+        """
+        self.ready()
+        if self.immutable or (self._snapshot_conn is not None and self._snapshot_conn is self.conn):
+            return sqlite_sql.read_together(self, reads)
+        return read_each(self, reads)
+
     def ready(self) -> None:
-        """Raise StoreError when closed; reopen first when the file changed (`reopen_if_changed`)."""
+        """Raise StoreError when closed; reopen first when the path names another file (`reopen_if_changed`).
+
+        An immutable connection is not checked here: its read is verified after it (`execute_many`) against
+        the signature taken when it was opened, and a file changed at any time since (before the read too) is
+        read again through a fresh connection; checking before would prove nothing that check does not.
+        """
         if self.conn is None:
             raise StoreError("The database is closed")
-        self.reopen_if_changed()
+        if not self.immutable:
+            self.reopen_if_changed()
 
     #: The reads (studio.store.backends.sqlite_sql), the same on a libSQL server.
     rows = sqlite_sql.rows
     select = sqlite_sql.select
     select_column = sqlite_sql.select_column
-    #: A local file costs no round trip: reads run one after another.
-    read_many = read_each
     #: The driver cannot hand over text that is not UTF-8 (it panics): every text is fetched as bytes.
     plain_text = False
 

@@ -24,8 +24,16 @@ import re
 
 from studio.errors import StoreError
 from studio.store import schema as sc
-from studio.store.backends import BulkDecoder
-from studio.store.cells import bulk_decode, contained, decode_pairs, decode_rows, decode_text, text_safe_pair
+from studio.store.backends import LIMIT_TO_COUNT, BulkDecoder, RowsRead, read_each
+from studio.store.cells import (
+    DamagedText,
+    bulk_decode,
+    contained,
+    decode_pairs,
+    decode_rows,
+    decode_text,
+    text_safe_pair,
+)
 from studio.store.lock_wait import patiently
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~3 ms of a command's start)
@@ -33,9 +41,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
-    from studio.store.backends import RowsRead, SelectRead
+    from studio.store.backends import SelectRead
 
-__all__ = ["JSONB_COLUMNS", "SQLITE", "SqliteSql", "read_many", "row_decoder", "rows", "select", "select_column"]
+__all__ = ["JSONB_COLUMNS", "SQLITE", "SqliteSql", "read_many", "read_together", "row_decoder", "rows", "select",
+           "select_column", "text_affinity"]
 
 #: Columns Mastra declares `jsonb` (read through SQLite's json()).
 JSONB_COLUMNS = {"metadata", "content", "config", "observedMessageIds", "bufferedObservationChunks",
@@ -65,11 +74,21 @@ class SqliteSql:
 SQLITE = SqliteSql()
 
 
+#: `backend.widths`' entry for a statement whose rows are returned as fetched (a count, a PRAGMA).
+_AS_IS = -1
+
+
 def _width(backend, sql: str, params: tuple) -> int:
+    """SQL's result width, or _AS_IS for a statement `rows` sends as it is; found once per SQL text (a SELECT's
+    width by one probing statement) and remembered in `backend.widths`."""
     width = backend.widths.get(sql)
     if width is None:
-        width = len(patiently(lambda: backend.conn.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description,
-                              backend.location.display) or ())
+        head = sql.lstrip()[:6].upper()
+        if not head.startswith(("SELECT", "WITH")) or (_COUNT.fullmatch(sql) and not _COMPOUND.search(sql)):
+            width = _AS_IS  # a count is a number: nothing to fetch as bytes
+        else:
+            width = len(patiently(lambda: backend.conn.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description,
+                                  backend.location.display) or ())
         backend.widths[sql] = width
     return width
 
@@ -115,10 +134,9 @@ def _rows_plan(backend, sql: str, params: tuple) -> tuple[str, Callable[[list], 
 
     A SELECT's width is probed once per SQL text (one statement, remembered in `backend.widths`).
     """
-    head = sql.lstrip()[:6].upper()
-    if not head.startswith(("SELECT", "WITH")) or (_COUNT.fullmatch(sql) and not _COMPOUND.search(sql)):
-        return sql, _as_fetched  # a count is a number: nothing to fetch as bytes
     width = _width(backend, sql, params)
+    if width == _AS_IS:
+        return sql, _as_fetched
     names = ", ".join(f"c{i}" for i in range(width))
     pairs = ", ".join(text_safe_pair(f"c{i}") for i in range(width))
     encoding = backend.encoding
@@ -135,20 +153,38 @@ def _as_fetched(fetched: list) -> list:
     return fetched
 
 
+def text_affinity(declared: str) -> bool:
+    """Return True when a column declared DECLARED (its type as written, e.g. "TEXT", "VARCHAR(40)") has TEXT affinity.
+
+    SQLite's rules (Datatypes In SQLite, 3.1): a type containing "INT" is INTEGER; else one containing
+    "CHAR", "CLOB" or "TEXT" is TEXT. Such a column holds only NULL, TEXT or BLOB: a number written to it
+    is stored as its text (a default value added with ALTER TABLE too).
+    """
+    declared = declared.upper()
+    return "INT" not in declared and ("CHAR" in declared or "CLOB" in declared or "TEXT" in declared)
+
+
 def _select_list(schema: sc.Schema, table: str, wanted: list[str]) -> tuple[list[str], str]:
     """Return (present columns, SELECT list): JSONB blobs decoded with json(), every text as bytes.
 
-    Each result is NULL, a number or bytes (text, or a blob that is not JSONB) for the row decoder.
+    Each result is NULL, a number or bytes (text, or a blob that is not JSONB) for the row decoder. A column of
+    TEXT affinity (`text_affinity` of its declared type in `schema.types`) holds no number, so it needs no
+    `typeof` test for one: `CAST(… AS BLOB)` alone gives the same values (NULL stays NULL) for less work a row.
     """
     present = [c for c in (wanted or schema.columns(table)) if schema.has_column(table, c)]
+    declared = schema.types.get(table, {})
     exprs = []
     for col in present:
         q = sc.quote_ident(col)
+        text = text_affinity(declared.get(col, ""))
         if col in JSONB_COLUMNS:
-            exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN CAST(json({q}) AS BLOB) "
+            exprs.append(f"CASE WHEN typeof({q}) = 'blob' THEN CAST(json({q}) AS BLOB) ELSE CAST({q} AS BLOB) END"
+                         if text else
+                         f"CASE WHEN typeof({q}) = 'blob' THEN CAST(json({q}) AS BLOB) "
                          f"WHEN typeof({q}) = 'text' THEN CAST({q} AS BLOB) ELSE {q} END")
         else:
-            exprs.append(f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
+            exprs.append(f"CAST({q} AS BLOB)" if text else
+                         f"CASE WHEN typeof({q}) IN ('text', 'blob') THEN CAST({q} AS BLOB) ELSE {q} END")
     return present, ", ".join(exprs)
 
 
@@ -191,33 +227,46 @@ class RowDecoder(BulkDecoder):
         return values
 
     def rows(self, fetched: list[tuple]) -> list[tuple]:
-        """Return every row of FETCHED decoded (as tuples), the same values as a call on each row.
-
-        Column by column: a column of text alone (NULLs aside) is decoded by one `map` in C, with
-        no call per row (5,007 threads: 4.6 -> ~2 ms); a column with an undecodable value or another
-        type falls back to the value-by-value decode.
-        """
+        """Return every row of FETCHED decoded (as tuples), the same values as a call on each row (`columns`)."""
         if not fetched:
             return []
-        encoding, keep, columns = self.encoding, self.keep, []
+        return list(zip(*self.columns(fetched)[0]))  # noqa: B905  (columns of one length)
+
+    def columns(self, fetched: list[tuple]) -> tuple[list[list], bool]:
+        """Return (the values of FETCHED (at least one row) decoded column by column, as calls on each row give
+        them; whether one may be DamagedText: only a column with undecodable bytes makes some).
+
+        A column of bytes alone is decoded by one `map` in C, with no call per row (5,007 threads: 4.6 ->
+        ~2 ms) and no look at its types first (a value of another type stops the `map` at once); any other
+        column (NULLs, numbers, bytes that are not text) is decoded value by value.
+        """
+        encoding, keep, columns, damaged = self.encoding, self.keep, [], False
+        utf8 = encoding == "utf-8"   # bytes.decode's default: no encoding argument to pass (and look up) a value
         for i, column in enumerate(zip(*fetched)):  # noqa: B905  (the rows' width: zip(*) cannot differ)
             if i != keep:
-                kinds = set(map(type, column))
                 try:
-                    if kinds == _BYTES_ONLY:
-                        column = list(map(bytes.decode, column, itertools.repeat(encoding)))
-                    elif kinds == _BYTES_OR_NULL:
-                        column = [None if v is None else v.decode(encoding) for v in column]
-                    elif kinds & _BYTES:
-                        column = [_decode(v, encoding) for v in column]
-                except UnicodeDecodeError:
-                    column = [_decode(v, encoding) for v in column]
+                    column = list(map(bytes.decode, column) if utf8 else
+                                  map(bytes.decode, column, itertools.repeat(encoding)))
+                except (TypeError, UnicodeDecodeError):   # not bytes alone, or not text: value by value
+                    column = self._column(column)
+                    damaged = damaged or DamagedText in set(map(type, column))
             columns.append(column)
-        return list(zip(*columns))  # noqa: B905  (columns of one length)
+        return columns, damaged
+
+    def _column(self, column: tuple) -> list | tuple:
+        encoding = self.encoding
+        kinds = set(map(type, column))
+        try:
+            if kinds == _BYTES_OR_NULL:
+                return [None if v is None else v.decode(encoding) for v in column]
+            if kinds & _BYTES:
+                return [_decode(v, encoding) for v in column]
+        except UnicodeDecodeError:
+            return [_decode(v, encoding) for v in column]
+        return column
 
 
 _BYTES = frozenset((bytes, bytearray))
-_BYTES_ONLY = {bytes}
 _BYTES_OR_NULL = {bytes, type(None)}
 
 
@@ -287,9 +336,13 @@ def read_many(backend, reads: list[RowsRead | SelectRead]) -> list:
     that read alone would have it (a JSONB value SQLite cannot decode is read raw; anything else
     raises StoreError). Transport failures raise StoreError at once.
     """
-    from studio.store.backends import LIMIT_TO_COUNT, RowsRead, read_each
-
     backend.ready()
+    return read_together(backend, reads)
+
+
+def read_together(backend, reads: list[RowsRead | SelectRead]) -> list:
+    """`read_many` on a BACKEND already `ready()`, whose `execute_many` reads STATEMENTS in one state of the
+    database (a server: one read transaction; a file: see `FileBackend.read_many`)."""
     if backend.plain_text:
         plain = [_plain_plan(backend, read, tuple(-1 if p is LIMIT_TO_COUNT else p for p in read.params))
                  for read in reads]
@@ -319,8 +372,6 @@ def read_many(backend, reads: list[RowsRead | SelectRead]) -> list:
 
 def _plain_plan(backend, read: RowsRead | SelectRead, params: tuple) -> tuple[str, tuple, Callable[[list], Any]]:
     """READ's statement with text as text, its params and the function making `rows` / `select`'s result."""
-    from studio.store.backends import RowsRead
-
     if read.__class__ is RowsRead:
         return read.sql, params, _as_fetched
     sql, present, decode = _select_plan(backend, read.table, read.wanted, read.tail, read.lazy, plain=True)
