@@ -327,35 +327,55 @@ class MemoryStore:
         of rows before it are read from the index alone, and only the rows from that createdAt on are read
         from the table (the page, plus the rows tied with its first); MemoryPG reads every skipped row
         (an OFFSET of 19,990 read 20,030 rows). Needs `createdAt` NOT NULL, as Mastra declares it.
+
+        The count is remembered with the server snapshot it was read in (`backend.totals`, a
+        `SnapshotTotals`): the next page of the same WHERE and PARAMS sends that snapshot and the server
+        counts again only if its own differs, i.e. a transaction committed since (on a 20,007-message
+        thread the count is most of a page's time: 20,007 index entries, or 3,400 table pages before the
+        table was vacuumed). A far page with its total remembered counts only the rows before its first
+        createdAt. The total is always the one of the statement's own snapshot, as MemoryPG's.
         Raises StoreError.
         """
         paging, bounds = (" LIMIT ? OFFSET ?", [limit, offset]) if limit is not None else ("", [])
         if limit is None:  # every matching message: the count is the rows' (one snapshot), no second scan for it
             messages = self.select_messages(f"{where} ORDER BY {order}", params)
             return len(messages), messages
+        from studio.store.backends.pg import SNAPSHOT_SQL
+
+        totals, key = self.backend.totals, (where, *params)
+        known = totals.snapshot_of(key)   # the count is read again only if a commit landed since (SnapshotTotals)
         count = f"(SELECT COUNT(*) FROM {sc.MESSAGES} {where})"
+        recount = f"CASE WHEN {SNAPSHOT_SQL} = ? THEN NULL ELSE {count} END"
         if one_thread is not None and offset > 0 and (sc.MESSAGES, "createdAt") in self.backend.not_null:
             direction, before, after = ("DESC", ">", "<=") if descending else ("ASC", "<", ">=")
-            source = (f'WITH b AS MATERIALIZED (SELECT "createdAt" AS t FROM {sc.MESSAGES} WHERE thread_id = ? '
-                      f'ORDER BY "createdAt" {direction} LIMIT 1 OFFSET ?), '
-                      f'n AS MATERIALIZED (SELECT COUNT(*) AS total, COUNT(*) FILTER (WHERE "createdAt" {before} '
-                      f'(SELECT t FROM b)) AS before FROM {sc.MESSAGES} WHERE thread_id = ?) '
-                      f'SELECT *, (SELECT total FROM n) AS "__total" FROM {sc.MESSAGES} WHERE thread_id = ? '
-                      f'AND "createdAt" {after} (SELECT t FROM b) ORDER BY {order} '
-                      f"LIMIT ? OFFSET ? - (SELECT before FROM n)")
-            extra, source_params = '"__total"', [one_thread, offset, one_thread, one_thread, limit, offset]
+            boundary = (f'WITH b AS MATERIALIZED (SELECT "createdAt" AS t FROM {sc.MESSAGES} WHERE thread_id = ? '
+                        f'ORDER BY "createdAt" {direction} LIMIT 1 OFFSET ?), ')
+            if known is None:   # the total and the rows before the page's first createdAt: one index scan
+                counts = (f'n AS MATERIALIZED (SELECT COUNT(*) AS total, COUNT(*) FILTER (WHERE "createdAt" {before} '
+                          f'(SELECT t FROM b)) AS before FROM {sc.MESSAGES} WHERE thread_id = ?) ')
+                count_params = [one_thread]
+            else:   # the total remembered: only the rows before the page are counted (a range of the index)
+                counts = (f'n AS MATERIALIZED (SELECT {recount} AS total, (SELECT COUNT(*) FROM {sc.MESSAGES} '
+                          f'WHERE thread_id = ? AND "createdAt" {before} (SELECT t FROM b)) AS before) ')
+                count_params = [known, *params, one_thread]
+            source = (f'{boundary}{counts}SELECT *, {SNAPSHOT_SQL} AS "__snapshot", (SELECT total FROM n) AS "__total" '
+                      f'FROM {sc.MESSAGES} WHERE thread_id = ? AND "createdAt" {after} (SELECT t FROM b) '
+                      f"ORDER BY {order} LIMIT ? OFFSET ? - (SELECT before FROM n)")
+            extra = '"__snapshot", "__total"'
+            source_params = [one_thread, offset, *count_params, one_thread, limit, offset]
         else:  # the page is cut before its columns are rendered (an OFFSET of thousands renders none it skips)
             source = f"SELECT * FROM {sc.MESSAGES} {where} ORDER BY {order}{paging}"
-            extra, source_params = count, [*params, *params, *bounds]   # the count's, then the page's
+            extra, source_params = f"{SNAPSHOT_SQL}, {recount}", [known, *params, *params, *bounds]
         present, fetched, decode = self.backend.select(
             sc.MESSAGES, MESSAGE_COLUMNS, f"ORDER BY {order}", source_params, lazy="content", extra=extra,
             source=source)
         if not fetched:
             return (0 if offset == 0 else int(self.rows(f"SELECT COUNT(*) FROM {sc.MESSAGES} {where}", params)[0][0]),
                     [])
+        total = totals.total(key, fetched[0][-2], fetched[0][-1])
         read = message_reader(present, decode, self.backend.encoding)
         with bulk_decode():
-            return int(fetched[0][-1]), [read(r[:-1]) for r in fetched]
+            return total, [read(r[:-2]) for r in fetched]
 
     def select_messages(self, tail: str = "", params: Iterable[Any] = ()) -> list[Message]:
         """Return the messages of `SELECT … FROM mastra_messages TAIL` (a WHERE/ORDER tail, `?` params).

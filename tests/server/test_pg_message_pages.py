@@ -201,3 +201,106 @@ def test_listed_threads_metadata_of_every_json_kind_as_each_thread_reads_it_alon
         studio.store.close()
         with psycopg.connect(pg_corpus.url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{scratch}" CASCADE')
+
+
+REMEMBERED = "pages_remembered"
+
+
+def _copy_message(conn, schema: str, source_id: str, new_id: str, later: str) -> None:
+    """Insert a copy of message SOURCE_ID as NEW_ID, its createdAt (and twin) LATER (an interval) than the source's."""
+    conn.execute(f'CREATE TEMP TABLE one AS SELECT * FROM "{schema}".mastra_messages WHERE id = %s', (source_id,))
+    conn.execute('UPDATE one SET id = %s, "createdAt" = "createdAt" + %s::interval, '
+                 '"createdAtZ" = "createdAtZ" + %s::interval', (new_id, later, later))
+    conn.execute(f'INSERT INTO "{schema}".mastra_messages SELECT * FROM one')
+    conn.execute("DROP TABLE one")
+
+
+@pytest.fixture
+def remembered_schema(pg_corpus):
+    """A copy of the `history` scenario (written to by the test): (URL, longest thread, its messages)."""
+    with _longest_thread_copy(pg_corpus, REMEMBERED, lambda conn, thread_id: None) as made:
+        yield made
+
+
+def _thread_pages(thread_id: str, count: int) -> list[tuple[str, dict]]:
+    """The calls that read THREAD_ID's count: first and far pages both ways, the last page, one past the end."""
+    return [("recall", {"threadId": thread_id, "perPage": 2}),
+            ("recall", {"threadId": thread_id, "perPage": 2, "page": 2}),
+            ("listMessages", {"threadId": thread_id, "perPage": 2, "page": 0}),
+            ("listMessages", {"threadId": thread_id, "perPage": 2, "page": 2}),
+            ("listMessages", {"threadId": thread_id, "perPage": 2, "page": (count + 1) // 2}),
+            ("listMessages", {"threadId": thread_id, "perPage": 2, "page": count})]
+
+
+def test_a_count_read_before_a_commit_is_read_again_after_it(remembered_schema):
+    """A page's count is remembered with the server's snapshot and read again once any transaction committed
+    (SnapshotTotals): after an insert into the thread, deletes in it and a write elsewhere, every page and total
+    (first and far pages, newest first or oldest first, the last, one past the end) equals Mastra's."""
+    url, thread_id, count = remembered_schema
+    assert count >= 6
+    with _both_sides(url) as (mastra, studio), psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+        _assert_each_equals_mastra(mastra, studio, _thread_pages(thread_id, count))
+        ids = [r[0] for r in conn.execute(f'SELECT id FROM "{REMEMBERED}".mastra_messages WHERE thread_id = %s '
+                                          'ORDER BY "createdAt", id', (thread_id,))]
+        _copy_message(conn, REMEMBERED, ids[-1], "remembered-newest", "1 hour")
+        newest = studio.run("recall", 1, {"threadId": thread_id, "perPage": 2})["out"]
+        assert newest["total"] == count + 1 and newest["ids"][-1] == "remembered-newest"
+        _assert_each_equals_mastra(mastra, studio, _thread_pages(thread_id, count + 1))
+        conn.execute(f'DELETE FROM "{REMEMBERED}".mastra_messages WHERE id = ANY(%s)', (ids[:3],))
+        assert studio.run("listMessages", 1, {"threadId": thread_id, "perPage": 2, "page": 2})["out"]["total"] \
+            == count - 2
+        _assert_each_equals_mastra(mastra, studio, _thread_pages(thread_id, count - 2))
+        conn.execute(f'UPDATE "{REMEMBERED}".mastra_messages SET content = content WHERE thread_id <> %s',
+                     (thread_id,))   # a commit elsewhere: the snapshot moves, the counts stay
+        _assert_each_equals_mastra(mastra, studio, _thread_pages(thread_id, count - 2))
+
+
+def _plans(store, sent: list[tuple[str, tuple]]) -> list[dict]:
+    """EXPLAIN (ANALYZE) of each statement SENT, run on STORE's own session (inside its load: the same snapshot)."""
+    return [store.backend.rows("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)[0][0][0]["Plan"]
+            for sql, params in sent]
+
+
+def _whole_thread_counts(plan: dict) -> list[int]:
+    """The loops of each aggregate in PLAN whose scan reads the thread without a createdAt bound (its whole count)."""
+    own = []
+    if plan["Node Type"] == "Aggregate":
+        scan = next(p for p in plan["Plans"] if p["Parent Relationship"] == "Outer")
+        cond = scan.get("Index Cond", "") + scan.get("Recheck Cond", "") + scan.get("Filter", "")
+        if "createdAt" not in cond:
+            own.append(plan.get("Actual Loops", 0))
+    return own + [n for p in plan.get("Plans", ()) for n in _whole_thread_counts(p)]
+
+
+def test_inside_a_load_the_thread_is_counted_once_and_a_commit_shows_after_it(remembered_schema):
+    """Inside one load (one REPEATABLE READ snapshot) the first page counts the thread and the next pages do not
+    (their count subqueries never run, first or far page); a message committed meanwhile is not in the load's
+    totals, and is in the next read's."""
+    from studio.store.history import list_messages, recall
+
+    url, thread_id, count = remembered_schema
+    studio = StudioSide(url)
+    sent: list[tuple[str, tuple]] = []
+    run = studio.store.backend._run
+    studio.store.backend._run = lambda sql, params: (sent.append((sql, params)), run(sql, params))[1]
+    try:
+        with studio.store.snapshot(), psycopg.connect(url.split("?")[0], autocommit=True) as conn:
+            assert recall(studio.store, thread_id, per_page=2).total == count
+            last = conn.execute(f'SELECT id FROM "{REMEMBERED}".mastra_messages WHERE thread_id = %s '
+                                'ORDER BY "createdAt" DESC, id DESC LIMIT 1', (thread_id,)).fetchone()[0]
+            _copy_message(conn, REMEMBERED, last, "remembered-during-load", "1 hour")
+            first = len(sent)
+            pages = [recall(studio.store, thread_id, per_page=2), recall(studio.store, thread_id, per_page=2, page=2),
+                     list_messages(studio.store, thread_id, per_page=2, page=0),
+                     list_messages(studio.store, thread_id, per_page=2, page=2)]
+            assert [p.total for p in pages] == [count] * 4
+            assert "remembered-during-load" not in pages[0].message_ids
+            later = sent[first:]
+            assert len(later) == 4   # one statement a page
+            counts = [_whole_thread_counts(plan) for plan in _plans(studio.store, later)]
+            assert counts == [[0]] * 4, counts   # each statement's whole-thread count: never executed
+        after = recall(studio.store, thread_id, per_page=2)
+        assert after.total == count + 1 and after.message_ids[-1] == "remembered-during-load"
+        assert list_messages(studio.store, thread_id, per_page=2, page=2).total == count + 1
+    finally:
+        studio.store.close()

@@ -44,8 +44,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PG_TIME_TYPES",
+    "SNAPSHOT_SQL",
     "PgBackend",
     "PgSql",
+    "SnapshotTotals",
     "asks_for_password",
     "connect_pg",
     "describe_pg_error",
@@ -288,6 +290,52 @@ def connect_pg(location: Target, *, options: str, application_name: str, purpose
                          kind=pg_error_kind(exc)) from exc
 
 
+#: The server's snapshot of the statement it is part of, as text (`xmin:xmax:xip,…`), read once a statement (an
+#: InitPlan). Two statements that see the same text see the same committed rows: a transaction that writes gets an
+#: xid (moving xmax) and its end takes it out of the in-progress list, so no commit lands between them.
+SNAPSHOT_SQL = "(SELECT txid_current_snapshot()::text)"
+
+
+class SnapshotTotals:
+    """Counts earlier statements read, each kept with the server snapshot (`SNAPSHOT_SQL`) it was counted in.
+
+    A statement sends the snapshot it remembers for its count (`snapshot_of`); the server counts again only when
+    its own snapshot differs (`CASE WHEN snapshot = ? THEN NULL ELSE (count) END`: the count's subquery runs only
+    on that branch), so the answer is always the count in the statement's own snapshot. Keys are the SQL and
+    parameters of what is counted; the newest SIZE are kept. A lost session forgets them all (`clear`).
+    """
+
+    def __init__(self, size: int = 64):
+        self._size = size
+        self._known: dict[tuple, tuple[str, int]] = {}
+
+    def snapshot_of(self, key: tuple) -> str | None:
+        """The snapshot text KEY's remembered count was read in, or None (none remembered)."""
+        known = self._known.get(key)
+        return known[0] if known else None
+
+    def total(self, key: tuple, snapshot: str, counted: int | None) -> int:
+        """Return KEY's count in SNAPSHOT: COUNTED when the server counted (remembered), else the one remembered.
+
+        Raises StoreError when the server did not count and nothing was remembered for SNAPSHOT (it never
+        skips the count then: the remembered snapshot it compared with was None or another).
+        """
+        if counted is None:
+            known = self._known.get(key)
+            if known is None or known[0] != snapshot:
+                raise StoreError("The server skipped a count the studio has not remembered")
+            return known[1]
+        self._known.pop(key, None)
+        self._known[key] = (snapshot, int(counted))
+        while len(self._known) > self._size:
+            del self._known[next(iter(self._known))]
+        return int(counted)
+
+    def clear(self) -> None:
+        """Forget every count (a new session: its server may be another one, restored from a backup)."""
+        self._known.clear()
+
+
 class PgSql:
     """The read expressions of @mastra/pg (studio.store.backends.ReadSql): the TIMESTAMPTZ twins first, ties by id."""
 
@@ -337,6 +385,8 @@ class PgBackend:
         self.sql = PgSql(schema)
         self._snapshot_conn = None
         self._xmax: str | None = None   # the server's transaction snapshot at the last fingerprint
+        #: Message counts of pages read (`MemoryStore.select_messages_counted`), valid while the snapshot holds.
+        self.totals = SnapshotTotals()
         self._content: str | None = None
 
     @classmethod
@@ -391,6 +441,7 @@ class PgBackend:
         old = self.conn
         self.conn = connect_pg(self.location, options=self._options, application_name="memory-studio")
         self._xmax = self._content = None
+        self.totals.clear()
         with suppress(Exception):
             old.close()
 
