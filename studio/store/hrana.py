@@ -220,8 +220,14 @@ class HranaConnection:
             # gzip saves nothing on a loopback link: the server would compress every answer (3 MB of
             # listThreads: ~70 ms of sqld's compression and our decompression) for no transfer gained
             headers["Accept-Encoding"] = "identity"
-        self._client = httpx.Client(headers=headers, follow_redirects=False, trust_env=not local,
-                                    timeout=httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT_S, self.timeout)))
+        timeout = httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT_S, self.timeout))
+        # a loopback server's requests go straight to the client's transport (its connection pool): no proxy,
+        # redirect, cookie or auth layer applies to them, and those layers cost ~0.15 ms of CPU a request
+        # (a sqld getThreadById is one request of ~1.3 ms); the client owns and closes the transport
+        self._direct = httpx.HTTPTransport() if local else None
+        self._request_headers = {**headers, "Content-Type": "application/json"}
+        self._client = httpx.Client(headers=headers, follow_redirects=False, trust_env=not local, timeout=timeout,
+                                    transport=self._direct)
         self._baton: str | None = None
         self.writes = False   # True on the one connection that writes (HranaWriteStream): a 403 means read-only
         self._stream_url: str | None = None
@@ -411,7 +417,7 @@ class HranaConnection:
         extra = {} if timeout is None else {"timeout": httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))}
         body = json.dumps({"baton": baton, "requests": requests})
         try:
-            response = self._client.post(url, content=body, headers={"Content-Type": "application/json"}, **extra)
+            response = self._post(url, body, extra.get("timeout"))
         except httpx.ConnectTimeout as exc:   # the TCP connect or the TLS handshake: the shorter connect timeout
             raise ServerUnreachable(f"{self.display} did not complete the connection within "
                              f"{min(CONNECT_TIMEOUT_S, timeout or self.timeout):g} s "
@@ -437,6 +443,21 @@ class HranaConnection:
         if not isinstance(results, list) or len(results) != len(requests):
             raise StoreError(f"{self.display} is not a libSQL server: its answer to {PIPELINE_PATH} is not Hrana")
         return results
+
+    def _post(self, url: str, body: str, timeout: httpx.Timeout | None) -> httpx.Response:
+        """POST BODY (JSON text) to URL and return the response, read whole; TIMEOUT: this request's, else the
+        client's. A loopback server is asked through the transport itself (`_direct`). Raises httpx.HTTPError."""
+        if self._direct is None:
+            extra = {} if timeout is None else {"timeout": timeout}
+            return self._client.post(url, content=body, headers={"Content-Type": "application/json"}, **extra)
+        request = httpx.Request("POST", url, headers=self._request_headers, content=body.encode(),
+                                extensions={"timeout": (timeout or self._client.timeout).as_dict()})
+        response = self._direct.handle_request(request)
+        try:
+            response.read()
+        finally:
+            response.close()
+        return response
 
     def _body(self, response: httpx.Response) -> dict:
         status = response.status_code
