@@ -38,12 +38,24 @@ needed; at worst one more read of the table.
 
 Counts are compared by the caller (`studio.app.live`), who knows how many rows it holds per thread:
 a count that does not add up sends it to a wider read (never to a wrong answer).
+
+**A WAL file: the messages table counted only when the re-read threads do not explain it.** `count(*)`
+of the messages walks a whole index (222k entries, ~4–15 ms holding the GIL: the libSQL driver does
+not release it) on every commit. Inside a WAL read transaction (`uncounted_messages`), `rows_since`
+leaves it out (`Marks.counts` holds None for it); the caller re-reads the threads the rows written
+name and compares each with its `message_digests` (count and rowid sum) kept from its last re-read:
+a thread whose digest moved by exactly its new rows (`Touched.new_messages`) lost and gained nothing
+else, so the total is the old one plus the re-read threads' differences. Anything else — a thread not
+digested yet, a message moved in from another thread (Mastra's upsert stamps only the new thread), a
+delete, a thread created or deleted, a message naming no listed thread, the old top row gone — and the
+caller counts the table (`count_rows`) as before. Left unseen, as for an in-place change: a message
+deleted or moved by a writer that stamps neither thread (every write of Mastra's stamps one).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from studio.store import schema as sc
 from studio.store.records import iso_to_ms
@@ -53,7 +65,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from studio.store.memory_store import MemoryStore
 
-__all__ = ["Marks", "Touched", "read_marks", "rows_since", "wal_now"]
+__all__ = ["Marks", "Touched", "count_rows", "message_digests", "read_marks", "rows_since", "uncounted_messages",
+           "wal_now"]
 
 #: The column of each table that names what a row belongs to (a message: its thread; an OM row: its lookup key).
 OWNER_COLUMN = {sc.THREADS: "id", sc.MESSAGES: "thread_id", sc.OBSERVATIONAL_MEMORY: "lookupKey",
@@ -74,13 +87,17 @@ class Marks:
     READ_AT_MS: the studio's clock when they were read (epoch ms). A file in WAL mode also has WAL (where
     the next refresh starts reading the WAL's frames) and OM_PAGES (the OM table's page numbers)."""
 
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int | None] = field(default_factory=dict)
     tops: dict[str, tuple[int, str] | None] = field(default_factory=dict)
     newest: dict[str, str | None] = field(default_factory=dict)
     xmin: int | None = None
     read_at_ms: int = 0
     wal: WalPosition | None = None
     om_pages: frozenset[int] | None = None
+
+    def with_count(self, table: str, count: int) -> Marks:
+        """Return these marks with TABLE's row count COUNT (a count `rows_since` left to its caller: None)."""
+        return replace(self, counts={**self.counts, table: count})
 
 
 @dataclass
@@ -90,17 +107,19 @@ class Touched:
     count now; NEW_ROWS: how many rows of each table are new for sure (SQLite: past the old top rowid;
     PostgreSQL: unknown, None); TOP_REPLACED: tables whose old top row is gone (SQLite);
     ROWS_READ: rows the reads returned (the refresh's cost); UNREAD: tables not read at all (a WAL file whose
-    frames since named none of their pages)."""
+    frames since named none of their pages); NEW_MESSAGES: {thread id: rowids of its messages new for sure}
+    (SQLite); COUNTS holds None for the messages table when it was left uncounted (`uncounted_messages`)."""
 
     threads: set[str] = field(default_factory=set)
     message_threads: set[str] = field(default_factory=set)
     lookup_keys: set[str] = field(default_factory=set)
     resources: set[str] = field(default_factory=set)
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int | None] = field(default_factory=dict)
     new_rows: dict[str, int | None] = field(default_factory=dict)
     top_replaced: set[str] = field(default_factory=set)
     rows_read: int = 0
     unread: set[str] = field(default_factory=set)
+    new_messages: dict[str, list[int]] = field(default_factory=dict)
 
     def count_added_up(self, table: str, marks: Marks) -> bool:
         """True when TABLE's count now is its count at MARKS plus the rows known to be new (no row went).
@@ -207,8 +226,15 @@ def _pg_xmin(store: MemoryStore) -> int:
     return int(store.rows("SELECT txid_snapshot_xmin(txid_current_snapshot())")[0][0])
 
 
-def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None = None
-               ) -> tuple[Touched, Marks] | None:
+def uncounted_messages(store: MemoryStore, wal_before: WalPosition | None) -> bool:
+    """True when a refresh of STORE may leave the messages table uncounted (see the module's docstring): a local
+    file whose WAL held frames before the snapshot (WAL_BEFORE: `wal_now`), so the refresh's reads are one WAL
+    read transaction and a thread's digest read in it describes the same moment as the rows written."""
+    return _wal_file(store) is not None and wal_before is not None and wal_before.salts is not None
+
+
+def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None = None, *,
+               count_messages: bool = True) -> tuple[Touched, Marks] | None:
     """Return (what was written since MARKS, the marks now), or None when it cannot be told (a table
     appeared or went, PostgreSQL's transaction ids wrapped around): then reload everything.
 
@@ -221,6 +247,8 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
     on PostgreSQL the snapshot's xmin with the counts, and the owners of the rows past it.
     On a WAL file, with WAL_BEFORE (`wal_now(store, marks)` before the snapshot), the OM table is read
     only when a WAL frame since MARKS names one of its pages (see the module's docstring).
+    COUNT_MESSAGES False (SQLite; `uncounted_messages`): the messages table's count is left out, None in the
+    Touched and Marks returned: the caller counts it (`count_rows`) or derives it, and sets it (`Marks.with_count`).
     Run it inside a `snapshot()` so the rows and the new marks describe one moment. Raises StoreError.
     """
     if store.dialect == "mongodb":   # MongoDB: the fingerprint moved, the listing is read again whole
@@ -238,7 +266,8 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
     later = [sc.OBSERVATIONAL_MEMORY] if sc.OBSERVATIONAL_MEMORY in tables and _wal_file(store) is not None else []
     first = [t for t in tables if t not in later]
     read = first + later
-    aggregates = _sqlite_aggregates(store, first) if first else {}
+    uncounted = set() if count_messages else {sc.MESSAGES}
+    aggregates = _sqlite_aggregates(store, first, uncounted) if first else {}
     if later:
         if _om_unwritten(store, marks, wal_before):
             table = sc.OBSERVATIONAL_MEMORY
@@ -263,6 +292,8 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
                 touched.top_replaced.add(table)
             else:
                 new += 1
+                if table == sc.MESSAGES:
+                    touched.new_messages.setdefault(str(key), []).append(int(rowid))
             _owner_set(touched, table).add(str(key))
         if old is not None and not any(int(r[0]) == old[0] for r in rows):
             touched.top_replaced.add(table)
@@ -283,15 +314,45 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
                           om_pages=om_pages)
 
 
-def _sqlite_aggregates(store: MemoryStore, tables: list[str]) -> dict[str, tuple[int, tuple[int, str] | None]]:
-    """{table: (count, (top rowid, its id) or None)} of TABLES, in one statement (one round trip on a server)."""
-    parts = [f"(SELECT count(*) FROM {t}), (SELECT rowid FROM {t} ORDER BY rowid DESC LIMIT 1), "
+def _sqlite_aggregates(store: MemoryStore, tables: list[str], uncounted: set[str] = frozenset()
+                       ) -> dict[str, tuple[int | None, tuple[int, str] | None]]:
+    """{table: (count, (top rowid, its id) or None)} of TABLES, in one statement (one round trip on a server);
+    the tables in UNCOUNTED are not counted (count None: no walk of their index)."""
+    parts = [f"{'NULL' if t in uncounted else f'(SELECT count(*) FROM {t})'}, "
+             f"(SELECT rowid FROM {t} ORDER BY rowid DESC LIMIT 1), "
              f"(SELECT id FROM {t} ORDER BY rowid DESC LIMIT 1)" for t in tables]
     row = store.rows("SELECT " + ", ".join(parts))[0]
     out = {}
     for i, table in enumerate(tables):
         count, top, top_id = row[3 * i:3 * i + 3]
-        out[table] = (int(count), (int(top), str(top_id)) if top is not None else None)
+        out[table] = (int(count) if count is not None else None, (int(top), str(top_id)) if top is not None else None)
+    return out
+
+
+def count_rows(store: MemoryStore, table: str) -> int:
+    """Return TABLE's row count now (`count(*)`: a walk of its smallest index). Raises StoreError."""
+    return int(store.rows(f"SELECT count(*) FROM {table}")[0][0])
+
+
+#: Thread ids per statement of `message_digests`.
+DIGEST_CHUNK = 400
+#: Rowid sums at or past this are not exact as SQLite's `total()` (a double) returns them: no digest then.
+EXACT_SUM_LIMIT = 1 << 53
+
+
+def message_digests(store: MemoryStore, thread_ids) -> dict[str, tuple[int, int] | None]:
+    """Return {thread id: (its messages, the sum of their rowids)} of THREAD_IDS (SQLite), (0, 0) for a thread
+    without messages, None where the sum is too large to be exact. Read through the thread_id index (work that
+    grows with those threads' messages); a thread's digest moves with any message added, deleted or moved in
+    or out, whatever the count does. Raises StoreError."""
+    ids = sorted(set(thread_ids))
+    out: dict[str, tuple[int, int] | None] = dict.fromkeys(ids, (0, 0))
+    for i in range(0, len(ids), DIGEST_CHUNK):
+        part = ids[i:i + DIGEST_CHUNK]
+        for tid, count, total in store.rows(f"SELECT thread_id, count(*), total(rowid) FROM {sc.MESSAGES} "
+                                            f"WHERE thread_id IN ({', '.join('?' * len(part))}) GROUP BY thread_id",
+                                            part):
+            out[str(tid)] = (int(count), int(total)) if abs(total) < EXACT_SUM_LIMIT else None
     return out
 
 

@@ -25,6 +25,7 @@ import pytest
 from studio.app.live import load_live_listing, refresh_live_listing
 from studio.app.statuses import iter_thread_statuses
 from studio.store import open_store
+from studio.store.live_changes import message_digests
 from tests.conftest import FIXTURES
 from tests.live_writes import FileSql, MastraWrites
 
@@ -51,7 +52,8 @@ def check_sequence(store, writes: MastraWrites, steps: int, rng: random.Random, 
     """
     live = load_live_listing(store)
     statuses = statuses_of(store, live.listing.rows)
-    made: dict[str, int] = {"wider": 0, "everything": 0, "om unread": 0, "positions carried": 0}
+    made: dict[str, int] = {"wider": 0, "everything": 0, "om unread": 0, "positions carried": 0,
+                            "messages uncounted": 0}
     for step in range(steps):
         extra = [around(step, "before")] if around is not None else []
         names = [writes.step() for _ in range(2 if rng.random() < 0.2 else 1)]
@@ -66,6 +68,9 @@ def check_sequence(store, writes: MastraWrites, steps: int, rng: random.Random, 
         made["everything"] += refresh.changes.everything
         live = refresh.live
         made["positions carried"] += live.derived is not None   # handed on, not recomputed from the rows
+        made["messages uncounted"] += not refresh.messages_counted
+        # the threads' message digests handed on are those of the store now (the next refresh trusts them)
+        assert live.digests == message_digests(store, live.digests), (step, names)
         by_id = {r.thread.id: r for r in live.listing.rows}
         for tid in refresh.changes.threads_deleted:
             statuses.pop(tid, None)
@@ -113,13 +118,18 @@ class WalCheckpoints:
         return f"checkpoint {mode} {when}", mode == "TRUNCATE" or (mode, when) == ("RESTART", "before")
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_live_refresh_equals_a_fresh_load_on_a_file(tmp_path, seed):
+def support_copy(tmp_path):
+    """The support fixture (and its -wal, -shm) copied into TMP_PATH; its path."""
     for ext in ("", "-wal", "-shm"):
         src = FIXTURES / f"support.db{ext}"
         if src.exists():
             shutil.copyfile(src, tmp_path / f"support.db{ext}")
-    path = tmp_path / "support.db"
+    return tmp_path / "support.db"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_live_refresh_equals_a_fresh_load_on_a_file(tmp_path, seed):
+    path = support_copy(tmp_path)
     rng = random.Random(seed)
     sql = FileSql(path)
     try:
@@ -135,3 +145,48 @@ def test_live_refresh_equals_a_fresh_load_on_a_file(tmp_path, seed):
     assert made["wider"] < 60, made
     assert made["om unread"] >= 20, made
     assert made["positions carried"] >= 40, made   # most refreshes replace a few rows in place
+    assert made["messages uncounted"] >= 30, made   # the threads' digests explained the messages' count
+
+
+def test_messages_are_counted_when_a_message_moves_into_a_digested_thread(tmp_path):
+    """On a WAL file, an append to a thread whose digest is kept counts no messages; a message moved into that
+    thread (its old thread not stamped, as Mastra's upsert leaves it) is seen although a delete in the same
+    commit interval keeps the thread's count: the table is counted and the old thread read again."""
+    path = support_copy(tmp_path)
+    sql = FileSql(path)
+    writes = MastraWrites(sql, random.Random(5))
+    (old, _), (new, _) = sql.query("SELECT thread_id, count(*) FROM mastra_messages GROUP BY thread_id "
+                                   "HAVING count(*) >= 2 ORDER BY thread_id")[:2]
+    resource = dict(sql.query('SELECT id, "resourceId" FROM mastra_threads'))
+    writes.a_thread = lambda: (new, resource[new])
+    counted = []
+    try:
+        with open_store(str(path)) as store:
+            live = load_live_listing(store)
+
+            def refresh():
+                nonlocal live
+                got = refresh_live_listing(store, live)
+                live = got.live
+                counted.append(got.messages_counted)
+                fresh = load_live_listing(store)
+                assert listing_state(live.listing) == listing_state(fresh.listing), len(counted)
+                assert live.stray == fresh.stray
+
+            writes.save_message()
+            refresh()   # the thread's first re-read: counted, its digest kept
+            writes.save_message()
+            refresh()   # an append its digest explains
+            moved = sql.query("SELECT id FROM mastra_messages WHERE thread_id = ? ORDER BY rowid LIMIT 1", (old,))[0][0]
+            gone = sql.query("SELECT id FROM mastra_messages WHERE thread_id = ? ORDER BY rowid LIMIT 1", (new,))[0][0]
+            sql.run([writes.message_upsert(moved, (new, resource[new]), writes.text(), writes.now())])
+            sql.run([writes.bump(new, writes.now())])   # only the new thread's updatedAt
+            sql.run([("DELETE FROM mastra_messages WHERE id = ?", (gone,)), writes.bump(new, writes.now())])
+            counts = dict(sql.query("SELECT thread_id, count(*) FROM mastra_messages WHERE thread_id IN (?, ?) "
+                                    "GROUP BY thread_id", (old, new)))
+            refresh()   # the new thread's count as it was, its digest not
+            rows = {r.thread.id: r.thread.message_count for r in live.listing.rows}
+    finally:
+        sql.close()
+    assert counted == [True, False, True]
+    assert (rows[old], rows[new]) == (counts[old], counts[new])
