@@ -34,7 +34,12 @@ read before the load's snapshot (`wal_now`, handed in as WAL_BEFORE) and again a
 read: a commit racing the snapshot is looked at both times, and the marks keep the position before
 the last transaction of the first look (a transaction whose frames are in the file may not be in
 the snapshot yet), so the next refresh looks at that transaction again. Never fewer reads than
-needed; at worst one more read of the table.
+needed; at worst one more read of the table. When the table is read (a frame named its pages, or the WAL was
+restarted) the libSQL driver holds the GIL for each statement, and both reads walk the whole table: its
+stamped rows are looked for in rowid ranges (`STAMPED_PIECE_ROWS` rows a statement), and its page list is
+kept as it was when none of its rows was written since and nothing could move pages (`_page_layout`: the
+same file and schema version — VACUUM bumps it — and no auto-vacuum) instead of walking dbstat again. A
+file whose WAL is empty at a load gets its page list then, so the first refresh after the open keeps it too.
 
 Counts are compared by the caller (`studio.app.live`), who knows how many rows it holds per thread:
 a count that does not add up sends it to a wider read (never to a wrong answer).
@@ -54,6 +59,7 @@ deleted or moved by a writer that stamps neither thread (every write of Mastra's
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field, replace
 
@@ -85,7 +91,8 @@ class Marks:
     the id of its row, or None for an empty table) and NEWEST (the largest `updatedAt` string); on
     PostgreSQL XMIN, the 64-bit id of the oldest transaction still running at the load's snapshot;
     READ_AT_MS: the studio's clock when they were read (epoch ms). A file in WAL mode also has WAL (where
-    the next refresh starts reading the WAL's frames) and OM_PAGES (the OM table's page numbers)."""
+    the next refresh starts reading the WAL's frames; None while its WAL is empty), OM_PAGES (the OM table's
+    page numbers) and OM_LAYOUT (`_page_layout` as they were read)."""
 
     counts: dict[str, int | None] = field(default_factory=dict)
     tops: dict[str, tuple[int, str] | None] = field(default_factory=dict)
@@ -94,6 +101,8 @@ class Marks:
     read_at_ms: int = 0
     wal: WalPosition | None = None
     om_pages: frozenset[int] | None = None
+    #: what could move the OM table's pages without a row of it written, as OM_PAGES were read (`_page_layout`)
+    om_layout: tuple | None = None
 
     def with_count(self, table: str, count: int) -> Marks:
         """Return these marks with TABLE's row count COUNT (a count `rows_since` left to its caller: None)."""
@@ -162,6 +171,18 @@ def wal_now(store: MemoryStore, since: Marks | None = None) -> WalPosition | Non
         return None
 
 
+def _page_layout(store: MemoryStore) -> tuple[int, int, int, int] | None:
+    """What moves a table's pages when none of its rows was written: (the file's device, its inode — another file
+    put in its place —, `PRAGMA schema_version` — VACUUM and every schema change bump it —, `PRAGMA auto_vacuum`:
+    0 none, else pages move on any commit), None when the file cannot be stat'ed."""
+    try:
+        st = os.stat(_wal_file(store))
+    except (OSError, TypeError):
+        return None
+    version = int(store.rows("PRAGMA schema_version")[0][0])
+    return st.st_dev, st.st_ino, version, int(store.rows("PRAGMA auto_vacuum")[0][0])
+
+
 def _om_pages(store: MemoryStore) -> frozenset[int] | None:
     """The OM table's pages as the snapshot sees them (b-tree and overflow; SQLite's dbstat), None when unknown."""
     try:
@@ -191,15 +212,28 @@ def read_marks(store: MemoryStore, wal_before: WalPosition | None = None) -> Mar
         tops[table] = _top(store, table, top)
         if table in STAMPED and store.schema.has_column(table, "updatedAt"):
             newest[table] = store.rows(f'SELECT max("updatedAt") FROM {table}')[0][0]
-    wal, om_pages = _wal_marks(store, wal_before)
-    return Marks(counts=counts, tops=tops, newest=newest, read_at_ms=read_at, wal=wal, om_pages=om_pages)
+    wal, om_pages, layout = _wal_marks(store, wal_before)
+    return Marks(counts=counts, tops=tops, newest=newest, read_at_ms=read_at, wal=wal, om_pages=om_pages,
+                 om_layout=layout)
 
 
-def _wal_marks(store: MemoryStore, wal_before: WalPosition | None) -> tuple[WalPosition | None, frozenset | None]:
-    """The WAL position the next refresh starts from (WAL_BEFORE less its last transaction) and the OM pages."""
-    if wal_before is None or wal_before.salts is None or not store.schema.has_table(sc.OBSERVATIONAL_MEMORY):
-        return None, None
-    return wal_before.held_back(), _om_pages(store)
+def _wal_marks(store: MemoryStore, wal_before: WalPosition | None, kept: Marks | None = None
+               ) -> tuple[WalPosition | None, frozenset | None, tuple | None]:
+    """The WAL position the next refresh starts from (WAL_BEFORE less its last transaction; None while the WAL is
+    empty), the OM pages and their layout (`_page_layout`). KEPT: marks whose OM pages are taken as they are when
+    no row of the OM table was written since them (the caller's word) and nothing moved pages: the same file and
+    schema version, no auto-vacuum (dbstat walks every page of the table, overflow included: ~27 ms holding
+    the GIL on the benchmark file)."""
+    if wal_before is None or not store.schema.has_table(sc.OBSERVATIONAL_MEMORY):
+        return None, None, None
+    wal = wal_before.held_back() if wal_before.salts is not None else None
+    if wal is None and str(store.rows("PRAGMA journal_mode")[0][0]).lower() != "wal":
+        return None, None, None
+    layout = _page_layout(store)
+    if (kept is not None and kept.om_pages is not None and layout is not None and layout == kept.om_layout
+            and layout[3] == 0):
+        return wal, kept.om_pages, layout
+    return wal, _om_pages(store), layout
 
 
 def _now_ms() -> int:
@@ -207,12 +241,12 @@ def _now_ms() -> int:
 
 
 def _newer_than(since: str | None, read_at_ms: int) -> tuple[str, tuple]:
-    """The WHERE of the rows stamped after SINCE (the newest `updatedAt` at marks read at READ_AT_MS)."""
+    """The condition on the rows stamped after SINCE (the newest `updatedAt` at marks read at READ_AT_MS)."""
     if since is None:
-        return "", ()
+        return "1", ()
     stamped = iso_to_ms(since)
     recent = stamped is None or stamped >= read_at_ms - SAME_MILLISECOND_SLACK_MS
-    return ('WHERE "updatedAt" >= ?' if recent else 'WHERE "updatedAt" > ?'), (since,)
+    return ('"updatedAt" >= ?' if recent else '"updatedAt" > ?'), (since,)
 
 
 def _top(store: MemoryStore, table: str, rowid) -> tuple[int, str] | None:
@@ -231,6 +265,13 @@ def uncounted_messages(store: MemoryStore, wal_before: WalPosition | None) -> bo
     file whose WAL held frames before the snapshot (WAL_BEFORE: `wal_now`), so the refresh's reads are one WAL
     read transaction and a thread's digest read in it describes the same moment as the rows written."""
     return _wal_file(store) is not None and wal_before is not None and wal_before.salts is not None
+
+
+#: Rows of a local file's OM table per statement when its stamped rows are looked for in a WAL read transaction.
+#: A row's `updatedAt` lies past its observations, in overflow pages, so the scan reads the whole table (~15 ms of
+#: CPU on the benchmark file) and the libSQL driver holds the GIL for a statement: in pieces of this many rows
+#: (~2 ms each there) the GUI thread runs between them.
+STAMPED_PIECE_ROWS = 1000
 
 
 def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None = None, *,
@@ -277,7 +318,10 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
             tops[table] = marks.tops.get(table)
         else:
             aggregates.update(_sqlite_aggregates(store, [sc.OBSERVATIONAL_MEMORY]))
-    written = _sqlite_written(store, marks, read)
+    # a local file's OM table, in one WAL read transaction: its stamped rows looked for in pieces (STAMPED_PIECE_ROWS)
+    one_read = uncounted_messages(store, wal_before)
+    pieces = {t: aggregates[t] for t in later if t in read and t in marks.newest and one_read}
+    written = _sqlite_written(store, marks, read, pieces)
     for table in read:
         count, top = aggregates[table]
         touched.counts[table] = count
@@ -306,12 +350,15 @@ def rows_since(store: MemoryStore, marks: Marks, wal_before: WalPosition | None 
                 _owner_set(touched, table).add(str(key))
                 if updated is not None and (newest[table] is None or str(updated) > newest[table]):
                     newest[table] = str(updated)
-    if sc.OBSERVATIONAL_MEMORY in touched.unread:
-        wal, om_pages = (wal_before.held_back(), marks.om_pages)
-    else:
-        wal, om_pages = _wal_marks(store, wal_before)
+    om = sc.OBSERVATIONAL_MEMORY
+    if om in touched.unread:
+        wal, om_pages, layout = (wal_before.held_back(), marks.om_pages, marks.om_layout)
+    else:   # the OM pages kept when the table was read and none of its rows was written (none new, gone or stamped)
+        unwritten = (om in read and touched.new_rows.get(om) == 0 and touched.count_added_up(om, marks)
+                     and not written.get("stamped " + om))
+        wal, om_pages, layout = _wal_marks(store, wal_before, marks if unwritten else None)
     return touched, Marks(counts=dict(touched.counts), tops=tops, newest=newest, read_at_ms=read_at, wal=wal,
-                          om_pages=om_pages)
+                          om_pages=om_pages, om_layout=layout)
 
 
 def _sqlite_aggregates(store: MemoryStore, tables: list[str], uncounted: set[str] = frozenset()
@@ -356,18 +403,23 @@ def message_digests(store: MemoryStore, thread_ids) -> dict[str, tuple[int, int]
     return out
 
 
-def _sqlite_written(store: MemoryStore, marks: Marks, tables: list[str]) -> dict[str, list[tuple]]:
+def _sqlite_written(store: MemoryStore, marks: Marks, tables: list[str],
+                    pieces: dict[str, tuple[int | None, tuple[int, str] | None]] | None = None
+                    ) -> dict[str, list[tuple]]:
     """The rows of TABLES at or past their top rowid at MARKS (rowid, id, owner) and, as "stamped TABLE", the
-    (owner, updatedAt) of the stamped rows newer than MARKS' newest: one statement (one round trip on a server)."""
+    (owner, updatedAt) of the stamped rows newer than MARKS' newest: one statement (one round trip on a server).
+    PIECES: {table: (its count, its top row) now} of the tables whose stamped rows are read in rowid ranges of
+    about STAMPED_PIECE_ROWS rows each, a statement each (inside one WAL read transaction: the same snapshot)."""
+    pieces = pieces or {}
     selects, params = [], []
     for i, table in enumerate(tables):
         owner = sc.quote_ident(OWNER_COLUMN[table])
         old = marks.tops.get(table)
         selects.append(f"SELECT {2 * i}, rowid, id, {owner}, NULL FROM {table} WHERE rowid >= ?")
         params.append(old[0] if old is not None else -1)
-        if table in marks.newest:
+        if table in marks.newest and table not in pieces:
             where, more = _newer_than(marks.newest[table], marks.read_at_ms)
-            selects.append(f'SELECT {2 * i + 1}, NULL, NULL, {owner}, "updatedAt" FROM {table} {where}')
+            selects.append(f'SELECT {2 * i + 1}, NULL, NULL, {owner}, "updatedAt" FROM {table} WHERE {where}')
             params.extend(more)
     out: dict[str, list[tuple]] = {}
     for table in tables:
@@ -378,6 +430,25 @@ def _sqlite_written(store: MemoryStore, marks: Marks, tables: list[str]) -> dict
             out["stamped " + table].append((key, updated))
         else:
             out[table].append((rowid, row_id, key))
+    for table, (count, top) in pieces.items():
+        out["stamped " + table] = _stamped_in_pieces(store, marks, table, count or 0, top)
+    return out
+
+
+def _stamped_in_pieces(store: MemoryStore, marks: Marks, table: str, count: int, top: tuple[int, str] | None
+                       ) -> list[tuple]:
+    """(owner, updatedAt) of TABLE's rows stamped after MARKS' newest, read in rowid ranges of about
+    STAMPED_PIECE_ROWS rows (COUNT rows now, the largest rowid TOP's): the GIL is let go between statements."""
+    if not count or top is None:
+        return []
+    low = int(store.rows(f"SELECT min(rowid) FROM {table}")[0][0])
+    width = max(1, -(-(top[0] - low + 1) // -(-count // STAMPED_PIECE_ROWS)))   # ceil(span / ceil(count / piece))
+    where, more = _newer_than(marks.newest[table], marks.read_at_ms)
+    sql = (f'SELECT {sc.quote_ident(OWNER_COLUMN[table])}, "updatedAt" FROM {table} '
+           f"WHERE rowid >= ? AND rowid < ? AND {where}")
+    out: list[tuple] = []
+    for start in range(low, top[0] + 1, width):
+        out.extend(store.rows(sql, (start, start + width, *more)))
     return out
 
 
