@@ -64,6 +64,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from studio.store import schema as sc
+from studio.store.file_head import read_head
 from studio.store.records import iso_to_ms
 from studio.store.wal_pages import WalPosition, pages_since, wal_position
 
@@ -183,6 +184,15 @@ def _page_layout(store: MemoryStore) -> tuple[int, int, int, int] | None:
     return st.st_dev, st.st_ino, version, int(store.rows("PRAGMA auto_vacuum")[0][0])
 
 
+def _wal_mode(store: MemoryStore) -> bool:
+    """True when STORE's file is in WAL mode (its header's format versions, bytes 18–19, are 2). The header, not
+    `PRAGMA journal_mode`: a WAL file nobody had open is read immutable, and then says "delete"."""
+    try:
+        return read_head(_wal_file(store), 20)[18:20] == b"\x02\x02"
+    except (OSError, TypeError):
+        return False
+
+
 def _om_pages(store: MemoryStore) -> frozenset[int] | None:
     """The OM table's pages as the snapshot sees them (b-tree and overflow; SQLite's dbstat), None when unknown."""
     try:
@@ -227,7 +237,7 @@ def _wal_marks(store: MemoryStore, wal_before: WalPosition | None, kept: Marks |
     if wal_before is None or not store.schema.has_table(sc.OBSERVATIONAL_MEMORY):
         return None, None, None
     wal = wal_before.held_back() if wal_before.salts is not None else None
-    if wal is None and str(store.rows("PRAGMA journal_mode")[0][0]).lower() != "wal":
+    if wal is None and not _wal_mode(store):
         return None, None, None
     layout = _page_layout(store)
     if (kept is not None and kept.om_pages is not None and layout is not None and layout == kept.om_layout

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import sqlite3
 
 import pytest
 
@@ -252,3 +253,23 @@ def test_om_pages_are_kept_across_a_wal_restart_that_wrote_no_om_row(tmp_path):
     assert restarted.unread == [] and restarted.live.marks.om_pages is live.marks.om_pages
     assert restarted.live.marks.om_pages == pages
     assert key in after.changes.om_records
+
+
+def test_om_pages_of_a_wal_file_nobody_had_open_are_read_at_the_load(tmp_path):
+    """A WAL file with no -wal is read immutable (its journal_mode then says "delete"): the load still reads the OM
+    table's pages (the header says WAL), so the first refresh after a writer appears keeps them (no dbstat walk)."""
+    path = support_copy(tmp_path)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()   # the last connection: the WAL is checkpointed and deleted
+    assert not (tmp_path / "support.db-wal").exists()
+    with open_store(str(path)) as store:
+        live = load_live_listing(store)
+        sql = FileSql(path)
+        try:
+            MastraWrites(sql, random.Random(3)).save_message()
+            refresh = refresh_live_listing(store, live)
+        finally:
+            sql.close()
+    assert live.marks.wal is None and live.marks.om_pages
+    assert refresh.unread == [] and refresh.live.marks.om_pages is live.marks.om_pages
