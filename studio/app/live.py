@@ -11,7 +11,9 @@ written. A view refreshes from that ChangeSet only what it shows of those thread
 
 Exactness: after every refresh the listing equals a fresh `load_listing` of the same snapshot
 (tests/app/test_live_exactness.py checks it after each of long random sequences of Mastra's
-writes). Where the rows written do not explain the counts (a delete, a message moved to another
+writes). On a WAL file the messages table is counted only when the re-read threads' digests (count
+and rowid sum, kept from their last re-read) do not explain the change (see `studio.store.live_changes`).
+Where the rows written do not explain the counts (a delete, a message moved to another
 thread), the refresh reads wider — every thread's message counts, the OM lookup keys, the thread
 order — never guessing; where even that cannot be told (a table appeared, PostgreSQL's transaction
 ids wrapped), it reloads the whole listing and says so (`ChangeSet.everything`).
@@ -35,7 +37,16 @@ from studio.app.listing import (
 )
 from studio.app.loads import require_store
 from studio.store import schema as sc
-from studio.store.live_changes import Marks, Touched, read_marks, rows_since, wal_now
+from studio.store.live_changes import (
+    Marks,
+    Touched,
+    count_rows,
+    message_digests,
+    read_marks,
+    rows_since,
+    uncounted_messages,
+    wal_now,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,6 +75,9 @@ class LiveListing:
     derived: tuple[dict[str, int], dict[str, int], int] | None = field(default=None, repr=False, compare=False)
     #: the lookup keys' `lookupKey` values, made once and handed on while the refresh keeps LOOKUP_KEYS
     key_set: frozenset[str] | None = field(default=None, repr=False, compare=False)
+    #: {thread id: (its messages, their rowid sum)} as of MARKS, for the threads a refresh re-read on a WAL file
+    #: (`studio.store.live_changes.message_digests`): the next refresh counts no messages while they explain it
+    digests: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False, compare=False)
 
     def lookup_key_set(self) -> frozenset[str]:
         """Return the `lookupKey` of every OM lookup key the listing was built from (made the first time, then kept)."""
@@ -97,14 +111,16 @@ class LiveRefresh:
     """What a live refresh returns: the new LIVE listing, the CHANGES since the previous one (empty: nothing
     the listing shows changed), the rows the store returned (ROWS_READ), WIDER: the reads beyond the
     rows written that the counts asked for ("message counts", "lookup keys", "thread order", "resources"),
-    or ["everything"] after a full reload, and UNREAD: the tables not read at all (a WAL file's OM table
-    whose pages no commit since wrote)."""
+    or ["everything"] after a full reload, UNREAD: the tables not read at all (a WAL file's OM table
+    whose pages no commit since wrote), and MESSAGES_COUNTED: False when the messages table was not counted
+    (`count(*)`: a walk of its whole index) because the re-read threads' digests explained the change."""
 
     live: LiveListing
     changes: ChangeSet
     rows_read: int = 0
     wider: list[str] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)
+    messages_counted: bool = True
 
     def changed_threads(self) -> list[Thread]:
         """The threads (listed, not deleted) whose statuses, counts and health must be computed again, in
@@ -190,11 +206,12 @@ def refresh_live_listing(store: MemoryStore | None, live: LiveListing) -> LiveRe
     store = require_store(store)
     wal_before = wal_now(store, live.marks)   # before the snapshot: see studio.store.live_changes
     with store.snapshot():
-        got = rows_since(store, live.marks, wal_before)
+        digested = uncounted_messages(store, wal_before)   # the messages counted only when the digests do not tell
+        got = rows_since(store, live.marks, wal_before, count_messages=not digested)
         if got is None:
             return LiveRefresh(_load_live_listing(store, wal_before), ChangeSet.full_reload(), wider=["everything"])
         touched, marks = got
-        return _Refresh(store, live, touched, marks).run()
+        return _Refresh(store, live, touched, marks, digested).run()
 
 
 class _ListedRows(Mapping):
@@ -225,11 +242,18 @@ class _Refresh:
     Work proportional to the change: the listing's positions (`LiveListing.positions`) find the rows of
     the threads re-read; while the thread order and the OM lookup keys stay as they were, the new rows are
     the old list with those rows replaced, the orphan rows and the resources' thread counts are kept, and
-    the listed message total is the old one plus the re-read threads' differences.
+    the listed message total is the old one plus the re-read threads' differences. DIGESTED: the messages
+    table was left uncounted (`rows_since(count_messages=False)`): the re-read threads' digests decide
+    whether it is counted (`_messages_now`).
     """
 
-    def __init__(self, store: MemoryStore, live: LiveListing, touched: Touched, marks: Marks):
+    def __init__(self, store: MemoryStore, live: LiveListing, touched: Touched, marks: Marks, digested: bool = False):
         self.store, self.live, self.touched, self.marks = store, live, touched, marks
+        self.digested = digested
+        self.messages_counted = not digested
+        #: the digests handed on (`LiveListing.digests`), and those this refresh read
+        self.digests: dict[str, tuple[int, int]] = {}
+        self.read_digests: dict[str, tuple[int, int]] = {}
         self.index, self.orphan_index, self.listed_total = live.positions()
         self.rows = _ListedRows(live.listing.rows, self.index)
         # the listed rows first, the orphan rows after them (as every listing makes them): positions carry over
@@ -274,9 +298,15 @@ class _Refresh:
                   - sum(self.rows[t].thread.message_count or 0 for t in fresh if t in self.rows)
                   + sum(stats.get(t, (0, None))[0] for t in fresh))
         stray = self.live.stray
-        if listed + stray != touched.counts.get(sc.MESSAGES, 0):
+        total = touched.counts.get(sc.MESSAGES, 0)
+        if self.digested:
+            total = self._messages_now(fresh, stats, created | deleted, listed + stray)
+            self.marks = self.marks.with_count(sc.MESSAGES, total)
+        if listed + stray != total:
             listed = None   # the counts are read again below: the new listing sums its rows when asked
-            # a message went, or moved to another thread, where no row written names it: count every thread
+            # a message went, or moved to another thread, where no row written names it: count every thread (of the
+            # threads' digests, only those read in this snapshot are known to hold)
+            self.digests = self.read_digests
             every = store.message_stats()
             self.rows_read += len(every)
             self.wider.append("message counts")
@@ -310,8 +340,40 @@ class _Refresh:
         if kept and listed is not None:
             first = len(self.index)
             derived = (self.index, {r.thread.id: first + k for k, r in enumerate(orphan_rows)}, listed)
-        return LiveRefresh(LiveListing(listing, self.marks, keys, stray, derived=derived, key_set=key_set), changes,
-                           self.rows_read, self.wider, sorted(touched.unread))
+        return LiveRefresh(LiveListing(listing, self.marks, keys, stray, derived=derived, key_set=key_set,
+                                       digests=self.digests), changes,
+                           self.rows_read, self.wider, sorted(touched.unread), self.messages_counted)
+
+    def _messages_now(self, fresh: dict[str, Thread], stats: dict, came_or_went: set[str], derived: int) -> int:
+        """The messages table's count now, left uncounted by `rows_since`: DERIVED (the listed threads' total with
+        the re-read threads' new counts, plus the stray messages) when every re-read thread's digest moved by
+        exactly its new rows since the last, else `count(*)` (a thread not digested yet, a message deleted or moved
+        in from another thread, threads that CAME_OR_WENT, a message naming no listed thread, the top row gone).
+        Keeps the digests of this snapshot in `self.digests`."""
+        touched = self.touched
+        now = message_digests(self.store, fresh)
+        self.rows_read += len(now)
+        old = self.live.digests
+        self.read_digests = {t: d for t, d in now.items() if d is not None}
+        self.digests = dict(old)   # a copy in C: the old listing keeps its own
+        for tid in came_or_went | now.keys():
+            self.digests.pop(tid, None)
+        self.digests.update(self.read_digests)
+        explained = (not came_or_went and sc.MESSAGES not in touched.top_replaced
+                     and touched.message_threads <= fresh.keys())
+        for tid, digest in now.items():
+            if not explained:
+                break
+            before, added = old.get(tid), touched.new_messages.get(tid, [])
+            explained = (digest is not None and before is not None and tid in self.rows
+                         and before[0] == (self.rows[tid].thread.message_count or 0)
+                         and digest[0] == stats.get(tid, (0, None))[0]
+                         and digest == (before[0] + len(added), before[1] + sum(added)))
+        if explained:
+            return derived
+        self.rows_read += 1
+        self.messages_counted = True
+        return count_rows(self.store, sc.MESSAGES)
 
     def _thread_order(self) -> list[str]:
         order = self.store.sql.thread_order
