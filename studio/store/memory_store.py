@@ -499,7 +499,7 @@ class MemoryStore:
 
         return batch.iter_messages_since_many(self.fetch_messages, self.sql, wanted, by)
 
-    def message_rows(self, thread_ids: list[str]) -> list[tuple]:
+    def message_rows(self, thread_ids: list[str], cursors: dict[str, str | None] | None = None) -> list[tuple]:
         """Return the rows of THREAD_IDS' messages, by thread then storage order: what the memory doctor reads.
 
         Each row a tuple of MESSAGE_COLUMNS' values (None for a column the table lacks), decoded as
@@ -507,20 +507,33 @@ class MemoryStore:
         NULL, a number, or its bytes in the store's encoding; `studio.store.cells.decode_text` decodes
         them). Within a thread the order is `list_messages`' (createdAt, then id on PostgreSQL, rowid on
         SQLite, as `iter_messages_since_many` reads them). The columns are decoded a column at a time
-        (`decode_all`), with no dict a row. Raises StoreError.
+        (`decode_all`), with no dict a row.
+
+        CURSORS ({thread id: since, a `storage_cursor` or None}; SQL stores): each row then ends with
+        whether `list_messages(thread, since=…)` returns it (1 or 0: the same comparison, made in the same
+        statement; None for a thread CURSORS does not name), so that a status reads its messages from these
+        rows (`studio.app.thread_results`). Raises StoreError.
         """
         if not thread_ids:
             return []
         marks = ", ".join("?" * len(thread_ids))
         tie = ", rowid" if self.sql.name == "sqlite" else ""
+        extra, before = None, []
+        if cursors:
+            since = f"{self.sql.created(sc.MESSAGES)} >= {self.sql.time_param}"
+            extra = "CASE thread_id " + " ".join(
+                f"WHEN ? THEN {'1' if cursor is None else f'CASE WHEN {since} THEN 1 ELSE 0 END'}"
+                for cursor in cursors.values()) + " END"
+            before = [x for thread, cursor in cursors.items()
+                      for x in ((thread,) if cursor is None else (thread, cursor))]
         present, fetched, decode = self.backend.select(
             sc.MESSAGES, MESSAGE_COLUMNS, f"WHERE thread_id IN ({marks}) ORDER BY thread_id, {self.message_order}{tie}",
-            thread_ids, lazy="content")
+            [*before, *thread_ids], lazy="content", extra=extra)
         with bulk_decode():
             rows = decode_all(decode, fetched)
         if present != MESSAGE_COLUMNS:   # a column missing from an old schema: None in its place
             at = [present.index(c) if c in present else None for c in MESSAGE_COLUMNS]
-            rows = [tuple(None if i is None else r[i] for i in at) for r in rows]
+            rows = [tuple(None if i is None else r[i] for i in at) + tuple(r[len(present):]) for r in rows]
         return rows
 
     def invalid_json_message_ids(self, thread_ids: list[str]) -> set[str]:

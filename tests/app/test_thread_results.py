@@ -275,3 +275,44 @@ def test_each_message_is_counted_once_and_the_window_checks_find_what_the_doctor
     assert [f["message_ids"] for f in found if f["check"] == "uncountable-message"] == [[MESSAGE_ID]]
     again = sorted({m for m in counted if counted.count(m) > 1 and m != MESSAGE_ID})
     assert counted and not again, f"{len(again)} messages counted twice, e.g. {again[:3]}"
+
+
+
+def test_statuses_from_the_checks_rows_equal_the_status_batches_where_order_and_cursor_meet(tmp_path):
+    """The statuses of `compute_thread_results` take each thread's unobserved messages from the rows the
+    checks read (each row flagged, in the same statement, with the comparison `list_messages(since=…)` makes).
+    On support-5, whose cursor is 2026-12-04T20:13:13.380Z and whose last 11 of 24 messages are at or after
+    it: its last message moved exactly to the cursor (in), the two before it tied just before the cursor
+    (out), its first one given an empty createdAt (out), its second one a blob createdAt (SQLite compares a
+    blob greater than any text: in, and last in storage order): 11 - 2 + 1 = 10 flagged. The statuses equal
+    the status batches' (which read their messages themselves), the flags `messages_since_many`'s messages,
+    and a thread's digest is the same read with or without the flags."""
+    from studio.engine.unobserved import storage_cursor
+
+    path = _copy("support", tmp_path)
+    conn = libsql.connect(str(path))
+    ids = [r[0] for r in conn.execute("SELECT id FROM mastra_messages WHERE thread_id = 'support-5' "
+                                      'ORDER BY "createdAt", rowid').fetchall()]
+    assert len(ids) == 24
+    at = "2026-12-04T20:13:13.380Z"
+    for message_id, created in ((ids[-1], at), (ids[-2], "2026-12-04T20:13:13.379Z"),
+                                (ids[-3], "2026-12-04T20:13:13.379Z"), (ids[0], "")):
+        conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = ?', (created, message_id))
+    conn.execute('UPDATE mastra_messages SET "createdAt" = CAST("createdAt" AS BLOB) WHERE id = ?', (ids[1],))
+    conn.commit()
+    conn.close()
+    with open_store(path) as store, store.snapshot():
+        threads = store.list_threads()
+        results = tr.compute_thread_results(store, [t.id for t in threads], now_ms=NOW_MS)
+        statuses = {s.thread_id: s for s in iter_thread_statuses(store, threads, on_error=lambda _t, _e: None)}
+        cursors = {k.split(":", 1)[1]: storage_cursor(r.last_observed_at)
+                   for k, r in store.om_current_all().items() if r.scope == "thread"}
+        flagged = store.message_rows(sorted(cursors), cursors)
+        messages = store.messages_since_many(cursors.items())
+        digests = tr.thread_digests(store, [t.id for t in threads])
+    assert cursors["support-5"] == at
+    assert sum(1 for r in flagged if r[1] == "support-5" and r[-1]) == 10
+    assert {(t, c): [r[0] for r in flagged if r[1] == t and r[-1]] for t, c in cursors.items()} \
+        == {pair: [m.id for m in found] for pair, found in messages.items()}
+    assert {t: r.status for t, r in results.items() if r.status is not None} == statuses
+    assert {t: r.digest for t, r in results.items()} == digests

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.store.cells import damaged_columns, decode_text
-from studio.store.memory_store import MESSAGE_COLUMNS, MemoryStore
+from studio.store.cells import DamagedText, damaged_columns, decode_text
+from studio.store.memory_store import MemoryStore
 from studio.store.records import Message, iso_to_ms
 
 _ALNUM = bytes(range(48, 58)) + bytes(range(65, 91)) + bytes(range(97, 123))
 #: Per-message slack of the estimate bound: role, the 3.8 overhead, tool-call adjustments (tokens).
 BOUND_SLACK = 200
+#: The message columns but content, in the order `Message.stored` names damaged ones.
+_NOT_CONTENT = ("id", "thread_id", "role", "type", "createdAt", "resourceId")
 
 
 class StoredMessage:
@@ -41,8 +43,10 @@ class StoredMessage:
     )
 
     def __init__(self, row: tuple, encoding: str = "utf-8"):
-        """ROW: a `store.message_rows` row (MESSAGE_COLUMNS' values, content as fetched, in ENCODING when bytes)."""
-        self.id, self.thread_id, content, role, self.type, self.created_at, self.resource_id = row
+        """ROW: a `store.message_rows` row (MESSAGE_COLUMNS' values first, content as fetched, in ENCODING when
+        bytes)."""
+        self.id, self.thread_id, content, role = row[0], row[1], row[2], row[3]
+        self.type, self.created_at, self.resource_id = row[4], row[5], row[6]
         self.role = role or ""
         if isinstance(content, (bytes, bytearray)):   # text as fetched: decoded as `select_rows` decodes it
             try:
@@ -66,8 +70,10 @@ class StoredMessage:
     def message(self) -> Message:
         """Return the parsed Message (`Message.stored` of the row: the content parsed as the store parses it)."""
         if self._message is None:
-            values = (self.id, self.thread_id, self._content, self.role, self.type, self.created_at, self.resource_id)
-            damaged = damaged_columns(MESSAGE_COLUMNS, values)
+            damaged = damaged_columns(_NOT_CONTENT, (self.id, self.thread_id, self.role, self.type, self.created_at,
+                                                     self.resource_id))
+            if isinstance(self._content, DamagedText):   # named last, as `Message.stored` names it once decoded
+                damaged = (*damaged, "content")
             self._message = Message.stored(self.id, self.thread_id, self.role, self._content, self.created_at,
                                            self.resource_id, self.type, damaged)
         return self._message
