@@ -128,7 +128,8 @@ def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
 
     CURSORS: `store.message_rows`' (each row then says whether a status with that cursor counts it)."""
     keys = [k for t in chunk for k in (f"thread:{t}", f"resource:{by_id[t].resource_id}")]
-    return store.om_histories(list(dict.fromkeys(keys)), chunk=ID_CHUNK), store.message_rows(chunk, cursors)
+    rows = store.message_rows(chunk) if cursors is None else store.message_rows(chunk, cursors)
+    return store.om_histories(list(dict.fromkeys(keys)), chunk=ID_CHUNK), rows
 
 
 def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
