@@ -316,3 +316,23 @@ def test_statuses_from_the_checks_rows_equal_the_status_batches_where_order_and_
         == {pair: [m.id for m in found] for pair, found in messages.items()}
     assert {t: r.status for t, r in results.items() if r.status is not None} == statuses
     assert {t: r.digest for t, r in results.items()} == digests
+
+
+@pytest.mark.parametrize("name", ["support", "resource", "buffered", "collab", "sample"])
+def test_what_the_cache_writes_of_a_status_is_dataclasses_asdict(name, tmp_path):
+    """`status_to_json` is made field by field; it is `dataclasses.asdict` of the status, settings (threshold
+    ranges included) and flags included, on fixtures with thread and resource scope, shared budgets and
+    buffered chunks."""
+    import dataclasses
+
+    with open_store(_copy(name, tmp_path)) as store:
+        statuses = list(iter_thread_statuses(store, store.list_threads(), on_error=lambda _t, _e: None))
+    assert statuses
+    from studio.common.om_settings import ThresholdRange
+    from studio.store.flags import FlagState
+
+    ranged = dataclasses.replace(statuses[0], settings=dataclasses.replace(   # a shared budget (no fixture has one)
+        statuses[0].settings, message_tokens=ThresholdRange(30000, 70000), reflection_tokens=ThresholdRange(1, 2)),
+        flags=[FlagState("isObserving", True, True, 3_600_001), FlagState("isReflecting", False)])
+    for status in [*statuses, ranged]:
+        assert status_to_json(status) == dataclasses.asdict(status)
