@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from studio.engine.status import ThreadStatus
+from studio.store.memory_store import MESSAGE_COLUMNS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ ROWS_PACKED = 1000
 #: (`_window_reader`): their `message_rows` hold the values `Message.stored` reads, as the statuses' own
 #: reads fetch them. MongoDB's rows are raw documents: its statuses read their messages themselves.
 SHARED_ROWS = ("sqlite", "postgresql")
+#: Where a row read with cursors holds its window flag (`store.message_rows`: after the stored values).
+WINDOW_FLAG = len(MESSAGE_COLUMNS)
 #: Hex digits of a thread's digest kept (160 bits of its sha256, the size of the cache's entries before).
 DIGEST_HEX = 40
 
@@ -123,12 +126,15 @@ def _feed(digest, values: Iterable) -> None:
 
 
 def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
-                cursors: dict[str, str | None] | None = None) -> tuple[dict[str, list[OMRecord]], list[tuple]]:
+                cursors: dict[str, str | None] | None = None,
+                invalid_json: bool = False) -> tuple[dict[str, list[OMRecord]], list[tuple]]:
     """Read CHUNK's OM histories (thread and resource keys) and message rows: what digests and checks share.
 
-    CURSORS: `store.message_rows`' (each row then says whether a status with that cursor counts it)."""
+    CURSORS and INVALID_JSON: `store.message_rows`' (each row then says whether a status with that cursor
+    counts it, and whether SQLite's json_valid rejects its content)."""
     keys = [k for t in chunk for k in (f"thread:{t}", f"resource:{by_id[t].resource_id}")]
-    rows = store.message_rows(chunk) if cursors is None else store.message_rows(chunk, cursors)
+    rows = store.message_rows(chunk) if cursors is None and not invalid_json \
+        else store.message_rows(chunk, cursors, invalid_json=invalid_json)
     return store.om_histories(list(dict.fromkeys(keys)), chunk=ID_CHUNK), rows
 
 
@@ -141,7 +147,6 @@ def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread
     resolved here are added to it (the doctor's `DoctorPlan.message_threads` is such a map).
     """
     from studio.engine.doctor.runner import referenced_ids
-    from studio.store.memory_store import MESSAGE_COLUMNS
 
     hashes = {t: hashlib.sha256() for t in chunk}
     own: dict[str, set[str]] = {t: set() for t in chunk}
@@ -223,7 +228,7 @@ def _window_reader(store: MemoryStore, loaded: dict[str, list[StoredMessage]], r
         mine = flags.get(row[1])
         if mine is None:
             mine = flags[row[1]] = []
-        mine.append(row[-1])
+        mine.append(row[WINDOW_FLAG])
 
     def read(wanted: dict[tuple[str, str | None], list]) -> Iterator[tuple[tuple[str, str | None], list]]:
         again = []
@@ -281,7 +286,8 @@ def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads
         shared = store.dialect in SHARED_ROWS
         cursors = {t.id: storage_cursor(r.last_observed_at) for t, r in pairs
                    if not (r.scope == "resource" and t.resource_id)} if shared else None  # iter_statuses' by_key
-        histories, rows = _chunk_rows(store, chunk, by_id, cursors)   # one read: digests, checks, statuses
+        json_flags = store.dialect == "sqlite"   # json_valid's verdict in the same statement
+        histories, rows = _chunk_rows(store, chunk, by_id, cursors, json_flags)   # one read: digests, checks, statuses
         known = digests or {}
         mine = {t: known[t] for t in chunk if t in known} if all(t in known for t in chunk) \
             else _chunk_digests(store, chunk, by_id, histories, rows, plan.message_threads)
@@ -290,7 +296,7 @@ def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads
         for row in rows:
             if row[1] in results:
                 results[row[1]].messages += 1
-        loaded = load_messages(store, chunk, rows)
+        loaded = load_messages(store, chunk, rows, {row[0] for row in rows if row[-1]} if json_flags else None)
         reader = _window_reader(store, loaded, rows, cursors) if cursors else None
         del rows
         for status in iter_statuses(store, pairs, on_error=failed, counted=counted, read_since=reader):

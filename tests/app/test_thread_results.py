@@ -336,3 +336,24 @@ def test_what_the_cache_writes_of_a_status_is_dataclasses_asdict(name, tmp_path)
         flags=[FlagState("isObserving", True, True, 3_600_001), FlagState("isReflecting", False)])
     for status in [*statuses, ranged]:
         assert status_to_json(status) == dataclasses.asdict(status)
+
+
+def test_json_valids_verdict_read_with_the_rows_is_the_doctors(tmp_path):
+    """On SQLite an open reads json_valid's verdict on each message in the statement that reads the rows: a
+    content cut short is malformed-json, as the doctor (which asks for those ids in a statement of its own)
+    finds it; a blob content is not text, so json_valid is not asked, in either."""
+    path = _copy("support", tmp_path)
+    conn = libsql.connect(str(path))
+    first, second = [r[0] for r in conn.execute("SELECT id FROM mastra_messages WHERE thread_id = 'support-4' "
+                                                'ORDER BY "createdAt", rowid LIMIT 2').fetchall()]
+    conn.execute("UPDATE mastra_messages SET content = ? WHERE id = ?", ('{"format":2,"parts":[', first))
+    conn.execute("UPDATE mastra_messages SET content = CAST(content AS BLOB) WHERE id = ?", (second,))
+    conn.commit()
+    conn.close()
+    expected, _checked = baseline.doctor_findings(path)
+    with open_store(path) as store, store.snapshot():
+        results = tr.compute_thread_results(store, [t.id for t in store.list_threads()], now_ms=NOW_MS)
+        wide = tr.store_findings(store, now_ms=NOW_MS)
+    found = [x for r in results.values() for x in r.findings]
+    assert sorted(baseline.canonical(wide) + baseline.canonical(found)) == expected
+    assert [f["message_ids"] for f in found if f["check"] == "malformed-json"] == [[first]]

@@ -110,11 +110,13 @@ class StoredMessage:
 
 
 def load_messages(store: MemoryStore, thread_ids: list[str], rows: list[tuple] | None = None,
-                  ) -> dict[str, list[StoredMessage]]:
+                  invalid: set[str] | None = None) -> dict[str, list[StoredMessage]]:
     """Return {thread id: its messages in storage order} for THREAD_IDS, raw.
 
     ROWS: `store.message_rows(thread_ids)` when the caller read them already (else read here).
-    Rows whose content SQLite's json_valid rejects get `invalid_json`. Raises StoreError.
+    Rows whose content SQLite's json_valid rejects get `invalid_json`: INVALID, their ids when the
+    caller read them with ROWS (`message_rows(…, invalid_json=True)`), else read here
+    (`store.invalid_json_message_ids`). Raises StoreError.
     """
     out: dict[str, list[StoredMessage]] = {t: [] for t in thread_ids}
     if not thread_ids:
@@ -125,7 +127,7 @@ def load_messages(store: MemoryStore, thread_ids: list[str], rows: list[tuple] |
         if mine is None:
             mine = out[row[1]] = []
         mine.append(StoredMessage(row, encoding))
-    bad = store.invalid_json_message_ids(thread_ids)
+    bad = store.invalid_json_message_ids(thread_ids) if invalid is None else invalid
     if bad:
         for messages in out.values():
             for m in messages:

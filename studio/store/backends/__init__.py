@@ -84,8 +84,9 @@ class Backend(Protocol):
         (text or its bytes in `encoding`, decoded on first use). The whole result is fetched first.
         PAGES (SQLite SQL only): given the statement's SELECT list, the keyset pages (studio.store.hrana.Pages)
         a libSQL server reads the answer in when it is over its response limit; other backends ignore it.
-        EXTRA (SQL stores: one expression whose value is a number or NULL, its `?` params first in PARAMS) is
-        selected after the columns: each row then ends with its value, which `present` does not name.
+        EXTRA (SQL stores: expressions, comma-separated, whose values are numbers or NULL, their `?` params first
+        in PARAMS) is selected after the columns: each row then ends with their values, which `present` does
+        not name.
         """
 
     def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:

@@ -237,10 +237,10 @@ def select(backend, table: str, wanted: list[str], tail: str = "", params: Itera
     re-read raw and that value is decoded one by one (undecodable -> left as bytes, reported as
     malformed); those rows come back decoded whole (DECODE is `list`). PAGES, given the SELECT list, makes the
     keyset pages of the text-safe statement (`backend.execute`'s: a libSQL server reads an answer over its
-    response limit in them; a file reads it whole). EXTRA (one SQL expression, its `?` params first in PARAMS)
-    is selected after the columns, as PostgreSQL's `select` selects it: each row then ends with its value,
-    which `present` does not name (a number or NULL: fetched as it is, never text); not with PAGES. Raises
-    StoreError.
+    response limit in them; a file reads it whole). EXTRA (SQL expressions, comma-separated, their `?` params
+    first in PARAMS) is selected after the columns, as PostgreSQL's `select` selects it: each row then ends
+    with their values, which `present` does not name (numbers or NULL: fetched as they are, never text); not
+    with PAGES. Raises StoreError.
     """
     backend.ready()
     return _select(backend, table, wanted, tail, tuple(params), lazy, pages, extra)
@@ -344,20 +344,19 @@ def _select_raw(backend, table: str, present: list[str], tail: str, params: tupl
                 extra: str | None = None) -> list[list]:
     """The rows of `select`, JSONB blobs left to `_decode_blob` one by one (SQLite failed on one of them);
     EXTRA's value ends each row."""
-    raw_select = ", ".join([*(text_safe_pair(sc.quote_ident(c)) for c in present),
-                            *([text_safe_pair(f"({extra})")] if extra else [])])
+    raw_select = ", ".join([*(text_safe_pair(sc.quote_ident(c)) for c in present), *([extra] if extra else [])])
     try:
         raw = backend.execute(f"SELECT {raw_select} FROM {sc.quote_ident(table)} {tail}", params)
     except StoreError:
         raise
     except Exception as exc:
         raise backend.fail(exc) from exc
-    out = []
+    out, width = [], 2 * len(present)
     for r in raw:
-        values = decode_pairs(r, backend.encoding)
+        values = decode_pairs(r[:width], backend.encoding)
         out.append([*(_decode_blob(backend, v) if c in JSONB_COLUMNS else v
                       for c, v in zip(present, values)),  # noqa: B905  (per row: strict= slows zip)
-                    *values[len(present):]])
+                    *r[width:]])
     return out
 
 
