@@ -125,17 +125,36 @@ def _feed(digest, values: Iterable) -> None:
         digest.update(repr(values).encode("utf-8", "surrogatepass"))
 
 
-def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
-                cursors: dict[str, str | None] | None = None,
-                invalid_json: bool = False) -> tuple[dict[str, list[OMRecord]], list[tuple]]:
-    """Read CHUNK's OM histories (thread and resource keys) and message rows: what digests and checks share.
-
-    CURSORS and INVALID_JSON: `store.message_rows`' (each row then says whether a status with that cursor
-    counts it, and whether SQLite's json_valid rejects its content)."""
+def _chunk_histories(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread]) -> dict[str, list[OMRecord]]:
+    """Read CHUNK's OM histories: every generation of its threads' thread and resource keys, newest first."""
     keys = [k for t in chunk for k in (f"thread:{t}", f"resource:{by_id[t].resource_id}")]
-    rows = store.message_rows(chunk) if cursors is None and not invalid_json \
-        else store.message_rows(chunk, cursors, invalid_json=invalid_json)
-    return store.om_histories(list(dict.fromkeys(keys)), chunk=ID_CHUNK), rows
+    return store.om_histories(list(dict.fromkeys(keys)), chunk=ID_CHUNK)
+
+
+def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
+                ) -> tuple[dict[str, list[OMRecord]], list[tuple]]:
+    """Read CHUNK's OM histories (`_chunk_histories`) and message rows: what digests and checks share."""
+    return _chunk_histories(store, chunk, by_id), store.message_rows(chunk)
+
+
+def _current_records(store: MemoryStore, histories: dict[str, list[OMRecord]]) -> dict[str, OMRecord]:
+    """Return `store.om_current_many` of HISTORIES' keys (those with a record), from HISTORIES where that is
+    sure: a key whose generationCount values are all integers, its newest one greater than every other,
+    has that generation as its current record (the one row whose generationCount is the MAX). The others
+    (a NULL or text generationCount, a tie at the top: damaged rows) are read with `om_current_many`."""
+    out: dict[str, OMRecord] = {}
+    unsure = []
+    for key, history in histories.items():
+        if not history:
+            continue
+        counts = [r.columns.get("generationCount") for r in history]
+        if all(c.__class__ is int for c in counts) and all(counts[0] > c for c in counts[1:]):
+            out[key] = history[0]
+        else:
+            unsure.append(key)
+    if unsure:
+        out.update(store.om_current_many(unsure))
+    return out
 
 
 def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
@@ -249,10 +268,10 @@ def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads
                            keys: list[dict] | None = None) -> dict[str, ThreadResult]:
     """Return {thread id: ThreadResult} for THREAD_IDS (ids of no thread are left out), computed afresh.
 
-    Statuses: `iter_statuses` of each thread and its current record (`store.om_current_many`), Mastra's
+    Statuses: `iter_statuses` of each thread and its current record (`_current_records`), Mastra's
     getStatus (a status that cannot be computed is None); findings: the doctor's thread batches
     (`run_batch` without the store-wide checks) at NOW_MS (default: now), split by thread. Each batch
-    of CHUNK threads reads its message rows once (`_chunk_rows`): the digests, the checks and, on the
+    of CHUNK threads reads its OM histories and message rows once: the digests, the checks and, on the
     SQL stores, the statuses' unobserved messages (`_window_reader`) come from them.
     THREADS: every thread of the store (default: listed here). DIGESTS: `thread_digests` of these
     threads when already computed (else computed here, in the same reads' snapshot). KEYS:
@@ -279,15 +298,16 @@ def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads
     plan = DoctorPlan(batches=batches, threads=by_id, keys=keys,
                       now_ms=int(time.time() * 1000) if now_ms is None else now_ms)
     for index, chunk in enumerate(batches):
-        current = store.om_current_many(key for t in chunk for key in (f"thread:{t}",
-                                                                       f"resource:{by_id[t].resource_id}"))
+        histories = _chunk_histories(store, chunk, by_id)
+        current = _current_records(store, histories)
         pairs = [(by_id[t], record) for t in chunk
                  if (record := current.get(f"thread:{t}") or current.get(f"resource:{by_id[t].resource_id}"))]
         shared = store.dialect in SHARED_ROWS
         cursors = {t.id: storage_cursor(r.last_observed_at) for t, r in pairs
                    if not (r.scope == "resource" and t.resource_id)} if shared else None  # iter_statuses' by_key
         json_flags = store.dialect == "sqlite"   # json_valid's verdict in the same statement
-        histories, rows = _chunk_rows(store, chunk, by_id, cursors, json_flags)   # one read: digests, checks, statuses
+        rows = store.message_rows(chunk, cursors, invalid_json=json_flags) if cursors is not None or json_flags \
+            else store.message_rows(chunk)   # one read: digests, checks, statuses
         known = digests or {}
         mine = {t: known[t] for t in chunk if t in known} if all(t in known for t in chunk) \
             else _chunk_digests(store, chunk, by_id, histories, rows, plan.message_threads)

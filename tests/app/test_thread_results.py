@@ -357,3 +357,33 @@ def test_json_valids_verdict_read_with_the_rows_is_the_doctors(tmp_path):
     found = [x for r in results.values() for x in r.findings]
     assert sorted(baseline.canonical(wide) + baseline.canonical(found)) == expected
     assert [f["message_ids"] for f in found if f["check"] == "malformed-json"] == [[first]]
+
+
+def test_current_records_taken_from_the_histories_are_om_current_manys(tmp_path):
+    """An open takes each key's current record from the histories it reads for the checks when the newest
+    generationCount is an integer above every other; a tie at the top (a generation copied under another id)
+    or a generationCount that is not an integer is read with `om_current_many`, which the status batches use."""
+    path = _copy("support", tmp_path)
+    conn = libsql.connect(str(path))
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(mastra_observational_memory)").fetchall()]
+    listed = ", ".join(f'"{c}"' for c in columns)
+    copied = ", ".join("id || '-twin'" if c == "id" else f'"{c}"' for c in columns)
+    top = conn.execute("SELECT id FROM mastra_observational_memory WHERE \"lookupKey\" = 'thread:support-1' "
+                       'ORDER BY "generationCount" DESC LIMIT 1').fetchone()[0]
+    conn.execute(f"INSERT INTO mastra_observational_memory ({listed}) SELECT {copied} FROM mastra_observational_memory "
+                 "WHERE id = ?", (top,))
+    conn.execute("UPDATE mastra_observational_memory SET \"generationCount\" = 'seven' WHERE id = (SELECT id FROM "
+                 "mastra_observational_memory WHERE \"lookupKey\" = 'thread:support-3' ORDER BY \"generationCount\" "
+                 "LIMIT 1)")   # text: SQLite's MAX takes it over every integer
+    conn.commit()
+    conn.close()
+    with open_store(path) as store:
+        by_id = {t.id: t for t in store.list_threads()}
+        histories = tr._chunk_histories(store, list(by_id), by_id)
+        asked: list[str] = []
+        real = store.om_current_many
+        store.om_current_many = lambda keys: real(asked.extend(keys) or keys)
+        current = tr._current_records(store, histories)
+        assert sorted(asked) == ["thread:support-1", "thread:support-3"]
+        assert current == real(histories)
+        assert current["thread:support-3"].columns["generationCount"] == "seven"
