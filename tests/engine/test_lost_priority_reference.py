@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections import Counter
 
 from studio.engine.doctor.lost_priority import (
@@ -22,6 +23,7 @@ from studio.engine.doctor.lost_priority import (
     find_lost_high_priority,
     names_of,
     normalise,
+    normalise_words,
     observation_lines,
     similarity,
     words_of,
@@ -134,3 +136,22 @@ def test_lost_high_priority_equals_the_rule_line_by_line(fixture_db):
         assert got == reference_lost(generations)
         lost += len(got)
     assert lost >= 50, f"only {lost} lost lines drawn: the comparison says little"
+
+
+#: The fold of the docstring's rule: punctuation runs to one space, a dot inside a word or number kept.
+FOLD_RULE = re.compile(r"(?:[^\w.]|\.(?!\w)|(?<!\w)\.)+")
+
+
+def test_normalise_and_words_take_the_rule_on_every_text():
+    """ASCII text takes a byte-table road (lone dots, short digit words); it must give what the regex rule gives."""
+    rng = random.Random(2124)
+    alphabet = "aZq7 0.._-:;!?'\"()[]\t\n/é²🔴İKẞ\u0301\u00a0“٣\ud83d"
+    texts = ["v1.24 node.js", "a..b", ".x", "x.", "U.S.A. e.g. 3 .5", "x . y", "", "  ", "24.1.", "ab 1 b2 x9 ab."]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 16))) for _ in range(20000)]
+    texts += ["".join(rng.choice(alphabet[:-11]) for _ in range(rng.randrange(0, 16))) for _ in range(20000)]
+    for text in texts:
+        norm = FOLD_RULE.sub(" ", text.lower()).strip()
+        words = frozenset(w for w in norm.split() if len(w) >= 3 or any(c.isdigit() for c in w))
+        assert normalise(text) == norm, text
+        assert words_of(normalise(text)) == words, text
+        assert normalise_words(text) == (norm, words), text

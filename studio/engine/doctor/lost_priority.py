@@ -38,6 +38,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from itertools import chain, compress
 
 from studio.engine.observations import OBS_RE
 from studio.store.records import OMRecord
@@ -55,30 +56,50 @@ _SENTENCE_END = (".", ":", "?", "!", ";")
 _FOLD = re.compile(r"(?:[^\w.]|\.(?!\w)|(?<!\w)\.)+", re.UNICODE)
 
 
-# ASCII characters that are not word characters (\w) and not a dot: each folds to a space.
-_ASCII_FOLD = str.maketrans({c: " " for c in map(chr, range(128)) if not re.match(r"[\w.]", c)})
-# A dot not between two word characters (after _ASCII_FOLD, whose spaces are not word characters either).
+# A dot not between two word characters (after _ASCII_LOWER_FOLD, whose spaces are not word characters either).
 _LONE_DOT = re.compile(r"\.(?!\w)|(?<!\w)\.")
 
 
 def normalise(text: str) -> str:
-    """Return TEXT lower-cased with punctuation runs folded to single spaces.
-
-    ASCII text (nearly every observation) takes a faster road to the same string: each folded
-    character becomes a space, then runs of spaces collapse (`_FOLD`'s runs end up as one space).
-    """
-    if text.isascii():
-        low = text.lower().translate(_ASCII_FOLD)
-        if "." in low:
-            low = _LONE_DOT.sub(" ", low)
-        return " ".join(low.split())
-    return _FOLD.sub(" ", text.lower()).strip()
+    """Return TEXT lower-cased with punctuation runs folded to single spaces."""
+    return normalise_words(text)[0]
 
 
 def words_of(norm: str) -> frozenset[str]:
     """Return the words of a normalised text that carry meaning (3+ characters, or a digit)."""
     # a word shorter than 3 has 1 or 2 characters: its first and last are all of them
     return frozenset(w for w in norm.split() if len(w) >= 3 or w[0].isdigit() or w[-1].isdigit())
+
+
+# ASCII bytes: an upper-case letter to its lower case, a byte that is neither a word character nor a dot to a space.
+_ASCII_LOWER_FOLD = bytes(ord(" ") if c < 128 and not re.match(r"[\w.]", chr(c)) else
+                          ord(chr(c).lower()) if c < 128 else c for c in range(256))
+_LONGER = (2).__lt__
+
+
+def normalise_words(text: str) -> tuple[str, frozenset[str]]:
+    """Return (`normalise(TEXT)`, `words_of` it).
+
+    ASCII text (nearly every observation) takes a faster road to the same pair: one byte table
+    lower-cases it and turns each folded character into a space; the lone dots go (". " first,
+    the regex only when one is left), runs of spaces collapse (`_FOLD`'s runs end up as one
+    space), and the words of 3+ characters are picked in C, those of 1 or 2 only when a digit is there.
+    """
+    if not text.isascii():
+        norm = _FOLD.sub(" ", text.lower()).strip()
+        return norm, words_of(norm)
+    low = text.encode("ascii").translate(_ASCII_LOWER_FOLD).decode("ascii")
+    if "." in low:
+        low = low.replace(". ", "  ")   # a dot before a space is lone: what _LONE_DOT does to it
+        if low[:1] == "." or low[-1:] == "." or ". " in low or " ." in low or ".." in low:
+            low = _LONE_DOT.sub(" ", low)   # a space or a dot is the only non-word character left
+    tokens = low.split()
+    words = frozenset(compress(tokens, map(_LONGER, map(len, tokens))))
+    if not _DIGITS.isdisjoint(low):
+        short = [w for w in tokens if len(w) < 3 and (w[0] in _DIGITS or w[-1] in _DIGITS)]
+        if short:
+            words = words.union(short)
+    return " ".join(tokens), words
 
 
 _DIGITS = frozenset("0123456789")
@@ -106,8 +127,8 @@ def names_of(text: str) -> frozenset[str]:
     out = set()
     tokens = text.split()
     for i, token in enumerate(tokens):
-        if i == 0 or tokens[i - 1].endswith(_SENTENCE_END):
-            continue
+        if i == 0 or token[0].islower() or tokens[i - 1].endswith(_SENTENCE_END):
+            continue   # (a lower-case first character is the head: not a name)
         head = next((c for c in token if c.isalnum()), "")   # past any opening quote or bracket
         if head.isupper():
             out.update(w for w in normalise(token).split() if len(w) >= 2)
@@ -137,7 +158,7 @@ def _fact(words: frozenset[str], names: frozenset[str], weights: dict[str, float
           ) -> tuple[list[str], list[str], list[str]]:
     """Return what tells a line's fact (`carries`): its names (sorted), its numbers (sorted) and, with
     neither, its RAREST_WORDS words of the highest weight (ties by the word)."""
-    numbers = sorted(w for w in words if _has_digit(w))
+    numbers = sorted(w for w in words if not _DIGITS.isdisjoint(w))
     if names or numbers:
         return sorted(names), numbers, []
     others = sorted((w for w in words if w not in names and not _has_digit(w)),
@@ -190,8 +211,10 @@ def observation_lines(log: str | None) -> list[_Line]:
         if head != "*" and head != "-":
             continue
         m = OBS_RE.match(raw)
-        if m and (m.group("prio") or m.group("time") or m.group("arrow")):
-            out.append(_Line(raw, number, m.group("text"), m.group("prio") == "🔴"))
+        if m:
+            arrow, prio, time, text = m.group("arrow", "prio", "time", "text")
+            if prio or time or arrow:
+                out.append(_Line(raw, number, text, prio == "🔴"))
     return out
 
 
@@ -203,7 +226,8 @@ def _weight(words: frozenset[str], weights: dict[str, float]) -> float:
 
 
 def _score(wa: frozenset[str], ta: float, wb: frozenset[str], tb: float, weights: dict[str, float]) -> float:
-    """Return the weighted containment of word sets WA and WB (total weights TA and TB), 0..1."""
+    """Return the weighted containment of word sets WA and WB (total weights TA and TB), 0..1: the shared
+    words' weight (fsum) divided by the lighter total, capped at 1; 0 when they share no word."""
     shared = wa & wb
     if not shared or ta <= 0 or tb <= 0:
         return 0.0
@@ -258,19 +282,19 @@ def find_lost_high_priority(generations: list[OMRecord], threshold: float = LOST
     if _all_kept(ordered, parsed):
         return []
     groups: dict[int, list] = {}
-    df: Counter[str] = Counter()
+    every: list[frozenset[str]] = []   # the words of every line (document frequencies)
     texts: dict[str, tuple[str, frozenset[str]]] = {}   # a line carried word for word is normalised once
     for rec, rec_lines in zip(ordered, parsed):  # noqa: B905 (one list per row, by construction)
         lines = []
         for ln in rec_lines:
             known = texts.get(ln.text)
             if known is None:
-                norm = normalise(ln.text)
-                known = texts[ln.text] = (norm, words_of(norm))
+                known = texts[ln.text] = normalise_words(ln.text)
             lines.append((ln, *known))
-            df.update(known[1])
+            every.append(known[1])
         groups.setdefault(rec.generation_count, []).append((rec, lines))
-    total = sum(len(lines) for rows in groups.values() for _rec, lines in rows) or 1
+    df = Counter(chain.from_iterable(every))
+    total = len(every) or 1
     weights = {w: math.log(1 + total / n) for w, n in df.items()}
     line_weight: dict[str, float] = {}
     out: list[LostObservation] = []
@@ -334,7 +358,7 @@ def _lost_lines(rec: OMRecord, lines: list, later: list, exact: set[str], weight
         mine = _weight(words, weights)
         names = names_of(ln.text)
         best, best_line, best_gen, best_words, kept = 0.0, None, None, frozenset(), False
-        named = len(names) + sum(1 for w in words if _has_digit(w)) >= 2
+        named = len(names) + sum(1 for w in words if not _DIGITS.isdisjoint(w)) >= 2
         floor = min(threshold, NAMED_SIMILARITY) if named else threshold
         weigh = weights.__getitem__ if weights.keys() >= words else (lambda w: weights.get(w, 1.0))
         fact = _fact(words, names, weights)

@@ -36,7 +36,7 @@ import re
 from typing import Any
 
 from studio.common.durations import human_duration
-from studio.common.om_settings import max_threshold, resolve_settings
+from studio.common.om_settings import OMSettings, max_threshold, resolve_settings
 from studio.engine import tokens
 from studio.engine.doctor.messages import BOUND_SLACK, StoredMessage
 from studio.engine.doctor.model import Finding, finding
@@ -60,6 +60,11 @@ def _where(thread: Thread) -> dict:
     return {"thread_id": thread.id, "resource_id": thread.resource_id}
 
 
+#: '"tool-invocation"', '"type":"file"' or '"type":"image"' in a stored content (one scan for the three): the parts
+#: the size checks look at.
+_SIZED_PART = re.compile(r'"(?:tool-invocation"|type":"(?:file|image)")')
+#: Characters of two contents compared first by `same_content` (most contents differ within them).
+QUICK_PREFIX = 128
 #: A numeric `createdAt` field of a content's JSON (Mastra's per-part time, epoch ms).
 _PART_TIME = re.compile(r'"createdAt":\s*-?\d+(?:\.\d+)?')
 
@@ -75,6 +80,11 @@ def same_content(a: StoredMessage, b: StoredMessage, timeless: dict[int, str] | 
     """
     if a.raw == b.raw:
         return True
+    # the first QUICK_PREFIX characters differ and no "createdAt" starts among them: they differ before either
+    # text's first one (the rule below), found without scanning both texts for it
+    if (a.raw[:QUICK_PREFIX] != b.raw[:QUICK_PREFIX] and a.raw.find('"createdAt"', 0, QUICK_PREFIX + 10) < 0
+            and b.raw.find('"createdAt"', 0, QUICK_PREFIX + 10) < 0):
+        return False
     at_a, at_b = a.raw.find('"createdAt"'), b.raw.find('"createdAt"')
     if at_a < 0 or at_b < 0:
         return False
@@ -214,13 +224,25 @@ def _check_tool_part(thread: Thread, msg: StoredMessage, index: int, part: dict,
                              "message_tokens": message_tokens}, **_where(thread))
 
 
+def _may_open_context(raw: str) -> bool:
+    """Return False when stored content RAW proves its text cannot start with `<client-context` (any case).
+
+    Such a text holds `<` followed by `c` or `C`; in the stored JSON each is there as itself or as a
+    `\\u00..` escape (no other character lower-cases to either), so RAW holds `<c`, `<C` or `\\u00`.
+    (A content that is not JSON is its own text.) Substring scans instead of lower-casing RAW.
+    """
+    # a one-character test runs at memory speed: the two-character ones only when it passes
+    return ("<" in raw and ("<c" in raw or "<C" in raw)) or ("\\" in raw and "\\u00" in raw)
+
+
 def check_parts(thread: Thread, messages: list[StoredMessage], message_tokens: int) -> list[Finding]:
     """Return status-only-message, context-message-persisted, oversized-tool-result and malformed-json findings.
 
     Only messages whose raw content could match are parsed.
     """
     out = []
-    status_only = [m for m in messages if "data-om-" in m.raw and '"type":"text"' not in m.raw and m.message.parts
+    # '"type":"text"' usually sits near the start of a content: looked for first
+    status_only = [m for m in messages if '"type":"text"' not in m.raw and "data-om-" in m.raw and m.message.parts
                    and all(_part_type(p).startswith("data-om-") for p in m.message.parts)]
     if status_only:
         kinds = sorted({_part_type(p) for m in status_only for p in m.message.parts})
@@ -229,7 +251,7 @@ def check_parts(thread: Thread, messages: list[StoredMessage], message_tokens: i
                            evidence={"count": len(status_only), "part_types": kinds}, **_where(thread)))
     size_floor = min(OVERSIZED_SHARE * message_tokens / 2, INLINE_BINARY_CHARS)
     for msg in messages:
-        if msg.role == "user" and "client-context" in msg.raw.lower() \
+        if msg.role == "user" and _may_open_context(msg.raw) and "client-context" in msg.raw.lower() \
                 and msg.message.text.lstrip().lower().startswith(CONTEXT_PREFIXES):
             out.append(finding("context-message-persisted", "A user message holds ephemeral client context: "
                                + " ".join(msg.message.text.split())[:80], message_ids=[msg.id],
@@ -240,8 +262,7 @@ def check_parts(thread: Thread, messages: list[StoredMessage], message_tokens: i
                                severity="warning", message_ids=[msg.id],
                                evidence={"table": "mastra_messages", "column": "content", "error": error},
                                **_where(thread)))
-        if len(msg.raw) < size_floor or not ('"tool-invocation"' in msg.raw or '"type":"file"' in msg.raw
-                                              or '"type":"image"' in msg.raw):
+        if len(msg.raw) < size_floor or not _SIZED_PART.search(msg.raw):
             continue
         for index, part in enumerate(msg.message.parts):
             kind = _part_type(part)
@@ -277,25 +298,39 @@ def _below(stored: StoredMessage, threshold: int) -> bool:
 
 
 def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord | None,
-                 counted: dict[tuple, int] | None = None) -> list[Finding]:
+                 counted: dict[tuple, int] | None = None, *, settings: OMSettings | None = None) -> list[Finding]:
     """Return message-over-threshold, uncountable-message and orphan-tool-result findings (they need the
     record's window).
 
     COUNTED: the counts the statuses of the same snapshot made (`status_from_rows`' COUNTED): a
-    message of the window counted there under the same counter model is not counted again.
+    message of the window counted there under the same counter model is not counted again. SETTINGS:
+    `resolve_settings` of RECORD when already resolved. Mastra's
+    rule decides each message's place in the window from that message alone (`unobserved_messages`),
+    so it is applied only to the messages whose place can change a finding: one with a tool part
+    (orphan-tool-result), one not counted there (counted here: uncountable-message) and one counted
+    at or over the threshold whose size bound does not put it under (message-over-threshold). A
+    counted message under the threshold, without a tool part, gives no finding in or out of the window.
     """
     out: list[Finding] = []
     unobserved_ids: set[str] = set()
+    tooled = [msg for msg in messages if "tool-invocation" in msg.raw]   # the others have no tool part
+    tooled_ids = {msg.id for msg in tooled}
     if record is not None:
         by_id = {m.id: m for m in messages}
-        cursor = storage_cursor(record.last_observed_at)   # what Mastra's getStatus loads: createdAt >= cursor
-        loaded = [m.mastra(light=True) for m in messages
-                  if cursor is None or (m.created_at is not None and str(m.created_at) >= cursor)]
-        window = unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
-        unobserved_ids = {m["id"] for m in window}
-        settings = resolve_settings(record.config, record.scope)
+        settings = resolve_settings(record.config, record.scope) if settings is None else settings
         threshold = max_threshold(settings.message_tokens)
         model = repr(settings.counter_model)
+        cursor = storage_cursor(record.last_observed_at)   # what Mastra's getStatus loads: createdAt >= cursor
+
+        def matters(m: StoredMessage) -> bool:   # see the docstring: whether m is in the window can change a finding
+            est = counted.get(counted_key(m.thread_id, m.id, model)) if counted else None
+            return (est is None or m.id in tooled_ids
+                    or bool(threshold and est >= threshold and not _below(m, threshold)))
+
+        loaded = [m.mastra(light=True) for m in messages
+                  if (cursor is None or (m.created_at is not None and str(m.created_at) >= cursor)) and matters(m)]
+        window = unobserved_messages(loaded, record.last_observed_at, record.observed_message_ids)
+        unobserved_ids = {m["id"] for m in window}
         for light in window:
             stored = by_id[light["id"]]
             est = counted.get(counted_key(stored.thread_id, stored.id, model)) if counted else None
@@ -319,7 +354,6 @@ def check_window(thread: Thread, messages: list[StoredMessage], record: OMRecord
                                    record_id=record.id, lookup_key=record.lookup_key,
                                    generation=record.generation_count, **_where(thread)))
     calls: dict[str, list[StoredMessage]] = {}
-    tooled = [msg for msg in messages if "tool-invocation" in msg.raw]   # the others have no tool part
     for msg in tooled:
         for inv in _tool_parts(msg):
             if inv.get("state") in CALL_STATES or "args" in inv:
@@ -355,7 +389,10 @@ def check_thread_messages(thread: Thread, messages: list[StoredMessage], record:
     """Return every message-level finding of THREAD (messages in storage order; RECORD its current OM row;
     COUNTED as `check_window` takes it)."""
     message_tokens = DEFAULT_MESSAGE_TOKENS
+    settings = None
     if record is not None:
-        message_tokens = max_threshold(resolve_settings(record.config, record.scope).message_tokens) or message_tokens
+        settings = resolve_settings(record.config, record.scope)
+        message_tokens = max_threshold(settings.message_tokens) or message_tokens
     return (check_duplicates(thread, messages) + check_ties(thread, messages) + check_updated_at(thread, messages)
-            + check_parts(thread, messages, message_tokens) + check_window(thread, messages, record, counted))
+            + check_parts(thread, messages, message_tokens)
+            + check_window(thread, messages, record, counted, settings=settings))
