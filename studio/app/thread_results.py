@@ -105,11 +105,14 @@ def _packed(value) -> bytes:
 
 
 def _feed_rows(digest, rows: list[tuple]) -> None:
-    """Add one thread's message ROWS (`store.message_rows`' tuples, storage order) to DIGEST: the rows pickled
-    (`_packed`), ROWS_PACKED at a time. One C call for a thousand rows, no dict keys among the values, and
-    the content as fetched (its stored bytes on SQLite: copied into the pickle, never encoded again)."""
+    """Add one thread's message ROWS (`store.message_rows`' tuples, storage order) to DIGEST: their stored
+    values (MESSAGE_COLUMNS; a window or json_valid flag after them is left out) pickled (`_packed`) a column
+    at a time, ROWS_PACKED rows together. One C call for a thousand rows, no dict keys among the values, the
+    content as fetched (its stored bytes on SQLite: copied into the pickle, never encoded again), and no
+    tuple made a row (the columns are the rows transposed)."""
+    width = len(MESSAGE_COLUMNS)
     for start in range(0, len(rows), ROWS_PACKED):
-        part = rows[start:start + ROWS_PACKED]
+        part = tuple(zip(*rows[start:start + ROWS_PACKED]))[:width]  # noqa: B905  (rows of one width)
         try:
             digest.update(_packed(part))
         except (pickle.PicklingError, TypeError):   # a value pickle cannot write (a memoryview): its repr
@@ -170,11 +173,10 @@ def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread
     hashes = {t: hashlib.sha256() for t in chunk}
     own: dict[str, set[str]] = {t: set() for t in chunk}
     mine: dict[str, list[tuple]] = {t: [] for t in chunk}
-    width = len(MESSAGE_COLUMNS)   # a row read with cursors ends with its window flag: not a stored value
     for row in rows:
         thread_rows = mine.get(row[1])
         if thread_rows is not None:
-            thread_rows.append(row if len(row) == width else row[:width])
+            thread_rows.append(row)
     for tid, thread_rows in mine.items():
         _feed_rows(hashes[tid], thread_rows)
         own[tid].update(row[0] for row in thread_rows)
