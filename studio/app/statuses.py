@@ -31,7 +31,7 @@ from studio.errors import StoreError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from studio.store.memory_store import MemoryStore
-    from studio.store.records import OMRecord, Thread
+    from studio.store.records import Message, OMRecord, Thread
 
 #: Threads whose OM records and unobserved messages are read together (keeps a short, cancelled batch cheap).
 RECORD_CHUNK = 50
@@ -48,7 +48,10 @@ def iter_statuses(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]], 
                   *, now_ms: int | None = None, cancel: threading.Event | None = None,
                   on_error: Callable[[Thread, Exception], None] | None = None,
                   handled: Callable[[Thread], None] | None = None,
-                  counted: dict[tuple, int] | None = None) -> Iterator[ThreadStatus]:
+                  counted: dict[tuple, int] | None = None,
+                  read_since: Callable[[dict[tuple[str, str | None], list]],
+                                       Iterable[tuple[tuple[str, str | None], list[Message]]]] | None = None,
+                  ) -> Iterator[ThreadStatus]:
     """Yield the status (`status_from_rows`) of each (thread, its current record) of PAIRS, in no set order.
 
     The same figures as `load_status_rows` + `status_from_rows` for each pair, read with as few
@@ -60,7 +63,10 @@ def iter_statuses(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]], 
     the next pair; HANDLED(thread) is called after each pair (its status yielded or failed). A pair
     whose status cannot be computed (stored values Mastra itself could not use) goes to
     ON_ERROR(thread, exc), or is raised without ON_ERROR. COUNTED: a dict that receives the counts of the
-    messages the statuses counted (`status_from_rows`). Raises StoreError on a failed read.
+    messages the statuses counted (`status_from_rows`). READ_SINCE: what reads the thread-scope pairs'
+    messages instead of the store's `iter_messages_since_many` (given {(thread id, since): pairs}, it yields
+    ((thread id, since), the same messages) for each key): a caller that read those threads' rows already.
+    Raises StoreError on a failed read.
     """
     by_key: dict[tuple[str, str | None], list[tuple[Thread, OMRecord]]] = {}
     together = []
@@ -71,7 +77,7 @@ def iter_statuses(store: MemoryStore, pairs: Iterable[tuple[Thread, OMRecord]], 
             by_key.setdefault((thread.id, storage_cursor(record.last_observed_at)), []).append((thread, record))
     def batches() -> Iterator[tuple[list[tuple[Thread, OMRecord]], StatusRows]]:
         if by_key:
-            for key, messages in store.iter_messages_since_many(by_key):
+            for key, messages in (store.iter_messages_since_many if read_since is None else read_since)(by_key):
                 yield by_key.get(key, []), StatusRows(thread_messages={key: messages})
         if together and not (cancel is not None and cancel.is_set()):
             yield together, load_status_rows(store, together, threads)

@@ -23,14 +23,16 @@ import hashlib
 import io
 import pickle
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from studio.engine.status import ThreadStatus
+from studio.store.memory_store import MESSAGE_COLUMNS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from studio.app.result_cache import ResultCache
+    from studio.engine.doctor.messages import StoredMessage
     from studio.store.memory_store import MemoryStore
     from studio.store.records import OMRecord, Thread
 
@@ -40,6 +42,12 @@ CHUNK = 100
 ID_CHUNK = 500
 #: Message rows pickled together into a thread's digest.
 ROWS_PACKED = 1000
+#: The stores (dialects) whose statuses take their unobserved messages from the rows the checks read
+#: (`_window_reader`): their `message_rows` hold the values `Message.stored` reads, as the statuses' own
+#: reads fetch them. MongoDB's rows are raw documents: its statuses read their messages themselves.
+SHARED_ROWS = ("sqlite", "postgresql")
+#: Where a row read with cursors holds its window flag (`store.message_rows`: after the stored values).
+WINDOW_FLAG = len(MESSAGE_COLUMNS)
 #: Hex digits of a thread's digest kept (160 bits of its sha256, the size of the cache's entries before).
 DIGEST_HEX = 40
 
@@ -96,11 +104,15 @@ def _packed(value) -> bytes:
     return buffer.getvalue()
 
 
-def _feed_rows(digest, rows: list[dict]) -> None:
-    """Add one thread's message ROWS (storage order) to DIGEST: the rows pickled (`_packed`), ROWS_PACKED
-    at a time. One C call for a thousand rows: a 745 MB file hashes in well under a second."""
+def _feed_rows(digest, rows: list[tuple]) -> None:
+    """Add one thread's message ROWS (`store.message_rows`' tuples, storage order) to DIGEST: their stored
+    values (MESSAGE_COLUMNS; a window or json_valid flag after them is left out) pickled (`_packed`) a column
+    at a time, ROWS_PACKED rows together. One C call for a thousand rows, no dict keys among the values, the
+    content as fetched (its stored bytes on SQLite: copied into the pickle, never encoded again), and no
+    tuple made a row (the columns are the rows transposed)."""
+    width = len(MESSAGE_COLUMNS)
     for start in range(0, len(rows), ROWS_PACKED):
-        part = rows[start:start + ROWS_PACKED]
+        part = tuple(zip(*rows[start:start + ROWS_PACKED]))[:width]  # noqa: B905  (rows of one width)
         try:
             digest.update(_packed(part))
         except (pickle.PicklingError, TypeError):   # a value pickle cannot write (a memoryview): its repr
@@ -116,15 +128,40 @@ def _feed(digest, values: Iterable) -> None:
         digest.update(repr(values).encode("utf-8", "surrogatepass"))
 
 
-def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
-                ) -> tuple[dict[str, list[OMRecord]], list[dict]]:
-    """Read CHUNK's OM histories (thread and resource keys) and message rows: what digests and checks share."""
+def _chunk_histories(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread]) -> dict[str, list[OMRecord]]:
+    """Read CHUNK's OM histories: every generation of its threads' thread and resource keys, newest first."""
     keys = [k for t in chunk for k in (f"thread:{t}", f"resource:{by_id[t].resource_id}")]
-    return store.om_histories(list(dict.fromkeys(keys)), chunk=ID_CHUNK), store.message_rows(chunk)
+    return store.om_histories(list(dict.fromkeys(keys)), chunk=ID_CHUNK)
+
+
+def _chunk_rows(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
+                ) -> tuple[dict[str, list[OMRecord]], list[tuple]]:
+    """Read CHUNK's OM histories (`_chunk_histories`) and message rows: what digests and checks share."""
+    return _chunk_histories(store, chunk, by_id), store.message_rows(chunk)
+
+
+def _current_records(store: MemoryStore, histories: dict[str, list[OMRecord]]) -> dict[str, OMRecord]:
+    """Return `store.om_current_many` of HISTORIES' keys (those with a record), from HISTORIES where that is
+    sure: a key whose generationCount values are all integers, its newest one greater than every other,
+    has that generation as its current record (the one row whose generationCount is the MAX). The others
+    (a NULL or text generationCount, a tie at the top: damaged rows) are read with `om_current_many`."""
+    out: dict[str, OMRecord] = {}
+    unsure = []
+    for key, history in histories.items():
+        if not history:
+            continue
+        counts = [r.columns.get("generationCount") for r in history]
+        if all(c.__class__ is int for c in counts) and all(counts[0] > c for c in counts[1:]):
+            out[key] = history[0]
+        else:
+            unsure.append(key)
+    if unsure:
+        out.update(store.om_current_many(unsure))
+    return out
 
 
 def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread],
-                   histories: dict[str, list[OMRecord]], rows: list[dict],
+                   histories: dict[str, list[OMRecord]], rows: list[tuple],
                    owners: dict[str, str | None] | None = None) -> dict[str, str | None]:
     """Return `thread_digests` of CHUNK (existing threads) from rows already read (`_chunk_rows`).
 
@@ -135,14 +172,14 @@ def _chunk_digests(store: MemoryStore, chunk: list[str], by_id: dict[str, Thread
 
     hashes = {t: hashlib.sha256() for t in chunk}
     own: dict[str, set[str]] = {t: set() for t in chunk}
-    mine: dict[str, list[dict]] = {t: [] for t in chunk}
+    mine: dict[str, list[tuple]] = {t: [] for t in chunk}
     for row in rows:
-        tid = row.get("thread_id")
-        if tid in mine:
-            mine[tid].append(row)
+        thread_rows = mine.get(row[1])
+        if thread_rows is not None:
+            thread_rows.append(row)
     for tid, thread_rows in mine.items():
         _feed_rows(hashes[tid], thread_rows)
-        own[tid].update(row.get("id") for row in thread_rows)
+        own[tid].update(row[0] for row in thread_rows)
     out: dict[str, str | None] = {}
     outside: dict[str, list[str]] = {}
     inside: dict[str, set[str]] = {}
@@ -201,23 +238,53 @@ def _flags(record: OMRecord):
     return flag_states(record, 0)
 
 
+def _window_reader(store: MemoryStore, loaded: dict[str, list[StoredMessage]], rows: list[tuple],
+                   cursors: dict[str, str | None]):
+    """Return `iter_statuses`' READ_SINCE taking the thread-scope pairs' messages from LOADED (`load_messages`
+    of ROWS, read with CURSORS: each row ends with whether `list_messages(thread, since=its cursor)` returns
+    it), as the status's Messages (`StoredMessage.message`: parsed once for the status and the checks). A
+    pair whose since is not its thread's cursor in CURSORS is read from the store, as `iter_statuses` reads it."""
+    flags: dict[str, list] = {}
+    for row in rows:
+        mine = flags.get(row[1])
+        if mine is None:
+            mine = flags[row[1]] = []
+        mine.append(row[WINDOW_FLAG])
+
+    def read(wanted: dict[tuple[str, str | None], list]) -> Iterator[tuple[tuple[str, str | None], list]]:
+        again = []
+        for pair in wanted:
+            thread_id, since = pair
+            if thread_id not in cursors or cursors[thread_id] != since:
+                again.append(pair)
+                continue
+            yield pair, [m.message for m, flag in zip(loaded.get(thread_id, ()), flags.get(thread_id, ()))  # noqa: B905
+                         if flag]   # (one flag a loaded message: both made from ROWS in order)
+        if again:
+            yield from store.iter_messages_since_many(again)
+    return read
+
+
 def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads: list[Thread] | None = None,
                            now_ms: int | None = None, digests: dict[str, str | None] | None = None,
                            keys: list[dict] | None = None) -> dict[str, ThreadResult]:
     """Return {thread id: ThreadResult} for THREAD_IDS (ids of no thread are left out), computed afresh.
 
-    Statuses: `iter_thread_statuses` (Mastra's getStatus; a status that cannot be computed is None);
-    findings: the doctor's thread batches (`run_batch` without the store-wide checks) at NOW_MS
-    (default: now), split by thread. THREADS: every thread of the store (default: listed here).
-    DIGESTS: `thread_digests` of these threads when already computed (else computed here, in the
-    same reads' snapshot). KEYS: `store.om_lookup_keys()` when already read. Message counts are
-    counted from the rows the checks read (what `store.message_counts` counts). Raises StoreError
-    on a failed read.
+    Statuses: `iter_statuses` of each thread and its current record (`_current_records`), Mastra's
+    getStatus (a status that cannot be computed is None); findings: the doctor's thread batches
+    (`run_batch` without the store-wide checks) at NOW_MS (default: now), split by thread. Each batch
+    of CHUNK threads reads its OM histories and message rows once: the digests, the checks and, on the
+    SQL stores, the statuses' unobserved messages (`_window_reader`) come from them.
+    THREADS: every thread of the store (default: listed here). DIGESTS: `thread_digests` of these
+    threads when already computed (else computed here, in the same reads' snapshot). KEYS:
+    `store.om_lookup_keys()` when already read. Message counts are counted from the rows the checks
+    read (what `store.message_counts` counts). Raises StoreError on a failed read.
     """
-    from studio.app.statuses import iter_thread_statuses
+    from studio.app.statuses import iter_statuses
     from studio.app.uncountable import UncountableMessage, uncountable_sentence
     from studio.engine.doctor.messages import load_messages
     from studio.engine.doctor.runner import DoctorPlan, run_batch
+    from studio.engine.unobserved import storage_cursor
 
     by_id = _threads_by_id(store, threads)
     ids = [t for t in dict.fromkeys(thread_ids) if t in by_id]
@@ -228,25 +295,36 @@ def compute_thread_results(store: MemoryStore, thread_ids: list[str], *, threads
             results[thread.id].uncountable = uncountable_sentence(exc)
 
     counted: dict[tuple, int] = {}   # the statuses' message counts: the window checks below reuse them
-    for status in iter_thread_statuses(store, [by_id[t] for t in ids], on_error=failed, counted=counted):
-        results[status.thread_id].status = status
     keys = {k["lookupKey"]: k for k in (store.om_lookup_keys() if keys is None else keys)}
     batches = [ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK)]
     plan = DoctorPlan(batches=batches, threads=by_id, keys=keys,
                       now_ms=int(time.time() * 1000) if now_ms is None else now_ms)
     for index, chunk in enumerate(batches):
-        histories, rows = _chunk_rows(store, chunk, by_id)   # one read for the digests and the checks
+        histories = _chunk_histories(store, chunk, by_id)
+        current = _current_records(store, histories)
+        pairs = [(by_id[t], record) for t in chunk
+                 if (record := current.get(f"thread:{t}") or current.get(f"resource:{by_id[t].resource_id}"))]
+        shared = store.dialect in SHARED_ROWS
+        cursors = {t.id: storage_cursor(r.last_observed_at) for t, r in pairs
+                   if not (r.scope == "resource" and t.resource_id)} if shared else None  # iter_statuses' by_key
+        json_flags = store.dialect == "sqlite"   # json_valid's verdict in the same statement
+        rows = store.message_rows(chunk, cursors, invalid_json=json_flags) if cursors is not None or json_flags \
+            else store.message_rows(chunk)   # one read: digests, checks, statuses
         known = digests or {}
         mine = {t: known[t] for t in chunk if t in known} if all(t in known for t in chunk) \
             else _chunk_digests(store, chunk, by_id, histories, rows, plan.message_threads)
         for tid in chunk:
             results[tid].digest = mine.get(tid)
         for row in rows:
-            if row.get("thread_id") in results:
-                results[row["thread_id"]].messages += 1
-        findings, _counts = run_batch(store, plan, index, store_wide=False, histories=histories,
-                                      messages=load_messages(store, chunk, rows), counted=counted)
+            if row[1] in results:
+                results[row[1]].messages += 1
+        loaded = load_messages(store, chunk, rows, {row[0] for row in rows if row[-1]} if json_flags else None)
+        reader = _window_reader(store, loaded, rows, cursors) if cursors else None
         del rows
+        for status in iter_statuses(store, pairs, on_error=failed, counted=counted, read_since=reader):
+            results[status.thread_id].status = status
+        findings, _counts = run_batch(store, plan, index, store_wide=False, histories=histories,
+                                      messages=loaded, counted=counted)
         for f in findings:
             if f.thread_id in results:
                 results[f.thread_id].findings.append(f.to_json())

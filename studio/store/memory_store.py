@@ -148,6 +148,11 @@ class MemoryStore:
         return self.backend.sql.name
 
     @property
+    def encoding(self) -> str:
+        """The codec of the stored text ("utf-8", or a UTF-16 file's): what content left as fetched is in."""
+        return self.backend.encoding
+
+    @property
     def message_order(self) -> str:
         """ORDER BY of messages in Mastra's storage order (libSQL: createdAt then insertion; pg: then id)."""
         return self.backend.sql.message_order
@@ -513,14 +518,49 @@ class MemoryStore:
 
         return batch.iter_messages_since_many(self.fetch_messages, self.sql, wanted, by)
 
-    def message_rows(self, thread_ids: list[str]) -> list[dict]:
-        """Return the raw rows {id, thread_id, content (JSON text), role, type, createdAt, resourceId} of
-        THREAD_IDS' messages, by thread then createdAt (storage order): what the memory doctor reads."""
+    def message_rows(self, thread_ids: list[str], cursors: dict[str, str | None] | None = None, *,
+                     invalid_json: bool = False) -> list[tuple]:
+        """Return the rows of THREAD_IDS' messages, by thread then storage order: what the memory doctor reads.
+
+        Each row a tuple of MESSAGE_COLUMNS' values (None for a column the table lacks), decoded as
+        `select_rows` decodes them but for `content`, left as fetched (`Backend.select`'s LAZY: text,
+        NULL, a number, or its bytes in the store's encoding; `studio.store.cells.decode_text` decodes
+        them). Within a thread the order is `list_messages`' (createdAt, then id on PostgreSQL, rowid on
+        SQLite, as `iter_messages_since_many` reads them). The columns are decoded a column at a time
+        (`decode_all`), with no dict a row.
+
+        CURSORS ({thread id: since, a `storage_cursor` or None}; SQL stores): each row then ends with
+        whether `list_messages(thread, since=…)` returns it (1 or 0: the same comparison, made in the same
+        statement; None for a thread CURSORS does not name), so that a status reads its messages from these
+        rows (`studio.app.thread_results`). INVALID_JSON (SQLite): each row then ends (after that) with 1
+        when its content is text SQLite's json_valid rejects (`invalid_json_message_ids`), else 0: one
+        statement reads both. Raises StoreError.
+        """
         if not thread_ids:
             return []
         marks = ", ".join("?" * len(thread_ids))
-        return self.select_rows(sc.MESSAGES, f'WHERE thread_id IN ({marks}) ORDER BY thread_id, "createdAt" ASC',
-                                thread_ids, MESSAGE_COLUMNS)
+        tie = ", rowid" if self.sql.name == "sqlite" else ""
+        extra, before = [], []
+        if cursors:
+            since = f"{self.sql.created(sc.MESSAGES)} >= {self.sql.time_param}"
+            extra.append("CASE thread_id " + " ".join(
+                f"WHEN ? THEN {'1' if cursor is None else f'CASE WHEN {since} THEN 1 ELSE 0 END'}"
+                for cursor in cursors.values()) + " END")
+            before = [x for thread, cursor in cursors.items()
+                      for x in ((thread,) if cursor is None else (thread, cursor))]
+        if invalid_json:
+            if self.dialect != "sqlite":
+                raise ValueError("invalid_json: SQLite stores only (json_valid)")
+            extra.append("typeof(content) = 'text' AND json_valid(content) = 0")
+        present, fetched, decode = self.backend.select(
+            sc.MESSAGES, MESSAGE_COLUMNS, f"WHERE thread_id IN ({marks}) ORDER BY thread_id, {self.message_order}{tie}",
+            [*before, *thread_ids], lazy="content", extra=", ".join(extra) or None)
+        with bulk_decode():
+            rows = decode_all(decode, fetched)
+        if present != MESSAGE_COLUMNS:   # a column missing from an old schema: None in its place
+            at = [present.index(c) if c in present else None for c in MESSAGE_COLUMNS]
+            rows = [tuple(None if i is None else r[i] for i in at) + tuple(r[len(present):]) for r in rows]
+        return rows
 
     def invalid_json_message_ids(self, thread_ids: list[str]) -> set[str]:
         """Return the ids of THREAD_IDS' messages whose text content is not JSON (Mastra's JSON.parse fails).

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from studio.store import schema as sc
 from studio.store.backends.mongodb import iso_to_bson_date
-from studio.store.memory_store import MemoryStore
+from studio.store.memory_store import MESSAGE_COLUMNS, MemoryStore
 from studio.store.records import (
     Message,
     OMRecord,
@@ -243,15 +243,15 @@ class MongoMemoryStore(MemoryStore):
                     found = [m for m in found if (iso_to_ms(m.created_at) or 0) >= bound]
                 yield (key, since), found
 
-    def message_rows(self, thread_ids: list[str]) -> list[dict]:
-        """Return the raw documents {id, thread_id, content (JSON text), role, type, createdAt, resourceId} of
-        THREAD_IDS' messages, by thread then createdAt: what the memory doctor reads."""
+    def message_rows(self, thread_ids: list[str]) -> list[tuple]:
+        """Return the raw documents of THREAD_IDS' messages as tuples of MESSAGE_COLUMNS' values (id, thread_id,
+        content (JSON text), role, type, createdAt, resourceId; None for a missing field), by thread then
+        createdAt: what the memory doctor reads (`MemoryStore.message_rows`)."""
         out = []
         for part in _chunks(list(thread_ids)):
             for doc in self.backend.find(sc.MESSAGES, {"thread_id": {"$in": part}},
                                          [("thread_id", 1), ("createdAt", 1)]):
-                out.append({c: doc.get(c) for c in ("id", "thread_id", "content", "role", "type", "createdAt",
-                                                    "resourceId")})
+                out.append(tuple(doc.get(c) for c in MESSAGE_COLUMNS))
         return out
 
     def invalid_json_message_ids(self, thread_ids: list[str]) -> set[str]:
@@ -260,12 +260,12 @@ class MongoMemoryStore(MemoryStore):
 
         bad = set()
         for row in self.message_rows(thread_ids):
-            content = row.get("content")
+            content = row[MESSAGE_COLUMNS.index("content")]
             if isinstance(content, str):
                 try:
                     json.loads(content)
                 except ValueError:
-                    bad.add(row["id"])
+                    bad.add(row[0])
         return bad
 
     def message_threads(self, message_ids: list[str], chunk: int = CHUNK) -> dict[str, str]:

@@ -275,3 +275,115 @@ def test_each_message_is_counted_once_and_the_window_checks_find_what_the_doctor
     assert [f["message_ids"] for f in found if f["check"] == "uncountable-message"] == [[MESSAGE_ID]]
     again = sorted({m for m in counted if counted.count(m) > 1 and m != MESSAGE_ID})
     assert counted and not again, f"{len(again)} messages counted twice, e.g. {again[:3]}"
+
+
+
+def test_statuses_from_the_checks_rows_equal_the_status_batches_where_order_and_cursor_meet(tmp_path):
+    """The statuses of `compute_thread_results` take each thread's unobserved messages from the rows the
+    checks read (each row flagged, in the same statement, with the comparison `list_messages(since=…)` makes).
+    On support-5, whose cursor is 2026-12-04T20:13:13.380Z and whose last 11 of 24 messages are at or after
+    it: its last message moved exactly to the cursor (in), the two before it tied just before the cursor
+    (out), its first one given an empty createdAt (out), its second one a blob createdAt (SQLite compares a
+    blob greater than any text: in, and last in storage order): 11 - 2 + 1 = 10 flagged. The statuses equal
+    the status batches' (which read their messages themselves), the flags `messages_since_many`'s messages,
+    and a thread's digest is the same read with or without the flags."""
+    from studio.engine.unobserved import storage_cursor
+
+    path = _copy("support", tmp_path)
+    conn = libsql.connect(str(path))
+    ids = [r[0] for r in conn.execute("SELECT id FROM mastra_messages WHERE thread_id = 'support-5' "
+                                      'ORDER BY "createdAt", rowid').fetchall()]
+    assert len(ids) == 24
+    at = "2026-12-04T20:13:13.380Z"
+    for message_id, created in ((ids[-1], at), (ids[-2], "2026-12-04T20:13:13.379Z"),
+                                (ids[-3], "2026-12-04T20:13:13.379Z"), (ids[0], "")):
+        conn.execute('UPDATE mastra_messages SET "createdAt" = ? WHERE id = ?', (created, message_id))
+    conn.execute('UPDATE mastra_messages SET "createdAt" = CAST("createdAt" AS BLOB) WHERE id = ?', (ids[1],))
+    conn.commit()
+    conn.close()
+    with open_store(path) as store, store.snapshot():
+        threads = store.list_threads()
+        results = tr.compute_thread_results(store, [t.id for t in threads], now_ms=NOW_MS)
+        statuses = {s.thread_id: s for s in iter_thread_statuses(store, threads, on_error=lambda _t, _e: None)}
+        cursors = {k.split(":", 1)[1]: storage_cursor(r.last_observed_at)
+                   for k, r in store.om_current_all().items() if r.scope == "thread"}
+        flagged = store.message_rows(sorted(cursors), cursors)
+        messages = store.messages_since_many(cursors.items())
+        digests = tr.thread_digests(store, [t.id for t in threads])
+    assert cursors["support-5"] == at
+    assert sum(1 for r in flagged if r[1] == "support-5" and r[-1]) == 10
+    assert {(t, c): [r[0] for r in flagged if r[1] == t and r[-1]] for t, c in cursors.items()} \
+        == {pair: [m.id for m in found] for pair, found in messages.items()}
+    assert {t: r.status for t, r in results.items() if r.status is not None} == statuses
+    assert {t: r.digest for t, r in results.items()} == digests
+
+
+@pytest.mark.parametrize("name", ["support", "resource", "buffered", "collab", "sample"])
+def test_what_the_cache_writes_of_a_status_is_dataclasses_asdict(name, tmp_path):
+    """`status_to_json` is made field by field; it is `dataclasses.asdict` of the status, settings (threshold
+    ranges included) and flags included, on fixtures with thread and resource scope, shared budgets and
+    buffered chunks."""
+    import dataclasses
+
+    with open_store(_copy(name, tmp_path)) as store:
+        statuses = list(iter_thread_statuses(store, store.list_threads(), on_error=lambda _t, _e: None))
+    assert statuses
+    from studio.common.om_settings import ThresholdRange
+    from studio.store.flags import FlagState
+
+    ranged = dataclasses.replace(statuses[0], settings=dataclasses.replace(   # a shared budget (no fixture has one)
+        statuses[0].settings, message_tokens=ThresholdRange(30000, 70000), reflection_tokens=ThresholdRange(1, 2)),
+        flags=[FlagState("isObserving", True, True, 3_600_001), FlagState("isReflecting", False)])
+    for status in [*statuses, ranged]:
+        assert status_to_json(status) == dataclasses.asdict(status)
+
+
+def test_json_valids_verdict_read_with_the_rows_is_the_doctors(tmp_path):
+    """On SQLite an open reads json_valid's verdict on each message in the statement that reads the rows: a
+    content cut short is malformed-json, as the doctor (which asks for those ids in a statement of its own)
+    finds it; a blob content is not text, so json_valid is not asked, in either."""
+    path = _copy("support", tmp_path)
+    conn = libsql.connect(str(path))
+    first, second = [r[0] for r in conn.execute("SELECT id FROM mastra_messages WHERE thread_id = 'support-4' "
+                                                'ORDER BY "createdAt", rowid LIMIT 2').fetchall()]
+    conn.execute("UPDATE mastra_messages SET content = ? WHERE id = ?", ('{"format":2,"parts":[', first))
+    conn.execute("UPDATE mastra_messages SET content = CAST(content AS BLOB) WHERE id = ?", (second,))
+    conn.commit()
+    conn.close()
+    expected, _checked = baseline.doctor_findings(path)
+    with open_store(path) as store, store.snapshot():
+        results = tr.compute_thread_results(store, [t.id for t in store.list_threads()], now_ms=NOW_MS)
+        wide = tr.store_findings(store, now_ms=NOW_MS)
+    found = [x for r in results.values() for x in r.findings]
+    assert sorted(baseline.canonical(wide) + baseline.canonical(found)) == expected
+    assert [f["message_ids"] for f in found if f["check"] == "malformed-json"] == [[first]]
+
+
+def test_current_records_taken_from_the_histories_are_om_current_manys(tmp_path):
+    """An open takes each key's current record from the histories it reads for the checks when the newest
+    generationCount is an integer above every other; a tie at the top (a generation copied under another id)
+    or a generationCount that is not an integer is read with `om_current_many`, which the status batches use."""
+    path = _copy("support", tmp_path)
+    conn = libsql.connect(str(path))
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(mastra_observational_memory)").fetchall()]
+    listed = ", ".join(f'"{c}"' for c in columns)
+    copied = ", ".join("id || '-twin'" if c == "id" else f'"{c}"' for c in columns)
+    top = conn.execute("SELECT id FROM mastra_observational_memory WHERE \"lookupKey\" = 'thread:support-1' "
+                       'ORDER BY "generationCount" DESC LIMIT 1').fetchone()[0]
+    conn.execute(f"INSERT INTO mastra_observational_memory ({listed}) SELECT {copied} FROM mastra_observational_memory "
+                 "WHERE id = ?", (top,))
+    conn.execute("UPDATE mastra_observational_memory SET \"generationCount\" = 'seven' WHERE id = (SELECT id FROM "
+                 "mastra_observational_memory WHERE \"lookupKey\" = 'thread:support-3' ORDER BY \"generationCount\" "
+                 "LIMIT 1)")   # text: SQLite's MAX takes it over every integer
+    conn.commit()
+    conn.close()
+    with open_store(path) as store:
+        by_id = {t.id: t for t in store.list_threads()}
+        histories = tr._chunk_histories(store, list(by_id), by_id)
+        asked: list[str] = []
+        real = store.om_current_many
+        store.om_current_many = lambda keys: real(asked.extend(keys) or keys)
+        current = tr._current_records(store, histories)
+        assert sorted(asked) == ["thread:support-1", "thread:support-3"]
+        assert current == real(histories)
+        assert current["thread:support-3"].columns["generationCount"] == "seven"

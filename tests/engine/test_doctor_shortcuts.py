@@ -23,6 +23,7 @@ from studio.app import thread_results as tr
 from studio.engine.doctor.message_checks import check_parts, same_content
 from studio.engine.doctor.messages import StoredMessage
 from studio.store import open_store
+from studio.store.memory_store import MESSAGE_COLUMNS
 from studio.store.records import Thread, iso_to_ms, ms_to_iso
 from tests.engine.doctor_db import insert_message, om_rows, text_content
 
@@ -33,8 +34,8 @@ THREAD = Thread("t", "r", "", None, None, None)
 
 
 def _stored(raw: str, role: str = "user", message_id: str = "m") -> StoredMessage:
-    return StoredMessage({"id": message_id, "thread_id": "t", "role": role, "content": raw,
-                          "createdAt": "2026-01-01T00:00:00.000Z"})
+    row = {"id": message_id, "thread_id": "t", "role": role, "content": raw, "createdAt": "2026-01-01T00:00:00.000Z"}
+    return StoredMessage(tuple(row.get(c) for c in MESSAGE_COLUMNS))   # a `store.message_rows` row
 
 
 def test_a_context_message_is_found_however_its_json_writes_the_bracket():

@@ -59,3 +59,34 @@ def test_a_twin_left_behind_is_found(pg_corpus):
     # the other threads of the copy are the negative controls: nothing else fires
     with open_store(f"{pg_corpus.url}?schema=twins") as store:
         assert len(store.timestamp_twin_mismatches()) == 2
+
+
+def _results_and_batches(target: str) -> tuple[dict, dict]:
+    from studio.app.statuses import iter_thread_statuses
+    from studio.app.thread_results import compute_thread_results
+
+    with open_store(target) as store, store.snapshot():
+        threads = store.list_threads()
+        results = compute_thread_results(store, [t.id for t in threads])
+        batches = {s.thread_id: s for s in iter_thread_statuses(store, threads, on_error=lambda _t, _e: None)}
+    return {t: r.status for t, r in results.items() if r.status is not None}, batches
+
+
+def test_an_opens_statuses_from_the_checks_rows_are_the_status_batches_on_postgresql(pg_corpus):
+    """The statuses of an open take their unobserved messages from the rows the checks read, each flagged with
+    PostgreSQL's own comparison (the twin first): the status batches' statuses (which read their messages
+    themselves) on every scenario Mastra wrote, and with a message moved before the observation cursor in
+    its plain column only while its twin (what Mastra compares) kept its time."""
+    for scenario in pg_corpus.oracles:
+        results, batches = _results_and_batches(pg_corpus.target(scenario))
+        assert results == batches, scenario
+    done = subprocess.run(["node", "copy.mjs", "support", "twins_results", "--store", "pg", "--url", pg_corpus.url],
+                          cwd=pg_corpus.corpus, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with psycopg.connect(pg_corpus.url, autocommit=True, options="-c search_path=twins_results") as conn:
+        last = conn.execute('SELECT id FROM mastra_messages WHERE thread_id = %s ORDER BY "createdAt" DESC LIMIT 1',
+                            ("support-5",)).fetchone()[0]
+        conn.execute('UPDATE mastra_messages SET "createdAt" = "createdAt" - interval \'1 day\' WHERE id = %s',
+                     (last,))
+    results, batches = _results_and_batches(pg_corpus.target("twins_results"))
+    assert results == batches and "support-5" in results

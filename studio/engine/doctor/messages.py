@@ -9,22 +9,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from studio.store.cells import DamagedText, damaged_columns, decode_text
 from studio.store.memory_store import MemoryStore
-from studio.store.records import Message, iso_to_ms, parse_json
+from studio.store.records import Message, iso_to_ms
 
 _ALNUM = bytes(range(48, 58)) + bytes(range(65, 91)) + bytes(range(97, 123))
 #: Per-message slack of the estimate bound: role, the 3.8 overhead, tool-call adjustments (tokens).
 BOUND_SLACK = 200
+#: The message columns but content, in the order `Message.stored` names damaged ones.
+_NOT_CONTENT = ("id", "thread_id", "role", "type", "createdAt", "resourceId")
 
 
 class StoredMessage:
     """One `mastra_messages` row: id, thread, role, createdAt and the raw content text.
 
-    `message` is the parsed Message (parsed once, on first use); `created_ms` epoch ms or None;
-    `invalid_json` is set by the loader when SQLite's json_valid rejects the content.
+    `message` is the row's Message as the store reads it (`Message.stored`: the content parsed
+    once, on first use, the same object for every check and status that asks); `created_ms` epoch
+    ms or None; `invalid_json` is set by the loader when SQLite's json_valid rejects the content.
     """
 
     __slots__ = (
+        "_content",
         "_message",
         "_ms",
         "created_at",
@@ -37,17 +42,19 @@ class StoredMessage:
         "type",
     )
 
-    def __init__(self, row: dict):
-        self.id = row["id"]
-        self.thread_id = row.get("thread_id")
-        self.role = row.get("role") or ""
-        self.created_at = row.get("createdAt")
-        raw = row.get("content")
-        if isinstance(raw, (bytes, bytearray)):
-            raw = bytes(raw).decode("utf-8", "replace")
-        self.raw = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
-        self.type = row.get("type")
-        self.resource_id = row.get("resourceId")
+    def __init__(self, row: tuple, encoding: str = "utf-8"):
+        """ROW: a `store.message_rows` row (MESSAGE_COLUMNS' values first, content as fetched, in ENCODING when
+        bytes)."""
+        self.id, self.thread_id, content, role = row[0], row[1], row[2], row[3]
+        self.type, self.created_at, self.resource_id = row[4], row[5], row[6]
+        self.role = role or ""
+        if isinstance(content, (bytes, bytearray)):   # text as fetched: decoded as `select_rows` decodes it
+            try:
+                content = content.decode(encoding)
+            except UnicodeDecodeError:
+                content = decode_text(content, encoding)
+        self._content = content
+        self.raw = content if isinstance(content, str) else ("" if content is None else str(content))
         self.invalid_json = False
         self._ms: Any = False
         self._message: Message | None = None
@@ -61,13 +68,14 @@ class StoredMessage:
 
     @property
     def message(self) -> Message:
-        """Return the parsed Message (content JSON parsed as the store parses it)."""
+        """Return the parsed Message (`Message.stored` of the row: the content parsed as the store parses it)."""
         if self._message is None:
-            parsed, err = parse_json(self.raw)
-            content = parsed if err is None and parsed is not None else self.raw
-            self._message = Message(id=self.id, thread_id=self.thread_id, role=self.role, content=content,
-                                    created_at=self.created_at, resource_id=self.resource_id, type=self.type,
-                                    content_error=err)
+            damaged = damaged_columns(_NOT_CONTENT, (self.id, self.thread_id, self.role, self.type, self.created_at,
+                                                     self.resource_id))
+            if isinstance(self._content, DamagedText):   # named last, as `Message.stored` names it once decoded
+                damaged = (*damaged, "content")
+            self._message = Message.stored(self.id, self.thread_id, self.role, self._content, self.created_at,
+                                           self.resource_id, self.type, damaged)
         return self._message
 
     def mastra(self, *, light: bool = False) -> dict:
@@ -101,19 +109,25 @@ class StoredMessage:
                 + BOUND_SLACK)
 
 
-def load_messages(store: MemoryStore, thread_ids: list[str], rows: list[dict] | None = None,
-                  ) -> dict[str, list[StoredMessage]]:
-    """Return {thread id: its messages in storage order (createdAt ASC)} for THREAD_IDS, raw.
+def load_messages(store: MemoryStore, thread_ids: list[str], rows: list[tuple] | None = None,
+                  invalid: set[str] | None = None) -> dict[str, list[StoredMessage]]:
+    """Return {thread id: its messages in storage order} for THREAD_IDS, raw.
 
     ROWS: `store.message_rows(thread_ids)` when the caller read them already (else read here).
-    Rows whose content SQLite's json_valid rejects get `invalid_json`. Raises StoreError.
+    Rows whose content SQLite's json_valid rejects get `invalid_json`: INVALID, their ids when the
+    caller read them with ROWS (`message_rows(…, invalid_json=True)`), else read here
+    (`store.invalid_json_message_ids`). Raises StoreError.
     """
     out: dict[str, list[StoredMessage]] = {t: [] for t in thread_ids}
     if not thread_ids:
         return out
+    encoding = store.encoding
     for row in store.message_rows(thread_ids) if rows is None else rows:
-        out.setdefault(row.get("thread_id"), []).append(StoredMessage(row))
-    bad = store.invalid_json_message_ids(thread_ids)
+        mine = out.get(row[1])
+        if mine is None:
+            mine = out[row[1]] = []
+        mine.append(StoredMessage(row, encoding))
+    bad = store.invalid_json_message_ids(thread_ids) if invalid is None else invalid
     if bad:
         for messages in out.values():
             for m in messages:

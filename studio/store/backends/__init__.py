@@ -78,7 +78,7 @@ class Backend(Protocol):
         """Run one statement written with `?` placeholders; return its rows, text decoded."""
 
     def select(self, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-               lazy: str | None = None,
+               lazy: str | None = None, extra: str | None = None,
                pages: Callable[[str], Any] | None = None) -> tuple[list[str], list, Callable[[Any], list]]:
         """Read WANTED columns of TABLE (empty: all) with a WHERE/ORDER TAIL, as Mastra reads them.
 
@@ -87,6 +87,9 @@ class Backend(Protocol):
         (text or its bytes in `encoding`, decoded on first use). The whole result is fetched first.
         PAGES (SQLite SQL only): given the statement's SELECT list, the keyset pages (studio.store.hrana.Pages)
         a libSQL server reads the answer in when it is over its response limit; other backends ignore it.
+        EXTRA (SQL stores: expressions, comma-separated, whose values are numbers or NULL, their `?` params first
+        in PARAMS) is selected after the columns: each row then ends with their values, which `present` does
+        not name.
         """
 
     def select_column(self, table: str, column: str, tail: str = "", params: Iterable[Any] = ()) -> list:

@@ -276,7 +276,7 @@ def row_decoder(encoding: str) -> RowDecoder:
 
 
 def select(backend, table: str, wanted: list[str], tail: str = "", params: Iterable[Any] = (), *,
-           lazy: str | None = None,
+           lazy: str | None = None, extra: str | None = None,
            pages: Callable[[str], Any] | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
     """`Backend.select` on SQLite: (present columns, rows as fetched, DECODE).
 
@@ -286,20 +286,24 @@ def select(backend, table: str, wanted: list[str], tail: str = "", params: Itera
     re-read raw and that value is decoded one by one (undecodable -> left as bytes, reported as
     malformed); those rows come back decoded whole (DECODE is `list`). PAGES, given the SELECT list, makes the
     keyset pages of the text-safe statement (`backend.execute`'s: a libSQL server reads an answer over its
-    response limit in them; a file reads it whole). Raises StoreError.
+    response limit in them; a file reads it whole). EXTRA (SQL expressions, comma-separated, their `?` params
+    first in PARAMS) is selected after the columns, as PostgreSQL's `select` selects it: each row then ends
+    with their values, which `present` does not name (numbers or NULL: fetched as they are, never text); not
+    with PAGES. Raises StoreError.
     """
     backend.ready()
-    return _select(backend, table, wanted, tail, tuple(params), lazy, pages)
+    return _select(backend, table, wanted, tail, tuple(params), lazy, pages, extra)
 
 
 def _select(backend, table: str, wanted: list[str], tail: str, params: tuple, lazy: str | None,
-            pages: Callable[[str], Any] | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
+            pages: Callable[[str], Any] | None = None,
+            extra: str | None = None) -> tuple[list[str], list[tuple], Callable[[tuple], list]]:
     if backend.plain_text:
-        sql, present, decode = _select_plan(backend, table, wanted, tail, lazy, plain=True)
+        sql, present, decode = _select_plan(backend, table, wanted, tail, lazy, plain=True, extra=extra)
         fetched = _plainly(backend, [(sql, params)])
         if fetched is not None:
             return present, fetched[0], _plain_decoder(fetched[0], decode)
-    sql, present, decode = _select_plan(backend, table, wanted, tail, lazy)
+    sql, present, decode = _select_plan(backend, table, wanted, tail, lazy, extra=extra)
     try:
         if pages is None:
             fetched = backend.execute(sql, params)
@@ -311,17 +315,20 @@ def _select(backend, table: str, wanted: list[str], tail: str, params: tuple, la
     except Exception as exc:
         if "json" not in str(exc).lower():
             raise backend.fail(exc) from exc
-        return present, _select_raw(backend, table, present, tail, params), list
+        return present, _select_raw(backend, table, present, tail, params, extra), list
     return present, fetched, decode
 
 
 def _select_plan(backend, table: str, wanted: list[str], tail: str, lazy: str | None,
-                 plain: bool = False) -> tuple[str, list[str], Callable[[tuple], list]]:
-    """`select`'s statement, present columns and row decoder (column LAZY left as fetched); PLAIN: text as text."""
+                 plain: bool = False, extra: str | None = None) -> tuple[str, list[str], Callable[[tuple], list]]:
+    """`select`'s statement, present columns and row decoder (column LAZY left as fetched); PLAIN: text as text;
+    EXTRA selected after the columns."""
     lists, key = backend.select_lists, (table, tuple(wanted), plain)
     present, selected = lists.get(key) or lists.setdefault(
         key, (_plain_select_list if plain else _select_list)(backend.schema, table, wanted))
     decode = RowDecoder(backend.encoding, present.index(lazy) if lazy is not None and lazy in present else None)
+    if extra:
+        selected = f"{selected}, {extra}"
     return f"SELECT {selected} FROM {sc.quote_ident(table)} {tail}", present, decode
 
 
@@ -384,20 +391,23 @@ def _plain_decoder(fetched: list[tuple], decode: Callable[[tuple], list]) -> Cal
     return decode if bytes in set(map(type, itertools.chain.from_iterable(fetched))) else list
 
 
-def _select_raw(backend, table: str, present: list[str], tail: str, params: tuple) -> list[list]:
-    """The rows of `select`, JSONB blobs left to `_decode_blob` one by one (SQLite failed on one of them)."""
-    raw_select = ", ".join(text_safe_pair(sc.quote_ident(c)) for c in present)
+def _select_raw(backend, table: str, present: list[str], tail: str, params: tuple,
+                extra: str | None = None) -> list[list]:
+    """The rows of `select`, JSONB blobs left to `_decode_blob` one by one (SQLite failed on one of them);
+    EXTRA's value ends each row."""
+    raw_select = ", ".join([*(text_safe_pair(sc.quote_ident(c)) for c in present), *([extra] if extra else [])])
     try:
         raw = backend.execute(f"SELECT {raw_select} FROM {sc.quote_ident(table)} {tail}", params)
     except StoreError:
         raise
     except Exception as exc:
         raise backend.fail(exc) from exc
-    out = []
+    out, width = [], 2 * len(present)
     for r in raw:
-        values = decode_pairs(r, backend.encoding)
-        out.append([_decode_blob(backend, v) if c in JSONB_COLUMNS else v
-                    for c, v in zip(present, values)])  # noqa: B905  (per row: strict= slows zip)
+        values = decode_pairs(r[:width], backend.encoding)
+        out.append([*(_decode_blob(backend, v) if c in JSONB_COLUMNS else v
+                      for c, v in zip(present, values)),  # noqa: B905  (per row: strict= slows zip)
+                    *r[width:]])
     return out
 
 
