@@ -140,6 +140,14 @@ def _table_rows_read(plan: dict) -> int:
     return own + sum(_table_rows_read(p) for p in plan.get("Plans", ()))
 
 
+def _record_statements(studio: StudioSide) -> list[tuple[str, tuple]]:
+    """Make STUDIO's PostgreSQL backend note every statement it runs (SQL, params); return the list it fills."""
+    sent: list[tuple[str, tuple]] = []
+    run = studio.store.backend._run
+    studio.store.backend._run = lambda sql, params: (sent.append((sql, params)), run(sql, params))[1]
+    return sent
+
+
 def test_a_far_page_reads_only_its_rows_from_the_table(tied_schema):
     """The skipped rows of a page are counted on the (thread_id, createdAt) index: the table gives the page's
     rows and those tied with its first, where MemoryPG's statement reads every skipped row."""
@@ -148,9 +156,7 @@ def test_a_far_page_reads_only_its_rows_from_the_table(tied_schema):
 
     url, thread_id, count = tied_schema
     studio = StudioSide(url)
-    sent: list[tuple[str, tuple]] = []
-    run = studio.store.backend._run
-    studio.store.backend._run = lambda sql, params: (sent.append((sql, params)), run(sql, params))[1]
+    sent = _record_statements(studio)
     try:
         far = list_messages(studio.store, thread_id, per_page=2, page=count // 2 - 1)
         newest_far = recall(studio.store, thread_id, per_page=2, page=count // 2 - 1)
@@ -280,9 +286,7 @@ def test_inside_a_load_the_thread_is_counted_once_and_a_commit_shows_after_it(re
 
     url, thread_id, count = remembered_schema
     studio = StudioSide(url)
-    sent: list[tuple[str, tuple]] = []
-    run = studio.store.backend._run
-    studio.store.backend._run = lambda sql, params: (sent.append((sql, params)), run(sql, params))[1]
+    sent = _record_statements(studio)
     try:
         with studio.store.snapshot(), psycopg.connect(url.split("?")[0], autocommit=True) as conn:
             assert recall(studio.store, thread_id, per_page=2).total == count

@@ -270,6 +270,16 @@ def test_quiescent_wal_file_sees_a_later_writer(fixture_db, tmp_path):
         assert [t.id for t in store.list_threads("user-erin")]  # still readable after the reopen
 
 
+def _insert_late_message(path: Path) -> None:
+    """Commit, as another process's writer would, one user message 'late' (createdAt 2030) into support-2 at PATH."""
+    writer = libsql.connect(str(path))
+    writer.execute("""INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
+                      VALUES ('late', 'support-2', '{"format":2,"parts":[]}', 'user', 'v2',
+                              '2030-01-01T00:00:00.000Z', 'user-alice')""")
+    writer.commit()
+    writer.close()
+
+
 def test_reads_after_a_writer_appears_need_no_explicit_check(fixture_db):
     """Any read (not only data_version/list_threads) of an immutable store sees a later writer's rows:
     the studio's helper process only ever calls detail/page reads."""
@@ -279,12 +289,7 @@ def test_reads_after_a_writer_appears_need_no_explicit_check(fixture_db):
     with open_store(path) as store:
         assert store.backend.immutable
         before = len(store.list_messages("support-2"))
-        writer = libsql.connect(str(path))
-        writer.execute("""INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
-                          VALUES ('late', 'support-2', '{"format":2,"parts":[]}', 'user', 'v2',
-                                  '2030-01-01T00:00:00.000Z', 'user-alice')""")
-        writer.commit()
-        writer.close()
+        _insert_late_message(path)
         assert len(store.list_messages("support-2")) == before + 1
 
 
@@ -303,12 +308,7 @@ def test_a_count_and_its_page_follow_a_writer_and_a_replaced_file_without_a_chec
     with open_store(path) as store:
         assert store.backend.immutable
         first = list_messages(store, "support-2", per_page=2)
-        writer = libsql.connect(str(path))
-        writer.execute("""INSERT INTO mastra_messages (id, thread_id, content, role, type, "createdAt", "resourceId")
-                          VALUES ('late', 'support-2', '{"format":2,"parts":[]}', 'user', 'v2',
-                                  '2030-01-01T00:00:00.000Z', 'user-alice')""")
-        writer.commit()
-        writer.close()
+        _insert_late_message(path)
         newest = recall(store, "support-2", per_page=2)
         assert newest.total == first.total + 1 and newest.message_ids[-1] == "late"
         assert list_messages(store, "support-2", per_page=False).total == first.total + 1
