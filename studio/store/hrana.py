@@ -414,10 +414,10 @@ class HranaConnection:
         url = (self._stream_url or self.base_url) + PIPELINE_PATH if baton else self.base_url + PIPELINE_PATH
         self.traffic.requests += 1
         self.traffic.statements += sum(1 for r in requests if r["type"] == "execute")
-        extra = {} if timeout is None else {"timeout": httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))}
+        request_timeout = None if timeout is None else httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
         body = json.dumps({"baton": baton, "requests": requests})
         try:
-            response = self._post(url, body, extra.get("timeout"))
+            response = self._post(url, body, request_timeout)
         except httpx.ConnectTimeout as exc:   # the TCP connect or the TLS handshake: the shorter connect timeout
             raise ServerUnreachable(f"{self.display} did not complete the connection within "
                              f"{min(CONNECT_TIMEOUT_S, timeout or self.timeout):g} s "
